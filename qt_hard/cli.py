@@ -1,0 +1,47 @@
+"""The ``qt-hard`` command line.
+
+Each area of the library registers its own subcommand through a ``register(subparsers)``
+function, so this file only wires them together:
+
+* ``qt-hard train CONFIG.yaml [key=value ...]``  (qt_hard.training.cli)
+* ``qt-hard eval senteval|wiki|compare ...``       (qt_hard.evaluation.cli)
+* ``qt-hard data wiki ...``                        (qt_hard.data.cli)
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+_AREAS = ("qt_hard.training.cli", "qt_hard.evaluation.cli", "qt_hard.data.cli")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="qt-hard", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in _AREAS:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as err:
+            # An area whose module is not there yet simply offers no subcommand; any other
+            # import error is a real bug and must surface.
+            if err.name != name:
+                raise
+            continue
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    result = args.func(args)
+    return int(result or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
