@@ -1,0 +1,177 @@
+"""The contrastive objectives, assembled from the negatives core.
+
+Functional forms (one line for tests, users and our own checks) and module forms (for training loops,
+with ``set_progress`` for schedules):
+
+* :func:`contrastive_loss` / :class:`ContrastiveLoss`: the two-view objective (SimCLR, HCL, Ash et
+  al. D.1). With ``negatives="hard", beta=0, tau_plus=0`` it is SimCLR's NT-Xent; with
+  ``negatives="hard", beta, tau_plus`` it is HCL's ``criterion`` (Robinson et al. 2021, Fig. 13 and
+  the official code).
+* :func:`context_loss` / :class:`ContextLoss`: Quick-Thoughts (multi-positive context window).
+* :func:`ranking_loss` / :class:`RankingLoss`: anchors against positives and explicit negatives
+  (sentence-transformers' MultipleNegativesRankingLoss layout).
+
+Example::
+
+    >>> import torch
+    >>> from qt_hard.losses import contrastive_loss
+    >>> z1, z2 = torch.randn(8, 16), torch.randn(8, 16)
+    >>> loss = contrastive_loss(z1, z2, "hard", beta=1.0, tau_plus=0.1, temperature=0.5)
+    >>> loss.shape
+    torch.Size([])
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .negatives.scores import context_scores, one_directional_scores, two_view_scores
+from .negatives.strategy import NegativeStrategy, make_strategy
+
+# Keyword options that configure the strategy (everything else is an error, named).
+_STRATEGY_OPTIONS = {
+    "k", "collision_free", "include_positive", "count", "tau_plus", "floor", "beta", "clip", "detach",
+    "lower", "upper", "hardening", "tau", "epsilon", "cost", "kappa", "sinkhorn_iters", "marginals",
+}
+
+
+def _strategy(negatives, k, include_positive, options) -> NegativeStrategy:
+    unknown = set(options) - _STRATEGY_OPTIONS
+    if unknown:
+        raise TypeError(f"unknown option(s) {', '.join(sorted(unknown))}; "
+                        f"valid: {', '.join(sorted(_STRATEGY_OPTIONS))}")
+    if isinstance(negatives, NegativeStrategy):
+        if options or k is not None or include_positive is not True:
+            raise ValueError("pass options either to the NegativeStrategy or here, not both")
+        return negatives
+    return make_strategy(negatives, k=k, include_positive=include_positive, **options)
+
+
+def contrastive_loss(z1: torch.Tensor, z2: torch.Tensor, negatives="uniform", *, temperature: float = 0.5,
+                     k: int | None = None, labels=None, normalize: bool = True, include_positive: bool = True,
+                     gather: bool = True, generator: torch.Generator | None = None, **options) -> torch.Tensor:
+    """Two-view contrastive loss, averaged over the 2B anchors.
+
+    Args:
+        z1, z2: (B, d) embeddings of the two views of B positive pairs.
+        negatives: "uniform", "debiased", "hard", "ring", "label", "ot", "threshold", or a
+            :class:`NegativeStrategy`.
+        temperature: t; logits are <u, v> / t.
+        k: negatives per anchor drawn from the 2B-2 candidates (None = all).
+        labels: (B,) labels, for "label" negatives and ``collision_free=True``.
+        normalize: L2-normalize the embeddings (False for Quick-Thoughts / bag-of-words / InfoGraph,
+            then consider ``clip=True`` with hard weights).
+        include_positive: False drops e^{s+} from the denominator (Ash et al. D.1).
+        gather: under torch.distributed, candidates from every process.
+        generator: torch.Generator for the k-sampler.
+        **options: strategy options (see :func:`qt_hard.negatives.make_strategy`).
+
+    Returns:
+        Scalar loss tensor.
+    """
+    strategy = _strategy(negatives, k, include_positive, options)
+    scores = two_view_scores(z1, z2, temperature=temperature, labels=labels, normalize=normalize,
+                             gather_candidates=gather)
+    return strategy(scores, generator)
+
+
+def context_loss(f_emb: torch.Tensor, g_emb: torch.Tensor, negatives="uniform", *, context: int = 1,
+                 temperature: float = 1.0, normalize: bool = False, k: int | None = None, doc_ids=None,
+                 include_positive: bool = True, gather: bool = True,
+                 generator: torch.Generator | None = None, **options) -> torch.Tensor:
+    """Quick-Thoughts objective on B consecutive sentences (Logeswaran & Lee 2018; HCL App. D.3).
+
+    Args:
+        f_emb, g_emb: (B, d) encodings of the same consecutive sentences by f and g.
+        context: positives are the sentences within 1..context positions (same document).
+        doc_ids: (B,) document ids; no positive pair crosses two documents.
+        Other arguments as :func:`contrastive_loss`.
+    """
+    strategy = _strategy(negatives, k, include_positive, options)
+    scores = context_scores(f_emb, g_emb, context=context, temperature=temperature, normalize=normalize,
+                            doc_ids=doc_ids, gather_candidates=gather)
+    return strategy(scores, generator)
+
+
+def ranking_loss(anchors: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor | None = None,
+                 strategy="uniform", *, temperature: float = 0.05, k: int | None = None, labels=None,
+                 normalize: bool = True, include_positive: bool = True, gather: bool = True,
+                 extra_candidates: torch.Tensor | None = None, in_batch: bool = True,
+                 generator: torch.Generator | None = None, **options) -> torch.Tensor:
+    """Anchors against all positives and explicit negatives of the batch (MNRL layout).
+
+    Args:
+        anchors, positives: (B, d); negatives: optional (B, n, d) explicit negatives.
+        strategy: negatives strategy name or object (as ``negatives`` in :func:`contrastive_loss`).
+        temperature: 1 / scale (sentence-transformers' default scale 20 is temperature 0.05).
+        extra_candidates: optional (M, d) shared candidates (e.g. :class:`EmbeddingQueue`).
+        in_batch: False uses only ``extra_candidates`` as negatives (MoCo).
+        Other arguments as :func:`contrastive_loss`.
+    """
+    strat = _strategy(strategy, k, include_positive, options)
+    scores = one_directional_scores(anchors, positives, negatives, temperature=temperature, labels=labels,
+                                    normalize=normalize, gather_candidates=gather,
+                                    extra_candidates=extra_candidates, in_batch=in_batch)
+    return strat(scores, generator)
+
+
+class _StrategyLoss(nn.Module):
+    """Holds a strategy built once, and the training progress that drives its schedules."""
+
+    def __init__(self, negatives, k, include_positive, options):
+        super().__init__()
+        self.strategy = _strategy(negatives, k, include_positive, options)
+        self.generator: torch.Generator | None = None
+
+    def set_progress(self, progress: float) -> None:
+        """Training progress in [0, 1] (e.g. step / total_steps) for scheduled parameters."""
+        self.strategy.set_progress(progress)
+
+    def extra_repr(self) -> str:
+        return repr(self.strategy)
+
+
+class ContrastiveLoss(_StrategyLoss):
+    """Module form of :func:`contrastive_loss`: ``ContrastiveLoss("hard", beta=1.0)(z1, z2)``."""
+
+    def __init__(self, negatives="uniform", *, temperature: float = 0.5, k: int | None = None,
+                 normalize: bool = True, include_positive: bool = True, gather: bool = True, **options):
+        super().__init__(negatives, k, include_positive, options)
+        self.temperature, self.normalize, self.gather = temperature, normalize, gather
+
+    def forward(self, z1: torch.Tensor, z2: torch.Tensor, labels=None) -> torch.Tensor:
+        scores = two_view_scores(z1, z2, temperature=self.temperature, labels=labels,
+                                 normalize=self.normalize, gather_candidates=self.gather)
+        return self.strategy(scores, self.generator)
+
+
+class ContextLoss(_StrategyLoss):
+    """Module form of :func:`context_loss` (Quick-Thoughts)."""
+
+    def __init__(self, negatives="uniform", *, context: int = 1, temperature: float = 1.0,
+                 normalize: bool = False, k: int | None = None, include_positive: bool = True,
+                 gather: bool = True, **options):
+        super().__init__(negatives, k, include_positive, options)
+        self.context, self.temperature, self.normalize, self.gather = context, temperature, normalize, gather
+
+    def forward(self, f_emb: torch.Tensor, g_emb: torch.Tensor, doc_ids=None) -> torch.Tensor:
+        scores = context_scores(f_emb, g_emb, context=self.context, temperature=self.temperature,
+                                normalize=self.normalize, doc_ids=doc_ids, gather_candidates=self.gather)
+        return self.strategy(scores, self.generator)
+
+
+class RankingLoss(_StrategyLoss):
+    """Module form of :func:`ranking_loss`."""
+
+    def __init__(self, strategy="uniform", *, temperature: float = 0.05, k: int | None = None,
+                 normalize: bool = True, include_positive: bool = True, gather: bool = True, **options):
+        super().__init__(strategy, k, include_positive, options)
+        self.temperature, self.normalize, self.gather = temperature, normalize, gather
+
+    def forward(self, anchors, positives, negatives=None, labels=None, extra_candidates=None,
+                in_batch: bool = True) -> torch.Tensor:
+        scores = one_directional_scores(anchors, positives, negatives, temperature=self.temperature,
+                                        labels=labels, normalize=self.normalize, gather_candidates=self.gather,
+                                        extra_candidates=extra_candidates, in_batch=in_batch)
+        return self.strategy(scores, self.generator)

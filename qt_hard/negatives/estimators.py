@@ -1,0 +1,88 @@
+"""Estimators of the negative term (DESIGN.md's fourth stage), in log space.
+
+Input: ``log_e`` (A,), the log of the weighted mean ``E_hat = sum_j w_j e^{s_j} / sum_j w_j`` over
+each anchor's negatives, and the positive logits ``pos`` (A, P). Output: (A, P) the log of the
+per-negative term that the loss multiplies by the number of negatives Q.
+
+* :class:`PlainEstimator`: ``E_hat`` itself (InfoNCE, HCL with tau_plus = 0 up to the floor).
+* :class:`DebiasedEstimator`: Chuang et al. (2020) eq. 6 / Robinson et al. (2021) eq. 15 and
+  Fig. 13: ``max((E_hat - tau_plus e^{s+}) / (1 - tau_plus), e^{-1/t})``. Nothing is
+  exponentiated: with ``r = tau_plus e^{s+} / E_hat``, ``log(E_hat - tau_plus e^{s+}) =
+  log E_hat + log(1 - r)``, and ``log(1 - r)`` is computed by ``log1p`` / ``expm1`` from
+  ``log r = log tau_plus + s+ - log E_hat``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..schedules import at
+
+_LOG_HALF = math.log(0.5)
+
+
+def log1mexp(u: torch.Tensor) -> torch.Tensor:
+    """log(1 - e^u) for u < 0 (Maechler's split at -log 2), -inf for u >= 0, no NaN gradients."""
+    neg = u < 0
+    safe = torch.where(neg, u, torch.full_like(u, -1.0))
+    val = torch.where(safe > _LOG_HALF, torch.log(-torch.expm1(safe)), torch.log1p(-torch.exp(safe)))
+    return torch.where(neg, val, torch.full_like(u, float("-inf")))
+
+
+def smooth_log1mexp(u: torch.Tensor) -> torch.Tensor:
+    """log(1 - e^u) for u <= log(1/2), continued beyond as ``-log 4 - u`` (i.e. ``1 - r`` continued
+    by ``1 / (4 r)`` for r = e^u >= 1/2): equal in value and slope at r = 1/2, positive and
+    decreasing for every r, so the debiased estimate never collapses onto the floor."""
+    below = u <= _LOG_HALF
+    exact = log1mexp(torch.where(below, u, torch.full_like(u, _LOG_HALF)))
+    return torch.where(below, exact, -math.log(4.0) - u)
+
+
+class PlainEstimator:
+    """The plain Monte-Carlo estimate: log E_hat, the same for every positive of the anchor."""
+
+    def log_negative(self, log_e: torch.Tensor, pos: torch.Tensor, scale: float, progress: float):
+        return log_e[:, None].expand_as(pos)
+
+    def __repr__(self) -> str:
+        return "PlainEstimator()"
+
+
+class DebiasedEstimator:
+    """Debiased (and, with hard weights, HCL's) estimator of the negative term, in log space.
+
+    ``D = (E_hat - tau_plus * e^{s+}) / (1 - tau_plus)`` floored at ``e^{-1/t}``, the smallest
+    ``e^s`` on the sphere of radius 1/t (Chuang et al. 2020, eq. 6; HCL Fig. 13, official code
+    ``torch.clamp(Ng, min=N * e^{-1/t})``). The multiplication by N happens in the loss.
+
+    Args:
+        tau_plus: class prior tau^+ in [0, 1) (number or schedule).
+        floor: "hard" is the papers' clamp; wherever it binds, the anchor gets no gradient at all, which
+            at low temperature (t = 0.05, scale 20) is almost always. "smooth" keeps the exact estimator
+            while ``tau_plus e^{s+} <= E_hat / 2`` and continues ``1 - r`` by ``1/(4r)`` beyond (C1,
+            see :func:`smooth_log1mexp`), so the estimate stays positive and keeps a gradient; the
+            floor e^{-1/t} is then applied as a clamp to that positive estimate.
+    """
+
+    def __init__(self, tau_plus=0.1, floor: str = "hard"):
+        if floor not in ("hard", "smooth"):
+            raise ValueError(f"floor must be 'hard' or 'smooth', got {floor!r}")
+        self.tau_plus, self.floor = tau_plus, floor
+
+    def log_negative(self, log_e: torch.Tensor, pos: torch.Tensor, scale: float, progress: float):
+        tau = float(at(self.tau_plus, progress))
+        if not 0.0 <= tau < 1.0:
+            raise ValueError(f"tau_plus must be in [0, 1), got {tau}")
+        log_e = log_e[:, None]
+        if tau > 0:
+            log_r = math.log(tau) + pos - log_e
+            corr = log1mexp(log_r) if self.floor == "hard" else smooth_log1mexp(log_r)
+            log_d = log_e + corr - math.log1p(-tau)
+        else:
+            log_d = log_e.expand_as(pos)
+        return torch.clamp(log_d, min=-scale)
+
+    def __repr__(self) -> str:
+        return f"DebiasedEstimator(tau_plus={self.tau_plus!r}, floor={self.floor!r})"

@@ -1,0 +1,297 @@
+"""Candidate sources: who is compared with whom (the first two stages of DESIGN.md's pipeline).
+
+Every objective of the five papers reduces to one table per batch, :class:`ContrastScores`:
+for each of A anchors, the logits of its P positives and of its C candidate negatives, plus masks.
+The three builders below produce it for the three layouts the library uses; the strategies in
+:mod:`qt_hard.negatives.strategy` consume it, whatever produced it.
+
+* :func:`two_view_scores`: SimCLR / HCL (Robinson et al. 2021, eq. 5 and Fig. 13) and Ash et al.
+  (2022) D.1: each of the 2B views is an anchor against the other 2B-2 views; its partner view is
+  the positive.
+* :func:`one_directional_scores`: Quick-Thoughts-style retrieval / sentence-transformers'
+  MultipleNegativesRankingLoss: anchor i against the positives of every pair plus any explicit
+  negatives (and optionally a queue of past embeddings, MoCo / Ring Alg. 1); its own positive is the
+  positive.
+* :func:`context_scores`: Quick-Thoughts (Logeswaran & Lee 2018): B consecutive sentences, scores
+  f(s_i).g(s_j), the sentences within +-c positions (same document) the positives, the sentence
+  itself excluded, every other sentence a candidate.
+
+Logits are ``scale * <anchor, candidate>`` with ``scale = 1 / temperature``. Under torch.distributed
+the candidates are gathered from every process with gradients (:mod:`.distributed`), anchors stay
+local, and candidate indices are global.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from .distributed import gather
+
+
+@dataclass
+class ContrastScores:
+    """Scores of A anchors against their positives and C candidates.
+
+    Attributes:
+        pos: (A, P) positive logits.
+        pos_valid: (A, P) bool, which positive slots are real (anchors have 1..P positives).
+        neg: (A, C) candidate logits, ``scale * <anchor, candidate>``.
+        neg_valid: (A, C) bool, which candidates may serve as negatives of each anchor
+            (the anchor itself and its positives are excluded).
+        scale: 1 / temperature, so that raw inner products are ``neg / scale``.
+        anchor_labels: (A,) class labels of the anchors, or None.
+        cand_labels: (C,) class labels of the candidates, or None.
+        cand_label_known: (C,) bool, False for candidates of unknown class (explicit negatives,
+            queue entries); they never count as same-class.
+        anchor_sqnorm, cand_sqnorm: (A,), (C,) squared norms of the embeddings (the OT cost needs
+            ||f(x) - f(x')||^2 = |a|^2 + |c|^2 - 2 <a, c>).
+    """
+
+    pos: torch.Tensor
+    pos_valid: torch.Tensor
+    neg: torch.Tensor
+    neg_valid: torch.Tensor
+    scale: float
+    anchor_labels: torch.Tensor | None = None
+    cand_labels: torch.Tensor | None = None
+    cand_label_known: torch.Tensor | None = None
+    anchor_sqnorm: torch.Tensor | None = None
+    cand_sqnorm: torch.Tensor | None = None
+
+    def same_label(self) -> torch.Tensor:
+        """(A, C) bool: the candidate shares the anchor's label (needs labels)."""
+        if self.anchor_labels is None or self.cand_labels is None:
+            raise ValueError("label-aware negatives (label weighting, collision_free) need labels")
+        same = self.anchor_labels[:, None] == self.cand_labels[None, :]
+        if self.cand_label_known is not None:
+            same = same & self.cand_label_known[None, :]
+        return same
+
+
+def _check_embeddings(name: str, x: torch.Tensor) -> None:
+    if x.dim() != 2:
+        raise ValueError(f"{name} must be (batch, dim), got shape {tuple(x.shape)}")
+    if x.shape[0] == 0:
+        raise ValueError(f"{name} is an empty batch")
+
+
+def _check_temperature(temperature: float) -> float:
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    return 1.0 / float(temperature)
+
+
+def _labels(labels, n: int, device) -> torch.Tensor | None:
+    if labels is None:
+        return None
+    labels = torch.as_tensor(labels, device=device)
+    if labels.shape != (n,):
+        raise ValueError(f"labels must have shape ({n},), got {tuple(labels.shape)}")
+    return labels
+
+
+def two_view_scores(z1: torch.Tensor, z2: torch.Tensor, *, temperature: float = 0.5,
+                    labels=None, normalize: bool = True, gather_candidates: bool = True
+                    ) -> ContrastScores:
+    """The two-view layout of SimCLR / HCL and of Ash et al. D.1.
+
+    Args:
+        z1, z2: (b, d) the two views of b positive pairs on this process.
+        temperature: logits are ``<u, v> / temperature``.
+        labels: optional (b,) class labels of the pairs (label-aware negatives, collision-free k).
+        normalize: project the embeddings onto the unit sphere first (SimCLR/HCL). Quick-Thoughts,
+            bag-of-words and InfoGraph embeddings are used unnormalized.
+        gather_candidates: under torch.distributed, use every process's views as candidates.
+
+    Returns:
+        ContrastScores with A = 2b anchors (z1 then z2), C = 2B candidates (all of Z1 then all of Z2,
+        B the global batch), one positive each (the partner view), and each anchor's own view and
+        its partner excluded from the candidates, leaving 2B - 2.
+    """
+    _check_embeddings("z1", z1)
+    _check_embeddings("z2", z2)
+    if z1.shape != z2.shape:
+        raise ValueError(f"z1 and z2 must have the same shape, got {tuple(z1.shape)} and {tuple(z2.shape)}")
+    scale = _check_temperature(temperature)
+    if normalize:
+        z1, z2 = F.normalize(z1, dim=1), F.normalize(z2, dim=1)
+    b = z1.shape[0]
+    labels = _labels(labels, b, z1.device)
+    if gather_candidates:
+        all1, offset = gather(z1)
+        all2, _ = gather(z2)
+    else:
+        all1, all2, offset = z1, z2, 0
+    B = all1.shape[0]
+    anchors = torch.cat([z1, z2], dim=0)
+    cands = torch.cat([all1, all2], dim=0)
+    neg = anchors @ cands.T * scale  # (2b, 2B)
+
+    local = torch.arange(b, device=z1.device) + offset
+    self_idx = torch.cat([local, local + B])
+    partner = torch.cat([local + B, local])
+    rows = torch.arange(2 * b, device=z1.device)
+    pos = neg[rows, partner].unsqueeze(1)
+    valid = torch.ones_like(neg, dtype=torch.bool)
+    valid[rows, self_idx] = False
+    valid[rows, partner] = False
+
+    anchor_labels = cand_labels = None
+    if labels is not None:
+        all_labels = gather(labels, with_grad=False)[0] if gather_candidates else labels
+        anchor_labels = torch.cat([labels, labels])
+        cand_labels = torch.cat([all_labels, all_labels])
+    return ContrastScores(
+        pos=pos, pos_valid=torch.ones_like(pos, dtype=torch.bool), neg=neg, neg_valid=valid,
+        scale=scale, anchor_labels=anchor_labels, cand_labels=cand_labels,
+        anchor_sqnorm=anchors.detach().pow(2).sum(1), cand_sqnorm=cands.detach().pow(2).sum(1),
+    )
+
+
+def one_directional_scores(anchors: torch.Tensor, positives: torch.Tensor,
+                           negatives: torch.Tensor | None = None, *, temperature: float = 0.05,
+                           labels=None, normalize: bool = True, gather_candidates: bool = True,
+                           extra_candidates: torch.Tensor | None = None,
+                           in_batch: bool = True) -> ContrastScores:
+    """Anchor i against all positives and explicit negatives of the batch (MNRL layout).
+
+    Args:
+        anchors: (b, d).
+        positives: (b, d), positives[i] is anchor i's positive.
+        negatives: optional (b, n, d) explicit (hard) negatives; they join every anchor's candidates.
+        temperature: logits are ``<a, c> / temperature`` (sentence-transformers' ``scale = 1/t``).
+        labels: optional (b,) labels of the pairs; the explicit negatives and extra candidates are of
+            unknown label (never treated as same-class).
+        normalize: cosine similarity (True, as MNRL) or raw inner products.
+        gather_candidates: under torch.distributed, candidates come from every process.
+        extra_candidates: optional (M, d) further candidates shared by all anchors, e.g. a queue
+            of past embeddings (MoCo; Ring Alg. 1). Used as given (no gather; detach it yourself).
+        in_batch: use the batch's positives/negatives as candidates; False keeps only the extras
+            (MoCo: negatives come from the queue alone).
+
+    Returns:
+        ContrastScores with A = b anchors, one positive each, and C candidates ordered as
+        [all positives (B), negatives[:, 0] of all pairs (B), ..., negatives[:, n-1] (B), extras (M)],
+        B the global batch; the anchor's own positive column is excluded from its candidates.
+    """
+    _check_embeddings("anchors", anchors)
+    _check_embeddings("positives", positives)
+    if anchors.shape != positives.shape:
+        raise ValueError(f"anchors and positives must have the same shape, got "
+                         f"{tuple(anchors.shape)} and {tuple(positives.shape)}")
+    b, d = anchors.shape
+    if negatives is not None:
+        if negatives.dim() == 2:
+            negatives = negatives.unsqueeze(1)
+        if negatives.dim() != 3 or negatives.shape[0] != b or negatives.shape[2] != d:
+            raise ValueError(f"negatives must be ({b}, n, {d}), got {tuple(negatives.shape)}")
+    scale = _check_temperature(temperature)
+    norm = (lambda x: F.normalize(x, dim=-1)) if normalize else (lambda x: x)
+    anchors, positives = norm(anchors), norm(positives)
+    labels = _labels(labels, b, anchors.device)
+
+    if gather_candidates:
+        all_pos, offset = gather(positives)
+    else:
+        all_pos, offset = positives, 0
+    B = all_pos.shape[0]
+    blocks = [all_pos]
+    if negatives is not None:
+        negatives = norm(negatives)
+        all_neg = gather(negatives)[0] if gather_candidates else negatives
+        # Column-major over the explicit negatives: block j holds negative j of every pair, so the
+        # positives stay in columns 0..B-1 and anchor i's positive is column offset + i after the
+        # gather, never one of the hard negatives.
+        blocks.extend(all_neg[:, j] for j in range(all_neg.shape[1]))
+    n_batch = sum(x.shape[0] for x in blocks)
+    if extra_candidates is not None:
+        if extra_candidates.dim() != 2 or extra_candidates.shape[1] != d:
+            raise ValueError(f"extra_candidates must be (M, {d}), got {tuple(extra_candidates.shape)}")
+        blocks.append(norm(extra_candidates))
+    cands = torch.cat(blocks, dim=0)
+    neg = anchors @ cands.T * scale
+    rows = torch.arange(b, device=anchors.device)
+    target = rows + offset
+    pos = neg[rows, target].unsqueeze(1)
+    valid = torch.ones_like(neg, dtype=torch.bool)
+    if not in_batch:
+        valid[:, :n_batch] = False
+    valid[rows, target] = False
+
+    anchor_labels = cand_labels = known = None
+    if labels is not None:
+        all_labels = gather(labels, with_grad=False)[0] if gather_candidates else labels
+        anchor_labels = labels
+        cand_labels = torch.full((cands.shape[0],), -1, dtype=labels.dtype, device=labels.device)
+        cand_labels[:B] = all_labels
+        known = torch.zeros(cands.shape[0], dtype=torch.bool, device=labels.device)
+        known[:B] = True
+    return ContrastScores(
+        pos=pos, pos_valid=torch.ones_like(pos, dtype=torch.bool), neg=neg, neg_valid=valid,
+        scale=scale, anchor_labels=anchor_labels, cand_labels=cand_labels, cand_label_known=known,
+        anchor_sqnorm=anchors.detach().pow(2).sum(1), cand_sqnorm=cands.detach().pow(2).sum(1),
+    )
+
+
+def context_scores(f_emb: torch.Tensor, g_emb: torch.Tensor, *, context: int = 1,
+                   temperature: float = 1.0, normalize: bool = False, doc_ids=None,
+                   gather_candidates: bool = True) -> ContrastScores:
+    """Quick-Thoughts scores (Logeswaran & Lee 2018, section 3; HCL App. D.3).
+
+    Args:
+        f_emb: (b, d) f(s_i) of b consecutive sentences (the input encoder).
+        g_emb: (b, d) g(s_i) of the same sentences (the context encoder).
+        context: c; sentences within 1..c positions are the positives.
+        temperature: logits are ``f(s_i).g(s_j) / temperature`` (Quick-Thoughts uses 1).
+        normalize: Quick-Thoughts scores raw inner products (False).
+        doc_ids: optional (b,) document of each sentence; neighbours in another document are not
+            positives (no positive pair crosses two books).
+        gather_candidates: under torch.distributed, g of every process's sentences are candidates;
+            processes must hold consecutive slices of one global batch, in rank order.
+
+    Returns:
+        ContrastScores with A = b anchors, P = 2c positive slots (offsets -c..-1, 1..c; slots outside
+        the batch or the document are invalid), C = B candidates, the sentence itself and its valid
+        positives excluded.
+    """
+    _check_embeddings("f_emb", f_emb)
+    _check_embeddings("g_emb", g_emb)
+    if f_emb.shape != g_emb.shape:
+        raise ValueError(f"f_emb and g_emb must have the same shape, got {tuple(f_emb.shape)} "
+                         f"and {tuple(g_emb.shape)}")
+    if not isinstance(context, int) or context < 1:
+        raise ValueError(f"context must be a positive integer, got {context!r}")
+    scale = _check_temperature(temperature)
+    if normalize:
+        f_emb, g_emb = F.normalize(f_emb, dim=1), F.normalize(g_emb, dim=1)
+    b = f_emb.shape[0]
+    device = f_emb.device
+    doc_ids = _labels(doc_ids, b, device)
+    if gather_candidates:
+        all_g, offset = gather(g_emb)
+        all_docs = gather(doc_ids, with_grad=False)[0] if doc_ids is not None else None
+    else:
+        all_g, offset, all_docs = g_emb, 0, doc_ids
+    B = all_g.shape[0]
+    neg = f_emb @ all_g.T * scale  # (b, B)
+    rows = torch.arange(b, device=device)
+    me = rows + offset
+    offsets = torch.cat([torch.arange(-context, 0, device=device), torch.arange(1, context + 1, device=device)])
+    idx = me[:, None] + offsets[None, :]  # (b, 2c)
+    pos_valid = (idx >= 0) & (idx < B)
+    idx = idx.clamp(0, B - 1)
+    if all_docs is not None:
+        pos_valid &= all_docs[idx] == doc_ids[:, None]
+    pos = neg.gather(1, idx)
+    valid = torch.ones_like(neg, dtype=torch.bool)
+    valid[rows, me] = False
+    # Only real positives leave the candidate set; a neighbour from another book stays a negative.
+    # (Clamped out-of-range slots may alias a real positive's column, so index only valid slots.)
+    valid[rows[:, None].expand_as(idx)[pos_valid], idx[pos_valid]] = False
+    return ContrastScores(
+        pos=pos, pos_valid=pos_valid, neg=neg, neg_valid=valid, scale=scale,
+        anchor_sqnorm=f_emb.detach().pow(2).sum(1), cand_sqnorm=all_g.detach().pow(2).sum(1),
+    )

@@ -1,0 +1,191 @@
+"""A negative strategy: sampler + weightings + estimator, assembled into the contrastive loss.
+
+For anchor i with positive logits s+_p (p = 1..P_i) and candidate logits s_j, after the sampler has
+picked the candidate set K_i (all allowed candidates, or k of them drawn uniformly without
+replacement) and the weightings have produced log-weights ``log w_ij`` (``-inf`` outside the
+negative set), the loss of one positive is
+
+    l_ip = -s+_p + log(e^{s+_p} + Q_i * D_ip)      (include_positive=True: InfoNCE / HCL eq. 15)
+    l_ip = -s+_p + log(Q_i * D_ip)                  (include_positive=False: Ash et al. D.1)
+
+with ``D_ip`` the estimator's negative term built on ``log E_hat_i = logsumexp_j(s_j + log w_ij) -
+logsumexp_j(log w_ij)`` and ``Q_i`` the number of negatives: the size of K_i ("candidates": k, or
+2B-2 in the two-view layout, HCL's N and H-SCL's M), or the number with non-zero weight ("support":
+Ring's sum over the ring). The anchor's loss is the mean over its positives (several positives share
+one negative set: Quick-Thoughts' context window), the batch loss the mean over anchors with at least
+one positive. An anchor left with no negative at all (an empty threshold set) contributes 0.
+
+Everything is computed on logits in log space; ``exp(score)`` is never materialized.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+from ..schedules import make_schedule
+from .estimators import DebiasedEstimator, PlainEstimator
+from .sampler import sample_k_negatives
+from .scores import ContrastScores
+from .weightings import (HardWeighting, OTWeighting, RingWeighting, SameLabelMask,
+                         ThresholdWeighting, UniformWeighting, Weighting)
+
+
+class NegativeStrategy:
+    """Which negatives, with which weights, estimated how.
+
+    Args:
+        weightings: composable :class:`Weighting` objects (log-weights add up); empty = uniform.
+        estimator: :class:`PlainEstimator` (default) or :class:`DebiasedEstimator`.
+        k: negatives per anchor drawn uniformly without replacement from the allowed candidates,
+            independently per anchor (Ash et al. section 5); None = all.
+        collision_free: drop candidates of the anchor's class before sampling (needs labels;
+            Ash et al. section 5, Fig. 3 right).
+        include_positive: keep e^{s+} in the denominator (InfoNCE, HCL) or not (Ash et al. D.1).
+        count: "candidates", "support" or "auto" (support if a weighting restricts the support,
+            e.g. Ring; candidates otherwise). See the module docstring.
+    """
+
+    def __init__(self, weightings: Sequence[Weighting] = (), estimator=None, *, k: int | None = None,
+                 collision_free: bool = False, include_positive: bool = True, count: str = "auto"):
+        if count not in ("auto", "candidates", "support"):
+            raise ValueError(f"count must be 'auto', 'candidates' or 'support', got {count!r}")
+        if k is not None and (not isinstance(k, int) or isinstance(k, bool) or k < 1):
+            raise ValueError(f"k must be a positive integer or None (all candidates), got {k!r}")
+        self.weightings = [w for w in weightings if not isinstance(w, UniformWeighting)]
+        self.estimator = estimator if estimator is not None else PlainEstimator()
+        self.k = k
+        self.collision_free = collision_free
+        self.include_positive = include_positive
+        if count == "auto":
+            count = "support" if any(w.restricts_support for w in self.weightings) else "candidates"
+        self.count = count
+        self.progress = 0.0
+
+    def set_progress(self, progress: float) -> None:
+        """Training progress in [0, 1]; schedules among the parameters are evaluated at it."""
+        self.progress = float(progress)
+
+    def candidate_mask(self, scores: ContrastScores, generator: torch.Generator | None = None) -> torch.Tensor:
+        """(A, C) bool: the candidates each anchor draws its negatives from (after collision removal
+        and the k-sampler)."""
+        mask = scores.neg_valid
+        if self.collision_free:
+            mask = mask & ~scores.same_label()
+        if self.k is not None:
+            mask = sample_k_negatives(mask, self.k, generator)
+        return mask
+
+    def log_weights(self, scores: ContrastScores, mask: torch.Tensor) -> torch.Tensor | None:
+        """(A, C) log-weights of the negatives, or None for uniform weights over ``mask``."""
+        if not self.weightings:
+            return None
+        log_w = self.weightings[0].log_weights(scores, mask, self.progress)
+        for w in self.weightings[1:]:
+            log_w = log_w + w.log_weights(scores, mask, self.progress)
+        return log_w
+
+    def per_anchor(self, scores: ContrastScores, generator: torch.Generator | None = None):
+        """Per-anchor losses (A,) and which anchors count (A,) bool (those with a positive)."""
+        mask = self.candidate_mask(scores, generator)
+        neg = scores.neg
+        log_w = self.log_weights(scores, mask)
+        if log_w is None:
+            masked = neg.masked_fill(~mask, float("-inf"))
+            n_support = mask.sum(dim=1)
+            log_e = torch.logsumexp(masked, dim=1) - torch.log(n_support.clamp_min(1).to(neg.dtype))
+        else:
+            support = torch.isfinite(log_w)
+            n_support = support.sum(dim=1)
+            log_e = torch.logsumexp(neg + log_w, dim=1) - torch.logsumexp(log_w, dim=1)
+        empty = n_support == 0
+        log_e = torch.where(empty, torch.zeros_like(log_e), log_e)  # keep NaN out of empty rows
+        q = (n_support if self.count == "support" else mask.sum(dim=1)).clamp_min(1).to(neg.dtype)
+
+        pos = scores.pos
+        log_neg = torch.log(q)[:, None] + self.estimator.log_negative(log_e, pos, scores.scale, self.progress)
+        if self.include_positive:
+            per_pos = torch.logaddexp(pos, log_neg) - pos
+        else:
+            per_pos = log_neg - pos
+        valid = scores.pos_valid & ~empty[:, None]
+        per_pos = torch.where(valid, per_pos, torch.zeros_like(per_pos))
+        n_pos = scores.pos_valid.sum(dim=1)
+        per_anchor = per_pos.sum(dim=1) / n_pos.clamp_min(1).to(neg.dtype)
+        return per_anchor, n_pos > 0
+
+    def __call__(self, scores: ContrastScores, generator: torch.Generator | None = None) -> torch.Tensor:
+        """The batch loss: mean over anchors with at least one positive."""
+        per_anchor, counted = self.per_anchor(scores, generator)
+        if not bool(counted.any()):
+            raise ValueError("no anchor in the batch has a positive (check context / doc_ids / batch size)")
+        return per_anchor[counted].mean()
+
+    def __repr__(self) -> str:
+        return (f"NegativeStrategy(weightings={self.weightings!r}, estimator={self.estimator!r}, k={self.k!r}, "
+                f"collision_free={self.collision_free!r}, include_positive={self.include_positive!r}, "
+                f"count={self.count!r})")
+
+
+NAMES = ("uniform", "debiased", "hard", "ring", "label", "ot", "threshold")
+
+
+def make_strategy(negatives="uniform", *, k: int | None = None, collision_free: bool = False,
+                  include_positive: bool = True, count: str = "auto", tau_plus=None, floor: str = "hard",
+                  beta=1.0, clip: bool = False, detach: bool = False, lower=0.0, upper=100.0,
+                  hardening: str | None = None, tau=None, epsilon=0.5, cost: str = "sqeuclidean",
+                  kappa: float = 0.0, sinkhorn_iters: int = 20, marginals: str = "uniform",
+                  ) -> NegativeStrategy:
+    """Build a strategy from a name and keyword options (the functional and config entry point).
+
+    Names:
+        "uniform": InfoNCE / NT-Xent.
+        "debiased": Chuang et al. 2020 (tau_plus, default 0.1).
+        "hard": HCL, Robinson et al. 2021 (beta, tau_plus default 0 = no debiasing, but the e^{-1/t}
+            floor of their code is kept; clip for unnormalized embeddings).
+        "ring": Wu et al. 2021 (lower, upper percentiles).
+        "label": H-SCL, Jiang et al. 2022: same-label candidates dropped; hardening None, "exp" (beta)
+            or "threshold" (tau).
+        "threshold": the thresholded hardening 1(e^s >= tau) without labels (H-UCL(tau)).
+        "ot": entropic OT coupling, Jiang, Ishwar & Aeron 2023 (epsilon, cost, kappa, sinkhorn_iters).
+    Any strategy takes k, collision_free, include_positive, count, and tau_plus (debiasing) with floor.
+    A :class:`NegativeStrategy` is returned as is (options must then be empty).
+    """
+    if isinstance(negatives, NegativeStrategy):
+        return negatives
+    beta, tau_plus, lower, upper, tau, epsilon = (
+        make_schedule(v) for v in (beta, tau_plus, lower, upper, tau, epsilon))
+    if not isinstance(negatives, str) or negatives not in NAMES:
+        raise ValueError(f"unknown negatives {negatives!r}; choose one of {', '.join(NAMES)} "
+                         f"or pass a NegativeStrategy")
+    weightings: list[Weighting] = []
+    if negatives == "hard":
+        weightings.append(HardWeighting(beta, clip=clip, detach=detach))
+        if tau_plus is None:
+            tau_plus = 0.0  # HCL's criterion: the floor applies even without debiasing
+    elif negatives == "debiased":
+        if tau_plus is None:
+            tau_plus = 0.1
+    elif negatives == "ring":
+        weightings.append(RingWeighting(lower, upper))
+    elif negatives == "label":
+        weightings.append(SameLabelMask())
+        if hardening == "exp":
+            weightings.append(HardWeighting(beta, clip=clip, detach=detach))
+        elif hardening == "threshold":
+            if tau is None:
+                raise ValueError("label negatives with hardening='threshold' need tau")
+            weightings.append(ThresholdWeighting(tau))
+        elif hardening is not None:
+            raise ValueError(f"hardening must be None, 'exp' or 'threshold', got {hardening!r}")
+    elif negatives == "threshold":
+        if tau is None:
+            raise ValueError("threshold negatives need tau")
+        weightings.append(ThresholdWeighting(tau))
+    elif negatives == "ot":
+        weightings.append(OTWeighting(epsilon, cost=cost, kappa=kappa, iters=sinkhorn_iters,
+                                      marginals=marginals))
+    estimator = DebiasedEstimator(tau_plus, floor=floor) if tau_plus is not None else PlainEstimator()
+    return NegativeStrategy(weightings, estimator, k=k, collision_free=collision_free,
+                            include_positive=include_positive, count=count)
