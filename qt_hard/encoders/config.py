@@ -1,0 +1,46 @@
+"""The model section of a training config: which encoder, which sizes.
+
+Shared by training (``qt_hard.training.config``) and by the saved-model format, so that
+``OUT/final/encoder.json`` is exactly this dataclass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+MODEL_KINDS = ("bow", "qt", "hf")
+
+
+@dataclass
+class ModelConfig:
+    """Encoder choice and sizes.
+
+    kind:       "bow" (Ash et al. bag of words), "qt" (Quick-Thoughts f/g pair) or "hf"
+                (Hugging Face AutoModel + mean pooling).
+    dim:        bag-of-words embedding dimension d (768 in Ash et al., Table 1).
+    encoder:    Quick-Thoughts cell of f and g: "gru" | "bigru" | "bow".
+    embed_dim:  Quick-Thoughts word-embedding size (CPU-sized default; S2V uses 300).
+    hidden_dim: Quick-Thoughts GRU state size (CPU-sized default; S2V uses 1200 / 2400).
+    max_len:    tokens kept per sentence (longer sentences are truncated).
+    lower:      lowercase before word tokenization (word models).
+    hf_path:    local directory of a pretrained transformer (kind "hf").
+    """
+
+    kind: str = "bow"
+    dim: int = 768
+    encoder: str = "gru"
+    embed_dim: int = 128
+    hidden_dim: int = 256
+    max_len: int = 64
+    lower: bool = True
+    hf_path: Optional[str] = None
+
+    def validate(self) -> None:
+        if self.kind not in MODEL_KINDS:
+            raise ValueError(f"model.kind must be one of {MODEL_KINDS}, got {self.kind!r}")
+        if self.kind == "hf" and not self.hf_path:
+            raise ValueError("model.kind 'hf' needs model.hf_path (a local model directory)")
+        for name in ("dim", "embed_dim", "hidden_dim", "max_len"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"model.{name} must be >= 1, got {getattr(self, name)!r}")

@@ -1,0 +1,85 @@
+"""Quick-Thoughts encoders (Logeswaran & Lee, ICLR 2018; used by Robinson et al. 2021, Table 2).
+
+Two sentence encoders f and g with separate parameters. Training scores f(s_i) . g(s_j) over a
+batch of consecutive sentences (the objective lives in ``qt_hard.losses.context_loss``); for
+evaluation a sentence is represented by concat(f(s), g(s)).
+
+Each of f and g is one of the S2V encoder types:
+
+* ``gru``:   a unidirectional GRU; the representation is the hidden state at the last real token.
+* ``bigru``: a bidirectional GRU; concat of the forward state at the last real token and the
+  backward state at the first token, so the output is 2 * hidden_dim.
+* ``bow``:   the mean of the word embeddings (a bag of words; output embed_dim).
+
+Sequences are packed with their true lengths, so padding never enters the recurrence.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence
+
+ENCODER_TYPES = ("gru", "bigru", "bow")
+
+
+class SentenceRNN(nn.Module):
+    """One Quick-Thoughts sentence encoder.
+
+    forward(ids (B, L) long, lengths (B,) long) -> (B, out_dim). Rows are right-padded with
+    ``padding_idx``; a length of 0 is treated as one padding token (its embedding is zero), so an
+    empty sentence still has a defined encoding.
+    """
+
+    def __init__(self, vocab_size: int, encoder: str = "gru", embed_dim: int = 128,
+                 hidden_dim: int = 256, padding_idx: int = 0):
+        super().__init__()
+        if encoder not in ENCODER_TYPES:
+            raise ValueError(f"unknown Quick-Thoughts encoder {encoder!r}; choose one of {ENCODER_TYPES}")
+        self.encoder = encoder
+        self.padding_idx = padding_idx
+        self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=padding_idx)
+        if encoder == "bow":
+            self.rnn = None
+            self.out_dim = embed_dim
+        else:
+            bidirectional = encoder == "bigru"
+            self.rnn = nn.GRU(embed_dim, hidden_dim, batch_first=True, bidirectional=bidirectional)
+            self.out_dim = hidden_dim * (2 if bidirectional else 1)
+
+    def forward(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        if ids.dim() != 2 or lengths.shape != ids.shape[:1]:
+            raise ValueError(f"expected ids (B, L) and lengths (B,), got {tuple(ids.shape)} and {tuple(lengths.shape)}")
+        lengths = lengths.clamp(min=1)
+        emb = self.embedding(ids)                                   # (B, L, e)
+        if self.rnn is None:
+            mask = (torch.arange(ids.shape[1], device=ids.device)[None, :] < lengths[:, None])
+            summed = (emb * mask.unsqueeze(-1).to(emb.dtype)).sum(1)
+            return summed / lengths.unsqueeze(-1).to(emb.dtype)
+        packed = pack_padded_sequence(emb, lengths.cpu(), batch_first=True, enforce_sorted=False)
+        _, h_n = self.rnn(packed)                                   # (directions, B, h)
+        # h_n holds, per direction, the state after the last *real* step (packing stops each
+        # row at its own length), in the original row order.
+        return torch.cat(list(h_n), dim=-1)                         # (B, directions * h)
+
+
+class QuickThoughtsEncoder(nn.Module):
+    """The pair (f, g) of Quick-Thoughts.
+
+    forward(ids, lengths) -> (f_emb (B, d_f), g_emb (B, d_g)), the training view.
+    embed(ids, lengths)   -> concat(f, g): (B, d_f + d_g), the evaluation representation.
+    """
+
+    def __init__(self, vocab_size: int, encoder: str = "gru", embed_dim: int = 128,
+                 hidden_dim: int = 256, padding_idx: int = 0):
+        super().__init__()
+        self.f = SentenceRNN(vocab_size, encoder, embed_dim, hidden_dim, padding_idx)
+        self.g = SentenceRNN(vocab_size, encoder, embed_dim, hidden_dim, padding_idx)
+        self.dim = self.f.out_dim + self.g.out_dim
+
+    def forward(self, ids: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.f(ids, lengths), self.g(ids, lengths)
+
+    def embed(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        f, g = self(ids, lengths)
+        return torch.cat([f, g], dim=-1)

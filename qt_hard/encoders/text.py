@@ -1,0 +1,211 @@
+"""Raw strings in, vectors out: featurizers, the ``SentenceEncoder`` wrapper and the saved format.
+
+Saved-model layout (``OUT/final/``)::
+
+    encoder.json        {"format": "qt-hard-encoder", "version": 1, "model": ModelConfig fields,
+                         "vocab_size": V}
+    vocab.json          the word vocabulary (``qt_hard.data.vocab.Vocab.save``), word models only
+    weights.pt          the module's state_dict (torch.save; loaded with weights_only=True)
+    hf/                 kind "hf": the fine-tuned transformer and its tokenizer (save_pretrained)
+
+``load_encoder(path)`` accepts the ``final`` folder itself or a run folder that contains one.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from qt_hard.encoders.bow import BagOfWordsEncoder
+from qt_hard.encoders.config import ModelConfig
+from qt_hard.encoders.quick_thoughts import QuickThoughtsEncoder
+from qt_hard.encoders.transformer import TransformerEncoder
+
+FORMAT = "qt-hard-encoder"
+VERSION = 1
+
+
+class WordFeaturizer:
+    """Word tokens -> vocabulary ids -> padded (ids (B, L), lengths (B,)) batches. Pad id is 0."""
+
+    def __init__(self, vocab, lower: bool = True, max_len: int = 64):
+        self.vocab = vocab
+        self.lower = lower
+        self.max_len = max_len
+
+    def ids(self, text: str) -> list[int]:
+        from qt_hard.data.tokenize import word_tokenize
+
+        return list(self.vocab.encode(word_tokenize(text, lower=self.lower)))[: self.max_len]
+
+    def collate(self, id_lists: Sequence[Sequence[int]]) -> dict[str, torch.Tensor]:
+        lengths = [min(len(x), self.max_len) for x in id_lists]
+        width = max([1, *lengths])
+        ids = torch.zeros((len(id_lists), width), dtype=torch.long)
+        for row, (x, n) in enumerate(zip(id_lists, lengths)):
+            if n:
+                ids[row, :n] = torch.as_tensor(list(x[:n]), dtype=torch.long)
+        return {"ids": ids, "lengths": torch.as_tensor(lengths, dtype=torch.long)}
+
+
+class HFFeaturizer:
+    """The transformer's own tokenizer; batches are {input_ids, attention_mask}."""
+
+    def __init__(self, tokenizer, max_len: int = 128):
+        self.tokenizer = tokenizer
+        self.max_len = max_len
+
+    def ids(self, text: str) -> list[int]:
+        return self.tokenizer(text, truncation=True, max_length=self.max_len)["input_ids"]
+
+    def collate(self, id_lists: Sequence[Sequence[int]]) -> dict[str, torch.Tensor]:
+        batch = self.tokenizer.pad({"input_ids": [list(x) for x in id_lists]}, return_tensors="pt")
+        return {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+
+
+def build_module(cfg: ModelConfig, vocab_size: int | None = None) -> nn.Module:
+    """The bare nn.Module for ``cfg`` (vocab_size is needed by the word models)."""
+    cfg.validate()
+    if cfg.kind == "hf":
+        return TransformerEncoder(cfg.hf_path)
+    if not vocab_size:
+        raise ValueError(f"model.kind {cfg.kind!r} needs a vocabulary size")
+    if cfg.kind == "bow":
+        return BagOfWordsEncoder(vocab_size, cfg.dim)
+    return QuickThoughtsEncoder(vocab_size, cfg.encoder, cfg.embed_dim, cfg.hidden_dim)
+
+
+def module_embed(module: nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Evaluation representation of a collated batch: (B, dim). Quick-Thoughts gives concat(f, g)."""
+    if isinstance(module, QuickThoughtsEncoder):
+        return module.embed(batch["ids"], batch["lengths"])
+    if isinstance(module, TransformerEncoder):
+        return module(batch["input_ids"], batch["attention_mask"])
+    return module(batch["ids"], batch["lengths"])
+
+
+class SentenceEncoder:
+    """A trained (or random) encoder that tokenizes raw strings itself.
+
+    Attributes: ``config`` (ModelConfig), ``module`` (nn.Module), ``featurizer``, ``vocab``
+    (word models; None for "hf"), ``dim`` (size of the vectors ``encode`` returns).
+    """
+
+    def __init__(self, config: ModelConfig, module: nn.Module, featurizer, vocab=None):
+        self.config = config
+        self.module = module
+        self.featurizer = featurizer
+        self.vocab = vocab
+        self.dim = int(module.dim)
+
+    @torch.no_grad()
+    def encode(self, sentences: Sequence[str], batch_size: int = 128, device: str | torch.device | None = None,
+               show_progress: bool = False) -> np.ndarray:
+        """Encode raw sentences -> float32 array (n, dim), rows in input order."""
+        if isinstance(sentences, str):
+            raise TypeError("encode expects a list of sentences, not a single string")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        sentences = list(sentences)
+        out = np.zeros((len(sentences), self.dim), dtype=np.float32)
+        if not sentences:
+            return out
+        device = torch.device(device) if device is not None else next(self.module.parameters()).device
+        was_training = self.module.training
+        self.module.eval()
+        ids = [self.featurizer.ids(s) for s in sentences]
+        # Length-sorted batches waste little compute on padding; rows go back in input order.
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        starts = range(0, len(order), batch_size)
+        if show_progress:
+            from tqdm.auto import tqdm
+
+            starts = tqdm(starts, desc="encode")
+        try:
+            for start in starts:
+                rows = order[start : start + batch_size]
+                batch = {k: v.to(device) for k, v in self.featurizer.collate([ids[i] for i in rows]).items()}
+                out[rows] = module_embed(self.module, batch).float().cpu().numpy()
+        finally:
+            self.module.train(was_training)
+        return out
+
+    def save(self, path: str | Path) -> Path:
+        """Write the saved-model layout (module docstring) into ``path``."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        meta = {"format": FORMAT, "version": VERSION, "model": asdict(self.config),
+                "vocab_size": len(self.vocab) if self.vocab is not None else None}
+        if self.config.kind == "hf":
+            hf_dir = path / "hf"
+            self.module.model.save_pretrained(hf_dir)
+            self.featurizer.tokenizer.save_pretrained(hf_dir)
+            meta["model"]["hf_path"] = "hf"  # relative to the saved folder
+        else:
+            self.vocab.save(path / "vocab.json")
+            torch.save({k: v.detach().cpu() for k, v in self.module.state_dict().items()}, path / "weights.pt")
+        (path / "encoder.json").write_text(json.dumps(meta, indent=2) + "\n")
+        return path
+
+
+def make_encoder(cfg: ModelConfig, vocab=None, module: nn.Module | None = None) -> SentenceEncoder:
+    """Wrap ``module`` (or a freshly initialized one) with the featurizer that ``cfg`` implies."""
+    cfg.validate()
+    if cfg.kind == "hf":
+        from transformers import AutoTokenizer
+
+        module = module if module is not None else build_module(cfg)
+        tok = AutoTokenizer.from_pretrained(cfg.hf_path, local_files_only=True)
+        return SentenceEncoder(cfg, module, HFFeaturizer(tok, cfg.max_len))
+    if vocab is None:
+        raise ValueError(f"model.kind {cfg.kind!r} needs a vocabulary")
+    module = module if module is not None else build_module(cfg, len(vocab))
+    return SentenceEncoder(cfg, module, WordFeaturizer(vocab, cfg.lower, cfg.max_len), vocab)
+
+
+def model_config_from_dict(d: dict) -> ModelConfig:
+    """ModelConfig from a plain dict; unknown keys are an error that names them."""
+    known = {f.name for f in fields(ModelConfig)}
+    unknown = sorted(set(d) - known)
+    if unknown:
+        raise KeyError(f"unknown model config key(s) {unknown}; known: {sorted(known)}")
+    return ModelConfig(**d)
+
+
+def load_encoder(path: str | Path, device: str | torch.device = "cpu") -> SentenceEncoder:
+    """Load a saved encoder from ``path`` (a ``final/`` folder, or a run folder holding one).
+
+    Returns a ``SentenceEncoder``: ``.encode(list_of_str, batch_size=...) -> np.ndarray`` (float32,
+    (n, dim)) and ``.dim``.
+    """
+    path = Path(path)
+    if not (path / "encoder.json").is_file() and (path / "final" / "encoder.json").is_file():
+        path = path / "final"
+    meta_file = path / "encoder.json"
+    if not meta_file.is_file():
+        raise FileNotFoundError(f"no saved encoder at {path}: encoder.json is missing")
+    try:
+        meta = json.loads(meta_file.read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"malformed {meta_file}: {err}") from None
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"{meta_file} is not a qt-hard encoder (format={meta.get('format')!r})")
+    cfg = model_config_from_dict(meta["model"])
+    if cfg.kind == "hf":
+        cfg.hf_path = str(path / cfg.hf_path)
+        enc = make_encoder(cfg)
+    else:
+        from qt_hard.data.vocab import Vocab
+
+        vocab = Vocab.load(path / "vocab.json")
+        enc = make_encoder(cfg, vocab)
+        state = torch.load(path / "weights.pt", map_location="cpu", weights_only=True)
+        enc.module.load_state_dict(state)
+    enc.module.to(device).eval()
+    return enc

