@@ -1,0 +1,248 @@
+"""Training configuration: plain dataclasses, loaded from YAML, overridden by dotted keys.
+
+    cfg = load_config("configs/qt_books.yaml", ["train.lr=0.001", "objective.negatives=hard"])
+
+Every section and key is checked: an unknown key raises ``ConfigError`` naming it (and the keys
+that do exist). ``objective.options`` is a free dict passed to the loss (beta, tau_plus, clip,
+...). ``save_config`` writes the resolved config next to the checkpoints.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Union, get_args, get_origin, get_type_hints
+
+import yaml
+
+from qt_hard.encoders.config import ModelConfig
+
+
+class ConfigError(ValueError):
+    """A config file or override that does not fit the schema."""
+
+
+@dataclass
+class DataConfig:
+    """Where the sentences come from.
+
+    kind: "books" (a folder of .txt/.txt.xz books, ordered sentences, for Quick-Thoughts),
+          "bookcorpus" (Hugging Face ``bookcorpus``, needs a network),
+          "wiki" (Wiki-N positive pairs, Ash et al. D.1), "synthetic" (latent-class corpus).
+    path: books folder (default $QT_HARD_DATA/books) or the Wiki-N folder (default
+          OUT/cache/wiki_<articles>); built with build_wiki from ``wiki_source`` when missing.
+    """
+
+    kind: str = "synthetic"
+    path: Optional[str] = None
+    max_books: Optional[int] = None
+    max_sentences: Optional[int] = None
+    wiki_source: Optional[str] = None
+    articles: int = 3029
+    min_sentences: int = 200
+    min_count: int = 1
+    max_vocab: Optional[int] = None
+    num_classes: int = 10
+    docs_per_class: int = 4
+    sentences_per_doc: int = 40
+    words_per_class: int = 30
+    vocab_size: int = 300
+    seed: int = 0
+
+
+@dataclass
+class ObjectiveConfig:
+    """The contrastive objective, always assembled by ``qt_hard.losses``.
+
+    Quick-Thoughts data uses ``context_loss`` (context = +-c neighbours); pair data (wiki,
+    synthetic) uses ``contrastive_loss`` (include_positive=False is Ash et al.'s D.1 form).
+    options: extra keyword options of the core (beta, tau_plus, clip, lower, upper, ...).
+    """
+
+    negatives: str = "uniform"
+    temperature: float = 1.0
+    k: Optional[int] = None
+    normalize: bool = False
+    include_positive: bool = False
+    collision_free: bool = False
+    context: int = 1
+    options: dict = field(default_factory=dict)
+
+
+@dataclass
+class TrainConfig:
+    """Optimization. batch_size is the *global* batch (split over processes).
+
+    steps: total optimizer steps; when None, ``epochs`` passes over the data.
+    grad_clip: max gradient norm (2.5 in Ash et al., Table 1); None disables.
+    mixed_precision: "no" | "fp16" | "bf16" (accelerate).
+    checkpoint_every: steps between checkpoints (0: only on signals / at the end).
+    """
+
+    batch_size: int = 64
+    steps: Optional[int] = None
+    epochs: float = 1.0
+    lr: float = 1e-3
+    grad_clip: Optional[float] = 2.5
+    mixed_precision: str = "no"
+    seed: int = 0
+    checkpoint_every: int = 0
+    keep_checkpoints: int = 2
+    log_every: int = 10
+    trackers: list = field(default_factory=lambda: ["tensorboard", "csv"])
+    progress: bool = True
+
+
+@dataclass
+class Config:
+    out_dir: str = "runs/default"
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    objective: ObjectiveConfig = field(default_factory=ObjectiveConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+
+def _coerce(value: Any, tp: Any, key: str) -> Any:
+    """Check/convert a YAML value to the annotated type; errors name the key."""
+    origin = get_origin(tp)
+    if origin is Union:
+        args = [a for a in get_args(tp) if a is not type(None)]
+        if value is None:
+            return None
+        return _coerce(value, args[0], key)
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        raise ConfigError(f"config key {key!r} must be true/false, got {value!r}")
+    if tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        raise ConfigError(f"config key {key!r} must be an integer, got {value!r}")
+    if tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        raise ConfigError(f"config key {key!r} must be a number, got {value!r}")
+    if tp is str:
+        if isinstance(value, str):
+            return value
+        raise ConfigError(f"config key {key!r} must be a string, got {value!r}")
+    if tp is dict or origin is dict:
+        if value is None:
+            return {}
+        if isinstance(value, dict):
+            return dict(value)
+        raise ConfigError(f"config key {key!r} must be a mapping, got {value!r}")
+    if tp is list or origin is list:
+        if isinstance(value, str):
+            return [v for v in value.split(",") if v]
+        if isinstance(value, list):
+            return list(value)
+        raise ConfigError(f"config key {key!r} must be a list, got {value!r}")
+    return value
+
+
+def _build(cls, data: dict, prefix: str):
+    if not isinstance(data, dict):
+        raise ConfigError(f"config section {prefix or 'top level'!r} must be a mapping, got {data!r}")
+    hints = get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        where = f" in section {prefix!r}" if prefix else ""
+        raise ConfigError(
+            f"unknown config key {'.'.join(filter(None, [prefix, unknown[0]]))!r}{where}; "
+            f"known keys: {sorted(names)}"
+        )
+    kwargs = {}
+    for name, value in data.items():
+        key = f"{prefix}.{name}" if prefix else name
+        tp = hints[name]
+        if dataclasses.is_dataclass(tp):
+            kwargs[name] = _build(tp, value or {}, key)
+        else:
+            kwargs[name] = _coerce(value, tp, key)
+    return cls(**kwargs)
+
+
+def _set_dotted(tree: dict, dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    node = tree
+    for part in parts[:-1]:
+        nxt = node.setdefault(part, {})
+        if not isinstance(nxt, dict):
+            raise ConfigError(f"cannot set {dotted!r}: {part!r} is not a section")
+        node = nxt
+    node[parts[-1]] = value
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """'train.lr=0.001' -> ('train.lr', 0.001); the value is parsed as YAML (null, true, 1e-3...)."""
+    if "=" not in text:
+        raise ConfigError(f"override {text!r} must look like section.key=value")
+    key, raw = text.split("=", 1)
+    key = key.strip()
+    if not key:
+        raise ConfigError(f"override {text!r} has an empty key")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError as err:
+        raise ConfigError(f"override {text!r}: value is not valid YAML ({err})") from None
+    return key, value
+
+
+def config_from_dict(tree: dict, overrides: list[str] | tuple[str, ...] = ()) -> Config:
+    """Config from a nested dict plus dotted overrides (applied in order)."""
+    tree = yaml.safe_load(yaml.safe_dump(tree or {}))  # deep copy of plain data
+    for text in overrides:
+        key, value = parse_override(text)
+        _set_dotted(tree, key, value)
+    cfg = _build(Config, tree, "")
+    validate(cfg)
+    return cfg
+
+
+def load_config(path: str | Path | None, overrides: list[str] | tuple[str, ...] = ()) -> Config:
+    """Read a YAML config (None: all defaults) and apply dotted overrides."""
+    tree: dict = {}
+    if path is not None:
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"config file {path} does not exist")
+        try:
+            tree = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError as err:
+            raise ConfigError(f"config file {path} is not valid YAML: {err}") from None
+        if not isinstance(tree, dict):
+            raise ConfigError(f"config file {path} must hold a mapping at the top level")
+    return config_from_dict(tree, overrides)
+
+
+def validate(cfg: Config) -> None:
+    cfg.model.validate()
+    if cfg.data.kind not in ("books", "bookcorpus", "wiki", "synthetic"):
+        raise ConfigError(f"data.kind must be books | bookcorpus | wiki | synthetic, got {cfg.data.kind!r}")
+    if cfg.train.batch_size < 2:
+        raise ConfigError(f"train.batch_size must be >= 2, got {cfg.train.batch_size}")
+    if cfg.train.steps is not None and cfg.train.steps < 1:
+        raise ConfigError(f"train.steps must be >= 1, got {cfg.train.steps}")
+    if cfg.train.mixed_precision not in ("no", "fp16", "bf16"):
+        raise ConfigError(f"train.mixed_precision must be no | fp16 | bf16, got {cfg.train.mixed_precision!r}")
+    if cfg.objective.context < 1:
+        raise ConfigError(f"objective.context must be >= 1, got {cfg.objective.context}")
+    unknown_trackers = set(cfg.train.trackers) - {"tensorboard", "csv"}
+    if unknown_trackers:
+        raise ConfigError(f"train.trackers: unknown tracker(s) {sorted(unknown_trackers)} (tensorboard, csv)")
+
+
+def to_dict(cfg: Config) -> dict:
+    return dataclasses.asdict(cfg)
+
+
+def save_config(cfg: Config, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
+    return path

@@ -1,0 +1,246 @@
+"""The accelerate training loop: Adam, gradient clipping, optional mixed precision, trackers,
+checkpoints (every N steps and on SIGTERM/SIGINT), exact resume, final model to OUT/final/.
+
+Layout of a run folder ``OUT``::
+
+    config.yaml              the resolved config (after overrides)
+    checkpoints/step_XXXXXXX/ accelerator.save_state (model, optimizer, RNG of every process)
+                              + trainer_state_<rank>.pt (step, negatives-sampler generator)
+    metrics.csv              step, epoch, loss, lr, sentences_per_s (the CSV tracker)
+    logs/                    TensorBoard
+    final/                   the saved encoder (qt_hard.load_encoder)
+
+Exact resume: the batch of every step is a pure function of (seed, step) (``tasks.py``), the
+negatives sampler draws from a ``torch.Generator`` whose state is checkpointed per process, and
+Adam's moments and the global RNG states are restored by ``accelerator.load_state``. An
+interrupted-and-resumed run therefore ends with the same weights as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import shutil
+import signal
+import time
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from qt_hard.training.config import Config, save_config, to_dict
+from qt_hard.training.objectives import Objective
+from qt_hard.training.setup import build_run
+
+CHECKPOINT_PREFIX = "step_"
+
+
+class StopRequest:
+    """Set by SIGTERM/SIGINT; the loop checkpoints at the end of the current step and stops."""
+
+    def __init__(self):
+        self.requested = False
+        self.signum = None
+        self._previous = {}
+
+    def _handle(self, signum, frame):
+        self.requested = True
+        self.signum = signum
+
+    def install(self):
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                self._previous[sig] = signal.signal(sig, self._handle)
+            except ValueError:  # not the main thread (e.g. a notebook worker): no handler
+                pass
+
+    def uninstall(self):
+        for sig, prev in self._previous.items():
+            signal.signal(sig, prev)
+        self._previous.clear()
+
+
+def list_checkpoints(out_dir: str | Path) -> list[Path]:
+    root = Path(out_dir) / "checkpoints"
+    if not root.is_dir():
+        return []
+    found = [p for p in root.iterdir() if p.is_dir() and p.name.startswith(CHECKPOINT_PREFIX)
+             and (p / "trainer_state_0.pt").is_file()]
+    return sorted(found, key=lambda p: int(p.name[len(CHECKPOINT_PREFIX):]))
+
+
+def _flat_hparams(tree: dict, prefix: str = "") -> dict:
+    """TensorBoard hparams accept only scalars and strings."""
+    out = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(_flat_hparams(value, name + "."))
+        elif isinstance(value, (int, float, str, bool)):
+            out[name] = value
+        else:
+            out[name] = str(value)
+    return out
+
+
+class CSVTracker:
+    """Append-only metrics.csv; on resume, rows after the resumed step are dropped first."""
+
+    FIELDS = ["step", "epoch", "loss", "lr", "sentences_per_s", "elapsed_s"]
+
+    def __init__(self, path: Path, resume_step: int):
+        self.path = path
+        rows = []
+        if resume_step > 0 and path.is_file():
+            with path.open() as fh:
+                rows = [r for r in csv.DictReader(fh) if int(r["step"]) <= resume_step]
+        with path.open("w", newline="") as fh:
+            w = csv.DictWriter(fh, self.FIELDS)
+            w.writeheader()
+            w.writerows(rows)
+
+    def log(self, row: dict) -> None:
+        with self.path.open("a", newline="") as fh:
+            csv.DictWriter(fh, self.FIELDS).writerow({k: row.get(k, "") for k in self.FIELDS})
+
+
+def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], None] | None = None) -> Path:
+    """Train per ``cfg``; returns the run folder. ``on_step(step, loss)`` is called after each step
+    (tests use it to interrupt a run). With ``resume`` the newest checkpoint in ``cfg.out_dir`` is
+    loaded and the run continues from its step (an error when there is none)."""
+    from accelerate import Accelerator
+    from accelerate.utils import set_seed
+
+    out = Path(cfg.out_dir)
+    trackers = list(cfg.train.trackers)
+    accelerator = Accelerator(
+        mixed_precision=cfg.train.mixed_precision,
+        log_with="tensorboard" if "tensorboard" in trackers else None,
+        project_dir=str(out),
+    )
+    rank, world = accelerator.process_index, accelerator.num_processes
+    if cfg.train.batch_size % world:
+        raise ValueError(f"train.batch_size={cfg.train.batch_size} (global) is not divisible by {world} processes")
+    main = accelerator.is_main_process
+
+    checkpoints = list_checkpoints(out)
+    if resume and not checkpoints:
+        raise FileNotFoundError(f"--resume: no checkpoint under {out / 'checkpoints'}")
+    if not resume and checkpoints:
+        raise FileExistsError(f"{out} already holds checkpoints; pass --resume to continue, or pick another out_dir")
+
+    # Same seed on every process: identical initial weights (DDP also broadcasts rank 0's).
+    set_seed(cfg.train.seed)
+    with accelerator.main_process_first():
+        run = build_run(cfg, out)
+    module, task = run.module, run.task
+    objective = Objective(cfg.objective, run.pair_data)
+    optimizer = torch.optim.Adam(module.parameters(), lr=cfg.train.lr)
+    module, optimizer = accelerator.prepare(module, optimizer)
+
+    generator = torch.Generator(device=accelerator.device)
+    generator.manual_seed(cfg.train.seed * 1009 + 17 + rank)  # per-process negatives draws
+
+    steps_per_epoch = task.batches_per_epoch()
+    total = cfg.train.steps or max(1, math.ceil(cfg.train.epochs * steps_per_epoch))
+    step = 0
+    if resume:
+        ckpt = checkpoints[-1]
+        accelerator.load_state(str(ckpt))
+        state = torch.load(ckpt / f"trainer_state_{rank}.pt", weights_only=False)
+        step = int(state["step"])
+        generator.set_state(state["generator"])
+        if main:
+            print(f"resumed from {ckpt} at step {step}/{total}")
+
+    if main:
+        save_config(cfg, out / "config.yaml")
+    if "tensorboard" in trackers:
+        accelerator.init_trackers("logs", config=_flat_hparams(to_dict(cfg)))
+    csv_tracker = CSVTracker(out / "metrics.csv", step) if main and "csv" in trackers else None
+
+    def save_checkpoint(at_step: int) -> Path:
+        path = out / "checkpoints" / f"{CHECKPOINT_PREFIX}{at_step:07d}"
+        accelerator.save_state(str(path))
+        torch.save({"step": at_step, "generator": generator.get_state(), "world": world},
+                   path / f"trainer_state_{rank}.pt")
+        accelerator.wait_for_everyone()
+        if main and cfg.train.keep_checkpoints > 0:
+            for old in list_checkpoints(out)[: -cfg.train.keep_checkpoints]:
+                shutil.rmtree(old, ignore_errors=True)
+        return path
+
+    stop = StopRequest()
+    stop.install()
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=total, initial=step, disable=not (main and cfg.train.progress), desc="train", dynamic_ncols=True)
+    sentences_per_step = cfg.train.batch_size * task.sentences_per_row
+    module.train()
+    t_start, t_window, window_steps = time.perf_counter(), time.perf_counter(), 0
+    interrupted = False
+    try:
+        while step < total:
+            objective.set_progress(step / total)
+            batch = accelerator_to(task.local_batch(step, rank, world), accelerator.device)
+            with accelerator.autocast():
+                loss = objective(module, batch, generator)
+            accelerator.backward(loss)
+            if cfg.train.grad_clip:
+                accelerator.clip_grad_norm_(module.parameters(), cfg.train.grad_clip)
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            step += 1
+            window_steps += 1
+            loss_value = float(loss.detach())
+            bar.update(1)
+            if step % max(1, cfg.train.log_every) == 0 or step == total:
+                now = time.perf_counter()
+                speed = sentences_per_step * window_steps / max(now - t_window, 1e-9)
+                t_window, window_steps = now, 0
+                row = {"step": step, "epoch": round(step / steps_per_epoch, 4), "loss": loss_value,
+                       "lr": cfg.train.lr, "sentences_per_s": round(speed, 1),
+                       "elapsed_s": round(now - t_start, 2)}
+                bar.set_postfix(loss=f"{loss_value:.4f}", sent_s=f"{speed:.0f}")
+                if "tensorboard" in trackers:
+                    accelerator.log({"loss": loss_value, "sentences_per_s": speed}, step=step)
+                if csv_tracker is not None:
+                    csv_tracker.log(row)
+            if on_step is not None:
+                on_step(step, loss_value)
+            if _any_process(stop.requested, accelerator):
+                interrupted = True
+                save_checkpoint(step)
+                if main:
+                    print(f"\nstopped by signal at step {step}/{total}; checkpoint saved, continue with --resume")
+                break
+            if cfg.train.checkpoint_every and step % cfg.train.checkpoint_every == 0 and step < total:
+                save_checkpoint(step)
+    finally:
+        bar.close()
+        stop.uninstall()
+
+    if not interrupted:
+        save_checkpoint(step)
+        accelerator.wait_for_everyone()
+        if main:
+            run.make_encoder(accelerator.unwrap_model(module)).save(out / "final")
+            print(f"final model saved to {out / 'final'}")
+    if "tensorboard" in trackers:
+        accelerator.end_training()
+    accelerator.wait_for_everyone()
+    return out
+
+
+def accelerator_to(batch, device):
+    if isinstance(batch, dict):
+        return {k: accelerator_to(v, device) for k, v in batch.items()}
+    return batch.to(device) if isinstance(batch, torch.Tensor) else batch
+
+
+def _any_process(flag: bool, accelerator) -> bool:
+    """True if any process got a stop signal, so that all of them checkpoint at the same step."""
+    if accelerator.num_processes == 1:
+        return flag
+    t = torch.tensor([1.0 if flag else 0.0], device=accelerator.device)
+    return bool(accelerator.reduce(t, reduction="sum").item() > 0)

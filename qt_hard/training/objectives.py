@@ -1,0 +1,61 @@
+"""The training objectives, built only from ``qt_hard.losses`` (no private loss here).
+
+* Quick-Thoughts (ordered sentences): ``ContextLoss`` on (f(s_i), g(s_j)) of B consecutive
+  sentences, positives the +-c neighbours of the same document (Logeswaran & Lee 2018; Robinson
+  et al. 2021, App. D.3: unnormalized embeddings, so hard weights should use ``clip: true``).
+* Pairs (Wiki-N, synthetic): ``ContrastiveLoss`` in the two-view layout; with
+  ``include_positive: false, temperature: 1, normalize: false`` it is Ash et al.'s App. D.1 loss,
+  ``k`` negatives per anchor out of the 2(B-1) candidates, ``collision_free`` using labels.
+
+Config values of ``objective.options`` that are mappings with a ``schedule`` key become
+``qt_hard.schedules`` objects, driven by ``set_progress(step / total)``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from qt_hard.training.config import ObjectiveConfig
+from qt_hard.training.tasks import single_view, two_views
+
+
+def _options(cfg: ObjectiveConfig) -> dict:
+    from qt_hard.schedules import make_schedule
+
+    opts = {key: (make_schedule(v) if isinstance(v, dict) else v) for key, v in cfg.options.items()}
+    for reserved in ("k", "include_positive", "temperature", "normalize", "context", "collision_free"):
+        if reserved in opts:
+            raise ValueError(f"objective.options.{reserved}: set it as objective.{reserved} instead")
+    if cfg.collision_free:
+        opts["collision_free"] = True
+    return opts
+
+
+class Objective:
+    """loss = objective(module, batch, generator); ``set_progress(p)`` before each step."""
+
+    def __init__(self, cfg: ObjectiveConfig, pair_data: bool):
+        from qt_hard.losses import ContextLoss, ContrastiveLoss
+
+        self.pair_data = pair_data
+        opts = _options(cfg)
+        if pair_data:
+            self.loss = ContrastiveLoss(cfg.negatives, temperature=cfg.temperature, k=cfg.k,
+                                        normalize=cfg.normalize, include_positive=cfg.include_positive, **opts)
+        else:
+            if cfg.collision_free:
+                raise ValueError("objective.collision_free needs class labels: use it with pair data (wiki, synthetic)")
+            self.loss = ContextLoss(cfg.negatives, context=cfg.context, temperature=cfg.temperature, k=cfg.k,
+                                    normalize=cfg.normalize, include_positive=cfg.include_positive, **opts)
+
+    def set_progress(self, progress: float) -> None:
+        self.loss.set_progress(progress)
+
+    def __call__(self, module: torch.nn.Module, batch: dict, generator: torch.Generator | None = None) -> torch.Tensor:
+        self.loss.generator = generator
+        if self.pair_data:
+            z1 = single_view(module, batch["a"])
+            z2 = single_view(module, batch["b"])
+            return self.loss(z1, z2, labels=batch.get("labels"))
+        f_emb, g_emb = two_views(module, batch["x"])
+        return self.loss(f_emb, g_emb, doc_ids=batch["doc_ids"])

@@ -1,0 +1,121 @@
+"""From a config to (encoder module, batch task): data loading, vocabulary, token cache.
+
+Token ids are cached under ``OUT/cache/`` (vocabulary + flat id arrays), keyed by a hash of the
+data settings, so a resumed or repeated run does not re-tokenize.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+from qt_hard.encoders.text import SentenceEncoder, build_module, make_encoder
+from qt_hard.training.config import Config
+from qt_hard.training.tasks import ContextTask, PairTask, TokenStore
+
+
+@dataclass
+class Run:
+    module: torch.nn.Module
+    task: object
+    pair_data: bool
+    make_encoder: Callable[[torch.nn.Module], SentenceEncoder]
+
+
+def _key(obj) -> str:
+    return hashlib.sha1(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def _tokenize_all(texts, lower: bool, progress: bool):
+    from qt_hard.data.tokenize import word_tokenize
+
+    it = texts
+    if progress:
+        from tqdm.auto import tqdm
+
+        it = tqdm(texts, desc="tokenize", mininterval=2.0)
+    return [word_tokenize(t, lower=lower) for t in it]
+
+
+def _vocab_and_store(cfg: Config, cache: Path, texts, fit_texts=None):
+    """(Vocab, TokenStore) for ``texts``; the vocabulary is fitted on ``fit_texts`` (default all)."""
+    from qt_hard.data.vocab import Vocab
+
+    if (cache / "vocab.json").is_file() and (cache / "tokens_offsets.npy").is_file():
+        return Vocab.load(cache / "vocab.json"), TokenStore.load(cache / "tokens")
+    tokens = _tokenize_all(texts, cfg.model.lower, cfg.train.progress)
+    fit = tokens if fit_texts is None else _tokenize_all(fit_texts, cfg.model.lower, False)
+    vocab = Vocab.build(fit, min_count=cfg.data.min_count, max_size=cfg.data.max_vocab)
+    store = TokenStore.from_lists([list(vocab.encode(t))[: cfg.model.max_len] for t in tokens])
+    cache.mkdir(parents=True, exist_ok=True)
+    store.save(cache / "tokens")
+    vocab.save(cache / "vocab.json")
+    return vocab, TokenStore.load(cache / "tokens")
+
+
+def _word_run(cfg: Config, vocab, task, pair_data: bool) -> Run:
+    module = build_module(cfg.model, len(vocab))
+    # The featurizer of the saved model must cut sentences exactly as training did.
+    return Run(module, task, pair_data, lambda m: make_encoder(cfg.model, vocab, m))
+
+
+def _collate(cfg: Config, vocab):
+    from qt_hard.encoders.text import WordFeaturizer
+
+    return WordFeaturizer(vocab, cfg.model.lower, cfg.model.max_len).collate
+
+
+def build_run(cfg: Config, out: Path) -> Run:
+    """Load the data named by ``cfg.data`` and build the encoder and batch task."""
+    if cfg.model.kind == "hf":
+        raise NotImplementedError("training a transformer (model.kind 'hf') is not wired into the loop yet")
+    kind = cfg.data.kind
+    B, seed = cfg.train.batch_size, cfg.train.seed
+    cache_root = out / "cache"
+    if kind in ("books", "bookcorpus"):
+        from qt_hard.paths import data_path
+
+        if kind == "books":
+            from qt_hard.data.books import load_books
+
+            root = cfg.data.path or str(data_path("books"))
+            ds = load_books(root, max_books=cfg.data.max_books, cache_dir=cache_root / "books")
+        else:
+            from qt_hard.data.books import load_hf_bookcorpus
+
+            ds = load_hf_bookcorpus(cache_dir=cache_root / "bookcorpus", max_rows=cfg.data.max_sentences)
+        if cfg.data.max_sentences is not None:
+            ds = ds.select(range(min(cfg.data.max_sentences, len(ds))))
+        key = _key([kind, cfg.data.path, cfg.data.max_books, cfg.data.max_sentences, cfg.data.min_count,
+                    cfg.data.max_vocab, cfg.model.lower, cfg.model.max_len, len(ds)])
+        vocab, store = _vocab_and_store(cfg, cache_root / f"tokens_{key}", ds["text"])
+        doc_ids = np.asarray(ds["doc_id"], dtype=np.int64)
+        task = ContextTask(store, doc_ids, _collate(cfg, vocab), B, seed)
+        return _word_run(cfg, vocab, task, pair_data=False)
+    if kind == "wiki":
+        return _wiki_run(cfg, out, cache_root)
+    if kind == "synthetic":
+        return _synthetic_run(cfg, cache_root)
+    raise ValueError(f"unknown data.kind {kind!r}")
+
+
+def _wiki_run(cfg: Config, out: Path, cache_root: Path) -> Run:
+    from qt_hard.data.wiki import build_wiki, load_wiki
+    from qt_hard.paths import data_path
+
+    wiki_dir = Path(cfg.data.path) if cfg.data.path else cache_root / f"wiki_{cfg.data.articles}_{cfg.data.min_sentences}"
+    if not wiki_dir.exists():
+        source = cfg.data.wiki_source or str(data_path("wikipedia", "enwiki_wikiextractor_ge200sent.txt.xz"))
+        build_wiki(source, wiki_dir, articles=cfg.data.articles, sentences=cfg.data.min_sentences)
+    wd = load_wiki(wiki_dir, min_count=cfg.data.min_count)
+    raise NotImplementedError
+
+
+def _synthetic_run(cfg: Config, cache_root: Path) -> Run:
+    raise NotImplementedError
