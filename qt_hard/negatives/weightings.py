@@ -17,6 +17,7 @@ import math
 import torch
 
 from ..schedules import at
+from .distributed import world
 from .ot import sinkhorn_log_coupling
 from .scores import ContrastScores
 
@@ -42,7 +43,11 @@ def rescale_scores(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     batch's allowed candidates, which maps the scores into [-2, 2] before they enter the weights
     (for unnormalized embeddings: Quick-Thoughts, bag-of-words, InfoGraph). We follow the paper's
     ``+2q``; the official graph code has ``-2q``, which would favour *easy* negatives."""
-    bound = scores.masked_fill(~mask, 0.0).abs().amax()
+    # The bound is a batch statistic: treated as a constant (detached) and, under torch.distributed,
+    # taken over the global batch so that N processes rescale exactly as one process would.
+    bound = scores.detach().masked_fill(~mask, 0.0).abs().amax()
+    if world()[1] > 1:
+        torch.distributed.all_reduce(bound, op=torch.distributed.ReduceOp.MAX)
     return 2.0 * scores / bound.clamp_min(torch.finfo(scores.dtype).tiny)
 
 
@@ -156,6 +161,10 @@ class OTWeighting(Weighting):
         marginals: "uniform" (the OT problem) or "none": only the Gibbs kernel exp(-c / epsilon),
             i.e. the exponential tilt of Lemma 3 / eq. 7 that equals HCL with beta = t / epsilon
             in logit units.
+
+    Under torch.distributed the coupling is solved between this process's anchors and the global
+    candidates (marginals 1/A_local, 1/C_global), which is not the same problem as one process's
+    global coupling: OT is the one strategy whose N-process loss differs from the one-process loss.
     """
 
     def __init__(self, epsilon=0.5, cost: str = "sqeuclidean", kappa: float = 0.0, iters: int = 20,
