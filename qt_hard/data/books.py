@@ -1,0 +1,452 @@
+"""Ordered-sentence corpora: a folder of local books, or BookCorpus from the Hugging Face hub.
+
+Both loaders return a ``datasets.Dataset`` with one sentence per row, in book order:
+
+* ``text``    the sentence (str)
+* ``doc_id``  which book (int32); consecutive rows with the same ``doc_id`` are consecutive
+              sentences of one book, so positives (+-c neighbours) never cross two books
+* ``sent_id`` the sentence's index inside its book (int32, 0-based)
+
+``load_books`` reads ``.txt`` and ``.txt.xz`` Project Gutenberg style books: the PG header and
+footer are cut when present, hard line wraps are joined back into paragraphs (paragraphs are
+separated by blank lines), front matter and headings (title pages, "CHAPTER I", tables of
+contents, "Produced by" credits, illustration tags, scene-break asterisks) are dropped, and the
+paragraphs are split with :func:`qt_hard.data.tokenize.split_sentences`. The result is written
+once as Arrow (``save_to_disk``) under a cache folder keyed by a hash of the input files (path,
+size, mtime), the parameters and the splitter version; later calls memory-map it and split
+nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import lzma
+import os
+import re
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+from .tokenize import SPLITTER_VERSION, split_sentences
+
+BOOK_SUFFIXES = (".txt", ".txt.xz")
+_FORMAT_VERSION = "books-1"
+
+
+class BookError(ValueError):
+    """A book file that cannot be read; the message names the file."""
+
+
+# --------------------------------------------------------------------------------------------
+# cache location
+
+
+def default_cache_dir() -> Path:
+    """``$QT_HARD_CACHE`` or ``~/.cache/qt_hard``."""
+    env = os.environ.get("QT_HARD_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "qt_hard"
+
+
+# --------------------------------------------------------------------------------------------
+# reading one book
+
+
+def find_books(path: str | os.PathLike, max_books: int | None = None) -> list[Path]:
+    """The book files at ``path`` (one file, or every ``.txt``/``.txt.xz`` below a folder,
+    sorted by relative path)."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise FileNotFoundError(f"no such book file or folder: {p}")
+    if p.is_file():
+        if not p.name.endswith(BOOK_SUFFIXES):
+            raise BookError(f"{p}: not a book file (expected .txt or .txt.xz)")
+        files = [p]
+    else:
+        files = sorted(
+            (f for f in p.rglob("*") if f.is_file() and f.name.endswith(BOOK_SUFFIXES)
+             and not f.name.startswith(".")),
+            key=lambda f: f.relative_to(p).as_posix(),
+        )
+        if not files:
+            raise FileNotFoundError(f"{p}: no .txt or .txt.xz books in this folder")
+    if max_books is not None:
+        if max_books < 1:
+            raise ValueError(f"max_books must be >= 1, got {max_books}")
+        files = files[:max_books]
+    return files
+
+
+def read_book_text(path: str | os.PathLike) -> str:
+    """The decoded text of one ``.txt`` or ``.txt.xz`` book (UTF-8; newlines normalized)."""
+    p = Path(path)
+    try:
+        if p.name.endswith(".xz"):
+            with lzma.open(p, "rb") as f:
+                raw = f.read()
+        else:
+            raw = p.read_bytes()
+    except lzma.LZMAError as err:
+        raise BookError(f"{p}: not a valid .xz file ({err})") from err
+    except OSError as err:
+        raise BookError(f"{p}: cannot be read ({err})") from err
+    if not raw.strip():
+        raise BookError(f"{p}: the book is empty")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise BookError(
+            f"{p}: not valid UTF-8 (byte {err.start}: {raw[err.start:err.start + 4]!r})"
+        ) from err
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+_PG_START = re.compile(
+    r"^\s*\*{3}\s*START OF (?:THE|THIS) PROJECT GUTENBERG.*$"
+    r"|^\s*\*END\*\s*THE SMALL PRINT.*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_PG_END = re.compile(
+    r"^\s*\*{3}\s*END OF (?:THE|THIS) PROJECT GUTENBERG.*$"
+    r"|^\s*End of (?:the |this )?Project Gutenberg.*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def strip_gutenberg(text: str) -> str:
+    """Cut Project Gutenberg's header and footer when their markers are there."""
+    m = _PG_START.search(text)
+    if m:
+        text = text[m.end():]
+    m = _PG_END.search(text)
+    if m:
+        text = text[:m.start()]
+    return text
+
+
+_HEADING = re.compile(
+    r"^(?:chapter|book|part|volume|vol\.|stave|section|canto|letter|appendix|epilogue|prologue"
+    r"|preface|introduction|contents|the end|finis)\b",
+    re.IGNORECASE,
+)
+_ROMAN_OR_NUMBER = re.compile(r"^[\[(]?(?:[IVXLCDM]+|\d+)[.)\]]?$")
+_CREDITS = re.compile(
+    r"^(?:produced by|prepared by|transcribed by|transcribed from|e-?text prepared|this e-?(?:text|book)"
+    r"|scanned by|proofread by|html version|an anonymous volunteer|the project gutenberg"
+    r"|copyright\b|all rights reserved|by the same author|published by|printed (?:by|in)\b)",
+    re.IGNORECASE,
+)
+_ILLUSTRATION = re.compile(r"\[(?:illustration|picture|frontispiece)[^\]]*\]", re.IGNORECASE)
+_PAGE_NUMBER = re.compile(r"(?:\s{2,}|\.{2,}\s*)(?:\d+|[ivxlc]+)$|\s\d+$")
+_TERMINAL_END = re.compile(r"[.?!…][\"'”’)\]]*$")
+_FUNCTION_WORDS = frozenset(
+    "a an the and or of in on to for by with at from as but nor into upon its his her".split()
+)
+
+
+def _is_heading_line(line: str) -> bool:
+    """A title, heading, table-of-contents or credit line rather than prose."""
+    s = line.strip()
+    if not s:
+        return True
+    letters = [c for c in s if c.isalpha()]
+    if not letters:
+        return True  # "* * * * *", "1.", page numbers
+    if not any(c.islower() for c in letters):
+        return True  # "CHAPTER I", "EMMA", "THE TELEGRAM."
+    upper = sum(c.isupper() for c in letters)
+    if len(letters) >= 8 and upper >= 0.7 * len(letters):
+        return True  # "“A MAN ENTERED” Facing p. 8" (lists of illustrations)
+    words = s.split()
+    if _PAGE_NUMBER.search(s) and len(words) <= 14:
+        return True  # table of contents: "Lucy Westenra's Diary      135"
+    if s[0] in "\"“‘'":
+        return False  # dialogue
+    if _HEADING.match(s) and len(words) <= 12:
+        return True
+    if _ROMAN_OR_NUMBER.match(words[0]) and len(words) <= 12 and not _TERMINAL_END.search(s):
+        return True  # "1. Beautiful As the Day", "XII The Storm"
+    # Short title-case lines: "By Jane Austen", "Translated by Ellen Marriage", "To Louis
+    # Boulanger, Painter." (a final period is allowed only on very short ones).
+    ends = _TERMINAL_END.search(s)
+    if len(words) <= 10 and (not ends or (len(words) <= 6 and s.rstrip("\"'”’)]").endswith("."))):
+        content = [w for w in (w.strip("\"'“”‘’()[],.;:-") for w in words) if w]
+        content = [w for w in content if w.lower() not in _FUNCTION_WORDS]
+        if not content or all(w[0].isupper() or not w[0].isalpha() for w in content):
+            return True
+    return False
+
+
+def _join_lines(lines: list[str]) -> str:
+    """Join hard-wrapped lines; a word hyphenated across a wrap keeps its hyphen, no space."""
+    out = lines[0]
+    for ln in lines[1:]:
+        if out.endswith("-") and not out.endswith("--") and out[-2:-1].isalpha() and ln[:1].islower():
+            out += ln
+        else:
+            out += " " + ln
+    return out
+
+
+def book_paragraphs(text: str) -> Iterator[str]:
+    """Prose paragraphs of a book: hard wraps joined, headings and front matter dropped."""
+    text = strip_gutenberg(text)
+    text = _ILLUSTRATION.sub(" ", text)
+    for block in re.split(r"\n[ \t]*\n", text):
+        lines = [ln.strip() for ln in block.split("\n") if ln.strip()]
+        if not lines:
+            continue
+        if _CREDITS.match(lines[0]):
+            continue
+        if all(_is_heading_line(ln) for ln in lines):
+            continue
+        para = _join_lines(lines)
+        # "_word_" marks italics in Gutenberg texts: drop the markers.
+        para = para.replace("_", "")
+        if para.startswith("[") and para.endswith("]"):
+            continue  # [Footnote ...], [Transcriber's note ...]
+        yield para
+
+
+def _has_word(sentence: str) -> bool:
+    return any(c.isalnum() for c in sentence)
+
+
+def book_sentences(path: str | os.PathLike) -> Iterator[str]:
+    """The sentences of one book file, in order."""
+    for para in book_paragraphs(read_book_text(path)):
+        for sent in split_sentences(para):
+            if _has_word(sent):
+                yield sent
+
+
+# --------------------------------------------------------------------------------------------
+# the dataset
+
+
+def _features():
+    from datasets import Features, Value
+
+    return Features({"text": Value("string"), "doc_id": Value("int32"), "sent_id": Value("int32")})
+
+
+def _books_generator(books: Sequence[tuple[int, str]], min_sentences: int) -> Iterator[dict]:
+    for doc_id, path in books:
+        sents = list(book_sentences(path))
+        if len(sents) < min_sentences:
+            continue  # reported by load_books from the missing doc_id
+        for i, s in enumerate(sents):
+            yield {"text": s, "doc_id": doc_id, "sent_id": i}
+
+
+def _cache_key(files: Sequence[Path], params: dict) -> str:
+    h = hashlib.sha256()
+    h.update(json.dumps({"format": _FORMAT_VERSION, "splitter": SPLITTER_VERSION, **params},
+                        sort_keys=True).encode())
+    for f in files:
+        st = f.stat()
+        h.update(f"\0{f.resolve()}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+    return h.hexdigest()[:20]
+
+
+def load_books(
+    path_or_dir: str | os.PathLike,
+    max_books: int | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    *,
+    min_sentences: int = 2,
+    num_proc: int | None = None,
+    progress: bool = False,
+):
+    """Load local books as an ordered-sentence ``datasets.Dataset`` (columns above).
+
+    ``path_or_dir``: one book file or a folder searched recursively for ``.txt``/``.txt.xz``
+    books (sorted by relative path; ``doc_id`` is the book's index in that order).
+    ``max_books``: only the first N books. ``cache_dir``: where the Arrow copy lives (default
+    ``default_cache_dir()/books``). ``min_sentences``: books with fewer sentences cannot give a
+    positive pair; they are left out with a warning that names them (their ``doc_id`` is
+    skipped, so ids stay tied to the file order). ``num_proc``: worker processes for the first
+    (splitting) pass. Raises ``FileNotFoundError`` for a missing path or a folder without books
+    and ``BookError`` (a ``ValueError``) naming the file for an empty or undecodable book.
+
+    The file list of a built dataset and per-book counts are in ``<cache>/books.json``;
+    ``dataset.info.description`` holds the cache folder.
+    """
+    from datasets import Dataset, load_from_disk
+
+    files = find_books(path_or_dir, max_books)
+    root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir() / "books"
+    key = _cache_key(files, {"min_sentences": min_sentences})
+    target = root / f"books-{key}"
+    if (target / "dataset_info.json").exists() and (target / "books.json").exists():
+        return load_from_disk(str(target))
+
+    # Validate every file first so a bad book fails fast with its name, before any work.
+    for f in files:
+        read_book_text(f)
+
+    root.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
+    try:
+        books = [(i, str(f)) for i, f in enumerate(files)]
+        nproc = num_proc if num_proc and num_proc > 1 and len(books) > 1 else None
+        ds = Dataset.from_generator(
+            _books_generator,
+            features=_features(),
+            gen_kwargs={"books": books, "min_sentences": min_sentences},
+            cache_dir=str(work / "gen"),
+            num_proc=min(nproc, len(books)) if nproc else None,
+            keep_in_memory=False,
+        )
+        counts = _doc_counts(ds, len(files))
+        skipped = [str(files[i]) for i, c in enumerate(counts) if c == 0]
+        if len(skipped) == len(files):
+            raise BookError(
+                f"no book in {path_or_dir} has {min_sentences} or more sentences: "
+                + ", ".join(skipped[:5])
+            )
+        for s in skipped:
+            warnings.warn(f"{s}: fewer than {min_sentences} sentences, left out", stacklevel=2)
+        ds.info.description = f"qt_hard.data.books cache {target}"
+        staged = work / "final"
+        ds.save_to_disk(str(staged))
+        meta = {
+            "files": [str(f) for f in files],
+            "sentences_per_book": counts,
+            "skipped": skipped,
+            "min_sentences": min_sentences,
+            "splitter": SPLITTER_VERSION,
+            "rows": len(ds),
+        }
+        (staged / "books.json").write_text(json.dumps(meta, indent=1))
+        del ds
+        if target.exists():  # a half-written copy from an interrupted run
+            shutil.rmtree(target)
+        os.replace(staged, target)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return load_from_disk(str(target))
+
+
+def _doc_counts(ds, n_docs: int) -> list[int]:
+    import numpy as np
+
+    ids = ds.with_format("numpy")["doc_id"]
+    return np.bincount(np.asarray(ids, dtype=np.int64), minlength=n_docs).tolist()
+
+
+def books_metadata(ds) -> dict:
+    """The ``books.json`` written beside a dataset from :func:`load_books`."""
+    for cache in ds.cache_files:
+        meta = Path(cache["filename"]).parent / "books.json"
+        if meta.exists():
+            return json.loads(meta.read_text())
+    raise FileNotFoundError("this dataset was not made by load_books (no books.json beside it)")
+
+
+# --------------------------------------------------------------------------------------------
+# BookCorpus from the hub
+
+# HF ``bookcorpus`` is one lower-cased, pre-tokenized sentence per row with no book marks.
+# Smashwords books open with a copyright page, so a row like "copyright 2012 jane doe" or
+# "isbn : 978..." is taken as the start of a new book (the first such row in a cluster).
+BOOKCORPUS_BOUNDARY = (
+    r"^\s*(?:copyright\b|all rights reserved|isbn\b|smashwords edition|published by\b"
+    r"|this book is a work of fiction|license notes)"
+)
+
+
+def load_hf_bookcorpus(
+    name: str = "bookcorpus",
+    split: str = "train",
+    *,
+    data_files=None,
+    dataset=None,
+    cache_dir: str | os.PathLike | None = None,
+    max_rows: int | None = None,
+    boundary_pattern: str | None = BOOKCORPUS_BOUNDARY,
+    min_doc_rows: int = 50,
+    num_proc: int | None = None,
+    **load_kwargs,
+):
+    """BookCorpus (or any one-sentence-per-row ``text`` dataset) with ``doc_id``/``sent_id``.
+
+    Loads ``datasets.load_dataset(name, split=split, data_files=..., cache_dir=...)`` unless a
+    ``dataset`` with a ``text`` column is given (a local stand-in for tests:
+    ``name="text", data_files=...`` works too). The hub copy needs a network.
+
+    Book boundaries are not marked in BookCorpus. A row matching ``boundary_pattern``
+    (case-insensitive; default: the copyright-page lines Smashwords books open with) starts a
+    new ``doc_id`` unless the current one is shorter than ``min_doc_rows`` rows (one copyright
+    page has several such lines). ``boundary_pattern=None`` makes the whole corpus one document.
+    A book whose copyright page is missing stays joined to its neighbour, so at most one
+    positive pair per missed boundary crosses books. Rows are kept in corpus order.
+    """
+    import numpy as np
+    from datasets import load_dataset
+
+    if dataset is None:
+        dataset = load_dataset(name, split=split, data_files=data_files, cache_dir=cache_dir,
+                               **load_kwargs)
+    if "text" not in dataset.column_names:
+        raise ValueError(f"{name}: expected a 'text' column, found {dataset.column_names}")
+    if max_rows is not None:
+        dataset = dataset.select(range(min(max_rows, len(dataset))))
+    extra = [c for c in dataset.column_names if c != "text"]
+    if extra:
+        dataset = dataset.remove_columns(extra)
+    n = len(dataset)
+    if n == 0:
+        raise ValueError(f"{name}: the dataset is empty")
+
+    if boundary_pattern is None:
+        starts = np.zeros(n, dtype=bool)
+    else:
+        pat = re.compile(boundary_pattern, re.IGNORECASE)
+
+        def flag(batch):
+            return {"_start": [bool(pat.search(t or "")) for t in batch["text"]]}
+
+        flagged = dataset.map(flag, batched=True, batch_size=10_000, num_proc=num_proc,
+                              desc="finding book boundaries")
+        starts = np.asarray(flagged.with_format("numpy")["_start"], dtype=bool)
+        del flagged
+    doc_id, sent_id = _doc_ids_from_starts(starts, min_doc_rows)
+
+    fp = hashlib.sha256(
+        f"{dataset._fingerprint}|{boundary_pattern}|{min_doc_rows}".encode()
+    ).hexdigest()[:16]
+
+    def add_ids(batch, idx):
+        idx = np.asarray(idx)
+        return {"doc_id": doc_id[idx], "sent_id": sent_id[idx]}
+
+    from datasets import Features, Value
+
+    feats = Features({"text": Value("string"), "doc_id": Value("int32"),
+                      "sent_id": Value("int32")})
+    return dataset.map(add_ids, batched=True, batch_size=10_000, with_indices=True,
+                       features=feats, new_fingerprint=fp, desc="numbering sentences")
+
+
+def _doc_ids_from_starts(starts, min_doc_rows: int):
+    """doc_id/sent_id arrays from boundary flags: a flag starts a new doc unless the current doc
+    has fewer than ``min_doc_rows`` rows."""
+    import numpy as np
+
+    n = len(starts)
+    doc_id = np.zeros(n, dtype=np.int32)
+    sent_id = np.zeros(n, dtype=np.int32)
+    cand = np.flatnonzero(starts)
+    begins = [0]
+    for c in cand:
+        if c - begins[-1] >= min_doc_rows:
+            begins.append(int(c))
+    begins_arr = np.asarray(begins, dtype=np.int64)
+    marks = np.zeros(n, dtype=np.int32)
+    marks[begins_arr[1:]] = 1
+    doc_id[:] = np.cumsum(marks)
+    sent_id[:] = np.arange(n) - begins_arr[doc_id]
+    return doc_id, sent_id

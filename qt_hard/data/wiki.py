@@ -1,0 +1,487 @@
+"""Wiki-N: sentences labelled by the Wikipedia article they come from (Saunshi et al. 2019).
+
+The Princeton CURL release of Wiki-3029 is one file per article, one sentence per line; the
+label of a sentence is the index of its file in sorted order, and Wiki-N keeps the first N
+files. :func:`build_wiki` writes that layout from a WikiExtractor dump (``<doc ...>`` blocks,
+plain or ``.xz``), streaming; :func:`load_wiki` reads it (ours or the original) into
+:class:`WikiData`: an 80/20 train/test split per article, NLTK word tokens, tokens seen fewer
+than ``min_count`` times in the training split mapped to ``<unk>`` (Ash et al. 2022, section 5),
+and positive pairs redrawn every epoch (two random training sentences of one article).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import lzma
+import os
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import numpy as np
+
+from .tokenize import SPLITTER_VERSION, split_sentences, word_tokenize
+from .vocab import Vocab
+
+_DOC_OPEN = re.compile(r'^<doc\s+([^>]*)>\s*$')
+_ATTR = re.compile(r'(\w+)="([^"]*)"')
+# Files in a Wiki-N folder that are not articles.
+_NOT_ARTICLES = re.compile(r"^(?:index\.tsv|readme.*|source.*|.*\.json)$", re.IGNORECASE)
+
+
+# --------------------------------------------------------------------------------------------
+# reading a WikiExtractor dump
+
+
+@dataclass
+class WikiArticle:
+    page_id: str
+    title: str
+    url: str
+    paragraphs: list[str] = field(default_factory=list)
+
+    def sentences(self) -> list[str]:
+        return article_sentences(self.paragraphs)
+
+
+def _open_text(path: Path):
+    if path.name.endswith(".xz"):
+        return lzma.open(path, "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def iter_wiki_articles(source: str | os.PathLike) -> Iterator[WikiArticle]:
+    """Stream the articles of a WikiExtractor dump, one at a time (the dump is never held in
+    memory). The title line that WikiExtractor repeats after ``<doc>`` is left out."""
+    path = Path(source).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"no such WikiExtractor dump: {path}")
+    current: WikiArticle | None = None
+    seen_title = False
+    n_docs = 0
+    try:
+        with _open_text(path) as f:
+            for lineno, line in enumerate(f, 1):
+                line = line.rstrip("\n")
+                if current is None:
+                    m = _DOC_OPEN.match(line.strip())
+                    if m:
+                        attrs = dict(_ATTR.findall(m.group(1)))
+                        current = WikiArticle(attrs.get("id", ""), html.unescape(attrs.get("title", "")),
+                                              attrs.get("url", ""))
+                        seen_title = False
+                    elif line.strip():
+                        raise ValueError(f"{path}:{lineno}: text outside a <doc> block "
+                                         "(not a WikiExtractor dump?)")
+                    continue
+                if line.strip() == "</doc>":
+                    n_docs += 1
+                    yield current
+                    current = None
+                    continue
+                text = line.strip()
+                if not text:
+                    continue
+                if not seen_title:
+                    seen_title = True
+                    if text == current.title or text.rstrip(".") == current.title:
+                        continue
+                current.paragraphs.append(text)
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not valid UTF-8 ({err})") from err
+    except (lzma.LZMAError, EOFError) as err:
+        raise ValueError(f"{path}: not a valid .xz file ({err})") from err
+    if current is not None:
+        raise ValueError(f"{path}: the last <doc> block (id {current.page_id}) has no </doc>")
+    if n_docs == 0:
+        raise ValueError(f"{path}: no <doc> blocks (empty or not a WikiExtractor dump)")
+
+
+def is_heading(paragraph: str) -> bool:
+    """WikiExtractor keeps section headings as short lines ending in '.' ("Early life.")."""
+    words = paragraph.split()
+    return (len(words) <= 8 and paragraph.endswith(".")
+            and not any(c in ".?!" for c in paragraph[:-1]))
+
+
+def article_sentences(paragraphs: Sequence[str]) -> list[str]:
+    """Sentences of an article's paragraphs, headings left out."""
+    out: list[str] = []
+    for para in paragraphs:
+        if is_heading(para):
+            continue
+        out.extend(s for s in split_sentences(para) if any(c.isalnum() for c in s))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# writing the archive layout
+
+
+@dataclass
+class WikiBuildReport:
+    out_dir: str
+    articles_written: int
+    articles_scanned: int
+    articles_too_short: int
+    sentences_written: int
+    seconds: float
+
+    def __str__(self) -> str:
+        return (f"wrote {self.articles_written} articles ({self.sentences_written} sentences) to "
+                f"{self.out_dir}; scanned {self.articles_scanned}, {self.articles_too_short} had "
+                f"too few sentences; {self.seconds:.1f}s")
+
+
+def build_wiki(
+    source_dump: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    articles: int = 3029,
+    sentences: int = 200,
+    *,
+    keep_all: bool = False,
+    overwrite: bool = False,
+    progress: bool = False,
+) -> WikiBuildReport:
+    """Write Wiki-N in the CURL archive layout from a WikiExtractor dump.
+
+    Takes the first ``articles`` articles (dump order) that have at least ``sentences``
+    sentences (by :func:`split_sentences`, headings left out) and writes each as
+    ``out_dir/NNNN.txt``: its first ``sentences`` sentences, one per line (all of them with
+    ``keep_all``), as the original Wiki-3029 has 200 per article. ``index.tsv`` lists label,
+    page id, title, sentences in the article and sentences written. Reading stops once enough
+    articles are found. The folder is written whole or not at all; an existing non-empty
+    ``out_dir`` is an error unless ``overwrite``.
+    """
+    if articles < 1 or sentences < 1:
+        raise ValueError(f"articles and sentences must be >= 1, got {articles}, {sentences}")
+    out = Path(out_dir).expanduser()
+    if out.exists() and any(out.iterdir()):
+        if not overwrite:
+            raise FileExistsError(f"{out} exists and is not empty (pass overwrite=True)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    width = max(4, len(str(articles - 1)))
+    t0 = time.perf_counter()
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=articles, unit="article", desc="Wiki articles")
+    scanned = short = written_sents = 0
+    index_rows = []
+    try:
+        for art in iter_wiki_articles(source_dump):
+            scanned += 1
+            sents = art.sentences()
+            if len(sents) < sentences:
+                short += 1
+                if bar is not None:
+                    bar.set_postfix(scanned=scanned, too_short=short, refresh=False)
+                continue
+            label = len(index_rows)
+            keep = sents if keep_all else sents[:sentences]
+            name = f"{label:0{width}d}.txt"
+            (stage / name).write_text("\n".join(keep) + "\n", encoding="utf-8")
+            written_sents += len(keep)
+            index_rows.append((label, art.page_id, art.title.replace("\t", " "), len(sents),
+                               len(keep), name))
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(scanned=scanned, too_short=short, refresh=False)
+            if len(index_rows) == articles:
+                break
+        if len(index_rows) < articles:
+            raise ValueError(
+                f"{source_dump}: only {len(index_rows)} of {scanned} articles have >= {sentences} "
+                f"sentences; {articles} were asked for"
+            )
+        with open(stage / "index.tsv", "w", encoding="utf-8") as f:
+            f.write("label\tpage_id\ttitle\tsentences_in_article\tsentences_written\tfile\n")
+            for row in index_rows:
+                f.write("\t".join(map(str, row)) + "\n")
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(stage, out)
+    finally:
+        if bar is not None:
+            bar.close()
+        shutil.rmtree(stage, ignore_errors=True)
+    return WikiBuildReport(str(out), len(index_rows), scanned, short, written_sents,
+                           time.perf_counter() - t0)
+
+
+# --------------------------------------------------------------------------------------------
+# reading the archive layout
+
+
+def _natural_key(name: str):
+    return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", name)]
+
+
+def wiki_article_files(directory: str | os.PathLike) -> list[Path]:
+    """The article files of a Wiki-N folder in label order (natural sort of the names)."""
+    d = Path(directory).expanduser()
+    if not d.is_dir():
+        raise FileNotFoundError(f"no such Wiki-N folder: {d}")
+    files = [p for p in d.iterdir()
+             if p.is_file() and not p.name.startswith(".") and not _NOT_ARTICLES.match(p.name)]
+    if not files:
+        raise FileNotFoundError(f"{d}: no article files (one file per article expected)")
+    return sorted(files, key=lambda p: _natural_key(p.name))
+
+
+def _read_article(path: Path) -> list[str]:
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not valid UTF-8 (byte {err.start})") from err
+    lines = [ln.strip() for ln in text.splitlines()]
+    return [ln for ln in lines if ln]
+
+
+def _titles(directory: Path, files: list[Path]) -> list[str]:
+    idx = directory / "index.tsv"
+    by_file = {}
+    if idx.exists():
+        for line in idx.read_text(encoding="utf-8").splitlines()[1:]:
+            parts = line.split("\t")
+            if len(parts) >= 6:
+                by_file[parts[5]] = parts[2]
+    return [by_file.get(f.name, f.stem) for f in files]
+
+
+_TOKENIZER_VERSION = "nltk-word-1"
+
+
+def _tokens_cached(sentences: list[str], key_parts: list, lower: bool, cache_dir: Path | None,
+                   num_proc: int) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """All sentences as ids into a raw token list: (raw_itos, flat ids, offsets)."""
+    h = hashlib.sha256(json.dumps([_TOKENIZER_VERSION, lower, key_parts]).encode()).hexdigest()[:20]
+    path = cache_dir / f"wiki-tokens-{h}.npz" if cache_dir is not None else None
+    if path is not None and path.exists():
+        z = np.load(path, allow_pickle=False)
+        return json.loads(str(z["itos"])), z["flat"], z["offsets"]
+    token_lists = _tokenize_all(sentences, lower, num_proc)
+    stoi: dict[str, int] = {}
+    flat: list[int] = []
+    offsets = np.zeros(len(token_lists) + 1, dtype=np.int64)
+    for i, toks in enumerate(token_lists):
+        for t in toks:
+            j = stoi.get(t)
+            if j is None:
+                j = stoi[t] = len(stoi)
+            flat.append(j)
+        offsets[i + 1] = len(flat)
+    itos = list(stoi)
+    flat_arr = np.asarray(flat, dtype=np.int32)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp.npz")
+        np.savez(tmp, itos=np.asarray(json.dumps(itos)), flat=flat_arr, offsets=offsets)
+        os.replace(tmp, path)
+    return itos, flat_arr, offsets
+
+
+def _tokenize_chunk(args):
+    sentences, lower = args
+    return [word_tokenize(s, lower=lower) for s in sentences]
+
+
+def _tokenize_all(sentences: list[str], lower: bool, num_proc: int) -> list[list[str]]:
+    if num_proc <= 1 or len(sentences) < 20_000:
+        return [word_tokenize(s, lower=lower) for s in sentences]
+    import multiprocessing as mp
+
+    step = max(1, len(sentences) // (num_proc * 8))
+    chunks = [(sentences[i:i + step], lower) for i in range(0, len(sentences), step)]
+    with mp.get_context("spawn").Pool(num_proc) as pool:
+        parts = pool.map(_tokenize_chunk, chunks)
+    return [toks for part in parts for toks in part]
+
+
+class WikiData:
+    """Sentences labelled by article, split per article into train/test, with a vocabulary.
+
+    Attributes: ``train_sentences``/``test_sentences`` (str), ``train_labels``/``test_labels``
+    (int, the article's index), ``train_ids``/``test_ids`` (int64 arrays of token ids, rare
+    tokens as ``vocab.unk_id``), ``vocab``, ``num_classes``, ``titles``.
+    """
+
+    def __init__(self, train_sentences, train_labels, test_sentences, test_labels, vocab,
+                 num_classes, train_ids, test_ids, titles=None, lower=True):
+        self.train_sentences: list[str] = train_sentences
+        self.train_labels: list[int] = train_labels
+        self.test_sentences: list[str] = test_sentences
+        self.test_labels: list[int] = test_labels
+        self.vocab: Vocab = vocab
+        self.num_classes: int = num_classes
+        self.train_ids: list[np.ndarray] = train_ids
+        self.test_ids: list[np.ndarray] = test_ids
+        self.titles: list[str] = titles or [str(i) for i in range(num_classes)]
+        self.lower = lower
+        labels = np.asarray(train_labels, dtype=np.int64)
+        order = np.argsort(labels, kind="stable")
+        bounds = np.searchsorted(labels[order], np.arange(num_classes + 1))
+        self._train_by_class = [order[bounds[c]:bounds[c + 1]] for c in range(num_classes)]
+
+    def __repr__(self) -> str:
+        return (f"WikiData(classes={self.num_classes}, train={len(self.train_sentences)}, "
+                f"test={len(self.test_sentences)}, vocab={len(self.vocab)})")
+
+    def encode(self, sentence: str) -> list[int]:
+        """Token ids of a new sentence with this dataset's tokenizer and vocabulary."""
+        return self.vocab.encode(word_tokenize(sentence, lower=self.lower))
+
+    def positive_pair_indices(self, epoch: int, seed: int = 0) -> np.ndarray:
+        """``(P, 3)`` int64 rows ``(i, j, label)``: ``i``/``j`` index the training sentences of
+        one article. Each epoch every article's training sentences are shuffled and paired
+        off (an odd one out sits the epoch out), then all pairs are shuffled across articles.
+        The same ``(epoch, seed)`` always gives the same pairs."""
+        rng = np.random.default_rng([int(seed), int(epoch), 0x5117])
+        parts = []
+        for c, idx in enumerate(self._train_by_class):
+            if len(idx) < 2:
+                continue
+            perm = rng.permutation(idx)
+            m = len(perm) // 2 * 2
+            pairs = perm[:m].reshape(-1, 2)
+            parts.append(np.column_stack([pairs, np.full(len(pairs), c, dtype=np.int64)]))
+        if not parts:
+            raise ValueError("no article has two training sentences: no positive pair can be made")
+        allp = np.concatenate(parts).astype(np.int64)
+        return allp[rng.permutation(len(allp))]
+
+    def positive_pairs(self, epoch: int, seed: int = 0) -> list[tuple[str, str, int]]:
+        """``(sentence_a, sentence_b, label)``: two random training sentences of one article,
+        redrawn every epoch, mixed across articles (see :meth:`positive_pair_indices`)."""
+        s = self.train_sentences
+        return [(s[i], s[j], int(c)) for i, j, c in self.positive_pair_indices(epoch, seed)]
+
+    @classmethod
+    def from_sentences(cls, sentences: Sequence[str], labels: Sequence[int], *,
+                       train_fraction: float = 0.8, min_count: int = 50, seed: int = 0,
+                       lower: bool = True, titles=None, num_proc: int = 1,
+                       _cache: tuple[list, Path | None] | None = None) -> "WikiData":
+        """Split, tokenize and build the vocabulary for any labelled sentences (labels 0..C-1)
+        the way :func:`load_wiki` does (used for the synthetic corpus too)."""
+        if not 0.0 < train_fraction < 1.0:
+            raise ValueError(f"train_fraction must be in (0, 1), got {train_fraction}")
+        if len(sentences) != len(labels):
+            raise ValueError(f"{len(sentences)} sentences but {len(labels)} labels")
+        labels_arr = np.asarray(labels, dtype=np.int64)
+        if len(labels_arr) == 0:
+            raise ValueError("no sentences")
+        num_classes = int(labels_arr.max()) + 1
+        if labels_arr.min() < 0:
+            raise ValueError("labels must be >= 0")
+        key_parts, cache_dir = _cache if _cache is not None else (None, None)
+        if key_parts is None:
+            cache_dir = None
+        itos, flat, offsets = _tokens_cached(list(sentences), key_parts or [], lower, cache_dir,
+                                             num_proc)
+        rng = np.random.default_rng(seed)
+        order = np.argsort(labels_arr, kind="stable")
+        bounds = np.searchsorted(labels_arr[order], np.arange(num_classes + 1))
+        train_idx, test_idx = [], []
+        for c in range(num_classes):
+            idx = order[bounds[c]:bounds[c + 1]]
+            n = len(idx)
+            if n == 0:
+                continue
+            n_train = int(round(train_fraction * n))
+            n_train = min(max(n_train, 1), n - 1) if n >= 2 else n
+            perm = rng.permutation(n)
+            train_idx.append(np.sort(idx[perm[:n_train]]))
+            test_idx.append(np.sort(idx[perm[n_train:]]))
+        train_idx = np.concatenate(train_idx)
+        test_idx = np.concatenate(test_idx) if test_idx else np.zeros(0, dtype=np.int64)
+
+        # Token counts over the training split only (Ash et al.: "in the training set").
+        lens = offsets[1:] - offsets[:-1]
+        tr_mask = np.zeros(len(lens), dtype=bool)
+        tr_mask[train_idx] = True
+        tok_mask = np.repeat(tr_mask, lens)
+        counts = np.bincount(flat[tok_mask], minlength=len(itos))
+        vocab = Vocab.from_counts({itos[k]: int(counts[k]) for k in np.flatnonzero(counts)},
+                                  min_count=min_count)
+        lut = np.asarray([vocab.stoi.get(t, vocab.unk_id) for t in itos], dtype=np.int64)
+        mapped = lut[flat] if len(flat) else np.zeros(0, dtype=np.int64)
+
+        def ids(idx):
+            return [mapped[offsets[i]:offsets[i + 1]] for i in idx]
+
+        sents = list(sentences)
+        return cls(
+            train_sentences=[sents[i] for i in train_idx],
+            train_labels=labels_arr[train_idx].tolist(),
+            test_sentences=[sents[i] for i in test_idx],
+            test_labels=labels_arr[test_idx].tolist(),
+            vocab=vocab,
+            num_classes=num_classes,
+            train_ids=ids(train_idx),
+            test_ids=ids(test_idx),
+            titles=titles,
+            lower=lower,
+        )
+
+
+def load_wiki(
+    directory: str | os.PathLike,
+    classes: int | None = None,
+    train_fraction: float = 0.8,
+    min_count: int = 50,
+    seed: int = 0,
+    *,
+    lower: bool = True,
+    cache_dir: str | os.PathLike | None = None,
+    num_proc: int | None = None,
+) -> WikiData:
+    """Read a Wiki-N folder (one article per file, one sentence per line) into ``WikiData``.
+
+    ``classes``: keep the first N articles (all when None). The split is 80/20 per article
+    (``train_fraction``), drawn with ``seed``. Tokens (NLTK word tokens, lower-cased unless
+    ``lower=False``) seen fewer than ``min_count`` times in the training split become
+    ``<unk>``. Tokenization is cached under ``cache_dir`` (default
+    ``default_cache_dir()/wiki``), keyed by the files' paths, sizes and mtimes; pass
+    ``cache_dir=False`` to disable. An article file with fewer than 2 sentences is an error
+    that names it.
+    """
+    from .books import default_cache_dir
+
+    d = Path(directory).expanduser()
+    files = wiki_article_files(d)
+    if classes is not None:
+        if classes < 1:
+            raise ValueError(f"classes must be >= 1, got {classes}")
+        if classes > len(files):
+            raise ValueError(f"{d} has {len(files)} articles; {classes} classes were asked for")
+        files = files[:classes]
+    sentences: list[str] = []
+    labels: list[int] = []
+    key_parts = [SPLITTER_VERSION]
+    for label, f in enumerate(files):
+        lines = _read_article(f)
+        if len(lines) < 2:
+            raise ValueError(f"{f}: an article needs at least 2 sentences, found {len(lines)}")
+        sentences.extend(lines)
+        labels.extend([label] * len(lines))
+        st = f.stat()
+        key_parts.append([str(f.resolve()), st.st_size, st.st_mtime_ns])
+    if cache_dir is False:
+        cache = None
+    else:
+        cache = Path(cache_dir).expanduser() if cache_dir else default_cache_dir() / "wiki"
+    nproc = num_proc if num_proc is not None else min(os.cpu_count() or 1, 4)
+    return WikiData.from_sentences(
+        sentences, labels, train_fraction=train_fraction, min_count=min_count, seed=seed,
+        lower=lower, titles=_titles(d, files), num_proc=nproc,
+        _cache=(key_parts if cache is not None else None, cache),
+    )
