@@ -1,0 +1,116 @@
+"""Forward + backward time of every negatives strategy against plain InfoNCE with F.cross_entropy,
+measured side by side in one run (issue "negatives core", item 6).
+
+Both sides start from the same (B, d) embeddings of two views and compute the (2B, 2B) scores
+themselves, so each ratio is "our objective" over "the plainest InfoNCE one can write" for the same
+work. Runs are interleaved (baseline, strategy, baseline, ...) and the median of each is taken, so a
+noisy machine slows both alike. Prints one JSON object and ends with a one-line headline figure.
+
+    python scripts/bench_losses.py                       # B in 256, 1024, 4096; d 768; k all and 64
+    python scripts/bench_losses.py --batch-sizes 256 --reps 3 --device cuda
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+from qt_hard.losses import contrastive_loss
+
+TARGETS = {"hard": 1.05, "debiased": 1.05, "uniform+k": 1.2, "hard+k": 1.2, "ring": 1.3, "ot": 2.0}
+
+STRATEGIES = {
+    "uniform": {},
+    "debiased": {"tau_plus": 0.1},
+    "hard": {"beta": 1.0, "tau_plus": 0.1},
+    "ring": {"lower": 10, "upper": 90},
+    "label": {"hardening": "exp", "beta": 1.0},
+    "ot": {"epsilon": 0.5, "sinkhorn_iters": 20},
+}
+
+
+def infonce_cross_entropy(z1, z2, t):
+    """Plain NT-Xent: cross-entropy over the 2B-1 other views, the partner as target."""
+    b = z1.shape[0]
+    z = F.normalize(torch.cat([z1, z2]), dim=1)
+    s = z @ z.T / t
+    s = s.masked_fill(torch.eye(2 * b, dtype=torch.bool, device=z.device), float("-inf"))
+    target = torch.cat([torch.arange(b, 2 * b), torch.arange(b)]).to(z.device)
+    return F.cross_entropy(s, target)
+
+
+def timed(fn, device):
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    fn()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - start
+
+
+def bench(b, d, k, name, opts, reps, device, t=0.5):
+    g = torch.Generator(device=device).manual_seed(0)
+    z1 = torch.randn(b, d, device=device, generator=g).requires_grad_()
+    z2 = torch.randn(b, d, device=device, generator=g).requires_grad_()
+    labels = torch.randint(0, 10, (b,), device=device, generator=g)
+
+    def base():
+        infonce_cross_entropy(z1, z2, t).backward()
+
+    def ours():
+        contrastive_loss(z1, z2, name, temperature=t, k=k, labels=labels, **opts).backward()
+
+    base(), ours()  # warm-up (allocator, kernels)
+    tb, to = [], []
+    for _ in range(reps):
+        tb.append(timed(base, device))
+        to.append(timed(ours, device))
+    peak = None
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+        ours()
+        peak = torch.cuda.max_memory_allocated() / 2**20
+    mb, mo = statistics.median(tb), statistics.median(to)
+    return {"B": b, "d": d, "k": k if k is not None else "all", "strategy": name,
+            "baseline_s": round(mb, 5), "ours_s": round(mo, 5), "ratio": round(mo / mb, 3),
+            "peak_mib": None if peak is None else round(peak, 1)}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--batch-sizes", default="256,1024,4096")
+    p.add_argument("--dim", type=int, default=768)
+    p.add_argument("--ks", default="all,64")
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--strategies", default=",".join(STRATEGIES))
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    args = p.parse_args(argv)
+    device = torch.device(args.device)
+    rows = []
+    for b in (int(x) for x in args.batch_sizes.split(",")):
+        for k in (None if x == "all" else int(x) for x in args.ks.split(",")):
+            for name in args.strategies.split(","):
+                row = bench(b, args.dim, k, name, STRATEGIES[name], args.reps, device)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    summary = {}
+    for row in rows:
+        key = row["strategy"] + ("+k" if row["k"] != "all" else "")
+        summary.setdefault(key, []).append(row["ratio"])
+    worst = {key: max(v) for key, v in summary.items()}
+    met = {key: worst[key] <= TARGETS[key] for key in TARGETS if key in worst}
+    print(json.dumps({"device": str(device), "torch": torch.__version__, "threads": torch.get_num_threads(),
+                      "worst_ratio": worst, "targets": TARGETS, "target_met": met, "rows": rows}))
+    hard = worst.get("hard")
+    print(f"headline: hard-negative loss costs {hard:.3f}x plain cross-entropy InfoNCE (worst over B, "
+          f"{device.type}); targets met: {sum(met.values())}/{len(met)}")
+
+
+if __name__ == "__main__":
+    main()
