@@ -31,7 +31,9 @@ def sinkhorn_log_coupling(log_kernel: torch.Tensor, iters: int = 20) -> torch.Te
         log_b = -math.log(max(int(cols_ok.sum()), 1))
         f = torch.zeros(log_kernel.shape[0], dtype=log_kernel.dtype, device=log_kernel.device)
         g = torch.zeros(log_kernel.shape[1], dtype=log_kernel.dtype, device=log_kernel.device)
+        # Column sums as row sums of a contiguous transposed copy: reductions along the fast axis.
+        log_kernel_t = log_kernel.T.contiguous()
         for _ in range(iters):
             f = torch.where(rows_ok, log_a - torch.logsumexp(log_kernel + g[None, :], dim=1), 0.0)
-            g = torch.where(cols_ok, log_b - torch.logsumexp(log_kernel + f[:, None], dim=0), 0.0)
+            g = torch.where(cols_ok, log_b - torch.logsumexp(log_kernel_t + f[None, :], dim=1), 0.0)
         return f[:, None] + log_kernel + g[None, :]

@@ -134,7 +134,9 @@ def two_view_scores(z1: torch.Tensor, z2: torch.Tensor, *, temperature: float = 
     self_idx = torch.cat([local, local + B])
     partner = torch.cat([local + B, local])
     rows = torch.arange(2 * b, device=z1.device)
-    pos = neg[rows, partner].unsqueeze(1)
+    # The partner of a local view is local too: its logit costs O(b d) from the embeddings, where
+    # indexing the (2b, 2B) table would add a full-size scatter to the backward pass.
+    pos = ((anchors * torch.cat([z2, z1], dim=0)).sum(dim=1) * scale).unsqueeze(1)
     valid = torch.ones_like(neg, dtype=torch.bool)
     valid[rows, self_idx] = False
     valid[rows, partner] = False
@@ -215,7 +217,7 @@ def one_directional_scores(anchors: torch.Tensor, positives: torch.Tensor,
     neg = anchors @ cands.T * scale
     rows = torch.arange(b, device=anchors.device)
     target = rows + offset
-    pos = neg[rows, target].unsqueeze(1)
+    pos = ((anchors * positives).sum(dim=1) * scale).unsqueeze(1)
     valid = torch.ones_like(neg, dtype=torch.bool)
     if not in_batch:
         valid[:, :n_batch] = False
@@ -285,7 +287,7 @@ def context_scores(f_emb: torch.Tensor, g_emb: torch.Tensor, *, context: int = 1
     idx = idx.clamp(0, B - 1)
     if all_docs is not None:
         pos_valid &= all_docs[idx] == doc_ids[:, None]
-    pos = neg.gather(1, idx)
+    pos = torch.einsum("bd,bpd->bp", f_emb, all_g[idx]) * scale
     valid = torch.ones_like(neg, dtype=torch.bool)
     valid[rows, me] = False
     # Only real positives leave the candidate set; a neighbour from another book stays a negative.

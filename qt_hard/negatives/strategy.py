@@ -96,12 +96,14 @@ class NegativeStrategy:
             n_support = mask.sum(dim=1)
             log_e = torch.logsumexp(masked, dim=1) - torch.log(n_support.clamp_min(1).to(neg.dtype))
         else:
-            support = torch.isfinite(log_w)
-            n_support = support.sum(dim=1)
+            # Only weightings that drop candidates change the support; skip a full pass otherwise.
+            drops = any(w.drops for w in self.weightings)
+            n_support = torch.isfinite(log_w).sum(dim=1) if drops else mask.sum(dim=1)
             log_e = torch.logsumexp(neg + log_w, dim=1) - torch.logsumexp(log_w, dim=1)
         empty = n_support == 0
         log_e = torch.where(empty, torch.zeros_like(log_e), log_e)  # keep NaN out of empty rows
-        q = (n_support if self.count == "support" else mask.sum(dim=1)).clamp_min(1).to(neg.dtype)
+        q = n_support if self.count == "support" or log_w is None else mask.sum(dim=1)
+        q = q.clamp_min(1).to(neg.dtype)
 
         pos = scores.pos
         log_neg = torch.log(q)[:, None] + self.estimator.log_negative(log_e, pos, scores.scale, self.progress)

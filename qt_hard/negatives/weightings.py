@@ -29,6 +29,7 @@ class Weighting:
     over (Ring's ``logsumexp(ring)``), which makes "support" the natural count of negatives."""
 
     restricts_support = False
+    drops = False  # may exclude allowed candidates (then the strategy counts the support)
 
     def log_weights(self, scores: ContrastScores, mask: torch.Tensor, progress: float) -> torch.Tensor:
         raise NotImplementedError
@@ -95,6 +96,8 @@ class RingWeighting(Weighting):
         lower, upper: percentiles in [0, 100] (numbers or schedules; Wu et al. anneal them).
     """
 
+    drops = True
+
     restricts_support = True
 
     def __init__(self, lower=0.0, upper=100.0):
@@ -120,6 +123,8 @@ class SameLabelMask(Weighting):
     """Drop candidates that share the anchor's label: the indicator 1(y(x^-) != y(x)) of H-SCL,
     Jiang et al. (2022) section II, the definition of q_H-SCL."""
 
+    drops = True
+
     def log_weights(self, scores, mask, progress):
         keep = mask & ~scores.same_label()
         return torch.zeros_like(scores.neg).masked_fill(~keep, NEG_INF)
@@ -133,6 +138,8 @@ class ThresholdWeighting(Weighting):
         tau: threshold on e^s (number or schedule, e.g. :func:`qt_hard.schedules.hscl_threshold`,
             their eq. 4: tau = exp(l / t)).
     """
+
+    drops = True
 
     def __init__(self, tau=1.0):
         self.tau = tau
