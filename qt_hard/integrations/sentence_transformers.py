@@ -1,0 +1,470 @@
+"""sentence-transformers loss plugin: the papers' negatives for any ``SentenceTransformer``.
+
+:class:`HardNegativesLoss` is a drop-in replacement for sentence-transformers'
+``MultipleNegativesRankingLoss`` (MNRL): same inputs, same ``scale``, same
+``gather_across_devices``, but the softmax denominator is the one chosen by ``negatives``:
+
+* ``"uniform"``  plain InfoNCE over the candidates (equals MNRL);
+* ``"hard"``     importance-reweighted hard negatives, ``w_j ~ exp(beta * s_j)``, optionally debiased
+                 with ``tau_plus`` (Robinson et al., ICLR 2021, Sec. 3, Eq. 3-5);
+* ``"debiased"`` debiased estimator only (``beta = 0``; Robinson et al. Sec. 3 / Chuang et al. 2020);
+* ``"ring"``     negatives restricted to a similarity-percentile band ``lower``..``upper``
+                 (Wu et al., ICLR 2021, Sec. 4);
+* ``"label"``    label-aware negatives (H-SCL: only other-class candidates, tilted by a hardening
+                 function; Jiang et al., Sec. III, Eq. 3-4); needs a label column in the dataset;
+* ``"ot"``       negatives from an entropic optimal-transport coupling (Jiang, Ishwar, Aeron, Sec. 4).
+
+``k`` draws ``k`` negatives per anchor uniformly without replacement from the candidates, so the
+number of negatives is set apart from the batch size (Ash et al., AISTATS 2022, Sec. 2 and 5).
+
+The loss itself is never computed here: every variant is ``qt_hard.losses.ranking_loss`` of the
+embeddings, in MNRL's one-directional layout. Shapes, with ``B`` the per-device batch, ``n`` the
+number of explicit negative columns and ``W`` the number of processes:
+
+* anchors ``(B, d)``, positives ``(B, d)``, explicit negatives ``(B, n, d)`` or None;
+* candidates of each anchor: the ``W*B`` positives and ``W*B*n`` explicit negatives of the global
+  batch (all-gathered with gradients when ``gather_across_devices=True``); the anchor's own
+  positive is its positive, everything else a negative.
+
+:class:`CachedHardNegativesLoss` is the GradCache (Gao et al., 2021) variant: it embeds in
+mini-batches without activations, computes the same core loss on the whole batch of embeddings,
+and replays the mini-batches with the cached embedding gradients, so the number of candidates is
+bounded by the ``(B, W*B*(1+n))`` score matrix rather than by activation memory.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+try:  # sentence-transformers >= 5.x: one merged forward for like-width candidate columns.
+    from sentence_transformers.base.losses.merged_forward import embed_columns as _st_embed_columns
+except ImportError:  # older releases: one forward per column, as their own losses do.
+    _st_embed_columns = None
+
+try:  # the GradCache machinery that sentence-transformers' own cached losses share
+    from sentence_transformers.base.losses.gradcache import CachedLossMixin as _CachedLossMixin
+except ImportError:  # older releases have no reusable mixin: no cached variant there
+    _CachedLossMixin = None
+
+from transformers import TrainerCallback
+
+__all__ = [
+    "HardNegativesLoss",
+    "CachedHardNegativesLoss",
+    "LossProgressCallback",
+]
+
+# Strategies for which the plugin's ``beta`` / ``tau_plus`` arguments are forwarded. ``beta`` means
+# nothing to the others; ``tau_plus`` (debiasing) is accepted by every strategy of the core, but
+# only forwarded when set, so that each strategy keeps its own default (0 for "hard", 0.1 for
+# "debiased", none otherwise).
+_USES_BETA = {"hard", "label"}
+
+_CITATIONS = {
+    "oord": """
+@misc{oord2018representation,
+      title={Representation Learning with Contrastive Predictive Coding},
+      author={Aaron van den Oord and Yazhe Li and Oriol Vinyals},
+      year={2018},
+      eprint={1807.03748},
+      archivePrefix={arXiv},
+      primaryClass={cs.LG},
+}
+""",
+    "hard": """
+@inproceedings{robinson2021contrastive,
+      title={Contrastive Learning with Hard Negative Samples},
+      author={Joshua Robinson and Ching-Yao Chuang and Suvrit Sra and Stefanie Jegelka},
+      booktitle={International Conference on Learning Representations},
+      year={2021},
+      eprint={2010.04592},
+      archivePrefix={arXiv},
+}
+""",
+    "ring": """
+@inproceedings{wu2021conditional,
+      title={Conditional Negative Sampling for Contrastive Learning of Visual Representations},
+      author={Mike Wu and Milan Mosse and Chengxu Zhuang and Daniel Yamins and Noah Goodman},
+      booktitle={International Conference on Learning Representations},
+      year={2021},
+      eprint={2010.02037},
+      archivePrefix={arXiv},
+}
+""",
+    "label": """
+@misc{jiang2022supervised,
+      title={Supervised Contrastive Learning with Hard Negative Samples},
+      author={Ruijie Jiang and Thuan Nguyen and Prakash Ishwar and Shuchin Aeron},
+      year={2022},
+}
+""",
+    "ot": """
+@misc{jiang2021hard,
+      title={Hard Negative Sampling via Regularized Optimal Transport for Contrastive Representation Learning},
+      author={Ruijie Jiang and Prakash Ishwar and Shuchin Aeron},
+      year={2021},
+}
+""",
+    "k": """
+@inproceedings{ash2022investigating,
+      title={Investigating the Role of Negatives in Contrastive Representation Learning},
+      author={Jordan T. Ash and Surbhi Goel and Akshay Krishnamurthy and Dipendra Misra},
+      booktitle={International Conference on Artificial Intelligence and Statistics},
+      year={2022},
+      eprint={2106.09943},
+      archivePrefix={arXiv},
+}
+""",
+}
+_CITATIONS["debiased"] = _CITATIONS["hard"]
+_CITATIONS["threshold"] = _CITATIONS["label"]  # H-UCL(tau), the thresholded hardening of H-SCL
+
+
+def _ranking_loss():
+    """The core's one-directional loss, imported late so that this module imports on its own."""
+    from qt_hard.losses import ranking_loss
+
+    return ranking_loss
+
+
+def _embed(model: nn.Module, sentence_features: Iterable[dict[str, Tensor]]) -> list[Tensor]:
+    """One ``(B, d)`` ``sentence_embedding`` per input column, anchor column first."""
+    features = list(sentence_features)
+    if _st_embed_columns is not None:
+        return _st_embed_columns(model, features)
+    return [model(f)["sentence_embedding"] for f in features]
+
+
+def _card_value(value: Any) -> Any:
+    """A JSON-friendly form of a config value for the model card (schedules as their dict)."""
+    if isinstance(value, (bool, int, float, str, type(None))):
+        return value
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if isinstance(value, dict):
+        return {str(k): _card_value(v) for k, v in value.items()}
+    return repr(value)
+
+
+class HardNegativesLoss(nn.Module):
+    """MNRL with pluggable negatives (hard, debiased, ring, label-aware, OT; decoupled ``k``).
+
+    Computes, for each local anchor ``a_i`` with positive ``p_i`` and candidate set ``C`` (all
+    positives and explicit negatives of the (global) batch, ``p_i`` included),
+
+        ``loss_i = -s(a_i, p_i)/t + log(e^{s(a_i,p_i)/t} + Q * E_hat_w[e^{s(a_i,c)/t}])``
+
+    with ``t = 1/scale``, ``s`` the cosine similarity (``normalize=True``) or the dot product,
+    ``Q`` the number of negatives and ``E_hat_w`` the weighted (optionally debiased) estimate of
+    the negatives' term chosen by ``negatives`` (Robinson et al. 2021, Eq. 3-5). With uniform
+    weights this is exactly MNRL's cross-entropy ``-log softmax(S_i)[pos]`` (van den Oord et al.,
+    2018). The result is the mean over the local anchors, a scalar tensor.
+
+    Args:
+        model: the ``SentenceTransformer`` being trained.
+        negatives: ``"uniform" | "debiased" | "hard" | "ring" | "label" | "threshold" | "ot"``,
+            or a core ``NegativeStrategy`` object (which then carries ``k`` and the options).
+        beta: hardness concentration of the ``"hard"`` / ``"label"`` weights ``exp(beta * s)``,
+            ``s`` the logit ``scale * cos`` (HCL's official code); ``0`` gives uniform weights.
+            A number or a ``qt_hard.schedules`` schedule (advanced by :meth:`set_progress`).
+        tau_plus: class prior of the debiased estimator (Chuang et al. 2020, Eq. 6); ``None``
+            keeps the strategy's default (``0`` for ``"hard"``, ``0.1`` for ``"debiased"``, no
+            debiasing for the others). A number in [0, 1) or a schedule.
+        scale: inverse temperature, as in MNRL (``scale=20`` is ``temperature=0.05``).
+        k: negatives drawn per anchor without replacement; ``None`` uses every candidate. More
+            than the number of negatives raises ``ValueError`` (from the core).
+        normalize: cosine similarity (``True``, MNRL's default ``cos_sim``) or dot product.
+        gather_across_devices: all-gather positives and explicit negatives (with gradients) from
+            every process, so that each process scores its own anchors against the global batch.
+        **options: further core options, e.g. ``lower``/``upper`` (ring percentiles),
+            ``hardening``/``tau`` (H-SCL; ``"label"`` defaults to ``hardening="exp"``),
+            ``epsilon``/``cost``/``sinkhorn_iters`` (OT), ``floor`` (debiasing), ``clip``,
+            ``collision_free`` (needs labels), ``include_positive``, ``generator`` (k-sampler).
+
+    Inputs (as MNRL):
+        +-------------------------------------------------+-------------------------------------+
+        | Texts                                           | Labels                              |
+        +=================================================+=====================================+
+        | (anchor, positive) pairs                        | none, or class ids for ``"label"``  |
+        +-------------------------------------------------+-------------------------------------+
+        | (anchor, positive, negative_1, ..., negative_n) | none, or class ids for ``"label"``  |
+        +-------------------------------------------------+-------------------------------------+
+
+    Example::
+
+        from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+        from datasets import Dataset
+        from qt_hard.integrations.sentence_transformers import HardNegativesLoss
+
+        model = SentenceTransformer("sentence-transformers/all-MiniLM-L6-v2")
+        data = Dataset.from_dict({"anchor": ["He drove to work.", "It is sunny."],
+                                  "positive": ["He took the car to the office.", "Nice weather."]})
+        loss = HardNegativesLoss(model, negatives="hard", beta=1.0, tau_plus=0.1)
+        SentenceTransformerTrainer(model=model, train_dataset=data, loss=loss).train()
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        negatives: Any = "hard",
+        beta: Any = 1.0,
+        tau_plus: Any = None,
+        scale: float = 20.0,
+        k: int | None = None,
+        normalize: bool = True,
+        gather_across_devices: bool = False,
+        **options: Any,
+    ) -> None:
+        super().__init__()
+        from qt_hard.negatives import NAMES, NegativeStrategy, make_strategy
+
+        if not (isinstance(negatives, NegativeStrategy) or (isinstance(negatives, str) and negatives in NAMES)):
+            raise ValueError(
+                f"unknown negatives={negatives!r}; expected one of {', '.join(NAMES)} or a NegativeStrategy"
+            )
+        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not (math.isfinite(scale) and scale > 0):
+            raise ValueError(f"scale must be a positive finite number, got {scale!r}")
+        if isinstance(beta, (int, float)) and not (math.isfinite(beta) and beta >= 0):
+            raise ValueError(f"beta must be a finite number >= 0 (or a schedule), got {beta!r}")
+        if isinstance(tau_plus, (int, float)) and not 0 <= tau_plus < 1:
+            raise ValueError(f"tau_plus must lie in [0, 1) (or be a schedule, or None), got {tau_plus!r}")
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+            raise ValueError(f"k must be a positive integer or None (all candidates), got {k!r}")
+        if "temperature" in options:
+            raise ValueError("pass scale (= 1/temperature), not temperature, as MultipleNegativesRankingLoss does")
+        self.generator = options.pop("generator", None)
+        known = set(inspect.signature(make_strategy).parameters) - {"negatives", "k", "beta", "tau_plus"}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise ValueError(f"unknown option(s) {', '.join(unknown)} for {type(self).__name__}; "
+                             f"valid: beta, tau_plus, k, generator, {', '.join(sorted(known))}")
+
+        self.model = model
+        self.negatives = negatives
+        self.beta = beta
+        self.tau_plus = tau_plus
+        self.scale = float(scale)
+        self.k = k
+        self.normalize = bool(normalize)
+        self.gather_across_devices = bool(gather_across_devices)
+        self.options = dict(options)
+        self.progress = 0.0
+
+        if isinstance(negatives, NegativeStrategy):
+            if options or k is not None or tau_plus is not None:
+                raise ValueError("a NegativeStrategy object carries its own k and options; pass them to it")
+            self.strategy = negatives
+        else:
+            strategy_options = dict(options)
+            if negatives in _USES_BETA:
+                strategy_options["beta"] = beta
+            if negatives == "label":
+                # H-SCL's hardening is exponential in beta (Jiang et al. Sec. III); beta = 0 is SCL.
+                strategy_options.setdefault("hardening", "exp")
+            if tau_plus is not None:
+                strategy_options["tau_plus"] = tau_plus
+            # Built once, so that set_progress moves its schedules (beta annealing, ring band).
+            self.strategy = make_strategy(negatives, k=k, **strategy_options)
+
+    # -- the loss -------------------------------------------------------------------------------
+
+    @property
+    def temperature(self) -> float:
+        return 1.0 / self.scale
+
+    @property
+    def strategy_name(self) -> str:
+        return self.negatives if isinstance(self.negatives, str) else type(self.negatives).__name__
+
+    @property
+    def needs_labels(self) -> bool:
+        return self.negatives == "label" or bool(getattr(self.strategy, "collision_free", False))
+
+    def set_progress(self, progress: float) -> None:
+        """Training progress in [0, 1], read by schedule-valued options (beta annealing, ring band)."""
+        if not 0.0 <= float(progress) <= 1.0:
+            raise ValueError(f"progress must lie in [0, 1], got {progress!r}")
+        self.progress = float(progress)
+        self.strategy.set_progress(self.progress)
+
+    def compute_loss_from_embeddings(self, embeddings: list[Tensor], labels: Tensor | None = None) -> Tensor:
+        """The core loss of per-column embeddings ``[anchors (B,d), positives (B,d), neg_1 (B,d), ...]``."""
+        if len(embeddings) < 2:
+            raise ValueError(
+                f"{type(self).__name__} needs (anchor, positive[, negative_1, ...]) columns, got {len(embeddings)} column(s)"
+            )
+        batch = embeddings[0].shape[0]
+        for j, emb in enumerate(embeddings):
+            if emb.dim() != 2 or emb.shape[0] != batch:
+                raise ValueError(
+                    f"column {j} has embeddings of shape {tuple(emb.shape)}; every column must be ({batch}, d)"
+                )
+        anchors, positives = embeddings[0], embeddings[1]
+        # (B, n, d): row i holds anchor i's own explicit negatives, in column order.
+        negatives = torch.stack(embeddings[2:], dim=1) if len(embeddings) > 2 else None
+        if self.needs_labels:
+            if labels is None:
+                raise ValueError(
+                    f"negatives={self.strategy_name!r} (label-aware or collision-free) needs class labels: "
+                    "add a 'label' column to the training dataset"
+                )
+            if labels.dim() != 1 or labels.shape[0] != batch or labels.is_floating_point():
+                raise ValueError(
+                    f"labels must be ({batch},) integer class ids, got dtype {labels.dtype} shape {tuple(labels.shape)}"
+                )
+        else:
+            labels = None  # MNRL ignores a label/score column; so do the label-free strategies
+        return _ranking_loss()(
+            anchors,
+            positives,
+            negatives,
+            strategy=self.strategy,
+            temperature=self.temperature,
+            labels=labels,
+            normalize=self.normalize,
+            gather=self.gather_across_devices,
+            generator=self.generator,
+        )
+
+    def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
+        """sentence-transformers' loss contract: tokenized columns in, scalar loss out."""
+        return self.compute_loss_from_embeddings(_embed(self.model, sentence_features), labels)
+
+    # -- model-card metadata ----------------------------------------------------------------------
+
+    def get_config_dict(self) -> dict[str, Any]:
+        config: dict[str, Any] = {
+            "negatives": self.strategy_name,
+            "beta": self.beta,
+            "tau_plus": self.tau_plus,
+            "scale": self.scale,
+            "k": self.k,
+            "normalize": self.normalize,
+            "gather_across_devices": self.gather_across_devices,
+            **self.options,
+        }
+        return {key: _card_value(value) for key, value in config.items()}
+
+    @property
+    def citation(self) -> str:
+        name = self.strategy_name
+        entries = [_CITATIONS.get(name, _CITATIONS["oord"])]
+        if self.k is not None or self.options.get("collision_free"):
+            entries.append(_CITATIONS["k"])
+        return "".join(entries)
+
+
+class LossProgressCallback(TrainerCallback):
+    """Feeds ``global_step / max_steps`` to ``loss.set_progress`` before every training step.
+
+    Pass it to ``SentenceTransformerTrainer(callbacks=[LossProgressCallback(loss)])`` so that
+    schedules (HCL's beta annealing, App. D.1; the ring's annealed band, Wu et al. Sec. 5) advance.
+    """
+
+    def __init__(self, loss: nn.Module) -> None:
+        if not hasattr(loss, "set_progress"):
+            raise TypeError(f"{type(loss).__name__} has no set_progress(p)")
+        self.loss = loss
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        if state.max_steps:
+            self.loss.set_progress(min(1.0, state.global_step / state.max_steps))
+
+
+if _CachedLossMixin is not None:
+
+    class CachedHardNegativesLoss(_CachedLossMixin, HardNegativesLoss):
+        """GradCache variant of :class:`HardNegativesLoss` (Gao et al., 2021, Sec. 3).
+
+        Same loss, same arguments, plus ``mini_batch_size``: the columns are embedded
+        ``mini_batch_size`` rows at a time without a graph, the core loss of the full
+        ``(B, d)`` embeddings is back-propagated to the embeddings only, and each mini-batch is
+        then re-embedded with gradients and fed its cached embedding gradient (same RNG state, so
+        dropout agrees). Activation memory is that of one mini-batch; the candidate count is
+        bounded only by the ``(B, W*B*(1+n))`` score matrix.
+        """
+
+        def __init__(
+            self,
+            model: nn.Module,
+            negatives: Any = "hard",
+            beta: float = 1.0,
+            tau_plus: float = 0.0,
+            scale: float = 20.0,
+            k: int | None = None,
+            normalize: bool = True,
+            gather_across_devices: bool = False,
+            mini_batch_size: int = 32,
+            show_progress_bar: bool = False,
+            **options: Any,
+        ) -> None:
+            HardNegativesLoss.__init__(
+                self,
+                model,
+                negatives=negatives,
+                beta=beta,
+                tau_plus=tau_plus,
+                scale=scale,
+                k=k,
+                normalize=normalize,
+                gather_across_devices=gather_across_devices,
+                **options,
+            )
+            if isinstance(mini_batch_size, bool) or not isinstance(mini_batch_size, int) or mini_batch_size < 1:
+                raise ValueError(f"mini_batch_size must be a positive integer, got {mini_batch_size!r}")
+            self.mini_batch_size = mini_batch_size
+            self.mini_batch_num_tokens = None
+            self.show_progress_bar = show_progress_bar
+
+        def calculate_loss(
+            self, reps: list[list[Tensor]], labels: Tensor | None = None, *, with_backward: bool = False
+        ) -> Tensor:
+            """Core loss of the concatenated mini-batch embeddings ``reps[column][chunk] (b, d)``."""
+            embeddings = [torch.cat(chunks, dim=0) for chunks in reps]
+            loss = self.compute_loss_from_embeddings(embeddings, labels)
+            if with_backward:
+                # The score matrix is small next to the encoder's activations, so the whole batch
+                # is one backward; the mixin then replays the encoder per mini-batch.
+                loss.backward()
+                loss = loss.detach()
+            return loss
+
+        def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
+            features = list(sentence_features)
+            if len(features) < 2:
+                raise ValueError(
+                    f"{type(self).__name__} needs (anchor, positive[, negative_1, ...]) columns, got {len(features)}"
+                )
+            return self.forward_cached(features, labels)
+
+        def get_config_dict(self) -> dict[str, Any]:
+            return {**super().get_config_dict(), "mini_batch_size": self.mini_batch_size}
+
+        @property
+        def citation(self) -> str:
+            return (
+                super().citation
+                + """
+@inproceedings{gao2021scaling,
+      title={Scaling Deep Contrastive Learning Batch Size under Memory Limited Setup},
+      author={Luyu Gao and Yunyi Zhang and Jiawei Han and Jamie Callan},
+      booktitle={Proceedings of the 6th Workshop on Representation Learning for NLP},
+      year={2021},
+}
+"""
+            )
+
+else:  # pragma: no cover - sentence-transformers without the GradCache mixin
+
+    class CachedHardNegativesLoss:  # type: ignore[no-redef]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            raise ImportError(
+                "CachedHardNegativesLoss needs sentence-transformers >= 5 "
+                "(sentence_transformers.base.losses.gradcache.CachedLossMixin)"
+            )
