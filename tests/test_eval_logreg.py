@@ -1,0 +1,77 @@
+"""The batched Newton logistic regression solves scikit-learn's LogisticRegression problems."""
+
+import numpy as np
+import pytest
+import torch
+from sklearn.linear_model import LogisticRegression
+
+from qt_hard.evaluation.logreg import BatchedLogReg, predict_logreg
+
+
+def _data(n, d, K, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * rng.uniform(0.2, 3.0, size=d)  # unequal feature scales
+    W = rng.normal(size=(d, K))
+    y = (X @ W + 2.0 * rng.normal(size=(n, K))).argmax(axis=1)
+    return X, y
+
+
+def _sklearn_coef(X, y, C):
+    clf = LogisticRegression(C=C, tol=1e-10, max_iter=5000).fit(X, y)
+    return np.c_[clf.coef_, clf.intercept_].T  # (d + 1, H)
+
+
+@pytest.mark.parametrize("K", [2, 4])
+def test_matches_sklearn_optimum_per_column(K):
+    X, y = _data(300, 8, K, seed=K)
+    rng = np.random.default_rng(0)
+    masks = (rng.random((300, 3)) < 0.75).astype(float)
+    C = np.array([0.25, 2.0, 8.0])
+    model = BatchedLogReg(X, y, K)
+    W = model.fit(masks, C).numpy()
+    for f in range(3):
+        rows = masks[:, f] > 0
+        ref = _sklearn_coef(X[rows], y[rows], C[f])
+        mine = W[:, f, :]
+        if K > 2:
+            # The multinomial intercepts are defined up to a common shift.
+            ref = ref - np.r_[np.zeros(8), 1.0][:, None] * ref[-1].mean()
+            mine = mine - np.r_[np.zeros(8), 1.0][:, None] * mine[-1].mean()
+        np.testing.assert_allclose(mine, ref, atol=1e-5)
+    assert model.converged.all()
+
+
+def test_warm_start_same_solution_fewer_iterations():
+    X, y = _data(400, 10, 2, seed=3)
+    masks = np.ones((400, 2))
+    model = BatchedLogReg(X, y, 2)
+    W1 = model.fit(masks, 1.0)
+    W2 = model.fit(masks, 2.0)
+    cold = model.n_newton
+    W2w = model.fit(masks, 2.0, W0=W1)
+    assert model.n_newton <= cold
+    np.testing.assert_allclose(W2w.numpy(), W2.numpy(), atol=1e-6)
+
+
+def test_predict_rules():
+    X, y = _data(200, 5, 3, seed=1)
+    model = BatchedLogReg(X, y, 3)
+    W = model.fit(np.ones((200, 1)), 1.0)
+    clf = LogisticRegression(C=1.0, tol=1e-12, max_iter=10000).fit(X, y)
+    Xn = np.random.default_rng(5).normal(size=(50, 5))
+    assert (predict_logreg(model, W, Xn)[:, 0] == clf.predict(Xn)).mean() >= 0.98
+
+
+def test_bad_inputs_named():
+    X, y = _data(50, 3, 2, seed=0)
+    with pytest.raises(ValueError, match="labels must lie"):
+        BatchedLogReg(X, y + 5, 2)
+    with pytest.raises(ValueError, match="NaN"):
+        BatchedLogReg(np.full((4, 2), np.nan), [0, 1, 0, 1], 2)
+    m = BatchedLogReg(X, y, 2)
+    with pytest.raises(ValueError, match="empty training set"):
+        m.fit(np.zeros((50, 1)), 1.0)
+    with pytest.raises(ValueError, match="positive"):
+        m.fit(np.ones((50, 1)), -1.0)
+    with pytest.raises(ValueError, match="train_mask"):
+        m.fit(torch.ones(10, 1), 1.0)
