@@ -29,7 +29,10 @@ class DataConfig:
 
     kind: "books" (a folder of .txt/.txt.xz books, ordered sentences, for Quick-Thoughts),
           "bookcorpus" (Hugging Face ``bookcorpus``, needs a network),
-          "wiki" (Wiki-N positive pairs, Ash et al. D.1), "synthetic" (latent-class corpus).
+          "wiki" (Wiki-N positive pairs, Ash et al. D.1), "synthetic" (latent-class corpus
+          of ``num_classes`` x ``sentences_per_class`` sentences, treated like Wiki-N).
+    min_count: tokens seen fewer times (in the training split) become UNK (Ash et al.: 50).
+    seed: seed of the train/test split and of the synthetic corpus.
     path: books folder (default $QT_HARD_DATA/books) or the Wiki-N folder (default
           OUT/cache/wiki_<articles>); built with build_wiki from ``wiki_source`` when missing.
     """
@@ -44,10 +47,10 @@ class DataConfig:
     min_count: int = 1
     max_vocab: Optional[int] = None
     num_classes: int = 10
-    docs_per_class: int = 4
-    sentences_per_doc: int = 40
-    words_per_class: int = 30
+    sentences_per_class: int = 100
     vocab_size: int = 300
+    min_length: int = 5
+    max_length: int = 15
     seed: int = 0
 
 
@@ -78,6 +81,8 @@ class TrainConfig:
     grad_clip: max gradient norm (2.5 in Ash et al., Table 1); None disables.
     mixed_precision: "no" | "fp16" | "bf16" (accelerate).
     checkpoint_every: steps between checkpoints (0: only on signals / at the end).
+    num_threads: torch CPU threads per process (None: torch's default). On a shared or small
+        CPU, 1 thread per process avoids oversubscription, which can cost 10x.
     """
 
     batch_size: int = 64
@@ -92,6 +97,7 @@ class TrainConfig:
     log_every: int = 10
     trackers: list = field(default_factory=lambda: ["tensorboard", "csv"])
     progress: bool = True
+    num_threads: Optional[int] = None
 
 
 @dataclass
@@ -124,6 +130,11 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
     if tp is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
+        if isinstance(value, str):  # PyYAML reads "1e-3" (no dot) as a string
+            try:
+                return float(value)
+            except ValueError:
+                pass
         raise ConfigError(f"config key {key!r} must be a number, got {value!r}")
     if tp is str:
         if isinstance(value, str):

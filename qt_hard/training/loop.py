@@ -129,6 +129,8 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
     if not resume and checkpoints:
         raise FileExistsError(f"{out} already holds checkpoints; pass --resume to continue, or pick another out_dir")
 
+    if cfg.train.num_threads:
+        torch.set_num_threads(cfg.train.num_threads)
     # Same seed on every process: identical initial weights (DDP also broadcasts rank 0's).
     set_seed(cfg.train.seed)
     with accelerator.main_process_first():

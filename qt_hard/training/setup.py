@@ -105,17 +105,43 @@ def build_run(cfg: Config, out: Path) -> Run:
     raise ValueError(f"unknown data.kind {kind!r}")
 
 
+def _pair_run(cfg: Config, wd) -> Run:
+    """A PairTask over ``WikiData``'s training split (pairs redrawn every epoch)."""
+    store = TokenStore.from_lists(wd.train_ids)
+    labels = np.asarray(wd.train_labels, dtype=np.int64)
+    seed = cfg.train.seed
+
+    def pairs_for_epoch(epoch: int) -> np.ndarray:
+        return wd.positive_pair_indices(epoch, seed)[:, :2]
+
+    task = PairTask(store, labels, pairs_for_epoch, _collate(cfg, wd.vocab), cfg.train.batch_size, seed)
+    return _word_run(cfg, wd.vocab, task, pair_data=True)
+
+
 def _wiki_run(cfg: Config, out: Path, cache_root: Path) -> Run:
     from qt_hard.data.wiki import build_wiki, load_wiki
     from qt_hard.paths import data_path
 
-    wiki_dir = Path(cfg.data.path) if cfg.data.path else cache_root / f"wiki_{cfg.data.articles}_{cfg.data.min_sentences}"
+    if cfg.data.path:
+        wiki_dir = Path(cfg.data.path)
+    else:
+        wiki_dir = cache_root / f"wiki_{cfg.data.articles}_{cfg.data.min_sentences}"
     if not wiki_dir.exists():
         source = cfg.data.wiki_source or str(data_path("wikipedia", "enwiki_wikiextractor_ge200sent.txt.xz"))
-        build_wiki(source, wiki_dir, articles=cfg.data.articles, sentences=cfg.data.min_sentences)
-    wd = load_wiki(wiki_dir, min_count=cfg.data.min_count)
-    raise NotImplementedError
+        print(f"building Wiki-{cfg.data.articles} from {source} into {wiki_dir}")
+        build_wiki(source, wiki_dir, articles=cfg.data.articles, sentences=cfg.data.min_sentences,
+                   progress=cfg.train.progress)
+    wd = load_wiki(wiki_dir, min_count=cfg.data.min_count, seed=cfg.data.seed, lower=cfg.model.lower,
+                   cache_dir=cache_root / "wiki_tokens")
+    return _pair_run(cfg, wd)
 
 
 def _synthetic_run(cfg: Config, cache_root: Path) -> Run:
-    raise NotImplementedError
+    from qt_hard.data.synthetic import latent_class_corpus
+    from qt_hard.data.wiki import WikiData
+
+    d = cfg.data
+    sentences, labels = latent_class_corpus(d.num_classes, d.sentences_per_class, d.vocab_size,
+                                            (d.min_length, d.max_length), seed=d.seed)
+    wd = WikiData.from_sentences(sentences, labels, min_count=d.min_count, seed=d.seed, lower=cfg.model.lower)
+    return _pair_run(cfg, wd)

@@ -1,0 +1,210 @@
+"""Training: config errors, an end-to-end run that lowers the loss and saves a loadable model,
+exact resume after a signal, and errors from the core surfacing through the loop."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from qt_hard.training.config import ConfigError, config_from_dict, load_config
+
+WORDS = [f"{a}{b}" for a in "bcdfghjklmnprstvz" for b in ("a", "o", "ix", "um")]
+
+
+def write_books(folder, n_books=2, n_sentences=160, seed=0):
+    """Small .txt books in the Gutenberg layout (paragraphs separated by blank lines). Sentences
+    come in runs of 4 sharing a topic (a slice of the word list), so neighbours are predictable."""
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    for b in range(n_books):
+        paras, para = [], []
+        for i in range(n_sentences):
+            topic = (i // 4 + 7 * b) % 8
+            pool = WORDS[topic * 8 : topic * 8 + 8]
+            words = list(rng.choice(pool, size=rng.integers(4, 8)))
+            para.append(" ".join(words).capitalize() + ".")
+            if len(para) == 4:
+                paras.append(" ".join(para))
+                para = []
+        (folder / f"book{b}.txt").write_text("\n\n".join(paras) + "\n", encoding="utf-8")
+    return folder
+
+
+def qt_config(tmp_path, **train):
+    books = write_books(tmp_path / "books")
+    tree = {
+        "out_dir": str(tmp_path / "run"),
+        "model": {"kind": "qt", "encoder": "gru", "embed_dim": 16, "hidden_dim": 16, "max_len": 12},
+        "data": {"kind": "books", "path": str(books), "min_count": 1},
+        "objective": {"negatives": "hard", "temperature": 1.0, "normalize": False, "context": 1,
+                      "options": {"beta": 1.0, "clip": True}},
+        "train": {"batch_size": 16, "steps": 40, "lr": 0.01, "log_every": 1, "progress": False,
+                  "trackers": ["csv"], "num_threads": 1, **train},
+    }
+    return tree
+
+
+def read_losses(run_dir):
+    import csv
+
+    with open(run_dir / "metrics.csv") as fh:
+        return [float(r["loss"]) for r in csv.DictReader(fh)]
+
+
+def test_unknown_config_key_is_named(tmp_path):
+    with pytest.raises(ConfigError, match="train.lrr"):
+        config_from_dict({"train": {"lrr": 0.1}})
+    with pytest.raises(ConfigError, match="optimizer"):
+        config_from_dict({"optimizer": {}})
+    with pytest.raises(ConfigError, match="model.sizes"):
+        config_from_dict({}, ["model.sizes=3"])
+    with pytest.raises(ConfigError, match="train.batch_size"):
+        config_from_dict({}, ["train.batch_size=big"])
+
+
+def test_yaml_and_dotted_overrides(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({"train": {"lr": 0.5}, "objective": {"options": {"beta": 1.0}}}))
+    cfg = load_config(path, ["train.lr=1e-3", "objective.k=7", "objective.options.tau_plus=0.1"])
+    assert cfg.train.lr == pytest.approx(1e-3) and cfg.objective.k == 7
+    assert cfg.objective.options == {"beta": 1.0, "tau_plus": 0.1}
+
+
+@pytest.mark.parametrize("name", ["qt_books", "qt_books_smoke", "bow_wiki", "bow_wiki_smoke"])
+def test_shipped_configs_load(name):
+    root = os.path.join(os.path.dirname(__file__), "..", "configs", f"{name}.yaml")
+    cfg = load_config(root)
+    assert cfg.train.batch_size >= 2
+
+
+def test_end_to_end_lowers_loss_and_saves_loadable_model(tmp_path):
+    import qt_hard
+    from qt_hard.training.loop import train
+
+    cfg = config_from_dict(qt_config(tmp_path, steps=60))
+    out = train(cfg)
+    losses = read_losses(out)
+    assert len(losses) == 60
+    assert np.mean(losses[-10:]) < np.mean(losses[:10]) - 0.1, losses
+    assert (out / "config.yaml").is_file()
+    saved = yaml.safe_load((out / "config.yaml").read_text())
+    assert saved["train"]["steps"] == 60
+    enc = qt_hard.load_encoder(out)
+    vecs = enc.encode(["Ba bo bix.", "Za zo zum zix bum.", ""], batch_size=2)
+    assert vecs.shape == (3, enc.dim) == (3, 32) and vecs.dtype == np.float32
+    # Same sentences in another order and batch size give the same rows.
+    again = enc.encode(["", "Ba bo bix.", "Za zo zum zix bum."], batch_size=3)
+    np.testing.assert_allclose(again[[1, 2, 0]], vecs, rtol=1e-5, atol=1e-6)
+
+
+def test_bow_on_synthetic_pairs_with_k_and_collision_free(tmp_path):
+    import qt_hard
+    from qt_hard.training.loop import train
+
+    tree = {
+        "out_dir": str(tmp_path / "bow"),
+        "model": {"kind": "bow", "dim": 16},
+        "data": {"kind": "synthetic", "num_classes": 6, "sentences_per_class": 60, "vocab_size": 120,
+                 "min_count": 1},
+        "objective": {"negatives": "uniform", "temperature": 1.0, "normalize": False,
+                      "include_positive": False, "k": 20, "collision_free": True},
+        "train": {"batch_size": 32, "steps": 40, "lr": 0.05, "log_every": 1, "progress": False,
+                  "trackers": ["csv", "tensorboard"], "num_threads": 1},
+    }
+    out = train(config_from_dict(tree))
+    losses = read_losses(out)
+    assert np.mean(losses[-10:]) < np.mean(losses[:10]) - 0.1, losses
+    assert any((out / "logs").rglob("events.out.tfevents*"))
+    enc = qt_hard.load_encoder(out / "final")
+    assert enc.encode(["w1 w2 w3", "w7"]).shape == (2, 16)
+    # collision_free with k larger than the other-class candidates of a 32-pair batch must fail.
+    tree["out_dir"] = str(tmp_path / "bow_k")
+    tree["objective"]["k"] = 62
+    with pytest.raises(ValueError, match="k=62"):
+        train(config_from_dict(tree))
+
+
+def _weights(run_dir):
+    return torch.load(run_dir / "final" / "weights.pt", weights_only=True)
+
+
+def test_resume_after_signal_gives_identical_weights(tmp_path):
+    from qt_hard.training.loop import list_checkpoints, train
+
+    # k < all candidates: the negatives sampler's generator must be restored too.
+    tree = qt_config(tmp_path, steps=12)
+    tree["objective"]["k"] = 6
+    straight = config_from_dict({**tree, "out_dir": str(tmp_path / "straight")})
+    train(straight)
+
+    interrupted = config_from_dict({**tree, "out_dir": str(tmp_path / "interrupted")})
+
+    def interrupt(step, loss):
+        if step == 5:
+            os.kill(os.getpid(), signal.SIGTERM)  # the loop's handler checkpoints and stops
+
+    out = train(interrupted, on_step=interrupt)
+    assert not (out / "final").exists()
+    assert [p.name for p in list_checkpoints(out)] == ["step_0000005"]
+    train(interrupted, resume=True)
+
+    a, b = _weights(tmp_path / "straight"), _weights(tmp_path / "interrupted")
+    assert a.keys() == b.keys()
+    for key in a:
+        torch.testing.assert_close(a[key], b[key], rtol=0, atol=0, msg=key)
+    # The CSV holds each step once, in order.
+    import csv
+
+    with open(out / "metrics.csv") as fh:
+        assert [int(r["step"]) for r in csv.DictReader(fh)] == list(range(1, 13))
+
+
+def test_resume_check_would_notice_a_different_sampler(tmp_path):
+    # Guard for the test above: without restoring anything (a fresh run with another seed for the
+    # sampler only changes the draws), weights differ, so equality there is not automatic.
+    from qt_hard.training.loop import train
+
+    tree = qt_config(tmp_path, steps=6)
+    tree["objective"]["k"] = 6
+    train(config_from_dict({**tree, "out_dir": str(tmp_path / "a")}))
+    other = {**tree, "out_dir": str(tmp_path / "b")}
+    other["data"] = {**tree["data"], "path": str(write_books(tmp_path / "books2", seed=1))}
+    train(config_from_dict(other))
+    a, b = _weights(tmp_path / "a"), _weights(tmp_path / "b")
+    assert not torch.equal(a["f.rnn.weight_hh_l0"], b["f.rnn.weight_hh_l0"])
+
+
+def test_k_too_large_error_surfaces(tmp_path):
+    from qt_hard.training.loop import train
+
+    tree = qt_config(tmp_path, steps=2)
+    tree["objective"]["k"] = 500  # a batch of 16 has at most 15 candidates per anchor
+    with pytest.raises(ValueError, match="k=500"):
+        train(config_from_dict(tree))
+
+
+def test_resume_without_checkpoint_and_rerun_into_existing_run_are_errors(tmp_path):
+    from qt_hard.training.loop import train
+
+    tree = qt_config(tmp_path, steps=2)
+    with pytest.raises(FileNotFoundError, match="no checkpoint"):
+        train(config_from_dict(tree), resume=True)
+    train(config_from_dict(tree))
+    with pytest.raises(FileExistsError, match="--resume"):
+        train(config_from_dict(tree))
+
+
+def test_cli_train_registers_and_runs(tmp_path):
+    from qt_hard.cli import main
+
+    cfg_file = tmp_path / "c.yaml"
+    cfg_file.write_text(yaml.safe_dump(qt_config(tmp_path, steps=3)))
+    assert main(["train", str(cfg_file), "train.steps=2", f"out_dir={tmp_path / 'cli'}"]) == 0
+    assert (tmp_path / "cli" / "final" / "encoder.json").is_file()
+    with pytest.raises(ConfigError, match="train.stepz"):
+        main(["train", str(cfg_file), "train.stepz=2"])
