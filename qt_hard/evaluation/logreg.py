@@ -30,15 +30,17 @@ weights (d + 1, F, H) with H = 1 for K = 2 and H = K otherwise (last row is the 
 from __future__ import annotations
 
 import contextlib
+import os
 
 import numpy as np
 import torch
 
 __all__ = ["BatchedLogReg", "fit_logreg", "predict_logreg", "torch_threads"]
 
-# Below this many multiply-adds per pass over the data, extra threads cost more in
-# synchronization than they save (and on a busy shared machine they thrash badly).
-_SMALL_WORK = 5e7
+# Threads for the solver. One by default: the products here are mid-sized, and on a shared
+# machine extra torch threads that wait on busy cores slow the solve down many times over (and a
+# fixed thread count keeps results bit-for-bit reproducible). QT_HARD_EVAL_THREADS overrides.
+DEFAULT_THREADS = int(os.environ.get("QT_HARD_EVAL_THREADS", "1"))
 
 
 @contextlib.contextmanager
@@ -177,13 +179,9 @@ class BatchedLogReg:
             W0: optional (d + 1, F, H) warm start.
             tol: stop problem f when the max-abs gradient of J_f / (C_f n_f) (scikit-learn's
                 scaling of the objective) is below ``tol``.
-            threads: torch threads for the solve; default 1 for small problems, else torch's.
+            threads: torch threads for the solve (default ``DEFAULT_THREADS``).
         """
-        if threads is None:
-            F = train_mask.shape[1] if train_mask.ndim == 2 else 1
-            work = self.X.shape[0] * self.p * F * self.H
-            threads = 1 if work < _SMALL_WORK else None
-        with torch_threads(threads):
+        with torch_threads(DEFAULT_THREADS if threads is None else threads):
             return self._fit(train_mask, C, W0, tol, max_newton, max_cg)
 
     def _fit(self, train_mask, C, W0, tol, max_newton, max_cg) -> torch.Tensor:

@@ -1,0 +1,96 @@
+"""Fast path versus SentEval's own loop, on the same embeddings of real SentEval data.
+
+The reference is the straightforward protocol of SentEval's scikit-learn path
+(``senteval/tools/validation.py``): one ``LogisticRegression(C=reg, random_state=seed)`` with
+scikit-learn's defaults per C per (inner) fold. Both paths see identical embeddings (encoded
+once through one cache), so the printed differences are the classifier's alone.
+
+    python eval/senteval_reference.py --model random:bow --tasks CR
+    python eval/senteval_reference.py --model minilm --tasks MR --output /tmp/ref_mr.json
+
+``--model hashbow:DIM`` is a fixed random bag of words defined here (mean of per-word Gaussian
+vectors seeded by an md5 of the word) that needs no other part of the library.
+The last line printed is the largest absolute difference (points) and the speedup.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+
+import numpy as np
+
+from qt_hard.evaluation.models import EmbeddingCache, load_model
+from qt_hard.evaluation.report import save_results
+from qt_hard.evaluation.senteval import default_senteval_dir, evaluate_task, parse_tasks, task_sentences
+from qt_hard.evaluation.tasks import load_task
+
+
+class HashBagOfWords:
+    """Fixed random bag of words: each word's vector is drawn from a generator seeded by its md5."""
+
+    def __init__(self, dim: int):
+        self.dim = dim
+        self._vecs: dict[str, np.ndarray] = {}
+
+    def _vec(self, w: str) -> np.ndarray:
+        v = self._vecs.get(w)
+        if v is None:
+            seed = int.from_bytes(hashlib.md5(w.encode("utf-8")).digest()[:8], "little")
+            v = self._vecs[w] = np.random.default_rng(seed).normal(size=self.dim)
+        return v
+
+    def encode(self, sentences, batch_size: int = 64) -> np.ndarray:
+        return np.stack([np.mean([self._vec(w) for w in s.split()] or [np.zeros(self.dim)], axis=0)
+                         for s in sentences])
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="hashbow:300")
+    ap.add_argument("--tasks", default="CR")
+    ap.add_argument("--data", default=None)
+    ap.add_argument("--kfold", type=int, default=10)
+    ap.add_argument("--seed", type=int, default=1111)
+    ap.add_argument("--output", default=None)
+    args = ap.parse_args(argv)
+
+    tasks = parse_tasks(args.tasks)
+    data_dir = args.data or default_senteval_dir()
+    if args.model.startswith("hashbow:"):
+        encoder = HashBagOfWords(int(args.model.split(":", 1)[1]))
+    else:
+        encoder = load_model(args.model, sentences=lambda: task_sentences(tasks, data_dir))
+    cache = EmbeddingCache(encoder)
+    report = {"model": args.model, "kfold": args.kfold, "seed": args.seed, "tasks": {}}
+    worst, t_fast, t_ref = 0.0, 0.0, 0.0
+    for name in tasks:
+        task = load_task(name, data_dir)
+        fast = evaluate_task(task, cache, kfold=args.kfold, seed=args.seed, fast=True)
+        ref = evaluate_task(task, cache, kfold=args.kfold, seed=args.seed, fast=False)
+        keys = [k for k in ("acc", "devacc", "f1") if k in fast]
+        diff = {k: round(fast[k] - ref[k], 2) for k in keys}
+        worst = max([worst] + [abs(v) for v in diff.values()])
+        t_fast += fast["classify_seconds"]
+        t_ref += ref["classify_seconds"]
+        report["tasks"][name] = {"fast": fast, "reference": ref, "difference": diff,
+                                 "speedup": round(ref["classify_seconds"] / max(fast["classify_seconds"], 1e-9), 2)}
+        print(f"{name}: fast " + " ".join(f"{k} {fast[k]:.2f}" for k in keys)
+              + f" ({fast['classify_seconds']:.1f}s) | reference "
+              + " ".join(f"{k} {ref[k]:.2f}" for k in keys)
+              + f" ({ref['classify_seconds']:.1f}s) | C fast {fast['chosen_C']} ref {ref['chosen_C']}",
+              flush=True)
+    report["max_abs_difference"] = worst
+    report["speedup"] = round(t_ref / max(t_fast, 1e-9), 2)
+    if args.output:
+        save_results(args.output, {"kind": "reference_check", "results": report})
+    print(json.dumps({k: report[k] for k in ("model", "max_abs_difference", "speedup")}))
+    print(f"max |fast - reference| = {worst:.2f} points; classifier speedup {report['speedup']:.1f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
