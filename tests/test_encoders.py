@@ -132,3 +132,34 @@ def test_word_featurizer_truncates_and_pads():
     assert batch["ids"].tolist() == [[4, 5, 6], [7, 0, 0]]
     assert batch["lengths"].tolist() == [3, 1]
     assert np.array_equal(feat.collate([[]])["lengths"].numpy(), [0])
+
+
+@pytest.mark.parametrize("config", ["bow", "qt", {"kind": "qt", "encoder": "bigru", "hidden_dim": 8}])
+def test_random_encoder_save_and_load_round_trip(tmp_path, config):
+    import qt_hard
+    from qt_hard.encoders import random_encoder
+
+    sents = ["The cat sat on the mat.", "A dog barked at the cat.", "Nobody saw the mat."]
+    enc = random_encoder(config, sents, seed=3)
+    vecs = enc.encode(sents + ["an unseen zebra"], batch_size=2)
+    assert vecs.shape == (4, enc.dim) and vecs.dtype == np.float32
+    enc.save(tmp_path / "final")
+    back = qt_hard.load_encoder(tmp_path)  # a run folder holding final/ works too
+    np.testing.assert_allclose(back.encode(sents + ["an unseen zebra"], batch_size=3), vecs, rtol=1e-5, atol=1e-6)
+    # Different seeds give different random encoders (the seed is really used).
+    other = random_encoder(config, sents, seed=4).encode(sents)
+    assert not np.allclose(other, vecs[:3])
+
+
+def test_load_encoder_errors_name_the_problem(tmp_path):
+    import qt_hard
+
+    with pytest.raises(FileNotFoundError, match="encoder.json"):
+        qt_hard.load_encoder(tmp_path)
+    (tmp_path / "encoder.json").write_text("{not json")
+    with pytest.raises(ValueError, match="malformed"):
+        qt_hard.load_encoder(tmp_path)
+    from qt_hard.encoders import random_encoder
+
+    with pytest.raises(FileNotFoundError, match="nonexistent_cfg"):
+        random_encoder("nonexistent_cfg", ["a b"])
