@@ -10,8 +10,13 @@ the Wiki-3029 archive format, and a synthetic latent-class corpus.
 Importing this package is cheap: ``datasets`` and NLTK load on first use.
 """
 
+from .books import dataset_column, load_books, load_hf_bookcorpus
+from .synthetic import latent_class_corpus
 from .tokenize import split_sentences, word_tokenize
 from .vocab import Vocab
-from .books import load_books, load_hf_bookcorpus
+from .wiki import WikiData, build_wiki, load_wiki
 
-__all__ = ["split_sentences", "word_tokenize", "Vocab", "load_books", "load_hf_bookcorpus"]
+__all__ = [
+    "split_sentences", "word_tokenize", "Vocab", "load_books", "load_hf_bookcorpus",
+    "dataset_column", "build_wiki", "load_wiki", "WikiData", "latent_class_corpus",
+]

@@ -74,7 +74,6 @@ _TERMINALS = ".?!…"
 _CANDIDATE = re.compile(r"[.?!…]+[\"'”’)\]}_»]*(?=\s)")
 _SPACE = re.compile(r"\s+")
 _LEADING_PUNCT = re.compile(r"^[^\w]+")
-_TRAILING_DOTS = re.compile(r"[. ]*$")
 
 
 def _next_words(text: str, pos: int, n: int = 2) -> list[str]:
@@ -106,7 +105,11 @@ def _is_boundary(text: str, start: int, end: int) -> bool:
     if "…" in core or len(core) > 1 or spaced_ellipsis:
         # An ellipsis: a boundary unless "I" follows a three-dot one (". . . I think so");
         # four dots are a period plus an ellipsis ("strength.... I love you").
-        dots = len(_TRAILING_DOTS.search(text[:start] + core).group().replace(" ", ""))
+        dots = core.count(".")
+        i = start - 1
+        while i >= 0 and text[i] in ". ":
+            dots += text[i] == "."
+            i -= 1
         if dots >= 4:
             return True
         return not (first == "I" or first.startswith(("I'", "I’")))

@@ -90,7 +90,7 @@ def iter_wiki_articles(source: str | os.PathLike) -> Iterator[WikiArticle]:
                     continue
                 if not seen_title:
                     seen_title = True
-                    if text == current.title or text.rstrip(".") == current.title:
+                    if html.unescape(text).rstrip(".") == current.title:
                         continue
                 current.paragraphs.append(text)
     except UnicodeDecodeError as err:

@@ -1,0 +1,50 @@
+"""Real data from the data root (``QT_HARD_DATA`` or ../shared/data); skipped where it is absent."""
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from qt_hard.paths import data_root
+
+ROOT = data_root()
+BOOKS = ROOT / "books" if ROOT else None
+DUMP = ROOT / "wikipedia" / "enwiki_wikiextractor_ge200sent.txt.xz" if ROOT else None
+
+
+@pytest.mark.skipif(BOOKS is None or not (BOOKS / "INDEX.tsv").exists(),
+                    reason="no data root with books/ (set QT_HARD_DATA)")
+def test_two_real_books(tmp_path):
+    from qt_hard.data.books import books_metadata, dataset_column, load_books
+
+    ds = load_books(BOOKS, max_books=2, cache_dir=tmp_path)
+    meta = books_metadata(ds)
+    with open(BOOKS / "INDEX.tsv", newline="") as f:
+        approx = {r["file"]: int(r["approx_sentences"]) for r in csv.DictReader(f, delimiter="\t")}
+    for path, n in zip(meta["files"], meta["sentences_per_book"]):
+        # INDEX.tsv counts with a cruder splitter (headings included, every "?"/"!" a boundary)
+        ref = approx[Path(path).name]
+        assert 0.6 * ref <= n <= 1.1 * ref, (path, n, ref)
+    doc = dataset_column(ds, "doc_id", numpy=True)
+    assert sorted(set(doc.tolist())) == [0, 1] and np.all(np.diff(doc) >= 0)
+    lengths = np.array([len(s.split()) for s in dataset_column(ds, "text")])
+    assert 8 <= lengths.mean() <= 40 and lengths.min() >= 1
+
+
+@pytest.mark.skipif(DUMP is None or not DUMP.exists(), reason="no data root with wikipedia/ (set QT_HARD_DATA)")
+def test_real_wiki5(tmp_path):
+    from qt_hard.data.wiki import build_wiki, load_wiki
+
+    r = build_wiki(DUMP, tmp_path / "wiki5", articles=5, sentences=200)
+    assert r.articles_written == 5 and r.articles_scanned <= 10  # streamed: stops after 5 good ones
+    files = sorted((tmp_path / "wiki5").glob("*.txt"))
+    assert len(files) == 5
+    for f in files:
+        lines = f.read_text(encoding="utf-8").splitlines()
+        assert len(lines) == 200 and all(line.strip() for line in lines)
+    w = load_wiki(tmp_path / "wiki5", min_count=5, cache_dir=tmp_path / "c")
+    assert w.num_classes == 5 and len(w.train_sentences) == 800 and len(w.test_sentences) == 200
+    assert w.titles[0] == "Anarchism"
+    test_ids = np.concatenate(w.test_ids)
+    assert 0.0 < np.mean(test_ids == w.vocab.unk_id) < 0.5  # min_count=5 on 800 sentences
