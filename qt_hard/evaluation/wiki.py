@@ -20,6 +20,7 @@ Shapes: train_emb (n, d), train_labels (n,) in [0, N), test_emb (m, d), test_lab
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +45,10 @@ def read_wiki_dir(path, classes: int, test_fraction: float = 0.2, seed: int = 0)
     path = Path(path)
     if not path.is_dir():
         raise FileNotFoundError(f"Wiki folder {path} does not exist")
-    files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith((".", "SOURCE")))
+    skip = re.compile(r"^(?:\..*|index\.tsv|readme.*|source.*|.*\.json)$", re.IGNORECASE)
+    # label order = natural sort of the file names ("2" before "10"), as qt_hard.data.wiki does
+    files = sorted((p for p in path.iterdir() if p.is_file() and not skip.match(p.name)),
+                   key=lambda p: [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", p.name)])
     if classes < 2:
         raise ValueError(f"classes must be at least 2, got {classes}")
     if len(files) < classes:
@@ -71,7 +75,7 @@ def load_wiki_data(path, classes: int, seed: int = 0) -> WikiSplit:
         if err.name not in ("qt_hard.data.wiki",):
             raise
         return read_wiki_dir(path, classes, seed=seed)
-    data = load_wiki(path, classes=classes)
+    data = load_wiki(path, classes=classes, seed=seed)
     return WikiSplit(list(data.train_sentences), np.asarray(data.train_labels),
                      list(data.test_sentences), np.asarray(data.test_labels))
 
@@ -103,11 +107,22 @@ def mean_classifier(train_emb, train_labels, test_emb, test_labels, n_classes: i
 
 
 def linear_classifier(train_emb, train_labels, test_emb, test_labels, n_classes: int | None = None,
-                      epochs: int = 50, lr: float = 0.01, batch_size: int = 1000, seed: int = 0) -> dict:
+                      epochs: int = 50, lr: float = 0.01, batch_size: int = 1000, seed: int = 0,
+                      threads: int | None = None) -> dict:
     """Top-1 accuracy (%) of a linear softmax classifier trained with Adam (Ash et al. D.1).
 
     Keeps the epoch whose aggregate (summed over its mini-batches) training loss is smallest.
+    ``threads``: torch threads (default: the evaluation solver's, 1 unless QT_HARD_EVAL_THREADS).
     """
+    from .logreg import DEFAULT_THREADS, torch_threads
+
+    with torch_threads(DEFAULT_THREADS if threads is None else threads):
+        return _train_linear(train_emb, train_labels, test_emb, test_labels, n_classes, epochs, lr,
+                             batch_size, seed)
+
+
+def _train_linear(train_emb, train_labels, test_emb, test_labels, n_classes, epochs, lr,
+                  batch_size, seed) -> dict:
     Xtr, ytr, Xte, yte = _check(train_emb, train_labels, test_emb, test_labels)
     if epochs < 1:
         raise ValueError(f"epochs must be at least 1, got {epochs}")
@@ -129,7 +144,7 @@ def linear_classifier(train_emb, train_labels, test_emb, test_labels, n_classes:
             opt.zero_grad()
             loss.backward()
             opt.step()
-            total += float(loss) * len(idx)
+            total += loss.item() * len(idx)
         history.append(total)
         if total < best_loss:
             best_loss, best_epoch = total, epoch
@@ -137,7 +152,8 @@ def linear_classifier(train_emb, train_labels, test_emb, test_labels, n_classes:
     with torch.no_grad():
         pred = (torch.as_tensor(Xte, dtype=torch.float32) @ best_state.T).argmax(dim=1).numpy()
     return {"acc": round(100.0 * float(np.mean(pred == yte)), 2), "best_epoch": best_epoch + 1,
-            "best_train_loss": best_loss / len(y), "epochs": epochs}
+            "best_train_loss": best_loss / len(y), "epochs": epochs,
+            "train_loss_per_epoch": [h / len(y) for h in history]}
 
 
 def run_wiki(encoder, data: WikiSplit, classes: int, epochs: int = 50, lr: float = 0.01,
