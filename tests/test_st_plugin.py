@@ -255,3 +255,19 @@ def test_cached_variant_matches_uncached(model, columns):
     worst = max((a - b).abs().max().item() for a, b in zip(plain_g, cached_g))
     assert worst < 1e-5
     model.zero_grad()
+
+
+def test_beta_schedule_follows_progress(model, columns):
+    """A beta schedule (config mapping form) is evaluated at the progress set by the trainer
+    callback: beta = 0 at the start (MNRL), larger beta later (a larger loss)."""
+    embs = embeddings(model, list(columns[:2]))
+    loss_fn = HardNegativesLoss(model, negatives="hard", beta={"schedule": "linear", "start": 0.0, "end": 4.0})
+    ref, _ = loss_and_grads(MultipleNegativesRankingLoss(model), embs)
+    start, _ = loss_and_grads(loss_fn, embs)
+    loss_fn.set_progress(1.0)
+    end, _ = loss_and_grads(loss_fn, embs)
+    assert abs(start.item() - ref.item()) < TOL
+    assert end.item() > start.item()
+    assert loss_fn.get_config_dict()["beta"] == {"schedule": "linear", "start": 0.0, "end": 4.0}
+    with pytest.raises(ValueError, match="progress"):
+        loss_fn.set_progress(1.5)

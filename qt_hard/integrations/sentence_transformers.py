@@ -354,7 +354,8 @@ class HardNegativesLoss(nn.Module):
     def get_config_dict(self) -> dict[str, Any]:
         config: dict[str, Any] = {
             "negatives": self.strategy_name,
-            "beta": self.beta,
+            # beta only means something to the hard / label weights; show it only there.
+            "beta": self.beta if self.negatives in _USES_BETA else None,
             "tau_plus": self.tau_plus,
             "scale": self.scale,
             "k": self.k,
