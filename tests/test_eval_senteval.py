@@ -248,3 +248,18 @@ def test_real_cr_with_fixed_random_encoder():
     # majority class, and far below what a trained sentence encoder reaches (80+)
     assert majority + 2 < res["acc"] < 80, res
     assert len(res["chosen_C"]) == 10
+
+
+def test_embedding_cache_file_roundtrip(tmp_path):
+    enc = HashBoW(dim=4)
+    cache = EmbeddingCache(enc)
+    X = cache.embed(["a b", "c", "a b"])
+    path = tmp_path / "emb.npz"
+    cache.save(path, "hash4")
+    fresh_enc = HashBoW(dim=4)
+    fresh = EmbeddingCache(fresh_enc)
+    assert fresh.load(path, "hash4") == 2
+    np.testing.assert_array_equal(fresh.embed(["a b", "c", "a b"]), X)
+    assert fresh_enc.calls == 0  # nothing re-encoded
+    with pytest.raises(ValueError, match="written for model 'hash4', not 'other'"):
+        EmbeddingCache(enc).load(path, "other")

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -24,13 +25,19 @@ def cmd_senteval(args) -> int:
     from .senteval import default_senteval_dir, parse_tasks, run_senteval, task_sentences
 
     tasks = parse_tasks(args.tasks)
+    if args.cache and args.model.startswith("random:"):
+        raise ValueError("--cache is for fixed models; a random: model's vocabulary depends on the tasks")
     data_dir = args.data or default_senteval_dir()
     start = time.perf_counter()
     encoder = load_model(args.model, sentences=lambda: task_sentences(tasks, data_dir))
     load_s = time.perf_counter() - start
     cache = EmbeddingCache(encoder, batch_size=args.batch_size)
+    if args.cache and os.path.exists(args.cache):
+        _log(f"read {cache.load(args.cache, args.model)} cached embeddings from {args.cache}")
     results = run_senteval(encoder, tasks, data_dir, kfold=args.kfold, seed=args.seed,
                            fast=not args.reference, cache=cache, log=_log)
+    if args.cache:
+        cache.save(args.cache, args.model)
     name = args.name or args.model
     print(senteval_table({name: results}))
     payload = {
@@ -98,6 +105,9 @@ def register(subparsers) -> None:
     s.add_argument("--seed", type=int, default=1111)
     s.add_argument("--batch-size", type=int, default=64, help="encoding batch size")
     s.add_argument("--name", default=None, help="row name in the table (default: the model spec)")
+    s.add_argument("--cache", default=None,
+                   help="embedding cache file (.npz): read if present, written after the run; only "
+                        "for fixed models (not random:)")
     s.add_argument("--reference", action="store_true",
                    help="use the slow one-LogisticRegression-per-fit loop (SentEval as is)")
     s.set_defaults(func=cmd_senteval)

@@ -104,6 +104,29 @@ class EmbeddingCache:
     def __len__(self) -> int:
         return len(self._store)
 
+    def save(self, path, model: str) -> None:
+        """Write the cached embeddings to ``path`` (.npz) tagged with the model spec."""
+        texts = list(self._store)
+        mat = np.stack([self._store[t] for t in texts]) if texts else np.zeros((0, 0))
+        np.savez(path, texts=np.array(texts, dtype=object), embeddings=mat,
+                 model=np.array(model))
+
+    def load(self, path, model: str) -> int:
+        """Add the embeddings of a file written by :meth:`save` for the same ``model`` spec;
+        returns how many were read."""
+        with np.load(path, allow_pickle=True) as f:
+            if "model" not in f or "texts" not in f or "embeddings" not in f:
+                raise ValueError(f"{path} is not an embedding cache (needs texts, embeddings, model)")
+            stored = str(f["model"])
+            if stored != model:
+                raise ValueError(f"embedding cache {path} was written for model {stored!r}, not {model!r}")
+            texts, mat = f["texts"], f["embeddings"]
+            if len(texts) != len(mat):
+                raise ValueError(f"embedding cache {path} is malformed: {len(texts)} texts, {len(mat)} rows")
+            for t, row in zip(texts, mat):
+                self._store[str(t)] = row
+        return len(texts)
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """(len(texts), d) embeddings."""
         if not texts:
