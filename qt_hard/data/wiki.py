@@ -269,19 +269,7 @@ def _tokens_cached(sentences: list[str], key_parts: list, lower: bool, cache_dir
     if path is not None and path.exists():
         z = np.load(path, allow_pickle=False)
         return json.loads(str(z["itos"])), z["flat"], z["offsets"]
-    token_lists = _tokenize_all(sentences, lower, num_proc)
-    stoi: dict[str, int] = {}
-    flat: list[int] = []
-    offsets = np.zeros(len(token_lists) + 1, dtype=np.int64)
-    for i, toks in enumerate(token_lists):
-        for t in toks:
-            j = stoi.get(t)
-            if j is None:
-                j = stoi[t] = len(stoi)
-            flat.append(j)
-        offsets[i + 1] = len(flat)
-    itos = list(stoi)
-    flat_arr = np.asarray(flat, dtype=np.int32)
+    itos, flat_arr, offsets = _tokenize_all(sentences, lower, num_proc)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp.npz")
@@ -290,21 +278,51 @@ def _tokens_cached(sentences: list[str], key_parts: list, lower: bool, cache_dir
     return itos, flat_arr, offsets
 
 
-def _tokenize_chunk(args):
+def _tokenize_chunk(args) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Tokens of some sentences as (chunk-local token list, flat int32 ids, lengths): compact
+    to send between processes and to keep (no list of lists of str)."""
     sentences, lower = args
-    return [word_tokenize(s, lower=lower) for s in sentences]
+    stoi: dict[str, int] = {}
+    flat: list[int] = []
+    lens = np.zeros(len(sentences), dtype=np.int64)
+    for i, s in enumerate(sentences):
+        toks = word_tokenize(s, lower=lower)
+        lens[i] = len(toks)
+        for t in toks:
+            j = stoi.get(t)
+            if j is None:
+                j = stoi[t] = len(stoi)
+            flat.append(j)
+    return list(stoi), np.asarray(flat, dtype=np.int32), lens
 
 
-def _tokenize_all(sentences: list[str], lower: bool, num_proc: int) -> list[list[str]]:
+def _tokenize_all(sentences: list[str], lower: bool, num_proc: int):
+    """All sentences as ids into one raw token list: (itos, flat int32 ids, offsets)."""
     if num_proc <= 1 or len(sentences) < 20_000:
-        return [word_tokenize(s, lower=lower) for s in sentences]
-    import multiprocessing as mp
+        parts = [_tokenize_chunk((sentences, lower))]
+    else:
+        import multiprocessing as mp
 
-    step = max(1, len(sentences) // (num_proc * 8))
-    chunks = [(sentences[i:i + step], lower) for i in range(0, len(sentences), step)]
-    with mp.get_context("spawn").Pool(num_proc) as pool:
-        parts = pool.map(_tokenize_chunk, chunks)
-    return [toks for part in parts for toks in part]
+        step = max(1, len(sentences) // (num_proc * 8))
+        chunks = [(sentences[i:i + step], lower) for i in range(0, len(sentences), step)]
+        with mp.get_context("spawn").Pool(num_proc) as pool:
+            parts = pool.map(_tokenize_chunk, chunks)
+    stoi: dict[str, int] = {}
+    flats, lens = [], []
+    for itos_c, flat_c, lens_c in parts:
+        lut = np.empty(len(itos_c), dtype=np.int32)
+        for k, t in enumerate(itos_c):
+            j = stoi.get(t)
+            if j is None:
+                j = stoi[t] = len(stoi)
+            lut[k] = j
+        flats.append(lut[flat_c] if len(flat_c) else flat_c)
+        lens.append(lens_c)
+    offsets = np.zeros(len(sentences) + 1, dtype=np.int64)
+    if lens:
+        np.cumsum(np.concatenate(lens), out=offsets[1:])
+    flat = np.concatenate(flats) if flats else np.zeros(0, dtype=np.int32)
+    return list(stoi), flat.astype(np.int32, copy=False), offsets
 
 
 class WikiData:
