@@ -132,7 +132,9 @@ def test_equals_mnrl_through_forward(model, columns):
     (ref, ref_g), (ours, our_g) = results
     assert abs(ours - ref) < TOL
     assert len(ref_g) == len(our_g) > 0
-    assert max((a - b).abs().max().item() for a, b in zip(ref_g, our_g)) < TOL
+    # Parameter gradients pass back through six float32 transformer layers; the two losses compute
+    # the positive logit along different (equal in exact arithmetic) paths, so allow round-off there.
+    assert max((a - b).abs().max().item() for a, b in zip(ref_g, our_g)) < 1e-5
     model.zero_grad()
 
 
