@@ -100,16 +100,20 @@ def inner_kfold(X, y, n_classes: int = 2, kfold: int = 10, seed: int = 1111, fas
     }
 
 
+def _cv_scores_reference(X, y, folds, regs, seed):
+    """SentEval's model selection as is: one LogisticRegression per (C, fold), mean accuracy per C
+    in percent, rounded to 2 decimals as SentEval does."""
+    scores = []
+    for reg in regs:
+        accs = [_sk_fit(X[tr], y[tr], reg, seed).score(X[te], y[te]) for tr, te in folds]
+        scores.append(round(100 * np.mean(accs), 2))
+    return scores
+
+
 def _inner_reference(X, y, outer_folds, inner_folds, regs, seed):
     dev, test, chosen = [], [], []
     for (tr, te), folds in zip(outer_folds, inner_folds):
-        scores = []
-        for reg in regs:
-            regscores = []
-            for itr, ite in folds:
-                clf = _sk_fit(X[itr], y[itr], reg, seed)
-                regscores.append(clf.score(X[ite], y[ite]))
-            scores.append(round(100 * np.mean(regscores), 2))
+        scores = _cv_scores_reference(X, y, folds, regs, seed)
         best = int(np.argmax(scores))
         dev.append(np.max(scores))
         chosen.append(regs[best])
@@ -187,13 +191,7 @@ def kfold_train_test(Xtr, ytr, Xte, yte, n_classes: int, kfold: int = 10, seed: 
         Wf = model.fit(torch.ones(len(ytr), 1, dtype=torch.float64), regs[best], W0=W0)
         yhat = predict_logreg(model, Wf, Xte)[:, 0]
     else:
-        scores = []
-        for reg in regs:
-            scanscores = []
-            for tr, te in folds:
-                clf = _sk_fit(Xtr[tr], ytr[tr], reg, seed)
-                scanscores.append(clf.score(Xtr[te], ytr[te]))
-            scores.append(round(100 * np.mean(scanscores), 2))
+        scores = _cv_scores_reference(Xtr, ytr, folds, regs, seed)
         best = int(np.argmax(scores))
         clf = _sk_fit(Xtr, ytr, regs[best], seed)
         yhat = clf.predict(Xte)
