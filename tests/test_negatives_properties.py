@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from scipy.stats import chisquare
 
 from qt_hard.losses import ContrastiveLoss, contrastive_loss
-from qt_hard.negatives import (HardWeighting, NegativeStrategy, OTWeighting, make_strategy,
+from qt_hard.negatives import (HardWeighting, NegativeStrategy, OTWeighting, Weighting, make_strategy,
                                sample_k_negatives, two_view_scores)
 from qt_hard.schedules import BetaAnnealing, HSCLThreshold, Linear, Step, make_schedule
 
@@ -106,11 +106,11 @@ def test_gradcheck(name, opts):
     assert torch.autograd.gradcheck(fn, (z1, z2), eps=1e-6, atol=1e-5)
 
 
-class _FixedWeights(HardWeighting):
-    """Weights held constant (a given log-weight table), to gradcheck the loss around OT's coupling."""
+class _FixedWeights(Weighting):
+    """Weights held constant (a given log-weight table), to gradcheck the loss around OT's coupling.
+    (A custom weighting that implements only ``log_weights``: the dense path of the core.)"""
 
     def __init__(self, log_w):
-        super().__init__(0.0)
         self.log_w = log_w
 
     def log_weights(self, scores, mask, progress):

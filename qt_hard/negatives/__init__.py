@@ -2,7 +2,11 @@
 
 ``scores``      who is compared with whom: :class:`ContrastScores` and its three builders
 ``sampler``     k negatives per anchor, uniformly without replacement, collision-free option
-``weightings``  uniform, hard (HCL), ring, same-label mask / threshold (H-SCL), entropic OT
+``weightings``  uniform, hard (HCL), ring, same-label mask / threshold (H-SCL), entropic OT, as
+                factored log-weights (:class:`LogWeights`: support, tilt, dense table)
+``logmeanexp``  the weighted log-mean-exp they all reduce to, one fused autograd function
+``select``      exact per-row order statistics (Ring's percentiles) without sorting rows
+``ot``          Sinkhorn: a log-domain first iteration, then exp-domain scalings
 ``estimators``  plain and debiased (hard or smooth floor), in log space
 ``strategy``    :class:`NegativeStrategy` assembling them into the loss; :func:`make_strategy`
 ``queue``       a FIFO memory bank of past embeddings (MoCo / MoCoRing)
@@ -12,15 +16,17 @@
 from .distributed import gather, world
 from .estimators import DebiasedEstimator, PlainEstimator
 from .queue import EmbeddingQueue
-from .sampler import sample_k_negatives
+from .logmeanexp import tilted_log_mean_exp
+from .sampler import count_rows, sample_k_indices, sample_k_negatives
 from .scores import ContrastScores, context_scores, one_directional_scores, two_view_scores
 from .strategy import NAMES, NegativeStrategy, make_strategy
-from .weightings import (HardWeighting, OTWeighting, RingWeighting, SameLabelMask, ThresholdWeighting,
+from .weightings import (HardWeighting, LogWeights, OTWeighting, RingWeighting, SameLabelMask, ThresholdWeighting,
                          UniformWeighting, Weighting, rescale_scores)
 
 __all__ = [
     "ContrastScores", "two_view_scores", "one_directional_scores", "context_scores",
-    "sample_k_negatives", "Weighting", "UniformWeighting", "HardWeighting",
+    "sample_k_negatives", "sample_k_indices", "count_rows", "tilted_log_mean_exp", "LogWeights",
+    "Weighting", "UniformWeighting", "HardWeighting",
     "RingWeighting", "SameLabelMask", "ThresholdWeighting", "OTWeighting", "rescale_scores",
     "PlainEstimator", "DebiasedEstimator", "NegativeStrategy", "make_strategy", "NAMES",
     "EmbeddingQueue", "gather", "world",

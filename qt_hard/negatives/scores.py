@@ -48,6 +48,9 @@ class ContrastScores:
             queue entries); they never count as same-class.
         anchor_sqnorm, cand_sqnorm: (A,), (C,) squared norms of the embeddings (the OT cost needs
             ||f(x) - f(x')||^2 = |a|^2 + |c|^2 - 2 <a, c>).
+        cand_index: None for a full table. After :meth:`select` (the k-sampler), (A, k) the column
+            of the full table each entry came from; the per-candidate attributes are then (A, k).
+        n_columns: C of the full table (set by :meth:`select`).
     """
 
     pos: torch.Tensor
@@ -60,15 +63,36 @@ class ContrastScores:
     cand_label_known: torch.Tensor | None = None
     anchor_sqnorm: torch.Tensor | None = None
     cand_sqnorm: torch.Tensor | None = None
+    cand_index: torch.Tensor | None = None
+    n_columns: int | None = None
+
+    @staticmethod
+    def column(x: torch.Tensor) -> torch.Tensor:
+        """A per-candidate attribute, (C,) or (A, k), broadcastable against the (A, C) table."""
+        return x[None, :] if x.dim() == 1 else x
 
     def same_label(self) -> torch.Tensor:
         """(A, C) bool: the candidate shares the anchor's label (needs labels)."""
         if self.anchor_labels is None or self.cand_labels is None:
             raise ValueError("label-aware negatives (label weighting, collision_free) need labels")
-        same = self.anchor_labels[:, None] == self.cand_labels[None, :]
+        same = self.anchor_labels[:, None] == self.column(self.cand_labels)
         if self.cand_label_known is not None:
-            same = same & self.cand_label_known[None, :]
+            same = same & self.column(self.cand_label_known)
         return same
+
+    def select(self, index: torch.Tensor) -> "ContrastScores":
+        """The table restricted to ``index`` (A, k) columns per anchor (the k sampled negatives): every
+        later stage then works on (A, k) instead of (A, C). All selected entries count as allowed."""
+        if self.cand_index is not None:
+            raise ValueError("select() applies to a full table")
+        pick = lambda x: None if x is None else x[None, :].expand(index.shape[0], -1).gather(1, index)
+        return ContrastScores(
+            pos=self.pos, pos_valid=self.pos_valid, neg=self.neg.gather(1, index),
+            neg_valid=torch.ones_like(index, dtype=torch.bool), scale=self.scale,
+            anchor_labels=self.anchor_labels, cand_labels=pick(self.cand_labels),
+            cand_label_known=pick(self.cand_label_known), anchor_sqnorm=self.anchor_sqnorm,
+            cand_sqnorm=pick(self.cand_sqnorm), cand_index=index, n_columns=self.neg.shape[1],
+        )
 
 
 def _check_embeddings(name: str, x: torch.Tensor) -> None:
@@ -128,7 +152,7 @@ def two_view_scores(z1: torch.Tensor, z2: torch.Tensor, *, temperature: float = 
     B = all1.shape[0]
     anchors = torch.cat([z1, z2], dim=0)
     cands = torch.cat([all1, all2], dim=0)
-    neg = anchors @ cands.T * scale  # (2b, 2B)
+    neg = (anchors * scale) @ cands.T  # (2b, 2B); scaling the (2b, d) side saves two (2b, 2B) passes
 
     local = torch.arange(b, device=z1.device) + offset
     self_idx = torch.cat([local, local + B])
@@ -214,7 +238,7 @@ def one_directional_scores(anchors: torch.Tensor, positives: torch.Tensor,
             raise ValueError(f"extra_candidates must be (M, {d}), got {tuple(extra_candidates.shape)}")
         blocks.append(norm(extra_candidates))
     cands = torch.cat(blocks, dim=0)
-    neg = anchors @ cands.T * scale
+    neg = (anchors * scale) @ cands.T
     rows = torch.arange(b, device=anchors.device)
     target = rows + offset
     pos = ((anchors * positives).sum(dim=1) * scale).unsqueeze(1)
@@ -278,7 +302,7 @@ def context_scores(f_emb: torch.Tensor, g_emb: torch.Tensor, *, context: int = 1
     else:
         all_g, offset, all_docs = g_emb, 0, doc_ids
     B = all_g.shape[0]
-    neg = f_emb @ all_g.T * scale  # (b, B)
+    neg = (f_emb * scale) @ all_g.T  # (b, B)
     rows = torch.arange(b, device=device)
     me = rows + offset
     offsets = torch.cat([torch.arange(-context, 0, device=device), torch.arange(1, context + 1, device=device)])

@@ -15,7 +15,9 @@ Ring's sum over the ring). The anchor's loss is the mean over its positives (sev
 one negative set: Quick-Thoughts' context window), the batch loss the mean over anchors with at least
 one positive. An anchor left with no negative at all (an empty threshold set) contributes 0.
 
-Everything is computed on logits in log space; ``exp(score)`` is never materialized.
+Everything is computed on logits in log space; ``exp(score)`` is never materialized. The weighted
+log-mean-exp is one fused autograd function (:mod:`.logmeanexp`) on the factored weights, and with
+k-sampling every stage after the sampler works on the (A, k) drawn columns only.
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ import torch
 
 from ..schedules import make_schedule
 from .estimators import DebiasedEstimator, PlainEstimator
-from .sampler import sample_k_negatives
+from .logmeanexp import tilted_log_mean_exp
+from .sampler import count_rows, sample_k_indices, sample_k_negatives
 from .scores import ContrastScores
-from .weightings import (HardWeighting, OTWeighting, RingWeighting, SameLabelMask,
+from .weightings import (HardWeighting, LogWeights, OTWeighting, RingWeighting, SameLabelMask,
                          ThresholdWeighting, UniformWeighting, Weighting)
 
 
@@ -67,45 +70,56 @@ class NegativeStrategy:
         """Training progress in [0, 1]; schedules among the parameters are evaluated at it."""
         self.progress = float(progress)
 
-    def candidate_mask(self, scores: ContrastScores, generator: torch.Generator | None = None) -> torch.Tensor:
-        """(A, C) bool: the candidates each anchor draws its negatives from (after collision removal
-        and the k-sampler)."""
+    def _allowed(self, scores: ContrastScores) -> torch.Tensor:
         mask = scores.neg_valid
         if self.collision_free:
             mask = mask & ~scores.same_label()
+        return mask
+
+    def candidate_mask(self, scores: ContrastScores, generator: torch.Generator | None = None) -> torch.Tensor:
+        """(A, C) bool: the candidates each anchor draws its negatives from (after collision removal
+        and the k-sampler); the same draw as :meth:`per_anchor` with the same generator state."""
+        mask = self._allowed(scores)
         if self.k is not None:
             mask = sample_k_negatives(mask, self.k, generator)
         return mask
 
+    def weigh(self, scores: ContrastScores, mask: torch.Tensor) -> LogWeights:
+        """The composed factored log-weights of the negatives over ``mask``."""
+        total = LogWeights()
+        for w in self.weightings:
+            total = total + w.weigh(scores, mask, self.progress)
+        return total
+
     def log_weights(self, scores: ContrastScores, mask: torch.Tensor) -> torch.Tensor | None:
-        """(A, C) log-weights of the negatives, or None for uniform weights over ``mask``."""
+        """(A, C) dense log-weights of the negatives, or None for uniform weights over ``mask``."""
         if not self.weightings:
             return None
-        log_w = self.weightings[0].log_weights(scores, mask, self.progress)
-        for w in self.weightings[1:]:
-            log_w = log_w + w.log_weights(scores, mask, self.progress)
-        return log_w
+        return self.weigh(scores, mask).materialize(scores.neg, mask)
 
     def per_anchor(self, scores: ContrastScores, generator: torch.Generator | None = None):
         """Per-anchor losses (A,) and which anchors count (A,) bool (those with a positive)."""
-        mask = self.candidate_mask(scores, generator)
-        neg = scores.neg
-        log_w = self.log_weights(scores, mask)
-        if log_w is None:
-            masked = neg.masked_fill(~mask, float("-inf"))
-            n_support = mask.sum(dim=1)
-            log_e = torch.logsumexp(masked, dim=1) - torch.log(n_support.clamp_min(1).to(neg.dtype))
+        mask = self._allowed(scores)
+        if self.k is None:
+            n_cand = count_rows(mask)
         else:
-            # Only weightings that drop candidates change the support; skip a full pass otherwise.
-            drops = any(w.drops for w in self.weightings)
-            n_support = torch.isfinite(log_w).sum(dim=1) if drops else mask.sum(dim=1)
-            log_e = torch.logsumexp(neg + log_w, dim=1) - torch.logsumexp(log_w, dim=1)
+            # Only the k drawn columns matter from here on: work on (A, k), not (A, C).
+            scores = scores.select(sample_k_indices(mask, self.k, generator))
+            mask = scores.neg_valid
+            n_cand = torch.full((mask.shape[0],), self.k, dtype=torch.int32, device=mask.device)
+        neg, pos = scores.neg, scores.pos
+        if neg.dtype in (torch.float16, torch.bfloat16):  # log-sum-exps over candidates need float32
+            neg, pos = neg.float(), pos.float()
+        lw = self.weigh(scores, mask)
+        keep = mask if lw.keep is None else mask & lw.keep
+        n_support = count_rows(keep) if lw.keep is not None else n_cand
+        if self.k is not None and lw.keep is None:
+            keep = None  # every drawn column is allowed
+        log_e = tilted_log_mean_exp(neg, keep, lw.gamma, lw.gamma_grad, lw.dense, n_support)
         empty = n_support == 0
         log_e = torch.where(empty, torch.zeros_like(log_e), log_e)  # keep NaN out of empty rows
-        q = n_support if self.count == "support" or log_w is None else mask.sum(dim=1)
-        q = q.clamp_min(1).to(neg.dtype)
+        q = (n_support if self.count == "support" else n_cand).clamp_min(1).to(neg.dtype)
 
-        pos = scores.pos
         log_neg = torch.log(q)[:, None] + self.estimator.log_negative(log_e, pos, scores.scale, self.progress)
         if self.include_positive:
             per_pos = torch.logaddexp(pos, log_neg) - pos

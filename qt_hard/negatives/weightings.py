@@ -1,10 +1,16 @@
 """Weightings: *which* candidates count as negatives and *how much* (DESIGN.md's third stage).
 
 A weighting maps a :class:`~qt_hard.negatives.scores.ContrastScores` and the current candidate mask
-(A, C) to log-weights (A, C): ``-inf`` removes a candidate, finite values tilt the negative
+(A, C) to log-weights ``log w`` (A, C): ``-inf`` removes a candidate, finite values tilt the negative
 distribution ``q(x^- | x) proportional to w``. Weightings compose by adding log-weights (multiplying
 weights, intersecting supports), so ``[SameLabelMask(), HardWeighting(beta)]`` is H-SCL(beta).
 The estimator normalizes the weights per anchor; no weighting needs to.
+
+Every weighting of the five papers has the factored form of :class:`LogWeights`,
+``log w = gamma * s + D`` on a support ``keep``, and :meth:`Weighting.weigh` returns it factored, so
+that the strategy never materializes what it does not need (a tilt is one number, not an (A, C)
+table; see :mod:`qt_hard.negatives.logmeanexp`). :meth:`Weighting.log_weights` gives the same
+weights as one dense table.
 
 Parameters may be plain numbers or schedules (:mod:`qt_hard.schedules`), resolved at the current
 training progress.
@@ -13,30 +19,87 @@ training progress.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 
 from ..schedules import at
 from .distributed import world
 from .ot import sinkhorn_log_coupling
+from .sampler import count_rows
 from .scores import ContrastScores
+from .select import row_order_statistics
 
 NEG_INF = float("-inf")
 
 
+@dataclass
+class LogWeights:
+    """Log-weights in factored form: ``log w_ij = gamma * s_ij + dense_ij`` for ``keep_ij``, else -inf.
+
+    Attributes:
+        keep: (A, C) bool support, or None (no candidate removed).
+        gamma: exponential tilt on the logits s (HCL's beta; 0 = none).
+        gamma_grad: the tilt's coefficient in the gradient: ``gamma`` when gradients flow through the
+            weights (the official HCL code), 0 when they are detached.
+        dense: (A, C) further log-weights (OT's log coupling, or any custom table), or None.
+    """
+
+    keep: torch.Tensor | None = None
+    gamma: float = 0.0
+    gamma_grad: float = 0.0
+    dense: torch.Tensor | None = None
+
+    def __add__(self, other: "LogWeights") -> "LogWeights":
+        """Weights multiply: supports intersect, tilts and dense log-weights add."""
+        keep = other.keep if self.keep is None else self.keep if other.keep is None else self.keep & other.keep
+        dense = other.dense if self.dense is None else self.dense if other.dense is None else self.dense + other.dense
+        return LogWeights(keep, self.gamma + other.gamma, self.gamma_grad + other.gamma_grad, dense)
+
+    def materialize(self, s: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The dense (A, C) table ``log w`` over ``mask`` (gradients as the factored form has them)."""
+        lw = torch.zeros_like(s)
+        if self.gamma_grad != 0:
+            lw = lw + self.gamma_grad * s
+        if self.gamma != self.gamma_grad:
+            lw = lw + (self.gamma - self.gamma_grad) * s.detach()
+        if self.dense is not None:
+            lw = lw + self.dense
+        keep = mask if self.keep is None else mask & self.keep
+        return lw.masked_fill(~keep, NEG_INF)
+
+
 class Weighting:
     """Base class. ``restricts_support`` marks weightings whose negative set is a *subset* summed
-    over (Ring's ``logsumexp(ring)``), which makes "support" the natural count of negatives."""
+    over (Ring's ``logsumexp(ring)``), which makes "support" the natural count of negatives.
+
+    Subclasses implement :meth:`weigh` (factored) or, for a custom table, just :meth:`log_weights`."""
 
     restricts_support = False
     drops = False  # may exclude allowed candidates (then the strategy counts the support)
 
+    def weigh(self, scores: ContrastScores, mask: torch.Tensor, progress: float) -> LogWeights:
+        """Factored log-weights over the (A, C) candidates allowed by ``mask``."""
+        if type(self).log_weights is Weighting.log_weights:
+            raise NotImplementedError(f"{type(self).__name__} must implement weigh() or log_weights()")
+        return LogWeights(dense=self.log_weights(scores, mask, progress))
+
     def log_weights(self, scores: ContrastScores, mask: torch.Tensor, progress: float) -> torch.Tensor:
-        raise NotImplementedError
+        """(A, C) log-weights, ``-inf`` outside the negative set."""
+        return self.weigh(scores, mask, progress).materialize(scores.neg, mask)
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
         return f"{type(self).__name__}({args})"
+
+
+def clip_bound(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``max(|max s|, |min s|)`` over the allowed candidates (0-dim, detached; global under
+    torch.distributed), the denominator of :func:`rescale_scores`."""
+    bound = scores.detach().masked_fill(~mask, 0.0).abs().amax()
+    if world()[1] > 1:
+        torch.distributed.all_reduce(bound, op=torch.distributed.ReduceOp.MAX)
+    return bound.clamp_min(torch.finfo(scores.dtype).tiny)
 
 
 def rescale_scores(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -46,17 +109,14 @@ def rescale_scores(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     ``+2q``; the official graph code has ``-2q``, which would favour *easy* negatives."""
     # The bound is a batch statistic: treated as a constant (detached) and, under torch.distributed,
     # taken over the global batch so that N processes rescale exactly as one process would.
-    bound = scores.detach().masked_fill(~mask, 0.0).abs().amax()
-    if world()[1] > 1:
-        torch.distributed.all_reduce(bound, op=torch.distributed.ReduceOp.MAX)
-    return 2.0 * scores / bound.clamp_min(torch.finfo(scores.dtype).tiny)
+    return 2.0 * scores / clip_bound(scores, mask)
 
 
 class UniformWeighting(Weighting):
     """q = p: every allowed candidate weighs the same (SimCLR / InfoNCE)."""
 
-    def log_weights(self, scores, mask, progress):
-        return torch.zeros_like(scores.neg).masked_fill(~mask, NEG_INF)
+    def weigh(self, scores, mask, progress):
+        return LogWeights()
 
 
 class HardWeighting(Weighting):
@@ -75,12 +135,12 @@ class HardWeighting(Weighting):
     def __init__(self, beta=1.0, clip: bool = False, detach: bool = False):
         self.beta, self.clip, self.detach = beta, clip, detach
 
-    def log_weights(self, scores, mask, progress):
-        beta = float(at(self.beta, progress))
-        s = scores.neg.detach() if self.detach else scores.neg
+    def weigh(self, scores, mask, progress):
+        # log w = beta * s, or beta * 2 s / bound with the clip: a tilt of the logits either way.
+        gamma = float(at(self.beta, progress))
         if self.clip:
-            s = rescale_scores(s, mask)
-        return (beta * s).masked_fill(~mask, NEG_INF)
+            gamma = gamma * 2.0 / float(clip_bound(scores.neg, mask))
+        return LogWeights(gamma=gamma, gamma_grad=0.0 if self.detach else gamma)
 
 
 class RingWeighting(Weighting):
@@ -103,20 +163,23 @@ class RingWeighting(Weighting):
     def __init__(self, lower=0.0, upper=100.0):
         self.lower, self.upper = lower, upper
 
-    def log_weights(self, scores, mask, progress):
+    def weigh(self, scores, mask, progress):
         lower, upper = float(at(self.lower, progress)), float(at(self.upper, progress))
         if not 0.0 <= lower < upper <= 100.0:
             raise ValueError(f"ring percentiles need 0 <= lower < upper <= 100, got [{lower}, {upper}]")
-        n = mask.sum(dim=1, keepdim=True)
+        n = count_rows(mask).to(torch.int64)
         lo = torch.floor(n * (lower / 100.0)).long()
-        hi = torch.maximum(torch.floor(n * (upper / 100.0)).long(), lo + 1)
-        # Rank of each candidate from farthest (0) to closest, disallowed ones sorted last.
-        key = scores.neg.detach().masked_fill(~mask, float("inf"))
-        order = key.argsort(dim=1)
-        rank = torch.empty_like(order)
-        rank.scatter_(1, order, torch.arange(order.shape[1], device=order.device).expand_as(order))
-        keep = mask & (rank >= lo) & (rank < hi)
-        return torch.zeros_like(scores.neg).masked_fill(~keep, NEG_INF)
+        hi = torch.maximum(torch.floor(n * (upper / 100.0)).long(), lo + 1).minimum(n)
+        # The slice [lo, hi) of the candidates sorted from farthest to closest, as value thresholds:
+        # keep v_lo <= s <= v_hi with v_lo / v_hi the lo-th / (hi-1)-th smallest. (Exact ties at a
+        # boundary are all kept, where a sort would keep an arbitrary one of them.)
+        counted = n > 0
+        ranks = torch.stack([lo, hi - 1], dim=1).clamp_min(0)
+        ranks = torch.where(counted[:, None], ranks, torch.zeros_like(ranks))
+        s = scores.neg.detach()
+        bounds = row_order_statistics(s, mask | ~counted[:, None], ranks)
+        keep = mask & (s >= bounds[:, :1]) & (s <= bounds[:, 1:])
+        return LogWeights(keep=keep)
 
 
 class SameLabelMask(Weighting):
@@ -125,9 +188,8 @@ class SameLabelMask(Weighting):
 
     drops = True
 
-    def log_weights(self, scores, mask, progress):
-        keep = mask & ~scores.same_label()
-        return torch.zeros_like(scores.neg).masked_fill(~keep, NEG_INF)
+    def weigh(self, scores, mask, progress):
+        return LogWeights(keep=~scores.same_label())
 
 
 class ThresholdWeighting(Weighting):
@@ -144,12 +206,11 @@ class ThresholdWeighting(Weighting):
     def __init__(self, tau=1.0):
         self.tau = tau
 
-    def log_weights(self, scores, mask, progress):
+    def weigh(self, scores, mask, progress):
         tau = float(at(self.tau, progress))
         if not tau > 0:
             raise ValueError(f"threshold tau must be > 0, got {tau}")
-        keep = mask & (scores.neg.detach() >= math.log(tau))
-        return torch.zeros_like(scores.neg).masked_fill(~keep, NEG_INF)
+        return LogWeights(keep=scores.neg.detach() >= math.log(tau))
 
 
 class OTWeighting(Weighting):
@@ -185,19 +246,27 @@ class OTWeighting(Weighting):
         self.epsilon, self.cost, self.kappa, self.iters, self.marginals = epsilon, cost, kappa, iters, marginals
 
     def cost_matrix(self, scores: ContrastScores) -> torch.Tensor:
+        """(A, C) detached cost c(x_i, x_j) (for the candidates ``scores`` holds)."""
         if scores.anchor_sqnorm is None or scores.cand_sqnorm is None:
             raise ValueError("OT negatives need the embeddings' squared norms in ContrastScores")
-        sim = scores.neg.detach() / scores.scale
-        sq = (scores.anchor_sqnorm[:, None] + scores.cand_sqnorm[None, :] - 2.0 * sim).clamp_min(0.0)
+        # ||a - c||^2 = |a|^2 + |c|^2 - 2 <a, c>, built in place on one (A, C) buffer.
+        sq = scores.neg.detach() * (-2.0 / scores.scale)
+        sq.add_(scores.anchor_sqnorm[:, None]).add_(scores.column(scores.cand_sqnorm)).clamp_min_(0.0)
         if self.cost == "sqeuclidean":
-            return 0.5 * sq
-        return torch.exp(sq - self.kappa)
+            return sq.mul_(0.5)
+        return sq.sub_(self.kappa).exp_()
 
-    def log_weights(self, scores, mask, progress):
+    def weigh(self, scores, mask, progress):
         eps = float(at(self.epsilon, progress))
         if not eps > 0:
             raise ValueError(f"OT epsilon must be > 0, got {eps}")
-        log_kernel = (-self.cost_matrix(scores) / eps).masked_fill(~mask, NEG_INF)
+        log_kernel = self.cost_matrix(scores).mul_(-1.0 / eps).masked_fill_(~mask, NEG_INF)
         if self.marginals == "none":
-            return log_kernel
-        return sinkhorn_log_coupling(log_kernel, self.iters)
+            return LogWeights(dense=log_kernel)
+        if scores.cand_index is None:
+            return LogWeights(dense=sinkhorn_log_coupling(log_kernel, self.iters))
+        # k-sampled candidates (A, k): the coupling lives on the full (A, C) table, the other entries
+        # forbidden; solve there and read the sampled entries back.
+        full = log_kernel.new_full((log_kernel.shape[0], scores.n_columns), NEG_INF)
+        full.scatter_(1, scores.cand_index, log_kernel)
+        return LogWeights(dense=sinkhorn_log_coupling(full, self.iters).gather(1, scores.cand_index))
