@@ -19,6 +19,7 @@ import time
 
 import torch
 import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from qt_hard.losses import contrastive_loss
 
@@ -42,6 +43,21 @@ def infonce_cross_entropy(z1, z2, t):
     s = s.masked_fill(torch.eye(2 * b, dtype=torch.bool, device=z.device), float("-inf"))
     target = torch.cat([torch.arange(b, 2 * b), torch.arange(b)]).to(z.device)
     return F.cross_entropy(s, target)
+
+
+class LargestTensor(TorchDispatchMode):
+    """The largest tensor (elements) any op of forward + backward produces."""
+
+    def __init__(self):
+        super().__init__()
+        self.largest = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in (out if isinstance(out, (tuple, list)) else (out,)):
+            if isinstance(t, torch.Tensor):
+                self.largest = max(self.largest, t.numel())
+        return out
 
 
 def timed(fn, device):
@@ -71,6 +87,8 @@ def bench(b, d, k, name, opts, reps, device, t=0.5):
     for _ in range(reps):
         tb.append(timed(base, device))
         to.append(timed(ours, device))
+    with LargestTensor() as probe:
+        ours()
     peak = None
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
@@ -79,7 +97,9 @@ def bench(b, d, k, name, opts, reps, device, t=0.5):
     mb, mo = statistics.median(tb), statistics.median(to)
     return {"B": b, "d": d, "k": k if k is not None else "all", "strategy": name,
             "baseline_s": round(mb, 5), "ours_s": round(mo, 5), "ratio": round(mo / mb, 3),
-            "peak_mib": None if peak is None else round(peak, 1)}
+            "peak_mib": None if peak is None else round(peak, 1),
+            # memory O(B x candidates): the largest tensor in units of the (2B, 2B) score table
+            "largest_tensor_vs_scores": round(probe.largest / (2 * b) ** 2, 2)}
 
 
 def main(argv=None):

@@ -116,7 +116,8 @@ def tilted_log_mean_exp(s: torch.Tensor, keep: torch.Tensor | None = None, gamma
     """
     if s.dim() != 2:
         raise ValueError(f"logits must be (anchors, candidates), got shape {tuple(s.shape)}")
-    gamma = float(gamma)
+    # The tilt as the table's dtype will see it (a tiny beta is 0 in float32: then it is uniform).
+    gamma = float(torch.tensor(float(gamma), dtype=s.dtype))
     if gamma_grad is None:
         gamma_grad = gamma
     if count is None and gamma == 0 and dense is None:

@@ -3,12 +3,15 @@
 For each anchor draw ``k`` of its allowed candidates uniformly *without replacement*, independently per
 anchor, vectorized over the anchors. Two exact samplers, chosen by cost:
 
-* Floyd's algorithm (Bentley & Floyd 1987) for small k: for j = n-k, ..., n-1 draw t uniform in
-  [0, j] and take t, or j if t was taken already. Each k-subset of {0..n-1} comes out with probability
-  1 / C(n, k). k steps over (A,) vectors with an (A, C) bitmap of what is taken, and one cumulative
-  count that maps the drawn ordinals to columns.
-* Random keys for large k: every allowed candidate gets an i.i.d. uniform key and the k smallest keys
-  are kept; the ranks of i.i.d. keys form a uniformly random permutation.
+* First distinct draws, for k well below the candidate count: draw columns i.i.d. uniformly, drop
+  the draws that hit a disallowed column or repeat an earlier draw, and keep the first k that remain.
+  The distinct allowed values of an i.i.d. uniform sequence, in order of first appearance, are a
+  uniformly random ordering of the allowed set (the law is invariant under relabelling the allowed
+  columns), so the first k form a uniform k-subset. About ``k / (allowed fraction)`` draws per row
+  suffice; a row that falls short (rare by the margin taken) is drawn again, which keeps the law
+  uniform by the same symmetry. Work is O(A k log k): nothing of size (A, C).
+* Random keys otherwise: every allowed candidate gets an i.i.d. uniform key and the k smallest keys
+  are kept; the ranks of i.i.d. keys form a uniformly random permutation. One pass over (A, C).
 
 Collision-free mode (Ash et al. section 5, Fig. 3 right) drops candidates that share the anchor's
 class *before* sampling, so the k negatives are drawn only from other classes.
@@ -59,28 +62,31 @@ def sample_k_indices(mask: torch.Tensor, k: int, generator: torch.Generator | No
     """
     counts = _check(mask, k)
     a, c = mask.shape
-    if k > 256:  # k sequential steps of Floyd would cost more than one pass of random keys
+    n_min = int(counts.min()) if a else k
+    if 2 * k > n_min or 4 * n_min < c:  # many draws would repeat or miss: keys are cheaper
         keys = torch.rand(mask.shape, generator=generator, device=mask.device)
         keys = keys.masked_fill(~mask, 2.0)  # uniform keys are < 1, so disallowed ones are never kept
         return keys.topk(k, dim=1, largest=False, sorted=False).indices
-    n = counts.to(torch.int64)
-    rows = torch.arange(a, device=mask.device)
-    ordinals = torch.empty(k, a, dtype=torch.int64, device=mask.device)
-    taken = torch.zeros(a, c, dtype=torch.bool, device=mask.device)  # by ordinal: O(1) membership
-    draws = torch.rand(k, a, generator=generator, device=mask.device, dtype=torch.float64)
-    for step in range(k):
-        top = n - k + step  # draw from [0, top]
-        t = torch.minimum((draws[step] * (top + 1)).to(torch.int64), top)
-        t = torch.where(taken[rows, t], top, t)
-        taken[rows, t] = True
-        ordinals[step] = t
-    ordinals = ordinals.T.contiguous()
-    # Ordinal r (0-based among the row's allowed candidates) is the first column where the running
-    # count of allowed candidates reaches r + 1.
-    # (A narrow running count: the cumulative sum is one of the costlier passes on CPU.)
-    dtype = torch.int16 if c < 2**15 else torch.int32
-    running = mask.view(torch.uint8).cumsum(dim=1, dtype=dtype)
-    return torch.searchsorted(running, (ordinals + 1).to(dtype))
+    # Draws needed: k distinct values lose ~k^2 / 2n to repeats, and hits land on allowed columns at
+    # rate n / c; a 25% margin plus 16 makes a redraw rare.
+    m = int(1.25 * (k + k * k / (2 * n_min)) * c / n_min) + 16
+    out = torch.empty(a, k, dtype=torch.int64, device=mask.device)
+    todo = torch.arange(a, device=mask.device)
+    position = torch.arange(m, device=mask.device)
+    while todo.numel():
+        draws = (torch.rand(todo.numel(), m, generator=generator, device=mask.device) * c).to(torch.int64)
+        draws.clamp_(max=c - 1)
+        ordered, order = draws.sort(dim=1, stable=True)  # a repeat sorts right after its first draw
+        first = torch.ones_like(ordered, dtype=torch.bool)
+        first[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+        good = torch.zeros_like(first).scatter_(1, order, first) & mask[todo[:, None], draws]
+        done = count_rows(good) >= k
+        # The first k good draws: good positions keep their index as key, the rest go behind.
+        key = torch.where(good, position, position + m)
+        picked = draws.gather(1, key.topk(k, dim=1, largest=False, sorted=False).indices)
+        out[todo[done]] = picked[done]
+        todo = todo[~done]
+    return out
 
 
 def sample_k_negatives(mask: torch.Tensor, k: int, generator: torch.Generator | None = None) -> torch.Tensor:

@@ -47,7 +47,9 @@ class ContrastScores:
         cand_label_known: (C,) bool, False for candidates of unknown class (explicit negatives,
             queue entries); they never count as same-class.
         anchor_sqnorm, cand_sqnorm: (A,), (C,) squared norms of the embeddings (the OT cost needs
-            ||f(x) - f(x')||^2 = |a|^2 + |c|^2 - 2 <a, c>).
+            ||f(x) - f(x')||^2 = |a|^2 + |c|^2 - 2 <a, c>), or None to compute them from
+            ``anchor_emb`` / ``cand_emb`` when asked (:meth:`sqnorms`).
+        anchor_emb, cand_emb: (A, d), (C, d) the embeddings the logits were made of (detached).
         cand_index: None for a full table. After :meth:`select` (the k-sampler), (A, k) the column
             of the full table each entry came from; the per-candidate attributes are then (A, k).
         n_columns: C of the full table (set by :meth:`select`).
@@ -65,6 +67,21 @@ class ContrastScores:
     cand_sqnorm: torch.Tensor | None = None
     cand_index: torch.Tensor | None = None
     n_columns: int | None = None
+    anchor_emb: torch.Tensor | None = None
+    cand_emb: torch.Tensor | None = None
+
+    def sqnorms(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(A,) and (C,) -- (A, k) after :meth:`select` -- squared norms of anchors and candidates."""
+        a, c = self.anchor_sqnorm, self.cand_sqnorm
+        if a is None and self.anchor_emb is not None:
+            a = self.anchor_emb.pow(2).sum(dim=1)
+        if c is None and self.cand_emb is not None:
+            c = self.cand_emb.pow(2).sum(dim=1)
+            if self.cand_index is not None:
+                c = c[None, :].expand(self.cand_index.shape[0], -1).gather(1, self.cand_index)
+        if a is None or c is None:
+            raise ValueError("OT negatives need the embeddings' squared norms in ContrastScores")
+        return a, c
 
     @staticmethod
     def column(x: torch.Tensor) -> torch.Tensor:
@@ -92,6 +109,7 @@ class ContrastScores:
             anchor_labels=self.anchor_labels, cand_labels=pick(self.cand_labels),
             cand_label_known=pick(self.cand_label_known), anchor_sqnorm=self.anchor_sqnorm,
             cand_sqnorm=pick(self.cand_sqnorm), cand_index=index, n_columns=self.neg.shape[1],
+            anchor_emb=self.anchor_emb, cand_emb=self.cand_emb,
         )
 
 
@@ -159,8 +177,10 @@ def two_view_scores(z1: torch.Tensor, z2: torch.Tensor, *, temperature: float = 
     partner = torch.cat([local + B, local])
     rows = torch.arange(2 * b, device=z1.device)
     # The partner of a local view is local too: its logit costs O(b d) from the embeddings, where
-    # indexing the (2b, 2B) table would add a full-size scatter to the backward pass.
-    pos = ((anchors * torch.cat([z2, z1], dim=0)).sum(dim=1) * scale).unsqueeze(1)
+    # indexing the (2b, 2B) table would add a full-size scatter to the backward pass. <z1_i, z2_i> is
+    # the positive logit of both views of pair i.
+    pair_logit = (z1 * z2).sum(dim=1) * scale
+    pos = torch.cat([pair_logit, pair_logit]).unsqueeze(1)
     valid = torch.ones_like(neg, dtype=torch.bool)
     valid[rows, self_idx] = False
     valid[rows, partner] = False
@@ -173,7 +193,7 @@ def two_view_scores(z1: torch.Tensor, z2: torch.Tensor, *, temperature: float = 
     return ContrastScores(
         pos=pos, pos_valid=torch.ones_like(pos, dtype=torch.bool), neg=neg, neg_valid=valid,
         scale=scale, anchor_labels=anchor_labels, cand_labels=cand_labels,
-        anchor_sqnorm=anchors.detach().pow(2).sum(1), cand_sqnorm=cands.detach().pow(2).sum(1),
+        anchor_emb=anchors.detach(), cand_emb=cands.detach(),
     )
 
 
@@ -258,7 +278,7 @@ def one_directional_scores(anchors: torch.Tensor, positives: torch.Tensor,
     return ContrastScores(
         pos=pos, pos_valid=torch.ones_like(pos, dtype=torch.bool), neg=neg, neg_valid=valid,
         scale=scale, anchor_labels=anchor_labels, cand_labels=cand_labels, cand_label_known=known,
-        anchor_sqnorm=anchors.detach().pow(2).sum(1), cand_sqnorm=cands.detach().pow(2).sum(1),
+        anchor_emb=anchors.detach(), cand_emb=cands.detach(),
     )
 
 
@@ -319,5 +339,5 @@ def context_scores(f_emb: torch.Tensor, g_emb: torch.Tensor, *, context: int = 1
     valid[rows[:, None].expand_as(idx)[pos_valid], idx[pos_valid]] = False
     return ContrastScores(
         pos=pos, pos_valid=pos_valid, neg=neg, neg_valid=valid, scale=scale,
-        anchor_sqnorm=f_emb.detach().pow(2).sum(1), cand_sqnorm=all_g.detach().pow(2).sum(1),
+        anchor_emb=f_emb.detach(), cand_emb=all_g.detach(),
     )

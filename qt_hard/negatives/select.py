@@ -19,7 +19,7 @@ import torch
 
 from .sampler import count_rows
 
-_SORT_BELOW = 1024  # narrow rows: a plain sort is as cheap as the bookkeeping
+_SORT_BELOW = 128  # narrow rows: a plain sort is as cheap as the bookkeeping
 
 
 def _by_sort(s: torch.Tensor, mask: torch.Tensor, ranks: torch.Tensor) -> torch.Tensor:

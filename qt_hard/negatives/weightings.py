@@ -247,11 +247,10 @@ class OTWeighting(Weighting):
 
     def cost_matrix(self, scores: ContrastScores) -> torch.Tensor:
         """(A, C) detached cost c(x_i, x_j) (for the candidates ``scores`` holds)."""
-        if scores.anchor_sqnorm is None or scores.cand_sqnorm is None:
-            raise ValueError("OT negatives need the embeddings' squared norms in ContrastScores")
+        anchor_sqnorm, cand_sqnorm = scores.sqnorms()
         # ||a - c||^2 = |a|^2 + |c|^2 - 2 <a, c>, built in place on one (A, C) buffer.
         sq = scores.neg.detach() * (-2.0 / scores.scale)
-        sq.add_(scores.anchor_sqnorm[:, None]).add_(scores.column(scores.cand_sqnorm)).clamp_min_(0.0)
+        sq.add_(anchor_sqnorm[:, None]).add_(scores.column(cand_sqnorm)).clamp_min_(0.0)
         if self.cost == "sqeuclidean":
             return sq.mul_(0.5)
         return sq.sub_(self.kappa).exp_()
