@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from qt_hard.diagnostics import LargestTensor
 from qt_hard.losses import contrastive_loss
 from qt_hard.negatives import (NegativeStrategy, make_strategy, sample_k_indices, tilted_log_mean_exp,
                                two_view_scores)
@@ -166,21 +167,6 @@ def test_half_precision_scores_are_reduced_in_float32():
     assert got.item() == pytest.approx(ref.item(), rel=2e-2)
 
 
-class _LargestTensor(torch.utils._python_dispatch.TorchDispatchMode):
-    """Records the largest tensor any op produces (forward and backward)."""
-
-    def __init__(self):
-        super().__init__()
-        self.largest = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        for t in (out if isinstance(out, (tuple, list)) else (out,)):
-            if isinstance(t, torch.Tensor):
-                self.largest = max(self.largest, t.numel())
-        return out
-
-
 @pytest.mark.parametrize("name,opts", [
     ("uniform", {}), ("hard", {"beta": 1.0, "tau_plus": 0.1}), ("ring", {"lower": 10, "upper": 90}),
     ("label", {"hardening": "exp"}), ("ot", {}), ("uniform", {"k": 16}), ("ot", {"k": 16}),
@@ -192,7 +178,7 @@ def test_memory_is_of_the_score_table_never_times_the_dimension(name, opts):
     g = torch.Generator().manual_seed(8)
     z1 = torch.randn(b, d, generator=g, requires_grad=True)
     z2 = torch.randn(b, d, generator=g, requires_grad=True)
-    with _LargestTensor() as probe:
+    with LargestTensor() as probe:
         contrastive_loss(z1, z2, name, labels=torch.arange(b) % 4, **opts).backward()
     assert probe.largest <= 2 * (2 * b) ** 2
 
