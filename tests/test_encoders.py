@@ -163,3 +163,46 @@ def test_load_encoder_errors_name_the_problem(tmp_path):
 
     with pytest.raises(FileNotFoundError, match="nonexistent_cfg"):
         random_encoder("nonexistent_cfg", ["a b"])
+
+
+SENTENCES = [
+    "The cat sat on the mat.", "", "A dog barked.", "Nobody saw the mat, the cat or the dog that night.",
+    "an unseen zebra", "Cat.", "The mat, the mat, the mat: " + "very long " * 40 + "end.",
+    "Dogs and cats and mats.", "Who saw it?", "It was the cat!", "mat mat", "The dog sat.",
+]
+
+
+@pytest.mark.parametrize("config", ["bow", "qt", {"kind": "qt", "encoder": "bigru", "hidden_dim": 8},
+                                    {"kind": "qt", "encoder": "bow"}])
+def test_sorted_batched_encode_equals_one_by_one(config):
+    # encode() sorts by token count, batches and restores the order (qt-hard issue 3, item 4): every
+    # row must equal the sentence encoded alone (no padding, batch of one), empty and truncated too.
+    from qt_hard.encoders import random_encoder
+
+    enc = random_encoder(config, SENTENCES, seed=5)
+    batched = enc.encode(SENTENCES, batch_size=5)
+    alone = np.stack([enc.encode([s], batch_size=1)[0] for s in SENTENCES])
+    np.testing.assert_allclose(batched, alone, rtol=1e-5, atol=1e-5)
+    # Guard: the rows really differ from each other (a constant encoder would pass trivially).
+    assert np.abs(batched[0] - batched[2]).max() > 1e-3
+    # Encoding leaves the torch thread count and the module's mode as they were.
+    threads = torch.get_num_threads()
+    enc.module.train()
+    enc.encode(SENTENCES[:3], num_threads=1)
+    assert torch.get_num_threads() == threads and enc.module.training
+
+
+def test_hf_featurizer_pads_with_the_tokenizer_and_truncates():
+    from transformers import AutoTokenizer
+
+    from qt_hard.encoders.text import HFFeaturizer
+
+    tok = AutoTokenizer.from_pretrained(_minilm_path(), local_files_only=True)
+    feat = HFFeaturizer(tok, max_len=6)
+    texts = ["a short one", "a much longer sentence with many more tokens in it"]
+    ids = feat.ids_many(texts)
+    assert ids == [feat.ids(t) for t in texts] and len(ids[1]) == 6 and ids[1][-1] == tok.sep_token_id
+    batch = feat.collate(ids)
+    ref = tok(texts, truncation=True, max_length=6, padding=True, return_tensors="pt")
+    assert torch.equal(batch["input_ids"], ref["input_ids"])
+    assert torch.equal(batch["attention_mask"], ref["attention_mask"])

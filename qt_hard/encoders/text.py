@@ -13,7 +13,9 @@ Saved-model layout (``OUT/final/``)::
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Sequence
@@ -29,6 +31,23 @@ from qt_hard.encoders.transformer import TransformerEncoder
 
 FORMAT = "qt-hard-encoder"
 VERSION = 1
+
+# Torch threads of SentenceEncoder.encode on the CPU: QT_HARD_ENCODE_THREADS, else torch's setting.
+DEFAULT_ENCODE_THREADS = int(os.environ.get("QT_HARD_ENCODE_THREADS", "0") or 0) or None
+
+
+@contextlib.contextmanager
+def _torch_threads(n: int | None):
+    """Run the block with ``torch.set_num_threads(n)``, restoring the old count (None: as is)."""
+    if not n:
+        yield
+        return
+    old = torch.get_num_threads()
+    torch.set_num_threads(max(1, int(n)))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
 
 
 class WordFeaturizer:
@@ -55,7 +74,12 @@ class WordFeaturizer:
 
 
 class HFFeaturizer:
-    """The transformer's own tokenizer; batches are {input_ids, attention_mask}."""
+    """The transformer's own tokenizer; batches are {input_ids, attention_mask} (B, L) long.
+
+    ``ids`` gives the tokenizer's ids of one sentence (special tokens included, cut at
+    ``max_len``); ``ids_many`` does the same for a list in one fast-tokenizer call. ``collate``
+    pads with the tokenizer's pad id on its padding side; the attention mask marks real tokens.
+    """
 
     def __init__(self, tokenizer, max_len: int = 128):
         self.tokenizer = tokenizer
@@ -64,9 +88,24 @@ class HFFeaturizer:
     def ids(self, text: str) -> list[int]:
         return self.tokenizer(text, truncation=True, max_length=self.max_len)["input_ids"]
 
+    def ids_many(self, texts: Sequence[str]) -> list[list[int]]:
+        if not texts:
+            return []
+        return self.tokenizer(list(texts), truncation=True, max_length=self.max_len)["input_ids"]
+
     def collate(self, id_lists: Sequence[Sequence[int]]) -> dict[str, torch.Tensor]:
-        batch = self.tokenizer.pad({"input_ids": [list(x) for x in id_lists]}, return_tensors="pt")
-        return {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+        lengths = [len(x) for x in id_lists]
+        width = max([1, *lengths])
+        pad_id = self.tokenizer.pad_token_id
+        ids = torch.full((len(id_lists), width), 0 if pad_id is None else int(pad_id), dtype=torch.long)
+        mask = torch.zeros((len(id_lists), width), dtype=torch.long)
+        left = getattr(self.tokenizer, "padding_side", "right") == "left"
+        for row, (x, n) in enumerate(zip(id_lists, lengths)):
+            if n:
+                cols = slice(width - n, width) if left else slice(0, n)
+                ids[row, cols] = torch.as_tensor(np.asarray(x, dtype=np.int64))
+                mask[row, cols] = 1
+        return {"input_ids": ids, "attention_mask": mask}
 
 
 def build_module(cfg: ModelConfig, vocab_size: int | None = None) -> nn.Module:
@@ -104,10 +143,17 @@ class SentenceEncoder:
         self.vocab = vocab
         self.dim = int(module.dim)
 
-    @torch.no_grad()
     def encode(self, sentences: Sequence[str], batch_size: int = 128, device: str | torch.device | None = None,
-               show_progress: bool = False) -> np.ndarray:
-        """Encode raw sentences -> float32 array (n, dim), rows in input order."""
+               show_progress: bool = False, num_threads: int | None = DEFAULT_ENCODE_THREADS) -> np.ndarray:
+        """Encode raw sentences -> float32 array (n, dim), rows in input order.
+
+        All sentences are tokenized first, then encoded in batches of ``batch_size`` sorted by
+        token count (little padding; rows go back to input order), under ``torch.inference_mode``.
+        ``num_threads``: torch CPU threads for the forward passes, restored afterwards (default
+        ``$QT_HARD_ENCODE_THREADS``; None leaves torch's setting alone). On a small shared CPU pass
+        1: a second thread that waits on a busy core made the Quick-Thoughts encode 2-8x slower
+        (docs/training.md); the evaluation's ``EmbeddingCache`` does so by default.
+        """
         if isinstance(sentences, str):
             raise TypeError("encode expects a list of sentences, not a single string")
         if batch_size < 1:
@@ -117,21 +163,23 @@ class SentenceEncoder:
         if not sentences:
             return out
         device = torch.device(device) if device is not None else next(self.module.parameters()).device
-        was_training = self.module.training
-        self.module.eval()
-        ids = [self.featurizer.ids(s) for s in sentences]
+        ids_many = getattr(self.featurizer, "ids_many", None)
+        ids = ids_many(sentences) if ids_many is not None else [self.featurizer.ids(s) for s in sentences]
         # Length-sorted batches waste little compute on padding; rows go back in input order.
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        order = np.argsort(np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids)), kind="stable")
         starts = range(0, len(order), batch_size)
         if show_progress:
             from tqdm.auto import tqdm
 
             starts = tqdm(starts, desc="encode")
+        was_training = self.module.training
+        self.module.eval()
         try:
-            for start in starts:
-                rows = order[start : start + batch_size]
-                batch = {k: v.to(device) for k, v in self.featurizer.collate([ids[i] for i in rows]).items()}
-                out[rows] = module_embed(self.module, batch).float().cpu().numpy()
+            with _torch_threads(num_threads if device.type == "cpu" else None), torch.inference_mode():
+                for start in starts:
+                    rows = order[start : start + batch_size]
+                    batch = {k: v.to(device) for k, v in self.featurizer.collate([ids[i] for i in rows]).items()}
+                    out[rows] = module_embed(self.module, batch).float().cpu().numpy()
         finally:
             self.module.train(was_training)
         return out
@@ -160,8 +208,10 @@ def make_encoder(cfg: ModelConfig, vocab=None, module: nn.Module | None = None) 
     if cfg.kind == "hf":
         from transformers import AutoTokenizer
 
+        from qt_hard.encoders.transformer import resolve_model_path
+
         module = module if module is not None else build_module(cfg)
-        tok = AutoTokenizer.from_pretrained(cfg.hf_path, local_files_only=True)
+        tok = AutoTokenizer.from_pretrained(resolve_model_path(cfg.hf_path), local_files_only=True)
         return SentenceEncoder(cfg, module, HFFeaturizer(tok, cfg.max_len))
     if vocab is None:
         raise ValueError(f"model.kind {cfg.kind!r} needs a vocabulary")
