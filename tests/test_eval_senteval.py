@@ -263,3 +263,26 @@ def test_embedding_cache_file_roundtrip(tmp_path):
     assert fresh_enc.calls == 0  # nothing re-encoded
     with pytest.raises(ValueError, match="written for model 'hash4', not 'other'"):
         EmbeddingCache(enc).load(path, "other")
+
+
+def test_embedding_cache_encodes_with_the_eval_thread_count():
+    # The encoder runs with the solver's torch thread count ($QT_HARD_EVAL_THREADS, 1 by default;
+    # two threads on a shared 2-core CPU made the QT encode 2-8x slower), restored afterwards.
+    import torch
+
+    from qt_hard.evaluation.logreg import DEFAULT_THREADS
+
+    class Probe:
+        def encode(self, sentences, batch_size=64):
+            self.threads = torch.get_num_threads()
+            return np.zeros((len(sentences), 2))
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(DEFAULT_THREADS + 1)  # so that the check below is not automatic
+    try:
+        probe = Probe()
+        EmbeddingCache(probe).embed(["a b", "c"])
+        assert probe.threads == DEFAULT_THREADS
+        assert torch.get_num_threads() == DEFAULT_THREADS + 1
+    finally:
+        torch.set_num_threads(before)

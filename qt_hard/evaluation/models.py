@@ -133,17 +133,22 @@ class EmbeddingCache:
             raise ValueError("no sentences to embed")
         missing = sorted({t for t in texts if t not in self._store}, key=lambda t: (len(t.split()), t))
         if missing:
+            from .logreg import DEFAULT_THREADS, torch_threads
+
             start = time.perf_counter()
-            for i in range(0, len(missing), self.batch_size):
-                chunk = missing[i:i + self.batch_size]
-                out = self.encoder.encode(chunk, batch_size=self.batch_size)
-                out = out.detach().cpu().numpy() if hasattr(out, "detach") else np.asarray(out)
-                if out.ndim != 2 or out.shape[0] != len(chunk):
-                    raise ValueError(
-                        f"encoder returned shape {out.shape} for {len(chunk)} sentences; expected (n, d)"
-                    )
-                for t, row in zip(chunk, out):
-                    self._store[t] = row.astype(np.float64)
+            # The solver's thread count ($QT_HARD_EVAL_THREADS, 1 by default) for the encoder too:
+            # on a shared 2-core CPU two torch threads made the Quick-Thoughts encode 2-8x slower.
+            with torch_threads(DEFAULT_THREADS):
+                for i in range(0, len(missing), self.batch_size):
+                    chunk = missing[i:i + self.batch_size]
+                    out = self.encoder.encode(chunk, batch_size=self.batch_size)
+                    out = out.detach().cpu().numpy() if hasattr(out, "detach") else np.asarray(out)
+                    if out.ndim != 2 or out.shape[0] != len(chunk):
+                        raise ValueError(
+                            f"encoder returned shape {out.shape} for {len(chunk)} sentences; expected (n, d)"
+                        )
+                    for t, row in zip(chunk, out):
+                        self._store[t] = row.astype(np.float64)
             self.seconds += time.perf_counter() - start
             self.n_encoded += len(missing)
         return np.stack([self._store[t] for t in texts])
