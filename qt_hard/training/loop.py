@@ -109,14 +109,19 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
     (tests use it to interrupt a run). With ``resume`` the newest checkpoint in ``cfg.out_dir`` is
     loaded and the run continues from its step (an error when there is none)."""
     from accelerate import Accelerator
-    from accelerate.utils import set_seed
+    from accelerate.utils import DistributedDataParallelKwargs, set_seed
 
     out = Path(cfg.out_dir)
     trackers = list(cfg.train.trackers)
+    handlers = []
+    if cfg.model.kind == "hf":
+        # AutoModel's pooler is not used by mean pooling: DDP must expect parameters without grads.
+        handlers.append(DistributedDataParallelKwargs(find_unused_parameters=True))
     accelerator = Accelerator(
         mixed_precision=cfg.train.mixed_precision,
         log_with="tensorboard" if "tensorboard" in trackers else None,
         project_dir=str(out),
+        kwargs_handlers=handlers,
     )
     rank, world = accelerator.process_index, accelerator.num_processes
     if cfg.train.batch_size % world:

@@ -2,6 +2,12 @@
 
 Token ids are cached under ``OUT/cache/`` (vocabulary + flat id arrays), keyed by a hash of the
 data settings, so a resumed or repeated run does not re-tokenize.
+
+Word models (``bow``, ``qt``) get word-token ids and a vocabulary fitted on the training text; a
+transformer (``hf``) gets its own tokenizer's ids (special tokens included, cut at
+``model.max_len``) and batches ``{input_ids, attention_mask}``. Both read the same sentences and
+build the same tasks (``ContextTask`` for ordered books, ``PairTask`` for Wiki-N / synthetic), so
+every objective applies to every encoder.
 """
 
 from __future__ import annotations
@@ -60,6 +66,39 @@ def _vocab_and_store(cfg: Config, cache: Path, texts, fit_texts=None):
     return vocab, TokenStore.load(cache / "tokens")
 
 
+def _text_key(texts) -> str:
+    """A hash of the sentences themselves (cache key of transformer token ids)."""
+    h = hashlib.sha1()
+    for t in texts:
+        h.update(t.encode("utf-8", "surrogatepass"))
+        h.update(b"\n")
+    return h.hexdigest()[:12]
+
+
+def _hf_parts(cfg: Config, cache_root: Path, texts):
+    """(module, TokenStore, collate, make_encoder) for a transformer over ``texts``.
+
+    The token ids are the model's own tokenizer's (``HFFeaturizer.ids_many``), cached under
+    ``cache_root/hf_tokens_<key>`` (key: model path, max_len, the sentences).
+    """
+    from qt_hard.encoders.transformer import resolve_model_path
+
+    encoder = make_encoder(cfg.model)  # loads AutoModel + AutoTokenizer, offline
+    feat = encoder.featurizer
+    key = _key([resolve_model_path(cfg.model.hf_path), cfg.model.max_len, len(texts), _text_key(texts)])
+    cache = cache_root / f"hf_tokens_{key}"
+    if (cache / "tokens_offsets.npy").is_file():
+        store = TokenStore.load(cache / "tokens")
+    else:
+        ids = []
+        for start in range(0, len(texts), 10_000):  # bounded memory for a large corpus
+            ids.extend(feat.ids_many(texts[start : start + 10_000]))
+        cache.mkdir(parents=True, exist_ok=True)
+        TokenStore.from_lists(ids).save(cache / "tokens")
+        store = TokenStore.load(cache / "tokens")
+    return encoder.module, store, feat.collate, lambda m: make_encoder(cfg.model, None, m)
+
+
 def _word_run(cfg: Config, vocab, task, pair_data: bool) -> Run:
     module = build_module(cfg.model, len(vocab))
     # The featurizer of the saved model must cut sentences exactly as training did.
@@ -74,8 +113,6 @@ def _collate(cfg: Config, vocab):
 
 def build_run(cfg: Config, out: Path) -> Run:
     """Load the data named by ``cfg.data`` and build the encoder and batch task."""
-    if cfg.model.kind == "hf":
-        raise NotImplementedError("training a transformer (model.kind 'hf') is not wired into the loop yet")
     kind = cfg.data.kind
     B, seed = cfg.train.batch_size, cfg.train.seed
     cache_root = out / "cache"
@@ -96,8 +133,11 @@ def build_run(cfg: Config, out: Path) -> Run:
         key = _key([kind, cfg.data.path, cfg.data.max_books, cfg.data.max_sentences, cfg.data.min_count,
                     cfg.data.max_vocab, cfg.model.lower, cfg.model.max_len, len(ds)])
         # Whole-column Arrow reads: ds["doc_id"] converts row by row in datasets 4+ (minutes on all books).
-        vocab, store = _vocab_and_store(cfg, cache_root / f"tokens_{key}", dataset_column(ds, "text"))
         doc_ids = dataset_column(ds, "doc_id", numpy=True).astype(np.int64)
+        if cfg.model.kind == "hf":
+            module, store, collate, wrap = _hf_parts(cfg, cache_root, dataset_column(ds, "text"))
+            return Run(module, ContextTask(store, doc_ids, collate, B, seed), False, wrap)
+        vocab, store = _vocab_and_store(cfg, cache_root / f"tokens_{key}", dataset_column(ds, "text"))
         task = ContextTask(store, doc_ids, _collate(cfg, vocab), B, seed)
         return _word_run(cfg, vocab, task, pair_data=False)
     if kind == "wiki":
@@ -107,15 +147,19 @@ def build_run(cfg: Config, out: Path) -> Run:
     raise ValueError(f"unknown data.kind {kind!r}")
 
 
-def _pair_run(cfg: Config, wd) -> Run:
+def _pair_run(cfg: Config, wd, cache_root: Path) -> Run:
     """A PairTask over ``WikiData``'s training split (pairs redrawn every epoch)."""
-    store = TokenStore.from_lists(wd.train_ids)
     labels = np.asarray(wd.train_labels, dtype=np.int64)
     seed = cfg.train.seed
 
     def pairs_for_epoch(epoch: int) -> np.ndarray:
         return wd.positive_pair_indices(epoch, seed)[:, :2]
 
+    if cfg.model.kind == "hf":
+        module, store, collate, wrap = _hf_parts(cfg, cache_root, wd.train_sentences)
+        task = PairTask(store, labels, pairs_for_epoch, collate, cfg.train.batch_size, seed)
+        return Run(module, task, True, wrap)
+    store = TokenStore.from_lists(wd.train_ids)
     task = PairTask(store, labels, pairs_for_epoch, _collate(cfg, wd.vocab), cfg.train.batch_size, seed)
     return _word_run(cfg, wd.vocab, task, pair_data=True)
 
@@ -135,7 +179,7 @@ def _wiki_run(cfg: Config, out: Path, cache_root: Path) -> Run:
                    progress=cfg.train.progress)
     wd = load_wiki(wiki_dir, min_count=cfg.data.min_count, seed=cfg.data.seed, lower=cfg.model.lower,
                    cache_dir=cache_root / "wiki_tokens")
-    return _pair_run(cfg, wd)
+    return _pair_run(cfg, wd, cache_root)
 
 
 def _synthetic_run(cfg: Config, cache_root: Path) -> Run:
@@ -146,4 +190,4 @@ def _synthetic_run(cfg: Config, cache_root: Path) -> Run:
     sentences, labels = latent_class_corpus(d.num_classes, d.sentences_per_class, d.vocab_size,
                                             (d.min_length, d.max_length), seed=d.seed)
     wd = WikiData.from_sentences(sentences, labels, min_count=d.min_count, seed=d.seed, lower=cfg.model.lower)
-    return _pair_run(cfg, wd)
+    return _pair_run(cfg, wd, cache_root)
