@@ -14,6 +14,11 @@ Exact resume: the batch of every step is a pure function of (seed, step) (``task
 negatives sampler draws from a ``torch.Generator`` whose state is checkpointed per process, and
 Adam's moments and the global RNG states are restored by ``accelerator.load_state``. An
 interrupted-and-resumed run therefore ends with the same weights as an uninterrupted one.
+
+Mixed precision: ``train.mixed_precision: bf16`` runs the encoders under accelerate's autocast (CPU
+autocast on a CPU); the loss itself is computed in float32 (``objectives.float32_loss``). ``fp16``
+needs a GPU: on a CPU accelerate would silently train in float32 (no autocast, no scaler), so it
+is an error here that says to use bf16.
 """
 
 from __future__ import annotations
@@ -108,8 +113,8 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
     """Train per ``cfg``; returns the run folder. ``on_step(step, loss)`` is called after each step
     (tests use it to interrupt a run). With ``resume`` the newest checkpoint in ``cfg.out_dir`` is
     loaded and the run continues from its step (an error when there is none)."""
-    from accelerate import Accelerator
-    from accelerate.utils import DistributedDataParallelKwargs, set_seed
+    from accelerate import Accelerator, PartialState
+    from accelerate.utils import DistributedDataParallelKwargs, parse_flag_from_env, set_seed
 
     out = Path(cfg.out_dir)
     trackers = list(cfg.train.trackers)
@@ -117,6 +122,9 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
     if cfg.model.kind == "hf":
         # AutoModel's pooler is not used by mean pooling: DDP must expect parameters without grads.
         handlers.append(DistributedDataParallelKwargs(find_unused_parameters=True))
+    # Checked before the Accelerator exists: its process-wide state would keep the bad setting.
+    check_mixed_precision(cfg.train.mixed_precision,
+                          PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU")).device)
     accelerator = Accelerator(
         mixed_precision=cfg.train.mixed_precision,
         log_with="tensorboard" if "tensorboard" in trackers else None,
@@ -237,6 +245,13 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
         accelerator.end_training()
     accelerator.wait_for_everyone()
     return out
+
+
+def check_mixed_precision(mode: str, device: torch.device) -> None:
+    """fp16 on a CPU is an error: accelerate would run it as float32 without saying so."""
+    if mode == "fp16" and torch.device(device).type == "cpu":
+        raise ValueError("train.mixed_precision=fp16 needs a GPU; on a CPU accelerate trains in float32 "
+                         "without autocast. Use train.mixed_precision=bf16 (CPU autocast) or 'no'.")
 
 
 def accelerator_to(batch, device):

@@ -9,6 +9,14 @@
 
 Config values of ``objective.options`` that are mappings with a ``schedule`` key become
 ``qt_hard.schedules`` objects, driven by ``set_progress(step / total)``.
+
+Mixed precision: the encoders run under the caller's autocast (bf16 on the CPU), but the loss is
+always computed in float32 with autocast off: the embeddings are cast up and the score matmul,
+the weights and the logsumexp over candidates all run in float32 (under CPU bf16 autocast the
+matmul and ``logsumexp`` would otherwise run in bf16, 8 bits of mantissa).
+
+A transformer (model.kind "hf") has no f/g pair: on ordered sentences the one encoder serves as
+both f and g (scores z_i . z_j, symmetric), as ``tasks.two_views`` does for every non-QT model.
 """
 
 from __future__ import annotations
@@ -52,10 +60,19 @@ class Objective:
         self.loss.set_progress(progress)
 
     def __call__(self, module: torch.nn.Module, batch: dict, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Scalar float32 loss of one batch (encoders under the caller's autocast, loss in float32)."""
         self.loss.generator = generator
         if self.pair_data:
             z1 = single_view(module, batch["a"])
             z2 = single_view(module, batch["b"])
-            return self.loss(z1, z2, labels=batch.get("labels"))
+            with float32_loss(z1):
+                return self.loss(z1.float(), z2.float(), labels=batch.get("labels"))
         f_emb, g_emb = two_views(module, batch["x"])
-        return self.loss(f_emb, g_emb, doc_ids=batch["doc_ids"])
+        with float32_loss(f_emb):
+            return self.loss(f_emb.float(), g_emb.float(), doc_ids=batch["doc_ids"])
+
+
+def float32_loss(like: torch.Tensor):
+    """Context that turns autocast off on ``like``'s device, so the loss core (score matmul,
+    weights, logsumexp over candidates) runs in the float32 of its inputs."""
+    return torch.autocast(device_type=like.device.type, enabled=False)
