@@ -75,7 +75,7 @@ def test_yaml_and_dotted_overrides(tmp_path):
     assert cfg.objective.options == {"beta": 1.0, "tau_plus": 0.1}
 
 
-@pytest.mark.parametrize("name", ["qt_books", "qt_books_smoke", "bow_wiki", "bow_wiki_smoke"])
+@pytest.mark.parametrize("name", ["qt_books", "qt_books_smoke", "bow_wiki", "bow_wiki_smoke", "hf_wiki_smoke"])
 def test_shipped_configs_load(name):
     root = os.path.join(os.path.dirname(__file__), "..", "configs", f"{name}.yaml")
     cfg = load_config(root)
@@ -100,6 +100,24 @@ def test_end_to_end_lowers_loss_and_saves_loadable_model(tmp_path):
     # Same sentences in another order and batch size give the same rows.
     again = enc.encode(["", "Ba bo bix.", "Za zo zum zix bum."], batch_size=3)
     np.testing.assert_allclose(again[[1, 2, 0]], vecs, rtol=1e-5, atol=1e-6)
+
+
+def test_every_quick_thoughts_parameter_gets_a_gradient_through_hard_clipped_negatives(tmp_path):
+    # Issue 3 asked whether the smoke loss barely moved because of a detach or of tiny gradients
+    # under clip + hard weights: f's and g's embeddings and GRUs must all get finite, non-zero
+    # gradients from the objective (and the weights themselves are differentiated, detach=False).
+    from qt_hard.training.objectives import Objective
+    from qt_hard.training.setup import build_run
+
+    cfg = config_from_dict(qt_config(tmp_path))
+    torch.manual_seed(0)
+    run = build_run(cfg, tmp_path / "run")
+    loss = Objective(cfg.objective, pair_data=False)(run.module, run.task.local_batch(0, 0, 1))
+    loss.backward()
+    for name, p in run.module.named_parameters():
+        assert p.grad is not None and torch.isfinite(p.grad).all(), name
+        assert p.grad.abs().max() > 1e-6, name
+    assert {n.split(".")[0] for n, _ in run.module.named_parameters()} == {"f", "g"}
 
 
 def test_bow_on_synthetic_pairs_with_k_and_collision_free(tmp_path):

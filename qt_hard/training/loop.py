@@ -6,7 +6,8 @@ Layout of a run folder ``OUT``::
     config.yaml              the resolved config (after overrides)
     checkpoints/step_XXXXXXX/ accelerator.save_state (model, optimizer, RNG of every process)
                               + trainer_state_<rank>.pt (step, negatives-sampler generator)
-    metrics.csv              step, epoch, loss, lr, sentences_per_s (the CSV tracker)
+    metrics.csv              step, epoch, loss (mean over the steps since the previous row),
+                             grad_norm (before clipping, same window), lr, sentences_per_s (CSV tracker)
     logs/                    TensorBoard
     final/                   the saved encoder (qt_hard.load_encoder)
 
@@ -91,7 +92,7 @@ def _flat_hparams(tree: dict, prefix: str = "") -> dict:
 class CSVTracker:
     """Append-only metrics.csv; on resume, rows after the resumed step are dropped first."""
 
-    FIELDS = ["step", "epoch", "loss", "lr", "sentences_per_s", "elapsed_s"]
+    FIELDS = ["step", "epoch", "loss", "grad_norm", "lr", "sentences_per_s", "elapsed_s"]
 
     def __init__(self, path: Path, resume_step: int):
         self.path = path
@@ -193,6 +194,7 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
     sentences_per_step = cfg.train.batch_size * task.sentences_per_row
     module.train()
     t_start, t_window, window_steps = time.perf_counter(), time.perf_counter(), 0
+    window_loss, window_grad = 0.0, 0.0
     interrupted = False
     try:
         while step < total:
@@ -201,24 +203,33 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
             with accelerator.autocast():
                 loss = objective(module, batch, generator)
             accelerator.backward(loss)
+            grad_norm = None
             if cfg.train.grad_clip:
-                accelerator.clip_grad_norm_(module.parameters(), cfg.train.grad_clip)
+                grad_norm = float(accelerator.clip_grad_norm_(module.parameters(), cfg.train.grad_clip))
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             step += 1
             window_steps += 1
             loss_value = float(loss.detach())
+            window_loss += loss_value
+            window_grad += grad_norm if grad_norm is not None else 0.0
             bar.update(1)
             if step % max(1, cfg.train.log_every) == 0 or step == total:
                 now = time.perf_counter()
                 speed = sentences_per_step * window_steps / max(now - t_window, 1e-9)
-                t_window, window_steps = now, 0
-                row = {"step": step, "epoch": round(step / steps_per_epoch, 4), "loss": loss_value,
-                       "lr": cfg.train.lr, "sentences_per_s": round(speed, 1),
+                # One batch's loss swings by +-0.2 on real text: log the window's mean.
+                mean_loss = window_loss / window_steps
+                mean_grad = window_grad / window_steps if grad_norm is not None else ""
+                t_window, window_steps, window_loss, window_grad = now, 0, 0.0, 0.0
+                row = {"step": step, "epoch": round(step / steps_per_epoch, 4), "loss": mean_loss,
+                       "grad_norm": mean_grad, "lr": cfg.train.lr, "sentences_per_s": round(speed, 1),
                        "elapsed_s": round(now - t_start, 2)}
-                bar.set_postfix(loss=f"{loss_value:.4f}", sent_s=f"{speed:.0f}")
+                bar.set_postfix(loss=f"{mean_loss:.4f}", sent_s=f"{speed:.0f}")
                 if "tensorboard" in trackers:
-                    accelerator.log({"loss": loss_value, "sentences_per_s": speed}, step=step)
+                    logged = {"loss": mean_loss, "sentences_per_s": speed}
+                    if grad_norm is not None:
+                        logged["grad_norm"] = mean_grad
+                    accelerator.log(logged, step=step)
                 if csv_tracker is not None:
                     csv_tracker.log(row)
             if on_step is not None:
