@@ -116,8 +116,9 @@ def tilted_log_mean_exp(s: torch.Tensor, keep: torch.Tensor | None = None, gamma
     """
     if s.dim() != 2:
         raise ValueError(f"logits must be (anchors, candidates), got shape {tuple(s.shape)}")
-    # The tilt as the table's dtype will see it (a tiny beta is 0 in float32: then it is uniform).
-    gamma = float(torch.tensor(float(gamma), dtype=s.dtype))
+    gamma = float(gamma)
+    if abs(gamma) < torch.finfo(s.dtype).tiny:  # would round to 0 in the table's dtype: 0 * -inf is NaN
+        gamma = 0.0
     if gamma_grad is None:
         gamma_grad = gamma
     if count is None and gamma == 0 and dense is None:

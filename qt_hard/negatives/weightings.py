@@ -173,11 +173,15 @@ class RingWeighting(Weighting):
         # The slice [lo, hi) of the candidates sorted from farthest to closest, as value thresholds:
         # keep v_lo <= s <= v_hi with v_lo / v_hi the lo-th / (hi-1)-th smallest. (Exact ties at a
         # boundary are all kept, where a sort would keep an arbitrary one of them.)
-        counted = n > 0
         ranks = torch.stack([lo, hi - 1], dim=1).clamp_min(0)
-        ranks = torch.where(counted[:, None], ranks, torch.zeros_like(ranks))
         s = scores.neg.detach()
-        bounds = row_order_statistics(s, mask | ~counted[:, None], ranks)
+        empty = n == 0
+        if bool(empty.any()):  # rows without candidates: any entry will do, nothing is kept there
+            ranks = ranks.masked_fill(empty[:, None], 0)
+            mask_for_bounds = mask | empty[:, None]
+        else:
+            mask_for_bounds = mask
+        bounds = row_order_statistics(s, mask_for_bounds, ranks)
         keep = mask & (s >= bounds[:, :1]) & (s <= bounds[:, 1:])
         return LogWeights(keep=keep)
 
