@@ -60,12 +60,17 @@ class _TiltedLogMeanExp(torch.autograd.Function):
                 ctx.save_for_backward(e1, s1, e0, s0)
                 ctx.mode = "tilt"
         else:
-            lw = s * gamma if gamma != 0 else torch.zeros_like(s)
-            if dense is not None:
-                lw = lw + dense
+            # One buffer each for the two log-sum-exps, updated in place (tables of B x candidates are
+            # large; fresh ones cost page faults as much as arithmetic).
+            if gamma != 0:
+                lw = s * gamma
+                if dense is not None:
+                    lw.add_(dense)
+            else:
+                lw = dense.detach().clone() if dense is not None else torch.zeros_like(s)
             if keep is not None:
-                lw = lw.masked_fill(~keep, NEG_INF)
-            e1, m1, s1 = _stable_exp(lw + s)
+                lw.masked_fill_(~keep, NEG_INF)
+            e1, m1, s1 = _stable_exp(torch.add(lw, s))
             e0, m0, s0 = _stable_exp(lw)
             out = (m1 + s1.clamp_min(tiny).log()) - (m0 + s0.clamp_min(tiny).log())
             ctx.save_for_backward(e1, s1, e0, s0)

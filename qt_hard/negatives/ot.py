@@ -71,9 +71,16 @@ def sinkhorn_log_coupling(log_kernel: torch.Tensor, iters: int = 20) -> torch.Te
     with torch.no_grad():
         log_kernel = log_kernel.detach()
         rows_ok, cols_ok, log_a, log_b = _marginals(log_kernel)
-        f = _row_step(log_kernel, log_kernel.new_zeros(log_kernel.shape[1]), rows_ok, log_a)
-        g = _col_step(log_kernel, f, cols_ok, log_b)
-        kernel = (log_kernel + f[:, None]).add_(g[None, :]).exp_()
+        f = torch.where(rows_ok, log_a - torch.logsumexp(log_kernel, dim=1), 0.0)
+        # The first column step and the exp-domain kernel share one buffer: with t = log K + f and
+        # m_j its column max, e^{t - m} gives the column sums S_j, g_j = log b - m_j - log S_j, and
+        # K~ = e^{t - m} * e^{m + g} column-wise.
+        kernel = log_kernel + f[:, None]
+        m = kernel.amax(dim=0)
+        m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+        kernel.sub_(m[None, :]).exp_()
+        g = torch.where(cols_ok, log_b - m - kernel.sum(dim=0).log(), 0.0)
+        kernel.mul_(torch.exp(m + g)[None, :])
         a, b = math.exp(log_a), math.exp(log_b)
         # Absorb beyond e^T: products u_i v_j then stay below e^{2T}, far inside the float range.
         limit = 0.25 * math.log(torch.finfo(kernel.dtype).max)

@@ -20,6 +20,7 @@ import torch
 from .sampler import count_rows
 
 _SORT_BELOW = 128  # narrow rows: a plain sort is as cheap as the bookkeeping
+_BLOCK = 1 << 21
 
 
 def _by_sort(s: torch.Tensor, mask: torch.Tensor, ranks: torch.Tensor) -> torch.Tensor:
@@ -48,13 +49,24 @@ def row_order_statistics(s: torch.Tensor, mask: torch.Tensor, ranks: torch.Tenso
         return s.new_empty(ranks.shape)
     if c < _SORT_BELOW:
         return _by_sort(s, mask, ranks)
+    # Row blocks of ~2M entries: the temporaries (an int64 bucket table above all) stay small enough to
+    # be reused from the heap, where whole-table ones are fresh pages, zeroed by the OS, every call.
+    block = max(1, _BLOCK // c)
+    if a > block:
+        return torch.cat([_bucketed(s[i:i + block], mask[i:i + block], ranks[i:i + block], bins)
+                          for i in range(0, a, block)])
+    return _bucketed(s, mask, ranks, bins)
+
+
+def _bucketed(s: torch.Tensor, mask: torch.Tensor, ranks: torch.Tensor, bins: int) -> torch.Tensor:
+    a, c = s.shape
     s = s.detach()
     # 1. Buckets between the row's min and max over all entries (a superset of the allowed ones).
     lo = s.amin(dim=1, keepdim=True)
     width = s.amax(dim=1, keepdim=True) - lo
     width = torch.where(width > 0, width, torch.ones_like(width))
     # (bins - 1/2) keeps the row max inside the last bucket without a clamp pass.
-    bucket = ((s - lo) * ((bins - 0.5) / width)).to(torch.int64)
+    bucket = (s - lo).mul_((bins - 0.5) / width).to(torch.int64)
     # 2. Histogram of the allowed entries; the wanted rank's bucket and the allowed count below it.
     cdtype = torch.int16 if c < 2**15 else torch.int32
     hist = torch.zeros(a, bins, dtype=cdtype, device=s.device)
