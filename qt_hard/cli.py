@@ -35,7 +35,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    # argparse stops filling a nargs="*" positional at the first option, so "train CFG --out D k=v"
+    # would leave k=v unrecognized; subcommands that take overrides collect such leftovers.
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        stray = [x for x in extra if x.startswith("-") or "=" not in x]
+        if stray or not hasattr(args, "overrides"):
+            parser.error(f"unrecognized arguments: {' '.join(stray or extra)}")
+        args.overrides = list(args.overrides) + extra
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

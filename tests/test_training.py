@@ -226,3 +226,18 @@ def test_cli_train_registers_and_runs(tmp_path):
     assert (tmp_path / "cli" / "final" / "encoder.json").is_file()
     with pytest.raises(ConfigError, match="train.stepz"):
         main(["train", str(cfg_file), "train.stepz=2"])
+
+
+def test_cli_overrides_may_follow_options(tmp_path, capsys):
+    """`qt-hard train CFG --out DIR key=value`: overrides after an option still apply; a stray word
+    that is not key=value is an error naming it."""
+    from qt_hard.cli import main
+
+    cfg_file = tmp_path / "c.yaml"
+    cfg_file.write_text(yaml.safe_dump(qt_config(tmp_path, steps=3)))
+    out = tmp_path / "after"
+    assert main(["train", str(cfg_file), "--out", str(out), "train.steps=1"]) == 0
+    assert yaml.safe_load((out / "config.yaml").read_text())["train"]["steps"] == 1
+    with pytest.raises(SystemExit):
+        main(["train", str(cfg_file), "--out", str(out), "bogus"])
+    assert "unrecognized arguments: bogus" in capsys.readouterr().err
