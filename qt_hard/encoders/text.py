@@ -13,7 +13,6 @@ Saved-model layout (``OUT/final/``)::
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from dataclasses import asdict, fields
@@ -28,26 +27,13 @@ from qt_hard.encoders.bow import BagOfWordsEncoder
 from qt_hard.encoders.config import ModelConfig
 from qt_hard.encoders.quick_thoughts import QuickThoughtsEncoder
 from qt_hard.encoders.transformer import TransformerEncoder
+from qt_hard.threads import torch_threads
 
 FORMAT = "qt-hard-encoder"
 VERSION = 1
 
 # Torch threads of SentenceEncoder.encode on the CPU: QT_HARD_ENCODE_THREADS, else torch's setting.
 DEFAULT_ENCODE_THREADS = int(os.environ.get("QT_HARD_ENCODE_THREADS", "0") or 0) or None
-
-
-@contextlib.contextmanager
-def _torch_threads(n: int | None):
-    """Run the block with ``torch.set_num_threads(n)``, restoring the old count (None: as is)."""
-    if not n:
-        yield
-        return
-    old = torch.get_num_threads()
-    torch.set_num_threads(max(1, int(n)))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
 
 
 class WordFeaturizer:
@@ -175,7 +161,7 @@ class SentenceEncoder:
         was_training = self.module.training
         self.module.eval()
         try:
-            with _torch_threads(num_threads if device.type == "cpu" else None), torch.inference_mode():
+            with torch_threads(num_threads if device.type == "cpu" else None), torch.inference_mode():
                 for start in starts:
                     rows = order[start : start + batch_size]
                     batch = {k: v.to(device) for k, v in self.featurizer.collate([ids[i] for i in rows]).items()}

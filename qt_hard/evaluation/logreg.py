@@ -29,11 +29,12 @@ weights (d + 1, F, H) with H = 1 for K = 2 and H = K otherwise (last row is the 
 
 from __future__ import annotations
 
-import contextlib
 import os
 
 import numpy as np
 import torch
+
+from qt_hard.threads import torch_threads
 
 __all__ = ["BatchedLogReg", "fit_logreg", "predict_logreg", "torch_threads"]
 
@@ -41,20 +42,6 @@ __all__ = ["BatchedLogReg", "fit_logreg", "predict_logreg", "torch_threads"]
 # machine extra torch threads that wait on busy cores slow the solve down many times over (and a
 # fixed thread count keeps results bit-for-bit reproducible). QT_HARD_EVAL_THREADS overrides.
 DEFAULT_THREADS = int(os.environ.get("QT_HARD_EVAL_THREADS", "1"))
-
-
-@contextlib.contextmanager
-def torch_threads(n: int | None):
-    """Run the block with ``torch.set_num_threads(n)`` (``None``: leave as is)."""
-    if n is None:
-        yield
-        return
-    old = torch.get_num_threads()
-    torch.set_num_threads(max(1, int(n)))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
 
 
 def _as_tensor(a, dtype=torch.float64) -> torch.Tensor:
