@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .distributed import gather
+from .distributed import gather, world
 
 
 @dataclass
@@ -158,18 +158,19 @@ def two_view_scores(z1: torch.Tensor, z2: torch.Tensor, *, temperature: float = 
     if z1.shape != z2.shape:
         raise ValueError(f"z1 and z2 must have the same shape, got {tuple(z1.shape)} and {tuple(z2.shape)}")
     scale = _check_temperature(temperature)
-    if normalize:
-        z1, z2 = F.normalize(z1, dim=1), F.normalize(z2, dim=1)
     b = z1.shape[0]
+    anchors = torch.cat([z1, z2], dim=0)  # (2b, d): z1 then z2
+    if normalize:
+        anchors = F.normalize(anchors, dim=1)
+    z1, z2 = anchors[:b], anchors[b:]
     labels = _labels(labels, b, z1.device)
-    if gather_candidates:
+    if gather_candidates and world()[1] > 1:
         all1, offset = gather(z1)
         all2, _ = gather(z2)
+        cands = torch.cat([all1, all2], dim=0)
     else:
-        all1, all2, offset = z1, z2, 0
-    B = all1.shape[0]
-    anchors = torch.cat([z1, z2], dim=0)
-    cands = torch.cat([all1, all2], dim=0)
+        cands, offset = anchors, 0  # one process: the candidates are the anchors
+    B = cands.shape[0] // 2
     neg = (anchors * scale) @ cands.T  # (2b, 2B); scaling the (2b, d) side saves two (2b, 2B) passes
 
     local = torch.arange(b, device=z1.device) + offset
