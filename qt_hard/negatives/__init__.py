@@ -21,13 +21,13 @@ from .sampler import count_rows, sample_k_indices, sample_k_negatives
 from .scores import ContrastScores, context_scores, one_directional_scores, two_view_scores
 from .strategy import NAMES, NegativeStrategy, make_strategy
 from .weightings import (HardWeighting, LogWeights, OTWeighting, RingWeighting, SameLabelMask, ThresholdWeighting,
-                         UniformWeighting, Weighting, rescale_scores)
+                         UniformWeighting, Weighting, clip_bound)
 
 __all__ = [
     "ContrastScores", "two_view_scores", "one_directional_scores", "context_scores",
     "sample_k_negatives", "sample_k_indices", "count_rows", "tilted_log_mean_exp", "LogWeights",
     "Weighting", "UniformWeighting", "HardWeighting",
-    "RingWeighting", "SameLabelMask", "ThresholdWeighting", "OTWeighting", "rescale_scores",
+    "RingWeighting", "SameLabelMask", "ThresholdWeighting", "OTWeighting", "clip_bound",
     "PlainEstimator", "DebiasedEstimator", "NegativeStrategy", "make_strategy", "NAMES",
     "EmbeddingQueue", "gather", "world",
 ]

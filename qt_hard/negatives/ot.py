@@ -33,14 +33,6 @@ def _marginals(log_kernel: torch.Tensor):
     return rows_ok, cols_ok, log_a, log_b
 
 
-def _row_step(log_kernel, g, rows_ok, log_a):
-    return torch.where(rows_ok, log_a - torch.logsumexp(log_kernel + g[None, :], dim=1), 0.0)
-
-
-def _col_step(log_kernel, f, cols_ok, log_b):
-    return torch.where(cols_ok, log_b - torch.logsumexp(log_kernel + f[:, None], dim=0), 0.0)
-
-
 def sinkhorn_log_domain(log_kernel: torch.Tensor, iters: int = 20) -> torch.Tensor:
     """The reference solver: every iteration in the log domain (see :func:`sinkhorn_log_coupling`)."""
     with torch.no_grad():
@@ -49,8 +41,8 @@ def sinkhorn_log_domain(log_kernel: torch.Tensor, iters: int = 20) -> torch.Tens
         f = log_kernel.new_zeros(log_kernel.shape[0])
         g = log_kernel.new_zeros(log_kernel.shape[1])
         for _ in range(iters):
-            f = _row_step(log_kernel, g, rows_ok, log_a)
-            g = _col_step(log_kernel, f, cols_ok, log_b)
+            f = torch.where(rows_ok, log_a - torch.logsumexp(log_kernel + g[None, :], dim=1), 0.0)
+            g = torch.where(cols_ok, log_b - torch.logsumexp(log_kernel + f[:, None], dim=0), 0.0)
         return f[:, None] + log_kernel + g[None, :]
 
 

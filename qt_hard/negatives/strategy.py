@@ -91,12 +91,6 @@ class NegativeStrategy:
             total = total + w.weigh(scores, mask, self.progress)
         return total
 
-    def log_weights(self, scores: ContrastScores, mask: torch.Tensor) -> torch.Tensor | None:
-        """(A, C) dense log-weights of the negatives, or None for uniform weights over ``mask``."""
-        if not self.weightings:
-            return None
-        return self.weigh(scores, mask).materialize(scores.neg, mask)
-
     def per_anchor(self, scores: ContrastScores, generator: torch.Generator | None = None):
         """Per-anchor losses (A,) and which anchors count (A,) bool (those with a positive)."""
         mask = self._allowed(scores)
@@ -111,10 +105,10 @@ class NegativeStrategy:
         if neg.dtype in (torch.float16, torch.bfloat16):  # log-sum-exps over candidates need float32
             neg, pos = neg.float(), pos.float()
         lw = self.weigh(scores, mask)
-        keep = mask if lw.keep is None else mask & lw.keep
-        n_support = count_rows(keep) if lw.keep is not None else n_cand
-        if self.k is not None and lw.keep is None:
-            keep = None  # every drawn column is allowed
+        # After the sampler every drawn column is allowed: only the weightings' support remains.
+        base = mask if self.k is None else None
+        keep = lw.keep if base is None else base if lw.keep is None else base & lw.keep
+        n_support = n_cand if lw.keep is None else count_rows(keep)
         log_e = tilted_log_mean_exp(neg, keep, lw.gamma, lw.gamma_grad, lw.dense, n_support)
         empty = n_support == 0
         log_e = torch.where(empty, torch.zeros_like(log_e), log_e)  # keep NaN out of empty rows

@@ -94,22 +94,17 @@ class Weighting:
 
 
 def clip_bound(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """``max(|max s|, |min s|)`` over the allowed candidates (0-dim, detached; global under
-    torch.distributed), the denominator of :func:`rescale_scores`."""
+    """The clipping trick of HCL Fig. 14 / App. D.2, D.3 rescales the scores by
+    ``2 / max(|max s|, |min s|)`` over the batch's allowed candidates, mapping them into [-2, 2] before
+    they enter the weights (unnormalized embeddings: Quick-Thoughts, bag-of-words, InfoGraph). This
+    is that bound (0-dim). We follow the paper's ``+2q``; the official graph code has ``-2q``, which
+    would favour *easy* negatives."""
+    # A batch statistic: treated as a constant (detached) and, under torch.distributed, taken over the
+    # global batch so that N processes rescale exactly as one process would.
     bound = scores.detach().masked_fill(~mask, 0.0).abs().amax()
     if world()[1] > 1:
         torch.distributed.all_reduce(bound, op=torch.distributed.ReduceOp.MAX)
     return bound.clamp_min(torch.finfo(scores.dtype).tiny)
-
-
-def rescale_scores(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """The clipping trick of HCL Fig. 14 / App. D.2, D.3: ``2 * s / max(|max s|, |min s|)`` over the
-    batch's allowed candidates, which maps the scores into [-2, 2] before they enter the weights
-    (for unnormalized embeddings: Quick-Thoughts, bag-of-words, InfoGraph). We follow the paper's
-    ``+2q``; the official graph code has ``-2q``, which would favour *easy* negatives."""
-    # The bound is a batch statistic: treated as a constant (detached) and, under torch.distributed,
-    # taken over the global batch so that N processes rescale exactly as one process would.
-    return 2.0 * scores / clip_bound(scores, mask)
 
 
 class UniformWeighting(Weighting):
