@@ -29,18 +29,8 @@ from torch import nn
 from .negatives.scores import context_scores, one_directional_scores, two_view_scores
 from .negatives.strategy import NegativeStrategy, make_strategy
 
-# Keyword options that configure the strategy (everything else is an error, named).
-_STRATEGY_OPTIONS = {
-    "k", "collision_free", "include_positive", "count", "tau_plus", "floor", "beta", "clip", "detach",
-    "lower", "upper", "hardening", "tau", "epsilon", "cost", "kappa", "sinkhorn_iters", "marginals",
-}
-
-
 def _strategy(negatives, k, include_positive, options) -> NegativeStrategy:
-    unknown = set(options) - _STRATEGY_OPTIONS
-    if unknown:
-        raise TypeError(f"unknown option(s) {', '.join(sorted(unknown))}; "
-                        f"valid: {', '.join(sorted(_STRATEGY_OPTIONS))}")
+    # make_strategy checks the options: unknown ones and those the strategy does not read are errors.
     if isinstance(negatives, NegativeStrategy):
         if options or k is not None or include_positive is not True:
             raise ValueError("pass options either to the NegativeStrategy or here, not both")
@@ -97,7 +87,7 @@ def context_loss(f_emb: torch.Tensor, g_emb: torch.Tensor, negatives="uniform", 
 def ranking_loss(anchors: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor | None = None,
                  strategy="uniform", *, temperature: float = 0.05, k: int | None = None, labels=None,
                  normalize: bool = True, include_positive: bool = True, gather: bool = True,
-                 extra_candidates: torch.Tensor | None = None, in_batch: bool = True,
+                 extra_candidates: torch.Tensor | None = None, extra_labels=None, in_batch: bool = True,
                  generator: torch.Generator | None = None, **options) -> torch.Tensor:
     """Anchors against all positives and explicit negatives of the batch (MNRL layout).
 
@@ -106,13 +96,16 @@ def ranking_loss(anchors: torch.Tensor, positives: torch.Tensor, negatives: torc
         strategy: negatives strategy name or object (as ``negatives`` in :func:`contrastive_loss`).
         temperature: 1 / scale (sentence-transformers' default scale 20 is temperature 0.05).
         extra_candidates: optional (M, d) shared candidates (e.g. :class:`EmbeddingQueue`).
+        extra_labels: (M,) their class labels, -1 for unknown (``EmbeddingQueue.labels()``); needed
+            with ``labels``.
         in_batch: False uses only ``extra_candidates`` as negatives (MoCo).
         Other arguments as :func:`contrastive_loss`.
     """
     strat = _strategy(strategy, k, include_positive, options)
     scores = one_directional_scores(anchors, positives, negatives, temperature=temperature, labels=labels,
                                     normalize=normalize, gather_candidates=gather,
-                                    extra_candidates=extra_candidates, in_batch=in_batch)
+                                    extra_candidates=extra_candidates, extra_labels=extra_labels,
+                                    in_batch=in_batch)
     return strat(scores, generator)
 
 
@@ -170,8 +163,9 @@ class RankingLoss(_StrategyLoss):
         self.temperature, self.normalize, self.gather = temperature, normalize, gather
 
     def forward(self, anchors, positives, negatives=None, labels=None, extra_candidates=None,
-                in_batch: bool = True) -> torch.Tensor:
+                in_batch: bool = True, extra_labels=None) -> torch.Tensor:
         scores = one_directional_scores(anchors, positives, negatives, temperature=self.temperature,
                                         labels=labels, normalize=self.normalize, gather_candidates=self.gather,
-                                        extra_candidates=extra_candidates, in_batch=in_batch)
+                                        extra_candidates=extra_candidates, extra_labels=extra_labels,
+                                        in_batch=in_batch)
         return self.strategy(scores, self.generator)

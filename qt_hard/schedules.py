@@ -13,7 +13,9 @@ changes: 4}``, turned into an object by :func:`make_schedule`.
   annealing policies": w_u from 100% to 10% linearly over the first epochs, then constant; the step
   policy moves in equal jumps). Usable for any parameter.
 * :class:`HSCLThreshold`: H-SCL(tau), Jiang et al. (2022) eq. 4: ``l = start + (epoch - 1)/(E - 1)
-  (end - start)`` and ``tau = exp(l / t)``, with the epoch fraction (epoch-1)/(E-1) read as p.
+  (end - start)``, with the epoch fraction (epoch-1)/(E-1) read as p. Their ``tau = exp(l / gamma)``
+  uses the loss's own temperature gamma, so the schedule yields the level ``l`` and the threshold
+  weighting (``level=``) applies it at the temperature of the scores: ``e^s >= e^{l/t}``, cos >= l.
 """
 
 from __future__ import annotations
@@ -84,16 +86,18 @@ class BetaAnnealing(Schedule):
 
 
 class HSCLThreshold(Schedule):
-    """H-SCL(tau) threshold, Jiang et al. (2022) eq. 4: ``tau = exp((start + p (end - start)) / t)``."""
+    """The level of H-SCL(tau), Jiang et al. (2022) eq. 4: ``l = start + p (end - start)``.
 
-    def __init__(self, start: float = -0.5, end: float = 0.0, temperature: float = 0.5):
-        if not temperature > 0:
-            raise ValueError(f"temperature must be > 0, got {temperature}")
-        self.start, self.end, self.temperature = start, end, temperature
+    Pass it as ``level`` (not ``tau``) of the threshold negatives: their ``tau = e^{l / gamma}`` ties the
+    threshold to the loss's temperature gamma, which the weighting takes from the scores, so the cut is
+    ``cos >= l`` whatever the temperature (a temperature of its own here would make it ``cos >= l t'/t``).
+    """
+
+    def __init__(self, start: float = -0.5, end: float = 0.0):
+        self.start, self.end = start, end
 
     def __call__(self, progress):
-        level = self.start + _clip01(progress) * (self.end - self.start)
-        return math.exp(level / self.temperature)
+        return self.start + _clip01(progress) * (self.end - self.start)
 
 
 _SCHEDULES = {"linear": Linear, "step": Step, "beta_anneal": BetaAnnealing, "hscl_threshold": HSCLThreshold}

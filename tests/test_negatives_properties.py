@@ -10,6 +10,7 @@ from scipy.stats import chisquare
 from qt_hard.losses import ContrastiveLoss, contrastive_loss
 from qt_hard.negatives import (HardWeighting, NegativeStrategy, OTWeighting, Weighting, make_strategy,
                                sample_k_negatives, two_view_scores)
+from qt_hard.negatives.strategy import options_read
 from qt_hard.schedules import BetaAnnealing, HSCLThreshold, Linear, Step, make_schedule
 
 
@@ -176,8 +177,10 @@ def test_finite_loss_and_gradients(b, d, norm, t, beta, tau_plus, normalize, nam
     z1 = (z1 / z1.norm(dim=1, keepdim=True).clamp_min(1e-6) * norm).requires_grad_()
     z2 = (torch.randn(b, d, generator=g) * norm).requires_grad_()
     labels = torch.arange(b) % 2
-    loss = contrastive_loss(z1, z2, name, temperature=t, beta=beta, tau_plus=tau_plus, normalize=normalize,
-                            floor=floor, clip=clip, labels=labels, lower=20, upper=90, epsilon=0.5)
+    opts = dict(beta=beta, tau_plus=tau_plus, floor=floor, clip=clip, lower=20, upper=90, epsilon=0.5,
+                hardening="exp")
+    opts = {key: v for key, v in opts.items() if key in options_read(name, opts)}  # others are errors
+    loss = contrastive_loss(z1, z2, name, temperature=t, normalize=normalize, labels=labels, **opts)
     assert torch.isfinite(loss)
     loss.backward()
     assert torch.isfinite(z1.grad).all() and torch.isfinite(z2.grad).all()
@@ -229,8 +232,8 @@ def test_ring_and_hscl_schedules():
     lin = Linear(100, 10, until=0.5)
     assert lin(0) == 100 and lin(0.25) == pytest.approx(55) and lin(0.9) == 10
     assert [Step(0, 30, steps=3)(p) for p in (0.0, 0.3, 0.6, 0.9)] == [0, 10, 20, 30]
-    th = HSCLThreshold(start=-0.5, end=0.1, temperature=0.5)
-    assert th(0) == pytest.approx(math.exp(-1.0)) and th(1) == pytest.approx(math.exp(0.2))
+    th = HSCLThreshold(start=-0.5, end=0.1)  # the level l of eq. 4
+    assert th(0) == pytest.approx(-0.5) and th(0.5) == pytest.approx(-0.2) and th(1) == pytest.approx(0.1)
     assert isinstance(make_schedule({"schedule": "beta_anneal", "beta": 1.0, "changes": 2}), BetaAnnealing)
     with pytest.raises(ValueError, match="unknown schedule"):
         make_schedule({"schedule": "cosine"})

@@ -53,6 +53,8 @@ class ContrastScores:
         cand_index: None for a full table. After :meth:`select` (the k-sampler), (A, k) the column
             of the full table each entry came from; the per-candidate attributes are then (A, k).
         n_columns: C of the full table (set by :meth:`select`).
+        full, full_allowed: after :meth:`select`, the full table and the (A, C) mask of allowed
+            candidates the columns were drawn from (OT's full coupling needs them); else None.
     """
 
     pos: torch.Tensor
@@ -69,6 +71,8 @@ class ContrastScores:
     n_columns: int | None = None
     anchor_emb: torch.Tensor | None = None
     cand_emb: torch.Tensor | None = None
+    full: "ContrastScores | None" = None
+    full_allowed: torch.Tensor | None = None
 
     def sqnorms(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(A,) and (C,) -- (A, k) after :meth:`select` -- squared norms of anchors and candidates."""
@@ -97,9 +101,10 @@ class ContrastScores:
             same = same & self.column(self.cand_label_known)
         return same
 
-    def select(self, index: torch.Tensor) -> "ContrastScores":
+    def select(self, index: torch.Tensor, allowed: torch.Tensor | None = None) -> "ContrastScores":
         """The table restricted to ``index`` (A, k) columns per anchor (the k sampled negatives): every
-        later stage then works on (A, k) instead of (A, C). All selected entries count as allowed."""
+        later stage then works on (A, k) instead of (A, C). All selected entries count as allowed.
+        ``allowed`` (A, C), the mask they were drawn from, is kept with the full table (``full``)."""
         if self.cand_index is not None:
             raise ValueError("select() applies to a full table")
         pick = lambda x: None if x is None else x[None, :].expand(index.shape[0], -1).gather(1, index)
@@ -110,6 +115,7 @@ class ContrastScores:
             cand_label_known=pick(self.cand_label_known), anchor_sqnorm=self.anchor_sqnorm,
             cand_sqnorm=pick(self.cand_sqnorm), cand_index=index, n_columns=self.neg.shape[1],
             anchor_emb=self.anchor_emb, cand_emb=self.cand_emb,
+            full=self, full_allowed=self.neg_valid if allowed is None else allowed,
         )
 
 
@@ -202,7 +208,7 @@ def one_directional_scores(anchors: torch.Tensor, positives: torch.Tensor,
                            negatives: torch.Tensor | None = None, *, temperature: float = 0.05,
                            labels=None, normalize: bool = True, gather_candidates: bool = True,
                            extra_candidates: torch.Tensor | None = None,
-                           in_batch: bool = True) -> ContrastScores:
+                           extra_labels=None, in_batch: bool = True) -> ContrastScores:
     """Anchor i against all positives and explicit negatives of the batch (MNRL layout).
 
     Args:
@@ -216,6 +222,10 @@ def one_directional_scores(anchors: torch.Tensor, positives: torch.Tensor,
         gather_candidates: under torch.distributed, candidates come from every process.
         extra_candidates: optional (M, d) further candidates shared by all anchors, e.g. a queue
             of past embeddings (MoCo; Ring Alg. 1). Used as given (no gather; detach it yourself).
+        extra_labels: (M,) class labels of ``extra_candidates``, negative for unknown (e.g.
+            :meth:`EmbeddingQueue.labels`). Required when ``labels`` are given together with extra
+            candidates: a label-aware strategy must not take a queued row of the anchor's own class
+            for a negative without a word.
         in_batch: use the batch's positives/negatives as candidates; False keeps only the extras
             (MoCo: negatives come from the queue alone).
 
@@ -258,6 +268,16 @@ def one_directional_scores(anchors: torch.Tensor, positives: torch.Tensor,
         if extra_candidates.dim() != 2 or extra_candidates.shape[1] != d:
             raise ValueError(f"extra_candidates must be (M, {d}), got {tuple(extra_candidates.shape)}")
         blocks.append(norm(extra_candidates))
+        if extra_labels is not None:
+            extra_labels = torch.as_tensor(extra_labels, device=anchors.device)
+            if extra_labels.shape != (extra_candidates.shape[0],) or extra_labels.is_floating_point():
+                raise ValueError(f"extra_labels must be ({extra_candidates.shape[0]},) integer labels, "
+                                 f"got dtype {extra_labels.dtype} shape {tuple(extra_labels.shape)}")
+        elif labels is not None:
+            raise ValueError("labels with extra_candidates need extra_labels (their classes, -1 for unknown; "
+                             "EmbeddingQueue.labels()), or label-aware negatives would keep same-class rows")
+    elif extra_labels is not None:
+        raise ValueError("extra_labels without extra_candidates")
     cands = torch.cat(blocks, dim=0)
     neg = (anchors * scale) @ cands.T
     rows = torch.arange(b, device=anchors.device)
@@ -276,6 +296,10 @@ def one_directional_scores(anchors: torch.Tensor, positives: torch.Tensor,
         cand_labels[:B] = all_labels
         known = torch.zeros(cands.shape[0], dtype=torch.bool, device=labels.device)
         known[:B] = True
+        if extra_labels is not None:
+            m = extra_labels.shape[0]
+            cand_labels[cands.shape[0] - m:] = extra_labels.to(labels.dtype)
+            known[cands.shape[0] - m:] = extra_labels >= 0
     return ContrastScores(
         pos=pos, pos_valid=torch.ones_like(pos, dtype=torch.bool), neg=neg, neg_valid=valid,
         scale=scale, anchor_labels=anchor_labels, cand_labels=cand_labels, cand_label_known=known,

@@ -98,7 +98,7 @@ class NegativeStrategy:
             n_cand = count_rows(mask)
         else:
             # Only the k drawn columns matter from here on: work on (A, k), not (A, C).
-            scores = scores.select(sample_k_indices(mask, self.k, generator))
+            scores = scores.select(sample_k_indices(mask, self.k, generator), mask)
             mask = scores.neg_valid
             n_cand = torch.full((mask.shape[0],), self.k, dtype=torch.int32, device=mask.device)
         neg, pos = scores.neg, scores.pos
@@ -140,62 +140,116 @@ class NegativeStrategy:
 
 NAMES = ("uniform", "debiased", "hard", "ring", "label", "ot", "threshold")
 
+# Every option of make_strategy beyond the four that any strategy takes (k, collision_free,
+# include_positive, count), with its default.
+OPTION_DEFAULTS = {
+    "tau_plus": None, "floor": "hard", "beta": 1.0, "clip": False, "detach": False, "lower": 0.0,
+    "upper": 100.0, "hardening": None, "tau": None, "level": None, "epsilon": 0.5,
+    "cost": "sqeuclidean", "kappa": 0.0, "sinkhorn_iters": 20, "marginals": "uniform", "coupling": "full",
+}
+STRATEGY_OPTIONS = frozenset({"k", "collision_free", "include_positive", "count", *OPTION_DEFAULTS})
+
+
+def options_read(negatives: str, options: dict) -> set[str]:
+    """The options of ``OPTION_DEFAULTS`` that strategy ``negatives`` reads, given the switches among
+    ``options`` (label's ``hardening``, OT's ``cost`` and ``marginals``, debiasing's ``tau_plus``)."""
+    hardening = options.get("hardening")
+    read = {"tau_plus"}
+    if negatives in ("hard", "debiased") or options.get("tau_plus") is not None:
+        read.add("floor")  # the debiased estimator exists
+    if negatives == "hard":
+        read |= {"beta", "clip", "detach"}
+    elif negatives == "ring":
+        read |= {"lower", "upper"}
+    elif negatives == "label":
+        read.add("hardening")
+        if hardening == "exp":
+            read |= {"beta", "clip", "detach"}
+        elif hardening == "threshold":
+            read |= {"tau", "level"}
+    elif negatives == "threshold":
+        read |= {"tau", "level"}
+    elif negatives == "ot":
+        read |= {"epsilon", "cost", "marginals", "coupling"}
+        if options.get("cost", "sqeuclidean") == "exp":
+            read.add("kappa")
+        if options.get("marginals", "uniform") == "uniform":
+            read.add("sinkhorn_iters")
+    return read
+
+
+def _threshold(o: dict) -> ThresholdWeighting:
+    if (o["tau"] is None) == (o["level"] is None):
+        raise ValueError("thresholded negatives need exactly one of tau (on e^logit) or level (on the "
+                         "similarity, e.g. the H-SCL schedule of eq. 4)")
+    return ThresholdWeighting(tau=o["tau"], level=o["level"])
+
 
 def make_strategy(negatives="uniform", *, k: int | None = None, collision_free: bool = False,
-                  include_positive: bool = True, count: str = "auto", tau_plus=None, floor: str = "hard",
-                  beta=1.0, clip: bool = False, detach: bool = False, lower=0.0, upper=100.0,
-                  hardening: str | None = None, tau=None, epsilon=0.5, cost: str = "sqeuclidean",
-                  kappa: float = 0.0, sinkhorn_iters: int = 20, marginals: str = "uniform",
-                  ) -> NegativeStrategy:
+                  include_positive: bool = True, count: str = "auto", **options) -> NegativeStrategy:
     """Build a strategy from a name and keyword options (the functional and config entry point).
 
-    Names:
+    Names and the options each one reads (defaults in ``OPTION_DEFAULTS``):
         "uniform": InfoNCE / NT-Xent.
         "debiased": Chuang et al. 2020 (tau_plus, default 0.1).
         "hard": HCL, Robinson et al. 2021 (beta, tau_plus default 0 = no debiasing, but the e^{-1/t}
-            floor of their code is kept; clip for unnormalized embeddings).
+            floor of their code is kept; clip for unnormalized embeddings; detach).
         "ring": Wu et al. 2021 (lower, upper percentiles).
-        "label": H-SCL, Jiang et al. 2022: same-label candidates dropped; hardening None, "exp" (beta)
-            or "threshold" (tau).
-        "threshold": the thresholded hardening 1(e^s >= tau) without labels (H-UCL(tau)).
-        "ot": entropic OT coupling, Jiang, Ishwar & Aeron 2023 (epsilon, cost, kappa, sinkhorn_iters).
-    Any strategy takes k, collision_free, include_positive, count, and tau_plus (debiasing) with floor.
-    A :class:`NegativeStrategy` is returned as is (options must then be empty).
+        "label": H-SCL, Jiang et al. 2022: same-label candidates dropped; hardening None, "exp"
+            (beta, clip, detach) or "threshold" (tau on e^logit, or level on the similarity).
+        "threshold": the thresholded hardening 1(e^s >= tau) without labels (H-UCL(tau)); tau or level.
+        "ot": entropic OT coupling, Jiang, Ishwar & Aeron 2023 (epsilon, cost, kappa with cost="exp",
+            sinkhorn_iters with marginals="uniform", coupling "full" or "drawn" for k, see
+            :class:`OTWeighting`).
+    Any strategy takes k, collision_free, include_positive, count, and tau_plus (debiasing); floor
+    when it debiases. An option the chosen strategy does not read is an error that names it (so is
+    an unknown one); ``None`` stands for "not given". A :class:`NegativeStrategy` is returned as is
+    (options must then be empty).
     """
     if isinstance(negatives, NegativeStrategy):
+        if options:
+            raise ValueError("a NegativeStrategy carries its own options; pass them to it, not here")
         return negatives
-    beta, tau_plus, lower, upper, tau, epsilon = (
-        make_schedule(v) for v in (beta, tau_plus, lower, upper, tau, epsilon))
     if not isinstance(negatives, str) or negatives not in NAMES:
         raise ValueError(f"unknown negatives {negatives!r}; choose one of {', '.join(NAMES)} "
                          f"or pass a NegativeStrategy")
+    unknown = sorted(set(options) - set(OPTION_DEFAULTS))
+    if unknown:
+        raise TypeError(f"unknown option(s) {', '.join(unknown)}; valid: {', '.join(sorted(STRATEGY_OPTIONS))}")
+    given = {key: v for key, v in options.items() if v is not None}
+    unread = sorted(set(given) - options_read(negatives, given))
+    if unread:
+        which = f"negatives={negatives!r}" + (f" with hardening={given.get('hardening')!r}"
+                                              if negatives == "label" else "")
+        raise ValueError(f"option(s) {', '.join(unread)} do not apply to {which} (it reads "
+                         f"{', '.join(sorted(options_read(negatives, given)))})")
+    o = {**OPTION_DEFAULTS, **given}
+    for key in ("beta", "tau_plus", "lower", "upper", "tau", "level", "epsilon"):
+        o[key] = make_schedule(o[key])
+    tau_plus = o["tau_plus"]
     weightings: list[Weighting] = []
     if negatives == "hard":
-        weightings.append(HardWeighting(beta, clip=clip, detach=detach))
+        weightings.append(HardWeighting(o["beta"], clip=o["clip"], detach=o["detach"]))
         if tau_plus is None:
             tau_plus = 0.0  # HCL's criterion: the floor applies even without debiasing
     elif negatives == "debiased":
         if tau_plus is None:
             tau_plus = 0.1
     elif negatives == "ring":
-        weightings.append(RingWeighting(lower, upper))
+        weightings.append(RingWeighting(o["lower"], o["upper"]))
     elif negatives == "label":
         weightings.append(SameLabelMask())
-        if hardening == "exp":
-            weightings.append(HardWeighting(beta, clip=clip, detach=detach))
-        elif hardening == "threshold":
-            if tau is None:
-                raise ValueError("label negatives with hardening='threshold' need tau")
-            weightings.append(ThresholdWeighting(tau))
-        elif hardening is not None:
-            raise ValueError(f"hardening must be None, 'exp' or 'threshold', got {hardening!r}")
+        if o["hardening"] == "exp":
+            weightings.append(HardWeighting(o["beta"], clip=o["clip"], detach=o["detach"]))
+        elif o["hardening"] == "threshold":
+            weightings.append(_threshold(o))
+        elif o["hardening"] is not None:
+            raise ValueError(f"hardening must be None, 'exp' or 'threshold', got {o['hardening']!r}")
     elif negatives == "threshold":
-        if tau is None:
-            raise ValueError("threshold negatives need tau")
-        weightings.append(ThresholdWeighting(tau))
+        weightings.append(_threshold(o))
     elif negatives == "ot":
-        weightings.append(OTWeighting(epsilon, cost=cost, kappa=kappa, iters=sinkhorn_iters,
-                                      marginals=marginals))
-    estimator = DebiasedEstimator(tau_plus, floor=floor) if tau_plus is not None else PlainEstimator()
+        weightings.append(OTWeighting(o["epsilon"], cost=o["cost"], kappa=o["kappa"], iters=o["sinkhorn_iters"],
+                                      marginals=o["marginals"], coupling=o["coupling"]))
+    estimator = DebiasedEstimator(tau_plus, floor=o["floor"]) if tau_plus is not None else PlainEstimator()
     return NegativeStrategy(weightings, estimator, k=k, collision_free=collision_free,
                             include_positive=include_positive, count=count)

@@ -1,0 +1,155 @@
+"""Options reach the strategy that reads them (or are an error), the H-SCL level follows the loss's
+temperature, OT with k weighs its draws by the full coupling, and queued negatives keep their labels."""
+
+import math
+
+import pytest
+import torch
+
+from qt_hard.losses import contrastive_loss, ranking_loss
+from qt_hard.negatives import EmbeddingQueue, ThresholdWeighting, make_strategy, two_view_scores
+from qt_hard.schedules import HSCLThreshold
+
+
+def pair(b=8, d=5, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(b, d, generator=g, dtype=torch.float64), torch.randn(b, d, generator=g, dtype=torch.float64)
+
+
+# ---------------------------------------------------------------- options the strategy does not read
+@pytest.mark.parametrize("negatives, options, unread", [
+    ("uniform", dict(beta=5.0), "beta"),
+    ("ring", dict(lower=10, beta=1.0, clip=True), "beta, clip"),
+    ("hard", dict(beta=1.0, lower=10), "lower"),
+    ("label", dict(tau=2.0), "tau"),                          # hardening None reads no tau
+    ("label", dict(hardening="threshold", beta=1.0, level=0.1), "beta"),
+    ("ot", dict(kappa=1.0), "kappa"),                         # kappa belongs to cost="exp"
+    ("uniform", dict(floor="smooth"), "floor"),               # no debiasing, no floor
+])
+def test_options_the_strategy_does_not_read_are_errors(negatives, options, unread):
+    z = pair()
+    with pytest.raises(ValueError, match=f"option\\(s\\) {unread} do not apply to negatives='{negatives}'"):
+        contrastive_loss(*z, negatives, labels=torch.arange(8) % 3, **options)
+
+
+def test_options_that_are_read_still_work():
+    z = pair()
+    labels = torch.arange(8) % 3
+    # debiasing applies to every strategy, and brings its floor option with it
+    assert torch.isfinite(contrastive_loss(*z, "ring", lower=10, tau_plus=0.1, floor="smooth"))
+    assert torch.isfinite(contrastive_loss(*z, "label", labels=labels, hardening="exp", beta=2.0, clip=True))
+    assert torch.isfinite(contrastive_loss(*z, "ot", cost="exp", kappa=1.0))
+    # None means "not given", so passing a default through is harmless
+    assert contrastive_loss(*z, "uniform", tau=None).item() == contrastive_loss(*z).item()
+
+
+def test_config_options_not_read_by_the_strategy_are_errors(tmp_path):
+    """A hard config switched to ring keeps its beta/clip options: that is an error naming them."""
+    from qt_hard.training.config import config_from_dict
+    from qt_hard.training.objectives import Objective
+
+    cfg = config_from_dict({"objective": {"negatives": "ring", "options": {"beta": 1.0, "clip": True, "lower": 10}}})
+    with pytest.raises(ValueError, match="beta, clip do not apply to negatives='ring'"):
+        Objective(cfg.objective, pair_data=True)
+
+
+# ---------------------------------------------------------------- H-SCL threshold at the loss's temperature
+@pytest.mark.parametrize("temperature", [0.05, 0.5, 1.0])
+def test_hscl_threshold_cuts_at_cos_level_whatever_the_temperature(temperature):
+    """Eq. 4: tau = e^{l / gamma} with gamma the loss's temperature, i.e. keep cos >= l."""
+    z1, z2 = pair(b=16, d=3)
+    scores = two_view_scores(z1, z2, temperature=temperature)
+    schedule = HSCLThreshold(start=-0.3, end=0.4)
+    for progress in (0.0, 0.5, 1.0):
+        level = -0.3 + progress * 0.7
+        keep = ThresholdWeighting(level=schedule).weigh(scores, scores.neg_valid, progress).keep
+        cos = scores.neg / scores.scale
+        assert torch.equal(keep & scores.neg_valid, (cos >= level) & scores.neg_valid)
+    with pytest.raises(ValueError, match="pass it as level"):
+        ThresholdWeighting(tau=schedule)
+
+
+def test_hscl_threshold_through_make_strategy_matches_the_cos_cut():
+    z1, z2 = pair(b=8, d=3, seed=1)
+    labels = torch.arange(8) % 2
+    got = contrastive_loss(z1, z2, "label", labels=labels, hardening="threshold", temperature=1.0,
+                           level={"schedule": "hscl_threshold", "start": 0.2, "end": 0.2}, include_positive=True)
+    # the same cut written as tau on e^logit at t = 1: e^s >= e^{0.2}
+    want = contrastive_loss(z1, z2, "label", labels=labels, hardening="threshold", temperature=1.0,
+                            tau=math.exp(0.2), include_positive=True)
+    assert got.item() == pytest.approx(want.item(), abs=1e-12)
+
+
+# ---------------------------------------------------------------- OT with k
+def _log_e(strategy, scores, generator=None):
+    per, _ = strategy.per_anchor(scores, generator)  # include_positive=False: log Q + log E_hat - s+
+    q = strategy.k if strategy.k is not None else scores.neg.shape[1] - 2
+    return per + scores.pos[:, 0] - math.log(q)
+
+
+def test_ot_with_k_weighs_draws_by_the_full_coupling():
+    """B = 32, k = 4: averaged over draws, log E_hat of the default (full coupling, then draw) lies
+    closer to the full-batch OT value than the drawn-support form or uniform weights."""
+    torch.manual_seed(0)
+    z1 = torch.randn(32, 16)
+    z2 = z1 + 0.8 * torch.randn(32, 16)
+    scores = two_view_scores(z1, z2, temperature=0.5)
+    ref = _log_e(make_strategy("ot", include_positive=False), scores)
+    errors = {}
+    for name, kw in {"full": dict(negatives="ot"), "drawn": dict(negatives="ot", coupling="drawn"),
+                     "uniform": dict(negatives="uniform")}.items():
+        s = make_strategy(include_positive=False, k=4, **kw)
+        g = torch.Generator().manual_seed(1)
+        mean = sum(_log_e(s, scores, g) for _ in range(300)) / 300
+        errors[name] = float((mean - ref).abs().mean())
+    assert errors["full"] < 0.75 * errors["drawn"] and errors["full"] < 0.75 * errors["uniform"], errors
+
+
+def test_ot_full_coupling_reads_the_full_coupling_entries():
+    """The weights of the drawn columns are the full problem's coupling at those entries."""
+    from qt_hard.negatives import OTWeighting, sample_k_indices
+
+    z1, z2 = pair(b=6, d=4, seed=2)
+    scores = two_view_scores(z1, z2, temperature=0.5)
+    w = OTWeighting(epsilon=0.5)
+    full = w.log_weights(scores, scores.neg_valid, 0.0)
+    idx = sample_k_indices(scores.neg_valid, 3, torch.Generator().manual_seed(0))
+    drawn = scores.select(idx, scores.neg_valid)
+    got = w.weigh(drawn, drawn.neg_valid, 0.0).dense
+    torch.testing.assert_close(got, full.gather(1, idx))
+
+
+# ---------------------------------------------------------------- queue labels
+def test_queue_keeps_labels_and_label_negatives_drop_same_class_rows():
+    g = torch.Generator().manual_seed(0)
+    a, p = torch.randn(2, 4, generator=g, dtype=torch.float64), torch.randn(2, 4, generator=g, dtype=torch.float64)
+    labels = torch.tensor([0, 1])
+    q = EmbeddingQueue(size=6, dim=4).double()
+    bank = torch.randn(6, 4, generator=g, dtype=torch.float64)
+    q.enqueue(bank[:4], labels=torch.tensor([0, 1, 0, 1]))
+    q.enqueue(bank[4:])  # unknown class
+    assert q.labels().tolist() == [0, 1, 0, 1, -1, -1]
+    got = ranking_loss(a, p, None, "label", labels=labels, temperature=0.5, extra_candidates=q.embeddings(),
+                       extra_labels=q.labels(), in_batch=False)
+    # by hand: anchor i's negatives are the queued rows of the other class and of unknown class, their
+    # mean scaled by the Q = 6 candidates (H-SCL's M)
+    norm = lambda x: x / x.norm(dim=-1, keepdim=True)
+    want = []
+    for i in range(2):
+        s_pos = float(norm(a[i]) @ norm(p[i])) / 0.5
+        negs = [float(norm(a[i]) @ norm(bank[j])) / 0.5 for j in range(6) if j >= 4 or j % 2 != i]
+        want.append(-s_pos + math.log(math.exp(s_pos) + 6 * sum(math.exp(x) for x in negs) / len(negs)))
+    assert got.item() == pytest.approx(sum(want) / 2, abs=1e-10)
+    state = q.state_dict()
+    q2 = EmbeddingQueue(size=6, dim=4).double()
+    q2.load_state_dict(state)
+    assert torch.equal(q2.labels(), q.labels())
+
+
+def test_labels_with_a_queue_but_no_queue_labels_is_an_error():
+    a, p = pair(b=2, d=4)
+    with pytest.raises(ValueError, match="need extra_labels"):
+        ranking_loss(a, p, None, "label", labels=torch.tensor([0, 1]), extra_candidates=torch.randn(5, 4,
+                     dtype=torch.float64), in_batch=False)
+    with pytest.raises(ValueError, match="labels must be >= 0"):
+        EmbeddingQueue(4, 4).enqueue(torch.zeros(2, 4), labels=torch.tensor([0, -1]))
