@@ -105,7 +105,7 @@ def test_cli_wiki_and_compare(tmp_path, monkeypatch, capsys):
     root = _write_wiki(tmp_path / "wiki", N=4, per=30)
     monkeypatch.setattr(eval_models, "load_model", lambda spec, sentences=None: WordHashEncoder())
     out_a = tmp_path / "a.json"
-    assert main(["eval", "wiki", "--model", "hash", "--data", str(root), "--classes", "4",
+    assert main(["eval", "wiki", "--model", "hash", "--data", str(root), "--classes", "4", "--split-seed", "0",
                  "--epochs", "5", "--batch-size", "16", "--output", str(out_a)]) == 0
     printed = capsys.readouterr().out
     assert "| Mean classifier | Linear classifier |" in printed
@@ -139,3 +139,45 @@ def test_cli_senteval_subcommand(tmp_path, monkeypatch, capsys):
     assert "seconds" in res["results"]["CR"]
     with pytest.raises(ValueError, match="unknown SentEval task 'XX'"):
         main(["eval", "senteval", "--model", "hash", "--tasks", "XX", "--data", str(data)])
+
+
+def _trained_run(tmp_path, split_seed):
+    """A folder laid out like `qt-hard train`'s output: OUT/config.yaml next to OUT/final/."""
+    import yaml
+
+    run = tmp_path / "run"
+    (run / "final").mkdir(parents=True)
+    (run / "config.yaml").write_text(yaml.safe_dump({"data": {"kind": "wiki", "seed": split_seed}}))
+    return run
+
+
+def test_cli_wiki_tests_on_the_split_of_the_training_run(tmp_path, monkeypatch):
+    """--seed is the classifier's; the split is the one the model was trained on (data.seed of its
+    run), so no test sentence is one the encoder trained on."""
+    import qt_hard.evaluation.wiki as wiki_eval
+    from qt_hard.data.wiki import load_wiki
+
+    root = _write_wiki(tmp_path / "wiki", N=4, per=30)
+    run = _trained_run(tmp_path, split_seed=3)
+    monkeypatch.setattr(eval_models, "load_model", lambda spec, sentences=None: WordHashEncoder())
+    seen = {}
+    real = wiki_eval.run_wiki
+    monkeypatch.setattr(wiki_eval, "run_wiki", lambda enc, data, n, **kw: seen.update(data=data, **kw) or real(enc, data, n, **kw))
+    out = tmp_path / "r.json"
+    assert main(["eval", "wiki", "--model", str(run / "final"), "--data", str(root), "--classes", "4",
+                 "--seed", "1", "--epochs", "2", "--output", str(out)]) == 0
+    trained_on = set(load_wiki(root, classes=4, seed=3, cache_dir=False).train_sentences)
+    assert seen["seed"] == 1  # the classifier's seed
+    assert not set(seen["data"].test_sentences) & trained_on
+    assert json.loads(out.read_text())["protocol"]["split_seed"] == 3
+
+
+def test_cli_wiki_split_seed_must_be_known_and_agree(tmp_path, monkeypatch):
+    root = _write_wiki(tmp_path / "wiki", N=4, per=30)
+    monkeypatch.setattr(eval_models, "load_model", lambda spec, sentences=None: WordHashEncoder())
+    with pytest.raises(ValueError, match="pass --split-seed"):
+        main(["eval", "wiki", "--model", "hash", "--data", str(root), "--classes", "4"])
+    run = _trained_run(tmp_path, split_seed=3)
+    with pytest.raises(ValueError, match="--split-seed 0 differs from data.seed=3"):
+        main(["eval", "wiki", "--model", str(run / "final"), "--data", str(root), "--classes", "4",
+              "--split-seed", "0"])

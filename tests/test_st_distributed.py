@@ -32,7 +32,10 @@ CONFIGS = {
     "hard": dict(negatives="hard", beta=1.0, tau_plus=0.05),
     "ring": dict(negatives="ring", lower=0.0, upper=80.0),
     "label": dict(negatives="label", beta=1.0),
+    # k decoupled from the per-device batch: 23 = every global candidate, more than the 11 of one rank
+    "uniform_k_all": dict(negatives="uniform", k=BATCH * 3 - 1),
 }
+K_DRAWS = 4  # the per-rank k-streams: how many of k negatives do rank 0 and rank 1 share?
 
 
 def _mrpc_triplets(root: Path, n: int) -> list[list[str]]:
@@ -102,6 +105,26 @@ def _worker(out_dir: str) -> None:
             "grad_diff": max((a - b).abs().max().item() for a, b in zip(grads, ref_grads)),
             "grad_norm": sum(g.norm() ** 2 for g in ref_grads).sqrt().item(),
         }
+    # k < all: each process draws from its own stream, although the global RNG is seeded alike on
+    # both ranks (as the trainer does); shared columns of local anchor i should be those of chance.
+    import qt_hard.negatives.strategy as core
+
+    drawn, sample = [], core.sample_k_indices
+    core.sample_k_indices = lambda mask, k, gen=None: drawn.append(sample(mask, k, gen)) or drawn[-1]
+    torch.manual_seed(0)
+    k_loss = HardNegativesLoss(model, negatives="uniform", k=K_DRAWS, gather_across_devices=True)
+    with torch.no_grad():
+        embs = [model.encode(c[lo:hi], convert_to_tensor=True) for c in columns]
+    for _ in range(20):
+        k_loss.compute_loss_from_embeddings(embs)
+    core.sample_k_indices = sample
+    mine = torch.stack(drawn)  # (20, local anchors, k) global candidate columns
+    both = [torch.empty_like(mine) for _ in range(world)]
+    dist.all_gather(both, mine)
+    shared = (both[0][..., :, None] == both[1][..., None, :]).any(-1).sum(-1).float()
+    n_cand = BATCH * 3 - 1
+    report["k_draws"] = {"k": K_DRAWS, "mean_shared": shared.mean().item(),
+                         "chance": (n_cand - 1) * (K_DRAWS / n_cand) ** 2}
     # sentence-transformers' own gathered MNRL (fixed column order in 6.x) on the same halves.
     mnrl, _ = run(MultipleNegativesRankingLoss(model, gather_across_devices=True), [c[lo:hi] for c in columns], None)
     dist.all_reduce(mnrl)
@@ -139,6 +162,8 @@ def test_two_processes_equal_one_process(tmp_path):
         assert r["grad_norm"] > 1e-3, f"{name}: no gradient reached the model"
         assert r["loss_diff"] < 1e-5, f"{name}: {r}"
         assert r["grad_diff"] < 1e-5, f"{name}: {r}"
+    # Independent k-streams per process: about the chance overlap, far from k (identical draws).
+    assert report["k_draws"]["mean_shared"] < 2 * report["k_draws"]["chance"], report["k_draws"]
     # The uniform plugin and MNRL agree across processes too.
     assert abs(report["uniform"]["loss"] - report["mnrl_gathered"]) < 1e-5
 

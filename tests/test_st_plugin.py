@@ -272,3 +272,61 @@ def test_beta_schedule_follows_progress(model, columns):
     assert loss_fn.get_config_dict()["beta"] == {"schedule": "linear", "start": 0.0, "end": 4.0}
     with pytest.raises(ValueError, match="progress"):
         loss_fn.set_progress(1.5)
+
+
+@pytest.mark.parametrize("negatives", ["debiased", "uniform", "ring", "ot", "hard", "label"])
+def test_cached_variant_has_the_same_defaults(model, columns, negatives):
+    """Built with the same arguments (defaults included), the cached loss is the same loss: the same
+    value and embedding gradients at scale 20 (it once defaulted tau_plus to 0 and did no debiasing)."""
+    embs = embeddings(model, list(columns[:3]))
+    labels = torch.arange(8) // 2 if negatives == "label" else None
+    results = []
+    for cls in (HardNegativesLoss, CachedHardNegativesLoss):
+        loss_fn = cls(model, negatives=negatives)
+        leaves = [e.clone().requires_grad_(True) for e in embs]
+        loss = loss_fn.compute_loss_from_embeddings(leaves, labels)
+        loss.backward()
+        results.append((loss.item(), torch.cat([leaf.grad for leaf in leaves]), repr(loss_fn.strategy)))
+    (plain, plain_g, plain_s), (cached, cached_g, cached_s) = results
+    assert plain_s == cached_s
+    assert abs(plain - cached) < TOL
+    assert (plain_g - cached_g).abs().max().item() < TOL
+    positional = CachedHardNegativesLoss(model, "hard", 2.0, 0.1, 10.0, mini_batch_size=4)
+    assert (positional.beta, positional.tau_plus, positional.scale, positional.mini_batch_size) == (2.0, 0.1, 10.0, 4)
+
+
+def test_beta_with_a_strategy_without_beta_is_an_error(model):
+    with pytest.raises(ValueError, match="beta do not apply to negatives='ring'"):
+        HardNegativesLoss(model, negatives="ring", beta=2.0)
+    with pytest.raises(ValueError, match="floor do not apply"):
+        HardNegativesLoss(model, negatives="uniform", floor="smooth")
+
+
+def test_k_is_capped_on_the_short_last_batch(model, columns, caplog):
+    """sentence-transformers keeps the partial last batch: there k is capped at its candidates (all
+    of them, so the loss is the k=None loss), with one warning; a first batch too small stays an error."""
+    full = embeddings(model, list(columns[:2]))
+    short = [e[:3] for e in full]  # 3 rows: 2 candidates per anchor
+    loss_fn = HardNegativesLoss(model, negatives="uniform", k=6)
+    loss_fn.compute_loss_from_embeddings(full, None)
+    with caplog.at_level("WARNING"):
+        got = loss_fn.compute_loss_from_embeddings(short, None)
+        loss_fn.compute_loss_from_embeddings(short, None)
+    assert sum("capped" in r.getMessage() for r in caplog.records) == 1
+    want = HardNegativesLoss(model, negatives="uniform").compute_loss_from_embeddings(short, None)
+    assert abs(got.item() - want.item()) < TOL
+    assert loss_fn.strategy.k == 6  # the full batches keep their k
+    with pytest.raises(ValueError, match="k=6 negatives requested"):
+        HardNegativesLoss(model, negatives="uniform", k=6).compute_loss_from_embeddings(short, None)
+
+
+def test_k_draws_follow_the_global_rng(model, columns):
+    """Without a generator the k-draws are a function of the global RNG (which the trainer seeds and
+    checkpoints per process): the same seed gives the same loss, another seed other draws."""
+    embs = embeddings(model, list(columns[:3]))
+    loss_fn = HardNegativesLoss(model, negatives="uniform", k=3)
+    values = []
+    for seed in (0, 0, 1):
+        torch.manual_seed(seed)
+        values.append(loss_fn.compute_loss_from_embeddings(embs, None).item())
+    assert values[0] == values[1] and values[0] != values[2]

@@ -1,7 +1,7 @@
 """``qt-hard eval senteval|wiki|compare``: a thin layer over :mod:`qt_hard.evaluation`.
 
 * ``qt-hard eval senteval --model SPEC [--tasks MR,CR,...] [--data DIR] [--output res.json]``
-* ``qt-hard eval wiki --model SPEC --data WIKI_DIR --classes N [--output res.json]``
+* ``qt-hard eval wiki --model SPEC --data WIKI_DIR --classes N [--split-seed S] [--seed S] [--output res.json]``
 * ``qt-hard eval compare A.json B.json``
 """
 
@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 import time
+from pathlib import Path
 
 __all__ = ["register", "cmd_senteval", "cmd_wiki", "cmd_compare"]
 
@@ -57,12 +58,51 @@ def cmd_senteval(args) -> int:
     return 0
 
 
+def run_config_of(model_spec: str) -> Path | None:
+    """The ``config.yaml`` of the training run that wrote model folder ``model_spec``: ``qt-hard
+    train`` saves it as OUT/config.yaml next to OUT/final/ (looked for in the folder, then its parent)."""
+    path = Path(model_spec).expanduser()
+    if not path.is_dir():
+        return None
+    for candidate in (path / "config.yaml", path.parent / "config.yaml"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def wiki_split_seed(model_spec: str, explicit: int | None) -> tuple[int, str]:
+    """The seed of the Wiki-N 80/20 split to evaluate on, and where it came from.
+
+    A model trained on Wiki-N by ``qt-hard train`` must be tested on the sentences it did not see:
+    the split of its run (``data.seed`` of its saved config). Another seed would re-split the
+    articles and put training sentences into the test set. An explicit ``--split-seed`` must agree
+    with it; without a run config (MiniLM, ``random:``, other folders) it must be given."""
+    import yaml
+
+    config = run_config_of(model_spec)
+    if config is not None:
+        data = (yaml.safe_load(config.read_text()) or {}).get("data") or {}
+        if data.get("kind") == "wiki":
+            seed = int(data.get("seed", 0))
+            if explicit is not None and explicit != seed:
+                raise ValueError(f"--split-seed {explicit} differs from data.seed={seed} of the run that trained "
+                                 f"{model_spec} ({config}): its test split would hold training sentences")
+            return seed, f"data.seed of {config}"
+    if explicit is None:
+        where = f"{config} is not a Wiki-N run" if config is not None else "no run config.yaml was found"
+        raise ValueError(f"cannot tell which Wiki-N 80/20 split to test {model_spec!r} on ({where}); pass "
+                         f"--split-seed (qt-hard train's default data.seed is 0)")
+    return explicit, "--split-seed"
+
+
 def cmd_wiki(args) -> int:
     from .models import EmbeddingCache, load_model
     from .report import save_results, wiki_table
     from .wiki import load_wiki_data, run_wiki
 
-    data = load_wiki_data(args.data, args.classes, seed=args.seed)
+    split_seed, origin = wiki_split_seed(args.model, args.split_seed)
+    _log(f"Wiki-N split seed {split_seed} ({origin}); classifier seed {args.seed}")
+    data = load_wiki_data(args.data, args.classes, seed=split_seed)
     start = time.perf_counter()
     encoder = load_model(args.model, sentences=lambda: data.train_sentences + data.test_sentences)
     res = run_wiki(encoder, data, args.classes, epochs=args.epochs, lr=args.lr,
@@ -74,6 +114,7 @@ def cmd_wiki(args) -> int:
         save_results(args.output, {"kind": "wiki", "model": args.model, "name": name,
                                    "protocol": {"epochs": args.epochs, "lr": args.lr,
                                                 "batch_size": args.batch_size, "seed": args.seed,
+                                                "split_seed": split_seed, "split_seed_from": origin,
                                                 "data": str(args.data)},
                                    "total_seconds": round(time.perf_counter() - start, 3),
                                    "results": res})
@@ -120,7 +161,10 @@ def register(subparsers) -> None:
     w.add_argument("--lr", type=float, default=0.01)
     w.add_argument("--batch-size", type=int, default=1000, help="linear classifier batch size")
     w.add_argument("--encode-batch-size", type=int, default=256)
-    w.add_argument("--seed", type=int, default=0)
+    w.add_argument("--seed", type=int, default=0, help="seed of the linear classifier (not of the split)")
+    w.add_argument("--split-seed", type=int, default=None,
+                   help="seed of the 80/20 split; default: data.seed of the model's training run (its "
+                        "config.yaml); required for models without one (minilm, random:)")
     w.add_argument("--name", default=None)
     w.add_argument("--output", default=None)
     w.set_defaults(func=cmd_wiki)

@@ -17,8 +17,9 @@
 ``k`` draws ``k`` negatives per anchor uniformly without replacement from the candidates, so the
 number of negatives is set apart from the batch size (Ash et al., AISTATS 2022, Sec. 2 and 5).
 
-The loss itself is never computed here: every variant is ``qt_hard.losses.ranking_loss`` of the
-embeddings, in MNRL's one-directional layout. Shapes, with ``B`` the per-device batch, ``n`` the
+The loss itself is never computed here: every variant is the core's strategy on
+``qt_hard.negatives.one_directional_scores`` of the embeddings (what ``qt_hard.losses.ranking_loss``
+computes), in MNRL's one-directional layout. Shapes, with ``B`` the per-device batch, ``n`` the
 number of explicit negative columns and ``W`` the number of processes:
 
 * anchors ``(B, d)``, positives ``(B, d)``, explicit negatives ``(B, n, d)`` or None;
@@ -34,7 +35,7 @@ bounded by the ``(B, W*B*(1+n))`` score matrix rather than by activation memory.
 
 from __future__ import annotations
 
-import inspect
+import copy
 import math
 from collections.abc import Iterable
 from typing import Any
@@ -63,10 +64,9 @@ __all__ = [
     "LossProgressCallback",
 ]
 
-# Strategies for which the plugin's ``beta`` / ``tau_plus`` arguments are forwarded. ``beta`` means
-# nothing to the others; ``tau_plus`` (debiasing) is accepted by every strategy of the core, but
-# only forwarded when set, so that each strategy keeps its own default (0 for "hard", 0.1 for
-# "debiased", none otherwise).
+# ``beta`` and ``tau_plus`` are forwarded to the core only when set (None = the strategy's own
+# default: beta 1, tau_plus 0 for "hard", 0.1 for "debiased", no debiasing otherwise); an option the
+# chosen strategy does not read is the core's error.
 _USES_BETA = {"hard", "label"}
 
 _CITATIONS = {
@@ -129,13 +129,6 @@ _CITATIONS["debiased"] = _CITATIONS["hard"]
 _CITATIONS["threshold"] = _CITATIONS["label"]  # H-UCL(tau), the thresholded hardening of H-SCL
 
 
-def _ranking_loss():
-    """The core's one-directional loss, imported late so that this module imports on its own."""
-    from qt_hard.losses import ranking_loss
-
-    return ranking_loss
-
-
 def _embed(model: nn.Module, sentence_features: Iterable[dict[str, Tensor]]) -> list[Tensor]:
     """One ``(B, d)`` ``sentence_embedding`` per input column, anchor column first."""
     features = list(sentence_features)
@@ -175,13 +168,22 @@ class HardNegativesLoss(nn.Module):
             or a core ``NegativeStrategy`` object (which then carries ``k`` and the options).
         beta: hardness concentration of the ``"hard"`` / ``"label"`` weights ``exp(beta * s)``,
             ``s`` the logit ``scale * cos`` (HCL's official code); ``0`` gives uniform weights.
-            A number or a ``qt_hard.schedules`` schedule (advanced by :meth:`set_progress`).
+            A number or a ``qt_hard.schedules`` schedule (advanced by :meth:`set_progress`);
+            ``None`` keeps the strategy's default (1). Given with a strategy that has no ``beta``,
+            it is an error (as is any option the chosen strategy does not read).
         tau_plus: class prior of the debiased estimator (Chuang et al. 2020, Eq. 6); ``None``
             keeps the strategy's default (``0`` for ``"hard"``, ``0.1`` for ``"debiased"``, no
             debiasing for the others). A number in [0, 1) or a schedule.
         scale: inverse temperature, as in MNRL (``scale=20`` is ``temperature=0.05``).
-        k: negatives drawn per anchor without replacement; ``None`` uses every candidate. More
-            than the number of negatives raises ``ValueError`` (from the core).
+        k: negatives drawn per anchor without replacement; ``None`` uses every candidate. A batch
+            with fewer than ``k`` candidates per anchor raises ``ValueError`` (from the core), except
+            a batch *smaller than the largest one seen so far*, i.e. the partial last batch of an
+            epoch that sentence-transformers keeps by default: there ``k`` is capped at the batch's
+            candidates, with a one-time warning (or pass ``dataloader_drop_last=True`` to the
+            training arguments). The draws come from ``generator`` when given, else from a
+            per-process stream seeded from the global RNG and the process rank at every call (see
+            :meth:`k_generator`), so that processes draw independently and a checkpoint of the
+            trainer's RNG states (``rng_state_<rank>.pth``) resumes the same draws.
         normalize: cosine similarity (``True``, MNRL's default ``cos_sim``) or dot product.
         gather_across_devices: all-gather positives and explicit negatives (with gradients) from
             every process, so that each process scores its own anchors against the global batch.
@@ -216,7 +218,7 @@ class HardNegativesLoss(nn.Module):
         self,
         model: nn.Module,
         negatives: Any = "hard",
-        beta: Any = 1.0,
+        beta: Any = None,
         tau_plus: Any = None,
         scale: float = 20.0,
         k: int | None = None,
@@ -226,6 +228,7 @@ class HardNegativesLoss(nn.Module):
     ) -> None:
         super().__init__()
         from qt_hard.negatives import NAMES, NegativeStrategy, make_strategy
+        from qt_hard.negatives.strategy import STRATEGY_OPTIONS
 
         if not (isinstance(negatives, NegativeStrategy) or (isinstance(negatives, str) and negatives in NAMES)):
             raise ValueError(
@@ -233,7 +236,7 @@ class HardNegativesLoss(nn.Module):
             )
         if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not (math.isfinite(scale) and scale > 0):
             raise ValueError(f"scale must be a positive finite number, got {scale!r}")
-        if isinstance(beta, (int, float)) and not (math.isfinite(beta) and beta >= 0):
+        if isinstance(beta, (int, float)) and not isinstance(beta, bool) and not (math.isfinite(beta) and beta >= 0):
             raise ValueError(f"beta must be a finite number >= 0 (or a schedule), got {beta!r}")
         if isinstance(tau_plus, (int, float)) and not 0 <= tau_plus < 1:
             raise ValueError(f"tau_plus must lie in [0, 1) (or be a schedule, or None), got {tau_plus!r}")
@@ -242,7 +245,7 @@ class HardNegativesLoss(nn.Module):
         if "temperature" in options:
             raise ValueError("pass scale (= 1/temperature), not temperature, as MultipleNegativesRankingLoss does")
         self.generator = options.pop("generator", None)
-        known = set(inspect.signature(make_strategy).parameters) - {"negatives", "k", "beta", "tau_plus"}
+        known = STRATEGY_OPTIONS - {"k", "beta", "tau_plus"}
         unknown = sorted(set(options) - known)
         if unknown:
             raise ValueError(f"unknown option(s) {', '.join(unknown)} for {type(self).__name__}; "
@@ -258,14 +261,17 @@ class HardNegativesLoss(nn.Module):
         self.gather_across_devices = bool(gather_across_devices)
         self.options = dict(options)
         self.progress = 0.0
+        self._largest_batch = 0  # the largest local batch seen: a smaller one is an epoch's last
+        self._warned_short = False
+        self._k_generators: dict[torch.device, torch.Generator] = {}
 
         if isinstance(negatives, NegativeStrategy):
-            if options or k is not None or tau_plus is not None:
+            if options or k is not None or tau_plus is not None or beta is not None:
                 raise ValueError("a NegativeStrategy object carries its own k and options; pass them to it")
             self.strategy = negatives
         else:
             strategy_options = dict(options)
-            if negatives in _USES_BETA:
+            if beta is not None:
                 strategy_options["beta"] = beta
             if negatives == "label":
                 # H-SCL's hardening is exponential in beta (Jiang et al. Sec. III); beta = 0 is SCL.
@@ -333,17 +339,59 @@ class HardNegativesLoss(nn.Module):
                 )
         else:
             labels = None  # MNRL ignores a label/score column; so do the label-free strategies
-        return _ranking_loss()(
-            anchors,
-            positives,
-            negatives,
-            strategy=self.strategy,
-            temperature=self.temperature,
-            labels=labels,
-            normalize=self.normalize,
-            gather=self.gather_across_devices,
-            generator=self.generator,
-        )
+        from qt_hard.negatives import one_directional_scores
+
+        scores = one_directional_scores(anchors, positives, negatives, temperature=self.temperature, labels=labels,
+                                        normalize=self.normalize, gather_candidates=self.gather_across_devices)
+        strategy = self._strategy_for(scores, batch)
+        return strategy(scores, self.k_generator(anchors.device) if strategy.k is not None else None)
+
+    def _strategy_for(self, scores, batch: int):
+        """The strategy, with ``k`` capped at the candidates of a batch smaller than the largest seen
+        (the partial last batch of an epoch); a full batch with too few candidates stays an error."""
+        short = batch < self._largest_batch
+        self._largest_batch = max(self._largest_batch, batch)
+        k = self.strategy.k
+        if k is None or not short:
+            return self.strategy
+        available = self.strategy.fewest_candidates(scores)
+        if available >= k:
+            return self.strategy
+        if available < 1:
+            raise ValueError(f"the short last batch ({batch} rows) leaves an anchor without any negative")
+        if not self._warned_short:
+            logger.warning(
+                "k=%d negatives requested, but a batch of %d rows (smaller than the earlier %d: the last, partial "
+                "batch of an epoch) has only %d candidates per anchor; k is capped there (warned once). Pass "
+                "dataloader_drop_last=True to the training arguments to skip such batches instead.",
+                k, batch, self._largest_batch, available,
+            )
+            self._warned_short = True
+        capped = copy.copy(self.strategy)
+        capped.k = available
+        return capped
+
+    def k_generator(self, device: torch.device) -> torch.Generator | None:
+        """The generator of the k-sampler: the user's ``generator`` if given, else one per process.
+
+        The per-process stream is reseeded at every call from one draw of the global CPU RNG and the
+        process rank. The trainer seeds the global RNG alike on every rank, so without the rank all
+        processes would draw the same k columns for their local anchors (correlated negatives); with
+        it they draw independently. Being a function of the global RNG, the draws resume exactly from
+        the RNG states the trainer checkpoints per process.
+        """
+        if self.generator is not None:
+            return self.generator
+        from qt_hard.negatives import world
+
+        rank = world()[0]
+        base = int(torch.randint(0, 2**62, (1,)).item())
+        gen = self._k_generators.get(device)
+        if gen is None:
+            gen = self._k_generators[device] = torch.Generator(device=device)
+        # Golden-ratio stride: distinct ranks get well-separated seeds of the generator.
+        gen.manual_seed((base + (rank + 1) * 0x9E3779B97F4A7C15) % 2**63)
+        return gen
 
     def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
         """sentence-transformers' loss contract: tokenized columns in, scalar loss out."""
@@ -396,7 +444,8 @@ if _CachedLossMixin is not None:
     class CachedHardNegativesLoss(_CachedLossMixin, HardNegativesLoss):
         """GradCache variant of :class:`HardNegativesLoss` (Gao et al., 2021, Sec. 3).
 
-        Same loss, same arguments, plus ``mini_batch_size``: the columns are embedded
+        Same loss, same arguments (passed to :class:`HardNegativesLoss`'s constructor as they are),
+        plus the keyword-only ``mini_batch_size`` and ``show_progress_bar``: the columns are embedded
         ``mini_batch_size`` rows at a time without a graph, the core loss of the full
         ``(B, d)`` embeddings is back-propagated to the embeddings only, and each mini-batch is
         then re-embedded with gradients and fed its cached embedding gradient (same RNG state, so
@@ -404,32 +453,11 @@ if _CachedLossMixin is not None:
         bounded only by the ``(B, W*B*(1+n))`` score matrix.
         """
 
-        def __init__(
-            self,
-            model: nn.Module,
-            negatives: Any = "hard",
-            beta: float = 1.0,
-            tau_plus: float = 0.0,
-            scale: float = 20.0,
-            k: int | None = None,
-            normalize: bool = True,
-            gather_across_devices: bool = False,
-            mini_batch_size: int = 32,
-            show_progress_bar: bool = False,
-            **options: Any,
-        ) -> None:
-            HardNegativesLoss.__init__(
-                self,
-                model,
-                negatives=negatives,
-                beta=beta,
-                tau_plus=tau_plus,
-                scale=scale,
-                k=k,
-                normalize=normalize,
-                gather_across_devices=gather_across_devices,
-                **options,
-            )
+        def __init__(self, *args: Any, mini_batch_size: int = 32, show_progress_bar: bool = False,
+                     **kwargs: Any) -> None:
+            # Every loss argument goes through HardNegativesLoss's own constructor: one signature,
+            # one construction path, the same strategy (and defaults) as the uncached loss.
+            HardNegativesLoss.__init__(self, *args, **kwargs)
             if isinstance(mini_batch_size, bool) or not isinstance(mini_batch_size, int) or mini_batch_size < 1:
                 raise ValueError(f"mini_batch_size must be a positive integer, got {mini_batch_size!r}")
             self.mini_batch_size = mini_batch_size

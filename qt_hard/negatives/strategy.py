@@ -84,6 +84,11 @@ class NegativeStrategy:
             mask = sample_k_negatives(mask, self.k, generator)
         return mask
 
+    def fewest_candidates(self, scores: ContrastScores) -> int:
+        """The smallest number of candidates an anchor may draw from (the largest k that fits)."""
+        counts = count_rows(self._allowed(scores))
+        return int(counts.min()) if counts.numel() else 0
+
     def weigh(self, scores: ContrastScores, mask: torch.Tensor) -> LogWeights:
         """The composed factored log-weights of the negatives over ``mask``."""
         total = LogWeights()
