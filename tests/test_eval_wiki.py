@@ -181,3 +181,25 @@ def test_cli_wiki_split_seed_must_be_known_and_agree(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="--split-seed 0 differs from data.seed=3"):
         main(["eval", "wiki", "--model", str(run / "final"), "--data", str(root), "--classes", "4",
               "--split-seed", "0"])
+
+
+def test_readme_eval_wiki_reads_the_folder_training_writes():
+    """The README's `eval wiki` quick start must point at the Wiki-N folder that `qt-hard train
+    configs/bow_wiki_smoke.yaml` builds (OUT/cache/wiki_<articles>_<min_sentences>)."""
+    import shlex
+    from pathlib import Path
+
+    from qt_hard.training.config import load_config
+
+    repo = Path(__file__).resolve().parents[1]
+    cfg = load_config(repo / "configs" / "bow_wiki_smoke.yaml")
+    lines = [ln for ln in (repo / "README.md").read_text().splitlines()
+             if ln.startswith("qt-hard eval wiki") and "bow_wiki_smoke" in ln]
+    assert lines, "the README has no eval wiki quick start for bow_wiki_smoke"
+    for line in lines:
+        argv = shlex.split(line.split("#")[0])
+        data = Path(argv[argv.index("--data") + 1])
+        model = Path(argv[argv.index("--model") + 1])
+        out = Path(cfg.out_dir)
+        assert model == out / "final"
+        assert data == out / "cache" / f"wiki_{cfg.data.articles}_{cfg.data.min_sentences}"

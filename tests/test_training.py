@@ -183,17 +183,30 @@ def test_resume_after_signal_gives_identical_weights(tmp_path):
 
 
 def test_resume_check_would_notice_a_different_sampler(tmp_path):
-    # Guard for the test above: without restoring anything (a fresh run with another seed for the
-    # sampler only changes the draws), weights differ, so equality there is not automatic.
-    from qt_hard.training.loop import train
+    # Guard for the test above: the same corpus, the same seed, the same interruption, but the
+    # checkpointed sampler state replaced by another one before resuming. Only the negatives'
+    # draws after step 5 change, and the final weights must differ: so the equality above holds
+    # because the generator is restored, not automatically.
+    from qt_hard.training.loop import list_checkpoints, train
 
-    tree = qt_config(tmp_path, steps=6)
+    tree = qt_config(tmp_path, steps=12)
     tree["objective"]["k"] = 6
-    train(config_from_dict({**tree, "out_dir": str(tmp_path / "a")}))
-    other = {**tree, "out_dir": str(tmp_path / "b")}
-    other["data"] = {**tree["data"], "path": str(write_books(tmp_path / "books2", seed=1))}
-    train(config_from_dict(other))
-    a, b = _weights(tmp_path / "a"), _weights(tmp_path / "b")
+    straight = config_from_dict({**tree, "out_dir": str(tmp_path / "straight")})
+    train(straight)
+    other = config_from_dict({**tree, "out_dir": str(tmp_path / "other_sampler")})
+
+    def interrupt(step, loss):
+        if step == 5:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    out = train(other, on_step=interrupt)
+    (ckpt,) = list_checkpoints(out)
+    state_file = ckpt / "trainer_state_0.pt"
+    state = torch.load(state_file, weights_only=False)
+    state["generator"] = torch.Generator().manual_seed(12345).get_state()
+    torch.save(state, state_file)
+    train(other, resume=True)
+    a, b = _weights(tmp_path / "straight"), _weights(tmp_path / "other_sampler")
     assert not torch.equal(a["f.rnn.weight_hh_l0"], b["f.rnn.weight_hh_l0"])
 
 
