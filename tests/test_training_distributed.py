@@ -21,15 +21,15 @@ from test_training import qt_config
 pytestmark = pytest.mark.slow
 
 
-def _launch(cfg_file, out, nproc):
+def _launch(cfg_file, out, nproc, *flags):
     env = {**os.environ, "ACCELERATE_USE_CPU": "true", "OMP_NUM_THREADS": "1"}
     if nproc == 1:
-        cmd = [sys.executable, "-m", "qt_hard.cli", "train", str(cfg_file), f"out_dir={out}"]
+        cmd = [sys.executable, "-m", "qt_hard.cli", "train", str(cfg_file), *flags, f"out_dir={out}"]
     else:
         launcher = shutil.which("accelerate", path=os.path.dirname(sys.executable)) or "accelerate"
         cmd = [launcher, "launch", "--multi_gpu", "--num_processes", str(nproc), "--num_machines", "1",
                "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29533",
-               "-m", "qt_hard.cli", "train", str(cfg_file), f"out_dir={out}"]
+               "-m", "qt_hard.cli", "train", str(cfg_file), *flags, f"out_dir={out}"]
     res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return torch.load(out / "final" / "weights.pt", weights_only=True)
@@ -55,3 +55,25 @@ def test_two_processes_equal_one_process(tmp_path, negatives):
         half_file.write_text(yaml.safe_dump(half))
         alone = _launch(half_file, tmp_path / "half", 1)
         assert not torch.allclose(alone["f.rnn.weight_hh_l0"], one["f.rnn.weight_hh_l0"], atol=1e-4)
+
+
+def test_two_processes_with_k_resume_exactly(tmp_path):
+    """k < all candidates under 2 processes: each process draws from its own generator (seeded by
+    rank) and checkpoints it, so a run stopped at step 4 and resumed ends with the weights of the
+    uninterrupted 2-process run; a 2-process run is not the 1-process run (independent draws)."""
+    tree = qt_config(tmp_path, steps=8, batch_size=16)
+    tree["objective"]["k"] = 4
+    tree["train"]["checkpoint_every"] = 4
+    cfg_file = tmp_path / "cfg.yaml"
+    cfg_file.write_text(yaml.safe_dump(tree))
+    straight = _launch(cfg_file, tmp_path / "straight", 2)
+    first = dict(tree, train={**tree["train"], "steps": 4})
+    first_file = tmp_path / "first.yaml"
+    first_file.write_text(yaml.safe_dump(first))
+    _launch(first_file, tmp_path / "resumed", 2)
+    shutil.rmtree(tmp_path / "resumed" / "final")
+    resumed = _launch(cfg_file, tmp_path / "resumed", 2, "--resume")
+    for key in straight:
+        torch.testing.assert_close(resumed[key], straight[key], rtol=0, atol=0, msg=key)
+    one = _launch(cfg_file, tmp_path / "one", 1)
+    assert not torch.equal(one["f.rnn.weight_hh_l0"], straight["f.rnn.weight_hh_l0"])
