@@ -9,7 +9,7 @@
 ``ot``          Sinkhorn: a log-domain first iteration, then exp-domain scalings
 ``estimators``  plain and debiased (hard or smooth floor), in log space
 ``strategy``    :class:`NegativeStrategy` assembling them into the loss; :func:`make_strategy`
-``queue``       a FIFO memory bank of past embeddings (MoCo / MoCoRing)
+``queue``       a FIFO memory bank of past embeddings and their labels (MoCo / MoCoRing)
 ``distributed`` the all-gather with gradients that makes the global batch the candidate set
 """
 
