@@ -146,7 +146,7 @@ def serve_wikipedia(hosts: LocalHosts, monkeypatch) -> tuple[bytes, str]:
         for j in range(2 if f < 3 else 1):
             pid = 12 + 10 * f + j
             long = j == 0 and f < 3
-            n = 200 + f if long else 20
+            n = 10 * (20 + f) if long else 20  # sentences: 10 per paragraph, the heading not counted
             paras = [" ".join(f"{_words(rng, 6).capitalize()}." for _ in range(10)) for _ in range(n // 10)]
             text = "\n".join(["History.", *paras]) if long else "\n".join(paras)
             raw = (f'<doc id="{pid}" url="http://en.wikipedia.org/wiki?curid={pid}" title="A &amp; {pid}">\n'
@@ -331,7 +331,7 @@ def test_wikipedia_get_matches_reference_layout(hosts, root, monkeypatch, tmp_pa
     assert (w / "enwiki_wikiextractor_ge200sent_index.tsv").read_text(encoding="utf-8") == index
     from qt_hard.data.wiki import build_wiki
 
-    rep = build_wiki(w / "enwiki_wikiextractor_ge200sent.txt.xz", tmp_path / "wiki3", articles=3, sentences=200,
+    rep = build_wiki(w / "enwiki_wikiextractor_ge200sent.txt.xz", tmp_path / "wiki3", articles=3, sentences=150,
                      progress=False)
     assert rep.articles_written == 3
 
