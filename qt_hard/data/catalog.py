@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import lzma
+import os
 import pickle
 import re
 import shutil
@@ -632,6 +633,16 @@ def _folder_state(folder: Path, check: Callable[[Path], list[str]]) -> tuple[str
     return "present", how
 
 
+def _require_writable(root: Path) -> None:
+    probe = root
+    while not probe.exists():
+        probe = probe.parent
+    # The mode bits too: root passes os.access everywhere, but a folder marked read-only (like
+    # this project's reference copy) must not be written into.
+    if not os.access(probe, os.W_OK) or not probe.stat().st_mode & 0o222:
+        raise DownloadError(f"cannot write under {root}: pass --root DIR or set QT_HARD_DATA to a writable folder")
+
+
 def get(name: str, opts: Options, force: bool = False) -> Status:
     """Fetch, verify and install ``name`` under ``opts.root`` unless it is already intact."""
     if name not in DATASETS:
@@ -640,6 +651,7 @@ def get(name: str, opts: Options, force: bool = False) -> Status:
     before = status(name, opts.root)
     if before.state == "present" and not force and not (ds.parts and "not here" in before.detail):
         return Status(name, "present", f"already there ({before.detail}); nothing fetched")
+    _require_writable(opts.root)
     if ds.parts:
         for part in ds.parts:
             target = opts.root / name / part
