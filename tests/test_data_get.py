@@ -356,6 +356,20 @@ def test_bookcorpus_through_datasets_parquet(root, tmp_path):
     assert catalog.status("bookcorpus", root).state == "present"
 
 
+def test_get_refuses_a_read_only_root(tmp_path, capsys):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        assert main(["data", "get", "senteval", "--root", str(ro), "--no-progress"]) == 2
+    finally:
+        ro.chmod(0o755)
+    assert "cannot write under" in capsys.readouterr().err
+    assert list(ro.iterdir()) == []
+    assert main(["data", "get", "nosuch", "--root", str(ro)]) == 2
+    assert "unknown dataset 'nosuch'" in capsys.readouterr().err
+
+
 def test_loader_names_the_get_command(root):
     from qt_hard.errors import DataMissingError
     from qt_hard.paths import data_path

@@ -24,7 +24,8 @@ def register(subparsers) -> None:
 
     g = sub.add_parser("get", help="fetch datasets from their original sources, verified, into the data root")
     g.add_argument("names", nargs="+", metavar="NAME",
-                   help="senteval, books, wikipedia, tu, cifar10, bookcorpus (or all)")
+                   help="senteval, books, wikipedia, tu, cifar10, bookcorpus; 'all' is every one but "
+                   "bookcorpus (several GB)")
     g.add_argument("--root", help="data root (default: $QT_HARD_DATA, ../shared/data, or the user cache)")
     g.add_argument("--force", action="store_true", help="fetch again even when the data is intact")
     g.add_argument("--mirror", help="fetch https://HOST/PATH from MIRROR/HOST/PATH (default $QT_HARD_MIRROR)")
@@ -70,7 +71,7 @@ def _root(args):
 def _get(args) -> int:
     from qt_hard.data.catalog import DATASETS, Options, get
 
-    names = list(DATASETS) if args.names == ["all"] else args.names
+    names = [n for n in DATASETS if n != "bookcorpus"] if args.names == ["all"] else args.names
     opts = Options(_root(args), progress=not args.no_progress, mirror=args.mirror, source=args.source)
     for name in names:
         st = get(name, opts, force=args.force)
