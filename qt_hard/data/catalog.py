@@ -625,7 +625,7 @@ def _folder_state(folder: Path, check: Callable[[Path], list[str]]) -> tuple[str
     problems = check_manifest(folder)
     how = "sha256 of every file checked"
     if problems is None:
-        problems, how = check(folder), f"layout checked (no {MANIFEST})"
+        problems, how = check(folder), f"layout checked, no {MANIFEST}"
     elif not problems:
         problems = check(folder)
     if problems:
@@ -650,7 +650,7 @@ def get(name: str, opts: Options, force: bool = False) -> Status:
     ds = DATASETS[name]
     before = status(name, opts.root)
     if before.state == "present" and not force and not (ds.parts and "not here" in before.detail):
-        return Status(name, "present", f"already there ({before.detail}); nothing fetched")
+        return Status(name, "present", f"already there, {before.detail}; nothing fetched")
     _require_writable(opts.root)
     if ds.parts:
         for part in ds.parts:
