@@ -196,6 +196,8 @@ def test_senteval_get_list_and_corruption(hosts, root, monkeypatch, capsys):
     train = (se / "MRPC" / "msr_paraphrase_train.txt").read_text(encoding="utf-8-sig")
     assert "-1\t-1" not in train and len(train.splitlines()) == 4077
     assert not (root / catalog.DOWNLOADS / "senteval").exists()
+    note = (se / "SOURCE.md").read_text()
+    assert catalog.SENTEVAL_BINCLASSIF in note and "SHA256SUMS" in note
     # the evaluation's own task reader takes the folder as SentEval's layout
     from qt_hard.evaluation.tasks import load_task
 

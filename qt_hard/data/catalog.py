@@ -568,7 +568,7 @@ def bookcorpus_files(folder: Path) -> list[str]:
 
 
 DATASETS: dict[str, Dataset] = {d.name: d for d in (
-    Dataset("senteval", "MR, CR, SUBJ, MPQA, TREC, MRPC in SentEval's layout (~5 MB)",
+    Dataset("senteval", "MR, CR, SUBJ, MPQA, TREC, MRPC in SentEval's layout (~5 MB on disk)",
             "research use; cite Pang & Lee 2004/2005, Hu & Liu 2004, Wiebe et al. 2005, Li & Roth 2002, "
             "Dolan et al. 2004 (MRPC: Microsoft Research Paraphrase Corpus license)",
             _build_senteval, _check_senteval),
@@ -579,7 +579,7 @@ DATASETS: dict[str, Dataset] = {d.name: d for d in (
             "CC BY-SA 3.0 / GFDL (Wikipedia); attribute Wikipedia",
             _build_wikipedia, _check_wikipedia),
     Dataset("tu", "TU Dortmund graph datasets: MUTAG, PTC_MR, ENZYMES, PROTEINS, IMDB-BINARY, IMDB-MULTI, DD, "
-            "REDDIT-BINARY (~70 MB)",
+            "REDDIT-BINARY, original text format",
             "no license stated; research use with citation of TUDataset (Morris et al. 2020) and each source",
             None, None, parts=tuple(TU_COUNTS)),
     Dataset("cifar10", "CIFAR-10 python version, the official archive (163 MB)",
@@ -633,6 +633,29 @@ def _folder_state(folder: Path, check: Callable[[Path], list[str]]) -> tuple[str
     return "present", how
 
 
+def _write_source_note(folder: Path, ds: Dataset, sources: dict[str, Source]) -> None:
+    """A SOURCE.md beside the data: what it is, where each file came from, how it was checked."""
+    import datetime
+
+    lines = [f"# {ds.name}: {ds.summary}", "",
+             f"Fetched by `qt-hard data get {ds.name}` on {datetime.date.today().isoformat()}; "
+             f"every file written is listed with its sha256 in {MANIFEST}.", "",
+             "| file | source | checked by |", "|---|---|---|"]
+    for key, src in sources.items():
+        check = (f"sha256 {src.sha256}" if src.sha256 else f"md5 {src.md5}" if src.md5 else "") or src.note
+        lines.append(f"| {key} | {src.url} | {check} |")
+    lines += ["", f"License: {ds.license}.", ""]
+    (folder / "SOURCE.md").write_text("\n".join(lines), encoding="utf-8")
+
+
+def _with_note(build, ds: Dataset, opts: Options, sources: dict[str, Source]) -> Callable[[Path], None]:
+    def run(tmp: Path) -> None:
+        build(tmp, opts)
+        _write_source_note(tmp, ds, sources)
+
+    return run
+
+
 def _require_writable(root: Path) -> None:
     probe = root
     while not probe.exists():
@@ -657,9 +680,10 @@ def get(name: str, opts: Options, force: bool = False) -> Status:
             target = opts.root / name / part
             state, _ = _folder_state(target, lambda f, p=part: _check_tu_part(f, p))
             if state != "present" or force:
-                install(target, lambda tmp, p=part: _build_tu_part(p)(tmp, opts))
+                install(target, _with_note(_build_tu_part(part), ds, opts,
+                                           {f"{part}.zip": SOURCES[name][f"{part}.zip"]}))
     else:
-        install(opts.root / name, lambda tmp: ds.build(tmp, opts))
+        install(opts.root / name, _with_note(ds.build, ds, opts, SOURCES[name]))
     shutil.rmtree(opts.downloads / name, ignore_errors=True)
     after = status(name, opts.root)
     if after.state != "present":
