@@ -5,20 +5,30 @@ function, so this file only wires them together:
 
 * ``qt-hard train CONFIG.yaml [key=value ...]``  (qt_hard.training.cli)
 * ``qt-hard eval senteval|wiki|compare ...``       (qt_hard.evaluation.cli)
-* ``qt-hard data wiki ...``                        (qt_hard.data.cli)
+* ``qt-hard data get|list|wiki|books ...``         (qt_hard.data.cli)
+
+A user error (``qt_hard.errors.UserError``: a config key that does not exist, a missing data
+folder, a wrong model path, more negatives than candidates) prints one line,
+``qt-hard: error: ...``, and exits with status 2. ``--debug`` (or ``QT_HARD_DEBUG=1``) shows its
+traceback; any other exception is a bug and always shows its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+
+from qt_hard.errors import UserError
 
 _AREAS = ("qt_hard.training.cli", "qt_hard.evaluation.cli", "qt_hard.data.cli")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="qt-hard", description=__doc__.splitlines()[0])
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of user errors too (or set QT_HARD_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _AREAS:
         try:
@@ -34,6 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # --debug is accepted anywhere on the line, not only before the subcommand.
+    debug = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]
     parser = build_parser()
     # argparse stops filling a nargs="*" positional at the first option, so "train CFG --out D k=v"
     # would leave k=v unrecognized; subcommands that take overrides collect such leftovers.
@@ -46,7 +60,14 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    result = args.func(args)
+    try:
+        result = args.func(args)
+    except UserError as err:
+        if debug or os.environ.get("QT_HARD_DEBUG", "") not in ("", "0"):
+            raise
+        # One line, as argparse reports its own usage errors; the message already says what to do.
+        print(f"qt-hard: error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
     return int(result or 0)
 
 

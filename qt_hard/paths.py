@@ -1,43 +1,84 @@
 """Where qt-hard finds its data.
 
-``QT_HARD_DATA`` points at a data root laid out like ``../shared/data`` (``senteval/``, ``books/``,
-``wikipedia/``, ``tu/``, ``cifar10/``). When it is unset, ``../shared/data`` next to the project
-checkout is used if it exists.
+The data root is a folder laid out like this project's ``../shared/data``: one sub-folder per
+dataset (``senteval/``, ``books/``, ``wikipedia/``, ``tu/``, ``cifar10/``, ``bookcorpus/``), each
+in the layout ``qt-hard data get NAME`` writes. It is, in this order:
+
+1. ``$QT_HARD_DATA`` when it is set (it must be a folder);
+2. ``../shared/data`` next to the project checkout, when that folder exists (this project's
+   machines);
+3. a per-user cache: ``$XDG_CACHE_HOME/qt-hard`` or ``~/.cache/qt-hard`` on Linux,
+   ``~/Library/Caches/qt-hard`` on macOS, ``%LOCALAPPDATA%\\qt-hard\\Cache`` on Windows.
+
+``qt-hard data get`` writes into that root; a loader that finds its dataset missing raises
+``DataMissingError`` naming the command that fetches it.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
+
+from qt_hard.errors import DataMissingError
 
 _REPO = Path(__file__).resolve().parent.parent
 
 
-def data_root(required: bool = False) -> Path | None:
-    """Return the data root, or None when there is none (raise if ``required``)."""
+def user_cache_root() -> Path:
+    """The per-user data cache of this platform (it may not exist yet)."""
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+        return Path(base) / "qt-hard" / "Cache"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "qt-hard"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    # XDG says a relative XDG_CACHE_HOME is invalid and must be ignored.
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / "qt-hard"
+
+
+def default_data_root() -> Path:
+    """The root ``qt-hard data get`` writes to: the first of the three rules above (may not exist)."""
     env = os.environ.get("QT_HARD_DATA")
     if env:
         root = Path(env).expanduser()
-        if not root.is_dir():
-            raise FileNotFoundError(f"QT_HARD_DATA={env!r} is not a directory")
+        if root.exists() and not root.is_dir():
+            raise DataMissingError(f"QT_HARD_DATA={env!r} is not a directory")
         return root
-    default = _REPO.parent / "shared" / "data"
-    if default.is_dir():
-        return default
+    shared = _REPO.parent / "shared" / "data"
+    if shared.is_dir():
+        return shared
+    return user_cache_root()
+
+
+def data_root(required: bool = False) -> Path | None:
+    """The data root when it exists, else None (or ``DataMissingError`` when ``required``)."""
+    root = default_data_root()
+    if root.is_dir():
+        return root
     if required:
-        raise FileNotFoundError(
-            "no data root: set QT_HARD_DATA to a folder laid out like ../shared/data "
-            "(senteval/, books/, wikipedia/, tu/, cifar10/)"
+        raise DataMissingError(
+            f"no data root at {root}: fetch the data with `qt-hard data get NAME` "
+            "(`qt-hard data list` names the datasets) or set QT_HARD_DATA to a folder that has them"
         )
     return None
 
 
 def data_path(*parts: str, required: bool = True) -> Path | None:
-    """Path below the data root, e.g. ``data_path('senteval', 'MR')``."""
-    root = data_root(required=required)
-    if root is None:
-        return None
+    """Path below the data root, e.g. ``data_path('senteval', 'MR')``.
+
+    With ``required``, a missing path raises ``DataMissingError`` whose message names the exact
+    ``qt-hard data get`` command for the dataset ``parts[0]``."""
+    root = default_data_root()
     p = root.joinpath(*parts)
-    if required and not p.exists():
-        raise FileNotFoundError(f"{p} does not exist (data root {root})")
-    return p
+    if p.exists():
+        return p
+    if not required:
+        return p if root.is_dir() else None
+    raise DataMissingError(f"{p} does not exist (data root {root}); {get_command(parts[0])}")
+
+
+def get_command(dataset: str) -> str:
+    """The sentence that tells a user how to fetch ``dataset`` into the current data root."""
+    return f"fetch it with `qt-hard data get {dataset}`"

@@ -230,15 +230,19 @@ def test_resume_without_checkpoint_and_rerun_into_existing_run_are_errors(tmp_pa
         train(config_from_dict(tree))
 
 
-def test_cli_train_registers_and_runs(tmp_path):
+def test_cli_train_registers_and_runs(tmp_path, capsys):
     from qt_hard.cli import main
 
     cfg_file = tmp_path / "c.yaml"
     cfg_file.write_text(yaml.safe_dump(qt_config(tmp_path, steps=3)))
     assert main(["train", str(cfg_file), "train.steps=2", f"out_dir={tmp_path / 'cli'}"]) == 0
     assert (tmp_path / "cli" / "final" / "encoder.json").is_file()
+    capsys.readouterr()
+    # a config error is a user error: one line, exit status 2 (tests/test_cli_errors.py); --debug raises it
+    assert main(["train", str(cfg_file), "train.stepz=2"]) == 2
+    assert "unknown config key 'train.stepz'" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="train.stepz"):
-        main(["train", str(cfg_file), "train.stepz=2"])
+        main(["train", str(cfg_file), "train.stepz=2", "--debug"])
 
 
 def test_cli_overrides_may_follow_options(tmp_path, capsys):

@@ -1,5 +1,8 @@
-"""``qt-hard data ...``: build data sets on disk.
+"""``qt-hard data ...``: fetch and build data sets on disk.
 
+* ``qt-hard data get NAME [NAME ...] [--root DIR]`` fetches datasets from their original sources,
+  verifies them and installs them under the data root (``qt_hard.data.catalog``).
+* ``qt-hard data list [--root DIR]`` says which datasets are present, missing or corrupt.
 * ``qt-hard data wiki --source DUMP --articles 3029 --sentences 200 --out DIR``
   writes Wiki-N in the CURL archive layout from a WikiExtractor dump.
 * ``qt-hard data books [PATH] [--max-books N] [--cache-dir DIR]`` splits local books into the
@@ -18,6 +21,22 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("data", help="build data sets (Wiki-N, book sentence caches)",
                               description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="data_command", metavar="DATA_COMMAND")
+
+    g = sub.add_parser("get", help="fetch datasets from their original sources, verified, into the data root")
+    g.add_argument("names", nargs="+", metavar="NAME",
+                   help="senteval, books, wikipedia, tu, cifar10, bookcorpus; 'all' is every one but "
+                   "bookcorpus (several GB)")
+    g.add_argument("--root", help="data root (default: $QT_HARD_DATA, ../shared/data, or the user cache)")
+    g.add_argument("--force", action="store_true", help="fetch again even when the data is intact")
+    g.add_argument("--mirror", help="fetch https://HOST/PATH from MIRROR/HOST/PATH (default $QT_HARD_MIRROR)")
+    g.add_argument("--source", help="bookcorpus only: a hub id or a folder of Parquet files "
+                   "(default bookcorpus/bookcorpus)")
+    g.add_argument("--no-progress", action="store_true", help="no progress bars")
+    g.set_defaults(func=_get)
+
+    ls = sub.add_parser("list", help="which datasets are present, missing or corrupt under the data root")
+    ls.add_argument("--root", help="data root (default as for get)")
+    ls.set_defaults(func=_list)
 
     w = sub.add_parser("wiki", help="write Wiki-N (one file per article) from a WikiExtractor dump")
     w.add_argument("--source", help="WikiExtractor dump (.txt or .txt.xz); default: the data "
@@ -39,6 +58,36 @@ def register(subparsers) -> None:
     b.set_defaults(func=_books)
 
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1] if not args.data_command else None)
+
+
+def _root(args):
+    from pathlib import Path
+
+    from qt_hard.paths import default_data_root
+
+    return Path(args.root).expanduser() if args.root else default_data_root()
+
+
+def _get(args) -> int:
+    from qt_hard.data.catalog import DATASETS, Options, get
+
+    names = [n for n in DATASETS if n != "bookcorpus"] if args.names == ["all"] else args.names
+    opts = Options(_root(args), progress=not args.no_progress, mirror=args.mirror, source=args.source)
+    for name in names:
+        st = get(name, opts, force=args.force)
+        print(f"{name}: {st.state} in {opts.root / name} ({st.detail})", flush=True)
+    return 0
+
+
+def _list(args) -> int:
+    from qt_hard.data.catalog import DATASETS, status
+
+    root = _root(args)
+    print(f"data root: {root}")
+    for name, ds in DATASETS.items():
+        st = status(name, root)
+        print(f"{name:<11} {st.state:<8} {st.detail}")
+    return 0
 
 
 def _wiki(args) -> int:

@@ -26,6 +26,7 @@ from torch import nn
 from qt_hard.encoders.bow import BagOfWordsEncoder
 from qt_hard.encoders.config import ModelConfig
 from qt_hard.encoders.quick_thoughts import QuickThoughtsEncoder
+from qt_hard.errors import ModelNotFoundError
 from qt_hard.encoders.transformer import TransformerEncoder
 from qt_hard.threads import torch_threads
 
@@ -225,7 +226,7 @@ def load_encoder(path: str | Path, device: str | torch.device = "cpu") -> Senten
         path = path / "final"
     meta_file = path / "encoder.json"
     if not meta_file.is_file():
-        raise FileNotFoundError(f"no saved encoder at {path}: encoder.json is missing")
+        raise ModelNotFoundError(f"no saved encoder at {path}: encoder.json is missing")
     try:
         meta = json.loads(meta_file.read_text())
     except json.JSONDecodeError as err:

@@ -20,6 +20,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from qt_hard.errors import ModelNotFoundError
+
 __all__ = ["SentenceTransformerModel", "EmbeddingCache", "load_model", "is_sentence_transformers_dir"]
 
 
@@ -75,7 +77,7 @@ def load_model(spec: str, sentences: Callable[[], Sequence[str]] | Sequence[str]
         return random_encoder(config, list(sents))
     path = Path(spec).expanduser()
     if not path.exists():
-        raise FileNotFoundError(
+        raise ModelNotFoundError(
             f"model {spec!r} not found: expected a model folder, 'minilm' or 'random:CONFIG'"
         )
     if not path.is_dir():

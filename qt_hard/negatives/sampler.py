@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import torch
 
+from qt_hard.errors import NotEnoughCandidatesError
+
 
 def count_rows(mask: torch.Tensor) -> torch.Tensor:
     """(A,) number of True entries per row of an (A, C) bool mask, as a narrow integer.
@@ -37,7 +39,7 @@ def _check(mask: torch.Tensor, k) -> torch.Tensor:
     counts = count_rows(mask)
     if counts.numel() and int(counts.min()) < k:
         worst = int(counts.argmin())
-        raise ValueError(
+        raise NotEnoughCandidatesError(
             f"k={k} negatives requested but anchor {worst} has only {int(counts[worst])} candidates "
             f"(of {mask.shape[1]} columns); lower k or enlarge the batch"
         )

@@ -17,9 +17,10 @@ from typing import Any, Optional, Union, get_args, get_origin, get_type_hints
 import yaml
 
 from qt_hard.encoders.config import ModelConfig
+from qt_hard.errors import UserError
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A config file or override that does not fit the schema."""
 
 
@@ -28,12 +29,13 @@ class DataConfig:
     """Where the sentences come from.
 
     kind: "books" (a folder of .txt/.txt.xz books, ordered sentences, for Quick-Thoughts),
-          "bookcorpus" (Hugging Face ``bookcorpus``, needs a network),
+          "bookcorpus" (BookCorpus: the Parquet shards of ``qt-hard data get bookcorpus`` under
+          the data root or ``path`` when there, else the Hugging Face hub, which needs a network),
           "wiki" (Wiki-N positive pairs, Ash et al. D.1), "synthetic" (latent-class corpus
           of ``num_classes`` x ``sentences_per_class`` sentences, treated like Wiki-N).
     min_count: tokens seen fewer times (in the training split) become UNK (Ash et al.: 50).
     seed: seed of the train/test split and of the synthetic corpus.
-    path: books folder (default $QT_HARD_DATA/books) or the Wiki-N folder (default
+    path: books folder (default $QT_HARD_DATA/books), BookCorpus Parquet folder, or the Wiki-N folder (default
           OUT/cache/wiki_<articles>); built with build_wiki from ``wiki_source`` when missing.
     """
 
@@ -221,7 +223,7 @@ def load_config(path: str | Path | None, overrides: list[str] | tuple[str, ...] 
     if path is not None:
         path = Path(path)
         if not path.is_file():
-            raise FileNotFoundError(f"config file {path} does not exist")
+            raise ConfigError(f"config file {path} does not exist")
         try:
             tree = yaml.safe_load(path.read_text()) or {}
         except yaml.YAMLError as err:

@@ -127,7 +127,15 @@ def build_run(cfg: Config, out: Path) -> Run:
         else:
             from qt_hard.data.books import load_hf_bookcorpus
 
-            ds = load_hf_bookcorpus(cache_dir=cache_root / "bookcorpus", max_rows=cfg.data.max_sentences)
+            local = cfg.data.path or data_path("bookcorpus", required=False)
+            if local is not None and Path(local).is_dir():
+                # `qt-hard data get bookcorpus` wrote Parquet shards under the data root.
+                from qt_hard.data.catalog import bookcorpus_files
+
+                ds = load_hf_bookcorpus("parquet", data_files=bookcorpus_files(local),
+                                        cache_dir=cache_root / "bookcorpus", max_rows=cfg.data.max_sentences)
+            else:
+                ds = load_hf_bookcorpus(cache_dir=cache_root / "bookcorpus", max_rows=cfg.data.max_sentences)
         if cfg.data.max_sentences is not None:
             ds = ds.select(range(min(cfg.data.max_sentences, len(ds))))
         key = _key([kind, cfg.data.path, cfg.data.max_books, cfg.data.max_sentences, cfg.data.min_count,

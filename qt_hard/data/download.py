@@ -1,0 +1,203 @@
+"""Downloading and installing datasets: streamed, resumable, verified, atomic.
+
+* ``fetch(url, dest, ...)`` streams ``url`` into ``dest.part`` with a progress bar. When a
+  ``.part`` from an interrupted run is there it asks for the rest with an HTTP ``Range`` header
+  (servers that ignore it answer 200 and the file starts over). The finished file is checked
+  against the expected size and checksum before it is renamed to ``dest``; a file that fails
+  the check is deleted, so the next run fetches it afresh instead of resuming a bad one.
+* ``install(target, build)`` builds a dataset in a temporary folder beside ``target`` and renames
+  it into place, so an interrupted or failed build never leaves a half dataset where a loader
+  would read it.
+* ``write_manifest`` / ``check_manifest`` keep a ``SHA256SUMS`` file (``sha256sum`` format) in
+  each installed folder, so ``qt-hard data list`` can tell an intact copy from a corrupt one.
+
+``QT_HARD_MIRROR`` (or ``mirror=``) redirects every download: ``https://host/path`` is fetched
+from ``MIRROR/host/path``. Tests point it at a local server; users can point it at a copy of
+the original hosts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import os
+import shutil
+import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Callable
+
+from qt_hard.errors import UserError
+
+MANIFEST = "SHA256SUMS"
+_CHUNK = 1 << 20
+
+
+class DownloadError(UserError):
+    """A download or archive that cannot be used; the message says what failed and what to do."""
+
+
+def resolve_url(url: str, mirror: str | None = None) -> str:
+    """``url`` itself, or its copy under ``mirror`` (``MIRROR/host/path``)."""
+    mirror = mirror if mirror is not None else os.environ.get("QT_HARD_MIRROR")
+    if not mirror:
+        return url
+    parts = urllib.parse.urlsplit(url)
+    return f"{mirror.rstrip('/')}/{parts.netloc}{parts.path}"
+
+
+def file_digest(path: str | os.PathLike, algorithm: str = "sha256") -> str:
+    """Hex digest of a file, read in 1 MiB chunks."""
+    h = hashlib.new(algorithm)
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(_CHUNK), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def git_blob_sha1(data: bytes) -> str:
+    """The id git gives a file's contents: sha1 of ``b"blob <len>\\0" + data``."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _check_file(path: Path, url: str, size: int | None, sha256: str | None, md5: str | None) -> None:
+    got_size = path.stat().st_size
+    if size is not None and got_size != size:
+        raise DownloadError(f"{url}: expected {size} bytes, got {got_size}")
+    for algorithm, want in (("sha256", sha256), ("md5", md5)):
+        if want:
+            got = file_digest(path, algorithm)
+            if got != want.lower():
+                raise DownloadError(f"{url}: {algorithm} mismatch (expected {want}, got {got}): "
+                                    "the file is corrupt or the source changed")
+
+
+def fetch(url: str, dest: str | os.PathLike, *, size: int | None = None, sha256: str | None = None,
+          md5: str | None = None, progress: bool = True, mirror: str | None = None,
+          timeout: float = 60.0) -> Path:
+    """Download ``url`` to ``dest`` (resuming a ``dest.part``), check it, return ``dest``.
+
+    ``size``/``sha256``/``md5``: what the finished file must have (each optional). An existing
+    ``dest`` that passes the check is not downloaded again. Raises ``DownloadError`` for a network
+    failure (the ``.part`` is kept, so running again resumes) or a failed check (the file is
+    deleted).
+    """
+    dest = Path(dest)
+    if dest.exists():
+        try:
+            _check_file(dest, url, size, sha256, md5)
+            return dest
+        except DownloadError:
+            dest.unlink()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(dest.name + ".part")
+    source = resolve_url(url, mirror)
+    have = part.stat().st_size if part.exists() else 0
+    try:
+        _stream(source, part, have, progress, timeout, label=dest.name)
+    except (urllib.error.URLError, http.client.HTTPException, OSError, TimeoutError) as err:
+        reason = getattr(err, "reason", None) or err
+        got = part.stat().st_size if part.exists() else 0
+        raise DownloadError(f"download of {source} failed after {got} bytes ({reason}); "
+                            "run the command again to resume") from err
+    try:
+        _check_file(part, source, size, sha256, md5)
+    except DownloadError:
+        part.unlink()
+        raise
+    os.replace(part, dest)
+    return dest
+
+
+def _stream(url: str, part: Path, have: int, progress: bool, timeout: float, label: str) -> None:
+    from tqdm.auto import tqdm
+
+    headers = {"User-Agent": "qt-hard"}
+    if have:
+        headers["Range"] = f"bytes={have}-"
+    try:
+        resp = urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout)
+    except urllib.error.HTTPError as err:
+        if err.code == 416 and have:
+            # The .part is as long as the file or longer: start over rather than guess.
+            part.unlink()
+            return _stream(url, part, 0, progress, timeout, label)
+        raise DownloadError(f"{url}: HTTP {err.code} {err.reason}") from None
+    with resp:
+        resumed = have and resp.status == 206
+        if have and not resumed:
+            have = 0  # the server ignored Range: the whole file follows
+        length = resp.headers.get("Content-Length")
+        expected = int(length) if length is not None else None
+        total = have + expected if expected is not None else None
+        got = 0
+        with open(part, "ab" if resumed else "wb") as out, \
+                tqdm(total=total, initial=have, unit="B", unit_scale=True, desc=label,
+                     disable=not progress, leave=False) as bar:
+            while True:
+                block = resp.read(_CHUNK)
+                if not block:
+                    break
+                out.write(block)
+                got += len(block)
+                bar.update(len(block))
+        if expected is not None and got < expected:
+            raise http.client.IncompleteRead(b"", expected - got)
+
+
+# ----------------------------------------------------------------------------------------------
+# installing a folder atomically
+
+
+def install(target: str | os.PathLike, build: Callable[[Path], None]) -> Path:
+    """Run ``build(tmp)`` on an empty temporary folder beside ``target``, then rename it to ``target``.
+
+    An existing ``target`` is replaced only after ``build`` has succeeded; if ``build`` raises, the
+    temporary folder is removed and ``target`` is left as it was.
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    try:
+        build(tmp)
+        write_manifest(tmp)
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+            os.replace(target, old / target.name)
+            os.replace(tmp, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def write_manifest(folder: str | os.PathLike) -> Path:
+    """Write ``folder/SHA256SUMS`` over every file below ``folder`` (sorted, ``sha256sum`` format)."""
+    folder = Path(folder)
+    lines = [f"{file_digest(p)}  {p.relative_to(folder).as_posix()}\n"
+             for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MANIFEST]
+    out = folder / MANIFEST
+    out.write_text("".join(lines), encoding="utf-8")
+    return out
+
+
+def check_manifest(folder: str | os.PathLike) -> list[str] | None:
+    """Problems found by re-hashing the files ``folder/SHA256SUMS`` lists; None without a manifest."""
+    folder = Path(folder)
+    manifest = folder / MANIFEST
+    if not manifest.is_file():
+        return None
+    problems = []
+    for line in manifest.read_text(encoding="utf-8").splitlines():
+        digest, _, name = line.partition("  ")
+        path = folder / name
+        if not path.is_file():
+            problems.append(f"{name} is missing")
+        elif file_digest(path) != digest:
+            problems.append(f"{name} does not match its sha256")
+    return problems

@@ -1,0 +1,26 @@
+"""Errors that the user can fix: the command line prints them as one line, without a traceback.
+
+``UserError`` marks a problem in what the user asked for or has on disk (a config key that does
+not exist, a data folder that is missing, a model path with no saved model, more negatives than
+candidates). Each subclass also derives from the built-in exception a caller would catch for it
+(``ValueError``, ``FileNotFoundError``), so library code that catches those keeps working.
+Anything else that escapes a command is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """A problem in the user's input or files; the message says what to change."""
+
+
+class DataMissingError(UserError, FileNotFoundError):
+    """A dataset is not under the data root; the message names the ``qt-hard data get`` command."""
+
+
+class ModelNotFoundError(UserError, FileNotFoundError):
+    """No saved model where the user pointed."""
+
+
+class NotEnoughCandidatesError(UserError, ValueError):
+    """More negatives (``k``) were asked for than some anchor has candidates."""

@@ -1,0 +1,468 @@
+"""``qt-hard data get`` / ``data list`` against a local server standing in for the original hosts.
+
+Every source is served as a small archive in its original format (zip, tar.gz with CIFAR pickles,
+plain text files, WikiExtractor files, Parquet for bookcorpus); the checksums the table pins for
+the real files are replaced by those of the small files, so every check runs as it would on the
+real bytes. No real host is contacted: ``QT_HARD_MIRROR`` sends every URL to 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import lzma
+import pickle
+import random
+import tarfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from _http_server import LocalHosts
+from qt_hard.cli import main
+from qt_hard.data import catalog
+from qt_hard.data.download import DownloadError, fetch, git_blob_sha1
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+_VOCAB = ["good", "bad", "film", "plot", "actor", "the", "a", "is", "was", "very", "not", "story",
+          "fun", "dull", "great", "poor", "and", "it", "of", "with"]
+
+
+def _words(rng, n):
+    return " ".join(rng.choices(_VOCAB, k=n))
+
+
+# ------------------------------------------------------------------------------------------------
+# small archives in each original format
+
+
+def serve_senteval(hosts: LocalHosts, monkeypatch) -> None:
+    rng = random.Random(0)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for ours, member in catalog._SENTEVAL_ZIP_MEMBERS.items():
+            lines = [f"{_words(rng, 6)} .\n".encode("latin-1") for _ in range(catalog.SENTEVAL_LINES[ours])]
+            if ours.startswith("MR"):
+                lines[3] = b"wait for it \x85 nothing .\n"  # the cp1252 ellipsis the copy replaces
+            zf.writestr(f"data/{member}", b"".join(lines))
+    hosts.put(catalog.SENTEVAL_BINCLASSIF, buf.getvalue())
+    classes = ["DESC:manner", "ENTY:other", "HUM:ind", "LOC:city", "NUM:date", "ABBR:exp"]
+    for name in ("train_5500.label", "TREC_10.label"):
+        n = catalog.SENTEVAL_LINES[f"TREC/{name}"]
+        hosts.put(f"{catalog.TREC_BASE}/{name}",
+                  "".join(f"{classes[i % 6]} what is {_words(rng, 4)} ?\n" for i in range(n)).encode("latin-1"))
+    head = "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\r\n"
+    pairs = lambda n, base: "".join(  # noqa: E731
+        f"{i % 2}\t{base + i}\t{base + n + i}\t{_words(rng, 7)} .\t{_words(rng, 7)} .\r\n" for i in range(n))
+    train = head + pairs(4076, 1000)
+    test = head + pairs(1725, 90000)
+    junk = "".join(f"1\t-1\t-1\tappended {i} .\tappended {i} .\r\n" for i in range(4))
+    hosts.put(f"{catalog.MRPC_BASE}/msr_paraphrase_train.txt", (train + junk).encode("utf-8"))
+    hosts.put(f"{catalog.MRPC_BASE}/msr_paraphrase_test.txt", test.encode("utf-8"))
+    monkeypatch.setitem(catalog.SENTEVAL_OUTPUT_SHA256, "MRPC/msr_paraphrase_train.txt",
+                        _sha(train.encode("utf-8")))
+    monkeypatch.setitem(catalog.SENTEVAL_OUTPUT_SHA256, "MRPC/msr_paraphrase_test.txt", _sha(test.encode("utf-8")))
+    src = catalog.SOURCES["senteval"]
+    monkeypatch.setitem(src, "msr_paraphrase_test.txt",
+                        catalog.Source(src["msr_paraphrase_test.txt"].url, sha256=_sha(test.encode("utf-8"))))
+
+
+def serve_books(hosts: LocalHosts, monkeypatch, n_books: int = 3, paragraphs: int = 60) -> list[dict]:
+    """Project Gutenberg-style originals (CRLF, START/END markers) and the packaged list's rows."""
+    rng = random.Random(1)
+    rows = []
+    for b in range(n_books):
+        body = "\r\n\r\n\r\n\r\nProduced by Volunteer {0}\r\n\r\n\r\n\r\nBOOK {0}\r\n\r\n".format(b)
+        body += "\r\n\r\n".join(" ".join(f"{_words(rng, 9).capitalize()}." for _ in range(5))
+                                for _ in range(paragraphs)) + "\r\n"
+        stripped = body.encode("utf-8")
+        original = (f"The Project Gutenberg EBook of Book {b}\r\n\r\n*** START OF THIS PROJECT GUTENBERG "
+                    f"EBOOK BOOK {b} ***\r\n").encode() + stripped + \
+            (f"\r\n\r\n\r\nEnd of the Project Gutenberg EBook of Book {b}\r\n\r\n*** END OF THIS PROJECT "
+             "GUTENBERG EBOOK ***\r\nlicense text\r\n").encode()
+        path = f"Author {b}, A./Book {b}; Or, A Tale.txt"
+        hosts.put(f"{catalog.BOOKS_BASE}/{path}", original)
+        rows.append({"file": f"Author_{b}__Book_{b}.txt.xz", "author_dir": f"Author {b}, A.", "title": f"Book {b}",
+                     "original_path": path, "original_blob_sha1": git_blob_sha1(original),
+                     "original_bytes": str(len(original)), "txt_bytes": str(len(stripped)),
+                     "xz_bytes": "0", "pg_header_footer_stripped": "True", "approx_sentences": str(5 * paragraphs),
+                     "sha256_xz": _sha(lzma.compress(stripped, preset=9)), "txt_sha256": _sha(stripped),
+                     "head_hex": stripped[:48].hex()})
+    monkeypatch.setattr(catalog, "books_index", lambda: [dict(r) for r in rows])
+    return rows
+
+
+def serve_cifar10(hosts: LocalHosts, monkeypatch, n: int = 20) -> bytes:
+    rng = np.random.default_rng(2)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for name in catalog.CIFAR10_FILES:
+            if name == "batches.meta":
+                obj = {"label_names": ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse",
+                                       "ship", "truck"], "num_vis": 3072}
+            else:
+                obj = {"batch_label": name, "labels": rng.integers(0, 10, n).tolist(),
+                       "data": rng.integers(0, 256, (n, 3072), dtype=np.uint8)}
+            data = pickle.dumps(obj, protocol=2)
+            info = tarfile.TarInfo(f"cifar-10-batches-py/{name}")
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    archive = buf.getvalue()
+    hosts.put(catalog.CIFAR10_URL, archive)
+    monkeypatch.setitem(catalog.SOURCES["cifar10"], "cifar-10-python.tar.gz",
+                        catalog.Source(catalog.CIFAR10_URL, md5=hashlib.md5(archive).hexdigest()))
+    return archive
+
+
+def serve_tu(hosts: LocalHosts, monkeypatch) -> None:
+    counts = {}
+    for i, ds in enumerate(catalog.TU_COUNTS):
+        graphs, nodes_per = 4 + i, 3
+        counts[ds] = (graphs, graphs * nodes_per)
+        indicator = "".join(f"{g + 1}\n" for g in range(graphs) for _ in range(nodes_per))
+        edges = "".join(f"{g * 3 + 1}, {g * 3 + 2}\n{g * 3 + 2}, {g * 3 + 1}\n" for g in range(graphs))
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w") as zf:
+            zf.writestr(f"{ds}/{ds}_A.txt", edges)
+            zf.writestr(f"{ds}/{ds}_graph_indicator.txt", indicator)
+            zf.writestr(f"{ds}/{ds}_graph_labels.txt", "".join(f"{g % 2}\n" for g in range(graphs)))
+            zf.writestr(f"{ds}/README.txt", f"{ds} readme\n")
+        hosts.put(f"{catalog.TU_BASE}/{ds}.zip", buf.getvalue())
+    monkeypatch.setattr(catalog, "TU_COUNTS", counts)
+
+
+def serve_wikipedia(hosts: LocalHosts, monkeypatch) -> tuple[bytes, str]:
+    """400 WikiExtractor files; articles 2k in each of the first files are long (>= 200 sentences)."""
+    rng = random.Random(3)
+    kept, index = [], ["page_id\ttitle\tn_sentences_simple_split\n"]
+    for f, name in enumerate(catalog.WIKI_FILES):
+        docs = []
+        for j in range(2 if f < 3 else 1):
+            pid = 12 + 10 * f + j
+            long = j == 0 and f < 3
+            n = 10 * (20 + f) if long else 20  # sentences: 10 per paragraph, the heading not counted
+            paras = [" ".join(f"{_words(rng, 6).capitalize()}." for _ in range(10)) for _ in range(n // 10)]
+            text = "\n".join(["History.", *paras]) if long else "\n".join(paras)
+            raw = (f'<doc id="{pid}" url="http://en.wikipedia.org/wiki?curid={pid}" title="A &amp; {pid}">\n'
+                   f"A & {pid}\n\n{text}\n</doc>\n").encode()
+            docs.append(raw)
+            if long:
+                kept.append(raw)
+                index.append(f"{pid}\tA & {pid}\t{n}\n")
+        hosts.put(f"{catalog.WIKI_BASE}/{name}", b"".join(docs))
+    txt, idx = b"".join(kept), "".join(index).encode()
+    monkeypatch.setattr(catalog, "WIKI_OUTPUT_SHA256", {"enwiki_wikiextractor_ge200sent.txt": _sha(txt),
+                                                         "enwiki_wikiextractor_ge200sent_index.tsv": _sha(idx)})
+    return txt, idx.decode()
+
+
+@pytest.fixture
+def hosts(tmp_path, monkeypatch):
+    with LocalHosts(tmp_path / "www") as h:
+        monkeypatch.setenv("QT_HARD_MIRROR", h.url)
+        yield h
+
+
+@pytest.fixture
+def root(tmp_path, monkeypatch):
+    r = tmp_path / "data"
+    monkeypatch.setenv("QT_HARD_DATA", str(r))
+    return r
+
+
+def _get(*names, extra=()):
+    return main(["data", "get", *names, "--no-progress", *extra])
+
+
+# ------------------------------------------------------------------------------------------------
+# each source's full path
+
+
+def test_senteval_get_list_and_corruption(hosts, root, monkeypatch, capsys):
+    serve_senteval(hosts, monkeypatch)
+    assert _get("senteval") == 0
+    se = root / "senteval"
+    mr = (se / "MR" / "rt-polarity.pos").read_bytes()
+    assert b"\x85" not in mr and b"wait for it ... nothing ." in mr
+    train = (se / "MRPC" / "msr_paraphrase_train.txt").read_text(encoding="utf-8-sig")
+    assert "-1\t-1" not in train and len(train.splitlines()) == 4077
+    assert not (root / catalog.DOWNLOADS / "senteval").exists()
+    note = (se / "SOURCE.md").read_text()
+    assert catalog.SENTEVAL_BINCLASSIF in note and "SHA256SUMS" in note
+    # the evaluation's own task reader takes the folder as SentEval's layout
+    from qt_hard.evaluation.tasks import load_task
+
+    trec = load_task("TREC", se)
+    assert trec is not None
+    capsys.readouterr()
+
+    assert main(["data", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "senteval    present" in out and "books       missing" in out
+    assert "qt-hard data get books" in out
+    # a second get finds it intact and fetches nothing
+    n = len(hosts.requests)
+    assert _get("senteval") == 0 and len(hosts.requests) == n
+    # one changed byte makes it corrupt; get repairs it
+    p = se / "CR" / "custrev.neg"
+    p.write_bytes(b"X" + p.read_bytes()[1:])
+    main(["data", "list"])
+    assert "senteval    corrupt  CR/custrev.neg does not match its sha256" in capsys.readouterr().out
+    assert _get("senteval") == 0
+    assert catalog.status("senteval", root).state == "present"
+
+
+def test_corrupt_and_truncated_archives_are_rejected(hosts, root, monkeypatch, capsys):
+    serve_senteval(hosts, monkeypatch)
+    zpath = hosts.root / catalog.SENTEVAL_BINCLASSIF.split("://", 1)[1]
+    good = zpath.read_bytes()
+    zpath.write_bytes(good[: len(good) // 2])  # a truncated zip (no checksum is published for it)
+    assert _get("senteval") == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("qt-hard: error: datasmall_NB_ACL12.zip is not a valid zip archive") and "\n" not in err
+    assert not (root / "senteval").exists()
+    assert [p.name for p in root.iterdir() if not p.name.startswith(".")] == []
+
+    serve_cifar10(hosts, monkeypatch)
+    tpath = hosts.root / catalog.CIFAR10_URL.split("://", 1)[1]
+    tpath.write_bytes(tpath.read_bytes()[:-200])  # md5 pinned: caught before extraction
+    assert _get("cifar10") == 2
+    assert "md5 mismatch" in capsys.readouterr().err
+    assert not (root / "cifar10").exists()
+    assert not list((root / catalog.DOWNLOADS).rglob("*.tar.gz*"))  # the bad file is not kept to resume
+
+    # without a checksum, a truncated tar.gz is still refused at extraction
+    monkeypatch.setitem(catalog.SOURCES["cifar10"], "cifar-10-python.tar.gz", catalog.Source(catalog.CIFAR10_URL))
+    assert _get("cifar10") == 2
+    assert "is not a complete tar.gz archive" in capsys.readouterr().err
+    assert not (root / "cifar10").exists()
+
+
+def test_interrupted_download_leaves_nothing_and_resumes(hosts, root, monkeypatch, capsys):
+    archive = serve_cifar10(hosts, monkeypatch, n=200)
+    path = "/" + catalog.CIFAR10_URL.split("://", 1)[1]
+    hosts.cut[path] = len(archive) // 3
+    assert _get("cifar10") == 2
+    assert "run the command again to resume" in capsys.readouterr().err
+    assert not (root / "cifar10").exists()
+    parts = list((root / catalog.DOWNLOADS).rglob("*.part"))
+    assert len(parts) == 1 and parts[0].stat().st_size == len(archive) // 3
+    assert catalog.status("cifar10", root).state == "missing"
+
+    assert _get("cifar10") == 0
+    assert hosts.requests[-1] == (path, f"bytes={len(archive) // 3}-")  # resumed, not restarted
+    batch = pickle.load(open(root / "cifar10" / "cifar-10-batches-py" / "data_batch_3", "rb"), encoding="latin1")
+    assert batch["data"].shape == (200, 3072)
+    assert catalog.status("cifar10", root).state == "present"
+
+
+def test_fetch_starts_over_after_416_and_reports_404(tmp_path):
+    with LocalHosts(tmp_path / "www") as h:
+        h.put("https://example.org/f.bin", b"0123456789" * 100)
+        dest = tmp_path / "f.bin"
+        # a .part longer than the file: the Range past the end gets 416, the file is fetched whole
+        (tmp_path / "f.bin.part").write_bytes(b"x" * 2000)
+        fetch("https://example.org/f.bin", dest, sha256=_sha(b"0123456789" * 100), progress=False, mirror=h.url)
+        assert dest.read_bytes() == b"0123456789" * 100
+        with pytest.raises(DownloadError, match="HTTP 404"):
+            fetch("https://example.org/missing", tmp_path / "m", progress=False, mirror=h.url)
+
+
+def test_tu_get_per_subset(hosts, root, monkeypatch, capsys):
+    serve_tu(hosts, monkeypatch)
+    assert _get("tu") == 0
+    for ds in catalog.TU_COUNTS:
+        assert (root / "tu" / ds / f"{ds}_graph_indicator.txt").is_file()
+    # drop one subset: list says what is missing, get fetches only that one
+    import shutil
+
+    shutil.rmtree(root / "tu" / "DD")
+    st = catalog.status("tu", root)
+    assert st.state == "present" and "not here: DD" in st.detail
+    n = len(hosts.requests)
+    assert _get("tu") == 0
+    assert [p for p, _ in hosts.requests[n:]] == ["/" + f"{catalog.TU_BASE}/DD.zip".split("://", 1)[1]]
+    # a graph-label file that lost lines is corrupt even without a manifest
+    (root / "tu" / "MUTAG" / "SHA256SUMS").unlink()
+    lab = root / "tu" / "MUTAG" / "MUTAG_graph_labels.txt"
+    lab.write_text("".join(lab.read_text().splitlines(keepends=True)[:-1]))
+    assert catalog.status("tu", root).state == "corrupt"
+
+
+def test_books_get_strips_and_verifies(hosts, root, monkeypatch):
+    rows = serve_books(hosts, monkeypatch)
+    assert _get("books") == 0
+    from qt_hard.data.books import read_book_text
+
+    for r in rows:
+        text = read_book_text(root / "books" / r["file"])
+        assert "START OF THIS PROJECT" not in text and "End of the Project Gutenberg" not in text
+        assert text.lstrip().startswith("Produced by")
+    with open(root / "books" / "INDEX.tsv", newline="") as fh:
+        assert [r["file"] for r in csv.DictReader(fh, delimiter="\t")] == [r["file"] for r in rows]
+    # an original whose bytes differ from the listed git blob is refused
+    hosts.put(f"{catalog.BOOKS_BASE}/{rows[0]['original_path']}", b"tampered")
+    rows[0]["original_bytes"] = str(len(b"tampered"))
+    with pytest.raises(DownloadError, match="git blob sha1"):
+        catalog.get("books", catalog.Options(root, progress=False), force=True)
+    assert catalog.status("books", root).state == "present"  # the installed copy is untouched
+
+
+def test_strip_gutenberg_marker_rule_and_mismatch():
+    text = b"\r\n\r\nThe text.\r\n"
+    original = b"hdr\r\n*** START OF THIS PROJECT GUTENBERG EBOOK X ***\r\n" + text + \
+        b"\r\nEnd of the Project Gutenberg EBook of X\r\n*** END OF THIS PROJECT GUTENBERG EBOOK X ***\r\n"
+    row = {"pg_header_footer_stripped": "True", "txt_bytes": str(len(text)), "head_hex": "ffff",
+           "txt_sha256": _sha(text), "file": "x"}
+    assert catalog.strip_gutenberg(original, row) == text  # head not found: the marker rule
+    with pytest.raises(DownloadError, match="does not match the recorded sha256"):
+        catalog.strip_gutenberg(original, dict(row, txt_sha256=_sha(b"other")))
+
+
+def test_wikipedia_get_matches_reference_layout(hosts, root, monkeypatch, tmp_path):
+    txt, index = serve_wikipedia(hosts, monkeypatch)
+    assert _get("wikipedia") == 0
+    w = root / "wikipedia"
+    assert lzma.open(w / "enwiki_wikiextractor_ge200sent.txt.xz").read() == txt
+    assert (w / "enwiki_wikiextractor_ge200sent_index.tsv").read_text(encoding="utf-8") == index
+    from qt_hard.data.wiki import build_wiki
+
+    rep = build_wiki(w / "enwiki_wikiextractor_ge200sent.txt.xz", tmp_path / "wiki3", articles=3, sentences=150,
+                     progress=False)
+    assert rep.articles_written == 3
+
+
+def test_bookcorpus_through_datasets_parquet(root, tmp_path):
+    from datasets import Dataset
+
+    src = tmp_path / "bc"
+    src.mkdir()
+    rows = [f"sentence {i} of the corpus ." for i in range(30)]
+    Dataset.from_dict({"text": rows[:20]}).to_parquet(str(src / "train-0.parquet"))
+    Dataset.from_dict({"text": rows[20:]}).to_parquet(str(src / "train-1.parquet"))
+    assert _get("bookcorpus", extra=["--source", str(src)]) == 0
+    files = catalog.bookcorpus_files(root / "bookcorpus")
+    from qt_hard.data.books import load_hf_bookcorpus
+
+    ds = load_hf_bookcorpus("parquet", data_files=files, cache_dir=tmp_path / "c", boundary_pattern=None)
+    assert list(ds["text"]) == rows
+    assert catalog.status("bookcorpus", root).state == "present"
+
+
+def test_get_refuses_a_read_only_root(tmp_path, capsys):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        assert main(["data", "get", "senteval", "--root", str(ro), "--no-progress"]) == 2
+    finally:
+        ro.chmod(0o755)
+    assert "cannot write under" in capsys.readouterr().err
+    assert list(ro.iterdir()) == []
+    assert main(["data", "get", "nosuch", "--root", str(ro)]) == 2
+    assert "unknown dataset 'nosuch'" in capsys.readouterr().err
+
+
+def test_loader_names_the_get_command(root):
+    from qt_hard.errors import DataMissingError
+    from qt_hard.paths import data_path
+
+    root.mkdir()
+    with pytest.raises(DataMissingError, match=r"`qt-hard data get books`"):
+        data_path("books")
+
+
+def test_default_root_falls_back_to_user_cache(monkeypatch, tmp_path):
+    from qt_hard import paths
+
+    monkeypatch.delenv("QT_HARD_DATA", raising=False)
+    monkeypatch.setattr(paths, "_REPO", tmp_path / "checkout" / "repo")  # no ../shared/data beside it
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr(paths.sys, "platform", "linux")
+    assert paths.default_data_root() == tmp_path / "xdg" / "qt-hard"
+    assert paths.data_root() is None  # not made until something is fetched
+    (tmp_path / "checkout" / "shared" / "data").mkdir(parents=True)
+    assert paths.default_data_root() == tmp_path / "checkout" / "shared" / "data"
+
+
+def test_real_reference_copy_passes_layout_checks():
+    """The project's reference copy (when present) passes the same layout checks a download must."""
+    from qt_hard.paths import data_root
+
+    ref = data_root()
+    if ref is None or not (ref / "senteval").is_dir():
+        pytest.skip("no data root with senteval/ (set QT_HARD_DATA)")
+    assert catalog._check_senteval(ref / "senteval") == []
+    for ds in ("MUTAG", "PTC_MR", "ENZYMES", "PROTEINS", "IMDB-BINARY", "IMDB-MULTI"):
+        assert catalog._check_tu_part(ref / "tu" / ds, ds) == []
+    assert catalog._check_books(ref / "books") == []
+    for rel, want in catalog.SENTEVAL_OUTPUT_SHA256.items():
+        assert hashlib.sha256((ref / "senteval" / rel).read_bytes()).hexdigest() == want
+    rows = catalog.books_index()
+    assert len(rows) == 352
+    r = rows[0]
+    xz = (ref / "books" / r["file"]).read_bytes()
+    assert hashlib.sha256(xz).hexdigest() == r["sha256_xz"]
+    text = lzma.decompress(xz)
+    assert hashlib.sha256(text).hexdigest() == r["txt_sha256"]
+    assert lzma.compress(text, preset=9) == xz  # so the xz sha256 can verify what get writes
+    # the one unstripped book is its original: the listed git blob sha1 holds for it
+    (kept,) = [r for r in rows if r["pg_header_footer_stripped"] == "False"]
+    original = lzma.decompress((ref / "books" / kept["file"]).read_bytes())
+    assert git_blob_sha1(original) == kept["original_blob_sha1"]
+    assert catalog.strip_gutenberg(original, kept) == original
+
+
+@pytest.mark.slow
+def test_real_wikipedia_subset_and_index_are_reproduced():
+    """Selecting and indexing the reference text with the code's splitter gives the pinned sha256s
+    (what `get wikipedia` checks after selecting from the 400 original files)."""
+    from qt_hard.paths import data_root
+
+    ref = data_root()
+    dump = ref / "wikipedia" / "enwiki_wikiextractor_ge200sent.txt.xz" if ref else None
+    if dump is None or not dump.exists():
+        pytest.skip("no data root with wikipedia/ (set QT_HARD_DATA)")
+    txt, index = hashlib.sha256(), ["page_id\ttitle\tn_sentences_simple_split\n"]
+    for page_id, raw in catalog._wiki_articles(lzma.open(dump).read()):
+        lines = raw.decode("utf-8").split("\n")
+        n = catalog.count_wiki_sentences(lines[2:-2])
+        assert n >= 200
+        txt.update(raw)
+        index.append(f"{page_id}\t{lines[1]}\t{n}\n")
+    assert txt.hexdigest() == catalog.WIKI_OUTPUT_SHA256["enwiki_wikiextractor_ge200sent.txt"]
+    assert _sha("".join(index).encode("utf-8")) == catalog.WIKI_OUTPUT_SHA256["enwiki_wikiextractor_ge200sent_index.tsv"]
+
+
+# ------------------------------------------------------------------------------------------------
+# the Done-when test: a machine without ../shared/data runs the main job end to end
+
+
+def test_main_job_end_to_end_from_local_hosts(hosts, root, monkeypatch, tmp_path, capsys):
+    from qt_hard import paths
+
+    monkeypatch.setattr(paths, "_REPO", tmp_path / "elsewhere" / "repo")  # no ../shared/data anywhere
+    serve_senteval(hosts, monkeypatch)
+    serve_books(hosts, monkeypatch, n_books=2, paragraphs=80)
+    assert not root.exists()
+    assert _get("books", "senteval") == 0
+    out = tmp_path / "run"
+    assert main(["train", str(REPO / "configs" / "qt_books_smoke.yaml"), "--out", str(out), "train.steps=4",
+                 "train.checkpoint_every=0", "train.progress=false", "train.batch_size=16", "data.max_books=2",
+                 "train.trackers=[]"]) == 0
+    assert (out / "final" / "encoder.json").is_file()
+    capsys.readouterr()
+    # the main job evaluates all six tasks; one task with 2 folds keeps this test short
+    assert main(["eval", "senteval", "--model", str(out / "final"), "--tasks", "TREC",
+                 "--kfold", "2", "--output", str(tmp_path / "qt.json")]) == 0
+    assert "TREC" in capsys.readouterr().out
+    assert (tmp_path / "qt.json").is_file()
