@@ -27,7 +27,7 @@ from typing import Sequence
 import torch
 
 from ..schedules import make_schedule
-from .estimators import DebiasedEstimator, PlainEstimator
+from .estimators import DebiasedEstimator, JSDEstimator, PlainEstimator
 from .logmeanexp import tilted_log_mean_exp
 from .sampler import count_rows, sample_k_indices, sample_k_negatives
 from .scores import ContrastScores
@@ -40,7 +40,8 @@ class NegativeStrategy:
 
     Args:
         weightings: composable :class:`Weighting` objects (log-weights add up); empty = uniform.
-        estimator: :class:`PlainEstimator` (default) or :class:`DebiasedEstimator`.
+        estimator: :class:`PlainEstimator` (default), :class:`DebiasedEstimator` or
+            :class:`JSDEstimator` (InfoGraph's Jensen-Shannon loss per positive instead of the NCE form).
         k: negatives per anchor drawn uniformly without replacement from the allowed candidates,
             independently per anchor (Ash et al. section 5); None = all.
         collision_free: drop candidates of the anchor's class before sampling (needs labels;
@@ -109,16 +110,22 @@ class NegativeStrategy:
         base = mask if self.k is None else None
         keep = lw.keep if base is None else base if lw.keep is None else base & lw.keep
         n_support = n_cand if lw.keep is None else count_rows(keep)
-        log_e = tilted_log_mean_exp(neg, keep, lw.gamma, lw.gamma_grad, lw.dense, n_support)
         empty = n_support == 0
-        log_e = torch.where(empty, torch.zeros_like(log_e), log_e)  # keep NaN out of empty rows
-        q = (n_support if self.count == "support" else n_cand).clamp_min(1).to(neg.dtype)
-
-        log_neg = torch.log(q)[:, None] + self.estimator.log_negative(log_e, pos, scores.scale, self.progress)
-        if self.include_positive:
-            per_pos = torch.logaddexp(pos, log_neg) - pos
+        if getattr(self.estimator, "is_divergence", False):
+            # JSD (InfoGraph): a weighted mean of softplus(s) over the negatives, not a log-mean-exp.
+            tilted = lw.gamma != 0 or lw.dense is not None
+            per_pos = self.estimator.per_positive(neg, lw.materialize(neg, mask), n_cand, tilted, pos,
+                                                  self.progress)
         else:
-            per_pos = log_neg - pos
+            log_e = tilted_log_mean_exp(neg, keep, lw.gamma, lw.gamma_grad, lw.dense, n_support)
+            log_e = torch.where(empty, torch.zeros_like(log_e), log_e)  # keep NaN out of empty rows
+            q = (n_support if self.count == "support" else n_cand).clamp_min(1).to(neg.dtype)
+
+            log_neg = torch.log(q)[:, None] + self.estimator.log_negative(log_e, pos, scores.scale, self.progress)
+            if self.include_positive:
+                per_pos = torch.logaddexp(pos, log_neg) - pos
+            else:
+                per_pos = log_neg - pos
         valid = scores.pos_valid & ~empty[:, None]
         per_pos = torch.where(valid, per_pos, torch.zeros_like(per_pos))
         n_pos = scores.pos_valid.sum(dim=1)
@@ -146,7 +153,7 @@ def make_strategy(negatives="uniform", *, k: int | None = None, collision_free: 
                   beta=1.0, clip: bool = False, detach: bool = False, lower=0.0, upper=100.0,
                   hardening: str | None = None, tau=None, epsilon=0.5, cost: str = "sqeuclidean",
                   kappa: float = 0.0, sinkhorn_iters: int = 20, marginals: str = "uniform",
-                  ) -> NegativeStrategy:
+                  estimator: str = "nce") -> NegativeStrategy:
     """Build a strategy from a name and keyword options (the functional and config entry point).
 
     Names:
@@ -160,6 +167,9 @@ def make_strategy(negatives="uniform", *, k: int | None = None, collision_free: 
         "threshold": the thresholded hardening 1(e^s >= tau) without labels (H-UCL(tau)).
         "ot": entropic OT coupling, Jiang, Ishwar & Aeron 2023 (epsilon, cost, kappa, sinkhorn_iters).
     Any strategy takes k, collision_free, include_positive, count, and tau_plus (debiasing) with floor.
+    estimator: "nce" (the contrastive loss above, plain or debiased by tau_plus), "jsd" (InfoGraph's
+    Jensen-Shannon estimator, :class:`JSDEstimator`, debiased by tau_plus without a floor) or
+    "jsd_code" (the official HCL graph code's form of it; see :class:`JSDEstimator`).
     A :class:`NegativeStrategy` is returned as is (options must then be empty).
     """
     if isinstance(negatives, NegativeStrategy):
@@ -196,6 +206,11 @@ def make_strategy(negatives="uniform", *, k: int | None = None, collision_free: 
     elif negatives == "ot":
         weightings.append(OTWeighting(epsilon, cost=cost, kappa=kappa, iters=sinkhorn_iters,
                                       marginals=marginals))
-    estimator = DebiasedEstimator(tau_plus, floor=floor) if tau_plus is not None else PlainEstimator()
-    return NegativeStrategy(weightings, estimator, k=k, collision_free=collision_free,
+    if estimator in ("jsd", "jsd_code"):
+        est = JSDEstimator(0.0 if tau_plus is None else tau_plus, variant="paper" if estimator == "jsd" else "code")
+    elif estimator == "nce":
+        est = DebiasedEstimator(tau_plus, floor=floor) if tau_plus is not None else PlainEstimator()
+    else:
+        raise ValueError(f"estimator must be 'nce', 'jsd' or 'jsd_code', got {estimator!r}")
+    return NegativeStrategy(weightings, est, k=k, collision_free=collision_free,
                             include_positive=include_positive, count=count)
