@@ -30,6 +30,7 @@ class TrainConfig:
 
     steps: total optimizer steps; when None, ``epochs`` passes over the data.
     grad_clip: max gradient norm (2.5 in Ash et al., Table 1); None disables.
+    weight_decay: Adam's (L2) weight decay (1e-6 in the graph papers' setup).
     mixed_precision: "no" | "fp16" | "bf16" (accelerate).
     checkpoint_every: steps between checkpoints (0: only on signals / at the end).
     num_threads: torch CPU threads per process (None: torch's default). On a shared or small
@@ -40,6 +41,7 @@ class TrainConfig:
     steps: Optional[int] = None
     epochs: float = 1.0
     lr: float = 1e-3
+    weight_decay: float = 0.0
     grad_clip: Optional[float] = 2.5
     mixed_precision: str = "no"
     seed: int = 0
