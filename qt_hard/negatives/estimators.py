@@ -109,15 +109,21 @@ class JSDEstimator:
     cortex_DIM/functions/gan_losses.py), constants included, for M negatives of the anchor:
 
         sp(-s+) + c sp(s+) + M c log 2 - log 2 + N,   c = tau_plus / (1 - tau_plus)
-        N = (mean_j sp(s_j) - log 2) / (1 - tau_plus)                          (no tilt: beta = 0)
+        N = (E_q sp(s) - log 2) / (1 - tau_plus)                (no tilt: beta = 0; or masks, OT)
         N = (M + 1) / M * ((sum_j w_j sp(s_j) + log 2) / (sum_j w_j + 1) / (1 - tau_plus) - log 2)
-                                                                              (tilted weights)
+                                                        (an exponential tilt w_j = e^{gamma s_j})
 
     i.e. the positive correction enters with the opposite sign of the derivation (``+ c sp(s+)``),
     and with a tilt the masked-out positive column (score 0, unnormalized weight e^0 = 1, sp(0) =
     log 2) joins the weighted mean. The code's tilt ``exp(-2 beta s / bound)`` (sign flipped against
     App. B.2) is a weighting matter: ``HardWeighting(-beta, clip=True)``; its default tau_plus is 0.5.
-    Its bound carries a gradient, ours is a detached batch statistic (:func:`clip_bound`).
+    Its bound carries a gradient, ours is a detached batch statistic (:func:`clip_bound`). Weightings
+    the code does not have (OT's coupling, label masks, ring) enter as ``E_q`` of the untilted line:
+    the OT paper ran this code with only the negative distribution replaced.
+
+    Boundedness: for tau_plus > 0 the paper form is unbounded below (``sp(-x) - c sp(x) -> -c x`` as
+    the positive score x grows, while ``E_q sp >= 0``): debiased JSD training drives T+ to infinity
+    without a clamp. The code's sign keeps it bounded below (``sp(-x) + c sp(x) > 0``).
 
     Shapes: ``s`` (A, C) logits with ``log_w`` (A, C) log-weights (-inf outside the negatives),
     ``pos`` (A, P) -> (A, P) per-positive losses.

@@ -113,7 +113,7 @@ class NegativeStrategy:
         empty = n_support == 0
         if getattr(self.estimator, "is_divergence", False):
             # JSD (InfoGraph): a weighted mean of softplus(s) over the negatives, not a log-mean-exp.
-            tilted = lw.gamma != 0 or lw.dense is not None
+            tilted = lw.gamma != 0  # the HCL code's exponential tilt (its only non-uniform weighting)
             per_pos = self.estimator.per_positive(neg, lw.materialize(neg, mask), n_cand, tilted, pos,
                                                   self.progress)
         else:
