@@ -8,7 +8,6 @@ GPU-only, so CPU processes would normalize per shard. ``pytest -m slow tests/tes
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 
@@ -22,16 +21,18 @@ pytestmark = pytest.mark.slow
 
 
 def _launch(cfg_file, out, nproc):
-    env = {**os.environ, "ACCELERATE_USE_CPU": "true", "OMP_NUM_THREADS": "1"}
+    """``qt-hard train`` in one plain process, or under ``accelerate launch`` with ``nproc`` CPU processes."""
+    train_args = ["-m", "qt_hard.cli", "train", str(cfg_file), f"out_dir={out}"]
     if nproc == 1:
-        cmd = [sys.executable, "-m", "qt_hard.cli", "train", str(cfg_file), f"out_dir={out}"]
+        cmd = [sys.executable, *train_args]
     else:
-        launcher = shutil.which("accelerate", path=os.path.dirname(sys.executable)) or "accelerate"
-        cmd = [launcher, "launch", "--multi_gpu", "--num_processes", str(nproc), "--num_machines", "1",
-               "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29541",
-               "-m", "qt_hard.cli", "train", str(cfg_file), f"out_dir={out}"]
-    res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+        options = {"--num_processes": nproc, "--num_machines": 1, "--mixed_precision": "no",
+                   "--dynamo_backend": "no", "--main_process_port": 29541}
+        flat = [str(x) for kv in options.items() for x in kv]
+        cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", *flat, *train_args]
+    env = dict(os.environ, ACCELERATE_USE_CPU="true", OMP_NUM_THREADS="1")
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-6000:]
     return torch.load(out / "final" / "model.pt", weights_only=True)
 
 
@@ -42,9 +43,7 @@ def test_two_processes_equal_one_process(tmp_path, negatives):
     tree["eval"]["final"] = False
     if negatives == "uniform":
         tree["objective"] = {"negatives": "uniform"}
-    cfg_file = tmp_path / "cfg.yaml"
-    cfg_file.write_text(yaml.safe_dump(tree))
-    one = _launch(cfg_file, tmp_path / "one", 1)
-    two = _launch(cfg_file, tmp_path / "two", 2)
-    for key in one:
-        torch.testing.assert_close(two[key], one[key], rtol=1e-4, atol=1e-5, msg=key)
+    (tmp_path / "graph.yaml").write_text(yaml.safe_dump(tree))
+    weights = {n: _launch(tmp_path / "graph.yaml", tmp_path / f"procs{n}", n) for n in (1, 2)}
+    for name, single in weights[1].items():
+        torch.testing.assert_close(weights[2][name], single, rtol=1e-4, atol=1e-5, msg=name)
