@@ -173,3 +173,28 @@ def test_interrupted_and_resumed_run_gives_the_same_embeddings(tmp_path):
     a = np.load(tmp_path / "straight" / "final" / "embeddings.npy")
     b = np.load(tmp_path / "cut" / "final" / "embeddings.npy")
     np.testing.assert_array_equal(a, b)
+
+
+def test_graph_path_needs_no_text_dependencies(tmp_path):
+    """The GPU machine has no ``datasets``/``nltk``: the graph pipeline must not import them (nor
+    transformers) to load its config, build a run and reach the CLI."""
+    import subprocess
+    import sys
+
+    root = toy_dataset(tmp_path / "tu")
+    code = f"""
+import sys
+for name in ("datasets", "nltk", "transformers", "sentence_transformers"):
+    sys.modules[name] = None  # any import of them now raises
+from pathlib import Path
+import qt_hard.cli
+from qt_hard.training.config import load_config
+from qt_hard.pipelines import get_pipeline
+cfg = load_config("configs/infograph_mutag.yaml", ["data.path={root}", "data.name=TOY", "train.batch_size=16"])
+run = get_pipeline("graph").build(cfg, Path("{tmp_path}"))
+print(run.task.batches_per_epoch())
+"""
+    repo = __import__("pathlib").Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "3"  # 40 graphs in batches of 16, 16, 8
