@@ -141,7 +141,9 @@ def test_graph_config_errors(tmp_path):
 def test_tiny_end_to_end_trains_embeds_classifies(tmp_path):
     from qt_hard.training.loop import train
 
-    out = train(config_from_dict(graph_tree(tmp_path)))
+    tree = graph_tree(tmp_path)
+    tree["eval"]["every_epochs"] = 1  # 3 steps per epoch: evaluations at steps 3 and 6 (final)
+    out = train(config_from_dict(tree))
     emb = np.load(out / "final" / "embeddings.npy")
     assert emb.shape == (40, 16) and np.isfinite(emb).all()
     res = json.loads((out / "eval.json").read_text())
@@ -150,6 +152,8 @@ def test_tiny_end_to_end_trains_embeds_classifies(tmp_path):
 
     with open(out / "metrics.csv") as fh:
         assert all(np.isfinite(float(r["loss"])) for r in csv.DictReader(fh))
+    with open(out / "eval.csv") as fh:
+        assert [(int(r["step"]), float(r["epoch"])) for r in csv.DictReader(fh)] == [(3, 1.0), (6, 2.0)]
 
 
 def test_interrupted_and_resumed_run_gives_the_same_embeddings(tmp_path):
