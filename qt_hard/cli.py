@@ -3,7 +3,7 @@
 Each area of the library registers its own subcommand through a ``register(subparsers)``
 function, so this file only wires them together:
 
-* ``qt-hard train CONFIG.yaml [key=value ...]``  (qt_hard.training.cli)
+* ``qt-hard train CONFIG.yaml [key=value ...]``  (qt_hard.training.cli; text or graph per the config)
 * ``qt-hard eval senteval|wiki|compare ...``       (qt_hard.evaluation.cli)
 * ``qt-hard data get|list|wiki|books ...``         (qt_hard.data.cli)
 

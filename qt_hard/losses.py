@@ -10,6 +10,8 @@ with ``set_progress`` for schedules):
 * :func:`context_loss` / :class:`ContextLoss`: Quick-Thoughts (multi-positive context window).
 * :func:`ranking_loss` / :class:`RankingLoss`: anchors against positives and explicit negatives
   (sentence-transformers' MultipleNegativesRankingLoss layout).
+* :func:`local_global_loss` / :class:`LocalGlobalLoss`: InfoGraph (Sun et al. 2020; HCL App. B),
+  nodes against graphs with the Jensen-Shannon estimator (``estimator="jsd"``) by default.
 
 Example::
 
@@ -26,8 +28,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .negatives.scores import context_scores, one_directional_scores, two_view_scores
+from .negatives.distributed import world
+from .negatives.scores import context_scores, node_graph_scores, one_directional_scores, two_view_scores
 from .negatives.strategy import NegativeStrategy, make_strategy
+
 
 def _strategy(negatives, k, include_positive, options) -> NegativeStrategy:
     # make_strategy checks the options: unknown ones and those the strategy does not read are errors.
@@ -169,3 +173,64 @@ class RankingLoss(_StrategyLoss):
                                         extra_candidates=extra_candidates, extra_labels=extra_labels,
                                         in_batch=in_batch)
         return self.strategy(scores, self.generator)
+
+
+def _node_mean(per_anchor: torch.Tensor, counted: torch.Tensor) -> torch.Tensor:
+    """Mean over the counted nodes of the *global* batch. Processes hold different node counts, so
+    each process returns ``sum_local / n_global * W``: DDP's gradient average over W processes then
+    equals one process on the whole batch (the node count is a constant: no gradient)."""
+    total = per_anchor[counted].sum()
+    n = counted.sum().to(per_anchor.dtype)
+    _, size = world()
+    if size > 1:
+        n = n.detach().clone()
+        torch.distributed.all_reduce(n)
+        return total / n.clamp_min(1) * size
+    if not bool(counted.any()):
+        raise ValueError("no node in the batch has a positive graph")
+    return total / n
+
+
+def local_global_loss(node_emb: torch.Tensor, graph_emb: torch.Tensor, batch, negatives="uniform", *,
+                      estimator: str = "jsd", temperature: float = 1.0, labels=None, normalize: bool = False,
+                      k: int | None = None, gather: bool = True, generator: torch.Generator | None = None,
+                      **options) -> torch.Tensor:
+    """InfoGraph's local-global objective (Sun et al. 2020, eq. 4-5; Robinson et al. 2021, App. B):
+    every node against the graphs of the (global) batch, its own graph the positive, averaged over
+    the nodes.
+
+    Args:
+        node_emb: (n, d) local-discriminator outputs of the nodes; graph_emb: (g, d) global ones.
+        batch: (n,) graph index of each node (torch_geometric's ``batch``).
+        negatives: any strategy name (uniform = InfoGraph, hard = HCL's graph variant with
+            ``clip=True``, label = H-SCL, ot = the OT paper) or a :class:`NegativeStrategy`.
+        estimator: "jsd" (the paper), "jsd_code" (the HCL code's form) or "nce".
+        labels: (g,) graph labels for label-aware negatives.
+        Other arguments as :func:`contrastive_loss`.
+
+    Example::
+
+        >>> h, H = torch.randn(7, 4), torch.randn(3, 4)
+        >>> float(local_global_loss(h, H, torch.tensor([0, 0, 1, 1, 1, 2, 2]))) > 0
+        True
+    """
+    strategy = _strategy(negatives, k, True, {"estimator": estimator, **options})
+    scores = node_graph_scores(node_emb, graph_emb, batch, temperature=temperature, labels=labels,
+                               normalize=normalize, gather_candidates=gather)
+    return _node_mean(*strategy.per_anchor(scores, generator))
+
+
+class LocalGlobalLoss(_StrategyLoss):
+    """Module form of :func:`local_global_loss`: ``LocalGlobalLoss("hard", beta=1.0, clip=True)``."""
+
+    def __init__(self, negatives="uniform", *, estimator: str = "jsd", temperature: float = 1.0,
+                 normalize: bool = False, k: int | None = None, gather: bool = True, **options):
+        if not isinstance(negatives, NegativeStrategy):
+            options = {"estimator": estimator, **options}
+        super().__init__(negatives, k, True, options)
+        self.temperature, self.normalize, self.gather = temperature, normalize, gather
+
+    def forward(self, node_emb: torch.Tensor, graph_emb: torch.Tensor, batch, labels=None) -> torch.Tensor:
+        scores = node_graph_scores(node_emb, graph_emb, batch, temperature=self.temperature, labels=labels,
+                                   normalize=self.normalize, gather_candidates=self.gather)
+        return _node_mean(*self.strategy.per_anchor(scores, self.generator))

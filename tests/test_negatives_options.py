@@ -46,7 +46,7 @@ def test_options_that_are_read_still_work():
 def test_config_options_not_read_by_the_strategy_are_errors(tmp_path):
     """A hard config switched to ring keeps its beta/clip options: that is an error naming them."""
     from qt_hard.training.config import config_from_dict
-    from qt_hard.training.objectives import Objective
+    from qt_hard.text.objectives import Objective
 
     cfg = config_from_dict({"objective": {"negatives": "ring", "options": {"beta": 1.0, "clip": True, "lower": 10}}})
     with pytest.raises(ValueError, match="beta, clip do not apply to negatives='ring'"):

@@ -1,24 +1,24 @@
 """The negatives core (DESIGN.md): candidate sources, the k-sampler, weightings and estimators.
 
-``scores``      who is compared with whom: :class:`ContrastScores` and its three builders
+``scores``      who is compared with whom: :class:`ContrastScores` and its four builders
 ``sampler``     k negatives per anchor, uniformly without replacement, collision-free option
 ``weightings``  uniform, hard (HCL), ring, same-label mask / threshold (H-SCL), entropic OT, as
                 factored log-weights (:class:`LogWeights`: support, tilt, dense table)
 ``logmeanexp``  the weighted log-mean-exp they all reduce to, one fused autograd function
 ``select``      exact per-row order statistics (Ring's percentiles) without sorting rows
 ``ot``          Sinkhorn: a log-domain first iteration, then exp-domain scalings
-``estimators``  plain and debiased (hard or smooth floor), in log space
+``estimators``  plain and debiased (hard or smooth floor), in log space; InfoGraph's JSD
 ``strategy``    :class:`NegativeStrategy` assembling them into the loss; :func:`make_strategy`
 ``queue``       a FIFO memory bank of past embeddings and their labels (MoCo / MoCoRing)
 ``distributed`` the all-gather with gradients that makes the global batch the candidate set
 """
 
 from .distributed import gather, world
-from .estimators import DebiasedEstimator, PlainEstimator
+from .estimators import DebiasedEstimator, JSDEstimator, PlainEstimator
 from .queue import EmbeddingQueue
 from .logmeanexp import tilted_log_mean_exp
 from .sampler import count_rows, sample_k_indices, sample_k_negatives
-from .scores import ContrastScores, context_scores, one_directional_scores, two_view_scores
+from .scores import ContrastScores, context_scores, node_graph_scores, one_directional_scores, two_view_scores
 from .strategy import NAMES, NegativeStrategy, make_strategy
 from .weightings import (HardWeighting, LogWeights, OTWeighting, RingWeighting, SameLabelMask, ThresholdWeighting,
                          UniformWeighting, Weighting, clip_bound)
@@ -28,6 +28,6 @@ __all__ = [
     "sample_k_negatives", "sample_k_indices", "count_rows", "tilted_log_mean_exp", "LogWeights",
     "Weighting", "UniformWeighting", "HardWeighting",
     "RingWeighting", "SameLabelMask", "ThresholdWeighting", "OTWeighting", "clip_bound",
-    "PlainEstimator", "DebiasedEstimator", "NegativeStrategy", "make_strategy", "NAMES",
+    "PlainEstimator", "DebiasedEstimator", "JSDEstimator", "node_graph_scores", "NegativeStrategy", "make_strategy", "NAMES",
     "EmbeddingQueue", "gather", "world",
 ]

@@ -86,3 +86,83 @@ class DebiasedEstimator:
 
     def __repr__(self) -> str:
         return f"DebiasedEstimator(tau_plus={self.tau_plus!r}, floor={self.floor!r})"
+
+
+_LOG2 = math.log(2.0)
+
+
+class JSDEstimator:
+    """The Jensen-Shannon estimator of InfoGraph (Sun et al. 2020, eq. 4; Robinson et al. 2021,
+    App. B.1-B.2), the negated MI bound as a loss, per anchor u and positive s+ = T(h_u, H(G)):
+
+        paper:  sp(-s+) + (E_q sp(s) - tau_plus * sp(s+)) / (1 - tau_plus)
+
+    ``sp`` = softplus, ``E_q`` the mean of ``sp(s_j)`` over the anchor's negatives under the
+    weighting's distribution ``q_j = w_j / sum w`` (uniform: InfoGraph; hard: HCL App. B.2 with
+    ``w_j = exp(beta s_j)`` on clipped scores; OT, ring, label masks, k-sampling compose unchanged).
+    Debiasing is DCL's correction applied to the negative expectation (the derivation of Chuang et
+    al. 2020, eq. 5, with sp(T) in place of e^s), without a clamp. With uniform weights and tau_plus
+    = 0 this is InfoGraph's ``local_global_loss_`` (JSD) plus the constant 2 log 2.
+
+    ``variant="code"`` is the official HCL graph code instead (joshr17/HCL, graph/losses.py
+    ``local_global_loss_`` with ``measure='JSD_hard'`` as graph/deepinfomax.py hard-codes it,
+    cortex_DIM/functions/gan_losses.py), constants included, for M negatives of the anchor:
+
+        sp(-s+) + c sp(s+) + M c log 2 - log 2 + N,   c = tau_plus / (1 - tau_plus)
+        N = (E_q sp(s) - log 2) / (1 - tau_plus)                (no tilt: beta = 0; or masks, OT)
+        N = (M + 1) / M * ((sum_j w_j sp(s_j) + log 2) / (sum_j w_j + 1) / (1 - tau_plus) - log 2)
+                                                        (an exponential tilt w_j = e^{gamma s_j})
+
+    i.e. the positive correction enters with the opposite sign of the derivation (``+ c sp(s+)``),
+    and with a tilt the masked-out positive column (score 0, unnormalized weight e^0 = 1, sp(0) =
+    log 2) joins the weighted mean. The code's tilt ``exp(-2 beta s / bound)`` (sign flipped against
+    App. B.2) is a weighting matter: ``HardWeighting(-beta, clip=True)``; its default tau_plus is 0.5.
+    Its bound carries a gradient, ours is a detached batch statistic (:func:`clip_bound`). Weightings
+    the code does not have (OT's coupling, label masks, ring) enter as ``E_q`` of the untilted line:
+    the OT paper ran this code with only the negative distribution replaced.
+
+    Boundedness: for tau_plus > 0 the paper form is unbounded below (``sp(-x) - c sp(x) -> -c x`` as
+    the positive score x grows, while ``E_q sp >= 0``): debiased JSD training drives T+ to infinity
+    without a clamp. The code's sign keeps it bounded below (``sp(-x) + c sp(x) > 0``).
+
+    Shapes: ``s`` (A, C) logits with ``log_w`` (A, C) log-weights (-inf outside the negatives),
+    ``pos`` (A, P) -> (A, P) per-positive losses.
+    """
+
+    is_divergence = True
+
+    def __init__(self, tau_plus=0.0, variant: str = "paper"):
+        if variant not in ("paper", "code"):
+            raise ValueError(f"JSD variant must be 'paper' or 'code', got {variant!r}")
+        self.tau_plus, self.variant = tau_plus, variant
+
+    def per_positive(self, s: torch.Tensor, log_w: torch.Tensor, n_neg: torch.Tensor, tilted: bool,
+                     pos: torch.Tensor, progress: float) -> torch.Tensor:
+        tau = float(at(self.tau_plus, progress))
+        if not 0.0 <= tau < 1.0:
+            raise ValueError(f"tau_plus must be in [0, 1), got {tau}")
+        sp_neg = torch.nn.functional.softplus(s)
+        inside = torch.isfinite(log_w)
+        m = n_neg.clamp_min(1).to(s.dtype)[:, None]
+        if self.variant == "code" and tilted:
+            # The positive column joins with score 0: log-weight 0 and sp(0) = log 2.
+            log_w = torch.cat([log_w, torch.zeros_like(log_w[:, :1])], dim=1)
+            sp_neg = torch.cat([sp_neg, torch.full_like(sp_neg[:, :1], _LOG2)], dim=1)
+            inside = torch.cat([inside, torch.ones_like(inside[:, :1])], dim=1)
+        q = torch.softmax(log_w.masked_fill(~inside, float("-inf")), dim=1)
+        # 0 * sp outside the support (q is exactly 0 there); rows without negatives give NaN in q.
+        e_neg = torch.where(inside, q * sp_neg, torch.zeros_like(sp_neg)).sum(dim=1, keepdim=True)
+        e_neg = torch.nan_to_num(e_neg, nan=0.0)
+        sp_minus_pos = torch.nn.functional.softplus(-pos)
+        sp_pos = torch.nn.functional.softplus(pos)
+        if self.variant == "paper":
+            return sp_minus_pos + (e_neg - tau * sp_pos) / (1.0 - tau)
+        c = tau / (1.0 - tau)
+        if tilted:
+            neg_term = (m + 1) / m * (e_neg / (1.0 - tau) - _LOG2)
+        else:
+            neg_term = (e_neg - _LOG2) / (1.0 - tau)
+        return sp_minus_pos + c * sp_pos + m * c * _LOG2 - _LOG2 + neg_term
+
+    def __repr__(self) -> str:
+        return f"JSDEstimator(tau_plus={self.tau_plus!r}, variant={self.variant!r})"

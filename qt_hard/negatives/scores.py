@@ -366,3 +366,57 @@ def context_scores(f_emb: torch.Tensor, g_emb: torch.Tensor, *, context: int = 1
         pos=pos, pos_valid=pos_valid, neg=neg, neg_valid=valid, scale=scale,
         anchor_emb=f_emb.detach(), cand_emb=all_g.detach(),
     )
+
+
+def node_graph_scores(node_emb: torch.Tensor, graph_emb: torch.Tensor, batch, *, temperature: float = 1.0,
+                      labels=None, normalize: bool = False, gather_candidates: bool = True) -> ContrastScores:
+    """InfoGraph's local-global layout (Sun et al. 2020, section 3.2; Robinson et al. 2021, App. B.1):
+    the anchors are the *nodes*, the candidates the *graphs*, each node's own graph its positive.
+
+    Args:
+        node_emb: (n, d) node (patch) embeddings h_u of this process's graphs.
+        graph_emb: (g, d) graph embeddings H(G) of this process's graphs.
+        batch: (n,) int, the local index in [0, g) of each node's graph (torch_geometric's ``batch``).
+        temperature: logits are ``<h_u, H(G)> / temperature`` (InfoGraph: 1, raw inner products).
+        labels: optional (g,) graph labels; a node carries its graph's label (H-SCL's same-label mask).
+        normalize: L2-normalize both sides first (InfoGraph does not).
+        gather_candidates: under torch.distributed, every process's graphs are candidates.
+
+    Returns:
+        ContrastScores with A = n anchors, one positive each (column ``offset + batch[i]`` of the G
+        global graphs, excluded from the candidates), C = G candidates.
+    """
+    _check_embeddings("node_emb", node_emb)
+    _check_embeddings("graph_emb", graph_emb)
+    if node_emb.shape[1] != graph_emb.shape[1]:
+        raise ValueError(f"node_emb and graph_emb must have the same width, got {node_emb.shape[1]} "
+                         f"and {graph_emb.shape[1]}")
+    scale = _check_temperature(temperature)
+    n, g = node_emb.shape[0], graph_emb.shape[0]
+    device = node_emb.device
+    batch = torch.as_tensor(batch, device=device)
+    if batch.shape != (n,) or batch.dtype.is_floating_point:
+        raise ValueError(f"batch must be ({n},) integer graph indices, got {tuple(batch.shape)} {batch.dtype}")
+    if n and (int(batch.min()) < 0 or int(batch.max()) >= g):
+        raise ValueError(f"batch holds graph indices outside [0, {g})")
+    if normalize:
+        node_emb, graph_emb = F.normalize(node_emb, dim=1), F.normalize(graph_emb, dim=1)
+    labels = _labels(labels, g, device)
+    if gather_candidates and world()[1] > 1:
+        cands, offset = gather(graph_emb)
+    else:
+        cands, offset = graph_emb, 0
+    neg = (node_emb * scale) @ cands.T  # (n, G)
+    # The positive logit from the embeddings: O(n d), no scatter into the (n, G) table's backward.
+    pos = ((node_emb * graph_emb[batch]).sum(dim=1) * scale).unsqueeze(1)
+    valid = torch.ones_like(neg, dtype=torch.bool)
+    valid[torch.arange(n, device=device), batch.long() + offset] = False
+    anchor_labels = cand_labels = None
+    if labels is not None:
+        cand_labels = gather(labels, with_grad=False)[0] if gather_candidates else labels
+        anchor_labels = labels[batch.long()]
+    return ContrastScores(
+        pos=pos, pos_valid=torch.ones_like(pos, dtype=torch.bool), neg=neg, neg_valid=valid, scale=scale,
+        anchor_labels=anchor_labels, cand_labels=cand_labels,
+        anchor_emb=node_emb.detach(), cand_emb=cands.detach(),
+    )

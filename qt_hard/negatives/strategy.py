@@ -27,7 +27,7 @@ from typing import Sequence
 import torch
 
 from ..schedules import make_schedule
-from .estimators import DebiasedEstimator, PlainEstimator
+from .estimators import DebiasedEstimator, JSDEstimator, PlainEstimator
 from .logmeanexp import tilted_log_mean_exp
 from .sampler import count_rows, sample_k_indices, sample_k_negatives
 from .scores import ContrastScores
@@ -40,7 +40,8 @@ class NegativeStrategy:
 
     Args:
         weightings: composable :class:`Weighting` objects (log-weights add up); empty = uniform.
-        estimator: :class:`PlainEstimator` (default) or :class:`DebiasedEstimator`.
+        estimator: :class:`PlainEstimator` (default), :class:`DebiasedEstimator` or
+            :class:`JSDEstimator` (InfoGraph's Jensen-Shannon loss per positive instead of the NCE form).
         k: negatives per anchor drawn uniformly without replacement from the allowed candidates,
             independently per anchor (Ash et al. section 5); None = all.
         collision_free: drop candidates of the anchor's class before sampling (needs labels;
@@ -114,16 +115,22 @@ class NegativeStrategy:
         base = mask if self.k is None else None
         keep = lw.keep if base is None else base if lw.keep is None else base & lw.keep
         n_support = n_cand if lw.keep is None else count_rows(keep)
-        log_e = tilted_log_mean_exp(neg, keep, lw.gamma, lw.gamma_grad, lw.dense, n_support)
         empty = n_support == 0
-        log_e = torch.where(empty, torch.zeros_like(log_e), log_e)  # keep NaN out of empty rows
-        q = (n_support if self.count == "support" else n_cand).clamp_min(1).to(neg.dtype)
-
-        log_neg = torch.log(q)[:, None] + self.estimator.log_negative(log_e, pos, scores.scale, self.progress)
-        if self.include_positive:
-            per_pos = torch.logaddexp(pos, log_neg) - pos
+        if getattr(self.estimator, "is_divergence", False):
+            # JSD (InfoGraph): a weighted mean of softplus(s) over the negatives, not a log-mean-exp.
+            tilted = lw.gamma != 0  # the HCL code's exponential tilt (its only non-uniform weighting)
+            per_pos = self.estimator.per_positive(neg, lw.materialize(neg, mask), n_cand, tilted, pos,
+                                                  self.progress)
         else:
-            per_pos = log_neg - pos
+            log_e = tilted_log_mean_exp(neg, keep, lw.gamma, lw.gamma_grad, lw.dense, n_support)
+            log_e = torch.where(empty, torch.zeros_like(log_e), log_e)  # keep NaN out of empty rows
+            q = (n_support if self.count == "support" else n_cand).clamp_min(1).to(neg.dtype)
+
+            log_neg = torch.log(q)[:, None] + self.estimator.log_negative(log_e, pos, scores.scale, self.progress)
+            if self.include_positive:
+                per_pos = torch.logaddexp(pos, log_neg) - pos
+            else:
+                per_pos = log_neg - pos
         valid = scores.pos_valid & ~empty[:, None]
         per_pos = torch.where(valid, per_pos, torch.zeros_like(per_pos))
         n_pos = scores.pos_valid.sum(dim=1)
@@ -151,6 +158,7 @@ OPTION_DEFAULTS = {
     "tau_plus": None, "floor": "hard", "beta": 1.0, "clip": False, "detach": False, "lower": 0.0,
     "upper": 100.0, "hardening": None, "tau": None, "level": None, "epsilon": 0.5,
     "cost": "sqeuclidean", "kappa": 0.0, "sinkhorn_iters": 20, "marginals": "uniform", "coupling": "full",
+    "estimator": "nce",
 }
 STRATEGY_OPTIONS = frozenset({"k", "collision_free", "include_positive", "count", *OPTION_DEFAULTS})
 
@@ -159,9 +167,10 @@ def options_read(negatives: str, options: dict) -> set[str]:
     """The options of ``OPTION_DEFAULTS`` that strategy ``negatives`` reads, given the switches among
     ``options`` (label's ``hardening``, OT's ``cost`` and ``marginals``, debiasing's ``tau_plus``)."""
     hardening = options.get("hardening")
-    read = {"tau_plus"}
-    if negatives in ("hard", "debiased") or options.get("tau_plus") is not None:
-        read.add("floor")  # the debiased estimator exists
+    read = {"tau_plus", "estimator"}
+    nce = options.get("estimator", "nce") == "nce"
+    if nce and (negatives in ("hard", "debiased") or options.get("tau_plus") is not None):
+        read.add("floor")  # the debiased NCE estimator exists (the JSD estimator has no floor)
     if negatives == "hard":
         read |= {"beta", "clip", "detach"}
     elif negatives == "ring":
@@ -206,10 +215,14 @@ def make_strategy(negatives="uniform", *, k: int | None = None, collision_free: 
         "ot": entropic OT coupling, Jiang, Ishwar & Aeron 2023 (epsilon, cost, kappa with cost="exp",
             sinkhorn_iters with marginals="uniform", coupling "full" or "drawn" for k, see
             :class:`OTWeighting`).
-    Any strategy takes k, collision_free, include_positive, count, and tau_plus (debiasing); floor
-    when it debiases. An option the chosen strategy does not read is an error that names it (so is
-    an unknown one); ``None`` stands for "not given". A :class:`NegativeStrategy` is returned as is
-    (options must then be empty).
+    Any strategy takes k, collision_free, include_positive, count, estimator and tau_plus
+    (debiasing); floor when the NCE estimator debiases.
+    estimator: "nce" (the contrastive loss above, plain or debiased by tau_plus, with floor), "jsd"
+    (InfoGraph's Jensen-Shannon estimator, :class:`JSDEstimator`, debiased by tau_plus without a floor)
+    or "jsd_code" (the official HCL graph code's form of it; see :class:`JSDEstimator`).
+    An option the chosen strategy does not read is an error that names it (so is an unknown one);
+    ``None`` stands for "not given". A :class:`NegativeStrategy` is returned as is (options must then
+    be empty).
     """
     if isinstance(negatives, NegativeStrategy):
         if options:
@@ -255,6 +268,12 @@ def make_strategy(negatives="uniform", *, k: int | None = None, collision_free: 
     elif negatives == "ot":
         weightings.append(OTWeighting(o["epsilon"], cost=o["cost"], kappa=o["kappa"], iters=o["sinkhorn_iters"],
                                       marginals=o["marginals"], coupling=o["coupling"]))
-    estimator = DebiasedEstimator(tau_plus, floor=o["floor"]) if tau_plus is not None else PlainEstimator()
-    return NegativeStrategy(weightings, estimator, k=k, collision_free=collision_free,
+    if o["estimator"] in ("jsd", "jsd_code"):
+        est = JSDEstimator(0.0 if tau_plus is None else tau_plus,
+                           variant="paper" if o["estimator"] == "jsd" else "code")
+    elif o["estimator"] == "nce":
+        est = DebiasedEstimator(tau_plus, floor=o["floor"]) if tau_plus is not None else PlainEstimator()
+    else:
+        raise ValueError(f"estimator must be 'nce', 'jsd' or 'jsd_code', got {o['estimator']!r}")
+    return NegativeStrategy(weightings, est, k=k, collision_free=collision_free,
                             include_positive=include_positive, count=count)

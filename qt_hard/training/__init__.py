@@ -1,4 +1,5 @@
-"""Training: config dataclasses (``config``), batch tasks (``tasks``), objectives built from
-``qt_hard.losses`` (``objectives``), the accelerate loop (``loop.train``) and the CLI."""
+"""Training: config dataclasses (``config``), the pipeline interface (``pipeline``), the accelerate
+loop (``loop.train``) and the CLI. Modalities live in pipelines (``qt_hard.text``, ``qt_hard.graph``),
+found through ``qt_hard.pipelines``."""
 
 from qt_hard.training.config import Config, ConfigError, load_config  # noqa: F401

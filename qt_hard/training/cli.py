@@ -24,7 +24,7 @@ def run_train(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "train", help="train a sentence encoder from a YAML config",
+        "train", help="train a model (text or graph pipeline) from a YAML config",
         description=__doc__.splitlines()[0],
     )
     p.add_argument("config", help="YAML config (see configs/)")
