@@ -325,6 +325,35 @@ def _tokenize_all(sentences: list[str], lower: bool, num_proc: int):
     return list(stoi), flat.astype(np.int32, copy=False), offsets
 
 
+
+def class_members(labels: np.ndarray, num_classes: int) -> list[np.ndarray]:
+    """Indices of each class's rows, ascending: ``out[c]`` = ``flatnonzero(labels == c)``."""
+    labels = np.asarray(labels, dtype=np.int64)
+    order = np.argsort(labels, kind="stable")
+    bounds = np.searchsorted(labels[order], np.arange(num_classes + 1))
+    return [order[bounds[c]:bounds[c + 1]] for c in range(num_classes)]
+
+
+def positive_pair_indices(members: Sequence[np.ndarray], epoch: int, seed: int = 0) -> np.ndarray:
+    """``(P, 3)`` int64 rows ``(i, j, label)`` of one epoch's positive pairs (Ash et al. 2022,
+    App. D.1): every class's sentence indices ``members[c]`` are shuffled and paired off (an odd
+    one out sits the epoch out), then all pairs are shuffled across classes. A pure function
+    of ``(epoch, seed)``."""
+    rng = np.random.default_rng([int(seed), int(epoch), 0x5117])
+    parts = []
+    for c, idx in enumerate(members):
+        if len(idx) < 2:
+            continue
+        perm = rng.permutation(idx)
+        m = len(perm) // 2 * 2
+        pairs = perm[:m].reshape(-1, 2)
+        parts.append(np.column_stack([pairs, np.full(len(pairs), c, dtype=np.int64)]))
+    if not parts:
+        raise ValueError("no article has two training sentences: no positive pair can be made")
+    allp = np.concatenate(parts).astype(np.int64)
+    return allp[rng.permutation(len(allp))]
+
+
 class WikiData:
     """Sentences labelled by article, split per article into train/test, with a vocabulary.
 
@@ -345,10 +374,7 @@ class WikiData:
         self.test_ids: list[np.ndarray] = test_ids
         self.titles: list[str] = titles or [str(i) for i in range(num_classes)]
         self.lower = lower
-        labels = np.asarray(train_labels, dtype=np.int64)
-        order = np.argsort(labels, kind="stable")
-        bounds = np.searchsorted(labels[order], np.arange(num_classes + 1))
-        self._train_by_class = [order[bounds[c]:bounds[c + 1]] for c in range(num_classes)]
+        self._train_by_class = class_members(train_labels, num_classes)
 
     def __repr__(self) -> str:
         return (f"WikiData(classes={self.num_classes}, train={len(self.train_sentences)}, "
@@ -359,23 +385,9 @@ class WikiData:
         return self.vocab.encode(word_tokenize(sentence, lower=self.lower))
 
     def positive_pair_indices(self, epoch: int, seed: int = 0) -> np.ndarray:
-        """``(P, 3)`` int64 rows ``(i, j, label)``: ``i``/``j`` index the training sentences of
-        one article. Each epoch every article's training sentences are shuffled and paired
-        off (an odd one out sits the epoch out), then all pairs are shuffled across articles.
-        The same ``(epoch, seed)`` always gives the same pairs."""
-        rng = np.random.default_rng([int(seed), int(epoch), 0x5117])
-        parts = []
-        for c, idx in enumerate(self._train_by_class):
-            if len(idx) < 2:
-                continue
-            perm = rng.permutation(idx)
-            m = len(perm) // 2 * 2
-            pairs = perm[:m].reshape(-1, 2)
-            parts.append(np.column_stack([pairs, np.full(len(pairs), c, dtype=np.int64)]))
-        if not parts:
-            raise ValueError("no article has two training sentences: no positive pair can be made")
-        allp = np.concatenate(parts).astype(np.int64)
-        return allp[rng.permutation(len(allp))]
+        """``(P, 3)`` int64 rows ``(i, j, label)`` over the training sentences: see
+        :func:`positive_pair_indices` (the same ``(epoch, seed)`` always gives the same pairs)."""
+        return positive_pair_indices(self._train_by_class, epoch, seed)
 
     def positive_pairs(self, epoch: int, seed: int = 0) -> list[tuple[str, str, int]]:
         """``(sentence_a, sentence_b, label)``: two random training sentences of one article,
