@@ -190,19 +190,25 @@ def data_file(cache: Path, spec: DataSpec, N: int) -> Path:
 
 
 def prepare(spec: DataSpec, Ns, cache: Path) -> list[Path]:
-    """Write the token-id cache of every N (skipping those already there)."""
+    """Write the token-id cache of every N (skipping those already there). The articles are
+    tokenized once, for the largest N; every smaller Wiki-N is a prefix of its sentences, and its
+    split and vocabulary (min count over *its* training split) are made from those tokens."""
     cache.mkdir(parents=True, exist_ok=True)
-    out = []
-    for N in sorted(set(Ns)):
-        path = data_file(cache, spec, N)
-        out.append(path)
-        if path.exists():
-            continue
+    Ns = sorted(set(Ns))
+    paths = {N: data_file(cache, spec, N) for N in Ns}
+    todo = [N for N in Ns if not paths[N].exists()]
+    if todo:
         t0 = time.perf_counter()
-        wd = _wiki_data(spec, N, cache)
+        corpus = _corpus(spec, max(todo), cache)
+        print(f"tokenized {len(corpus[0])} sentences of {max(todo)} classes in {time.perf_counter() - t0:.1f}s",
+              flush=True)
+    for N in todo:
+        t0 = time.perf_counter()
+        wd = _wiki_n(spec, corpus, N)
         tr_flat, tr_off = _flatten(wd.train_ids, spec.max_len)
         te_flat, te_off = _flatten(wd.test_ids, spec.max_len)
         dtype = np.uint16 if len(wd.vocab) <= 65536 else np.int32
+        path = paths[N]
         tmp = path.with_name(path.stem + f".tmp{os.getpid()}.npz")
         np.savez_compressed(tmp, train_flat=tr_flat.astype(dtype), train_offsets=tr_off,
                             train_labels=np.asarray(wd.train_labels, dtype=np.int32),
@@ -212,18 +218,20 @@ def prepare(spec: DataSpec, Ns, cache: Path) -> list[Path]:
         os.replace(tmp, path)
         print(f"prepared N={N}: {len(wd.train_ids)} train / {len(wd.test_ids)} test sentences, "
               f"vocabulary {len(wd.vocab)}, {time.perf_counter() - t0:.1f}s -> {path}", flush=True)
-    return out
+    return [paths[N] for N in Ns]
 
 
-def _wiki_data(spec: DataSpec, N: int, cache: Path):
-    from qt_hard.data.wiki import WikiData, build_wiki, load_wiki
+def _corpus(spec: DataSpec, N: int, cache: Path):
+    """(sentences, labels, (itos, flat, offsets)) of the first N classes, tokenized."""
+    from qt_hard.data.wiki import build_wiki, tokenize_wiki
 
     if spec.kind == "synthetic":
         from qt_hard.data.synthetic import latent_class_corpus
+        from qt_hard.data.wiki import _tokenize_all
 
         sentences, labels = latent_class_corpus(N, spec.sentences_per_class, spec.vocab_size, (5, 15),
                                                 seed=spec.split_seed)
-        return WikiData.from_sentences(sentences, labels, min_count=spec.min_count, seed=spec.split_seed)
+        return sentences, list(labels), _tokenize_all(list(sentences), True, 1)
     from qt_hard.paths import data_path
 
     wiki_dir = cache / f"wiki_{spec.articles}_{spec.min_sentences}"
@@ -231,8 +239,21 @@ def _wiki_data(spec: DataSpec, N: int, cache: Path):
         source = spec.source or str(data_path("wikipedia", "enwiki_wikiextractor_ge200sent.txt.xz"))
         print(f"building Wiki-{spec.articles} from {source} into {wiki_dir}", flush=True)
         print(build_wiki(source, wiki_dir, articles=spec.articles, sentences=spec.min_sentences), flush=True)
-    return load_wiki(wiki_dir, classes=N, min_count=spec.min_count, seed=spec.split_seed,
-                     cache_dir=cache / "tokens")
+    sentences, labels, _, tokens = tokenize_wiki(wiki_dir, N, cache_dir=cache / "tokens")
+    return sentences, labels, tokens
+
+
+def _wiki_n(spec: DataSpec, corpus, N: int):
+    """WikiData of the first N classes of a tokenized corpus (a prefix of its sentences)."""
+    from qt_hard.data.wiki import WikiData
+
+    sentences, labels, (itos, flat, offsets) = corpus
+    labels = np.asarray(labels)
+    n = int(np.searchsorted(labels, N))  # labels ascend: classes < N come first
+    if n == 0 or labels[n - 1] != N - 1:
+        raise ValueError(f"the corpus has no class {N - 1}")
+    return WikiData.from_tokens(sentences[:n], labels[:n], itos, flat, offsets[:n + 1],
+                                min_count=spec.min_count, seed=spec.split_seed)
 
 
 def _flatten(id_lists, max_len: int) -> tuple[np.ndarray, np.ndarray]:
@@ -391,7 +412,8 @@ def train_cell(grid: Grid, cell: Cell, data: CellData, device, on_step=None) -> 
     module.eval()
     train_emb = _embed(module, data.train_ids, data.train_len)
     test_emb = _embed(module, data.test_ids, data.test_len)
-    mc = mean_classifier(train_emb, data.train_labels_np, test_emb, data.test_labels, data.num_classes)
+    mc = mean_classifier(train_emb, data.train_labels_np, test_emb, data.test_labels, data.num_classes,
+                         device=device)
     lin = linear_classifier(train_emb, data.train_labels_np, test_emb, data.test_labels, data.num_classes,
                             epochs=tr.linear_epochs, lr=tr.lr, batch_size=tr.linear_batch, seed=cell.seed,
                             threads=torch.get_num_threads(), device=device)
@@ -899,7 +921,14 @@ def main(argv=None) -> int:
     if args.cmd == "prepare":
         prepare(grid.data, [c.N for c in cells], cache)
         return 0
+    # Under `accelerate launch` (or torchrun) every process is one worker; rank 0 alone
+    # tokenizes and prints the plan, the others wait for the caches.
+    rank = int(os.environ.get("RANK", "0"))
     missing = [N for N in sorted({c.N for c in cells}) if not data_file(cache, grid.data, N).exists()]
+    if missing and rank > 0:
+        while any(not data_file(cache, grid.data, N).exists() for N in missing):
+            time.sleep(5)
+        missing = []
     if missing:
         if args.cmd == "run" and args.no_prepare:
             raise SystemExit(f"no token cache for N={missing} under {cache}: run `prepare` first")
@@ -911,8 +940,9 @@ def main(argv=None) -> int:
     torch.set_num_threads(threads)
     dev = _device(args.device)
     done = Ledger(Path(args.results)).done()
-    est = None if args.no_estimate else estimate(grid, cells, cache, dev)
-    print_plan(grid, cells, notes, done, est, workers)
+    if rank == 0:
+        est = None if args.no_estimate else estimate(grid, cells, cache, dev)
+        print_plan(grid, cells, notes, done, est, workers)
     if args.cmd == "plan":
         return 0
     t0 = time.perf_counter()

@@ -417,6 +417,23 @@ class WikiData:
             cache_dir = None
         itos, flat, offsets = _tokens_cached(list(sentences), key_parts or [], lower, cache_dir,
                                              num_proc)
+        return cls.from_tokens(sentences, labels_arr, itos, flat, offsets, train_fraction=train_fraction,
+                               min_count=min_count, seed=seed, lower=lower, titles=titles)
+
+    @classmethod
+    def from_tokens(cls, sentences: Sequence[str], labels, itos: list[str], flat: np.ndarray,
+                    offsets: np.ndarray, *, train_fraction: float = 0.8, min_count: int = 50,
+                    seed: int = 0, lower: bool = True, titles=None) -> "WikiData":
+        """Split and build the vocabulary from already tokenized sentences: sentence ``i`` is
+        ``[itos[t] for t in flat[offsets[i]:offsets[i+1]]]``. The split of class ``c`` depends
+        only on ``seed`` and the classes before it, so the first N classes of a larger corpus
+        split exactly as a corpus of N classes would (Wiki-N from Wiki-3029's tokens)."""
+        if not 0.0 < train_fraction < 1.0:
+            raise ValueError(f"train_fraction must be in (0, 1), got {train_fraction}")
+        labels_arr = np.asarray(labels, dtype=np.int64)
+        if len(offsets) != len(labels_arr) + 1:
+            raise ValueError(f"{len(labels_arr)} labels but {len(offsets) - 1} tokenized sentences")
+        num_classes = int(labels_arr.max()) + 1
         rng = np.random.default_rng(seed)
         order = np.argsort(labels_arr, kind="stable")
         bounds = np.searchsorted(labels_arr[order], np.arange(num_classes + 1))
@@ -439,6 +456,7 @@ class WikiData:
         tr_mask = np.zeros(len(lens), dtype=bool)
         tr_mask[train_idx] = True
         tok_mask = np.repeat(tr_mask, lens)
+        flat = flat[:offsets[-1]]  # the tokens of a prefix of a larger corpus
         counts = np.bincount(flat[tok_mask], minlength=len(itos))
         vocab = Vocab.from_counts({itos[k]: int(counts[k]) for k in np.flatnonzero(counts)},
                                   min_count=min_count)
@@ -484,6 +502,18 @@ def load_wiki(
     ``cache_dir=False`` to disable. An article file with fewer than 2 sentences is an error
     that names it.
     """
+    sentences, labels, titles, (itos, flat, offsets) = tokenize_wiki(
+        directory, classes, lower=lower, cache_dir=cache_dir, num_proc=num_proc)
+    return WikiData.from_tokens(sentences, labels, itos, flat, offsets, train_fraction=train_fraction,
+                                min_count=min_count, seed=seed, lower=lower, titles=titles)
+
+
+def tokenize_wiki(directory: str | os.PathLike, classes: int | None = None, *, lower: bool = True,
+                  cache_dir: str | os.PathLike | None | bool = None, num_proc: int | None = None):
+    """The first ``classes`` articles of a Wiki-N folder, read and word-tokenized (no split, no
+    vocabulary): ``(sentences, labels, titles, (itos, flat, offsets))`` with sentence ``i``'s
+    tokens ``itos[flat[offsets[i]:offsets[i+1]]]``; labels ascend, so the sentences of the first
+    N < ``classes`` articles are a prefix. Cached as :func:`load_wiki` says."""
     from .books import default_cache_dir
 
     d = Path(directory).expanduser()
@@ -510,8 +540,5 @@ def load_wiki(
     else:
         cache = Path(cache_dir).expanduser() if cache_dir else default_cache_dir() / "wiki"
     nproc = num_proc if num_proc is not None else min(os.cpu_count() or 1, 4)
-    return WikiData.from_sentences(
-        sentences, labels, train_fraction=train_fraction, min_count=min_count, seed=seed,
-        lower=lower, titles=_titles(d, files), num_proc=nproc,
-        _cache=(key_parts if cache is not None else None, cache),
-    )
+    tokens = _tokens_cached(sentences, key_parts, lower, cache, nproc)
+    return sentences, labels, _titles(d, files), tokens
