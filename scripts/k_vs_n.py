@@ -239,7 +239,7 @@ def _corpus(spec: DataSpec, N: int, cache: Path):
         source = spec.source or str(data_path("wikipedia", "enwiki_wikiextractor_ge200sent.txt.xz"))
         print(f"building Wiki-{spec.articles} from {source} into {wiki_dir}", flush=True)
         print(build_wiki(source, wiki_dir, articles=spec.articles, sentences=spec.min_sentences), flush=True)
-    sentences, labels, _, tokens = tokenize_wiki(wiki_dir, N, cache_dir=cache / "tokens")
+    sentences, labels, _, tokens = tokenize_wiki(wiki_dir, N, cache_dir=cache / "tokens", num_proc=os.cpu_count())
     return sentences, labels, tokens
 
 
@@ -543,6 +543,10 @@ class Ledger:
 
 
 def git_commit() -> str:
+    """Short commit of the script's checkout (+dirty); QT_HARD_GIT_COMMIT names it where the
+    code travelled without its .git (a copied tree)."""
+    if os.environ.get("QT_HARD_GIT_COMMIT"):
+        return os.environ["QT_HARD_GIT_COMMIT"]
     try:
         out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                              cwd=Path(__file__).resolve().parent, timeout=10)
