@@ -166,3 +166,22 @@ def test_killed_grid_resumes_to_identical_results_and_plots(tmp_path):
     summary = json.loads((tmp_path / "figs" / "k_vs_n_summary.json").read_text())
     assert set(summary["mean_acc"]["best_k_by_N"]) == {"3", "4"}
     assert summary["mean_acc"]["collision_free_gain"]["4"]
+
+
+def test_wiki_n_from_a_larger_tokenization_equals_its_own(tmp_path):
+    """prepare tokenizes once for the largest N: a smaller N's split and vocabulary from those
+    tokens must equal what the N-class corpus alone gives."""
+    from qt_hard.data.wiki import WikiData
+
+    spec = K.DataSpec(kind="synthetic", min_count=2, sentences_per_class=20, vocab_size=80)
+    corpus = K._corpus(spec, 6, tmp_path)
+    small = K._wiki_n(spec, corpus, 4)
+    sentences, labels, _ = corpus
+    n = sum(1 for c in labels if c < 4)
+    alone = WikiData.from_sentences(sentences[:n], labels[:n], min_count=2, seed=0)
+    assert small.num_classes == alone.num_classes == 4
+    assert small.vocab.itos == alone.vocab.itos
+    assert len(small.vocab) < len(K._wiki_n(spec, corpus, 6).vocab)  # the vocabulary is per N
+    assert small.train_labels == alone.train_labels and small.test_labels == alone.test_labels
+    for a, b in zip(small.train_ids + small.test_ids, alone.train_ids + alone.test_ids):
+        np.testing.assert_array_equal(a, b)
