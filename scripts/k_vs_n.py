@@ -466,9 +466,9 @@ class Ledger:
     ``RESULTS.claims/.lock``; a claim is a file created with O_EXCL holding host and pid.
     """
 
-    def __init__(self, results: Path):
+    def __init__(self, results: Path, claims: Path | None = None):
         self.results = Path(results)
-        self.claims = self.results.with_name(self.results.name + ".claims")
+        self.claims = Path(claims) if claims else self.results.with_name(self.results.name + ".claims")
         self.claims.mkdir(parents=True, exist_ok=True)
         self.results.parent.mkdir(parents=True, exist_ok=True)
         self._lock_path = self.claims / ".lock"
@@ -568,7 +568,7 @@ def _row(grid: Grid, cell: Cell, cid: str, metrics: dict, wall: float, device, t
 
 
 def worker(grid_path: str, overrides: dict, results: str, cache: str, device: str | None, threads: int,
-           max_cells: int | None = None) -> int:
+           max_cells: int | None = None, claims: str | None = None) -> int:
     """Claim and run cells until none is left; returns how many this process ran."""
     import torch
 
@@ -578,7 +578,7 @@ def worker(grid_path: str, overrides: dict, results: str, cache: str, device: st
     ids = [cell_id(grid, c) for c in cells]
     by_id = dict(zip(ids, cells))
     dev = _device(device)
-    ledger = Ledger(Path(results))
+    ledger = Ledger(Path(results), claims)
     commit = git_commit()
     loaded: tuple[int, CellData] | None = None
     ran = 0
@@ -789,26 +789,19 @@ def plot(results: Path, out_dir: Path) -> list[Path]:
                 raw[Ns.index(n), ks.index(_kval(k, B0))] = v[0]
             norm = raw / np.nanmax(raw, axis=1, keepdims=True)
             fig, ax = plt.subplots(figsize=(1.0 + 0.75 * len(ks), 0.9 + 0.5 * len(Ns)), dpi=110)
-            im = ax.imshow(norm, cmap="viridis", aspect="auto", origin="lower")
+            best = set()
             for i in range(len(Ns)):
                 row = norm[i]
                 if np.all(np.isnan(row)):
                     continue
                 jb = int(np.nanargmax(row))
+                best.add((i, jb))
                 near = [j for j in range(len(ks)) if row[j] >= 0.995]
                 for j in {min(near), max(near)} - {jb}:
                     ax.plot(j, i, "o", color="black", alpha=0.35, ms=11)
                 ax.plot(jb, i, "o", color="black", ms=11)
-                for j in range(len(ks)):
-                    if not np.isnan(raw[i, j]):
-                        ax.text(j, i, f"{raw[i, j]:.1f}", ha="center", va="center", fontsize=6,
-                                color="white" if jb == j or norm[i, j] < 0.99 else "black")
-            ax.set_xticks(range(len(ks)), [str(k) for k in ks], fontsize=7)
-            ax.set_yticks(range(len(Ns)), [str(n) for n in Ns], fontsize=7)
-            ax.set_xlabel("k (negatives)")
-            ax.set_ylabel("N (classes)")
-            ax.set_title(f"{title}, B={B0}, row-normalized", fontsize=8)
-            fig.colorbar(im, ax=ax, shrink=0.8)
+            _heatmap(fig, ax, raw, norm, ks, Ns, "k (negatives)", "N (classes)",
+                     f"{title}, B={B0}, row-normalized", best)
             fig.text(0.01, 0.005, caption, fontsize=5)
             fig.tight_layout(rect=(0, 0.03, 1, 1))
             written.append(_save(fig, out_dir / f"k_vs_n_{metric}.png"))
@@ -826,19 +819,8 @@ def plot(results: Path, out_dir: Path) -> list[Path]:
                 for (n, b, k), v in bk.items():
                     if n == N:
                         raw[Bs.index(b), ks.index(_kval(k, b))] = v[0]
-                norm = raw / np.nanmax(raw)
-                im = ax.imshow(norm, cmap="viridis", aspect="auto", origin="lower")
-                for i in range(len(Bs)):
-                    for j in range(len(ks)):
-                        if not np.isnan(raw[i, j]):
-                            ax.text(j, i, f"{raw[i, j]:.1f}", ha="center", va="center", fontsize=6,
-                                    color="white" if norm[i, j] < 0.99 else "black")
-                ax.set_xticks(range(len(ks)), [str(k) for k in ks], fontsize=7)
-                ax.set_yticks(range(len(Bs)), [str(b) for b in Bs], fontsize=7)
-                ax.set_xlabel("k")
-                ax.set_ylabel("B")
-                ax.set_title(f"{title}, N={N}, globally normalized", fontsize=8)
-                fig.colorbar(im, ax=ax, shrink=0.8)
+                _heatmap(fig, ax, raw, raw / np.nanmax(raw), ks, Bs, "k", "B",
+                         f"{title}, N={N}, globally normalized")
             fig.text(0.01, 0.005, caption, fontsize=5)
             fig.tight_layout(rect=(0, 0.04, 1, 1))
             written.append(_save(fig, out_dir / f"b_by_k_{metric}.png"))
@@ -870,6 +852,23 @@ def plot(results: Path, out_dir: Path) -> list[Path]:
     return written
 
 
+def _heatmap(fig, ax, raw, norm, xs, ys, xlabel, ylabel, title, dark=frozenset()):
+    """Normalized values as colours, raw values as text (white on dark cells and on ``dark``
+    (row, column) markers), ticks and colour bar."""
+    im = ax.imshow(norm, cmap="viridis", aspect="auto", origin="lower")
+    for i in range(len(ys)):
+        for j in range(len(xs)):
+            if not np.isnan(raw[i, j]):
+                ax.text(j, i, f"{raw[i, j]:.1f}", ha="center", va="center", fontsize=6,
+                        color="white" if (i, j) in dark or norm[i, j] < 0.99 else "black")
+    ax.set_xticks(range(len(xs)), [str(x) for x in xs], fontsize=7)
+    ax.set_yticks(range(len(ys)), [str(y) for y in ys], fontsize=7)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=8)
+    fig.colorbar(im, ax=ax, shrink=0.8)
+
+
 def _save(fig, path: Path) -> Path:
     fig.savefig(path)
     return path
@@ -898,6 +897,9 @@ def main(argv=None) -> int:
         p.add_argument("--seeds", help="comma-separated seeds, replacing the grid's")
         if name != "prepare":
             p.add_argument("--results", default="runs/k_vs_n/results.csv")
+            p.add_argument("--claims", default=None, help="claims folder (default: RESULTS.claims beside "
+                           "the CSV); claims of another host are never taken over, so a CSV carried to "
+                           "a fresh machine should travel without them")
             p.add_argument("--device", default="auto", help="cpu | cuda | auto")
             p.add_argument("--workers", type=int, default=1, help="processes claiming cells")
             p.add_argument("--threads", type=int, default=None, help="torch threads per worker "
@@ -943,14 +945,14 @@ def main(argv=None) -> int:
     threads = args.threads or max(1, (os.cpu_count() or 1) // workers)
     torch.set_num_threads(threads)
     dev = _device(args.device)
-    done = Ledger(Path(args.results)).done()
+    done = Ledger(Path(args.results), args.claims).done()
     if rank == 0:
         est = None if args.no_estimate else estimate(grid, cells, cache, dev)
         print_plan(grid, cells, notes, done, est, workers)
     if args.cmd == "plan":
         return 0
     t0 = time.perf_counter()
-    job = (args.grid, ov, args.results, str(cache), args.device, threads, args.max_cells)
+    job = (args.grid, ov, args.results, str(cache), args.device, threads, args.max_cells, args.claims)
     if workers == 1:
         ran = worker(*job)
     else:
@@ -958,7 +960,7 @@ def main(argv=None) -> int:
 
         with mp.get_context("spawn").Pool(workers) as pool:
             ran = sum(pool.starmap(worker, [job] * workers))
-    left = len(cells) - len(Ledger(Path(args.results)).done() & {cell_id(grid, c) for c in cells})
+    left = len(cells) - len(Ledger(Path(args.results), args.claims).done() & {cell_id(grid, c) for c in cells})
     print(f"ran {ran} cells in {time.perf_counter() - t0:.1f}s; {left} of {len(cells)} cells left")
     return 0
 

@@ -117,7 +117,7 @@ def test_sparse_clip_matches_dense_clip():
 
 
 def test_killed_grid_resumes_to_identical_results_and_plots(tmp_path):
-    grid = _grid(tmp_path, epochs=40)
+    grid = _grid(tmp_path, epochs=20)
     cache = tmp_path / "cache"
     n_cells = len(K.expand(K.load_grid(grid))[0])
     common = ["--cache", str(cache), "--device", "cpu", "--threads", "1", "--no-estimate"]
