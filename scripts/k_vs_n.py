@@ -643,7 +643,7 @@ def estimate(grid: Grid, cells: list[Cell], cache: Path, device, probe_steps: in
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(module.parameters(), 2.5)
                 opt.step()
-                float(loss)
+                float(loss.detach())
                 if i:
                     times.append(time.perf_counter() - t0)
             step_s[(N, B)] = float(np.median(times))
