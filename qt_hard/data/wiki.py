@@ -325,6 +325,35 @@ def _tokenize_all(sentences: list[str], lower: bool, num_proc: int):
     return list(stoi), flat.astype(np.int32, copy=False), offsets
 
 
+
+def class_members(labels: np.ndarray, num_classes: int) -> list[np.ndarray]:
+    """Indices of each class's rows, ascending: ``out[c]`` = ``flatnonzero(labels == c)``."""
+    labels = np.asarray(labels, dtype=np.int64)
+    order = np.argsort(labels, kind="stable")
+    bounds = np.searchsorted(labels[order], np.arange(num_classes + 1))
+    return [order[bounds[c]:bounds[c + 1]] for c in range(num_classes)]
+
+
+def positive_pair_indices(members: Sequence[np.ndarray], epoch: int, seed: int = 0) -> np.ndarray:
+    """``(P, 3)`` int64 rows ``(i, j, label)`` of one epoch's positive pairs (Ash et al. 2022,
+    App. D.1): every class's sentence indices ``members[c]`` are shuffled and paired off (an odd
+    one out sits the epoch out), then all pairs are shuffled across classes. A pure function
+    of ``(epoch, seed)``."""
+    rng = np.random.default_rng([int(seed), int(epoch), 0x5117])
+    parts = []
+    for c, idx in enumerate(members):
+        if len(idx) < 2:
+            continue
+        perm = rng.permutation(idx)
+        m = len(perm) // 2 * 2
+        pairs = perm[:m].reshape(-1, 2)
+        parts.append(np.column_stack([pairs, np.full(len(pairs), c, dtype=np.int64)]))
+    if not parts:
+        raise ValueError("no article has two training sentences: no positive pair can be made")
+    allp = np.concatenate(parts).astype(np.int64)
+    return allp[rng.permutation(len(allp))]
+
+
 class WikiData:
     """Sentences labelled by article, split per article into train/test, with a vocabulary.
 
@@ -345,10 +374,7 @@ class WikiData:
         self.test_ids: list[np.ndarray] = test_ids
         self.titles: list[str] = titles or [str(i) for i in range(num_classes)]
         self.lower = lower
-        labels = np.asarray(train_labels, dtype=np.int64)
-        order = np.argsort(labels, kind="stable")
-        bounds = np.searchsorted(labels[order], np.arange(num_classes + 1))
-        self._train_by_class = [order[bounds[c]:bounds[c + 1]] for c in range(num_classes)]
+        self._train_by_class = class_members(train_labels, num_classes)
 
     def __repr__(self) -> str:
         return (f"WikiData(classes={self.num_classes}, train={len(self.train_sentences)}, "
@@ -359,23 +385,9 @@ class WikiData:
         return self.vocab.encode(word_tokenize(sentence, lower=self.lower))
 
     def positive_pair_indices(self, epoch: int, seed: int = 0) -> np.ndarray:
-        """``(P, 3)`` int64 rows ``(i, j, label)``: ``i``/``j`` index the training sentences of
-        one article. Each epoch every article's training sentences are shuffled and paired
-        off (an odd one out sits the epoch out), then all pairs are shuffled across articles.
-        The same ``(epoch, seed)`` always gives the same pairs."""
-        rng = np.random.default_rng([int(seed), int(epoch), 0x5117])
-        parts = []
-        for c, idx in enumerate(self._train_by_class):
-            if len(idx) < 2:
-                continue
-            perm = rng.permutation(idx)
-            m = len(perm) // 2 * 2
-            pairs = perm[:m].reshape(-1, 2)
-            parts.append(np.column_stack([pairs, np.full(len(pairs), c, dtype=np.int64)]))
-        if not parts:
-            raise ValueError("no article has two training sentences: no positive pair can be made")
-        allp = np.concatenate(parts).astype(np.int64)
-        return allp[rng.permutation(len(allp))]
+        """``(P, 3)`` int64 rows ``(i, j, label)`` over the training sentences: see
+        :func:`positive_pair_indices` (the same ``(epoch, seed)`` always gives the same pairs)."""
+        return positive_pair_indices(self._train_by_class, epoch, seed)
 
     def positive_pairs(self, epoch: int, seed: int = 0) -> list[tuple[str, str, int]]:
         """``(sentence_a, sentence_b, label)``: two random training sentences of one article,
@@ -405,6 +417,23 @@ class WikiData:
             cache_dir = None
         itos, flat, offsets = _tokens_cached(list(sentences), key_parts or [], lower, cache_dir,
                                              num_proc)
+        return cls.from_tokens(sentences, labels_arr, itos, flat, offsets, train_fraction=train_fraction,
+                               min_count=min_count, seed=seed, lower=lower, titles=titles)
+
+    @classmethod
+    def from_tokens(cls, sentences: Sequence[str], labels, itos: list[str], flat: np.ndarray,
+                    offsets: np.ndarray, *, train_fraction: float = 0.8, min_count: int = 50,
+                    seed: int = 0, lower: bool = True, titles=None) -> "WikiData":
+        """Split and build the vocabulary from already tokenized sentences: sentence ``i`` is
+        ``[itos[t] for t in flat[offsets[i]:offsets[i+1]]]``. The split of class ``c`` depends
+        only on ``seed`` and the classes before it, so the first N classes of a larger corpus
+        split exactly as a corpus of N classes would (Wiki-N from Wiki-3029's tokens)."""
+        if not 0.0 < train_fraction < 1.0:
+            raise ValueError(f"train_fraction must be in (0, 1), got {train_fraction}")
+        labels_arr = np.asarray(labels, dtype=np.int64)
+        if len(offsets) != len(labels_arr) + 1:
+            raise ValueError(f"{len(labels_arr)} labels but {len(offsets) - 1} tokenized sentences")
+        num_classes = int(labels_arr.max()) + 1
         rng = np.random.default_rng(seed)
         order = np.argsort(labels_arr, kind="stable")
         bounds = np.searchsorted(labels_arr[order], np.arange(num_classes + 1))
@@ -427,6 +456,7 @@ class WikiData:
         tr_mask = np.zeros(len(lens), dtype=bool)
         tr_mask[train_idx] = True
         tok_mask = np.repeat(tr_mask, lens)
+        flat = flat[:offsets[-1]]  # the tokens of a prefix of a larger corpus
         counts = np.bincount(flat[tok_mask], minlength=len(itos))
         vocab = Vocab.from_counts({itos[k]: int(counts[k]) for k in np.flatnonzero(counts)},
                                   min_count=min_count)
@@ -472,6 +502,18 @@ def load_wiki(
     ``cache_dir=False`` to disable. An article file with fewer than 2 sentences is an error
     that names it.
     """
+    sentences, labels, titles, (itos, flat, offsets) = tokenize_wiki(
+        directory, classes, lower=lower, cache_dir=cache_dir, num_proc=num_proc)
+    return WikiData.from_tokens(sentences, labels, itos, flat, offsets, train_fraction=train_fraction,
+                                min_count=min_count, seed=seed, lower=lower, titles=titles)
+
+
+def tokenize_wiki(directory: str | os.PathLike, classes: int | None = None, *, lower: bool = True,
+                  cache_dir: str | os.PathLike | None | bool = None, num_proc: int | None = None):
+    """The first ``classes`` articles of a Wiki-N folder, read and word-tokenized (no split, no
+    vocabulary): ``(sentences, labels, titles, (itos, flat, offsets))`` with sentence ``i``'s
+    tokens ``itos[flat[offsets[i]:offsets[i+1]]]``; labels ascend, so the sentences of the first
+    N < ``classes`` articles are a prefix. Cached as :func:`load_wiki` says."""
     from .books import default_cache_dir
 
     d = Path(directory).expanduser()
@@ -498,8 +540,5 @@ def load_wiki(
     else:
         cache = Path(cache_dir).expanduser() if cache_dir else default_cache_dir() / "wiki"
     nproc = num_proc if num_proc is not None else min(os.cpu_count() or 1, 4)
-    return WikiData.from_sentences(
-        sentences, labels, train_fraction=train_fraction, min_count=min_count, seed=seed,
-        lower=lower, titles=_titles(d, files), num_proc=nproc,
-        _cache=(key_parts if cache is not None else None, cache),
-    )
+    tokens = _tokens_cached(sentences, key_parts, lower, cache, nproc)
+    return sentences, labels, _titles(d, files), tokens

@@ -19,18 +19,21 @@ class BagOfWordsEncoder(nn.Module):
         vocab_size: V, including pad (id 0) and UNK (id 1).
         dim: d, the embedding (and output) dimension (768 in Ash et al., Table 1).
         padding_idx: id excluded from the mean (the pad id of the vocabulary).
+        sparse: sparse gradients for the embedding table (only the rows of the batch's tokens),
+            for ``torch.optim.SparseAdam`` (lazy Adam; plain ``Adam`` rejects sparse gradients).
 
     forward(ids (B, L) long, lengths (B,) long) -> (B, d) float. ``lengths`` is accepted for a
     common signature with the recurrent encoders; the padding id alone decides what is averaged,
     so a row with extra padding encodes the same. A row of padding only encodes to zeros.
     """
 
-    def __init__(self, vocab_size: int, dim: int = 768, padding_idx: int = 0):
+    def __init__(self, vocab_size: int, dim: int = 768, padding_idx: int = 0, sparse: bool = False):
         super().__init__()
         if vocab_size < 2 or dim < 1:
             raise ValueError(f"BagOfWordsEncoder needs vocab_size >= 2 and dim >= 1, got {vocab_size}, {dim}")
         # PyTorch default init (normal(0, 1)), as Ash et al. D.1 ("PyTorch default initialization").
-        self.bag = nn.EmbeddingBag(vocab_size, dim, mode="mean", padding_idx=padding_idx)
+        self.bag = nn.EmbeddingBag(vocab_size, dim, mode="mean", padding_idx=padding_idx,
+                               sparse=sparse)
         self.dim = dim
 
     def forward(self, ids: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:

@@ -1,0 +1,969 @@
+#!/usr/bin/env python
+"""k-versus-N ablation on Wiki-N: Ash, Goel, Krishnamurthy, Misra (AISTATS 2022), section 5,
+Fig. 3; App. D.1, Figs. 5-7.
+
+Every cell of the grid is one bag-of-words NCE training on Wiki-N (the first N articles) with
+App. D.1's settings (768-d, temperature 1, unnormalized, no positive in the denominator, Adam lr
+0.01, gradient clip 2.5, tokens seen fewer than 50 times -> UNK, 80/20 split per article,
+50 NCE epochs, 50 epochs of the linear classifier), ``k`` negatives per anchor drawn out of the
+2(B-1) candidates of a batch of B pairs (optionally collision-free), then both readouts: the mean
+classifier on the whole training split and the trained linear classifier.
+
+    python scripts/k_vs_n.py prepare configs/k_vs_n.yaml --cache runs/k_vs_n/cache   # tokenize once
+    python scripts/k_vs_n.py plan configs/k_vs_n.yaml --cache runs/k_vs_n/cache      # cells + estimate
+    python scripts/k_vs_n.py run configs/k_vs_n.yaml --cache runs/k_vs_n/cache \\
+        --results runs/k_vs_n/results.csv --workers 4 --device cuda
+    python scripts/k_vs_n.py plot runs/k_vs_n/results.csv --out docs/figures
+
+Wiki-N is built by ``qt_hard.data.wiki.build_wiki`` from ``$QT_HARD_DATA/wikipedia`` (4,715
+articles with at least 200 sentences from a 2015 WikiExtractor dump), *not* the CURL release of
+Saunshi et al. (2019) that the paper used: numbers are comparable in trend, not digit for digit.
+
+Layout of the work (all of it a function of the grid file and the cache folder):
+
+* ``prepare`` writes one ``wiki_N*.npz`` per N (token ids of the train/test split, labels,
+  vocabulary size) under ``--cache``; it is the only step that tokenizes (NLTK's word tokenizer),
+  so a machine without nltk runs the grid from a carried cache folder.
+* ``run`` appends one CSV row per finished cell (full config, seed, metrics, wall time, git
+  commit). A cell is claimed by creating ``RESULTS.claims/<cell_id>`` with O_EXCL under an
+  exclusive ``flock``; a finished cell (its id in the CSV) is never run again; the claim of a
+  process that died (same host, pid gone) is taken over, so a killed grid continues where it
+  stopped and two processes (``--workers``, two shells, ``accelerate launch``) never run a cell
+  twice. A cell is a pure function of its config and seed (on the CPU, bit for bit), so a cell
+  cut in the middle is simply run again from its start.
+* Under ``accelerate launch`` every process is an independent worker on the GPU of its
+  ``LOCAL_RANK``: a bag-of-words cell is far too small to gain from data parallelism (its step is
+  a few kernels; DDP would all-reduce the whole V x 768 table every step), so cells are spread
+  over processes instead of each cell using all of them.
+* ``plot`` redraws every figure from the CSV alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import fcntl
+import hashlib
+import io
+import itertools
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+# --------------------------------------------------------------------------------------------
+# the grid
+
+
+@dataclass
+class DataSpec:
+    """Where Wiki-N comes from. kind "wiki": the real dump (``source`` default
+    ``$QT_HARD_DATA/wikipedia/enwiki_wikiextractor_ge200sent.txt.xz``, built into ``articles``
+    articles of >= ``min_sentences`` sentences); kind "synthetic": the latent-class corpus of
+    ``qt_hard.data.synthetic`` (tests), N classes of ``sentences_per_class`` sentences."""
+
+    kind: str = "wiki"
+    source: str | None = None
+    articles: int = 3029
+    min_sentences: int = 200
+    min_count: int = 50
+    split_seed: int = 0
+    max_len: int = 128
+    sentences_per_class: int = 40
+    vocab_size: int = 200
+
+
+@dataclass
+class TrainSpec:
+    """App. D.1 / Table 1 settings; ``epochs`` and ``linear_epochs`` are the knobs to reduce."""
+
+    dim: int = 768
+    temperature: float = 1.0
+    lr: float = 0.01
+    grad_clip: float | None = 2.5
+    epochs: int = 50
+    linear_epochs: int = 50
+    linear_batch: int = 1000
+    optimizer: str = "adam"   # "adam" (D.1) | "sparse_adam" (lazy Adam, opt-in)
+
+
+@dataclass
+class Grid:
+    data: DataSpec
+    train: TrainSpec
+    seeds: list
+    blocks: dict            # name -> {N: [...], k: [...], B: [...], collision_free: [...]}
+
+
+@dataclass(frozen=True)
+class Cell:
+    N: int
+    k: int | None           # None: all 2(B-1) candidates
+    B: int
+    collision_free: bool
+    seed: int
+
+
+def load_grid(path: str | Path, epochs: int | None = None, linear_epochs: int | None = None,
+              optimizer: str | None = None, seeds: list | None = None) -> Grid:
+    """Read a grid YAML (sections data, train, seeds, blocks); CLI overrides replace values."""
+    import yaml
+
+    tree = yaml.safe_load(Path(path).read_text()) or {}
+    unknown = set(tree) - {"data", "train", "seeds", "blocks"}
+    if unknown:
+        raise ValueError(f"{path}: unknown top-level key(s) {sorted(unknown)} (data, train, seeds, blocks)")
+    data = _spec(DataSpec, tree.get("data") or {}, "data")
+    train = _spec(TrainSpec, tree.get("train") or {}, "train")
+    if epochs is not None:
+        train.epochs = epochs
+    if linear_epochs is not None:
+        train.linear_epochs = linear_epochs
+    if optimizer is not None:
+        train.optimizer = optimizer
+    if train.optimizer not in ("adam", "sparse_adam"):
+        raise ValueError(f"train.optimizer must be adam | sparse_adam, got {train.optimizer!r}")
+    if data.kind not in ("wiki", "synthetic"):
+        raise ValueError(f"data.kind must be wiki | synthetic, got {data.kind!r}")
+    grid_seeds = list(seeds if seeds is not None else tree.get("seeds", [0]))
+    blocks = tree.get("blocks") or {}
+    if not blocks:
+        raise ValueError(f"{path}: no blocks (each block: N, k, B, collision_free lists)")
+    for name, b in blocks.items():
+        extra = set(b) - {"N", "k", "B", "collision_free"}
+        if extra or "N" not in b or "k" not in b:
+            raise ValueError(f"{path}: block {name!r} needs N and k lists (B, collision_free optional); "
+                             f"unknown keys {sorted(extra)}")
+    return Grid(data, train, grid_seeds, blocks)
+
+
+def _spec(cls, d: dict, where: str):
+    names = {f for f in cls.__dataclass_fields__}
+    unknown = set(d) - names
+    if unknown:
+        raise ValueError(f"unknown key(s) {sorted(unknown)} in {where!r}; known: {sorted(names)}")
+    return cls(**d)
+
+
+def expand(grid: Grid) -> tuple[list[Cell], list[str]]:
+    """The grid's distinct cells, ordered by N (consecutive cells share their data), and the
+    notes on cells left out (k > 2(B-1): a batch of B pairs has only 2(B-1) candidates)."""
+    cells, notes, seen = [], [], set()
+    for name, b in grid.blocks.items():
+        Bs = b.get("B", [1000])
+        cfs = b.get("collision_free", [False])
+        for N, k, B, cf, seed in itertools.product(b["N"], b["k"], Bs, cfs, grid.seeds):
+            if k is not None and k > 2 * (B - 1):
+                notes.append(f"{name}: N={N} k={k} B={B} left out (k > 2(B-1) = {2 * (B - 1)})")
+                continue
+            cell = Cell(int(N), None if k is None else int(k), int(B), bool(cf), int(seed))
+            if cell not in seen:
+                seen.add(cell)
+                cells.append(cell)
+    cells.sort(key=lambda c: (c.N, c.B, c.collision_free, -1 if c.k is None else c.k, c.seed))
+    return cells, sorted(set(notes))
+
+
+def cell_config(grid: Grid, cell: Cell) -> dict:
+    """Everything that decides a cell's result (the cell id hashes it)."""
+    return {**asdict(cell), "data": asdict(grid.data), "train": asdict(grid.train)}
+
+
+def cell_id(grid: Grid, cell: Cell) -> str:
+    return hashlib.sha1(json.dumps(cell_config(grid, cell), sort_keys=True).encode()).hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------------------------
+# Wiki-N token caches (the only step that tokenizes)
+
+
+def data_file(cache: Path, spec: DataSpec, N: int) -> Path:
+    key = hashlib.sha1(json.dumps([asdict(spec), N]).encode()).hexdigest()[:10]
+    return cache / f"{spec.kind}_N{N}_{key}.npz"
+
+
+def prepare(spec: DataSpec, Ns, cache: Path) -> list[Path]:
+    """Write the token-id cache of every N (skipping those already there). The articles are
+    tokenized once, for the largest N; every smaller Wiki-N is a prefix of its sentences, and its
+    split and vocabulary (min count over *its* training split) are made from those tokens."""
+    cache.mkdir(parents=True, exist_ok=True)
+    Ns = sorted(set(Ns))
+    paths = {N: data_file(cache, spec, N) for N in Ns}
+    todo = [N for N in Ns if not paths[N].exists()]
+    if todo:
+        t0 = time.perf_counter()
+        corpus = _corpus(spec, max(todo), cache)
+        print(f"tokenized {len(corpus[0])} sentences of {max(todo)} classes in {time.perf_counter() - t0:.1f}s",
+              flush=True)
+    for N in todo:
+        t0 = time.perf_counter()
+        wd = _wiki_n(spec, corpus, N)
+        tr_flat, tr_off = _flatten(wd.train_ids, spec.max_len)
+        te_flat, te_off = _flatten(wd.test_ids, spec.max_len)
+        dtype = np.uint16 if len(wd.vocab) <= 65536 else np.int32
+        path = paths[N]
+        tmp = path.with_name(path.stem + f".tmp{os.getpid()}.npz")
+        np.savez_compressed(tmp, train_flat=tr_flat.astype(dtype), train_offsets=tr_off,
+                            train_labels=np.asarray(wd.train_labels, dtype=np.int32),
+                            test_flat=te_flat.astype(dtype), test_offsets=te_off,
+                            test_labels=np.asarray(wd.test_labels, dtype=np.int32),
+                            vocab_size=np.int64(len(wd.vocab)), num_classes=np.int64(wd.num_classes))
+        os.replace(tmp, path)
+        print(f"prepared N={N}: {len(wd.train_ids)} train / {len(wd.test_ids)} test sentences, "
+              f"vocabulary {len(wd.vocab)}, {time.perf_counter() - t0:.1f}s -> {path}", flush=True)
+    return [paths[N] for N in Ns]
+
+
+def _corpus(spec: DataSpec, N: int, cache: Path):
+    """(sentences, labels, (itos, flat, offsets)) of the first N classes, tokenized."""
+    from qt_hard.data.wiki import build_wiki, tokenize_wiki
+
+    if spec.kind == "synthetic":
+        from qt_hard.data.synthetic import latent_class_corpus
+        from qt_hard.data.wiki import _tokenize_all
+
+        sentences, labels = latent_class_corpus(N, spec.sentences_per_class, spec.vocab_size, (5, 15),
+                                                seed=spec.split_seed)
+        return sentences, list(labels), _tokenize_all(list(sentences), True, 1)
+    from qt_hard.paths import data_path
+
+    wiki_dir = cache / f"wiki_{spec.articles}_{spec.min_sentences}"
+    if not wiki_dir.exists():
+        source = spec.source or str(data_path("wikipedia", "enwiki_wikiextractor_ge200sent.txt.xz"))
+        print(f"building Wiki-{spec.articles} from {source} into {wiki_dir}", flush=True)
+        print(build_wiki(source, wiki_dir, articles=spec.articles, sentences=spec.min_sentences), flush=True)
+    sentences, labels, _, tokens = tokenize_wiki(wiki_dir, N, cache_dir=cache / "tokens", num_proc=os.cpu_count())
+    return sentences, labels, tokens
+
+
+def _wiki_n(spec: DataSpec, corpus, N: int):
+    """WikiData of the first N classes of a tokenized corpus (a prefix of its sentences)."""
+    from qt_hard.data.wiki import WikiData
+
+    sentences, labels, (itos, flat, offsets) = corpus
+    labels = np.asarray(labels)
+    n = int(np.searchsorted(labels, N))  # labels ascend: classes < N come first
+    if n == 0 or labels[n - 1] != N - 1:
+        raise ValueError(f"the corpus has no class {N - 1}")
+    return WikiData.from_tokens(sentences[:n], labels[:n], itos, flat, offsets[:n + 1],
+                                min_count=spec.min_count, seed=spec.split_seed)
+
+
+def _flatten(id_lists, max_len: int) -> tuple[np.ndarray, np.ndarray]:
+    cut = [np.asarray(x[:max_len]) for x in id_lists]
+    offsets = np.zeros(len(cut) + 1, dtype=np.int64)
+    np.cumsum([len(x) for x in cut], out=offsets[1:])
+    flat = np.concatenate(cut) if cut else np.zeros(0, dtype=np.int64)
+    return flat, offsets
+
+
+@dataclass
+class CellData:
+    """One N's split on a device: padded token ids (n, L) int32 (pad 0), lengths, labels."""
+
+    train_ids: object
+    train_len: object
+    train_labels: object
+    test_ids: object
+    test_len: object
+    test_labels: np.ndarray
+    train_labels_np: np.ndarray
+    members: list = field(default_factory=list)
+    vocab_size: int = 0
+    num_classes: int = 0
+
+
+def _padded(flat: np.ndarray, offsets: np.ndarray):
+    """(n, L) int32 ids padded with 0 and (n,) lengths, from flat ids + offsets, vectorized."""
+    lengths = np.diff(offsets)
+    width = max(1, int(lengths.max(initial=1)))
+    cols = np.arange(width)
+    mask = cols[None, :] < lengths[:, None]
+    idx = np.minimum(offsets[:-1, None] + cols[None, :], max(len(flat) - 1, 0))
+    ids = np.where(mask, flat[idx].astype(np.int32), 0) if len(flat) else np.zeros((len(lengths), width), np.int32)
+    return ids.astype(np.int32), lengths
+
+
+def load_cell_data(path: Path, device) -> CellData:
+    import torch
+
+    from qt_hard.data.wiki import class_members
+
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: run `k_vs_n.py prepare` with the same grid and --cache")
+    z = np.load(path)
+    tr_ids, tr_len = _padded(z["train_flat"], z["train_offsets"])
+    te_ids, te_len = _padded(z["test_flat"], z["test_offsets"])
+    labels = z["train_labels"].astype(np.int64)
+    C = int(z["num_classes"])
+    return CellData(
+        train_ids=torch.as_tensor(tr_ids, device=device), train_len=torch.as_tensor(tr_len, device=device),
+        train_labels=torch.as_tensor(labels, device=device),
+        test_ids=torch.as_tensor(te_ids, device=device), test_len=torch.as_tensor(te_len, device=device),
+        test_labels=z["test_labels"].astype(np.int64), train_labels_np=labels,
+        members=class_members(labels, C), vocab_size=int(z["vocab_size"]), num_classes=C)
+
+
+# --------------------------------------------------------------------------------------------
+# one cell
+
+
+def _batch(ids, lengths, rows):
+    """Rows of the padded id matrix, cut to the batch's longest sentence (the padding of the
+    whole split would otherwise be gathered and skipped by EmbeddingBag every step)."""
+    width = int(lengths[rows].max())
+    return ids[rows, :max(width, 1)]
+
+
+def _clip_sparse_(params, max_norm: float) -> float:
+    """clip_grad_norm_ for sparse gradients: the norm of the coalesced values (duplicate rows
+    summed first, so the norm is that of the dense gradient)."""
+    import torch
+
+    grads = []
+    for p in params:
+        if p.grad is None:
+            continue
+        if p.grad.is_sparse:
+            p.grad = p.grad.coalesce()
+            grads.append(p.grad._values())
+        else:
+            grads.append(p.grad)
+    total = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
+    scale = (max_norm / (total + 1e-6)).clamp(max=1.0)
+    for g in grads:
+        g.mul_(scale)
+    return total
+
+
+def train_cell(grid: Grid, cell: Cell, data: CellData, device, on_step=None) -> dict:
+    """Train the bag of words of one cell and read it out; returns the metric columns.
+
+    The loss is ``qt_hard.losses.ContrastiveLoss`` (uniform negatives, k of the 2(B-1)
+    candidates, optionally collision-free), App. D.1's two-sided form. Batches: each epoch's
+    positive pairs (``qt_hard.data.wiki.positive_pair_indices``), B at a time, the remainder
+    dropped. Everything random is seeded from ``cell.seed``.
+    """
+    import torch
+
+    from qt_hard.encoders.bow import BagOfWordsEncoder
+    from qt_hard.evaluation.wiki import linear_classifier, mean_classifier
+    from qt_hard.data.wiki import positive_pair_indices
+    from qt_hard.losses import ContrastiveLoss
+
+    tr = grid.train
+    if cell.N != data.num_classes:
+        raise ValueError(f"cell N={cell.N} but the data has {data.num_classes} classes")
+    torch.manual_seed(cell.seed)  # PyTorch default init of the table (D.1), reproducibly
+    sparse = tr.optimizer == "sparse_adam"
+    module = BagOfWordsEncoder(data.vocab_size, tr.dim, sparse=sparse).to(device)
+    if sparse:
+        opt = torch.optim.SparseAdam(list(module.parameters()), lr=tr.lr)
+    else:
+        fused = torch.device(device).type == "cuda"
+        opt = torch.optim.Adam(module.parameters(), lr=tr.lr, fused=fused or None)
+    loss_fn = ContrastiveLoss("uniform", temperature=tr.temperature, k=cell.k, normalize=False,
+                              include_positive=False, collision_free=cell.collision_free)
+    gen = torch.Generator(device=device)
+    gen.manual_seed(cell.seed * 1009 + 17)
+    loss_fn.generator = gen
+
+    n_pairs = len(positive_pair_indices(data.members, 0, cell.seed))
+    per_epoch = n_pairs // cell.B
+    if per_epoch < 1:
+        raise ValueError(f"N={cell.N}: {n_pairs} pairs per epoch, fewer than B={cell.B}")
+    step, loss_sum, loss_n = 0, torch.zeros((), device=device, dtype=torch.float64), 0
+    t0 = time.perf_counter()
+    module.train()
+    for epoch in range(tr.epochs):
+        pairs = torch.as_tensor(positive_pair_indices(data.members, epoch, cell.seed)[:, :2], device=device)
+        last_epoch = epoch == tr.epochs - 1
+        for b in range(per_epoch):
+            rows = pairs[b * cell.B:(b + 1) * cell.B]
+            z1 = module(_batch(data.train_ids, data.train_len, rows[:, 0]))
+            z2 = module(_batch(data.train_ids, data.train_len, rows[:, 1]))
+            loss = loss_fn(z1, z2, labels=data.train_labels[rows[:, 0]])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            if tr.grad_clip:
+                if sparse:
+                    _clip_sparse_(module.parameters(), tr.grad_clip)
+                else:
+                    torch.nn.utils.clip_grad_norm_(module.parameters(), tr.grad_clip)
+            opt.step()
+            step += 1
+            if last_epoch:  # the reported training loss: the last epoch's mean
+                loss_sum += loss.detach().double()
+                loss_n += 1
+            if on_step is not None:
+                on_step(step)
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize()
+    train_s = time.perf_counter() - t0
+
+    t1 = time.perf_counter()
+    module.eval()
+    train_emb = _embed(module, data.train_ids, data.train_len)
+    test_emb = _embed(module, data.test_ids, data.test_len)
+    mc = mean_classifier(train_emb, data.train_labels_np, test_emb, data.test_labels, data.num_classes,
+                         device=device)
+    lin = linear_classifier(train_emb, data.train_labels_np, test_emb, data.test_labels, data.num_classes,
+                            epochs=tr.linear_epochs, lr=tr.lr, batch_size=tr.linear_batch, seed=cell.seed,
+                            threads=torch.get_num_threads(), device=device)
+    eval_s = time.perf_counter() - t1
+    sentences = 2 * cell.B * step
+    return {"mean_acc": mc["acc"], "linear_acc": lin["acc"], "linear_best_epoch": lin["best_epoch"],
+            "final_loss": round(float(loss_sum) / max(loss_n, 1), 6), "steps": step,
+            "train_s": round(train_s, 3), "eval_s": round(eval_s, 3),
+            "sentences_per_s": round(sentences / max(train_s, 1e-9), 1),
+            "vocab_size": data.vocab_size, "n_train": len(data.train_labels_np), "n_test": len(data.test_labels)}
+
+
+def _embed(module, ids, lengths, chunk: int = 8192) -> np.ndarray:
+    import torch
+
+    out = []
+    with torch.no_grad():
+        for i in range(0, len(ids), chunk):
+            rows = torch.arange(i, min(i + chunk, len(ids)), device=ids.device)
+            out.append(module(_batch(ids, lengths, rows)).float().cpu())
+    return torch.cat(out).numpy()
+
+
+# --------------------------------------------------------------------------------------------
+# results CSV and claims
+
+COLUMNS = ["cell_id", "N", "k", "B", "collision_free", "seed", "dim", "temperature", "lr", "grad_clip",
+           "epochs", "linear_epochs", "optimizer", "data_kind", "min_count", "split_seed", "articles",
+           "mean_acc", "linear_acc", "linear_best_epoch", "final_loss", "steps", "vocab_size",
+           "n_train", "n_test", "train_s", "eval_s", "wall_s", "sentences_per_s", "threads", "device",
+           "host", "git_commit", "finished_at"]
+# What must match between an uninterrupted and a resumed grid (wall time and commit aside).
+METRICS = ["mean_acc", "linear_acc", "linear_best_epoch", "final_loss", "steps"]
+
+
+def read_results(path: Path) -> list[dict]:
+    """Complete rows of the results CSV (a torn last line without its newline is ignored)."""
+    if not path.exists():
+        return []
+    text = path.read_text()
+    if text and not text.endswith("\n"):
+        text = text[: text.rfind("\n") + 1]
+    return [r for r in csv.DictReader(io.StringIO(text)) if r.get("finished_at")]
+
+
+class Ledger:
+    """Claims and results of one grid, safe across processes on one filesystem.
+
+    Every decision (which cell is next, appending a row) happens under an exclusive ``flock`` of
+    ``RESULTS.claims/.lock``; a claim is a file created with O_EXCL holding host and pid.
+    """
+
+    def __init__(self, results: Path, claims: Path | None = None):
+        self.results = Path(results)
+        self.claims = Path(claims) if claims else self.results.with_name(self.results.name + ".claims")
+        self.claims.mkdir(parents=True, exist_ok=True)
+        self.results.parent.mkdir(parents=True, exist_ok=True)
+        self._lock_path = self.claims / ".lock"
+        self.host = socket.gethostname()
+
+    def _locked(self):
+        ledger = self
+
+        class _L:
+            def __enter__(self):
+                self.fh = open(ledger._lock_path, "a+")
+                fcntl.flock(self.fh, fcntl.LOCK_EX)
+                return self
+
+            def __exit__(self, *exc):
+                fcntl.flock(self.fh, fcntl.LOCK_UN)
+                self.fh.close()
+
+        return _L()
+
+    def done(self) -> set[str]:
+        return {r["cell_id"] for r in read_results(self.results)}
+
+    def _stale(self, claim: Path) -> bool:
+        try:
+            info = json.loads(claim.read_text() or "{}")
+        except (OSError, ValueError):
+            return True  # torn claim: its writer died while writing it
+        if info.get("host") != self.host:
+            return False  # another machine's process: cannot tell, leave it
+        try:
+            os.kill(int(info.get("pid", -1)), 0)
+        except ProcessLookupError:
+            return True
+        except (PermissionError, ValueError, OverflowError):
+            return False
+        return False
+
+    def claim_next(self, ids: list[str]) -> str | None:
+        """Claim the first cell that is neither finished nor held by a live process."""
+        with self._locked():
+            done = self.done()
+            for cid in ids:
+                if cid in done:
+                    continue
+                path = self.claims / cid
+                if path.exists():
+                    if not self._stale(path):
+                        continue
+                    path.unlink()
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                with os.fdopen(fd, "w") as fh:
+                    fh.write(json.dumps({"host": self.host, "pid": os.getpid(), "since": time.time()}))
+                return cid
+        return None
+
+    def finish(self, cid: str, row: dict) -> None:
+        """Append the row (one write of a whole line, header first if the file is new)."""
+        with self._locked():
+            buf = io.StringIO()
+            w = csv.DictWriter(buf, COLUMNS)
+            if not self.results.exists() or self.results.stat().st_size == 0:
+                w.writeheader()
+            w.writerow({c: row.get(c, "") for c in COLUMNS})
+            fd = os.open(self.results, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, buf.getvalue().encode())
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            (self.claims / cid).unlink(missing_ok=True)
+
+
+def git_commit() -> str:
+    """Short commit of the script's checkout (+dirty); QT_HARD_GIT_COMMIT names it where the
+    code travelled without its .git (a copied tree)."""
+    if os.environ.get("QT_HARD_GIT_COMMIT"):
+        return os.environ["QT_HARD_GIT_COMMIT"]
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                             cwd=Path(__file__).resolve().parent, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, cwd=Path(__file__).resolve().parent, timeout=10).stdout.strip()
+        return out.stdout.strip() + ("+dirty" if dirty else "") if out.returncode == 0 else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def _row(grid: Grid, cell: Cell, cid: str, metrics: dict, wall: float, device, threads: int, commit: str) -> dict:
+    d, t = grid.data, grid.train
+    return {"cell_id": cid, **asdict(cell), "k": "" if cell.k is None else cell.k, "dim": t.dim,
+            "temperature": t.temperature, "lr": t.lr, "grad_clip": t.grad_clip, "epochs": t.epochs,
+            "linear_epochs": t.linear_epochs, "optimizer": t.optimizer, "data_kind": d.kind,
+            "min_count": d.min_count, "split_seed": d.split_seed, "articles": d.articles, **metrics,
+            "wall_s": round(wall, 3), "threads": threads, "device": str(device), "host": socket.gethostname(),
+            "git_commit": commit, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def worker(grid_path: str, overrides: dict, results: str, cache: str, device: str | None, threads: int,
+           max_cells: int | None = None, claims: str | None = None) -> int:
+    """Claim and run cells until none is left; returns how many this process ran."""
+    import torch
+
+    torch.set_num_threads(max(1, threads))
+    grid = load_grid(grid_path, **overrides)
+    cells, _ = expand(grid)
+    ids = [cell_id(grid, c) for c in cells]
+    by_id = dict(zip(ids, cells))
+    dev = _device(device)
+    ledger = Ledger(Path(results), claims)
+    commit = git_commit()
+    loaded: tuple[int, CellData] | None = None
+    ran = 0
+    while max_cells is None or ran < max_cells:
+        cid = ledger.claim_next(ids)
+        if cid is None:
+            break
+        cell = by_id[cid]
+        t0 = time.perf_counter()
+        if loaded is None or loaded[0] != cell.N:
+            loaded = None  # free the previous N's tensors first
+            loaded = (cell.N, load_cell_data(data_file(Path(cache), grid.data, cell.N), dev))
+        metrics = train_cell(grid, cell, loaded[1], dev)
+        wall = time.perf_counter() - t0
+        ledger.finish(cid, _row(grid, cell, cid, metrics, wall, dev, threads, commit))
+        ran += 1
+        print(f"[{os.getpid()}] N={cell.N} k={cell.k} B={cell.B} cf={cell.collision_free} seed={cell.seed}: "
+              f"mean {metrics['mean_acc']:.2f} linear {metrics['linear_acc']:.2f} "
+              f"({wall:.1f}s, {metrics['sentences_per_s']:.0f} sent/s)", flush=True)
+    return ran
+
+
+def _device(name: str | None):
+    import torch
+
+    if name in (None, "auto"):
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cuda" and "LOCAL_RANK" in os.environ:
+        name = f"cuda:{int(os.environ['LOCAL_RANK']) % max(torch.cuda.device_count(), 1)}"
+    return torch.device(name)
+
+
+# --------------------------------------------------------------------------------------------
+# plan and time estimate
+
+
+def estimate(grid: Grid, cells: list[Cell], cache: Path, device, probe_steps: int = 3) -> dict:
+    """Seconds per cell from a few timed steps per (N, B) and one linear-classifier epoch per N,
+    scaled to the cell's epochs (the first call of each is a warm-up, not timed)."""
+    import torch
+
+    from qt_hard.data.wiki import positive_pair_indices
+    from qt_hard.encoders.bow import BagOfWordsEncoder
+    from qt_hard.losses import ContrastiveLoss
+
+    step_s, lin_s, steps_per_epoch = {}, {}, {}
+    for N in sorted({c.N for c in cells}):
+        data = load_cell_data(data_file(cache, grid.data, N), device)
+        n_pairs = len(positive_pair_indices(data.members, 0, 0))
+        for B in sorted({c.B for c in cells if c.N == N}):
+            steps_per_epoch[(N, B)] = n_pairs // B
+            module = BagOfWordsEncoder(data.vocab_size, grid.train.dim).to(device)
+            opt = torch.optim.Adam(module.parameters(), lr=grid.train.lr)
+            loss_fn = ContrastiveLoss("uniform", temperature=1.0, normalize=False, include_positive=False)
+            times = []
+            for i in range(probe_steps + 1):
+                t0 = time.perf_counter()
+                rows = torch.randint(len(data.train_ids), (B, 2), device=device)
+                loss = loss_fn(module(_batch(data.train_ids, data.train_len, rows[:, 0])),
+                               module(_batch(data.train_ids, data.train_len, rows[:, 1])))
+                opt.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(module.parameters(), 2.5)
+                opt.step()
+                float(loss.detach())
+                if i:
+                    times.append(time.perf_counter() - t0)
+            step_s[(N, B)] = float(np.median(times))
+        from qt_hard.evaluation.wiki import linear_classifier
+
+        n = min(len(data.train_labels_np), 20_000)
+        x = np.random.default_rng(0).standard_normal((n, grid.train.dim)).astype(np.float32)
+        t0 = time.perf_counter()
+        linear_classifier(x, data.train_labels_np[:n], x[:10], data.train_labels_np[:10], data.num_classes,
+                          epochs=1, batch_size=grid.train.linear_batch, device=device,
+                          threads=torch.get_num_threads())
+        lin_s[N] = (time.perf_counter() - t0) * len(data.train_labels_np) / n
+        del data
+    per_cell = []
+    for c in cells:
+        s = step_s[(c.N, c.B)] * steps_per_epoch[(c.N, c.B)] * grid.train.epochs
+        s += lin_s[c.N] * grid.train.linear_epochs
+        per_cell.append(s)
+    return {"per_cell_s": per_cell, "total_s": float(sum(per_cell)),
+            "step_s": {f"N={n},B={b}": round(v, 4) for (n, b), v in step_s.items()},
+            "linear_epoch_s": {f"N={n}": round(v, 3) for n, v in lin_s.items()}}
+
+
+def print_plan(grid: Grid, cells: list[Cell], notes: list[str], done: set[str], est: dict | None,
+               workers: int) -> None:
+    ids = [cell_id(grid, c) for c in cells]
+    todo = [c for c, i in zip(cells, ids) if i not in done]
+    print(f"grid: {len(cells)} cells ({len(cells) - len(todo)} already finished, {len(todo)} to run); "
+          f"epochs {grid.train.epochs} NCE + {grid.train.linear_epochs} linear, optimizer {grid.train.optimizer}, "
+          f"seeds {grid.seeds}, data {grid.data.kind} (min count {grid.data.min_count})")
+    for name, b in grid.blocks.items():
+        print(f"  block {name}: N={b['N']} k={b['k']} B={b.get('B', [1000])} "
+              f"collision_free={b.get('collision_free', [False])}")
+    for n in notes:
+        print(f"  note: {n}")
+    if est is not None:
+        remaining = sum(s for s, i in zip(est["per_cell_s"], ids) if i not in done)
+        print(f"  probe: seconds per step {est['step_s']}; per linear epoch {est['linear_epoch_s']}")
+        print(f"estimated time: {remaining / 60:.1f} min of cell time for the {len(todo)} cells to run; "
+              f"about {remaining / 60 / max(workers, 1):.1f} min with {workers} worker(s) if they do not slow "
+              f"each other", flush=True)
+
+
+# --------------------------------------------------------------------------------------------
+# plots (from the CSV alone)
+
+
+def _mean_by(rows, keys, metric):
+    """{key tuple: (mean, std, n)} of a metric over seeds."""
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault(tuple(r[k] for k in keys), []).append(float(r[metric]))
+    return {k: (float(np.mean(v)), float(np.std(v)), len(v)) for k, v in groups.items()}
+
+
+def _parse(rows):
+    out = []
+    for r in rows:
+        out.append({"N": int(r["N"]), "k": int(r["k"]) if r["k"] not in ("", "None") else None,
+                    "B": int(r["B"]), "cf": r["collision_free"] in ("True", "true", "1"),
+                    "seed": int(r["seed"]), "mean_acc": float(r["mean_acc"]),
+                    "linear_acc": float(r["linear_acc"]), "wall_s": float(r["wall_s"] or 0),
+                    "epochs": int(r["epochs"]), "linear_epochs": int(r["linear_epochs"]),
+                    "optimizer": r["optimizer"]})
+    return out
+
+
+def _kval(k, B):
+    return 2 * (B - 1) if k is None else k
+
+
+def _main_B(rows):
+    Bs = [r["B"] for r in rows if not r["cf"]]
+    if 1000 in Bs:
+        return 1000
+    return max(set(Bs), key=Bs.count)
+
+
+def summarize(rows: list[dict]) -> dict:
+    """The numbers behind the three findings, per metric."""
+    B0 = _main_B(rows)
+    out = {"B": B0}
+    for metric in ("mean_acc", "linear_acc"):
+        m = {}
+        grid = _mean_by([r for r in rows if r["B"] == B0 and not r["cf"]], ["N", "k"], metric)
+        best = {}
+        for N in sorted({n for n, _ in grid}):
+            row = {_kval(k, B0): v for (n, k), v in grid.items() if n == N}
+            kb = max(row, key=lambda k: row[k][0])
+            near = [k for k in row if row[k][0] >= 0.995 * row[kb][0]]
+            best[N] = {"best_k": kb, "acc": round(row[kb][0], 2), "std": round(row[kb][1], 2),
+                       "k_range_0995": [min(near), max(near)],
+                       "acc_by_k": {k: round(row[k][0], 2) for k in sorted(row)}}
+        m["best_k_by_N"] = best
+        bk = _mean_by([r for r in rows if not r["cf"]], ["N", "B", "k"], metric)
+        per_n = {}
+        for N in sorted({n for n, _, _ in bk}):
+            Bs = sorted({b for n, b, _ in bk if n == N})
+            if len(Bs) < 2:
+                continue
+            common = sorted(set.intersection(*[{_kval(k, b) for n, b2, k in bk if n == N and b2 == b} for b in Bs]))
+            per_n[N] = {f"k={k}": {f"B={b}": round(next(v[0] for (n, b2, kk), v in bk.items()
+                                                         if n == N and b2 == b and _kval(kk, b) == k), 2)
+                                   for b in Bs} for k in common}
+        m["b_at_fixed_k"] = per_n
+        cf = _mean_by([r for r in rows if r["B"] == B0], ["N", "k", "cf"], metric)
+        gain = {}
+        for (N, k, c), v in cf.items():
+            if c and (N, k, False) in cf:
+                gain.setdefault(N, {})[_kval(k, B0)] = round(v[0] - cf[(N, k, False)][0], 2)
+        m["collision_free_gain"] = {N: dict(sorted(g.items())) for N, g in sorted(gain.items())}
+        out[metric] = m
+    out["cells"] = len(rows)
+    out["total_cell_hours"] = round(sum(r["wall_s"] for r in rows) / 3600, 2)
+    return out
+
+
+def plot(results: Path, out_dir: Path) -> list[Path]:
+    """Fig. 3 left / center / right (and App. Figs. 5-7) for both readouts, as small PNGs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = _parse(read_results(results))
+    if not rows:
+        raise ValueError(f"{results}: no finished cells to plot")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    B0 = _main_B(rows)
+    epochs = sorted({(r["epochs"], r["linear_epochs"]) for r in rows})
+    seeds = len({r["seed"] for r in rows})
+    caption = (f"Wiki-N from our 2015 dump (not the CURL release); {seeds} seed(s); "
+               f"NCE/linear epochs {', '.join(f'{a}/{b}' for a, b in epochs)}")
+    written = []
+    for metric, title in (("mean_acc", "mean classifier"), ("linear_acc", "linear classifier")):
+        # Fig. 3 left (Figs. 5, 6): N x k at B0, row-normalized.
+        g = _mean_by([r for r in rows if r["B"] == B0 and not r["cf"]], ["N", "k"], metric)
+        if g:
+            Ns = sorted({n for n, _ in g})
+            ks = sorted({_kval(k, B0) for _, k in g})
+            raw = np.full((len(Ns), len(ks)), np.nan)
+            for (n, k), v in g.items():
+                raw[Ns.index(n), ks.index(_kval(k, B0))] = v[0]
+            norm = raw / np.nanmax(raw, axis=1, keepdims=True)
+            fig, ax = plt.subplots(figsize=(1.0 + 0.75 * len(ks), 0.9 + 0.5 * len(Ns)), dpi=110)
+            best = set()
+            for i in range(len(Ns)):
+                row = norm[i]
+                if np.all(np.isnan(row)):
+                    continue
+                jb = int(np.nanargmax(row))
+                best.add((i, jb))
+                near = [j for j in range(len(ks)) if row[j] >= 0.995]
+                for j in {min(near), max(near)} - {jb}:
+                    ax.plot(j, i, "o", color="black", alpha=0.35, ms=11)
+                ax.plot(jb, i, "o", color="black", ms=11)
+            _heatmap(fig, ax, raw, norm, ks, Ns, "k (negatives)", "N (classes)",
+                     f"{title}, B={B0}, row-normalized", best)
+            fig.text(0.01, 0.005, caption, fontsize=5)
+            fig.tight_layout(rect=(0, 0.03, 1, 1))
+            written.append(_save(fig, out_dir / f"k_vs_n_{metric}.png"))
+            plt.close(fig)
+        # Fig. 3 center (Fig. 7): B x k for (up to) two N, globally normalized per panel.
+        bk = _mean_by([r for r in rows if not r["cf"]], ["N", "B", "k"], metric)
+        nB = {N: len({b for n, b, _ in bk if n == N}) for N in {n for n, _, _ in bk}}
+        Ns2 = sorted([N for N, c in nB.items() if c >= 2], key=lambda N: (-nB[N], N))[:2]
+        if Ns2:
+            fig, axes = plt.subplots(1, len(Ns2), figsize=(3.6 * len(Ns2), 2.6), dpi=110, squeeze=False)
+            for ax, N in zip(axes[0], sorted(Ns2)):
+                Bs = sorted({b for n, b, _ in bk if n == N})
+                ks = sorted({_kval(k, b) for n, b, k in bk if n == N})
+                raw = np.full((len(Bs), len(ks)), np.nan)
+                for (n, b, k), v in bk.items():
+                    if n == N:
+                        raw[Bs.index(b), ks.index(_kval(k, b))] = v[0]
+                _heatmap(fig, ax, raw, raw / np.nanmax(raw), ks, Bs, "k", "B",
+                         f"{title}, N={N}, globally normalized")
+            fig.text(0.01, 0.005, caption, fontsize=5)
+            fig.tight_layout(rect=(0, 0.04, 1, 1))
+            written.append(_save(fig, out_dir / f"b_by_k_{metric}.png"))
+            plt.close(fig)
+        # Fig. 3 right: accuracy vs k with (solid) and without (dotted) collisions, four N.
+        cf = _mean_by([r for r in rows if r["B"] == B0], ["N", "k", "cf"], metric)
+        Nc = sorted({n for n, _, c in cf if c})
+        if Nc:
+            fig, ax = plt.subplots(figsize=(4.2, 3.0), dpi=110)
+            for i, N in enumerate(Nc[:4]):
+                color = f"C{i}"
+                for c, style in ((False, "-"), (True, ":")):
+                    pts = sorted((_kval(k, B0), v[0]) for (n, k, cc), v in cf.items() if n == N and cc == c)
+                    if pts:
+                        ax.plot(*zip(*pts), style, marker="o", ms=3, color=color,
+                                label=f"N={N}" + (" no collision" if c else ""))
+            ax.set_xscale("log")
+            ax.set_xlabel("k")
+            ax.set_ylabel("accuracy (%)")
+            ax.set_title(f"{title}, B={B0}: collisions (solid) vs none (dotted)", fontsize=8)
+            ax.legend(fontsize=5, ncol=2)
+            fig.text(0.01, 0.005, caption, fontsize=5)
+            fig.tight_layout(rect=(0, 0.03, 1, 1))
+            written.append(_save(fig, out_dir / f"collisions_{metric}.png"))
+            plt.close(fig)
+    summary = summarize(rows)
+    (out_dir / "k_vs_n_summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
+    written.append(out_dir / "k_vs_n_summary.json")
+    return written
+
+
+def _heatmap(fig, ax, raw, norm, xs, ys, xlabel, ylabel, title, dark=frozenset()):
+    """Normalized values as colours, raw values as text (white on dark cells and on ``dark``
+    (row, column) markers), ticks and colour bar."""
+    im = ax.imshow(norm, cmap="viridis", aspect="auto", origin="lower")
+    for i in range(len(ys)):
+        for j in range(len(xs)):
+            if not np.isnan(raw[i, j]):
+                ax.text(j, i, f"{raw[i, j]:.1f}", ha="center", va="center", fontsize=6,
+                        color="white" if (i, j) in dark or norm[i, j] < 0.99 else "black")
+    ax.set_xticks(range(len(xs)), [str(x) for x in xs], fontsize=7)
+    ax.set_yticks(range(len(ys)), [str(y) for y in ys], fontsize=7)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=8)
+    fig.colorbar(im, ax=ax, shrink=0.8)
+
+
+def _save(fig, path: Path) -> Path:
+    fig.savefig(path)
+    return path
+
+
+# --------------------------------------------------------------------------------------------
+# CLI
+
+
+def _overrides(args) -> dict:
+    seeds = [int(s) for s in args.seeds.split(",")] if getattr(args, "seeds", None) else None
+    return {"epochs": args.epochs, "linear_epochs": args.linear_epochs, "optimizer": args.optimizer, "seeds": seeds}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for name in ("prepare", "plan", "run"):
+        p = sub.add_parser(name)
+        p.add_argument("grid", help="grid YAML (configs/k_vs_n*.yaml)")
+        p.add_argument("--cache", default="runs/k_vs_n/cache", help="Wiki-N token caches (prepare writes them)")
+        p.add_argument("--epochs", type=int, help="NCE epochs (D.1: 50)")
+        p.add_argument("--linear-epochs", type=int, help="linear-classifier epochs (D.1: 50)")
+        p.add_argument("--optimizer", choices=["adam", "sparse_adam"])
+        p.add_argument("--seeds", help="comma-separated seeds, replacing the grid's")
+        if name != "prepare":
+            p.add_argument("--results", default="runs/k_vs_n/results.csv")
+            p.add_argument("--claims", default=None, help="claims folder (default: RESULTS.claims beside "
+                           "the CSV); claims of another host are never taken over, so a CSV carried to "
+                           "a fresh machine should travel without them")
+            p.add_argument("--device", default="auto", help="cpu | cuda | auto")
+            p.add_argument("--workers", type=int, default=1, help="processes claiming cells")
+            p.add_argument("--threads", type=int, default=None, help="torch threads per worker "
+                           "(default: CPU cores / workers)")
+            p.add_argument("--no-estimate", action="store_true", help="skip the timing probe")
+        if name == "run":
+            p.add_argument("--max-cells", type=int, default=None, help="stop after this many cells per worker")
+            p.add_argument("--no-prepare", action="store_true", help="fail instead of tokenizing missing N")
+    p = sub.add_parser("plot")
+    p.add_argument("results")
+    p.add_argument("--out", default=None, help="folder of the PNGs (default: beside the CSV)")
+    args = ap.parse_args(argv)
+
+    if args.cmd == "plot":
+        res = Path(args.results)
+        for path in plot(res, Path(args.out) if args.out else res.parent):
+            print(path)
+        print(json.dumps(summarize(_parse(read_results(res))), default=str))
+        return 0
+
+    ov = _overrides(args)
+    grid = load_grid(args.grid, **ov)
+    cells, notes = expand(grid)
+    cache = Path(args.cache)
+    if args.cmd == "prepare":
+        prepare(grid.data, [c.N for c in cells], cache)
+        return 0
+    # Under `accelerate launch` (or torchrun) every process is one worker; rank 0 alone
+    # tokenizes and prints the plan, the others wait for the caches.
+    rank = int(os.environ.get("RANK", "0"))
+    missing = [N for N in sorted({c.N for c in cells}) if not data_file(cache, grid.data, N).exists()]
+    if missing and rank > 0:
+        while any(not data_file(cache, grid.data, N).exists() for N in missing):
+            time.sleep(5)
+        missing = []
+    if missing:
+        if args.cmd == "run" and args.no_prepare:
+            raise SystemExit(f"no token cache for N={missing} under {cache}: run `prepare` first")
+        prepare(grid.data, missing, cache)
+    import torch
+
+    workers = max(1, args.workers)
+    threads = args.threads or max(1, (os.cpu_count() or 1) // workers)
+    torch.set_num_threads(threads)
+    dev = _device(args.device)
+    done = Ledger(Path(args.results), args.claims).done()
+    if rank == 0:
+        est = None if args.no_estimate else estimate(grid, cells, cache, dev)
+        print_plan(grid, cells, notes, done, est, workers)
+    if args.cmd == "plan":
+        return 0
+    t0 = time.perf_counter()
+    job = (args.grid, ov, args.results, str(cache), args.device, threads, args.max_cells, args.claims)
+    if workers == 1:
+        ran = worker(*job)
+    else:
+        import multiprocessing as mp
+
+        with mp.get_context("spawn").Pool(workers) as pool:
+            ran = sum(pool.starmap(worker, [job] * workers))
+    left = len(cells) - len(Ledger(Path(args.results), args.claims).done() & {cell_id(grid, c) for c in cells})
+    print(f"ran {ran} cells in {time.perf_counter() - t0:.1f}s; {left} of {len(cells)} cells left")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

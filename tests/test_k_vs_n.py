@@ -1,0 +1,187 @@
+"""scripts/k_vs_n.py: grid expansion, claims, kill-and-resume, plots (tiny synthetic grids)."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "k_vs_n.py"
+spec = importlib.util.spec_from_file_location("k_vs_n", SCRIPT)
+K = importlib.util.module_from_spec(spec)
+sys.modules["k_vs_n"] = K
+spec.loader.exec_module(K)
+
+TINY = """
+data: {kind: synthetic, min_count: 1, sentences_per_class: 30, vocab_size: 120, split_seed: 0}
+train: {dim: 16, epochs: EPOCHS, linear_epochs: 2, linear_batch: 32}
+seeds: [0]
+blocks:
+  nk: {N: [3, 4], k: [2, null], B: [8]}
+  cf: {N: [4], k: [2], B: [8], collision_free: [false, true]}
+"""
+
+
+def _grid(tmp_path, epochs=2) -> Path:
+    path = tmp_path / "grid.yaml"
+    path.write_text(TINY.replace("EPOCHS", str(epochs)))
+    return path
+
+
+def _env():
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    return env
+
+
+def _metrics(path: Path) -> dict:
+    rows = K.read_results(path)
+    ids = [r["cell_id"] for r in rows]
+    assert len(ids) == len(set(ids)), "a cell was written twice"
+    return {r["cell_id"]: tuple(r[m] for m in K.METRICS) for r in rows}
+
+
+def test_expand_leaves_out_impossible_k_and_merges_blocks(tmp_path):
+    path = tmp_path / "g.yaml"
+    path.write_text("""
+seeds: [0, 1]
+blocks:
+  a: {N: [10], k: [5, 20, null], B: [8, 16]}
+  b: {N: [10], k: [5], B: [16], collision_free: [false, true]}
+""")
+    grid = K.load_grid(path)
+    cells, notes = K.expand(grid)
+    # k=20 > 2(8-1)=14 is left out at B=8; (N=10,k=5,B=16,cf=False) is in both blocks once.
+    assert len(cells) == 2 * (2 + 3 + 1)
+    assert len(set(cells)) == len(cells)
+    assert any("k=20 B=8" in n for n in notes)
+    assert len({K.cell_id(grid, c) for c in cells}) == len(cells)
+    # Epochs enter the cell id: a grid with other epochs never reuses a row.
+    other = K.load_grid(path, epochs=3)
+    assert K.cell_id(other, cells[0]) != K.cell_id(grid, cells[0])
+
+
+def test_grid_errors_name_the_problem(tmp_path):
+    path = tmp_path / "g.yaml"
+    path.write_text("blocks:\n  a: {N: [10], kk: [5]}\n")
+    with pytest.raises(ValueError, match="needs N and k"):
+        K.load_grid(path)
+    path.write_text("train: {optimiser: adam}\nblocks:\n  a: {N: [10], k: [5]}\n")
+    with pytest.raises(ValueError, match="optimiser"):
+        K.load_grid(path)
+
+
+def test_ledger_claims_skip_live_and_take_over_dead(tmp_path):
+    ledger = K.Ledger(tmp_path / "r.csv")
+    assert ledger.claim_next(["a", "b"]) == "a"
+    # "a" is held by this (live) process: the next claim is "b".
+    assert ledger.claim_next(["a", "b"]) == "b"
+    assert ledger.claim_next(["a", "b"]) is None
+    # A claim of a dead process on this host is taken over.
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (ledger.claims / "a").write_text(json.dumps({"host": ledger.host, "pid": dead.pid}))
+    assert ledger.claim_next(["a", "b"]) == "a"
+    ledger.finish("a", {"cell_id": "a", "finished_at": "now"})
+    assert ledger.done() == {"a"}
+    assert not (ledger.claims / "a").exists()
+    # A torn last line (a writer killed mid-row) is not a finished cell.
+    with open(ledger.results, "a") as fh:
+        fh.write("b,1,2")
+    assert ledger.done() == {"a"}
+
+
+def test_sparse_clip_matches_dense_clip():
+    torch.manual_seed(0)
+    dense = torch.nn.EmbeddingBag(20, 4, mode="mean", padding_idx=0)
+    sparse = torch.nn.EmbeddingBag(20, 4, mode="mean", padding_idx=0, sparse=True)
+    sparse.load_state_dict(dense.state_dict())
+    ids = torch.tensor([[1, 2, 2, 0], [3, 1, 5, 5]])
+    for m in (dense, sparse):
+        (m(ids) ** 2).sum().mul(10).backward()
+    n_dense = torch.nn.utils.clip_grad_norm_(dense.parameters(), 0.5)
+    n_sparse = K._clip_sparse_(sparse.parameters(), 0.5)
+    assert float(n_dense) > 0.5  # the clip is active
+    torch.testing.assert_close(n_sparse, n_dense)
+    torch.testing.assert_close(sparse.weight.grad.to_dense(), dense.weight.grad)
+
+
+def test_killed_grid_resumes_to_identical_results_and_plots(tmp_path):
+    grid = _grid(tmp_path, epochs=20)
+    cache = tmp_path / "cache"
+    n_cells = len(K.expand(K.load_grid(grid))[0])
+    common = ["--cache", str(cache), "--device", "cpu", "--threads", "1", "--no-estimate"]
+    # Uninterrupted reference, in this process.
+    ref = tmp_path / "ref.csv"
+    K.main(["run", str(grid), "--results", str(ref), *common])
+    expected = _metrics(ref)
+    assert len(expected) == n_cells
+
+    # Killed (SIGKILL: no chance to clean up) while a cell is in progress, after >= 1 finished.
+    res = tmp_path / "res.csv"
+    cmd = [sys.executable, str(SCRIPT), "run", str(grid), "--results", str(res), *common]
+    proc = subprocess.Popen(cmd, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    claims = res.with_name(res.name + ".claims")
+    deadline = time.time() + 300
+    killed_at = None
+    while time.time() < deadline and proc.poll() is None:
+        done = len(K.read_results(res))
+        if 1 <= done < n_cells and any(p.name != ".lock" for p in claims.glob("*")):
+            proc.send_signal(signal.SIGKILL)
+            killed_at = done
+            break
+        time.sleep(0.02)
+    proc.wait()
+    assert killed_at is not None, f"the grid was not caught mid-cell: {proc.stderr.read().decode()[-2000:]}"
+    assert len(K.read_results(res)) < n_cells
+    stale = [p for p in claims.glob("*") if p.name != ".lock"]
+    assert stale, "the killed cell left no claim behind"
+
+    # Restarted with two workers: the dead claim is taken over, no cell runs twice.
+    out = subprocess.run([*cmd, "--workers", "2"], env=_env(), capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = _metrics(res)
+    assert got == expected
+    rows = K.read_results(res)
+    assert {r["git_commit"] for r in rows} and all(float(r["wall_s"]) > 0 for r in rows)
+
+    # A second run of a finished grid runs nothing.
+    assert K.worker(str(grid), {}, str(res), str(cache), "cpu", 1) == 0
+
+    # Plots from the CSV alone.
+    figs = K.plot(res, tmp_path / "figs")
+    names = {p.name for p in figs}
+    for metric in ("mean_acc", "linear_acc"):
+        assert f"k_vs_n_{metric}.png" in names and f"collisions_{metric}.png" in names
+    summary = json.loads((tmp_path / "figs" / "k_vs_n_summary.json").read_text())
+    assert set(summary["mean_acc"]["best_k_by_N"]) == {"3", "4"}
+    assert summary["mean_acc"]["collision_free_gain"]["4"]
+
+
+def test_wiki_n_from_a_larger_tokenization_equals_its_own(tmp_path):
+    """prepare tokenizes once for the largest N: a smaller N's split and vocabulary from those
+    tokens must equal what the N-class corpus alone gives."""
+    from qt_hard.data.wiki import WikiData
+
+    spec = K.DataSpec(kind="synthetic", min_count=2, sentences_per_class=20, vocab_size=80)
+    corpus = K._corpus(spec, 6, tmp_path)
+    small = K._wiki_n(spec, corpus, 4)
+    sentences, labels, _ = corpus
+    n = sum(1 for c in labels if c < 4)
+    alone = WikiData.from_sentences(sentences[:n], labels[:n], min_count=2, seed=0)
+    assert small.num_classes == alone.num_classes == 4
+    assert small.vocab.itos == alone.vocab.itos
+    assert len(small.vocab) < len(K._wiki_n(spec, corpus, 6).vocab)  # the vocabulary is per N
+    assert small.train_labels == alone.train_labels and small.test_labels == alone.test_labels
+    for a, b in zip(small.train_ids + small.test_ids, alone.train_ids + alone.test_ids):
+        np.testing.assert_array_equal(a, b)
