@@ -106,8 +106,8 @@ def test_every_quick_thoughts_parameter_gets_a_gradient_through_hard_clipped_neg
     # Issue 3 asked whether the smoke loss barely moved because of a detach or of tiny gradients
     # under clip + hard weights: f's and g's embeddings and GRUs must all get finite, non-zero
     # gradients from the objective (and the weights themselves are differentiated, detach=False).
-    from qt_hard.training.objectives import Objective
-    from qt_hard.training.setup import build_run
+    from qt_hard.text.objectives import Objective
+    from qt_hard.text.setup import build_run
 
     cfg = config_from_dict(qt_config(tmp_path))
     torch.manual_seed(0)

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from qt_hard.training.config import ObjectiveConfig, config_from_dict
-from qt_hard.training.objectives import Objective
+from qt_hard.text.config import ObjectiveConfig
+from qt_hard.training.config import config_from_dict
+from qt_hard.text.objectives import Objective
 
 
 class RecordingStrategy:

@@ -2,9 +2,11 @@
 
     cfg = load_config("configs/qt_books.yaml", ["train.lr=0.001", "objective.negatives=hard"])
 
-Every section and key is checked: an unknown key raises ``ConfigError`` naming it (and the keys
-that do exist). ``objective.options`` is a free dict passed to the loss (beta, tau_plus, clip,
-...). ``save_config`` writes the resolved config next to the checkpoints.
+The loop owns ``out_dir`` and ``train``; the top-level ``pipeline`` key (default ``text``) names
+the pipeline (``qt_hard.pipelines``) whose dataclasses define the ``model``, ``data``,
+``objective`` (and optionally ``eval``) sections. Every section and key is checked: an unknown
+key raises ``ConfigError`` naming it (and the keys that do exist); so does a section the chosen
+pipeline does not declare. ``save_config`` writes the resolved config next to the checkpoints.
 """
 
 from __future__ import annotations
@@ -16,61 +18,10 @@ from typing import Any, Optional, Union, get_args, get_origin, get_type_hints
 
 import yaml
 
-from qt_hard.encoders.config import ModelConfig
 
 
 class ConfigError(ValueError):
     """A config file or override that does not fit the schema."""
-
-
-@dataclass
-class DataConfig:
-    """Where the sentences come from.
-
-    kind: "books" (a folder of .txt/.txt.xz books, ordered sentences, for Quick-Thoughts),
-          "bookcorpus" (Hugging Face ``bookcorpus``, needs a network),
-          "wiki" (Wiki-N positive pairs, Ash et al. D.1), "synthetic" (latent-class corpus
-          of ``num_classes`` x ``sentences_per_class`` sentences, treated like Wiki-N).
-    min_count: tokens seen fewer times (in the training split) become UNK (Ash et al.: 50).
-    seed: seed of the train/test split and of the synthetic corpus.
-    path: books folder (default $QT_HARD_DATA/books) or the Wiki-N folder (default
-          OUT/cache/wiki_<articles>); built with build_wiki from ``wiki_source`` when missing.
-    """
-
-    kind: str = "synthetic"
-    path: Optional[str] = None
-    max_books: Optional[int] = None
-    max_sentences: Optional[int] = None
-    wiki_source: Optional[str] = None
-    articles: int = 3029
-    min_sentences: int = 200
-    min_count: int = 1
-    max_vocab: Optional[int] = None
-    num_classes: int = 10
-    sentences_per_class: int = 100
-    vocab_size: int = 300
-    min_length: int = 5
-    max_length: int = 15
-    seed: int = 0
-
-
-@dataclass
-class ObjectiveConfig:
-    """The contrastive objective, always assembled by ``qt_hard.losses``.
-
-    Quick-Thoughts data uses ``context_loss`` (context = +-c neighbours); pair data (wiki,
-    synthetic) uses ``contrastive_loss`` (include_positive=False is Ash et al.'s D.1 form).
-    options: extra keyword options of the core (beta, tau_plus, clip, lower, upper, ...).
-    """
-
-    negatives: str = "uniform"
-    temperature: float = 1.0
-    k: Optional[int] = None
-    normalize: bool = False
-    include_positive: bool = False
-    collision_free: bool = False
-    context: int = 1
-    options: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -100,13 +51,42 @@ class TrainConfig:
     num_threads: Optional[int] = None
 
 
+PIPELINE_SECTIONS = ("model", "data", "objective", "eval")
+
+
 @dataclass
 class Config:
+    """A run's config. ``model``/``data``/``objective``/``eval`` are instances of the dataclasses
+    the pipeline declares (``PIPELINE.sections``); left as None they take that class's defaults,
+    and a section the pipeline does not declare stays None."""
+
     out_dir: str = "runs/default"
-    model: ModelConfig = field(default_factory=ModelConfig)
-    data: DataConfig = field(default_factory=DataConfig)
-    objective: ObjectiveConfig = field(default_factory=ObjectiveConfig)
+    pipeline: str = "text"
+    model: Any = None
+    data: Any = None
+    objective: Any = None
+    eval: Any = None
     train: TrainConfig = field(default_factory=TrainConfig)
+
+    def __post_init__(self):
+        sections = pipeline_sections(self.pipeline)
+        for name in PIPELINE_SECTIONS:
+            if getattr(self, name) is None and name in sections:
+                setattr(self, name, sections[name]())
+
+
+def pipeline_sections(name: str) -> dict:
+    """The config sections (name -> dataclass) of pipeline ``name``."""
+    from qt_hard.pipelines import get_pipeline
+
+    try:
+        sections = dict(get_pipeline(name).sections)
+    except ValueError as err:
+        raise ConfigError(f"config key 'pipeline': {err}") from None
+    bad = sorted(set(sections) - set(PIPELINE_SECTIONS))
+    if bad:
+        raise ConfigError(f"pipeline {name!r} declares sections {bad}; a pipeline may declare {PIPELINE_SECTIONS}")
+    return sections
 
 
 def _coerce(value: Any, tp: Any, key: str) -> Any:
@@ -153,6 +133,23 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
             return list(value)
         raise ConfigError(f"config key {key!r} must be a list, got {value!r}")
     return value
+
+
+def _build_config(tree: dict) -> Config:
+    """The top level: the pipeline's sections first, so that their keys are checked too."""
+    if not isinstance(tree, dict):
+        raise ConfigError(f"config top level must be a mapping, got {tree!r}")
+    pipeline = _coerce(tree.get("pipeline", "text"), str, "pipeline")
+    sections = pipeline_sections(pipeline)
+    loop_keys = {"out_dir", "pipeline", "train"}
+    unknown = sorted(set(tree) - loop_keys - set(sections))
+    if unknown:
+        raise ConfigError(f"unknown config key {unknown[0]!r} (pipeline {pipeline!r}); "
+                          f"known keys: {sorted(loop_keys | set(sections))}")
+    kwargs = {name: _build(cls, tree.get(name) or {}, name) for name, cls in sections.items()}
+    if "out_dir" in tree:
+        kwargs["out_dir"] = _coerce(tree["out_dir"], str, "out_dir")
+    return Config(pipeline=pipeline, train=_build(TrainConfig, tree.get("train") or {}, "train"), **kwargs)
 
 
 def _build(cls, data: dict, prefix: str):
@@ -210,7 +207,7 @@ def config_from_dict(tree: dict, overrides: list[str] | tuple[str, ...] = ()) ->
     for text in overrides:
         key, value = parse_override(text)
         _set_dotted(tree, key, value)
-    cfg = _build(Config, tree, "")
+    cfg = _build_config(tree)
     validate(cfg)
     return cfg
 
@@ -232,24 +229,32 @@ def load_config(path: str | Path | None, overrides: list[str] | tuple[str, ...] 
 
 
 def validate(cfg: Config) -> None:
-    cfg.model.validate()
-    if cfg.data.kind not in ("books", "bookcorpus", "wiki", "synthetic"):
-        raise ConfigError(f"data.kind must be books | bookcorpus | wiki | synthetic, got {cfg.data.kind!r}")
+    from qt_hard.pipelines import get_pipeline
+
+    try:
+        for name in PIPELINE_SECTIONS:
+            section = getattr(cfg, name)
+            if hasattr(section, "validate"):
+                section.validate()
+        get_pipeline(cfg.pipeline).validate(cfg)
+    except ConfigError:
+        raise
+    except ValueError as err:  # a section's own check: report it as the config error it is
+        raise ConfigError(str(err)) from None
     if cfg.train.batch_size < 2:
         raise ConfigError(f"train.batch_size must be >= 2, got {cfg.train.batch_size}")
     if cfg.train.steps is not None and cfg.train.steps < 1:
         raise ConfigError(f"train.steps must be >= 1, got {cfg.train.steps}")
     if cfg.train.mixed_precision not in ("no", "fp16", "bf16"):
         raise ConfigError(f"train.mixed_precision must be no | fp16 | bf16, got {cfg.train.mixed_precision!r}")
-    if cfg.objective.context < 1:
-        raise ConfigError(f"objective.context must be >= 1, got {cfg.objective.context}")
     unknown_trackers = set(cfg.train.trackers) - {"tensorboard", "csv"}
     if unknown_trackers:
         raise ConfigError(f"train.trackers: unknown tracker(s) {sorted(unknown_trackers)} (tensorboard, csv)")
 
 
 def to_dict(cfg: Config) -> dict:
-    return dataclasses.asdict(cfg)
+    """Plain data of ``cfg``; sections the pipeline does not declare (None) are left out."""
+    return {k: v for k, v in dataclasses.asdict(cfg).items() if v is not None}
 
 
 def save_config(cfg: Config, path: str | Path) -> Path:

@@ -9,15 +9,21 @@ Layout of a run folder ``OUT``::
     metrics.csv              step, epoch, loss (mean over the steps since the previous row),
                              grad_norm (before clipping, same window), lr, sentences_per_s (CSV tracker)
     logs/                    TensorBoard
-    final/                   the saved encoder (qt_hard.load_encoder)
+    final/                   the pipeline's saved model (text: qt_hard.load_encoder)
+    eval.json, eval.csv      the pipeline's evaluation of the final model (and every
+                             ``eval_every`` steps), when it has one
 
-Exact resume: the batch of every step is a pure function of (seed, step) (``tasks.py``), the
+The modality lives in a pipeline (``qt_hard.training.pipeline``), looked up by the config's
+``pipeline`` key (``qt_hard.pipelines``): it gives the module, the batches, the objective and
+how to save and evaluate; this loop imports none of them by name.
+
+Exact resume: the batch of every step is a pure function of (seed, step) (the pipeline's task), the
 negatives sampler draws from a ``torch.Generator`` whose state is checkpointed per process, and
 Adam's moments and the global RNG states are restored by ``accelerator.load_state``. An
 interrupted-and-resumed run therefore ends with the same weights as an uninterrupted one.
 
 Mixed precision: ``train.mixed_precision: bf16`` runs the encoders under accelerate's autocast (CPU
-autocast on a CPU); the loss itself is computed in float32 (``objectives.float32_loss``). ``fp16``
+autocast on a CPU); the loss itself is computed in float32 (the pipeline's objective, e.g. ``qt_hard.text.objectives.float32_loss``). ``fp16``
 needs a GPU: on a CPU accelerate would silently train in float32 (no autocast, no scaler), so it
 is an error here that says to use bf16.
 """
@@ -34,9 +40,8 @@ from typing import Callable
 
 import torch
 
+from qt_hard.pipelines import get_pipeline
 from qt_hard.training.config import Config, save_config, to_dict
-from qt_hard.training.objectives import Objective
-from qt_hard.training.setup import build_run
 
 CHECKPOINT_PREFIX = "step_"
 
@@ -119,10 +124,9 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
 
     out = Path(cfg.out_dir)
     trackers = list(cfg.train.trackers)
-    handlers = []
-    if cfg.model.kind == "hf":
-        # AutoModel's pooler is not used by mean pooling: DDP must expect parameters without grads.
-        handlers.append(DistributedDataParallelKwargs(find_unused_parameters=True))
+    pipeline = get_pipeline(cfg.pipeline)
+    ddp_kwargs = pipeline.ddp_kwargs(cfg)
+    handlers = [DistributedDataParallelKwargs(**ddp_kwargs)] if ddp_kwargs else []
     # Checked before the Accelerator exists: its process-wide state would keep the bad setting.
     check_mixed_precision(cfg.train.mixed_precision,
                           PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU")).device)
@@ -148,9 +152,8 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
     # Same seed on every process: identical initial weights (DDP also broadcasts rank 0's).
     set_seed(cfg.train.seed)
     with accelerator.main_process_first():
-        run = build_run(cfg, out)
-    module, task = run.module, run.task
-    objective = Objective(cfg.objective, run.pair_data)
+        run = pipeline.build(cfg, out)
+    module, task, objective = run.module, run.task, run.objective
     optimizer = torch.optim.Adam(module.parameters(), lr=cfg.train.lr)
     module, optimizer = accelerator.prepare(module, optimizer)
 
@@ -191,7 +194,7 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
     from tqdm.auto import tqdm
 
     bar = tqdm(total=total, initial=step, disable=not (main and cfg.train.progress), desc="train", dynamic_ncols=True)
-    sentences_per_step = cfg.train.batch_size * task.sentences_per_row
+    sentences_per_step = cfg.train.batch_size * getattr(task, "sentences_per_row", 1)
     module.train()
     t_start, t_window, window_steps = time.perf_counter(), time.perf_counter(), 0
     window_loss, window_grad = 0.0, 0.0
@@ -242,6 +245,8 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
                 break
             if cfg.train.checkpoint_every and step % cfg.train.checkpoint_every == 0 and step < total:
                 save_checkpoint(step)
+            if run.evaluate is not None and run.eval_every and step % run.eval_every == 0 and step < total and main:
+                _log_eval(out / "eval.csv", step, run.evaluate(accelerator.unwrap_model(module), step))
     finally:
         bar.close()
         stop.uninstall()
@@ -250,8 +255,10 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
         save_checkpoint(step)
         accelerator.wait_for_everyone()
         if main:
-            run.make_encoder(accelerator.unwrap_model(module)).save(out / "final")
+            run.save(accelerator.unwrap_model(module), out / "final")
             print(f"final model saved to {out / 'final'}")
+            if run.evaluate is not None:
+                _write_eval(out, step, run.evaluate(accelerator.unwrap_model(module), step))
     if "tensorboard" in trackers:
         accelerator.end_training()
     accelerator.wait_for_everyone()
@@ -269,6 +276,32 @@ def accelerator_to(batch, device):
     if isinstance(batch, dict):
         return {k: accelerator_to(v, device) for k, v in batch.items()}
     return batch.to(device) if isinstance(batch, torch.Tensor) else batch
+
+
+def _log_eval(path: Path, step: int, metrics: dict) -> None:
+    """One row of ``OUT/eval.csv`` (step + the pipeline's scalar metrics); the header is written
+    with the first row. On resume, rows after the resumed step would be re-evaluated: keep them
+    out by dropping any row whose step is not below this one first."""
+    row = {"step": step, **{k: v for k, v in metrics.items() if isinstance(v, (int, float, str))}}
+    rows = []
+    if path.is_file():
+        with path.open() as fh:
+            rows = [r for r in csv.DictReader(fh) if int(r["step"]) < step]
+    fields = list(dict.fromkeys([*(rows[0].keys() if rows else []), *row]))
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fields)
+        w.writeheader()
+        w.writerows(rows + [row])
+
+
+def _write_eval(out: Path, step: int, metrics: dict) -> None:
+    """``OUT/eval.json``: the pipeline's evaluation of the final model; a summary line printed."""
+    import json
+
+    (out / "eval.json").write_text(json.dumps({"step": step, **metrics}, indent=1, default=str) + "\n")
+    scalars = {k: v for k, v in metrics.items() if isinstance(v, (int, float))}
+    print("eval: " + ", ".join(f"{k}={v:.4g}" for k, v in scalars.items()))
+    _log_eval(out / "eval.csv", step, metrics)
 
 
 def _any_process(flag: bool, accelerator) -> bool:

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import torch
 
-from qt_hard.training.config import ObjectiveConfig
-from qt_hard.training.tasks import single_view, two_views
+from qt_hard.text.config import ObjectiveConfig
+from qt_hard.text.tasks import single_view, two_views
 
 
 def _options(cfg: ObjectiveConfig) -> dict:

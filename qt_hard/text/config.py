@@ -1,0 +1,68 @@
+"""The text pipeline's config sections: ``data`` (where the sentences come from) and
+``objective`` (the contrastive loss of ``qt_hard.losses``); ``model`` is
+``qt_hard.encoders.config.ModelConfig``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+DATA_KINDS = ("books", "bookcorpus", "wiki", "synthetic")
+
+
+@dataclass
+class DataConfig:
+    """Where the sentences come from.
+
+    kind: "books" (a folder of .txt/.txt.xz books, ordered sentences, for Quick-Thoughts),
+          "bookcorpus" (Hugging Face ``bookcorpus``, needs a network),
+          "wiki" (Wiki-N positive pairs, Ash et al. D.1), "synthetic" (latent-class corpus
+          of ``num_classes`` x ``sentences_per_class`` sentences, treated like Wiki-N).
+    min_count: tokens seen fewer times (in the training split) become UNK (Ash et al.: 50).
+    seed: seed of the train/test split and of the synthetic corpus.
+    path: books folder (default $QT_HARD_DATA/books) or the Wiki-N folder (default
+          OUT/cache/wiki_<articles>); built with build_wiki from ``wiki_source`` when missing.
+    """
+
+    kind: str = "synthetic"
+    path: Optional[str] = None
+    max_books: Optional[int] = None
+    max_sentences: Optional[int] = None
+    wiki_source: Optional[str] = None
+    articles: int = 3029
+    min_sentences: int = 200
+    min_count: int = 1
+    max_vocab: Optional[int] = None
+    num_classes: int = 10
+    sentences_per_class: int = 100
+    vocab_size: int = 300
+    min_length: int = 5
+    max_length: int = 15
+    seed: int = 0
+
+    def validate(self) -> None:
+        if self.kind not in DATA_KINDS:
+            raise ValueError(f"data.kind must be {' | '.join(DATA_KINDS)}, got {self.kind!r}")
+
+
+@dataclass
+class ObjectiveConfig:
+    """The contrastive objective, always assembled by ``qt_hard.losses``.
+
+    Quick-Thoughts data uses ``context_loss`` (context = +-c neighbours); pair data (wiki,
+    synthetic) uses ``contrastive_loss`` (include_positive=False is Ash et al.'s D.1 form).
+    options: extra keyword options of the core (beta, tau_plus, clip, lower, upper, ...).
+    """
+
+    negatives: str = "uniform"
+    temperature: float = 1.0
+    k: Optional[int] = None
+    normalize: bool = False
+    include_positive: bool = False
+    collision_free: bool = False
+    context: int = 1
+    options: dict = field(default_factory=dict)
+
+    def validate(self) -> None:
+        if self.context < 1:
+            raise ValueError(f"objective.context must be >= 1, got {self.context}")

@@ -1,0 +1,41 @@
+"""The text pipeline behind ``pipeline: text`` (the default), per ``qt_hard.training.pipeline``.
+
+Sections: ``model`` (``qt_hard.encoders.config.ModelConfig``), ``data`` and ``objective``
+(``qt_hard.text.config``). ``build`` reads the sentences and builds the encoder and batch task
+(``qt_hard.text.setup``) and the objective (``qt_hard.text.objectives``); the final model is
+saved as a ``SentenceEncoder`` folder (``qt_hard.load_encoder``). Text runs have no evaluation
+hook: ``qt-hard eval`` evaluates a saved encoder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from qt_hard.encoders.config import ModelConfig
+from qt_hard.text.config import DataConfig, ObjectiveConfig
+from qt_hard.training.pipeline import PipelineRun
+
+
+class TextPipeline:
+    sections = {"model": ModelConfig, "data": DataConfig, "objective": ObjectiveConfig}
+
+    def validate(self, cfg) -> None:
+        pass
+
+    def ddp_kwargs(self, cfg) -> dict:
+        # AutoModel's pooler is not used by mean pooling: DDP must expect parameters without grads.
+        return {"find_unused_parameters": True} if cfg.model.kind == "hf" else {}
+
+    def build(self, cfg, out: Path) -> PipelineRun:
+        from qt_hard.text.objectives import Objective
+        from qt_hard.text.setup import build_run
+
+        run = build_run(cfg, out)
+
+        def save(module, folder: Path) -> None:
+            run.make_encoder(module).save(folder)
+
+        return PipelineRun(run.module, run.task, Objective(cfg.objective, run.pair_data), save)
+
+
+PIPELINE = TextPipeline()

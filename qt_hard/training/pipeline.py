@@ -1,0 +1,75 @@
+"""What a pipeline hands the training loop: the one interface between a modality and the loop.
+
+The loop (``qt_hard.training.loop``) knows no modality. A *pipeline* (text, graph, ...) is a
+module that defines ``PIPELINE``, an object with
+
+* ``sections``: ``{"model": Dataclass, "data": Dataclass, "objective": Dataclass[, "eval": ...]}``,
+  the config sections it owns (``qt_hard.training.config`` builds them from YAML and still
+  rejects unknown keys; ``train`` and ``out_dir`` belong to the loop). A section dataclass may
+  define ``validate(self)``.
+* ``validate(cfg)``: checks across sections (optional; may be a no-op).
+* ``ddp_kwargs(cfg) -> dict``: keyword arguments of accelerate's ``DistributedDataParallelKwargs``
+  (e.g. ``find_unused_parameters``), needed before the ``Accelerator`` exists.
+* ``build(cfg, out) -> PipelineRun``: loads the data and builds the module, the batches, the
+  objective, and how the result is saved and evaluated (below).
+
+Pipelines are found by name through ``qt_hard.pipelines`` (a registry, or a dotted module path
+in the config's ``pipeline`` key), so the loop never imports one by name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional, Protocol
+
+import torch
+
+
+class BatchTask(Protocol):
+    """Batches as a pure function of (seed, step): exact resume needs only the step.
+
+    ``local_batch(step, rank, world)`` is process ``rank``'s shard of the global batch of
+    ``step`` (W processes together see exactly what one process would, in rank order);
+    ``sentences_per_row`` (items each batch row carries) only scales the logged throughput.
+    """
+
+    sentences_per_row: int
+
+    def batches_per_epoch(self) -> int: ...
+
+    def local_batch(self, step: int, rank: int, world: int) -> dict: ...
+
+
+class Objective(Protocol):
+    """``loss = objective(module, batch, generator)``, a float32 scalar built from the core
+    (``qt_hard.losses`` / ``qt_hard.negatives``); ``set_progress(step / total)`` before each step
+    drives schedules. ``generator`` is the loop's checkpointed negatives-sampler generator."""
+
+    def set_progress(self, progress: float) -> None: ...
+
+    def __call__(self, module: torch.nn.Module, batch: dict,
+                 generator: Optional[torch.Generator] = None) -> torch.Tensor: ...
+
+
+@dataclass
+class PipelineRun:
+    """One run's pieces, as ``build(cfg, out)`` returns them.
+
+    module:     the trained ``nn.Module`` (the loop wraps it with ``accelerator.prepare``).
+    task:       a ``BatchTask``.
+    objective:  an ``Objective``.
+    save:       ``save(module, folder)`` writes the final model (main process, unwrapped module).
+    evaluate:   ``evaluate(module, step) -> dict`` of metrics on the unwrapped module, or None.
+                The loop calls it on the main process after the final save (metrics go to
+                ``OUT/eval.json``) and every ``eval_every`` steps (rows of ``OUT/eval.csv``).
+                It must leave the module in the mode it found it and draw no global RNG.
+    eval_every: steps between evaluations during training (0: only at the end).
+    """
+
+    module: torch.nn.Module
+    task: BatchTask
+    objective: Objective
+    save: Callable[[torch.nn.Module, Path], None]
+    evaluate: Optional[Callable[[torch.nn.Module, int], dict]] = None
+    eval_every: int = 0
