@@ -29,6 +29,7 @@ class TrainConfig:
     """Optimization. batch_size is the *global* batch (split over processes).
 
     steps: total optimizer steps; when None, ``epochs`` passes over the data.
+    weight_decay: Adam's L2 penalty (torch's ``Adam(weight_decay=...)``; 1e-6 in HCL App. D.1).
     grad_clip: max gradient norm (2.5 in Ash et al., Table 1); None disables.
     mixed_precision: "no" | "fp16" | "bf16" (accelerate).
     checkpoint_every: steps between checkpoints (0: only on signals / at the end).
@@ -40,6 +41,7 @@ class TrainConfig:
     steps: Optional[int] = None
     epochs: float = 1.0
     lr: float = 1e-3
+    weight_decay: float = 0.0
     grad_clip: Optional[float] = 2.5
     mixed_precision: str = "no"
     seed: int = 0
@@ -243,6 +245,8 @@ def validate(cfg: Config) -> None:
         raise ConfigError(str(err)) from None
     if cfg.train.batch_size < 2:
         raise ConfigError(f"train.batch_size must be >= 2, got {cfg.train.batch_size}")
+    if cfg.train.weight_decay < 0:
+        raise ConfigError(f"train.weight_decay must be >= 0, got {cfg.train.weight_decay}")
     if cfg.train.steps is not None and cfg.train.steps < 1:
         raise ConfigError(f"train.steps must be >= 1, got {cfg.train.steps}")
     if cfg.train.mixed_precision not in ("no", "fp16", "bf16"):

@@ -154,7 +154,7 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
     with accelerator.main_process_first():
         run = pipeline.build(cfg, out)
     module, task, objective = run.module, run.task, run.objective
-    optimizer = torch.optim.Adam(module.parameters(), lr=cfg.train.lr)
+    optimizer = torch.optim.Adam(module.parameters(), lr=cfg.train.lr, weight_decay=cfg.train.weight_decay)
     module, optimizer = accelerator.prepare(module, optimizer)
 
     generator = torch.Generator(device=accelerator.device)
