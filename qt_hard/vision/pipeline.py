@@ -89,9 +89,10 @@ class KNNMonitor:
         out = {"knn_acc": round(knn_accuracy(tr, self.train_set.labels, te, self.test_set.labels, n_classes,
                                              k=self.cfg.knn_k, temperature=self.cfg.knn_temperature), 2)}
         if step >= self.total and self.cfg.linear:
-            # The readout's own generator and seed: it draws no global RNG (the loop's contract).
-            lin = linear_readout(tr.numpy(), self.train_set.labels, te.numpy(), self.test_set.labels, n_classes,
-                                 epochs=self.cfg.linear_epochs, lr=self.cfg.linear_lr, seed=self.seed)
+            # The readout seeds torch's global RNG for its layer: fork it, so the loop's RNG is untouched.
+            with torch.random.fork_rng(devices=[]):
+                lin = linear_readout(tr.numpy(), self.train_set.labels, te.numpy(), self.test_set.labels,
+                                     n_classes, epochs=self.cfg.linear_epochs, lr=self.cfg.linear_lr, seed=self.seed)
             out["linear_acc"] = lin["acc"]
             out["linear_best_epoch"] = lin["best_epoch"]
         out["eval_s"] = round(time.perf_counter() - t0, 2)
