@@ -94,8 +94,14 @@ def run_cell(base: str, strategy: str, seed: int, out: Path, extra: list[str]) -
         t0 = time.perf_counter()
         resume = bool(list_checkpoints(run_dir))
         train(cfg, resume=resume)
+        if not (run_dir / "eval.json").is_file():  # stopped by a signal: checkpointed, not evaluated
+            raise SystemExit(f"{run_dir} was interrupted; run the same command again to resume it")
         (run_dir / "wall_s.txt").write_text(f"{time.perf_counter() - t0:.1f}{' (resumed)' if resume else ''}\n")
+        (run_dir / "device.txt").write_text(f"{_device_name()}\t{platform.node()}\n")
     result = json.loads((run_dir / "eval.json").read_text())
+    dev_file = run_dir / "device.txt"  # where it trained (this machine when the file predates it)
+    spec = dev_file.read_text().rstrip("\n") if dev_file.is_file() else f"{_device_name()}\t{platform.node()}"
+    device, machine = (spec.split("\t") + [""])[:2]
     with (run_dir / "metrics.csv").open() as fh:
         speeds = [float(r["sentences_per_s"]) for r in csv.DictReader(fh)]
     init_file = out / f"knn_init_s{seed}.json"
@@ -111,7 +117,7 @@ def run_cell(base: str, strategy: str, seed: int, out: Path, extra: list[str]) -
             "batch_size": cfg.train.batch_size, "train_images": n_train,
             "test_images": cfg.data.max_test or "all", "wall_s": (run_dir / "wall_s.txt").read_text().strip(),
             "images_per_s": round(statistics.median(speeds[1:] or speeds), 1) if speeds else "",
-            "device": _device_name(), "machine": platform.node()}
+            "device": device, "machine": machine}
 
 
 def _curves(out: Path, strategies, seeds):
@@ -189,7 +195,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", default="0,1")
     ap.add_argument("--set", nargs="*", default=[], metavar="section.key=value",
                     help="overrides for every run, e.g. train.epochs=50 model.arch=resnet_tiny")
-    ap.add_argument("--report-only", action="store_true", help="no training: table and plot of what is done")
+    ap.add_argument("--report-only", action="store_true",
+                    help="no training: table and plot of the finished runs (e.g. run folders copied back from a GPU machine)")
     args = ap.parse_args(argv)
     strategies = [s for s in args.strategies.split(",") if s]
     unknown = set(strategies) - set(STRATEGIES)
@@ -203,9 +210,11 @@ def main(argv=None) -> int:
     done = {(r["strategy"], int(r["seed"])) for r in rows}
     for seed in seeds:
         for s in strategies:
-            if (s, seed) in done or args.report_only:
+            finished = (out / f"{s}_s{seed}" / "eval.json").is_file()
+            if (s, seed) in done or (args.report_only and not finished):
                 continue
-            print(f"== {s} seed {seed}", flush=True)
+            if not finished:
+                print(f"== {s} seed {seed}", flush=True)
             rows.append(run_cell(args.config, s, seed, out, list(args.set)))
             _write_rows(results, rows)
     rows = [r for r in rows if r["strategy"] in strategies and int(r["seed"]) in seeds]
