@@ -7,7 +7,7 @@ is GPU-only).
   statistics global; the mean loss and the (DDP-averaged) gradients equal one process's on the
   whole batch. Guard: with per-process batch norm they do not.
 * The loop under ``accelerate launch``: the weights after a few Adam steps agree with one process up
-  to float noise, 100x closer than with per-process batch norm. (Not to 1e-5: Adam's first steps move
+  to float noise, 100x closer than with per-process batch norm (mean absolute difference). (Not to 1e-5: Adam's first steps move
   every weight by about lr * sign(gradient), so a gradient element at rounding-noise size flips
   its whole step; the gradients themselves are compared exactly above.)
 
@@ -87,7 +87,11 @@ def test_loop_two_processes_train_like_one_process(tmp_path):
     two = _launch(files["sync"], tmp_path / "two", 2)
     local = _launch(files["local"], tmp_path / "local", 2)
     weights = [k for k in one if k.endswith("weight")]
-    for k in weights:
-        synced, unsynced = (two[k] - one[k]).abs().mean(), (local[k] - one[k]).abs().mean()
-        assert synced < 1e-4, (k, float(synced))
-        assert unsynced > 10 * synced, (k, float(synced), float(unsynced))
+    n = sum(one[k].numel() for k in weights)
+
+    def mean_gap(run):  # mean |difference| over every weight element, against one process
+        return float(sum((run[k] - one[k]).abs().sum() for k in weights)) / n
+
+    synced, unsynced = mean_gap(two), mean_gap(local)
+    # Measured: 1.4e-5 against 2.1e-3 (lr 1e-3, 3 steps).
+    assert synced < 1e-4 and unsynced > 20 * synced, (synced, unsynced)
