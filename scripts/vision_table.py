@@ -91,9 +91,21 @@ def run_cell(base: str, strategy: str, seed: int, out: Path, extra: list[str]) -
     overrides = [*extra, *STRATEGIES[strategy], f"train.seed={seed}", f"out_dir={run_dir}"]
     cfg = load_config(base, overrides)
     if not (run_dir / "eval.json").is_file():
-        t0 = time.perf_counter()
-        resume = bool(list_checkpoints(run_dir))
-        train(cfg, resume=resume)
+        # A lock per cell, so several copies of this command can share one --out (each skips the
+        # cells another one is training). A copy killed with SIGKILL leaves it: delete it by hand.
+        run_dir.mkdir(parents=True, exist_ok=True)
+        lock = run_dir / ".training.lock"
+        try:
+            os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            print(f"{run_dir} is being trained by another process ({lock}); skipped", flush=True)
+            return None
+        try:
+            t0 = time.perf_counter()
+            resume = bool(list_checkpoints(run_dir))
+            train(cfg, resume=resume)
+        finally:
+            lock.unlink()
         if not (run_dir / "eval.json").is_file():  # stopped by a signal: checkpointed, not evaluated
             raise SystemExit(f"{run_dir} was interrupted; run the same command again to resume it")
         (run_dir / "wall_s.txt").write_text(f"{time.perf_counter() - t0:.1f}{' (resumed)' if resume else ''}\n")
@@ -215,8 +227,13 @@ def main(argv=None) -> int:
                 continue
             if not finished:
                 print(f"== {s} seed {seed}", flush=True)
-            rows.append(run_cell(args.config, s, seed, out, list(args.set)))
-            _write_rows(results, rows)
+            row = run_cell(args.config, s, seed, out, list(args.set))
+            if row is not None:
+                # Rows another copy of this command wrote meanwhile are kept (read back first).
+                mine = {(x["strategy"], str(x["seed"])) for x in [*rows, row]}
+                theirs = [r for r in _read_rows(results) if (r["strategy"], r["seed"]) not in mine]
+                rows = [*theirs, *rows, row]
+                _write_rows(results, rows)
     rows = [r for r in rows if r["strategy"] in strategies and int(r["seed"]) in seeds]
     if not rows:
         print("no finished runs yet")
