@@ -17,7 +17,6 @@ Run with ``pytest -m slow tests/test_vision_distributed.py``.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +25,7 @@ import pytest
 import torch
 import yaml
 
+from _accelerate_launch import run_train
 from test_vision_pipeline import vision_tree
 
 pytestmark = pytest.mark.slow
@@ -60,16 +60,7 @@ def test_one_step_two_processes_equal_one_process(tmp_path, negatives):
 
 
 def _launch(cfg_file, out, nproc):
-    env = {**os.environ, "ACCELERATE_USE_CPU": "true", "OMP_NUM_THREADS": "1"}
-    if nproc == 1:
-        cmd = [sys.executable, "-m", "qt_hard.cli", "train", str(cfg_file), f"out_dir={out}"]
-    else:
-        launcher = shutil.which("accelerate", path=os.path.dirname(sys.executable)) or "accelerate"
-        cmd = [launcher, "launch", "--multi_gpu", "--num_processes", str(nproc), "--num_machines", "1",
-               "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29547",
-               "-m", "qt_hard.cli", "train", str(cfg_file), f"out_dir={out}"]
-    res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    run_train(cfg_file, out, nproc, port=29547)
     return torch.load(out / "final" / "encoder.pt", weights_only=True)
 
 
