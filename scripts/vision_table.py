@@ -64,7 +64,15 @@ def _read_rows(path: Path) -> list[dict]:
     if not path.is_file():
         return []
     with path.open() as fh:
-        return list(csv.DictReader(fh))
+        return _unique(csv.DictReader(fh))
+
+
+def _unique(rows) -> list[dict]:
+    """One row per (strategy, seed), the last one winning, in first-seen order."""
+    merged: dict = {}
+    for r in rows:
+        merged[(r["strategy"], str(r["seed"]))] = r
+    return list(merged.values())
 
 
 def random_init_knn(cfg) -> float:
@@ -221,20 +229,18 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     results = out / "results.csv"
     rows = _read_rows(results)
-    done = {(r["strategy"], int(r["seed"])) for r in rows}
     for seed in seeds:
         for s in strategies:
             finished = (out / f"{s}_s{seed}" / "eval.json").is_file()
-            if (s, seed) in done or (args.report_only and not finished):
+            done = {(r["strategy"], str(r["seed"])) for r in rows}
+            if (s, str(seed)) in done or (args.report_only and not finished):
                 continue
             if not finished:
                 print(f"== {s} seed {seed}", flush=True)
             row = run_cell(args.config, s, seed, out, list(args.set))
             if row is not None:
                 # Rows another copy of this command wrote meanwhile are kept (read back first).
-                mine = {(x["strategy"], str(x["seed"])) for x in [*rows, row]}
-                theirs = [r for r in _read_rows(results) if (r["strategy"], r["seed"]) not in mine]
-                rows = [*theirs, *rows, row]
+                rows = _unique([*_read_rows(results), *rows, row])
                 _write_rows(results, rows)
     rows = [r for r in rows if r["strategy"] in strategies and int(r["seed"]) in seeds]
     if not rows:
