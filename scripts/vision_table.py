@@ -28,6 +28,7 @@ import os
 import platform
 import statistics
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -135,7 +136,7 @@ def run_cell(base: str, strategy: str, seed: int, out: Path, extra: list[str]) -
             "knn_init": json.loads(init_file.read_text())["knn_acc"], "epochs": epochs,
             "steps": result["step"], "arch": cfg.model.arch, "width": cfg.model.width or "",
             "batch_size": cfg.train.batch_size, "train_images": n_train,
-            "test_images": cfg.data.max_test or "all", "wall_s": (run_dir / "wall_s.txt").read_text().strip(),
+            "test_images": len(load_split(cfg.data, cfg.data.test_split, cfg.data.max_test)), "wall_s": (run_dir / "wall_s.txt").read_text().strip(),
             "images_per_s": round(statistics.median(speeds[1:] or speeds), 1) if speeds else "",
             "device": device, "machine": machine}
 
@@ -174,7 +175,7 @@ def plot(out: Path, rows: list[dict], strategies, seeds, steps_per_epoch: float,
         ax.axhline(float(np.mean(init)), color="gray", ls="--", lw=1, label="random init (mean)")
     ax.set_xlabel("epoch")
     ax.set_ylabel("weighted kNN accuracy (%), k=200, t=0.5")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(textwrap.fill(title, 95), fontsize=8)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
