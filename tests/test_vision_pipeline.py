@@ -121,6 +121,12 @@ def test_vision_config_errors(tmp_path):
         config_from_dict(tree, ["model.method=moco", "model.queue_size=8"])
     with pytest.raises(ConfigError, match="weight_decay"):
         config_from_dict(tree, ["train.weight_decay=-1"])
+    from qt_hard.vision.pipeline import build_step
+
+    moco = config_from_dict(tree, ["model.method=moco", "model.queue_size=64", "objective.include_positive=false"])
+    step = build_step(moco)
+    assert type(step).__name__ == "MoCoStep" and step.loss.strategy.include_positive is False
+    assert build_step(config_from_dict(tree)).loss.strategy.include_positive is True
     cfg = config_from_dict(tree, ["objective.options.temperature=0.1"])
     with pytest.raises(ValueError, match="objective.temperature"):
         train(cfg)

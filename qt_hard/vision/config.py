@@ -83,11 +83,14 @@ class VisionDataConfig:
 class VisionObjectiveConfig:
     """The loss from ``qt_hard.losses``: SimCLR uses ``ContrastiveLoss`` (two views), MoCo
     ``RankingLoss`` against the queue. ``options`` go to the strategy (beta, tau_plus, lower, upper,
-    epsilon, ...; a mapping with a ``schedule`` key is a ``qt_hard.schedules`` schedule)."""
+    epsilon, ...; a mapping with a ``schedule`` key is a ``qt_hard.schedules`` schedule).
+    include_positive: False drops e^{s+} from the denominator, as MoCoRing's Alg. 1 pseudocode
+    writes it (``loss = -dps + logsumexp(ring_dps)``; Wu et al. 2021)."""
 
     negatives: str = "uniform"
     temperature: float = 0.5
     k: Optional[int] = None
+    include_positive: bool = True
     options: dict = field(default_factory=dict)
 
 

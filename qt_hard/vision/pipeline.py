@@ -51,9 +51,10 @@ def build_step(cfg):
     for reserved in ("k", "temperature", "normalize", "include_positive"):
         if reserved in o.options:
             raise ValueError(f"objective.options.{reserved}: set it as objective.{reserved} instead")
+    common = dict(temperature=o.temperature, k=o.k, include_positive=o.include_positive, **o.options)
     if cfg.model.method == "moco":
-        return MoCoStep(RankingLoss(o.negatives, temperature=o.temperature, k=o.k, **o.options), augment)
-    return SimCLRStep(ContrastiveLoss(o.negatives, temperature=o.temperature, k=o.k, **o.options), augment)
+        return MoCoStep(RankingLoss(o.negatives, **common), augment)
+    return SimCLRStep(ContrastiveLoss(o.negatives, **common), augment)
 
 
 def load_split(data_cfg: VisionDataConfig, split: str, limit):
