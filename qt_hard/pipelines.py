@@ -12,6 +12,7 @@ import importlib
 _REGISTRY: dict[str, str] = {
     "text": "qt_hard.text.pipeline",
     "graph": "qt_hard.graph.pipeline",
+    "vision": "qt_hard.vision.pipeline",
 }
 
 

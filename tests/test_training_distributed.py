@@ -7,31 +7,18 @@ the gradients. Run with ``pytest -m slow tests/test_training_distributed.py``.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
-
 import pytest
 import torch
 import yaml
 
+from _accelerate_launch import run_train
 from test_training import qt_config
 
 pytestmark = pytest.mark.slow
 
 
 def _launch(cfg_file, out, nproc, *flags):
-    env = {**os.environ, "ACCELERATE_USE_CPU": "true", "OMP_NUM_THREADS": "1"}
-    if nproc == 1:
-        cmd = [sys.executable, "-m", "qt_hard.cli", "train", str(cfg_file), *flags, f"out_dir={out}"]
-    else:
-        launcher = shutil.which("accelerate", path=os.path.dirname(sys.executable)) or "accelerate"
-        cmd = [launcher, "launch", "--multi_gpu", "--num_processes", str(nproc), "--num_machines", "1",
-               "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29533",
-               "-m", "qt_hard.cli", "train", str(cfg_file), *flags, f"out_dir={out}"]
-    res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    run_train(cfg_file, out, nproc, *flags, port=29533, timeout=600)
     return torch.load(out / "final" / "weights.pt", weights_only=True)
 
 

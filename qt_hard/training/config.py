@@ -30,6 +30,7 @@ class TrainConfig:
     """Optimization. batch_size is the *global* batch (split over processes).
 
     steps: total optimizer steps; when None, ``epochs`` passes over the data.
+    weight_decay: Adam's L2 penalty (torch's ``Adam(weight_decay=...)``; 1e-6 in HCL App. D.1).
     grad_clip: max gradient norm (2.5 in Ash et al., Table 1); None disables.
     weight_decay: Adam's (L2) weight decay (1e-6 in the graph papers' setup).
     mixed_precision: "no" | "fp16" | "bf16" (accelerate).
@@ -246,6 +247,8 @@ def validate(cfg: Config) -> None:
         raise ConfigError(str(err)) from None
     if cfg.train.batch_size < 2:
         raise ConfigError(f"train.batch_size must be >= 2, got {cfg.train.batch_size}")
+    if cfg.train.weight_decay < 0:
+        raise ConfigError(f"train.weight_decay must be >= 0, got {cfg.train.weight_decay}")
     if cfg.train.steps is not None and cfg.train.steps < 1:
         raise ConfigError(f"train.steps must be >= 1, got {cfg.train.steps}")
     if cfg.train.mixed_precision not in ("no", "fp16", "bf16"):

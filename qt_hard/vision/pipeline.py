@@ -1,0 +1,149 @@
+"""The image pipeline behind ``pipeline: vision`` (``qt_hard.training.pipeline``'s interface).
+
+``qt-hard train configs/simclr_cifar10.yaml`` runs SimCLR (or MoCo-v2 with ``model.method: moco``)
+through the same accelerate loop, trackers, checkpoints and ``--resume`` as the text pipeline:
+
+* module: :class:`qt_hard.vision.resnet.SimCLREncoder`, or :class:`qt_hard.vision.methods.MoCo`
+  around one (its momentum encoder and queue are buffers/parameters of the module, so they are
+  checkpointed and restored with it).
+* task: :class:`qt_hard.vision.task.ImageTask` (batches and augmentation parameters from (seed, step)).
+* objective: :class:`qt_hard.vision.methods.SimCLRStep` / ``MoCoStep`` around the core's loss.
+* evaluate: the weighted kNN monitor every ``eval.every_epochs`` epochs (``OUT/eval.csv``) and at the
+  end, with the linear readout, in ``OUT/eval.json``; ``scripts/vision_table.py`` plots the curves.
+* save: ``OUT/final/encoder.pt`` (state dict) and ``OUT/final/vision.json`` (how to rebuild it);
+  :func:`load_image_encoder` reads them back.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import torch
+
+from qt_hard.training.pipeline import PipelineRun
+from qt_hard.vision.config import VisionDataConfig, VisionEvalConfig, VisionModelConfig, VisionObjectiveConfig
+
+
+def build_encoder(model_cfg: VisionModelConfig) -> torch.nn.Module:
+    """The trained module of a config: a SimCLREncoder, wrapped in MoCo for ``method: moco``."""
+    from qt_hard.vision.methods import MoCo
+    from qt_hard.vision.resnet import SimCLREncoder
+
+    enc = SimCLREncoder(model_cfg.arch, proj_dim=model_cfg.proj_dim, sync_bn=model_cfg.sync_bn, width=model_cfg.width)
+    if model_cfg.method == "moco":
+        return MoCo(enc, model_cfg.proj_dim, queue_size=model_cfg.queue_size, momentum=model_cfg.momentum)
+    return enc
+
+
+def build_step(cfg):
+    """The objective of a config (the loss always from ``qt_hard.losses``)."""
+    from qt_hard.losses import ContrastiveLoss, RankingLoss
+    from qt_hard.vision.augment import SimCLRAugment
+    from qt_hard.vision.methods import MoCoStep, SimCLRStep
+
+    d, o = cfg.data, cfg.objective
+    b, c, s, h = d.jitter
+    augment = SimCLRAugment(size=d.size, scale=tuple(d.scale), brightness=b, contrast=c, saturation=s, hue=h,
+                            jitter_p=d.jitter_p, gray_p=d.gray_p)
+    for reserved in ("k", "temperature", "normalize", "include_positive"):
+        if reserved in o.options:
+            raise ValueError(f"objective.options.{reserved}: set it as objective.{reserved} instead")
+    common = dict(temperature=o.temperature, k=o.k, include_positive=o.include_positive, **o.options)
+    if cfg.model.method == "moco":
+        return MoCoStep(RankingLoss(o.negatives, **common), augment)
+    return SimCLRStep(ContrastiveLoss(o.negatives, **common), augment)
+
+
+def load_split(data_cfg: VisionDataConfig, split: str, limit):
+    from qt_hard.vision.data import load_images
+
+    return load_images(data_cfg.name, data_cfg.path, split).subset(limit)
+
+
+class KNNMonitor:
+    """``evaluate(module, step)``: kNN accuracy (%) of the test split against the training images
+    (un-augmented), and at the final step the linear readout too."""
+
+    def __init__(self, train_set, test_set, eval_cfg: VisionEvalConfig, total_steps: int, seed: int):
+        self.train_set, self.test_set, self.cfg = train_set, test_set, eval_cfg
+        self.total, self.seed = total_steps, seed
+
+    def features(self, module):
+        from qt_hard.vision.evaluate import embed_images
+        from qt_hard.vision.methods import unwrap
+
+        inner = unwrap(module)
+        dev = next(inner.parameters()).device
+        tr = embed_images(inner.features, self.train_set.images, self.cfg.batch_size, dev)
+        te = embed_images(inner.features, self.test_set.images, self.cfg.batch_size, dev)
+        return tr, te
+
+    def __call__(self, module, step: int) -> dict:
+        from qt_hard.vision.evaluate import knn_accuracy, linear_readout
+
+        t0 = time.perf_counter()
+        tr, te = self.features(module)
+        n_classes = self.train_set.num_classes
+        out = {"knn_acc": round(knn_accuracy(tr, self.train_set.labels, te, self.test_set.labels, n_classes,
+                                             k=self.cfg.knn_k, temperature=self.cfg.knn_temperature), 2)}
+        if step >= self.total and self.cfg.linear:
+            # The readout seeds torch's global RNG for its layer: fork it, so the loop's RNG is untouched.
+            with torch.random.fork_rng(devices=[]):
+                lin = linear_readout(tr.numpy(), self.train_set.labels, te.numpy(), self.test_set.labels,
+                                     n_classes, epochs=self.cfg.linear_epochs, lr=self.cfg.linear_lr, seed=self.seed)
+            out["linear_acc"] = lin["acc"]
+            out["linear_best_epoch"] = lin["best_epoch"]
+        out["eval_s"] = round(time.perf_counter() - t0, 2)
+        return out
+
+
+def save_encoder(module, folder: Path, model_cfg: VisionModelConfig) -> None:
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.save(module.state_dict(), folder / "encoder.pt")
+    (folder / "vision.json").write_text(json.dumps({"model": vars(model_cfg)}, indent=1))
+
+
+def load_image_encoder(folder: str | Path) -> torch.nn.Module:
+    """The module saved in ``OUT/final`` (eval mode); ``.features(images)`` gives the representation."""
+    folder = Path(folder)
+    spec = json.loads((folder / "vision.json").read_text())
+    module = build_encoder(VisionModelConfig(**spec["model"]))
+    module.load_state_dict(torch.load(folder / "encoder.pt", map_location="cpu", weights_only=True))
+    return module.eval()
+
+
+class VisionPipeline:
+    sections = {"model": VisionModelConfig, "data": VisionDataConfig, "objective": VisionObjectiveConfig,
+                "eval": VisionEvalConfig}
+
+    def validate(self, cfg) -> None:
+        if cfg.model.method == "moco" and cfg.model.queue_size < cfg.train.batch_size:
+            raise ValueError(f"model.queue_size={cfg.model.queue_size} is smaller than one batch "
+                             f"(train.batch_size={cfg.train.batch_size})")
+
+    def ddp_kwargs(self, cfg) -> dict:
+        return {}
+
+    def build(self, cfg, out: Path) -> PipelineRun:
+        from qt_hard.vision.task import ImageTask
+
+        train_set = load_split(cfg.data, cfg.data.train_split, cfg.data.max_train)
+        step = build_step(cfg)
+        task = ImageTask(train_set.images, train_set.labels, step.augment, cfg.train.batch_size, cfg.train.seed)
+        module = build_encoder(cfg.model)
+        per_epoch = task.batches_per_epoch()
+        total = cfg.train.steps or max(1, math.ceil(cfg.train.epochs * per_epoch))  # as the loop counts
+        # The kNN bank is the labelled training images (STL-10's unlabeled part has no labels).
+        bank_split = "train" if "unlabeled" in cfg.data.train_split else cfg.data.train_split
+        bank = train_set if bank_split == cfg.data.train_split else load_split(cfg.data, bank_split, cfg.data.max_train)
+        monitor = KNNMonitor(bank, load_split(cfg.data, cfg.data.test_split, cfg.data.max_test), cfg.eval, total,
+                             cfg.train.seed)
+        every = max(1, round(cfg.eval.every_epochs * per_epoch)) if cfg.eval.every_epochs else 0
+        return PipelineRun(module, task, step, lambda m, folder: save_encoder(m, folder, cfg.model), monitor, every)
+
+
+PIPELINE = VisionPipeline()
