@@ -42,7 +42,11 @@ CHECKPOINT_PREFIX = "step_"
 
 
 class StopRequest:
-    """Set by SIGTERM/SIGINT; the loop checkpoints at the end of the current step and stops."""
+    """Set by SIGTERM/SIGINT; the loop checkpoints at the end of the current step and stops.
+
+    A second signal does not wait for the step: it raises ``KeyboardInterrupt`` at once (no
+    checkpoint), so a run stuck between steps can still be stopped from the keyboard or by a
+    launcher that repeats its signal."""
 
     def __init__(self):
         self.requested = False
@@ -50,6 +54,8 @@ class StopRequest:
         self._previous = {}
 
     def _handle(self, signum, frame):
+        if self.requested:
+            raise KeyboardInterrupt(f"second {signal.Signals(signum).name}: stopping without a checkpoint")
         self.requested = True
         self.signum = signum
 
@@ -113,7 +119,19 @@ class CSVTracker:
 def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], None] | None = None) -> Path:
     """Train per ``cfg``; returns the run folder. ``on_step(step, loss)`` is called after each step
     (tests use it to interrupt a run). With ``resume`` the newest checkpoint in ``cfg.out_dir`` is
-    loaded and the run continues from its step (an error when there is none)."""
+    loaded and the run continues from its step (an error when there is none).
+
+    Under several processes, an exception on one process (a bad batch, a full disk, a second
+    signal) tears the process group down before it propagates, so the peers' pending collective
+    fails at once instead of waiting for the peer until the backend's timeout (30 min for gloo)."""
+    try:
+        return _train(cfg, resume, on_step)
+    except BaseException:
+        _abort_peers()
+        raise
+
+
+def _train(cfg: Config, resume: bool, on_step: Callable[[int, float], None] | None) -> Path:
     from accelerate import Accelerator, PartialState
     from accelerate.utils import DistributedDataParallelKwargs, parse_flag_from_env, set_seed
 
@@ -252,9 +270,10 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
         if main:
             run.make_encoder(accelerator.unwrap_model(module)).save(out / "final")
             print(f"final model saved to {out / 'final'}")
-    if "tensorboard" in trackers:
-        accelerator.end_training()
+    # Every process has written its part before the trackers stop; end_training then finishes the
+    # trackers and destroys the process group (accelerate >= 1.x), so no collective may follow it.
     accelerator.wait_for_everyone()
+    accelerator.end_training()
     return out
 
 
@@ -269,6 +288,25 @@ def accelerator_to(batch, device):
     if isinstance(batch, dict):
         return {k: accelerator_to(v, device) for k, v in batch.items()}
     return batch.to(device) if isinstance(batch, torch.Tensor) else batch
+
+
+def _abort_peers() -> None:
+    """Tear the default process group down after an error on this process, so the other processes'
+    pending (or next) collective raises instead of blocking: gloo closes the connections, NCCL
+    aborts its communicators. A no-op without torch.distributed; never raises over the error
+    that is already propagating."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    try:
+        if dist.get_backend() == "nccl":
+            # destroy_process_group would wait for NCCL work that may never complete.
+            dist.distributed_c10d._abort_process_group()
+        else:
+            dist.destroy_process_group()
+    except Exception:  # the original error matters more than a failed teardown
+        pass
 
 
 def _any_process(flag: bool, accelerator) -> bool:
