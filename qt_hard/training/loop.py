@@ -121,17 +121,9 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
     (tests use it to interrupt a run). With ``resume`` the newest checkpoint in ``cfg.out_dir`` is
     loaded and the run continues from its step (an error when there is none).
 
-    Under several processes, an exception on one process (a bad batch, a full disk, a second
-    signal) tears the process group down before it propagates, so the peers' pending collective
-    fails at once instead of waiting for the peer until the backend's timeout (30 min for gloo)."""
-    try:
-        return _train(cfg, resume, on_step)
-    except BaseException:
-        _abort_peers()
-        raise
-
-
-def _train(cfg: Config, resume: bool, on_step: Callable[[int, float], None] | None) -> Path:
+    Under several processes an exception here propagates on its own process only; the CLI
+    (``qt_hard.training.cli.exit_at_once_on_error``) then ends that process at once so that the
+    others are taken down instead of waiting for it in a collective."""
     from accelerate import Accelerator, PartialState
     from accelerate.utils import DistributedDataParallelKwargs, parse_flag_from_env, set_seed
 
@@ -288,25 +280,6 @@ def accelerator_to(batch, device):
     if isinstance(batch, dict):
         return {k: accelerator_to(v, device) for k, v in batch.items()}
     return batch.to(device) if isinstance(batch, torch.Tensor) else batch
-
-
-def _abort_peers() -> None:
-    """Tear the default process group down after an error on this process, so the other processes'
-    pending (or next) collective raises instead of blocking: gloo closes the connections, NCCL
-    aborts its communicators. A no-op without torch.distributed; never raises over the error
-    that is already propagating."""
-    import torch.distributed as dist
-
-    if not (dist.is_available() and dist.is_initialized()):
-        return
-    try:
-        if dist.get_backend() == "nccl":
-            # destroy_process_group would wait for NCCL work that may never complete.
-            dist.distributed_c10d._abort_process_group()
-        else:
-            dist.destroy_process_group()
-    except Exception:  # the original error matters more than a failed teardown
-        pass
 
 
 def _any_process(flag: bool, accelerator) -> bool:

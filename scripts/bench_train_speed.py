@@ -1,0 +1,121 @@
+"""Training throughput of the README's ``accelerate launch`` command under each mixed-precision mode.
+
+For every mode in ``--precisions`` (``no``, ``bf16``, ``fp16``) this runs, side by side on the same
+machine,
+
+    accelerate launch [--multi_gpu] --num_processes N -m qt_hard.cli train CONFIG \\
+        --out OUT/<mode> train.steps=S train.mixed_precision=<mode> train.checkpoint_every=0 train.progress=false
+
+(on a machine without a GPU with ``ACCELERATE_USE_CPU=true``, as the README's CPU line), then reads
+the run's ``metrics.csv`` (the loop logs sentences/s per ``train.log_every`` window) and prints one
+JSON row per mode: the median sentences/s over the windows after the first (which holds the
+warm-up), the wall time of the whole command, the last window's loss. The last line is a headline
+with each mode's throughput as a ratio of ``no`` (float32) measured in the same invocation.
+
+A mode whose run folder already holds ``final/`` is not rerun (the script resumes after a timeout;
+``--fresh`` starts over). A mode that fails (fp16 on a CPU is an error by design) gets a row with
+its error and no number.
+
+    python scripts/bench_train_speed.py --steps 300 --out runs/bench_train          # here (CPU)
+    python scripts/bench_train_speed.py --steps 2000 --precisions no bf16 fp16       # a GPU
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def _device_name() -> str:
+    import torch
+
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_name(0)
+    return f"cpu ({os.cpu_count()} cores)"
+
+
+def _launcher() -> list[str]:
+    exe = shutil.which("accelerate", path=os.path.dirname(sys.executable)) or shutil.which("accelerate")
+    return [exe] if exe else [sys.executable, "-m", "accelerate.commands.launch"]
+
+
+def run_mode(mode: str, args, env: dict) -> dict:
+    import torch
+
+    out = Path(args.out) / mode
+    row = {"mode": mode, "device": _device_name(), "num_processes": args.num_processes,
+           "config": args.config, "steps": args.steps}
+    if not (out / "final").is_dir():
+        shutil.rmtree(out, ignore_errors=True)
+        cmd = _launcher() + ["launch", "--num_processes", str(args.num_processes), "--num_machines", "1",
+                             "--dynamo_backend", "no", "--main_process_port", "0"]
+        if args.num_processes > 1:
+            cmd.append("--multi_gpu")
+        cmd += ["-m", "qt_hard.cli", "train", args.config, "--out", str(out), f"train.steps={args.steps}",
+                f"train.mixed_precision={mode}", "train.checkpoint_every=0", "train.progress=false",
+                f"train.log_every={args.log_every}", *args.overrides]
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        row["wall_s"] = round(time.perf_counter() - t0, 2)
+        row["command"] = " ".join(cmd[1:] if cmd[0].endswith("accelerate") else cmd)
+        if proc.returncode != 0:
+            lines = [ln for ln in proc.stderr.splitlines() if "Error" in ln] or proc.stderr.splitlines()[-1:]
+            row["error"] = lines[-1][-300:] if lines else f"exit {proc.returncode}"
+            return row
+    with open(out / "metrics.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    speeds = [float(r["sentences_per_s"]) for r in rows[1:]] or [float(r["sentences_per_s"]) for r in rows]
+    row.update(sentences_per_s=round(statistics.median(speeds), 1), windows=len(speeds),
+               final_loss=round(float(rows[-1]["loss"]), 4), torch=torch.__version__)
+    return row
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--config", default="configs/qt_books_smoke.yaml")
+    p.add_argument("--precisions", nargs="+", default=["no", "bf16", "fp16"], choices=["no", "bf16", "fp16"])
+    p.add_argument("--steps", type=int, default=300)
+    p.add_argument("--log-every", type=int, default=20)
+    p.add_argument("--num-processes", type=int, default=1)
+    p.add_argument("--out", default="runs/bench_train")
+    p.add_argument("--fresh", action="store_true", help="rerun modes whose run folder is complete")
+    p.add_argument("overrides", nargs="*", help="extra config overrides, e.g. train.batch_size=256")
+    args = p.parse_args(argv)
+    if args.steps <= args.log_every:
+        p.error("--steps must exceed --log-every: the first window (warm-up) is left out of the median")
+    if args.fresh:
+        shutil.rmtree(args.out, ignore_errors=True)
+
+    import torch
+
+    env = dict(os.environ)
+    if not torch.cuda.is_available():
+        env["ACCELERATE_USE_CPU"] = "true"  # the README's CPU line
+    results = []
+    for mode in args.precisions:
+        row = run_mode(mode, args, env)
+        results.append(row)
+        print(json.dumps(row), flush=True)
+    base = next((r["sentences_per_s"] for r in results if r["mode"] == "no" and "sentences_per_s" in r), None)
+    parts = []
+    for r in results:
+        if "sentences_per_s" not in r:
+            parts.append(f"{r['mode']}: failed")
+        elif base:
+            parts.append(f"{r['mode']} {r['sentences_per_s']:.0f} sent/s ({r['sentences_per_s'] / base:.2f}x)")
+        else:
+            parts.append(f"{r['mode']} {r['sentences_per_s']:.0f} sent/s")
+    print(f"train speed on {_device_name()}, {args.num_processes} process(es), {args.config}: " + "; ".join(parts))
+    return 0 if all("sentences_per_s" in r for r in results if not (r["mode"] == "fp16" and "cpu" in r["device"])) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
