@@ -26,6 +26,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -44,7 +45,7 @@ def _device_name() -> str:
 
 def _launcher() -> list[str]:
     exe = shutil.which("accelerate", path=os.path.dirname(sys.executable)) or shutil.which("accelerate")
-    return [exe] if exe else [sys.executable, "-m", "accelerate.commands.launch"]
+    return [exe] if exe else [sys.executable, "-m", "accelerate.commands.accelerate_cli"]
 
 
 def run_mode(mode: str, args, env: dict) -> dict:
@@ -60,15 +61,18 @@ def run_mode(mode: str, args, env: dict) -> dict:
         if args.num_processes > 1:
             cmd.append("--multi_gpu")
         cmd += ["-m", "qt_hard.cli", "train", args.config, "--out", str(out), f"train.steps={args.steps}",
-                f"train.mixed_precision={mode}", "train.checkpoint_every=0", "train.progress=false",
+                # mixed_precision quoted: YAML reads a bare no as False.
+                f"train.mixed_precision='{mode}'", "train.checkpoint_every=0", "train.progress=false",
                 f"train.log_every={args.log_every}", *args.overrides]
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
         row["wall_s"] = round(time.perf_counter() - t0, 2)
-        row["command"] = " ".join(cmd[1:] if cmd[0].endswith("accelerate") else cmd)
+        row["command"] = " ".join(["accelerate", *cmd[1:]] if cmd[0].endswith("accelerate") else cmd)
         if proc.returncode != 0:
-            lines = [ln for ln in proc.stderr.splitlines() if "Error" in ln] or proc.stderr.splitlines()[-1:]
-            row["error"] = lines[-1][-300:] if lines else f"exit {proc.returncode}"
+            # The training process's own exception, not the launcher's CalledProcessError after it.
+            lines = [ln for ln in proc.stderr.splitlines()
+                     if re.match(r"^[\w.]+(Error|Exception): ", ln) and "CalledProcessError" not in ln]
+            row["error"] = lines[0][-300:] if lines else f"exit {proc.returncode}: {proc.stderr[-300:]}"
             return row
     with open(out / "metrics.csv") as fh:
         rows = list(csv.DictReader(fh))
@@ -81,14 +85,23 @@ def run_mode(mode: str, args, env: dict) -> dict:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", default="configs/qt_books_smoke.yaml")
-    p.add_argument("--precisions", nargs="+", default=["no", "bf16", "fp16"], choices=["no", "bf16", "fp16"])
+    p.add_argument("--precisions", nargs="+", default=["no", "bf16", "fp16"], help="any of no, bf16, fp16")
     p.add_argument("--steps", type=int, default=300)
     p.add_argument("--log-every", type=int, default=20)
     p.add_argument("--num-processes", type=int, default=1)
     p.add_argument("--out", default="runs/bench_train")
     p.add_argument("--fresh", action="store_true", help="rerun modes whose run folder is complete")
     p.add_argument("overrides", nargs="*", help="extra config overrides, e.g. train.batch_size=256")
-    args = p.parse_args(argv)
+    args, extra = p.parse_known_args(argv)
+    stray = [x for x in extra if "=" not in x or x.startswith("-")]
+    if stray:
+        p.error(f"unrecognized arguments: {' '.join(stray)}")
+    # nargs="+" also takes overrides written after --precisions: move them back.
+    args.overrides = list(args.overrides) + [x for x in args.precisions if "=" in x] + extra
+    args.precisions = [x for x in args.precisions if "=" not in x]
+    bad = sorted(set(args.precisions) - {"no", "bf16", "fp16"})
+    if bad or not args.precisions:
+        p.error(f"--precisions: {bad or 'none given'}; choose from no, bf16, fp16")
     if args.steps <= args.log_every:
         p.error("--steps must exceed --log-every: the first window (warm-up) is left out of the median")
     if args.fresh:
