@@ -1,66 +1,152 @@
-"""Two processes (CPU, gloo) train to the same weights as one process on the same global batch.
+"""Two processes (CPU, gloo, ``accelerate launch``) with the default trackers (TensorBoard + CSV).
 
-The global batch of B consecutive sentences is split into two consecutive halves; the core gathers
-the candidates (with gradients) so both processes score against the whole batch, and DDP averages
-the gradients. Run with ``pytest -m slow tests/test_training_distributed.py``.
+* They train to the same weights as one process on the same global batch: the global batch of B
+  consecutive sentences is split into two consecutive halves, the core gathers the candidates (with
+  gradients) so both processes score against the whole batch, and DDP averages the gradients.
+  Both exit 0, and metrics.csv and the TensorBoard events are written once, by the main process.
+* SIGTERM to one rank only: every rank stops at the same step with one checkpoint, and ``--resume``
+  on two processes ends with the weights of an uninterrupted run.
+* An exception on one rank takes the other down at once instead of leaving it in a collective.
+
+Run with ``pytest -m slow tests/test_training_distributed.py``.
 """
 
 from __future__ import annotations
+
+import csv
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 import yaml
 
-from _accelerate_launch import run_train
 from test_training import qt_config
 
 pytestmark = pytest.mark.slow
 
+WORKER = Path(__file__).resolve().parent / "_train_worker.py"
 
-def _launch(cfg_file, out, nproc, *flags):
-    run_train(cfg_file, out, nproc, *flags, port=29533, timeout=600)
+
+def _launch(cfg_file, out, nproc, *worker_args, check=True, timeout=600):
+    """``qt-hard train`` (1 process) or ``accelerate launch`` of the training worker (N processes),
+    on a free port (other jobs on the machine may hold accelerate's default 29500)."""
+    env = {**os.environ, "ACCELERATE_USE_CPU": "true", "OMP_NUM_THREADS": "1"}
+    if nproc == 1 and not worker_args:
+        cmd = [sys.executable, "-m", "qt_hard.cli", "train", str(cfg_file), f"out_dir={out}"]
+    else:
+        launcher = shutil.which("accelerate", path=os.path.dirname(sys.executable)) or "accelerate"
+        cmd = [launcher, "launch", "--multi_gpu", "--num_processes", str(nproc), "--num_machines", "1",
+               "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "0",
+               str(WORKER), str(_with_out(cfg_file, out)), *worker_args]
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    if check:
+        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return res
+
+
+def _with_out(cfg_file, out):
+    """A copy of the config with out_dir set (the worker takes no overrides)."""
+    tree = yaml.safe_load(Path(cfg_file).read_text())
+    tree["out_dir"] = str(out)
+    path = Path(str(out) + ".yaml")
+    path.write_text(yaml.safe_dump(tree))
+    return path
+
+
+def _weights(out):
     return torch.load(out / "final" / "weights.pt", weights_only=True)
+
+
+def _csv_steps(out):
+    with open(out / "metrics.csv") as fh:
+        return [int(r["step"]) for r in csv.DictReader(fh)]
+
+
+def _event_writers(out):
+    """(number of TensorBoard event files, the set of process ids that wrote them): the file names
+    end in ``.<host>.<pid>.<n>``; hparams go to a file of their own in a subfolder."""
+    files = list((out / "logs").rglob("events.out.tfevents.*"))
+    return len(files), {f.name.split(".")[-2] for f in files}
+
+
+def _default_trackers(tree):
+    """qt_config turns TensorBoard off for speed; these tests run what users run."""
+    tree["train"].pop("trackers")
+    return tree
 
 
 @pytest.mark.parametrize("negatives", ["uniform", "hard"])
 def test_two_processes_equal_one_process(tmp_path, negatives):
-    tree = qt_config(tmp_path, steps=8, batch_size=16)
+    tree = _default_trackers(qt_config(tmp_path, steps=8, batch_size=16))
     tree["objective"]["negatives"] = negatives
     if negatives == "uniform":
         tree["objective"]["options"] = {}
     cfg_file = tmp_path / "cfg.yaml"
     cfg_file.write_text(yaml.safe_dump(tree))
-    one = _launch(cfg_file, tmp_path / "one", 1)
-    two = _launch(cfg_file, tmp_path / "two", 2)
+    _launch(cfg_file, tmp_path / "one", 1)
+    _launch(cfg_file, tmp_path / "two", 2)
+    one, two = _weights(tmp_path / "one"), _weights(tmp_path / "two")
     for key in one:
         torch.testing.assert_close(two[key], one[key], rtol=1e-4, atol=1e-5, msg=key)
+    # Written once, by the main process: one CSV row per step, and as many TensorBoard event files
+    # as one process writes, all from one process id.
+    n_one, pids_one = _event_writers(tmp_path / "one")
+    n_two, pids_two = _event_writers(tmp_path / "two")
+    assert n_one >= 1 and n_two == n_one and len(pids_one) == len(pids_two) == 1, (n_one, n_two, pids_two)
+    for run in ("one", "two"):
+        assert _csv_steps(tmp_path / run) == list(range(1, 9)), run
     if negatives == "uniform":
         # Guard: one process on only its local half-batch ends elsewhere, so the equality above
         # needs the gathered candidates and the gradient bookkeeping across processes.
         half = dict(tree, train={**tree["train"], "batch_size": 8})
         half_file = tmp_path / "half.yaml"
         half_file.write_text(yaml.safe_dump(half))
-        alone = _launch(half_file, tmp_path / "half", 1)
+        _launch(half_file, tmp_path / "half", 1)
+        alone = _weights(tmp_path / "half")
         assert not torch.allclose(alone["f.rnn.weight_hh_l0"], one["f.rnn.weight_hh_l0"], atol=1e-4)
 
 
-def test_two_processes_with_k_resume_exactly(tmp_path):
-    """k < all candidates under 2 processes: each process draws from its own generator (seeded by
-    rank) and checkpoints it, so a run stopped at step 4 and resumed ends with the weights of the
-    uninterrupted 2-process run; a 2-process run is not the 1-process run (independent draws)."""
-    tree = qt_config(tmp_path, steps=8, batch_size=16)
-    tree["objective"]["k"] = 4
-    tree["train"]["checkpoint_every"] = 4
+def test_sigterm_to_one_rank_stops_every_rank_at_one_step_and_resume_is_exact(tmp_path):
+    from qt_hard.training.loop import list_checkpoints
+
+    tree = _default_trackers(qt_config(tmp_path, steps=12, batch_size=16))
+    tree["objective"]["k"] = 6  # the per-process sampler generators must be restored as well
+    tree["train"]["checkpoint_every"] = 0
     cfg_file = tmp_path / "cfg.yaml"
     cfg_file.write_text(yaml.safe_dump(tree))
-    straight = _launch(cfg_file, tmp_path / "straight", 2)
-    first = dict(tree, train={**tree["train"], "steps": 4})
-    first_file = tmp_path / "first.yaml"
-    first_file.write_text(yaml.safe_dump(first))
-    _launch(first_file, tmp_path / "resumed", 2)
-    shutil.rmtree(tmp_path / "resumed" / "final")
-    resumed = _launch(cfg_file, tmp_path / "resumed", 2, "--resume")
-    for key in straight:
-        torch.testing.assert_close(resumed[key], straight[key], rtol=0, atol=0, msg=key)
-    one = _launch(cfg_file, tmp_path / "one", 1)
-    assert not torch.equal(one["f.rnn.weight_hh_l0"], straight["f.rnn.weight_hh_l0"])
+    _launch(cfg_file, tmp_path / "straight", 2)
+
+    out = tmp_path / "interrupted"
+    res = _launch(cfg_file, out, 2, "--rank", "1", "--signal-at", "5")
+    assert "stopped by signal at step 5/12" in res.stdout, res.stdout[-2000:]
+    assert not (out / "final").exists()
+    (ckpt,) = list_checkpoints(out)
+    states = [torch.load(ckpt / f"trainer_state_{r}.pt", weights_only=False) for r in (0, 1)]
+    assert [s["step"] for s in states] == [5, 5] and ckpt.name == "step_0000005"
+
+    _launch(cfg_file, out, 2, "--resume")
+    a, b = _weights(tmp_path / "straight"), _weights(out)
+    assert a.keys() == b.keys()
+    for key in a:
+        torch.testing.assert_close(b[key], a[key], rtol=0, atol=0, msg=key)
+    assert _csv_steps(out) == list(range(1, 13))
+    assert len(_event_writers(out)[1]) == 2  # the main process of the first run and of the resumed one
+
+
+def test_an_error_on_one_rank_stops_the_other_at_once(tmp_path):
+    """Rank 1 raises after step 3 while a non-daemon thread would keep an ordinary exit waiting;
+    rank 0, already in the step's stop-flag all-reduce, must fail as soon as rank 1's process ends
+    (the CLI's exit_at_once_on_error), and the launcher must return. Without that, rank 0 would wait
+    for gloo's 30-minute timeout and this launch would hit its own."""
+    tree = _default_trackers(qt_config(tmp_path, steps=12, batch_size=16))
+    cfg_file = tmp_path / "cfg.yaml"
+    cfg_file.write_text(yaml.safe_dump(tree))
+    res = _launch(cfg_file, tmp_path / "run", 2, "--rank", "1", "--raise-at", "3", "--linger", "300",
+                  check=False, timeout=150)
+    assert res.returncode != 0
+    assert "injected failure on rank 1 at step 3" in res.stderr, res.stderr[-3000:]
+    assert "Connection closed by peer" in res.stderr or "[rank 0] training failed" in res.stderr, res.stderr[-3000:]

@@ -8,6 +8,9 @@ batch, split evenly over the processes.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+import traceback
 
 
 def run_train(args: argparse.Namespace) -> int:
@@ -18,8 +21,31 @@ def run_train(args: argparse.Namespace) -> int:
     if args.out:
         overrides.append(f"out_dir={args.out}")
     cfg = load_config(args.config, overrides)
-    train(cfg, resume=args.resume)
+    exit_at_once_on_error(train, cfg, resume=args.resume)
     return 0
+
+
+def exit_at_once_on_error(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``; under a launcher with several processes (``WORLD_SIZE`` > 1), an
+    exception prints its traceback and ends this process at once with status 1.
+
+    A normal exit can block: at interpreter shutdown the process group's destructor and any
+    non-daemon thread wait, while the peers sit in a collective (gloo waits 30 minutes) for the
+    failed process. Ending the process closes its connections, so the peers' collective fails with
+    "Connection closed by peer", and the launcher (torchrun, ``accelerate launch``) sees the failure
+    and stops the remaining processes."""
+    try:
+        return fn(*args, **kwargs)
+    except BaseException:
+        if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+            raise
+        rank = os.environ.get("RANK", "?")
+        print(f"[rank {rank}] training failed; ending this process so that the others stop too:",
+              file=sys.stderr)
+        traceback.print_exc()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
 
 
 def register(subparsers) -> None:

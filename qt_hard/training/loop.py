@@ -47,7 +47,11 @@ CHECKPOINT_PREFIX = "step_"
 
 
 class StopRequest:
-    """Set by SIGTERM/SIGINT; the loop checkpoints at the end of the current step and stops."""
+    """Set by SIGTERM/SIGINT; the loop checkpoints at the end of the current step and stops.
+
+    A second signal does not wait for the step: it raises ``KeyboardInterrupt`` at once (no
+    checkpoint), so a run stuck between steps can still be stopped from the keyboard or by a
+    launcher that repeats its signal."""
 
     def __init__(self):
         self.requested = False
@@ -55,6 +59,8 @@ class StopRequest:
         self._previous = {}
 
     def _handle(self, signum, frame):
+        if self.requested:
+            raise KeyboardInterrupt(f"second {signal.Signals(signum).name}: stopping without a checkpoint")
         self.requested = True
         self.signum = signum
 
@@ -118,7 +124,11 @@ class CSVTracker:
 def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], None] | None = None) -> Path:
     """Train per ``cfg``; returns the run folder. ``on_step(step, loss)`` is called after each step
     (tests use it to interrupt a run). With ``resume`` the newest checkpoint in ``cfg.out_dir`` is
-    loaded and the run continues from its step (an error when there is none)."""
+    loaded and the run continues from its step (an error when there is none).
+
+    Under several processes an exception here propagates on its own process only; the CLI
+    (``qt_hard.training.cli.exit_at_once_on_error``) then ends that process at once so that the
+    others are taken down instead of waiting for it in a collective."""
     from accelerate import Accelerator, PartialState
     from accelerate.utils import DistributedDataParallelKwargs, parse_flag_from_env, set_seed
 
@@ -259,9 +269,10 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
             print(f"final model saved to {out / 'final'}")
             if run.evaluate is not None:
                 _write_eval(out, step, run.evaluate(accelerator.unwrap_model(module), step))
-    if "tensorboard" in trackers:
-        accelerator.end_training()
+    # Every process has written its part before the trackers stop; end_training then finishes the
+    # trackers and destroys the process group (accelerate >= 1.x), so no collective may follow it.
     accelerator.wait_for_everyone()
+    accelerator.end_training()
     return out
 
 

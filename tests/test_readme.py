@@ -1,0 +1,475 @@
+"""The README is executable documentation: every shell command and Python snippet in it runs here.
+
+``readme_snippets`` extracts from README.md
+
+* shell commands from fenced ``bash``/``sh``/``shell``/``console`` blocks and from indented code
+  blocks (the two first-line commands), with ``\\`` continuations joined and ``#`` comments dropped
+  (in ``console`` blocks only the ``$ `` lines);
+* Python snippets from fenced ``python`` blocks.
+
+Fenced blocks without a language (the layout tree) are text. The venv creation and install steps of
+a chained command (``python3 -m venv .venv``, ``.venv/bin/pip install ...``) are left out and
+``.venv/bin/`` prefixes dropped, so the rest runs in the current environment (this venv's
+``qt-hard``, ``python`` and ``accelerate`` come first on PATH); the test command itself is excluded,
+since CI runs it.
+
+Every command runs with ``bash -c`` in its own temporary folder (``configs/``, ``scripts/`` and
+``eval/`` linked in, ``HF_HOME`` fresh, ``QT_HARD_DATA`` absolute), after the registered overrides
+are applied, and must exit 0 and keep its promises: the files it says it writes and the table it
+says it prints. A command with neither an entry in ``RUNS`` nor a reason in ``SKIPS`` fails, so a new
+hours-long command cannot slip into CI unbounded: when you add a command to the README, add one line
+here. ``PRODUCTS`` are outputs of earlier README commands (a trained smoke model, a results JSON)
+that later commands read; each is built once per session with small overrides and copied into the
+folders of the tests that need it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.readme
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+LINKED = ("configs", "scripts", "eval")  # repository folders that README commands name relatively
+SHELL_LANGS = {"bash", "sh", "shell", "console"}
+TEST_COMMAND = "python -m pytest -q"
+
+
+@dataclass(frozen=True)
+class Run:
+    """How one README command runs in CI.
+
+    add: arguments appended to the command (to the last command of an ``A && B`` chain);
+    sub: ``(old, new)`` text replacements, each of which must match (so a README edit that breaks
+    an override fails loudly); writes: paths or globs (relative to the command's folder) that must
+    exist afterwards; prints: regular expressions its output (stdout + stderr) must match;
+    needs: ``PRODUCTS`` copied into the folder first; timeout: seconds."""
+
+    add: str = ""
+    sub: tuple = ()
+    writes: tuple = ()
+    prints: tuple = ()
+    needs: tuple = ()
+    timeout: int = 900  # a hang guard only: the registry, not the timeout, bounds a command's cost
+
+    def apply(self, command: str) -> str:
+        for old, new in self.sub:
+            if old not in command:
+                raise AssertionError(f"override {old!r} does not occur in README command {command!r}")
+            command = command.replace(old, new)
+        return f"{command} {self.add}" if self.add else command
+
+
+# The commands' CI budgets: the whole module takes a few minutes on 2 cores (see README, Results).
+# Quick-Thoughts runs read 1 book instead of 8 (tokenizing 19k sentences alone takes ~35 s), train
+# a few steps, and SentEval runs its smallest task, CR, with 2 outer folds (the six-task table's
+# code path; the table still prints all six columns, "–" where a task was not run).
+ONE_BOOK = "data.max_books=1"
+SMALL_BATCH = "train.batch_size=64"  # qt_books.yaml's 400 sentences of a 256-unit GRU take seconds a step
+FAST_SENTEVAL = "--kfold 2"
+MAIN_JOB = ("qt-hard train configs/qt_books_smoke.yaml --out runs/qt_smoke && "
+            "qt-hard eval senteval --model runs/qt_smoke/final")
+# Promised tables (qt_hard.evaluation.report prints markdown; a task not run shows "–").
+SENTEVAL_HEAD = r"\| Model \| MR \| CR \| SUBJ \| MPQA \| TREC \| MSRP \(Acc\) \| MSRP \(F1\) \|"
+
+
+def cr_row(model: str) -> str:
+    """The SentEval table row of ``model`` with a CR accuracy."""
+    return rf"(?m)^\| {re.escape(model)} \| – \| \d+\.\d \|"
+
+# README command (after the normalization above) -> how it runs here. One line each.
+RUNS = {
+    MAIN_JOB:
+        Run(sub=(("--out runs/qt_smoke", f"--out runs/qt_smoke train.steps=5 {ONE_BOOK}"),), add=f"--tasks CR {FAST_SENTEVAL}",
+            writes=("runs/qt_smoke/final/encoder.json", "runs/qt_smoke/metrics.csv"),
+            prints=(SENTEVAL_HEAD, cr_row("runs/qt_smoke/final"))),
+    "qt-hard train configs/qt_books_smoke.yaml":
+        Run(add=f"train.steps=5 {ONE_BOOK}", writes=("runs/qt_books_smoke/final/encoder.json", "runs/qt_books_smoke/logs/**/events.out.tfevents.*")),
+    "qt-hard train configs/bow_wiki_smoke.yaml":
+        Run(add="train.steps=5", writes=("runs/bow_wiki_smoke/final/encoder.json", "runs/bow_wiki_smoke/cache/*")),
+    "qt-hard train configs/hf_wiki_smoke.yaml":
+        Run(add="train.steps=2", writes=("runs/hf_wiki_smoke/final/encoder.json",)),
+    "qt-hard train configs/hf_wiki_smoke.yaml train.mixed_precision=bf16":
+        Run(add="train.steps=1", writes=("runs/hf_wiki_smoke/final/encoder.json",)),
+    "qt-hard train configs/qt_books.yaml objective.negatives=ring objective.options.lower=10 train.lr=0.001":
+        Run(add=f"{ONE_BOOK} {SMALL_BATCH} train.steps=3", writes=("runs/qt_books/final/encoder.json", "runs/qt_books/config.yaml")),
+    "qt-hard train configs/qt_books.yaml --out runs/qt --resume":
+        Run(add=f"{ONE_BOOK} {SMALL_BATCH} train.steps=4", needs=("runs/qt",), prints=(r"resumed from \S*step_0000002 at step 2/4",),
+            writes=("runs/qt/final/encoder.json", "runs/qt/checkpoints/step_0000004")),
+    "qt-hard data wiki --source $QT_HARD_DATA/wikipedia/enwiki_wikiextractor_ge200sent.txt.xz --articles 3029 --sentences 200 --out data/wiki3029":
+        Run(sub=(("--articles 3029", "--articles 3"),), writes=("data/wiki3029/*",)),
+    # Issue 10's Done-when: the README's multi-process command as written exits 0 (5 steps, 1 book),
+    # on a free port (CI runs beside other jobs that may hold accelerate's default 29500).
+    "ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 -m qt_hard.cli train configs/qt_books_smoke.yaml":
+        Run(sub=(("--num_processes 2", "--num_processes 2 --main_process_port 0"),), add=f"train.steps=5 {ONE_BOOK}",
+            writes=("runs/qt_books_smoke/final/encoder.json", "runs/qt_books_smoke/metrics.csv",
+                    "runs/qt_books_smoke/checkpoints/step_0000005/trainer_state_1.pt")),
+    "qt-hard eval senteval --model runs/qt_smoke/final --tasks MR,CR,SUBJ,MPQA,TREC,MRPC --output qt.json":
+        Run(sub=(("--tasks MR,CR,SUBJ,MPQA,TREC,MRPC", "--tasks CR"),), add=FAST_SENTEVAL, needs=("runs/qt_smoke",),
+            writes=("qt.json",), prints=(SENTEVAL_HEAD, cr_row("runs/qt_smoke/final"))),
+    "qt-hard eval senteval --model minilm --output minilm.json":
+        Run(add=f"--tasks CR {FAST_SENTEVAL}", writes=("minilm.json",), prints=(cr_row("minilm"),)),
+    "qt-hard eval senteval --model random:bow":
+        Run(add=f"--tasks CR {FAST_SENTEVAL}", prints=(cr_row("random:bow"),)),
+    "qt-hard eval compare minilm.json qt.json":
+        Run(needs=("minilm.json", "qt.json"), prints=(r"\| Metric \| minilm \| runs/qt_smoke/final \| B - A \|",
+                                                   r"(?m)^\| CR \| \d+\.\d\d \| \d+\.\d\d \| [+-]\d+\.\d\d \|$")),
+    "qt-hard eval wiki --model runs/bow_wiki_smoke/final --data runs/bow_wiki_smoke/cache/wiki_50_200 --classes 50":
+        Run(add="--epochs 2", needs=("runs/bow_wiki_smoke",), prints=(r"(?m)^\| runs/bow_wiki_smoke/final \| 50 \| \d+\.\d \| \d+\.\d \|$",)),
+}
+
+# README command -> why CI does not run it.
+SKIPS = {
+    "accelerate launch --num_processes 4 -m qt_hard.cli train configs/qt_books.yaml":
+        "four GPUs and the full books corpus; its CPU form (the next README line) runs here",
+}
+
+# A distinctive line of each README Python snippet -> how it runs (``add``/``sub`` as above).
+PYTHON = {
+    'contrastive_loss(z1, z2, "uniform", temperature=0.5)': Run(),
+    'enc = qt_hard.load_encoder("runs/qt_smoke/final")': Run(needs=("runs/qt_smoke",)),
+    'loss = HardNegativesLoss(model, negatives="hard", beta=1.0, scale=20.0)':
+        Run(writes=("st-hard-negatives/final/README.md",)),
+}
+
+# Outputs that later README commands or snippets read -> the README command (a RUNS key) that
+# writes them, or a command of its own where no README command writes it as such (an interrupted
+# run to resume). Each runs once per session in a shared folder; a README command that is also a
+# product is tested on that one run.
+PRODUCTS = {
+    "runs/qt_smoke": MAIN_JOB,
+    "runs/bow_wiki_smoke": "qt-hard train configs/bow_wiki_smoke.yaml",
+    "qt.json": "qt-hard eval senteval --model runs/qt_smoke/final --tasks MR,CR,SUBJ,MPQA,TREC,MRPC --output qt.json",
+    "minilm.json": "qt-hard eval senteval --model minilm --output minilm.json",
+    "runs/qt": f"qt-hard train configs/qt_books.yaml --out runs/qt {ONE_BOOK} {SMALL_BATCH} train.steps=2 train.progress=false",
+}
+
+
+# ---------------------------------------------------------------------------- extraction
+
+
+@dataclass(frozen=True)
+class Snippet:
+    kind: str  # "sh" or "py"
+    text: str  # the normalized command, or the Python source
+    line: int  # README line where it starts (1-based; a Python snippet's fence line)
+
+
+def split_top_level(command: str, sep: str = "&&") -> list[str]:
+    """Split at ``sep`` outside single and double quotes."""
+    parts, current, quote, i = [], [], None, 0
+    while i < len(command):
+        ch = command[i]
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif command.startswith(sep, i):
+            parts.append("".join(current).strip())
+            current, i = [], i + len(sep)
+            continue
+        current.append(ch)
+        i += 1
+    parts.append("".join(current).strip())
+    return parts
+
+
+def strip_comment(line: str) -> str:
+    """Drop a ``#`` comment that starts a word outside quotes (``$#`` or ``a#b`` stay)."""
+    quote = None
+    for i, ch in enumerate(line):
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1].isspace()):
+            return line[:i].rstrip()
+    return line.rstrip()
+
+
+def shell_commands(body: list[str], console: bool = False) -> list[tuple[int, str]]:
+    """(line index in the block, command) of a shell block's logical commands: continuations
+    joined, comments and blank lines dropped; in a console block only the ``$ `` lines."""
+    commands, pending, first = [], "", 0
+    for index, raw in enumerate(body):
+        line = raw.strip()
+        if console:
+            if not (line.startswith("$ ") or pending):
+                continue
+            line = line[2:] if line.startswith("$ ") else line
+        if not pending:
+            first = index
+        if line.endswith("\\"):
+            pending += line[:-1].strip() + " "
+            continue
+        line = strip_comment(pending + line)
+        pending = ""
+        if line:
+            commands.append((first, " ".join(line.split())))
+    if pending.strip():
+        commands.append((first, " ".join(strip_comment(pending).split())))
+    return commands
+
+
+def normalize(command: str) -> str:
+    """Leave out venv creation and install steps; run ``.venv/bin/X`` as the current env's ``X``."""
+    keep = []
+    for part in split_top_level(command):
+        if re.fullmatch(r"python3? -m venv \S+", part) or re.match(r"(\.venv/bin/)?pip3? install\b", part):
+            continue
+        keep.append(re.sub(r"(?<![\w/])\.venv/bin/", "", part))
+    return " && ".join(keep)
+
+
+def markdown_blocks(text: str) -> list[tuple[str, int, list[str]]]:
+    """(language, first line, body lines) of fenced blocks and of indented code blocks (language
+    "indented"). Indented blocks need a blank line before them and are not list continuations."""
+    lines = text.splitlines()
+    blocks, i = [], 0
+    while i < len(lines):
+        fence = re.match(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)", lines[i])
+        if fence:
+            marker, lang, start = fence.group(2), fence.group(3).lower(), i + 1
+            i += 1
+            body = []
+            while i < len(lines) and not lines[i].strip().startswith(marker):
+                body.append(lines[i][len(fence.group(1)):])
+                i += 1
+            if i == len(lines):
+                raise ValueError(f"README line {start}: unclosed code fence")
+            blocks.append((lang or "text", start, body))
+            i += 1
+            continue
+        prev_blank = i == 0 or not lines[i - 1].strip()
+        prev_list = i > 1 and re.match(r"^\s*([*+-]|\d+\.)\s", lines[i - 2] or "")
+        if lines[i].startswith("    ") and lines[i].strip() and prev_blank and not prev_list:
+            start, body = i + 1, []
+            while i < len(lines) and (lines[i].startswith("    ") or not lines[i].strip()):
+                body.append(lines[i][4:])
+                i += 1
+            while body and not body[-1].strip():
+                body.pop()
+            blocks.append(("indented", start, body))
+            continue
+        i += 1
+    return blocks
+
+
+def readme_snippets(text: str) -> list[Snippet]:
+    found = []
+    for lang, line, body in markdown_blocks(text):
+        if lang == "python":
+            found.append(Snippet("py", "\n".join(body) + "\n", line))
+        elif lang in SHELL_LANGS or lang == "indented":
+            for index, cmd in shell_commands(body, console=lang == "console"):
+                cmd = normalize(cmd)
+                if cmd and cmd != TEST_COMMAND:
+                    found.append(Snippet("sh", cmd, line + 1 + index))
+    return found
+
+
+SNIPPETS = readme_snippets(README.read_text(encoding="utf-8"))
+
+
+def _id(s: Snippet) -> str:
+    return f"L{s.line}:{s.text.splitlines()[0][:70]}" if s.kind == "sh" else f"L{s.line}:python"
+
+
+def _python_entry(source: str) -> Run:
+    keys = [k for k in PYTHON if k in source]
+    assert len(keys) == 1, (f"README Python snippet matches {len(keys)} PYTHON entries {keys}: add one line to "
+                            f"PYTHON in tests/test_readme.py naming a distinctive line of it:\n{source}")
+    return PYTHON[keys[0]]
+
+
+# ---------------------------------------------------------------------------- running
+
+
+def _env(home: Path) -> dict:
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    data = env.get("QT_HARD_DATA") or str(ROOT.parent / "shared" / "data")
+    env["QT_HARD_DATA"] = str(Path(data).resolve())  # the commands run outside the checkout
+    env["HF_HOME"] = str(home)  # no user accelerate config: the command behaves as for a new user
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_DATASETS_OFFLINE="1",
+               TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1")
+    return env
+
+
+def _prepare(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in LINKED:
+        if not (folder / name).exists():
+            (folder / name).symlink_to(ROOT / name, target_is_directory=True)
+
+
+def _run(argv: list[str], cwd: Path, timeout: int) -> subprocess.CompletedProcess:
+    proc = subprocess.run(argv, cwd=cwd, env=_env(cwd / ".hf_home"), capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, (f"{argv[-1]!r} exited {proc.returncode}\n--- stdout\n{proc.stdout[-4000:]}"
+                                  f"\n--- stderr\n{proc.stderr[-4000:]}")
+    return proc
+
+
+class Products:
+    """Runs each ``PRODUCTS`` command once (after the products it needs) in one shared folder and
+    copies its outputs into the folders of the tests that read them."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.done: dict[str, subprocess.CompletedProcess] = {}
+        _prepare(folder)
+
+    def run(self, command: str) -> subprocess.CompletedProcess:
+        """Run a README command (with its RUNS overrides) or a raw command here, once."""
+        if command not in self.done:
+            entry = RUNS.get(command, Run())
+            for name in entry.needs:
+                self.build(name)
+            self.done[command] = _run(["bash", "-c", entry.apply(command)], self.folder, timeout=entry.timeout)
+        return self.done[command]
+
+    def build(self, name: str) -> Path:
+        self.run(PRODUCTS[name])
+        path = self.folder / name
+        assert path.exists(), f"product {name!r}: {PRODUCTS[name]!r} did not write it"
+        return path
+
+    def copy_into(self, names, folder: Path) -> None:
+        for name in names:
+            src, dst = self.build(name), folder / name
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            if src.is_dir():
+                shutil.copytree(src, dst, symlinks=True)
+            else:
+                shutil.copy2(src, dst)
+
+
+@pytest.fixture(scope="session")
+def products(tmp_path_factory):
+    return Products(tmp_path_factory.mktemp("readme_products"))
+
+
+def _check_promises(entry: Run, folder: Path, output: str) -> None:
+    for pattern in entry.writes:
+        assert list(folder.glob(pattern)), f"promised output {pattern!r} was not written under {folder}"
+    for regex in entry.prints:
+        assert re.search(regex, output), f"promised output /{regex}/ not printed:\n{output[-3000:]}"
+
+
+@pytest.mark.parametrize("snippet", [s for s in SNIPPETS if s.kind == "sh"], ids=_id)
+def test_readme_command(snippet, tmp_path, products):
+    if snippet.text in SKIPS:
+        pytest.skip(SKIPS[snippet.text])
+    assert snippet.text in RUNS, (
+        f"README line {snippet.line}: {snippet.text!r} has neither a RUNS entry (small overrides and its "
+        f"promised outputs) nor a SKIPS reason in tests/test_readme.py; add one line there")
+    entry = RUNS[snippet.text]
+    if snippet.text in PRODUCTS.values():  # later commands read its outputs: run once, shared
+        proc, folder = products.run(snippet.text), products.folder
+    else:
+        _prepare(tmp_path)
+        products.copy_into(entry.needs, tmp_path)
+        proc, folder = _run(["bash", "-c", entry.apply(snippet.text)], tmp_path, entry.timeout), tmp_path
+    _check_promises(entry, folder, proc.stdout + proc.stderr)
+
+
+@pytest.mark.parametrize("snippet", [s for s in SNIPPETS if s.kind == "py"], ids=_id)
+def test_readme_python(snippet, tmp_path, products):
+    entry = _python_entry(snippet.text)
+    _prepare(tmp_path)
+    products.copy_into(entry.needs, tmp_path)
+    proc = _run([sys.executable, "-c", entry.apply(snippet.text)], tmp_path, entry.timeout)
+    _check_promises(entry, tmp_path, proc.stdout + proc.stderr)
+
+
+# ---------------------------------------------------------------------------- the extraction itself
+
+
+def test_registry_has_no_stale_entries():
+    """Every RUNS/SKIPS/PYTHON key still names a README command or snippet (a renamed command
+    must move its override along, not leave it behind)."""
+    commands = {s.text for s in SNIPPETS if s.kind == "sh"}
+    sources = [s.text for s in SNIPPETS if s.kind == "py"]
+    stale = [k for k in list(RUNS) + list(SKIPS) if k not in commands]
+    stale += [k for k in PYTHON if not any(k in src for src in sources)]
+    assert not stale, f"registry entries that match no README command or snippet: {stale}"
+    assert not set(RUNS) & set(SKIPS)
+    for entry in list(RUNS.values()) + list(PYTHON.values()):
+        assert set(entry.needs) <= set(PRODUCTS), entry.needs
+
+
+def test_readme_has_the_documented_commands():
+    """The extraction finds what a reader sees: both first-line commands' main parts, the
+    multi-process line, the Python quick starts; the test command is excluded."""
+    commands = [s.text for s in SNIPPETS if s.kind == "sh"]
+    assert commands[0].startswith("qt-hard train configs/qt_books_smoke.yaml --out runs/qt_smoke && qt-hard eval")
+    assert TEST_COMMAND not in commands and not any("venv" in c or "pip install" in c for c in commands)
+    assert any(c.startswith("ACCELERATE_USE_CPU=true accelerate launch") for c in commands)
+    assert sum(s.kind == "py" for s in SNIPPETS) >= 3
+
+
+def test_extraction_rules():
+    md = "\n".join([
+        "Intro:",
+        "",
+        "    python3 -m venv .venv && .venv/bin/pip install -e '.[dev]' && .venv/bin/qt-hard train c.yaml",
+        "",
+        "* a list item",
+        "",
+        "    still the list item, not code",
+        "",
+        "```bash",
+        "qt-hard data wiki --source x \\",
+        "    --out 'a # b'      # trailing comment",
+        "# a whole-line comment",
+        "",
+        "A=1 accelerate launch -m qt_hard.cli train c.yaml",
+        "```",
+        "```console",
+        "$ qt-hard eval compare a.json b.json",
+        "task  a  b",
+        "```",
+        "```",
+        "qt_hard/  not a command",
+        "```",
+        "```python",
+        "print('hi')  # stays",
+        "```",
+    ])
+    got = [(s.kind, s.text) for s in readme_snippets(md)]
+    assert got == [
+        ("sh", "qt-hard train c.yaml"),
+        ("sh", "qt-hard data wiki --source x --out 'a # b'"),
+        ("sh", "A=1 accelerate launch -m qt_hard.cli train c.yaml"),
+        ("sh", "qt-hard eval compare a.json b.json"),
+        ("py", "print('hi')  # stays\n"),
+    ]
+    assert split_top_level("a '&&' b && c") == ["a '&&' b", "c"]
+    assert normalize("python3 -m venv .venv && .venv/bin/pip install -e '.[dev]' && .venv/bin/python -m pytest -q") \
+        == TEST_COMMAND
+    with pytest.raises(ValueError, match="unclosed"):
+        readme_snippets("```bash\nls\n")
+    with pytest.raises(AssertionError, match="does not occur"):
+        Run(sub=(("--nope", "--yes"),)).apply("qt-hard train c.yaml")
+    assert Run(add="train.steps=5").apply("a && qt-hard train c.yaml") == "a && qt-hard train c.yaml train.steps=5"
+
+
+def test_ci_runs_the_readme_marker():
+    """`.ci/run` runs the README's test command, and the default selection (pyproject's addopts)
+    keeps the ``readme`` marker, so CI runs this module; the README says `.ci/run` does exactly
+    the test command."""
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert re.search(r"^\.venv/bin/python -m pytest -q\s*$", ci, flags=re.M), ci
+    (addopts,) = re.findall(r"^addopts\s*=\s*(.+)$", (ROOT / "pyproject.toml").read_text(), flags=re.M)
+    assert "not slow" in addopts and "readme" not in addopts, addopts
+    assert "`.ci/run` does exactly this" in README.read_text(encoding="utf-8")
