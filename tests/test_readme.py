@@ -76,6 +76,8 @@ class Run:
 ONE_BOOK = "data.max_books=1"
 SMALL_BATCH = "train.batch_size=64"  # qt_books.yaml's 400 sentences of a 256-unit GRU take seconds a step
 FAST_SENTEVAL = "--kfold 2"
+TINY_VISION = ("model.arch=resnet_tiny model.width=4 data.max_train=256 data.max_test=64 train.batch_size=64 "
+               "train.steps=2 eval.linear_epochs=2 train.progress=false")
 MAIN_JOB = ("qt-hard train configs/qt_books_smoke.yaml --out runs/qt_smoke && "
             "qt-hard eval senteval --model runs/qt_smoke/final")
 # Promised tables (qt_hard.evaluation.report prints markdown; a task not run shows "–").
@@ -100,7 +102,7 @@ RUNS = {
         Run(add="train.steps=2", writes=("runs/hf_wiki_smoke/final/encoder.json",)),
     "qt-hard train configs/hf_wiki_smoke.yaml train.mixed_precision=bf16":
         Run(add="train.steps=1", writes=("runs/hf_wiki_smoke/final/encoder.json",)),
-    "qt-hard train configs/qt_books.yaml objective.negatives=ring objective.options.lower=10 train.lr=0.001":
+    "qt-hard train configs/qt_books.yaml objective.negatives=ring 'objective.options={lower: 10}' train.lr=0.001":
         Run(add=f"{ONE_BOOK} {SMALL_BATCH} train.steps=3", writes=("runs/qt_books/final/encoder.json", "runs/qt_books/config.yaml")),
     "qt-hard train configs/qt_books.yaml --out runs/qt --resume":
         Run(add=f"{ONE_BOOK} {SMALL_BATCH} train.steps=4", needs=("runs/qt",), prints=(r"resumed from \S*step_0000002 at step 2/4",),
@@ -125,10 +127,56 @@ RUNS = {
                                                    r"(?m)^\| CR \| \d+\.\d\d \| \d+\.\d\d \| [+-]\d+\.\d\d \|$")),
     "qt-hard eval wiki --model runs/bow_wiki_smoke/final --data runs/bow_wiki_smoke/cache/wiki_50_200 --classes 50":
         Run(add="--epochs 2", needs=("runs/bow_wiki_smoke",), prints=(r"(?m)^\| runs/bow_wiki_smoke/final \| 50 \| \d+\.\d \| \d+\.\d \|$",)),
+    # Data (the shared data root is present here and in CI: each get verifies it and fetches nothing).
+    "qt-hard data get books senteval": Run(prints=(r"books: present", r"senteval: present")),
+    "qt-hard data list": Run(prints=(r"senteval", r"books")),
+    "qt-hard data get senteval": Run(prints=(r"senteval: present",)),
+    "qt-hard data get books": Run(prints=(r"books: present",)),
+    "qt-hard data get wikipedia": Run(prints=(r"wikipedia: present",)),
+    "qt-hard data get cifar10": Run(prints=(r"cifar10: present",)),
+    # Graphs: 2 epochs of MUTAG (the papers' 200 take minutes a cell).
+    "qt-hard train configs/infograph_mutag.yaml --out runs/ig_mutag train.progress=false":
+        Run(add="train.epochs=2", writes=("runs/ig_mutag/final/*", "runs/ig_mutag/eval.json"), prints=(r"eval: svm_acc=",)),
+    "qt-hard train configs/infograph_mutag.yaml --out runs/hcl_mutag objective.negatives=hard objective.options.beta=1 objective.options.clip=true":
+        Run(add="train.epochs=2 train.progress=false", writes=("runs/hcl_mutag/eval.json",), prints=(r"eval: svm_acc=",)),
+    "python scripts/graph_table.py --out runs/graph_table --workers 2":
+        Run(sub=(("--workers 2", "--datasets MUTAG --rows infograph --repeats 1 --epochs 2 --workers 1"),),
+            writes=("runs/graph_table/results.csv", "runs/graph_table/table.json"), prints=(r"graph table: 1 cells",)),
+    # Images: a tiny ResNet on 256 images for 2 steps.
+    "qt-hard train configs/simclr_cifar10_smoke.yaml --out runs/simclr_smoke":
+        Run(add=f"train.steps=2 eval.linear_epochs=2", writes=("runs/simclr_smoke/eval.json", "runs/simclr_smoke/final/*")),
+    'qt-hard train configs/simclr_cifar10.yaml objective.negatives=hard objective.options="{beta: 1.0, tau_plus: 0.1}"':
+        Run(add=TINY_VISION, writes=("runs/*/eval.json",)),
+    "qt-hard train configs/moco_cifar10.yaml": Run(add=f"{TINY_VISION} model.queue_size=256", writes=("runs/*/eval.json",)),
+    'qt-hard train configs/moco_cifar10.yaml objective.negatives=hard objective.options="{beta: 0.2, tau_plus: 0.0}"':
+        Run(add=f"{TINY_VISION} model.queue_size=256", writes=("runs/*/eval.json",)),
+    "ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 -m qt_hard.cli train configs/simclr_cifar10_smoke.yaml model.sync_bn=true --out runs/simclr_2proc":
+        Run(sub=(("--num_processes 2", "--num_processes 2 --main_process_port 0"),), add="train.steps=2 eval.linear_epochs=2",
+            writes=("runs/simclr_2proc/eval.json",)),
+    "python scripts/vision_table.py --config configs/simclr_cifar10_cpu.yaml --out runs/vision_table_cpu --seeds 0,1":
+        Run(sub=(("simclr_cifar10_cpu.yaml", "simclr_cifar10_smoke.yaml"),
+                 ("--seeds 0,1", "--strategies uniform --seeds 0 --set train.steps=2 data.max_train=256 data.max_test=64 eval.linear_epochs=2")),
+            prints=(r"vision table \(1 runs",)),
+    "python scripts/bench_augment.py --device cpu --threads 1": Run(add="--batch 64 --repeats 1"),
+    # k versus N: the data-free grid, one seed, one epoch each (its own folder instead of /tmp/kvn).
+    "python scripts/k_vs_n.py run configs/k_vs_n_synthetic.yaml --cache /tmp/kvn/cache --results /tmp/kvn/results.csv --device cpu":
+        Run(sub=(("/tmp/kvn", "kvn"), ("/tmp/kvn", "kvn")), add="--seeds 0 --epochs 1 --linear-epochs 1 --no-estimate",
+            writes=("kvn/results.csv",), prints=(r"0 of \d+ cells left",)),
+    "python scripts/k_vs_n.py plot /tmp/kvn/results.csv --out /tmp/kvn/figures":
+        Run(sub=(("/tmp/kvn", "kvn"), ("/tmp/kvn", "kvn")), needs=("kvn",), writes=("kvn/figures/*.png", "kvn/figures/k_vs_n_summary.json")),
 }
 
 # README command -> why CI does not run it.
 SKIPS = {
+    "qt-hard data get tu": "DD and REDDIT-BINARY are not in the shared data root, which is read-only; "
+                           "the download path is tested against a local server (tests/test_data_get.py)",
+    "qt-hard data get bookcorpus": "needs the Hugging Face hub (network); the Parquet path is tested in tests/test_data_get.py",
+    "qt-hard data get bookcorpus --source DIR": "DIR is a placeholder; tests/test_data_get.py runs it on a Parquet folder",
+    "python scripts/k_vs_n.py prepare configs/k_vs_n.yaml --cache runs/k_vs_n/cache":
+        "tokenizes Wiki-3029 (over 30 min on 2 cores); the synthetic grid above runs the same code",
+    "python scripts/k_vs_n.py run configs/k_vs_n.yaml --cache runs/k_vs_n/cache --results runs/k_vs_n/results.csv --workers 8 --device cuda":
+        "the real grid: a GPU and hours of cell time",
+    "python scripts/k_vs_n.py plot runs/k_vs_n/results.csv --out docs/figures/k_vs_n": "needs the real grid's results",
     "accelerate launch --num_processes 4 -m qt_hard.cli train configs/qt_books.yaml":
         "four GPUs and the full books corpus; its CPU form (the next README line) runs here",
 }
@@ -137,6 +185,7 @@ SKIPS = {
 PYTHON = {
     'contrastive_loss(z1, z2, "uniform", temperature=0.5)': Run(),
     'enc = qt_hard.load_encoder("runs/qt_smoke/final")': Run(needs=("runs/qt_smoke",)),
+    'enc = load_image_encoder("runs/simclr_smoke/final")': Run(needs=("runs/simclr_smoke",)),
     'loss = HardNegativesLoss(model, negatives="hard", beta=1.0, scale=20.0)':
         Run(writes=("st-hard-negatives/final/README.md",)),
 }
@@ -150,6 +199,8 @@ PRODUCTS = {
     "runs/bow_wiki_smoke": "qt-hard train configs/bow_wiki_smoke.yaml",
     "qt.json": "qt-hard eval senteval --model runs/qt_smoke/final --tasks MR,CR,SUBJ,MPQA,TREC,MRPC --output qt.json",
     "minilm.json": "qt-hard eval senteval --model minilm --output minilm.json",
+    "runs/simclr_smoke": "qt-hard train configs/simclr_cifar10_smoke.yaml --out runs/simclr_smoke",
+    "kvn": "python scripts/k_vs_n.py run configs/k_vs_n_synthetic.yaml --cache /tmp/kvn/cache --results /tmp/kvn/results.csv --device cpu",
     "runs/qt": f"qt-hard train configs/qt_books.yaml --out runs/qt {ONE_BOOK} {SMALL_BATCH} train.steps=2 train.progress=false",
 }
 

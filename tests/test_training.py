@@ -75,6 +75,15 @@ def test_yaml_and_dotted_overrides(tmp_path):
     assert cfg.objective.options == {"beta": 1.0, "tau_plus": 0.1}
 
 
+def test_bare_no_reads_as_the_string_no(tmp_path):
+    """YAML 1.1 reads a bare ``no`` as False: ``train.mixed_precision=no`` (an override or a file)
+    must still mean accelerate's "no", not fail as "must be a string"."""
+    assert config_from_dict({}, ["train.mixed_precision=no"]).train.mixed_precision == "no"
+    path = tmp_path / "c.yaml"
+    path.write_text("train:\n  mixed_precision: no\n")
+    assert load_config(path).train.mixed_precision == "no"
+
+
 @pytest.mark.parametrize("name", ["qt_books", "qt_books_smoke", "bow_wiki", "bow_wiki_smoke", "hf_wiki_smoke"])
 def test_shipped_configs_load(name):
     root = os.path.join(os.path.dirname(__file__), "..", "configs", f"{name}.yaml")

@@ -123,6 +123,8 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
     if tp is str:
         if isinstance(value, str):
             return value
+        if isinstance(value, bool):  # YAML 1.1 reads a bare no / yes (mixed_precision: no) as a boolean
+            return "yes" if value else "no"
         raise ConfigError(f"config key {key!r} must be a string, got {value!r}")
     if tp is dict or origin is dict:
         if value is None:

@@ -190,7 +190,10 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
 
     def save_checkpoint(at_step: int) -> Path:
         path = out / "checkpoints" / f"{CHECKPOINT_PREFIX}{at_step:07d}"
-        accelerator.save_state(str(path))
+        # Pickled, not safetensors: on a GPU, cuDNN packs a GRU's weights into one flat buffer, so
+        # its parameters share storage and accelerate's safetensors path drops all but one of them
+        # ("Removed shared tensor ... while saving"); load_state would then miss those keys.
+        accelerator.save_state(str(path), safe_serialization=False)
         torch.save({"step": at_step, "generator": generator.get_state(), "world": world},
                    path / f"trainer_state_{rank}.pt")
         accelerator.wait_for_everyone()
