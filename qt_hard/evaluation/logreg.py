@@ -19,7 +19,8 @@ The solver is Newton's method with the step found by preconditioned conjugate gr
 (Hessian-vector products cost two matrix products) and an Armijo backtracking line search that
 needs no further pass over the data (the logits are linear in the step length). The
 preconditioner is the Hessian with the per-row curvature averaged over the problems,
-``R + C * X^T diag(dbar) X``; because the problems' row sets overlap heavily, it is close to every
+``R + C * X^T diag(dbar_k) X``, block-diagonal over the classes k of the multinomial model (each
+class with its own average curvature, cross-class terms dropped); because the problems' row sets overlap heavily, it is close to every
 problem's own Hessian and CG needs only a few iterations. Warm starts (``W0``) along an
 increasing C path cut the Newton iterations further.
 
@@ -126,7 +127,7 @@ class BatchedLogReg:
         if not penalize_intercept:
             self.R[-1] = 0.0
         self.refresh_cg = refresh_cg
-        self._gram = None  # float64 (p, p) Gram with averaged curvature, reused across steps
+        self._gram = None  # float64 (H, p, p) Grams with averaged curvature, reused across steps
         self.n_gram = 0
 
     def _targets_from_labels(self) -> torch.Tensor:
@@ -178,24 +179,28 @@ class BatchedLogReg:
         return self.R * V + C[None, :, None] * XtB
 
     def _refresh_gram(self, P, M) -> None:
-        """Gram matrix X^T diag(dbar) X with dbar the per-row curvature averaged over the
-        problems and classes, masks included, so that c * Gram is close to each problem's own
-        Hessian of the loss. Computed in float32: only the preconditioner uses it."""
+        """Gram matrices X^T diag(dbar_k) X, one per output column k (H of them), with dbar_k the
+        per-row curvature p_k (1 - p_k) of column k averaged over the problems, masks included,
+        so that c * Gram_k is close to each problem's diagonal Hessian block of class k (the
+        multinomial model's classes differ a lot in curvature: a rare class has small p_k).
+        Computed in float32: only the preconditioner uses them. Shape (H, p, p)."""
         curv = P * (1.0 - P)  # (n, F, H) diagonal of the per-row Hessian
-        dbar = (curv.mean(dim=2) * M).mean(dim=1).to(torch.float32)  # (n,)
-        self._gram = (self.X32.T @ (self.X32 * dbar[:, None])).to(self.X.dtype)
+        dbar = (curv * M[:, :, None]).mean(dim=1).to(torch.float32)  # (n, H)
+        X32 = self.X32
+        self._gram = torch.stack([X32.T @ (X32 * dbar[:, k:k + 1]) for k in range(self.H)]).to(self.X.dtype)
         self.n_gram += 1
 
     def _preconditioners(self, C):
-        """Cholesky factors of R + c * Gram for every distinct c in C."""
+        """Cholesky factors (H, p, p) of R + c * Gram_k for every distinct c in C."""
         Rdiag = torch.diag(self.R[:, 0, 0])
+        eye = torch.eye(self.p, dtype=self.X.dtype)
         factors = {}
         for c in torch.unique(C).tolist():
             A = Rdiag + c * self._gram
             # A ridge keeps the factorization defined for an all-zero feature column and for the
             # float32 rounding of the Gram matrix; it changes the preconditioner, not the solution.
-            A = A + 1e-6 * (1.0 + A.diagonal().mean()) * torch.eye(self.p, dtype=A.dtype)
-            factors[c] = torch.linalg.cholesky(A)
+            ridge = 1e-6 * (1.0 + A.diagonal(dim1=1, dim2=2).mean(dim=1))
+            factors[c] = torch.linalg.cholesky(A + ridge[:, None, None] * eye)
         return factors
 
     @staticmethod
@@ -204,8 +209,8 @@ class BatchedLogReg:
         p, F, H = Rv.shape
         for c, L in factors.items():
             cols = (C == c).nonzero(as_tuple=True)[0]
-            block = Rv[:, cols, :].reshape(p, -1)
-            out[:, cols, :] = torch.cholesky_solve(block, L).reshape(p, len(cols), H)
+            block = Rv[:, cols, :].permute(2, 0, 1)  # (H, p, n_cols): class k uses its own factor
+            out[:, cols, :] = torch.cholesky_solve(block, L).permute(1, 2, 0)
         return out
 
     # ----- the solver -----
