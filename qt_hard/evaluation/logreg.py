@@ -35,7 +35,7 @@ What keeps wide embeddings (d in the thousands) fast, none of which moves the so
   ``n d^2`` step) is computed in float32 (a preconditioner only has to be positive definite: its
   accuracy changes how many CG steps are taken, never the point they converge to) and kept across
   Newton iterations and across the fits of a C path; it is refreshed only when CG needed more than
-  ``max(refresh_cg, p / (4 F))`` steps with it (about when that CG work equals one Gram's). Only the ``d^3 / 3`` Cholesky factorization is redone per C.
+  ``refresh_cg`` steps with it. Only the ``d^3 / 3`` Cholesky factorization is redone per C.
 * **Single-precision Hessian-vector products.** CG only has to reach the forcing tolerance
   ``eta * ||g||`` (``eta >= 1e-4`` in practice); the gradient, objective, line search and
   stopping rule stay in float64, so the iterates still converge to the float64 optimum
@@ -86,7 +86,7 @@ class BatchedLogReg:
         reduce: solve in the row space of X (exact; see module docstring): ``"auto"`` when
             d >= n, or True / False.
         refresh_cg: recompute the preconditioner's Gram matrix after a Newton step whose CG
-            took more than ``max(refresh_cg, p / (4 F))`` iterations (F problems).
+            took more than this many iterations (0: at every Newton step).
     """
 
     def __init__(self, X, y, n_classes: int, penalize_intercept: bool = False,
@@ -283,10 +283,7 @@ class BatchedLogReg:
             g = g * active[None, :, None]
             # ---- preconditioner: the Gram matrix is kept (across steps and fits) while CG
             # converges quickly with it; only its Cholesky factors depend on this fit's C ----
-            # A refresh costs about n p^2 H / 2 (float32); a CG step 4 n p F H: refreshing pays
-            # off only once a step's CG work is of the order of one Gram computation.
-            stale_after = max(self.refresh_cg, self.p / (4.0 * F))
-            if self._gram is None or (last_cg is not None and last_cg > stale_after):
+            if self._gram is None or (last_cg is not None and last_cg > self.refresh_cg):
                 self._refresh_gram(P, M)
                 factors = None
             if factors is None:
