@@ -75,3 +75,37 @@ def test_bad_inputs_named():
         m.fit(np.ones((50, 1)), -1.0)
     with pytest.raises(ValueError, match="train_mask"):
         m.fit(torch.ones(10, 1), 1.0)
+
+
+def test_row_space_reduction_is_exact_when_wider_than_tall():
+    """d > n: solving in the QR coordinates of the rows gives scikit-learn's optimum on the
+    original features (weights mapped back with Q) and the same predictions on new rows."""
+    X, y = _data(60, 150, 2, seed=7)
+    rng = np.random.default_rng(1)
+    masks = (rng.random((60, 2)) < 0.8).astype(float)
+    model = BatchedLogReg(X, y, 2)
+    assert model.Q is not None and model.p == 61  # 60 coordinates + intercept, not 151
+    W = model.fit(masks, np.array([0.5, 4.0]))
+    full = model.full_weights(W).numpy()
+    for f, C in enumerate([0.5, 4.0]):
+        rows = masks[:, f] > 0
+        np.testing.assert_allclose(full[:, f, :], _sklearn_coef(X[rows], y[rows], C), atol=1e-5)
+    plain = BatchedLogReg(X, y, 2, reduce=False)
+    Xn = np.random.default_rng(2).normal(size=(40, 150))
+    np.testing.assert_array_equal(predict_logreg(model, W, Xn),
+                                  predict_logreg(plain, plain.fit(masks, np.array([0.5, 4.0])), Xn))
+
+
+def test_liblinear_objective_and_one_vs_rest_targets():
+    """penalize_intercept + per-column targets = scikit-learn's liblinear one-vs-rest fits."""
+    X, y = _data(250, 6, 3, seed=11)
+    model = BatchedLogReg(X, np.zeros(250, dtype=int), 2, penalize_intercept=True)
+    targets = np.stack([(y == k).astype(float) for k in range(3)], axis=1)
+    W = model.fit(np.ones((250, 3)), 2.0, targets=targets, tol=1e-10).numpy()
+    for k in range(3):
+        clf = LogisticRegression(C=2.0, solver="liblinear", tol=1e-10, max_iter=10000)
+        clf.fit(X, targets[:, k])
+        ref = np.r_[clf.coef_[0], clf.intercept_]
+        np.testing.assert_allclose(W[:, k, 0], ref, atol=1e-4)
+    with pytest.raises(ValueError, match="0/1"):
+        model.fit(np.ones((250, 1)), 1.0, targets=np.full((250, 1), 2.0))

@@ -1,6 +1,7 @@
 """``qt-hard eval senteval|wiki|compare``: a thin layer over :mod:`qt_hard.evaluation`.
 
-* ``qt-hard eval senteval --model SPEC [--tasks MR,CR,...] [--data DIR] [--output res.json]``
+* ``qt-hard eval senteval --model SPEC [--tasks MR,CR,...] [--protocol senteval|skipthoughts]
+  [--data DIR] [--output res.json] [--reference [--max-iter N]]``
 * ``qt-hard eval wiki --model SPEC --data WIKI_DIR --classes N [--split-seed S] [--seed S] [--output res.json]``
 * ``qt-hard eval compare A.json B.json``
 """
@@ -35,8 +36,12 @@ def cmd_senteval(args) -> int:
     cache = EmbeddingCache(encoder, batch_size=args.batch_size)
     if args.cache and os.path.exists(args.cache):
         _log(f"read {cache.load(args.cache, args.model)} cached embeddings from {args.cache}")
+    if args.max_iter is not None and not args.reference:
+        raise ValueError("--max-iter applies to --reference (the fast solver always converges)")
+    max_iter = None if args.max_iter == 0 else (args.max_iter or 100)
     results = run_senteval(encoder, tasks, data_dir, kfold=args.kfold, seed=args.seed,
-                           fast=not args.reference, cache=cache, log=_log)
+                           fast=not args.reference, cache=cache, log=_log,
+                           protocol=args.protocol, max_iter=max_iter)
     if args.cache:
         cache.save(args.cache, args.model)
     name = args.name or args.model
@@ -45,8 +50,10 @@ def cmd_senteval(args) -> int:
         "kind": "senteval",
         "model": args.model,
         "name": name,
-        "protocol": {"kfold": args.kfold, "seed": args.seed,
-                     "classifier": "sklearn-reference" if args.reference else "batched-newton",
+        "protocol": {"name": args.protocol, "kfold": args.kfold, "seed": args.seed,
+                     "classifier": "batched-newton" if not args.reference else
+                     ("sklearn-liblinear" if args.protocol == "skipthoughts" else
+                      f"sklearn-lbfgs max_iter={max_iter or 'converged'}"),
                      "data": str(data_dir)},
         "model_load_seconds": round(load_s, 3),
         "total_seconds": round(time.perf_counter() - start, 3),
@@ -136,7 +143,7 @@ def register(subparsers) -> None:
     sub = p.add_subparsers(dest="eval_command", metavar="EVAL")
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
-    s = sub.add_parser("senteval", help="SentEval-protocol MR CR SUBJ MPQA TREC MRPC")
+    s = sub.add_parser("senteval", help="MR CR SUBJ MPQA TREC MRPC (SentEval or skip-thoughts protocol)")
     s.add_argument("--model", required=True,
                    help="qt-hard model folder, sentence-transformers folder, 'minilm' or 'random:CONFIG'")
     s.add_argument("--tasks", default="MR,CR,SUBJ,MPQA,TREC,MRPC")
@@ -149,8 +156,15 @@ def register(subparsers) -> None:
     s.add_argument("--cache", default=None,
                    help="embedding cache file (.npz): read if present, written after the run; only "
                         "for fixed models (not random:)")
+    s.add_argument("--protocol", choices=("senteval", "skipthoughts"), default="senteval",
+                   help="senteval: SentEval's scikit-learn path; skipthoughts: the skip-thoughts "
+                        "evaluators that S2V ran for the Quick-Thoughts / hard-negatives tables")
     s.add_argument("--reference", action="store_true",
-                   help="use the slow one-LogisticRegression-per-fit loop (SentEval as is)")
+                   help="use the slow one-LogisticRegression-per-fit loop (with the default "
+                        "--max-iter 100: SentEval exactly, lbfgs stopped at 100 iterations)")
+    s.add_argument("--max-iter", type=int, default=None,
+                   help="with --reference under --protocol senteval: lbfgs iteration cap "
+                        "(default 100 as SentEval; 0: run to convergence)")
     s.set_defaults(func=cmd_senteval)
 
     w = sub.add_parser("wiki", help="Wiki-N mean classifier and linear classifier")

@@ -19,12 +19,37 @@ The solver is Newton's method with the step found by preconditioned conjugate gr
 (Hessian-vector products cost two matrix products) and an Armijo backtracking line search that
 needs no further pass over the data (the logits are linear in the step length). The
 preconditioner is the Hessian with the per-row curvature averaged over the problems,
-``R + C * X^T diag(dbar) X``, factorized once per Newton iteration and per distinct C; because the
-problems' row sets overlap heavily, it is close to every problem's own Hessian and CG needs only a
-few iterations. Warm starts (``W0``) along an increasing C path cut the Newton iterations further.
+``R + C * X^T diag(dbar_k) X``, block-diagonal over the classes k of the multinomial model (each
+class with its own average curvature, cross-class terms dropped); because the problems' row sets overlap heavily, it is close to every
+problem's own Hessian and CG needs only a few iterations. Warm starts (``W0``) along an
+increasing C path cut the Newton iterations further.
+
+What keeps wide embeddings (d in the thousands) fast, none of which moves the solution:
+
+* **Row-space reduction when d >= n.** Every problem's penalized weights lie in the span of its
+  training rows (the gradient of the loss is ``X^T r``), hence in the row space of X. With
+  ``X = R^T Q^T`` (a QR factorization of ``X^T``, Q with orthonormal columns) the substitution
+  ``w = Q v`` leaves ``X w = R^T v`` and ``||w|| = ||v||`` unchanged, so the problems are solved
+  exactly in n instead of d coordinates and mapped back with Q for new rows.
+* **A reused, single-precision preconditioner.** The Gram matrix ``X^T diag(dbar) X`` (the
+  ``n d^2`` step) is computed in float32 (a preconditioner only has to be positive definite: its
+  accuracy changes how many CG steps are taken, never the point they converge to) and kept across
+  Newton iterations and across the fits of a C path; it is refreshed only when CG needed more than
+  ``refresh_cg`` steps with it. Only the ``d^3 / 3`` Cholesky factorization is redone per C.
+* **Single-precision Hessian-vector products.** CG only has to reach the forcing tolerance
+  ``eta * ||g||`` (``eta >= 1e-4`` in practice); the gradient, objective, line search and
+  stopping rule stay in float64, so the iterates still converge to the float64 optimum
+  (an inexact Newton method).
+
+``penalize_intercept=True`` gives liblinear's objective instead (scikit-learn's
+``solver="liblinear"``, the default before scikit-learn 0.22, used by the skip-thoughts
+evaluators): the intercept is a constant feature 1 whose weight is penalized like the others.
+``fit(targets=...)`` gives every problem its own 0/1 labels (binary model), which is how
+one-vs-rest multi-class problems are batched.
 
 Shapes: X (n, d); y (n,) integer labels in [0, K); train_mask (n, F); C (F,);
-weights (d + 1, F, H) with H = 1 for K = 2 and H = K otherwise (last row is the intercept).
+weights (q + 1, F, H) with H = 1 for K = 2 and H = K otherwise (last row is the intercept) and
+q = d, or q = n when the row-space reduction is on (:meth:`BatchedLogReg.full_weights` maps back).
 """
 
 from __future__ import annotations
@@ -36,7 +61,7 @@ import torch
 
 from qt_hard.threads import torch_threads
 
-__all__ = ["BatchedLogReg", "fit_logreg", "predict_logreg", "torch_threads"]
+__all__ = ["BatchedLogReg", "fit_logreg", "decision_logreg", "predict_logreg", "torch_threads"]
 
 # Threads for the solver. One by default: the products here are mid-sized, and on a shared
 # machine extra torch threads that wait on busy cores slow the solve down many times over (and a
@@ -57,9 +82,15 @@ class BatchedLogReg:
         X: (n, d) features.
         y: (n,) integer class labels in ``[0, n_classes)``.
         n_classes: K >= 2. Two classes use the binary (sigmoid) model, more the multinomial one.
+        penalize_intercept: liblinear's objective (the intercept's weight is penalized).
+        reduce: solve in the row space of X (exact; see module docstring): ``"auto"`` when
+            d >= n, or True / False.
+        refresh_cg: recompute the preconditioner's Gram matrix after a Newton step whose CG
+            took more than this many iterations (0: at every Newton step).
     """
 
-    def __init__(self, X, y, n_classes: int):
+    def __init__(self, X, y, n_classes: int, penalize_intercept: bool = False,
+                 reduce: bool | str = "auto", refresh_cg: int = 6):
         X = _as_tensor(X)
         if X.ndim != 2 or X.shape[0] == 0:
             raise ValueError(f"X must be a non-empty (n, d) matrix, got shape {tuple(X.shape)}")
@@ -72,20 +103,37 @@ class BatchedLogReg:
             raise ValueError(f"n_classes must be at least 2, got {n_classes}")
         if y.min() < 0 or y.max() >= n_classes:
             raise ValueError(f"labels must lie in [0, {n_classes}), got [{int(y.min())}, {int(y.max())}]")
+        if reduce not in ("auto", True, False):
+            raise ValueError(f"reduce must be 'auto', True or False, got {reduce!r}")
         n, d = X.shape
-        # The intercept is a constant feature whose weight the penalty leaves out.
+        self.d = d
+        self.Q = None
+        if reduce is True or (reduce == "auto" and d >= n):
+            # X^T = Q R  =>  X = R^T Q^T: the rows of R^T are the rows of X in the orthonormal
+            # basis Q of their span (n <= d coordinates instead of d).
+            self.Q, Rt = torch.linalg.qr(X.T, mode="reduced")
+            X = Rt.T
+        # The intercept is a constant feature (penalized or not, see R below).
         self.X = torch.cat([X, torch.ones(n, 1, dtype=X.dtype)], dim=1)
+        # float32 copy for the Hessian-vector products and the preconditioner's Gram matrix.
+        self.X32 = self.X.to(torch.float32)
         self.y = y
         self.K = n_classes
         self.H = 1 if n_classes == 2 else n_classes
-        self.p = d + 1
-        if self.H == 1:
-            self.Y = y.to(X.dtype)[:, None, None]  # (n, 1, 1)
-        else:
-            self.Y = torch.nn.functional.one_hot(y, n_classes).to(X.dtype)[:, None, :]  # (n, 1, K)
-        # Penalty mask: 1 for weights, 0 for the intercept row.
+        self.p = self.X.shape[1]
+        self.Y = self._targets_from_labels()
+        # Penalty mask: 1 for weights, 0 for the intercept row unless liblinear's objective.
         self.R = torch.ones(self.p, 1, 1, dtype=X.dtype)
-        self.R[-1] = 0.0
+        if not penalize_intercept:
+            self.R[-1] = 0.0
+        self.refresh_cg = refresh_cg
+        self._gram = None  # float64 (H, p, p) Grams with averaged curvature, reused across steps
+        self.n_gram = 0
+
+    def _targets_from_labels(self) -> torch.Tensor:
+        if self.H == 1:
+            return self.y.to(self.X.dtype)[:, None, None]  # (n, 1, 1)
+        return torch.nn.functional.one_hot(self.y, self.K).to(self.X.dtype)[:, None, :]  # (n, 1, K)
 
     # ----- pieces of the objective -----
     def logits(self, W: torch.Tensor) -> torch.Tensor:
@@ -122,27 +170,37 @@ class BatchedLogReg:
             return P * (1.0 - P) * A
         return P * A - P * (P * A).sum(dim=2, keepdim=True)
 
-    def _hvp(self, V, P, M, C) -> torch.Tensor:
+    def _hvp(self, V, P32, M32, C) -> torch.Tensor:
+        """Hessian of J_f times V (p, F, H), the two products in float32 (see module docstring)."""
         p, F, H = V.shape
-        A = self.logits(V)
-        B = self._curv_times(P, A) * M[:, :, None]
-        return self.R * V + C[None, :, None] * (self.X.T @ B.reshape(-1, F * H)).reshape(p, F, H)
+        A = (self.X32 @ V.to(torch.float32).reshape(p, F * H)).reshape(-1, F, H)
+        B = self._curv_times(P32, A) * M32[:, :, None]
+        XtB = (self.X32.T @ B.reshape(-1, F * H)).reshape(p, F, H).to(V.dtype)
+        return self.R * V + C[None, :, None] * XtB
 
-    def _preconditioners(self, P, M, C):
-        """Cholesky factors of R + c X^T diag(dbar) X for every distinct c in C."""
-        # dbar: per-row curvature averaged over the problems (and over classes), including the
-        # row masks, so that it is close to each problem's own Hessian.
+    def _refresh_gram(self, P, M) -> None:
+        """Gram matrices X^T diag(dbar_k) X, one per output column k (H of them), with dbar_k the
+        per-row curvature p_k (1 - p_k) of column k averaged over the problems, masks included,
+        so that c * Gram_k is close to each problem's diagonal Hessian block of class k (the
+        multinomial model's classes differ a lot in curvature: a rare class has small p_k).
+        Computed in float32: only the preconditioner uses them. Shape (H, p, p)."""
         curv = P * (1.0 - P)  # (n, F, H) diagonal of the per-row Hessian
-        dbar = (curv.mean(dim=2) * M).mean(dim=1)  # (n,)
-        G = self.X.T @ (self.X * dbar[:, None])  # (p, p)
-        # M has rows that each problem uses with prob. ~ mean(M); dbar already includes that.
+        dbar = (curv * M[:, :, None]).mean(dim=1).to(torch.float32)  # (n, H)
+        X32 = self.X32
+        self._gram = torch.stack([X32.T @ (X32 * dbar[:, k:k + 1]) for k in range(self.H)]).to(self.X.dtype)
+        self.n_gram += 1
+
+    def _preconditioners(self, C):
+        """Cholesky factors (H, p, p) of R + c * Gram_k for every distinct c in C."""
         Rdiag = torch.diag(self.R[:, 0, 0])
+        eye = torch.eye(self.p, dtype=self.X.dtype)
         factors = {}
         for c in torch.unique(C).tolist():
-            A = Rdiag + c * G
-            # A tiny ridge keeps the factorization defined for an all-zero feature column.
-            A = A + 1e-10 * (1.0 + A.diagonal().mean()) * torch.eye(self.p, dtype=A.dtype)
-            factors[c] = torch.linalg.cholesky(A)
+            A = Rdiag + c * self._gram
+            # A ridge keeps the factorization defined for an all-zero feature column and for the
+            # float32 rounding of the Gram matrix; it changes the preconditioner, not the solution.
+            ridge = 1e-6 * (1.0 + A.diagonal(dim1=1, dim2=2).mean(dim=1))
+            factors[c] = torch.linalg.cholesky(A + ridge[:, None, None] * eye)
         return factors
 
     @staticmethod
@@ -151,25 +209,38 @@ class BatchedLogReg:
         p, F, H = Rv.shape
         for c, L in factors.items():
             cols = (C == c).nonzero(as_tuple=True)[0]
-            block = Rv[:, cols, :].reshape(p, -1)
-            out[:, cols, :] = torch.cholesky_solve(block, L).reshape(p, len(cols), H)
+            block = Rv[:, cols, :].permute(2, 0, 1)  # (H, p, n_cols): class k uses its own factor
+            out[:, cols, :] = torch.cholesky_solve(block, L).permute(1, 2, 0)
         return out
 
     # ----- the solver -----
     def fit(self, train_mask, C, W0=None, tol: float = 1e-8, max_newton: int = 100,
-            max_cg: int = 200, threads: int | None = None) -> torch.Tensor:
-        """Solve the F problems; returns weights (d + 1, F, H).
+            max_cg: int = 200, threads: int | None = None, targets=None) -> torch.Tensor:
+        """Solve the F problems; returns weights (q + 1, F, H).
 
         Args:
             train_mask: (n, F) 0/1 (or bool): which rows problem f trains on.
             C: scalar or (F,) inverse regularization strengths (scikit-learn's C), > 0.
-            W0: optional (d + 1, F, H) warm start.
+            W0: optional (q + 1, F, H) warm start.
             tol: stop problem f when the max-abs gradient of J_f / (C_f n_f) (scikit-learn's
                 scaling of the objective) is below ``tol``.
             threads: torch threads for the solve (default ``DEFAULT_THREADS``).
+            targets: optional (n, F) 0/1 labels, one column per problem (binary model only),
+                in place of ``y``: e.g. one-vs-rest columns.
         """
         with torch_threads(DEFAULT_THREADS if threads is None else threads):
-            return self._fit(train_mask, C, W0, tol, max_newton, max_cg)
+            if targets is None:
+                return self._fit(train_mask, C, W0, tol, max_newton, max_cg)
+            if self.H != 1:
+                raise ValueError("per-problem targets need the binary model (n_classes=2)")
+            T = _as_tensor(targets, self.X.dtype)
+            if T.ndim != 2 or T.shape[0] != self.X.shape[0] or ((T != 0) & (T != 1)).any():
+                raise ValueError(f"targets must be 0/1 of shape ({self.X.shape[0]}, F), got {tuple(T.shape)}")
+            self.Y = T[:, :, None]
+            try:
+                return self._fit(train_mask, C, W0, tol, max_newton, max_cg)
+            finally:
+                self.Y = self._targets_from_labels()
 
     def _fit(self, train_mask, C, W0, tol, max_newton, max_cg) -> torch.Tensor:
         M = _as_tensor(train_mask)
@@ -177,6 +248,8 @@ class BatchedLogReg:
         if M.ndim != 2 or M.shape[0] != n:
             raise ValueError(f"train_mask must have shape ({n}, F), got {tuple(M.shape)}")
         F = M.shape[1]
+        if self.Y.shape[1] not in (1, F):
+            raise ValueError(f"targets have {self.Y.shape[1]} columns for {F} problems")
         C = _as_tensor(C)
         if C.ndim == 0:
             C = C.repeat(F)
@@ -191,12 +264,14 @@ class BatchedLogReg:
         if W.shape != (self.p, F, self.H):
             raise ValueError(f"W0 must have shape {(self.p, F, self.H)}, got {tuple(W.shape)}")
         scale = C * n_f  # J_f / scale is scikit-learn's objective
+        M32 = M.to(torch.float32)
 
         Z = self.logits(W)
         J = self._objective(W, Z, M, C)
         active = torch.ones(F, dtype=torch.bool)
         self.n_newton = 0
         self.n_cg = 0
+        factors, last_cg = None, None
         for _ in range(max_newton):
             P = self._probs(Z)
             g = self._gradient(W, P, M, C)
@@ -206,8 +281,15 @@ class BatchedLogReg:
                 break
             self.n_newton += 1
             g = g * active[None, :, None]
+            # ---- preconditioner: the Gram matrix is kept (across steps and fits) while CG
+            # converges quickly with it; only its Cholesky factors depend on this fit's C ----
+            if self._gram is None or (last_cg is not None and last_cg > self.refresh_cg):
+                self._refresh_gram(P, M)
+                factors = None
+            if factors is None:
+                factors = self._preconditioners(C)
             # ---- truncated Newton direction: solve H s = -g by preconditioned CG ----
-            factors = self._preconditioners(P, M, C)
+            P32 = P.to(torch.float32)
             s = torch.zeros_like(W)
             r = -g
             zr = self._apply_prec(factors, C, r)
@@ -217,11 +299,13 @@ class BatchedLogReg:
             # Forcing term: loose far from the optimum, tight near it (superlinear convergence).
             eta = torch.clamp(torch.sqrt(gmax), max=0.1)
             cg_on = active.clone()
+            last_cg = 0
             for _ in range(max_cg):
                 if not cg_on.any():
                     break
                 self.n_cg += 1
-                Hd = self._hvp(d, P, M, C)
+                last_cg += 1
+                Hd = self._hvp(d, P32, M32, C)
                 dHd = (d * Hd).sum(dim=(0, 2))
                 alpha = torch.where(cg_on & (dHd > 0), rz / torch.where(dHd > 0, dHd, 1.0), 0.0)
                 s = s + alpha[None, :, None] * d
@@ -255,8 +339,16 @@ class BatchedLogReg:
         self.converged = ~active
         return W
 
+    def full_weights(self, W: torch.Tensor) -> torch.Tensor:
+        """Weights (d + 1, F, H) on the original features (undoes the row-space reduction)."""
+        if self.Q is None:
+            return W
+        p, F, H = W.shape
+        Wd = (self.Q @ W[:-1].reshape(p - 1, F * H)).reshape(self.d, F, H)
+        return torch.cat([Wd, W[-1:]], dim=0)
+
     def decision(self, W: torch.Tensor, rows=None) -> torch.Tensor:
-        """Logits (n_rows, F, H) of every problem on the given rows (all rows by default)."""
+        """Logits (n_rows, F, H) of every problem on the given training rows (all by default)."""
         X = self.X if rows is None else self.X[torch.as_tensor(rows)]
         p, F, H = W.shape
         return (X @ W.reshape(p, F * H)).reshape(-1, F, H)
@@ -279,12 +371,20 @@ def fit_logreg(X, y, C: float, n_classes: int | None = None, **kw):
     return model, W
 
 
-def predict_logreg(model: BatchedLogReg, W: torch.Tensor, X) -> np.ndarray:
-    """Labels for new rows X (m, d) from weights W (d + 1, F, H); returns (m, F)."""
+def decision_logreg(model: BatchedLogReg, W: torch.Tensor, X) -> torch.Tensor:
+    """Logits (m, F, H) of new rows X (m, d) under the weights W that ``model.fit`` returned."""
     X = _as_tensor(X)
+    Wf = model.full_weights(W)
+    if X.ndim != 2 or X.shape[1] != Wf.shape[0] - 1:
+        raise ValueError(f"X must be (m, {Wf.shape[0] - 1}), got {tuple(X.shape)}")
     Xa = torch.cat([X, torch.ones(X.shape[0], 1, dtype=X.dtype)], dim=1)
-    p, F, H = W.shape
-    Z = (Xa @ W.reshape(p, F * H)).reshape(-1, F, H)
-    if H == 1:
+    p, F, H = Wf.shape
+    return (Xa @ Wf.reshape(p, F * H)).reshape(-1, F, H)
+
+
+def predict_logreg(model: BatchedLogReg, W: torch.Tensor, X) -> np.ndarray:
+    """Labels for new rows X (m, d) from weights W (as ``model.fit`` returned); returns (m, F)."""
+    Z = decision_logreg(model, W, X)
+    if Z.shape[2] == 1:
         return (Z[..., 0] > 0).long().numpy()
     return Z.argmax(dim=2).numpy()

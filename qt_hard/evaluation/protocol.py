@@ -1,4 +1,5 @@
-"""SentEval's classifier protocol on frozen embeddings: a fast path and a plain reference path.
+"""The classifier protocols on frozen embeddings (SentEval's and the skip-thoughts evaluators'),
+each with a fast path and a plain reference path.
 
 Conneau & Kiela (2018), SentEval, scikit-learn path of ``senteval/tools/validation.py``:
 
@@ -21,6 +22,19 @@ per pass over the data for all folds), warm-starting each C from the previous on
 refits from the inner solutions. ``fast=False`` is the straightforward loop SentEval runs, one
 ``LogisticRegression`` per C per fold; it exists to check the fast path against.
 
+``max_iter`` (reference path only): scikit-learn's lbfgs iteration cap. SentEval runs the
+default 100, which stops before convergence on unnormalized features, so ``max_iter=100`` with
+``fast=False`` reproduces SentEval exactly; the fast path always solves to convergence (what
+``max_iter=None``, i.e. 10,000 with ``tol=1e-8``, gives the reference).
+
+Skip-thoughts protocol (Kiros et al. 2015, ``eval_classification.py``, ``eval_trec.py``,
+``eval_msrp.py`` of ryankiros/skip-thoughts, which S2V's ``src/evaluate.py`` calls and which
+produced the Quick-Thoughts (Logeswaran & Lee 2018) and hard-negatives (Robinson et al. 2021,
+Table 2) numbers), see :func:`skipthoughts_nested_kfold` and :func:`skipthoughts_kfold`. Those
+scripts import ``sklearn.cross_validation`` (scikit-learn < 0.20), whose ``LogisticRegression``
+default was liblinear: the intercept is penalized like a weight and more than two classes are
+fitted one-vs-rest; both paths here use exactly that objective.
+
 Shapes: X (n, d) float; y (n,) int labels in [0, n_classes).
 """
 
@@ -33,15 +47,19 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import f1_score
-from sklearn.model_selection import StratifiedKFold
+from sklearn.model_selection import KFold, StratifiedKFold
+from sklearn.multiclass import OneVsRestClassifier
 
-from .logreg import BatchedLogReg, predict_logreg
+from .logreg import BatchedLogReg, decision_logreg
 
-__all__ = ["INNER_REGS", "KFOLD_REGS", "inner_kfold", "kfold_train_test"]
+__all__ = ["INNER_REGS", "KFOLD_REGS", "SKIPTHOUGHTS_REGS", "inner_kfold", "kfold_train_test",
+           "skipthoughts_nested_kfold", "skipthoughts_kfold"]
 
 INNER_REGS = tuple(2.0**t for t in range(-2, 4))  # SentEval InnerKFoldClassifier, sklearn path
 KFOLD_REGS = tuple(2.0**t for t in range(-1, 6))  # SentEval KFoldClassifier, sklearn path
 INNER_SPLIT_SEED = 1111  # hard-coded in SentEval's InnerKFoldClassifier
+SKIPTHOUGHTS_REGS = tuple(2.0**t for t in range(0, 9))  # skip-thoughts evaluators' scan
+SKIPTHOUGHTS_SEED = 1234  # their default seed (data shuffle, MSRP folds)
 
 
 def _check_xy(X, y, n_classes, kfold):
@@ -65,8 +83,18 @@ def _acc(pred: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean(pred == y))
 
 
-def _sk_fit(X, y, C, seed):
-    clf = LogisticRegression(C=C, random_state=seed)
+def _sk_fit(X, y, C, seed, max_iter=100, liblinear=False):
+    """One scikit-learn fit: SentEval's ``LogisticRegression(C=C)`` (lbfgs; ``max_iter=None``:
+    run to convergence) or, with ``liblinear``, the pre-0.22 default the skip-thoughts scripts got
+    (liblinear, one-vs-rest for more than two classes, its default tol and iteration cap)."""
+    if liblinear:
+        clf = LogisticRegression(C=C, solver="liblinear", random_state=seed)
+        if len(np.unique(y)) > 2:
+            clf = OneVsRestClassifier(clf)
+    elif max_iter is None:
+        clf = LogisticRegression(C=C, random_state=seed, tol=1e-8, max_iter=10000)
+    else:
+        clf = LogisticRegression(C=C, random_state=seed, max_iter=max_iter)
     with warnings.catch_warnings():
         # SentEval runs with the default max_iter=100 and just lives with the warning.
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -74,9 +102,83 @@ def _sk_fit(X, y, C, seed):
     return clf
 
 
+class _PathSolver:
+    """The fast path's view of the problems of one feature matrix: F fold problems fitted at
+    once, each one model (lbfgs objective), or, with ``liblinear`` and K > 2 classes, K binary
+    one-vs-rest columns per problem (column ``f * K + k``). Weights are (p, F, H) or (p, F*K, 1)."""
+
+    def __init__(self, X, y, n_classes, liblinear=False):
+        self.ovr = liblinear and n_classes > 2
+        self.K = n_classes
+        if self.ovr:
+            self.model = BatchedLogReg(X, np.zeros_like(y), 2, penalize_intercept=True)
+            self.onehot = torch.nn.functional.one_hot(torch.as_tensor(y), n_classes).to(torch.float64)
+        else:
+            self.model = BatchedLogReg(X, y, n_classes, penalize_intercept=liblinear)
+
+    def fit(self, masks, C, W0=None):
+        if not self.ovr:
+            return self.model.fit(masks, C, W0=W0)
+        F = masks.shape[1]
+        C = torch.as_tensor(C, dtype=torch.float64)
+        C = C.repeat_interleave(self.K) if C.ndim else C
+        return self.model.fit(masks.repeat_interleave(self.K, dim=1), C, W0=W0,
+                              targets=self.onehot.repeat(1, F))
+
+    def columns(self, W, f: int):
+        """Problem f's weights (as a one-problem W)."""
+        return W[:, f * self.K:(f + 1) * self.K] if self.ovr else W[:, f:f + 1]
+
+    def mean(self, W):
+        """The average of all problems' weights (a warm start for a refit on all rows)."""
+        if self.ovr:
+            p = W.shape[0]
+            return W.reshape(p, -1, self.K, 1).mean(dim=1)
+        return W.mean(dim=1, keepdim=True)
+
+    def _labels(self, Z):
+        if self.ovr:  # one-vs-rest: the class whose binary model gives the largest logit
+            return Z[..., 0].reshape(Z.shape[0], -1, self.K).argmax(dim=2)
+        return (Z[..., 0] > 0).long() if Z.shape[2] == 1 else Z.argmax(dim=2)
+
+    def predict(self, W, X=None) -> np.ndarray:
+        """(m, F) labels of the training rows (X None) or of new rows X (m, d)."""
+        Z = self.model.decision(W) if X is None else decision_logreg(self.model, W, X)
+        return self._labels(Z).numpy()
+
+
+def _fold_masks(n, folds):
+    masks = torch.zeros(n, len(folds), dtype=torch.float64)
+    for c, (tr, _) in enumerate(folds):
+        masks[torch.as_tensor(tr), c] = 1.0
+    return masks
+
+
+def _cv_path(solver, y, folds, regs, score, agg):
+    """Fit every fold for each C (increasing, warm-started along the path); returns the per-C
+    aggregated fold scores (list, in the order of ``regs``) and the weights per C index."""
+    masks = _fold_masks(len(y), folds)
+    W, W_by_reg, scores = None, {}, [0.0] * len(regs)
+    for reg in sorted(range(len(regs)), key=lambda j: regs[j]):
+        W = solver.fit(masks, regs[reg], W0=W)
+        W_by_reg[reg] = W
+        pred = solver.predict(W)
+        scores[reg] = agg([score(pred[te, c], y[te]) for c, (_, te) in enumerate(folds)])
+    return scores, W_by_reg
+
+
+def _senteval_mean(vals):
+    # SentEval: round(100 * mean, 2) per C, then the first maximum.
+    return round(100 * float(np.mean(vals)), 2)
+
+
+def _f1(pred, y):
+    return float(f1_score(y, pred))
+
+
 # --------------------------------------------------------------------------- InnerKFold
 def inner_kfold(X, y, n_classes: int = 2, kfold: int = 10, seed: int = 1111, fast: bool = True,
-                regs=INNER_REGS) -> dict:
+                regs=INNER_REGS, max_iter: int | None = 100) -> dict:
     """SentEval's InnerKFoldClassifier (MR/CR/SUBJ/MPQA). Returns devacc, acc, per-fold C."""
     X, y = _check_xy(X, y, n_classes, kfold)
     outer = StratifiedKFold(n_splits=kfold, shuffle=True, random_state=INNER_SPLIT_SEED)
@@ -87,114 +189,111 @@ def inner_kfold(X, y, n_classes: int = 2, kfold: int = 10, seed: int = 1111, fas
         [(tr[itr], tr[ite]) for itr, ite in inner.split(X[tr], y[tr])] for tr, _ in outer_folds
     ]
     if fast:
-        dev, test, chosen = _inner_fast(X, y, n_classes, outer_folds, inner_folds, regs)
+        dev, test, chosen = _nested_fast(X, y, n_classes, outer_folds, inner_folds, regs,
+                                         _senteval_mean, liblinear=False)
     else:
-        dev, test, chosen = _inner_reference(X, y, outer_folds, inner_folds, regs, seed)
+        dev, test, chosen = _nested_reference(X, y, outer_folds, inner_folds, regs, _senteval_mean,
+                                              dict(seed=seed, max_iter=max_iter))
+    fold_acc = [round(100 * a, 2) for a in test]  # SentEval rounds each fold, then the mean
     return {
         "devacc": round(float(np.mean(dev)), 2),
-        "acc": round(float(np.mean(test)), 2),
-        "fold_acc": test,
+        "acc": round(float(np.mean(fold_acc)), 2),
+        "fold_acc": fold_acc,
         "chosen_C": chosen,
         "ndev": int(len(y)),
         "ntest": int(len(y)),
     }
 
 
-def _cv_scores_reference(X, y, folds, regs, seed):
-    """SentEval's model selection as is: one LogisticRegression per (C, fold), mean accuracy per C
-    in percent, rounded to 2 decimals as SentEval does."""
+def _cv_scores_reference(X, y, folds, regs, score, agg, fit_kw):
+    """The model selection as the original loops run it: one scikit-learn fit per (C, fold)."""
     scores = []
     for reg in regs:
-        accs = [_sk_fit(X[tr], y[tr], reg, seed).score(X[te], y[te]) for tr, te in folds]
-        scores.append(round(100 * np.mean(accs), 2))
+        vals = [score(_sk_fit(X[tr], y[tr], reg, **fit_kw).predict(X[te]), y[te]) for tr, te in folds]
+        scores.append(agg(vals))
     return scores
 
 
-def _inner_reference(X, y, outer_folds, inner_folds, regs, seed):
+def _nested_reference(X, y, outer_folds, inner_folds, regs, agg, fit_kw):
     dev, test, chosen = [], [], []
     for (tr, te), folds in zip(outer_folds, inner_folds):
-        scores = _cv_scores_reference(X, y, folds, regs, seed)
+        scores = _cv_scores_reference(X, y, folds, regs, _acc, agg, fit_kw)
         best = int(np.argmax(scores))
         dev.append(np.max(scores))
         chosen.append(regs[best])
-        clf = _sk_fit(X[tr], y[tr], regs[best], seed)
-        test.append(round(100 * clf.score(X[te], y[te]), 2))
+        clf = _sk_fit(X[tr], y[tr], regs[best], **fit_kw)
+        test.append(_acc(clf.predict(X[te]), y[te]))
     return dev, test, chosen
 
 
-def _inner_fast(X, y, n_classes, outer_folds, inner_folds, regs):
-    n = len(y)
+def _nested_fast(X, y, n_classes, outer_folds, inner_folds, regs, agg, liblinear):
     k_out, k_in = len(outer_folds), len(inner_folds[0])
-    model = BatchedLogReg(X, y, n_classes)
-    # One column per (outer, inner) fold: all of them train together for a given C.
-    masks = torch.zeros(n, k_out * k_in, dtype=torch.float64)
-    tests = []
-    for o, folds in enumerate(inner_folds):
-        for i, (itr, ite) in enumerate(folds):
-            masks[torch.as_tensor(itr), o * k_in + i] = 1.0
-            tests.append(ite)
-    W = None
-    W_by_reg = {}
+    solver = _PathSolver(X, y, n_classes, liblinear)
+    # One problem per (outer, inner) fold: all of them train together for a given C.
+    flat = [f for folds in inner_folds for f in folds]
+    masks = _fold_masks(len(y), flat)
+    W, W_by_reg = None, {}
     inner_acc = np.zeros((len(regs), k_out * k_in))
-    for r, reg in enumerate(sorted(range(len(regs)), key=lambda j: regs[j])):
+    for reg in sorted(range(len(regs)), key=lambda j: regs[j]):
         # Increasing C: each solution warm-starts the next, less regularized one.
-        W = model.fit(masks, regs[reg], W0=W)
+        W = solver.fit(masks, regs[reg], W0=W)
         W_by_reg[reg] = W
-        pred = model.predict(W).numpy()
-        for col, ite in enumerate(tests):
+        pred = solver.predict(W)
+        for col, (_, ite) in enumerate(flat):
             inner_acc[reg, col] = _acc(pred[ite, col], y[ite])
     dev, chosen_idx = [], []
     for o in range(k_out):
-        scores = [round(100 * np.mean(list(inner_acc[r, o * k_in:(o + 1) * k_in])), 2)
-                  for r in range(len(regs))]
+        scores = [agg(list(inner_acc[r, o * k_in:(o + 1) * k_in])) for r in range(len(regs))]
         best = int(np.argmax(scores))
         dev.append(np.max(scores))
         chosen_idx.append(best)
-    # Final refits: one column per outer fold, each with its own C, warm-started from the first
+    # Final refits: one problem per outer fold, each with its own C, warm-started from the first
     # inner fold's solution at that C (trained on ~(k-1)/k of the same rows).
-    final_masks = torch.zeros(n, k_out, dtype=torch.float64)
-    for o, (tr, _) in enumerate(outer_folds):
-        final_masks[torch.as_tensor(tr), o] = 1.0
     C = torch.tensor([regs[b] for b in chosen_idx], dtype=torch.float64)
-    W0 = torch.stack([W_by_reg[b][:, o * k_in, :] for o, b in enumerate(chosen_idx)], dim=1)
-    Wf = model.fit(final_masks, C, W0=W0)
-    pred = model.predict(Wf).numpy()
-    test = [round(100 * _acc(pred[te, o], y[te]), 2) for o, (_, te) in enumerate(outer_folds)]
+    W0 = torch.cat([solver.columns(W_by_reg[b], o * k_in) for o, b in enumerate(chosen_idx)], dim=1)
+    Wf = solver.fit(_fold_masks(len(y), outer_folds), C, W0=W0)
+    pred = solver.predict(Wf)
+    test = [_acc(pred[te, o], y[te]) for o, (_, te) in enumerate(outer_folds)]
     return dev, test, [regs[b] for b in chosen_idx]
 
 
 # --------------------------------------------------------------------------- KFold
-def kfold_train_test(Xtr, ytr, Xte, yte, n_classes: int, kfold: int = 10, seed: int = 1111,
-                     fast: bool = True, f1: bool = False, regs=KFOLD_REGS) -> dict:
-    """SentEval's KFoldClassifier (TREC, MRPC): C by k-fold CV on train, score on test."""
-    Xtr, ytr = _check_xy(Xtr, ytr, n_classes, kfold)
+def _check_test(Xtr, Xte, yte):
     Xte = np.asarray(Xte, dtype=np.float64)
     yte = np.asarray(yte, dtype=np.int64)
     if Xte.ndim != 2 or Xte.shape[1] != Xtr.shape[1] or len(Xte) != len(yte) or len(yte) == 0:
         raise ValueError(f"test features {Xte.shape} / labels {yte.shape} do not match train {Xtr.shape}")
-    folds = list(StratifiedKFold(n_splits=kfold, shuffle=True, random_state=seed).split(Xtr, ytr))
+    return Xte, yte
+
+
+def _select_and_test(Xtr, ytr, Xte, n_classes, folds, regs, score, agg, fast, liblinear, fit_kw):
+    """C by cross-validation on train (first maximum of ``agg`` of the fold scores), then the
+    model refit on all of train predicts the test rows. Returns (scores per C, best, yhat)."""
     if fast:
-        model = BatchedLogReg(Xtr, ytr, n_classes)
-        masks = torch.zeros(len(ytr), kfold, dtype=torch.float64)
-        for c, (tr, _) in enumerate(folds):
-            masks[torch.as_tensor(tr), c] = 1.0
-        W, W_by_reg, scores = None, {}, [0.0] * len(regs)
-        for reg in sorted(range(len(regs)), key=lambda j: regs[j]):
-            W = model.fit(masks, regs[reg], W0=W)
-            W_by_reg[reg] = W
-            pred = model.predict(W).numpy()
-            scanscores = [_acc(pred[te, c], ytr[te]) for c, (_, te) in enumerate(folds)]
-            scores[reg] = round(100 * np.mean(scanscores), 2)
+        solver = _PathSolver(Xtr, ytr, n_classes, liblinear)
+        scores, W_by_reg = _cv_path(solver, ytr, folds, regs, score, agg)
         best = int(np.argmax(scores))
         # The refit on all rows starts from the mean of the fold solutions at that C.
-        W0 = W_by_reg[best].mean(dim=1, keepdim=True)
-        Wf = model.fit(torch.ones(len(ytr), 1, dtype=torch.float64), regs[best], W0=W0)
-        yhat = predict_logreg(model, Wf, Xte)[:, 0]
+        Wf = solver.fit(torch.ones(len(ytr), 1, dtype=torch.float64), regs[best],
+                        W0=solver.mean(W_by_reg[best]))
+        yhat = solver.predict(Wf, Xte)[:, 0]
     else:
-        scores = _cv_scores_reference(Xtr, ytr, folds, regs, seed)
+        scores = _cv_scores_reference(Xtr, ytr, folds, regs, score, agg, fit_kw)
         best = int(np.argmax(scores))
-        clf = _sk_fit(Xtr, ytr, regs[best], seed)
-        yhat = clf.predict(Xte)
+        yhat = _sk_fit(Xtr, ytr, regs[best], **fit_kw).predict(Xte)
+    return scores, best, yhat
+
+
+def kfold_train_test(Xtr, ytr, Xte, yte, n_classes: int, kfold: int = 10, seed: int = 1111,
+                     fast: bool = True, f1: bool = False, regs=KFOLD_REGS,
+                     max_iter: int | None = 100) -> dict:
+    """SentEval's KFoldClassifier (TREC, MRPC): C by k-fold CV on train, score on test."""
+    Xtr, ytr = _check_xy(Xtr, ytr, n_classes, kfold)
+    Xte, yte = _check_test(Xtr, Xte, yte)
+    folds = list(StratifiedKFold(n_splits=kfold, shuffle=True, random_state=seed).split(Xtr, ytr))
+    scores, best, yhat = _select_and_test(Xtr, ytr, Xte, n_classes, folds, regs, _acc,
+                                          _senteval_mean, fast, False,
+                                          dict(seed=seed, max_iter=max_iter))
     out = {
         "devacc": float(np.max(scores)),
         "acc": round(100 * _acc(yhat, yte), 2),
@@ -203,5 +302,62 @@ def kfold_train_test(Xtr, ytr, Xte, yte, n_classes: int, kfold: int = 10, seed: 
         "ntest": int(len(yte)),
     }
     if f1:
+        out["f1"] = round(100 * float(f1_score(yte, yhat)), 2)
+    return out
+
+
+# --------------------------------------------------------------------------- skip-thoughts
+def _mean(vals):
+    return float(np.mean(vals))
+
+
+def skipthoughts_nested_kfold(X, y, kfold: int = 10, fast: bool = True,
+                              regs=SKIPTHOUGHTS_REGS) -> dict:
+    """``eval_nested_kfold`` of the skip-thoughts evaluators (MR, CR, SUBJ, MPQA).
+
+    The rows must already be in the evaluator's order (its loader shuffles them with
+    ``RandomState(1234)``, see :func:`qt_hard.evaluation.senteval.skipthoughts_order`). Outer
+    ``KFold(kfold)`` *without* shuffling (its ``random_state`` has no effect then); on each outer
+    training set an inner unshuffled ``KFold(kfold)`` picks C from ``2**0 .. 2**8`` by the mean
+    inner accuracy (unrounded, first maximum); the model refit with that C on the outer training
+    set is scored on the outer test fold; the task's accuracy is the mean over outer folds.
+    Classifier: liblinear's objective (penalized intercept). Returns acc and devacc in percent.
+    """
+    X, y = _check_xy(X, y, 2, kfold)
+    outer_folds = list(KFold(n_splits=kfold).split(X))
+    inner_folds = [[(tr[itr], tr[ite]) for itr, ite in KFold(n_splits=kfold).split(tr)]
+                   for tr, _ in outer_folds]
+    if fast:
+        dev, test, chosen = _nested_fast(X, y, 2, outer_folds, inner_folds, regs, _mean, True)
+    else:
+        dev, test, chosen = _nested_reference(X, y, outer_folds, inner_folds, regs, _mean,
+                                              dict(seed=None, liblinear=True))
+    return {"devacc": round(100 * float(np.mean(dev)), 2), "acc": round(100 * float(np.mean(test)), 2),
+            "fold_acc": test, "chosen_C": chosen, "ndev": int(len(y)), "ntest": int(len(y))}
+
+
+def skipthoughts_kfold(Xtr, ytr, Xte, yte, n_classes: int, kfold: int = 10, fast: bool = True,
+                       f1: bool = False, shuffle_seed: int | None = None,
+                       regs=SKIPTHOUGHTS_REGS) -> dict:
+    """``eval_kfold`` + the test step of the skip-thoughts ``eval_trec.py`` / ``eval_msrp.py``.
+
+    C from ``2**0 .. 2**8`` by ``KFold(kfold)`` cross-validation on the training rows (in the
+    order given): unshuffled folds for TREC (whose rows the script shuffled beforehand), and for
+    MSRP (``f1=True``) ``KFold(kfold, shuffle=True, random_state=shuffle_seed)`` folds scored by
+    F1 instead of accuracy; the model refit on all training rows is scored on the test rows
+    (accuracy, and F1 for MSRP). liblinear's objective, one-vs-rest for TREC's six classes.
+    """
+    Xtr, ytr = _check_xy(Xtr, ytr, n_classes, kfold)
+    Xte, yte = _check_test(Xtr, Xte, yte)
+    split = KFold(n_splits=kfold) if shuffle_seed is None else \
+        KFold(n_splits=kfold, shuffle=True, random_state=shuffle_seed)
+    folds = list(split.split(Xtr))
+    score = _f1 if f1 else _acc
+    scores, best, yhat = _select_and_test(Xtr, ytr, Xte, n_classes, folds, regs, score, _mean,
+                                          fast, True, dict(seed=None, liblinear=True))
+    out = {"devacc": round(100 * float(np.max(scores)), 2), "acc": round(100 * _acc(yhat, yte), 2),
+           "chosen_C": regs[best], "ndev": int(len(ytr)), "ntest": int(len(yte))}
+    if f1:
+        out["devf1"] = out.pop("devacc")
         out["f1"] = round(100 * float(f1_score(yte, yhat)), 2)
     return out

@@ -2,7 +2,10 @@
 
 Table 2 of "Contrastive Learning with Hard Negative Samples" has one row per model and the
 columns ``MR CR SUBJ MPQA TREC MSRP (Acc) MSRP (F1)``; :func:`senteval_table` prints that,
-plus a row of seconds per task. A result file is JSON::
+plus a row of seconds per task. Those published numbers came from the skip-thoughts evaluators
+(S2V's ``src/evaluate.py``), i.e. ``--protocol skipthoughts`` here, not from SentEval's protocol:
+a table's numbers are comparable with it only under the same protocol (the result file's
+``protocol.name`` says which). A result file is JSON::
 
     {"model": "...", "kind": "senteval", "protocol": {...}, "results": {"MR": {"acc": ..}, ..}}
 

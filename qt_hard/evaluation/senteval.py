@@ -1,15 +1,29 @@
-"""Run SentEval's six transfer tasks (MR, CR, SUBJ, MPQA, TREC, MRPC) on one encoder.
+"""Run the six transfer tasks (MR, CR, SUBJ, MPQA, TREC, MRPC) on one encoder, under either of
+two classifier protocols (``protocol=``):
 
-The protocol is SentEval's (Conneau & Kiela 2018) as the Quick-Thoughts (Logeswaran & Lee 2018)
-and hard-negatives (Robinson et al. 2021, Table 2) papers used it: logistic regression on frozen
-sentence embeddings, 10-fold cross-validation with nested C selection for the binary tasks,
-C by cross-validation on train then the test set for TREC and MRPC, MRPC features
-``[|u - v|, u * v]`` (``senteval/mrpc.py``). See :mod:`.tasks` for how files are read and
-:mod:`.protocol` for the classifier loop.
+* ``"senteval"``: SentEval's (Conneau & Kiela 2018, scikit-learn path): logistic regression on
+  frozen sentence embeddings, stratified 10-fold cross-validation with nested C selection for
+  the binary tasks, C by cross-validation on train then the test set for TREC and MRPC, MRPC
+  features ``[|u - v|, u * v]`` (``senteval/mrpc.py``). This is how HCL-style SentEval tables
+  are usually computed, and what published SentEval numbers mean.
+* ``"skipthoughts"``: the skip-thoughts evaluators (Kiros et al. 2015;
+  ``eval_classification.eval_nested_kfold``, ``eval_trec.evaluate``,
+  ``eval_msrp.evaluate(use_feats=False)``) that S2V's ``src/evaluate.py`` runs, i.e. the protocol
+  behind the Quick-Thoughts paper's (Logeswaran & Lee 2018) and the hard-negatives paper's
+  (Robinson et al. 2021, Table 2) numbers: unit-L2-normalized embeddings (the encoders'
+  ``use_norm=True``), rows in file order shuffled with ``RandomState(1234)`` (binary tasks; TREC
+  via ``sklearn.utils.shuffle``), unshuffled ``KFold(10)`` (MSRP: shuffled with seed 1234),
+  C in ``2**0 .. 2**8``, MSRP's C chosen by F1, liblinear's objective (penalized intercept,
+  one-vs-rest). Known difference: their MSRP loader tokenizes with NLTK's ``word_tokenize``;
+  here the sentences are split on white space as SentEval does (NLTK is not a dependency).
+  S2V's ``evaluate.py`` prints ``np.mean(results[0])`` for the binary tasks; we report the mean
+  of the outer folds, which is what ``eval_nested_kfold`` returns.
 
-Results per task: ``devacc``, ``acc`` (and ``f1`` for MRPC), ``ndev``, ``ntest``, the chosen C,
-``encode_seconds`` (new sentences encoded for this task; the cache is shared between tasks),
-``classify_seconds`` and ``seconds`` (their sum).
+See :mod:`.tasks` for how files are read and :mod:`.protocol` for the classifier loops.
+
+Results per task: ``devacc`` (MSRP under skip-thoughts: ``devf1``), ``acc`` (and ``f1`` for
+MRPC), ``ndev``, ``ntest``, the chosen C, ``encode_seconds`` (new sentences encoded for this
+task; the cache is shared between tasks), ``classify_seconds`` and ``seconds`` (their sum).
 """
 
 from __future__ import annotations
@@ -21,10 +35,13 @@ from typing import Sequence
 import numpy as np
 
 from .models import EmbeddingCache
-from .protocol import inner_kfold, kfold_train_test
+from .protocol import (SKIPTHOUGHTS_SEED, inner_kfold, kfold_train_test, skipthoughts_kfold,
+                       skipthoughts_nested_kfold)
 from .tasks import TASKS, BinaryTask, MrpcTask, TrecTask, load_task, words_to_text
 
-__all__ = ["TASKS", "parse_tasks", "default_senteval_dir", "evaluate_task", "run_senteval", "task_sentences"]
+PROTOCOLS = ("senteval", "skipthoughts")
+
+__all__ = ["TASKS", "PROTOCOLS", "parse_tasks", "skipthoughts_order", "default_senteval_dir", "evaluate_task", "run_senteval", "task_sentences"]
 
 
 def default_senteval_dir() -> Path:
@@ -63,27 +80,69 @@ def _texts(words: list[list[str]]) -> list[str]:
     return [words_to_text(w) for w in words]
 
 
-def evaluate_task(task, cache: EmbeddingCache, kfold: int = 10, seed: int = 1111, fast: bool = True) -> dict:
-    """Embed one loaded task through the cache and run its SentEval classifier."""
+def _l2_normalize(X: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit L2 norm (skip-thoughts' ``use_norm=True``); an all-zero row stays 0."""
+    norm = np.linalg.norm(X, axis=1, keepdims=True)
+    return X / np.where(norm > 0, norm, 1.0)
+
+
+def skipthoughts_order(n: int, seed: int = SKIPTHOUGHTS_SEED) -> np.ndarray:
+    """The row order of the skip-thoughts loaders: ``RandomState(seed).shuffle(arange(n))``
+    (``dataset_handler.shuffle_data``; ``sklearn.utils.shuffle`` draws the same permutation)."""
+    idx = np.arange(n)
+    np.random.RandomState(seed).shuffle(idx)
+    return idx
+
+
+def evaluate_task(task, cache: EmbeddingCache, kfold: int = 10, seed: int = 1111, fast: bool = True,
+                  protocol: str = "senteval", max_iter: int | None = 100) -> dict:
+    """Embed one loaded task through the cache and run its classifier under ``protocol``.
+
+    For ``"skipthoughts"`` the task must have been loaded with ``sort=False`` (file order);
+    ``seed`` and ``max_iter`` (the lbfgs cap of SentEval's reference path) are SentEval's only.
+    """
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {protocol!r}; known: {', '.join(PROTOCOLS)}")
+    st = protocol == "skipthoughts"
+    emb = (lambda texts: _l2_normalize(cache.embed(texts))) if st else cache.embed
     enc_before = cache.seconds
     if isinstance(task, BinaryTask):
-        X = cache.embed(task.texts())
-        t0 = time.perf_counter()
-        res = inner_kfold(X, task.labels, 2, kfold=kfold, seed=seed, fast=fast)
+        if st:
+            order = skipthoughts_order(len(task.labels))
+            X = emb([words_to_text(task.samples[i]) for i in order])
+            t0 = time.perf_counter()
+            res = skipthoughts_nested_kfold(X, task.labels[order], kfold=kfold, fast=fast)
+        else:
+            X = emb(task.texts())
+            t0 = time.perf_counter()
+            res = inner_kfold(X, task.labels, 2, kfold=kfold, seed=seed, fast=fast, max_iter=max_iter)
     elif isinstance(task, TrecTask):
-        Xtr, Xte = cache.embed(_texts(task.train)), cache.embed(_texts(task.test))
+        if st:
+            order = skipthoughts_order(len(task.train_labels))
+            Xtr = emb([words_to_text(task.train[i]) for i in order])
+            ytr = task.train_labels[order]
+        else:
+            Xtr, ytr = emb(_texts(task.train)), task.train_labels
+        Xte = emb(_texts(task.test))
         t0 = time.perf_counter()
-        res = kfold_train_test(Xtr, task.train_labels, Xte, task.test_labels, 6, kfold=kfold,
-                               seed=seed, fast=fast)
+        if st:
+            res = skipthoughts_kfold(Xtr, ytr, Xte, task.test_labels, 6, kfold=kfold, fast=fast)
+        else:
+            res = kfold_train_test(Xtr, ytr, Xte, task.test_labels, 6, kfold=kfold, seed=seed,
+                                   fast=fast, max_iter=max_iter)
     elif isinstance(task, MrpcTask):
-        A, B = cache.embed(_texts(task.train_a)), cache.embed(_texts(task.train_b))
-        tA, tB = cache.embed(_texts(task.test_a)), cache.embed(_texts(task.test_b))
-        # SentEval's MRPC features: np.c_[|u - v|, u * v].
+        A, B = emb(_texts(task.train_a)), emb(_texts(task.train_b))
+        tA, tB = emb(_texts(task.test_a)), emb(_texts(task.test_b))
+        # MRPC features in both protocols: np.c_[|u - v|, u * v].
         Ftr = np.c_[np.abs(A - B), A * B]
         Fte = np.c_[np.abs(tA - tB), tA * tB]
         t0 = time.perf_counter()
-        res = kfold_train_test(Ftr, task.train_labels, Fte, task.test_labels, 2, kfold=kfold,
-                               seed=seed, fast=fast, f1=True)
+        if st:
+            res = skipthoughts_kfold(Ftr, task.train_labels, Fte, task.test_labels, 2, kfold=kfold,
+                                     fast=fast, f1=True, shuffle_seed=SKIPTHOUGHTS_SEED)
+        else:
+            res = kfold_train_test(Ftr, task.train_labels, Fte, task.test_labels, 2, kfold=kfold,
+                                   seed=seed, fast=fast, f1=True, max_iter=max_iter)
     else:
         raise TypeError(f"not a SentEval task: {type(task).__name__}")
     res["classify_seconds"] = round(time.perf_counter() - t0, 3)
@@ -95,8 +154,10 @@ def evaluate_task(task, cache: EmbeddingCache, kfold: int = 10, seed: int = 1111
 
 def run_senteval(encoder, tasks: Sequence[str] = TASKS, data_dir=None, kfold: int = 10,
                  seed: int = 1111, fast: bool = True, batch_size: int = 64,
-                 cache: EmbeddingCache | None = None, log=None) -> dict:
-    """Evaluate ``encoder`` (anything with ``.encode(list_of_str)``) on SentEval tasks.
+                 cache: EmbeddingCache | None = None, log=None, protocol: str = "senteval",
+                 max_iter: int | None = 100) -> dict:
+    """Evaluate ``encoder`` (anything with ``.encode(list_of_str)``) on the tasks under
+    ``protocol`` (``"senteval"`` or ``"skipthoughts"``, see the module docstring).
 
     Returns ``{task: result}`` (see module docstring), in the order given.
     """
@@ -107,11 +168,13 @@ def run_senteval(encoder, tasks: Sequence[str] = TASKS, data_dir=None, kfold: in
     cache = cache if cache is not None else EmbeddingCache(encoder, batch_size=batch_size)
     results = {}
     for name in tasks:
-        task = load_task(name, data_dir)
-        results[name] = evaluate_task(task, cache, kfold=kfold, seed=seed, fast=fast)
+        task = load_task(name, data_dir, sort=protocol != "skipthoughts")
+        results[name] = evaluate_task(task, cache, kfold=kfold, seed=seed, fast=fast,
+                                      protocol=protocol, max_iter=max_iter)
         if log:
             r = results[name]
             extra = f" f1 {r['f1']:.2f}" if "f1" in r else ""
-            log(f"{name}: acc {r['acc']:.2f}{extra} (dev {r['devacc']:.2f}) "
+            dev = r.get("devacc", r.get("devf1"))
+            log(f"{name}: acc {r['acc']:.2f}{extra} (dev {dev:.2f}) "
                 f"encode {r['encode_seconds']:.1f}s classify {r['classify_seconds']:.1f}s")
     return results

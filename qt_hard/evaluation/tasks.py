@@ -114,12 +114,18 @@ class MrpcTask:
         return [words_to_text(w) for w in self.train_a + self.train_b + self.test_a + self.test_b]
 
 
-def load_binary(name: str, folder: Path) -> BinaryTask:
+def load_binary(name: str, folder: Path, sort: bool = True) -> BinaryTask:
+    """SentEval's reading (``sort=True``); ``sort=False`` keeps file order (label-1 file first)
+    and drops empty lines, as the skip-thoughts loaders (``dataset_handler.py``) read them."""
     sub, first, second = _BINARY_FILES[name]
     pos = _read_lines_latin1(folder / sub / first)
     neg = _read_lines_latin1(folder / sub / second)
+    if not sort:
+        pos, neg = [w for w in pos if w], [w for w in neg if w]
     samples = pos + neg
     labels = [1] * len(pos) + [0] * len(neg)
+    if not sort:
+        return BinaryTask(name, samples, np.array(labels, dtype=np.int64))
     # Python's sort is stable, as SentEval relies on: ties keep file order.
     order = sorted(zip(samples, labels), key=lambda z: (len(z[0]), z[1]))
     return BinaryTask(name, [s for s, _ in order], np.array([l for _, l in order], dtype=np.int64))
@@ -144,17 +150,20 @@ def _read_trec(path: Path) -> tuple[list[list[str]], list[int]]:
     return X, y
 
 
-def load_trec(folder: Path) -> TrecTask:
-    def sort(X, y):
+def load_trec(folder: Path, sort: bool = True) -> TrecTask:
+    """SentEval's reading; ``sort=False`` keeps file order (the skip-thoughts ``eval_trec.py``)."""
+    def by_length(X, y):
+        if not sort:
+            return X, np.array(y, dtype=np.int64)
         order = sorted(zip(X, y), key=lambda z: (len(z[0]), z[1]))
         return [s for s, _ in order], np.array([l for _, l in order], dtype=np.int64)
 
-    tr, ytr = sort(*_read_trec(folder / "TREC" / "train_5500.label"))
-    te, yte = sort(*_read_trec(folder / "TREC" / "TREC_10.label"))
+    tr, ytr = by_length(*_read_trec(folder / "TREC" / "train_5500.label"))
+    te, yte = by_length(*_read_trec(folder / "TREC" / "TREC_10.label"))
     return TrecTask("TREC", tr, ytr, te, yte)
 
 
-def _read_mrpc(path: Path):
+def _read_mrpc(path: Path, sort: bool = True):
     A, B, y = [], [], []
     with io.open(_need(path), "r", encoding="utf-8") as f:
         rows = [line.strip().split("\t") for line in f]
@@ -168,28 +177,32 @@ def _read_mrpc(path: Path):
         A.append(cols[3].split())
         B.append(cols[4].split())
         y.append(int(cols[0]))
-    order = sorted(zip(A, B, y), key=lambda z: (len(z[0]), len(z[1]), z[2]))
+    order = list(zip(A, B, y))
+    if sort:
+        order.sort(key=lambda z: (len(z[0]), len(z[1]), z[2]))
     return ([a for a, _, _ in order], [b for _, b, _ in order],
             np.array([l for _, _, l in order], dtype=np.int64))
 
 
-def load_mrpc(folder: Path) -> MrpcTask:
-    tra, trb, ytr = _read_mrpc(folder / "MRPC" / "msr_paraphrase_train.txt")
-    tea, teb, yte = _read_mrpc(folder / "MRPC" / "msr_paraphrase_test.txt")
+def load_mrpc(folder: Path, sort: bool = True) -> MrpcTask:
+    """SentEval's reading; ``sort=False`` keeps file order (the skip-thoughts ``eval_msrp.py``)."""
+    tra, trb, ytr = _read_mrpc(folder / "MRPC" / "msr_paraphrase_train.txt", sort)
+    tea, teb, yte = _read_mrpc(folder / "MRPC" / "msr_paraphrase_test.txt", sort)
     return MrpcTask("MRPC", tra, trb, ytr, tea, teb, yte)
 
 
-def load_task(name: str, folder) -> BinaryTask | TrecTask | MrpcTask:
+def load_task(name: str, folder, sort: bool = True) -> BinaryTask | TrecTask | MrpcTask:
     """Load one task (``MR``, ``CR``, ``SUBJ``, ``MPQA``, ``TREC``, ``MRPC``/``MSRP``) from a
-    folder laid out like SentEval's ``data/downstream``."""
+    folder laid out like SentEval's ``data/downstream``; ``sort=False``: in file order, as the
+    skip-thoughts evaluators read them (see the loaders)."""
     folder = Path(folder)
     key = name.upper()
     if key == "MSRP":
         key = "MRPC"
     if key in _BINARY_FILES:
-        return load_binary(key, folder)
+        return load_binary(key, folder, sort)
     if key == "TREC":
-        return load_trec(folder)
+        return load_trec(folder, sort)
     if key == "MRPC":
-        return load_mrpc(folder)
+        return load_mrpc(folder, sort)
     raise ValueError(f"unknown SentEval task {name!r}; known tasks: {', '.join(TASKS)}")

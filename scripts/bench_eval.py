@@ -1,0 +1,249 @@
+"""Benchmark: ``qt-hard eval senteval``'s fast solver against the one-LogisticRegression-per-fit
+reference, per task and width, on the same embeddings and folds.
+
+Embeddings: a fixed random bag of words (``eval/senteval_reference.py``'s ``HashBagOfWords``:
+the mean of md5-seeded Gaussian word vectors), encoded once at the largest width; each width
+uses the first ``d`` coordinates, which is that same encoder at width ``d``. Full rank, unlike a
+random projection of a narrower model's features, so the wide problems are really wide.
+
+Reference modes (``--reference``):
+
+* ``full``: the whole protocol with scikit-learn (``eval/senteval_reference.py``'s loop),
+  timed, with its accuracies; ``--max-iter 100`` is SentEval exactly, ``0`` runs lbfgs to
+  convergence (the accuracy check).
+* ``subset``: times a fixed subset of the reference's fits on exactly the problems the protocol
+  solves (every C on the first inner fold of the first outer fold for MR/CR/SUBJ/MPQA; every C
+  on the first fold for TREC/MRPC) and extrapolates: ``sum_C t_C * (number of folds per C) +
+  (number of refits) * mean_C t_C``. Rows say ``"reference_extrapolated": true``.
+* ``none``: fast path only.
+
+One JSON row per (width, task) is appended to ``--output`` (resumable: rows already there are
+skipped); tasks run in parallel processes with ``--jobs`` (one torch thread each). Printed last:
+a summary JSON (six-task times and speedups per width, each task's classifier-time exponent
+between the two middle widths) and a one-line headline.
+
+    QT_HARD_DATA=/work/shared/data python scripts/bench_eval.py --widths 256,600 --tasks CR,TREC \
+        --reference subset --output /tmp/bench_eval.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from qt_hard.evaluation import protocol  # noqa: E402
+from qt_hard.evaluation.senteval import default_senteval_dir, evaluate_task, parse_tasks  # noqa: E402
+from qt_hard.evaluation.tasks import BinaryTask, TrecTask, load_task  # noqa: E402
+
+
+def _hashbow_class():
+    spec = importlib.util.spec_from_file_location("senteval_reference", ROOT / "eval" / "senteval_reference.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.HashBagOfWords
+
+
+class PrefixCache:
+    """EmbeddingCache stand-in: the first ``width`` coordinates of a fixed encoding (float64)."""
+
+    def __init__(self, table: dict[str, np.ndarray], width: int):
+        self.table, self.width, self.seconds = table, width, 0.0
+
+    def embed(self, texts):
+        return np.stack([self.table[t][: self.width] for t in texts]).astype(np.float64)
+
+
+def _subset_reference(task, cache, regs_inner, regs_kfold, kfold, seed, max_iter):
+    """Time the stated subset of reference fits; returns ([extrapolated wall, CPU seconds],
+    number of fits timed)."""
+    if isinstance(task, BinaryTask):
+        X, y = cache.embed(task.texts()), task.labels
+        outer = protocol.StratifiedKFold(n_splits=kfold, shuffle=True, random_state=protocol.INNER_SPLIT_SEED)
+        tr, _ = next(iter(outer.split(X, y)))
+        itr, _ = next(iter(outer.split(X[tr], y[tr])))
+        rows, regs, per_c, refits = tr[itr], regs_inner, kfold * kfold, kfold
+    else:
+        if isinstance(task, TrecTask):
+            X, y = cache.embed([" ".join(w) or "." for w in task.train]), task.train_labels
+        else:
+            A = cache.embed([" ".join(w) or "." for w in task.train_a])
+            B = cache.embed([" ".join(w) or "." for w in task.train_b])
+            X, y = np.c_[np.abs(A - B), A * B], task.train_labels
+        folds = protocol.StratifiedKFold(n_splits=kfold, shuffle=True, random_state=seed)
+        rows, _ = next(iter(folds.split(X, y)))
+        regs, per_c, refits = regs_kfold, kfold, 1
+    wall, cpu = [], []
+    for C in regs:
+        t0, c0 = time.perf_counter(), time.process_time()
+        protocol._sk_fit(X[rows], y[rows], C, seed, max_iter=max_iter)
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    return [sum(t) * per_c + refits * float(np.mean(t)) for t in (wall, cpu)], len(regs)
+
+
+def run_task(name: str, widths: list[int], args) -> list[dict]:
+    """All widths of one task (one process); appends rows to the task's part of the output."""
+    import torch
+
+    torch.set_num_threads(args.threads)
+    from qt_hard.evaluation import logreg
+
+    logreg.DEFAULT_THREADS = args.threads
+    out = Path(args.output)
+    done = set()
+    if out.exists():
+        for line in out.read_text().splitlines():
+            r = json.loads(line)
+            done.add((r["width"], r["task"], r["reference_mode"]))
+    todo = [w for w in widths if (w, name, args.reference) not in done]
+    if not todo:
+        return []
+    task = load_task(name, args.data)
+    t0 = time.perf_counter()
+    enc = _hashbow_class()(max(widths))
+    texts = list(dict.fromkeys(task.texts()))
+    table = dict(zip(texts, enc.encode(texts).astype(np.float32)))
+    encode_s = time.perf_counter() - t0
+    max_iter = None if args.max_iter == 0 else args.max_iter
+    rows = []
+    for w in todo:
+        cache = PrefixCache(table, w)
+        stats = {"n_newton": 0, "n_cg": 0, "n_gram": 0}
+        fit = logreg.BatchedLogReg.fit
+
+        def counting_fit(self, *a, **kw):
+            W = fit(self, *a, **kw)
+            stats["n_newton"] += self.n_newton
+            stats["n_cg"] += self.n_cg
+            return W
+
+        logreg.BatchedLogReg.fit = counting_fit
+        cpu = time.process_time()
+        try:
+            fast = evaluate_task(task, cache, kfold=args.kfold, seed=args.seed, fast=True)
+        finally:
+            logreg.BatchedLogReg.fit = fit
+        fast_cpu = time.process_time() - cpu
+        row = {"task": name, "width": w, "features": f"hashbow:{w}", "threads": args.threads,
+               "encode_seconds_max_width": round(encode_s, 2),
+               "fast_seconds": fast["classify_seconds"], "fast_cpu_seconds": round(fast_cpu, 2),
+               "fast_acc": fast["acc"],
+               "fast_f1": fast.get("f1"), "fast_chosen_C": fast["chosen_C"],
+               "newton_steps": stats["n_newton"], "cg_steps": stats["n_cg"],
+               "reference_mode": args.reference, "reference_max_iter": max_iter or "converged"}
+        if args.reference == "full":
+            cpu = time.process_time()
+            ref = evaluate_task(task, cache, kfold=args.kfold, seed=args.seed, fast=False, max_iter=max_iter)
+            row.update(reference_seconds=ref["classify_seconds"],
+                       reference_cpu_seconds=round(time.process_time() - cpu, 2), reference_acc=ref["acc"],
+                       reference_f1=ref.get("f1"), reference_chosen_C=ref["chosen_C"],
+                       reference_extrapolated=False,
+                       acc_difference=round(fast["acc"] - ref["acc"], 2))
+        elif args.reference == "subset":
+            (secs, cpu), nfits = _subset_reference(task, cache, protocol.INNER_REGS,
+                                                   protocol.KFOLD_REGS, args.kfold, args.seed, max_iter)
+            row.update(reference_seconds=round(secs, 2), reference_cpu_seconds=round(cpu, 2),
+                       reference_fits_timed=nfits,
+                       reference_extrapolated=True)
+        if "reference_seconds" in row:
+            row["speedup"] = round(row["reference_seconds"] / max(row["fast_seconds"], 1e-9), 2)
+            row["cpu_speedup"] = round(row["reference_cpu_seconds"] / max(row["fast_cpu_seconds"], 1e-9), 2)
+        with open(out, "a") as f:  # one short line per append: safe across the task processes
+            f.write(json.dumps(row) + "\n")
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
+
+
+def summarize(rows: list[dict], widths: list[int], tasks: list[str]) -> dict:
+    by = {(r["width"], r["task"]): r for r in rows}
+    summary = {"widths": {}, "exponents": {}}
+    for w in widths:
+        rs = [by[(w, t)] for t in tasks if (w, t) in by]
+        if len(rs) < len(tasks):
+            continue
+        s = {"fast_seconds": round(sum(r["fast_seconds"] for r in rs), 2),
+             "fast_cpu_seconds": round(sum(r["fast_cpu_seconds"] for r in rs), 2)}
+        if all("reference_seconds" in r for r in rs):
+            s["reference_seconds"] = round(sum(r["reference_seconds"] for r in rs), 2)
+            s["reference_cpu_seconds"] = round(sum(r["reference_cpu_seconds"] for r in rs), 2)
+            s["speedup"] = round(s["reference_seconds"] / max(s["fast_seconds"], 1e-9), 2)
+            s["cpu_speedup"] = round(s["reference_cpu_seconds"] / max(s["fast_cpu_seconds"], 1e-9), 2)
+            s["reference_extrapolated"] = any(r.get("reference_extrapolated") for r in rs)
+        diffs = [abs(r["acc_difference"]) for r in rs if "acc_difference" in r]
+        if diffs:
+            s["max_abs_acc_difference"] = max(diffs)
+        summary["widths"][w] = s
+    mid = [w for w in widths if w in (600, 2400)] or widths[:2]
+    if len(mid) == 2:
+        a, b = mid
+        for t in tasks:
+            if (a, t) in by and (b, t) in by:
+                ratio = by[(b, t)]["fast_seconds"] / max(by[(a, t)]["fast_seconds"], 1e-9)
+                summary["exponents"][t] = round(math.log(ratio) / math.log(b / a), 2)
+        summary["exponent_widths"] = [a, b]
+    return summary
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--widths", default="256,600,2400,4800")
+    ap.add_argument("--tasks", default="MR,CR,SUBJ,MPQA,TREC,MRPC")
+    ap.add_argument("--reference", choices=("full", "subset", "none"), default="subset")
+    ap.add_argument("--max-iter", type=int, default=100,
+                    help="reference lbfgs cap: 100 as SentEval, 0 to convergence")
+    ap.add_argument("--kfold", type=int, default=10)
+    ap.add_argument("--seed", type=int, default=1111)
+    ap.add_argument("--threads", type=int, default=1, help="torch threads per task process")
+    ap.add_argument("--jobs", type=int, default=1, help="tasks run in parallel processes")
+    ap.add_argument("--data", default=None, help="SentEval folder (default $QT_HARD_DATA/senteval)")
+    ap.add_argument("--output", default="outputs/bench_eval.jsonl")
+    args = ap.parse_args(argv)
+    widths = sorted(int(w) for w in args.widths.split(","))
+    tasks = parse_tasks(args.tasks)
+    args.data = str(args.data or default_senteval_dir())
+    Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    if args.jobs > 1:
+        with ProcessPoolExecutor(args.jobs) as pool:
+            list(pool.map(run_task, tasks, [widths] * len(tasks), [args] * len(tasks)))
+    else:
+        for t in tasks:
+            run_task(t, widths, args)
+    rows = [json.loads(line) for line in Path(args.output).read_text().splitlines()]
+    rows = [r for r in rows if r["reference_mode"] == args.reference and r["task"] in tasks]
+    summary = summarize(rows, widths, tasks)
+    summary.update(load_average_at_start=load, cpu_count=os.cpu_count(), jobs=args.jobs,
+                   reference=args.reference, reference_max_iter=args.max_iter or "converged")
+    print(json.dumps(summary))
+    head = []
+    for w, s in summary["widths"].items():
+        part = f"{w}-d: fast {s['fast_seconds']:.0f}s"
+        if "speedup" in s:
+            est = " (extrapolated)" if s["reference_extrapolated"] else ""
+            part += (f" vs reference {s['reference_seconds']:.0f}s{est} = {s['speedup']:.1f}x"
+                     f" (CPU time {s['cpu_speedup']:.1f}x)")
+        if "max_abs_acc_difference" in s:
+            part += f", max |acc diff| {s['max_abs_acc_difference']:.2f}"
+        head.append(part)
+    exps = ", ".join(f"{t} {e:.2f}" for t, e in summary["exponents"].items())
+    print("six-task classifier time: " + "; ".join(head)
+          + (f" | width exponents {summary.get('exponent_widths')}: {exps}" if exps else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
