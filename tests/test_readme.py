@@ -120,6 +120,8 @@ RUNS = {
             writes=("qt.json",), prints=(SENTEVAL_HEAD, cr_row("runs/qt_smoke/final"))),
     "qt-hard eval senteval --model minilm --output minilm.json":
         Run(add=f"--tasks CR {FAST_SENTEVAL}", writes=("minilm.json",), prints=(cr_row("minilm"),)),
+    "qt-hard eval senteval --model minilm --protocol skipthoughts --output minilm_st.json":
+        Run(add="--tasks CR --kfold 3", writes=("minilm_st.json",), prints=(cr_row("minilm"),)),
     "qt-hard eval senteval --model random:bow":
         Run(add=f"--tasks CR {FAST_SENTEVAL}", prints=(cr_row("random:bow"),)),
     "qt-hard eval compare minilm.json qt.json":
