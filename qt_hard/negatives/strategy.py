@@ -15,6 +15,22 @@ Ring's sum over the ring). The anchor's loss is the mean over its positives (sev
 one negative set: Quick-Thoughts' context window), the batch loss the mean over anchors with at least
 one positive. An anchor left with no negative at all (an empty threshold set) contributes 0.
 
+With several positives there is a second form, ``positives="joint"``: all of the anchor's P_i positives
+share one denominator,
+
+    l_i = -(1/P_i) sum_p s+_p + log(sum_p e^{s+_p} + Q_i * D_i)     (include_positive=True)
+    l_i = -(1/P_i) sum_p s+_p + log(Q_i * D_i)                      (include_positive=False)
+
+With uniform weights ``Q_i * E_hat_i`` is the plain sum of e^{s_j} over the negatives, so the joint
+form is the cross-entropy of one softmax over every other sentence of the batch against the soft
+target 1/P_i on each positive: exactly Quick-Thoughts' objective as released (S2V, ``s2v_model.py``,
+``build_loss``), except that S2V sets the anchor's own logit to 0 (``matrix_set_diag``), which leaves
+a spurious e^0 = 1 in every denominator; here the anchor's own column is removed. Hard, ring, OT and
+label weights change only ``E_hat_i``. The debiased estimator, whose Chuang et al. / HCL form has one
+positive, subtracts ``tau_plus * (1/P_i) sum_p e^{s+_p}`` from ``E_hat_i`` (the mean positive term):
+this several-positive extension is ours, since HCL released no code for its text experiments. With
+one positive the two forms coincide.
+
 Everything is computed on logits in log space; ``exp(score)`` is never materialized. The weighted
 log-mean-exp is one fused autograd function (:mod:`.logmeanexp`) on the factored weights, and with
 k-sampling every stage after the sampler works on the (A, k) drawn columns only.
@@ -48,10 +64,16 @@ class NegativeStrategy:
         include_positive: keep e^{s+} in the denominator (InfoNCE, HCL) or not (Ash et al. D.1).
         count: "candidates", "support" or "auto" (support if a weighting restricts the support,
             e.g. Ring; candidates otherwise). See the module docstring.
+        positives: "per_positive" (each positive its own denominator of the negatives, the mean over
+            positives) or "joint" (the positives share one denominator, S2V's Quick-Thoughts loss).
+            See the module docstring; identical when every anchor has one positive.
     """
 
     def __init__(self, weightings: Sequence[Weighting] = (), estimator=None, *, k: int | None = None,
-                 collision_free: bool = False, include_positive: bool = True, count: str = "auto"):
+                 collision_free: bool = False, include_positive: bool = True, count: str = "auto",
+                 positives: str = "per_positive"):
+        if positives not in POSITIVE_FORMS:
+            raise ValueError(f"positives must be one of {', '.join(POSITIVE_FORMS)}, got {positives!r}")
         if count not in ("auto", "candidates", "support"):
             raise ValueError(f"count must be 'auto', 'candidates' or 'support', got {count!r}")
         if k is not None and (not isinstance(k, int) or isinstance(k, bool) or k < 1):
@@ -64,6 +86,7 @@ class NegativeStrategy:
         if count == "auto":
             count = "support" if any(w.restricts_support for w in self.weightings) else "candidates"
         self.count = count
+        self.positives = positives
         self.progress = 0.0
 
     def set_progress(self, progress: float) -> None:
@@ -114,6 +137,8 @@ class NegativeStrategy:
         log_e = torch.where(empty, torch.zeros_like(log_e), log_e)  # keep NaN out of empty rows
         q = (n_support if self.count == "support" else n_cand).clamp_min(1).to(neg.dtype)
 
+        if self.positives == "joint":
+            return self._joint(pos, scores.pos_valid, log_e, q, empty, scores.scale)
         log_neg = torch.log(q)[:, None] + self.estimator.log_negative(log_e, pos, scores.scale, self.progress)
         if self.include_positive:
             per_pos = torch.logaddexp(pos, log_neg) - pos
@@ -125,6 +150,23 @@ class NegativeStrategy:
         per_anchor = per_pos.sum(dim=1) / n_pos.clamp_min(1).to(neg.dtype)
         return per_anchor, n_pos > 0
 
+    def _joint(self, pos, pos_valid, log_e, q, empty, scale):
+        """Per-anchor losses of the joint form (module docstring): one denominator for all positives."""
+        n_pos = pos_valid.sum(dim=1)
+        has_pos = n_pos > 0
+        masked = pos.masked_fill(~pos_valid, float("-inf"))
+        lse_pos = torch.logsumexp(masked, dim=1)  # log sum_p e^{s+_p}; -inf without positives
+        # Anchors without a positive get a finite stand-in so that no NaN reaches the gradient.
+        lse_pos = torch.where(has_pos, lse_pos, torch.zeros_like(lse_pos))
+        n = n_pos.clamp_min(1).to(pos.dtype)
+        log_mean_pos = (lse_pos - torch.log(n))[:, None]  # the debiased estimator's e^{s+}, (A, 1)
+        log_neg = torch.log(q) + self.estimator.log_negative(log_e, log_mean_pos, scale, self.progress)[:, 0]
+        mean_pos = torch.where(pos_valid, pos, torch.zeros_like(pos)).sum(dim=1) / n
+        log_den = torch.logaddexp(lse_pos, log_neg) if self.include_positive else log_neg
+        per_anchor = log_den - mean_pos
+        per_anchor = torch.where(has_pos & ~empty, per_anchor, torch.zeros_like(per_anchor))
+        return per_anchor, has_pos
+
     def __call__(self, scores: ContrastScores, generator: torch.Generator | None = None) -> torch.Tensor:
         """The batch loss: mean over anchors with at least one positive."""
         per_anchor, counted = self.per_anchor(scores, generator)
@@ -135,9 +177,10 @@ class NegativeStrategy:
     def __repr__(self) -> str:
         return (f"NegativeStrategy(weightings={self.weightings!r}, estimator={self.estimator!r}, k={self.k!r}, "
                 f"collision_free={self.collision_free!r}, include_positive={self.include_positive!r}, "
-                f"count={self.count!r})")
+                f"count={self.count!r}, positives={self.positives!r})")
 
 
+POSITIVE_FORMS = ("per_positive", "joint")
 NAMES = ("uniform", "debiased", "hard", "ring", "label", "ot", "threshold")
 
 
@@ -146,7 +189,7 @@ def make_strategy(negatives="uniform", *, k: int | None = None, collision_free: 
                   beta=1.0, clip: bool = False, detach: bool = False, lower=0.0, upper=100.0,
                   hardening: str | None = None, tau=None, epsilon=0.5, cost: str = "sqeuclidean",
                   kappa: float = 0.0, sinkhorn_iters: int = 20, marginals: str = "uniform",
-                  ) -> NegativeStrategy:
+                  positives: str = "per_positive") -> NegativeStrategy:
     """Build a strategy from a name and keyword options (the functional and config entry point).
 
     Names:
@@ -159,7 +202,8 @@ def make_strategy(negatives="uniform", *, k: int | None = None, collision_free: 
             or "threshold" (tau).
         "threshold": the thresholded hardening 1(e^s >= tau) without labels (H-UCL(tau)).
         "ot": entropic OT coupling, Jiang, Ishwar & Aeron 2023 (epsilon, cost, kappa, sinkhorn_iters).
-    Any strategy takes k, collision_free, include_positive, count, and tau_plus (debiasing) with floor.
+    Any strategy takes k, collision_free, include_positive, count, positives ("per_positive" or
+    "joint", see :class:`NegativeStrategy`), and tau_plus (debiasing) with floor.
     A :class:`NegativeStrategy` is returned as is (options must then be empty).
     """
     if isinstance(negatives, NegativeStrategy):
@@ -198,4 +242,4 @@ def make_strategy(negatives="uniform", *, k: int | None = None, collision_free: 
                                       marginals=marginals))
     estimator = DebiasedEstimator(tau_plus, floor=floor) if tau_plus is not None else PlainEstimator()
     return NegativeStrategy(weightings, estimator, k=k, collision_free=collision_free,
-                            include_positive=include_positive, count=count)
+                            include_positive=include_positive, count=count, positives=positives)
