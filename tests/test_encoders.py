@@ -119,12 +119,12 @@ def test_transformer_mean_pooling_ignores_padding():
 
 
 def test_word_featurizer_truncates_and_pads():
-    class V:
-        def encode(self, toks):
-            return [len(t) + 1 for t in toks]
+    from qt_hard.data.vocab import Vocab
 
-    feat = WordFeaturizer(V(), max_len=3)
-    assert len(feat.ids("one two three four five")) == 3
+    vocab = Vocab(["one", "two", "three"])
+    feat = WordFeaturizer(vocab, max_len=3)
+    assert feat.ids("One two zebra four five") == [2, 3, 1]
+    assert feat.ids_many(["three", "one two three one"]) == [[4], [2, 3, 4]]
     batch = feat.collate([[4, 5, 6], [7]])
     assert batch["ids"].tolist() == [[4, 5, 6], [7, 0, 0]]
     assert batch["lengths"].tolist() == [3, 1]
@@ -203,3 +203,20 @@ def test_hf_featurizer_pads_with_the_tokenizer_and_truncates():
     ref = tok(texts, truncation=True, max_length=6, padding=True, return_tensors="pt")
     assert torch.equal(batch["input_ids"], ref["input_ids"])
     assert torch.equal(batch["attention_mask"], ref["attention_mask"])
+
+
+def test_saved_word_model_has_a_tokenizer_json_with_its_ids(tmp_path):
+    import qt_hard
+    from tokenizers import Tokenizer
+
+    from qt_hard.data.wordlevel import WordTokenizer
+    from qt_hard.encoders import random_encoder
+
+    tok = WordTokenizer.train(["the cat sat", "the dog sat", "a cat ran"], min_count=1)
+    enc = random_encoder("qt", tokenizer=tok, seed=0)
+    assert enc.vocab == tok.vocab()  # the random model uses the given vocabulary, not a fresh one
+    enc.save(tmp_path / "final")
+    other = Tokenizer.from_file(str(tmp_path / "final" / "tokenizer.json"))
+    assert other.encode("The cat flew", add_special_tokens=False).ids == enc.featurizer.ids("The cat flew")
+    again = qt_hard.load_encoder(tmp_path)
+    np.testing.assert_allclose(again.encode(["the cat sat"]), enc.encode(["the cat sat"]), atol=1e-6)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -79,6 +80,18 @@ def _backend(lower: bool):
         pre_tokenizers.WhitespaceSplit(),
     ])
     return tok
+
+
+@lru_cache(maxsize=2)
+def _plain(lower: bool):
+    return _backend(lower)
+
+
+def word_tokens(sentence: str, lower: bool = True) -> list[str]:
+    """The Treebank-style word tokens of one sentence (no vocabulary): what every word model splits
+    a sentence into (NLTK's ``word_tokenize`` serves only as the reference in the tests)."""
+    tok = _plain(lower)
+    return [w for w, _ in tok.pre_tokenizer.pre_tokenize_str(tok.normalizer.normalize_str(sentence))]
 
 
 class WordTokenizer:
@@ -133,8 +146,7 @@ class WordTokenizer:
 
     def tokens(self, text: str) -> list[str]:
         """The word tokens of one sentence (before the vocabulary: unknown words kept as they are)."""
-        normalized = self.backend.normalizer.normalize_str(text)
-        return [w for w, _ in self.backend.pre_tokenizer.pre_tokenize_str(normalized)]
+        return word_tokens(text, self.lower)
 
     def tokens_many(self, texts: Sequence[str]) -> list[list[str]]:
         return [self.tokens(t) for t in texts]
