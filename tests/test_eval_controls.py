@@ -59,11 +59,21 @@ def test_cli_prints_three_rows_and_unknown_words(model_dir, senteval_dir, tmp_pa
 
     out = tmp_path / "r.json"
     rc = main(["eval", "senteval", "--model", str(model_dir), "--controls", "--data", str(senteval_dir),
-               "--kfold", "2", "--name", "trained", "--output", str(out)])
+               "--tasks", "MR", "--kfold", "2", "--name", "trained", "--output", str(out)])
     assert rc in (0, None)
     text = capsys.readouterr().out
     assert "| trained |" in text and "| untrained qt-gru |" in text and "| random:bow |" in text
-    assert "six-task mean accuracy: trained" in text and "Unknown words (%)" in text
+    assert "Unknown words (%)" in text
     payload = json.loads(out.read_text())
     assert set(payload["controls"]) == {"untrained qt-gru", "random:bow"}
     assert payload["unk_rate_percent"]["MR"] > 0
+
+
+def test_six_task_mean_needs_all_six():
+    from qt_hard.evaluation.report import six_task_mean, unk_table
+
+    res = {t: {"acc": a} for t, a in zip(["MR", "CR", "SUBJ", "MPQA", "TREC", "MRPC"], [60, 70, 80, 90, 50, 40])}
+    assert six_task_mean(res) == pytest.approx(65.0)
+    del res["CR"]
+    assert six_task_mean(res) is None
+    assert "| m | 1.5 | – |" in unk_table({"m": {"MR": 1.5}, "n": {"CR": 2.0}})
