@@ -125,7 +125,15 @@ def train_one(args, key: str, seed: int) -> Path:
     over = list(args.set) + [f"out_dir={run_dir}", f"train.seed={seed}", f"objective.negatives={obj['negatives']}",
                              f"objective.options={json.dumps(obj['options'])}"]
     cfg = load_config(args.config, over)
+    # Every run reads the same sentences and token ids: one shared cache (split and tokenize once).
+    shared = Path(args.out) / "cache"
+    shared.mkdir(parents=True, exist_ok=True)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if not (run_dir / "cache").exists():
+        (run_dir / "cache").symlink_to(shared.resolve(), target_is_directory=True)
     train(cfg, resume=bool(list_checkpoints(run_dir)))
+    if not final.is_file():  # stopped by a signal (e.g. a time limit): its checkpoint is kept
+        raise SystemExit(f"{run_dir}: training was interrupted; run the same command again to resume it")
     return run_dir
 
 
