@@ -220,3 +220,25 @@ def test_saved_word_model_has_a_tokenizer_json_with_its_ids(tmp_path):
     assert other.encode("The cat flew", add_special_tokens=False).ids == enc.featurizer.ids("The cat flew")
     again = qt_hard.load_encoder(tmp_path)
     np.testing.assert_allclose(again.encode(["the cat sat"]), enc.encode(["the cat sat"]), atol=1e-6)
+
+
+def test_cpu_gru_dense_path_equals_packing():
+    """The unidirectional GRU's dense CPU path gives the packed recurrence's states and gradients."""
+    from torch.nn.utils.rnn import pack_padded_sequence
+
+    from qt_hard.encoders.quick_thoughts import SentenceRNN
+
+    torch.manual_seed(0)
+    enc = SentenceRNN(30, "gru", 6, 5).double()
+    ids = torch.randint(2, 30, (5, 7))
+    lengths = torch.tensor([7, 3, 1, 0, 5])
+    for r, n in enumerate(lengths.tolist()):
+        ids[r, n:] = 0
+    got = enc(ids, lengths)
+    packed = pack_padded_sequence(enc.embedding(ids), lengths.clamp(min=1), batch_first=True, enforce_sorted=False)
+    ref = enc.rnn(packed)[1][0]
+    torch.testing.assert_close(got, ref, atol=1e-12, rtol=1e-12)
+    g1 = torch.autograd.grad(got.sum(), list(enc.parameters()))
+    g2 = torch.autograd.grad(ref.sum(), list(enc.parameters()))
+    for a, b in zip(g1, g2):
+        torch.testing.assert_close(a, b, atol=1e-10, rtol=1e-10)
