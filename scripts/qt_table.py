@@ -251,7 +251,10 @@ def main() -> None:
                 t0 = time.perf_counter()
                 run_dir = train_one(args, key, seed)
                 t1 = time.perf_counter()
-                enc = qt_hard.load_encoder(run_dir)
+                import torch
+
+                # Encode on the GPU where there is one (the classifiers' protocol is the same).
+                enc = qt_hard.load_encoder(run_dir, device="cuda" if torch.cuda.is_available() else "cpu")
                 res = run_eval(enc, list(TASKS), args.kfold, data)
                 rec = {"row": key, "seed": seed, "protocol": args.protocol, "run": str(run_dir),
                        "acc": {t: res[t]["acc"] for t in TASKS}, "mrpc_f1": res["MRPC"].get("f1"),
