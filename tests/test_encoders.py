@@ -242,3 +242,11 @@ def test_cpu_gru_dense_path_equals_packing():
     g2 = torch.autograd.grad(ref.sum(), list(enc.parameters()))
     for a, b in zip(g1, g2):
         torch.testing.assert_close(a, b, atol=1e-10, rtol=1e-10)
+
+
+def test_quick_thoughts_word_embeddings_start_at_s2v_scale():
+    from qt_hard.encoders.quick_thoughts import SentenceRNN
+
+    enc = SentenceRNN(500, "bow", 32)
+    w = enc.embedding.weight
+    assert float(w[1:].abs().max()) <= 0.1 and float(w[1:].std()) > 0.03 and float(w[0].abs().max()) == 0.0
