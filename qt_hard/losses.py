@@ -7,7 +7,9 @@ with ``set_progress`` for schedules):
   al. D.1). With ``negatives="hard", beta=0, tau_plus=0`` it is SimCLR's NT-Xent; with
   ``negatives="hard", beta, tau_plus`` it is HCL's ``criterion`` (Robinson et al. 2021, Fig. 13 and
   the official code).
-* :func:`context_loss` / :class:`ContextLoss`: Quick-Thoughts (multi-positive context window).
+* :func:`context_loss` / :class:`ContextLoss`: Quick-Thoughts (multi-positive context window); by
+  default the positives share one softmax denominator (``positives="joint"``, S2V's ``build_loss``),
+  ``positives="per_positive"`` gives each positive its own denominator of the negatives.
 * :func:`ranking_loss` / :class:`RankingLoss`: anchors against positives and explicit negatives
   (sentence-transformers' MultipleNegativesRankingLoss layout).
 * :func:`local_global_loss` / :class:`LocalGlobalLoss`: InfoGraph (Sun et al. 2020; HCL App. B),
@@ -31,6 +33,7 @@ from torch import nn
 from .negatives.distributed import world
 from .negatives.scores import context_scores, node_graph_scores, one_directional_scores, two_view_scores
 from .negatives.strategy import NegativeStrategy, make_strategy
+
 
 
 def _strategy(negatives, k, include_positive, options) -> NegativeStrategy:
@@ -82,7 +85,7 @@ def context_loss(f_emb: torch.Tensor, g_emb: torch.Tensor, negatives="uniform", 
         doc_ids: (B,) document ids; no positive pair crosses two documents.
         Other arguments as :func:`contrastive_loss`.
     """
-    strategy = _strategy(negatives, k, include_positive, options)
+    strategy = _strategy(negatives, k, include_positive, _joint_by_default(negatives, options))
     scores = context_scores(f_emb, g_emb, context=context, temperature=temperature, normalize=normalize,
                             doc_ids=doc_ids, gather_candidates=gather)
     return strategy(scores, generator)
@@ -111,6 +114,14 @@ def ranking_loss(anchors: torch.Tensor, positives: torch.Tensor, negatives: torc
                                     extra_candidates=extra_candidates, extra_labels=extra_labels,
                                     in_batch=in_batch)
     return strat(scores, generator)
+
+
+def _joint_by_default(negatives, options: dict) -> dict:
+    """Quick-Thoughts' positives share one denominator unless told otherwise (a ready-made
+    :class:`NegativeStrategy` keeps its own setting)."""
+    if isinstance(negatives, NegativeStrategy) or "positives" in options:
+        return options
+    return {**options, "positives": "joint"}
 
 
 class _StrategyLoss(nn.Module):
@@ -144,12 +155,12 @@ class ContrastiveLoss(_StrategyLoss):
 
 
 class ContextLoss(_StrategyLoss):
-    """Module form of :func:`context_loss` (Quick-Thoughts)."""
+    """Module form of :func:`context_loss` (Quick-Thoughts; positives "joint" by default)."""
 
     def __init__(self, negatives="uniform", *, context: int = 1, temperature: float = 1.0,
                  normalize: bool = False, k: int | None = None, include_positive: bool = True,
                  gather: bool = True, **options):
-        super().__init__(negatives, k, include_positive, options)
+        super().__init__(negatives, k, include_positive, _joint_by_default(negatives, options))
         self.context, self.temperature, self.normalize, self.gather = context, temperature, normalize, gather
 
     def forward(self, f_emb: torch.Tensor, g_emb: torch.Tensor, doc_ids=None) -> torch.Tensor:

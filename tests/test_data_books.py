@@ -236,3 +236,22 @@ def test_hf_bookcorpus_bad_input(tmp_path):
         load_hf_bookcorpus(dataset=Dataset.from_dict({"sentence": ["a"]}))
     with pytest.raises(ValueError, match="empty"):
         load_hf_bookcorpus(dataset=Dataset.from_dict({"text": []}))
+
+
+def test_without_datasets_the_plain_loader_gives_the_same_rows(library, tmp_path, monkeypatch):
+    import sys
+
+    import numpy as np
+
+    from qt_hard.data.books import SentenceTable, dataset_column
+
+    ref = load_books(library, cache_dir=tmp_path / "a")
+    monkeypatch.setitem(sys.modules, "datasets", None)  # `import datasets` now raises ImportError
+    plain = load_books(library, cache_dir=tmp_path / "b")
+    assert isinstance(plain, SentenceTable) and len(plain) == len(ref)
+    for col in ("text", "doc_id", "sent_id"):
+        assert list(dataset_column(plain, col)) == list(dataset_column(ref, col))
+    again = load_books(library, cache_dir=tmp_path / "b")  # from its plain-file cache
+    assert dataset_column(again, "text") == dataset_column(plain, "text")
+    sub = plain.select(range(3))
+    assert len(sub) == 3 and np.array_equal(dataset_column(sub, "doc_id", numpy=True), plain["doc_id"][:3])

@@ -159,8 +159,8 @@ def test_original_layout_natural_order_and_cache(tmp_path, monkeypatch):
     d = make_archive(tmp_path, names=["1", "2", "10"], n_sent=10)
     (d / "README").write_text("not an article\n")
     calls = []
-    real = W.word_tokenize
-    monkeypatch.setattr(W, "word_tokenize", lambda s, lower=True: calls.append(1) or real(s, lower))
+    real = W.word_tokens
+    monkeypatch.setattr(W, "word_tokens", lambda s, lower=True: calls.append(1) or real(s, lower))
     w = load_wiki(d, min_count=1, cache_dir=tmp_path / "c")
     assert w.num_classes == 3 and w.titles == ["1", "2", "10"]
     assert all(s.startswith("topic2 ") for s, y in zip(w.train_sentences, w.train_labels) if y == 2)

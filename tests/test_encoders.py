@@ -119,12 +119,12 @@ def test_transformer_mean_pooling_ignores_padding():
 
 
 def test_word_featurizer_truncates_and_pads():
-    class V:
-        def encode(self, toks):
-            return [len(t) + 1 for t in toks]
+    from qt_hard.data.vocab import Vocab
 
-    feat = WordFeaturizer(V(), max_len=3)
-    assert len(feat.ids("one two three four five")) == 3
+    vocab = Vocab(["one", "two", "three"])
+    feat = WordFeaturizer(vocab, max_len=3)
+    assert feat.ids("One two zebra four five") == [2, 3, 1]
+    assert feat.ids_many(["three", "one two three one"]) == [[4], [2, 3, 4]]
     batch = feat.collate([[4, 5, 6], [7]])
     assert batch["ids"].tolist() == [[4, 5, 6], [7, 0, 0]]
     assert batch["lengths"].tolist() == [3, 1]
@@ -203,3 +203,50 @@ def test_hf_featurizer_pads_with_the_tokenizer_and_truncates():
     ref = tok(texts, truncation=True, max_length=6, padding=True, return_tensors="pt")
     assert torch.equal(batch["input_ids"], ref["input_ids"])
     assert torch.equal(batch["attention_mask"], ref["attention_mask"])
+
+
+def test_saved_word_model_has_a_tokenizer_json_with_its_ids(tmp_path):
+    import qt_hard
+    from tokenizers import Tokenizer
+
+    from qt_hard.data.wordlevel import WordTokenizer
+    from qt_hard.encoders import random_encoder
+
+    tok = WordTokenizer.train(["the cat sat", "the dog sat", "a cat ran"], min_count=1)
+    enc = random_encoder("qt", tokenizer=tok, seed=0)
+    assert enc.vocab == tok.vocab()  # the random model uses the given vocabulary, not a fresh one
+    enc.save(tmp_path / "final")
+    other = Tokenizer.from_file(str(tmp_path / "final" / "tokenizer.json"))
+    assert other.encode("The cat flew", add_special_tokens=False).ids == enc.featurizer.ids("The cat flew")
+    again = qt_hard.load_encoder(tmp_path)
+    np.testing.assert_allclose(again.encode(["the cat sat"]), enc.encode(["the cat sat"]), atol=1e-6)
+
+
+def test_cpu_gru_dense_path_equals_packing():
+    """The unidirectional GRU's dense CPU path gives the packed recurrence's states and gradients."""
+    from torch.nn.utils.rnn import pack_padded_sequence
+
+    from qt_hard.encoders.quick_thoughts import SentenceRNN
+
+    torch.manual_seed(0)
+    enc = SentenceRNN(30, "gru", 6, 5).double()
+    ids = torch.randint(2, 30, (5, 7))
+    lengths = torch.tensor([7, 3, 1, 0, 5])
+    for r, n in enumerate(lengths.tolist()):
+        ids[r, n:] = 0
+    got = enc(ids, lengths)
+    packed = pack_padded_sequence(enc.embedding(ids), lengths.clamp(min=1), batch_first=True, enforce_sorted=False)
+    ref = enc.rnn(packed)[1][0]
+    torch.testing.assert_close(got, ref, atol=1e-12, rtol=1e-12)
+    g1 = torch.autograd.grad(got.sum(), list(enc.parameters()))
+    g2 = torch.autograd.grad(ref.sum(), list(enc.parameters()))
+    for a, b in zip(g1, g2):
+        torch.testing.assert_close(a, b, atol=1e-10, rtol=1e-10)
+
+
+def test_quick_thoughts_word_embeddings_start_at_s2v_scale():
+    from qt_hard.encoders.quick_thoughts import SentenceRNN
+
+    enc = SentenceRNN(500, "bow", 32)
+    w = enc.embedding.weight
+    assert float(w[1:].abs().max()) <= 0.1 and float(w[1:].std()) > 0.03 and float(w[0].abs().max()) == 0.0

@@ -128,7 +128,7 @@ def test_cli_senteval_subcommand(tmp_path, monkeypatch, capsys):
     from test_eval_senteval import HashBoW, write_senteval
 
     data = write_senteval(tmp_path / "se", n=40)
-    monkeypatch.setattr(eval_models, "load_model", lambda spec, sentences=None: HashBoW(dim=8))
+    monkeypatch.setattr(eval_models, "load_model", lambda spec, sentences=None, tokenizer=None: HashBoW(dim=8))
     out = tmp_path / "r.json"
     assert main(["eval", "senteval", "--model", "hash", "--tasks", "CR,TREC", "--data", str(data),
                  "--kfold", "3", "--output", str(out)]) == 0

@@ -164,7 +164,7 @@ def test_context_loss_multi_positive():
         s = lambda j: float(f[i] @ gg[j])
         den = sum(math.exp(s(j)) for j in negs)
         losses.append(mean([-s(p) + math.log(math.exp(s(p)) + den) for p in pos]))
-    got = context_loss(f, gg, "uniform", context=c, doc_ids=torch.tensor(docs)).item()
+    got = context_loss(f, gg, "uniform", context=c, doc_ids=torch.tensor(docs), positives="per_positive").item()
     assert got == pytest.approx(mean(losses), abs=1e-10)
 
 

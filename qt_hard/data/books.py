@@ -282,7 +282,10 @@ def load_books(
     ``dataset.info.description`` holds the cache folder. ``progress`` shows ``datasets``'
     progress bars while building.
     """
-    from datasets import Dataset, load_from_disk
+    try:
+        from datasets import Dataset, load_from_disk
+    except ImportError:  # a machine without `datasets` (e.g. a bare GPU box): plain files instead
+        return _load_books_plain(path_or_dir, max_books, cache_dir, min_sentences)
 
     files = find_books(path_or_dir, max_books)
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir() / "books"
@@ -351,6 +354,76 @@ def load_books(
     return load_from_disk(str(target))
 
 
+class SentenceTable:
+    """The columns of :func:`load_books` without ``datasets``: ``text`` (list), ``doc_id`` and
+    ``sent_id`` (int32 arrays); ``len``, ``select(indices)``, ``ds[name]`` and :func:`dataset_column`
+    work on it as on the ``datasets.Dataset``."""
+
+    def __init__(self, text, doc_id, sent_id, cache_files=()):
+        import numpy as np
+
+        self.columns = {"text": list(text), "doc_id": np.asarray(doc_id, dtype=np.int32),
+                        "sent_id": np.asarray(sent_id, dtype=np.int32)}
+        self.cache_files = list(cache_files)
+        self.column_names = list(self.columns)
+
+    def __len__(self) -> int:
+        return len(self.columns["text"])
+
+    def __getitem__(self, name: str):
+        return self.columns[name]
+
+    def select(self, indices) -> "SentenceTable":
+        import numpy as np
+
+        idx = np.asarray(list(indices), dtype=np.int64)
+        return SentenceTable([self.columns["text"][i] for i in idx], self.columns["doc_id"][idx],
+                             self.columns["sent_id"][idx], self.cache_files)
+
+
+def _load_books_plain(path_or_dir, max_books, cache_dir, min_sentences: int) -> SentenceTable:
+    """:func:`load_books` for machines without ``datasets``: the same rows, cached as plain files
+    (``sentences.txt``, one sentence a line, and ``ids.npz``) under the same content key."""
+    import numpy as np
+
+    files = find_books(path_or_dir, max_books)
+    root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir() / "books"
+    target = root / f"books-plain-{_cache_key(files, {'min_sentences': min_sentences})}"
+    meta_file = target / "books.json"
+    if meta_file.is_file():
+        z = np.load(target / "ids.npz")
+        text = (target / "sentences.txt").read_text(encoding="utf-8").split("\n")[: len(z["doc_id"])]
+        return SentenceTable(text, z["doc_id"], z["sent_id"], [{"filename": str(target / "ids.npz")}])
+    text, doc, sent, counts = [], [], [], []
+    for i, f in enumerate(files):
+        sents = list(book_sentences(f))
+        if len(sents) < min_sentences:
+            warnings.warn(f"{f}: fewer than {min_sentences} sentences, left out", stacklevel=3)
+            counts.append(0)
+            continue
+        counts.append(len(sents))
+        text += sents
+        doc += [i] * len(sents)
+        sent += range(len(sents))
+    if not text:
+        raise BookError(f"no book in {path_or_dir} has {min_sentences} or more sentences")
+    staged = Path(tempfile.mkdtemp(prefix=".build-", dir=_mkdir(root)))
+    (staged / "sentences.txt").write_text("\n".join(text), encoding="utf-8")
+    np.savez(staged / "ids.npz", doc_id=np.asarray(doc, dtype=np.int32), sent_id=np.asarray(sent, dtype=np.int32))
+    meta = {"files": [str(f) for f in files], "sentences_per_book": counts, "min_sentences": min_sentences,
+            "splitter": SPLITTER_VERSION, "rows": len(text)}
+    (staged / "books.json").write_text(json.dumps(meta, indent=1))
+    if target.exists():
+        shutil.rmtree(target)
+    os.replace(staged, target)
+    return SentenceTable(text, doc, sent, [{"filename": str(target / "ids.npz")}])
+
+
+def _mkdir(p: Path) -> Path:
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
 @contextlib.contextmanager
 def _progress_bars(show: bool):
     """Show or hide ``datasets``' progress bars for the duration, then restore the setting."""
@@ -377,6 +450,8 @@ def dataset_column(ds, name: str, numpy: bool = False):
     ``ds[name]`` is a lazy ``Column`` that converts row by row (about 10 minutes for the 1.3 M
     ``doc_id`` values of the local books; this takes well under a second).
     """
+    if isinstance(ds, SentenceTable):
+        return ds[name] if numpy or name == "text" else ds[name].tolist()
     if numpy:
         return ds.with_format("numpy", columns=[name])[:][name]
     return ds.with_format(None, columns=[name])[:][name]

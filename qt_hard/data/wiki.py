@@ -4,7 +4,8 @@ The Princeton CURL release of Wiki-3029 is one file per article, one sentence pe
 label of a sentence is the index of its file in sorted order, and Wiki-N keeps the first N
 files. :func:`build_wiki` writes that layout from a WikiExtractor dump (``<doc ...>`` blocks,
 plain or ``.xz``), streaming; :func:`load_wiki` reads it (ours or the original) into
-:class:`WikiData`: an 80/20 train/test split per article, NLTK word tokens, tokens seen fewer
+:class:`WikiData`: an 80/20 train/test split per article, Treebank word tokens
+(:func:`qt_hard.data.wordlevel.word_tokens`, NLTK's tokens in Rust), tokens seen fewer
 than ``min_count`` times in the training split mapped to ``<unk>`` (Ash et al. 2022, section 5),
 and positive pairs redrawn every epoch (two random training sentences of one article).
 """
@@ -26,7 +27,8 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from .tokenize import SPLITTER_VERSION, split_sentences, word_tokenize
+from .tokenize import SPLITTER_VERSION, split_sentences
+from .wordlevel import TOKENIZER_VERSION, word_tokens
 from .vocab import Vocab
 
 _DOC_OPEN = re.compile(r'^<doc\s+([^>]*)>\s*$')
@@ -258,13 +260,10 @@ def _titles(directory: Path, files: list[Path]) -> list[str]:
     return [by_file.get(f.name, f.stem) for f in files]
 
 
-_TOKENIZER_VERSION = "nltk-word-1"
-
-
 def _tokens_cached(sentences: list[str], key_parts: list, lower: bool, cache_dir: Path | None,
                    num_proc: int) -> tuple[list[str], np.ndarray, np.ndarray]:
     """All sentences as ids into a raw token list: (raw_itos, flat ids, offsets)."""
-    h = hashlib.sha256(json.dumps([_TOKENIZER_VERSION, lower, key_parts]).encode()).hexdigest()[:20]
+    h = hashlib.sha256(json.dumps([TOKENIZER_VERSION, lower, key_parts]).encode()).hexdigest()[:20]
     path = cache_dir / f"wiki-tokens-{h}.npz" if cache_dir is not None else None
     if path is not None and path.exists():
         z = np.load(path, allow_pickle=False)
@@ -286,7 +285,7 @@ def _tokenize_chunk(args) -> tuple[list[str], np.ndarray, np.ndarray]:
     flat: list[int] = []
     lens = np.zeros(len(sentences), dtype=np.int64)
     for i, s in enumerate(sentences):
-        toks = word_tokenize(s, lower=lower)
+        toks = word_tokens(s, lower=lower)
         lens[i] = len(toks)
         for t in toks:
             j = stoi.get(t)
@@ -382,7 +381,7 @@ class WikiData:
 
     def encode(self, sentence: str) -> list[int]:
         """Token ids of a new sentence with this dataset's tokenizer and vocabulary."""
-        return self.vocab.encode(word_tokenize(sentence, lower=self.lower))
+        return self.vocab.encode(word_tokens(sentence, lower=self.lower))
 
     def positive_pair_indices(self, epoch: int, seed: int = 0) -> np.ndarray:
         """``(P, 3)`` int64 rows ``(i, j, label)`` over the training sentences: see
@@ -495,7 +494,7 @@ def load_wiki(
     """Read a Wiki-N folder (one article per file, one sentence per line) into ``WikiData``.
 
     ``classes``: keep the first N articles (all when None). The split is 80/20 per article
-    (``train_fraction``), drawn with ``seed``. Tokens (NLTK word tokens, lower-cased unless
+    (``train_fraction``), drawn with ``seed``. Tokens (Treebank word tokens, lower-cased unless
     ``lower=False``) seen fewer than ``min_count`` times in the training split become
     ``<unk>``. Tokenization is cached under ``cache_dir`` (default
     ``default_cache_dir()/wiki``), keyed by the files' paths, sizes and mtimes; pass

@@ -53,15 +53,20 @@ def _resolve_config(config: str | dict):
     return load_config(path)
 
 
-def random_encoder(config: str | dict, sentences: Sequence[str], seed: int | None = None) -> SentenceEncoder:
+def random_encoder(config: str | dict, sentences: Sequence[str] = (), seed: int | None = None,
+                   tokenizer=None) -> SentenceEncoder:
     """An untrained encoder of the kind a training config describes.
 
     Args:
         config: a training YAML path, a name in ``configs/`` (e.g. "bow_wiki"), a built-in name
             ("bow", "qt"), or a dict (a whole training config or only its model section).
-        sentences: raw sentences; the word vocabulary is built from them with the config's
-            ``data.min_count`` / ``data.max_vocab`` (ignored for kind "hf").
+        sentences: raw sentences to fit a word vocabulary on (with the config's ``data.min_count`` /
+            ``data.max_vocab``) when no ``tokenizer`` is given; ignored for kind "hf". Fitting it on
+            the sentences to be evaluated lets the baseline see every test word: a control row of a
+            trained model should pass that model's tokenizer instead.
         seed: initialization seed (default: the config's ``train.seed``).
+        tokenizer: a :class:`qt_hard.data.wordlevel.WordTokenizer` (e.g. a trained model's
+            ``tokenizer.json``) whose vocabulary the random encoder uses.
     """
     import torch
 
@@ -69,14 +74,14 @@ def random_encoder(config: str | dict, sentences: Sequence[str], seed: int | Non
     torch.manual_seed(cfg.train.seed if seed is None else seed)
     if cfg.model.kind == "hf":
         return make_encoder(cfg.model)
-    from qt_hard.data.tokenize import word_tokenize
-    from qt_hard.data.vocab import Vocab
+    from qt_hard.data.wordlevel import WordTokenizer
 
-    sentences = list(sentences)
-    if not sentences:
-        raise ValueError("random_encoder needs at least one sentence to build its vocabulary")
-    tokens = [word_tokenize(s, lower=cfg.model.lower) for s in sentences]
-    vocab = Vocab.build(tokens, min_count=cfg.data.min_count, max_size=cfg.data.max_vocab)
-    enc = make_encoder(cfg.model, vocab)
+    if tokenizer is None:
+        sentences = list(sentences)
+        if not sentences:
+            raise ValueError("random_encoder needs a tokenizer or at least one sentence for its vocabulary")
+        tokenizer = WordTokenizer.train(sentences, min_count=cfg.data.min_count, max_size=cfg.data.max_vocab,
+                                        lower=cfg.model.lower)
+    enc = make_encoder(cfg.model, tokenizer=tokenizer)
     enc.module.eval()
     return enc

@@ -5,6 +5,8 @@ Saved-model layout (``OUT/final/``)::
     encoder.json        {"format": "qt-hard-encoder", "version": 1, "model": ModelConfig fields,
                          "vocab_size": V}
     vocab.json          the word vocabulary (``qt_hard.data.vocab.Vocab.save``), word models only
+    tokenizer.json      word models: the Hugging Face ``tokenizers`` word-level tokenizer (same ids),
+                        loadable by ``tokenizers.Tokenizer.from_file`` and other tools
     weights.pt          the module's state_dict (torch.save; loaded with weights_only=True)
     hf/                 kind "hf": the fine-tuned transformer and its tokenizer (save_pretrained)
 
@@ -38,17 +40,25 @@ DEFAULT_ENCODE_THREADS = int(os.environ.get("QT_HARD_ENCODE_THREADS", "0") or 0)
 
 
 class WordFeaturizer:
-    """Word tokens -> vocabulary ids -> padded (ids (B, L), lengths (B,)) batches. Pad id is 0."""
+    """Word tokens -> vocabulary ids -> padded (ids (B, L), lengths (B,)) batches. Pad id is 0.
 
-    def __init__(self, vocab, lower: bool = True, max_len: int = 64):
+    The ids come from a :class:`qt_hard.data.wordlevel.WordTokenizer` (the model's ``tokenizer.json``;
+    built from ``vocab`` when none is given), so a batch of sentences is tokenized in one Rust call.
+    """
+
+    def __init__(self, vocab, lower: bool = True, max_len: int = 64, tokenizer=None):
+        from qt_hard.data.wordlevel import WordTokenizer
+
         self.vocab = vocab
         self.lower = lower
         self.max_len = max_len
+        self.tokenizer = tokenizer if tokenizer is not None else WordTokenizer.from_vocab(vocab, lower)
 
     def ids(self, text: str) -> list[int]:
-        from qt_hard.data.tokenize import word_tokenize
+        return self.tokenizer.encode(text)[: self.max_len]
 
-        return list(self.vocab.encode(word_tokenize(text, lower=self.lower)))[: self.max_len]
+    def ids_many(self, texts: Sequence[str]) -> list[list[int]]:
+        return [x[: self.max_len] for x in self.tokenizer.encode_batch(list(texts))]
 
     def collate(self, id_lists: Sequence[Sequence[int]]) -> dict[str, torch.Tensor]:
         lengths = [min(len(x), self.max_len) for x in id_lists]
@@ -56,7 +66,7 @@ class WordFeaturizer:
         ids = torch.zeros((len(id_lists), width), dtype=torch.long)
         for row, (x, n) in enumerate(zip(id_lists, lengths)):
             if n:
-                ids[row, :n] = torch.as_tensor(list(x[:n]), dtype=torch.long)
+                ids[row, :n] = torch.as_tensor(np.asarray(x[:n], dtype=np.int64))
         return {"ids": ids, "lengths": torch.as_tensor(lengths, dtype=torch.long)}
 
 
@@ -184,13 +194,16 @@ class SentenceEncoder:
             meta["model"]["hf_path"] = "hf"  # relative to the saved folder
         else:
             self.vocab.save(path / "vocab.json")
+            self.featurizer.tokenizer.save(path / "tokenizer.json")
             torch.save({k: v.detach().cpu() for k, v in self.module.state_dict().items()}, path / "weights.pt")
         (path / "encoder.json").write_text(json.dumps(meta, indent=2) + "\n")
         return path
 
 
-def make_encoder(cfg: ModelConfig, vocab=None, module: nn.Module | None = None) -> SentenceEncoder:
-    """Wrap ``module`` (or a freshly initialized one) with the featurizer that ``cfg`` implies."""
+def make_encoder(cfg: ModelConfig, vocab=None, module: nn.Module | None = None, tokenizer=None) -> SentenceEncoder:
+    """Wrap ``module`` (or a freshly initialized one) with the featurizer that ``cfg`` implies.
+
+    Word models: ``tokenizer`` (a ``WordTokenizer``) gives the ids; ``vocab`` defaults to its view."""
     cfg.validate()
     if cfg.kind == "hf":
         from transformers import AutoTokenizer
@@ -200,10 +213,12 @@ def make_encoder(cfg: ModelConfig, vocab=None, module: nn.Module | None = None) 
         module = module if module is not None else build_module(cfg)
         tok = AutoTokenizer.from_pretrained(resolve_model_path(cfg.hf_path), local_files_only=True)
         return SentenceEncoder(cfg, module, HFFeaturizer(tok, cfg.max_len))
+    if vocab is None and tokenizer is not None:
+        vocab = tokenizer.vocab()
     if vocab is None:
-        raise ValueError(f"model.kind {cfg.kind!r} needs a vocabulary")
+        raise ValueError(f"model.kind {cfg.kind!r} needs a vocabulary or a tokenizer")
     module = module if module is not None else build_module(cfg, len(vocab))
-    return SentenceEncoder(cfg, module, WordFeaturizer(vocab, cfg.lower, cfg.max_len), vocab)
+    return SentenceEncoder(cfg, module, WordFeaturizer(vocab, cfg.lower, cfg.max_len, tokenizer), vocab)
 
 
 def model_config_from_dict(d: dict) -> ModelConfig:
@@ -240,8 +255,12 @@ def load_encoder(path: str | Path, device: str | torch.device = "cpu") -> Senten
     else:
         from qt_hard.data.vocab import Vocab
 
+        from qt_hard.data.wordlevel import WordTokenizer
+
         vocab = Vocab.load(path / "vocab.json")
-        enc = make_encoder(cfg, vocab)
+        # Models saved before tokenizer.json existed get one built from their vocabulary.
+        tokenizer = WordTokenizer.load(path) if (path / "tokenizer.json").is_file() else None
+        enc = make_encoder(cfg, vocab, tokenizer=tokenizer)
         state = torch.load(path / "weights.pt", map_location="cpu", weights_only=True)
         enc.module.load_state_dict(state)
     enc.module.to(device).eval()

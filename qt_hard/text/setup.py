@@ -3,7 +3,8 @@
 Token ids are cached under ``OUT/cache/`` (vocabulary + flat id arrays), keyed by a hash of the
 data settings, so a resumed or repeated run does not re-tokenize.
 
-Word models (``bow``, ``qt``) get word-token ids and a vocabulary fitted on the training text; a
+Word models (``bow``, ``qt``) get word-token ids from a Hugging Face word-level tokenizer
+(:mod:`qt_hard.data.wordlevel`) whose vocabulary is fitted on the training text; a
 transformer (``hf``) gets its own tokenizer's ids (special tokens included, cut at
 ``model.max_len``) and batches ``{input_ids, attention_mask}``. Both read the same sentences and
 build the same tasks (``ContextTask`` for ordered books, ``PairTask`` for Wiki-N / synthetic), so
@@ -39,31 +40,25 @@ def _key(obj) -> str:
     return hashlib.sha1(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
-def _tokenize_all(texts, lower: bool, progress: bool):
-    from qt_hard.data.tokenize import word_tokenize
+def _vocab_and_store(cfg: Config, cache: Path, texts):
+    """(WordTokenizer, TokenStore) for ``texts``: the word-level tokenizer is fitted on them by
+    ``tokenizers``' own trainer (``data.min_count``, ``data.max_vocab``) and encodes them in Rust
+    (:mod:`qt_hard.data.wordlevel`); both are cached in ``cache``."""
+    from qt_hard.data.wordlevel import WordTokenizer
 
-    it = texts
-    if progress:
-        from tqdm.auto import tqdm
-
-        it = tqdm(texts, desc="tokenize", mininterval=2.0)
-    return [word_tokenize(t, lower=lower) for t in it]
-
-
-def _vocab_and_store(cfg: Config, cache: Path, texts, fit_texts=None):
-    """(Vocab, TokenStore) for ``texts``; the vocabulary is fitted on ``fit_texts`` (default all)."""
-    from qt_hard.data.vocab import Vocab
-
-    if (cache / "vocab.json").is_file() and (cache / "tokens_offsets.npy").is_file():
-        return Vocab.load(cache / "vocab.json"), TokenStore.load(cache / "tokens")
-    tokens = _tokenize_all(texts, cfg.model.lower, cfg.train.progress)
-    fit = tokens if fit_texts is None else _tokenize_all(fit_texts, cfg.model.lower, False)
-    vocab = Vocab.build(fit, min_count=cfg.data.min_count, max_size=cfg.data.max_vocab)
-    store = TokenStore.from_lists([list(vocab.encode(t))[: cfg.model.max_len] for t in tokens])
+    if (cache / "tokenizer.json").is_file() and (cache / "tokens_offsets.npy").is_file():
+        return WordTokenizer.load(cache / "tokenizer.json"), TokenStore.load(cache / "tokens")
+    tok = WordTokenizer.train(texts, min_count=cfg.data.min_count, max_size=cfg.data.max_vocab,
+                              lower=cfg.model.lower, length=len(texts))
+    ids = []
+    for start in range(0, len(texts), 50_000):  # bounded memory for the Rust encodings
+        ids.extend(x[: cfg.model.max_len] for x in tok.encode_batch(texts[start : start + 50_000]))
+    store = TokenStore.from_lists(ids)
+    del ids
     cache.mkdir(parents=True, exist_ok=True)
     store.save(cache / "tokens")
-    vocab.save(cache / "vocab.json")
-    return vocab, TokenStore.load(cache / "tokens")
+    tok.save(cache / "tokenizer.json")
+    return tok, TokenStore.load(cache / "tokens")
 
 
 def _text_key(texts) -> str:
@@ -99,16 +94,16 @@ def _hf_parts(cfg: Config, cache_root: Path, texts):
     return encoder.module, store, feat.collate, lambda m: make_encoder(cfg.model, None, m)
 
 
-def _word_run(cfg: Config, vocab, task, pair_data: bool) -> Run:
+def _word_run(cfg: Config, vocab, task, pair_data: bool, tokenizer=None) -> Run:
     module = build_module(cfg.model, len(vocab))
     # The featurizer of the saved model must cut sentences exactly as training did.
-    return Run(module, task, pair_data, lambda m: make_encoder(cfg.model, vocab, m))
+    return Run(module, task, pair_data, lambda m: make_encoder(cfg.model, vocab, m, tokenizer))
 
 
-def _collate(cfg: Config, vocab):
+def _collate(cfg: Config, vocab, tokenizer=None):
     from qt_hard.encoders.text import WordFeaturizer
 
-    return WordFeaturizer(vocab, cfg.model.lower, cfg.model.max_len).collate
+    return WordFeaturizer(vocab, cfg.model.lower, cfg.model.max_len, tokenizer).collate
 
 
 def build_run(cfg: Config, out: Path) -> Run:
@@ -138,16 +133,19 @@ def build_run(cfg: Config, out: Path) -> Run:
                 ds = load_hf_bookcorpus(cache_dir=cache_root / "bookcorpus", max_rows=cfg.data.max_sentences)
         if cfg.data.max_sentences is not None:
             ds = ds.select(range(min(cfg.data.max_sentences, len(ds))))
+        from qt_hard.data.wordlevel import TOKENIZER_VERSION
+
         key = _key([kind, cfg.data.path, cfg.data.max_books, cfg.data.max_sentences, cfg.data.min_count,
-                    cfg.data.max_vocab, cfg.model.lower, cfg.model.max_len, len(ds)])
+                    cfg.data.max_vocab, cfg.model.lower, cfg.model.max_len, len(ds), TOKENIZER_VERSION])
         # Whole-column Arrow reads: ds["doc_id"] converts row by row in datasets 4+ (minutes on all books).
         doc_ids = dataset_column(ds, "doc_id", numpy=True).astype(np.int64)
         if cfg.model.kind == "hf":
             module, store, collate, wrap = _hf_parts(cfg, cache_root, dataset_column(ds, "text"))
             return Run(module, ContextTask(store, doc_ids, collate, B, seed), False, wrap)
-        vocab, store = _vocab_and_store(cfg, cache_root / f"tokens_{key}", dataset_column(ds, "text"))
-        task = ContextTask(store, doc_ids, _collate(cfg, vocab), B, seed)
-        return _word_run(cfg, vocab, task, pair_data=False)
+        tok, store = _vocab_and_store(cfg, cache_root / f"tokens_{key}", dataset_column(ds, "text"))
+        vocab = tok.vocab()
+        task = ContextTask(store, doc_ids, _collate(cfg, vocab, tok), B, seed)
+        return _word_run(cfg, vocab, task, pair_data=False, tokenizer=tok)
     if kind == "wiki":
         return _wiki_run(cfg, out, cache_root)
     if kind == "synthetic":

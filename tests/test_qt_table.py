@@ -1,0 +1,68 @@
+"""scripts/qt_table.py: the paper's rows, atomic result lines, the summary and the plot (no training)."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "qt_table.py"
+
+
+@pytest.fixture(scope="module")
+def qt_table():
+    spec = importlib.util.spec_from_file_location("qt_table", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_paper_rows_parse_table2(qt_table, tmp_path):
+    text = ("Objective\tMR\tCR\tSUBJ\tMPQA\tTREC\tMSRP (Acc) (F1)\n"
+            "QT ( $\\beta = 0, \\tau^+ = 0$ )\t70.1\t71.2\t72.3\t73.4\t<b>74.5</b>\t75.6\t80.0\n"
+            "Hard ( $\\beta = 2, \\tau^+ = 0$ )\t60.1\t61.2\t62.3\t63.4\t64.5\t65.6\t70.0\n")
+    (tmp_path / "p.txt").write_text(text)
+    rows = qt_table.paper_rows(tmp_path / "p.txt")
+    assert set(rows) == {"uniform", "hard2"}
+    assert rows["uniform"]["TREC"] == 74.5 and rows["hard2"]["MRPC"] == 65.6
+    assert qt_table.paper_rows(tmp_path / "absent.txt") == {}
+
+
+def test_real_paper_has_all_four_rows(qt_table):
+    paper = qt_table.default_paper()
+    if paper is None:
+        pytest.skip("papers folder absent")
+    rows = qt_table.paper_rows(paper)
+    assert set(rows) == set(qt_table.ROWS)
+    assert all(50 < v < 100 for r in rows.values() for v in r.values())
+
+
+def test_results_append_read_summary_and_plot(qt_table, tmp_path):
+    path = tmp_path / "results.jsonl"
+    for row, base in [("uniform", 70.0), ("hard1", 71.0)]:
+        for seed in range(3):
+            acc = {t: base + seed * 0.1 + i for i, t in enumerate(qt_table.TASKS)}
+            qt_table.append_line(path, {"row": row, "seed": seed, "protocol": "senteval", "acc": acc})
+    with open(path, "a") as f:
+        f.write('{"row": "hard2", "se')  # a torn line is ignored
+    recs = qt_table.read_results(path)
+    assert len(recs) == 6 and json.loads(path.read_text().splitlines()[0])["row"] == "uniform"
+    table, parts = qt_table.summarize(recs, "senteval", {})
+    assert "70.1 ± 0.1" in table and "+1.0" in table
+    assert parts["diffs"]["hard1"] == pytest.approx([1.0] * 6)
+    assert "hard1" in table.splitlines()[-1] or "Hard" in table.splitlines()[-1]
+    qt_table.plot(parts["diffs"], parts["stats"], {}, tmp_path / "d.png")
+    assert (tmp_path / "d.png").stat().st_size > 1000
+    assert "No objective" not in qt_table.summarize(recs, "senteval", {})[0]
+    assert qt_table.summarize(recs, "skipthoughts", {})[1]["stats"] == {}
+
+
+def test_unknown_protocol_is_a_clear_error(qt_table):
+    import inspect
+
+    from qt_hard.evaluation.senteval import run_senteval
+
+    if "protocol" in inspect.signature(run_senteval).parameters:
+        pytest.skip("this installation has protocols")
+    with pytest.raises(SystemExit, match="no such protocol"):
+        qt_table.evaluator("skipthoughts")
