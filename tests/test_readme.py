@@ -79,7 +79,7 @@ FAST_SENTEVAL = "--kfold 2"
 TINY_VISION = ("model.arch=resnet_tiny model.width=4 data.max_train=256 data.max_test=64 train.batch_size=64 "
                "train.steps=2 eval.linear_epochs=2 train.progress=false")
 MAIN_JOB = ("qt-hard train configs/qt_books_smoke.yaml --out runs/qt_smoke && "
-            "qt-hard eval senteval --model runs/qt_smoke/final")
+            "qt-hard eval senteval --model runs/qt_smoke --controls")
 # Promised tables (qt_hard.evaluation.report prints markdown; a task not run shows "–").
 SENTEVAL_HEAD = r"\| Model \| MR \| CR \| SUBJ \| MPQA \| TREC \| MSRP \(Acc\) \| MSRP \(F1\) \|"
 
@@ -93,7 +93,7 @@ RUNS = {
     MAIN_JOB:
         Run(sub=(("--out runs/qt_smoke", f"--out runs/qt_smoke train.steps=5 {ONE_BOOK}"),), add=f"--tasks CR {FAST_SENTEVAL}",
             writes=("runs/qt_smoke/final/encoder.json", "runs/qt_smoke/metrics.csv"),
-            prints=(SENTEVAL_HEAD, cr_row("runs/qt_smoke/final"))),
+            prints=(SENTEVAL_HEAD, cr_row("runs/qt_smoke"), r"untrained", r"random:bow")),
     "qt-hard train configs/qt_books_smoke.yaml":
         Run(add=f"train.steps=5 {ONE_BOOK}", writes=("runs/qt_books_smoke/final/encoder.json", "runs/qt_books_smoke/logs/**/events.out.tfevents.*")),
     "qt-hard train configs/bow_wiki_smoke.yaml":
@@ -122,6 +122,17 @@ RUNS = {
         Run(add=f"--tasks CR {FAST_SENTEVAL}", writes=("minilm.json",), prints=(cr_row("minilm"),)),
     "qt-hard eval senteval --model minilm --protocol skipthoughts --output minilm_st.json":
         Run(add="--tasks CR --kfold 3", writes=("minilm_st.json",), prints=(cr_row("minilm"),)),
+    "qt-hard eval senteval --model runs/qt_smoke --controls":
+        Run(add=f"--tasks CR {FAST_SENTEVAL}", needs=("runs/qt_smoke",), prints=(cr_row("runs/qt_smoke"), r"untrained")),
+    "qt-hard eval senteval --model random:bow --tokenizer runs/qt_smoke":
+        Run(add=f"--tasks CR {FAST_SENTEVAL}", needs=("runs/qt_smoke",), prints=(cr_row("random:bow"),)),
+    # Table 2 at our scale: one row, one seed, 3 steps on 1 book, CR with 2 folds.
+    "python scripts/qt_table.py --out runs/qt_table --seeds 0,1,2":
+        Run(sub=(("--seeds 0,1,2", f"--seeds 0 --rows uniform --kfold 2 --set train.steps=3 --set {ONE_BOOK}"),),
+            writes=("runs/qt_table/*",)),
+    "python scripts/qt_table.py --out runs/qt_table --summary-only": Run(needs=("runs/qt_table",)),
+    "python scripts/qt_table.py --out runs/qt_table --protocol skipthoughts":
+        Run(add=f"--seeds 0 --rows uniform --kfold 2 --set train.steps=3 --set {ONE_BOOK}", writes=("runs/qt_table/*",)),
     "qt-hard eval senteval --model random:bow":
         Run(add=f"--tasks CR {FAST_SENTEVAL}", prints=(cr_row("random:bow"),)),
     "qt-hard eval compare minilm.json qt.json":
@@ -201,6 +212,7 @@ PRODUCTS = {
     "runs/bow_wiki_smoke": "qt-hard train configs/bow_wiki_smoke.yaml",
     "qt.json": "qt-hard eval senteval --model runs/qt_smoke/final --tasks MR,CR,SUBJ,MPQA,TREC,MRPC --output qt.json",
     "minilm.json": "qt-hard eval senteval --model minilm --output minilm.json",
+    "runs/qt_table": "python scripts/qt_table.py --out runs/qt_table --seeds 0,1,2",
     "runs/simclr_smoke": "qt-hard train configs/simclr_cifar10_smoke.yaml --out runs/simclr_smoke",
     "kvn": "python scripts/k_vs_n.py run configs/k_vs_n_synthetic.yaml --cache /tmp/kvn/cache --results /tmp/kvn/results.csv --device cpu",
     "runs/qt": f"qt-hard train configs/qt_books.yaml --out runs/qt {ONE_BOOK} {SMALL_BATCH} train.steps=2 train.progress=false",
