@@ -75,7 +75,6 @@ def test_hf_batches_use_the_model_tokenizer(tmp_path):
 
 def test_hf_pair_run_trains_saves_and_reloads(tmp_path):
     import qt_hard
-    from safetensors.torch import load_file
 
     from qt_hard.encoders.text import make_encoder
     from qt_hard.training.loop import list_checkpoints, train
@@ -90,7 +89,7 @@ def test_hf_pair_run_trains_saves_and_reloads(tmp_path):
     # The saved model encodes exactly as the trained in-memory weights (the last checkpoint holds
     # the module's state_dict) wrapped in a fresh encoder.
     trained = make_encoder(cfg.model)
-    state = load_file(list_checkpoints(out)[-1] / "model.safetensors")
+    state = torch.load(list_checkpoints(out)[-1] / "pytorch_model.bin", weights_only=True)
     missing, unexpected = trained.module.load_state_dict(state, strict=False)
     assert not unexpected and all("pooler" in k or "position_ids" in k for k in missing)
     sents = ["w1 w2 w3", "w7 w7 w9 w12 w3 w3 w1", "w30", ""]
