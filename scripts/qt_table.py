@@ -100,17 +100,13 @@ def default_paper() -> Path | None:
 
 
 def evaluator(protocol: str):
-    """run(encoder, tasks, kfold) -> {task: {"acc": ..}} under ``protocol``, or SystemExit with the reason."""
-    import inspect
+    """run(encoder, tasks, kfold, data) -> {task: {"acc": ..}} under ``protocol`` (SentEval's or the
+    skip-thoughts evaluators', ``qt_hard.evaluation.senteval.PROTOCOLS``); SystemExit for another name."""
+    from qt_hard.evaluation.senteval import PROTOCOLS, run_senteval
 
-    from qt_hard.evaluation.senteval import run_senteval
-
-    if protocol == "senteval":
-        return lambda enc, tasks, kfold, data: run_senteval(enc, tasks, data, kfold=kfold)
-    if "protocol" in inspect.signature(run_senteval).parameters:
-        return lambda enc, tasks, kfold, data: run_senteval(enc, tasks, data, kfold=kfold, protocol=protocol)
-    raise SystemExit(f"--protocol {protocol}: this qt_hard.evaluation has no such protocol (run_senteval takes "
-                     f"no 'protocol' argument); use --protocol senteval, or install the version that adds it")
+    if protocol not in PROTOCOLS:
+        raise SystemExit(f"--protocol {protocol}: no such protocol; choose one of {', '.join(PROTOCOLS)}")
+    return lambda enc, tasks, kfold, data: run_senteval(enc, tasks, data, kfold=kfold, protocol=protocol)
 
 
 def train_one(args, key: str, seed: int) -> Path:
@@ -150,7 +146,7 @@ def summarize(records: list[dict], protocol: str, paper: dict) -> tuple[str, dic
         if not runs:
             continue
         acc = np.array([[r["acc"][t] for t in TASKS] for r in runs])
-        stats[key] = {"n": len(runs), "mean": acc.mean(0), "std": acc.std(0, ddof=1) if len(runs) > 1 else acc * 0,
+        stats[key] = {"n": len(runs), "mean": acc.mean(0), "std": acc.std(0, ddof=1) if len(runs) > 1 else np.zeros(len(TASKS)),
                       "avg": acc.mean(1), "seeds": sorted(by[key])}
     head = "| Objective | seeds | " + " | ".join(TASKS) + " | mean |"
     lines = [f"Protocol: {protocol}. Ours: mean ± std over seeds (accuracy, %); paper: Table 2 (BookCorpus, "

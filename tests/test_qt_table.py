@@ -57,12 +57,16 @@ def test_results_append_read_summary_and_plot(qt_table, tmp_path):
     assert qt_table.summarize(recs, "skipthoughts", {})[1]["stats"] == {}
 
 
+def test_summary_of_a_single_seed(qt_table, tmp_path):
+    """One finished run (the first of a table) summarizes with a 0.0 spread instead of failing."""
+    acc = {t: 70.0 + i for i, t in enumerate(qt_table.TASKS)}
+    rec = {"row": "uniform", "seed": 0, "protocol": "senteval", "acc": acc}
+    table, parts = qt_table.summarize([rec], "senteval", {})
+    assert "70.0 ± 0.0" in table and parts["stats"]["uniform"]["n"] == 1
+
+
 def test_unknown_protocol_is_a_clear_error(qt_table):
-    import inspect
-
-    from qt_hard.evaluation.senteval import run_senteval
-
-    if "protocol" in inspect.signature(run_senteval).parameters:
-        pytest.skip("this installation has protocols")
     with pytest.raises(SystemExit, match="no such protocol"):
-        qt_table.evaluator("skipthoughts")
+        qt_table.evaluator("skip-thoughts")
+    assert callable(qt_table.evaluator("skipthoughts")) and callable(qt_table.evaluator("senteval"))
+
