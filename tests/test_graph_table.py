@@ -3,20 +3,15 @@ finished cells are skipped, the table keeps the papers' column order, and the fi
 
 from __future__ import annotations
 
-import importlib.util
 import multiprocessing as mp
 from pathlib import Path
 
+import _scripts
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "graph_table.py"
 
 
 def load_script():
-    spec = importlib.util.spec_from_file_location("graph_table", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return _scripts.load_script("graph_table")
 
 
 def _append_many(path, worker):

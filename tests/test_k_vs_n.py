@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import os
 import signal
@@ -15,13 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from _scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "k_vs_n.py"
-spec = importlib.util.spec_from_file_location("k_vs_n", SCRIPT)
-K = importlib.util.module_from_spec(spec)
-sys.modules["k_vs_n"] = K
-spec.loader.exec_module(K)
+K = load_script("k_vs_n")
 
 TINY = """
 data: {kind: synthetic, min_count: 1, sentences_per_class: 30, vocab_size: 120, split_seed: 0}

@@ -1,20 +1,14 @@
 """scripts/qt_table.py: the paper's rows, atomic result lines, the summary and the plot (no training)."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
-
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "qt_table.py"
+from _scripts import load_script
 
 
 @pytest.fixture(scope="module")
 def qt_table():
-    spec = importlib.util.spec_from_file_location("qt_table", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("qt_table")
 
 
 def test_paper_rows_parse_table2(qt_table, tmp_path):

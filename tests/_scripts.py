@@ -1,0 +1,19 @@
+"""Import a file of ``scripts/`` as a module, for the tests of the experiment launchers."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+
+
+def load_script(name: str):
+    """``scripts/<name>.py`` as module ``name``, registered in ``sys.modules`` (worker processes that
+    unpickle its functions find it there)."""
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
