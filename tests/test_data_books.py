@@ -160,6 +160,38 @@ def test_num_proc_keeps_book_order(library, tmp_path):
     assert rows(ds) == expect
 
 
+def test_worker_pool_gives_the_rows_of_one_process(tmp_path):
+    # Enough books for split_books to use its process pool, of different sizes so that the workers
+    # finish out of order; one book too short to keep.
+    lib = tmp_path / "many"
+    lib.mkdir()
+    for i in range(B._POOL_MIN_BOOKS + 2):
+        body = " ".join(f"Book {i} says thing {j} here." for j in range(3 + 7 * ((i * 5) % 9)))
+        (lib / f"book_{i:02d}.txt").write_text(body + "\n\nThe end is near. It came.\n", encoding="utf-8")
+    (lib / "book_99.txt").write_text("Only one sentence.\n", encoding="utf-8")
+    files = B.find_books(lib)
+    one = B.split_books(files, num_proc=1)
+    two = B.split_books(files, num_proc=2)
+    assert one == two
+    texts, doc, sent, counts = two
+    assert counts[-1] == 0 and all(c > 0 for c in counts[:-1])
+    assert texts == [s for f in files[:-1] for s in B.book_sentences(f)]
+    assert doc == [i for i, c in enumerate(counts) for _ in range(c)]
+    with pytest.warns(UserWarning, match=r"book_99\.txt: fewer than 2 sentences"):
+        ds = load_books(lib, cache_dir=tmp_path / "c", num_proc=2)
+    assert rows(ds) == list(zip(texts, doc, sent))
+
+
+def test_a_bad_book_stops_the_pool_and_is_named(tmp_path):
+    lib = tmp_path / "bad_many"
+    lib.mkdir()
+    for i in range(B._POOL_MIN_BOOKS + 1):
+        (lib / f"book_{i:02d}.txt").write_text("One sentence. Two sentences.\n", encoding="utf-8")
+    (lib / "book_03.txt").write_text("  \n\n")
+    with pytest.raises(BookError, match=r"book_03\.txt: the book is empty"):
+        load_books(lib, cache_dir=tmp_path / "c", num_proc=2)
+
+
 def test_bad_books(tmp_path):
     d = tmp_path / "bad"
     d.mkdir()

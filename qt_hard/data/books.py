@@ -153,48 +153,73 @@ _FUNCTION_WORDS = frozenset(
 )
 
 
+class _CharFilter(dict):
+    """A ``str.translate`` table that keeps the characters ``keep(c)`` accepts and deletes the rest,
+    deciding each code point once (the filtering then runs in C instead of a per-character Python
+    loop, which made the heading test the largest cost of splitting a book)."""
+
+    def __init__(self, keep):
+        super().__init__()
+        self.keep = keep
+
+    def __missing__(self, code: int):
+        value = code if self.keep(chr(code)) else None
+        self[code] = value
+        return value
+
+
+_LETTERS = _CharFilter(str.isalpha)
+_LOWER = _CharFilter(str.islower)
+_UPPER = _CharFilter(str.isupper)
+
+
 def _is_heading_line(line: str) -> bool:
     """A title, heading, table-of-contents or credit line rather than prose."""
     s = line.strip()
     if not s:
         return True
-    letters = [c for c in s if c.isalpha()]
+    letters = s.translate(_LETTERS)
     if not letters:
         return True  # "* * * * *", "1.", page numbers
-    if not any(c.islower() for c in letters):
+    if not letters.translate(_LOWER):
         return True  # "CHAPTER I", "EMMA", "THE TELEGRAM."
-    upper = sum(c.isupper() for c in letters)
-    if len(letters) >= 8 and upper >= 0.7 * len(letters):
+    n_letters = len(letters)
+    if n_letters >= 8 and len(letters.translate(_UPPER)) >= 0.7 * n_letters:
         return True  # "“A MAN ENTERED” Facing p. 8" (lists of illustrations)
     words = s.split()
-    if _PAGE_NUMBER.search(s) and len(words) <= 14:
+    if len(words) <= 14 and _PAGE_NUMBER.search(s):
         return True  # table of contents: "Lucy Westenra's Diary      135"
     if s[0] in "\"“‘'":
         return False  # dialogue
-    if _HEADING.match(s) and len(words) <= 12:
+    if len(words) <= 12 and _HEADING.match(s):
         return True
     if _ROMAN_OR_NUMBER.match(words[0]) and len(words) <= 12 and not _TERMINAL_END.search(s):
         return True  # "1. Beautiful As the Day", "XII The Storm"
     # Short title-case lines: "By Jane Austen", "Translated by Ellen Marriage", "To Louis
     # Boulanger, Painter." (a final period only on lines of 2 to 6 words: "Silence." is prose).
-    ends = _TERMINAL_END.search(s)
-    if len(words) <= 10 and (not ends or (2 <= len(words) <= 6 and s.rstrip("\"'”’)]").endswith("."))):
-        content = [w for w in (w.strip("\"'“”‘’()[],.;:-") for w in words) if w]
-        content = [w for w in content if w.lower() not in _FUNCTION_WORDS]
-        if not content or all(w[0].isupper() or not w[0].isalpha() for w in content):
-            return True
+    if len(words) <= 10:
+        ends = _TERMINAL_END.search(s)
+        if not ends or (2 <= len(words) <= 6 and s.rstrip("\"'”’)]").endswith(".")):
+            content = [w for w in (w.strip("\"'“”‘’()[],.;:-") for w in words) if w]
+            content = [w for w in content if w.lower() not in _FUNCTION_WORDS]
+            if not content or all(w[0].isupper() or not w[0].isalpha() for w in content):
+                return True
     return False
 
 
 def _join_lines(lines: list[str]) -> str:
     """Join hard-wrapped lines; a word hyphenated across a wrap keeps its hyphen, no space."""
-    out = lines[0]
+    parts = [lines[0]]
+    tail = lines[0][-2:]  # the last two characters of the text joined so far
     for ln in lines[1:]:
-        if out.endswith("-") and not out.endswith("--") and out[-2:-1].isalpha() and ln[:1].islower():
-            out += ln
+        if tail.endswith("-") and tail != "--" and tail[-2:-1].isalpha() and ln[:1].islower():
+            parts.append(ln)
+            tail = (tail + ln)[-2:]
         else:
-            out += " " + ln
-    return out
+            parts.append(" ")
+            parts.append(ln)
+            tail = (" " + ln)[-2:]
+    return "".join(parts)
 
 
 def book_paragraphs(text: str) -> Iterator[str]:
@@ -217,8 +242,12 @@ def book_paragraphs(text: str) -> Iterator[str]:
         yield para
 
 
+# re's \w is str.isalnum() plus "_", so [^\W_] is exactly the characters with isalnum().
+_ALNUM = re.compile(r"[^\W_]")
+
+
 def _has_word(sentence: str) -> bool:
-    return any(c.isalnum() for c in sentence)
+    return _ALNUM.search(sentence) is not None
 
 
 def book_sentences(path: str | os.PathLike) -> Iterator[str]:
@@ -239,13 +268,71 @@ def _features():
     return Features({"text": Value("string"), "doc_id": Value("int32"), "sent_id": Value("int32")})
 
 
-def _books_generator(books: Sequence[tuple[int, str]], min_sentences: int) -> Iterator[dict]:
-    for doc_id, path in books:
-        sents = list(book_sentences(path))
-        if len(sents) < min_sentences:
-            continue  # reported by load_books from the missing doc_id
-        for i, s in enumerate(sents):
-            yield {"text": s, "doc_id": doc_id, "sent_id": i}
+def _book_rows(job: tuple[int, str, int]) -> tuple[int, list[str]]:
+    """(doc_id, sentences) of one book; no sentences when it has fewer than ``min_sentences``."""
+    doc_id, path, min_sentences = job
+    sents = list(book_sentences(path))
+    return doc_id, sents if len(sents) >= min_sentences else []
+
+
+def default_num_proc() -> int:
+    """The CPUs this process may run on (the splitting workers' default)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
+# Fewer books than this are split in the calling process: a pool's start-up costs more than it saves.
+_POOL_MIN_BOOKS = 8
+
+
+def split_books(files: Sequence[Path], min_sentences: int = 2, num_proc: int | None = None,
+                progress: bool = False) -> tuple[list[str], list[int], list[int], list[int]]:
+    """Split books into sentences: (texts, doc_ids, sent_ids, sentences per book), rows in book order.
+
+    ``num_proc`` worker processes (default: the usable CPUs) each split whole books, the largest files
+    first so that no worker is left with a long book at the end; the rows are put back in file order.
+    A book with fewer than ``min_sentences`` sentences gives no row and a count of 0.
+    """
+    jobs = [(i, str(f), min_sentences) for i, f in enumerate(files)]
+    nproc = min(num_proc or default_num_proc(), len(jobs))
+    by_doc: dict[int, list[str]] = {}
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(jobs), desc="splitting books", unit="book", dynamic_ncols=True)
+    try:
+        with contextlib.ExitStack() as stack:
+            if nproc <= 1 or len(jobs) < _POOL_MIN_BOOKS:
+                results = map(_book_rows, jobs)
+            else:
+                import multiprocessing as mp
+
+                sizes = [Path(f).stat().st_size for f in files]
+                order = sorted(range(len(jobs)), key=lambda i: -sizes[i])
+                ctx = mp.get_context("fork" if hasattr(os, "fork") else "spawn")
+                pool = stack.enter_context(ctx.Pool(nproc))  # terminated on leaving, also on an error
+                results = pool.imap_unordered(_book_rows, [jobs[i] for i in order], chunksize=1)
+            for doc_id, sents in results:
+                by_doc[doc_id] = sents
+                if bar is not None:
+                    bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    texts: list[str] = []
+    doc: list[int] = []
+    sent: list[int] = []
+    counts: list[int] = []
+    for i in range(len(jobs)):
+        sents = by_doc[i]
+        counts.append(len(sents))
+        texts.extend(sents)
+        doc.extend([i] * len(sents))
+        sent.extend(range(len(sents)))
+    return texts, doc, sent, counts
 
 
 def _cache_key(files: Sequence[Path], params: dict) -> str:
@@ -283,9 +370,10 @@ def load_books(
     progress bars while building.
     """
     try:
-        from datasets import Dataset, load_from_disk
+        from datasets import Dataset, DatasetInfo, load_from_disk
+        from datasets.table import InMemoryTable
     except ImportError:  # a machine without `datasets` (e.g. a bare GPU box): plain files instead
-        return _load_books_plain(path_or_dir, max_books, cache_dir, min_sentences)
+        return _load_books_plain(path_or_dir, max_books, cache_dir, min_sentences, num_proc, progress)
 
     files = find_books(path_or_dir, max_books)
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir() / "books"
@@ -294,45 +382,31 @@ def load_books(
     if (target / "dataset_info.json").exists() and (target / "books.json").exists():
         return load_from_disk(str(target))
 
-    # Validate every file first so a bad book fails fast with its name, before any work.
-    for f in files:
-        read_book_text(f)
+    # A bad book (empty, not UTF-8, broken .xz) raises a BookError that names it from the worker
+    # that reads it, and the pool stops.
+    texts, doc, sent, counts = split_books(files, min_sentences, num_proc, progress)
+    skipped = [str(files[i]) for i, c in enumerate(counts) if c == 0]
+    if len(skipped) == len(files):
+        raise BookError(
+            f"no book in {path_or_dir} has {min_sentences} or more sentences: " + ", ".join(skipped[:5])
+        )
+    for s in skipped:
+        warnings.warn(f"{s}: fewer than {min_sentences} sentences, left out", stacklevel=2)
 
+    import numpy as np
+    import pyarrow as pa
+
+    table = pa.table({"text": pa.array(texts, type=pa.string()),
+                      "doc_id": pa.array(np.asarray(doc, dtype=np.int32)),
+                      "sent_id": pa.array(np.asarray(sent, dtype=np.int32))})
+    del texts, doc, sent
     root.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
     stack = contextlib.ExitStack()
     try:
         stack.enter_context(_progress_bars(progress))
-        books = [(i, str(f)) for i, f in enumerate(files)]
-        nproc = num_proc if num_proc and num_proc > 1 and len(books) > 1 else None
-        try:
-            ds = Dataset.from_generator(
-                _books_generator,
-                features=_features(),
-                gen_kwargs={"books": books, "min_sentences": min_sentences},
-                cache_dir=str(work / "gen"),
-                num_proc=min(nproc, len(books)) if nproc else None,
-                keep_in_memory=False,
-            )
-        except ValueError as err:
-            if "no data" not in str(err):
-                raise
-            ds = None  # the generator yielded no row: every book was too short
-        if ds is None or len(ds) == 0:
-            raise BookError(
-                f"no book in {path_or_dir} has {min_sentences} or more sentences: "
-                + ", ".join(str(f) for f in files[:5])
-            )
-        counts = _doc_counts(ds, len(files))
-        skipped = [str(files[i]) for i, c in enumerate(counts) if c == 0]
-        if len(skipped) == len(files):
-            raise BookError(
-                f"no book in {path_or_dir} has {min_sentences} or more sentences: "
-                + ", ".join(skipped[:5])
-            )
-        for s in skipped:
-            warnings.warn(f"{s}: fewer than {min_sentences} sentences, left out", stacklevel=2)
-        ds.info.description = f"qt_hard.data.books cache {target}"
+        ds = Dataset(InMemoryTable(table), info=DatasetInfo(features=_features(),
+                                                            description=f"qt_hard.data.books cache {target}"))
         staged = work / "final"
         ds.save_to_disk(str(staged))
         meta = {
@@ -344,7 +418,7 @@ def load_books(
             "rows": len(ds),
         }
         (staged / "books.json").write_text(json.dumps(meta, indent=1))
-        del ds
+        del ds, table
         if target.exists():  # a half-written copy from an interrupted run
             shutil.rmtree(target)
         os.replace(staged, target)
@@ -381,7 +455,8 @@ class SentenceTable:
                              self.columns["sent_id"][idx], self.cache_files)
 
 
-def _load_books_plain(path_or_dir, max_books, cache_dir, min_sentences: int) -> SentenceTable:
+def _load_books_plain(path_or_dir, max_books, cache_dir, min_sentences: int, num_proc: int | None = None,
+                      progress: bool = False) -> SentenceTable:
     """:func:`load_books` for machines without ``datasets``: the same rows, cached as plain files
     (``sentences.txt``, one sentence a line, and ``ids.npz``) under the same content key."""
     import numpy as np
@@ -394,17 +469,10 @@ def _load_books_plain(path_or_dir, max_books, cache_dir, min_sentences: int) -> 
         z = np.load(target / "ids.npz")
         text = (target / "sentences.txt").read_text(encoding="utf-8").split("\n")[: len(z["doc_id"])]
         return SentenceTable(text, z["doc_id"], z["sent_id"], [{"filename": str(target / "ids.npz")}])
-    text, doc, sent, counts = [], [], [], []
-    for i, f in enumerate(files):
-        sents = list(book_sentences(f))
-        if len(sents) < min_sentences:
+    text, doc, sent, counts = split_books(files, min_sentences, num_proc, progress)
+    for f, c in zip(files, counts):
+        if c == 0:
             warnings.warn(f"{f}: fewer than {min_sentences} sentences, left out", stacklevel=3)
-            counts.append(0)
-            continue
-        counts.append(len(sents))
-        text += sents
-        doc += [i] * len(sents)
-        sent += range(len(sents))
     if not text:
         raise BookError(f"no book in {path_or_dir} has {min_sentences} or more sentences")
     staged = Path(tempfile.mkdtemp(prefix=".build-", dir=_mkdir(root)))

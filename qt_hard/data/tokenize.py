@@ -72,12 +72,19 @@ _TERMINALS = ".?!…"
 
 # A candidate boundary: terminal punctuation, optional closers, then whitespace.
 _CANDIDATE = re.compile(r"[.?!…]+[\"'”’)\]}_»]*(?=\s)")
-_SPACE = re.compile(r"\s+")
 _LEADING_PUNCT = re.compile(r"^[^\w]+")
 
 
 def _next_words(text: str, pos: int, n: int = 2) -> list[str]:
     return text[pos:pos + 200].split(None, n)[:n]
+
+
+def _ends_with_period(text: str, end: int) -> bool:
+    """``text[:end].rstrip().endswith(".")`` without copying the prefix (spaces are single " ")."""
+    j = end
+    while j > 0 and text[j - 1] == " ":
+        j -= 1
+    return j > 0 and text[j - 1] == "."
 
 
 def _is_boundary(text: str, start: int, end: int) -> bool:
@@ -93,15 +100,17 @@ def _is_boundary(text: str, start: int, end: int) -> bool:
     run = text[start:end]
     core = run.rstrip(_CLOSERS)
     closed = len(core) < len(run)
-    # The token the stop is attached to ("Mr." -> "Mr", "U.S." -> "U.S").
-    ws = max(text.rfind(" ", 0, start), text.rfind("\n", 0, start), text.rfind("\t", 0, start))
+    # The token the stop is attached to ("Mr." -> "Mr", "U.S." -> "U.S"). split_sentences has
+    # collapsed every whitespace run to one " ", so the last space is the token's start (searching
+    # for newlines and tabs too scanned the whole paragraph per candidate: quadratic time).
+    ws = text.rfind(" ", 0, start)
     word = _LEADING_PUNCT.sub("", text[ws + 1:start])
 
     if "?" in core or "!" in core:
         if closed and len(nxt) > 1 and nxt[1].rstrip(",.;:!?").lower() in SPEECH_VERBS:
             return False  # "What?" I cried.
         return True
-    spaced_ellipsis = not word and text[:start].rstrip().endswith(".")
+    spaced_ellipsis = not word and _ends_with_period(text, start)
     if "…" in core or len(core) > 1 or spaced_ellipsis:
         # An ellipsis: a boundary unless "I" follows a three-dot one (". . . I think so");
         # four dots are a period plus an ellipsis ("strength.... I love you").
@@ -135,7 +144,8 @@ def split_sentences(paragraph: str) -> list[str]:
 
     Whitespace inside each sentence is collapsed to single spaces; empty input gives ``[]``.
     """
-    text = _SPACE.sub(" ", paragraph).strip()
+    # str.split() and the regex's \s both split on exactly the str.isspace() characters.
+    text = " ".join(paragraph.split())
     if not text:
         return []
     out: list[str] = []

@@ -118,7 +118,8 @@ def build_run(cfg: Config, out: Path) -> Run:
             from qt_hard.data.books import load_books
 
             root = cfg.data.path or str(data_path("books"))
-            ds = load_books(root, max_books=cfg.data.max_books, cache_dir=cache_root / "books")
+            ds = load_books(root, max_books=cfg.data.max_books, cache_dir=cache_root / "books",
+                            progress=cfg.train.progress)
         else:
             from qt_hard.data.books import load_hf_bookcorpus
 
