@@ -84,6 +84,27 @@ def test_tokenizer_json_roundtrip_and_other_loaders(tmp_path):
         WordTokenizer.load(tmp_path / "none")
 
 
+def test_prefilter_gives_the_tokens_of_the_bare_alternation():
+    """The look-aheads in front of the Treebank pattern only skip positions where no rule can match."""
+    from qt_hard.data import wordlevel as W
+
+    sentences = TRICKY + ["n't cannot gonna gotta wanna gimme lemme more'n d'ye", "Na TA me MEN 'n' '' `` ..."]
+    try:
+        from qt_hard.data.books import book_sentences, find_books
+
+        files = find_books(data_path("books"))
+        sentences += [s for f in random.Random(1).sample(files, 2) for s in book_sentences(f)]
+    except FileNotFoundError:
+        pass  # the hand-made sentences still run
+    for lower in (True, False):
+        fast, bare = W._backend(lower), W._backend(lower, W._TREEBANK_ALTERNATION)
+        a = fast.pre_tokenizer.pre_tokenize_str
+        b = bare.pre_tokenizer.pre_tokenize_str
+        for s in sentences:
+            n = fast.normalizer.normalize_str(s)
+            assert a(n) == b(n), s
+
+
 def _agreement(sentences):
     tok = WordTokenizer.train(["x"])
     same = sum(tok.tokens(s) == word_tokenize(s) for s in sentences)

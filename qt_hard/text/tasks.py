@@ -16,6 +16,7 @@ core gathers candidates in rank order).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -40,7 +41,7 @@ class TokenStore:
         lengths = np.fromiter((len(x) for x in id_lists), dtype=np.int64, count=len(id_lists))
         offsets = np.zeros(len(id_lists) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        flat = np.fromiter((t for x in id_lists for t in x), dtype=np.int32, count=int(offsets[-1]))
+        flat = np.fromiter(itertools.chain.from_iterable(id_lists), dtype=np.int32, count=int(offsets[-1]))
         return cls(flat, offsets)
 
     def __len__(self) -> int:
