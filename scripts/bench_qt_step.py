@@ -11,9 +11,13 @@ and twice that backward) and set against the matmul throughput of this machine m
 Variants (``--variants``) are the same step with one thing changed, measured in the same run:
 ``model`` (the library's encoder as it is: on a CPU the dense recurrence read at each row's length),
 ``packed`` (``pack_padded_sequence``, the library's path before), ``sorted`` (rows sorted by length
-before packing), ``threads2`` (the library's encoder on two torch threads).
+before packing), ``threads2`` (the library's encoder on two torch threads), ``adam_foreach`` (the
+library's encoder with torch's default multi-tensor Adam instead of the fused kernel the loop uses now).
+Like the training loop, the script lets glibc keep freed memory (``keep_freed_memory``) before it starts.
+``--encoder bow`` times the bag-of-words f/g pair instead (no GRU FLOPs then).
 
     python scripts/bench_qt_step.py [--batch 400] [--embed 128] [--hidden 256] [--vocab 50000] [--steps 5]
+    python scripts/bench_qt_step.py --encoder bow --embed 300 --vocab 30000 --variants adam_foreach,model
 
 Prints JSON, then a headline.
 """
@@ -89,10 +93,11 @@ class PackedQT(torch.nn.Module):
 def run_variant(name, args, lengths_all, threads):
     torch.manual_seed(0)
     torch.set_num_threads(threads)
-    model = QuickThoughtsEncoder(args.vocab, "gru", args.embed, args.hidden)
+    model = QuickThoughtsEncoder(args.vocab, args.encoder, args.embed, args.hidden)
     step_model = PackedQT(model) if name in ("packed", "sorted") else model
     loss_fn = ContextLoss("uniform", context=1)
-    opt = torch.optim.Adam(model.parameters(), lr=5e-4)
+    # The loop's optimizer (fused Adam) except in the variants measuring the paths before.
+    opt = torch.optim.Adam(model.parameters(), lr=5e-4, fused=name not in ("adam_foreach", "packed", "sorted"))
     rng = np.random.default_rng(1)
     phases = {"collate": 0.0, "forward": 0.0, "loss": 0.0, "backward": 0.0, "clip": 0.0, "adam": 0.0}
     n_sent = 0
@@ -126,7 +131,7 @@ def run_variant(name, args, lengths_all, threads):
             n_sent += args.batch
             total_lengths.append(lens)
     total = sum(phases.values())
-    flops = gru_flops(np.concatenate(total_lengths), args.embed, args.hidden)
+    flops = gru_flops(np.concatenate(total_lengths), args.embed, args.hidden) if args.encoder == "gru" else 0.0
     return {
         "variant": name, "threads": threads, "sentences_per_s": round(n_sent / total, 1),
         "step_s": round(total / args.steps, 3),
@@ -137,6 +142,7 @@ def run_variant(name, args, lengths_all, threads):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--encoder", choices=("gru", "bow"), default="gru")
     ap.add_argument("--batch", type=int, default=400)
     ap.add_argument("--embed", type=int, default=128)
     ap.add_argument("--hidden", type=int, default=256)
@@ -146,7 +152,11 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--variants", default="packed,model,sorted,threads2")
     args = ap.parse_args()
+    if args.encoder == "bow" and {"packed", "sorted"} & set(args.variants.split(",")):
+        raise SystemExit("--encoder bow: the packed and sorted variants are GRU paths")
+    from qt_hard.training.loop import keep_freed_memory
 
+    keep_freed_memory()  # as the training loop does on a CPU
     lengths_all = book_lengths(20000, args.max_len, seed=0)
     rows = []
     for v in args.variants.split(","):
@@ -162,7 +172,7 @@ def main() -> None:
     print(json.dumps({"batch": args.batch, "embed": args.embed, "hidden": args.hidden, "vocab": args.vocab,
                       "mean_tokens": round(float(lengths_all.mean()), 1), "rows": rows}, indent=1))
     base = rows[0]
-    print(f"QT GRU step at batch {args.batch}: {base['sentences_per_s']} sentences/s ({base['variant']}, "
+    print(f"QT {args.encoder} step at batch {args.batch}: {base['sentences_per_s']} sentences/s ({base['variant']}, "
           f"{base['threads']} thread), {base['gru_gflops_per_s']} GFLOP/s of GRU matmuls = "
           f"{100 * base['fraction_of_matmul']:.0f}% of torch.mm's {base['matmul_gflops_per_s']} GFLOP/s; "
           + ", ".join(f"{r['variant']} {r['sentences_per_s'] / base['sentences_per_s']:.2f}x" for r in rows[1:]))
