@@ -16,7 +16,7 @@ installation of ``qt_hard.evaluation`` provides them; otherwise a clear error).
 
 Resumable: every finished (objective, seed, protocol) is a line of ``OUT/results.jsonl``, appended in
 one write, and is skipped on the next call; an interrupted training resumes from its checkpoint.
-The summary (``OUT/table.md``, printed) gives mean +- std over seeds per task, the six-task mean, the
+The summary (``OUT/table.md``, printed; ``OUT/results.csv``, one row per run) gives mean +- std over seeds per task, the six-task mean, the
 difference to uniform per task, and the paper's rows (read from the paper's text when it is found
 under ``$QT_HARD_DATA/../papers``); ``OUT/differences.png`` plots the per-task differences to uniform.
 
@@ -183,6 +183,25 @@ def summarize(records: list[dict], protocol: str, paper: dict) -> tuple[str, dic
     return "\n".join(lines), {"stats": stats, "diffs": diffs}
 
 
+def write_csv(records: list[dict], path: Path) -> None:
+    """One row per finished (objective, seed, protocol): accuracies, six-task mean, dev means, times."""
+    import csv
+
+    fields = ["row", "seed", "protocol", *TASKS, "mean", "mrpc_f1", "dev_mean", "train_s", "eval_s", "run"]
+    tmp = path.with_suffix(".csv.tmp")
+    with tmp.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fields)
+        w.writeheader()
+        for r in sorted(records, key=lambda r: (r["protocol"], list(ROWS).index(r["row"]), r["seed"])):
+            acc = [r["acc"][t] for t in TASKS]
+            dev = [v for v in (r.get("devacc") or {}).values() if v is not None]
+            w.writerow({"row": r["row"], "seed": r["seed"], "protocol": r["protocol"], **r["acc"],
+                        "mean": round(sum(acc) / len(acc), 2), "mrpc_f1": r.get("mrpc_f1"),
+                        "dev_mean": round(sum(dev) / len(dev), 2) if dev else "",
+                        "train_s": r.get("train_s"), "eval_s": r.get("eval_s"), "run": r.get("run")})
+    os.replace(tmp, path)  # a reader never sees half a file
+
+
 def plot(diffs: dict, stats: dict, paper: dict, path: Path) -> None:
     import matplotlib
 
@@ -262,8 +281,10 @@ def main() -> None:
     paper = paper_rows(Path(args.paper) if args.paper else default_paper())
     if not paper:
         print("note: the paper's Table 2 was not found; its rows are left out", file=sys.stderr)
-    table, parts = summarize(read_results(results), args.protocol, paper)
+    records = read_results(results)
+    table, parts = summarize(records, args.protocol, paper)
     (out / "table.md").write_text(table + "\n")
+    write_csv(records, out / "results.csv")
     plot(parts["diffs"], parts["stats"], paper, out / "differences.png")
     print(table)
     n = sum(s["n"] for s in parts["stats"].values())

@@ -49,6 +49,13 @@ def test_results_append_read_summary_and_plot(qt_table, tmp_path):
     assert (tmp_path / "d.png").stat().st_size > 1000
     assert "No objective" not in qt_table.summarize(recs, "senteval", {})[0]
     assert qt_table.summarize(recs, "skipthoughts", {})[1]["stats"] == {}
+    qt_table.write_csv(recs, tmp_path / "results.csv")
+    import csv
+
+    rows = list(csv.DictReader((tmp_path / "results.csv").open()))
+    assert [(r["row"], r["seed"]) for r in rows] == [("uniform", "0"), ("uniform", "1"), ("uniform", "2"),
+                                                    ("hard1", "0"), ("hard1", "1"), ("hard1", "2")]
+    assert float(rows[1]["MR"]) == pytest.approx(70.1) and float(rows[3]["mean"]) == pytest.approx(73.5)
 
 
 def test_summary_of_a_single_seed(qt_table, tmp_path):
