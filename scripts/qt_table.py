@@ -16,9 +16,11 @@ installation of ``qt_hard.evaluation`` provides them; otherwise a clear error).
 
 Resumable: every finished (objective, seed, protocol) is a line of ``OUT/results.jsonl``, appended in
 one write, and is skipped on the next call; an interrupted training resumes from its checkpoint.
-The summary (``OUT/table.md``, printed; ``OUT/results.csv``, one row per run) gives mean +- std over seeds per task, the six-task mean, the
+The summary (``OUT/table.md``, ``OUT/table_skipthoughts.md`` for that protocol, printed;
+``OUT/results.csv``, one row per run of either protocol) gives mean +- std over seeds per task, the six-task mean, the
 difference to uniform per task, and the paper's rows (read from the paper's text when it is found
-under ``$QT_HARD_DATA/../papers``); ``OUT/differences.png`` plots the per-task differences to uniform.
+under ``$QT_HARD_DATA/../papers``); ``OUT/differences.png`` (``differences_skipthoughts.png``) plots the
+per-task differences to uniform.
 
     python scripts/qt_table.py --out runs/qt_table --seeds 0,1,2 --config configs/qt_table.yaml
     python scripts/qt_table.py --out runs/qt_table --summary-only     # the table of what is there
@@ -283,12 +285,15 @@ def main() -> None:
         print("note: the paper's Table 2 was not found; its rows are left out", file=sys.stderr)
     records = read_results(results)
     table, parts = summarize(records, args.protocol, paper)
-    (out / "table.md").write_text(table + "\n")
+    # One table and plot per protocol (SentEval's keeps the plain names).
+    suffix = "" if args.protocol == "senteval" else f"_{args.protocol}"
+    table_path, plot_path = out / f"table{suffix}.md", out / f"differences{suffix}.png"
+    table_path.write_text(table + "\n")
     write_csv(records, out / "results.csv")
-    plot(parts["diffs"], parts["stats"], paper, out / "differences.png")
+    plot(parts["diffs"], parts["stats"], paper, plot_path)
     print(table)
     n = sum(s["n"] for s in parts["stats"].values())
-    print(f"{n} runs under {args.protocol} in {results}; table {out / 'table.md'}, plot {out / 'differences.png'}")
+    print(f"{n} runs under {args.protocol} in {results}; table {table_path}, plot {plot_path}")
 
 
 if __name__ == "__main__":
