@@ -178,10 +178,13 @@ def summarize(records: list[dict], protocol: str, paper: dict) -> tuple[str, dic
             lines.append(f"| {ROWS[key][0]} | " + " | ".join(cells) + f" | {d.mean():+.2f} |")
         spread = float(np.mean(base["std"]))
         better = [k for k, d in diffs.items() if d.mean() > spread]
-        lines += ["", (f"Hard or debiased negatives beat uniform on the six-task mean by more than the mean seed "
-                       f"spread ({spread:.2f}) here: {', '.join(better)}." if better else
-                       f"No objective beats uniform on the six-task mean by more than the mean seed spread "
-                       f"({spread:.2f}) here.")]
+        if base["n"] < 2:
+            lines += ["", "Uniform has one seed so far: no seed spread to judge the differences by."]
+        else:
+            lines += ["", (f"Hard or debiased negatives beat uniform on the six-task mean by more than the mean "
+                           f"seed spread ({spread:.2f}) here: {', '.join(better)}." if better else
+                           f"No objective beats uniform on the six-task mean by more than the mean seed spread "
+                           f"({spread:.2f}) here.")]
     return "\n".join(lines), {"stats": stats, "diffs": diffs}
 
 

@@ -64,6 +64,9 @@ def test_summary_of_a_single_seed(qt_table, tmp_path):
     rec = {"row": "uniform", "seed": 0, "protocol": "senteval", "acc": acc}
     table, parts = qt_table.summarize([rec], "senteval", {})
     assert "70.0 ± 0.0" in table and parts["stats"]["uniform"]["n"] == 1
+    hard = {"row": "hard1", "seed": 0, "protocol": "senteval", "acc": {t: v + 0.1 for t, v in acc.items()}}
+    table = qt_table.summarize([rec, hard], "senteval", {})[0]
+    assert table.splitlines()[-1].startswith("Uniform has one seed so far")  # no claim without a spread
 
 
 def test_unknown_protocol_is_a_clear_error(qt_table):
