@@ -25,7 +25,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import qt_hard  # noqa: E402
 from qt_hard.training.config import config_from_dict  # noqa: E402
-from test_training import qt_config, write_books  # noqa: E402
+from test_training import qt_config  # noqa: E402
 
 SENTENCES = ["w1 w2 w3", "The cat sat on the mat.", "", "w7 w7 w9 w12 w3 w3 w1 " * 6, "<pad> w5 <unk>",
              "an unseen zebra"]

@@ -26,9 +26,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import torch
 
 from qt_hard.encoders.config import ModelConfig

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Sequence
 
