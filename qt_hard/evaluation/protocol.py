@@ -62,6 +62,11 @@ KFOLD_REGS = tuple(2.0**t for t in range(-1, 6))  # SentEval KFoldClassifier, sk
 INNER_SPLIT_SEED = 1111  # hard-coded in SentEval's InnerKFoldClassifier
 SKIPTHOUGHTS_REGS = tuple(2.0**t for t in range(0, 9))  # skip-thoughts evaluators' scan
 SKIPTHOUGHTS_SEED = 1234  # their default seed (data shuffle, MSRP folds)
+# The fast path's stopping rule: max-abs gradient of scikit-learn's scaling of the objective
+# (J / (C n)) below 1e-6, a hundredth of scikit-learn's own lbfgs default (tol=1e-4). From 1e-8:
+# CR at 2,400-d took 397 instead of 574 CG steps (70 against 89 CPU s) with the same accuracy and
+# chosen C; scripts/bench_eval.py --check compares held-out predictions with lbfgs at tol=1e-8.
+FAST_TOL = 1e-6
 
 
 def _check_xy(X, y, n_classes, kfold):
@@ -125,11 +130,11 @@ class _PathSolver:
 
     def fit(self, masks, C, W0=None):
         if not self.ovr:
-            return self.model.fit(masks, C, W0=W0)
+            return self.model.fit(masks, C, W0=W0, tol=FAST_TOL)
         F = masks.shape[1]
         C = torch.as_tensor(C, dtype=torch.float64)
         C = C.repeat_interleave(self.K) if C.ndim else C
-        return self.model.fit(masks.repeat_interleave(self.K, dim=1), C, W0=W0,
+        return self.model.fit(masks.repeat_interleave(self.K, dim=1), C, W0=W0, tol=FAST_TOL,
                               targets=self.onehot.repeat(1, F))
 
     def columns(self, W, f: int):
