@@ -245,6 +245,30 @@ def summarize(rows: list[dict], widths: list[int], tasks: list[str]) -> dict:
     return summary
 
 
+def markdown_table(rows: list[dict], widths: list[int], tasks: list[str]) -> str:
+    """Per width: each task's fast / reference CPU seconds and ratio, the six-task sums, and the
+    accuracy check's largest held-out difference against converged scikit-learn."""
+    by = {(r["width"], r["task"]): r for r in rows}
+    lines = ["| width | " + " | ".join(tasks) + " | all tasks | check: max abs diff (points) |",
+             "|---|" + "---|" * (len(tasks) + 2)]
+    for w in widths:
+        cells, fast, ref, diffs = [], 0.0, 0.0, []
+        for t in tasks:
+            r = by.get((w, t))
+            if r is None or "reference_cpu_seconds" not in r:
+                cells.append("-")
+                continue
+            fast += r["fast_cpu_seconds"]
+            ref += r["reference_cpu_seconds"]
+            cells.append(f"{r['fast_cpu_seconds']:.0f} / {r['reference_cpu_seconds']:.0f} ({r['cpu_speedup']:.1f}x)")
+            if "check" in r:
+                diffs.append(r["check"]["max_abs_diff_converged"])
+        total = f"{fast:.0f} / {ref:.0f} ({ref / max(fast, 1e-9):.1f}x)" if "-" not in cells else "-"
+        check = f"{max(diffs):.2f}" if len(diffs) == len(tasks) else "-"
+        lines.append(f"| {w} | " + " | ".join(cells) + f" | {total} | {check} |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--widths", default="256,600,2400,4800")
@@ -276,6 +300,7 @@ def main(argv=None) -> int:
             run_task(t, widths, args)
     rows = [json.loads(line) for line in Path(args.output).read_text().splitlines()]
     rows = [r for r in rows if r["reference_mode"] == args.reference and r["task"] in tasks]
+    print(markdown_table(rows, widths, tasks))
     summary = summarize(rows, widths, tasks)
     summary.update(load_average_at_start=load, cpu_count=os.cpu_count(), jobs=args.jobs,
                    reference=args.reference, reference_max_iter=args.max_iter or "converged")
