@@ -153,3 +153,58 @@ def test_labels_with_a_queue_but_no_queue_labels_is_an_error():
                      dtype=torch.float64), in_batch=False)
     with pytest.raises(ValueError, match="labels must be >= 0"):
         EmbeddingQueue(4, 4).enqueue(torch.zeros(2, 4), labels=torch.tensor([0, -1]))
+
+
+# ---------------------------------------------------------------- MNRL's hardness tilt in the core
+def _tilted_cross_entropy(a, p, n, scale, alpha, mode):
+    """MNRL's hardness-weighted loss written out from its definition (sentence-transformers 6.2):
+    logits scale * cos over [positives | negatives block by block], alpha * stop_grad(cos) added to
+    the chosen negative logits, cross-entropy against the own positive."""
+    a, p, n = (torch.nn.functional.normalize(x, dim=-1) for x in (a, p, n))
+    b = a.shape[0]
+    cands = torch.cat([p] + [n[:, j] for j in range(n.shape[1])])
+    cos = a @ cands.T
+    own = torch.zeros_like(cos, dtype=torch.bool)
+    for i in range(b):
+        own[i, i::b] = True  # own positive and own explicit negatives
+    explicit = torch.zeros_like(own)
+    explicit[:, b:] = True
+    chosen = {"in_batch_negatives": ~own, "hard_negatives": own & explicit,
+              "all_negatives": ~(own & ~explicit)}[mode]
+    logits = scale * cos + alpha * cos.detach() * chosen
+    return torch.nn.functional.cross_entropy(logits, torch.arange(b))
+
+
+@pytest.mark.parametrize("mode", ["in_batch_negatives", "hard_negatives", "all_negatives"])
+@pytest.mark.parametrize("k", [None, 11])
+def test_hardness_tilt_is_mnrl_written_out(mode, k):
+    g = torch.Generator().manual_seed(3)
+    a, p = (torch.randn(6, 5, generator=g, dtype=torch.float64, requires_grad=True) for _ in range(2))
+    n = torch.randn(6, 2, 5, generator=g, dtype=torch.float64, requires_grad=True)
+    ours = ranking_loss(a, p, n, "uniform", temperature=0.25, k=k, hardness_mode=mode, hardness_strength=9.0,
+                        generator=torch.Generator().manual_seed(0))
+    if k is None:  # every candidate: exactly the written-out loss, value and gradients
+        ref = _tilted_cross_entropy(a, p, n, 4.0, 9.0, mode)
+        torch.testing.assert_close(ours, ref, atol=1e-12, rtol=1e-12)
+        for x, y in zip(torch.autograd.grad(ours, (a, p, n)), torch.autograd.grad(ref, (a, p, n))):
+            torch.testing.assert_close(x, y, atol=1e-12, rtol=1e-12)
+    else:  # 11 of the 17 candidates: finite, and differs from the untilted draw of the same columns
+        plain = ranking_loss(a, p, n, "uniform", temperature=0.25, k=k, generator=torch.Generator().manual_seed(0))
+        assert torch.isfinite(ours) and abs((ours - plain).detach().item()) > 1e-6
+
+
+def test_hardness_options_are_checked():
+    z = pair()
+    with pytest.raises(ValueError, match="needs hardness_strength"):
+        contrastive_loss(*z, "uniform", hardness_mode="all_negatives")
+    with pytest.raises(ValueError, match="hardness_strength do not apply"):
+        contrastive_loss(*z, "uniform", hardness_strength=5.0)
+    with pytest.raises(ValueError, match="hardness_mode, hardness_strength do not apply"):
+        contrastive_loss(*z, "uniform", estimator="jsd", hardness_mode="all_negatives", hardness_strength=5.0)
+    with pytest.raises(ValueError, match=">= 0"):
+        contrastive_loss(*z, "uniform", hardness_mode="all_negatives", hardness_strength=-1.0)
+    # Two-view batches have no explicit negatives: hard_negatives tilts nothing, the others everything.
+    plain = contrastive_loss(*z, "uniform")
+    assert contrastive_loss(*z, "uniform", hardness_mode="hard_negatives", hardness_strength=5.0) == plain
+    tilted = contrastive_loss(*z, "hard", beta=1.0, hardness_mode="in_batch_negatives", hardness_strength=5.0)
+    assert tilted > contrastive_loss(*z, "hard", beta=1.0)

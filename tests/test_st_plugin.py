@@ -117,6 +117,63 @@ def test_equals_mnrl_on_embeddings(model, columns, config, n_neg, scale):
         assert (ours - ref).abs().max().item() < TOL
 
 
+HARDNESS_MODES = ["in_batch_negatives", "hard_negatives", "all_negatives"]
+
+
+@pytest.mark.parametrize("strength", [5.0, 9.0], ids=["alpha5-gemma", "alpha9-lan"])
+@pytest.mark.parametrize("mode", HARDNESS_MODES)
+def test_hardness_modes_equal_mnrl(model, columns, mode, strength):
+    """MNRL's hardness weighting (sentence-transformers 6.2, hardness_mode / hardness_strength) is the
+    core's HardnessTilt: the same loss and embedding gradients, on batches with two explicit negative
+    columns (hard_negatives does nothing without them) and at scale 5, where the loss is not tiny."""
+    embs = embeddings(model, list(columns))
+    ref_loss, ref_grads = loss_and_grads(
+        MultipleNegativesRankingLoss(model, scale=5.0, hardness_mode=mode, hardness_strength=strength), embs)
+    our_loss, our_grads = loss_and_grads(
+        HardNegativesLoss(model, negatives="uniform", scale=5.0, hardness_mode=mode, hardness_strength=strength),
+        embs)
+    plain, _ = loss_and_grads(MultipleNegativesRankingLoss(model, scale=5.0), embs)
+    # Guard: the tilt really moves MNRL's loss here, so equality is not the untilted loss twice.
+    assert ref_loss.item() - plain.item() > 1e-3
+    assert abs(our_loss.item() - ref_loss.item()) < TOL
+    for ours, ref in zip(our_grads, ref_grads):
+        assert (ours - ref).abs().max().item() < TOL
+
+
+def test_hardness_modes_select_different_negatives(model, columns):
+    """The three modes tilt different columns: on pairs alone hard_negatives is the plain loss and
+    all_negatives equals in_batch_negatives; with explicit negatives all three differ."""
+    def loss(cols, **kw):
+        return loss_and_grads(HardNegativesLoss(model, negatives="uniform", scale=5.0, **kw),
+                              embeddings(model, cols))[0].item()
+
+    pairs = list(columns[:2])
+    plain = loss(pairs)
+    by_mode = {m: loss(pairs, hardness_mode=m, hardness_strength=5.0) for m in HARDNESS_MODES}
+    assert abs(by_mode["hard_negatives"] - plain) < TOL
+    assert abs(by_mode["all_negatives"] - by_mode["in_batch_negatives"]) < TOL
+    assert by_mode["in_batch_negatives"] > plain + 1e-3
+    full = {m: loss(list(columns), hardness_mode=m, hardness_strength=5.0) for m in HARDNESS_MODES}
+    assert len({round(v, 6) for v in full.values()}) == 3
+
+
+def test_hardness_composes_with_hard_weights_and_is_checked(model, columns):
+    embs = embeddings(model, list(columns))
+    hcl = loss_and_grads(HardNegativesLoss(model, negatives="hard", beta=1.0), embs)[0].item()
+    both = loss_and_grads(HardNegativesLoss(model, negatives="hard", beta=1.0, hardness_mode="all_negatives",
+                                            hardness_strength=9.0), embs)[0].item()
+    assert both > hcl + 1e-4  # the tilt raises the (HCL-weighted) negative term
+    loss = HardNegativesLoss(model, negatives="uniform", hardness_mode="hard_negatives", hardness_strength=5.0)
+    assert loss.get_config_dict()["hardness_mode"] == "hard_negatives"
+    assert "EmbeddingGemma" in loss.citation and "LLaVE" in loss.citation
+    with pytest.raises(ValueError, match="hardness_strength"):
+        HardNegativesLoss(model, negatives="uniform", hardness_mode="all_negatives")
+    with pytest.raises(ValueError, match="hardness_strength"):
+        HardNegativesLoss(model, negatives="uniform", hardness_strength=5.0)  # without a mode: unread
+    with pytest.raises(ValueError, match="hardness_mode"):
+        HardNegativesLoss(model, negatives="uniform", hardness_mode="easy", hardness_strength=5.0)
+
+
 def test_equals_mnrl_through_forward(model, columns):
     """The full sentence-transformers path: tokenized (anchor, positive, neg_1, neg_2) features in,
     same loss and same parameter gradients as MNRL (4 rows, to keep the backward cheap)."""

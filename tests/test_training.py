@@ -157,7 +157,9 @@ def test_bow_on_synthetic_pairs_with_k_and_collision_free(tmp_path):
 
 
 def _weights(run_dir):
-    return torch.load(run_dir / "final" / "weights.pt", weights_only=True)
+    import qt_hard
+
+    return qt_hard.load_encoder(run_dir / "final").module.state_dict()
 
 
 def test_resume_after_signal_gives_identical_weights(tmp_path):

@@ -58,7 +58,9 @@ def _with_out(cfg_file, out):
 
 
 def _weights(out):
-    return torch.load(out / "final" / "weights.pt", weights_only=True)
+    import qt_hard
+
+    return qt_hard.load_encoder(out / "final").module.state_dict()
 
 
 def _csv_steps(out):

@@ -44,7 +44,7 @@ def _pretrained():
 def _final(out):
     from safetensors.torch import load_file
 
-    return load_file(out / "final" / "hf" / "model.safetensors")
+    return load_file(out / "final" / "model.safetensors")
 
 
 def test_hf_batches_use_the_model_tokenizer(tmp_path):

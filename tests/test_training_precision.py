@@ -142,7 +142,7 @@ def test_bf16_run_on_cpu_trains(tmp_path, fresh_accelerator_state):
     losses = read_losses(out)
     assert len(losses) == 2 and np.isfinite(losses).all()
     before = load_file(f"{resolve_model_path('minilm')}/model.safetensors")
-    after = load_file(out / "final" / "hf" / "model.safetensors")
+    after = load_file(out / "final" / "model.safetensors")
     key = "encoder.layer.0.attention.self.query.weight"
     pre = before.get(key, before.get("bert." + key))
     assert after[key].dtype == torch.float32  # autocast keeps float32 master weights
@@ -163,4 +163,4 @@ def test_fp16_on_cpu_is_a_clear_error(tmp_path, fresh_accelerator_state):
     # same process still works.
     tree["train"]["mixed_precision"] = "no"
     tree["out_dir"] = str(tmp_path / "after")
-    assert (train(config_from_dict(tree)) / "final" / "weights.pt").is_file()
+    assert (train(config_from_dict(tree)) / "final" / "model.safetensors").is_file()

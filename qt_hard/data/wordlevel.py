@@ -94,17 +94,34 @@ def word_tokens(sentence: str, lower: bool = True) -> list[str]:
     return [w for w, _ in tok.pre_tokenizer.pre_tokenize_str(tok.normalizer.normalize_str(sentence))]
 
 
+def _without_added_tokens(backend):
+    """``backend`` without "added tokens": ``<pad>`` and ``<unk>`` stay in the word vocabulary (ids 0
+    and 1) but are no longer matched in raw text, so a sentence never encodes to the pad id (the
+    pre-tokenizer splits ``<`` and ``>`` off, and an unknown word is ``<unk>`` by the model). The
+    trainer registers its special tokens as added tokens; a vocabulary built by :meth:`from_vocab`
+    has none. Without this a literal "<pad>" in a sentence would be id 0, which a bag of words leaves
+    out of its mean and sentence-transformers' ``StaticEmbedding`` counts (as a zero vector)."""
+    from tokenizers import Tokenizer
+
+    tree = json.loads(backend.to_str())
+    if not tree.get("added_tokens"):
+        return backend
+    tree["added_tokens"] = []
+    return Tokenizer.from_str(json.dumps(tree))
+
+
 class WordTokenizer:
     """Treebank-style word tokens and their ids, one ``tokenizers.Tokenizer`` underneath.
 
     Build with :meth:`train` (or :meth:`load` a ``tokenizer.json``); ``encode_batch`` gives id lists,
-    ``tokens`` the words of one sentence, ``vocab()`` the :class:`Vocab` view (same ids).
+    ``tokens`` the words of one sentence, ``vocab()`` the :class:`Vocab` view (same ids). No sentence
+    encodes to the pad id 0 (see :func:`_without_added_tokens`).
     """
 
     def __init__(self, backend, lower: bool = True):
-        self.backend = backend
+        self.backend = _without_added_tokens(backend)
         self.lower = lower
-        vocab = backend.get_vocab()
+        vocab = self.backend.get_vocab()
         if vocab.get(PAD) != 0 or vocab.get(UNK) != 1:
             raise ValueError(f"a word tokenizer needs {PAD} = 0 and {UNK} = 1 in its vocabulary")
 
@@ -201,6 +218,10 @@ class WordTokenizer:
             backend = Tokenizer.from_file(str(p))
         except Exception as err:  # the Rust error names the problem; keep the file's name in front
             raise ValueError(f"{p}: not a tokenizers JSON file ({err})") from err
+        # A model folder's tokenizer.json cuts at the model's max_len (for sentence-transformers);
+        # qt-hard's featurizers cut themselves, and the tokenizer's other uses (unknown-word rates)
+        # read whole sentences.
+        backend.no_truncation()
         # Whether the text is lower-cased lives in the normalizer.
         lower = "Lowercase" in json.dumps(json.loads(p.read_text(encoding="utf-8")).get("normalizer"))
         return cls(backend, lower)

@@ -5,17 +5,21 @@ Public entry points:
 * ``load_encoder(path)``: a saved model (``OUT/final/``) as a ``SentenceEncoder``.
 * ``random_encoder(config, sentences)``: the same kind of object, untrained, with a vocabulary
   built from ``sentences`` (a baseline for evaluation: ``--model random:CONFIG``).
+
+This package stands alone: it reads configs and model folders itself and imports nothing of
+``qt_hard.training`` (a saved model loads with the encoders alone).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 from qt_hard.encoders.bow import BagOfWordsEncoder
 from qt_hard.encoders.config import ModelConfig
 from qt_hard.encoders.quick_thoughts import QuickThoughtsEncoder, SentenceRNN
-from qt_hard.encoders.text import SentenceEncoder, load_encoder, make_encoder
+from qt_hard.encoders.text import SentenceEncoder, load_encoder, make_encoder, model_config_from_dict
 from qt_hard.encoders.transformer import TransformerEncoder
 
 __all__ = [
@@ -23,8 +27,8 @@ __all__ = [
     "TransformerEncoder", "load_encoder", "make_encoder", "random_encoder", "BUILTIN_CONFIGS",
 ]
 
-# Built-in model sections for random baselines: "bow" is Ash et al.'s Table 1 bag of words,
-# "qt" the CPU-sized Quick-Thoughts GRU pair of this library's defaults.
+# Built-in configs for random baselines: "bow" is Ash et al.'s Table 1 bag of words, "qt" the CPU-sized
+# Quick-Thoughts GRU pair of this library's defaults. Only the model section and the vocabulary options.
 BUILTIN_CONFIGS = {
     "bow": {"model": {"kind": "bow", "dim": 768}, "data": {"min_count": 1}},
     "qt": {"model": {"kind": "qt", "encoder": "gru"}, "data": {"min_count": 1}},
@@ -33,15 +37,41 @@ BUILTIN_CONFIGS = {
 _CONFIG_DIR = Path(__file__).resolve().parent.parent.parent / "configs"
 
 
-def _resolve_config(config: str | dict):
-    from qt_hard.training.config import config_from_dict, load_config
+@dataclass
+class EncoderSpec:
+    """What an untrained encoder needs from a config: its model section, the vocabulary options of its
+    data section (``min_count``, ``max_vocab``) and the seed (``train.seed``). Read from the config tree
+    directly, so that the encoders need nothing of ``qt_hard.training``."""
 
+    model: ModelConfig
+    min_count: int = 1
+    max_vocab: int | None = None
+    seed: int = 0
+
+
+def _spec_from_tree(tree: dict, origin: str) -> EncoderSpec:
+    if not isinstance(tree, dict):
+        raise ValueError(f"{origin}: a config must be a mapping, got {type(tree).__name__}")
+    if "model" not in tree:
+        return EncoderSpec(model_config_from_dict(tree))  # only a model section
+    if tree.get("pipeline", "text") != "text":
+        raise ValueError(f"{origin}: pipeline {tree['pipeline']!r} has no sentence encoder")
+    data = tree.get("data") or {}
+    train = tree.get("train") or {}
+    model = model_config_from_dict(dict(tree["model"] or {}))
+    model.validate()
+    return EncoderSpec(model, int(data.get("min_count", 1)), data.get("max_vocab"), int(train.get("seed", 0)))
+
+
+def _resolve_config(config) -> EncoderSpec:
+    if isinstance(config, EncoderSpec):
+        return config
+    if isinstance(config, ModelConfig):
+        return EncoderSpec(config)
     if isinstance(config, dict):
-        # Either a whole training config or just its model section.
-        tree = config if "model" in config else {"model": config}
-        return config_from_dict(tree)
+        return _spec_from_tree(config, "config dict")
     if config in BUILTIN_CONFIGS:
-        return config_from_dict(BUILTIN_CONFIGS[config])
+        return _spec_from_tree(BUILTIN_CONFIGS[config], f"built-in {config!r}")
     path = Path(config)
     if not path.is_file() and (_CONFIG_DIR / f"{config}.yaml").is_file():
         path = _CONFIG_DIR / f"{config}.yaml"
@@ -50,38 +80,46 @@ def _resolve_config(config: str | dict):
             f"random encoder config {config!r}: not a built-in ({sorted(BUILTIN_CONFIGS)}), "
             f"not a file and not configs/{config}.yaml"
         )
-    return load_config(path)
+    import yaml
+
+    try:
+        tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as err:
+        raise ValueError(f"{path}: not valid YAML ({err})") from None
+    return _spec_from_tree(tree, str(path))
 
 
-def random_encoder(config: str | dict, sentences: Sequence[str] = (), seed: int | None = None,
+def random_encoder(config, sentences: Sequence[str] = (), seed: int | None = None,
                    tokenizer=None) -> SentenceEncoder:
-    """An untrained encoder of the kind a training config describes.
+    """An untrained encoder of the kind a config describes; it needs only the model's own config.
 
     Args:
-        config: a training YAML path, a name in ``configs/`` (e.g. "bow_wiki"), a built-in name
-            ("bow", "qt"), or a dict (a whole training config or only its model section).
+        config: a ``ModelConfig``; a dict (a whole training config tree or only its model section); a
+            training YAML path or a name in ``configs/`` (e.g. "bow_wiki"), of which the ``model``
+            section, ``data.min_count`` / ``data.max_vocab`` and ``train.seed`` are read; or a built-in
+            name ("bow", "qt").
         sentences: raw sentences to fit a word vocabulary on (with the config's ``data.min_count`` /
             ``data.max_vocab``) when no ``tokenizer`` is given; ignored for kind "hf". Fitting it on
             the sentences to be evaluated lets the baseline see every test word: a control row of a
             trained model should pass that model's tokenizer instead.
-        seed: initialization seed (default: the config's ``train.seed``).
+        seed: initialization seed (default: the config's ``train.seed``, else 0).
         tokenizer: a :class:`qt_hard.data.wordlevel.WordTokenizer` (e.g. a trained model's
             ``tokenizer.json``) whose vocabulary the random encoder uses.
     """
     import torch
 
-    cfg = _resolve_config(config)
-    torch.manual_seed(cfg.train.seed if seed is None else seed)
-    if cfg.model.kind == "hf":
-        return make_encoder(cfg.model)
+    spec = _resolve_config(config)
+    torch.manual_seed(spec.seed if seed is None else seed)
+    if spec.model.kind == "hf":
+        return make_encoder(spec.model)
     from qt_hard.data.wordlevel import WordTokenizer
 
     if tokenizer is None:
         sentences = list(sentences)
         if not sentences:
             raise ValueError("random_encoder needs a tokenizer or at least one sentence for its vocabulary")
-        tokenizer = WordTokenizer.train(sentences, min_count=cfg.data.min_count, max_size=cfg.data.max_vocab,
-                                        lower=cfg.model.lower)
-    enc = make_encoder(cfg.model, tokenizer=tokenizer)
+        tokenizer = WordTokenizer.train(sentences, min_count=spec.min_count, max_size=spec.max_vocab,
+                                        lower=spec.model.lower)
+    enc = make_encoder(spec.model, tokenizer=tokenizer)
     enc.module.eval()
     return enc

@@ -1,7 +1,7 @@
 """The model section of a training config: which encoder, which sizes.
 
-Shared by training (``qt_hard.training.config``) and by the saved-model format, so that
-``OUT/final/encoder.json`` is exactly this dataclass.
+Shared by training (``qt_hard.training.config``) and by the saved-model format, so that the
+``model`` entry of ``OUT/final/encoder.json`` is exactly this dataclass.
 """
 
 from __future__ import annotations
@@ -17,14 +17,16 @@ class ModelConfig:
     """Encoder choice and sizes.
 
     kind:       "bow" (Ash et al. bag of words), "qt" (Quick-Thoughts f/g pair) or "hf"
-                (Hugging Face AutoModel + mean pooling).
+                (a transformer with its folder's sentence-transformers pooling).
     dim:        bag-of-words embedding dimension d (768 in Ash et al., Table 1).
     encoder:    Quick-Thoughts cell of f and g: "gru" | "bigru" | "bow".
     embed_dim:  Quick-Thoughts word-embedding size (CPU-sized default; S2V uses 300).
     hidden_dim: Quick-Thoughts GRU state size (CPU-sized default; S2V uses 1200 / 2400).
     max_len:    tokens kept per sentence (longer sentences are truncated).
     lower:      lowercase before word tokenization (word models).
-    hf_path:    local directory of a pretrained transformer (kind "hf").
+    hf_path:    local folder of a pretrained transformer (kind "hf"): a sentence-transformers folder
+                (its pooling and normalization modules are kept) or a plain Hugging Face one (mean
+                pooling), or ``minilm``.
     """
 
     kind: str = "bow"

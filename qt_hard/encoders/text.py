@@ -1,6 +1,10 @@
 """Raw strings in, vectors out: featurizers, the ``SentenceEncoder`` wrapper and the saved format.
 
-Saved-model layout (``OUT/final/``)::
+Saved-model layout (``OUT/final/``): a sentence-transformers folder, ``encoder.json`` version 2; see
+:mod:`qt_hard.encoders.st_folder`. ``SentenceTransformer(OUT/final)`` and ``load_encoder(OUT/final)``
+load it and encode alike.
+
+Models saved before (``encoder.json`` version 1) still load::
 
     encoder.json        {"format": "qt-hard-encoder", "version": 1, "model": ModelConfig fields,
                          "vocab_size": V}
@@ -17,7 +21,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Sequence
 
@@ -33,7 +37,7 @@ from qt_hard.encoders.transformer import TransformerEncoder
 from qt_hard.threads import torch_threads
 
 FORMAT = "qt-hard-encoder"
-VERSION = 1
+VERSION = 2  # 1: weights.pt + vocab.json (+ hf/); 2: the sentence-transformers folder
 
 # Torch threads of SentenceEncoder.encode on the CPU: QT_HARD_ENCODE_THREADS, else torch's setting.
 DEFAULT_ENCODE_THREADS = int(os.environ.get("QT_HARD_ENCODE_THREADS", "0") or 0) or None
@@ -181,23 +185,12 @@ class SentenceEncoder:
             self.module.train(was_training)
         return out
 
-    def save(self, path: str | Path) -> Path:
-        """Write the saved-model layout (module docstring) into ``path``."""
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        meta = {"format": FORMAT, "version": VERSION, "model": asdict(self.config),
-                "vocab_size": len(self.vocab) if self.vocab is not None else None}
-        if self.config.kind == "hf":
-            hf_dir = path / "hf"
-            self.module.model.save_pretrained(hf_dir)
-            self.featurizer.tokenizer.save_pretrained(hf_dir)
-            meta["model"]["hf_path"] = "hf"  # relative to the saved folder
-        else:
-            self.vocab.save(path / "vocab.json")
-            self.featurizer.tokenizer.save(path / "tokenizer.json")
-            torch.save({k: v.detach().cpu() for k, v in self.module.state_dict().items()}, path / "weights.pt")
-        (path / "encoder.json").write_text(json.dumps(meta, indent=2) + "\n")
-        return path
+    def save(self, path: str | Path, card: str | None = None) -> Path:
+        """Write the model as a sentence-transformers folder (:mod:`qt_hard.encoders.st_folder`) into
+        ``path``; ``card`` is its model card (README.md) markdown."""
+        from qt_hard.encoders.st_folder import save_sentence_transformer
+
+        return save_sentence_transformer(self, path, card)
 
 
 def make_encoder(cfg: ModelConfig, vocab=None, module: nn.Module | None = None, tokenizer=None) -> SentenceEncoder:
@@ -211,7 +204,9 @@ def make_encoder(cfg: ModelConfig, vocab=None, module: nn.Module | None = None, 
         from qt_hard.encoders.transformer import resolve_model_path
 
         module = module if module is not None else build_module(cfg)
-        tok = AutoTokenizer.from_pretrained(resolve_model_path(cfg.hf_path), local_files_only=True)
+        tok = getattr(module, "tokenizer", None)  # the tokenizer of the model's Transformer module
+        if tok is None:
+            tok = AutoTokenizer.from_pretrained(resolve_model_path(cfg.hf_path), local_files_only=True)
         return SentenceEncoder(cfg, module, HFFeaturizer(tok, cfg.max_len))
     if vocab is None and tokenizer is not None:
         vocab = tokenizer.vocab()
@@ -231,7 +226,8 @@ def model_config_from_dict(d: dict) -> ModelConfig:
 
 
 def load_encoder(path: str | Path, device: str | torch.device = "cpu") -> SentenceEncoder:
-    """Load a saved encoder from ``path`` (a ``final/`` folder, or a run folder holding one).
+    """Load a saved encoder from ``path`` (a ``final/`` folder, or a run folder holding one), in the
+    sentence-transformers layout (version 2) or the older one (version 1).
 
     Returns a ``SentenceEncoder``: ``.encode(list_of_str, batch_size=...) -> np.ndarray`` (float32,
     (n, dim)) and ``.dim``.
@@ -249,7 +245,14 @@ def load_encoder(path: str | Path, device: str | torch.device = "cpu") -> Senten
     if meta.get("format") != FORMAT:
         raise ValueError(f"{meta_file} is not a qt-hard encoder (format={meta.get('format')!r})")
     cfg = model_config_from_dict(meta["model"])
-    if cfg.kind == "hf":
+    version = meta.get("version", 1)
+    if version not in (1, 2):
+        raise ValueError(f"{meta_file}: unknown qt-hard encoder version {version!r} (this qt-hard reads 1 and 2)")
+    if version == 2:
+        from qt_hard.encoders.st_folder import load_folder
+
+        enc = load_folder(path, cfg)
+    elif cfg.kind == "hf":
         cfg.hf_path = str(path / cfg.hf_path)
         enc = make_encoder(cfg)
     else:
@@ -257,6 +260,9 @@ def load_encoder(path: str | Path, device: str | torch.device = "cpu") -> Senten
 
         from qt_hard.data.wordlevel import WordTokenizer
 
+        for name in ("vocab.json", "weights.pt"):
+            if not (path / name).is_file():
+                raise ModelNotFoundError(f"incomplete model folder {path}: {name} missing")
         vocab = Vocab.load(path / "vocab.json")
         # Models saved before tokenizer.json existed get one built from their vocabulary.
         tokenizer = WordTokenizer.load(path) if (path / "tokenizer.json").is_file() else None

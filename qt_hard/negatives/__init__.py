@@ -2,7 +2,7 @@
 
 ``scores``      who is compared with whom: :class:`ContrastScores` and its four builders
 ``sampler``     k negatives per anchor, uniformly without replacement, collision-free option
-``weightings``  uniform, hard (HCL), ring, same-label mask / threshold (H-SCL), entropic OT, as
+``weightings``  uniform, hard (HCL), MNRL's hardness tilt, ring, same-label mask / threshold (H-SCL), entropic OT, as
                 factored log-weights (:class:`LogWeights`: support, tilt, dense table)
 ``logmeanexp``  the weighted log-mean-exp they all reduce to, one fused autograd function
 ``select``      exact per-row order statistics (Ring's percentiles) without sorting rows
@@ -20,13 +20,13 @@ from .logmeanexp import tilted_log_mean_exp
 from .sampler import count_rows, sample_k_indices, sample_k_negatives
 from .scores import ContrastScores, context_scores, node_graph_scores, one_directional_scores, two_view_scores
 from .strategy import NAMES, NegativeStrategy, make_strategy
-from .weightings import (HardWeighting, LogWeights, OTWeighting, RingWeighting, SameLabelMask, ThresholdWeighting,
+from .weightings import (HardnessTilt, HardWeighting, LogWeights, OTWeighting, RingWeighting, SameLabelMask, ThresholdWeighting,
                          UniformWeighting, Weighting, clip_bound)
 
 __all__ = [
     "ContrastScores", "two_view_scores", "one_directional_scores", "context_scores",
     "sample_k_negatives", "sample_k_indices", "count_rows", "tilted_log_mean_exp", "LogWeights",
-    "Weighting", "UniformWeighting", "HardWeighting",
+    "Weighting", "UniformWeighting", "HardWeighting", "HardnessTilt",
     "RingWeighting", "SameLabelMask", "ThresholdWeighting", "OTWeighting", "clip_bound",
     "PlainEstimator", "DebiasedEstimator", "JSDEstimator", "node_graph_scores", "NegativeStrategy", "make_strategy", "NAMES",
     "EmbeddingQueue", "gather", "world",

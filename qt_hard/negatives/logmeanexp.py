@@ -7,7 +7,13 @@ tilt ``gamma`` and optional further log-weights ``D_ij``, the weights are
     log E_hat_i = log( sum_j w_ij e^{s_ij} / sum_j w_ij )
                 = LSE_{j in K_i}((1 + gamma) s_ij + D_ij) - LSE_{j in K_i}(gamma s_ij + D_ij).
 
-Every weighting of the five papers is of this form: uniform (gamma = 0; the second term is log |K_i|),
+A further detached table ``A_ij`` of *absolute* log-multipliers enters the first log-sum-exp only,
+``log E_hat_i = LSE((1 + gamma) s + D + A) - LSE(gamma s + D)``: each negative's term ``e^{s_ij}`` is
+multiplied by ``e^{A_ij}`` without that factor being normalized away (sentence-transformers' MNRL
+``hardness_mode``, Lan et al. 2025 Eq. 5: ``A = alpha * stop_grad(cos)``). Being detached it adds
+nothing to the backward but the softmax ``p`` it shifts.
+
+Every weighting of the five papers is of the first form: uniform (gamma = 0; the second term is log |K_i|),
 hard negatives (HCL eq. 6: gamma = beta, or 2 beta / bound with the clip of Fig. 14), ring and
 label/threshold (H-SCL) negatives (the support ``K_i``), and OT (``D`` = the log coupling). Written as
 autograd ops the two log-sum-exps and their backward take ~12 full passes over the (A, C) table;
@@ -37,10 +43,10 @@ def _stable_exp(z: torch.Tensor):
 
 class _TiltedLogMeanExp(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, s, keep, gamma, gamma_grad, dense, count):
+    def forward(ctx, s, keep, gamma, gamma_grad, dense, count, absolute):
         tiny = torch.finfo(s.dtype).tiny
         x = s if keep is None else s.masked_fill(~keep, NEG_INF)
-        if dense is None and gamma >= 0:
+        if dense is None and absolute is None and gamma >= 0:
             # y = x - rowmax <= 0 with max 0: gamma * y and (1 + gamma) * y need no further shift.
             m = x.amax(dim=1, keepdim=True)
             m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
@@ -70,7 +76,10 @@ class _TiltedLogMeanExp(torch.autograd.Function):
                 lw = dense.detach().clone() if dense is not None else torch.zeros_like(s)
             if keep is not None:
                 lw.masked_fill_(~keep, NEG_INF)
-            e1, m1, s1 = _stable_exp(torch.add(lw, s))
+            first = torch.add(lw, s)
+            if absolute is not None:
+                first.add_(absolute)
+            e1, m1, s1 = _stable_exp(first)
             e0, m0, s0 = _stable_exp(lw)
             out = (m1 + s1.clamp_min(tiny).log()) - (m0 + s0.clamp_min(tiny).log())
             ctx.save_for_backward(e1, s1, e0, s0)
@@ -85,7 +94,7 @@ class _TiltedLogMeanExp(torch.autograd.Function):
         tiny = torch.finfo(g.dtype).tiny
         if ctx.mode == "uniform":
             e1, s1 = ctx.saved_tensors
-            return e1 * (g / s1.clamp_min(tiny))[:, None], None, None, None, None, None
+            return e1 * (g / s1.clamp_min(tiny))[:, None], None, None, None, None, None, None
         e1, s1, e0, s0 = ctx.saved_tensors
         c1 = (g / s1.clamp_min(tiny))[:, None]  # dL/dLSE1 * p = e1 * c1
         c0 = (g / s0.clamp_min(tiny))[:, None]
@@ -97,12 +106,12 @@ class _TiltedLogMeanExp(torch.autograd.Function):
         if ctx.dense_grad:
             grad_d = e1 * c1
             grad_d.addcmul_(e0, c0, value=-1.0)
-        return grad_s, None, None, None, grad_d, None
+        return grad_s, None, None, None, grad_d, None, None
 
 
 def tilted_log_mean_exp(s: torch.Tensor, keep: torch.Tensor | None = None, gamma: float = 0.0,
                         gamma_grad: float | None = None, dense: torch.Tensor | None = None,
-                        count: torch.Tensor | None = None) -> torch.Tensor:
+                        count: torch.Tensor | None = None, absolute: torch.Tensor | None = None) -> torch.Tensor:
     """``log E_hat`` of the module docstring, one value per row.
 
     Args:
@@ -114,6 +123,9 @@ def tilted_log_mean_exp(s: torch.Tensor, keep: torch.Tensor | None = None, gamma
             requires one.
         count: (A,) the support sizes |K_i|, needed only when ``gamma == 0`` and ``dense`` is None (the
             uniform mean); computed from ``keep`` if not given.
+        absolute: (A, C) finite log-multipliers of the negatives' terms that are not normalized (the
+            first log-sum-exp only; see the module docstring), or None. Treated as a constant
+            (detached): no gradient flows into it.
 
     Returns:
         (A,) log of the weighted mean of ``e^s`` over each row's support. A row with an empty support
@@ -129,4 +141,9 @@ def tilted_log_mean_exp(s: torch.Tensor, keep: torch.Tensor | None = None, gamma
     if count is None and gamma == 0 and dense is None:
         count = (keep.view(torch.uint8).sum(dim=1, dtype=torch.int32) if keep is not None
                  else torch.full((s.shape[0],), s.shape[1], dtype=torch.int32, device=s.device))
-    return _TiltedLogMeanExp.apply(s, keep, gamma, gamma_grad, dense, count)
+    if absolute is not None:
+        if absolute.shape != s.shape:
+            raise ValueError(f"absolute log-weights must have the logits' shape {tuple(s.shape)}, "
+                             f"got {tuple(absolute.shape)}")
+        absolute = absolute.detach().to(s.dtype)
+    return _TiltedLogMeanExp.apply(s, keep, gamma, gamma_grad, dense, count, absolute)

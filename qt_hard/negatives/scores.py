@@ -55,6 +55,10 @@ class ContrastScores:
         n_columns: C of the full table (set by :meth:`select`).
         full, full_allowed: after :meth:`select`, the full table and the (A, C) mask of allowed
             candidates the columns were drawn from (OT's full coupling needs them); else None.
+        cand_owner: (C,) long, for an explicit negative column the global index of the pair it was
+            given with, -1 for every other candidate; None in layouts without explicit negatives.
+        anchor_index: (A,) long, the global pair index of each anchor (with ``cand_owner``: which
+            columns are the anchor's *own* explicit negatives, MNRL's ``hard_negatives``).
     """
 
     pos: torch.Tensor
@@ -73,6 +77,15 @@ class ContrastScores:
     cand_emb: torch.Tensor | None = None
     full: "ContrastScores | None" = None
     full_allowed: torch.Tensor | None = None
+    cand_owner: torch.Tensor | None = None
+    anchor_index: torch.Tensor | None = None
+
+    def own_explicit(self) -> torch.Tensor | None:
+        """(A, C) bool: the candidate is one of the anchor's own explicit negatives; None when the
+        layout has none."""
+        if self.cand_owner is None or self.anchor_index is None:
+            return None
+        return self.column(self.cand_owner) == self.anchor_index[:, None]
 
     def sqnorms(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(A,) and (C,) -- (A, k) after :meth:`select` -- squared norms of anchors and candidates."""
@@ -116,6 +129,7 @@ class ContrastScores:
             cand_sqnorm=pick(self.cand_sqnorm), cand_index=index, n_columns=self.neg.shape[1],
             anchor_emb=self.anchor_emb, cand_emb=self.cand_emb,
             full=self, full_allowed=self.neg_valid if allowed is None else allowed,
+            cand_owner=pick(self.cand_owner), anchor_index=self.anchor_index,
         )
 
 
@@ -282,6 +296,12 @@ def one_directional_scores(anchors: torch.Tensor, positives: torch.Tensor,
     neg = (anchors * scale) @ cands.T
     rows = torch.arange(b, device=anchors.device)
     target = rows + offset
+    owner = None
+    if negatives is not None:
+        # Block j of the explicit negatives holds pair 0..B-1's j-th negative: column B + j*B + p.
+        owner = torch.full((cands.shape[0],), -1, dtype=torch.long, device=anchors.device)
+        n_explicit = n_batch - B
+        owner[B:n_batch] = torch.arange(B, device=anchors.device).repeat(n_explicit // B)
     pos = ((anchors * positives).sum(dim=1) * scale).unsqueeze(1)
     valid = torch.ones_like(neg, dtype=torch.bool)
     if not in_batch:
@@ -303,7 +323,7 @@ def one_directional_scores(anchors: torch.Tensor, positives: torch.Tensor,
     return ContrastScores(
         pos=pos, pos_valid=torch.ones_like(pos, dtype=torch.bool), neg=neg, neg_valid=valid,
         scale=scale, anchor_labels=anchor_labels, cand_labels=cand_labels, cand_label_known=known,
-        anchor_emb=anchors.detach(), cand_emb=cands.detach(),
+        anchor_emb=anchors.detach(), cand_emb=cands.detach(), cand_owner=owner, anchor_index=target,
     )
 
 

@@ -26,7 +26,12 @@ form is the cross-entropy of one softmax over every other sentence of the batch 
 target 1/P_i on each positive: exactly Quick-Thoughts' objective as released (S2V, ``s2v_model.py``,
 ``build_loss``), except that S2V sets the anchor's own logit to 0 (``matrix_set_diag``), which leaves
 a spurious e^0 = 1 in every denominator; here the anchor's own column is removed. Hard, ring, OT and
-label weights change only ``E_hat_i``. The debiased estimator, whose Chuang et al. / HCL form has one
+label weights change only ``E_hat_i``.
+
+Hardness (sentence-transformers' MNRL ``hardness_mode``, :class:`HardnessTilt`): multipliers ``e^{A_ij}``
+on the negatives' terms that are not normalized, ``E_hat_i = sum_j w_ij e^{A_ij} e^{s_ij} / sum_j
+w_ij``; with uniform ``w`` and ``Q_i`` the candidate count, ``Q_i * E_hat_i = sum_j e^{s_ij + A_ij}``,
+MNRL's tilted denominator. The NCE estimator only (JSD has no such term). The debiased estimator, whose Chuang et al. / HCL form has one
 positive, subtracts ``tau_plus * (1/P_i) sum_p e^{s+_p}`` from ``E_hat_i`` (the mean positive term):
 this several-positive extension is ours, since HCL released no code for its text experiments. With
 one positive the two forms coincide.
@@ -47,7 +52,7 @@ from .estimators import DebiasedEstimator, JSDEstimator, PlainEstimator
 from .logmeanexp import tilted_log_mean_exp
 from .sampler import count_rows, sample_k_indices, sample_k_negatives
 from .scores import ContrastScores
-from .weightings import (HardWeighting, LogWeights, OTWeighting, RingWeighting, SameLabelMask,
+from .weightings import (HardnessTilt, HardWeighting, LogWeights, OTWeighting, RingWeighting, SameLabelMask,
                          ThresholdWeighting, UniformWeighting, Weighting)
 
 
@@ -140,13 +145,15 @@ class NegativeStrategy:
         n_support = n_cand if lw.keep is None else count_rows(keep)
         empty = n_support == 0
         if getattr(self.estimator, "is_divergence", False):
+            if lw.absolute is not None:
+                raise ValueError("hardness_mode (absolute multipliers) needs the NCE estimator, not JSD")
             # JSD (InfoGraph): a weighted mean of softplus(s) over the negatives, not a log-mean-exp.
             # One positive per node (its graph), so the two positive forms coincide.
             tilted = lw.gamma != 0  # the HCL code's exponential tilt (its only non-uniform weighting)
             per_pos = self.estimator.per_positive(neg, lw.materialize(neg, mask), n_cand, tilted, pos,
                                                   self.progress)
         else:
-            log_e = tilted_log_mean_exp(neg, keep, lw.gamma, lw.gamma_grad, lw.dense, n_support)
+            log_e = tilted_log_mean_exp(neg, keep, lw.gamma, lw.gamma_grad, lw.dense, n_support, lw.absolute)
             log_e = torch.where(empty, torch.zeros_like(log_e), log_e)  # keep NaN out of empty rows
             q = (n_support if self.count == "support" else n_cand).clamp_min(1).to(neg.dtype)
             if self.positives == "joint":
@@ -201,7 +208,7 @@ OPTION_DEFAULTS = {
     "tau_plus": None, "floor": "hard", "beta": 1.0, "clip": False, "detach": False, "lower": 0.0,
     "upper": 100.0, "hardening": None, "tau": None, "level": None, "epsilon": 0.5,
     "cost": "sqeuclidean", "kappa": 0.0, "sinkhorn_iters": 20, "marginals": "uniform", "coupling": "full",
-    "estimator": "nce",
+    "estimator": "nce", "hardness_mode": None, "hardness_strength": None,
 }
 STRATEGY_OPTIONS = frozenset({"k", "collision_free", "include_positive", "count", "positives", *OPTION_DEFAULTS})
 
@@ -212,6 +219,10 @@ def options_read(negatives: str, options: dict) -> set[str]:
     hardening = options.get("hardening")
     read = {"tau_plus", "estimator"}
     nce = options.get("estimator", "nce") == "nce"
+    if nce:
+        read.add("hardness_mode")  # MNRL's tilt composes with every strategy of the NCE estimator
+        if options.get("hardness_mode") is not None:
+            read.add("hardness_strength")
     if nce and (negatives in ("hard", "debiased") or options.get("tau_plus") is not None):
         read.add("floor")  # the debiased NCE estimator exists (the JSD estimator has no floor)
     if negatives == "hard":
@@ -262,6 +273,10 @@ def make_strategy(negatives="uniform", *, k: int | None = None, collision_free: 
     Any strategy takes k, collision_free, include_positive, count, positives ("per_positive" or
     "joint", see :class:`NegativeStrategy`), estimator and tau_plus (debiasing); floor when the NCE
     estimator debiases.
+    hardness_mode ("in_batch_negatives", "hard_negatives" or "all_negatives") with hardness_strength
+    (alpha >= 0, required with it): sentence-transformers' MNRL hardness weighting, ``alpha *
+    stop_grad(cos)`` added to the chosen negatives' logits, unnormalized (:class:`HardnessTilt`); any
+    strategy with the NCE estimator.
     estimator: "nce" (the contrastive loss above, plain or debiased by tau_plus, with floor), "jsd"
     (InfoGraph's Jensen-Shannon estimator, :class:`JSDEstimator`, debiased by tau_plus without a floor)
     or "jsd_code" (the official HCL graph code's form of it; see :class:`JSDEstimator`).
@@ -313,6 +328,11 @@ def make_strategy(negatives="uniform", *, k: int | None = None, collision_free: 
     elif negatives == "ot":
         weightings.append(OTWeighting(o["epsilon"], cost=o["cost"], kappa=o["kappa"], iters=o["sinkhorn_iters"],
                                       marginals=o["marginals"], coupling=o["coupling"]))
+    if o["hardness_mode"] is not None:
+        if o["hardness_strength"] is None:
+            raise ValueError("hardness_mode needs hardness_strength (alpha: Lan et al. 2025 use 9 on in-batch "
+                             "negatives, EmbeddingGemma 5 on hard negatives)")
+        weightings.append(HardnessTilt(make_schedule(o["hardness_strength"]), o["hardness_mode"]))
     if o["estimator"] in ("jsd", "jsd_code"):
         est = JSDEstimator(0.0 if tau_plus is None else tau_plus,
                            variant="paper" if o["estimator"] == "jsd" else "code")

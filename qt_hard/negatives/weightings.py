@@ -43,21 +43,33 @@ class LogWeights:
         gamma_grad: the tilt's coefficient in the gradient: ``gamma`` when gradients flow through the
             weights (the official HCL code), 0 when they are detached.
         dense: (A, C) further log-weights (OT's log coupling, or any custom table), or None.
+        absolute: (A, C) detached log-multipliers of each negative's term that the estimator does
+            *not* normalize: ``E_hat = sum_j w_j e^{A_j} e^{s_j} / sum_j w_j`` (MNRL's hardness
+            penalty, :class:`HardnessTilt`), or None. The other fields are importance weights (a
+            distribution over the negatives, normalized per anchor); this one rescales the integrand.
     """
 
     keep: torch.Tensor | None = None
     gamma: float = 0.0
     gamma_grad: float = 0.0
     dense: torch.Tensor | None = None
+    absolute: torch.Tensor | None = None
 
     def __add__(self, other: "LogWeights") -> "LogWeights":
-        """Weights multiply: supports intersect, tilts and dense log-weights add."""
+        """Weights multiply: supports intersect, tilts and dense (and absolute) log-weights add."""
         keep = other.keep if self.keep is None else self.keep if other.keep is None else self.keep & other.keep
         dense = other.dense if self.dense is None else self.dense if other.dense is None else self.dense + other.dense
-        return LogWeights(keep, self.gamma + other.gamma, self.gamma_grad + other.gamma_grad, dense)
+        absolute = (other.absolute if self.absolute is None else self.absolute if other.absolute is None
+                    else self.absolute + other.absolute)
+        return LogWeights(keep, self.gamma + other.gamma, self.gamma_grad + other.gamma_grad, dense, absolute)
 
     def materialize(self, s: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """The dense (A, C) table ``log w`` over ``mask`` (gradients as the factored form has them)."""
+        """The dense (A, C) table ``log w`` over ``mask`` (gradients as the factored form has them).
+
+        Absolute multipliers are not weights of a distribution and have no place in it: an error."""
+        if self.absolute is not None:
+            raise ValueError("absolute log-multipliers (hardness_mode) have no normalized dense form; "
+                             "only the NCE estimator reads them")
         lw = torch.zeros_like(s)
         if self.gamma_grad != 0:
             lw = lw + self.gamma_grad * s
@@ -135,6 +147,57 @@ class HardWeighting(Weighting):
         if self.clip:
             gamma = gamma * 2.0 / float(clip_bound(scores.neg, mask))
         return LogWeights(gamma=gamma, gamma_grad=0.0 if self.detach else gamma)
+
+
+HARDNESS_MODES = ("in_batch_negatives", "hard_negatives", "all_negatives")
+
+
+class HardnessTilt(Weighting):
+    """sentence-transformers' MNRL hardness weighting (its ``hardness_mode`` / ``hardness_strength``,
+    PR #3667): the logit of a chosen negative becomes ``s_j + alpha * stop_grad(s_j / scale)``, i.e.
+    ``alpha * stop_grad(cos)`` added to the scaled cosine, *not* divided by the temperature (Lan et al.
+    2025, Eq. 5, alpha = 9 on in-batch negatives; EmbeddingGemma, Schechter Vera et al. 2025, alpha = 5
+    on the explicit hard negatives).
+
+    In weights this is a multiplier ``e^{alpha cos_j}`` on negative j's term that nothing normalizes
+    (:attr:`LogWeights.absolute`): the denominator is ``e^{s+} + sum_j e^{s_j + alpha cos_j}``. It is
+    neither HCL's importance weighting, whose weights ``exp(beta s)`` are normalized per anchor so that
+    ``Q * E_hat`` stays an estimate of Q negatives' mass (:class:`HardWeighting`), nor differentiated
+    (HCL's code lets gradients through its weights). It composes with every other weighting: with
+    ``HardWeighting`` the tilt rescales the integrand of HCL's importance-weighted mean.
+
+    Args:
+        strength: alpha >= 0 (number or schedule).
+        mode: which negatives are tilted (the anchor's own positive never is):
+            ``"in_batch_negatives"`` every candidate that is not one of the anchor's own explicit
+            negatives (other pairs' positives and explicit negatives, queue rows); ``"hard_negatives"``
+            only the anchor's own explicit negatives (none in layouts without them); ``"all_negatives"``
+            every negative.
+    """
+
+    def __init__(self, strength, mode: str = "in_batch_negatives"):
+        if mode not in HARDNESS_MODES:
+            raise ValueError(f"hardness_mode must be one of {', '.join(HARDNESS_MODES)}, got {mode!r}")
+        if isinstance(strength, (int, float)) and not (math.isfinite(strength) and strength >= 0):
+            raise ValueError(f"hardness_strength must be a finite number >= 0, got {strength!r}")
+        self.strength, self.mode = strength, mode
+
+    def weigh(self, scores, mask, progress):
+        alpha = float(at(self.strength, progress))
+        if not (math.isfinite(alpha) and alpha >= 0):
+            raise ValueError(f"hardness_strength must be a finite number >= 0, got {alpha}")
+        if alpha == 0:
+            return LogWeights()
+        # alpha * cos = (alpha / scale) * logit, detached; masked entries are never read.
+        tilt = scores.neg.detach() * (alpha / scores.scale)
+        if self.mode != "all_negatives":
+            own = scores.own_explicit()
+            if own is not None:
+                chosen = own if self.mode == "hard_negatives" else ~own
+                tilt = tilt.masked_fill(~chosen, 0.0)
+            elif self.mode == "hard_negatives":
+                return LogWeights()  # no explicit negatives in this batch: nothing to tilt
+        return LogWeights(absolute=tilt)
 
 
 class RingWeighting(Weighting):

@@ -3,7 +3,8 @@
 Sections: ``model`` (``qt_hard.encoders.config.ModelConfig``), ``data`` and ``objective``
 (``qt_hard.text.config``). ``build`` reads the sentences and builds the encoder and batch task
 (``qt_hard.text.setup``) and the objective (``qt_hard.text.objectives``); the final model is
-saved as a ``SentenceEncoder`` folder (``qt_hard.load_encoder``). Text runs have no evaluation
+saved as a sentence-transformers folder with a model card (``qt_hard.encoders.st_folder``,
+``qt_hard.text.card``), which ``SentenceTransformer(OUT/final)`` and ``qt_hard.load_encoder`` load. Text runs have no evaluation
 hook: ``qt-hard eval`` evaluates a saved encoder.
 """
 
@@ -33,7 +34,10 @@ class TextPipeline:
         run = build_run(cfg, out)
 
         def save(module, folder: Path) -> None:
-            run.make_encoder(module).save(folder)
+            # A sentence-transformers folder (qt_hard.encoders.st_folder) with the run's model card.
+            from qt_hard.text.card import model_card
+
+            run.make_encoder(module).save(folder, card=lambda modules: model_card(cfg, modules))
 
         return PipelineRun(run.module, run.task, Objective(cfg.objective, run.pair_data), save)
 

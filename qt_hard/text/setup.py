@@ -136,7 +136,8 @@ def build_run(cfg: Config, out: Path) -> Run:
         from qt_hard.data.wordlevel import TOKENIZER_VERSION
 
         key = _key([kind, cfg.data.path, cfg.data.max_books, cfg.data.max_sentences, cfg.data.min_count,
-                    cfg.data.max_vocab, cfg.model.lower, cfg.model.max_len, len(ds), TOKENIZER_VERSION])
+                    cfg.data.max_vocab, cfg.model.lower, cfg.model.max_len, len(ds), TOKENIZER_VERSION,
+                    "no-added-tokens"])  # since a literal "<pad>" no longer encodes to id 0
         # Whole-column Arrow reads: ds["doc_id"] converts row by row in datasets 4+ (minutes on all books).
         doc_ids = dataset_column(ds, "doc_id", numpy=True).astype(np.int64)
         if cfg.model.kind == "hf":

@@ -1,0 +1,174 @@
+"""Every trained model as a sentence-transformers folder: ``SentenceTransformer(OUT/final)`` loads it.
+
+Layout of ``OUT/final/`` (what sentence-transformers writes, plus ``encoder.json`` for qt-hard)::
+
+    modules.json, config_sentence_transformers.json   sentence-transformers' module list and config
+    README.md            model card: the training config, data, objective and its papers, SentEval
+    encoder.json         {"format": "qt-hard-encoder", "version": 2, "layout": "sentence-transformers",
+                          "model": ModelConfig fields, "vocab_size": V}: what ``load_encoder`` reads
+    bow, qt + bow        sentence-transformers' own ``StaticEmbedding`` (mean of token vectors):
+                         model.safetensors ("embedding.weight", (V, d)) and tokenizer.json
+    qt + gru / bigru     ``qt_hard.encoders.st_module.QuickThoughtsModule``, a module class that
+                         sentence-transformers imports by its path (needs qt-hard installed): quick_thoughts_config.json,
+                         model.safetensors, tokenizer.json
+    hf                   the Transformer at the root (config.json, model.safetensors, tokenizer files,
+                         sentence_bert_config.json), then the Pooling / Normalize / ... folders of the
+                         model it started from
+
+Word models carry the word-level tokenizer (``qt_hard.data.wordlevel``) as ``tokenizer.json`` with
+truncation at ``model.max_len`` switched on, so both loaders cut a sentence at the same token. A
+Quick-Thoughts bag-of-words pair is one ``StaticEmbedding`` whose table concatenates f's and g's word
+vectors (V, 2e): the mean of the concatenated rows is concat(mean f, mean g), the evaluation vector.
+The bow and qt-bow folders load without qt-hard installed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from qt_hard.encoders.config import ModelConfig
+from qt_hard.errors import ModelNotFoundError
+
+ST_FILES = ("modules.json", "config_sentence_transformers.json")
+QT_CONFIG = "quick_thoughts_config.json"
+
+
+def contiguous_state(module: torch.nn.Module, prefix: str = "") -> dict[str, torch.Tensor]:
+    """A state_dict safetensors accepts: CPU tensors, each its own contiguous storage (cuDNN packs a
+    GRU's weights into one shared buffer; safetensors refuses shared storage)."""
+    return {prefix + k: v.detach().to("cpu", copy=True).contiguous() for k, v in module.state_dict().items()}
+
+
+def truncating_backend(tokenizer, max_len: int):
+    """A copy of a word tokenizer's ``tokenizers.Tokenizer`` that cuts every sentence at ``max_len``
+    tokens (what ``WordFeaturizer`` does), so that sentence-transformers gets the ids qt-hard gets."""
+    from tokenizers import Tokenizer
+
+    backend = Tokenizer.from_str(tokenizer.backend.to_str())
+    backend.enable_truncation(max_length=int(max_len))
+    backend.no_padding()
+    return backend
+
+
+# ------------------------------------------------------------------------------------------ save
+def st_modules(encoder) -> list:
+    """The sentence-transformers modules that compute ``encoder.encode`` (a ``SentenceEncoder``)."""
+    from sentence_transformers.sentence_transformer.modules import StaticEmbedding
+
+    cfg: ModelConfig = encoder.config
+    module = encoder.module
+    if cfg.kind == "hf":
+        if module.pipeline is None:
+            raise ValueError("a bare transformer (TransformerEncoder(model=...)) has no sentence-transformers "
+                             "pipeline to save")
+        module.pipeline[0].max_seq_length = cfg.max_len  # cut sentences where HFFeaturizer does
+        return list(module.pipeline)
+    backend = truncating_backend(encoder.featurizer.tokenizer, cfg.max_len)
+    if cfg.kind == "bow":
+        table = module.bag.weight.detach().to("cpu", copy=True)
+        return [StaticEmbedding(backend, embedding_weights=table)]
+    if cfg.encoder == "bow":
+        # mean over tokens of [f_t | g_t] = [mean f_t | mean g_t] = concat(f(s), g(s)).
+        table = torch.cat([module.f.embedding.weight, module.g.embedding.weight], dim=1).detach().to("cpu")
+        return [StaticEmbedding(backend, embedding_weights=table.contiguous())]
+    from qt_hard.encoders.st_module import QuickThoughtsModule
+
+    qt = QuickThoughtsModule(backend, module.f.embedding.num_embeddings, cfg.encoder, cfg.embed_dim, cfg.hidden_dim)
+    qt.qt.load_state_dict(contiguous_state(module))
+    return [qt]
+
+
+def save_sentence_transformer(encoder, folder: str | Path, card=None) -> Path:
+    """Write ``encoder`` (a ``SentenceEncoder``) as a sentence-transformers folder (module docstring).
+
+    ``card``: the model card's markdown (README.md), or a function of the saved modules' class names
+    that returns it; None writes a short card of the model alone."""
+    from dataclasses import asdict
+
+    from sentence_transformers import SentenceTransformer
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    modules = st_modules(encoder)
+    device = next(encoder.module.parameters()).device
+    model = SentenceTransformer(modules=modules, device=str(device))
+    model.similarity_fn_name = "cosine"
+    model.save(str(folder), create_model_card=False, safe_serialization=True)
+    meta = {"format": "qt-hard-encoder", "version": 2, "layout": "sentence-transformers",
+            "model": asdict(encoder.config),
+            "vocab_size": len(encoder.vocab) if encoder.vocab is not None else None,
+            "modules": [type(m).__name__ for m in modules]}
+    if encoder.config.kind == "hf":
+        meta["model"]["hf_path"] = "."  # the folder itself is the transformer
+    (folder / "encoder.json").write_text(json.dumps(meta, indent=2) + "\n")
+    names = meta["modules"]
+    if callable(card):
+        card = card(names)
+    if card is None:
+        card = (f"---\nlibrary_name: sentence-transformers\ntags:\n- sentence-transformers\n- qt-hard\n---\n\n"
+                f"# qt-hard {encoder.config.kind} encoder\n\nModules: {' -> '.join(names)}; "
+                f"model config: `{json.dumps(meta['model'])}`.\n")
+    (folder / "README.md").write_text(card, encoding="utf-8")
+    return folder
+
+
+# ------------------------------------------------------------------------------------------ load
+def required_files(cfg: ModelConfig) -> tuple[str, ...]:
+    if cfg.kind == "hf":
+        return ST_FILES + ("config.json",)
+    if cfg.kind == "bow" or cfg.encoder == "bow":
+        return ST_FILES + ("tokenizer.json", "model.safetensors")
+    return ST_FILES + ("tokenizer.json", "model.safetensors", QT_CONFIG)
+
+
+def check_folder(path: Path, cfg: ModelConfig) -> None:
+    missing = [name for name in required_files(cfg) if not (path / name).is_file()]
+    if missing:
+        raise ModelNotFoundError(f"incomplete model folder {path}: {', '.join(missing)} missing")
+
+
+def _read_weights(path: Path) -> dict[str, torch.Tensor]:
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    try:
+        return load_file(str(path / "model.safetensors"))
+    except (SafetensorError, OSError, ValueError) as err:
+        raise ValueError(f"{path / 'model.safetensors'} is corrupted or not a safetensors file ({err})") from None
+
+
+def load_folder(path: Path, cfg: ModelConfig, device="cpu"):
+    """A ``SentenceEncoder`` from a version-2 (sentence-transformers) folder."""
+    from qt_hard.encoders.text import make_encoder
+
+    check_folder(path, cfg)
+    if cfg.kind == "hf":
+        cfg.hf_path = str(path)
+        return make_encoder(cfg)
+    from qt_hard.data.wordlevel import WordTokenizer
+
+    tokenizer = WordTokenizer.load(path / "tokenizer.json")
+    enc = make_encoder(cfg, tokenizer=tokenizer)
+    weights = _read_weights(path)
+    module = enc.module
+    try:
+        if cfg.kind == "bow":
+            module.bag.weight.data.copy_(weights["embedding.weight"])
+        elif cfg.encoder == "bow":
+            table = weights["embedding.weight"]
+            e = module.f.embedding.weight.shape[1]
+            if table.shape != (module.f.embedding.num_embeddings, 2 * e):
+                raise ValueError(f"{path / 'model.safetensors'}: embedding table of shape {tuple(table.shape)}, "
+                                 f"expected ({module.f.embedding.num_embeddings}, {2 * e})")
+            module.f.embedding.weight.data.copy_(table[:, :e])
+            module.g.embedding.weight.data.copy_(table[:, e:])
+        else:
+            module.load_state_dict({k.removeprefix("qt."): v for k, v in weights.items()})
+    except KeyError as err:
+        raise ValueError(f"{path / 'model.safetensors'} lacks the tensor {err}") from None
+    except RuntimeError as err:  # shape mismatches, missing / unexpected keys
+        raise ValueError(f"{path / 'model.safetensors'} does not fit the model of encoder.json: {err}") from None
+    return enc
