@@ -17,6 +17,12 @@ Reference modes (``--reference``):
   (number of refits) * mean_C t_C``. Rows say ``"reference_extrapolated": true``.
 * ``none``: fast path only.
 
+Both sides run with ``--threads`` threads (torch for the fast path; BLAS and OpenMP for
+scikit-learn, through ``threadpoolctl``): with its default of a thread per core, scikit-learn's
+OpenMP loss loops spent 4-60x the CPU time of one thread on the loaded two-core machine.
+``--check`` (with ``subset``) also fits the subset's problems with scikit-learn run to
+convergence and with the fast solver alone, and compares their accuracies on the held-out rows.
+
 One JSON row per (width, task) is appended to ``--output`` (resumable: rows already there are
 skipped); tasks run in parallel processes with ``--jobs`` (one torch thread each). Printed last:
 a summary JSON (six-task times and speedups per width, each task's classifier-time exponent
@@ -65,32 +71,65 @@ class PrefixCache:
         return np.stack([self.table[t][: self.width] for t in texts]).astype(np.float64)
 
 
-def _subset_reference(task, cache, regs_inner, regs_kfold, kfold, seed, max_iter):
-    """Time the stated subset of reference fits; returns ([extrapolated wall, CPU seconds],
-    number of fits timed)."""
+def _subset_problems(task, cache, kfold, seed):
+    """The stated subset of the reference's problems: (X, y, train rows, held-out rows, regs,
+    fits per C in the whole protocol, refits, classes). MR/CR/SUBJ/MPQA: the first inner fold of
+    the first outer fold (SentEval's splits); TREC/MRPC: the first of the k folds on train."""
     if isinstance(task, BinaryTask):
         X, y = cache.embed(task.texts()), task.labels
         outer = protocol.StratifiedKFold(n_splits=kfold, shuffle=True, random_state=protocol.INNER_SPLIT_SEED)
         tr, _ = next(iter(outer.split(X, y)))
-        itr, _ = next(iter(outer.split(X[tr], y[tr])))
-        rows, regs, per_c, refits = tr[itr], regs_inner, kfold * kfold, kfold
+        itr, ite = next(iter(outer.split(X[tr], y[tr])))
+        return X, y, tr[itr], tr[ite], protocol.INNER_REGS, kfold * kfold, kfold, 2
+    if isinstance(task, TrecTask):
+        X, y = cache.embed([" ".join(w) or "." for w in task.train]), task.train_labels
+        K = 6
     else:
-        if isinstance(task, TrecTask):
-            X, y = cache.embed([" ".join(w) or "." for w in task.train]), task.train_labels
-        else:
-            A = cache.embed([" ".join(w) or "." for w in task.train_a])
-            B = cache.embed([" ".join(w) or "." for w in task.train_b])
-            X, y = np.c_[np.abs(A - B), A * B], task.train_labels
-        folds = protocol.StratifiedKFold(n_splits=kfold, shuffle=True, random_state=seed)
-        rows, _ = next(iter(folds.split(X, y)))
-        regs, per_c, refits = regs_kfold, kfold, 1
-    wall, cpu = [], []
+        A = cache.embed([" ".join(w) or "." for w in task.train_a])
+        B = cache.embed([" ".join(w) or "." for w in task.train_b])
+        X, y = np.c_[np.abs(A - B), A * B], task.train_labels
+        K = 2
+    folds = protocol.StratifiedKFold(n_splits=kfold, shuffle=True, random_state=seed)
+    rows, held = next(iter(folds.split(X, y)))
+    return X, y, rows, held, protocol.KFOLD_REGS, kfold, 1, K
+
+
+def _subset_reference(problems, seed, max_iter):
+    """Time the subset's reference fits (one per C) and extrapolate to the protocol:
+    ``sum_C t_C * (fits per C) + refits * mean_C t_C``. Returns ([wall, CPU seconds], number of
+    fits timed, held-out accuracies per C in percent)."""
+    X, y, rows, held, regs, per_c, refits, _ = problems
+    wall, cpu, acc = [], [], []
     for C in regs:
         t0, c0 = time.perf_counter(), time.process_time()
-        protocol._sk_fit(X[rows], y[rows], C, seed, max_iter=max_iter)
+        clf = protocol._sk_fit(X[rows], y[rows], C, seed, max_iter=max_iter)
         wall.append(time.perf_counter() - t0)
         cpu.append(time.process_time() - c0)
-    return [sum(t) * per_c + refits * float(np.mean(t)) for t in (wall, cpu)], len(regs)
+        acc.append(100 * float(np.mean(clf.predict(X[held]) == y[held])))
+    return [sum(t) * per_c + refits * float(np.mean(t)) for t in (wall, cpu)], len(regs), acc
+
+
+def _subset_check(problems, seed, acc_reference):
+    """Accuracy check on the subset's problems: the fast solver against scikit-learn run to
+    convergence (lbfgs, tol 1e-8, up to 10,000 iterations) on the same rows and C, scored on the
+    held-out rows; ``acc_reference`` are the timed reference fits' (``--max-iter``). Returns a dict
+    of per-C accuracies (percent) and the largest differences."""
+    from qt_hard.evaluation.logreg import BatchedLogReg, predict_logreg
+
+    X, y, rows, held, regs, _, _, K = problems
+    fast, conv, agree = [], [], []
+    model = BatchedLogReg(X[rows], y[rows], K)
+    for C in regs:
+        W = model.fit(np.ones((len(rows), 1)), C, tol=protocol.FAST_TOL)
+        pf = predict_logreg(model, W, X[held])[:, 0]
+        pc = protocol._sk_fit(X[rows], y[rows], C, seed, max_iter=None).predict(X[held])
+        fast.append(100 * float(np.mean(pf == y[held])))
+        conv.append(100 * float(np.mean(pc == y[held])))
+        agree.append(100 * float(np.mean(pf == pc)))
+    return {"C": list(regs), "acc_fast": fast, "acc_converged": conv, "acc_reference": acc_reference,
+            "prediction_agreement_pct": agree,
+            "max_abs_diff_converged": round(max(abs(a - b) for a, b in zip(fast, conv)), 3),
+            "max_abs_diff_reference": round(max(abs(a - b) for a, b in zip(fast, acc_reference)), 3)}
 
 
 def run_task(name: str, widths: list[int], args) -> list[dict]:
@@ -152,11 +191,15 @@ def run_task(name: str, widths: list[int], args) -> list[dict]:
                        reference_extrapolated=False,
                        acc_difference=round(fast["acc"] - ref["acc"], 2))
         elif args.reference == "subset":
-            (secs, cpu), nfits = _subset_reference(task, cache, protocol.INNER_REGS,
-                                                   protocol.KFOLD_REGS, args.kfold, args.seed, max_iter)
+            problems = _subset_problems(task, cache, args.kfold, args.seed)
+            (secs, cpu), nfits, acc = _subset_reference(problems, args.seed, max_iter)
             row.update(reference_seconds=round(secs, 2), reference_cpu_seconds=round(cpu, 2),
                        reference_fits_timed=nfits,
                        reference_extrapolated=True)
+            if args.check:
+                c0 = time.process_time()
+                row["check"] = _subset_check(problems, args.seed, acc)
+                row["check"]["cpu_seconds"] = round(time.process_time() - c0, 2)
         if "reference_seconds" in row:
             row["speedup"] = round(row["reference_seconds"] / max(row["fast_seconds"], 1e-9), 2)
             row["cpu_speedup"] = round(row["reference_cpu_seconds"] / max(row["fast_cpu_seconds"], 1e-9), 2)
@@ -185,16 +228,45 @@ def summarize(rows: list[dict], widths: list[int], tasks: list[str]) -> dict:
         diffs = [abs(r["acc_difference"]) for r in rs if "acc_difference" in r]
         if diffs:
             s["max_abs_acc_difference"] = max(diffs)
+        checks = [r["check"] for r in rs if "check" in r]
+        if len(checks) == len(rs):
+            s["check_max_abs_diff_converged"] = max(c["max_abs_diff_converged"] for c in checks)
+            s["check_max_abs_diff_reference"] = max(c["max_abs_diff_reference"] for c in checks)
         summary["widths"][w] = s
     mid = [w for w in widths if w in (600, 2400)] or widths[:2]
     if len(mid) == 2:
         a, b = mid
         for t in tasks:
             if (a, t) in by and (b, t) in by:
-                ratio = by[(b, t)]["fast_seconds"] / max(by[(a, t)]["fast_seconds"], 1e-9)
+                # CPU seconds: wall time on the shared machine moves with the other users' load.
+                ratio = by[(b, t)]["fast_cpu_seconds"] / max(by[(a, t)]["fast_cpu_seconds"], 1e-9)
                 summary["exponents"][t] = round(math.log(ratio) / math.log(b / a), 2)
         summary["exponent_widths"] = [a, b]
     return summary
+
+
+def markdown_table(rows: list[dict], widths: list[int], tasks: list[str]) -> str:
+    """Per width: each task's fast / reference CPU seconds and ratio, the six-task sums, and the
+    accuracy check's largest held-out difference against converged scikit-learn."""
+    by = {(r["width"], r["task"]): r for r in rows}
+    lines = ["| width | " + " | ".join(tasks) + " | all tasks | check: max abs diff (points) |",
+             "|---|" + "---|" * (len(tasks) + 2)]
+    for w in widths:
+        cells, fast, ref, diffs = [], 0.0, 0.0, []
+        for t in tasks:
+            r = by.get((w, t))
+            if r is None or "reference_cpu_seconds" not in r:
+                cells.append("-")
+                continue
+            fast += r["fast_cpu_seconds"]
+            ref += r["reference_cpu_seconds"]
+            cells.append(f"{r['fast_cpu_seconds']:.0f} / {r['reference_cpu_seconds']:.0f} ({r['cpu_speedup']:.1f}x)")
+            if "check" in r:
+                diffs.append(r["check"]["max_abs_diff_converged"])
+        total = f"{fast:.0f} / {ref:.0f} ({ref / max(fast, 1e-9):.1f}x)" if "-" not in cells else "-"
+        check = f"{max(diffs):.2f}" if len(diffs) == len(tasks) else "-"
+        lines.append(f"| {w} | " + " | ".join(cells) + f" | {total} | {check} |")
+    return "\n".join(lines)
 
 
 def main(argv=None) -> int:
@@ -204,6 +276,9 @@ def main(argv=None) -> int:
     ap.add_argument("--reference", choices=("full", "subset", "none"), default="subset")
     ap.add_argument("--max-iter", type=int, default=100,
                     help="reference lbfgs cap: 100 as SentEval, 0 to convergence")
+    ap.add_argument("--check", action="store_true",
+                    help="with --reference subset: also fit the subset's problems with scikit-learn "
+                         "run to convergence and compare held-out accuracies with the fast solver")
     ap.add_argument("--kfold", type=int, default=10)
     ap.add_argument("--seed", type=int, default=1111)
     ap.add_argument("--threads", type=int, default=1, help="torch threads per task process")
@@ -225,6 +300,7 @@ def main(argv=None) -> int:
             run_task(t, widths, args)
     rows = [json.loads(line) for line in Path(args.output).read_text().splitlines()]
     rows = [r for r in rows if r["reference_mode"] == args.reference and r["task"] in tasks]
+    print(markdown_table(rows, widths, tasks))
     summary = summarize(rows, widths, tasks)
     summary.update(load_average_at_start=load, cpu_count=os.cpu_count(), jobs=args.jobs,
                    reference=args.reference, reference_max_iter=args.max_iter or "converged")
@@ -238,6 +314,10 @@ def main(argv=None) -> int:
                      f" (CPU time {s['cpu_speedup']:.1f}x)")
         if "max_abs_acc_difference" in s:
             part += f", max |acc diff| {s['max_abs_acc_difference']:.2f}"
+        if "check_max_abs_diff_converged" in s:
+            part += (f", subset fits' held-out acc vs converged sklearn max |diff| "
+                     f"{s['check_max_abs_diff_converged']:.2f} (vs the timed reference "
+                     f"{s['check_max_abs_diff_reference']:.2f})")
         head.append(part)
     exps = ", ".join(f"{t} {e:.2f}" for t, e in summary["exponents"].items())
     print("six-task classifier time: " + "; ".join(head)

@@ -1,0 +1,56 @@
+"""scripts/bench_eval.py: the summary (six-task sums, CPU-time width exponents, the accuracy
+check) from synthetic rows, and one small real run that resumes instead of re-running."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import _scripts
+import pytest
+
+from qt_hard.paths import data_root
+
+
+def _row(task, width, fast, ref, diff):
+    return {"task": task, "width": width, "fast_seconds": fast * 3, "fast_cpu_seconds": fast,
+            "reference_seconds": ref * 3, "reference_cpu_seconds": ref, "reference_extrapolated": True,
+            "speedup": ref / fast, "cpu_speedup": ref / fast, "reference_mode": "subset",
+            "check": {"max_abs_diff_converged": diff, "max_abs_diff_reference": 2 * diff}}
+
+
+def test_summary_sums_exponents_and_check():
+    be = _scripts.load_script("bench_eval")
+    rows = [_row("MR", 600, 10.0, 100.0, 0.0), _row("MR", 2400, 160.0, 800.0, 0.1),
+            _row("CR", 600, 4.0, 40.0, 0.2), _row("CR", 2400, 32.0, 640.0, 0.0)]
+    s = be.summarize(rows, [600, 2400], ["MR", "CR"])
+    assert s["widths"][2400]["fast_cpu_seconds"] == 192.0
+    assert s["widths"][2400]["cpu_speedup"] == round(1440 / 192, 2)
+    # exponents from CPU seconds: 16x over a 4x width is 2, 8x is 1.5
+    assert s["exponents"] == {"MR": 2.0, "CR": round(math.log(8) / math.log(4), 2)}
+    assert s["widths"][600]["check_max_abs_diff_converged"] == 0.2
+    table = be.markdown_table(rows, [600, 2400], ["MR", "CR"])
+    assert "| 2400 | 160 / 800 (5.0x) | 32 / 640 (20.0x) | 192 / 1440 (7.5x) | 0.10 |" in table
+    # a width with a missing task gives no six-task figure
+    partial = be.markdown_table(rows[:3], [600, 2400], ["MR", "CR"])
+    assert "| 2400 | 160 / 800 (5.0x) | - | - | - |" in partial
+
+
+def test_small_real_run_and_resume(tmp_path, capsys):
+    root = data_root()
+    if root is None or not (root / "senteval" / "CR").is_dir():
+        pytest.skip("no data root with senteval/CR (set QT_HARD_DATA to a folder like ../shared/data)")
+    be = _scripts.load_script("bench_eval")
+    out = tmp_path / "bench.jsonl"
+    args = ["--widths", "8,16", "--tasks", "CR", "--reference", "subset", "--check", "--output", str(out)]
+    assert be.main(args) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["width"], r["task"]) for r in rows] == [(8, "CR"), (16, "CR")]
+    for r in rows:
+        assert r["reference_fits_timed"] == 6 and r["reference_extrapolated"]
+        # the fast solver and converged scikit-learn agree on the held-out rows of the subset
+        assert r["check"]["max_abs_diff_converged"] <= 0.5
+        assert 40 < r["fast_acc"] < 90
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("six-task classifier time: 8-d")
+    be.main(args)  # every row is there: nothing re-runs
+    assert len(out.read_text().splitlines()) == 2
