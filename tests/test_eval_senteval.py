@@ -13,6 +13,7 @@ from qt_hard.evaluation.report import compare_table, load_results, save_results,
 from qt_hard.evaluation.senteval import parse_tasks, run_senteval
 from qt_hard.evaluation.tasks import load_task
 from qt_hard.paths import data_root
+from _synthetic import linear_multiclass
 
 
 class HashBoW:
@@ -160,11 +161,7 @@ def test_inner_kfold_fast_agrees_with_reference_loop():
 
 
 def test_kfold_multiclass_and_f1_agree_with_reference_loop():
-    rng = np.random.default_rng(1)
-    W = rng.normal(size=(6, 4))
-    X, Xt = rng.normal(size=(200, 6)), rng.normal(size=(80, 6))
-    y = (X @ W + rng.normal(size=(200, 4))).argmax(1)
-    yt = (Xt @ W + rng.normal(size=(80, 4))).argmax(1)
+    X, y, Xt, yt = linear_multiclass(1, 6, 4, 200, 80)
     fast = kfold_train_test(X, y, Xt, yt, 4, kfold=4, fast=True)
     ref = kfold_train_test(X, y, Xt, yt, 4, kfold=4, fast=False)
     assert abs(fast["acc"] - ref["acc"]) <= 1.0 and abs(fast["devacc"] - ref["devacc"]) <= 1.0

@@ -10,6 +10,7 @@ from qt_hard.evaluation.senteval import run_senteval, skipthoughts_order
 from qt_hard.evaluation.tasks import load_task
 
 from test_eval_senteval import HashBoW, _binary_data, senteval_dir  # noqa: F401 (fixture)
+from _synthetic import linear_multiclass
 
 
 def test_nested_kfold_fast_equals_liblinear_loop():
@@ -22,11 +23,7 @@ def test_nested_kfold_fast_equals_liblinear_loop():
 
 
 def test_trec_like_one_vs_rest_and_msrp_f1_match_liblinear_loop():
-    rng = np.random.default_rng(2)
-    W = rng.normal(size=(5, 4))
-    X, Xt = rng.normal(size=(240, 5)), rng.normal(size=(90, 5))
-    y = (X @ W + rng.normal(size=(240, 4))).argmax(1)
-    yt = (Xt @ W + rng.normal(size=(90, 4))).argmax(1)
+    X, y, Xt, yt = linear_multiclass(2, 5, 4, 240, 90)
     fast = skipthoughts_kfold(X, y, Xt, yt, 4, kfold=4, fast=True)
     ref = skipthoughts_kfold(X, y, Xt, yt, 4, kfold=4, fast=False)
     assert fast["chosen_C"] == ref["chosen_C"] and abs(fast["acc"] - ref["acc"]) <= 1.2

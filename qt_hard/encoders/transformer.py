@@ -103,10 +103,6 @@ class TransformerEncoder(nn.Module):
     def model(self) -> nn.Module:
         return self.bare if self.pipeline is None else self.pipeline[0].auto_model
 
-    def module_types(self) -> list[str]:
-        """The classes of the pipeline's modules, in order (e.g. Transformer, Pooling, Normalize)."""
-        return ["Transformer", "mean pooling"] if self.pipeline is None else [type(m).__name__ for m in self.pipeline]
-
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         if self.pipeline is None:
             out = self.bare(input_ids=input_ids, attention_mask=attention_mask)
