@@ -102,12 +102,18 @@ class Grid:
     blocks: dict            # name -> {N: [...], k: [...], B: [...], collision_free: [...]}
 
 
+# The control of collision-free sampling: each batch's labels are permuted among its pairs before
+# the same-label mask is built, so every anchor loses as many candidates as a collision-free batch
+# removes in total, but random ones instead of its own class's.
+SHUFFLED = "shuffled"
+
+
 @dataclass(frozen=True)
 class Cell:
     N: int
     k: int | None           # None: all 2(B-1) candidates
     B: int
-    collision_free: bool
+    collision_free: bool | str  # False, True, or "shuffled" (the matched random-removal control)
     seed: int
 
 
@@ -163,11 +169,14 @@ def expand(grid: Grid) -> tuple[list[Cell], list[str]]:
             if k is not None and k > 2 * (B - 1):
                 notes.append(f"{name}: N={N} k={k} B={B} left out (k > 2(B-1) = {2 * (B - 1)})")
                 continue
-            cell = Cell(int(N), None if k is None else int(k), int(B), bool(cf), int(seed))
+            if cf not in (False, True, SHUFFLED):
+                raise ValueError(f"block {name!r}: collision_free values are false, true or "
+                                 f"{SHUFFLED!r}, got {cf!r}")
+            cell = Cell(int(N), None if k is None else int(k), int(B), cf, int(seed))
             if cell not in seen:
                 seen.add(cell)
                 cells.append(cell)
-    cells.sort(key=lambda c: (c.N, c.B, c.collision_free, -1 if c.k is None else c.k, c.seed))
+    cells.sort(key=lambda c: (c.N, c.B, str(c.collision_free), -1 if c.k is None else c.k, c.seed))
     return cells, sorted(set(notes))
 
 
@@ -370,10 +379,14 @@ def train_cell(grid: Grid, cell: Cell, data: CellData, device, on_step=None) -> 
         fused = torch.device(device).type == "cuda"
         opt = torch.optim.Adam(module.parameters(), lr=tr.lr, fused=fused or None)
     loss_fn = ContrastiveLoss("uniform", temperature=tr.temperature, k=cell.k, normalize=False,
-                              include_positive=False, collision_free=cell.collision_free)
+                              include_positive=False, collision_free=cell.collision_free is not False)
     gen = torch.Generator(device=device)
     gen.manual_seed(cell.seed * 1009 + 17)
     loss_fn.generator = gen
+    shuffle_gen = None
+    if cell.collision_free == SHUFFLED:  # its own stream, so the k-sampler's draws are not shifted
+        shuffle_gen = torch.Generator(device=device)
+        shuffle_gen.manual_seed(cell.seed * 7919 + 5)
 
     n_pairs = len(positive_pair_indices(data.members, 0, cell.seed))
     per_epoch = n_pairs // cell.B
@@ -389,7 +402,10 @@ def train_cell(grid: Grid, cell: Cell, data: CellData, device, on_step=None) -> 
             rows = pairs[b * cell.B:(b + 1) * cell.B]
             z1 = module(_batch(data.train_ids, data.train_len, rows[:, 0]))
             z2 = module(_batch(data.train_ids, data.train_len, rows[:, 1]))
-            loss = loss_fn(z1, z2, labels=data.train_labels[rows[:, 0]])
+            labels = data.train_labels[rows[:, 0]]
+            if shuffle_gen is not None:
+                labels = labels[torch.randperm(len(labels), generator=shuffle_gen, device=labels.device)]
+            loss = loss_fn(z1, z2, labels=labels)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             if tr.grad_clip:
@@ -418,12 +434,56 @@ def train_cell(grid: Grid, cell: Cell, data: CellData, device, on_step=None) -> 
                             epochs=tr.linear_epochs, lr=tr.lr, batch_size=tr.linear_batch, seed=cell.seed,
                             threads=torch.get_num_threads(), device=device)
     eval_s = time.perf_counter() - t1
+    diag = diagnostics(module, data, cell, train_emb, test_emb, tr.temperature, device)
     sentences = 2 * cell.B * step
     return {"mean_acc": mc["acc"], "linear_acc": lin["acc"], "linear_best_epoch": lin["best_epoch"],
             "final_loss": round(float(loss_sum) / max(loss_n, 1), 6), "steps": step,
             "train_s": round(train_s, 3), "eval_s": round(eval_s, 3),
             "sentences_per_s": round(sentences / max(train_s, 1e-9), 1),
-            "vocab_size": data.vocab_size, "n_train": len(data.train_labels_np), "n_test": len(data.test_labels)}
+            "vocab_size": data.vocab_size, "n_train": len(data.train_labels_np), "n_test": len(data.test_labels),
+            "diagnostics": diag}
+
+
+def diagnostics(module, data: CellData, cell: Cell, train_emb, test_emb, temperature: float, device) -> dict:
+    """Why collision-free sampling changes a cell (written beside the CSV, ``*.diag.jsonl``).
+
+    * ``mean_cos_acc``: the mean classifier on L2-normalized embeddings (the paper's uses raw dot
+      products, so it also reads the norms);
+    * ``test_norm_mean`` / ``test_norm_cv``: the test embeddings' norms and their spread;
+    * ``same_class_share`` / ``same_class_mass``: over the first batch of epoch 0 (B pairs, both
+      views), the fraction of an anchor's 2(B-1) candidates that share its class, and the share of
+      the softmax mass e^{s/t} over those candidates that they hold (anchor-averaged): how much of
+      the loss's denominator the collisions carry at the end of training.
+    """
+    import torch
+
+    from qt_hard.data.wiki import positive_pair_indices
+    from qt_hard.evaluation.wiki import mean_classifier
+
+    def unit(x):
+        return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+
+    cos = mean_classifier(unit(train_emb), data.train_labels_np, unit(test_emb), data.test_labels,
+                          data.num_classes, device=device)
+    norms = np.linalg.norm(test_emb.astype(np.float64), axis=1)
+    rows = torch.as_tensor(positive_pair_indices(data.members, 0, cell.seed)[: cell.B, :2], device=device)
+    with torch.no_grad():
+        z = torch.cat([module(_batch(data.train_ids, data.train_len, rows[:, 0])),
+                       module(_batch(data.train_ids, data.train_len, rows[:, 1]))]).double()
+        y = data.train_labels[rows[:, 0]].repeat(2)
+        n = len(y)
+        idx = torch.arange(n, device=z.device)
+        cand = torch.ones(n, n, dtype=torch.bool, device=z.device)
+        cand[idx, idx] = False
+        cand[idx, (idx + n // 2) % n] = False  # the anchor's positive (its other view)
+        same = (y[:, None] == y[None, :]) & cand
+        logits = (z @ z.T / temperature).masked_fill(~cand, float("-inf"))
+        p = torch.softmax(logits, dim=1)
+        mass = float((p * same).sum(1).mean())
+        share = float(same.sum(1).double().mean() / cand.sum(1).double().mean())
+    return {"mean_cos_acc": cos["acc"], "test_norm_mean": round(float(norms.mean()), 4),
+            "test_norm_cv": round(float(norms.std() / max(norms.mean(), 1e-12)), 4),
+            "same_class_share": round(share, 6), "same_class_mass": round(mass, 6)}
 
 
 def _embed(module, ids, lengths, chunk: int = 8192) -> np.ndarray:
@@ -525,9 +585,22 @@ class Ledger:
                 return cid
         return None
 
-    def finish(self, cid: str, row: dict) -> None:
-        """Append the row (one write of a whole line, header first if the file is new)."""
+    @property
+    def diagnostics_path(self) -> Path:
+        return self.results.with_name(self.results.stem + ".diag.jsonl")
+
+    def finish(self, cid: str, row: dict, extra: dict | None = None) -> None:
+        """Append the row (one write of a whole line, header first if the file is new); ``extra``
+        (the cell's diagnostics) goes first, as one JSON line beside the CSV, so a row in the CSV
+        always has its diagnostics line."""
         with self._locked():
+            if extra is not None:
+                line = json.dumps({"cell_id": cid, **extra}, sort_keys=True) + "\n"
+                fd = os.open(self.diagnostics_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                try:
+                    os.write(fd, line.encode())
+                finally:
+                    os.close(fd)
             buf = io.StringIO()
             w = csv.DictWriter(buf, COLUMNS)
             if not self.results.exists() or self.results.stat().st_size == 0:
@@ -593,7 +666,11 @@ def worker(grid_path: str, overrides: dict, results: str, cache: str, device: st
             loaded = (cell.N, load_cell_data(data_file(Path(cache), grid.data, cell.N), dev))
         metrics = train_cell(grid, cell, loaded[1], dev)
         wall = time.perf_counter() - t0
-        ledger.finish(cid, _row(grid, cell, cid, metrics, wall, dev, threads, commit))
+        diag = metrics.pop("diagnostics", None)
+        ledger.finish(cid, _row(grid, cell, cid, metrics, wall, dev, threads, commit),
+                      None if diag is None else {"N": cell.N, "k": cell.k, "B": cell.B,
+                                                 "collision_free": cell.collision_free, "seed": cell.seed,
+                                                 "mean_acc": metrics["mean_acc"], **diag})
         ran += 1
         print(f"[{os.getpid()}] N={cell.N} k={cell.k} B={cell.B} cf={cell.collision_free} seed={cell.seed}: "
               f"mean {metrics['mean_acc']:.2f} linear {metrics['linear_acc']:.2f} "
@@ -703,7 +780,7 @@ def _parse(rows):
     out = []
     for r in rows:
         out.append({"N": int(r["N"]), "k": int(r["k"]) if r["k"] not in ("", "None") else None,
-                    "B": int(r["B"]), "cf": r["collision_free"] in ("True", "true", "1"),
+                    "B": int(r["B"]), "cf": _cf(r["collision_free"]),
                     "seed": int(r["seed"]), "mean_acc": float(r["mean_acc"]),
                     "linear_acc": float(r["linear_acc"]), "wall_s": float(r["wall_s"] or 0),
                     "epochs": int(r["epochs"]), "linear_epochs": int(r["linear_epochs"]),
@@ -711,12 +788,18 @@ def _parse(rows):
     return out
 
 
+def _cf(value: str):
+    """The CSV's collision_free column: False, True or SHUFFLED."""
+    v = str(value).strip()
+    return SHUFFLED if v == SHUFFLED else v in ("True", "true", "1")
+
+
 def _kval(k, B):
     return 2 * (B - 1) if k is None else k
 
 
 def _main_B(rows):
-    Bs = [r["B"] for r in rows if not r["cf"]]
+    Bs = [r["B"] for r in rows if r["cf"] is False]
     if 1000 in Bs:
         return 1000
     return max(set(Bs), key=Bs.count)
@@ -728,7 +811,7 @@ def summarize(rows: list[dict]) -> dict:
     out = {"B": B0}
     for metric in ("mean_acc", "linear_acc"):
         m = {}
-        grid = _mean_by([r for r in rows if r["B"] == B0 and not r["cf"]], ["N", "k"], metric)
+        grid = _mean_by([r for r in rows if r["B"] == B0 and r["cf"] is False], ["N", "k"], metric)
         best = {}
         for N in sorted({n for n, _ in grid}):
             row = {_kval(k, B0): v for (n, k), v in grid.items() if n == N}
@@ -738,7 +821,7 @@ def summarize(rows: list[dict]) -> dict:
                        "k_range_0995": [min(near), max(near)],
                        "acc_by_k": {k: round(row[k][0], 2) for k in sorted(row)}}
         m["best_k_by_N"] = best
-        bk = _mean_by([r for r in rows if not r["cf"]], ["N", "B", "k"], metric)
+        bk = _mean_by([r for r in rows if r["cf"] is False], ["N", "B", "k"], metric)
         per_n = {}
         for N in sorted({n for n, _, _ in bk}):
             Bs = sorted({b for n, b, _ in bk if n == N})
@@ -750,11 +833,13 @@ def summarize(rows: list[dict]) -> dict:
                                    for b in Bs} for k in common}
         m["b_at_fixed_k"] = per_n
         cf = _mean_by([r for r in rows if r["B"] == B0], ["N", "k", "cf"], metric)
-        gain = {}
-        for (N, k, c), v in cf.items():
-            if c and (N, k, False) in cf:
-                gain.setdefault(N, {})[_kval(k, B0)] = round(v[0] - cf[(N, k, False)][0], 2)
-        m["collision_free_gain"] = {N: dict(sorted(g.items())) for N, g in sorted(gain.items())}
+        for which, key in ((True, "collision_free_gain"), (SHUFFLED, "shuffled_control_gain")):
+            gain = {}
+            for (N, k, c), v in cf.items():
+                if c == which and type(c) is type(which) and (N, k, False) in cf:
+                    gain.setdefault(N, {})[_kval(k, B0)] = round(v[0] - cf[(N, k, False)][0], 2)
+            if gain:
+                m[key] = {N: dict(sorted(g.items())) for N, g in sorted(gain.items())}
         out[metric] = m
     out["cells"] = len(rows)
     out["total_cell_hours"] = round(sum(r["wall_s"] for r in rows) / 3600, 2)
@@ -780,7 +865,7 @@ def plot(results: Path, out_dir: Path) -> list[Path]:
     written = []
     for metric, title in (("mean_acc", "mean classifier"), ("linear_acc", "linear classifier")):
         # Fig. 3 left (Figs. 5, 6): N x k at B0, row-normalized.
-        g = _mean_by([r for r in rows if r["B"] == B0 and not r["cf"]], ["N", "k"], metric)
+        g = _mean_by([r for r in rows if r["B"] == B0 and r["cf"] is False], ["N", "k"], metric)
         if g:
             Ns = sorted({n for n, _ in g})
             ks = sorted({_kval(k, B0) for _, k in g})
@@ -807,7 +892,7 @@ def plot(results: Path, out_dir: Path) -> list[Path]:
             written.append(_save(fig, out_dir / f"k_vs_n_{metric}.png"))
             plt.close(fig)
         # Fig. 3 center (Fig. 7): B x k for (up to) two N, globally normalized per panel.
-        bk = _mean_by([r for r in rows if not r["cf"]], ["N", "B", "k"], metric)
+        bk = _mean_by([r for r in rows if r["cf"] is False], ["N", "B", "k"], metric)
         nB = {N: len({b for n, b, _ in bk if n == N}) for N in {n for n, _, _ in bk}}
         Ns2 = sorted([N for N, c in nB.items() if c >= 2], key=lambda N: (-nB[N], N))[:2]
         if Ns2:
@@ -827,20 +912,22 @@ def plot(results: Path, out_dir: Path) -> list[Path]:
             plt.close(fig)
         # Fig. 3 right: accuracy vs k with (solid) and without (dotted) collisions, four N.
         cf = _mean_by([r for r in rows if r["B"] == B0], ["N", "k", "cf"], metric)
-        Nc = sorted({n for n, _, c in cf if c})
+        Nc = sorted({n for n, _, c in cf if c is True})
         if Nc:
             fig, ax = plt.subplots(figsize=(4.2, 3.0), dpi=110)
             for i, N in enumerate(Nc[:4]):
                 color = f"C{i}"
-                for c, style in ((False, "-"), (True, ":")):
-                    pts = sorted((_kval(k, B0), v[0]) for (n, k, cc), v in cf.items() if n == N and cc == c)
+                for c, style, tag in ((False, "-", ""), (True, ":", " no collision"),
+                                      (SHUFFLED, "--", " shuffled control")):
+                    pts = sorted((_kval(k, B0), v[0]) for (n, k, cc), v in cf.items()
+                                 if n == N and cc == c and type(cc) is type(c))
                     if pts:
-                        ax.plot(*zip(*pts), style, marker="o", ms=3, color=color,
-                                label=f"N={N}" + (" no collision" if c else ""))
+                        ax.plot(*zip(*pts), style, marker="o", ms=3, color=color, label=f"N={N}{tag}")
             ax.set_xscale("log")
             ax.set_xlabel("k")
             ax.set_ylabel("accuracy (%)")
-            ax.set_title(f"{title}, B={B0}: collisions (solid) vs none (dotted)", fontsize=8)
+            ax.set_title(f"{title}, B={B0}: collisions (solid), none (dotted), "
+                         f"shuffled-label control (dashed)", fontsize=7)
             ax.legend(fontsize=5, ncol=2)
             fig.text(0.01, 0.005, caption, fontsize=5)
             fig.tight_layout(rect=(0, 0.03, 1, 1))

@@ -182,3 +182,42 @@ def test_wiki_n_from_a_larger_tokenization_equals_its_own(tmp_path):
     assert small.train_labels == alone.train_labels and small.test_labels == alone.test_labels
     for a, b in zip(small.train_ids + small.test_ids, alone.train_ids + alone.test_ids):
         np.testing.assert_array_equal(a, b)
+
+
+def test_shuffled_control_removes_matched_random_candidates_and_writes_diagnostics(tmp_path):
+    """collision_free: shuffled permutes each batch's labels before the same-label mask: the cell
+    runs, differs from both the plain and the collision-free cell, lands in the CSV as 'shuffled'
+    (never mixed into the plain rows), and every row has its diagnostics line beside the CSV."""
+    grid_path = tmp_path / "g.yaml"
+    grid_path.write_text("""
+data: {kind: synthetic, min_count: 1, sentences_per_class: 30, vocab_size: 120, split_seed: 0}
+train: {dim: 16, epochs: 2, linear_epochs: 2, linear_batch: 32}
+seeds: [0]
+blocks:
+  cf: {N: [4], k: [4], B: [8], collision_free: [false, true, shuffled]}
+""")
+    grid = K.load_grid(grid_path)
+    cells, _ = K.expand(grid)
+    assert sorted(str(c.collision_free) for c in cells) == ["False", "True", "shuffled"]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(grid_path.read_text().replace("shuffled", "random"))
+    with pytest.raises(ValueError, match="shuffled"):
+        K.expand(K.load_grid(bad))
+
+    cache, res = tmp_path / "cache", tmp_path / "res.csv"
+    K.prepare(grid.data, [4], cache)
+    assert K.worker(str(grid_path), {}, str(res), str(cache), "cpu", 1) == 3
+    rows = {r["collision_free"]: r for r in K.read_results(res)}
+    assert set(rows) == {"False", "True", "shuffled"}
+    losses = {c: float(r["final_loss"]) for c, r in rows.items()}
+    assert len(set(losses.values())) == 3, losses
+    diag = [json.loads(line) for line in res.with_name("res.diag.jsonl").read_text().splitlines()]
+    assert {d["cell_id"] for d in diag} == {r["cell_id"] for r in rows.values()}
+    for d in diag:
+        assert 0 <= d["same_class_mass"] <= 1 and 0 < d["same_class_share"] < 1
+        assert 0 <= d["mean_cos_acc"] <= 100 and d["test_norm_mean"] > 0
+    parsed = K._parse(K.read_results(res))
+    assert sorted(str(r["cf"]) for r in parsed) == ["False", "True", "shuffled"]
+    summary = K.summarize(parsed)
+    assert set(summary["mean_acc"]["shuffled_control_gain"][4]) == {4}
+    assert set(summary["mean_acc"]["collision_free_gain"][4]) == {4}
