@@ -136,3 +136,58 @@ def test_few_column_products_equal_the_plain_ones():
     torch.testing.assert_close(model._times(V), model.X @ V)
     torch.testing.assert_close(model._t_times(B), model.X.T @ B)
     torch.testing.assert_close(model._times(V.float(), single=True), model.X32 @ V.float())
+
+
+@pytest.mark.parametrize("K", [2, 3])
+def test_cg_options_keep_the_solution(K):
+    """CG on the still-iterating columns only, and stopping CG once its residual is below half the
+    tolerance, reach the same optimum as the plain CG (and scikit-learn's), with fewer
+    column-steps: problems of very different C finish at different times."""
+    X, y = _data(400, 15, K, seed=20 + K)
+    rng = np.random.default_rng(4)
+    masks = (rng.random((400, 4)) < 0.8).astype(float)
+    C = np.array([0.01, 0.3, 10.0, 100.0])
+    out = {}
+    for opts in [(False, False), (True, False), (True, True)]:
+        model = BatchedLogReg(X, y, K, cg_compact=opts[0], cg_stop_at_tol=opts[1])
+        shapes = []
+        hvp = model._hvp
+        model._hvp = lambda V, *a: (shapes.append(V.shape[1]), hvp(V, *a))[1]
+        W = model.fit(masks, C, tol=1e-8).numpy()
+        assert model.converged.all()
+        out[opts] = (W, sum(int(c.sum()) for c in model.cg_log), model.n_cg, shapes)
+    W0, steps0, _, shapes0 = out[(False, False)]
+    assert set(shapes0) == {4}  # every product carries every problem
+    for opts in [(True, False), (True, True)]:
+        W, steps, n_cg, shapes = out[opts]
+        np.testing.assert_allclose(W, W0, atol=2e-6)
+        assert min(shapes) < 4  # finished problems left the products
+        assert sum(shapes) < 4 * n_cg
+    assert out[(True, True)][1] <= out[(True, False)][1]
+    for f in range(4):
+        rows = masks[:, f] > 0
+        ref = _sklearn_coef(X[rows], y[rows], C[f])
+        mine = out[(True, True)][0][:, f, :]
+        if K > 2:
+            ref = ref - np.r_[np.zeros(15), 1.0][:, None] * ref[-1].mean()
+            mine = mine - np.r_[np.zeros(15), 1.0][:, None] * mine[-1].mean()
+        np.testing.assert_allclose(mine, ref, atol=1e-5)
+
+
+def test_cg_stop_at_tol_saves_steps_on_a_tight_final_step():
+    """A warm start close to the optimum: the forcing term alone asks CG for a residual far
+    below what the stopping rule needs; stopping at tol / 2 takes fewer CG steps and still ends
+    within tol (the gradient is checked in float64 by the Newton loop)."""
+    X, y = _data(500, 40, 2, seed=9)
+    masks = np.ones((500, 2))
+    C = np.array([1.0, 4.0])
+    ref = BatchedLogReg(X, y, 2).fit(masks, C, tol=1e-12)
+    W0 = ref + 1e-4 * torch.as_tensor(np.random.default_rng(0).normal(size=ref.shape))
+    counts = {}
+    for stop in (False, True):
+        model = BatchedLogReg(X, y, 2, cg_stop_at_tol=stop)
+        W = model.fit(masks, C, W0=W0, tol=1e-6)
+        assert model.converged.all()
+        np.testing.assert_allclose(W.numpy(), ref.numpy(), atol=1e-4)
+        counts[stop] = model.n_cg
+    assert counts[True] < counts[False]
