@@ -54,3 +54,26 @@ def test_small_real_run_and_resume(tmp_path, capsys):
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("six-task classifier time: 8-d")
     be.main(args)  # every row is there: nothing re-runs
     assert len(out.read_text().splitlines()) == 2
+
+
+@pytest.mark.slow  # ~1 min under load: four runs of the nested protocol on MPQA's 10,606 rows
+def test_mpqa_width_bench_small_run_compares_configs_and_resumes(tmp_path, capsys):
+    """scripts/bench_mpqa_width.py: the same protocol outputs with the CG options on and off,
+    a row per (width, configuration), and a second call re-runs nothing."""
+    root = data_root()
+    if root is None or not (root / "senteval" / "MPQA").is_dir():
+        pytest.skip("no data root with senteval/MPQA (set QT_HARD_DATA to a folder like ../shared/data)")
+    bm = _scripts.load_script("bench_mpqa_width")
+    out = tmp_path / "mpqa.jsonl"
+    args = ["--widths", "4,8", "--configs", "before,compact", "--output", str(out)]
+    assert bm.main(args) == 0  # exit 0: identical fold accuracies and chosen C
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["width"], r["config"]) for r in rows] == [(4, "before"), (4, "compact"), (8, "before"), (8, "compact")]
+    for r in rows:
+        assert r["fits"] == 7 and r["newton"] > 0 and r["cg"] > 0 and 50 < r["acc"] < 90
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["same_outputs"] == {"4": True, "8": True} and set(summary["exponents"]) == {"before", "compact"}
+    with pytest.raises(SystemExit):
+        bm.main(["--configs", "fastest", "--output", str(out)])
+    bm.main(args)
+    assert len(out.read_text().splitlines()) == 4

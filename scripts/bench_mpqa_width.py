@@ -1,0 +1,146 @@
+"""MPQA's fast path at several widths, with and without the solver's CG options, side by side.
+
+MPQA is the task whose classifier time grew fastest with the width (issue 14: 8.8 CPU s at
+600-d, 1,000 at 2,400-d, exponent 3.4). This runs SentEval's InnerKFoldClassifier protocol on
+MPQA (``protocol.inner_kfold``, fast path: the 10 x 10 nested fold problems of each C solved
+together) on the same embeddings as ``scripts/bench_eval.py`` (the hashed bag of words, first
+``d`` coordinates), once per (width, configuration), and records CPU seconds, Newton steps,
+batched CG steps, column-steps (CG steps summed over the problems that took them) and the
+protocol's outputs. The configurations toggle :class:`BatchedLogReg`'s ``CG_COMPACT`` and
+``CG_STOP_AT_TOL``: ``before`` (both off) is the solver as it was before them, ``compact`` the
+default now, ``after`` both on. The per-fold accuracies, dev accuracy and chosen C of every
+configuration are compared (printed; exit status 1 if they differ).
+
+One JSON row per (width, configuration) is appended to ``--output`` (resumable: rows already there
+are skipped); printed last: a table and the width exponents of each configuration's CPU time.
+
+    QT_HARD_DATA=/work/shared/data python scripts/bench_mpqa_width.py --widths 600,1200 \
+        --output /tmp/bench_mpqa_width.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from qt_hard.evaluation import logreg, protocol  # noqa: E402
+from qt_hard.evaluation.senteval import default_senteval_dir  # noqa: E402
+from qt_hard.evaluation.tasks import load_task  # noqa: E402
+
+CONFIGS = {"before": (False, False), "compact": (True, False), "after": (True, True)}
+
+
+def _features(task, width: int) -> np.ndarray:
+    spec = importlib.util.spec_from_file_location("senteval_reference", ROOT / "eval" / "senteval_reference.py")
+    ref = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ref)
+    texts = task.texts()
+    uniq = list(dict.fromkeys(texts))
+    enc = ref.HashBagOfWords(width)
+    # float32 table then float64, as bench_eval's PrefixCache: the same numbers at every width.
+    table = dict(zip(uniq, enc.encode(uniq).astype(np.float32)))
+    return np.stack([table[t] for t in texts])
+
+
+def run_one(X, y, config: str, threads: int) -> dict:
+    """The protocol once with ``config``'s solver options; counts Newton / CG steps."""
+    compact, stop = CONFIGS[config]
+    stats = {"newton": 0, "cg": 0, "column_steps": 0, "fits": 0}
+    fit = logreg.BatchedLogReg.fit
+
+    def counting_fit(self, *a, **kw):
+        W = fit(self, *a, **kw)
+        stats["newton"] += self.n_newton
+        stats["cg"] += self.n_cg
+        stats["column_steps"] += int(sum(int(c.sum()) for c in self.cg_log))
+        stats["fits"] += 1
+        return W
+
+    old = logreg.BatchedLogReg.CG_COMPACT, logreg.BatchedLogReg.CG_STOP_AT_TOL
+    logreg.BatchedLogReg.CG_COMPACT, logreg.BatchedLogReg.CG_STOP_AT_TOL = compact, stop
+    logreg.BatchedLogReg.fit = counting_fit
+    logreg.DEFAULT_THREADS = threads
+    try:
+        cpu, wall = time.process_time(), time.perf_counter()
+        out = protocol.inner_kfold(X, y, 2, fast=True)
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    finally:
+        logreg.BatchedLogReg.fit = fit
+        logreg.BatchedLogReg.CG_COMPACT, logreg.BatchedLogReg.CG_STOP_AT_TOL = old
+    return {"config": config, "cg_compact": compact, "cg_stop_at_tol": stop,
+            "cpu_seconds": round(cpu, 2), "wall_seconds": round(wall, 2), **stats,
+            "acc": out["acc"], "devacc": out["devacc"], "fold_acc": out["fold_acc"],
+            "chosen_C": out["chosen_C"]}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--widths", default="600,1200,2400")
+    ap.add_argument("--configs", default="before,compact",
+                    help=f"comma-separated, from {sorted(CONFIGS)}")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--data", default=None, help="SentEval folder (default $QT_HARD_DATA/senteval)")
+    ap.add_argument("--output", default="outputs/bench_mpqa_width.jsonl")
+    args = ap.parse_args(argv)
+    widths = sorted(int(w) for w in args.widths.split(","))
+    configs = args.configs.split(",")
+    bad = [c for c in configs if c not in CONFIGS]
+    if bad:
+        ap.error(f"unknown configuration(s) {bad}; choose from {sorted(CONFIGS)}")
+    import torch
+
+    torch.set_num_threads(args.threads)
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
+    done = {(r["width"], r["config"]) for r in rows}
+    task = load_task("MPQA", str(args.data or default_senteval_dir()))
+    y = np.asarray(task.labels)
+    Xfull = None
+    for w in widths:
+        for c in configs:
+            if (w, c) in done:
+                continue
+            if Xfull is None:
+                Xfull = _features(task, max(widths))
+            row = {"task": "MPQA", "width": w, "features": f"hashbow:{w}", "threads": args.threads,
+                   **run_one(Xfull[:, :w].astype(np.float64), y, c, args.threads)}
+            with open(out, "a") as f:
+                f.write(json.dumps(row) + "\n")
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    by = {(r["width"], r["config"]): r for r in rows}
+    print("| width | " + " | ".join(f"{c}: CPU s / Newton / CG / column-steps" for c in configs) + " |")
+    print("|---|" + "---|" * len(configs))
+    for w in widths:
+        cells = [f"{by[(w, c)]['cpu_seconds']:.1f} / {by[(w, c)]['newton']} / {by[(w, c)]['cg']} / "
+                 f"{by[(w, c)]['column_steps']}" if (w, c) in by else "-" for c in configs]
+        print(f"| {w} | " + " | ".join(cells) + " |")
+    summary = {"same_outputs": {}, "exponents": {}}
+    for w in widths:
+        rs = [by[(w, c)] for c in configs if (w, c) in by]
+        summary["same_outputs"][w] = all(
+            (r["fold_acc"], r["chosen_C"], r["devacc"]) == (rs[0]["fold_acc"], rs[0]["chosen_C"], rs[0]["devacc"])
+            for r in rs)
+    lo, hi = widths[0], widths[-1]
+    for c in configs:
+        if (lo, c) in by and (hi, c) in by and hi > lo:
+            ratio = by[(hi, c)]["cpu_seconds"] / max(by[(lo, c)]["cpu_seconds"], 1e-9)
+            summary["exponents"][c] = round(math.log(ratio) / math.log(hi / lo), 2)
+    summary["exponent_widths"] = [lo, hi]
+    print(json.dumps(summary))
+    return 0 if all(summary["same_outputs"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
