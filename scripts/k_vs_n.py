@@ -932,8 +932,9 @@ def plot(results: Path, out_dir: Path) -> list[Path]:
             ax.set_xscale("log")
             ax.set_xlabel("k")
             ax.set_ylabel("accuracy (%)")
-            ax.set_title(f"{title}, B={B0}: collisions (solid), none (dotted), "
-                         f"shuffled-label control (dashed)", fontsize=7)
+            control = any(c == SHUFFLED for _, _, c in cf)
+            ax.set_title(f"{title}, B={B0}\ncollisions (solid), none (dotted)"
+                         + (", shuffled-label control (dashed)" if control else ""), fontsize=7)
             ax.legend(fontsize=5, ncol=2)
             fig.text(0.01, 0.005, caption, fontsize=5)
             fig.tight_layout(rect=(0, 0.03, 1, 1))
