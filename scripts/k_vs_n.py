@@ -519,6 +519,12 @@ def read_results(path: Path) -> list[dict]:
     return [r for r in csv.DictReader(io.StringIO(text)) if r.get("finished_at")]
 
 
+def diagnostics_path(results: Path) -> Path:
+    """The per-cell diagnostics beside a results CSV: ``NAME.diag.jsonl`` for ``NAME.csv``."""
+    results = Path(results)
+    return results.with_name(results.stem + ".diag.jsonl")
+
+
 class Ledger:
     """Claims and results of one grid, safe across processes on one filesystem.
 
@@ -587,7 +593,7 @@ class Ledger:
 
     @property
     def diagnostics_path(self) -> Path:
-        return self.results.with_name(self.results.stem + ".diag.jsonl")
+        return diagnostics_path(self.results)
 
     def finish(self, cid: str, row: dict, extra: dict | None = None) -> None:
         """Append the row (one write of a whole line, header first if the file is new); ``extra``
@@ -926,8 +932,9 @@ def plot(results: Path, out_dir: Path) -> list[Path]:
             ax.set_xscale("log")
             ax.set_xlabel("k")
             ax.set_ylabel("accuracy (%)")
-            ax.set_title(f"{title}, B={B0}: collisions (solid), none (dotted), "
-                         f"shuffled-label control (dashed)", fontsize=7)
+            control = any(c == SHUFFLED for _, _, c in cf)
+            ax.set_title(f"{title}, B={B0}\ncollisions (solid), none (dotted)"
+                         + (", shuffled-label control (dashed)" if control else ""), fontsize=7)
             ax.legend(fontsize=5, ncol=2)
             fig.text(0.01, 0.005, caption, fontsize=5)
             fig.tight_layout(rect=(0, 0.03, 1, 1))
@@ -937,6 +944,49 @@ def plot(results: Path, out_dir: Path) -> list[Path]:
     (out_dir / "k_vs_n_summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
     written.append(out_dir / "k_vs_n_summary.json")
     return written
+
+
+DIAG_COLUMNS = (("mean_acc", "mean clf. (dot)"), ("mean_cos_acc", "mean clf. (cosine)"),
+                ("linear_acc", "linear clf."), ("final_loss", "final loss"),
+                ("same_class_mass", "same-class softmax mass"), ("same_class_share", "same-class share"),
+                ("test_norm_mean", "norm"), ("test_norm_cv", "norm CV"))
+
+
+def diagnose(results: Path) -> str:
+    """A markdown table of the cells that have diagnostics (``RESULTS.diag.jsonl``): per (N, k, B,
+    collision_free), the mean ± std over seeds of both readouts, the cosine mean classifier, the
+    final loss, the softmax mass and share of same-class candidates, and the embedding norms."""
+    rows = {r["cell_id"]: r for r in read_results(results)}
+    diag_file = diagnostics_path(results)
+    if not diag_file.exists():
+        raise ValueError(f"{results}: no diagnostics file {diag_file.name} beside it")
+    groups: dict = {}
+    for line in diag_file.read_text().splitlines():
+        if not line.strip():
+            continue
+        d = json.loads(line)
+        r = rows.get(d["cell_id"])
+        if r is None:  # a diagnostics line whose row was torn off: the cell runs again
+            continue
+        key = (int(r["N"]), r["k"] or "all", int(r["B"]), str(_cf(r["collision_free"])))
+        vals = {**d, "linear_acc": float(r["linear_acc"]), "final_loss": float(r["final_loss"]),
+                "mean_acc": float(r["mean_acc"])}
+        groups.setdefault(key, []).append(vals)
+    if not groups:
+        raise ValueError(f"{results}: no finished cell has diagnostics")
+    order = {"False": 0, "True": 1, SHUFFLED: 2}
+    head = "| N | k | B | collisions removed | seeds | " + " | ".join(t for _, t in DIAG_COLUMNS) + " |"
+    out = [head, "|" + "---|" * (5 + len(DIAG_COLUMNS))]
+    names = {"False": "none (plain)", "True": "same-class (collision-free)", SHUFFLED: "random, matched (shuffled)"}
+    for key in sorted(groups, key=lambda k: (k[0], str(k[1]).zfill(6), k[2], order.get(k[3], 9))):
+        g = groups[key]
+        cells = []
+        for col, _ in DIAG_COLUMNS:
+            v = np.array([x[col] for x in g], dtype=float)
+            digits = 2 if col.endswith("acc") or col in ("final_loss", "test_norm_mean") else 4
+            cells.append(f"{v.mean():.{digits}f} ± {v.std():.{digits}f}")
+        out.append(f"| {key[0]} | {key[1]} | {key[2]} | {names.get(key[3], key[3])} | {len(g)} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
 
 
 def _heatmap(fig, ax, raw, norm, xs, ys, xlabel, ylabel, title, dark=frozenset()):
@@ -998,7 +1048,13 @@ def main(argv=None) -> int:
     p = sub.add_parser("plot")
     p.add_argument("results")
     p.add_argument("--out", default=None, help="folder of the PNGs (default: beside the CSV)")
+    p = sub.add_parser("diagnose", help="markdown table of the cells' diagnostics (collisions study)")
+    p.add_argument("results")
     args = ap.parse_args(argv)
+
+    if args.cmd == "diagnose":
+        print(diagnose(Path(args.results)))
+        return 0
 
     if args.cmd == "plot":
         res = Path(args.results)

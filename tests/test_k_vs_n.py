@@ -221,3 +221,7 @@ blocks:
     summary = K.summarize(parsed)
     assert set(summary["mean_acc"]["shuffled_control_gain"][4]) == {4}
     assert set(summary["mean_acc"]["collision_free_gain"][4]) == {4}
+    table = K.diagnose(res).splitlines()
+    assert len(table) == 2 + 3 and "same-class softmax mass" in table[0]
+    assert [line.split(" | ")[3] for line in table[2:]] == [
+        "none (plain)", "same-class (collision-free)", "random, matched (shuffled)"]
