@@ -50,7 +50,7 @@ What keeps wide embeddings (d in the thousands) fast, none of which moves the so
   problems whose CG has not yet reached its tolerance (problems converge, and leave the Newton
   loop, at different times): the same arithmetic per column, fewer columns (MPQA, whose 100
   fold problems' CG counts spread widely near separability: 27.6 -> 24.4 CPU s at 1,200-d,
-  1,000 -> 464 at 2,400-d, ``scripts/bench_mpqa_width.py``).
+  851 -> 464 at 2,400-d, ``scripts/bench_mpqa_width.py``).
 * **The multinomial model on its sum-zero subspace.** Adding one vector to every class's weights
   moves no probability, so the optimum's class weights sum to zero; Newton's system is solved on
   that subspace (starting point, preconditioned residuals projected), where the unpenalized
