@@ -842,7 +842,7 @@ def summarize(rows: list[dict]) -> dict:
         for which, key in ((True, "collision_free_gain"), (SHUFFLED, "shuffled_control_gain")):
             gain = {}
             for (N, k, c), v in cf.items():
-                if c == which and type(c) is type(which) and (N, k, False) in cf:
+                if c == which and (N, k, False) in cf:  # c is False, True or SHUFFLED
                     gain.setdefault(N, {})[_kval(k, B0)] = round(v[0] - cf[(N, k, False)][0], 2)
             if gain:
                 m[key] = {N: dict(sorted(g.items())) for N, g in sorted(gain.items())}
@@ -925,8 +925,7 @@ def plot(results: Path, out_dir: Path) -> list[Path]:
                 color = f"C{i}"
                 for c, style, tag in ((False, "-", ""), (True, ":", " no collision"),
                                       (SHUFFLED, "--", " shuffled control")):
-                    pts = sorted((_kval(k, B0), v[0]) for (n, k, cc), v in cf.items()
-                                 if n == N and cc == c and type(cc) is type(c))
+                    pts = sorted((_kval(k, B0), v[0]) for (n, k, cc), v in cf.items() if n == N and cc == c)
                     if pts:
                         ax.plot(*zip(*pts), style, marker="o", ms=3, color=color, label=f"N={N}{tag}")
             ax.set_xscale("log")
