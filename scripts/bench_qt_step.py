@@ -14,10 +14,13 @@ Variants (``--variants``) are the same step with one thing changed, measured in 
 before packing), ``threads2`` (the library's encoder on two torch threads), ``adam_foreach`` (the
 library's encoder with torch's default multi-tensor Adam instead of the fused kernel the loop uses now).
 Like the training loop, the script lets glibc keep freed memory (``keep_freed_memory``) before it starts.
-``--encoder bow`` times the bag-of-words f/g pair instead (no GRU FLOPs then).
+``--encoder bow`` times the bag-of-words f/g pair instead (no GRU FLOPs then). ``--device cuda`` runs
+the step (and the side-by-side ``torch.mm``) on a GPU, where the encoder takes cuDNN's packed GRU;
+every phase is then timed between ``torch.cuda.synchronize()`` calls.
 
     python scripts/bench_qt_step.py [--batch 400] [--embed 128] [--hidden 256] [--vocab 50000] [--steps 5]
     python scripts/bench_qt_step.py --encoder bow --embed 300 --vocab 30000 --variants adam_foreach,model
+    python scripts/bench_qt_step.py --device cuda --embed 300 --hidden 1200 --steps 50 --warmup 5 --variants model
 
 Prints JSON, then a headline.
 """
@@ -59,14 +62,23 @@ def gru_flops(lengths: np.ndarray, embed: int, hidden: int) -> float:
     return float(lengths.sum()) * per_token * 2 * 3
 
 
-def matmul_gflops(batch: int, embed: int, hidden: int, reps: int = 20) -> float:
-    """torch.mm throughput at the GRU's shapes: (B, e+h) x (e+h, 3h)."""
-    a, b = torch.randn(batch, embed + hidden), torch.randn(embed + hidden, 3 * hidden)
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def matmul_gflops(batch: int, embed: int, hidden: int, reps: int = 20, device=torch.device("cpu")) -> float:
+    """torch.mm throughput at the GRU's shapes: (B, e+h) x (e+h, 3h), float32 (TF32 as torch's
+    default leaves it: off for matmuls)."""
+    a = torch.randn(batch, embed + hidden, device=device)
+    b = torch.randn(embed + hidden, 3 * hidden, device=device)
     for _ in range(3):
         a @ b
+    _sync(device)
     t = time.perf_counter()
     for _ in range(reps):
         a @ b
+    _sync(device)
     dt = time.perf_counter() - t
     return 2 * batch * (embed + hidden) * 3 * hidden * reps / dt / 1e9
 
@@ -93,7 +105,8 @@ class PackedQT(torch.nn.Module):
 def run_variant(name, args, lengths_all, threads):
     torch.manual_seed(0)
     torch.set_num_threads(threads)
-    model = QuickThoughtsEncoder(args.vocab, args.encoder, args.embed, args.hidden)
+    dev = torch.device(args.device)
+    model = QuickThoughtsEncoder(args.vocab, args.encoder, args.embed, args.hidden).to(dev)
     step_model = PackedQT(model) if name in ("packed", "sorted") else model
     loss_fn = ContextLoss("uniform", context=1)
     # The loop's optimizer (fused Adam) except in the variants measuring the paths before.
@@ -113,17 +126,24 @@ def run_variant(name, args, lengths_all, threads):
         if name == "sorted":
             order = torch.argsort(lengths, descending=True)
             ids, lengths = ids[order], lengths[order]  # consecutive order is lost: timing only
+        ids, lengths = ids.to(dev), lengths.to(dev)
+        _sync(dev)
         t1 = time.perf_counter()
         f, g = step_model(ids, lengths)
+        _sync(dev)
         t2 = time.perf_counter()
         loss = loss_fn(f, g)
+        _sync(dev)
         t3 = time.perf_counter()
         loss.backward()
+        _sync(dev)
         t4 = time.perf_counter()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+        _sync(dev)
         t5 = time.perf_counter()
         opt.step()
         opt.zero_grad(set_to_none=True)
+        _sync(dev)
         t6 = time.perf_counter()
         if step >= args.warmup:
             for k, a, b in zip(phases, (t0, t1, t2, t3, t4, t5), (t1, t2, t3, t4, t5, t6)):
@@ -151,7 +171,10 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--variants", default="packed,model,sorted,threads2")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda")
     args = ap.parse_args()
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        raise SystemExit(f"--device {args.device}: torch sees no CUDA device here")
     if args.encoder == "bow" and {"packed", "sorted"} & set(args.variants.split(",")):
         raise SystemExit("--encoder bow: the packed and sorted variants are GRU paths")
     from qt_hard.training.loop import keep_freed_memory
@@ -163,16 +186,16 @@ def main() -> None:
         threads = 2 if v == "threads2" else 1
         name = "model" if v == "threads2" else v
         torch.set_num_threads(threads)
-        mm = matmul_gflops(args.batch, args.embed, args.hidden)  # side by side with the step
+        mm = matmul_gflops(args.batch, args.embed, args.hidden, device=torch.device(args.device))  # side by side
         row = run_variant(name, args, lengths_all, threads)
         row["variant"] = v
         row["matmul_gflops_per_s"] = round(mm, 2)
         row["fraction_of_matmul"] = round(row["gru_gflops_per_s"] / mm, 3)
         rows.append(row)
-    print(json.dumps({"batch": args.batch, "embed": args.embed, "hidden": args.hidden, "vocab": args.vocab,
+    print(json.dumps({"device": args.device, "batch": args.batch, "embed": args.embed, "hidden": args.hidden, "vocab": args.vocab,
                       "mean_tokens": round(float(lengths_all.mean()), 1), "rows": rows}, indent=1))
     base = rows[0]
-    print(f"QT {args.encoder} step at batch {args.batch}: {base['sentences_per_s']} sentences/s ({base['variant']}, "
+    print(f"QT {args.encoder} step on {args.device} at batch {args.batch}: {base['sentences_per_s']} sentences/s ({base['variant']}, "
           f"{base['threads']} thread), {base['gru_gflops_per_s']} GFLOP/s of GRU matmuls = "
           f"{100 * base['fraction_of_matmul']:.0f}% of torch.mm's {base['matmul_gflops_per_s']} GFLOP/s; "
           + ", ".join(f"{r['variant']} {r['sentences_per_s'] / base['sentences_per_s']:.2f}x" for r in rows[1:]))

@@ -24,6 +24,12 @@ per-task differences to uniform.
 
     python scripts/qt_table.py --out runs/qt_table --seeds 0,1,2 --config configs/qt_table.yaml
     python scripts/qt_table.py --out runs/qt_table --summary-only     # the table of what is there
+    python scripts/qt_table.py --out runs/qt_gpu --protocol senteval,skipthoughts --eval-device cuda ...
+
+``--protocol`` takes a comma-separated list: each trained run is then evaluated under every protocol
+before the next run trains (one encoding, two classifier protocols). ``--eval-device`` is where the
+classifiers are solved (``qt_hard.evaluation.logreg``'s device: ``cpu``, or ``cuda`` for the same
+solver on a GPU); the encoder runs on the GPU whenever there is one. Each record says which.
 """
 
 from __future__ import annotations
@@ -102,13 +108,15 @@ def default_paper() -> Path | None:
 
 
 def evaluator(protocol: str):
-    """run(encoder, tasks, kfold, data) -> {task: {"acc": ..}} under ``protocol`` (SentEval's or the
-    skip-thoughts evaluators', ``qt_hard.evaluation.senteval.PROTOCOLS``); SystemExit for another name."""
+    """run(encoder, tasks, kfold, data, cache=None) -> {task: {"acc": ..}} under ``protocol`` (SentEval's
+    or the skip-thoughts evaluators', ``qt_hard.evaluation.senteval.PROTOCOLS``); SystemExit for another
+    name. ``cache``: an ``EmbeddingCache`` of the encoder, shared by the protocols of one run."""
     from qt_hard.evaluation.senteval import PROTOCOLS, run_senteval
 
     if protocol not in PROTOCOLS:
         raise SystemExit(f"--protocol {protocol}: no such protocol; choose one of {', '.join(PROTOCOLS)}")
-    return lambda enc, tasks, kfold, data: run_senteval(enc, tasks, data, kfold=kfold, protocol=protocol)
+    return lambda enc, tasks, kfold, data, cache=None: run_senteval(enc, tasks, data, kfold=kfold,
+                                                                    protocol=protocol, cache=cache)
 
 
 def train_one(args, key: str, seed: int) -> Path:
@@ -192,7 +200,7 @@ def write_csv(records: list[dict], path: Path) -> None:
     """One row per finished (objective, seed, protocol): accuracies, six-task mean, dev means, times."""
     import csv
 
-    fields = ["row", "seed", "protocol", *TASKS, "mean", "mrpc_f1", "dev_mean", "train_s", "eval_s", "run"]
+    fields = ["row", "seed", "protocol", *TASKS, "mean", "mrpc_f1", "dev_mean", "train_s", "eval_s", "solver_device", "run"]
     tmp = path.with_suffix(".csv.tmp")
     with tmp.open("w", newline="") as fh:
         w = csv.DictWriter(fh, fields)
@@ -203,7 +211,8 @@ def write_csv(records: list[dict], path: Path) -> None:
             w.writerow({"row": r["row"], "seed": r["seed"], "protocol": r["protocol"], **r["acc"],
                         "mean": round(sum(acc) / len(acc), 2), "mrpc_f1": r.get("mrpc_f1"),
                         "dev_mean": round(sum(dev) / len(dev), 2) if dev else "",
-                        "train_s": r.get("train_s"), "eval_s": r.get("eval_s"), "run": r.get("run")})
+                        "train_s": r.get("train_s"), "eval_s": r.get("eval_s"),
+                        "solver_device": r.get("solver_device", "cpu"), "run": r.get("run")})
     os.replace(tmp, path)  # a reader never sees half a file
 
 
@@ -241,7 +250,10 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override (repeatable)")
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--rows", default=",".join(ROWS), help=f"objectives among {', '.join(ROWS)}")
-    ap.add_argument("--protocol", default="senteval", help="senteval | skipthoughts")
+    ap.add_argument("--protocol", default="senteval",
+                    help="senteval | skipthoughts, or both comma-separated (each run evaluated under each)")
+    ap.add_argument("--eval-device", default="cpu",
+                    help="where the classifiers are solved: cpu (default) or cuda")
     ap.add_argument("--kfold", type=int, default=10)
     ap.add_argument("--data", default=None, help="SentEval data folder (default $QT_HARD_DATA/senteval)")
     ap.add_argument("--paper", default=None, help="the paper's text (default $QT_HARD_DATA/../papers/000_*.txt)")
@@ -256,47 +268,71 @@ def main() -> None:
     unknown = sorted(set(rows) - set(ROWS))
     if unknown:
         raise SystemExit(f"unknown rows {unknown}; choose among {', '.join(ROWS)}")
+    protocols = [p for p in args.protocol.split(",") if p]
+    if not protocols:
+        raise SystemExit("--protocol: give at least one protocol")
     if not args.summary_only:
-        run_eval = evaluator(args.protocol)
+        run_evals = {p: evaluator(p) for p in protocols}
+        import torch
+
+        from qt_hard.evaluation import logreg
+        from qt_hard.evaluation.models import EmbeddingCache
         from qt_hard.evaluation.senteval import default_senteval_dir
 
+        if args.eval_device.startswith("cuda") and not torch.cuda.is_available():
+            raise SystemExit(f"--eval-device {args.eval_device}: torch sees no CUDA device here")
+        logreg.DEFAULT_DEVICE = args.eval_device
+        # Finished runs are skipped by (row, seed, protocol): results of another budget in the same
+        # OUT would be skipped as if they were this one's, so refuse to mix them.
+        other = {(r.get("config"), tuple(sorted(r.get("overrides") or []))) for r in read_results(results)}
+        other.discard((args.config, tuple(sorted(args.set))))
+        if other:
+            cfg, sets = sorted(other, key=str)[0]
+            raise SystemExit(f"{results} holds runs of another training setup ({cfg} with {list(sets)}); "
+                             f"give this one (--config {args.config} {' '.join('--set ' + x for x in args.set)}) "
+                             "its own --out")
         data = args.data or default_senteval_dir()
         import qt_hard
 
         for seed in seeds:  # seeds outermost: an early stop still leaves every row with a seed
             for key in rows:
                 done = {(r["row"], r["seed"], r["protocol"]) for r in read_results(results)}
-                if (key, seed, args.protocol) in done:
+                todo = [p for p in protocols if (key, seed, p) not in done]
+                if not todo:
                     continue
                 t0 = time.perf_counter()
                 run_dir = train_one(args, key, seed)
                 t1 = time.perf_counter()
-                import torch
-
                 # Encode on the GPU where there is one (the classifiers' protocol is the same).
-                enc = qt_hard.load_encoder(run_dir, device="cuda" if torch.cuda.is_available() else "cpu")
-                res = run_eval(enc, list(TASKS), args.kfold, data)
-                rec = {"row": key, "seed": seed, "protocol": args.protocol, "run": str(run_dir),
-                       "acc": {t: res[t]["acc"] for t in TASKS}, "mrpc_f1": res["MRPC"].get("f1"),
-                       "devacc": {t: res[t].get("devacc") for t in TASKS},
-                       "train_s": round(t1 - t0, 1), "eval_s": round(time.perf_counter() - t1, 1),
-                       "config": args.config, "overrides": args.set}
-                append_line(results, rec)
-                print(json.dumps(rec), flush=True)
+                enc_device = "cuda" if torch.cuda.is_available() else "cpu"
+                enc = qt_hard.load_encoder(run_dir, device=enc_device)
+                cache = EmbeddingCache(enc)  # one encoding for every protocol of this run
+                for protocol in todo:
+                    t2 = time.perf_counter()
+                    res = run_evals[protocol](enc, list(TASKS), args.kfold, data, cache=cache)
+                    rec = {"row": key, "seed": seed, "protocol": protocol, "run": str(run_dir),
+                           "acc": {t: res[t]["acc"] for t in TASKS}, "mrpc_f1": res["MRPC"].get("f1"),
+                           "devacc": {t: res[t].get("devacc") for t in TASKS},
+                           "train_s": round(t1 - t0, 1), "eval_s": round(time.perf_counter() - t2, 1),
+                           "encode_device": enc_device, "solver_device": args.eval_device,
+                           "config": args.config, "overrides": args.set}
+                    append_line(results, rec)
+                    print(json.dumps(rec), flush=True)
     paper = paper_rows(Path(args.paper) if args.paper else default_paper())
     if not paper:
         print("note: the paper's Table 2 was not found; its rows are left out", file=sys.stderr)
     records = read_results(results)
-    table, parts = summarize(records, args.protocol, paper)
-    # One table and plot per protocol (SentEval's keeps the plain names).
-    suffix = "" if args.protocol == "senteval" else f"_{args.protocol}"
-    table_path, plot_path = out / f"table{suffix}.md", out / f"differences{suffix}.png"
-    table_path.write_text(table + "\n")
     write_csv(records, out / "results.csv")
-    plot(parts["diffs"], parts["stats"], paper, plot_path)
-    print(table)
-    n = sum(s["n"] for s in parts["stats"].values())
-    print(f"{n} runs under {args.protocol} in {results}; table {table_path}, plot {plot_path}")
+    for protocol in protocols:
+        table, parts = summarize(records, protocol, paper)
+        # One table and plot per protocol (SentEval's keeps the plain names).
+        suffix = "" if protocol == "senteval" else f"_{protocol}"
+        table_path, plot_path = out / f"table{suffix}.md", out / f"differences{suffix}.png"
+        table_path.write_text(table + "\n")
+        plot(parts["diffs"], parts["stats"], paper, plot_path)
+        print(table)
+        n = sum(s["n"] for s in parts["stats"].values())
+        print(f"{n} runs under {protocol} in {results}; table {table_path}, plot {plot_path}")
 
 
 if __name__ == "__main__":

@@ -191,3 +191,63 @@ def test_cg_stop_at_tol_saves_steps_on_a_tight_final_step():
         np.testing.assert_allclose(W.numpy(), ref.numpy(), atol=1e-4)
         counts[stop] = model.n_cg
     assert counts[True] < counts[False]
+
+
+def test_device_argument_and_its_errors(monkeypatch):
+    X, y = _data(120, 6, 3, seed=5)
+    model = BatchedLogReg(X, y, 3, device="cpu")
+    assert model.device == torch.device("cpu") and model.X.device.type == "cpu"
+    W = model.fit(np.ones((120, 2)), np.array([0.5, 2.0]))
+    assert W.device.type == "cpu"  # returned on the CPU whatever the solver's device
+    assert predict_logreg(model, W, X).shape == (120, 2)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="no CUDA device"):
+            BatchedLogReg(X, y, 3, device="cuda")
+    # The module default (QT_HARD_EVAL_DEVICE / --device) is what a plain constructor takes.
+    from qt_hard.evaluation import logreg
+
+    monkeypatch.setattr(logreg, "DEFAULT_DEVICE", "cpu")
+    assert BatchedLogReg(X, y, 3).device.type == "cpu"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("K,liblinear", [(2, False), (4, False), (3, True)])
+def test_cuda_solver_matches_cpu_solver(K, liblinear):
+    """Same problems on the GPU and the CPU: the same optimum (to the solver's tolerance)."""
+    X, y = _data(500, 40, K, seed=11)
+    rng = np.random.default_rng(2)
+    masks = (rng.random((500, 4)) < 0.8).astype(float)
+    C = np.array([0.25, 1.0, 4.0, 16.0])
+    kind = 2 if liblinear else K
+    yy = (y == 0).astype(int) if liblinear else y
+    sols = {}
+    for dev in ("cpu", "cuda"):
+        model = BatchedLogReg(X, yy, kind, penalize_intercept=liblinear, device=dev)
+        sols[dev] = (model.fit(masks, C, tol=1e-10), model)
+        assert sols[dev][1].converged.all()
+    Wc, Wg = sols["cpu"][0].numpy(), sols["cuda"][0].numpy()
+    if kind > 2:  # intercepts up to a common shift
+        Wc[-1] -= Wc[-1].mean(axis=-1, keepdims=True)
+        Wg[-1] -= Wg[-1].mean(axis=-1, keepdims=True)
+    np.testing.assert_allclose(Wg, Wc, atol=1e-5)
+    np.testing.assert_array_equal(predict_logreg(sols["cuda"][1], sols["cuda"][0], X),
+                                  predict_logreg(sols["cpu"][1], sols["cpu"][0], X))
+
+
+def test_preconditioner_survives_a_gram_that_rounding_made_indefinite():
+    """A Gram matrix whose float32 rounding broke positive definiteness beyond the ridge (seen on a
+    GPU): the factorization grows the ridge instead of failing, and the solution is unchanged."""
+    X, y = _data(200, 6, 2, seed=7)
+    model = BatchedLogReg(X, y, 2)
+    masks = np.ones((200, 1))
+    W_ok = model.fit(masks, 1.0)
+    bad = model._gram.clone()
+    bad[0, 0, 0] = -50.0 * float(bad[0].diagonal().abs().max())  # a clearly negative eigenvalue
+    factors = model._preconditioners(torch.tensor([1.0], dtype=torch.float64))
+    assert torch.isfinite(factors[1.0]).all()
+    model._gram = bad
+    factors = model._preconditioners(torch.tensor([1.0], dtype=torch.float64))
+    assert torch.isfinite(factors[1.0]).all()
+    model.refresh_cg, model.refresh_ratio = 10**9, 10**9  # keep the broken Gram for the whole fit
+    W_bad = model.fit(masks, 1.0, W0=None)
+    np.testing.assert_allclose(W_bad.numpy(), W_ok.numpy(), atol=1e-6)

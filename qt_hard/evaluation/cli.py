@@ -21,12 +21,33 @@ def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def _set_device(device: str) -> None:
+    """Solve the classifiers on ``device`` (``logreg.DEFAULT_DEVICE``); a clear error without CUDA."""
+    import torch
+
+    from . import logreg
+
+    if torch.device(device).type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"--device {device}: torch sees no CUDA device on this machine")
+    logreg.DEFAULT_DEVICE = device
+
+
+def _on_device(encoder, device: str):
+    """Move a qt-hard encoder's module to ``device`` (its ``encode`` runs where the module is);
+    other encoders (sentence-transformers) are left as they are."""
+    module = getattr(encoder, "module", None)
+    if module is not None and hasattr(module, "to"):
+        module.to(device)
+    return encoder
+
+
 def cmd_senteval(args) -> int:
     from .models import EmbeddingCache, control_models, load_model, load_tokenizer, unk_rates
     from .report import save_results, senteval_table, six_task_mean, unk_table
     from .senteval import default_senteval_dir, parse_tasks, run_senteval, task_sentences
 
     tasks = parse_tasks(args.tasks)
+    _set_device(args.device)
     card_file = _card_file(args.model) if args.card else None
     if args.cache and args.model.startswith("random:"):
         raise ValueError("--cache is for fixed models; a random: model's vocabulary depends on the tasks")
@@ -36,7 +57,8 @@ def cmd_senteval(args) -> int:
     if args.model.startswith("random:") and tokenizer is None:
         _log("note: random: without --tokenizer fits its vocabulary on the evaluated sentences (test "
              "folds included); pass --tokenizer MODEL for a control row with a trained model's vocabulary")
-    encoder = load_model(args.model, sentences=lambda: task_sentences(tasks, data_dir), tokenizer=tokenizer)
+    encoder = _on_device(load_model(args.model, sentences=lambda: task_sentences(tasks, data_dir),
+                                    tokenizer=tokenizer), args.device)
     load_s = time.perf_counter() - start
     cache = EmbeddingCache(encoder, batch_size=args.batch_size)
     if args.cache and os.path.exists(args.cache):
@@ -56,7 +78,7 @@ def cmd_senteval(args) -> int:
         # Same tokenizer, vocabulary and protocol as the model: what training bought, row by row.
         for row, control in control_models(encoder, seed=args.seed).items():
             _log(f"control row: {row}")
-            rows[row] = run_senteval(control, tasks, data_dir, kfold=args.kfold, seed=args.seed,
+            rows[row] = run_senteval(_on_device(control, args.device), tasks, data_dir, kfold=args.kfold, seed=args.seed,
                                      fast=not args.reference, batch_size=args.batch_size, log=_log,
                                      protocol=args.protocol, max_iter=max_iter)
             unk[row] = unk[name]
@@ -217,6 +239,9 @@ def register(subparsers) -> None:
     s.add_argument("--tokenizer", default=None,
                    help="for random: models, the vocabulary of this tokenizer.json or model folder "
                         "(default: fitted on the evaluated sentences, test folds included)")
+    s.add_argument("--device", default="cpu",
+                   help="cpu or cuda: where the model encodes and the classifiers are solved (the same "
+                        "solver and protocol; on a GPU the results agree with the CPU's to rounding)")
     s.add_argument("--card", action="store_true",
                    help="write the table into the model card (README.md) of the qt-hard model folder")
     s.set_defaults(func=cmd_senteval)

@@ -83,12 +83,17 @@ __all__ = ["BatchedLogReg", "fit_logreg", "decision_logreg", "predict_logreg", "
 # machine extra torch threads that wait on busy cores slow the solve down many times over (and a
 # fixed thread count keeps results bit-for-bit reproducible). QT_HARD_EVAL_THREADS overrides.
 DEFAULT_THREADS = int(os.environ.get("QT_HARD_EVAL_THREADS", "1"))
+# Where the solver's tensors live: "cpu" by default; "cuda" (or "cuda:N") solves on a GPU, same
+# arithmetic (float64 objective and line search, float32 products and preconditioner), different
+# kernels, so results agree to rounding, not bit for bit. QT_HARD_EVAL_DEVICE overrides; so does
+# ``qt-hard eval senteval --solver-device``.
+DEFAULT_DEVICE = os.environ.get("QT_HARD_EVAL_DEVICE", "cpu")
 
 
-def _as_tensor(a, dtype=torch.float64) -> torch.Tensor:
+def _as_tensor(a, dtype=torch.float64, device=None) -> torch.Tensor:
     if isinstance(a, torch.Tensor):
-        return a.to(dtype)
-    return torch.as_tensor(np.asarray(a), dtype=dtype)
+        return a.to(dtype=dtype, device=device if device is not None else a.device)
+    return torch.as_tensor(np.asarray(a), dtype=dtype, device=device)
 
 
 class BatchedLogReg:
@@ -122,13 +127,17 @@ class BatchedLogReg:
 
     def __init__(self, X, y, n_classes: int, penalize_intercept: bool = False,
                  reduce: bool | str = "auto", refresh_cg: int = 6, refresh_ratio: float = 1.5,
-                 cg_compact: bool | None = None, cg_stop_at_tol: bool | None = None):
-        X = _as_tensor(X)
+                 cg_compact: bool | None = None, cg_stop_at_tol: bool | None = None,
+                 device: str | torch.device | None = None):
+        self.device = torch.device(DEFAULT_DEVICE if device is None else device)
+        if self.device.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"solver device {self.device} asked for, but torch sees no CUDA device")
+        X = _as_tensor(X, device=self.device)
         if X.ndim != 2 or X.shape[0] == 0:
             raise ValueError(f"X must be a non-empty (n, d) matrix, got shape {tuple(X.shape)}")
         if not torch.isfinite(X).all():
             raise ValueError("X contains NaN or infinite values")
-        y = torch.as_tensor(np.asarray(y), dtype=torch.long)
+        y = torch.as_tensor(np.asarray(y), dtype=torch.long, device=self.device)
         if y.shape != (X.shape[0],):
             raise ValueError(f"y must have shape ({X.shape[0]},), got {tuple(y.shape)}")
         if n_classes < 2:
@@ -146,7 +155,7 @@ class BatchedLogReg:
             self.Q, Rt = torch.linalg.qr(X.T, mode="reduced")
             X = Rt.T
         # The intercept is a constant feature (penalized or not, see R below).
-        self.X = torch.cat([X, torch.ones(n, 1, dtype=X.dtype)], dim=1)
+        self.X = torch.cat([X, torch.ones(n, 1, dtype=X.dtype, device=self.device)], dim=1)
         # float32 copy for the Hessian-vector products and the preconditioner's Gram matrix, and
         # transposed copies: see _times.
         self.X32 = self.X.to(torch.float32)
@@ -158,7 +167,7 @@ class BatchedLogReg:
         self.p = self.X.shape[1]
         self.Y = self._targets_from_labels()
         # Penalty mask: 1 for weights, 0 for the intercept row unless liblinear's objective.
-        self.R = torch.ones(self.p, 1, 1, dtype=X.dtype)
+        self.R = torch.ones(self.p, 1, 1, dtype=X.dtype, device=self.device)
         if not penalize_intercept:
             self.R[-1] = 0.0
         self.refresh_cg = refresh_cg
@@ -249,7 +258,7 @@ class BatchedLogReg:
         CG steps are taken, not the point they converge to); float64 where float32 rounding
         breaks positive definiteness."""
         Rdiag = torch.diag(self.R[:, 0, 0]).to(torch.float32)
-        eye = torch.eye(self.p, dtype=torch.float32)
+        eye = torch.eye(self.p, dtype=torch.float32, device=self.device)
         factors = {}
         for c in torch.unique(C).tolist():
             A = Rdiag + c * self._gram
@@ -259,7 +268,19 @@ class BatchedLogReg:
             A = A + ridge[:, None, None] * eye
             L, info = torch.linalg.cholesky_ex(A)
             if (info != 0).any():
-                L = torch.linalg.cholesky(A.to(torch.float64)).to(torch.float32)
+                L, info = torch.linalg.cholesky_ex(A.to(torch.float64))
+                L = L.to(torch.float32)
+            # Still not positive definite: the float32 Gram's rounding exceeded the ridge (seen on
+            # a GPU with features of a wide dynamic range). Grow the ridge tenfold until it is;
+            # the solution does not move, only CG's step count.
+            scale = 1.0 + A.diagonal(dim1=1, dim2=2).abs().amax(dim=1).to(torch.float64)
+            boost = 1e-5 * scale
+            while (info != 0).any():
+                boost = boost * 10.0
+                if bool((boost > 1e6 * scale).any()):
+                    raise FloatingPointError("the preconditioner could not be made positive definite")
+                L, info = torch.linalg.cholesky_ex(A.to(torch.float64) + boost[:, None, None] * eye.double())
+                L = L.to(torch.float32)
             factors[c] = L
             self.n_factor += 1
         return factors
@@ -297,7 +318,8 @@ class BatchedLogReg:
     # ----- the solver -----
     def fit(self, train_mask, C, W0=None, tol: float = 1e-8, max_newton: int = 100,
             max_cg: int = 200, threads: int | None = None, targets=None) -> torch.Tensor:
-        """Solve the F problems; returns weights (q + 1, F, H).
+        """Solve the F problems; returns weights (q + 1, F, H), on the CPU whatever the solver's
+        device (inputs may live anywhere: they are moved to the solver's device).
 
         Args:
             train_mask: (n, F) 0/1 (or bool): which rows problem f trains on.
@@ -314,7 +336,7 @@ class BatchedLogReg:
                 return self._fit(train_mask, C, W0, tol, max_newton, max_cg)
             if self.H != 1:
                 raise ValueError("per-problem targets need the binary model (n_classes=2)")
-            T = _as_tensor(targets, self.X.dtype)
+            T = _as_tensor(targets, self.X.dtype, self.device)
             if T.ndim != 2 or T.shape[0] != self.X.shape[0] or ((T != 0) & (T != 1)).any():
                 raise ValueError(f"targets must be 0/1 of shape ({self.X.shape[0]}, F), got {tuple(T.shape)}")
             self.Y = T[:, :, None]
@@ -324,14 +346,15 @@ class BatchedLogReg:
                 self.Y = self._targets_from_labels()
 
     def _fit(self, train_mask, C, W0, tol, max_newton, max_cg) -> torch.Tensor:
-        M = _as_tensor(train_mask)
+        dev = self.device
+        M = _as_tensor(train_mask, device=dev)
         n = self.X.shape[0]
         if M.ndim != 2 or M.shape[0] != n:
             raise ValueError(f"train_mask must have shape ({n}, F), got {tuple(M.shape)}")
         F = M.shape[1]
         if self.Y.shape[1] not in (1, F):
             raise ValueError(f"targets have {self.Y.shape[1]} columns for {F} problems")
-        C = _as_tensor(C)
+        C = _as_tensor(C, device=dev)
         if C.ndim == 0:
             C = C.repeat(F)
         if C.shape != (F,):
@@ -341,7 +364,8 @@ class BatchedLogReg:
         n_f = M.sum(dim=0)
         if (n_f == 0).any():
             raise ValueError("a problem has an empty training set (an all-zero train_mask column)")
-        W = torch.zeros(self.p, F, self.H, dtype=self.X.dtype) if W0 is None else _as_tensor(W0).clone()
+        W = (torch.zeros(self.p, F, self.H, dtype=self.X.dtype, device=dev) if W0 is None
+             else _as_tensor(W0, device=dev).clone())
         if W.shape != (self.p, F, self.H):
             raise ValueError(f"W0 must have shape {(self.p, F, self.H)}, got {tuple(W.shape)}")
         # Classes summing to zero (see _project): moving W0 there lowers the penalty only.
@@ -351,7 +375,7 @@ class BatchedLogReg:
 
         Z = self.logits(W)
         J = self._objective(W, Z, M, C)
-        active = torch.ones(F, dtype=torch.bool)
+        active = torch.ones(F, dtype=torch.bool, device=dev)
         self.n_newton = 0
         self.n_cg = 0
         self.cg_log = []  # per Newton step: (F,) CG steps each problem took
@@ -393,11 +417,11 @@ class BatchedLogReg:
             cg_on = active.clone()
             last_eta, last_on = eta, active
             last_cg = 0
-            cg_each = torch.zeros(F, dtype=torch.long)
+            cg_each = torch.zeros(F, dtype=torch.long, device=dev)
             # CG runs on the columns still iterating only (``cg_compact``): problems converge
             # (and leave the Newton loop) at different times, and the Hessian-vector product
             # costs the same per column whether its problem is done or not.
-            everyone = torch.arange(F)
+            everyone = torch.arange(F, device=dev)
             cols = None
             for _ in range(max_cg):
                 on = cg_on.nonzero(as_tuple=True)[0]
@@ -406,7 +430,7 @@ class BatchedLogReg:
                 if cols is None or (self.cg_compact and len(on) != len(cols)):  # gather once
                     cols = on if self.cg_compact else everyone
                     Pc, Mc, Cc, tol_c = P32[:, cols], M32[:, cols], C[cols], (eta * gnorm)[cols]
-                    done_c = (0.5 * tol) * scale[cols] if self.cg_stop_at_tol else torch.zeros(len(cols))
+                    done_c = (0.5 * tol) * scale[cols] if self.cg_stop_at_tol else torch.zeros(len(cols), device=dev)
                 self.n_cg += 1
                 last_cg += 1
                 live = cg_on[cols]
@@ -430,11 +454,11 @@ class BatchedLogReg:
                 beta = torch.where(still, rz_new / torch.where(rz_c > 0, rz_c, 1.0), 0.0)
                 d[:, cols] = zr + beta[None, :, None] * dc
                 rz[cols] = rz_new
-            self.cg_log.append(cg_each)
+            self.cg_log.append(cg_each.cpu())
             # ---- Armijo backtracking; logits are linear in the step: Z + t * X s ----
             Zs = self.logits(s)
             slope = (g * s).sum(dim=(0, 2))  # < 0 for a descent direction
-            t = torch.ones(F, dtype=W.dtype)
+            t = torch.ones(F, dtype=W.dtype, device=dev)
             accepted = ~active
             for _ in range(60):
                 Wt = W + t[None, :, None] * s
@@ -451,11 +475,13 @@ class BatchedLogReg:
             J = self._objective(W, Z, M, C)
             if not (active & (t > 0)).any():
                 break
-        self.converged = ~active
-        return W
+        self.converged = (~active).cpu()
+        return W.cpu()
 
     def full_weights(self, W: torch.Tensor) -> torch.Tensor:
-        """Weights (d + 1, F, H) on the original features (undoes the row-space reduction)."""
+        """Weights (d + 1, F, H) on the original features (undoes the row-space reduction), on the
+        solver's device."""
+        W = _as_tensor(W, device=self.device)
         if self.Q is None:
             return W
         p, F, H = W.shape
@@ -463,11 +489,14 @@ class BatchedLogReg:
         return torch.cat([Wd, W[-1:]], dim=0)
 
     def decision(self, W: torch.Tensor, rows=None) -> torch.Tensor:
-        """Logits (n_rows, F, H) of every problem on the given training rows (all by default)."""
+        """Logits (n_rows, F, H) of every problem on the given training rows (all by default), on
+        the CPU."""
+        W = _as_tensor(W, device=self.device)
         p, F, H = W.shape
         if rows is None:
-            return self._times(W.reshape(p, F * H)).reshape(-1, F, H)
-        return (self.X[torch.as_tensor(rows)] @ W.reshape(p, F * H)).reshape(-1, F, H)
+            return self._times(W.reshape(p, F * H)).reshape(-1, F, H).cpu()
+        rows = torch.as_tensor(np.asarray(rows), device=self.device)
+        return (self.X[rows] @ W.reshape(p, F * H)).reshape(-1, F, H).cpu()
 
     def predict(self, W: torch.Tensor, rows=None) -> torch.Tensor:
         """(n_rows, F) predicted labels, with scikit-learn's rule: binary ``z > 0`` -> class 1,
@@ -488,14 +517,15 @@ def fit_logreg(X, y, C: float, n_classes: int | None = None, **kw):
 
 
 def decision_logreg(model: BatchedLogReg, W: torch.Tensor, X) -> torch.Tensor:
-    """Logits (m, F, H) of new rows X (m, d) under the weights W that ``model.fit`` returned."""
-    X = _as_tensor(X)
+    """Logits (m, F, H) of new rows X (m, d) under the weights W that ``model.fit`` returned (on
+    the CPU)."""
+    X = _as_tensor(X, device=model.device)
     Wf = model.full_weights(W)
     if X.ndim != 2 or X.shape[1] != Wf.shape[0] - 1:
         raise ValueError(f"X must be (m, {Wf.shape[0] - 1}), got {tuple(X.shape)}")
-    Xa = torch.cat([X, torch.ones(X.shape[0], 1, dtype=X.dtype)], dim=1)
+    Xa = torch.cat([X, torch.ones(X.shape[0], 1, dtype=X.dtype, device=X.device)], dim=1)
     p, F, H = Wf.shape
-    return (Xa @ Wf.reshape(p, F * H)).reshape(-1, F, H)
+    return (Xa @ Wf.reshape(p, F * H)).reshape(-1, F, H).cpu()
 
 
 def predict_logreg(model: BatchedLogReg, W: torch.Tensor, X) -> np.ndarray:
