@@ -205,6 +205,8 @@ SKIPS = {
     "python scripts/k_vs_n.py run configs/k_vs_n.yaml --cache runs/k_vs_n/cache --results runs/k_vs_n/results.csv --workers 8 --device cuda":
         "the real grid: a GPU and hours of cell time",
     "python scripts/k_vs_n.py plot runs/k_vs_n/results.csv --out docs/figures/k_vs_n": "needs the real grid's results",
+    "python scripts/qt_table.py --out runs/qt_table_gpu --seeds 0,1,2 --protocol senteval,skipthoughts --eval-device cuda --set model.encoder=gru --set model.embed_dim=300 --set model.hidden_dim=1200 --set data.max_books=null --set data.min_count=5 --set data.max_vocab=50000 --set train.lr=0.0005 --set train.num_threads=null --set train.steps=1500":
+        "needs a CUDA GPU (--eval-device cuda) and ~15 GPU-minutes; the CPU form above runs the same script",
     "accelerate launch --num_processes 4 -m qt_hard.cli train configs/qt_books.yaml":
         "four GPUs and the full books corpus; its CPU form (the next README line) runs here",
 }
