@@ -24,3 +24,7 @@ class ModelNotFoundError(UserError, FileNotFoundError):
 
 class NotEnoughCandidatesError(UserError, ValueError):
     """More negatives (``k``) were asked for than some anchor has candidates."""
+
+
+class DeviceUnavailableError(UserError, ValueError):
+    """A device was asked for (``--device cuda``) that torch does not see on this machine."""

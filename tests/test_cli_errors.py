@@ -81,3 +81,10 @@ def test_exit_status_from_the_installed_entry_point(tmp_path):
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("qt-hard: error: unknown config key 'train.lrr'"), r.stderr
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks the error without a GPU")
+def test_eval_device_cuda_without_a_gpu_is_one_line(capsys):
+    assert main(["eval", "senteval", "--model", "random:bow", "--tasks", "CR", "--device", "cuda"]) == 2
+    line = _one_line_error(capsys)
+    assert "--device cuda" in line and "no CUDA device" in line

@@ -28,7 +28,9 @@ def _set_device(device: str) -> None:
     from . import logreg
 
     if torch.device(device).type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"--device {device}: torch sees no CUDA device on this machine")
+        from qt_hard.errors import DeviceUnavailableError
+
+        raise DeviceUnavailableError(f"--device {device}: torch sees no CUDA device on this machine")
     logreg.DEFAULT_DEVICE = device
 
 
