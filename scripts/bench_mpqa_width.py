@@ -37,7 +37,10 @@ from qt_hard.evaluation import logreg, protocol  # noqa: E402
 from qt_hard.evaluation.senteval import default_senteval_dir  # noqa: E402
 from qt_hard.evaluation.tasks import load_task  # noqa: E402
 
-CONFIGS = {"before": (False, False), "compact": (True, False), "after": (True, True)}
+CONFIGS = {"before": (False, False), "compact": (True, False), "after": (True, True),
+           "grouped": (True, False)}
+# Configurations with one preconditioner Gram per outer fold (protocol.NESTED_PREC_GROUPS).
+GROUPED = {"grouped": "outer"}
 
 
 def _features(task, width: int) -> np.ndarray:
@@ -55,7 +58,7 @@ def _features(task, width: int) -> np.ndarray:
 def run_one(X, y, config: str, threads: int) -> dict:
     """The protocol once with ``config``'s solver options; counts Newton / CG steps."""
     compact, stop = CONFIGS[config]
-    stats = {"newton": 0, "cg": 0, "column_steps": 0, "fits": 0}
+    stats = {"newton": 0, "cg": 0, "column_steps": 0, "fits": 0, "grams": 0}
     fit = logreg.BatchedLogReg.fit
 
     def counting_fit(self, *a, **kw):
@@ -64,8 +67,11 @@ def run_one(X, y, config: str, threads: int) -> dict:
         stats["cg"] += self.n_cg
         stats["column_steps"] += int(sum(int(c.sum()) for c in self.cg_log))
         stats["fits"] += 1
+        stats["grams"] = self.n_gram
         return W
 
+    old_groups = protocol.NESTED_PREC_GROUPS
+    protocol.NESTED_PREC_GROUPS = GROUPED.get(config)
     old = logreg.BatchedLogReg.CG_COMPACT, logreg.BatchedLogReg.CG_STOP_AT_TOL
     logreg.BatchedLogReg.CG_COMPACT, logreg.BatchedLogReg.CG_STOP_AT_TOL = compact, stop
     logreg.BatchedLogReg.fit = counting_fit
@@ -76,8 +82,10 @@ def run_one(X, y, config: str, threads: int) -> dict:
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     finally:
         logreg.BatchedLogReg.fit = fit
+        protocol.NESTED_PREC_GROUPS = old_groups
         logreg.BatchedLogReg.CG_COMPACT, logreg.BatchedLogReg.CG_STOP_AT_TOL = old
     return {"config": config, "cg_compact": compact, "cg_stop_at_tol": stop,
+            "prec_groups": GROUPED.get(config),
             "cpu_seconds": round(cpu, 2), "wall_seconds": round(wall, 2), **stats,
             "acc": out["acc"], "devacc": out["devacc"], "fold_acc": out["fold_acc"],
             "chosen_C": out["chosen_C"]}

@@ -54,7 +54,7 @@ class DiagLogReg(BatchedLogReg):
         super().__init__(X, y, 2, **kw)
         self.mode, self.full_frac = mode, full_frac
 
-    def _refresh_gram(self, P, M):
+    def _refresh_gram(self, P, M, groups=None):
         curv = (P * (1 - P))[..., 0]  # (n, F)
         cnt = M.sum(1)
         if self.mode in ("shared", "shared64", "geo"):
@@ -64,7 +64,9 @@ class DiagLogReg(BatchedLogReg):
                 mean = curv.mean(1)
             dbar = mean * self.full_frac
             X = self.X if self.mode == "shared64" else self.X32
-            self._gram = (X.T @ (X * dbar.to(X.dtype)[:, None]))[None]
+            gram = X.T @ (X * dbar.to(X.dtype)[:, None])
+            # (G, H, p, p) for the solver's own factorization; (1, p, p) for shared64's.
+            self._gram = gram[None] if self.mode == "shared64" else gram[None, None]
         else:
             dinc = torch.where(cnt > 0, (curv * M).sum(1) / cnt.clamp(min=1), curv.mean(1))
             grams = []
@@ -74,22 +76,23 @@ class DiagLogReg(BatchedLogReg):
             self._gram = torch.stack(grams)
         self.n_gram += 1
 
-    def _preconditioners(self, C):
+    def _preconditioners(self, C, groups):
         if self.mode in ("shared", "geo"):
-            return super()._preconditioners(C)
+            return super()._preconditioners(C, groups)
         dtype = torch.float64 if self.mode == "shared64" else torch.float32
         A = torch.diag(self.R[:, 0, 0]).to(dtype) + float(C[0]) * self._gram.to(dtype)
         A = A + (1e-5 * (1.0 + A.diagonal(dim1=1, dim2=2).mean(dim=1)))[:, None, None] * torch.eye(self.p, dtype=dtype)
         self.n_factor += A.shape[0]
         return {"L": torch.linalg.cholesky(A)}
 
-    def _apply_prec(self, factors, C, Rv, cols=None):
+    def _apply_prec(self, factors, C, groups, Rv):
         if self.mode in ("shared", "geo"):
-            return super()._apply_prec(factors, C, Rv, cols)
+            return super()._apply_prec(factors, C, groups, Rv)
         L = factors["L"]
         if self.mode == "shared64":
             return torch.cholesky_solve(Rv.permute(2, 0, 1), L).permute(1, 2, 0)
-        L = L if cols is None else L[cols]
+        # Per-problem modes fit with groups = the problems' indices: Rv's columns' factors.
+        L = L[groups]
         out = torch.cholesky_solve(Rv.permute(1, 0, 2).to(torch.float32), L)
         return out.permute(1, 0, 2).to(Rv.dtype)
 
@@ -134,7 +137,9 @@ def main(argv=None) -> int:
             W, per_c, newton, cg = None, [], 0, 0
             c0 = time.process_time()
             for C in protocol.INNER_REGS:
-                W = m.fit(masks[:, sel], C, W0=W, tol=protocol.FAST_TOL)
+                own = m.mode in ("exact", "own")
+                W = m.fit(masks[:, sel], C, W0=W, tol=protocol.FAST_TOL,
+                          groups=np.arange(len(sel)) if own else None)
                 newton, cg = newton + m.n_newton, cg + m.n_cg
                 per_c.append({"C": C, "newton": m.n_newton, "cg": m.n_cg,
                               "last_step_cg_per_problem": m.cg_log[-1].tolist() if m.cg_log else []})

@@ -182,6 +182,30 @@ def test_fast_path_is_exact_against_converged_sklearn():
     assert fast["chosen_C"] == ref["chosen_C"]
 
 
+def test_nested_grouped_preconditioner_same_outputs_as_shared(monkeypatch):
+    """One preconditioner Gram per outer fold (``NESTED_PREC_GROUPS="outer"``) gives the nested
+    protocol's outputs of the shared Gram and of converged scikit-learn (SentEval's and the
+    skip-thoughts protocol's), and builds one Gram per outer fold."""
+    from qt_hard.evaluation import protocol
+    from qt_hard.evaluation.logreg import BatchedLogReg
+
+    X, y = _binary_data(150, 5, seed=4, signal=0.4)
+    shared = inner_kfold(X, y, 2, kfold=3, fast=True)
+    st_shared = protocol.skipthoughts_nested_kfold(X, y, kfold=3, regs=(1.0, 4.0))
+    grams = []
+    refresh = BatchedLogReg._refresh_gram
+    monkeypatch.setattr(BatchedLogReg, "_refresh_gram",
+                        lambda self, P, M, G=None: (refresh(self, P, M, G), grams.append(self._gram.shape[0])))
+    monkeypatch.setattr(protocol, "NESTED_PREC_GROUPS", "outer")
+    grouped = inner_kfold(X, y, 2, kfold=3, fast=True)
+    st_grouped = protocol.skipthoughts_nested_kfold(X, y, kfold=3, regs=(1.0, 4.0))
+    ref = inner_kfold(X, y, 2, kfold=3, fast=False, max_iter=None)
+    assert 3 in grams  # the inner path's Grams: one per outer fold
+    for key in ("acc", "devacc", "fold_acc", "chosen_C"):
+        assert grouped[key] == shared[key] == ref[key]
+        assert st_grouped[key] == st_shared[key]
+
+
 def test_protocol_rejects_too_few_per_class():
     X, y = _binary_data(30, 3, seed=0)
     y[:] = 0

@@ -69,6 +69,9 @@ SKIPTHOUGHTS_SEED = 1234  # their default seed (data shuffle, MSRP folds)
 # CR at 2,400-d took 397 instead of 574 CG steps (70 against 89 CPU s) with the same accuracy and
 # chosen C; scripts/bench_eval.py --check compares held-out predictions with lbfgs at tol=1e-8.
 FAST_TOL = 1e-6
+# Nested fast path (``_nested_fast``): None, one preconditioner Gram for all the k x k inner
+# problems; "outer", one per outer fold (issue 14, MPQA near separability; see logreg.fit groups).
+NESTED_PREC_GROUPS = None
 
 
 def _check_xy(X, y, n_classes, kfold):
@@ -130,14 +133,16 @@ class _PathSolver:
         else:
             self.model = BatchedLogReg(X, y, n_classes, penalize_intercept=liblinear)
 
-    def fit(self, masks, C, W0=None):
+    def fit(self, masks, C, W0=None, groups=None):
         if not self.ovr:
-            return self.model.fit(masks, C, W0=W0, tol=FAST_TOL)
+            return self.model.fit(masks, C, W0=W0, tol=FAST_TOL, groups=groups)
         F = masks.shape[1]
         C = torch.as_tensor(C, dtype=torch.float64)
         C = C.repeat_interleave(self.K) if C.ndim else C
+        if groups is not None:
+            groups = np.repeat(np.asarray(groups), self.K)
         return self.model.fit(masks.repeat_interleave(self.K, dim=1), C, W0=W0, tol=FAST_TOL,
-                              targets=self.onehot.repeat(1, F))
+                              targets=self.onehot.repeat(1, F), groups=groups)
 
     def columns(self, W, f: int):
         """Problem f's weights (as a one-problem W)."""
@@ -246,11 +251,14 @@ def _nested_fast(X, y, n_classes, outer_folds, inner_folds, regs, agg, liblinear
     # One problem per (outer, inner) fold: all of them train together for a given C.
     flat = [f for folds in inner_folds for f in folds]
     masks = _fold_masks(len(y), flat)
+    # Preconditioner groups: the inner problems of one outer fold share (k-2)/(k-1) of their rows
+    # and have close curvatures (see NESTED_PREC_GROUPS).
+    groups = np.repeat(np.arange(k_out), k_in) if NESTED_PREC_GROUPS == "outer" else None
     W, W_by_reg = None, {}
     inner_acc = np.zeros((len(regs), k_out * k_in))
     for reg in sorted(range(len(regs)), key=lambda j: regs[j]):
         # Increasing C: each solution warm-starts the next, less regularized one.
-        W = solver.fit(masks, regs[reg], W0=W)
+        W = solver.fit(masks, regs[reg], W0=W, groups=groups)
         W_by_reg[reg] = W
         pred = solver.predict(W)
         for col, (_, ite) in enumerate(flat):
