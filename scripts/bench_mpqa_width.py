@@ -7,8 +7,11 @@ together) on the same embeddings as ``scripts/bench_eval.py`` (the hashed bag of
 ``d`` coordinates), once per (width, configuration), and records CPU seconds, Newton steps,
 batched CG steps, column-steps (CG steps summed over the problems that took them) and the
 protocol's outputs. The configurations toggle :class:`BatchedLogReg`'s ``CG_COMPACT`` and
-``CG_STOP_AT_TOL``: ``before`` (both off) is the solver as it was before them, ``compact`` the
-default now, ``after`` both on. The per-fold accuracies, dev accuracy and chosen C of every
+``CG_STOP_AT_TOL``: ``before`` (both off) is the solver as it was before them, ``compact`` with
+CG on the unfinished problems only, ``after`` both on; ``grouped`` is ``compact`` with one
+preconditioner Gram per outer fold (``protocol.NESTED_PREC_GROUPS``), ``merged`` ``compact`` with
+repeated rows merged (``protocol._PathSolver.MERGE_DUPLICATES``, the default now; every other
+configuration solves on the rows as given). The per-fold accuracies, dev accuracy and chosen C of every
 configuration are compared (printed; exit status 1 if they differ).
 
 One JSON row per (width, configuration) is appended to ``--output`` (resumable: rows already there
@@ -37,7 +40,13 @@ from qt_hard.evaluation import logreg, protocol  # noqa: E402
 from qt_hard.evaluation.senteval import default_senteval_dir  # noqa: E402
 from qt_hard.evaluation.tasks import load_task  # noqa: E402
 
-CONFIGS = {"before": (False, False), "compact": (True, False), "after": (True, True)}
+CONFIGS = {"before": (False, False), "compact": (True, False), "after": (True, True),
+           "grouped": (True, False), "merged": (True, False)}
+# Configurations with one preconditioner Gram per outer fold (protocol.NESTED_PREC_GROUPS).
+GROUPED = {"grouped": "outer"}
+# Configurations that merge repeated rows (protocol._PathSolver.MERGE_DUPLICATES); the others
+# solve on the rows as given, as the solver did before merging.
+MERGED = {"merged"}
 
 
 def _features(task, width: int) -> np.ndarray:
@@ -55,7 +64,7 @@ def _features(task, width: int) -> np.ndarray:
 def run_one(X, y, config: str, threads: int) -> dict:
     """The protocol once with ``config``'s solver options; counts Newton / CG steps."""
     compact, stop = CONFIGS[config]
-    stats = {"newton": 0, "cg": 0, "column_steps": 0, "fits": 0}
+    stats = {"newton": 0, "cg": 0, "column_steps": 0, "fits": 0, "grams": 0}
     fit = logreg.BatchedLogReg.fit
 
     def counting_fit(self, *a, **kw):
@@ -64,8 +73,12 @@ def run_one(X, y, config: str, threads: int) -> dict:
         stats["cg"] += self.n_cg
         stats["column_steps"] += int(sum(int(c.sum()) for c in self.cg_log))
         stats["fits"] += 1
+        stats["grams"] = self.n_gram
         return W
 
+    old_groups, old_merge = protocol.NESTED_PREC_GROUPS, protocol._PathSolver.MERGE_DUPLICATES
+    protocol.NESTED_PREC_GROUPS = GROUPED.get(config)
+    protocol._PathSolver.MERGE_DUPLICATES = config in MERGED
     old = logreg.BatchedLogReg.CG_COMPACT, logreg.BatchedLogReg.CG_STOP_AT_TOL
     logreg.BatchedLogReg.CG_COMPACT, logreg.BatchedLogReg.CG_STOP_AT_TOL = compact, stop
     logreg.BatchedLogReg.fit = counting_fit
@@ -76,8 +89,10 @@ def run_one(X, y, config: str, threads: int) -> dict:
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     finally:
         logreg.BatchedLogReg.fit = fit
+        protocol.NESTED_PREC_GROUPS, protocol._PathSolver.MERGE_DUPLICATES = old_groups, old_merge
         logreg.BatchedLogReg.CG_COMPACT, logreg.BatchedLogReg.CG_STOP_AT_TOL = old
     return {"config": config, "cg_compact": compact, "cg_stop_at_tol": stop,
+            "prec_groups": GROUPED.get(config), "merge_duplicates": config in MERGED,
             "cpu_seconds": round(cpu, 2), "wall_seconds": round(wall, 2), **stats,
             "acc": out["acc"], "devacc": out["devacc"], "fold_acc": out["fold_acc"],
             "chosen_C": out["chosen_C"]}

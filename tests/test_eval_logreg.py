@@ -242,12 +242,47 @@ def test_preconditioner_survives_a_gram_that_rounding_made_indefinite():
     masks = np.ones((200, 1))
     W_ok = model.fit(masks, 1.0)
     bad = model._gram.clone()
-    bad[0, 0, 0] = -50.0 * float(bad[0].diagonal().abs().max())  # a clearly negative eigenvalue
-    factors = model._preconditioners(torch.tensor([1.0], dtype=torch.float64))
-    assert torch.isfinite(factors[1.0]).all()
+    bad[0, 0, 0, 0] = -50.0 * float(bad[0, 0].diagonal().abs().max())  # a clearly negative eigenvalue
+    one, group0 = torch.tensor([1.0], dtype=torch.float64), torch.zeros(1, dtype=torch.long)
+    factors = model._preconditioners(one, group0)
+    assert torch.isfinite(factors[(1.0, 0)]).all()
     model._gram = bad
-    factors = model._preconditioners(torch.tensor([1.0], dtype=torch.float64))
-    assert torch.isfinite(factors[1.0]).all()
+    factors = model._preconditioners(one, group0)
+    assert torch.isfinite(factors[(1.0, 0)]).all()
     model.refresh_cg, model.refresh_ratio = 10**9, 10**9  # keep the broken Gram for the whole fit
     W_bad = model.fit(masks, 1.0, W0=None)
     np.testing.assert_allclose(W_bad.numpy(), W_ok.numpy(), atol=1e-6)
+
+
+@pytest.mark.parametrize("K", [2, 3])
+def test_preconditioner_groups_keep_the_solution(K):
+    """One Gram per group of problems (``groups``) changes CG's preconditioner only: the same
+    optimum as one shared Gram and as scikit-learn, one Gram built per group and refresh, and a
+    later fit without groups does not reuse the grouped Grams."""
+    X, y = _data(400, 12, K, seed=40 + K)
+    rng = np.random.default_rng(7)
+    masks = (rng.random((400, 6)) < 0.8).astype(float)
+    C = np.array([0.1, 0.1, 3.0, 3.0, 30.0, 30.0])
+    shared = BatchedLogReg(X, y, K)
+    W0 = shared.fit(masks, C, tol=1e-8).numpy()
+    grouped = BatchedLogReg(X, y, K)
+    groups = np.array([5, 5, 2, 2, 9, 9])  # any ids: renumbered to 0 .. G-1
+    W = grouped.fit(masks, C, tol=1e-8, groups=groups).numpy()
+    assert grouped.converged.all()
+    assert grouped._gram.shape[0] == 3
+    assert grouped.n_gram % 3 == 0 and grouped.n_gram >= 3
+    np.testing.assert_allclose(W, W0, atol=2e-6)
+    for f in range(6):
+        rows = masks[:, f] > 0
+        ref = _sklearn_coef(X[rows], y[rows], C[f])
+        mine = W[:, f, :]
+        if K > 2:
+            ref = ref - np.r_[np.zeros(12), 1.0][:, None] * ref[-1].mean()
+            mine = mine - np.r_[np.zeros(12), 1.0][:, None] * mine[-1].mean()
+        np.testing.assert_allclose(mine, ref, atol=1e-5)
+    # The same model without groups next: a fresh shared Gram, not group 0's.
+    W2 = grouped.fit(masks, C, tol=1e-8).numpy()
+    assert grouped._gram.shape[0] == 1
+    np.testing.assert_allclose(W2, W0, atol=2e-6)
+    with pytest.raises(ValueError, match="groups"):
+        grouped.fit(masks, C, groups=np.zeros(5))

@@ -240,28 +240,38 @@ class BatchedLogReg:
         XtB = self._t_times(B.reshape(-1, F * H), single=True).reshape(p, F, H).to(V.dtype)
         return self.R * V + C[None, :, None] * XtB
 
-    def _refresh_gram(self, P, M) -> None:
+    def _refresh_gram(self, P, M, groups=None) -> None:
         """Gram matrices ``X^T diag(dbar_k) X``, one per output column k (H of them), with
         ``dbar_k`` the per-row curvature ``p_k (1 - p_k)`` of column k averaged over the problems,
         masks included, so that ``C * Gram_k`` is close to each problem's diagonal Hessian block
         of class k (the multinomial model's classes differ a lot in curvature: a rare class has
-        small p_k). Float32: only the preconditioner uses them. Shape (H, p, p)."""
+        small p_k). Float32: only the preconditioner uses them. Shape (G, H, p, p): with
+        ``groups`` ((F,) ids in [0, G)) one set per group of problems, the curvature averaged over
+        that group only; G = 1 without."""
         curv = P * (1.0 - P)  # (n, F, H) diagonal of the per-row Hessian
-        dbar = (curv * M[:, :, None]).mean(dim=1).to(torch.float32)  # (n, H)
+        wc = curv * M[:, :, None]
         X32 = self.X32
-        self._gram = torch.stack([X32.T @ (X32 * dbar[:, k:k + 1]) for k in range(self.H)])
-        self.n_gram += 1
+        if groups is None:
+            groups = torch.zeros(M.shape[1], dtype=torch.long, device=self.device)
+        grams = []
+        for g in range(int(groups.max()) + 1):
+            dbar = wc[:, groups == g].mean(dim=1).to(torch.float32)  # (n, H)
+            grams.append(torch.stack([X32.T @ (X32 * dbar[:, k:k + 1]) for k in range(self.H)]))
+            self.n_gram += 1
+        self._gram = torch.stack(grams)
 
-    def _preconditioners(self, C):
-        """Cholesky factors (H, p, p) of ``R + c * Gram_k`` for every distinct c in C. Float32 (a
+    def _preconditioners(self, C, groups):
+        """Cholesky factors (H, p, p) of ``R + c * Gram_gk`` for every distinct (c, group g) pair of
+        the problems (keys ``(c, g)``). Float32 (a
         preconditioner only has to be symmetric positive definite: its accuracy changes how many
         CG steps are taken, not the point they converge to); float64 where float32 rounding
         breaks positive definiteness."""
         Rdiag = torch.diag(self.R[:, 0, 0]).to(torch.float32)
         eye = torch.eye(self.p, dtype=torch.float32, device=self.device)
         factors = {}
-        for c in torch.unique(C).tolist():
-            A = Rdiag + c * self._gram
+        pairs = sorted(set(zip(C.tolist(), groups.tolist())))
+        for c, g in pairs:
+            A = Rdiag + c * self._gram[g]
             # A ridge keeps the factorization defined for an all-zero feature column and for the
             # float32 rounding of the Gram matrix; it changes the preconditioner, not the solution.
             ridge = 1e-5 * (1.0 + A.diagonal(dim1=1, dim2=2).mean(dim=1))
@@ -281,23 +291,23 @@ class BatchedLogReg:
                     raise FloatingPointError("the preconditioner could not be made positive definite")
                 L, info = torch.linalg.cholesky_ex(A.to(torch.float64) + boost[:, None, None] * eye.double())
                 L = L.to(torch.float32)
-            factors[c] = L
+            factors[(c, g)] = L
             self.n_factor += 1
         return factors
 
-    def _apply_prec(self, factors, C, Rv, cols=None) -> torch.Tensor:
+    def _apply_prec(self, factors, C, groups, Rv) -> torch.Tensor:
         """The preconditioner's inverse applied to Rv (p, F, H): each problem through the factor
         of its C, class k through its own block (float32 triangular solves); for the multinomial
-        model projected on the weights whose classes sum to zero (see ``_project``). ``cols``:
-        which of the fit's problems Rv's columns are (all when None)."""
+        model projected on the weights whose classes sum to zero (see ``_project``). ``C`` and
+        ``groups``: (F,) of Rv's columns."""
         p, F, H = Rv.shape
         if len(factors) == 1:  # one C: no gather / scatter of columns
             (L,) = factors.values()
             out = torch.cholesky_solve(Rv.permute(2, 0, 1).to(torch.float32), L)
             return self._project(out.permute(1, 2, 0).to(Rv.dtype))
         out = torch.empty_like(Rv)
-        for c, L in factors.items():
-            idx = (C == c).nonzero(as_tuple=True)[0]
+        for (c, g), L in factors.items():
+            idx = ((C == c) & (groups == g)).nonzero(as_tuple=True)[0]
             if len(idx) == 0:  # no column of this C is still iterating
                 continue
             block = Rv[:, idx, :].permute(2, 0, 1).to(torch.float32)  # (H, p, n_cols)
@@ -317,7 +327,8 @@ class BatchedLogReg:
 
     # ----- the solver -----
     def fit(self, train_mask, C, W0=None, tol: float = 1e-8, max_newton: int = 100,
-            max_cg: int = 200, threads: int | None = None, targets=None) -> torch.Tensor:
+            max_cg: int = 200, threads: int | None = None, targets=None,
+            groups=None) -> torch.Tensor:
         """Solve the F problems; returns weights (q + 1, F, H), on the CPU whatever the solver's
         device (inputs may live anywhere: they are moved to the solver's device).
 
@@ -330,10 +341,14 @@ class BatchedLogReg:
             threads: torch threads for the solve (default ``DEFAULT_THREADS``).
             targets: optional (n, F) 0/1 labels, one column per problem (binary model only),
                 in place of ``y``: e.g. one-vs-rest columns.
+            groups: optional (F,) integer ids in [0, G): the preconditioner keeps one Gram per
+                group, its curvature averaged over that group's problems only (G times the Gram
+                and factorization cost; fewer CG steps where the problems' curvatures differ by
+                group, e.g. the inner folds of one outer fold). None: one Gram for all.
         """
         with torch_threads(DEFAULT_THREADS if threads is None else threads):
             if targets is None:
-                return self._fit(train_mask, C, W0, tol, max_newton, max_cg)
+                return self._fit(train_mask, C, W0, tol, max_newton, max_cg, groups)
             if self.H != 1:
                 raise ValueError("per-problem targets need the binary model (n_classes=2)")
             T = _as_tensor(targets, self.X.dtype, self.device)
@@ -341,11 +356,11 @@ class BatchedLogReg:
                 raise ValueError(f"targets must be 0/1 of shape ({self.X.shape[0]}, F), got {tuple(T.shape)}")
             self.Y = T[:, :, None]
             try:
-                return self._fit(train_mask, C, W0, tol, max_newton, max_cg)
+                return self._fit(train_mask, C, W0, tol, max_newton, max_cg, groups)
             finally:
                 self.Y = self._targets_from_labels()
 
-    def _fit(self, train_mask, C, W0, tol, max_newton, max_cg) -> torch.Tensor:
+    def _fit(self, train_mask, C, W0, tol, max_newton, max_cg, groups=None) -> torch.Tensor:
         dev = self.device
         M = _as_tensor(train_mask, device=dev)
         n = self.X.shape[0]
@@ -361,6 +376,19 @@ class BatchedLogReg:
             raise ValueError(f"C must be a scalar or have shape ({F},), got {tuple(C.shape)}")
         if not (C > 0).all():
             raise ValueError("every C must be positive")
+        if groups is None:
+            G = torch.zeros(F, dtype=torch.long, device=dev)
+        else:
+            G = torch.as_tensor(np.asarray(groups), dtype=torch.long, device=dev)
+            if G.shape != (F,) or G.min() < 0:
+                raise ValueError(f"groups must be ({F},) non-negative integers, got {tuple(G.shape)}")
+            # Renumber to 0 .. G-1 so that every group has a Gram.
+            G = torch.unique(G, return_inverse=True)[1]
+        # A kept Gram is per group: a fit with other groups (or none) starts a fresh one.
+        gkey = None if groups is None else tuple(G.tolist())
+        if gkey != getattr(self, "_gram_groups", None):
+            self._gram = None
+        self._gram_groups = gkey
         n_f = M.sum(dim=0)
         if (n_f == 0).any():
             raise ValueError("a problem has an empty training set (an all-zero train_mask column)")
@@ -400,17 +428,17 @@ class BatchedLogReg:
             if self._gram is None or (cg_rate is not None and self._base_rate is not None
                                       and last_cg > self.refresh_cg
                                       and cg_rate > self.refresh_ratio * self._base_rate):
-                self._refresh_gram(P, M)
+                self._refresh_gram(P, M, G)
                 factors, self._base_rate = None, None
             elif self._base_rate is None and cg_rate is not None:
                 self._base_rate = cg_rate
             if factors is None:
-                factors = self._preconditioners(C)
+                factors = self._preconditioners(C, G)
             # ---- truncated Newton direction: solve H s = -g by preconditioned CG ----
             P32 = P.to(torch.float32)
             s = torch.zeros_like(W)
             r = -g
-            zr = self._apply_prec(factors, C, r)
+            zr = self._apply_prec(factors, C, G, r)
             d = zr.clone()
             rz = (r * zr).sum(dim=(0, 2))
             gnorm = g.norm(dim=(0, 2))
@@ -429,7 +457,7 @@ class BatchedLogReg:
                     break
                 if cols is None or (self.cg_compact and len(on) != len(cols)):  # gather once
                     cols = on if self.cg_compact else everyone
-                    Pc, Mc, Cc, tol_c = P32[:, cols], M32[:, cols], C[cols], (eta * gnorm)[cols]
+                    Pc, Mc, Cc, Gc, tol_c = P32[:, cols], M32[:, cols], C[cols], G[cols], (eta * gnorm)[cols]
                     done_c = (0.5 * tol) * scale[cols] if self.cg_stop_at_tol else torch.zeros(len(cols), device=dev)
                 self.n_cg += 1
                 last_cg += 1
@@ -449,7 +477,7 @@ class BatchedLogReg:
                 # Eisenstat & Walker 1996, SIAM J. Sci. Comput. 17(1)).
                 still = live & (r_c.norm(dim=(0, 2)) > tol_c) & (r_c.abs().amax(dim=(0, 2)) > done_c)
                 cg_on[cols] = still
-                zr = self._apply_prec(factors, Cc, r_c, cols)
+                zr = self._apply_prec(factors, Cc, Gc, r_c)
                 rz_new = (r_c * zr).sum(dim=(0, 2))
                 beta = torch.where(still, rz_new / torch.where(rz_c > 0, rz_c, 1.0), 0.0)
                 d[:, cols] = zr + beta[None, :, None] * dc
