@@ -279,8 +279,10 @@ def main() -> None:
         from qt_hard.evaluation.models import EmbeddingCache
         from qt_hard.evaluation.senteval import default_senteval_dir
 
-        if args.eval_device.startswith("cuda") and not torch.cuda.is_available():
-            raise SystemExit(f"--eval-device {args.eval_device}: torch sees no CUDA device here")
+        try:
+            logreg.check_device(args.eval_device, "--eval-device")
+        except ValueError as err:
+            raise SystemExit(str(err)) from None
         logreg.DEFAULT_DEVICE = args.eval_device
         # Finished runs are skipped by (row, seed, protocol): results of another budget in the same
         # OUT would be skipped as if they were this one's, so refuse to mix them.

@@ -23,14 +23,9 @@ def _log(msg: str) -> None:
 
 def _set_device(device: str) -> None:
     """Solve the classifiers on ``device`` (``logreg.DEFAULT_DEVICE``); a clear error without CUDA."""
-    import torch
-
     from . import logreg
 
-    if torch.device(device).type == "cuda" and not torch.cuda.is_available():
-        from qt_hard.errors import DeviceUnavailableError
-
-        raise DeviceUnavailableError(f"--device {device}: torch sees no CUDA device on this machine")
+    logreg.check_device(device, "--device")
     logreg.DEFAULT_DEVICE = device
 
 

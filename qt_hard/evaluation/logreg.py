@@ -75,6 +75,7 @@ import os
 import numpy as np
 import torch
 
+from qt_hard.errors import DeviceUnavailableError
 from qt_hard.threads import torch_threads
 
 __all__ = ["BatchedLogReg", "fit_logreg", "decision_logreg", "predict_logreg", "torch_threads"]
@@ -86,8 +87,18 @@ DEFAULT_THREADS = int(os.environ.get("QT_HARD_EVAL_THREADS", "1"))
 # Where the solver's tensors live: "cpu" by default; "cuda" (or "cuda:N") solves on a GPU, same
 # arithmetic (float64 objective and line search, float32 products and preconditioner), different
 # kernels, so results agree to rounding, not bit for bit. QT_HARD_EVAL_DEVICE overrides; so does
-# ``qt-hard eval senteval --solver-device``.
+# ``qt-hard eval senteval --device``.
 DEFAULT_DEVICE = os.environ.get("QT_HARD_EVAL_DEVICE", "cpu")
+
+
+def check_device(device, what: str = "solver device") -> torch.device:
+    """``device`` as a ``torch.device``; ``DeviceUnavailableError`` (a ``ValueError``, a one-line
+    user error on the command line) when it names CUDA and torch sees no CUDA device. ``what``
+    names the setting in the message (``--device``, ``--eval-device``)."""
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise DeviceUnavailableError(f"{what} {device}: torch sees no CUDA device on this machine")
+    return dev
 
 
 def _as_tensor(a, dtype=torch.float64, device=None) -> torch.Tensor:
@@ -129,9 +140,7 @@ class BatchedLogReg:
                  reduce: bool | str = "auto", refresh_cg: int = 6, refresh_ratio: float = 1.5,
                  cg_compact: bool | None = None, cg_stop_at_tol: bool | None = None,
                  device: str | torch.device | None = None):
-        self.device = torch.device(DEFAULT_DEVICE if device is None else device)
-        if self.device.type == "cuda" and not torch.cuda.is_available():
-            raise ValueError(f"solver device {self.device} asked for, but torch sees no CUDA device")
+        self.device = check_device(DEFAULT_DEVICE if device is None else device)
         X = _as_tensor(X, device=self.device)
         if X.ndim != 2 or X.shape[0] == 0:
             raise ValueError(f"X must be a non-empty (n, d) matrix, got shape {tuple(X.shape)}")
@@ -278,18 +287,20 @@ class BatchedLogReg:
             A = A + ridge[:, None, None] * eye
             L, info = torch.linalg.cholesky_ex(A)
             if (info != 0).any():
-                L, info = torch.linalg.cholesky_ex(A.to(torch.float64))
-                L = L.to(torch.float32)
-            # Still not positive definite: the float32 Gram's rounding exceeded the ridge (seen on
-            # a GPU with features of a wide dynamic range). Grow the ridge tenfold until it is;
-            # the solution does not move, only CG's step count.
-            scale = 1.0 + A.diagonal(dim1=1, dim2=2).abs().amax(dim=1).to(torch.float64)
-            boost = 1e-5 * scale
-            while (info != 0).any():
-                boost = boost * 10.0
-                if bool((boost > 1e6 * scale).any()):
-                    raise FloatingPointError("the preconditioner could not be made positive definite")
-                L, info = torch.linalg.cholesky_ex(A.to(torch.float64) + boost[:, None, None] * eye.double())
+                # float32 rounding broke positive definiteness: factor in float64, and where the
+                # Gram's own rounding exceeded the ridge (seen on a GPU with features of a wide
+                # dynamic range) grow the ridge tenfold until it holds. The solution does not
+                # move, only CG's step count.
+                A64, eye64 = A.to(torch.float64), eye.to(torch.float64)
+                scale = 1.0 + A64.diagonal(dim1=1, dim2=2).abs().amax(dim=1)
+                boost = torch.zeros_like(scale)
+                while True:
+                    L, info = torch.linalg.cholesky_ex(A64 + boost[:, None, None] * eye64)
+                    if not (info != 0).any():
+                        break
+                    boost = torch.where(boost > 0, 10.0 * boost, 1e-4 * scale)
+                    if bool((boost > 1e6 * scale).any()):
+                        raise FloatingPointError("the preconditioner could not be made positive definite")
                 L = L.to(torch.float32)
             factors[(c, g)] = L
             self.n_factor += 1
