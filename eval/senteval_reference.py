@@ -48,6 +48,40 @@ class HashBagOfWords:
                          for s in sentences])
 
 
+def encoder_projections(texts, width: int, encoder: str = "bigru", hidden: int = 1200,
+                        seed: int = 0) -> np.ndarray:
+    """(len(texts), width) Gaussian random projections of a fixed model's features, the
+    wide-evaluation benchmarks' second kind of embedding (issue 14: "random projections of a fixed
+    model's features are fine"): an untrained, seeded Quick-Thoughts encoder pair at S2V's sizes
+    (300-d words; ``encoder`` "gru": 1,200-d f and g, 2,400-d; "bigru": 4,800-d, the
+    bidirectional model), vocabulary from ``texts``, its features times one seeded Gaussian matrix
+    of which width ``d`` takes the first ``d`` columns (so the widths are one model, full rank up
+    to the model's width), scaled by one factor so that the mean squared row norm equals
+    :class:`HashBagOfWords`'s at the model's width, hence about equal at every width (both grow
+    linearly with it; the same C then regularizes both kinds about equally). Unlike a bag of words, whose rows that share no word are
+    nearly orthogonal, an encoder's features are correlated, as sentence embeddings are."""
+    import torch
+
+    from qt_hard.encoders import random_encoder
+
+    full = hidden * (4 if encoder == "bigru" else 2)
+    if width > full:
+        raise ValueError(f"{encoder} features are {full}-d; width {width} would not be full rank")
+    uniq = list(dict.fromkeys(texts))
+    enc = random_encoder({"model": {"kind": "qt", "encoder": encoder, "embed_dim": 300,
+                                    "hidden_dim": hidden}}, uniq, seed=seed)
+    with torch.no_grad():
+        F = np.asarray(enc.encode(uniq, batch_size=256), dtype=np.float64)
+    # The whole (full, full) matrix is drawn whatever the width, so width d is always its first d
+    # columns, and the scale is fixed at the full width: one model for every call.
+    P = F @ (np.random.default_rng(seed).standard_normal((full, full)) / np.sqrt(full))
+    index = {t: i for i, t in enumerate(uniq)}
+    rows = [index[t] for t in texts]
+    target = (HashBagOfWords(full).encode(uniq)[rows] ** 2).sum(axis=1).mean()
+    P *= np.sqrt(target / (P[rows] ** 2).sum(axis=1).mean())
+    return P[rows, :width]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="hashbow:300")

@@ -1,10 +1,19 @@
 """Benchmark: ``qt-hard eval senteval``'s fast solver against the one-LogisticRegression-per-fit
 reference, per task and width, on the same embeddings and folds.
 
-Embeddings: a fixed random bag of words (``eval/senteval_reference.py``'s ``HashBagOfWords``:
-the mean of md5-seeded Gaussian word vectors), encoded once at the largest width; each width
-uses the first ``d`` coordinates, which is that same encoder at width ``d``. Full rank, unlike a
-random projection of a narrower model's features, so the wide problems are really wide.
+Embeddings (``--features``), encoded once per task at the largest width, each width the first
+``d`` coordinates:
+
+* ``hashbow``: a fixed random bag of words (``eval/senteval_reference.py``'s ``HashBagOfWords``:
+  the mean of md5-seeded Gaussian word vectors); the first ``d`` coordinates are that same encoder
+  at width ``d``. Full rank, so the wide problems are really wide; but rows that share no word
+  are nearly orthogonal, which at 2,400-d makes MPQA's 100 fold problems (phrases of one to three
+  words) hard to precondition together.
+* ``bigru``: Gaussian random projections of a fixed model's features (``encoder_projections``
+  there): an untrained S2V-sized bidirectional Quick-Thoughts pair, 4,800-d, full rank at every
+  width up to 4,800, scaled to the bag of words' mean squared norm. Correlated rows, as sentence
+  embeddings have. ``--feature-cache DIR`` keeps each task's 4,800-d table (``.npy``) so that
+  later widths do not encode again.
 
 Reference modes (``--reference``):
 
@@ -54,11 +63,23 @@ from qt_hard.evaluation.senteval import default_senteval_dir, evaluate_task, par
 from qt_hard.evaluation.tasks import BinaryTask, TrecTask, load_task  # noqa: E402
 
 
-def _hashbow_class():
+def _reference_module():
     spec = importlib.util.spec_from_file_location("senteval_reference", ROOT / "eval" / "senteval_reference.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.HashBagOfWords
+    return mod
+
+
+# The fixed model's width for projected features: encoded once at it, any width a prefix.
+FULL_WIDTH = {"bigru": 4800}
+
+
+def _encode(kind: str, texts: list[str], width: int) -> np.ndarray:
+    """(len(texts), width) embeddings of distinct texts at the largest width (see ``--features``)."""
+    ref = _reference_module()
+    if kind == "hashbow":
+        return ref.HashBagOfWords(width).encode(texts)
+    return ref.encoder_projections(texts, width, encoder=kind)
 
 
 class PrefixCache:
@@ -145,15 +166,23 @@ def run_task(name: str, widths: list[int], args) -> list[dict]:
     if out.exists():
         for line in out.read_text().splitlines():
             r = json.loads(line)
-            done.add((r["width"], r["task"], r["reference_mode"]))
-    todo = [w for w in widths if (w, name, args.reference) not in done]
+            done.add((r["width"], r["task"], r["reference_mode"], _kind(r)))
+    todo = [w for w in widths if (w, name, args.reference, args.features) not in done]
     if not todo:
         return []
     task = load_task(name, args.data)
     t0 = time.perf_counter()
-    enc = _hashbow_class()(max(widths))
     texts = list(dict.fromkeys(task.texts()))
-    table = dict(zip(texts, enc.encode(texts).astype(np.float32)))
+    cached = Path(args.feature_cache) / f"{args.features}_{name}.npy" if args.feature_cache else None
+    if cached is not None and cached.exists() and np.load(cached, mmap_mode="r").shape[1] >= max(widths):
+        E = np.load(cached)
+    else:
+        E = _encode(args.features, texts, FULL_WIDTH.get(args.features, max(widths))).astype(np.float32)
+        if cached is not None:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            np.save(cached.with_suffix(".tmp.npy"), E)
+            os.replace(cached.with_suffix(".tmp.npy"), cached)  # atomic: no half-written table
+    table = dict(zip(texts, E))
     encode_s = time.perf_counter() - t0
     max_iter = None if args.max_iter == 0 else args.max_iter
     rows = []
@@ -175,7 +204,7 @@ def run_task(name: str, widths: list[int], args) -> list[dict]:
         finally:
             logreg.BatchedLogReg.fit = fit
         fast_cpu = time.process_time() - cpu
-        row = {"task": name, "width": w, "features": f"hashbow:{w}", "threads": args.threads,
+        row = {"task": name, "width": w, "features": f"{args.features}:{w}", "threads": args.threads,
                "encode_seconds_max_width": round(encode_s, 2),
                "fast_seconds": fast["classify_seconds"], "fast_cpu_seconds": round(fast_cpu, 2),
                "fast_acc": fast["acc"],
@@ -208,6 +237,11 @@ def run_task(name: str, widths: list[int], args) -> list[dict]:
         print(json.dumps(row), flush=True)
         rows.append(row)
     return rows
+
+
+def _kind(row: dict) -> str:
+    """A row's feature kind ("hashbow:600" -> "hashbow")."""
+    return row.get("features", "hashbow").split(":")[0]
 
 
 def summarize(rows: list[dict], widths: list[int], tasks: list[str]) -> dict:
@@ -279,6 +313,11 @@ def main(argv=None) -> int:
     ap.add_argument("--check", action="store_true",
                     help="with --reference subset: also fit the subset's problems with scikit-learn "
                          "run to convergence and compare held-out accuracies with the fast solver")
+    ap.add_argument("--features", choices=("hashbow", "bigru"), default="hashbow",
+                    help="hashbow: the fixed random bag of words; bigru: random projections of an "
+                         "untrained S2V-sized bidirectional Quick-Thoughts pair's 4,800-d features")
+    ap.add_argument("--feature-cache", default=None,
+                    help="folder for each task's encoded table (reused by later runs)")
     ap.add_argument("--kfold", type=int, default=10)
     ap.add_argument("--seed", type=int, default=1111)
     ap.add_argument("--threads", type=int, default=1, help="torch threads per task process")
@@ -299,7 +338,8 @@ def main(argv=None) -> int:
         for t in tasks:
             run_task(t, widths, args)
     rows = [json.loads(line) for line in Path(args.output).read_text().splitlines()]
-    rows = [r for r in rows if r["reference_mode"] == args.reference and r["task"] in tasks]
+    rows = [r for r in rows if r["reference_mode"] == args.reference and r["task"] in tasks
+            and _kind(r) == args.features]
     print(markdown_table(rows, widths, tasks))
     summary = summarize(rows, widths, tasks)
     summary.update(load_average_at_start=load, cpu_count=os.cpu_count(), jobs=args.jobs,

@@ -14,6 +14,14 @@ repeated rows merged (``protocol._PathSolver.MERGE_DUPLICATES``, the default now
 configuration solves on the rows as given). The per-fold accuracies, dev accuracy and chosen C of every
 configuration are compared (printed; exit status 1 if they differ).
 
+``--features bigru`` replaces the hashed bag of words with Gaussian random projections of a fixed
+model's features, as issue 14 allows (``eval/senteval_reference.py``'s ``encoder_projections``:
+an untrained S2V-sized bidirectional Quick-Thoughts pair, 4,800-d, scaled to the bag of words'
+mean squared norm at each width). A bag of words makes rows that share no word nearly orthogonal
+(MPQA's phrases are one to three words); an encoder's features are correlated, as real sentence
+embeddings are, and that geometry, not the width alone, is what makes the 100 fold problems hard to
+precondition together.
+
 One JSON row per (width, configuration) is appended to ``--output`` (resumable: rows already there
 are skipped); printed last: a table and the width exponents of each configuration's CPU time.
 
@@ -49,16 +57,29 @@ GROUPED = {"grouped": "outer"}
 MERGED = {"merged"}
 
 
-def _features(task, width: int) -> np.ndarray:
+def _reference_module():
     spec = importlib.util.spec_from_file_location("senteval_reference", ROOT / "eval" / "senteval_reference.py")
     ref = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ref)
+    return ref
+
+
+def _features(task, width: int) -> np.ndarray:
+    ref = _reference_module()
     texts = task.texts()
     uniq = list(dict.fromkeys(texts))
     enc = ref.HashBagOfWords(width)
     # float32 table then float64, as bench_eval's PrefixCache: the same numbers at every width.
     table = dict(zip(uniq, enc.encode(uniq).astype(np.float32)))
     return np.stack([table[t] for t in texts])
+
+
+def _encoder_features(task, width: int) -> np.ndarray:
+    """``senteval_reference.encoder_projections`` of the task's texts (see module docstring)."""
+    return _reference_module().encoder_projections(task.texts(), width).astype(np.float32)
+
+
+FEATURES = {"hashbow": _features, "bigru": _encoder_features}
 
 
 def run_one(X, y, config: str, threads: int) -> dict:
@@ -104,6 +125,9 @@ def main(argv=None) -> int:
     ap.add_argument("--configs", default="before,compact",
                     help=f"comma-separated, from {sorted(CONFIGS)}")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--features", default="hashbow", choices=sorted(FEATURES),
+                    help="hashbow: the hashed bag of words; bigru: random projections of an untrained "
+                         "S2V-sized bidirectional GRU pair's features")
     ap.add_argument("--data", default=None, help="SentEval folder (default $QT_HARD_DATA/senteval)")
     ap.add_argument("--output", default="outputs/bench_mpqa_width.jsonl")
     args = ap.parse_args(argv)
@@ -118,6 +142,7 @@ def main(argv=None) -> int:
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
+    rows = [r for r in rows if r.get("features", "hashbow:").split(":")[0] == args.features]
     done = {(r["width"], r["config"]) for r in rows}
     task = load_task("MPQA", str(args.data or default_senteval_dir()))
     y = np.asarray(task.labels)
@@ -127,8 +152,8 @@ def main(argv=None) -> int:
             if (w, c) in done:
                 continue
             if Xfull is None:
-                Xfull = _features(task, max(widths))
-            row = {"task": "MPQA", "width": w, "features": f"hashbow:{w}", "threads": args.threads,
+                Xfull = FEATURES[args.features](task, max(widths))
+            row = {"task": "MPQA", "width": w, "features": f"{args.features}:{w}", "threads": args.threads,
                    **run_one(Xfull[:, :w].astype(np.float64), y, c, args.threads)}
             with open(out, "a") as f:
                 f.write(json.dumps(row) + "\n")

@@ -77,3 +77,53 @@ def test_mpqa_width_bench_small_run_compares_configs_and_resumes(tmp_path, capsy
         bm.main(["--configs", "fastest", "--output", str(out)])
     bm.main(args)
     assert len(out.read_text().splitlines()) == 4
+
+
+def test_encoder_projections_one_model_at_every_width():
+    """The projected features: width d is the first d columns of the full-width table, full rank,
+    scaled to the bag of words' mean squared norm at the model's width; wider than the model is an
+    error."""
+    import numpy as np
+
+    ref = _scripts.load_script("bench_eval")._reference_module()
+    texts = ["a good movie .", "bad", "the plot is thin", "bad", "a very good plot and a bad ending"]
+    full = ref.encoder_projections(texts, 32, encoder="bigru", hidden=8)  # 4 x 8 = 32-d model
+    part = ref.encoder_projections(texts, 12, encoder="bigru", hidden=8)
+    assert full.shape == (5, 32) and part.shape == (5, 12)
+    np.testing.assert_allclose(part, full[:, :12])
+    np.testing.assert_allclose(full[1], full[3])  # one text, one row
+    target = (ref.HashBagOfWords(32).encode(texts) ** 2).sum(axis=1).mean()
+    assert (full ** 2).sum(axis=1).mean() == pytest.approx(target, rel=1e-9)
+    assert np.linalg.matrix_rank(full[[0, 1, 2, 4]]) == 4
+    with pytest.raises(ValueError, match="full rank"):
+        ref.encoder_projections(texts, 33, encoder="bigru", hidden=8)
+
+
+def test_feature_kinds_resume_separately(tmp_path, monkeypatch):
+    """A row of one feature kind does not count as done for another; the encoded table is cached
+    and reused."""
+    import numpy as np
+
+    root = data_root()
+    if root is None or not (root / "senteval" / "CR").is_dir():
+        pytest.skip("no data root with senteval/CR (set QT_HARD_DATA to a folder like ../shared/data)")
+    be = _scripts.load_script("bench_eval")
+    calls = []
+
+    def cheap(kind, texts, width):  # stands in for the 4,800-d encoder: only the bookkeeping is tested
+        calls.append((kind, width))
+        return be._reference_module().HashBagOfWords(width).encode(texts)
+
+    monkeypatch.setattr(be, "_encode", cheap)
+    monkeypatch.setitem(be.FULL_WIDTH, "bigru", 16)
+    out, cache = tmp_path / "bench.jsonl", tmp_path / "cache"
+    base = ["--widths", "8", "--tasks", "CR", "--reference", "none", "--output", str(out)]
+    be.main(base)
+    be.main(base + ["--features", "bigru", "--feature-cache", str(cache)])
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["features"] for r in rows] == ["hashbow:8", "bigru:8"]
+    assert calls == [("hashbow", 8), ("bigru", 16)] and (cache / "bigru_CR.npy").is_file()
+    be.main(["--widths", "12", "--tasks", "CR", "--reference", "none", "--output", str(out),
+             "--features", "bigru", "--feature-cache", str(cache)])
+    assert len(calls) == 2  # the 16-d table was loaded, not encoded again
+    assert np.load(cache / "bigru_CR.npy").shape[1] == 16
