@@ -109,6 +109,8 @@ RUNS = {
         Run(add="train.steps=2", writes=("runs/hf_wiki_smoke/final/encoder.json",)),
     "qt-hard train configs/hf_wiki_smoke.yaml train.mixed_precision=bf16":
         Run(add="train.steps=1", writes=("runs/hf_wiki_smoke/final/encoder.json",)),
+    "qt-hard train configs/qt_books.yaml":
+        Run(add=f"{ONE_BOOK} {SMALL_BATCH} train.steps=2", writes=("runs/qt_books/final/encoder.json", "runs/qt_books/config.yaml")),
     "qt-hard train configs/qt_books.yaml objective.negatives=ring 'objective.options={lower: 10}' train.lr=0.001":
         Run(add=f"{ONE_BOOK} {SMALL_BATCH} train.steps=3", writes=("runs/qt_books/final/encoder.json", "runs/qt_books/config.yaml")),
     "qt-hard train configs/qt_books.yaml --out runs/qt --resume":
