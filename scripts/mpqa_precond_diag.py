@@ -168,7 +168,7 @@ def main(argv=None) -> int:
         for mode in modes:
             fresh = mode.endswith("+fresh")
             m = DiagLogReg(X, y, mode.replace("+fresh", ""), masks.mean(1),
-                           **(dict(refresh_cg=0, refresh_ratio=0) if fresh else {}))
+                           **(dict(refresh_cost=0) if fresh else {}))
             W, per_c, newton, cg = None, [], 0, 0
             c0 = time.process_time()
             for C in protocol.INNER_REGS:

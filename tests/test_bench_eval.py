@@ -54,6 +54,18 @@ def test_small_real_run_and_resume(tmp_path, capsys):
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("six-task classifier time: 8-d")
     be.main(args)  # every row is there: nothing re-runs
     assert len(out.read_text().splitlines()) == 2
+    # --retime-fast: the fast side again, the reference figures and converged accuracies kept
+    # from the earlier rows (said so); the same tag resumes, a missing width is measured in full
+    be.main(args[:1] + ["8,16,24"] + args[2:] + ["--retime-fast", "t1"])
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["width"], r.get("retime_tag")) for r in rows[2:]] == [(8, "t1"), (16, "t1"), (24, "t1")]
+    for old, new in zip(rows[:2], rows[2:4]):
+        assert new["reference_from_earlier_row"] and new["reference_cpu_seconds"] == old["reference_cpu_seconds"]
+        assert new["check"]["acc_converged"] == old["check"]["acc_converged"]
+        assert new["check"]["max_abs_diff_converged"] <= 0.5
+    assert "reference_from_earlier_row" not in rows[4] and rows[4]["reference_fits_timed"] == 6
+    be.main(args[:1] + ["8,16,24"] + args[2:] + ["--retime-fast", "t1"])
+    assert len(out.read_text().splitlines()) == 5
 
 
 @pytest.mark.slow  # ~1 min under load: four runs of the nested protocol on MPQA's 10,606 rows

@@ -249,7 +249,7 @@ def test_preconditioner_survives_a_gram_that_rounding_made_indefinite():
     model._gram = bad
     factors = model._preconditioners(one, group0)
     assert torch.isfinite(factors[(1.0, 0)]).all()
-    model.refresh_cg, model.refresh_ratio = 10**9, 10**9  # keep the broken Gram for the whole fit
+    model.refresh_cost = float("inf")  # keep the broken Gram for the whole fit
     W_bad = model.fit(masks, 1.0, W0=None)
     np.testing.assert_allclose(W_bad.numpy(), W_ok.numpy(), atol=1e-6)
 
@@ -286,3 +286,33 @@ def test_preconditioner_groups_keep_the_solution(K):
     np.testing.assert_allclose(W2, W0, atol=2e-6)
     with pytest.raises(ValueError, match="groups"):
         grouped.fit(masks, C, groups=np.zeros(5))
+
+
+@pytest.mark.parametrize("K", [2, 4])
+def test_refresh_schedules_keep_the_solution(K):
+    """The rent-or-buy rule (``refresh_cost``) decides only when the preconditioner's Gram is
+    rebuilt: at every Newton step (0), never after the first (inf) and the default reach the same
+    optimum along a warm-started C path; the default rebuilds no more often than every step, its
+    decisions are deterministic (a flop model, not timings), and a negative cost is refused."""
+    X, y = _data(300, 40, K, seed=50 + K)
+    rng = np.random.default_rng(9)
+    masks = (rng.random((300, 5)) < 0.8).astype(float)
+    out = {}
+    for cost in (0.0, 1.0, float("inf"), 1.0):
+        model = BatchedLogReg(X, y, K, refresh_cost=cost)
+        W, newton = None, 0
+        for C in (0.1, 1.0, 10.0, 100.0):
+            W = model.fit(masks, C, W0=W, tol=1e-8)
+            assert model.converged.all()
+            newton += model.n_newton
+        out.setdefault(cost, []).append((W.numpy(), model.n_gram, newton))
+    W0, grams0, newton0 = out[0.0][0]
+    assert grams0 == newton0  # rebuilt at every Newton step
+    assert out[float("inf")][0][1] == 1
+    (Wd, gd, _), (Wd2, gd2, _) = out[1.0]
+    assert 1 <= gd <= grams0 and gd == gd2
+    np.testing.assert_array_equal(Wd, Wd2)
+    for W, _, _ in (out[float("inf")][0], out[1.0][0]):
+        np.testing.assert_allclose(W, W0, atol=1e-5)  # as the scikit-learn comparisons above
+    with pytest.raises(ValueError, match="refresh_cost"):
+        BatchedLogReg(X, y, K, refresh_cost=-1.0)
