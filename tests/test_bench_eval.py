@@ -139,3 +139,23 @@ def test_feature_kinds_resume_separately(tmp_path, monkeypatch):
              "--features", "bigru", "--feature-cache", str(cache)])
     assert len(calls) == 2  # the 16-d table was loaded, not encoded again
     assert np.load(cache / "bigru_CR.npy").shape[1] == 16
+
+
+def test_profile_eval_parts_add_up(tmp_path, capsys):
+    """scripts/profile_eval.py: the solver's parts and the rest add up to the task's CPU time, the
+    Gram and factor counts are the solver's, and the methods are restored afterwards."""
+    root = data_root()
+    if root is None or not (root / "senteval" / "CR").is_dir():
+        pytest.skip("no data root with senteval/CR (set QT_HARD_DATA to a folder like ../shared/data)")
+    from qt_hard.evaluation.logreg import BatchedLogReg
+
+    before = BatchedLogReg._hvp
+    pe = _scripts.load_script("profile_eval")
+    out = tmp_path / "prof.jsonl"
+    assert pe.main(["--widths", "8", "--tasks", "CR", "--output", str(out)]) == 0
+    (row,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert abs(sum(row["parts"].values()) - row["cpu_seconds"]) < 0.05
+    assert set(row["parts"]) == {"setup", "gram", "factor", "precond_apply", "hvp", "newton", "other"}
+    assert row["n_gram"] >= 1 and row["n_factor"] >= 6 and row["cg_steps"] >= row["newton_steps"] > 0
+    assert BatchedLogReg._hvp is before
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("largest part at 8-d: CR ")
