@@ -342,3 +342,25 @@ def test_embedding_cache_encodes_with_the_eval_thread_count():
         assert torch.get_num_threads() == DEFAULT_THREADS + 1
     finally:
         torch.set_num_threads(before)
+
+
+def test_path_warm_start_extrapolates_in_log_c(monkeypatch):
+    """``_path_start``: nothing for the first C, the last solution for the second, then a linear
+    prediction in log C; it moves only Newton's starting point, so the protocol's outputs equal those
+    of the plain warm start."""
+    import torch
+
+    a, b = torch.tensor([1.0, 0.0]), torch.tensor([3.0, 1.0])
+    assert protocol._path_start([], 0.5) is None
+    assert protocol._path_start([(1.0, a)], 2.0) is a
+    assert torch.allclose(protocol._path_start([(1.0, a), (2.0, b)], 4.0), torch.tensor([5.0, 2.0]))
+    assert torch.allclose(protocol._path_start([(1.0, a), (2.0, b)], 8.0), torch.tensor([7.0, 3.0]))
+    monkeypatch.setattr(protocol, "PATH_EXTRAPOLATE", False)
+    assert protocol._path_start([(1.0, a), (2.0, b)], 4.0) is b
+    X, y, Xt, yt = linear_multiclass(1, 6, 4, 200, 80)
+    Xb, yb = _binary_data(180, 6, seed=0)
+    plain = (kfold_train_test(X, y, Xt, yt, 4, kfold=4), inner_kfold(Xb, yb, 2, kfold=3))
+    monkeypatch.setattr(protocol, "PATH_EXTRAPOLATE", True)
+    extrap = (kfold_train_test(X, y, Xt, yt, 4, kfold=4), inner_kfold(Xb, yb, 2, kfold=3))
+    for p, e in zip(plain, extrap):
+        assert (p["acc"], p["devacc"], p["chosen_C"]) == (e["acc"], e["devacc"], e["chosen_C"])

@@ -72,6 +72,30 @@ FAST_TOL = 1e-6
 # Nested fast path (``_nested_fast``): None, one preconditioner Gram for all the k x k inner
 # problems; "outer", one per outer fold (issue 14, MPQA near separability; see logreg.fit groups).
 NESTED_PREC_GROUPS = None
+# Warm starts along the increasing C path (``_path_start``): the next C's solution predicted by
+# linear extrapolation in log C from the last two (False: the last solution, as before). Near
+# separability the weights grow about linearly in log C, so the prediction lands closer. 2,400-d,
+# one thread, CPU s plain -> extrapolated, same outputs: bigru features TREC 69.4 -> 51.1, MPQA
+# 31.3 -> 24.1, MRPC 26.8 -> 21.7, CR 16.4 -> 13.7, MR 25.9 -> 25.6; hashbow MPQA 45 -> 39 Newton
+# and 3,153 -> 2,348 CG steps. On SUBJ (bigru) one outer fold's near-tie of C = 4 and 8 went to 8,
+# as the plain start also gives at a thousandth of the tolerance (FAST_TOL 1e-9): the plain start's
+# choice was the tolerance's noise, the extrapolated one the converged answer.
+PATH_EXTRAPOLATE = True
+
+
+def _path_start(path, C):
+    """Warm start for the fit at ``C`` from ``path``, the solutions so far as (C_j, W_j) in
+    increasing C: None for the first, the last for the second, then ``W_k + t (W_k - W_{k-1})``
+    with ``t = log(C / C_k) / log(C_k / C_{k-1})`` (``PATH_EXTRAPOLATE``). Only the starting point
+    of Newton's method changes, not the optimum it converges to."""
+    if not path:
+        return None
+    c1, W1 = path[-1]
+    if not PATH_EXTRAPOLATE or len(path) < 2:
+        return W1
+    c0, W0 = path[-2]
+    t = float(np.log(C / c1) / np.log(c1 / c0))
+    return W1 + t * (W1 - W0)
 
 
 def _check_xy(X, y, n_classes, kfold):
@@ -203,9 +227,10 @@ def _cv_path(solver, y, folds, regs, score, agg):
     """Fit every fold for each C (increasing, warm-started along the path); returns the per-C
     aggregated fold scores (list, in the order of ``regs``) and the weights per C index."""
     masks = _fold_masks(len(y), folds)
-    W, W_by_reg, scores = None, {}, [0.0] * len(regs)
+    path, W_by_reg, scores = [], {}, [0.0] * len(regs)
     for reg in sorted(range(len(regs)), key=lambda j: regs[j]):
-        W = solver.fit(masks, regs[reg], W0=W)
+        W = solver.fit(masks, regs[reg], W0=_path_start(path, regs[reg]))
+        path.append((regs[reg], W))
         W_by_reg[reg] = W
         pred = solver.predict(W)
         scores[reg] = agg([score(pred[te, c], y[te]) for c, (_, te) in enumerate(folds)])
@@ -280,11 +305,12 @@ def _nested_fast(X, y, n_classes, outer_folds, inner_folds, regs, agg, liblinear
     # Preconditioner groups: the inner problems of one outer fold share (k-2)/(k-1) of their rows
     # and have close curvatures (see NESTED_PREC_GROUPS).
     groups = np.repeat(np.arange(k_out), k_in) if NESTED_PREC_GROUPS == "outer" else None
-    W, W_by_reg = None, {}
+    path, W_by_reg = [], {}
     inner_acc = np.zeros((len(regs), k_out * k_in))
     for reg in sorted(range(len(regs)), key=lambda j: regs[j]):
-        # Increasing C: each solution warm-starts the next, less regularized one.
-        W = solver.fit(masks, regs[reg], W0=W, groups=groups)
+        # Increasing C: the solutions so far warm-start the next, less regularized one.
+        W = solver.fit(masks, regs[reg], W0=_path_start(path, regs[reg]), groups=groups)
+        path.append((regs[reg], W))
         W_by_reg[reg] = W
         pred = solver.predict(W)
         for col, (_, ite) in enumerate(flat):
