@@ -17,3 +17,15 @@ def load_script(name: str):
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def senteval_root_or_skip(task: str = "CR"):
+    """The data root, or skip the calling test when it has no ``senteval/<task>`` folder."""
+    import pytest
+
+    from qt_hard.paths import data_root
+
+    root = data_root()
+    if root is None or not (root / "senteval" / task).is_dir():
+        pytest.skip(f"no data root with senteval/{task} (set QT_HARD_DATA to a folder like ../shared/data)")
+    return root

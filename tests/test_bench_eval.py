@@ -9,7 +9,6 @@ import math
 import _scripts
 import pytest
 
-from qt_hard.paths import data_root
 
 
 def _row(task, width, fast, ref, diff):
@@ -37,9 +36,7 @@ def test_summary_sums_exponents_and_check():
 
 
 def test_small_real_run_and_resume(tmp_path, capsys):
-    root = data_root()
-    if root is None or not (root / "senteval" / "CR").is_dir():
-        pytest.skip("no data root with senteval/CR (set QT_HARD_DATA to a folder like ../shared/data)")
+    _scripts.senteval_root_or_skip("CR")
     be = _scripts.load_script("bench_eval")
     out = tmp_path / "bench.jsonl"
     args = ["--widths", "8,16", "--tasks", "CR", "--reference", "subset", "--check", "--output", str(out)]
@@ -72,9 +69,7 @@ def test_small_real_run_and_resume(tmp_path, capsys):
 def test_mpqa_width_bench_small_run_compares_configs_and_resumes(tmp_path, capsys):
     """scripts/bench_mpqa_width.py: the same protocol outputs with the CG options on and off,
     a row per (width, configuration), and a second call re-runs nothing."""
-    root = data_root()
-    if root is None or not (root / "senteval" / "MPQA").is_dir():
-        pytest.skip("no data root with senteval/MPQA (set QT_HARD_DATA to a folder like ../shared/data)")
+    _scripts.senteval_root_or_skip("MPQA")
     bm = _scripts.load_script("bench_mpqa_width")
     out = tmp_path / "mpqa.jsonl"
     args = ["--widths", "4,8", "--configs", "before,compact", "--output", str(out)]
@@ -116,9 +111,7 @@ def test_feature_kinds_resume_separately(tmp_path, monkeypatch):
     and reused."""
     import numpy as np
 
-    root = data_root()
-    if root is None or not (root / "senteval" / "CR").is_dir():
-        pytest.skip("no data root with senteval/CR (set QT_HARD_DATA to a folder like ../shared/data)")
+    _scripts.senteval_root_or_skip("CR")
     be = _scripts.load_script("bench_eval")
     calls = []
 
@@ -144,9 +137,7 @@ def test_feature_kinds_resume_separately(tmp_path, monkeypatch):
 def test_profile_eval_parts_add_up(tmp_path, capsys):
     """scripts/profile_eval.py: the solver's parts and the rest add up to the task's CPU time, the
     Gram and factor counts are the solver's, and the methods are restored afterwards."""
-    root = data_root()
-    if root is None or not (root / "senteval" / "CR").is_dir():
-        pytest.skip("no data root with senteval/CR (set QT_HARD_DATA to a folder like ../shared/data)")
+    _scripts.senteval_root_or_skip("CR")
     from qt_hard.evaluation.logreg import BatchedLogReg
 
     before = BatchedLogReg._hvp

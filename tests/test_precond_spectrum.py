@@ -9,7 +9,6 @@ import _scripts
 import pytest
 import torch
 
-from qt_hard.paths import data_root
 
 
 def _state(masks, W):
@@ -61,9 +60,7 @@ def test_different_problems_spread_the_spectrum_and_hessian_extremes_are_exact()
 
 
 def test_small_real_run_stops_at_the_wanted_c(tmp_path, capsys):
-    root = data_root()
-    if root is None or not (root / "senteval" / "CR").is_dir():
-        pytest.skip("no data root with senteval/CR (set QT_HARD_DATA to a folder like ../shared/data)")
+    root = _scripts.senteval_root_or_skip("CR")
     ps = _scripts.load_script("precond_spectrum")
     out = tmp_path / "spec.jsonl"
     assert ps.main(["--task", "CR", "--widths", "8,16", "--C", "2", "--problems", "0,5",
