@@ -88,6 +88,23 @@ def _encode(kind: str, texts: list[str], width: int) -> np.ndarray:
     return ref.encoder_projections(texts, width, encoder=kind)
 
 
+def task_features(kind: str, task, width: int, feature_cache=None) -> dict[str, np.ndarray]:
+    """Text -> float32 encoding (at least ``width`` wide) of every distinct text of ``task``: read
+    from ``feature_cache/<kind>_<task>.npy`` when that table is wide enough, else encoded (at
+    ``FULL_WIDTH`` for projected features) and, with ``feature_cache``, saved there atomically."""
+    texts = list(dict.fromkeys(task.texts()))
+    cached = Path(feature_cache) / f"{kind}_{task.name}.npy" if feature_cache else None
+    if cached is not None and cached.exists() and np.load(cached, mmap_mode="r").shape[1] >= width:
+        E = np.load(cached)
+    else:
+        E = _encode(kind, texts, FULL_WIDTH.get(kind, width)).astype(np.float32)
+        if cached is not None:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            np.save(cached.with_suffix(".tmp.npy"), E)
+            os.replace(cached.with_suffix(".tmp.npy"), cached)  # atomic: no half-written table
+    return dict(zip(texts, E))
+
+
 class PrefixCache:
     """EmbeddingCache stand-in: the first ``width`` coordinates of a fixed encoding (float64)."""
 
@@ -194,17 +211,7 @@ def run_task(name: str, widths: list[int], args) -> list[dict]:
         return []
     task = load_task(name, args.data)
     t0 = time.perf_counter()
-    texts = list(dict.fromkeys(task.texts()))
-    cached = Path(args.feature_cache) / f"{args.features}_{name}.npy" if args.feature_cache else None
-    if cached is not None and cached.exists() and np.load(cached, mmap_mode="r").shape[1] >= max(widths):
-        E = np.load(cached)
-    else:
-        E = _encode(args.features, texts, FULL_WIDTH.get(args.features, max(widths))).astype(np.float32)
-        if cached is not None:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            np.save(cached.with_suffix(".tmp.npy"), E)
-            os.replace(cached.with_suffix(".tmp.npy"), cached)  # atomic: no half-written table
-    table = dict(zip(texts, E))
+    table = task_features(args.features, task, max(widths), args.feature_cache)
     encode_s = time.perf_counter() - t0
     max_iter = None if args.max_iter == 0 else args.max_iter
     rows = []

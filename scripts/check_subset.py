@@ -13,7 +13,6 @@ multinomial lbfgs at 4,800-d: over an hour), which ``bench_eval.py --check`` run
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 import time
@@ -23,17 +22,13 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
 
 from qt_hard.evaluation import protocol  # noqa: E402
 from qt_hard.evaluation.senteval import default_senteval_dir  # noqa: E402
 from qt_hard.evaluation.tasks import load_task  # noqa: E402
 
-
-def _bench_eval():
-    spec = importlib.util.spec_from_file_location("bench_eval", ROOT / "scripts" / "bench_eval.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+import bench_eval as be  # noqa: E402  (scripts/: its features and subset problems)
 
 
 def main(argv=None) -> int:
@@ -52,7 +47,6 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)
     from qt_hard.evaluation.logreg import BatchedLogReg, predict_logreg
 
-    be = _bench_eval()
     task = load_task(args.task.upper(), args.data or default_senteval_dir())
     features = f"{args.features}:{args.width}"
     done = set()
@@ -61,13 +55,8 @@ def main(argv=None) -> int:
             r = json.loads(line)
             if (r["task"], r["features"]) == (task.name, features):
                 done.add(r["C"])
-    texts = list(dict.fromkeys(task.texts()))
-    cached = Path(args.feature_cache) / f"{args.features}_{task.name}.npy" if args.feature_cache else None
-    if cached is not None and cached.exists() and np.load(cached, mmap_mode="r").shape[1] >= args.width:
-        E = np.load(cached)
-    else:
-        E = be._encode(args.features, texts, be.FULL_WIDTH.get(args.features, args.width))
-    problems = be._subset_problems(task, be.PrefixCache(dict(zip(texts, E)), args.width), args.kfold, args.seed)
+    table = be.task_features(args.features, task, args.width, args.feature_cache)
+    problems = be._subset_problems(task, be.PrefixCache(table, args.width), args.kfold, args.seed)
     X, y, rows, held, regs, _, _, K = problems
     model = BatchedLogReg(X[rows], y[rows], K)
     out = []

@@ -30,22 +30,23 @@ coordinates of a fixed encoding). Prints one JSON object per width, then a headl
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
 
 from qt_hard.evaluation import logreg  # noqa: E402
 from qt_hard.evaluation.senteval import default_senteval_dir, evaluate_task  # noqa: E402
 from qt_hard.evaluation.tasks import load_task  # noqa: E402
+
+import bench_eval as be  # noqa: E402  (scripts/: its features)
 
 QUANTILES = (0.1, 0.5, 0.9, 0.99)
 
@@ -169,13 +170,6 @@ def analyze(state: dict, problems: list[int], rtol: float = 1e-4, max_steps: int
     }
 
 
-def _bench_eval():
-    spec = importlib.util.spec_from_file_location("bench_eval", ROOT / "scripts" / "bench_eval.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -197,15 +191,8 @@ def main(argv=None) -> int:
     if any(f < 0 or f >= args.kfold * args.kfold for f in problems):
         ap.error(f"--problems must lie in [0, {args.kfold * args.kfold})")
     torch.set_num_threads(1)
-    be = _bench_eval()
     task = load_task(args.task.upper(), args.data or default_senteval_dir())
-    texts = list(dict.fromkeys(task.texts()))
-    cached = Path(args.feature_cache) / f"{args.features}_{task.name}.npy" if args.feature_cache else None
-    if cached is not None and cached.exists() and np.load(cached, mmap_mode="r").shape[1] >= max(widths):
-        E = np.load(cached)
-    else:
-        E = be._encode(args.features, texts, be.FULL_WIDTH.get(args.features, max(widths))).astype(np.float32)
-    table = dict(zip(texts, E))
+    table = be.task_features(args.features, task, max(widths), args.feature_cache)
     rows = []
     for w in widths:
         t0 = time.process_time()
