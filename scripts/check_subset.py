@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +23,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from qt_hard.evaluation import protocol  # noqa: E402
 from qt_hard.evaluation.senteval import default_senteval_dir  # noqa: E402
 from qt_hard.evaluation.tasks import load_task  # noqa: E402
 
@@ -45,44 +43,33 @@ def main(argv=None) -> int:
     import torch
 
     torch.set_num_threads(1)
-    from qt_hard.evaluation.logreg import BatchedLogReg, predict_logreg
+    from qt_hard.evaluation.logreg import BatchedLogReg
 
     task = load_task(args.task.upper(), args.data or default_senteval_dir())
     features = f"{args.features}:{args.width}"
-    done = set()
+    rows_all = []  # this task's and features' rows, earlier ones first
     if args.output and Path(args.output).exists():
-        for line in Path(args.output).read_text().splitlines():
-            r = json.loads(line)
-            if (r["task"], r["features"]) == (task.name, features):
-                done.add(r["C"])
+        rows_all = [r for r in map(json.loads, Path(args.output).read_text().splitlines())
+                    if (r["task"], r["features"]) == (task.name, features)]
+    done = {r["C"] for r in rows_all}
     table = be.task_features(args.features, task, args.width, args.feature_cache)
     problems = be._subset_problems(task, be.PrefixCache(table, args.width), args.kfold, args.seed)
     X, y, rows, held, regs, _, _, K = problems
     model = BatchedLogReg(X[rows], y[rows], K)
-    out = []
     for C in regs:
         if C in done:
             continue
-        t = time.process_time()
-        W = model.fit(np.ones((len(rows), 1)), C, tol=protocol.FAST_TOL)
-        fast = predict_logreg(model, W, X[held])[:, 0]
-        fast_cpu = time.process_time() - t
-        t = time.process_time()
-        conv = protocol._sk_fit(X[rows], y[rows], C, args.seed, max_iter=None).predict(X[held])
+        fast, conv, fast_cpu, lbfgs_cpu = be.check_at(problems, model, C, args.seed)
         row = {"task": task.name, "features": features, "C": C, "n_train": len(rows), "n_held": len(held),
                "acc_fast": round(100 * float(np.mean(fast == y[held])), 3),
                "acc_converged": round(100 * float(np.mean(conv == y[held])), 3),
                "prediction_agreement_pct": round(100 * float(np.mean(fast == conv)), 3),
-               "fast_cpu_seconds": round(fast_cpu, 2), "lbfgs_cpu_seconds": round(time.process_time() - t, 2)}
+               "fast_cpu_seconds": round(fast_cpu, 2), "lbfgs_cpu_seconds": round(lbfgs_cpu, 2)}
         print(json.dumps(row), flush=True)
-        out.append(row)
+        rows_all.append(row)
         if args.output:
             with open(args.output, "a") as fh:
                 fh.write(json.dumps(row) + "\n")
-    rows_all = out
-    if args.output and Path(args.output).exists():
-        rows_all = [r for r in map(json.loads, Path(args.output).read_text().splitlines())
-                    if (r["task"], r["features"]) == (task.name, features)]
     if rows_all:
         diff = max(abs(r["acc_fast"] - r["acc_converged"]) for r in rows_all)
         print(f"{task.name} {features}: {len(rows_all)} of {len(regs)} C checked, max abs diff fast - converged "

@@ -137,6 +137,10 @@ def analyze(state: dict, problems: list[int], rtol: float = 1e-4, max_steps: int
     Pm = torch.diag(R) + C * gram(cbar)
     L = torch.linalg.cholesky(Pm + 1e-10 * (1.0 + Pm.diagonal().mean()) * eye)
     gen = torch.Generator().manual_seed(seed)
+
+    def shared(r):
+        return torch.cholesky_solve(r[:, None], L)[:, 0]
+
     per_problem = []
     for f in problems:
         Hf = torch.diag(R) + C * gram(wc[:, f])
@@ -147,9 +151,6 @@ def analyze(state: dict, problems: list[int], rtol: float = 1e-4, max_steps: int
 
         def hv(v, f=f):
             return R * v + C * (X.T @ (wc[:, f] * (X @ v)))
-
-        def shared(r):
-            return torch.cholesky_solve(r[:, None], L)[:, 0]
 
         per_problem.append({
             "problem": f,

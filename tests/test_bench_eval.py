@@ -10,7 +10,6 @@ import _scripts
 import pytest
 
 
-
 def _row(task, width, fast, ref, diff):
     return {"task": task, "width": width, "fast_seconds": fast * 3, "fast_cpu_seconds": fast,
             "reference_seconds": ref * 3, "reference_cpu_seconds": ref, "reference_extrapolated": True,
