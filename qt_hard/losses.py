@@ -58,7 +58,7 @@ def contrastive_loss(z1: torch.Tensor, z2: torch.Tensor, negatives="uniform", *,
         k: negatives per anchor drawn from the 2B-2 candidates (None = all).
         labels: (B,) labels, for "label" negatives and ``collision_free=True``.
         normalize: L2-normalize the embeddings (False for Quick-Thoughts / bag-of-words / InfoGraph,
-            then consider ``clip=True`` with hard weights).
+            then name a ``clip`` reading with hard weights).
         include_positive: False drops e^{s+} from the denominator (Ash et al. D.1).
         gather: under torch.distributed, candidates from every process.
         generator: torch.Generator for the k-sampler.
@@ -131,10 +131,29 @@ class _StrategyLoss(nn.Module):
         super().__init__()
         self.strategy = _strategy(negatives, k, include_positive, options)
         self.generator: torch.Generator | None = None
+        self.want_diagnostics = False
+        self.last_diagnostics: dict | None = None
 
     def set_progress(self, progress: float) -> None:
         """Training progress in [0, 1] (e.g. step / total_steps) for scheduled parameters."""
         self.strategy.set_progress(progress)
+
+    def _loss(self, scores, reduce=None) -> torch.Tensor:
+        """The strategy's loss (``reduce(scores, generator)``, default the strategy's batch mean); with
+        ``want_diagnostics`` set, also the weight diagnostics of this batch
+        (:meth:`NegativeStrategy.diagnostics`) in ``last_diagnostics``, the flag then cleared."""
+        reduce = reduce or self.strategy
+        if not self.want_diagnostics:
+            return reduce(scores, self.generator)
+        state = self.generator.get_state() if self.generator is not None else None
+        loss = reduce(scores, self.generator)
+        replay = None
+        if state is not None:
+            replay = torch.Generator(device=self.generator.device)
+            replay.set_state(state)
+        self.last_diagnostics = self.strategy.diagnostics(scores, replay)
+        self.want_diagnostics = False
+        return loss
 
     def extra_repr(self) -> str:
         return repr(self.strategy)
@@ -151,7 +170,7 @@ class ContrastiveLoss(_StrategyLoss):
     def forward(self, z1: torch.Tensor, z2: torch.Tensor, labels=None) -> torch.Tensor:
         scores = two_view_scores(z1, z2, temperature=self.temperature, labels=labels,
                                  normalize=self.normalize, gather_candidates=self.gather)
-        return self.strategy(scores, self.generator)
+        return self._loss(scores)
 
 
 class ContextLoss(_StrategyLoss):
@@ -166,7 +185,7 @@ class ContextLoss(_StrategyLoss):
     def forward(self, f_emb: torch.Tensor, g_emb: torch.Tensor, doc_ids=None) -> torch.Tensor:
         scores = context_scores(f_emb, g_emb, context=self.context, temperature=self.temperature,
                                 normalize=self.normalize, doc_ids=doc_ids, gather_candidates=self.gather)
-        return self.strategy(scores, self.generator)
+        return self._loss(scores)
 
 
 class RankingLoss(_StrategyLoss):
@@ -183,7 +202,7 @@ class RankingLoss(_StrategyLoss):
                                         labels=labels, normalize=self.normalize, gather_candidates=self.gather,
                                         extra_candidates=extra_candidates, extra_labels=extra_labels,
                                         in_batch=in_batch)
-        return self.strategy(scores, self.generator)
+        return self._loss(scores)
 
 
 def _node_mean(per_anchor: torch.Tensor, counted: torch.Tensor) -> torch.Tensor:
@@ -214,7 +233,7 @@ def local_global_loss(node_emb: torch.Tensor, graph_emb: torch.Tensor, batch, ne
         node_emb: (n, d) local-discriminator outputs of the nodes; graph_emb: (g, d) global ones.
         batch: (n,) graph index of each node (torch_geometric's ``batch``).
         negatives: any strategy name (uniform = InfoGraph, hard = HCL's graph variant with
-            ``clip=True``, label = H-SCL, ot = the OT paper) or a :class:`NegativeStrategy`.
+            ``clip="rescaled"``, label = H-SCL, ot = the OT paper) or a :class:`NegativeStrategy`.
         estimator: "jsd" (the paper), "jsd_code" (the HCL code's form) or "nce".
         labels: (g,) graph labels for label-aware negatives.
         Other arguments as :func:`contrastive_loss`.
@@ -232,7 +251,7 @@ def local_global_loss(node_emb: torch.Tensor, graph_emb: torch.Tensor, batch, ne
 
 
 class LocalGlobalLoss(_StrategyLoss):
-    """Module form of :func:`local_global_loss`: ``LocalGlobalLoss("hard", beta=1.0, clip=True)``."""
+    """Module form of :func:`local_global_loss`: ``LocalGlobalLoss("hard", beta=1.0, clip="rescaled")``."""
 
     def __init__(self, negatives="uniform", *, estimator: str = "jsd", temperature: float = 1.0,
                  normalize: bool = False, k: int | None = None, gather: bool = True, **options):
@@ -244,4 +263,4 @@ class LocalGlobalLoss(_StrategyLoss):
     def forward(self, node_emb: torch.Tensor, graph_emb: torch.Tensor, batch, labels=None) -> torch.Tensor:
         scores = node_graph_scores(node_emb, graph_emb, batch, temperature=self.temperature, labels=labels,
                                    normalize=self.normalize, gather_candidates=self.gather)
-        return _node_mean(*self.strategy.per_anchor(scores, self.generator))
+        return self._loss(scores, lambda sc, gen: _node_mean(*self.strategy.per_anchor(sc, gen)))

@@ -46,9 +46,55 @@ from pathlib import Path
 ROWS = {
     "uniform": ("QT (beta=0, tau+=0)", {"negatives": "uniform", "options": {}}),
     "debiased": ("Debiased (tau+=0.01)", {"negatives": "debiased", "options": {"tau_plus": 0.01}}),
-    "hard1": ("Hard (beta=1, tau+=0)", {"negatives": "hard", "options": {"beta": 1.0, "tau_plus": 0.0, "clip": True}}),
-    "hard2": ("Hard (beta=2, tau+=0)", {"negatives": "hard", "options": {"beta": 2.0, "tau_plus": 0.0, "clip": True}}),
+    # The rows as this script first ran them (the GPU and CPU tables committed before the readings were
+    # named): the rescaled reading with the estimator's floor.
+    "hard1": ("Hard (beta=1, tau+=0)", {"negatives": "hard", "options": {"beta": 1.0, "tau_plus": 0.0,
+                                                                         "clip": "rescaled"}}),
+    "hard2": ("Hard (beta=2, tau+=0)", {"negatives": "hard", "options": {"beta": 2.0, "tau_plus": 0.0,
+                                                                         "clip": "rescaled"}}),
 }
+READINGS = ("none", "rescaled", "fig14", "graph_code")
+ANNEAL_CHANGES = 4  # HCL App. D.1: beta lowered by beta / 4 every quarter of training
+ROW_GRAMMAR = ("uniform | uniform-floor | debiased | hard1 | hard2 | hard<beta>-<reading>[-floor][-anneal|-warmup], "
+               f"reading one of {', '.join(READINGS)}")
+
+
+def row_spec(name: str) -> tuple[str, dict]:
+    """(label, {"negatives", "options"}) of a row name (``ROW_GRAMMAR``).
+
+    ``hard<beta>-<reading>``: hard weights under that reading of the clip (``HardWeighting``), tau+ 0 and
+    no floor, so that the row differs from ``uniform`` in the weights only; ``-floor`` adds the
+    estimator's e^{-1/t} floor (``uniform-floor`` is uniform with it); ``-anneal`` lowers beta to 0 in
+    ``ANNEAL_CHANGES`` steps (HCL App. D.1, ``beta_anneal``); ``-warmup`` raises it linearly from 0 to
+    beta over the first half of training."""
+    if name in ROWS:
+        return ROWS[name]
+    if name == "uniform-floor":
+        return "QT (beta=0, tau+=0, floor)", {"negatives": "uniform", "options": {"tau_plus": 0.0, "floor": "hard"}}
+    m = re.fullmatch(r"hard(\d+(?:\.\d+)?)-([a-z0-9_]+?)((?:-floor)?)((?:-anneal|-warmup)?)", name)
+    if not m or m.group(2) not in READINGS:
+        raise SystemExit(f"unknown row {name!r}; rows are {ROW_GRAMMAR}")
+    beta, reading, floor, sched = float(m.group(1)), m.group(2), bool(m.group(3)), m.group(4)[1:]
+    beta_opt: float | dict = beta
+    if sched == "anneal":
+        beta_opt = {"schedule": "beta_anneal", "beta": beta, "changes": ANNEAL_CHANGES, "direction": "down"}
+    elif sched == "warmup":
+        beta_opt = {"schedule": "linear", "start": 0.0, "end": beta, "until": 0.5}
+    opts = {"beta": beta_opt, "tau_plus": 0.0, "clip": reading, "floor": "hard" if floor else "none"}
+    label = f"Hard (beta={beta:g}{', ' + sched if sched else ''}, {reading}{', floor' if floor else ''})"
+    return label, {"negatives": "hard", "options": opts}
+
+
+def row_order(name: str) -> tuple:
+    """Sort key: the paper's rows first, then by beta, reading, floor, schedule."""
+    if name in ROWS:
+        return (0, list(ROWS).index(name), "")
+    if name == "uniform-floor":
+        return (0, 0.5, "")
+    m = re.fullmatch(r"hard(\d+(?:\.\d+)?)-(.*)", name)
+    return (1, float(m.group(1)) if m else 0.0, m.group(2) if m else name)
+
+
 TASKS = ("MR", "CR", "SUBJ", "MPQA", "TREC", "MRPC")
 # Lines of the paper's Table 2, matched by their opening words: row key -> regex.
 PAPER_ROWS = {"uniform": r"^QT \(", "debiased": r"^Debiased \(", "hard1": r"^Hard \(\s*\$\\beta = 1",
@@ -119,6 +165,59 @@ def evaluator(protocol: str):
                                                                     protocol=protocol, cache=cache)
 
 
+def provenance() -> dict:
+    """Where and when a record was measured: machine, UTC time, the code's commit."""
+    import platform
+    import subprocess
+    from datetime import datetime, timezone
+
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                cwd=Path(__file__).resolve().parent, timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    return {"machine": f"{platform.machine()} {os.cpu_count()} cores {platform.processor() or ''}".strip(),
+            "utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "commit": commit}
+
+
+DIAG_PANELS = (("ess_frac", "effective sample size / negatives"), ("w_ratio_median", "median w_max / w_min"),
+               ("pushed_up_frac", "negatives pushed up"), ("score_std", "score std"),
+               ("floor_binds_frac", "anchors on the floor"), ("loss", "training loss"))
+
+
+def plot_diagnostics(out: Path, path: Path, seed: int = 0) -> bool:
+    """One figure: each row's weight diagnostics (metrics.csv of its run with ``seed``) against steps."""
+    import csv
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = sorted((out / "runs").glob(f"*_s{seed}/metrics.csv"), key=lambda p: row_order(p.parent.name[: -len(f"_s{seed}")]))
+    if not runs:
+        return False
+    fig, axes = plt.subplots(2, 3, figsize=(13, 6.5), sharex=True)
+    for metrics in runs:
+        name = metrics.parent.name[: -len(f"_s{seed}")]
+        with metrics.open() as fh:
+            rows = list(csv.DictReader(fh))
+        steps = [int(r["step"]) for r in rows]
+        for ax, (key, title) in zip(axes.flat, DIAG_PANELS):
+            vals = [float(r[key]) if r.get(key) not in (None, "") else float("nan") for r in rows]
+            ax.plot(steps, vals, lw=1, label=name)
+            ax.set_title(title, fontsize=9)
+    axes[0, 1].set_yscale("log")
+    for ax in axes[1]:
+        ax.set_xlabel("step")
+    axes[0, 0].legend(fontsize=6, ncol=2)
+    fig.suptitle(f"Weight diagnostics per row (seed {seed}; logged every log_every steps)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return True
+
+
 def train_one(args, key: str, seed: int) -> Path:
     from qt_hard.training.config import load_config
     from qt_hard.training.loop import list_checkpoints, train
@@ -127,7 +226,7 @@ def train_one(args, key: str, seed: int) -> Path:
     final = run_dir / "final" / "encoder.json"
     if final.is_file():
         return run_dir
-    obj = ROWS[key][1]
+    obj = row_spec(key)[1]
     over = list(args.set) + [f"out_dir={run_dir}", f"train.seed={seed}", f"objective.negatives={obj['negatives']}",
                              f"objective.options={json.dumps(obj['options'])}"]
     cfg = load_config(args.config, over)
@@ -143,32 +242,36 @@ def train_one(args, key: str, seed: int) -> Path:
     return run_dir
 
 
-def summarize(records: list[dict], protocol: str, paper: dict) -> tuple[str, dict]:
+def summarize(records: list[dict], protocol: str, paper: dict, field: str = "acc") -> tuple[str, dict]:
+    """The table of ``field`` ("acc": test accuracy; "devacc": SentEval's dev accuracy, the mean of the
+    inner validation folds, for choosing among rows without the test folds)."""
     import numpy as np
 
     by = {}
     for r in records:
-        if r.get("protocol") == protocol:
+        if r.get("protocol") == protocol and all((r.get(field) or {}).get(t) is not None for t in TASKS):
             by.setdefault(r["row"], {})[r["seed"]] = r
     stats = {}
-    for key in ROWS:
-        runs = list(by.get(key, {}).values())
-        if not runs:
-            continue
-        acc = np.array([[r["acc"][t] for t in TASKS] for r in runs])
+    for key in sorted(by, key=row_order):
+        runs = list(by[key].values())
+        acc = np.array([[r[field][t] for t in TASKS] for r in runs])
         stats[key] = {"n": len(runs), "mean": acc.mean(0), "std": acc.std(0, ddof=1) if len(runs) > 1 else np.zeros(len(TASKS)),
                       "avg": acc.mean(1), "seeds": sorted(by[key])}
     head = "| Objective | seeds | " + " | ".join(TASKS) + " | mean |"
-    lines = [f"Protocol: {protocol}. Ours: mean ± std over seeds (accuracy, %); paper: Table 2 (BookCorpus, "
-             "full-size QT).", "", head, "|---|---:|" + "---:|" * (len(TASKS) + 1)]
+    what = "test accuracy" if field == "acc" else "dev accuracy (SentEval's inner validation folds)"
+    lines = [f"Protocol: {protocol}, {what}. Ours: mean ± sample std (ddof 1) over seeds (%); paper: "
+             "Table 2 (BookCorpus, full-size QT, test).", "", head, "|---|---:|" + "---:|" * (len(TASKS) + 1)]
+    if field != "acc":
+        paper = {}
     for key, s in stats.items():
         cells = [f"{m:.1f} ± {sd:.1f}" for m, sd in zip(s["mean"], s["std"])]
         avg = s["avg"]
         avg_sd = avg.std(ddof=1) if len(avg) > 1 else 0.0
-        lines.append(f"| {ROWS[key][0]} (ours) | {s['n']} | " + " | ".join(cells) + f" | {avg.mean():.1f} ± {avg_sd:.1f} |")
+        lines.append(f"| {row_spec(key)[0]} (ours) | {s['n']} | " + " | ".join(cells)
+                     + f" | {avg.mean():.2f} ± {avg_sd:.2f} |")
         if key in paper:
             p = [paper[key][t] for t in TASKS]
-            lines.append(f"| {ROWS[key][0]} (paper) | – | " + " | ".join(f"{x:.1f}" for x in p)
+            lines.append(f"| {row_spec(key)[0]} (paper) | – | " + " | ".join(f"{x:.1f}" for x in p)
                          + f" | {sum(p) / len(p):.1f} |")
     diffs = {}
     if "uniform" in stats:
@@ -183,16 +286,17 @@ def summarize(records: list[dict], protocol: str, paper: dict) -> tuple[str, dic
             pd = ([paper[key][t] - paper["uniform"][t] for t in TASKS]
                   if key in paper and "uniform" in paper else None)
             cells = [f"{x:+.1f}" + (f" [{y:+.1f}]" if pd else "") for x, y in zip(d, pd or [0] * len(TASKS))]
-            lines.append(f"| {ROWS[key][0]} | " + " | ".join(cells) + f" | {d.mean():+.2f} |")
-        spread = float(np.mean(base["std"]))
+            lines.append(f"| {row_spec(key)[0]} | " + " | ".join(cells) + f" | {d.mean():+.2f} |")
+        # The spread the differences are judged by: the sample std over seeds of uniform's six-task mean.
+        spread = float(base["avg"].std(ddof=1)) if base["n"] > 1 else 0.0
         better = [k for k, d in diffs.items() if d.mean() > spread]
         if base["n"] < 2:
             lines += ["", "Uniform has one seed so far: no seed spread to judge the differences by."]
         else:
-            lines += ["", (f"Hard or debiased negatives beat uniform on the six-task mean by more than the mean "
-                           f"seed spread ({spread:.2f}) here: {', '.join(better)}." if better else
-                           f"No objective beats uniform on the six-task mean by more than the mean seed spread "
-                           f"({spread:.2f}) here.")]
+            lines += ["", (f"Beat uniform on the six-task mean by more than uniform's seed spread (sample std of "
+                           f"its six-task mean, {spread:.2f}): {', '.join(better)}." if better else
+                           f"No row beats uniform on the six-task mean by more than uniform's seed spread (sample "
+                           f"std of its six-task mean, {spread:.2f}).")]
     return "\n".join(lines), {"stats": stats, "diffs": diffs}
 
 
@@ -205,7 +309,7 @@ def write_csv(records: list[dict], path: Path) -> None:
     with tmp.open("w", newline="") as fh:
         w = csv.DictWriter(fh, fields)
         w.writeheader()
-        for r in sorted(records, key=lambda r: (r["protocol"], list(ROWS).index(r["row"]), r["seed"])):
+        for r in sorted(records, key=lambda r: (r["protocol"], row_order(r["row"]), r["seed"])):
             acc = [r["acc"][t] for t in TASKS]
             dev = [v for v in (r.get("devacc") or {}).values() if v is not None]
             w.writerow({"row": r["row"], "seed": r["seed"], "protocol": r["protocol"], **r["acc"],
@@ -230,7 +334,7 @@ def plot(diffs: dict, stats: dict, paper: dict, path: Path) -> None:
     w = 0.8 / len(diffs)
     for i, (key, d) in enumerate(diffs.items()):
         err = np.sqrt(stats[key]["std"] ** 2 + stats["uniform"]["std"] ** 2)
-        ax.bar(x + i * w, d, w, yerr=err, capsize=2, label=f"{ROWS[key][0]} (ours)")
+        ax.bar(x + i * w, d, w, yerr=err, capsize=2, label=f"{row_spec(key)[0]} (ours)")
         if key in paper and "uniform" in paper:
             pd = [paper[key][t] - paper["uniform"][t] for t in TASKS]
             ax.scatter(x + i * w, pd, marker="x", color="k", zorder=3, label="paper" if i == 0 else None)
@@ -249,7 +353,9 @@ def main() -> None:
     ap.add_argument("--config", default="configs/qt_table.yaml", help="base training config")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override (repeatable)")
     ap.add_argument("--seeds", default="0,1,2")
-    ap.add_argument("--rows", default=",".join(ROWS), help=f"objectives among {', '.join(ROWS)}")
+    ap.add_argument("--rows", default=",".join(ROWS), help=f"objectives: {ROW_GRAMMAR}")
+    ap.add_argument("--worker", default="0/1", metavar="I/N",
+                    help="run only the (seed, row) cells whose index is I modulo N, for N processes on one OUT")
     ap.add_argument("--protocol", default="senteval",
                     help="senteval | skipthoughts, or both comma-separated (each run evaluated under each)")
     ap.add_argument("--eval-device", default="cpu",
@@ -265,9 +371,13 @@ def main() -> None:
     results = out / "results.jsonl"
     seeds = [int(s) for s in args.seeds.split(",") if s != ""]
     rows = [r for r in args.rows.split(",") if r]
-    unknown = sorted(set(rows) - set(ROWS))
-    if unknown:
-        raise SystemExit(f"unknown rows {unknown}; choose among {', '.join(ROWS)}")
+    for r in rows:
+        row_spec(r)  # an unknown row is an error before anything runs
+    try:
+        worker, n_workers = (int(x) for x in args.worker.split("/"))
+        assert 0 <= worker < n_workers
+    except (ValueError, AssertionError):
+        raise SystemExit(f"--worker {args.worker}: give I/N with 0 <= I < N") from None
     protocols = [p for p in args.protocol.split(",") if p]
     if not protocols:
         raise SystemExit("--protocol: give at least one protocol")
@@ -296,30 +406,32 @@ def main() -> None:
         data = args.data or default_senteval_dir()
         import qt_hard
 
-        for seed in seeds:  # seeds outermost: an early stop still leaves every row with a seed
-            for key in rows:
-                done = {(r["row"], r["seed"], r["protocol"]) for r in read_results(results)}
-                todo = [p for p in protocols if (key, seed, p) not in done]
-                if not todo:
-                    continue
-                t0 = time.perf_counter()
-                run_dir = train_one(args, key, seed)
-                t1 = time.perf_counter()
-                # Encode on the GPU where there is one (the classifiers' protocol is the same).
-                enc_device = "cuda" if torch.cuda.is_available() else "cpu"
-                enc = qt_hard.load_encoder(run_dir, device=enc_device)
-                cache = EmbeddingCache(enc)  # one encoding for every protocol of this run
-                for protocol in todo:
-                    t2 = time.perf_counter()
-                    res = run_evals[protocol](enc, list(TASKS), args.kfold, data, cache=cache)
-                    rec = {"row": key, "seed": seed, "protocol": protocol, "run": str(run_dir),
-                           "acc": {t: res[t]["acc"] for t in TASKS}, "mrpc_f1": res["MRPC"].get("f1"),
-                           "devacc": {t: res[t].get("devacc") for t in TASKS},
-                           "train_s": round(t1 - t0, 1), "eval_s": round(time.perf_counter() - t2, 1),
-                           "encode_device": enc_device, "solver_device": args.eval_device,
-                           "config": args.config, "overrides": args.set}
-                    append_line(results, rec)
-                    print(json.dumps(rec), flush=True)
+        cells = [(seed, key) for seed in seeds for key in rows]  # seeds outermost: every row gets a seed early
+        for index, (seed, key) in enumerate(cells):
+            if index % n_workers != worker:
+                continue
+            done = {(r["row"], r["seed"], r["protocol"]) for r in read_results(results)}
+            todo = [p for p in protocols if (key, seed, p) not in done]
+            if not todo:
+                continue
+            t0 = time.perf_counter()
+            run_dir = train_one(args, key, seed)
+            t1 = time.perf_counter()
+            # Encode on the GPU where there is one (the classifiers' protocol is the same).
+            enc_device = "cuda" if torch.cuda.is_available() else "cpu"
+            enc = qt_hard.load_encoder(run_dir, device=enc_device)
+            cache = EmbeddingCache(enc)  # one encoding for every protocol of this run
+            for protocol in todo:
+                t2 = time.perf_counter()
+                res = run_evals[protocol](enc, list(TASKS), args.kfold, data, cache=cache)
+                rec = {"row": key, "seed": seed, "protocol": protocol, "run": str(run_dir),
+                       "acc": {t: res[t]["acc"] for t in TASKS}, "mrpc_f1": res["MRPC"].get("f1"),
+                       "devacc": {t: res[t].get("devacc") for t in TASKS},
+                       "train_s": round(t1 - t0, 1), "eval_s": round(time.perf_counter() - t2, 1),
+                       "encode_device": enc_device, "solver_device": args.eval_device,
+                       "config": args.config, "overrides": args.set, **provenance()}
+                append_line(results, rec)
+                print(json.dumps(rec), flush=True)
     paper = paper_rows(Path(args.paper) if args.paper else default_paper())
     if not paper:
         print("note: the paper's Table 2 was not found; its rows are left out", file=sys.stderr)
@@ -331,10 +443,15 @@ def main() -> None:
         suffix = "" if protocol == "senteval" else f"_{protocol}"
         table_path, plot_path = out / f"table{suffix}.md", out / f"differences{suffix}.png"
         table_path.write_text(table + "\n")
+        dev_table = summarize(records, protocol, paper, field="devacc")[0]
+        (out / f"table_dev{suffix}.md").write_text(dev_table + "\n")
+        print(dev_table + "\n")
         plot(parts["diffs"], parts["stats"], paper, plot_path)
         print(table)
         n = sum(s["n"] for s in parts["stats"].values())
         print(f"{n} runs under {protocol} in {results}; table {table_path}, plot {plot_path}")
+    if plot_diagnostics(out, out / "diagnostics.png"):
+        print(f"weight diagnostics: {out / 'diagnostics.png'}")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ CASES = {
     "ring": lambda a, b, n, y, d: contrastive_loss(a, b, "ring", lower=10, upper=90),
     "label": lambda a, b, n, y, d: contrastive_loss(a, b, "label", labels=y, hardening="exp", beta=1.0),
     "ash": lambda a, b, n, y, d: contrastive_loss(a, b, temperature=1.0, normalize=False, include_positive=False),
-    "context": lambda a, b, n, y, d: context_loss(a, b, "hard", beta=1.0, clip=True, context=2, doc_ids=d),
+    "context": lambda a, b, n, y, d: context_loss(a, b, "hard", beta=1.0, clip="rescaled", context=2, doc_ids=d),
     "ranking": lambda a, b, n, y, d: ranking_loss(a, b, n, "hard", beta=0.5),
     # k decoupled from the per-device batch: k = every global candidate (2B - 2 = 14 two-view, 3B - 1 =
     # 23 with two explicit negatives), more than one process's own rows hold (6 and 11), so the draw

@@ -110,7 +110,7 @@ def graph_tree(tmp_path, **train):
     root = toy_dataset(tmp_path / "tu")
     return {"pipeline": "graph", "out_dir": str(tmp_path / "run"),
             "data": {"name": "TOY", "path": str(root)}, "model": {"hidden": 8, "layers": 2},
-            "objective": {"negatives": "hard", "options": {"beta": 1.0, "clip": True}},
+            "objective": {"negatives": "hard", "options": {"beta": 1.0, "clip": "rescaled"}},
             "eval": {"folds": 3, "inner_folds": 2, "C": [0.1, 10.0]},
             "train": {"batch_size": 16, "steps": 6, "lr": 0.01, "grad_clip": None, "log_every": 1,
                       "progress": False, "trackers": ["csv"], "num_threads": 1, **train}}

@@ -35,7 +35,7 @@ def s2v_build_loss(f, g, context):
     return -(targets * logp.masked_fill(torch.eye(b, dtype=torch.bool), 0.0)).sum(dim=1).mean()
 
 
-def joint_loop(f, g, context, docs=None, beta=0.0, clip=False, tau_plus=None, include_positive=True):
+def joint_loop(f, g, context, docs=None, beta=0.0, clip="none", tau_plus=None, include_positive=True):
     """One anchor at a time, straight from the formula:
     l_i = -mean_p s_p + log(sum_p e^{s_p} + Q * D_i), D_i = max((E_hat - tau+ mean_p e^{s_p}) / (1 - tau+),
     e^{-1}) (temperature 1) when debiased, E_hat = sum_j w_j e^{s_j} / sum_j w_j, w_j = e^{beta s_j}
@@ -53,7 +53,7 @@ def joint_loop(f, g, context, docs=None, beta=0.0, clip=False, tau_plus=None, in
     for i, (pos, negs) in enumerate(sets):
         if not pos:
             continue
-        tilt = beta * (2.0 / bound if clip else 1.0)
+        tilt = beta * (2.0 / bound if clip == "rescaled" else 1.0)
         w = [torch.exp(tilt * s[i, j]) for j in negs]
         e_hat = sum(wj * torch.exp(s[i, j]) for wj, j in zip(w, negs)) / sum(w)
         pos_terms = [torch.exp(s[i, p]) for p in pos]
@@ -113,7 +113,7 @@ def test_s2v_quirk_own_logit_zero_adds_one_to_every_denominator():
 
 
 @pytest.mark.parametrize("include_positive", [True, False])
-@pytest.mark.parametrize("beta,clip", [(0.0, False), (1.0, True), (2.0, True), (0.5, False)])
+@pytest.mark.parametrize("beta,clip", [(0.0, "none"), (1.0, "rescaled"), (2.0, "rescaled"), (0.5, "none")])
 def test_joint_hard_with_documents_matches_loop(beta, clip, include_positive):
     f, g = _batch(b=10, seed=7)
     docs = [0, 0, 0, 0, 1, 1, 1, 2, 2, 2]
@@ -136,15 +136,15 @@ def test_joint_debiased_subtracts_the_mean_positive_term(tau_plus):
 
 def test_joint_debiased_hits_the_floor_like_the_loop():
     f, g = _batch(b=8, seed=9, scale=2.0)
-    got = context_loss(f, g, "hard", context=1, beta=1.0, clip=True, tau_plus=0.3)
-    ref = joint_loop(f, g, 1, beta=1.0, clip=True, tau_plus=0.3)
+    got = context_loss(f, g, "hard", context=1, beta=1.0, clip="rescaled", tau_plus=0.3)
+    ref = joint_loop(f, g, 1, beta=1.0, clip="rescaled", tau_plus=0.3)
     _assert_same(got, ref, (f, g))
 
 
 def test_joint_with_one_positive_equals_per_positive():
     f, g = _batch(b=8, seed=10)
     docs = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])  # context 1 inside pairs: one positive each
-    for neg, opts in [("uniform", {}), ("hard", {"beta": 1.0, "clip": True}), ("debiased", {"tau_plus": 0.1}),
+    for neg, opts in [("uniform", {}), ("hard", {"beta": 1.0, "clip": "rescaled"}), ("debiased", {"tau_plus": 0.1}),
                       ("ring", {"lower": 10, "upper": 90})]:
         a = context_loss(f, g, neg, context=1, doc_ids=docs, **opts)
         b = context_loss(f, g, neg, context=1, doc_ids=docs, positives="per_positive", **opts)

@@ -31,12 +31,12 @@ def inputs(seed=0, sizes=(3, 5, 2, 4, 6), d=6, scale=1.0):
     return h, H, batch, labels
 
 
-def loop_reference(h, H, batch, labels=None, beta=0.0, clip=False, tau_plus=0.0, same_label=False):
+def loop_reference(h, H, batch, labels=None, beta=0.0, clip="none", tau_plus=0.0, same_label=False):
     """The paper form one node at a time: sp(-T+) + (E_q sp(T) - tau+ sp(T+)) / (1 - tau+), q_j
     proportional to exp(beta * s_j) (s_j rescaled by 2 / max|s| over all nodes' negatives with clip)."""
     n, G = h.shape[0], H.shape[0]
     bound = None
-    if clip:
+    if clip == "rescaled":
         bound = max(abs(float((h[i] @ H[j]).detach())) for i in range(n) for j in range(G) if j != int(batch[i]))
     losses = []
     for i in range(n):
@@ -47,7 +47,7 @@ def loop_reference(h, H, batch, labels=None, beta=0.0, clip=False, tau_plus=0.0,
             if j == gi or (same_label and int(labels[j]) == int(labels[gi])):
                 continue
             t = h[i] @ H[j]
-            s_w = t * 2.0 / bound if clip else t
+            s_w = t * 2.0 / bound if clip == "rescaled" else t
             ws.append(torch.exp(beta * s_w))
             sps.append(F.softplus(t))
         w = torch.stack(ws)
@@ -97,10 +97,10 @@ def grads(loss, *xs):
 
 @pytest.mark.parametrize("case", [
     dict(),
-    dict(beta=1.0, clip=True),
-    dict(beta=10.0, clip=True),
+    dict(beta=1.0, clip="rescaled"),
+    dict(beta=10.0, clip="rescaled"),
     dict(beta=2.0, tau_plus=0.3),
-    dict(beta=2.0, clip=True, same_label=True),
+    dict(beta=2.0, clip="rescaled", same_label=True),
 ])
 def test_jsd_equals_per_node_loop(case):
     h, H, batch, labels = inputs(1)
@@ -126,18 +126,18 @@ def test_uniform_jsd_is_infograph_local_global_loss():
 
 def test_hard_at_beta_zero_is_uniform():
     h, H, batch, _ = inputs(3)
-    hard = local_global_loss(h, H, batch, "hard", beta=0.0, clip=True)
+    hard = local_global_loss(h, H, batch, "hard", beta=0.0, clip="rescaled")
     torch.testing.assert_close(hard, local_global_loss(h, H, batch), rtol=1e-14, atol=0)
 
 
 @pytest.mark.parametrize("beta", [0.0, 1.0, 2.0, 10.0])
 def test_code_variant_equals_hcl_code(beta):
     h, H, batch, _ = inputs(4, scale=0.7)
-    opts = dict(negatives="hard", beta=-beta, clip=True) if beta else dict(negatives="uniform")
+    opts = dict(negatives="hard", beta=beta, clip="graph_code") if beta else dict(negatives="uniform")
     ours = local_global_loss(h, H, batch, estimator="jsd_code", tau_plus=0.5, **opts)
-    torch.testing.assert_close(ours, hcl_code_jsd_hard(h, H, batch, beta), rtol=1e-12, atol=1e-12)
-    # Our clip bound is a detached batch statistic; the code's bound carries a gradient.
-    ref = hcl_code_jsd_hard(h, H, batch, beta, detach_bound=True)
+    ref = hcl_code_jsd_hard(h, H, batch, beta)
+    torch.testing.assert_close(ours, ref, rtol=1e-12, atol=1e-12)
+    # The graph_code reading's bound carries a gradient, as the code's does.
     for a, b in zip(grads(ours, h, H), grads(ref, h, H)):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
 
@@ -147,13 +147,13 @@ def test_hcl_code_departs_from_the_paper_as_documented():
     # (1) The code's tilt favours the *lowest* scores: its distribution equals the paper's hard
     # weights with beta of the opposite sign, not the paper's own beta.
     code = hcl_code_jsd_hard(h, H, batch, 2.0, tau_plus=0.5)
-    flipped = local_global_loss(h, H, batch, "hard", beta=-2.0, clip=True, estimator="jsd_code", tau_plus=0.5)
-    paper_sign = local_global_loss(h, H, batch, "hard", beta=2.0, clip=True, estimator="jsd_code", tau_plus=0.5)
+    flipped = local_global_loss(h, H, batch, "hard", beta=2.0, clip="graph_code", estimator="jsd_code", tau_plus=0.5)
+    paper_sign = local_global_loss(h, H, batch, "hard", beta=2.0, clip="rescaled", estimator="jsd_code", tau_plus=0.5)
     torch.testing.assert_close(code, flipped, rtol=1e-12, atol=1e-12)
     assert abs(float(code - paper_sign)) > 1e-3
     # (2) With a tilt, the masked positive column (score 0) joins the weighted mean: dropping it
     # (the paper's support) changes the gradient, not only a constant.
-    paper = local_global_loss(h, H, batch, "hard", beta=-2.0, clip=True, tau_plus=0.5)
+    paper = local_global_loss(h, H, batch, "hard", beta=2.0, clip="graph_code", tau_plus=0.5)
     g_code, g_paper = grads(flipped, h)[0], grads(paper, h)[0]
     assert not torch.allclose(g_code, g_paper, atol=1e-6)
     # (3) At beta = 0 the code still debiases with tau_plus = 0.5: not InfoGraph's JSD.
@@ -181,8 +181,8 @@ def test_every_weighting_composes_with_jsd():
 
 def test_module_form_and_errors():
     h, H, batch, labels = inputs(7)
-    mod = LocalGlobalLoss("hard", beta=1.0, clip=True)
-    torch.testing.assert_close(mod(h, H, batch), local_global_loss(h, H, batch, "hard", beta=1.0, clip=True))
+    mod = LocalGlobalLoss("hard", beta=1.0, clip="rescaled")
+    torch.testing.assert_close(mod(h, H, batch), local_global_loss(h, H, batch, "hard", beta=1.0, clip="rescaled"))
     with pytest.raises(ValueError, match="estimator"):
         local_global_loss(h, H, batch, estimator="dv")
     with pytest.raises(ValueError, match="outside"):

@@ -131,7 +131,7 @@ def test_both_samplers_draw_distinct_allowed_columns(k):
 @pytest.mark.parametrize("name,opts", [
     ("uniform", {}), ("hard", {"beta": 1.0, "tau_plus": 0.1}), ("ring", {"lower": 20, "upper": 80}),
     ("label", {"hardening": "exp", "beta": 0.5}), ("ot", {"epsilon": 0.5, "coupling": "drawn"}),
-    ("uniform", {"collision_free": True}), ("hard", {"beta": 2.0, "clip": True}),
+    ("uniform", {"collision_free": True}), ("hard", {"beta": 2.0, "clip": "rescaled"}),
 ])
 def test_k_sampled_strategy_equals_the_full_table_restricted_to_the_draw(name, opts):
     """After the sampler only the k drawn columns are kept (A, k); the loss must equal the full-table

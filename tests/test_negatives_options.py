@@ -19,7 +19,7 @@ def pair(b=8, d=5, seed=0):
 # ---------------------------------------------------------------- options the strategy does not read
 @pytest.mark.parametrize("negatives, options, unread", [
     ("uniform", dict(beta=5.0), "beta"),
-    ("ring", dict(lower=10, beta=1.0, clip=True), "beta, clip"),
+    ("ring", dict(lower=10, beta=1.0, clip="rescaled"), "beta, clip"),
     ("hard", dict(beta=1.0, lower=10), "lower"),
     ("label", dict(tau=2.0), "tau"),                          # hardening None reads no tau
     ("label", dict(hardening="threshold", beta=1.0, level=0.1), "beta"),
@@ -37,7 +37,7 @@ def test_options_that_are_read_still_work():
     labels = torch.arange(8) % 3
     # debiasing applies to every strategy, and brings its floor option with it
     assert torch.isfinite(contrastive_loss(*z, "ring", lower=10, tau_plus=0.1, floor="smooth"))
-    assert torch.isfinite(contrastive_loss(*z, "label", labels=labels, hardening="exp", beta=2.0, clip=True))
+    assert torch.isfinite(contrastive_loss(*z, "label", labels=labels, hardening="exp", beta=2.0, clip="rescaled"))
     assert torch.isfinite(contrastive_loss(*z, "ot", cost="exp", kappa=1.0))
     # None means "not given", so passing a default through is harmless
     assert contrastive_loss(*z, "uniform", tau=None).item() == contrastive_loss(*z).item()
@@ -48,7 +48,7 @@ def test_config_options_not_read_by_the_strategy_are_errors(tmp_path):
     from qt_hard.training.config import config_from_dict
     from qt_hard.text.objectives import Objective
 
-    cfg = config_from_dict({"objective": {"negatives": "ring", "options": {"beta": 1.0, "clip": True, "lower": 10}}})
+    cfg = config_from_dict({"objective": {"negatives": "ring", "options": {"beta": 1.0, "clip": "rescaled", "lower": 10}}})
     with pytest.raises(ValueError, match="beta, clip do not apply to negatives='ring'"):
         Objective(cfg.objective, pair_data=True)
 

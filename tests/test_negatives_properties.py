@@ -169,7 +169,7 @@ def test_sampler_rejects_bad_k():
     b=st.integers(2, 9), d=st.integers(1, 6), norm=st.floats(1e-3, 1e3), t=st.floats(0.05, 2.0),
     beta=st.floats(0.0, 10.0), tau_plus=st.floats(0.0, 0.5), normalize=st.booleans(),
     name=st.sampled_from(["uniform", "debiased", "hard", "ring", "ot", "label"]),
-    floor=st.sampled_from(["hard", "smooth"]), clip=st.booleans(), seed=st.integers(0, 10_000),
+    floor=st.sampled_from(["hard", "smooth", "none"]), clip=st.sampled_from(["none", "rescaled", "fig14", "graph_code"]), seed=st.integers(0, 10_000),
 )
 def test_finite_loss_and_gradients(b, d, norm, t, beta, tau_plus, normalize, name, floor, clip, seed):
     g = torch.Generator().manual_seed(seed)

@@ -42,7 +42,7 @@ def qt_config(tmp_path, **train):
         "model": {"kind": "qt", "encoder": "gru", "embed_dim": 16, "hidden_dim": 16, "max_len": 12},
         "data": {"kind": "books", "path": str(books), "min_count": 1},
         "objective": {"negatives": "hard", "temperature": 1.0, "normalize": False, "context": 1,
-                      "options": {"beta": 1.0, "clip": True}},
+                      "options": {"beta": 1.0, "clip": "rescaled"}},
         "train": {"batch_size": 16, "steps": 40, "lr": 0.01, "log_every": 1, "progress": False,
                   "trackers": ["csv"], "num_threads": 1, **train},
     }
@@ -143,6 +143,8 @@ def test_bow_on_synthetic_pairs_with_k_and_collision_free(tmp_path):
         "train": {"batch_size": 32, "steps": 40, "lr": 0.05, "log_every": 1, "progress": False,
                   "trackers": ["csv", "tensorboard"], "num_threads": 1},
     }
+    from qt_hard.training.loop import train
+
     out = train(config_from_dict(tree))
     losses = read_losses(out)
     assert np.mean(losses[-10:]) < np.mean(losses[:10]) - 0.1, losses
@@ -269,3 +271,24 @@ def test_cli_overrides_may_follow_options(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["train", str(cfg_file), "--out", str(out), "bogus"])
     assert "unrecognized arguments: bogus" in capsys.readouterr().err
+
+
+def test_hard_run_logs_weight_diagnostics(tmp_path):
+    """Every logged row of a hard-weighted run carries the weight diagnostics and the beta in effect."""
+    import csv
+
+    tree = qt_config(tmp_path, steps=6, log_every=3)
+    tree["objective"]["options"]["beta"] = {"schedule": "beta_anneal", "beta": 2.0, "changes": 2}
+    from qt_hard.training.loop import train
+
+    out = train(config_from_dict(tree))
+    with open(out / "metrics.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [int(r["step"]) for r in rows] == [3, 6]
+    assert [float(r["beta"]) for r in rows] == [2.0, 1.0]
+    for r in rows:
+        assert 0.0 < float(r["ess_frac"]) < 1.0
+        assert float(r["w_ratio_median"]) > 1.0
+        assert 0.0 <= float(r["pushed_up_frac"]) <= 1.0
+        assert float(r["score_std"]) > 0.0
+        assert float(r["tilt"]) > 0.0

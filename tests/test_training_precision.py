@@ -93,7 +93,7 @@ def test_context_loss_under_autocast_is_the_float32_loss_of_the_bf16_embeddings(
     ids = torch.randint(1, 30, (24, 5))
     batch = {"x": {"ids": ids, "lengths": torch.full((24,), 5)}, "doc_ids": torch.zeros(24, dtype=torch.long)}
     obj = Objective(ObjectiveConfig(negatives="hard", temperature=1.0, normalize=False, include_positive=True,
-                                    options={"beta": 1.0, "clip": True}), pair_data=False)
+                                    options={"beta": 1.0, "clip": "rescaled"}), pair_data=False)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         z = module(ids, batch["x"]["lengths"])
         mixed = obj(module, batch)

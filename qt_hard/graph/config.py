@@ -49,7 +49,7 @@ class GraphModelConfig:
 class GraphObjectiveConfig:
     """``qt_hard.losses.LocalGlobalLoss``: nodes against the graphs of the (global) batch.
 
-    negatives: uniform (InfoGraph) | hard (HCL; use options.clip: true) | label (H-SCL: same-label
+    negatives: uniform (InfoGraph) | hard (HCL; options.clip names the reading, e.g. rescaled) | label (H-SCL: same-label
         graphs dropped; options.hardening: exp with beta) | ot (options.epsilon) | ring | debiased | ...
     estimator: jsd (paper; debiased by options.tau_plus) | jsd_code (the HCL code's form) | nce.
     options: keyword options of the core (beta, clip, tau_plus, epsilon, hardening, ...); a mapping

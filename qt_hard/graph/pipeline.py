@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from qt_hard.graph.config import GraphDataConfig, GraphEvalConfig, GraphModelConfig, GraphObjectiveConfig
-from qt_hard.training.pipeline import PipelineRun
+from qt_hard.training.pipeline import LossObjective, PipelineRun
 
 
 def _data_list(graphs):
@@ -74,7 +74,7 @@ class GraphTask:
         return collate([self.data[i] for i in rows])
 
 
-class GraphObjective:
+class GraphObjective(LossObjective):
     """loss = objective(module, batch, generator): LocalGlobalLoss on (local, global) discriminator outputs."""
 
     def __init__(self, cfg: GraphObjectiveConfig):
@@ -85,8 +85,6 @@ class GraphObjective:
         self.loss = LocalGlobalLoss(cfg.negatives, estimator=cfg.estimator, temperature=cfg.temperature,
                                     normalize=cfg.normalize, k=cfg.k, **opts)
 
-    def set_progress(self, progress: float) -> None:
-        self.loss.set_progress(progress)
 
     def __call__(self, module, batch: dict, generator=None) -> torch.Tensor:
         self.loss.generator = generator

@@ -50,6 +50,9 @@ class PlainEstimator:
         return "PlainEstimator()"
 
 
+FLOORS = ("hard", "smooth", "none")
+
+
 class DebiasedEstimator:
     """Debiased (and, with hard weights, HCL's) estimator of the negative term, in log space.
 
@@ -63,12 +66,16 @@ class DebiasedEstimator:
             at low temperature (t = 0.05, scale 20) is almost always. "smooth" keeps the exact estimator
             while ``tau_plus e^{s+} <= E_hat / 2`` and continues ``1 - r`` by ``1/(4r)`` beyond (C1,
             see :func:`smooth_log1mexp`), so the estimate stays positive and keeps a gradient; the
-            floor e^{-1/t} is then applied as a clamp to that positive estimate.
+            floor e^{-1/t} is then applied as a clamp to that positive estimate. "none": no floor,
+            the exact estimator (for unnormalized embeddings, where ``e^{-1/t}`` is no bound of
+            ``e^s``; with tau_plus = 0 this is the plain estimator, so hard and uniform rows can share
+            one estimator). Where ``tau_plus e^{s+} >= E_hat`` the estimate is then 0 (log -inf):
+            the anchor's negative term vanishes and it gets no gradient.
     """
 
     def __init__(self, tau_plus=0.1, floor: str = "hard"):
-        if floor not in ("hard", "smooth"):
-            raise ValueError(f"floor must be 'hard' or 'smooth', got {floor!r}")
+        if floor not in FLOORS:
+            raise ValueError(f"floor must be one of {', '.join(FLOORS)}, got {floor!r}")
         self.tau_plus, self.floor = tau_plus, floor
 
     def log_negative(self, log_e: torch.Tensor, pos: torch.Tensor, scale: float, progress: float):
@@ -78,11 +85,11 @@ class DebiasedEstimator:
         log_e = log_e[:, None]
         if tau > 0:
             log_r = math.log(tau) + pos - log_e
-            corr = log1mexp(log_r) if self.floor == "hard" else smooth_log1mexp(log_r)
+            corr = smooth_log1mexp(log_r) if self.floor == "smooth" else log1mexp(log_r)
             log_d = log_e + corr - math.log1p(-tau)
         else:
             log_d = log_e.expand_as(pos)
-        return torch.clamp(log_d, min=-scale)
+        return log_d if self.floor == "none" else torch.clamp(log_d, min=-scale)
 
     def __repr__(self) -> str:
         return f"DebiasedEstimator(tau_plus={self.tau_plus!r}, floor={self.floor!r})"
@@ -116,8 +123,8 @@ class JSDEstimator:
     i.e. the positive correction enters with the opposite sign of the derivation (``+ c sp(s+)``),
     and with a tilt the masked-out positive column (score 0, unnormalized weight e^0 = 1, sp(0) =
     log 2) joins the weighted mean. The code's tilt ``exp(-2 beta s / bound)`` (sign flipped against
-    App. B.2) is a weighting matter: ``HardWeighting(-beta, clip=True)``; its default tau_plus is 0.5.
-    Its bound carries a gradient, ours is a detached batch statistic (:func:`clip_bound`). Weightings
+    App. B.2) is a weighting matter: ``HardWeighting(beta, clip="graph_code")``, whose bound carries a
+    gradient as the code's does; the code's default tau_plus is 0.5. Weightings
     the code does not have (OT's coupling, label masks, ring) enter as ``E_q`` of the untilted line:
     the OT paper ran this code with only the negative distribution replaced.
 
@@ -137,7 +144,9 @@ class JSDEstimator:
         self.tau_plus, self.variant = tau_plus, variant
 
     def per_positive(self, s: torch.Tensor, log_w: torch.Tensor, n_neg: torch.Tensor, tilted: bool,
-                     pos: torch.Tensor, progress: float) -> torch.Tensor:
+                     pos: torch.Tensor, progress: float, log_scale: float = 0.0) -> torch.Tensor:
+        """(A, P) losses; ``log_scale`` multiplies ``E_q sp(s)`` by ``e^{log_scale}`` (HCL Fig. 14 read
+        literally: beta multiplies the negative term)."""
         tau = float(at(self.tau_plus, progress))
         if not 0.0 <= tau < 1.0:
             raise ValueError(f"tau_plus must be in [0, 1), got {tau}")
@@ -153,6 +162,8 @@ class JSDEstimator:
         # 0 * sp outside the support (q is exactly 0 there); rows without negatives give NaN in q.
         e_neg = torch.where(inside, q * sp_neg, torch.zeros_like(sp_neg)).sum(dim=1, keepdim=True)
         e_neg = torch.nan_to_num(e_neg, nan=0.0)
+        if log_scale != 0.0:
+            e_neg = e_neg * math.exp(log_scale)
         sp_minus_pos = torch.nn.functional.softplus(-pos)
         sp_pos = torch.nn.functional.softplus(pos)
         if self.variant == "paper":

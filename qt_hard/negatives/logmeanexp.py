@@ -22,7 +22,8 @@ here the forward keeps the exponentials it computes and the backward is two fuse
     d log E_hat_i / d s_ij = (1 + gamma_g) p_ij - gamma_g q_ij,       d / d D_ij = p_ij - q_ij,
 
 ``p`` and ``q`` the softmaxes of the two log-sum-exps, ``gamma_g`` the tilt's coefficient in the
-gradient (``gamma``, or 0 when the weights are detached).
+gradient (``gamma``, or 0 when the weights are detached). A tilt that is itself a function of the
+scores (a 0-dim tensor with a gradient) also gets ``d log E_hat_i / d gamma = sum_j (p_ij - q_ij) s_ij``.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def _stable_exp(z: torch.Tensor):
 
 class _TiltedLogMeanExp(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, s, keep, gamma, gamma_grad, dense, count, absolute):
+    def forward(ctx, s, keep, gamma, gamma_grad, dense, count, absolute, gamma_t):
         tiny = torch.finfo(s.dtype).tiny
         x = s if keep is None else s.masked_fill(~keep, NEG_INF)
         if dense is None and absolute is None and gamma >= 0:
@@ -86,6 +87,9 @@ class _TiltedLogMeanExp(torch.autograd.Function):
             ctx.mode = "tilt"
         ctx.gamma_grad = float(gamma_grad)
         ctx.dense_grad = dense is not None and dense.requires_grad
+        ctx.tilt_grad = gamma_t is not None
+        if ctx.tilt_grad:  # d/d gamma needs the logits (0 outside the support, where p = q = 0)
+            ctx.s_for_tilt = s.detach() if keep is None else s.detach().masked_fill(~keep, 0.0)
         return out
 
     @staticmethod
@@ -94,7 +98,7 @@ class _TiltedLogMeanExp(torch.autograd.Function):
         tiny = torch.finfo(g.dtype).tiny
         if ctx.mode == "uniform":
             e1, s1 = ctx.saved_tensors
-            return e1 * (g / s1.clamp_min(tiny))[:, None], None, None, None, None, None, None
+            return e1 * (g / s1.clamp_min(tiny))[:, None], None, None, None, None, None, None, None
         e1, s1, e0, s0 = ctx.saved_tensors
         c1 = (g / s1.clamp_min(tiny))[:, None]  # dL/dLSE1 * p = e1 * c1
         c0 = (g / s0.clamp_min(tiny))[:, None]
@@ -106,7 +110,10 @@ class _TiltedLogMeanExp(torch.autograd.Function):
         if ctx.dense_grad:
             grad_d = e1 * c1
             grad_d.addcmul_(e0, c0, value=-1.0)
-        return grad_s, None, None, None, grad_d, None, None
+        grad_t = None
+        if ctx.tilt_grad:  # d log E_hat_i / d gamma = sum_j (p_ij - q_ij) s_ij
+            grad_t = ((e1 * c1 - e0 * c0) * ctx.s_for_tilt).sum().reshape(())
+        return grad_s, None, None, None, grad_d, None, None, grad_t
 
 
 def tilted_log_mean_exp(s: torch.Tensor, keep: torch.Tensor | None = None, gamma: float = 0.0,
@@ -117,7 +124,8 @@ def tilted_log_mean_exp(s: torch.Tensor, keep: torch.Tensor | None = None, gamma
     Args:
         s: (A, C) logits.
         keep: (A, C) bool support, or None for every column.
-        gamma: the exponential tilt (a float).
+        gamma: the exponential tilt: a float, or a 0-dim tensor whose gradient is returned (a tilt
+            computed from the scores with the graph, e.g. the official HCL graph code's bound).
         gamma_grad: the tilt's coefficient in the gradient (default ``gamma``; 0 = detached weights).
         dense: (A, C) further log-weights (``-inf`` allowed), or None; its gradient is returned when it
             requires one.
@@ -133,7 +141,8 @@ def tilted_log_mean_exp(s: torch.Tensor, keep: torch.Tensor | None = None, gamma
     """
     if s.dim() != 2:
         raise ValueError(f"logits must be (anchors, candidates), got shape {tuple(s.shape)}")
-    gamma = float(gamma)
+    gamma_t = gamma if torch.is_tensor(gamma) and gamma.requires_grad else None
+    gamma = float(gamma.detach()) if torch.is_tensor(gamma) else float(gamma)
     if abs(gamma) < torch.finfo(s.dtype).tiny:  # would round to 0 in the table's dtype: 0 * -inf is NaN
         gamma = 0.0
     if gamma_grad is None:
@@ -146,4 +155,4 @@ def tilted_log_mean_exp(s: torch.Tensor, keep: torch.Tensor | None = None, gamma
             raise ValueError(f"absolute log-weights must have the logits' shape {tuple(s.shape)}, "
                              f"got {tuple(absolute.shape)}")
         absolute = absolute.detach().to(s.dtype)
-    return _TiltedLogMeanExp.apply(s, keep, gamma, gamma_grad, dense, count, absolute)
+    return _TiltedLogMeanExp.apply(s, keep, gamma, gamma_grad, dense, count, absolute, gamma_t)

@@ -43,6 +43,7 @@ k-sampling every stage after the sampler works on the (A, k) drawn columns only.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Sequence
 
 import torch
@@ -149,12 +150,14 @@ class NegativeStrategy:
                 raise ValueError("hardness_mode (absolute multipliers) needs the NCE estimator, not JSD")
             # JSD (InfoGraph): a weighted mean of softplus(s) over the negatives, not a log-mean-exp.
             # One positive per node (its graph), so the two positive forms coincide.
-            tilted = lw.gamma != 0  # the HCL code's exponential tilt (its only non-uniform weighting)
-            per_pos = self.estimator.per_positive(neg, lw.materialize(neg, mask), n_cand, tilted, pos,
-                                                  self.progress)
+            # the HCL code's exponential tilt (its only non-uniform weighting)
+            per_pos = self.estimator.per_positive(neg, lw.materialize(neg, mask), n_cand, lw.tilted, pos,
+                                                  self.progress, log_scale=lw.log_scale)
         else:
             log_e = tilted_log_mean_exp(neg, keep, lw.gamma, lw.gamma_grad, lw.dense, n_support, lw.absolute)
             log_e = torch.where(empty, torch.zeros_like(log_e), log_e)  # keep NaN out of empty rows
+            if lw.log_scale != 0.0:  # HCL Fig. 14 read literally: beta multiplies the negative term
+                log_e = log_e + lw.log_scale
             q = (n_support if self.count == "support" else n_cand).clamp_min(1).to(neg.dtype)
             if self.positives == "joint":
                 return self._joint(pos, scores.pos_valid, log_e, q, empty, scores.scale)
@@ -186,6 +189,86 @@ class NegativeStrategy:
         per_anchor = torch.where(has_pos & ~empty, per_anchor, torch.zeros_like(per_anchor))
         return per_anchor, has_pos
 
+    @torch.no_grad()
+    def diagnostics(self, scores: ContrastScores, generator: torch.Generator | None = None) -> dict[str, float]:
+        """What the weights do to one batch, for logging (no gradient reaches the model).
+
+        On a detached copy of ``scores`` (the k-sampler draws from a copy of ``generator``'s state, so
+        the caller's generator does not move), over each anchor's negatives (drawn, in the support):
+
+        * ``ess_frac``: mean over anchors of the effective sample size of the normalized weights,
+          ``1 / sum_j q_j^2``, as a fraction of the anchor's negatives (1 = uniform);
+        * ``w_ratio_median``: median over anchors of ``w_max / w_min``;
+        * ``pushed_up_frac``: the fraction of negatives whose total gradient (through the scores and
+          through the weights, as training sees it) pushes their score *up* (d loss / d s_j < 0);
+          0 for uniform weights, whose every negative is pushed down;
+        * ``score_std``: the standard deviation of the negatives' logits;
+        * ``floor_binds_frac``: the fraction of anchors whose estimate sits on the estimator's floor
+          (0 without a floor);
+        * ``beta`` and ``tilt``: the hard weights' beta in effect and their tilt in logit units
+          (``log w = tilt * s + const``), where the strategy has hard weights.
+        """
+        state = generator.get_state() if generator is not None else None
+
+        def fresh():
+            if state is None:
+                return None
+            g = torch.Generator(device=state.device if hasattr(state, "device") else "cpu")
+            g.set_state(state)
+            return g
+
+        neg = scores.neg.detach().float().clone()
+        base = dataclasses.replace(scores, neg=neg, pos=scores.pos.detach().float(), full=None,
+                                   full_allowed=None)
+        mask = self._allowed(base)
+        sel = base
+        if self.k is not None:
+            sel = base.select(sample_k_indices(mask, self.k, fresh()), mask)
+            mask = sel.neg_valid
+        lw = self.weigh(sel, mask)
+        log_w = lw.materialize(sel.neg, mask)
+        inside = torch.isfinite(log_w)
+        n = inside.sum(dim=1)
+        rows = n > 0
+        q = torch.softmax(log_w[rows], dim=1)
+        ess = 1.0 / q.pow(2).sum(dim=1)
+        lw_rows = log_w[rows]
+        top = lw_rows.amax(dim=1)
+        bottom = lw_rows.masked_fill(~inside[rows], float("inf")).amin(dim=1)
+        out = {
+            "ess_frac": float((ess / n[rows].to(ess.dtype)).mean()) if bool(rows.any()) else float("nan"),
+            "w_ratio_median": float((top - bottom).exp().median()) if bool(rows.any()) else float("nan"),
+            "score_std": float(sel.neg[inside].std()) if int(inside.sum()) > 1 else float("nan"),
+        }
+        # The total gradient of the batch loss with respect to each drawn negative's logit.
+        with torch.enable_grad():
+            leaf = neg.clone().requires_grad_()
+            per_anchor, counted = self.per_anchor(dataclasses.replace(base, neg=leaf), fresh())
+            grad = torch.autograd.grad(per_anchor[counted].mean(), leaf)[0] if bool(counted.any()) else None
+        if grad is not None:
+            g = grad.gather(1, sel.cand_index) if sel.cand_index is not None else grad
+            out["pushed_up_frac"] = float((g[inside] < 0).float().mean()) if bool(inside.any()) else float("nan")
+        out["floor_binds_frac"] = self._floor_binds(sel, log_w, lw.log_scale, rows)
+        hard = [w for w in self.weightings if hasattr(w, "beta_at")]
+        if hard:
+            out["beta"] = hard[0].beta_at(self.progress)
+            out["tilt"] = float(lw.gamma.detach() if torch.is_tensor(lw.gamma) else lw.gamma)
+        return out
+
+    def _floor_binds(self, sel: ContrastScores, log_w: torch.Tensor, log_scale: float, rows: torch.Tensor) -> float:
+        """Fraction of anchors whose per-negative term is raised to the estimator's floor."""
+        floor = getattr(self.estimator, "floor", "none")
+        if not isinstance(self.estimator, DebiasedEstimator) or floor == "none" or not bool(rows.any()):
+            return 0.0
+        log_e = (torch.logsumexp(sel.neg[rows] + log_w[rows], dim=1) - torch.logsumexp(log_w[rows], dim=1)
+                 + log_scale)
+        pos = sel.pos[rows].masked_fill(~sel.pos_valid[rows], float("-inf"))
+        n_pos = sel.pos_valid[rows].sum(dim=1).clamp_min(1).to(pos.dtype)
+        log_mean_pos = (torch.logsumexp(pos, dim=1) - n_pos.log())[:, None]
+        exact = DebiasedEstimator(self.estimator.tau_plus, floor="none")
+        exact_d = exact.log_negative(log_e, log_mean_pos, sel.scale, self.progress)[:, 0]
+        return float((exact_d < -sel.scale).float().mean())
+
     def __call__(self, scores: ContrastScores, generator: torch.Generator | None = None) -> torch.Tensor:
         """The batch loss: mean over anchors with at least one positive."""
         per_anchor, counted = self.per_anchor(scores, generator)
@@ -205,7 +288,7 @@ NAMES = ("uniform", "debiased", "hard", "ring", "label", "ot", "threshold")
 # Every option of make_strategy beyond the four that any strategy takes (k, collision_free,
 # include_positive, count), with its default.
 OPTION_DEFAULTS = {
-    "tau_plus": None, "floor": "hard", "beta": 1.0, "clip": False, "detach": False, "lower": 0.0,
+    "tau_plus": None, "floor": "hard", "beta": 1.0, "clip": "none", "detach": False, "lower": 0.0,
     "upper": 100.0, "hardening": None, "tau": None, "level": None, "epsilon": 0.5,
     "cost": "sqeuclidean", "kappa": 0.0, "sinkhorn_iters": 20, "marginals": "uniform", "coupling": "full",
     "estimator": "nce", "hardness_mode": None, "hardness_strength": None,
@@ -262,7 +345,9 @@ def make_strategy(negatives="uniform", *, k: int | None = None, collision_free: 
         "uniform": InfoNCE / NT-Xent.
         "debiased": Chuang et al. 2020 (tau_plus, default 0.1).
         "hard": HCL, Robinson et al. 2021 (beta, tau_plus default 0 = no debiasing, but the e^{-1/t}
-            floor of their code is kept; clip for unnormalized embeddings; detach).
+            floor of their code is kept unless floor="none"; clip names the reading of the weights for
+            unnormalized embeddings, one of "none", "rescaled", "fig14", "graph_code", see
+            :class:`~qt_hard.negatives.weightings.HardWeighting`; detach).
         "ring": Wu et al. 2021 (lower, upper percentiles).
         "label": H-SCL, Jiang et al. 2022: same-label candidates dropped; hardening None, "exp"
             (beta, clip, detach) or "threshold" (tau on e^logit, or level on the similarity).
@@ -277,7 +362,8 @@ def make_strategy(negatives="uniform", *, k: int | None = None, collision_free: 
     (alpha >= 0, required with it): sentence-transformers' MNRL hardness weighting, ``alpha *
     stop_grad(cos)`` added to the chosen negatives' logits, unnormalized (:class:`HardnessTilt`); any
     strategy with the NCE estimator.
-    estimator: "nce" (the contrastive loss above, plain or debiased by tau_plus, with floor), "jsd"
+    estimator: "nce" (the contrastive loss above, plain or debiased by tau_plus, with floor "hard",
+    "smooth" or "none"), "jsd"
     (InfoGraph's Jensen-Shannon estimator, :class:`JSDEstimator`, debiased by tau_plus without a floor)
     or "jsd_code" (the official HCL graph code's form of it; see :class:`JSDEstimator`).
     An option the chosen strategy does not read is an error that names it (so is an unknown one);

@@ -39,21 +39,26 @@ class LogWeights:
 
     Attributes:
         keep: (A, C) bool support, or None (no candidate removed).
-        gamma: exponential tilt on the logits s (HCL's beta; 0 = none).
-        gamma_grad: the tilt's coefficient in the gradient: ``gamma`` when gradients flow through the
-            weights (the official HCL code), 0 when they are detached.
+        gamma: exponential tilt on the logits s (HCL's beta; 0 = none): a float, or a 0-dim tensor
+            that carries a gradient (a tilt computed from the scores, e.g. the official graph code's
+            ``-2 beta / bound`` with the bound in the graph).
+        gamma_grad: the tilt's coefficient in the gradient through ``s`` directly: ``gamma`` when
+            gradients flow through the weights (the official HCL code), 0 when they are detached.
         dense: (A, C) further log-weights (OT's log coupling, or any custom table), or None.
         absolute: (A, C) detached log-multipliers of each negative's term that the estimator does
             *not* normalize: ``E_hat = sum_j w_j e^{A_j} e^{s_j} / sum_j w_j`` (MNRL's hardness
             penalty, :class:`HardnessTilt`), or None. The other fields are importance weights (a
             distribution over the negatives, normalized per anchor); this one rescales the integrand.
+        log_scale: a constant added to ``log E_hat`` (``E_hat`` multiplied by ``e^{log_scale}``): the
+            literal reading of HCL Fig. 14, where beta multiplies the weighted negative term.
     """
 
     keep: torch.Tensor | None = None
-    gamma: float = 0.0
+    gamma: float | torch.Tensor = 0.0
     gamma_grad: float = 0.0
     dense: torch.Tensor | None = None
     absolute: torch.Tensor | None = None
+    log_scale: float = 0.0
 
     def __add__(self, other: "LogWeights") -> "LogWeights":
         """Weights multiply: supports intersect, tilts and dense (and absolute) log-weights add."""
@@ -61,7 +66,13 @@ class LogWeights:
         dense = other.dense if self.dense is None else self.dense if other.dense is None else self.dense + other.dense
         absolute = (other.absolute if self.absolute is None else self.absolute if other.absolute is None
                     else self.absolute + other.absolute)
-        return LogWeights(keep, self.gamma + other.gamma, self.gamma_grad + other.gamma_grad, dense, absolute)
+        return LogWeights(keep, self.gamma + other.gamma, self.gamma_grad + other.gamma_grad, dense, absolute,
+                          self.log_scale + other.log_scale)
+
+    @property
+    def tilted(self) -> bool:
+        """Whether the weights carry an exponential tilt of the logits."""
+        return float(self.gamma.detach() if torch.is_tensor(self.gamma) else self.gamma) != 0.0
 
     def materialize(self, s: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """The dense (A, C) table ``log w`` over ``mask`` (gradients as the factored form has them).
@@ -73,7 +84,8 @@ class LogWeights:
         lw = torch.zeros_like(s)
         if self.gamma_grad != 0:
             lw = lw + self.gamma_grad * s
-        if self.gamma != self.gamma_grad:
+        if torch.is_tensor(self.gamma) or self.gamma != self.gamma_grad:
+            # The rest of the tilt through the detached scores; a tensor tilt gets its gradient here.
             lw = lw + (self.gamma - self.gamma_grad) * s.detach()
         if self.dense is not None:
             lw = lw + self.dense
@@ -105,16 +117,36 @@ class Weighting:
 
 
 def clip_bound(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """The clipping trick of HCL Fig. 14 / App. D.2, D.3 rescales the scores by
-    ``2 / max(|max s|, |min s|)`` over the batch's allowed candidates, mapping them into [-2, 2] before
-    they enter the weights (unnormalized embeddings: Quick-Thoughts, bag-of-words, InfoGraph). This
-    is that bound (0-dim). We follow the paper's ``+2q``; the official graph code has ``-2q``, which
-    would favour *easy* negatives."""
-    # A batch statistic: treated as a constant (detached) and, under torch.distributed, taken over the
-    # global batch so that N processes rescale exactly as one process would.
+    """``max |s|`` over the batch's allowed candidates (0-dim, detached): the bound by which the
+    clipping trick of HCL Fig. 14 / App. D.2, D.3 rescales the scores into [-2, 2]
+    (``2 s / bound``) before they enter the weights of unnormalized embeddings.
+
+    A batch statistic, treated as a constant and, under torch.distributed, taken over the global
+    batch so that N processes rescale exactly as one process would."""
     bound = scores.detach().masked_fill(~mask, 0.0).abs().amax()
     if world()[1] > 1:
         torch.distributed.all_reduce(bound, op=torch.distributed.ReduceOp.MAX)
+    return bound.clamp_min(torch.finfo(scores.dtype).tiny)
+
+
+def graph_code_bound(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``max(s.max(), |s.min()|)`` over the batch's allowed candidates, *with* its gradient: the bound
+    of the official HCL graph code (joshr17/HCL, ``graph/cortex_DIM/functions/gan_losses.py``,
+    ``JSD_hard``: ``max(q_samples.max(), q_samples.min().abs())``, inside the computation graph).
+
+    Its value is ``max |s|`` (if the largest score is negative, the smallest one's magnitude is the
+    larger), so only the gradient differs from :func:`clip_bound`: it flows to the one score that
+    sets the bound. Under torch.distributed each process's bound is gathered with its gradient
+    (:func:`qt_hard.negatives.distributed.gather`), so the gradient reaches the process that owns the
+    global extreme, summed over every process's loss."""
+    big = torch.finfo(scores.dtype).max
+    top = scores.masked_fill(~mask, -big).amax()
+    bottom = scores.masked_fill(~mask, big).amin()
+    bound = torch.maximum(top, bottom.abs())
+    if world()[1] > 1:
+        from .distributed import gather
+
+        bound = gather(bound.reshape(1))[0].amax()
     return bound.clamp_min(torch.finfo(scores.dtype).tiny)
 
 
@@ -125,28 +157,79 @@ class UniformWeighting(Weighting):
         return LogWeights()
 
 
+CLIP_READINGS = ("none", "rescaled", "fig14", "graph_code")
+
+
 class HardWeighting(Weighting):
     """Hard negatives by importance weighting, Robinson et al. (2021) section 3, eq. 5-6:
     ``q_beta(x^-) proportional to exp(beta * s(x, x^-)) p(x^-)``, with ``s`` the logit
     ``<f(x), f(x^-)> / t`` as in the official HCL code (``imp = exp(beta * log neg)``; the paper's
-    Fig. 13 pseudocode is loose on this).
+    Fig. 13 pseudocode is loose on this). The estimator normalizes the weights per anchor.
+
+    For unnormalized embeddings (Quick-Thoughts, bag of words, InfoGraph) the paper "clips" the scores
+    (App. D.2, D.3, Fig. 14), and its sources disagree on what that means. ``clip`` names the reading,
+    each after its source (``B`` is a bound over the batch's allowed scores):
+
+    * ``"none"``: the plain tilt ``w = exp(beta s)`` (the official image code; normalized embeddings).
+    * ``"rescaled"``: ``w = exp(beta * 2 s / B)``, ``B = max |s|`` detached (:func:`clip_bound`): the
+      official graph code's form with the *paper's* sign (``+2 s``) and the bound a constant. The tilt
+      in logit units, ``2 beta / B``, grows as the scores shrink, so it never fades: at initialisation
+      (scores near 0) it is steepest.
+    * ``"fig14"``: Fig. 14's pseudocode read literally. There ``neg`` is the *exp* of the inner
+      products; ``reweight = 2 neg / max(|neg.max()|, |neg.min()|)`` then ``reweight = beta *
+      reweight / reweight.mean()``: the rescaling cancels, leaving ``beta e^{s_j} / mean(e^s)``. So
+      the tilt is 1 in the logit (``w = e^{s}``, normalized per anchor) and beta *multiplies* the
+      weighted negative term (``E_hat`` becomes ``beta E_hat`` before debiasing: ``log_scale = log
+      beta``). beta = 0 removes the negatives; the reading has no concentration parameter.
+    * ``"graph_code"``: the official graph code exactly (joshr17/HCL ``gan_losses.py``, ``JSD_hard``):
+      ``w = exp(beta * (-2 s / B))`` with ``B = max(s.max(), |s.min()|)`` *with* its gradient
+      (:func:`graph_code_bound`). Note the sign: it favours *easy* negatives, against App. B.2.
 
     Args:
-        beta: concentration (number or schedule); beta = 0 is uniform.
-        clip: rescale the scores into [-2, 2] before weighting (Fig. 14; unnormalized embeddings).
-        detach: stop gradients through the weights. The official code does not (False), so the
-            weights are part of the computation graph; OT weights are always detached.
+        beta: concentration >= 0 (number or schedule); beta = 0 is uniform (under "fig14": no
+            negative term). Easy negatives (a negative tilt) are the "graph_code" reading's, not a
+            negative beta.
+        clip: one of ``CLIP_READINGS`` (above).
+        detach: stop gradients through the weights (the tilt, the bound and the weights' own
+            dependence on the scores). The official code does not (False).
     """
 
-    def __init__(self, beta=1.0, clip: bool = False, detach: bool = False):
+    def __init__(self, beta=1.0, clip: str = "none", detach: bool = False):
+        if isinstance(clip, bool) or clip not in CLIP_READINGS:
+            raise ValueError(f"clip must name a reading of the hard weights: {', '.join(CLIP_READINGS)} "
+                             f"(the earlier clip=true is 'rescaled'), got {clip!r}")
+        if isinstance(beta, (int, float)):
+            _check_beta(beta)
         self.beta, self.clip, self.detach = beta, clip, detach
 
+    def beta_at(self, progress: float) -> float:
+        beta = float(at(self.beta, progress))
+        _check_beta(beta)
+        return beta
+
     def weigh(self, scores, mask, progress):
-        # log w = beta * s, or beta * 2 s / bound with the clip: a tilt of the logits either way.
-        gamma = float(at(self.beta, progress))
-        if self.clip:
-            gamma = gamma * 2.0 / float(clip_bound(scores.neg, mask))
+        beta = self.beta_at(progress)
+        if self.clip == "none":
+            gamma = beta
+        elif self.clip == "rescaled":
+            gamma = beta * 2.0 / float(clip_bound(scores.neg, mask))
+        elif self.clip == "fig14":
+            log_scale = math.log(beta) if beta > 0 else NEG_INF
+            return LogWeights(gamma=1.0, gamma_grad=0.0 if self.detach else 1.0, log_scale=log_scale)
+        else:  # graph_code
+            bound = graph_code_bound(scores.neg, mask)
+            if self.detach:
+                gamma = -2.0 * beta / float(bound)
+            else:
+                tilt = -2.0 * beta / bound.to(scores.neg.dtype)
+                return LogWeights(gamma=tilt, gamma_grad=float(tilt.detach()))
         return LogWeights(gamma=gamma, gamma_grad=0.0 if self.detach else gamma)
+
+
+def _check_beta(beta: float) -> None:
+    if not (math.isfinite(beta) and beta >= 0):
+        raise ValueError(f"beta must be a finite number >= 0, got {beta!r} (easy negatives, the official graph "
+                         "code's sign, are clip='graph_code')")
 
 
 HARDNESS_MODES = ("in_batch_negatives", "hard_negatives", "all_negatives")

@@ -2,7 +2,7 @@
 
 * Quick-Thoughts (ordered sentences): ``ContextLoss`` on (f(s_i), g(s_j)) of B consecutive
   sentences, positives the +-c neighbours of the same document (Logeswaran & Lee 2018; Robinson
-  et al. 2021, App. D.3: unnormalized embeddings, so hard weights should use ``clip: true``).
+  et al. 2021, App. D.3: unnormalized embeddings, so hard weights name a ``clip`` reading; see ``HardWeighting``).
 * Pairs (Wiki-N, synthetic): ``ContrastiveLoss`` in the two-view layout; with
   ``include_positive: false, temperature: 1, normalize: false`` it is Ash et al.'s App. D.1 loss,
   ``k`` negatives per anchor out of the 2(B-1) candidates, ``collision_free`` using labels.
@@ -25,6 +25,7 @@ import torch
 
 from qt_hard.text.config import ObjectiveConfig
 from qt_hard.text.tasks import single_view, two_views
+from qt_hard.training.pipeline import LossObjective
 
 
 def _options(cfg: ObjectiveConfig) -> dict:
@@ -39,7 +40,7 @@ def _options(cfg: ObjectiveConfig) -> dict:
     return opts
 
 
-class Objective:
+class Objective(LossObjective):
     """loss = objective(module, batch, generator); ``set_progress(p)`` before each step."""
 
     def __init__(self, cfg: ObjectiveConfig, pair_data: bool):
@@ -56,8 +57,6 @@ class Objective:
             self.loss = ContextLoss(cfg.negatives, context=cfg.context, temperature=cfg.temperature, k=cfg.k,
                                     normalize=cfg.normalize, include_positive=cfg.include_positive, **opts)
 
-    def set_progress(self, progress: float) -> None:
-        self.loss.set_progress(progress)
 
     def __call__(self, module: torch.nn.Module, batch: dict, generator: torch.Generator | None = None) -> torch.Tensor:
         """Scalar float32 loss of one batch (encoders under the caller's autocast, loss in float32)."""

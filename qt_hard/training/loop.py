@@ -7,7 +7,8 @@ Layout of a run folder ``OUT``::
     checkpoints/step_XXXXXXX/ accelerator.save_state (model, optimizer, RNG of every process)
                               + trainer_state_<rank>.pt (step, negatives-sampler generator)
     metrics.csv              step, epoch, loss (mean over the steps since the previous row),
-                             grad_norm (before clipping, same window), lr, sentences_per_s (CSV tracker)
+                             grad_norm (before clipping, same window), lr, sentences_per_s (CSV tracker),
+                             and the weight diagnostics of the logged step's batch (``DIAGNOSTICS``)
     logs/                    TensorBoard
     final/                   the pipeline's saved model (text: qt_hard.load_encoder)
     eval.json, eval.csv      the pipeline's evaluation of the final model (and every
@@ -100,10 +101,15 @@ def _flat_hparams(tree: dict, prefix: str = "") -> dict:
     return out
 
 
+# The objective's weight diagnostics (qt_hard.negatives.NegativeStrategy.diagnostics) of the logged
+# step's batch, in every row of metrics.csv where the objective reports them.
+DIAGNOSTICS = ["beta", "tilt", "ess_frac", "w_ratio_median", "pushed_up_frac", "score_std", "floor_binds_frac"]
+
+
 class CSVTracker:
     """Append-only metrics.csv; on resume, rows after the resumed step are dropped first."""
 
-    FIELDS = ["step", "epoch", "loss", "grad_norm", "lr", "sentences_per_s", "elapsed_s"]
+    FIELDS = ["step", "epoch", "loss", "grad_norm", "lr", "sentences_per_s", "elapsed_s", *DIAGNOSTICS]
 
     def __init__(self, path: Path, resume_step: int):
         self.path = path
@@ -222,6 +228,9 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
     try:
         while step < total:
             objective.set_progress(step / total)
+            logs_next = (step + 1) % max(1, cfg.train.log_every) == 0 or step + 1 == total
+            if logs_next and hasattr(objective, "request_diagnostics"):
+                objective.request_diagnostics()
             batch = accelerator_to(task.local_batch(step, rank, world), accelerator.device)
             with accelerator.autocast():
                 loss = objective(module, batch, generator)
@@ -247,11 +256,16 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
                 row = {"step": step, "epoch": round(step / steps_per_epoch, 4), "loss": mean_loss,
                        "grad_norm": mean_grad, "lr": cfg.train.lr, "sentences_per_s": round(speed, 1),
                        "elapsed_s": round(now - t_start, 2)}
+                diag = objective.take_diagnostics() if hasattr(objective, "take_diagnostics") else None
+                if diag:
+                    row.update({k: round(v, 6) for k, v in diag.items() if k in DIAGNOSTICS})
                 bar.set_postfix(loss=f"{mean_loss:.4f}", sent_s=f"{speed:.0f}")
                 if "tensorboard" in trackers:
                     logged = {"loss": mean_loss, "sentences_per_s": speed}
                     if grad_norm is not None:
                         logged["grad_norm"] = mean_grad
+                    if diag:
+                        logged.update({f"weights/{k}": v for k, v in diag.items() if k in DIAGNOSTICS})
                     accelerator.log(logged, step=step)
                 if csv_tracker is not None:
                     csv_tracker.log(row)

@@ -52,6 +52,27 @@ class Objective(Protocol):
                  generator: Optional[torch.Generator] = None) -> torch.Tensor: ...
 
 
+class LossObjective:
+    """Base of the pipelines' objectives that hold one loss module of :mod:`qt_hard.losses` in
+    ``self.loss``: schedules' progress and the weight diagnostics go to it.
+
+    ``request_diagnostics()`` asks for the diagnostics of the next call's batch
+    (:meth:`qt_hard.negatives.NegativeStrategy.diagnostics`); ``take_diagnostics()`` returns them
+    (a dict of floats, or None) and forgets them. The loop calls both around the steps it logs."""
+
+    loss: torch.nn.Module
+
+    def set_progress(self, progress: float) -> None:
+        self.loss.set_progress(progress)
+
+    def request_diagnostics(self) -> None:
+        self.loss.want_diagnostics = True
+
+    def take_diagnostics(self) -> dict | None:
+        out, self.loss.last_diagnostics = self.loss.last_diagnostics, None
+        return out
+
+
 @dataclass
 class PipelineRun:
     """One run's pieces, as ``build(cfg, out)`` returns them.

@@ -28,6 +28,7 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
+from qt_hard.training.pipeline import LossObjective
 from qt_hard.vision.augment import SimCLRAugment
 
 
@@ -97,14 +98,12 @@ class MoCo(nn.Module):
         return F.normalize(self.key_encoder(images).float(), dim=1)
 
 
-class SimCLRStep:
+class SimCLRStep(LossObjective):
     """loss = step(module, batch, generator): two views, one encoder, ``ContrastiveLoss``."""
 
     def __init__(self, loss, augment: SimCLRAugment):
         self.loss, self.augment = loss, augment
 
-    def set_progress(self, progress: float) -> None:
-        self.loss.set_progress(progress)
 
     def __call__(self, module: nn.Module, batch: dict, generator: torch.Generator | None = None) -> torch.Tensor:
         v1, v2 = _views(self.augment, batch)
@@ -114,15 +113,13 @@ class SimCLRStep:
             return self.loss(z1.float(), z2.float(), labels=batch.get("labels"))
 
 
-class MoCoStep:
+class MoCoStep(LossObjective):
     """loss = step(module, batch, generator) for a :class:`MoCo` module: queries of view 1 against
     their keys (view 2, momentum encoder) and the queue; then the keys are enqueued."""
 
     def __init__(self, loss, augment: SimCLRAugment):
         self.loss, self.augment = loss, augment
 
-    def set_progress(self, progress: float) -> None:
-        self.loss.set_progress(progress)
 
     def __call__(self, module: nn.Module, batch: dict, generator: torch.Generator | None = None) -> torch.Tensor:
         moco = unwrap(module)

@@ -1,0 +1,98 @@
+"""The weight diagnostics (NegativeStrategy.diagnostics) on hand-made batches."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from qt_hard.losses import ContextLoss
+from qt_hard.negatives import make_strategy
+from qt_hard.negatives.scores import context_scores, two_view_scores
+
+
+def scores(b=6, d=4, scale=1.0, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    z1 = torch.randn(b, d, generator=g) * scale
+    z2 = torch.randn(b, d, generator=g) * scale
+    return two_view_scores(z1, z2, temperature=1.0, normalize=False)
+
+
+def test_uniform_has_full_ess_and_pushes_nothing_up():
+    d = make_strategy("uniform").diagnostics(scores())
+    assert d["ess_frac"] == pytest.approx(1.0, abs=1e-6)
+    assert d["w_ratio_median"] == pytest.approx(1.0, abs=1e-6)
+    assert d["pushed_up_frac"] == 0.0
+    assert d["floor_binds_frac"] == 0.0
+    assert "beta" not in d
+
+
+def test_hand_made_tilt_matches_closed_form():
+    # One anchor per row of scores; with the plain tilt beta the normalized weights of anchor i are
+    # softmax(beta s_i.), so ESS and w_max / w_min follow from the logits alone.
+    sc = scores(b=5, scale=0.8, seed=1)
+    d = make_strategy("hard", beta=2.0, tau_plus=0.0, floor="none").diagnostics(sc)
+    s = sc.neg.masked_fill(~sc.neg_valid, float("-inf"))
+    q = torch.softmax(2.0 * s, dim=1)
+    n = sc.neg_valid.sum(1)
+    ess = (1 / q.pow(2).sum(1) / n).mean()
+    ratio = (2.0 * (s.amax(1) - sc.neg.masked_fill(~sc.neg_valid, float("inf")).amin(1))).exp().median()
+    assert d["ess_frac"] == pytest.approx(float(ess), rel=1e-5)
+    assert d["w_ratio_median"] == pytest.approx(float(ratio), rel=1e-5)
+    assert d["beta"] == 2.0 and d["tilt"] == 2.0
+    assert d["score_std"] == pytest.approx(float(sc.neg[sc.neg_valid].std()), rel=1e-6)
+
+
+def test_weights_with_gradient_push_easy_negatives_up_and_detached_ones_do_not():
+    sc = scores(b=8, scale=1.5, seed=2)
+    through = make_strategy("hard", beta=3.0, floor="none").diagnostics(sc)
+    detached = make_strategy("hard", beta=3.0, floor="none", detach=True).diagnostics(sc)
+    assert through["pushed_up_frac"] > 0.1
+    assert detached["pushed_up_frac"] == 0.0
+
+
+def test_pushed_up_agrees_with_autograd_on_the_loss():
+    sc = scores(b=7, scale=1.2, seed=3)
+    strat = make_strategy("hard", beta=2.0, clip="rescaled", floor="none")
+    d = strat.diagnostics(sc)
+    leaf = sc.neg.detach().clone().requires_grad_()
+    import dataclasses
+
+    loss = strat(dataclasses.replace(sc, neg=leaf))
+    (g,) = torch.autograd.grad(loss, leaf)
+    assert d["pushed_up_frac"] == pytest.approx(float((g[sc.neg_valid] < 0).float().mean()), abs=1e-12)
+
+
+def test_floor_binding_is_reported():
+    sc = scores(b=6, seed=4)
+    far = dataclasses_replace(sc, neg=sc.neg - 10.0)  # every negative far below e^{-1/t}
+    assert make_strategy("hard", beta=1.0, tau_plus=0.0).diagnostics(far)["floor_binds_frac"] == 1.0
+    assert make_strategy("hard", beta=1.0, tau_plus=0.0, floor="none").diagnostics(far)["floor_binds_frac"] == 0.0
+
+
+def dataclasses_replace(sc, **kw):
+    import dataclasses
+
+    return dataclasses.replace(sc, **kw)
+
+
+def test_diagnostics_leave_the_generator_and_the_loss_alone():
+    g = torch.Generator().manual_seed(5)
+    f, h = torch.randn(12, 4), torch.randn(12, 4)
+    loss = ContextLoss("hard", beta=1.0, clip="rescaled", k=4)
+    loss.generator = g
+    state = g.get_state()
+    plain = loss(f, h)
+    after_plain = g.get_state()
+    g.set_state(state)
+    loss.want_diagnostics = True
+    diag_run = loss(f, h)
+    assert torch.equal(g.get_state(), after_plain)
+    assert float(diag_run) == float(plain)
+    d = loss.last_diagnostics
+    assert set(d) >= {"ess_frac", "w_ratio_median", "pushed_up_frac", "score_std", "beta", "tilt"}
+    assert not loss.want_diagnostics
+    assert math.isfinite(d["tilt"]) and d["beta"] == 1.0
+    sc = context_scores(f, h, context=1)
+    assert 0.0 < make_strategy("hard", beta=1.0, clip="rescaled", k=4).diagnostics(sc, None)["ess_frac"] <= 1.0

@@ -1,0 +1,182 @@
+"""The four readings of HCL's hard weights for unnormalized embeddings (``clip``), each against a
+float64 transcription of its source, loss and gradient to 1e-10.
+
+The transcriptions follow the official image code's ``criterion`` (joshr17/HCL, ``image/main.py``:
+``neg = exp(<u, v> / t)`` over the 2B-2 other views, ``Ng = (-tau_plus N pos + sum(imp * neg) /
+mean(imp)) / (1 - tau_plus)``, clamped at ``N e^{-1/t}``) with the weights ``imp`` each source gives:
+
+* none:       ``imp = exp(beta log neg)`` (the image code itself);
+* rescaled:   ``imp = exp(beta * 2 s / B)``, ``B = max |s|`` over the batch, detached;
+* fig14:      Fig. 14's lines 9-11 as printed (per anchor row), ``reweight * neg`` summed;
+* graph_code: ``imp = exp(beta * (-2 s / max(s.max(), |s.min()|)))``, the bound in the graph
+  (joshr17/HCL ``graph/cortex_DIM/functions/gan_losses.py``, ``JSD_hard``).
+
+Fig. 13/14's pseudocode floors the sum at ``e^{-1/t}``; the official code floors it at ``N e^{-1/t}``,
+which is our estimator's ``floor="hard"`` (the floor per negative). Both are checked without a floor
+(``floor="none"``) and with the code's.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from qt_hard.losses import contrastive_loss
+from qt_hard.negatives import make_strategy
+from qt_hard.negatives.weightings import HardWeighting
+
+
+def views(b: int, d: int = 5, scale: float = 0.6, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    z1 = (torch.randn(b, d, generator=g, dtype=torch.float64) * scale).requires_grad_()
+    z2 = (torch.randn(b, d, generator=g, dtype=torch.float64) * scale).requires_grad_()
+    return z1, z2
+
+
+def transcription(z1, z2, reading: str, beta: float, tau_plus: float, t: float, floor: bool, detach=False):
+    """Float64 transcription of HCL's criterion with the weights of ``reading`` (module docstring)."""
+    b = z1.shape[0]
+    out = torch.cat([z1, z2], dim=0)
+    s_all = out @ out.T / t
+    mask = torch.ones(2 * b, 2 * b, dtype=torch.bool)
+    idx = torch.arange(b)
+    mask[torch.arange(2 * b), torch.arange(2 * b)] = False
+    mask[idx, idx + b] = False
+    mask[idx + b, idx] = False
+    s = s_all.masked_select(mask).view(2 * b, -1)  # (2B, 2B-2) logits of the negatives
+    neg = s.exp()
+    pos = (z1 * z2).sum(dim=1) / t
+    pos = torch.cat([pos, pos]).exp()
+    n = 2 * b - 2
+    if reading == "fig14":
+        # Fig. 14, lines 9-11, as printed: the rescaling of neg (the exp of the inner products).
+        reweight = 2 * neg / torch.maximum(neg.max(dim=1, keepdim=True).values.abs(),
+                                           neg.min(dim=1, keepdim=True).values.abs())
+        reweight = beta * reweight / reweight.mean(dim=1, keepdim=True)
+        if detach:
+            reweight = reweight.detach()
+        total = (reweight * neg).sum(dim=1)
+    else:
+        if reading == "none":
+            log_imp = beta * neg.log()
+        elif reading == "rescaled":
+            log_imp = beta * 2 * s / s.detach().abs().max()
+        elif reading == "graph_code":
+            log_imp = beta * (-2 * s / torch.maximum(s.max(), s.min().abs()))
+        else:
+            raise ValueError(reading)
+        imp = log_imp.exp()
+        if detach:
+            imp = imp.detach()
+        total = (imp * neg).sum(dim=1) / imp.mean(dim=1)
+    ng = (-tau_plus * n * pos + total) / (1 - tau_plus)
+    assert bool((ng > 0).all()), "inputs must keep the debiased estimate positive"
+    if floor:
+        ng = torch.clamp(ng, min=n * math.exp(-1 / t))
+    return (-torch.log(pos / (pos + ng))).mean()
+
+
+def ours(z1, z2, reading, beta, tau_plus, t, floor, detach=False):
+    return contrastive_loss(z1, z2, "hard", temperature=t, normalize=False, beta=beta, tau_plus=tau_plus,
+                            clip=reading, floor="hard" if floor else "none", detach=detach)
+
+
+READINGS = ("none", "rescaled", "fig14", "graph_code")
+
+
+@pytest.mark.parametrize("reading", READINGS)
+@pytest.mark.parametrize("beta,tau_plus,b,t", [(0.5, 0.0, 3, 1.0), (1.0, 0.1, 8, 1.0), (2.0, 0.0, 17, 0.5),
+                                               (2.0, 0.15, 8, 1.0), (1.0, 0.05, 17, 2.0)])
+@pytest.mark.parametrize("floor", [False, True])
+def test_reading_equals_its_source(reading, beta, tau_plus, b, t, floor):
+    z1, z2 = views(b, seed=b)
+    got = ours(z1, z2, reading, beta, tau_plus, t, floor)
+    ref = transcription(z1, z2, reading, beta, tau_plus, t, floor)
+    torch.testing.assert_close(got, ref, rtol=1e-10, atol=1e-10)
+    for a, r in zip(torch.autograd.grad(got, (z1, z2)), torch.autograd.grad(ref, (z1, z2))):
+        torch.testing.assert_close(a, r, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("reading", READINGS)
+def test_detached_reading_equals_its_source_with_weights_detached(reading):
+    z1, z2 = views(8, seed=3)
+    got = ours(z1, z2, reading, 1.5, 0.02, 1.0, False, detach=True)
+    ref = transcription(z1, z2, reading, 1.5, 0.02, 1.0, False, detach=True)
+    torch.testing.assert_close(got, ref, rtol=1e-10, atol=1e-10)
+    for a, r in zip(torch.autograd.grad(got, (z1, z2)), torch.autograd.grad(ref, (z1, z2))):
+        torch.testing.assert_close(a, r, rtol=1e-10, atol=1e-10)
+
+
+def test_readings_differ_where_their_sources_do():
+    z1, z2 = views(8, seed=4)
+    losses = {r: float(ours(z1, z2, r, 2.0, 0.0, 1.0, False)) for r in READINGS}
+    assert len({round(v, 8) for v in losses.values()}) == 4
+    # rescaled and graph_code differ in sign (and the bound's gradient); at beta = 0 both are uniform.
+    uniform = float(contrastive_loss(z1, z2, "uniform", temperature=1.0, normalize=False))
+    for r in ("none", "rescaled", "graph_code"):
+        assert float(ours(z1, z2, r, 0.0, 0.0, 1.0, False)) == pytest.approx(uniform, abs=1e-12)
+    # fig14: beta multiplies the negative term, so beta = 1 is the tilt-1 weights, not uniform.
+    assert float(ours(z1, z2, "fig14", 1.0, 0.0, 1.0, False)) == pytest.approx(
+        float(ours(z1, z2, "none", 1.0, 0.0, 1.0, False)), abs=1e-12)
+
+
+def test_graph_code_bound_carries_a_gradient_and_rescaled_does_not():
+    from qt_hard.negatives.scores import two_view_scores
+
+    z1, z2 = views(6, seed=5)
+    sc = two_view_scores(z1, z2, temperature=1.0, normalize=False)
+    code = HardWeighting(2.0, clip="graph_code").weigh(sc, sc.neg_valid, 0.0)
+    paper_sign = HardWeighting(2.0, clip="rescaled").weigh(sc, sc.neg_valid, 0.0)
+    # The same magnitude, opposite signs; only the code's tilt is a tensor in the graph.
+    assert float(code.gamma) == pytest.approx(-paper_sign.gamma, rel=1e-12)
+    assert torch.is_tensor(code.gamma) and code.gamma.requires_grad
+    assert not torch.is_tensor(paper_sign.gamma)
+    # The bound's gradient changes the loss's gradient: compare with the code's form, bound detached.
+    got = ours(z1, z2, "graph_code", 2.0, 0.0, 1.0, False)
+    b = z1.shape[0]
+    out = torch.cat([z1, z2])
+    s_all = out @ out.T
+    keep = ~torch.eye(2 * b, dtype=torch.bool)
+    keep[torch.arange(b), torch.arange(b) + b] = False
+    keep[torch.arange(b) + b, torch.arange(b)] = False
+    s = s_all.masked_select(keep).view(2 * b, -1)
+    imp = (2.0 * (-2 * s / s.detach().abs().max())).exp()
+    pos = torch.cat([(z1 * z2).sum(1)] * 2).exp()
+    ng = (imp * s.exp()).sum(1) / imp.mean(1)
+    detached_bound = (-torch.log(pos / (pos + ng))).mean()
+    torch.testing.assert_close(got, detached_bound, rtol=1e-10, atol=1e-12)
+    g_got = torch.autograd.grad(got, (z1,))[0]
+    g_det = torch.autograd.grad(detached_bound, (z1,))[0]
+    assert not torch.allclose(g_got, g_det, atol=1e-8)
+
+
+def test_floor_is_an_explicit_option_and_none_is_the_plain_estimator():
+    from qt_hard.negatives.estimators import DebiasedEstimator
+
+    z1, z2 = views(8, seed=6)
+    plain = contrastive_loss(z1, z2, "uniform", temperature=1.0, normalize=False)
+    no_floor = contrastive_loss(z1, z2, "uniform", temperature=1.0, normalize=False, tau_plus=0.0, floor="none")
+    torch.testing.assert_close(plain, no_floor, rtol=0, atol=1e-14)
+    # Where E_hat < e^{-1/t} the floor binds (the per-negative term is raised to e^{-1/t}); "none" keeps it.
+    log_e, pos = torch.tensor([-5.0, 0.5], dtype=torch.float64), torch.zeros(2, 1, dtype=torch.float64)
+    hard = DebiasedEstimator(0.0, floor="hard").log_negative(log_e, pos, 1.0, 0.0)
+    none = DebiasedEstimator(0.0, floor="none").log_negative(log_e, pos, 1.0, 0.0)
+    assert hard[:, 0].tolist() == [-1.0, 0.5]
+    assert none[:, 0].tolist() == [-5.0, 0.5]
+    with pytest.raises(ValueError, match="floor"):
+        DebiasedEstimator(0.0, floor="soft")
+
+
+@pytest.mark.parametrize("bad", [True, False, "clip", "Rescaled"])
+def test_clip_must_name_a_reading(bad):
+    with pytest.raises(ValueError, match="reading"):
+        HardWeighting(1.0, clip=bad)
+
+
+def test_negative_beta_is_refused_with_the_reading_that_has_easy_negatives():
+    with pytest.raises(ValueError, match="graph_code"):
+        HardWeighting(-1.0)
+    with pytest.raises(ValueError, match="beta"):
+        make_strategy("hard", beta=float("nan"))
