@@ -96,3 +96,23 @@ def test_diagnostics_leave_the_generator_and_the_loss_alone():
     assert math.isfinite(d["tilt"]) and d["beta"] == 1.0
     sc = context_scores(f, h, context=1)
     assert 0.0 < make_strategy("hard", beta=1.0, clip="rescaled", k=4).diagnostics(sc, None)["ess_frac"] <= 1.0
+
+
+def test_readings_at_scale_script(capsys, monkeypatch):
+    """scripts/readings_at_scale.py: the scale-free readings keep their ESS as the scores grow, the
+    plain tilt does not, and fig14's weights ignore beta."""
+    import json
+    import sys
+
+    from _scripts import load_script
+
+    mod = load_script("readings_at_scale")
+    monkeypatch.setattr(sys, "argv", ["x", "--batch", "40", "--dim", "32", "--score-std", "0.02,2"])
+    mod.main()
+    lines = capsys.readouterr().out.strip().splitlines()
+    rows = [json.loads(x) for x in lines[:-1]]
+    assert lines[-1].startswith("at score std 0.02")
+    ess = {(r["score_std_target"], r["reading"], r["beta"]): r["ess_frac"] for r in rows}
+    assert ess[(0.02, "rescaled", 2.0)] == pytest.approx(ess[(2.0, "rescaled", 2.0)], abs=1e-3)
+    assert ess[(2.0, "none", 1.0)] < ess[(0.02, "none", 1.0)] - 0.2
+    assert ess[(2.0, "fig14", 1.0)] == ess[(2.0, "fig14", 2.0)]
