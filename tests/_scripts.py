@@ -27,5 +27,5 @@ def senteval_root_or_skip(task: str = "CR"):
 
     root = data_root()
     if root is None or not (root / "senteval" / task).is_dir():
-        pytest.skip(f"no data root with senteval/{task} (set QT_HARD_DATA to a folder like ../shared/data)")
+        pytest.skip(f"no data root with senteval/{task} (set QT_HARD_DATA to the data folder)")
     return root

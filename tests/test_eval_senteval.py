@@ -295,7 +295,7 @@ def test_load_results_rejects_other_json(tmp_path):
 def test_real_cr_with_fixed_random_encoder():
     root = data_root()
     if root is None or not (root / "senteval" / "CR").is_dir():
-        pytest.skip("no data root with senteval/CR (set QT_HARD_DATA to a folder like ../shared/data)")
+        pytest.skip("no data root with senteval/CR (set QT_HARD_DATA to the data folder)")
     task = load_task("CR", root / "senteval")
     assert len(task.samples) == 3775 and int(task.labels.sum()) == 2407  # SOURCE.md counts
     res = run_senteval(HashBoW(dim=100), ["CR"], root / "senteval", kfold=10)["CR"]
