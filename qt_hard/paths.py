@@ -20,6 +20,7 @@ from pathlib import Path
 
 from qt_hard.errors import DataMissingError
 
+
 def user_cache_root() -> Path:
     """The per-user data cache of this platform (it may not exist yet)."""
     if sys.platform == "win32":
