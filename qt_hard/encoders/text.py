@@ -4,16 +4,6 @@ Saved-model layout (``OUT/final/``): a sentence-transformers folder, ``encoder.j
 :mod:`qt_hard.encoders.st_folder`. ``SentenceTransformer(OUT/final)`` and ``load_encoder(OUT/final)``
 load it and encode alike.
 
-Models saved before (``encoder.json`` version 1) still load::
-
-    encoder.json        {"format": "qt-hard-encoder", "version": 1, "model": ModelConfig fields,
-                         "vocab_size": V}
-    vocab.json          the word vocabulary (``qt_hard.data.vocab.Vocab.save``), word models only
-    tokenizer.json      word models: the Hugging Face ``tokenizers`` word-level tokenizer (same ids),
-                        loadable by ``tokenizers.Tokenizer.from_file`` and other tools
-    weights.pt          the module's state_dict (torch.save; loaded with weights_only=True)
-    hf/                 kind "hf": the fine-tuned transformer and its tokenizer (save_pretrained)
-
 ``load_encoder(path)`` accepts the ``final`` folder itself or a run folder that contains one.
 """
 
@@ -37,7 +27,7 @@ from qt_hard.encoders.transformer import TransformerEncoder
 from qt_hard.threads import torch_threads
 
 FORMAT = "qt-hard-encoder"
-VERSION = 2  # 1: weights.pt + vocab.json (+ hf/); 2: the sentence-transformers folder
+VERSION = 2  # the sentence-transformers folder (encoder.json says which version wrote it)
 
 # Torch threads of SentenceEncoder.encode on the CPU: QT_HARD_ENCODE_THREADS, else torch's setting.
 DEFAULT_ENCODE_THREADS = int(os.environ.get("QT_HARD_ENCODE_THREADS", "0") or 0) or None
@@ -227,7 +217,7 @@ def model_config_from_dict(d: dict) -> ModelConfig:
 
 def load_encoder(path: str | Path, device: str | torch.device = "cpu") -> SentenceEncoder:
     """Load a saved encoder from ``path`` (a ``final/`` folder, or a run folder holding one), in the
-    sentence-transformers layout (version 2) or the older one (version 1).
+    sentence-transformers layout (``encoder.json`` version 2).
 
     Returns a ``SentenceEncoder``: ``.encode(list_of_str, batch_size=...) -> np.ndarray`` (float32,
     (n, dim)) and ``.dim``.
@@ -245,29 +235,11 @@ def load_encoder(path: str | Path, device: str | torch.device = "cpu") -> Senten
     if meta.get("format") != FORMAT:
         raise ValueError(f"{meta_file} is not a qt-hard encoder (format={meta.get('format')!r})")
     cfg = model_config_from_dict(meta["model"])
-    version = meta.get("version", 1)
-    if version not in (1, 2):
-        raise ValueError(f"{meta_file}: unknown qt-hard encoder version {version!r} (this qt-hard reads 1 and 2)")
-    if version == 2:
-        from qt_hard.encoders.st_folder import load_folder
+    version = meta.get("version")
+    if version != VERSION:
+        raise ValueError(f"{meta_file}: unknown qt-hard encoder version {version!r} (this qt-hard reads {VERSION})")
+    from qt_hard.encoders.st_folder import load_folder
 
-        enc = load_folder(path, cfg)
-    elif cfg.kind == "hf":
-        cfg.hf_path = str(path / cfg.hf_path)
-        enc = make_encoder(cfg)
-    else:
-        from qt_hard.data.vocab import Vocab
-
-        from qt_hard.data.wordlevel import WordTokenizer
-
-        for name in ("vocab.json", "weights.pt"):
-            if not (path / name).is_file():
-                raise ModelNotFoundError(f"incomplete model folder {path}: {name} missing")
-        vocab = Vocab.load(path / "vocab.json")
-        # Models saved before tokenizer.json existed get one built from their vocabulary.
-        tokenizer = WordTokenizer.load(path) if (path / "tokenizer.json").is_file() else None
-        enc = make_encoder(cfg, vocab, tokenizer=tokenizer)
-        state = torch.load(path / "weights.pt", map_location="cpu", weights_only=True)
-        enc.module.load_state_dict(state)
+    enc = load_folder(path, cfg)
     enc.module.to(device).eval()
     return enc
