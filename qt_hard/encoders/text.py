@@ -22,8 +22,9 @@ from torch import nn
 from qt_hard.encoders.bow import BagOfWordsEncoder
 from qt_hard.encoders.config import ModelConfig
 from qt_hard.encoders.quick_thoughts import QuickThoughtsEncoder
-from qt_hard.errors import ModelNotFoundError
+from qt_hard.encoders.st_folder import check_folder, read_weights, save_sentence_transformer
 from qt_hard.encoders.transformer import TransformerEncoder
+from qt_hard.errors import ModelNotFoundError
 from qt_hard.threads import torch_threads
 
 FORMAT = "qt-hard-encoder"
@@ -178,8 +179,6 @@ class SentenceEncoder:
     def save(self, path: str | Path, card: str | None = None) -> Path:
         """Write the model as a sentence-transformers folder (:mod:`qt_hard.encoders.st_folder`) into
         ``path``; ``card`` is its model card (README.md) markdown."""
-        from qt_hard.encoders.st_folder import save_sentence_transformer
-
         return save_sentence_transformer(self, path, card)
 
 
@@ -238,8 +237,38 @@ def load_encoder(path: str | Path, device: str | torch.device = "cpu") -> Senten
     version = meta.get("version")
     if version != VERSION:
         raise ValueError(f"{meta_file}: unknown qt-hard encoder version {version!r} (this qt-hard reads {VERSION})")
-    from qt_hard.encoders.st_folder import load_folder
-
-    enc = load_folder(path, cfg)
+    enc = _load_folder(path, cfg)
     enc.module.to(device).eval()
+    return enc
+
+
+def _load_folder(path: Path, cfg: ModelConfig, device="cpu"):
+    """A ``SentenceEncoder`` from a version-2 (sentence-transformers) folder."""
+    check_folder(path, cfg)
+    if cfg.kind == "hf":
+        cfg.hf_path = str(path)
+        return make_encoder(cfg)
+    from qt_hard.data.wordlevel import WordTokenizer
+
+    tokenizer = WordTokenizer.load(path / "tokenizer.json")
+    enc = make_encoder(cfg, tokenizer=tokenizer)
+    weights = read_weights(path)
+    module = enc.module
+    try:
+        if cfg.kind == "bow":
+            module.bag.weight.data.copy_(weights["embedding.weight"])
+        elif cfg.encoder == "bow":
+            table = weights["embedding.weight"]
+            e = module.f.embedding.weight.shape[1]
+            if table.shape != (module.f.embedding.num_embeddings, 2 * e):
+                raise ValueError(f"{path / 'model.safetensors'}: embedding table of shape {tuple(table.shape)}, "
+                                 f"expected ({module.f.embedding.num_embeddings}, {2 * e})")
+            module.f.embedding.weight.data.copy_(table[:, :e])
+            module.g.embedding.weight.data.copy_(table[:, e:])
+        else:
+            module.load_state_dict({k.removeprefix("qt."): v for k, v in weights.items()})
+    except KeyError as err:
+        raise ValueError(f"{path / 'model.safetensors'} lacks the tensor {err}") from None
+    except RuntimeError as err:  # shape mismatches, missing / unexpected keys
+        raise ValueError(f"{path / 'model.safetensors'} does not fit the model of encoder.json: {err}") from None
     return enc
