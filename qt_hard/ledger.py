@@ -212,19 +212,23 @@ class Ledger:
     @staticmethod
     def _stale(path: Path, host: str) -> bool:
         """Whether a claim's process is known to be gone (only a process of this machine can be
-        checked)."""
+        checked); a claim that vanished meanwhile counts as gone, so the next try takes the cell."""
         try:
             info = json.loads(path.read_text())
-        except FileNotFoundError:
-            return True  # released meanwhile: the next try takes it
-        except (OSError, ValueError):
-            return True
-        if info.get("host") != host:
-            return False
-        try:
-            os.kill(int(info.get("pid", -1)), 0)
-        except ProcessLookupError:
-            return True
-        except (PermissionError, ValueError, OverflowError):
-            return False
+            pid = int(info["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return True  # released meanwhile, or not a claim this module wrote
+        return info.get("host") == host and not _process_exists(pid)
+
+
+def _process_exists(pid: int) -> bool:
+    """Whether a process with this id runs on this machine (signal 0 checks without sending)."""
+    if pid <= 0:
         return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # another user's process, or an id no process can have: left alone
+    return True
