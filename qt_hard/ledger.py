@@ -31,12 +31,14 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from qt_hard.errors import UserError
+
 __all__ = ["Ledger", "LedgerError"]
 
 FORMAT = 1
 
 
-class LedgerError(ValueError):
+class LedgerError(UserError, ValueError):
     """A results folder that cannot be used as asked: another setup, or a damaged file."""
 
 
