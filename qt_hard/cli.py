@@ -16,30 +16,23 @@ traceback; any other exception is a bug and always shows its traceback.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 
 from qt_hard.errors import UserError
 
-_AREAS = ("qt_hard.training.cli", "qt_hard.evaluation.cli", "qt_hard.data.cli")
-
 
 def build_parser() -> argparse.ArgumentParser:
+    from qt_hard.data import cli as data_cli
+    from qt_hard.evaluation import cli as evaluation_cli
+    from qt_hard.training import cli as training_cli
+
     parser = argparse.ArgumentParser(prog="qt-hard", description=__doc__.splitlines()[0])
     parser.add_argument("--debug", action="store_true",
                         help="show the traceback of user errors too (or set QT_HARD_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in _AREAS:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as err:
-            # An area whose module is not there yet simply offers no subcommand; any other
-            # import error is a real bug and must surface.
-            if err.name != name:
-                raise
-            continue
-        module.register(sub)
+    for area in (training_cli, evaluation_cli, data_cli):
+        area.register(sub)
     return parser
 
 

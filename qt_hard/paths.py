@@ -1,13 +1,11 @@
 """Where qt-hard finds its data.
 
-The data root is a folder laid out like this project's ``../shared/data``: one sub-folder per
-dataset (``senteval/``, ``books/``, ``wikipedia/``, ``tu/``, ``cifar10/``, ``bookcorpus/``), each
-in the layout ``qt-hard data get NAME`` writes. It is, in this order:
+The data root is a folder with one sub-folder per dataset (``senteval/``, ``books/``,
+``wikipedia/``, ``tu/``, ``cifar10/``, ``bookcorpus/``), each in the layout
+``qt-hard data get NAME`` writes. It is, in this order:
 
 1. ``$QT_HARD_DATA`` when it is set (it must be a folder);
-2. ``../shared/data`` next to the project checkout, when that folder exists (this project's
-   machines);
-3. a per-user cache: ``$XDG_CACHE_HOME/qt-hard`` or ``~/.cache/qt-hard`` on Linux,
+2. a per-user cache: ``$XDG_CACHE_HOME/qt-hard`` or ``~/.cache/qt-hard`` on Linux,
    ``~/Library/Caches/qt-hard`` on macOS, ``%LOCALAPPDATA%\\qt-hard\\Cache`` on Windows.
 
 ``qt-hard data get`` writes into that root; a loader that finds its dataset missing raises
@@ -21,8 +19,6 @@ import sys
 from pathlib import Path
 
 from qt_hard.errors import DataMissingError
-
-_REPO = Path(__file__).resolve().parent.parent
 
 
 def user_cache_root() -> Path:
@@ -39,16 +35,13 @@ def user_cache_root() -> Path:
 
 
 def default_data_root() -> Path:
-    """The root ``qt-hard data get`` writes to: the first of the three rules above (may not exist)."""
+    """The root ``qt-hard data get`` writes to: the first of the two rules above (may not exist)."""
     env = os.environ.get("QT_HARD_DATA")
     if env:
         root = Path(env).expanduser()
         if root.exists() and not root.is_dir():
             raise DataMissingError(f"QT_HARD_DATA={env!r} is not a directory")
         return root
-    shared = _REPO.parent / "shared" / "data"
-    if shared.is_dir():
-        return shared
     return user_cache_root()
 
 

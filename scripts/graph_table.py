@@ -6,12 +6,14 @@
 
 Every cell (row x dataset x repeat) is one ``qt-hard train`` run of ``configs/infograph_mutag.yaml``
 with the row's overrides, ``train.seed = repeat``, in ``OUT/runs/<row>/<dataset>/r<repeat>/``. The
-script is resumable: a finished cell is a line of ``OUT/results.csv`` and is skipped; an unfinished
-cell with a checkpoint resumes from it. Lines are appended under an exclusive file lock with one
-``write``, so parallel workers (``--workers N`` processes, or several invocations) never interleave.
-At the end it prints the table (mean ± std over repeats, percent) in the papers' column order beside
-the papers' numbers, writes ``OUT/table.json`` and plots Fig. 3's layout of HCL (accuracy distribution
-per beta, one panel per dataset) to ``--plot``. The last line is a one-line headline.
+script is resumable: a finished cell is a record of ``OUT/results.jsonl`` (:class:`qt_hard.ledger.Ledger`;
+one folder, one setup: the config, ``--epochs`` and the extra overrides) and is skipped; an
+unfinished cell with a checkpoint resumes from it. Parallel workers (``--workers N`` processes, or
+several invocations on one folder) claim their cells, so none runs twice at once.
+At the end it prints the table (mean ± std over repeats, percent; sample standard deviation, ddof 1)
+in the papers' column order beside the papers' numbers, writes ``OUT/results.csv`` (one row per
+cell), ``OUT/table.json`` and plots Fig. 3's layout of HCL (accuracy distribution per beta, one panel
+per dataset) to ``--plot``. The last line is a one-line headline.
 
 Rows (each with its own paper's settings):
     infograph        uniform, JSD, tau+ 0, lr 1e-3        (H-SCL Table II UCL row, OT Table V)
@@ -37,6 +39,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # runnable from a checkout without installing the package
 
+from qt_hard.ledger import Ledger  # noqa: E402
+
 DATASETS = ("MUTAG", "ENZYMES", "PTC_MR", "IMDB-BINARY", "IMDB-MULTI")
 SHORT = {"MUTAG": "MUTAG", "ENZYMES": "ENZYMES", "PTC_MR": "PTC", "IMDB-BINARY": "IMDB-B", "IMDB-MULTI": "IMDB-M"}
 REPEATS = {"MUTAG": 5, "PTC_MR": 5}  # others: 3
@@ -58,41 +62,44 @@ ROWS = {
                  "objective.estimator=jsd_code", "train.lr=0.01"], (88.2, 50.6, 56.1, 72.7, 49.8), "OT Tab. V"),
 }
 FIELDS = ["row", "dataset", "repeat", "svm_acc", "svm_acc_std", "epochs", "steps", "wall_s", "final_loss"]
+KEY = ("row", "dataset", "repeat")
+CONFIG = "configs/infograph_mutag.yaml"
 
 
 def cell_dir(out: Path, row: str, ds: str, rep: int) -> Path:
     return out / "runs" / row / ds / f"r{rep}"
 
 
-def read_results(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    with path.open(newline="") as fh:
-        return [r for r in csv.DictReader(fh) if r.get("svm_acc")]
+def ledger(out: Path, epochs: float | None = None, overrides: list[str] | None = None) -> Ledger:
+    """The folder's results; with ``epochs`` (and ``overrides``) for this setup, else read only."""
+    setup = None if epochs is None else {"config": CONFIG, "epochs": epochs, "overrides": list(overrides or [])}
+    return Ledger(out, KEY, setup)
 
 
-def append_row(path: Path, row: dict) -> None:
-    """One CSV line appended atomically: exclusive lock, header if the file is new, one write."""
-    import fcntl
-    import io
-
-    buf = io.StringIO()
-    csv.DictWriter(buf, FIELDS, lineterminator="\n").writerow(row)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        text = buf.getvalue()
-        if os.fstat(fd).st_size == 0:
-            text = ",".join(FIELDS) + "\n" + text
-        os.write(fd, text.encode())
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+def write_csv(path: Path, results: list[dict]) -> None:
+    """One row per cell (``FIELDS``), written whole: a temporary file renamed into place."""
+    tmp = path.with_suffix(".csv.tmp")
+    with tmp.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, FIELDS, extrasaction="ignore", lineterminator="\n")
+        w.writeheader()
+        w.writerows(results)
+    os.replace(tmp, path)
 
 
-def run_cell(args: tuple) -> dict:
-    """Train one cell (in a fresh worker process) and append its result line."""
+def run_cell(args: tuple) -> dict | None:
+    """Train one cell (in a fresh worker process) and append its record; None when another
+    process holds the cell."""
     out, row, ds, rep, epochs, extra, use_gpu = args
+    led = ledger(Path(out), epochs, extra)
+    with led.claim((row, ds, rep)) as got:
+        if not got or (row, ds, rep) in led.done():
+            return None
+        line = _train_cell(out, row, ds, rep, epochs, extra, use_gpu)
+        led.append(line)
+    return line
+
+
+def _train_cell(out, row, ds, rep, epochs, extra, use_gpu) -> dict:
     if not use_gpu:
         os.environ["ACCELERATE_USE_CPU"] = "true"  # tiny GINs: one CPU core per worker beats sharing a GPU
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -108,7 +115,7 @@ def run_cell(args: tuple) -> dict:
     overrides = ROWS[row][0] + [f"data.name={ds}", f"train.seed={rep}", f"out_dir={folder}",
                                 f"train.epochs={epochs}", "train.progress=false", "train.checkpoint_every=100",
                                 "train.keep_checkpoints=1", "train.trackers=[csv]", *extra]
-    cfg = load_config(ROOT / "configs" / "infograph_mutag.yaml", overrides)
+    cfg = load_config(ROOT / CONFIG, overrides)
     resume = bool(list_checkpoints(folder))
     if not resume and folder.exists():
         shutil.rmtree(folder)  # a run that died before its first checkpoint: start over
@@ -117,11 +124,9 @@ def run_cell(args: tuple) -> dict:
     res = json.loads((folder / "eval.json").read_text())
     with (folder / "metrics.csv").open() as fh:
         last = list(csv.DictReader(fh))[-1]
-    line = {"row": row, "dataset": ds, "repeat": rep, "svm_acc": round(res["svm_acc"], 6),
+    return {"row": row, "dataset": ds, "repeat": rep, "svm_acc": round(res["svm_acc"], 6),
             "svm_acc_std": round(res["svm_acc_std"], 6), "epochs": epochs, "steps": res["step"],
-            "wall_s": round(time.perf_counter() - t0, 1), "final_loss": last["loss"]}
-    append_row(Path(out) / "results.csv", line)
-    return line
+            "wall_s": round(time.perf_counter() - t0, 1), "final_loss": float(last["loss"])}
 
 
 def summarize(results: list[dict], rows: list[str], datasets: list[str]) -> dict:
@@ -130,7 +135,8 @@ def summarize(results: list[dict], rows: list[str], datasets: list[str]) -> dict
         for ds in datasets:
             accs = [100 * float(r["svm_acc"]) for r in results if r["row"] == row and r["dataset"] == ds]
             if accs:
-                table[f"{row}/{ds}"] = {"mean": statistics.mean(accs), "std": statistics.pstdev(accs),
+                table[f"{row}/{ds}"] = {"mean": statistics.mean(accs),
+                                        "std": statistics.stdev(accs) if len(accs) > 1 else 0.0,
                                         "n": len(accs), "accs": accs}
     return table
 
@@ -184,7 +190,7 @@ def plot(table: dict, datasets: list[str], path: Path) -> None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", default="runs/graph_table", help="cells, results.csv, table.json")
+    p.add_argument("--out", default="runs/graph_table", help="cells, results.jsonl, results.csv, table.json")
     p.add_argument("--rows", default=",".join(ROWS), help=f"comma list of {', '.join(ROWS)}")
     p.add_argument("--datasets", default=",".join(DATASETS))
     p.add_argument("--repeats", type=int, default=None, help="repeats per dataset (default 5 MUTAG/PTC_MR, 3 others)")
@@ -192,7 +198,7 @@ def main(argv=None) -> int:
     p.add_argument("--workers", type=int, default=1, help="parallel cells (processes, one thread each)")
     p.add_argument("--gpu", action="store_true", help="let accelerate use a GPU (default: CPU workers)")
     p.add_argument("--plot", default=None, help="PNG of Fig. 3's layout (default OUT/graph_fig3.png)")
-    p.add_argument("--no-run", action="store_true", help="only print/plot what results.csv holds")
+    p.add_argument("--no-run", action="store_true", help="only print/plot what results.jsonl holds")
     p.add_argument("overrides", nargs="*", help="extra config overrides for every cell, e.g. eval.folds=5")
     a = p.parse_args(argv)
     rows = [r for r in a.rows.split(",") if r]
@@ -202,7 +208,8 @@ def main(argv=None) -> int:
         p.error(f"unknown rows/datasets: {bad}")
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    done = {(r["row"], r["dataset"], int(r["repeat"])) for r in read_results(out / "results.csv")}
+    led = ledger(out) if a.no_run else ledger(out, a.epochs, list(a.overrides))
+    done = led.done()
     todo = [(str(out), row, ds, rep, a.epochs, list(a.overrides), a.gpu)
             for ds in datasets for rep in range(a.repeats or REPEATS.get(ds, 3)) for row in rows
             if (row, ds, rep) not in done]
@@ -211,7 +218,9 @@ def main(argv=None) -> int:
         print(f"{len(todo)} cells to run ({len(done)} done) with {a.workers} worker(s)", flush=True)
         if a.workers <= 1:
             for cell in todo:
-                print(json.dumps(run_cell(cell)), flush=True)
+                line = run_cell(cell)
+                if line is not None:
+                    print(json.dumps(line), flush=True)
         else:
             import multiprocessing as mp
             from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -219,8 +228,10 @@ def main(argv=None) -> int:
             # A fresh process per cell: accelerate's process-wide state never leaks between runs.
             with ProcessPoolExecutor(a.workers, mp_context=mp.get_context("spawn"), max_tasks_per_child=1) as ex:
                 for fut in as_completed([ex.submit(run_cell, c) for c in todo]):
-                    print(json.dumps(fut.result()), flush=True)
-    results = read_results(out / "results.csv")
+                    if fut.result() is not None:
+                        print(json.dumps(fut.result()), flush=True)
+    results = led.latest()
+    write_csv(out / "results.csv", results)
     table = summarize(results, rows, datasets)
     print_table(table, rows, datasets)
     (out / "table.json").write_text(json.dumps(table, indent=1) + "\n")

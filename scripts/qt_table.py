@@ -18,8 +18,8 @@ Resumable: every finished (objective, seed, protocol) is a line of ``OUT/results
 one write, and is skipped on the next call; an interrupted training resumes from its checkpoint.
 The summary (``OUT/table.md``, ``OUT/table_skipthoughts.md`` for that protocol, printed;
 ``OUT/results.csv``, one row per run of either protocol) gives mean +- std over seeds per task, the six-task mean, the
-difference to uniform per task, and the paper's rows (read from the paper's text when it is found
-under ``$QT_HARD_DATA/../papers``); ``OUT/differences.png`` (``differences_skipthoughts.png``) plots the
+difference to uniform per task, and the paper's rows (read from the paper's text when ``--paper``
+names it); ``OUT/differences.png`` (``differences_skipthoughts.png``) plots the
 per-task differences to uniform.
 
     python scripts/qt_table.py --out runs/qt_table --seeds 0,1,2 --config configs/qt_table.yaml
@@ -137,19 +137,6 @@ def paper_rows(paper: Path | None) -> dict[str, dict[str, float]]:
                 if len(nums) >= 6:
                     rows[key] = dict(zip(TASKS, nums[:6]))
     return rows
-
-
-def default_paper() -> Path | None:
-    try:
-        from qt_hard.paths import data_root
-
-        root = data_root(required=False)
-    except Exception:
-        return None
-    if root is None:
-        return None
-    hits = sorted((Path(root).parent / "papers").glob("000_*.txt"))
-    return hits[0] if hits else None
 
 
 def evaluator(protocol: str):
@@ -361,7 +348,7 @@ def main() -> None:
                     help="where the classifiers are solved: cpu (default) or cuda")
     ap.add_argument("--kfold", type=int, default=10)
     ap.add_argument("--data", default=None, help="SentEval data folder (default $QT_HARD_DATA/senteval)")
-    ap.add_argument("--paper", default=None, help="the paper's text (default $QT_HARD_DATA/../papers/000_*.txt)")
+    ap.add_argument("--paper", default=None, help="the paper's text, whose Table 2 rows join the table (left out without it)")
     ap.add_argument("--summary-only", action="store_true", help="print the table of the finished runs only")
     args = ap.parse_args()
 
@@ -431,7 +418,7 @@ def main() -> None:
                        "config": args.config, "overrides": args.set, **provenance()}
                 append_line(results, rec)
                 print(json.dumps(rec), flush=True)
-    paper = paper_rows(Path(args.paper) if args.paper else default_paper())
+    paper = paper_rows(Path(args.paper) if args.paper else None)
     if not paper:
         print("note: the paper's Table 2 was not found; its rows are left out", file=sys.stderr)
     records = read_results(results)

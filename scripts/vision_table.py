@@ -5,15 +5,17 @@ kNN curves (PNG) and a table of final kNN and linear-readout accuracy (mean ± s
         [--strategies uniform,debiased,hard,ring,ot] [--seeds 0,1] [--set train.epochs=50 ...]
 
 Every (strategy, seed) cell is one ``qt-hard train`` run (the same loop, pipeline ``vision``) in
-``OUT/<strategy>_s<seed>``. Resumable: a finished cell (its ``eval.json``) is read back, an
-interrupted one continues from its newest checkpoint (``--resume``), so rerunning the same command
-finishes the table. Each finished cell is a row of ``OUT/results.csv``, rewritten atomically
-(temporary file + rename) after each cell. Also per seed, the kNN accuracy of the randomly
-initialised encoder (the same initial weights as the runs) is the baseline the runs must beat.
+``OUT/<strategy>_s<seed>``. Resumable: each finished cell is a record of ``OUT/results.jsonl``
+(:class:`qt_hard.ledger.Ledger`; one folder, one setup: the config and the ``--set`` overrides) and
+is skipped; a run folder with its ``eval.json`` is read back, an interrupted one continues from its
+newest checkpoint, so rerunning the same command finishes the table. Several copies of the command
+may share one ``--out``: each claims the cell it trains. Also per seed, the kNN accuracy of the
+randomly initialised encoder (the same initial weights as the runs) is the baseline the runs must
+beat.
 
-Outputs: ``OUT/results.csv``, ``OUT/knn_curves.png`` (kNN accuracy vs epoch, mean over seeds with
-each seed thin), ``OUT/table.md`` (the README table) and a JSON summary line per strategy, then a
-one-line headline. The strategies' settings (``STRATEGIES``) are HCL's (debiased and hard with
+Outputs: ``OUT/results.csv`` (one row per cell), ``OUT/knn_curves.png`` (kNN accuracy vs epoch, mean over seeds with
+each seed thin), ``OUT/table.md`` (the README table; sample standard deviations, ddof 1) and a JSON
+summary line per strategy, then a one-line headline. The strategies' settings (``STRATEGIES``) are HCL's (debiased and hard with
 tau_plus 0.1, hard beta 1; Robinson et al. 2021 sec. 5.1), Ring's annealing (Wu et al. 2021, sec. 4
 and appendix: the lower percentile rises linearly over the first half of training, the closest 5%
 excluded) and OT's epsilon 0.5 (Jiang et al., Table II's best for the NCE loss on CIFAR-10).
@@ -32,6 +34,11 @@ import textwrap
 import time
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # runnable from a checkout without installing the package
+
+from qt_hard.ledger import Ledger  # noqa: E402
+
 STRATEGIES = {
     "uniform": ["objective.negatives=uniform", "objective.options={}"],
     "debiased": ["objective.negatives=debiased", "objective.options={tau_plus: 0.1}"],
@@ -42,6 +49,7 @@ STRATEGIES = {
 }
 FIELDS = ["strategy", "seed", "knn_acc", "linear_acc", "knn_init", "epochs", "steps", "arch", "width",
           "batch_size", "train_images", "test_images", "wall_s", "images_per_s", "device", "machine"]
+KEY = ("strategy", "seed")
 
 
 def _device_name() -> str:
@@ -52,28 +60,18 @@ def _device_name() -> str:
     return f"CPU ({os.cpu_count()} cores, {torch.get_num_threads()} torch threads)"
 
 
+def ledger(out: Path, config: str, overrides: list[str]) -> Ledger:
+    """The folder's results for this setup (the config and the overrides of every run)."""
+    return Ledger(out, KEY, {"config": config, "overrides": list(overrides)})
+
+
 def _write_rows(path: Path, rows: list[dict]) -> None:
     tmp = path.with_suffix(".csv.tmp")
     with tmp.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, FIELDS)
+        w = csv.DictWriter(fh, FIELDS, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
     os.replace(tmp, path)  # atomic: a reader never sees half a file
-
-
-def _read_rows(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    with path.open() as fh:
-        return _unique(csv.DictReader(fh))
-
-
-def _unique(rows) -> list[dict]:
-    """One row per (strategy, seed), the last one winning, in first-seen order."""
-    merged: dict = {}
-    for r in rows:
-        merged[(r["strategy"], str(r["seed"]))] = r
-    return list(merged.values())
 
 
 def random_init_knn(cfg) -> float:
@@ -92,7 +90,22 @@ def random_init_knn(cfg) -> float:
     return KNNMonitor(train_set, test_set, cfg.eval, total_steps=1, seed=0)(module, 0)["knn_acc"]
 
 
-def run_cell(base: str, strategy: str, seed: int, out: Path, extra: list[str]) -> dict:
+def run_cell(base: str, strategy: str, seed: int, out: Path, extra: list[str]) -> dict | None:
+    """Train (or resume, or read back) one cell and append its record; None when another process
+    holds the cell."""
+    led = ledger(out, base, extra)
+    with led.claim((strategy, seed)) as got:
+        if not got:
+            print(f"{out / f'{strategy}_s{seed}'} is being trained by another process; skipped", flush=True)
+            return None
+        if (strategy, seed) in led.done():
+            return None
+        row = _cell_row(base, strategy, seed, out, extra)
+        led.append(row)
+    return row
+
+
+def _cell_row(base: str, strategy: str, seed: int, out: Path, extra: list[str]) -> dict:
     from qt_hard.training.config import load_config
     from qt_hard.training.loop import list_checkpoints, train
 
@@ -100,21 +113,9 @@ def run_cell(base: str, strategy: str, seed: int, out: Path, extra: list[str]) -
     overrides = [*extra, *STRATEGIES[strategy], f"train.seed={seed}", f"out_dir={run_dir}"]
     cfg = load_config(base, overrides)
     if not (run_dir / "eval.json").is_file():
-        # A lock per cell, so several copies of this command can share one --out (each skips the
-        # cells another one is training). A copy killed with SIGKILL leaves it: delete it by hand.
-        run_dir.mkdir(parents=True, exist_ok=True)
-        lock = run_dir / ".training.lock"
-        try:
-            os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-        except FileExistsError:
-            print(f"{run_dir} is being trained by another process ({lock}); skipped", flush=True)
-            return None
-        try:
-            t0 = time.perf_counter()
-            resume = bool(list_checkpoints(run_dir))
-            train(cfg, resume=resume)
-        finally:
-            lock.unlink()
+        t0 = time.perf_counter()
+        resume = bool(list_checkpoints(run_dir))
+        train(cfg, resume=resume)
         if not (run_dir / "eval.json").is_file():  # stopped by a signal: checkpointed, not evaluated
             raise SystemExit(f"{run_dir} was interrupted; run the same command again to resume it")
         (run_dir / "wall_s.txt").write_text(f"{time.perf_counter() - t0:.1f}{' (resumed)' if resume else ''}\n")
@@ -228,21 +229,17 @@ def main(argv=None) -> int:
     seeds = [int(s) for s in args.seeds.split(",") if s]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    results = out / "results.csv"
-    rows = _read_rows(results)
+    led = ledger(out, args.config, list(args.set))
     for seed in seeds:
         for s in strategies:
             finished = (out / f"{s}_s{seed}" / "eval.json").is_file()
-            done = {(r["strategy"], str(r["seed"])) for r in rows}
-            if (s, str(seed)) in done or (args.report_only and not finished):
+            if (s, seed) in led.done() or (args.report_only and not finished):
                 continue
             if not finished:
                 print(f"== {s} seed {seed}", flush=True)
-            row = run_cell(args.config, s, seed, out, list(args.set))
-            if row is not None:
-                # Rows another copy of this command wrote meanwhile are kept (read back first).
-                rows = _unique([*_read_rows(results), *rows, row])
-                _write_rows(results, rows)
+            run_cell(args.config, s, seed, out, list(args.set))
+    rows = led.latest()
+    _write_rows(out / "results.csv", rows)
     rows = [r for r in rows if r["strategy"] in strategies and int(r["seed"]) in seeds]
     if not rows:
         print("no finished runs yet")

@@ -1,4 +1,5 @@
-"""Import a file of ``scripts/`` as a module, for the tests of the experiment launchers."""
+"""Import a file of ``scripts/`` (or ``eval/``) as a module, for the tests of the experiment launchers
+and benchmarks."""
 
 from __future__ import annotations
 
@@ -6,13 +7,13 @@ import importlib.util
 import sys
 from pathlib import Path
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def load_script(name: str):
-    """``scripts/<name>.py`` as module ``name``, registered in ``sys.modules`` (worker processes that
-    unpickle its functions find it there)."""
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+def load_script(name: str, folder: str = "scripts"):
+    """``<folder>/<name>.py`` (``scripts/`` by default) as module ``name``, registered in
+    ``sys.modules`` (worker processes that unpickle its functions find it there)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / folder / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
@@ -27,5 +28,5 @@ def senteval_root_or_skip(task: str = "CR"):
 
     root = data_root()
     if root is None or not (root / "senteval" / task).is_dir():
-        pytest.skip(f"no data root with senteval/{task} (set QT_HARD_DATA to a folder like ../shared/data)")
+        pytest.skip(f"no data root with senteval/{task} (set QT_HARD_DATA to the data folder)")
     return root

@@ -385,13 +385,10 @@ def test_default_root_falls_back_to_user_cache(monkeypatch, tmp_path):
     from qt_hard import paths
 
     monkeypatch.delenv("QT_HARD_DATA", raising=False)
-    monkeypatch.setattr(paths, "_REPO", tmp_path / "checkout" / "repo")  # no ../shared/data beside it
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.setattr(paths.sys, "platform", "linux")
     assert paths.default_data_root() == tmp_path / "xdg" / "qt-hard"
     assert paths.data_root() is None  # not made until something is fetched
-    (tmp_path / "checkout" / "shared" / "data").mkdir(parents=True)
-    assert paths.default_data_root() == tmp_path / "checkout" / "shared" / "data"
 
 
 def test_real_reference_copy_passes_layout_checks():
@@ -448,9 +445,6 @@ def test_real_wikipedia_subset_and_index_are_reproduced():
 
 
 def test_main_job_end_to_end_from_local_hosts(hosts, root, monkeypatch, tmp_path, capsys):
-    from qt_hard import paths
-
-    monkeypatch.setattr(paths, "_REPO", tmp_path / "elsewhere" / "repo")  # no ../shared/data anywhere
     serve_senteval(hosts, monkeypatch)
     serve_books(hosts, monkeypatch, n_books=2, paragraphs=80)
     assert not root.exists()

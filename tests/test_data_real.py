@@ -1,4 +1,4 @@
-"""Real data from the data root (``QT_HARD_DATA`` or ../shared/data); skipped where it is absent."""
+"""Real data from the data root (``QT_HARD_DATA`` or the user cache); skipped where it is absent."""
 
 import csv
 from pathlib import Path

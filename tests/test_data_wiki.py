@@ -5,8 +5,8 @@ import lzma
 import numpy as np
 import pytest
 
+from _nltk_reference import word_tokenize
 from qt_hard.data import wiki as W
-from qt_hard.data.tokenize import word_tokenize
 from qt_hard.data.wiki import WikiData, build_wiki, iter_wiki_articles, load_wiki
 
 

@@ -182,34 +182,10 @@ def test_fast_path_is_exact_against_converged_sklearn():
     assert fast["chosen_C"] == ref["chosen_C"]
 
 
-def test_nested_grouped_preconditioner_same_outputs_as_shared(monkeypatch):
-    """One preconditioner Gram per outer fold (``NESTED_PREC_GROUPS="outer"``) gives the nested
-    protocol's outputs of the shared Gram and of converged scikit-learn (SentEval's and the
-    skip-thoughts protocol's), and builds one Gram per outer fold."""
-    from qt_hard.evaluation import protocol
-    from qt_hard.evaluation.logreg import BatchedLogReg
-
-    X, y = _binary_data(150, 5, seed=4, signal=0.4)
-    shared = inner_kfold(X, y, 2, kfold=3, fast=True)
-    st_shared = protocol.skipthoughts_nested_kfold(X, y, kfold=3, regs=(1.0, 4.0))
-    grams = []
-    refresh = BatchedLogReg._refresh_gram
-    monkeypatch.setattr(BatchedLogReg, "_refresh_gram",
-                        lambda self, P, M, G=None: (refresh(self, P, M, G), grams.append(self._gram.shape[0])))
-    monkeypatch.setattr(protocol, "NESTED_PREC_GROUPS", "outer")
-    grouped = inner_kfold(X, y, 2, kfold=3, fast=True)
-    st_grouped = protocol.skipthoughts_nested_kfold(X, y, kfold=3, regs=(1.0, 4.0))
-    ref = inner_kfold(X, y, 2, kfold=3, fast=False, max_iter=None)
-    assert 3 in grams  # the inner path's Grams: one per outer fold
-    for key in ("acc", "devacc", "fold_acc", "chosen_C"):
-        assert grouped[key] == shared[key] == ref[key]
-        assert st_grouped[key] == st_shared[key]
-
-
 def test_repeated_rows_merged_same_outputs(monkeypatch):
     """Repeated (features, label) rows, some also repeated with the other label, are solved as
-    weighted merged rows: the protocols' outputs equal those of the unmerged rows and of
-    converged scikit-learn, and the solver saw fewer rows."""
+    weighted merged rows: the solver sees only the distinct rows, and the protocols' outputs equal
+    those of the reference path, one converged scikit-learn fit per fold on the rows as given."""
     from qt_hard.evaluation import protocol
 
     X, y = _binary_data(90, 4, seed=5, signal=0.4)
@@ -224,27 +200,23 @@ def test_repeated_rows_merged_same_outputs(monkeypatch):
     init = protocol._PathSolver.__init__
     monkeypatch.setattr(protocol._PathSolver, "__init__",
                         lambda self, *a, **k: (init(self, *a, **k), seen.append(self.model.X.shape[0]))[0])
-    runs = {}
-    for merge in (True, False):
-        monkeypatch.setattr(protocol._PathSolver, "MERGE_DUPLICATES", merge)
-        runs[merge] = (inner_kfold(X, y, 2, kfold=3, fast=True),
-                       protocol.skipthoughts_nested_kfold(X, y, kfold=3, regs=(1.0, 4.0)),
-                       kfold_train_test(X[:120], y[:120], X[120:], y[120:], 2, kfold=3, fast=True))
-    assert len(np.unique(np.c_[X, y], axis=0)) in seen and len(y) in seen  # merged, then as given
+    fast = inner_kfold(X, y, 2, kfold=3, fast=True)
+    assert seen == [len(np.unique(np.c_[X, y], axis=0))] and seen[0] < len(y)
     ref = inner_kfold(X, y, 2, kfold=3, fast=False, max_iter=None)
     for key in ("acc", "devacc", "fold_acc", "chosen_C"):
-        assert runs[True][0][key] == runs[False][0][key] == ref[key]
-        assert runs[True][1][key] == runs[False][1][key]
-    assert runs[True][2] == runs[False][2]
+        assert fast[key] == ref[key]
+    fast = kfold_train_test(X[:120], y[:120], X[120:], y[120:], 2, kfold=3, fast=True)
+    ref = kfold_train_test(X[:120], y[:120], X[120:], y[120:], 2, kfold=3, fast=False, max_iter=None)
+    assert (fast["acc"], fast["devacc"], fast["chosen_C"]) == (ref["acc"], ref["devacc"], ref["chosen_C"])
     # Multi-class, one-vs-rest (liblinear) and multinomial columns on repeated rows.
     Xm, ym, Xmt, ymt = linear_multiclass(1, 5, 3, 120, 40)
     Xm, ym = np.r_[Xm, Xm[:50]], np.r_[ym, ym[:50]]
-    out = {}
-    for merge in (True, False):
-        monkeypatch.setattr(protocol._PathSolver, "MERGE_DUPLICATES", merge)
-        out[merge] = (kfold_train_test(Xm, ym, Xmt, ymt, 3, kfold=3, fast=True),
-                      protocol.skipthoughts_kfold(Xm, ym, Xmt, ymt, 3, kfold=3, regs=(1.0, 8.0)))
-    assert out[True] == out[False]
+    fast = kfold_train_test(Xm, ym, Xmt, ymt, 3, kfold=3, fast=True)
+    ref = kfold_train_test(Xm, ym, Xmt, ymt, 3, kfold=3, fast=False, max_iter=None)
+    assert (fast["acc"], fast["devacc"], fast["chosen_C"]) == (ref["acc"], ref["devacc"], ref["chosen_C"])
+    fast = protocol.skipthoughts_kfold(Xm, ym, Xmt, ymt, 3, kfold=3, regs=(1.0, 8.0))
+    ref = protocol.skipthoughts_kfold(Xm, ym, Xmt, ymt, 3, kfold=3, regs=(1.0, 8.0), fast=False)
+    assert (fast["acc"], fast["devacc"], fast["chosen_C"]) == (ref["acc"], ref["devacc"], ref["chosen_C"])
 
 
 def test_protocol_rejects_too_few_per_class():
@@ -295,7 +267,7 @@ def test_load_results_rejects_other_json(tmp_path):
 def test_real_cr_with_fixed_random_encoder():
     root = data_root()
     if root is None or not (root / "senteval" / "CR").is_dir():
-        pytest.skip("no data root with senteval/CR (set QT_HARD_DATA to a folder like ../shared/data)")
+        pytest.skip("no data root with senteval/CR (set QT_HARD_DATA to the data folder)")
     task = load_task("CR", root / "senteval")
     assert len(task.samples) == 3775 and int(task.labels.sum()) == 2407  # SOURCE.md counts
     res = run_senteval(HashBoW(dim=100), ["CR"], root / "senteval", kfold=10)["CR"]
@@ -344,10 +316,10 @@ def test_embedding_cache_encodes_with_the_eval_thread_count():
         torch.set_num_threads(before)
 
 
-def test_path_warm_start_extrapolates_in_log_c(monkeypatch):
+def test_path_warm_start_extrapolates_in_log_c():
     """``_path_start``: nothing for the first C, the last solution for the second, then a linear
     prediction in log C; it moves only Newton's starting point, so the protocol's outputs equal those
-    of the plain warm start."""
+    of converged scikit-learn fits."""
     import torch
 
     a, b = torch.tensor([1.0, 0.0]), torch.tensor([3.0, 1.0])
@@ -355,12 +327,10 @@ def test_path_warm_start_extrapolates_in_log_c(monkeypatch):
     assert protocol._path_start([(1.0, a)], 2.0) is a
     assert torch.allclose(protocol._path_start([(1.0, a), (2.0, b)], 4.0), torch.tensor([5.0, 2.0]))
     assert torch.allclose(protocol._path_start([(1.0, a), (2.0, b)], 8.0), torch.tensor([7.0, 3.0]))
-    monkeypatch.setattr(protocol, "PATH_EXTRAPOLATE", False)
-    assert protocol._path_start([(1.0, a), (2.0, b)], 4.0) is b
     X, y, Xt, yt = linear_multiclass(1, 6, 4, 200, 80)
     Xb, yb = _binary_data(180, 6, seed=0)
-    plain = (kfold_train_test(X, y, Xt, yt, 4, kfold=4), inner_kfold(Xb, yb, 2, kfold=3))
-    monkeypatch.setattr(protocol, "PATH_EXTRAPOLATE", True)
+    ref = (kfold_train_test(X, y, Xt, yt, 4, kfold=4, fast=False, max_iter=None),
+           inner_kfold(Xb, yb, 2, kfold=3, fast=False, max_iter=None))
     extrap = (kfold_train_test(X, y, Xt, yt, 4, kfold=4), inner_kfold(Xb, yb, 2, kfold=3))
-    for p, e in zip(plain, extrap):
+    for p, e in zip(ref, extrap):
         assert (p["acc"], p["devacc"], p["chosen_C"]) == (e["acc"], e["devacc"], e["chosen_C"])

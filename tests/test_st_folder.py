@@ -159,24 +159,19 @@ def test_incomplete_or_corrupted_folder_names_the_file(tmp_path, damage, word):
         qt_hard.load_encoder(final)
 
 
-def test_old_layout_still_loads(tmp_path):
-    """A version-1 folder (weights.pt + vocab.json + encoder.json) as qt-hard wrote it before."""
+def test_other_encoder_versions_are_a_clear_error(tmp_path):
+    """Only the sentence-transformers layout (version 2) loads; another version (or none) names
+    the version it found."""
     from qt_hard.encoders import random_encoder
 
-    enc = random_encoder({"kind": "qt", "encoder": "gru", "embed_dim": 8, "hidden_dim": 8}, SENTENCES, seed=0)
-    old = tmp_path / "old"
-    old.mkdir()
-    enc.vocab.save(old / "vocab.json")
-    torch.save(enc.module.state_dict(), old / "weights.pt")
-    from dataclasses import asdict
-
-    (old / "encoder.json").write_text(json.dumps({"format": "qt-hard-encoder", "version": 1,
-                                                  "model": asdict(enc.config), "vocab_size": len(enc.vocab)}))
-    back = qt_hard.load_encoder(old)
-    np.testing.assert_allclose(back.encode(SENTENCES), enc.encode(SENTENCES), atol=1e-6)
-    (old / "weights.pt").unlink()
-    with pytest.raises(FileNotFoundError, match="weights.pt"):
-        qt_hard.load_encoder(old)
+    enc = random_encoder({"kind": "bow", "dim": 8}, SENTENCES, seed=0)
+    final = enc.save(tmp_path / "final")
+    meta = json.loads((final / "encoder.json").read_text())
+    for version in (1, None):
+        meta["version"] = version
+        (final / "encoder.json").write_text(json.dumps(meta))
+        with pytest.raises(ValueError, match=f"unknown qt-hard encoder version {version!r}"):
+            qt_hard.load_encoder(final)
 
 
 def test_hf_training_starts_from_a_sentence_transformers_folder_and_keeps_its_modules(tmp_path):

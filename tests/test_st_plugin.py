@@ -37,7 +37,7 @@ def mrpc_rows(split: str = "train") -> list[tuple[int, str, str]]:
     """(quality, sentence_1, sentence_2) rows of SentEval's MRPC file (UTF-8 with BOM, tab separated)."""
     root = data_root()
     if root is None:
-        pytest.skip("no data root: set QT_HARD_DATA to a folder laid out like ../shared/data")
+        pytest.skip("no data root: set QT_HARD_DATA to the data folder")
     path = root / "senteval" / "MRPC" / f"msr_paraphrase_{split}.txt"
     if not path.exists():
         pytest.skip(f"{path} is missing")

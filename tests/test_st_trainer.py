@@ -30,7 +30,7 @@ from qt_hard.paths import data_root  # noqa: E402
 def mrpc_paraphrases(n: int) -> tuple[list[str], list[str]]:
     root = data_root()
     if root is None:
-        pytest.skip("no data root: set QT_HARD_DATA to a folder laid out like ../shared/data")
+        pytest.skip("no data root: set QT_HARD_DATA to the data folder")
     path = root / "senteval" / "MRPC" / "msr_paraphrase_train.txt"
     if not path.exists():
         pytest.skip(f"{path} is missing")

@@ -26,7 +26,7 @@ def register(subparsers) -> None:
     g.add_argument("names", nargs="+", metavar="NAME",
                    help="senteval, books, wikipedia, tu, cifar10, bookcorpus; 'all' is every one but "
                    "bookcorpus (several GB)")
-    g.add_argument("--root", help="data root (default: $QT_HARD_DATA, ../shared/data, or the user cache)")
+    g.add_argument("--root", help="data root (default: $QT_HARD_DATA or the user cache)")
     g.add_argument("--force", action="store_true", help="fetch again even when the data is intact")
     g.add_argument("--mirror", help="fetch https://HOST/PATH from MIRROR/HOST/PATH (default $QT_HARD_MIRROR)")
     g.add_argument("--source", help="bookcorpus only: a hub id or a folder of Parquet files "

@@ -3,7 +3,7 @@
 Every class draws its words from a mixture of a shared background distribution (Zipf-like
 over the whole vocabulary) and a class-specific distribution concentrated on a small set of
 "topic" words, so a bag-of-words model can separate the classes but not trivially. Words are
-``w0 .. w{V-1}``; sentences are space-joined, so they go through ``word_tokenize`` and
+``w0 .. w{V-1}``; sentences are space-joined, so they go through the word-level tokenizer and
 :class:`~qt_hard.data.vocab.Vocab` like real text, and through
 :meth:`qt_hard.data.wiki.WikiData.from_sentences` for the Wiki-style split and pairs.
 """

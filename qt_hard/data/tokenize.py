@@ -19,15 +19,12 @@ of those. The rules:
 
 Its measured error rate on hand-checked novel text is in ``docs/data.md``.
 
-``word_tokenize`` is NLTK's ``NLTKWordTokenizer`` (the tokenizer behind ``nltk.word_tokenize``,
-without the punkt step, so no NLTK data is needed), lower-cased by default.
+Word tokens come from :mod:`qt_hard.data.wordlevel` (NLTK's Treebank rules in ``tokenizers``).
 """
 
 from __future__ import annotations
 
 import re
-from functools import lru_cache
-from typing import Iterable, Iterator
 
 # Bumped whenever a change to the splitter changes its output: cached corpora are keyed on it.
 SPLITTER_VERSION = "rules-1"
@@ -160,26 +157,3 @@ def split_sentences(paragraph: str) -> list[str]:
     if tail:
         out.append(tail)
     return out
-
-
-@lru_cache(maxsize=1)
-def _word_tokenizer():
-    from nltk.tokenize import NLTKWordTokenizer
-
-    return NLTKWordTokenizer()
-
-
-def word_tokenize(sentence: str, lower: bool = True) -> list[str]:
-    """NLTK English word tokens of one sentence (``NLTKWordTokenizer``; no NLTK data needed)."""
-    tokens = _word_tokenizer().tokenize(sentence)
-    if lower:
-        return [t.lower() for t in tokens]
-    return tokens
-
-
-def tokenize_many(sentences: Iterable[str], lower: bool = True) -> Iterator[list[str]]:
-    """``word_tokenize`` over an iterable of sentences (lazily)."""
-    tok = _word_tokenizer().tokenize
-    for s in sentences:
-        tokens = tok(s)
-        yield [t.lower() for t in tokens] if lower else tokens

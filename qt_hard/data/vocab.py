@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
-from collections import Counter
-from pathlib import Path
 from typing import Iterable, Sequence
 
 PAD = "<pad>"
@@ -13,7 +9,7 @@ UNK = "<unk>"
 
 
 class Vocab:
-    """Token <-> id mapping. Build with :meth:`build`; unknown tokens encode to ``unk_id``."""
+    """Token <-> id mapping. Build with :meth:`from_counts`; unknown tokens encode to ``unk_id``."""
 
     def __init__(self, tokens: Sequence[str], specials: Sequence[str] = (PAD, UNK),
                  counts: dict[str, int] | None = None):
@@ -30,30 +26,14 @@ class Vocab:
 
     # ------------------------------------------------------------------ building
     @classmethod
-    def build(
-        cls,
-        token_lists: Iterable[Iterable[str]],
-        min_count: int = 1,
-        max_size: int | None = None,
-        specials: Sequence[str] = (PAD, UNK),
-    ) -> "Vocab":
-        """Count tokens over ``token_lists``; keep those seen at least ``min_count`` times
-        (the rest become ``<unk>``), most frequent first (ties by token), at most ``max_size``
-        non-special tokens."""
+    def from_counts(cls, counter: dict[str, int], min_count: int = 1, max_size: int | None = None,
+                    specials: Sequence[str] = (PAD, UNK)) -> "Vocab":
+        """The tokens of ``counter`` seen at least ``min_count`` times (the rest become ``<unk>``),
+        most frequent first (ties by token), at most ``max_size`` non-special tokens."""
         if min_count < 1:
             raise ValueError(f"min_count must be >= 1, got {min_count}")
         if max_size is not None and max_size < 0:
             raise ValueError(f"max_size must be >= 0, got {max_size}")
-        counter: Counter[str] = Counter()
-        for toks in token_lists:
-            if isinstance(toks, str):
-                raise TypeError("Vocab.build expects an iterable of token lists, got a string")
-            counter.update(toks)
-        return cls.from_counts(counter, min_count=min_count, max_size=max_size, specials=specials)
-
-    @classmethod
-    def from_counts(cls, counter: dict[str, int], min_count: int = 1, max_size: int | None = None,
-                    specials: Sequence[str] = (PAD, UNK)) -> "Vocab":
         kept = sorted(
             ((t, c) for t, c in counter.items() if c >= min_count and t not in specials),
             key=lambda tc: (-tc[1], tc[0]),
@@ -112,27 +92,3 @@ class Vocab:
                 n += 1
                 unk += t not in self.stoi
         return unk / n if n else 0.0
-
-    # ------------------------------------------------------------------ files
-    def to_dict(self) -> dict:
-        return {"format": "qt_hard.vocab/1", "specials": list(self.specials),
-                "itos": self.itos, "counts": self.counts}
-
-    def save(self, path: str | os.PathLike) -> None:
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(json.dumps(self.to_dict(), ensure_ascii=False))
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> "Vocab":
-        p = Path(path)
-        try:
-            d = json.loads(p.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise FileNotFoundError(f"no vocabulary file at {p}") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            raise ValueError(f"{p}: not a vocabulary JSON file ({err})") from err
-        if not isinstance(d, dict) or "itos" not in d or "specials" not in d:
-            raise ValueError(f"{p}: not a vocabulary JSON file (no 'itos'/'specials')")
-        specials = tuple(d["specials"])
-        return cls(d["itos"][len(specials):], specials=specials, counts=d.get("counts"))

@@ -13,6 +13,7 @@ This package stands alone: it reads configs and model folders itself and imports
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Sequence
 
@@ -27,14 +28,10 @@ __all__ = [
     "TransformerEncoder", "load_encoder", "make_encoder", "random_encoder", "BUILTIN_CONFIGS",
 ]
 
-# Built-in configs for random baselines: "bow" is Ash et al.'s Table 1 bag of words, "qt" the CPU-sized
-# Quick-Thoughts GRU pair of this library's defaults. Only the model section and the vocabulary options.
-BUILTIN_CONFIGS = {
-    "bow": {"model": {"kind": "bow", "dim": 768}, "data": {"min_count": 1}},
-    "qt": {"model": {"kind": "qt", "encoder": "gru"}, "data": {"min_count": 1}},
-}
-
-_CONFIG_DIR = Path(__file__).resolve().parent.parent.parent / "configs"
+# Built-in configs for random baselines ("bow", "qt"): YAML files shipped inside the package
+# (``qt_hard/configs/``), read through importlib.resources so that they are found in an installed wheel.
+_BUILTIN = resources.files("qt_hard") / "configs"
+BUILTIN_CONFIGS = tuple(sorted(p.name[: -len(".yaml")] for p in _BUILTIN.iterdir() if p.name.endswith(".yaml")))
 
 
 @dataclass
@@ -71,22 +68,24 @@ def _resolve_config(config) -> EncoderSpec:
     if isinstance(config, dict):
         return _spec_from_tree(config, "config dict")
     if config in BUILTIN_CONFIGS:
-        return _spec_from_tree(BUILTIN_CONFIGS[config], f"built-in {config!r}")
-    path = Path(config)
-    if not path.is_file() and (_CONFIG_DIR / f"{config}.yaml").is_file():
-        path = _CONFIG_DIR / f"{config}.yaml"
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"random encoder config {config!r}: not a built-in ({sorted(BUILTIN_CONFIGS)}), "
-            f"not a file and not configs/{config}.yaml"
-        )
+        path = _BUILTIN / f"{config}.yaml"
+    else:
+        # A file, or a name in ./configs/ (the repository's training configs, from its root).
+        path = Path(config)
+        if not path.is_file() and (Path("configs") / f"{config}.yaml").is_file():
+            path = Path("configs") / f"{config}.yaml"
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"random encoder config {config!r}: not a built-in ({', '.join(BUILTIN_CONFIGS)}), "
+                f"not a file and not configs/{config}.yaml"
+            )
     import yaml
 
     try:
         tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as err:
         raise ValueError(f"{path}: not valid YAML ({err})") from None
-    return _spec_from_tree(tree, str(path))
+    return _spec_from_tree(tree, f"built-in {config!r}" if config in BUILTIN_CONFIGS else str(path))
 
 
 def random_encoder(config, sentences: Sequence[str] = (), seed: int | None = None,
@@ -95,9 +94,10 @@ def random_encoder(config, sentences: Sequence[str] = (), seed: int | None = Non
 
     Args:
         config: a ``ModelConfig``; a dict (a whole training config tree or only its model section); a
-            training YAML path or a name in ``configs/`` (e.g. "bow_wiki"), of which the ``model``
-            section, ``data.min_count`` / ``data.max_vocab`` and ``train.seed`` are read; or a built-in
-            name ("bow", "qt").
+            training YAML path or a name in ``./configs/`` (e.g. "bow_wiki" from the repository's
+            root), of which the ``model`` section, ``data.min_count`` / ``data.max_vocab`` and
+            ``train.seed`` are read; or a built-in name (``BUILTIN_CONFIGS``: "bow", "qt", shipped in
+            the package).
         sentences: raw sentences to fit a word vocabulary on (with the config's ``data.min_count`` /
             ``data.max_vocab``) when no ``tokenizer`` is given; ignored for kind "hf". Fitting it on
             the sentences to be evaluated lets the baseline see every test word: a control row of a

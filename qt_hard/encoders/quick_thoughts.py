@@ -25,6 +25,14 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 ENCODER_TYPES = ("gru", "bigru", "bow")
+# The saved pair's config file in a sentence-transformers folder (``st_module.QuickThoughtsModule``).
+QT_CONFIG = "quick_thoughts_config.json"
+
+
+def contiguous_state(module: torch.nn.Module, prefix: str = "") -> dict[str, torch.Tensor]:
+    """A state_dict safetensors accepts: CPU tensors, each its own contiguous storage (cuDNN packs a
+    GRU's weights into one shared buffer; safetensors refuses shared storage)."""
+    return {prefix + k: v.detach().to("cpu", copy=True).contiguous() for k, v in module.state_dict().items()}
 
 
 class SentenceRNN(nn.Module):

@@ -5,7 +5,8 @@ Layout of ``OUT/final/`` (what sentence-transformers writes, plus ``encoder.json
     modules.json, config_sentence_transformers.json   sentence-transformers' module list and config
     README.md            model card: the training config, data, objective and its papers, SentEval
     encoder.json         {"format": "qt-hard-encoder", "version": 2, "layout": "sentence-transformers",
-                          "model": ModelConfig fields, "vocab_size": V}: what ``load_encoder`` reads
+                          "model": ModelConfig fields, "vocab_size": V}: what ``load_encoder``
+                         (:mod:`qt_hard.encoders.text`) reads
     bow, qt + bow        sentence-transformers' own ``StaticEmbedding`` (mean of token vectors):
                          model.safetensors ("embedding.weight", (V, d)) and tokenizer.json
     qt + gru / bigru     ``qt_hard.encoders.st_module.QuickThoughtsModule``, a module class that
@@ -30,16 +31,10 @@ from pathlib import Path
 import torch
 
 from qt_hard.encoders.config import ModelConfig
+from qt_hard.encoders.quick_thoughts import QT_CONFIG, contiguous_state
 from qt_hard.errors import ModelNotFoundError
 
 ST_FILES = ("modules.json", "config_sentence_transformers.json")
-QT_CONFIG = "quick_thoughts_config.json"
-
-
-def contiguous_state(module: torch.nn.Module, prefix: str = "") -> dict[str, torch.Tensor]:
-    """A state_dict safetensors accepts: CPU tensors, each its own contiguous storage (cuDNN packs a
-    GRU's weights into one shared buffer; safetensors refuses shared storage)."""
-    return {prefix + k: v.detach().to("cpu", copy=True).contiguous() for k, v in module.state_dict().items()}
 
 
 def truncating_backend(tokenizer, max_len: int):
@@ -130,7 +125,7 @@ def check_folder(path: Path, cfg: ModelConfig) -> None:
         raise ModelNotFoundError(f"incomplete model folder {path}: {', '.join(missing)} missing")
 
 
-def _read_weights(path: Path) -> dict[str, torch.Tensor]:
+def read_weights(path: Path) -> dict[str, torch.Tensor]:
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
@@ -138,37 +133,3 @@ def _read_weights(path: Path) -> dict[str, torch.Tensor]:
         return load_file(str(path / "model.safetensors"))
     except (SafetensorError, OSError, ValueError) as err:
         raise ValueError(f"{path / 'model.safetensors'} is corrupted or not a safetensors file ({err})") from None
-
-
-def load_folder(path: Path, cfg: ModelConfig, device="cpu"):
-    """A ``SentenceEncoder`` from a version-2 (sentence-transformers) folder."""
-    from qt_hard.encoders.text import make_encoder
-
-    check_folder(path, cfg)
-    if cfg.kind == "hf":
-        cfg.hf_path = str(path)
-        return make_encoder(cfg)
-    from qt_hard.data.wordlevel import WordTokenizer
-
-    tokenizer = WordTokenizer.load(path / "tokenizer.json")
-    enc = make_encoder(cfg, tokenizer=tokenizer)
-    weights = _read_weights(path)
-    module = enc.module
-    try:
-        if cfg.kind == "bow":
-            module.bag.weight.data.copy_(weights["embedding.weight"])
-        elif cfg.encoder == "bow":
-            table = weights["embedding.weight"]
-            e = module.f.embedding.weight.shape[1]
-            if table.shape != (module.f.embedding.num_embeddings, 2 * e):
-                raise ValueError(f"{path / 'model.safetensors'}: embedding table of shape {tuple(table.shape)}, "
-                                 f"expected ({module.f.embedding.num_embeddings}, {2 * e})")
-            module.f.embedding.weight.data.copy_(table[:, :e])
-            module.g.embedding.weight.data.copy_(table[:, e:])
-        else:
-            module.load_state_dict({k.removeprefix("qt."): v for k, v in weights.items()})
-    except KeyError as err:
-        raise ValueError(f"{path / 'model.safetensors'} lacks the tensor {err}") from None
-    except RuntimeError as err:  # shape mismatches, missing / unexpected keys
-        raise ValueError(f"{path / 'model.safetensors'} does not fit the model of encoder.json: {err}") from None
-    return enc

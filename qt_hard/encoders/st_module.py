@@ -1,6 +1,6 @@
 """The Quick-Thoughts pair as a sentence-transformers module (``modules.json`` names this class's path).
 
-Kept apart from :mod:`qt_hard.encoders.st_folder` because it subclasses sentence-transformers'
+Kept apart from :mod:`qt_hard.encoders.st_folder` (which imports it when saving) because it subclasses sentence-transformers'
 ``InputModule``: importing the encoders does not import sentence-transformers, loading a folder that
 names this class does.
 """
@@ -14,8 +14,7 @@ import numpy as np
 import torch
 from sentence_transformers.sentence_transformer.modules import InputModule
 
-from qt_hard.encoders.quick_thoughts import QuickThoughtsEncoder
-from qt_hard.encoders.st_folder import QT_CONFIG, contiguous_state
+from qt_hard.encoders.quick_thoughts import QT_CONFIG, QuickThoughtsEncoder, contiguous_state
 
 
 class QuickThoughtsModule(InputModule):

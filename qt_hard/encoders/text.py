@@ -4,16 +4,6 @@ Saved-model layout (``OUT/final/``): a sentence-transformers folder, ``encoder.j
 :mod:`qt_hard.encoders.st_folder`. ``SentenceTransformer(OUT/final)`` and ``load_encoder(OUT/final)``
 load it and encode alike.
 
-Models saved before (``encoder.json`` version 1) still load::
-
-    encoder.json        {"format": "qt-hard-encoder", "version": 1, "model": ModelConfig fields,
-                         "vocab_size": V}
-    vocab.json          the word vocabulary (``qt_hard.data.vocab.Vocab.save``), word models only
-    tokenizer.json      word models: the Hugging Face ``tokenizers`` word-level tokenizer (same ids),
-                        loadable by ``tokenizers.Tokenizer.from_file`` and other tools
-    weights.pt          the module's state_dict (torch.save; loaded with weights_only=True)
-    hf/                 kind "hf": the fine-tuned transformer and its tokenizer (save_pretrained)
-
 ``load_encoder(path)`` accepts the ``final`` folder itself or a run folder that contains one.
 """
 
@@ -32,12 +22,13 @@ from torch import nn
 from qt_hard.encoders.bow import BagOfWordsEncoder
 from qt_hard.encoders.config import ModelConfig
 from qt_hard.encoders.quick_thoughts import QuickThoughtsEncoder
-from qt_hard.errors import ModelNotFoundError
+from qt_hard.encoders.st_folder import check_folder, read_weights, save_sentence_transformer
 from qt_hard.encoders.transformer import TransformerEncoder
+from qt_hard.errors import ModelNotFoundError
 from qt_hard.threads import torch_threads
 
 FORMAT = "qt-hard-encoder"
-VERSION = 2  # 1: weights.pt + vocab.json (+ hf/); 2: the sentence-transformers folder
+VERSION = 2  # the sentence-transformers folder (encoder.json says which version wrote it)
 
 # Torch threads of SentenceEncoder.encode on the CPU: QT_HARD_ENCODE_THREADS, else torch's setting.
 DEFAULT_ENCODE_THREADS = int(os.environ.get("QT_HARD_ENCODE_THREADS", "0") or 0) or None
@@ -188,8 +179,6 @@ class SentenceEncoder:
     def save(self, path: str | Path, card: str | None = None) -> Path:
         """Write the model as a sentence-transformers folder (:mod:`qt_hard.encoders.st_folder`) into
         ``path``; ``card`` is its model card (README.md) markdown."""
-        from qt_hard.encoders.st_folder import save_sentence_transformer
-
         return save_sentence_transformer(self, path, card)
 
 
@@ -227,7 +216,7 @@ def model_config_from_dict(d: dict) -> ModelConfig:
 
 def load_encoder(path: str | Path, device: str | torch.device = "cpu") -> SentenceEncoder:
     """Load a saved encoder from ``path`` (a ``final/`` folder, or a run folder holding one), in the
-    sentence-transformers layout (version 2) or the older one (version 1).
+    sentence-transformers layout (``encoder.json`` version 2).
 
     Returns a ``SentenceEncoder``: ``.encode(list_of_str, batch_size=...) -> np.ndarray`` (float32,
     (n, dim)) and ``.dim``.
@@ -245,29 +234,41 @@ def load_encoder(path: str | Path, device: str | torch.device = "cpu") -> Senten
     if meta.get("format") != FORMAT:
         raise ValueError(f"{meta_file} is not a qt-hard encoder (format={meta.get('format')!r})")
     cfg = model_config_from_dict(meta["model"])
-    version = meta.get("version", 1)
-    if version not in (1, 2):
-        raise ValueError(f"{meta_file}: unknown qt-hard encoder version {version!r} (this qt-hard reads 1 and 2)")
-    if version == 2:
-        from qt_hard.encoders.st_folder import load_folder
-
-        enc = load_folder(path, cfg)
-    elif cfg.kind == "hf":
-        cfg.hf_path = str(path / cfg.hf_path)
-        enc = make_encoder(cfg)
-    else:
-        from qt_hard.data.vocab import Vocab
-
-        from qt_hard.data.wordlevel import WordTokenizer
-
-        for name in ("vocab.json", "weights.pt"):
-            if not (path / name).is_file():
-                raise ModelNotFoundError(f"incomplete model folder {path}: {name} missing")
-        vocab = Vocab.load(path / "vocab.json")
-        # Models saved before tokenizer.json existed get one built from their vocabulary.
-        tokenizer = WordTokenizer.load(path) if (path / "tokenizer.json").is_file() else None
-        enc = make_encoder(cfg, vocab, tokenizer=tokenizer)
-        state = torch.load(path / "weights.pt", map_location="cpu", weights_only=True)
-        enc.module.load_state_dict(state)
+    version = meta.get("version")
+    if version != VERSION:
+        raise ValueError(f"{meta_file}: unknown qt-hard encoder version {version!r} (this qt-hard reads {VERSION})")
+    enc = _load_folder(path, cfg)
     enc.module.to(device).eval()
+    return enc
+
+
+def _load_folder(path: Path, cfg: ModelConfig, device="cpu"):
+    """A ``SentenceEncoder`` from a version-2 (sentence-transformers) folder."""
+    check_folder(path, cfg)
+    if cfg.kind == "hf":
+        cfg.hf_path = str(path)
+        return make_encoder(cfg)
+    from qt_hard.data.wordlevel import WordTokenizer
+
+    tokenizer = WordTokenizer.load(path / "tokenizer.json")
+    enc = make_encoder(cfg, tokenizer=tokenizer)
+    weights = read_weights(path)
+    module = enc.module
+    try:
+        if cfg.kind == "bow":
+            module.bag.weight.data.copy_(weights["embedding.weight"])
+        elif cfg.encoder == "bow":
+            table = weights["embedding.weight"]
+            e = module.f.embedding.weight.shape[1]
+            if table.shape != (module.f.embedding.num_embeddings, 2 * e):
+                raise ValueError(f"{path / 'model.safetensors'}: embedding table of shape {tuple(table.shape)}, "
+                                 f"expected ({module.f.embedding.num_embeddings}, {2 * e})")
+            module.f.embedding.weight.data.copy_(table[:, :e])
+            module.g.embedding.weight.data.copy_(table[:, e:])
+        else:
+            module.load_state_dict({k.removeprefix("qt."): v for k, v in weights.items()})
+    except KeyError as err:
+        raise ValueError(f"{path / 'model.safetensors'} lacks the tensor {err}") from None
+    except RuntimeError as err:  # shape mismatches, missing / unexpected keys
+        raise ValueError(f"{path / 'model.safetensors'} does not fit the model of encoder.json: {err}") from None
     return enc

@@ -168,13 +168,15 @@ def wiki_split_seed(model_spec: str, explicit: int | None) -> tuple[int, str]:
 
 
 def cmd_wiki(args) -> int:
+    from qt_hard.data.wiki import load_wiki
+
     from .models import EmbeddingCache, load_model
     from .report import save_results, wiki_table
-    from .wiki import load_wiki_data, run_wiki
+    from .wiki import run_wiki
 
     split_seed, origin = wiki_split_seed(args.model, args.split_seed)
     _log(f"Wiki-N split seed {split_seed} ({origin}); classifier seed {args.seed}")
-    data = load_wiki_data(args.data, args.classes, seed=split_seed)
+    data = load_wiki(args.data, classes=args.classes, seed=split_seed)
     start = time.perf_counter()
     encoder = load_model(args.model, sentences=lambda: data.train_sentences + data.test_sentences)
     res = run_wiki(encoder, data, args.classes, epochs=args.epochs, lr=args.lr,

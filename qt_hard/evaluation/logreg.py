@@ -54,7 +54,7 @@ What keeps wide embeddings (d in the thousands) fast, none of which moves the so
   problems whose CG has not yet reached its tolerance (problems converge, and leave the Newton
   loop, at different times): the same arithmetic per column, fewer columns (MPQA, whose 100
   fold problems' CG counts spread widely near separability: 27.6 -> 24.4 CPU s at 1,200-d,
-  851 -> 464 at 2,400-d, ``scripts/bench_mpqa_width.py``).
+  851 -> 464 at 2,400-d).
 * **The multinomial model on its sum-zero subspace.** Adding one vector to every class's weights
   moves no probability, so the optimum's class weights sum to zero; Newton's system is solved on
   that subspace (starting point, preconditioned residuals projected), where the unpenalized
@@ -135,24 +135,10 @@ class BatchedLogReg:
             CG steps that its staleness added since the last refresh reaches ``refresh_cost``
             times the modelled cost of a refresh (see the module docstring; 0: at every Newton
             step, ``float('inf')``: never after the first).
-        cg_compact: CG multiplies only the columns of problems still iterating (default
-            ``CG_COMPACT``; False: every column, as before, for comparisons).
-        cg_stop_at_tol: CG also stops once its residual, the gradient of the Newton step's
-            quadratic model, has max-abs below ``tol / 2`` in the fit's scaling (default
-            ``CG_STOP_AT_TOL``, off; False: the forcing term alone). Off by default: it saves a
-            quarter of the CG steps but leaves the solution only just within ``tol`` instead of
-            well inside it, which moved one outer fold's chosen C (a near-tie of the inner
-            accuracies) on MPQA at 1,200-d.
     """
-
-    # Class-wide defaults of the two CG options above (scripts/bench_mpqa_width.py flips them to
-    # time the solver without them on the same problems).
-    CG_COMPACT = True
-    CG_STOP_AT_TOL = False
 
     def __init__(self, X, y, n_classes: int, penalize_intercept: bool = False,
                  reduce: bool | str = "auto", refresh_cost: float = 1.0,
-                 cg_compact: bool | None = None, cg_stop_at_tol: bool | None = None,
                  device: str | torch.device | None = None):
         self.device = check_device(DEFAULT_DEVICE if device is None else device)
         X = _as_tensor(X, device=self.device)
@@ -200,8 +186,6 @@ class BatchedLogReg:
         if not refresh_cost >= 0:
             raise ValueError(f"refresh_cost must be >= 0, got {refresh_cost}")
         self.refresh_cost = refresh_cost
-        self.cg_compact = self.CG_COMPACT if cg_compact is None else cg_compact
-        self.cg_stop_at_tol = self.CG_STOP_AT_TOL if cg_stop_at_tol is None else cg_stop_at_tol
         self._gram = None  # float32 (H, p, p) Grams with averaged curvature, reused across steps
         self._base_rate = None  # CG steps per e-fold of residual right after the last refresh
         self._excess = 0.0  # modelled CG work that staleness added since the last refresh
@@ -269,38 +253,29 @@ class BatchedLogReg:
         XtB = self._t_times(B.reshape(-1, F * H), single=True).reshape(p, F, H).to(V.dtype)
         return self.R * V + C[None, :, None] * XtB
 
-    def _refresh_gram(self, P, M, groups=None) -> None:
+    def _refresh_gram(self, P, M) -> None:
         """Gram matrices ``X^T diag(dbar_k) X``, one per output column k (H of them), with
         ``dbar_k`` the per-row curvature ``p_k (1 - p_k)`` of column k averaged over the problems,
         masks included, so that ``C * Gram_k`` is close to each problem's diagonal Hessian block
         of class k (the multinomial model's classes differ a lot in curvature: a rare class has
-        small p_k). Float32: only the preconditioner uses them. Shape (G, H, p, p): with
-        ``groups`` ((F,) ids in [0, G)) one set per group of problems, the curvature averaged over
-        that group only; G = 1 without."""
+        small p_k). Float32: only the preconditioner uses them. Shape (H, p, p)."""
         curv = P * (1.0 - P)  # (n, F, H) diagonal of the per-row Hessian
-        wc = curv * M[:, :, None]
+        dbar = (curv * M[:, :, None]).mean(dim=1).to(torch.float32)  # (n, H)
         X32 = self.X32
-        if groups is None:
-            groups = torch.zeros(M.shape[1], dtype=torch.long, device=self.device)
-        grams = []
-        for g in range(int(groups.max()) + 1):
-            dbar = wc[:, groups == g].mean(dim=1).to(torch.float32)  # (n, H)
-            grams.append(torch.stack([X32.T @ (X32 * dbar[:, k:k + 1]) for k in range(self.H)]))
-            self.n_gram += 1
-        self._gram = torch.stack(grams)
+        self._gram = torch.stack([X32.T @ (X32 * dbar[:, k:k + 1]) for k in range(self.H)])
+        self.n_gram += 1
 
-    def _preconditioners(self, C, groups):
-        """Cholesky factors (H, p, p) of ``R + c * Gram_gk`` for every distinct (c, group g) pair of
-        the problems (keys ``(c, g)``). Float32 (a
+    def _preconditioners(self, C):
+        """Cholesky factors (H, p, p) of ``R + c * Gram_k`` for every distinct C value c of the
+        problems (keyed by c). Float32 (a
         preconditioner only has to be symmetric positive definite: its accuracy changes how many
         CG steps are taken, not the point they converge to); float64 where float32 rounding
         breaks positive definiteness."""
         Rdiag = torch.diag(self.R[:, 0, 0]).to(torch.float32)
         eye = torch.eye(self.p, dtype=torch.float32, device=self.device)
         factors = {}
-        pairs = sorted(set(zip(C.tolist(), groups.tolist())))
-        for c, g in pairs:
-            A = Rdiag + c * self._gram[g]
+        for c in sorted(set(C.tolist())):
+            A = Rdiag + c * self._gram
             # A ridge keeps the factorization defined for an all-zero feature column and for the
             # float32 rounding of the Gram matrix; it changes the preconditioner, not the solution.
             ridge = 1e-5 * (1.0 + A.diagonal(dim1=1, dim2=2).mean(dim=1))
@@ -322,7 +297,7 @@ class BatchedLogReg:
                     if bool((boost > 1e6 * scale).any()):
                         raise FloatingPointError("the preconditioner could not be made positive definite")
                 L = L.to(torch.float32)
-            factors[(c, g)] = L
+            factors[c] = L
             self.n_factor += 1
         return factors
 
@@ -338,28 +313,26 @@ class BatchedLogReg:
         n, p = self.X.shape
         return column_steps * self.H * (4.0 * n * p + self.SLOW * 2.0 * p * p)
 
-    def _refresh_cost(self, C, groups) -> float:
+    def _refresh_cost(self, C) -> float:
         """Modelled cost of a refresh: the Grams (2 n p^2 flops each) and the factorizations of
-        every (C, group) pair (p^3 / 3 each), per preconditioner block."""
+        every distinct C (p^3 / 3 each), per preconditioner block."""
         n, p = self.X.shape
-        blocks = self._gram.shape[1] if self._gram is not None else self.H
-        n_groups = int(groups.max()) + 1
-        pairs = len(set(zip(C.tolist(), groups.tolist())))
-        return blocks * (n_groups * 2.0 * n * p * p + pairs * self.SLOW * p ** 3 / 3.0)
+        blocks = self._gram.shape[0] if self._gram is not None else self.H
+        return blocks * (2.0 * n * p * p + len(set(C.tolist())) * self.SLOW * p ** 3 / 3.0)
 
-    def _apply_prec(self, factors, C, groups, Rv) -> torch.Tensor:
+    def _apply_prec(self, factors, C, Rv) -> torch.Tensor:
         """The preconditioner's inverse applied to Rv (p, F, H): each problem through the factor
         of its C, class k through its own block (float32 triangular solves); for the multinomial
-        model projected on the weights whose classes sum to zero (see ``_project``). ``C`` and
-        ``groups``: (F,) of Rv's columns."""
+        model projected on the weights whose classes sum to zero (see ``_project``). ``C``: (F,)
+        of Rv's columns."""
         p, F, H = Rv.shape
         if len(factors) == 1:  # one C: no gather / scatter of columns
             (L,) = factors.values()
             out = _cholesky_solve(Rv.permute(2, 0, 1).to(torch.float32), L)
             return self._project(out.permute(1, 2, 0).to(Rv.dtype))
         out = torch.empty_like(Rv)
-        for (c, g), L in factors.items():
-            idx = ((C == c) & (groups == g)).nonzero(as_tuple=True)[0]
+        for c, L in factors.items():
+            idx = (C == c).nonzero(as_tuple=True)[0]
             if len(idx) == 0:  # no column of this C is still iterating
                 continue
             block = Rv[:, idx, :].permute(2, 0, 1).to(torch.float32)  # (H, p, n_cols)
@@ -379,8 +352,7 @@ class BatchedLogReg:
 
     # ----- the solver -----
     def fit(self, train_mask, C, W0=None, tol: float = 1e-8, max_newton: int = 100,
-            max_cg: int = 200, threads: int | None = None, targets=None,
-            groups=None) -> torch.Tensor:
+            max_cg: int = 200, threads: int | None = None, targets=None) -> torch.Tensor:
         """Solve the F problems; returns weights (q + 1, F, H), on the CPU whatever the solver's
         device (inputs may live anywhere: they are moved to the solver's device).
 
@@ -393,14 +365,10 @@ class BatchedLogReg:
             threads: torch threads for the solve (default ``DEFAULT_THREADS``).
             targets: optional (n, F) 0/1 labels, one column per problem (binary model only),
                 in place of ``y``: e.g. one-vs-rest columns.
-            groups: optional (F,) integer ids in [0, G): the preconditioner keeps one Gram per
-                group, its curvature averaged over that group's problems only (G times the Gram
-                and factorization cost; fewer CG steps where the problems' curvatures differ by
-                group, e.g. the inner folds of one outer fold). None: one Gram for all.
         """
         with torch_threads(DEFAULT_THREADS if threads is None else threads):
             if targets is None:
-                return self._fit(train_mask, C, W0, tol, max_newton, max_cg, groups)
+                return self._fit(train_mask, C, W0, tol, max_newton, max_cg)
             if self.H != 1:
                 raise ValueError("per-problem targets need the binary model (n_classes=2)")
             T = _as_tensor(targets, self.X.dtype, self.device)
@@ -408,11 +376,11 @@ class BatchedLogReg:
                 raise ValueError(f"targets must be 0/1 of shape ({self.X.shape[0]}, F), got {tuple(T.shape)}")
             self.Y = T[:, :, None]
             try:
-                return self._fit(train_mask, C, W0, tol, max_newton, max_cg, groups)
+                return self._fit(train_mask, C, W0, tol, max_newton, max_cg)
             finally:
                 self.Y = self._targets_from_labels()
 
-    def _fit(self, train_mask, C, W0, tol, max_newton, max_cg, groups=None) -> torch.Tensor:
+    def _fit(self, train_mask, C, W0, tol, max_newton, max_cg) -> torch.Tensor:
         dev = self.device
         M = _as_tensor(train_mask, device=dev)
         n = self.X.shape[0]
@@ -428,19 +396,6 @@ class BatchedLogReg:
             raise ValueError(f"C must be a scalar or have shape ({F},), got {tuple(C.shape)}")
         if not (C > 0).all():
             raise ValueError("every C must be positive")
-        if groups is None:
-            G = torch.zeros(F, dtype=torch.long, device=dev)
-        else:
-            G = torch.as_tensor(np.asarray(groups), dtype=torch.long, device=dev)
-            if G.shape != (F,) or G.min() < 0:
-                raise ValueError(f"groups must be ({F},) non-negative integers, got {tuple(G.shape)}")
-            # Renumber to 0 .. G-1 so that every group has a Gram.
-            G = torch.unique(G, return_inverse=True)[1]
-        # A kept Gram is per group: a fit with other groups (or none) starts a fresh one.
-        gkey = None if groups is None else tuple(G.tolist())
-        if gkey != getattr(self, "_gram_groups", None):
-            self._gram, self._base_rate, self._excess = None, None, 0.0
-        self._gram_groups = gkey
         n_f = M.sum(dim=0)
         if (n_f == 0).any():
             raise ValueError("a problem has an empty training set (an all-zero train_mask column)")
@@ -458,7 +413,6 @@ class BatchedLogReg:
         active = torch.ones(F, dtype=torch.bool, device=dev)
         self.n_newton = 0
         self.n_cg = 0
-        self.cg_log = []  # per Newton step: (F,) CG steps each problem took
         factors, last_cg = None, None
         for _ in range(max_newton):
             P = self._probs(Z)
@@ -480,19 +434,19 @@ class BatchedLogReg:
             if cg_rate is not None and self._base_rate is not None and cg_rate > self._base_rate:
                 self._excess += (1.0 - self._base_rate / cg_rate) * self._cg_cost(last_cols)
             stale = (cg_rate is not None and self._base_rate is not None
-                     and self._excess >= self.refresh_cost * self._refresh_cost(C, G))
+                     and self._excess >= self.refresh_cost * self._refresh_cost(C))
             if self._gram is None or self.refresh_cost == 0 or stale:
-                self._refresh_gram(P, M, G)
+                self._refresh_gram(P, M)
                 factors, self._base_rate, self._excess = None, None, 0.0
             elif self._base_rate is None and cg_rate is not None:
                 self._base_rate = cg_rate
             if factors is None:
-                factors = self._preconditioners(C, G)
+                factors = self._preconditioners(C)
             # ---- truncated Newton direction: solve H s = -g by preconditioned CG ----
             P32 = P.to(torch.float32)
             s = torch.zeros_like(W)
             r = -g
-            zr = self._apply_prec(factors, C, G, r)
+            zr = self._apply_prec(factors, C, r)
             d = zr.clone()
             rz = (r * zr).sum(dim=(0, 2))
             gnorm = g.norm(dim=(0, 2))
@@ -500,19 +454,17 @@ class BatchedLogReg:
             last_eta, last_on = eta, active
             last_cg = 0
             cg_each = torch.zeros(F, dtype=torch.long, device=dev)
-            # CG runs on the columns still iterating only (``cg_compact``): problems converge
-            # (and leave the Newton loop) at different times, and the Hessian-vector product
-            # costs the same per column whether its problem is done or not.
-            everyone = torch.arange(F, device=dev)
+            # CG runs on the columns still iterating only: problems converge (and leave the
+            # Newton loop) at different times, and the Hessian-vector product costs the same per
+            # column whether its problem is done or not.
             cols = None
             for _ in range(max_cg):
                 on = cg_on.nonzero(as_tuple=True)[0]
                 if len(on) == 0:
                     break
-                if cols is None or (self.cg_compact and len(on) != len(cols)):  # gather once
-                    cols = on if self.cg_compact else everyone
-                    Pc, Mc, Cc, Gc, tol_c = P32[:, cols], M32[:, cols], C[cols], G[cols], (eta * gnorm)[cols]
-                    done_c = (0.5 * tol) * scale[cols] if self.cg_stop_at_tol else torch.zeros(len(cols), device=dev)
+                if cols is None or len(on) != len(cols):  # gather when a column has left
+                    cols = on
+                    Pc, Mc, Cc, tol_c = P32[:, cols], M32[:, cols], C[cols], (eta * gnorm)[cols]
                 self.n_cg += 1
                 last_cg += 1
                 live = cg_on[cols]
@@ -525,18 +477,15 @@ class BatchedLogReg:
                 s[:, cols] += alpha[None, :, None] * dc
                 r_c = r[:, cols] - alpha[None, :, None] * Hd
                 r[:, cols] = r_c
-                # Stop at the forcing tolerance, or earlier once the quadratic model's gradient r
-                # is below half the stopping tolerance (``cg_stop_at_tol``): solving further only
-                # polishes a step that already lands where the outer loop stops (oversolving,
-                # Eisenstat & Walker 1996, SIAM J. Sci. Comput. 17(1)).
-                still = live & (r_c.norm(dim=(0, 2)) > tol_c) & (r_c.abs().amax(dim=(0, 2)) > done_c)
+                # Stop at the forcing tolerance (inexact Newton, Eisenstat & Walker 1996, SIAM J.
+                # Sci. Comput. 17(1)).
+                still = live & (r_c.norm(dim=(0, 2)) > tol_c)
                 cg_on[cols] = still
-                zr = self._apply_prec(factors, Cc, Gc, r_c)
+                zr = self._apply_prec(factors, Cc, r_c)
                 rz_new = (r_c * zr).sum(dim=(0, 2))
                 beta = torch.where(still, rz_new / torch.where(rz_c > 0, rz_c, 1.0), 0.0)
                 d[:, cols] = zr + beta[None, :, None] * dc
                 rz[cols] = rz_new
-            self.cg_log.append(cg_each.cpu())
             last_cols = int(cg_each.sum())  # column-steps of this CG, for the rent-or-buy rule
             # ---- Armijo backtracking; logits are linear in the step: Z + t * X s ----
             Zs = self.logits(s)

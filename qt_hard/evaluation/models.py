@@ -50,15 +50,6 @@ class SentenceTransformerModel:
         )
 
 
-def _load_qt_hard(path: Path):
-    import qt_hard
-
-    loader = getattr(qt_hard, "load_encoder", None)
-    if loader is None:
-        from qt_hard.encoders import load_encoder as loader
-    return loader(path)
-
-
 def load_tokenizer(path: str | Path):
     """A word-level tokenizer from a ``tokenizer.json`` or a qt-hard model folder (run or ``final``)."""
     from qt_hard.data.wordlevel import WordTokenizer
@@ -105,7 +96,9 @@ def load_model(spec: str, sentences: Callable[[], Sequence[str]] | Sequence[str]
     qt_hard_dir = (path / "encoder.json").is_file() or (path / "final" / "encoder.json").is_file()
     if is_sentence_transformers_dir(path) and not qt_hard_dir:
         return SentenceTransformerModel(path)
-    return _load_qt_hard(path)
+    from qt_hard.encoders import load_encoder
+
+    return load_encoder(path)
 
 
 def control_models(model, seed: int = 0) -> dict:
@@ -128,7 +121,7 @@ def control_models(model, seed: int = 0) -> dict:
 def unk_rates(model, tasks: Sequence[str], data_dir) -> dict[str, float] | None:
     """Share (%) of word tokens of each task's sentences that the model's vocabulary does not know;
     None for models without a word tokenizer (transformers: subwords, no unknown words)."""
-    from .senteval import task_sentences
+    from .tasks import task_sentences
 
     tok = getattr(getattr(model, "featurizer", None), "tokenizer", None)
     if tok is None or not hasattr(tok, "unk_rate"):

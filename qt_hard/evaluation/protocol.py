@@ -27,7 +27,7 @@ default 100, which stops before convergence on unnormalized features, so ``max_i
 ``fast=False`` reproduces SentEval exactly; the fast path always solves to convergence (a
 max-abs scaled gradient below ``FAST_TOL`` = 1e-6; ``max_iter=None`` gives the reference lbfgs
 with ``tol=1e-8`` and up to 10,000 iterations, with which it agrees on every held-out prediction
-of ``scripts/bench_eval.py --check``).
+of ``eval/bench_eval.py --check``).
 
 Skip-thoughts protocol (Kiros et al. 2015, ``eval_classification.py``, ``eval_trec.py``,
 ``eval_msrp.py`` of ryankiros/skip-thoughts, which S2V's ``src/evaluate.py`` calls and which
@@ -56,7 +56,7 @@ from threadpoolctl import threadpool_limits
 from . import logreg
 from .logreg import BatchedLogReg, decision_logreg
 
-__all__ = ["INNER_REGS", "KFOLD_REGS", "SKIPTHOUGHTS_REGS", "inner_kfold", "kfold_train_test",
+__all__ = ["INNER_REGS", "KFOLD_REGS", "SKIPTHOUGHTS_REGS", "inner_kfold", "kfold_train_test", "reference_fit",
            "skipthoughts_nested_kfold", "skipthoughts_kfold"]
 
 INNER_REGS = tuple(2.0**t for t in range(-2, 4))  # SentEval InnerKFoldClassifier, sklearn path
@@ -67,31 +67,23 @@ SKIPTHOUGHTS_SEED = 1234  # their default seed (data shuffle, MSRP folds)
 # The fast path's stopping rule: max-abs gradient of scikit-learn's scaling of the objective
 # (J / (C n)) below 1e-6, a hundredth of scikit-learn's own lbfgs default (tol=1e-4). From 1e-8:
 # CR at 2,400-d took 397 instead of 574 CG steps (70 against 89 CPU s) with the same accuracy and
-# chosen C; scripts/bench_eval.py --check compares held-out predictions with lbfgs at tol=1e-8.
+# chosen C; eval/bench_eval.py --check compares held-out predictions with lbfgs at tol=1e-8.
 FAST_TOL = 1e-6
-# Nested fast path (``_nested_fast``): None, one preconditioner Gram for all the k x k inner
-# problems; "outer", one per outer fold (issue 14, MPQA near separability; see logreg.fit groups).
-NESTED_PREC_GROUPS = None
-# Warm starts along the increasing C path (``_path_start``): the next C's solution predicted by
-# linear extrapolation in log C from the last two (False: the last solution, as before). Near
-# separability the weights grow about linearly in log C, so the prediction lands closer. 2,400-d,
-# one thread, CPU s plain -> extrapolated, same outputs: bigru features TREC 69.4 -> 51.1, MPQA
-# 31.3 -> 24.1, MRPC 26.8 -> 21.7, CR 16.4 -> 13.7, MR 25.9 -> 25.6; hashbow MPQA 45 -> 39 Newton
-# and 3,153 -> 2,348 CG steps. On SUBJ (bigru) one outer fold's near-tie of C = 4 and 8 went to 8,
-# as the plain start also gives at a thousandth of the tolerance (FAST_TOL 1e-9): the plain start's
-# choice was the tolerance's noise, the extrapolated one the converged answer.
-PATH_EXTRAPOLATE = True
 
 
 def _path_start(path, C):
     """Warm start for the fit at ``C`` from ``path``, the solutions so far as (C_j, W_j) in
     increasing C: None for the first, the last for the second, then ``W_k + t (W_k - W_{k-1})``
-    with ``t = log(C / C_k) / log(C_k / C_{k-1})`` (``PATH_EXTRAPOLATE``). Only the starting point
-    of Newton's method changes, not the optimum it converges to."""
+    with ``t = log(C / C_k) / log(C_k / C_{k-1})``. Near separability the weights grow about
+    linearly in log C, so the extrapolation lands closer to the next optimum than the last
+    solution does (2,400-d, one thread, CPU s from the last solution -> extrapolated, same outputs:
+    TREC 69.4 -> 51.1, MPQA 31.3 -> 24.1, MRPC 26.8 -> 21.7, CR 16.4 -> 13.7 on random projections
+    of an untrained bidirectional Quick-Thoughts pair). Only the starting point of Newton's method
+    changes, not the optimum it converges to."""
     if not path:
         return None
     c1, W1 = path[-1]
-    if not PATH_EXTRAPOLATE or len(path) < 2:
+    if len(path) < 2:
         return W1
     c0, W0 = path[-2]
     t = float(np.log(C / c1) / np.log(c1 / c0))
@@ -119,7 +111,7 @@ def _acc(pred: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean(pred == y))
 
 
-def _sk_fit(X, y, C, seed, max_iter=100, liblinear=False):
+def reference_fit(X, y, C, seed, max_iter=100, liblinear=False):
     """One scikit-learn fit: SentEval's ``LogisticRegression(C=C)`` (lbfgs; ``max_iter=None``:
     run to convergence) or, with ``liblinear``, the pre-0.22 default the skip-thoughts scripts got
     (liblinear, one-vs-rest for more than two classes, its default tol and iteration cap).
@@ -149,48 +141,42 @@ class _PathSolver:
     one-vs-rest columns per problem (column ``f * K + k``). Weights are (p, F, H) or (p, F*K, 1).
 
     Repeated (features, label) rows are merged into one row whose weight in each problem is the
-    number of its copies that the problem trains on (``MERGE_DUPLICATES``): the objective, a sum
+    number of its copies that the problem trains on: the objective, a sum
     of per-row losses, is the same function of the weights, so the solution is too, with fewer
     rows in every product (MPQA's short phrases: 10,606 rows, 8,340 distinct). Masks and
     predictions stay in the original rows."""
-
-    # Merge repeated rows (False: solve on the rows as given, for comparisons).
-    MERGE_DUPLICATES = True
 
     def __init__(self, X, y, n_classes, liblinear=False):
         self.ovr = liblinear and n_classes > 2
         self.K = n_classes
         self.inv = None  # original row -> merged row, when rows were merged
-        if self.MERGE_DUPLICATES:
-            Xt = torch.as_tensor(np.asarray(X, dtype=np.float64))
-            keys = torch.cat([Xt, torch.as_tensor(np.asarray(y), dtype=torch.float64)[:, None]], dim=1)
-            uniq, inv = torch.unique(keys, dim=0, return_inverse=True)
-            if len(uniq) < len(keys):
-                self.inv = inv
-                # The first copy of each merged row (its features and label exactly).
-                first = torch.full((len(uniq),), len(keys), dtype=torch.long).scatter_reduce(
-                    0, inv, torch.arange(len(keys)), reduce="amin")
-                X, y = np.asarray(X)[first.numpy()], np.asarray(y)[first.numpy()]
+        Xt = torch.as_tensor(np.asarray(X, dtype=np.float64))
+        keys = torch.cat([Xt, torch.as_tensor(np.asarray(y), dtype=torch.float64)[:, None]], dim=1)
+        uniq, inv = torch.unique(keys, dim=0, return_inverse=True)
+        if len(uniq) < len(keys):
+            self.inv = inv
+            # The first copy of each merged row (its features and label exactly).
+            first = torch.full((len(uniq),), len(keys), dtype=torch.long).scatter_reduce(
+                0, inv, torch.arange(len(keys)), reduce="amin")
+            X, y = np.asarray(X)[first.numpy()], np.asarray(y)[first.numpy()]
         if self.ovr:
             self.model = BatchedLogReg(X, np.zeros_like(y), 2, penalize_intercept=True)
             self.onehot = torch.nn.functional.one_hot(torch.as_tensor(y), n_classes).to(torch.float64)
         else:
             self.model = BatchedLogReg(X, y, n_classes, penalize_intercept=liblinear)
 
-    def fit(self, masks, C, W0=None, groups=None):
+    def fit(self, masks, C, W0=None):
         if self.inv is not None:  # per merged row: how many of its copies each problem trains on
             masks = torch.as_tensor(masks, dtype=torch.float64)
             masks = torch.zeros(int(self.inv.max()) + 1, masks.shape[1], dtype=masks.dtype).index_add_(
                 0, self.inv, masks)
         if not self.ovr:
-            return self.model.fit(masks, C, W0=W0, tol=FAST_TOL, groups=groups)
+            return self.model.fit(masks, C, W0=W0, tol=FAST_TOL)
         F = masks.shape[1]
         C = torch.as_tensor(C, dtype=torch.float64)
         C = C.repeat_interleave(self.K) if C.ndim else C
-        if groups is not None:
-            groups = np.repeat(np.asarray(groups), self.K)
         return self.model.fit(masks.repeat_interleave(self.K, dim=1), C, W0=W0, tol=FAST_TOL,
-                              targets=self.onehot.repeat(1, F), groups=groups)
+                              targets=self.onehot.repeat(1, F))
 
     def columns(self, W, f: int):
         """Problem f's weights (as a one-problem W)."""
@@ -279,7 +265,7 @@ def _cv_scores_reference(X, y, folds, regs, score, agg, fit_kw):
     """The model selection as the original loops run it: one scikit-learn fit per (C, fold)."""
     scores = []
     for reg in regs:
-        vals = [score(_sk_fit(X[tr], y[tr], reg, **fit_kw).predict(X[te]), y[te]) for tr, te in folds]
+        vals = [score(reference_fit(X[tr], y[tr], reg, **fit_kw).predict(X[te]), y[te]) for tr, te in folds]
         scores.append(agg(vals))
     return scores
 
@@ -291,7 +277,7 @@ def _nested_reference(X, y, outer_folds, inner_folds, regs, agg, fit_kw):
         best = int(np.argmax(scores))
         dev.append(np.max(scores))
         chosen.append(regs[best])
-        clf = _sk_fit(X[tr], y[tr], regs[best], **fit_kw)
+        clf = reference_fit(X[tr], y[tr], regs[best], **fit_kw)
         test.append(_acc(clf.predict(X[te]), y[te]))
     return dev, test, chosen
 
@@ -302,14 +288,11 @@ def _nested_fast(X, y, n_classes, outer_folds, inner_folds, regs, agg, liblinear
     # One problem per (outer, inner) fold: all of them train together for a given C.
     flat = [f for folds in inner_folds for f in folds]
     masks = _fold_masks(len(y), flat)
-    # Preconditioner groups: the inner problems of one outer fold share (k-2)/(k-1) of their rows
-    # and have close curvatures (see NESTED_PREC_GROUPS).
-    groups = np.repeat(np.arange(k_out), k_in) if NESTED_PREC_GROUPS == "outer" else None
     path, W_by_reg = [], {}
     inner_acc = np.zeros((len(regs), k_out * k_in))
     for reg in sorted(range(len(regs)), key=lambda j: regs[j]):
         # Increasing C: the solutions so far warm-start the next, less regularized one.
-        W = solver.fit(masks, regs[reg], W0=_path_start(path, regs[reg]), groups=groups)
+        W = solver.fit(masks, regs[reg], W0=_path_start(path, regs[reg]))
         path.append((regs[reg], W))
         W_by_reg[reg] = W
         pred = solver.predict(W)
@@ -354,7 +337,7 @@ def _select_and_test(Xtr, ytr, Xte, n_classes, folds, regs, score, agg, fast, li
     else:
         scores = _cv_scores_reference(Xtr, ytr, folds, regs, score, agg, fit_kw)
         best = int(np.argmax(scores))
-        yhat = _sk_fit(Xtr, ytr, regs[best], **fit_kw).predict(Xte)
+        yhat = reference_fit(Xtr, ytr, regs[best], **fit_kw).predict(Xte)
     return scores, best, yhat
 
 

@@ -37,7 +37,7 @@ import numpy as np
 from .models import EmbeddingCache
 from .protocol import (SKIPTHOUGHTS_SEED, inner_kfold, kfold_train_test, skipthoughts_kfold,
                        skipthoughts_nested_kfold)
-from .tasks import TASKS, BinaryTask, MrpcTask, TrecTask, load_task, words_to_text
+from .tasks import TASKS, BinaryTask, MrpcTask, TrecTask, load_task, task_sentences, words_to_text
 
 PROTOCOLS = ("senteval", "skipthoughts")
 
@@ -65,15 +65,6 @@ def parse_tasks(spec: str | Sequence[str]) -> list[str]:
     if not out:
         raise ValueError("no tasks given")
     return out
-
-
-def task_sentences(tasks: Sequence[str], data_dir) -> list[str]:
-    """Union of the (encoder-ready) sentences of the given tasks, e.g. for a random model's vocab."""
-    seen: dict[str, None] = {}
-    for name in tasks:
-        for t in load_task(name, data_dir).texts():
-            seen.setdefault(t, None)
-    return list(seen)
 
 
 def _texts(words: list[list[str]]) -> list[str]:

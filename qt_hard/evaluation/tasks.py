@@ -20,12 +20,14 @@ Sentences reach an encoder as ``' '.join(words)``, an empty one as ``'.'`` (Sent
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 __all__ = [
+    "task_sentences",
     "TASKS",
     "BinaryTask",
     "TrecTask",
@@ -206,3 +208,12 @@ def load_task(name: str, folder, sort: bool = True) -> BinaryTask | TrecTask | M
     if key == "MRPC":
         return load_mrpc(folder, sort)
     raise ValueError(f"unknown SentEval task {name!r}; known tasks: {', '.join(TASKS)}")
+
+
+def task_sentences(tasks: Sequence[str], data_dir) -> list[str]:
+    """Union of the (encoder-ready) sentences of the given tasks, e.g. for a random model's vocab."""
+    seen: dict[str, None] = {}
+    for name in tasks:
+        for t in load_task(name, data_dir).texts():
+            seen.setdefault(t, None)
+    return list(seen)

@@ -6,7 +6,7 @@
   features are the memory bank, each test image votes with its k most cosine-similar bank entries,
   each vote weighted by exp(similarity / t), and the class with the largest summed weight wins.
 * :func:`linear_readout`: a linear softmax classifier on frozen, standardised backbone features
-  (HCL App. D.1's "linear readout"), trained with Adam by ``qt_hard.evaluation.wiki.linear_classifier``,
+  (HCL App. D.1's "linear readout"), trained with Adam by ``qt_hard.evaluation.probes.linear_classifier``,
   which keeps the epoch of smallest training loss (the test split is never used to choose anything).
 
 Features are the backbone's h = f(x) (N, d), not the projection g(f(x)), as in HCL's evaluation.
@@ -84,7 +84,7 @@ def linear_readout(train_feats, train_labels, test_feats, test_labels, num_class
     """Linear softmax readout on frozen features, standardised with the training split's mean/std.
 
     Returns ``{"acc": top-1 % on the test split, "best_epoch", ...}`` (see ``linear_classifier``)."""
-    from qt_hard.evaluation.wiki import linear_classifier
+    from qt_hard.evaluation.probes import linear_classifier
 
     tr = np.asarray(train_feats, dtype=np.float64)
     te = np.asarray(test_feats, dtype=np.float64)

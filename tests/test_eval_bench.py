@@ -1,4 +1,4 @@
-"""scripts/bench_eval.py: the summary (six-task sums, CPU-time width exponents, the accuracy
+"""eval/bench_eval.py: the summary (six-task sums, CPU-time width exponents, the accuracy
 check) from synthetic rows, and one small real run that resumes instead of re-running."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ def _row(task, width, fast, ref, diff):
 
 
 def test_summary_sums_exponents_and_check():
-    be = _scripts.load_script("bench_eval")
+    be = _scripts.load_script("bench_eval", "eval")
     rows = [_row("MR", 600, 10.0, 100.0, 0.0), _row("MR", 2400, 160.0, 800.0, 0.1),
             _row("CR", 600, 4.0, 40.0, 0.2), _row("CR", 2400, 32.0, 640.0, 0.0)]
     s = be.summarize(rows, [600, 2400], ["MR", "CR"])
@@ -36,7 +36,7 @@ def test_summary_sums_exponents_and_check():
 
 def test_small_real_run_and_resume(tmp_path, capsys):
     _scripts.senteval_root_or_skip("CR")
-    be = _scripts.load_script("bench_eval")
+    be = _scripts.load_script("bench_eval", "eval")
     out = tmp_path / "bench.jsonl"
     args = ["--widths", "8,16", "--tasks", "CR", "--reference", "subset", "--check", "--output", str(out)]
     assert be.main(args) == 0
@@ -64,34 +64,13 @@ def test_small_real_run_and_resume(tmp_path, capsys):
     assert len(out.read_text().splitlines()) == 5
 
 
-@pytest.mark.slow  # ~1 min under load: four runs of the nested protocol on MPQA's 10,606 rows
-def test_mpqa_width_bench_small_run_compares_configs_and_resumes(tmp_path, capsys):
-    """scripts/bench_mpqa_width.py: the same protocol outputs with the CG options on and off,
-    a row per (width, configuration), and a second call re-runs nothing."""
-    _scripts.senteval_root_or_skip("MPQA")
-    bm = _scripts.load_script("bench_mpqa_width")
-    out = tmp_path / "mpqa.jsonl"
-    args = ["--widths", "4,8", "--configs", "before,compact", "--output", str(out)]
-    assert bm.main(args) == 0  # exit 0: identical fold accuracies and chosen C
-    rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [(r["width"], r["config"]) for r in rows] == [(4, "before"), (4, "compact"), (8, "before"), (8, "compact")]
-    for r in rows:
-        assert r["fits"] == 7 and r["newton"] > 0 and r["cg"] > 0 and 50 < r["acc"] < 90
-    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert summary["same_outputs"] == {"4": True, "8": True} and set(summary["exponents"]) == {"before", "compact"}
-    with pytest.raises(SystemExit):
-        bm.main(["--configs", "fastest", "--output", str(out)])
-    bm.main(args)
-    assert len(out.read_text().splitlines()) == 4
-
-
 def test_encoder_projections_one_model_at_every_width():
     """The projected features: width d is the first d columns of the full-width table, full rank,
     scaled to the bag of words' mean squared norm at the model's width; wider than the model is an
     error."""
     import numpy as np
 
-    ref = _scripts.load_script("bench_eval")._reference_module()
+    ref = _scripts.load_script("bench_eval", "eval")._reference_module()
     texts = ["a good movie .", "bad", "the plot is thin", "bad", "a very good plot and a bad ending"]
     full = ref.encoder_projections(texts, 32, encoder="bigru", hidden=8)  # 4 x 8 = 32-d model
     part = ref.encoder_projections(texts, 12, encoder="bigru", hidden=8)
@@ -111,7 +90,7 @@ def test_feature_kinds_resume_separately(tmp_path, monkeypatch):
     import numpy as np
 
     _scripts.senteval_root_or_skip("CR")
-    be = _scripts.load_script("bench_eval")
+    be = _scripts.load_script("bench_eval", "eval")
     calls = []
 
     def cheap(kind, texts, width):  # stands in for the 4,800-d encoder: only the bookkeeping is tested
@@ -131,21 +110,3 @@ def test_feature_kinds_resume_separately(tmp_path, monkeypatch):
              "--features", "bigru", "--feature-cache", str(cache)])
     assert len(calls) == 2  # the 16-d table was loaded, not encoded again
     assert np.load(cache / "bigru_CR.npy").shape[1] == 16
-
-
-def test_profile_eval_parts_add_up(tmp_path, capsys):
-    """scripts/profile_eval.py: the solver's parts and the rest add up to the task's CPU time, the
-    Gram and factor counts are the solver's, and the methods are restored afterwards."""
-    _scripts.senteval_root_or_skip("CR")
-    from qt_hard.evaluation.logreg import BatchedLogReg
-
-    before = BatchedLogReg._hvp
-    pe = _scripts.load_script("profile_eval")
-    out = tmp_path / "prof.jsonl"
-    assert pe.main(["--widths", "8", "--tasks", "CR", "--output", str(out)]) == 0
-    (row,) = [json.loads(line) for line in out.read_text().splitlines()]
-    assert abs(sum(row["parts"].values()) - row["cpu_seconds"]) < 0.05
-    assert set(row["parts"]) == {"setup", "gram", "factor", "precond_apply", "hvp", "newton", "other"}
-    assert row["n_gram"] >= 1 and row["n_factor"] >= 6 and row["cg_steps"] >= row["newton_steps"] > 0
-    assert BatchedLogReg._hvp is before
-    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("largest part at 8-d: CR ")

@@ -4,7 +4,7 @@ reference, per task and width, on the same embeddings and folds.
 Embeddings (``--features``), encoded once per task at the largest width, each width the first
 ``d`` coordinates:
 
-* ``hashbow``: a fixed random bag of words (``eval/senteval_reference.py``'s ``HashBagOfWords``:
+* ``hashbow``: a fixed random bag of words (``senteval_reference.py``'s ``HashBagOfWords``:
   the mean of md5-seeded Gaussian word vectors); the first ``d`` coordinates are that same encoder
   at width ``d``. Full rank, so the wide problems are really wide; but rows that share no word
   are nearly orthogonal, which at 2,400-d makes MPQA's 100 fold problems (phrases of one to three
@@ -17,7 +17,7 @@ Embeddings (``--features``), encoded once per task at the largest width, each wi
 
 Reference modes (``--reference``):
 
-* ``full``: the whole protocol with scikit-learn (``eval/senteval_reference.py``'s loop),
+* ``full``: the whole protocol with scikit-learn (``senteval_reference.py``'s loop),
   timed, with its accuracies; ``--max-iter 100`` is SentEval exactly, ``0`` runs lbfgs to
   convergence (the accuracy check).
 * ``subset``: times a fixed subset of the reference's fits on exactly the problems the protocol
@@ -43,7 +43,7 @@ skipped); tasks run in parallel processes with ``--jobs`` (one torch thread each
 a summary JSON (six-task times and speedups per width, each task's classifier-time exponent
 between the two middle widths) and a one-line headline.
 
-    QT_HARD_DATA=/work/shared/data python scripts/bench_eval.py --widths 256,600 --tasks CR,TREC \
+    python eval/bench_eval.py --widths 256,600 --tasks CR,TREC \
         --reference subset --output /tmp/bench_eval.jsonl
 """
 
@@ -70,7 +70,7 @@ from qt_hard.evaluation.tasks import BinaryTask, TrecTask, load_task  # noqa: E4
 
 
 def _reference_module():
-    spec = importlib.util.spec_from_file_location("senteval_reference", ROOT / "eval" / "senteval_reference.py")
+    spec = importlib.util.spec_from_file_location("senteval_reference", Path(__file__).with_name("senteval_reference.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -146,7 +146,7 @@ def _subset_reference(problems, seed, max_iter):
     wall, cpu, acc = [], [], []
     for C in regs:
         t0, c0 = time.perf_counter(), time.process_time()
-        clf = protocol._sk_fit(X[rows], y[rows], C, seed, max_iter=max_iter)
+        clf = protocol.reference_fit(X[rows], y[rows], C, seed, max_iter=max_iter)
         wall.append(time.perf_counter() - t0)
         cpu.append(time.process_time() - c0)
         acc.append(100 * float(np.mean(clf.predict(X[held]) == y[held])))
@@ -179,7 +179,7 @@ def check_at(problems, model, C: float, seed: int):
     fast = predict_logreg(model, W, X[held])[:, 0]
     fast_cpu = time.process_time() - t
     t = time.process_time()
-    conv = protocol._sk_fit(X[rows], y[rows], C, seed, max_iter=None).predict(X[held])
+    conv = protocol.reference_fit(X[rows], y[rows], C, seed, max_iter=None).predict(X[held])
     return fast, conv, fast_cpu, time.process_time() - t
 
 

@@ -1,0 +1,109 @@
+"""No import cycles among the modules of ``qt_hard``, read from the source with ``ast``.
+
+Every ``import`` / ``from ... import`` statement counts, the ones deferred into a function too (a
+deferred import hides a cycle from the interpreter, not from a reader), except those under
+``if TYPE_CHECKING:``. An edge goes to the module named (``from pkg import sub`` to ``pkg.sub`` when
+that is a module, else to ``pkg``), not to the packages above it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "qt_hard"
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    mods = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        is_pkg = parts[-1] == "__init__"
+        mods[".".join(parts[:-1] if is_pkg else parts)] = (path, is_pkg)
+    return mods
+
+
+def _import_nodes(body) -> list:
+    out = []
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.append(node)
+        elif isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            continue
+        else:
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                out += _import_nodes(getattr(node, field, []) or [])
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the ``qt_hard`` modules it imports."""
+    mods = _modules()
+
+    def resolve(name: str) -> str | None:
+        while name and name not in mods:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = {}
+    for mod, (path, is_pkg) in mods.items():
+        package = mod if is_pkg else mod.rpartition(".")[0]
+        targets = set()
+        for node in _import_nodes(ast.parse(path.read_text(encoding="utf-8")).body):
+            if isinstance(node, ast.Import):
+                targets |= {resolve(a.name) for a in node.names if a.name.split(".")[0] == "qt_hard"}
+                continue
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                name = ".".join(base + ([node.module] if node.module else []))
+            else:
+                name = node.module or ""
+            if name.split(".")[0] != "qt_hard":
+                continue
+            for alias in node.names:
+                sub = f"{name}.{alias.name}"
+                targets.add(sub if sub in mods else resolve(name))
+        graph[mod] = targets - {None, mod}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on_stack, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_graph_reads_relative_and_deferred_imports():
+    graph = import_graph()
+    assert "qt_hard.evaluation.protocol" in graph["qt_hard.evaluation.senteval"]  # from .protocol import ...
+    assert "qt_hard.encoders.st_folder" in graph["qt_hard.encoders.text"]
+    assert "qt_hard.encoders.st_module" in graph["qt_hard.encoders.st_folder"]  # imported inside a function
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_import_cycles():
+    assert cycles(import_graph()) == []

@@ -1,0 +1,118 @@
+"""qt_hard.ledger: whole-line appends, a torn last line, the setup check, finished keys, claims."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from qt_hard.ledger import Ledger, LedgerError
+
+KEY = ("row", "seed")
+SETUP = {"config": "configs/x.yaml", "epochs": 20, "overrides": ["a=1"]}
+
+
+def test_append_read_done_and_latest(tmp_path):
+    led = Ledger(tmp_path / "out", KEY, SETUP)
+    assert led.records() == [] and led.done() == set()
+    led.append({"row": "uniform", "seed": 0, "acc": 70.0})
+    led.append({"row": "hard", "seed": 0, "acc": 71.0})
+    led.append({"row": "uniform", "seed": 0, "acc": 72.0})  # the same cell run again
+    lines = (tmp_path / "out" / "results.jsonl").read_text().splitlines()
+    assert json.loads(lines[0]) == {"ledger": 1, "setup": SETUP} and len(lines) == 4
+    again = Ledger(tmp_path / "out", KEY, dict(SETUP))
+    assert [r["acc"] for r in again.records()] == [70.0, 71.0, 72.0]
+    assert again.done() == {("uniform", 0), ("hard", 0)}
+    assert [(r["row"], r["acc"]) for r in again.latest()] == [("uniform", 72.0), ("hard", 71.0)]
+    with pytest.raises(LedgerError, match=r"key field\(s\) \['seed'\]"):
+        again.append({"row": "x"})
+
+
+def test_torn_last_line_is_ignored_then_cut(tmp_path):
+    led = Ledger(tmp_path, KEY, SETUP)
+    led.append({"row": "uniform", "seed": 0})
+    with open(led.path, "a") as fh:
+        fh.write('{"row": "hard", "se')  # a writer killed mid-line
+    assert led.done() == {("uniform", 0)}
+    led.append({"row": "hard", "seed": 1})
+    assert led.done() == {("uniform", 0), ("hard", 1)}
+    assert "se\n" not in led.path.read_text() and led.path.read_text().endswith("\n")
+    # a file whose only content is a torn header starts over with a header
+    other = Ledger(tmp_path / "b", KEY, SETUP)
+    other.folder.mkdir()
+    other.path.write_text('{"ledger": 1, "se')
+    assert other.records() == []
+    other.append({"row": "uniform", "seed": 0})
+    assert Ledger(tmp_path / "b", KEY, SETUP).done() == {("uniform", 0)}
+
+
+def test_a_bad_line_in_the_middle_is_an_error(tmp_path):
+    led = Ledger(tmp_path, KEY, SETUP)
+    led.append({"row": "uniform", "seed": 0})
+    with open(led.path, "a") as fh:
+        fh.write("not json\n")
+    led.append({"row": "hard", "seed": 0})
+    with pytest.raises(LedgerError, match=r"results.jsonl:3: not a JSON record"):
+        led.records()
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "results.jsonl").write_text("row,seed\n")
+    with pytest.raises(LedgerError, match=r":1 is not a results ledger header"):
+        Ledger(tmp_path / "c", KEY, SETUP)
+
+
+def test_another_setup_is_refused_and_read_only_opens_any(tmp_path):
+    Ledger(tmp_path, KEY, SETUP).append({"row": "uniform", "seed": 0})
+    with pytest.raises(LedgerError, match=r"another setup \(epochs: 20 there, 50 here\)"):
+        Ledger(tmp_path, KEY, {**SETUP, "epochs": 50})
+    view = Ledger(tmp_path, KEY)
+    assert view.setup == SETUP and view.done() == {("uniform", 0)}
+    with pytest.raises(LedgerError, match="read only"):
+        view.append({"row": "hard", "seed": 0})
+    # a folder another process started with another setup after this one was opened
+    late = Ledger(tmp_path / "late", KEY, {**SETUP, "epochs": 1})
+    Ledger(tmp_path / "late", KEY, SETUP).append({"row": "uniform", "seed": 0})
+    with pytest.raises(LedgerError, match="another setup"):
+        late.append({"row": "hard", "seed": 0})
+
+
+def _append_many(folder: str, worker: int) -> None:
+    led = Ledger(folder, KEY, SETUP)
+    for i in range(40):
+        led.append({"row": f"w{worker}", "seed": i, "pad": "x" * 3000})
+
+
+def test_parallel_appends_stay_whole(tmp_path):
+    procs = [mp.get_context("spawn").Process(target=_append_many, args=(str(tmp_path), w)) for w in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    led = Ledger(tmp_path, KEY, SETUP)
+    assert len(led.records()) == 120 and len(led.done()) == 120
+    assert led.path.read_text().count('"ledger"') == 1  # one header
+
+
+def test_claims_exclude_live_holders_and_take_over_dead_ones(tmp_path):
+    led = Ledger(tmp_path, KEY, SETUP)
+    with led.claim(("uniform", 0)) as got:
+        assert got
+        with led.claim(("uniform", 0)) as again:  # held by a live process (this one)
+            assert not again
+        with led.claim(("uniform", 1)) as other:
+            assert other
+    with led.claim(("uniform", 0)) as got:  # released on leaving the block
+        assert got
+    claims = tmp_path / "claims"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    (claims / "hard__0").write_text(json.dumps({"host": socket.gethostname(), "pid": int(dead)}))
+    with led.claim(("hard", 0)) as got:
+        assert got  # its process is gone
+    (claims / "hard__1").write_text(json.dumps({"host": "another-machine", "pid": int(dead)}))
+    with led.claim(("hard", 1)) as got:
+        assert not got  # another machine's process cannot be checked: left alone
+    assert sorted(p.name for p in claims.iterdir()) == ["hard__1"]
