@@ -14,10 +14,17 @@ overrides, e.g. the sizes), then evaluates the saved encoder on the six tasks un
 regression) or ``skipthoughts`` (the skip-thoughts evaluators behind the paper's numbers, where this
 installation of ``qt_hard.evaluation`` provides them; otherwise a clear error).
 
-Resumable: every finished (objective, seed, protocol) is a line of ``OUT/results.jsonl``, appended in
-one write, and is skipped on the next call; an interrupted training resumes from its checkpoint.
-The summary (``OUT/table.md``, ``OUT/table_skipthoughts.md`` for that protocol, printed;
-``OUT/results.csv``, one row per run of either protocol) gives mean +- std over seeds per task, the six-task mean, the
+Rows are named by ``ROW_GRAMMAR``: the paper's four (``hard1``/``hard2`` are the rescaled reading with
+the floor, as first run), and ``hard<beta>-<reading>[-floor][-anneal|-warmup]`` for the readings of
+the hard weights (``clip``), each with the weight diagnostics in its run's ``metrics.csv``.
+
+Resumable: every finished (objective, seed, protocol) is a line of ``OUT/results.jsonl`` (the shared
+results ledger, ``qt_hard.ledger``), and is skipped on the next call; an interrupted training resumes
+from its checkpoint. Several processes may share one OUT (each claims the cell it runs).
+The summary (``OUT/table.md``, ``OUT/table_dev.md`` on the dev folds, ``OUT/table_skipthoughts.md``
+for that protocol, printed; ``OUT/results.csv``, one row per run of either protocol;
+``OUT/diagnostics.png``, each row's weight diagnostics against steps) gives mean +- sample std over
+seeds per task, the six-task mean, the
 difference to uniform per task, and the paper's rows (read from the paper's text when ``--paper``
 names it); ``OUT/differences.png`` (``differences_skipthoughts.png``) plots the
 per-task differences to uniform.
@@ -100,29 +107,29 @@ PAPER_ROWS = {"uniform": r"^QT \(", "debiased": r"^Debiased \(", "hard1": r"^Har
               "hard2": r"^Hard \(\s*\$\\beta = 2"}
 
 
-def append_line(path: Path, record: dict) -> None:
-    """One JSON line in a single O_APPEND write, so that a crash never leaves half a record."""
-    data = (json.dumps(record, sort_keys=True) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+KEY = ("row", "seed", "protocol")
 
 
-def read_results(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        line = line.strip()
-        if line:
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue  # a torn last line from a killed writer on a filesystem without atomic append
-    return out
+def open_ledger(out: Path, setup: dict | None):
+    """The folder's results ledger (``qt_hard.ledger``: one line per finished (row, seed, protocol),
+    one training setup per folder). A results file written before the ledger had a header (records
+    only, each naming its config and overrides) is adopted when every record is of this setup."""
+    from qt_hard.ledger import Ledger
+
+    path = out / "results.jsonl"
+    if setup is not None and path.is_file():
+        lines = [x for x in path.read_text(encoding="utf-8").splitlines(keepends=True) if x.strip()]
+        first = json.loads(lines[0]) if lines else {}
+        if "row" in first:  # records without a header
+            complete = [x for x in lines if x.endswith("\n")]
+            records = [json.loads(x) for x in complete]
+            if any({"config": r.get("config"), "overrides": sorted(r.get("overrides") or [])} != setup
+                   for r in records):
+                raise SystemExit(f"{path} holds runs of another training setup; give this one its own --out")
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text(json.dumps({"ledger": 1, "setup": setup}) + "\n" + "".join(complete), encoding="utf-8")
+            os.replace(tmp, path)
+    return Ledger(out, KEY, setup)
 
 
 def paper_rows(paper: Path | None) -> dict[str, dict[str, float]]:
@@ -226,6 +233,34 @@ def train_one(args, key: str, seed: int) -> Path:
     if not final.is_file():  # stopped by a signal (e.g. a time limit): its checkpoint is kept
         raise SystemExit(f"{run_dir}: training was interrupted; run the same command again to resume it")
     return run_dir
+
+
+def run_cell(args, ledger, key: str, seed: int, todo: list[str], run_evals: dict, data) -> None:
+    """Train one (row, seed) (resuming its checkpoint), then evaluate it under each protocol of
+    ``todo``, one ledger record each."""
+    import torch
+
+    import qt_hard
+    from qt_hard.evaluation.models import EmbeddingCache
+
+    t0 = time.perf_counter()
+    run_dir = train_one(args, key, seed)
+    t1 = time.perf_counter()
+    # Encode on the GPU where there is one (the classifiers' protocol is the same).
+    enc_device = "cuda" if torch.cuda.is_available() else "cpu"
+    enc = qt_hard.load_encoder(run_dir, device=enc_device)
+    cache = EmbeddingCache(enc)  # one encoding for every protocol of this run
+    for protocol in todo:
+        t2 = time.perf_counter()
+        res = run_evals[protocol](enc, list(TASKS), args.kfold, data, cache=cache)
+        rec = {"row": key, "seed": seed, "protocol": protocol, "run": str(run_dir),
+               "acc": {t: res[t]["acc"] for t in TASKS}, "mrpc_f1": res["MRPC"].get("f1"),
+               "devacc": {t: res[t].get("devacc") for t in TASKS},
+               "train_s": round(t1 - t0, 1), "eval_s": round(time.perf_counter() - t2, 1),
+               "encode_device": enc_device, "solver_device": args.eval_device,
+               "config": args.config, "overrides": args.set, **provenance()}
+        ledger.append(rec)
+        print(json.dumps(rec), flush=True)
 
 
 def summarize(records: list[dict], protocol: str, paper: dict, field: str = "acc") -> tuple[str, dict]:
@@ -340,8 +375,6 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override (repeatable)")
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--rows", default=",".join(ROWS), help=f"objectives: {ROW_GRAMMAR}")
-    ap.add_argument("--worker", default="0/1", metavar="I/N",
-                    help="run only the (seed, row) cells whose index is I modulo N, for N processes on one OUT")
     ap.add_argument("--protocol", default="senteval",
                     help="senteval | skipthoughts, or both comma-separated (each run evaluated under each)")
     ap.add_argument("--eval-device", default="cpu",
@@ -354,25 +387,16 @@ def main() -> None:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    results = out / "results.jsonl"
     seeds = [int(s) for s in args.seeds.split(",") if s != ""]
     rows = [r for r in args.rows.split(",") if r]
     for r in rows:
         row_spec(r)  # an unknown row is an error before anything runs
-    try:
-        worker, n_workers = (int(x) for x in args.worker.split("/"))
-        assert 0 <= worker < n_workers
-    except (ValueError, AssertionError):
-        raise SystemExit(f"--worker {args.worker}: give I/N with 0 <= I < N") from None
     protocols = [p for p in args.protocol.split(",") if p]
     if not protocols:
         raise SystemExit("--protocol: give at least one protocol")
     if not args.summary_only:
         run_evals = {p: evaluator(p) for p in protocols}
-        import torch
-
         from qt_hard.evaluation import logreg
-        from qt_hard.evaluation.models import EmbeddingCache
         from qt_hard.evaluation.senteval import default_senteval_dir
 
         try:
@@ -381,47 +405,22 @@ def main() -> None:
             raise SystemExit(str(err)) from None
         logreg.DEFAULT_DEVICE = args.eval_device
         # Finished runs are skipped by (row, seed, protocol): results of another budget in the same
-        # OUT would be skipped as if they were this one's, so refuse to mix them.
-        other = {(r.get("config"), tuple(sorted(r.get("overrides") or []))) for r in read_results(results)}
-        other.discard((args.config, tuple(sorted(args.set))))
-        if other:
-            cfg, sets = sorted(other, key=str)[0]
-            raise SystemExit(f"{results} holds runs of another training setup ({cfg} with {list(sets)}); "
-                             f"give this one (--config {args.config} {' '.join('--set ' + x for x in args.set)}) "
-                             "its own --out")
+        # OUT would be skipped as if they were this one's, so the ledger refuses to mix setups.
+        ledger = open_ledger(out, {"config": args.config, "overrides": sorted(args.set)})
         data = args.data or default_senteval_dir()
-        import qt_hard
-
-        cells = [(seed, key) for seed in seeds for key in rows]  # seeds outermost: every row gets a seed early
-        for index, (seed, key) in enumerate(cells):
-            if index % n_workers != worker:
-                continue
-            done = {(r["row"], r["seed"], r["protocol"]) for r in read_results(results)}
-            todo = [p for p in protocols if (key, seed, p) not in done]
+        # Seeds outermost: every row gets a seed early. Several processes may run on one OUT: each
+        # cell is claimed (qt_hard.ledger) by the process that runs it.
+        for seed, key in [(seed, key) for seed in seeds for key in rows]:
+            todo = [p for p in protocols if (key, seed, p) not in ledger.done()]
             if not todo:
                 continue
-            t0 = time.perf_counter()
-            run_dir = train_one(args, key, seed)
-            t1 = time.perf_counter()
-            # Encode on the GPU where there is one (the classifiers' protocol is the same).
-            enc_device = "cuda" if torch.cuda.is_available() else "cpu"
-            enc = qt_hard.load_encoder(run_dir, device=enc_device)
-            cache = EmbeddingCache(enc)  # one encoding for every protocol of this run
-            for protocol in todo:
-                t2 = time.perf_counter()
-                res = run_evals[protocol](enc, list(TASKS), args.kfold, data, cache=cache)
-                rec = {"row": key, "seed": seed, "protocol": protocol, "run": str(run_dir),
-                       "acc": {t: res[t]["acc"] for t in TASKS}, "mrpc_f1": res["MRPC"].get("f1"),
-                       "devacc": {t: res[t].get("devacc") for t in TASKS},
-                       "train_s": round(t1 - t0, 1), "eval_s": round(time.perf_counter() - t2, 1),
-                       "encode_device": enc_device, "solver_device": args.eval_device,
-                       "config": args.config, "overrides": args.set, **provenance()}
-                append_line(results, rec)
-                print(json.dumps(rec), flush=True)
+            with ledger.claim((key, seed)) as mine:
+                if mine:
+                    run_cell(args, ledger, key, seed, todo, run_evals, data)
     paper = paper_rows(Path(args.paper) if args.paper else None)
     if not paper:
         print("note: the paper's Table 2 was not found; its rows are left out", file=sys.stderr)
-    records = read_results(results)
+    records = open_ledger(out, None).latest() if (out / "results.jsonl").is_file() else []
     write_csv(records, out / "results.csv")
     for protocol in protocols:
         table, parts = summarize(records, protocol, paper)
@@ -435,7 +434,7 @@ def main() -> None:
         plot(parts["diffs"], parts["stats"], paper, plot_path)
         print(table)
         n = sum(s["n"] for s in parts["stats"].values())
-        print(f"{n} runs under {protocol} in {results}; table {table_path}, plot {plot_path}")
+        print(f"{n} runs under {protocol} in {out / 'results.jsonl'}; table {table_path}, plot {plot_path}")
     if plot_diagnostics(out, out / "diagnostics.png"):
         print(f"weight diagnostics: {out / 'diagnostics.png'}")
 

@@ -36,14 +36,16 @@ def test_real_paper_has_all_four_rows(qt_table):
 
 def test_results_append_read_summary_and_plot(qt_table, tmp_path):
     path = tmp_path / "results.jsonl"
+    setup = {"config": "c.yaml", "overrides": []}
+    ledger = qt_table.open_ledger(tmp_path, setup)
     for row, base in [("uniform", 70.0), ("hard1", 71.0)]:
         for seed in range(3):
             acc = {t: base + seed * 0.1 + i for i, t in enumerate(qt_table.TASKS)}
-            qt_table.append_line(path, {"row": row, "seed": seed, "protocol": "senteval", "acc": acc})
+            ledger.append({"row": row, "seed": seed, "protocol": "senteval", "acc": acc})
     with open(path, "a") as f:
         f.write('{"row": "hard2", "se')  # a torn line is ignored
-    recs = qt_table.read_results(path)
-    assert len(recs) == 6 and json.loads(path.read_text().splitlines()[0])["row"] == "uniform"
+    recs = qt_table.open_ledger(tmp_path, None).latest()
+    assert len(recs) == 6 and json.loads(path.read_text().splitlines()[1])["row"] == "uniform"
     table, parts = qt_table.summarize(recs, "senteval", {})
     assert "70.1 ± 0.1" in table and "+1.0" in table
     assert parts["diffs"]["hard1"] == pytest.approx([1.0] * 6)
@@ -77,3 +79,45 @@ def test_unknown_protocol_is_a_clear_error(qt_table):
         qt_table.evaluator("skip-thoughts")
     assert callable(qt_table.evaluator("skipthoughts")) and callable(qt_table.evaluator("senteval"))
 
+
+
+def test_row_names(qt_table):
+    label, obj = qt_table.row_spec("hard2-fig14-floor")
+    assert obj == {"negatives": "hard", "options": {"beta": 2.0, "tau_plus": 0.0, "clip": "fig14", "floor": "hard"}}
+    assert "fig14" in label and "floor" in label
+    opts = qt_table.row_spec("hard1-none-anneal")[1]["options"]
+    assert opts["beta"] == {"schedule": "beta_anneal", "beta": 1.0, "changes": 4, "direction": "down"}
+    assert opts["floor"] == "none"
+    assert qt_table.row_spec("hard1.5-graph_code-warmup")[1]["options"]["beta"]["schedule"] == "linear"
+    assert qt_table.row_spec("uniform-floor")[1] == {"negatives": "uniform",
+                                                    "options": {"tau_plus": 0.0, "floor": "hard"}}
+    assert qt_table.row_spec("hard1")[1]["options"]["clip"] == "rescaled"
+    for bad in ("hard1-nope", "hard-none", "soft1-none", "hard1-none-floor-anneal-x"):
+        with pytest.raises(SystemExit, match="unknown row"):
+            qt_table.row_spec(bad)
+    order = sorted(["hard2-none", "uniform", "hard1-rescaled", "uniform-floor", "hard1"], key=qt_table.row_order)
+    assert order[:3] == ["uniform", "uniform-floor", "hard1"]
+
+
+def test_headerless_results_are_adopted_only_for_their_setup(qt_table, tmp_path):
+    rec = {"row": "uniform", "seed": 0, "protocol": "senteval", "config": "c.yaml", "overrides": ["a=1"],
+           "acc": {t: 70.0 for t in qt_table.TASKS}}
+    (tmp_path / "results.jsonl").write_text(json.dumps(rec) + "\n")
+    with pytest.raises(SystemExit, match="another training setup"):
+        qt_table.open_ledger(tmp_path, {"config": "c.yaml", "overrides": []})
+    ledger = qt_table.open_ledger(tmp_path, {"config": "c.yaml", "overrides": ["a=1"]})
+    assert ledger.done() == {("uniform", 0, "senteval")}
+
+
+def test_dev_table_and_diagnostics_figure(qt_table, tmp_path):
+    recs = [{"row": r, "seed": s, "protocol": "senteval", "acc": {t: 70.0 + s for t in qt_table.TASKS},
+             "devacc": {t: 71.0 + s + (r != "uniform") for t in qt_table.TASKS}}
+            for r in ("uniform", "hard1-none") for s in (0, 1)]
+    table = qt_table.summarize(recs, "senteval", {}, field="devacc")[0]
+    assert "dev accuracy" in table and "+1.0" in table
+    run = tmp_path / "runs" / "hard1-none_s0"
+    run.mkdir(parents=True)
+    (run / "metrics.csv").write_text("step,loss,ess_frac,w_ratio_median,pushed_up_frac,score_std,floor_binds_frac\n"
+                                     "50,5.9,0.9,2.0,0.01,0.3,0\n100,5.8,0.8,3.0,0.02,0.4,0\n")
+    assert qt_table.plot_diagnostics(tmp_path, tmp_path / "diag.png")
+    assert (tmp_path / "diag.png").stat().st_size > 1000
