@@ -21,6 +21,9 @@ class DataConfig:
           of ``num_classes`` x ``sentences_per_class`` sentences, treated like Wiki-N).
     min_count: tokens seen fewer times (in the training split) become UNK (Ash et al.: 50).
     seed: seed of the train/test split and of the synthetic corpus.
+    shuffle_labels: pair data only: each batch's class labels are permuted among its pairs (a
+          permutation drawn from (train.seed, step)), the control of ``objective.collision_free``
+          (as many same-label candidates removed per batch, but random ones).
     path: books folder (default $QT_HARD_DATA/books), BookCorpus Parquet folder, or the Wiki-N folder (default
           OUT/cache/wiki_<articles>); built with build_wiki from ``wiki_source`` when missing.
     """
@@ -40,10 +43,13 @@ class DataConfig:
     min_length: int = 5
     max_length: int = 15
     seed: int = 0
+    shuffle_labels: bool = False
 
     def validate(self) -> None:
         if self.kind not in DATA_KINDS:
             raise ValueError(f"data.kind must be {' | '.join(DATA_KINDS)}, got {self.kind!r}")
+        if self.shuffle_labels and self.kind not in ("wiki", "synthetic"):
+            raise ValueError(f"data.shuffle_labels needs pair data with labels (wiki, synthetic), not {self.kind!r}")
 
 
 @dataclass

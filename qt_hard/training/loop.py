@@ -166,6 +166,8 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
     with accelerator.main_process_first():
         run = pipeline.build(cfg, out)
     module, task, objective = run.module, run.task, run.objective
+    if hasattr(task, "to_device"):  # batches gathered where the model runs (qt_hard.text.tasks)
+        task.to_device(accelerator.device)
     # Adam's fused kernel (one pass over each parameter instead of torch's dozen foreach passes; the
     # same update): on a CPU it takes a 2 x 30k x 300 embedding table's step from ~1.3 s to ~0.1 s,
     # most of a bag-of-words Quick-Thoughts step before (scripts/bench_qt_step.py).
@@ -316,7 +318,8 @@ def check_mixed_precision(mode: str, device: torch.device) -> None:
 def accelerator_to(batch, device):
     if isinstance(batch, dict):
         return {k: accelerator_to(v, device) for k, v in batch.items()}
-    return batch.to(device) if isinstance(batch, torch.Tensor) else batch
+    # non_blocking: a pinned host batch (prefetched) is copied while the step goes on.
+    return batch.to(device, non_blocking=True) if isinstance(batch, torch.Tensor) else batch
 
 
 def _log_eval(path: Path, step: int, metrics: dict) -> None:
