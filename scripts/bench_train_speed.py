@@ -10,8 +10,9 @@ Quick-Thoughts GRU pair on books) this runs, in alternating rounds:
 * ``bare``: the same pipeline's module, objective and optimizer (fused Adam, the loop's
   default) and clipping, on batches built before the clock starts, with no loop around them.
 
-The first ``--warmup`` steps of every run are left out. Each round builds a fresh module from the
-same seed. A row per (case, path, round) and per case (median sentences/s over rounds, the
+The first ``--warmup`` steps of every run are left out; a run's rate is that of its median step
+(the loop's logging every 10 steps then counts only through its share of the median). Each round
+builds a fresh module from the same seed. A row per (case, path, round) and per case (median sentences/s over rounds, the
 ratio loop/bare) is printed as JSON; the last line is a headline with the three ratios.
 
     nice -n 5 python scripts/bench_train_speed.py --steps 40 --rounds 3 --out runs/bench_train_speed
@@ -23,6 +24,7 @@ The script reads the library only through ``train``, the pipeline registry and a
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -95,9 +97,14 @@ def loop_rate(cfg, warmup: int) -> float:
     for part in ("checkpoints", "final", "logs"):  # the data cache under cache/ stays
         shutil.rmtree(Path(cfg.out_dir) / part, ignore_errors=True)
     train(cfg, on_step=on_step)
-    per_step = _sentences_per_step(cfg)
-    timed = stamps[warmup:]
-    return per_step * (len(timed) - 1) / (timed[-1] - timed[0])
+    return _rate(cfg, stamps[warmup:])
+
+
+def _rate(cfg, stamps: list[float]) -> float:
+    """Sentences per second of the median step between consecutive clock readings: on a shared
+    machine the mean would follow whichever run another process happened to preempt."""
+    steps = [b - a for a, b in itertools.pairwise(stamps)]
+    return _sentences_per_step(cfg) / statistics.median(steps)
 
 
 def _sentences_per_step(cfg) -> int:
@@ -136,8 +143,7 @@ def bare_rate(cfg, warmup: int) -> float:
         float(loss.detach())  # the loop reads the loss every step too
         stamps.append(time.perf_counter())
     _sync()
-    timed = stamps[warmup:]
-    return _sentences_per_step(cfg) * (len(timed) - 1) / (timed[-1] - timed[0])
+    return _rate(cfg, stamps[warmup:])
 
 
 def _to(batch, device):

@@ -59,7 +59,8 @@ def _pair_task(shuffle=False, resident=True, device="cpu"):
 
     def pairs(epoch):
         rng = np.random.default_rng([epoch, 9])
-        return np.concatenate([rng.permutation(m)[:20].reshape(-1, 2) for m in members])
+        pairs = np.concatenate([rng.permutation(m)[:20].reshape(-1, 2) for m in members])
+        return pairs[rng.permutation(len(pairs))]  # mixed across classes, as batches take them
 
     task = PairTask(TokenBatcher(store, max_len=12), labels, pairs, 16, seed=4, shuffle_labels=shuffle)
     task.to_device(device, resident=resident)

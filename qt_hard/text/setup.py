@@ -29,11 +29,23 @@ from qt_hard.text.tasks import ContextTask, PairTask, TokenBatcher, TokenStore
 
 
 @dataclass
+class Split:
+    """Labelled sentences of a pair-data run, for its readouts: training and held-out batches."""
+
+    train: TokenBatcher
+    train_labels: np.ndarray
+    test: TokenBatcher
+    test_labels: np.ndarray
+    num_classes: int
+
+
+@dataclass
 class Run:
     module: torch.nn.Module
     task: object
     pair_data: bool
     make_encoder: Callable[[torch.nn.Module], SentenceEncoder]
+    split: Split | None = None
 
 
 def _key(obj) -> str:
@@ -167,17 +179,26 @@ def _pair_run(cfg: Config, wd, cache_root: Path) -> Run:
         return wd.positive_pair_indices(epoch, seed)[:, :2]
 
     shuffle = cfg.data.shuffle_labels
+    test_labels = np.asarray(wd.test_labels, dtype=np.int64)
     if cfg.model.kind == "hf":
         module, batcher, wrap = _hf_parts(cfg, cache_root, wd.train_sentences)
         task = PairTask(batcher, labels, pairs_for_epoch, cfg.train.batch_size, seed, shuffle)
-        return Run(module, task, True, wrap)
+        run = Run(module, task, True, wrap)
+        if cfg.eval.readouts:
+            _, test, _ = _hf_parts(cfg, cache_root, wd.test_sentences)
+            run.split = Split(batcher, labels, test, test_labels, wd.num_classes)
+        return run
     batcher = _word_batcher(cfg, TokenStore.from_lists(wd.train_ids))
     task = PairTask(batcher, labels, pairs_for_epoch, cfg.train.batch_size, seed, shuffle)
-    return _word_run(cfg, wd.vocab, task, pair_data=True)
+    run = _word_run(cfg, wd.vocab, task, pair_data=True)
+    if cfg.eval.readouts:
+        run.split = Split(batcher, labels, _word_batcher(cfg, TokenStore.from_lists(wd.test_ids)), test_labels,
+                          wd.num_classes)
+    return run
 
 
 def _wiki_run(cfg: Config, out: Path, cache_root: Path) -> Run:
-    from qt_hard.data.wiki import build_wiki, load_wiki
+    from qt_hard.data.wiki import build_wiki, load_wiki, wiki_prefix
     from qt_hard.paths import data_path
 
     if cfg.data.path:
@@ -189,8 +210,13 @@ def _wiki_run(cfg: Config, out: Path, cache_root: Path) -> Run:
         print(f"building Wiki-{cfg.data.articles} from {source} into {wiki_dir}")
         build_wiki(source, wiki_dir, articles=cfg.data.articles, sentences=cfg.data.min_sentences,
                    progress=cfg.train.progress)
-    wd = load_wiki(wiki_dir, min_count=cfg.data.min_count, seed=cfg.data.seed, lower=cfg.model.lower,
-                   cache_dir=cache_root / "wiki_tokens")
+    token_cache = Path(cfg.data.token_cache) if cfg.data.token_cache else cache_root / "wiki_tokens"
+    if cfg.data.classes is None:
+        wd = load_wiki(wiki_dir, min_count=cfg.data.min_count, seed=cfg.data.seed, lower=cfg.model.lower,
+                       cache_dir=token_cache)
+    else:
+        wd = wiki_prefix(wiki_dir, cfg.data.classes, min_count=cfg.data.min_count, seed=cfg.data.seed,
+                         lower=cfg.model.lower, cache_dir=token_cache)
     return _pair_run(cfg, wd, cache_root)
 
 

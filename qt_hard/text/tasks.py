@@ -279,7 +279,8 @@ class ContextTask(_DeviceBatches):
 class PairTask(_DeviceBatches):
     """Positive-pair batches (x_i, x_i^+) with class labels, pairs redrawn every epoch.
 
-    pairs_for_epoch(epoch) -> (P, 2) int array of sentence indices; labels: (n,) class per sentence.
+    pairs_for_epoch(epoch) -> (P, 2) int array of sentence indices, in the order batches take them
+    (B at a time, the remainder dropped); labels: (n,) class per sentence.
     ``shuffle_labels``: each batch's labels are permuted among its pairs, by a permutation drawn
     from (seed, step) (the control of collision-free sampling: as many same-label candidates are
     removed, but random ones). Under W processes the permutation is of the global batch.
@@ -309,9 +310,9 @@ class PairTask(_DeviceBatches):
 
     def _epoch_pairs(self, epoch: int) -> np.ndarray:
         if self._epoch != epoch:
+            # In batch order: ``pairs_for_epoch`` mixes them across classes (Ash et al. D.1;
+            # ``qt_hard.data.wiki.positive_pair_indices`` draws that order from (epoch, seed)).
             pairs = np.asarray(self.pairs_for_epoch(epoch), dtype=np.int64).reshape(-1, 2)
-            # Mix pairs across classes (Ash et al. D.1) with an order drawn from (seed, epoch).
-            pairs = pairs[np.random.default_rng([self.seed, epoch, 1]).permutation(len(pairs))]
             self._epoch, self._pairs = epoch, pairs
         return self._pairs
 
