@@ -28,10 +28,11 @@ def _equal(a: dict, b: dict):
         assert torch.equal(a[key].cpu(), b[key].cpu()), key
 
 
+@pytest.mark.parametrize("padded", [True, False])
 @pytest.mark.parametrize("max_len", [None, 7])
-def test_word_batches_equal_the_featurizer_collate(max_len):
+def test_word_batches_equal_the_featurizer_collate(max_len, padded):
     lists, store = _store()
-    batcher = TokenBatcher(store, max_len=max_len)
+    batcher = TokenBatcher(store, max_len=max_len, padded=padded)
     feat = WordFeaturizer.__new__(WordFeaturizer)
     feat.max_len = max_len or 10_000
     rng = np.random.default_rng(1)
@@ -43,10 +44,11 @@ def test_word_batches_equal_the_featurizer_collate(max_len):
     _equal(batcher.batch(np.array(empty)), feat.collate([lists[i] for i in empty]))
 
 
+@pytest.mark.parametrize("padded", [True, False])
 @pytest.mark.parametrize("side", ["right", "left"])
-def test_transformer_batches_equal_the_tokenizer_padding(side):
+def test_transformer_batches_equal_the_tokenizer_padding(side, padded):
     lists, store = _store(seed=3)
-    batcher = TokenBatcher(store, pad_id=99, left=side == "left", attention_mask=True)
+    batcher = TokenBatcher(store, pad_id=99, left=side == "left", attention_mask=True, padded=padded)
     feat = HFFeaturizer(SimpleNamespace(pad_token_id=99, padding_side=side))
     rows = np.random.default_rng(2).choice(len(lists), 32, replace=False)
     _equal(batcher.batch(rows), feat.collate([lists[i] for i in rows]))
@@ -65,6 +67,16 @@ def _pair_task(shuffle=False, resident=True, device="cpu"):
     task = PairTask(TokenBatcher(store, max_len=12), labels, pairs, 16, seed=4, shuffle_labels=shuffle)
     task.to_device(device, resident=resident)
     return task, labels
+
+
+def test_the_layout_follows_the_size(monkeypatch):
+    from qt_hard.text import tasks
+
+    _, store = _store()
+    assert TokenBatcher(store).padded
+    monkeypatch.setattr(tasks, "PADDED_MAX_BYTES", 100)
+    small = TokenBatcher(store)
+    assert not small.padded and small.nbytes < TokenBatcher(store, padded=True).nbytes
 
 
 def test_prefetched_host_batches_equal_resident_batches_through_a_jump():

@@ -66,18 +66,24 @@ def _local_slice(rows: np.ndarray, rank: int, world: int) -> np.ndarray:
 
 # A corpus whose ids take more than this share of the free GPU memory stays on the host.
 DEVICE_SHARE = 0.25
+# Up to this size the ids are kept as one padded (n, L) table (a batch is a row gather); above
+# it, as flat ids + offsets (a batch is a gather of single ids), e.g. BookCorpus's 74 M sentences.
+PADDED_MAX_BYTES = 1 << 30
 
 
 class TokenBatcher:
-    """Padded batches of rows of a ``TokenStore``, built by one index gather (no per-sentence Python).
+    """Padded batches of rows of a ``TokenStore``, built by index gathers (no per-sentence Python).
 
-    The store's flat ids, offsets and (cut) lengths live as tensors on one device
-    (:meth:`to`); ``batch(rows)`` builds the (R, L) id matrix of sentences ``rows``, L the
-    longest of them (at least 1), padded with ``pad_id`` on the right (or the left), exactly as
-    ``WordFeaturizer.collate`` / ``HFFeaturizer.collate`` pad the same id lists:
+    The ids live as tensors on one device (:meth:`to`); ``batch(rows)`` builds the (R, L) id
+    matrix of sentences ``rows``, L the longest of them (at least 1), padded with ``pad_id`` on
+    the right (or the left), exactly as ``WordFeaturizer.collate`` / ``HFFeaturizer.collate`` pad
+    the same id lists. Two layouts give the same batches:
 
-        pos[r, j] = j - start[r]       (start[r] = L - n[r] when padding on the left, else 0)
-        ids[r, j] = flat[offsets[rows[r]] + pos[r, j]] if 0 <= pos[r, j] < n[r] else pad_id
+    * padded (when n x L_max int32 fit in ``PADDED_MAX_BYTES``): the whole corpus as one
+      (n, L_max) table, each sentence at the left (right when padding on the left); a batch is
+      the rows ``rows`` cut to their L columns (the left or the right ones);
+    * flat: ``pos[r, j] = j - start[r]`` (start[r] = L - n[r] on the left, else 0) and
+      ``ids[r, j] = flat[offsets[rows[r]] + pos[r, j]]`` where 0 <= pos[r, j] < n[r], else pad.
 
     Word batches are ``{"ids", "lengths"}`` (sentences cut at ``max_len``); transformer batches
     ``{"input_ids", "attention_mask"}``. The lengths are also kept on the host, so L is known
@@ -85,47 +91,72 @@ class TokenBatcher:
     """
 
     def __init__(self, store: TokenStore, max_len: int | None = None, pad_id: int = 0, left: bool = False,
-                 attention_mask: bool = False):
+                 attention_mask: bool = False, padded: bool | None = None):
         lengths = np.diff(np.asarray(store.offsets, dtype=np.int64))
         if max_len is not None:
             lengths = np.minimum(lengths, max_len)
         self.store, self.lengths = store, lengths
+        self.width = max(1, int(lengths.max(initial=0)))
         self.pad_id, self.left, self.attention_mask = int(pad_id), left, attention_mask
+        self.padded = len(lengths) * self.width * 4 <= PADDED_MAX_BYTES if padded is None else padded
         self.device = torch.device("cpu")
         self._tensors = None
 
     @property
     def nbytes(self) -> int:
-        return int(self.store.flat.nbytes + self.store.offsets.nbytes + self.lengths.nbytes)
+        ids = len(self.lengths) * self.width * 4 if self.padded else self.store.flat.nbytes + self.store.offsets.nbytes
+        return int(ids + self.lengths.nbytes)
 
-    def to(self, device) -> "TokenBatcher":
-        """Keep the ids as tensors on ``device`` (a CPU shares the store's memory, a map included)."""
+    def _table(self) -> np.ndarray:
+        """The (n, L_max) int32 padded table, filled a block of rows at a time (bounded memory)."""
+        n, width = len(self.lengths), self.width
+        flat, offsets = np.asarray(self.store.flat), np.asarray(self.store.offsets, dtype=np.int64)
+        table = np.full((n, width), self.pad_id, dtype=np.int32)
+        cols = np.arange(width)
+        for start in range(0, n, 1 << 16):
+            stop = min(start + (1 << 16), n)
+            length = self.lengths[start:stop, None]
+            pos = cols[None, :] - (width - length) if self.left else np.broadcast_to(cols, (stop - start, width))
+            real = (pos >= 0) & (pos < length)
+            table[start:stop][real] = flat[(offsets[start:stop, None] + pos)[real]]
+        return table
+
+    def to(self, device) -> TokenBatcher:
+        """Keep the ids as tensors on ``device`` (flat on a CPU shares the store's memory, a map included)."""
         import warnings
 
         self.device = torch.device(device)
+        lengths = torch.from_numpy(self.lengths).to(self.device)
+        if self.padded:
+            self._tensors = (torch.from_numpy(self._table()).to(self.device), None, lengths)
+            return self
         with warnings.catch_warnings():  # a read-only memory map: never written through the tensor
             warnings.simplefilter("ignore", UserWarning)
             flat = torch.from_numpy(np.asarray(self.store.flat))
         offsets = torch.from_numpy(np.asarray(self.store.offsets, dtype=np.int64))
-        self._tensors = (flat.to(self.device), offsets.to(self.device), torch.from_numpy(self.lengths).to(self.device))
+        self._tensors = (flat.to(self.device), offsets.to(self.device), lengths)
         return self
 
     def batch(self, rows: np.ndarray) -> dict[str, torch.Tensor]:
         if self._tensors is None:
             self.to("cpu")
-        flat, offsets, lengths = self._tensors
+        ids_or_flat, offsets, lengths = self._tensors
         rows = np.asarray(rows, dtype=np.int64)
         width = max(1, int(self.lengths[rows].max(initial=0)))
         r = torch.from_numpy(rows).to(self.device, non_blocking=True)
         n = lengths[r]
         cols = torch.arange(width, device=self.device)
         pos = cols[None, :] - (width - n)[:, None] if self.left else cols[None, :].expand(len(rows), width)
-        real = (pos >= 0) & (pos < n[:, None])
-        idx = (offsets[r][:, None] + pos).clamp_(0, max(len(flat) - 1, 0))
-        ids = flat[idx].long() if len(flat) else torch.zeros_like(idx)
-        ids = ids.masked_fill_(~real, self.pad_id)
+        if offsets is None:  # padded table: the rows, cut to the batch's columns
+            part = slice(self.width - width, self.width) if self.left else slice(0, width)
+            ids = ids_or_flat.index_select(0, r)[:, part].long()
+        else:
+            real = (pos >= 0) & (pos < n[:, None])
+            idx = (offsets[r][:, None] + pos).clamp_(0, max(len(ids_or_flat) - 1, 0))
+            ids = ids_or_flat[idx].long() if len(ids_or_flat) else torch.zeros_like(idx)
+            ids = ids.masked_fill_(~real, self.pad_id)
         if self.attention_mask:
-            return {"input_ids": ids, "attention_mask": real.long()}
+            return {"input_ids": ids, "attention_mask": ((pos >= 0) & (pos < n[:, None])).long()}
         return {"ids": ids, "lengths": n}
 
 
