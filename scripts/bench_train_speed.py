@@ -1,38 +1,64 @@
-"""Training throughput of the README's ``accelerate launch`` command under each mixed-precision mode.
+"""The training loop's step against a bare step, side by side in one process.
 
-For every mode in ``--precisions`` (``no``, ``bf16``, ``fp16``) this runs, side by side on the same
-machine,
+For each case (the bag of words on Wiki-N pairs, the Quick-Thoughts bag of words on books, the
+Quick-Thoughts GRU pair on books) this runs, in alternating rounds:
 
-    accelerate launch [--multi_gpu] --num_processes N -m qt_hard.cli train CONFIG \\
-        --out OUT/<mode> train.steps=S train.mixed_precision=<mode> train.checkpoint_every=0 train.progress=false
+* ``loop``: ``qt_hard.training.loop.train`` on the case's config (CSV tracker only, no progress
+  bar, no checkpoints before the end); a step is timed from one ``on_step`` call to the next, so
+  it holds everything the loop does per step (its batch, the objective, clipping, the optimizer,
+  logging);
+* ``bare``: the same pipeline's module, objective and optimizer (fused Adam, the loop's
+  default) and clipping, on batches built before the clock starts, with no loop around them.
 
-(on a machine without a GPU with ``ACCELERATE_USE_CPU=true``, as the README's CPU line), then reads
-the run's ``metrics.csv`` (the loop logs sentences/s per ``train.log_every`` window) and prints one
-JSON row per mode: the median sentences/s over the windows after the first (which holds the
-warm-up), the wall time of the whole command, the last window's loss. The last line is a headline
-with each mode's throughput as a ratio of ``no`` (float32) measured in the same invocation.
+The first ``--warmup`` steps of every run are left out; a run's rate is that of its median step
+(so the loop's step that also writes a metrics row, one in 10, does not count). Each round builds
+a fresh module from the same seed. A row per (case, path, round) and per case (median
+sentences/s over rounds; ``ratio``, the median over rounds of loop/bare within a round;
+``ratio_of_medians``) is printed as JSON; the last line is a headline with the three ratios.
 
-A mode whose run folder already holds ``final/`` is not rerun (the script resumes after a timeout;
-``--fresh`` starts over). A mode that fails (fp16 on a CPU is an error by design) gets a row with
-its error and no number.
+    nice -n 5 python scripts/bench_train_speed.py --steps 40 --rounds 3 --out runs/bench_train_speed
 
-    python scripts/bench_train_speed.py --steps 300 --out runs/bench_train          # here (CPU)
-    python scripts/bench_train_speed.py --steps 2000 --precisions no bf16 fp16       # a GPU
+The script reads the library only through ``train``, the pipeline registry and a task's
+``local_batch``, so the same file measures an older checkout (``PYTHONPATH=<checkout>``).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
+import itertools
 import json
 import os
-import re
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+CASES = {
+    # The bag of words of Ash et al. on Wiki-N pairs (configs/bow_wiki_smoke.yaml's model and loss).
+    "bow_wiki": {
+        "model": {"kind": "bow", "dim": 128, "max_len": 128},
+        "data": {"kind": "wiki", "articles": 50, "min_sentences": 200, "min_count": 5},
+        "objective": {"negatives": "uniform", "temperature": 1.0, "normalize": False,
+                      "include_positive": False, "k": 100},
+        "train": {"batch_size": 256, "lr": 0.01, "grad_clip": 2.5},
+    },
+    # The Quick-Thoughts bag-of-words pair on books (configs/qt_books_smoke.yaml on 8 books).
+    "bow_books": {
+        "model": {"kind": "qt", "encoder": "bow", "embed_dim": 384, "max_len": 50},
+        "data": {"kind": "books", "max_books": 8, "min_count": 3, "max_vocab": 50000},
+        "objective": {"negatives": "hard", "include_positive": True, "context": 1,
+                      "options": {"beta": 1.0, "tau_plus": 0.0, "clip": True}},
+        "train": {"batch_size": 400, "lr": 0.005, "grad_clip": 5.0},
+    },
+    # The Quick-Thoughts GRU pair (64-d words, 128-d states, batches of 64) on the same books.
+    "gru_books": {
+        "model": {"kind": "qt", "encoder": "gru", "embed_dim": 64, "hidden_dim": 128, "max_len": 50},
+        "data": {"kind": "books", "max_books": 8, "min_count": 3, "max_vocab": 50000},
+        "objective": {"negatives": "uniform", "include_positive": True, "context": 1},
+        "train": {"batch_size": 64, "lr": 0.0005, "grad_clip": 5.0},
+    },
+}
 
 
 def _device_name() -> str:
@@ -43,91 +69,132 @@ def _device_name() -> str:
     return f"cpu ({os.cpu_count()} cores)"
 
 
-def _launcher() -> list[str]:
-    exe = shutil.which("accelerate", path=os.path.dirname(sys.executable)) or shutil.which("accelerate")
-    return [exe] if exe else [sys.executable, "-m", "accelerate.commands.accelerate_cli"]
+def _config(case: str, out: Path, steps: int, threads: int, overrides: list[str]):
+    from qt_hard.training.config import config_from_dict
+
+    tree = json.loads(json.dumps(CASES[case]))
+    tree["out_dir"] = str(out)
+    tree["train"].update(steps=steps, seed=0, checkpoint_every=0, log_every=10, trackers=["csv"],
+                         progress=False, num_threads=threads)
+    return config_from_dict(tree, overrides)
 
 
-def run_mode(mode: str, args, env: dict) -> dict:
+def _sync():
     import torch
 
-    out = Path(args.out) / mode
-    row = {"mode": mode, "device": _device_name(), "num_processes": args.num_processes,
-           "config": args.config, "steps": args.steps}
-    if not (out / "final").is_dir():
-        shutil.rmtree(out, ignore_errors=True)
-        cmd = _launcher() + ["launch", "--num_processes", str(args.num_processes), "--num_machines", "1",
-                             "--dynamo_backend", "no", "--main_process_port", "0"]
-        if args.num_processes > 1:
-            cmd.append("--multi_gpu")
-        cmd += ["-m", "qt_hard.cli", "train", args.config, "--out", str(out), f"train.steps={args.steps}",
-                # mixed_precision quoted: YAML reads a bare no as False.
-                f"train.mixed_precision='{mode}'", "train.checkpoint_every=0", "train.progress=false",
-                f"train.log_every={args.log_every}", *args.overrides]
-        t0 = time.perf_counter()
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
-        row["wall_s"] = round(time.perf_counter() - t0, 2)
-        row["command"] = " ".join(["accelerate", *cmd[1:]] if cmd[0].endswith("accelerate") else cmd)
-        if proc.returncode != 0:
-            # The training process's own exception, not the launcher's CalledProcessError after it.
-            lines = [ln for ln in proc.stderr.splitlines()
-                     if re.match(r"^[\w.]+(Error|Exception): ", ln) and "CalledProcessError" not in ln]
-            row["error"] = lines[0][-300:] if lines else f"exit {proc.returncode}: {proc.stderr[-300:]}"
-            return row
-    with open(out / "metrics.csv") as fh:
-        rows = list(csv.DictReader(fh))
-    speeds = [float(r["sentences_per_s"]) for r in rows[1:]] or [float(r["sentences_per_s"]) for r in rows]
-    row.update(sentences_per_s=round(statistics.median(speeds), 1), windows=len(speeds),
-               final_loss=round(float(rows[-1]["loss"]), 4), torch=torch.__version__)
-    return row
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def loop_rate(cfg, warmup: int) -> float:
+    """Sentences/s of the loop's steps after ``warmup`` (clock read at each ``on_step``)."""
+    from qt_hard.training.loop import train
+
+    stamps = []
+
+    def on_step(step, loss):
+        stamps.append(time.perf_counter())  # the loss was read as a float: the step has finished
+
+    for part in ("checkpoints", "final", "logs"):  # the data cache under cache/ stays
+        shutil.rmtree(Path(cfg.out_dir) / part, ignore_errors=True)
+    train(cfg, on_step=on_step)
+    return _rate(cfg, stamps[warmup:])
+
+
+def _rate(cfg, stamps: list[float]) -> float:
+    """Sentences per second of the median step between consecutive clock readings: on a shared
+    machine the mean would follow whichever run another process happened to preempt."""
+    steps = [b - a for a, b in itertools.pairwise(stamps)]
+    return _sentences_per_step(cfg) / statistics.median(steps)
+
+
+def _sentences_per_step(cfg) -> int:
+    return cfg.train.batch_size * (2 if cfg.data.kind in ("wiki", "synthetic") else 1)
+
+
+def bare_rate(cfg, warmup: int) -> float:
+    """Sentences/s of forward, loss, backward, clipping and Adam on batches built beforehand."""
+    import torch
+    from accelerate.utils import set_seed
+
+    from qt_hard.pipelines import get_pipeline
+
+    if cfg.train.num_threads:
+        torch.set_num_threads(cfg.train.num_threads)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    set_seed(cfg.train.seed)
+    run = get_pipeline(cfg.pipeline).build(cfg, Path(cfg.out_dir))
+    if hasattr(run.task, "to_device"):
+        run.task.to_device(device)
+    module = run.module.to(device).train()
+    opt = torch.optim.Adam(module.parameters(), lr=cfg.train.lr, weight_decay=cfg.train.weight_decay,
+                           fused=device.type in ("cpu", "cuda"))
+    gen = torch.Generator(device=device)
+    gen.manual_seed(cfg.train.seed * 1009 + 17)
+    batches = [_to(run.task.local_batch(s, 0, 1), device) for s in range(cfg.train.steps)]
+    stamps = []
+    for step, batch in enumerate(batches):
+        run.objective.set_progress(step / len(batches))
+        loss = run.objective(module, batch, gen)
+        loss.backward()
+        if cfg.train.grad_clip:
+            torch.nn.utils.clip_grad_norm_(module.parameters(), cfg.train.grad_clip)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        float(loss.detach())  # the loop reads the loss every step too
+        stamps.append(time.perf_counter())
+    _sync()
+    return _rate(cfg, stamps[warmup:])
+
+
+def _to(batch, device):
+    if isinstance(batch, dict):
+        return {k: _to(v, device) for k, v in batch.items()}
+    return batch.to(device) if hasattr(batch, "to") else batch
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--config", default="configs/qt_books_smoke.yaml")
-    p.add_argument("--precisions", nargs="+", default=["no", "bf16", "fp16"], help="any of no, bf16, fp16")
-    p.add_argument("--steps", type=int, default=300)
-    p.add_argument("--log-every", type=int, default=20)
-    p.add_argument("--num-processes", type=int, default=1)
-    p.add_argument("--out", default="runs/bench_train")
-    p.add_argument("--fresh", action="store_true", help="rerun modes whose run folder is complete")
-    p.add_argument("overrides", nargs="*", help="extra config overrides, e.g. train.batch_size=256")
-    args, extra = p.parse_known_args(argv)
-    stray = [x for x in extra if "=" not in x or x.startswith("-")]
-    if stray:
-        p.error(f"unrecognized arguments: {' '.join(stray)}")
-    # nargs="+" also takes overrides written after --precisions: move them back.
-    args.overrides = list(args.overrides) + [x for x in args.precisions if "=" in x] + extra
-    args.precisions = [x for x in args.precisions if "=" not in x]
-    bad = sorted(set(args.precisions) - {"no", "bf16", "fp16"})
-    if bad or not args.precisions:
-        p.error(f"--precisions: {bad or 'none given'}; choose from no, bf16, fp16")
-    if args.steps <= args.log_every:
-        p.error("--steps must exceed --log-every: the first window (warm-up) is left out of the median")
-    if args.fresh:
-        shutil.rmtree(args.out, ignore_errors=True)
-
+    p.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
+    p.add_argument("--steps", type=int, default=40, help="steps of every timed run")
+    p.add_argument("--warmup", type=int, default=5, help="first steps of a run left out of its rate")
+    p.add_argument("--rounds", type=int, default=3, help="loop/bare pairs per case (medians are reported)")
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads (train.num_threads)")
+    p.add_argument("--out", default="runs/bench_train_speed", help="run folders; data caches are kept there")
+    p.add_argument("overrides", nargs="*", help="config overrides for every case, e.g. train.batch_size=128")
+    args = p.parse_args(argv)
+    if args.steps < args.warmup + 3:
+        p.error("--steps must exceed --warmup by at least 3")
     import torch
 
-    env = dict(os.environ)
-    if not torch.cuda.is_available():
-        env["ACCELERATE_USE_CPU"] = "true"  # the README's CPU line
-    results = []
-    for mode in args.precisions:
-        row = run_mode(mode, args, env)
-        results.append(row)
-        print(json.dumps(row), flush=True)
-    base = next((r["sentences_per_s"] for r in results if r["mode"] == "no" and "sentences_per_s" in r), None)
-    parts = []
-    for r in results:
-        if "sentences_per_s" not in r:
-            parts.append(f"{r['mode']}: failed")
-        elif base:
-            parts.append(f"{r['mode']} {r['sentences_per_s']:.0f} sent/s ({r['sentences_per_s'] / base:.2f}x)")
-        else:
-            parts.append(f"{r['mode']} {r['sentences_per_s']:.0f} sent/s")
-    print(f"train speed on {_device_name()}, {args.num_processes} process(es), {args.config}: " + "; ".join(parts))
-    return 0 if all("sentences_per_s" in r for r in results if not (r["mode"] == "fp16" and "cpu" in r["device"])) else 1
+    import qt_hard
+
+    meta = {"device": _device_name(), "torch": torch.__version__, "threads": args.threads,
+            "library": str(Path(qt_hard.__file__).resolve().parent.parent), "steps": args.steps,
+            "warmup": args.warmup}
+    ratios = {}
+    for case in args.cases:
+        rates = {"loop": [], "bare": []}
+        for rnd in range(args.rounds):
+            for path in ("loop", "bare"):
+                # One run folder per case: the loop's data cache (tokens, Wiki-N) is built once.
+                cfg = _config(case, Path(args.out) / case, args.steps, args.threads, args.overrides)
+                t0 = time.perf_counter()
+                rate = (loop_rate if path == "loop" else bare_rate)(cfg, args.warmup)
+                rates[path].append(rate)
+                print(json.dumps({"case": case, "path": path, "round": rnd, "sentences_per_s": round(rate, 1),
+                                  "wall_s": round(time.perf_counter() - t0, 2), **meta}), flush=True)
+        loop, bare = statistics.median(rates["loop"]), statistics.median(rates["bare"])
+        # Each round's two runs are neighbours in time, so their ratio cancels most of what other
+        # processes on the machine do; the median over rounds is the headline figure.
+        paired = statistics.median(a / b for a, b in zip(rates["loop"], rates["bare"]))
+        ratios[case] = paired
+        print(json.dumps({"case": case, "loop_sentences_per_s": round(loop, 1), "bare_sentences_per_s": round(bare, 1),
+                          "ratio": round(paired, 3), "ratio_of_medians": round(loop / bare, 3),
+                          "rounds": args.rounds, **meta}), flush=True)
+    print(f"loop/bare on {meta['device']}, {args.threads} thread(s), {args.steps} steps x {args.rounds} rounds: "
+          + "; ".join(f"{c} {r:.2f}" for c, r in ratios.items()))
+    return 0
 
 
 if __name__ == "__main__":

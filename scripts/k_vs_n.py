@@ -21,16 +21,23 @@ Saunshi et al. (2019) that the paper used: numbers are comparable in trend, not 
 
 Layout of the work (all of it a function of the grid file and the cache folder):
 
-* ``prepare`` writes one ``wiki_N*.npz`` per N (token ids of the train/test split, labels,
-  vocabulary size) under ``--cache``; it is the only step that tokenizes (NLTK's word tokenizer),
-  so a machine without nltk runs the grid from a carried cache folder.
+* ``prepare`` builds the Wiki folder (``--cache/wiki_<articles>_<min_sentences>``) and tokenizes
+  all of it once into ``--cache/tokens`` (NLTK's word tokenizer); it is the only step that
+  tokenizes, so a machine without nltk runs the grid from a carried cache folder. Each N is a
+  prefix of those tokens with its own 80/20 split and vocabulary (the library's ``data.classes``).
+* A cell is a run of the library's training loop (``qt_hard.training.loop.train``) on the config
+  ``cell_tree`` writes: ``pipeline: text``, the bag of words, ``objective.collision_free`` and
+  ``data.shuffle_labels`` for the two collision modes, the readouts as the pipeline's evaluation
+  (``eval.readouts``: mean classifier, linear classifier, diagnostics). Its run folder is
+  ``RESULTS.cells/<cell_id>/``; a cell stopped by a signal (or killed after a checkpoint,
+  ``--checkpoint-every``) resumes from its checkpoint, else it starts again.
 * ``run`` appends one CSV row per finished cell (full config, seed, metrics, wall time, git
   commit). A cell is claimed by creating ``RESULTS.claims/<cell_id>`` with O_EXCL under an
   exclusive ``flock``; a finished cell (its id in the CSV) is never run again; the claim of a
   process that died (same host, pid gone) is taken over, so a killed grid continues where it
   stopped and two processes (``--workers``, two shells, ``accelerate launch``) never run a cell
   twice. A cell is a pure function of its config and seed (on the CPU, bit for bit), so a cell
-  cut in the middle is simply run again from its start.
+  cut in the middle resumed from a checkpoint, or run again from its start, ends the same.
 * Under ``accelerate launch`` every process is an independent worker on the GPU of its
   ``LOCAL_RANK``: a bag-of-words cell is far too small to gain from data parallelism (its step is
   a few kernels; DDP would all-reduce the whole V x 768 table every step), so cells are spread
@@ -47,13 +54,12 @@ import hashlib
 import io
 import itertools
 import json
-import math
 import os
 import socket
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -190,311 +196,117 @@ def cell_id(grid: Grid, cell: Cell) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# Wiki-N token caches (the only step that tokenizes)
+# Wiki-N: the folder and its tokenization (the only step that tokenizes)
 
 
-def data_file(cache: Path, spec: DataSpec, N: int) -> Path:
-    key = hashlib.sha1(json.dumps([asdict(spec), N]).encode()).hexdigest()[:10]
-    return cache / f"{spec.kind}_N{N}_{key}.npz"
+def wiki_dir(cache: Path, spec: DataSpec) -> Path:
+    return cache / f"wiki_{spec.articles}_{spec.min_sentences}"
 
 
-def prepare(spec: DataSpec, Ns, cache: Path) -> list[Path]:
-    """Write the token-id cache of every N (skipping those already there). The articles are
-    tokenized once, for the largest N; every smaller Wiki-N is a prefix of its sentences, and its
-    split and vocabulary (min count over *its* training split) are made from those tokens."""
+def token_cache(cache: Path) -> Path:
+    return cache / "tokens"
+
+
+def _prepared_marker(cache: Path, spec: DataSpec) -> Path:
+    key = hashlib.sha1(json.dumps(asdict(spec), sort_keys=True).encode()).hexdigest()[:10]
+    return cache / f"prepared_{spec.kind}_{key}.json"
+
+
+def prepare(spec: DataSpec, Ns, cache: Path) -> Path:
+    """Build the Wiki folder (kind wiki) and tokenize all of it once into ``cache/tokens``; every
+    cell's Wiki-N is then a prefix of those tokens with its own split and vocabulary
+    (``qt_hard.data.wiki.wiki_prefix``, the library's ``data.classes``). The synthetic corpus is
+    made by the library from the grid's settings and needs nothing here. Returns the marker file
+    that says the cache is ready (other processes wait for it)."""
     cache.mkdir(parents=True, exist_ok=True)
-    Ns = sorted(set(Ns))
-    paths = {N: data_file(cache, spec, N) for N in Ns}
-    todo = [N for N in Ns if not paths[N].exists()]
-    if todo:
-        t0 = time.perf_counter()
-        corpus = _corpus(spec, max(todo), cache)
-        print(f"tokenized {len(corpus[0])} sentences of {max(todo)} classes in {time.perf_counter() - t0:.1f}s",
-              flush=True)
-    for N in todo:
-        t0 = time.perf_counter()
-        wd = _wiki_n(spec, corpus, N)
-        tr_flat, tr_off = _flatten(wd.train_ids, spec.max_len)
-        te_flat, te_off = _flatten(wd.test_ids, spec.max_len)
-        dtype = np.uint16 if len(wd.vocab) <= 65536 else np.int32
-        path = paths[N]
-        tmp = path.with_name(path.stem + f".tmp{os.getpid()}.npz")
-        np.savez_compressed(tmp, train_flat=tr_flat.astype(dtype), train_offsets=tr_off,
-                            train_labels=np.asarray(wd.train_labels, dtype=np.int32),
-                            test_flat=te_flat.astype(dtype), test_offsets=te_off,
-                            test_labels=np.asarray(wd.test_labels, dtype=np.int32),
-                            vocab_size=np.int64(len(wd.vocab)), num_classes=np.int64(wd.num_classes))
-        os.replace(tmp, path)
-        print(f"prepared N={N}: {len(wd.train_ids)} train / {len(wd.test_ids)} test sentences, "
-              f"vocabulary {len(wd.vocab)}, {time.perf_counter() - t0:.1f}s -> {path}", flush=True)
-    return [paths[N] for N in Ns]
+    marker = _prepared_marker(cache, spec)
+    if marker.exists():
+        return marker
+    t0 = time.perf_counter()
+    if spec.kind == "wiki":
+        from qt_hard.data.wiki import build_wiki, tokenize_wiki
+        from qt_hard.paths import data_path
 
-
-def _corpus(spec: DataSpec, N: int, cache: Path):
-    """(sentences, labels, (itos, flat, offsets)) of the first N classes, tokenized."""
-    from qt_hard.data.wiki import build_wiki, tokenize_wiki
-
-    if spec.kind == "synthetic":
-        from qt_hard.data.synthetic import latent_class_corpus
-        from qt_hard.data.wiki import _tokenize_all
-
-        sentences, labels = latent_class_corpus(N, spec.sentences_per_class, spec.vocab_size, (5, 15),
-                                                seed=spec.split_seed)
-        return sentences, list(labels), _tokenize_all(list(sentences), True, 1)
-    from qt_hard.paths import data_path
-
-    wiki_dir = cache / f"wiki_{spec.articles}_{spec.min_sentences}"
-    if not wiki_dir.exists():
-        source = spec.source or str(data_path("wikipedia", "enwiki_wikiextractor_ge200sent.txt.xz"))
-        print(f"building Wiki-{spec.articles} from {source} into {wiki_dir}", flush=True)
-        print(build_wiki(source, wiki_dir, articles=spec.articles, sentences=spec.min_sentences), flush=True)
-    sentences, labels, _, tokens = tokenize_wiki(wiki_dir, N, cache_dir=cache / "tokens", num_proc=os.cpu_count())
-    return sentences, labels, tokens
-
-
-def _wiki_n(spec: DataSpec, corpus, N: int):
-    """WikiData of the first N classes of a tokenized corpus (a prefix of its sentences)."""
-    from qt_hard.data.wiki import WikiData
-
-    sentences, labels, (itos, flat, offsets) = corpus
-    labels = np.asarray(labels)
-    n = int(np.searchsorted(labels, N))  # labels ascend: classes < N come first
-    if n == 0 or labels[n - 1] != N - 1:
-        raise ValueError(f"the corpus has no class {N - 1}")
-    return WikiData.from_tokens(sentences[:n], labels[:n], itos, flat, offsets[:n + 1],
-                                min_count=spec.min_count, seed=spec.split_seed)
-
-
-def _flatten(id_lists, max_len: int) -> tuple[np.ndarray, np.ndarray]:
-    cut = [np.asarray(x[:max_len]) for x in id_lists]
-    offsets = np.zeros(len(cut) + 1, dtype=np.int64)
-    np.cumsum([len(x) for x in cut], out=offsets[1:])
-    flat = np.concatenate(cut) if cut else np.zeros(0, dtype=np.int64)
-    return flat, offsets
-
-
-@dataclass
-class CellData:
-    """One N's split on a device: padded token ids (n, L) int32 (pad 0), lengths, labels."""
-
-    train_ids: object
-    train_len: object
-    train_labels: object
-    test_ids: object
-    test_len: object
-    test_labels: np.ndarray
-    train_labels_np: np.ndarray
-    members: list = field(default_factory=list)
-    vocab_size: int = 0
-    num_classes: int = 0
-
-
-def _padded(flat: np.ndarray, offsets: np.ndarray):
-    """(n, L) int32 ids padded with 0 and (n,) lengths, from flat ids + offsets, vectorized."""
-    lengths = np.diff(offsets)
-    width = max(1, int(lengths.max(initial=1)))
-    cols = np.arange(width)
-    mask = cols[None, :] < lengths[:, None]
-    idx = np.minimum(offsets[:-1, None] + cols[None, :], max(len(flat) - 1, 0))
-    ids = np.where(mask, flat[idx].astype(np.int32), 0) if len(flat) else np.zeros((len(lengths), width), np.int32)
-    return ids.astype(np.int32), lengths
-
-
-def load_cell_data(path: Path, device) -> CellData:
-    import torch
-
-    from qt_hard.data.wiki import class_members
-
-    if not path.exists():
-        raise FileNotFoundError(f"{path} is missing: run `k_vs_n.py prepare` with the same grid and --cache")
-    z = np.load(path)
-    tr_ids, tr_len = _padded(z["train_flat"], z["train_offsets"])
-    te_ids, te_len = _padded(z["test_flat"], z["test_offsets"])
-    labels = z["train_labels"].astype(np.int64)
-    C = int(z["num_classes"])
-    return CellData(
-        train_ids=torch.as_tensor(tr_ids, device=device), train_len=torch.as_tensor(tr_len, device=device),
-        train_labels=torch.as_tensor(labels, device=device),
-        test_ids=torch.as_tensor(te_ids, device=device), test_len=torch.as_tensor(te_len, device=device),
-        test_labels=z["test_labels"].astype(np.int64), train_labels_np=labels,
-        members=class_members(labels, C), vocab_size=int(z["vocab_size"]), num_classes=C)
+        folder = wiki_dir(cache, spec)
+        if not folder.exists():
+            source = spec.source or str(data_path("wikipedia", "enwiki_wikiextractor_ge200sent.txt.xz"))
+            print(f"building Wiki-{spec.articles} from {source} into {folder}", flush=True)
+            print(build_wiki(source, folder, articles=spec.articles, sentences=spec.min_sentences), flush=True)
+        sentences, labels, _, _ = tokenize_wiki(folder, None, cache_dir=token_cache(cache), num_proc=os.cpu_count())
+        if max(Ns) > labels[-1] + 1:
+            raise ValueError(f"{folder} has {labels[-1] + 1} articles; the grid asks for N={max(Ns)}")
+        print(f"tokenized {len(sentences)} sentences of {labels[-1] + 1} articles in "
+              f"{time.perf_counter() - t0:.1f}s", flush=True)
+    tmp = marker.with_name(marker.name + f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps({"data": asdict(spec), "Ns": sorted(set(Ns))}))
+    os.replace(tmp, marker)
+    return marker
 
 
 # --------------------------------------------------------------------------------------------
-# one cell
+# one cell: a run of the library's training loop
 
 
-def _batch(ids, lengths, rows):
-    """Rows of the padded id matrix, cut to the batch's longest sentence (the padding of the
-    whole split would otherwise be gathered and skipped by EmbeddingBag every step)."""
-    width = int(lengths[rows].max())
-    return ids[rows, :max(width, 1)]
-
-
-def _clip_sparse_(params, max_norm: float) -> float:
-    """clip_grad_norm_ for sparse gradients: the norm of the coalesced values (duplicate rows
-    summed first, so the norm is that of the dense gradient)."""
-    import torch
-
-    grads = []
-    for p in params:
-        if p.grad is None:
-            continue
-        if p.grad.is_sparse:
-            p.grad = p.grad.coalesce()
-            grads.append(p.grad._values())
-        else:
-            grads.append(p.grad)
-    total = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
-    scale = (max_norm / (total + 1e-6)).clamp(max=1.0)
-    for g in grads:
-        g.mul_(scale)
-    return total
-
-
-def train_cell(grid: Grid, cell: Cell, data: CellData, device, on_step=None) -> dict:
-    """Train the bag of words of one cell and read it out; returns the metric columns.
-
-    The loss is ``qt_hard.losses.ContrastiveLoss`` (uniform negatives, k of the 2(B-1)
-    candidates, optionally collision-free), App. D.1's two-sided form. Batches: each epoch's
-    positive pairs (``qt_hard.data.wiki.positive_pair_indices``), B at a time, the remainder
-    dropped. Everything random is seeded from ``cell.seed``.
-    """
-    import torch
-
-    from qt_hard.encoders.bow import BagOfWordsEncoder
-    from qt_hard.evaluation.wiki import linear_classifier, mean_classifier
-    from qt_hard.data.wiki import positive_pair_indices
-    from qt_hard.losses import ContrastiveLoss
-
-    tr = grid.train
-    if cell.N != data.num_classes:
-        raise ValueError(f"cell N={cell.N} but the data has {data.num_classes} classes")
-    torch.manual_seed(cell.seed)  # PyTorch default init of the table (D.1), reproducibly
-    sparse = tr.optimizer == "sparse_adam"
-    module = BagOfWordsEncoder(data.vocab_size, tr.dim, sparse=sparse).to(device)
-    if sparse:
-        opt = torch.optim.SparseAdam(list(module.parameters()), lr=tr.lr)
+def cell_tree(grid: Grid, cell: Cell, cache: Path, out: Path, threads: int = 1,
+              checkpoint_every: int = 0) -> dict:
+    """The ``qt-hard train`` config of a cell (pipeline text): the bag of words of D.1 on Wiki-N
+    (``data.classes: N`` of the prepared Wiki folder) or on the synthetic corpus, App. D.1's
+    loss (uniform negatives, k of the 2(B-1) candidates, two-sided, no positive in the
+    denominator), collision-free as ``objective.collision_free`` and its shuffled control as
+    ``data.shuffle_labels``, the readouts as the pipeline's evaluation (``eval.readouts``)."""
+    d, t = grid.data, grid.train
+    if d.kind == "wiki":
+        data = {"kind": "wiki", "path": str(wiki_dir(cache, d)), "classes": cell.N, "token_cache": str(token_cache(cache))}
     else:
-        fused = torch.device(device).type == "cuda"
-        opt = torch.optim.Adam(module.parameters(), lr=tr.lr, fused=fused or None)
-    loss_fn = ContrastiveLoss("uniform", temperature=tr.temperature, k=cell.k, normalize=False,
-                              include_positive=False, collision_free=cell.collision_free is not False)
-    gen = torch.Generator(device=device)
-    gen.manual_seed(cell.seed * 1009 + 17)
-    loss_fn.generator = gen
-    shuffle_gen = None
-    if cell.collision_free == SHUFFLED:  # its own stream, so the k-sampler's draws are not shifted
-        shuffle_gen = torch.Generator(device=device)
-        shuffle_gen.manual_seed(cell.seed * 7919 + 5)
-
-    n_pairs = len(positive_pair_indices(data.members, 0, cell.seed))
-    per_epoch = n_pairs // cell.B
-    if per_epoch < 1:
-        raise ValueError(f"N={cell.N}: {n_pairs} pairs per epoch, fewer than B={cell.B}")
-    step, loss_sum, loss_n = 0, torch.zeros((), device=device, dtype=torch.float64), 0
-    t0 = time.perf_counter()
-    module.train()
-    for epoch in range(tr.epochs):
-        pairs = torch.as_tensor(positive_pair_indices(data.members, epoch, cell.seed)[:, :2], device=device)
-        last_epoch = epoch == tr.epochs - 1
-        for b in range(per_epoch):
-            rows = pairs[b * cell.B:(b + 1) * cell.B]
-            z1 = module(_batch(data.train_ids, data.train_len, rows[:, 0]))
-            z2 = module(_batch(data.train_ids, data.train_len, rows[:, 1]))
-            labels = data.train_labels[rows[:, 0]]
-            if shuffle_gen is not None:
-                labels = labels[torch.randperm(len(labels), generator=shuffle_gen, device=labels.device)]
-            loss = loss_fn(z1, z2, labels=labels)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if tr.grad_clip:
-                if sparse:
-                    _clip_sparse_(module.parameters(), tr.grad_clip)
-                else:
-                    torch.nn.utils.clip_grad_norm_(module.parameters(), tr.grad_clip)
-            opt.step()
-            step += 1
-            if last_epoch:  # the reported training loss: the last epoch's mean
-                loss_sum += loss.detach().double()
-                loss_n += 1
-            if on_step is not None:
-                on_step(step)
-    if torch.device(device).type == "cuda":
-        torch.cuda.synchronize()
-    train_s = time.perf_counter() - t0
-
-    t1 = time.perf_counter()
-    module.eval()
-    train_emb = _embed(module, data.train_ids, data.train_len)
-    test_emb = _embed(module, data.test_ids, data.test_len)
-    mc = mean_classifier(train_emb, data.train_labels_np, test_emb, data.test_labels, data.num_classes,
-                         device=device)
-    lin = linear_classifier(train_emb, data.train_labels_np, test_emb, data.test_labels, data.num_classes,
-                            epochs=tr.linear_epochs, lr=tr.lr, batch_size=tr.linear_batch, seed=cell.seed,
-                            threads=torch.get_num_threads(), device=device)
-    eval_s = time.perf_counter() - t1
-    diag = diagnostics(module, data, cell, train_emb, test_emb, tr.temperature, device)
-    sentences = 2 * cell.B * step
-    return {"mean_acc": mc["acc"], "linear_acc": lin["acc"], "linear_best_epoch": lin["best_epoch"],
-            "final_loss": round(float(loss_sum) / max(loss_n, 1), 6), "steps": step,
-            "train_s": round(train_s, 3), "eval_s": round(eval_s, 3),
-            "sentences_per_s": round(sentences / max(train_s, 1e-9), 1),
-            "vocab_size": data.vocab_size, "n_train": len(data.train_labels_np), "n_test": len(data.test_labels),
-            "diagnostics": diag}
+        data = {"kind": "synthetic", "num_classes": cell.N, "sentences_per_class": d.sentences_per_class,
+                "vocab_size": d.vocab_size, "min_length": 5, "max_length": 15}
+    data.update(min_count=d.min_count, seed=d.split_seed, shuffle_labels=cell.collision_free == SHUFFLED)
+    return {
+        "out_dir": str(out),
+        "model": {"kind": "bow", "dim": t.dim, "max_len": d.max_len},
+        "data": data,
+        "objective": {"negatives": "uniform", "temperature": t.temperature, "k": cell.k, "normalize": False,
+                      "include_positive": False, "collision_free": cell.collision_free is not False},
+        "eval": {"readouts": True, "linear_epochs": t.linear_epochs, "linear_lr": t.lr,
+                 "linear_batch": t.linear_batch},
+        # log_every 1: the reported loss is the mean over the last epoch's steps (metrics.csv).
+        "train": {"batch_size": cell.B, "epochs": t.epochs, "lr": t.lr, "grad_clip": t.grad_clip,
+                  "optimizer": t.optimizer, "seed": cell.seed, "log_every": 1, "trackers": ["csv"],
+                  "progress": False, "num_threads": threads, "checkpoint_every": checkpoint_every,
+                  "keep_checkpoints": 1},
+    }
 
 
-def diagnostics(module, data: CellData, cell: Cell, train_emb, test_emb, temperature: float, device) -> dict:
-    """Why collision-free sampling changes a cell (written beside the CSV, ``*.diag.jsonl``).
+def run_cell(tree: dict, on_step=None) -> dict | None:
+    """Train one cell through ``qt_hard.training.loop.train`` (resuming from its checkpoint when a
+    killed run left one) and return its metric columns, or None when a signal stopped it."""
+    from qt_hard.training.config import config_from_dict
+    from qt_hard.training.loop import list_checkpoints, train
 
-    * ``mean_cos_acc``: the mean classifier on L2-normalized embeddings (the paper's uses raw dot
-      products, so it also reads the norms);
-    * ``test_norm_mean`` / ``test_norm_cv``: the test embeddings' norms and their spread;
-    * ``same_class_share`` / ``same_class_mass``: over the first batch of epoch 0 (B pairs, both
-      views), the fraction of an anchor's 2(B-1) candidates that share its class, and the share of
-      the softmax mass e^{s/t} over those candidates that they hold (anchor-averaged): how much of
-      the loss's denominator the collisions carry at the end of training.
-    """
-    import torch
-
-    from qt_hard.data.wiki import positive_pair_indices
-    from qt_hard.evaluation.wiki import mean_classifier
-
-    def unit(x):
-        return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
-
-    cos = mean_classifier(unit(train_emb), data.train_labels_np, unit(test_emb), data.test_labels,
-                          data.num_classes, device=device)
-    norms = np.linalg.norm(test_emb.astype(np.float64), axis=1)
-    rows = torch.as_tensor(positive_pair_indices(data.members, 0, cell.seed)[: cell.B, :2], device=device)
-    with torch.no_grad():
-        z = torch.cat([module(_batch(data.train_ids, data.train_len, rows[:, 0])),
-                       module(_batch(data.train_ids, data.train_len, rows[:, 1]))]).double()
-        y = data.train_labels[rows[:, 0]].repeat(2)
-        n = len(y)
-        idx = torch.arange(n, device=z.device)
-        cand = torch.ones(n, n, dtype=torch.bool, device=z.device)
-        cand[idx, idx] = False
-        cand[idx, (idx + n // 2) % n] = False  # the anchor's positive (its other view)
-        same = (y[:, None] == y[None, :]) & cand
-        logits = (z @ z.T / temperature).masked_fill(~cand, float("-inf"))
-        p = torch.softmax(logits, dim=1)
-        mass = float((p * same).sum(1).mean())
-        share = float(same.sum(1).double().mean() / cand.sum(1).double().mean())
-    return {"mean_cos_acc": cos["acc"], "test_norm_mean": round(float(norms.mean()), 4),
-            "test_norm_cv": round(float(norms.std() / max(norms.mean(), 1e-12)), 4),
-            "same_class_share": round(share, 6), "same_class_mass": round(mass, 6)}
+    out = Path(tree["out_dir"])
+    train(config_from_dict(tree), resume=bool(list_checkpoints(out)), on_step=on_step)
+    if not (out / "eval.json").exists():
+        return None
+    return cell_metrics(out)
 
 
-def _embed(module, ids, lengths, chunk: int = 8192) -> np.ndarray:
-    import torch
-
-    out = []
-    with torch.no_grad():
-        for i in range(0, len(ids), chunk):
-            rows = torch.arange(i, min(i + chunk, len(ids)), device=ids.device)
-            out.append(module(_batch(ids, lengths, rows)).float().cpu())
-    return torch.cat(out).numpy()
+def cell_metrics(out: Path) -> dict:
+    """The CSV's metric columns of a finished cell's run folder: the readouts (``eval.json``) and
+    the mean loss of the last epoch's steps (``metrics.csv``, one row per step)."""
+    ev = json.loads((out / "eval.json").read_text())
+    with open(out / "metrics.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    steps = int(rows[-1]["step"])
+    per_epoch = max(1, round(steps / float(rows[-1]["epoch"])))
+    last = [float(r["loss"]) for r in rows if int(r["step"]) > steps - per_epoch]
+    train_s = float(rows[-1]["elapsed_s"])
+    diag = {k: ev[k] for k in ("mean_cos_acc", "test_norm_mean", "test_norm_cv", "same_class_share",
+                               "same_class_mass") if k in ev}
+    return {"mean_acc": ev["mean_acc"], "linear_acc": ev["linear_acc"], "linear_best_epoch": ev["linear_best_epoch"],
+            "final_loss": round(float(np.mean(last)), 6), "steps": steps, "train_s": round(train_s, 3),
+            "eval_s": ev["eval_s"], "vocab_size": ev.get("vocab_size", ""),
+            "sentences_per_s": round(float(rows[-1]["sentences_per_s"]), 1), "n_train": ev["n_train"],
+            "n_test": ev["n_test"], "diagnostics": diag}
 
 
 # --------------------------------------------------------------------------------------------
@@ -646,32 +458,43 @@ def _row(grid: Grid, cell: Cell, cid: str, metrics: dict, wall: float, device, t
             "git_commit": commit, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
+def cell_dir(results: Path, cid: str) -> Path:
+    """A cell's run folder beside the results CSV; only its checkpoints (while it runs) and its
+    config, metrics and readouts (after) are kept."""
+    return Path(results).with_name(Path(results).name + ".cells") / cid
+
+
 def worker(grid_path: str, overrides: dict, results: str, cache: str, device: str | None, threads: int,
-           max_cells: int | None = None, claims: str | None = None) -> int:
+           max_cells: int | None = None, claims: str | None = None, checkpoint_every: int = 0) -> int:
     """Claim and run cells until none is left; returns how many this process ran."""
+    import shutil
+
     import torch
 
     torch.set_num_threads(max(1, threads))
+    dev = _device(device)
+    _single_process(dev)
     grid = load_grid(grid_path, **overrides)
     cells, _ = expand(grid)
     ids = [cell_id(grid, c) for c in cells]
     by_id = dict(zip(ids, cells))
-    dev = _device(device)
     ledger = Ledger(Path(results), claims)
     commit = git_commit()
-    loaded: tuple[int, CellData] | None = None
     ran = 0
     while max_cells is None or ran < max_cells:
         cid = ledger.claim_next(ids)
         if cid is None:
             break
         cell = by_id[cid]
+        out = cell_dir(Path(results), cid)
         t0 = time.perf_counter()
-        if loaded is None or loaded[0] != cell.N:
-            loaded = None  # free the previous N's tensors first
-            loaded = (cell.N, load_cell_data(data_file(Path(cache), grid.data, cell.N), dev))
-        metrics = train_cell(grid, cell, loaded[1], dev)
+        metrics = run_cell(cell_tree(grid, cell, Path(cache), out, threads, checkpoint_every))
+        if metrics is None:
+            print(f"[{os.getpid()}] stopped by a signal in cell {cid}; its checkpoint resumes it", flush=True)
+            break
         wall = time.perf_counter() - t0
+        for part in ("checkpoints", "final"):  # the table of a 768-d bag of words: not kept per cell
+            shutil.rmtree(out / part, ignore_errors=True)
         diag = metrics.pop("diagnostics", None)
         ledger.finish(cid, _row(grid, cell, cid, metrics, wall, dev, threads, commit),
                       None if diag is None else {"N": cell.N, "k": cell.k, "B": cell.B,
@@ -683,6 +506,20 @@ def worker(grid_path: str, overrides: dict, results: str, cache: str, device: st
               f"({wall:.1f}s, {metrics['sentences_per_s']:.0f} sent/s)", flush=True)
     return ran
 
+
+def _single_process(dev) -> None:
+    """Every worker trains its cells alone on ``dev``: under ``accelerate launch`` the process
+    group's variables are dropped (a cell is far too small for data parallelism) and the
+    Accelerator is pointed at the worker's device."""
+    import torch
+
+    for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
+                "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID"):
+        os.environ.pop(var, None)
+    if dev.type == "cpu":
+        os.environ["ACCELERATE_USE_CPU"] = "true"
+    elif dev.type == "cuda":
+        torch.cuda.set_device(dev)
 
 def _device(name: str | None):
     import torch
@@ -698,48 +535,51 @@ def _device(name: str | None):
 # plan and time estimate
 
 
+
 def estimate(grid: Grid, cells: list[Cell], cache: Path, device, probe_steps: int = 3) -> dict:
-    """Seconds per cell from a few timed steps per (N, B) and one linear-classifier epoch per N,
-    scaled to the cell's epochs (the first call of each is a warm-up, not timed)."""
+    """Seconds per cell from a few timed steps of the library's loop per (N, B) and one
+    linear-classifier epoch per N, scaled to the cell's epochs (the first step is a warm-up)."""
+    import shutil
+    import tempfile
+
     import torch
 
-    from qt_hard.data.wiki import positive_pair_indices
-    from qt_hard.encoders.bow import BagOfWordsEncoder
-    from qt_hard.losses import ContrastiveLoss
+    from qt_hard.evaluation.wiki import linear_classifier
+    from qt_hard.text.setup import build_run
+    from qt_hard.training.config import config_from_dict
+    from qt_hard.training.loop import train
 
+    _single_process(torch.device(device))
     step_s, lin_s, steps_per_epoch = {}, {}, {}
-    for N in sorted({c.N for c in cells}):
-        data = load_cell_data(data_file(cache, grid.data, N), device)
-        n_pairs = len(positive_pair_indices(data.members, 0, 0))
-        for B in sorted({c.B for c in cells if c.N == N}):
-            steps_per_epoch[(N, B)] = n_pairs // B
-            module = BagOfWordsEncoder(data.vocab_size, grid.train.dim).to(device)
-            opt = torch.optim.Adam(module.parameters(), lr=grid.train.lr)
-            loss_fn = ContrastiveLoss("uniform", temperature=1.0, normalize=False, include_positive=False)
-            times = []
-            for i in range(probe_steps + 1):
-                t0 = time.perf_counter()
-                rows = torch.randint(len(data.train_ids), (B, 2), device=device)
-                loss = loss_fn(module(_batch(data.train_ids, data.train_len, rows[:, 0])),
-                               module(_batch(data.train_ids, data.train_len, rows[:, 1])))
-                opt.zero_grad()
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(module.parameters(), 2.5)
-                opt.step()
-                float(loss.detach())
-                if i:
-                    times.append(time.perf_counter() - t0)
-            step_s[(N, B)] = float(np.median(times))
-        from qt_hard.evaluation.wiki import linear_classifier
+    tmp = Path(tempfile.mkdtemp(prefix="k_vs_n_probe_"))
+    try:
+        for N in sorted({c.N for c in cells}):
+            for B in sorted({c.B for c in cells if c.N == N}):
+                probe = Cell(N, None, B, False, 0)
+                tree = cell_tree(grid, probe, cache, tmp / f"N{N}_B{B}", torch.get_num_threads())
+                tree["train"].update(steps=probe_steps + 2, epochs=1.0)
+                tree["eval"]["readouts"] = False
+                stamps: list[float] = []
 
-        n = min(len(data.train_labels_np), 20_000)
-        x = np.random.default_rng(0).standard_normal((n, grid.train.dim)).astype(np.float32)
-        t0 = time.perf_counter()
-        linear_classifier(x, data.train_labels_np[:n], x[:10], data.train_labels_np[:10], data.num_classes,
-                          epochs=1, batch_size=grid.train.linear_batch, device=device,
-                          threads=torch.get_num_threads())
-        lin_s[N] = (time.perf_counter() - t0) * len(data.train_labels_np) / n
-        del data
+                def clock(step, loss, stamps=stamps):
+                    stamps.append(time.perf_counter())
+
+                out = train(config_from_dict(tree), on_step=clock)
+                with open(out / "metrics.csv") as fh:
+                    last = list(csv.DictReader(fh))[-1]
+                steps_per_epoch[(N, B)] = round(int(last["step"]) / float(last["epoch"]))
+                step_s[(N, B)] = float(np.median(np.diff(stamps)))
+            tree["eval"]["readouts"] = True
+            split = build_run(config_from_dict(tree), tmp / f"N{N}").split
+            labels = split.train_labels
+            n = min(len(labels), 20_000)
+            x = np.random.default_rng(0).standard_normal((n, grid.train.dim)).astype(np.float32)
+            t0 = time.perf_counter()
+            linear_classifier(x, labels[:n], x[:10], labels[:10], split.num_classes, epochs=1,
+                              batch_size=grid.train.linear_batch, device=device, threads=torch.get_num_threads())
+            lin_s[N] = (time.perf_counter() - t0) * len(labels) / n
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     per_cell = []
     for c in cells:
         s = step_s[(c.N, c.B)] * steps_per_epoch[(c.N, c.B)] * grid.train.epochs
@@ -1044,6 +884,8 @@ def main(argv=None) -> int:
         if name == "run":
             p.add_argument("--max-cells", type=int, default=None, help="stop after this many cells per worker")
             p.add_argument("--no-prepare", action="store_true", help="fail instead of tokenizing missing N")
+            p.add_argument("--checkpoint-every", type=int, default=0,
+                           help="steps between a cell's checkpoints (0: only when a signal stops it)")
     p = sub.add_parser("plot")
     p.add_argument("results")
     p.add_argument("--out", default=None, help="folder of the PNGs (default: beside the CSV)")
@@ -1072,15 +914,14 @@ def main(argv=None) -> int:
     # Under `accelerate launch` (or torchrun) every process is one worker; rank 0 alone
     # tokenizes and prints the plan, the others wait for the caches.
     rank = int(os.environ.get("RANK", "0"))
-    missing = [N for N in sorted({c.N for c in cells}) if not data_file(cache, grid.data, N).exists()]
-    if missing and rank > 0:
-        while any(not data_file(cache, grid.data, N).exists() for N in missing):
+    marker = _prepared_marker(cache, grid.data)
+    if not marker.exists() and rank > 0:
+        while not marker.exists():
             time.sleep(5)
-        missing = []
-    if missing:
+    if not marker.exists():
         if args.cmd == "run" and args.no_prepare:
-            raise SystemExit(f"no token cache for N={missing} under {cache}: run `prepare` first")
-        prepare(grid.data, missing, cache)
+            raise SystemExit(f"no prepared Wiki folder under {cache}: run `prepare` first")
+        prepare(grid.data, [c.N for c in cells], cache)
     import torch
 
     workers = max(1, args.workers)
@@ -1094,7 +935,8 @@ def main(argv=None) -> int:
     if args.cmd == "plan":
         return 0
     t0 = time.perf_counter()
-    job = (args.grid, ov, args.results, str(cache), args.device, threads, args.max_cells, args.claims)
+    job = (args.grid, ov, args.results, str(cache), args.device, threads, args.max_cells, args.claims,
+           args.checkpoint_every)
     if workers == 1:
         ran = worker(*job)
     else:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import signal
@@ -13,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 from _scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -98,21 +96,6 @@ def test_ledger_claims_skip_live_and_take_over_dead(tmp_path):
     assert ledger.done() == {"a"}
 
 
-def test_sparse_clip_matches_dense_clip():
-    torch.manual_seed(0)
-    dense = torch.nn.EmbeddingBag(20, 4, mode="mean", padding_idx=0)
-    sparse = torch.nn.EmbeddingBag(20, 4, mode="mean", padding_idx=0, sparse=True)
-    sparse.load_state_dict(dense.state_dict())
-    ids = torch.tensor([[1, 2, 2, 0], [3, 1, 5, 5]])
-    for m in (dense, sparse):
-        (m(ids) ** 2).sum().mul(10).backward()
-    n_dense = torch.nn.utils.clip_grad_norm_(dense.parameters(), 0.5)
-    n_sparse = K._clip_sparse_(sparse.parameters(), 0.5)
-    assert float(n_dense) > 0.5  # the clip is active
-    torch.testing.assert_close(n_sparse, n_dense)
-    torch.testing.assert_close(sparse.weight.grad.to_dense(), dense.weight.grad)
-
-
 def test_killed_grid_resumes_to_identical_results_and_plots(tmp_path):
     grid = _grid(tmp_path, epochs=20)
     cache = tmp_path / "cache"
@@ -166,22 +149,72 @@ def test_killed_grid_resumes_to_identical_results_and_plots(tmp_path):
 
 
 def test_wiki_n_from_a_larger_tokenization_equals_its_own(tmp_path):
-    """prepare tokenizes once for the largest N: a smaller N's split and vocabulary from those
-    tokens must equal what the N-class corpus alone gives."""
-    from qt_hard.data.wiki import WikiData
+    """prepare tokenizes the whole Wiki folder once: Wiki-N as its prefix (``data.classes``) must
+    split and build its vocabulary exactly as a folder of N articles alone does."""
+    import shutil
 
-    spec = K.DataSpec(kind="synthetic", min_count=2, sentences_per_class=20, vocab_size=80)
-    corpus = K._corpus(spec, 6, tmp_path)
-    small = K._wiki_n(spec, corpus, 4)
-    sentences, labels, _ = corpus
-    n = sum(1 for c in labels if c < 4)
-    alone = WikiData.from_sentences(sentences[:n], labels[:n], min_count=2, seed=0)
+    from qt_hard.data.wiki import load_wiki, wiki_prefix
+    from tests.test_data_wiki import make_archive
+
+    big = make_archive(tmp_path, n_articles=6, n_sent=20)
+    small_dir = tmp_path / "four"
+    small_dir.mkdir()
+    for f in sorted(big.iterdir())[:4]:
+        shutil.copy(f, small_dir / f.name)
+    small = wiki_prefix(big, 4, min_count=2, cache_dir=tmp_path / "tok")
+    alone = load_wiki(small_dir, min_count=2, cache_dir=False)
     assert small.num_classes == alone.num_classes == 4
     assert small.vocab.itos == alone.vocab.itos
-    assert len(small.vocab) < len(K._wiki_n(spec, corpus, 6).vocab)  # the vocabulary is per N
+    assert len(small.vocab) < len(wiki_prefix(big, 6, min_count=2, cache_dir=tmp_path / "tok").vocab)
     assert small.train_labels == alone.train_labels and small.test_labels == alone.test_labels
-    for a, b in zip(small.train_ids + small.test_ids, alone.train_ids + alone.test_ids):
-        np.testing.assert_array_equal(a, b)
+    for x, y in zip(small.train_ids + small.test_ids, alone.train_ids + alone.test_ids):
+        np.testing.assert_array_equal(x, y)
+    with pytest.raises(ValueError, match="7 classes"):
+        wiki_prefix(big, 7, cache_dir=tmp_path / "tok")
+
+
+def _tiny_cell(tmp_path, cf=True, epochs=3):
+    grid = K.load_grid(_grid(tmp_path, epochs=epochs))
+    cell = K.Cell(4, 2, 8, cf, 0)
+    K.prepare(grid.data, [4], tmp_path / "cache")
+    return grid, cell
+
+
+def test_a_cell_is_a_qt_hard_train_run(tmp_path):
+    """The cell's metrics through k_vs_n equal those of `qt-hard train` on the config it writes."""
+    import yaml
+
+    grid, cell = _tiny_cell(tmp_path)
+    tree = K.cell_tree(grid, cell, tmp_path / "cache", tmp_path / "cell")
+    got = K.run_cell(tree)
+    cli = dict(tree, out_dir=str(tmp_path / "cli"))
+    (tmp_path / "cli.yaml").write_text(yaml.safe_dump(cli))
+    res = subprocess.run([sys.executable, "-m", "qt_hard.cli", "train", str(tmp_path / "cli.yaml")], env=_env(),
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    want = K.cell_metrics(tmp_path / "cli")
+    for key in ("mean_acc", "linear_acc", "linear_best_epoch", "final_loss", "steps", "vocab_size", "n_train",
+                "n_test", "diagnostics"):
+        assert got[key] == want[key], key
+    assert got["steps"] > 0 and got["steps"] % 3 == 0 and 0 <= got["mean_acc"] <= 100  # whole epochs
+
+
+def test_a_cell_stopped_mid_way_resumes_to_the_uninterrupted_metrics(tmp_path):
+    grid, cell = _tiny_cell(tmp_path, cf=K.SHUFFLED, epochs=4)
+    cache = tmp_path / "cache"
+    straight = K.run_cell(K.cell_tree(grid, cell, cache, tmp_path / "straight"))
+
+    def stop(step, loss):
+        if step == 5:
+            os.kill(os.getpid(), signal.SIGTERM)  # the loop checkpoints and returns
+
+    tree = K.cell_tree(grid, cell, cache, tmp_path / "cut")
+    assert K.run_cell(tree, on_step=stop) is None
+    assert (tmp_path / "cut" / "checkpoints").is_dir()
+    resumed = K.run_cell(tree)
+    for key in ("train_s", "eval_s", "sentences_per_s"):
+        straight.pop(key), resumed.pop(key)
+    assert resumed == straight
 
 
 def test_shuffled_control_removes_matched_random_candidates_and_writes_diagnostics(tmp_path):

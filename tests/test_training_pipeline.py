@@ -46,7 +46,7 @@ def test_pipeline_sections_are_checked():
 
 def test_text_is_the_first_pipeline():
     text = get_pipeline("text")
-    assert set(text.sections) == {"model", "data", "objective"}
+    assert set(text.sections) == {"model", "data", "objective", "eval"}
     assert text.ddp_kwargs(config_from_dict({"model": {"kind": "hf", "hf_path": "x"}})) == {
         "find_unused_parameters": True}
 

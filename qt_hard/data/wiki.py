@@ -541,3 +541,21 @@ def tokenize_wiki(directory: str | os.PathLike, classes: int | None = None, *, l
     nproc = num_proc if num_proc is not None else min(os.cpu_count() or 1, 4)
     tokens = _tokens_cached(sentences, key_parts, lower, cache, nproc)
     return sentences, labels, _titles(d, files), tokens
+
+
+def wiki_prefix(directory: str | os.PathLike, classes: int, train_fraction: float = 0.8, min_count: int = 50,
+                seed: int = 0, *, lower: bool = True, cache_dir: str | os.PathLike | None = None,
+                num_proc: int | None = None) -> WikiData:
+    """Wiki-N as the first ``classes`` articles of a larger Wiki folder: the whole folder is
+    tokenized once (cached as :func:`load_wiki` says, so every N shares one tokenization) and
+    Wiki-N is a prefix of its sentences; the split and the vocabulary are Wiki-N's own
+    (:meth:`WikiData.from_tokens`), equal to :func:`load_wiki` of an N-article folder."""
+    sentences, labels, titles, (itos, flat, offsets) = tokenize_wiki(
+        directory, None, lower=lower, cache_dir=cache_dir, num_proc=num_proc)
+    labels = np.asarray(labels)
+    n = int(np.searchsorted(labels, classes))  # labels ascend: the articles before N come first
+    if n == 0 or labels[n - 1] != classes - 1:
+        raise ValueError(f"{directory} has {int(labels.max()) + 1} articles; {classes} classes were asked for")
+    return WikiData.from_tokens(sentences[:n], labels[:n], itos, flat, offsets[: n + 1],
+                                train_fraction=train_fraction, min_count=min_count, seed=seed, lower=lower,
+                                titles=titles[:classes])

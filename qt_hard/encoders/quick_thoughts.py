@@ -74,6 +74,16 @@ class SentenceRNN(nn.Module):
             mask = (torch.arange(ids.shape[1], device=ids.device)[None, :] < lengths[:, None])
             summed = (emb * mask.unsqueeze(-1).to(emb.dtype)).sum(1)
             return summed / lengths.unsqueeze(-1).to(emb.dtype)
+        if torch.is_autocast_enabled(emb.device.type):
+            # The recurrence runs in float32 under bf16/fp16 autocast: autocast would cast the GRU's
+            # weights on every call (on cuDNN a fresh copy outside the flattened weight buffer,
+            # re-packed each step), and the small GRUs trained here gain less from the lower
+            # precision than those casts cost; the loss is computed in float32 anyway.
+            with torch.autocast(emb.device.type, enabled=False):
+                return self._recur(emb.float(), ids, lengths)
+        return self._recur(emb, ids, lengths)
+
+    def _recur(self, emb: torch.Tensor, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         if self.encoder == "gru" and emb.device.type == "cpu":
             out, _ = self.rnn(emb)                                  # (B, L, h), causal in time
             # The state after each row's last real token (later padding steps cannot reach it).

@@ -21,6 +21,14 @@ class DataConfig:
           of ``num_classes`` x ``sentences_per_class`` sentences, treated like Wiki-N).
     min_count: tokens seen fewer times (in the training split) become UNK (Ash et al.: 50).
     seed: seed of the train/test split and of the synthetic corpus.
+    classes: wiki only: train on the first N articles of the Wiki folder (default: all of them).
+          The whole folder is tokenized once (cached) and Wiki-N is its prefix; split and
+          vocabulary (``min_count`` over Wiki-N's training split) are Wiki-N's own.
+    token_cache: folder of the wiki tokenization cache (default ``OUT/cache/wiki_tokens``); runs
+          sharing one tokenize a folder once.
+    shuffle_labels: pair data only: each batch's class labels are permuted among its pairs (a
+          permutation drawn from (train.seed, step)), the control of ``objective.collision_free``
+          (as many same-label candidates removed per batch, but random ones).
     path: books folder (default $QT_HARD_DATA/books), BookCorpus Parquet folder, or the Wiki-N folder (default
           OUT/cache/wiki_<articles>); built with build_wiki from ``wiki_source`` when missing.
     """
@@ -40,10 +48,18 @@ class DataConfig:
     min_length: int = 5
     max_length: int = 15
     seed: int = 0
+    classes: Optional[int] = None
+    token_cache: Optional[str] = None
+    shuffle_labels: bool = False
 
     def validate(self) -> None:
         if self.kind not in DATA_KINDS:
             raise ValueError(f"data.kind must be {' | '.join(DATA_KINDS)}, got {self.kind!r}")
+        if self.shuffle_labels and self.kind not in ("wiki", "synthetic"):
+            raise ValueError(f"data.shuffle_labels needs pair data with labels (wiki, synthetic), not {self.kind!r}")
+        if self.classes is not None and (self.kind != "wiki" or self.classes < 2):
+            raise ValueError(f"data.classes needs data.kind wiki and at least 2 articles, got {self.classes} "
+                             f"with {self.kind!r}")
 
 
 @dataclass
@@ -67,3 +83,24 @@ class ObjectiveConfig:
     def validate(self) -> None:
         if self.context < 1:
             raise ValueError(f"objective.context must be >= 1, got {self.context}")
+
+
+@dataclass
+class EvalConfig:
+    """Readouts of a pair-data run (wiki, synthetic) on its own held-out split (Ash et al. 2022,
+    App. D.1), computed on the final model (``OUT/eval.json``) and every ``every`` steps:
+    the mean classifier on the whole training split, a linear classifier trained ``linear_epochs``
+    epochs (Adam, ``linear_lr``, batches of ``linear_batch``), and the diagnostics of
+    ``qt_hard.text.readouts`` (``diagnostics``).
+    """
+
+    readouts: bool = False
+    every: int = 0
+    linear_epochs: int = 50
+    linear_lr: float = 0.01
+    linear_batch: int = 1000
+    diagnostics: bool = True
+
+    def validate(self) -> None:
+        if self.every < 0 or self.linear_epochs < 1 or self.linear_batch < 1:
+            raise ValueError("eval.every must be >= 0, eval.linear_epochs and eval.linear_batch >= 1")

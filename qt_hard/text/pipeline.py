@@ -4,8 +4,9 @@ Sections: ``model`` (``qt_hard.encoders.config.ModelConfig``), ``data`` and ``ob
 (``qt_hard.text.config``). ``build`` reads the sentences and builds the encoder and batch task
 (``qt_hard.text.setup``) and the objective (``qt_hard.text.objectives``); the final model is
 saved as a sentence-transformers folder with a model card (``qt_hard.encoders.st_folder``,
-``qt_hard.text.card``), which ``SentenceTransformer(OUT/final)`` and ``qt_hard.load_encoder`` load. Text runs have no evaluation
-hook: ``qt-hard eval`` evaluates a saved encoder.
+``qt_hard.text.card``), which ``SentenceTransformer(OUT/final)`` and ``qt_hard.load_encoder`` load. With
+``eval.readouts`` a pair-data run is read out on its held-out split (``qt_hard.text.readouts``);
+``qt-hard eval`` evaluates any saved encoder.
 """
 
 from __future__ import annotations
@@ -13,15 +14,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from qt_hard.encoders.config import ModelConfig
-from qt_hard.text.config import DataConfig, ObjectiveConfig
+from qt_hard.text.config import DataConfig, EvalConfig, ObjectiveConfig
 from qt_hard.training.pipeline import PipelineRun
 
 
 class TextPipeline:
-    sections = {"model": ModelConfig, "data": DataConfig, "objective": ObjectiveConfig}
+    sections = {"model": ModelConfig, "data": DataConfig, "objective": ObjectiveConfig, "eval": EvalConfig}
 
     def validate(self, cfg) -> None:
-        pass
+        if cfg.eval.readouts and cfg.data.kind not in ("wiki", "synthetic"):
+            raise ValueError(f"eval.readouts needs labelled pair data (wiki, synthetic), not {cfg.data.kind!r}")
 
     def ddp_kwargs(self, cfg) -> dict:
         # AutoModel's pooler is not used by mean pooling: DDP must expect parameters without grads.
@@ -39,7 +41,13 @@ class TextPipeline:
 
             run.make_encoder(module).save(folder, card=lambda modules: model_card(cfg, modules))
 
-        return PipelineRun(run.module, run.task, Objective(cfg.objective, run.pair_data), save)
+        evaluate = None
+        if cfg.eval.readouts:
+            from qt_hard.text.readouts import make_readouts
+
+            evaluate = make_readouts(cfg, run.split, run.task)
+        return PipelineRun(run.module, run.task, Objective(cfg.objective, run.pair_data), save, evaluate,
+                           cfg.eval.every)
 
 
 PIPELINE = TextPipeline()

@@ -25,7 +25,18 @@ import torch
 from qt_hard.encoders.text import SentenceEncoder, build_module, make_encoder
 from qt_hard.data.books import dataset_column
 from qt_hard.training.config import Config
-from qt_hard.text.tasks import ContextTask, PairTask, TokenStore
+from qt_hard.text.tasks import ContextTask, PairTask, TokenBatcher, TokenStore
+
+
+@dataclass
+class Split:
+    """Labelled sentences of a pair-data run, for its readouts: training and held-out batches."""
+
+    train: TokenBatcher
+    train_labels: np.ndarray
+    test: TokenBatcher
+    test_labels: np.ndarray
+    num_classes: int
 
 
 @dataclass
@@ -34,6 +45,7 @@ class Run:
     task: object
     pair_data: bool
     make_encoder: Callable[[torch.nn.Module], SentenceEncoder]
+    split: Split | None = None
 
 
 def _key(obj) -> str:
@@ -71,7 +83,7 @@ def _text_key(texts) -> str:
 
 
 def _hf_parts(cfg: Config, cache_root: Path, texts):
-    """(module, TokenStore, collate, make_encoder) for a transformer over ``texts``.
+    """(module, TokenBatcher, make_encoder) for a transformer over ``texts``.
 
     The token ids are the model's own tokenizer's (``HFFeaturizer.ids_many``), cached under
     ``cache_root/hf_tokens_<key>`` (key: model path, max_len, the sentences).
@@ -91,7 +103,11 @@ def _hf_parts(cfg: Config, cache_root: Path, texts):
         cache.mkdir(parents=True, exist_ok=True)
         TokenStore.from_lists(ids).save(cache / "tokens")
         store = TokenStore.load(cache / "tokens")
-    return encoder.module, store, feat.collate, lambda m: make_encoder(cfg.model, None, m)
+    # Padded as the model's tokenizer pads (HFFeaturizer.collate), with its attention mask.
+    pad_id = feat.tokenizer.pad_token_id
+    batcher = TokenBatcher(store, pad_id=0 if pad_id is None else int(pad_id), attention_mask=True,
+                           left=getattr(feat.tokenizer, "padding_side", "right") == "left")
+    return encoder.module, batcher, lambda m: make_encoder(cfg.model, None, m)
 
 
 def _word_run(cfg: Config, vocab, task, pair_data: bool, tokenizer=None) -> Run:
@@ -100,10 +116,9 @@ def _word_run(cfg: Config, vocab, task, pair_data: bool, tokenizer=None) -> Run:
     return Run(module, task, pair_data, lambda m: make_encoder(cfg.model, vocab, m, tokenizer))
 
 
-def _collate(cfg: Config, vocab, tokenizer=None):
-    from qt_hard.encoders.text import WordFeaturizer
-
-    return WordFeaturizer(vocab, cfg.model.lower, cfg.model.max_len, tokenizer).collate
+def _word_batcher(cfg: Config, store: TokenStore) -> TokenBatcher:
+    """Word-id batches cut at ``model.max_len``, padded with 0 (as ``WordFeaturizer.collate``)."""
+    return TokenBatcher(store, max_len=cfg.model.max_len)
 
 
 def build_run(cfg: Config, out: Path) -> Run:
@@ -142,11 +157,11 @@ def build_run(cfg: Config, out: Path) -> Run:
         # Whole-column Arrow reads: ds["doc_id"] converts row by row in datasets 4+ (minutes on all books).
         doc_ids = dataset_column(ds, "doc_id", numpy=True).astype(np.int64)
         if cfg.model.kind == "hf":
-            module, store, collate, wrap = _hf_parts(cfg, cache_root, dataset_column(ds, "text"))
-            return Run(module, ContextTask(store, doc_ids, collate, B, seed), False, wrap)
+            module, batcher, wrap = _hf_parts(cfg, cache_root, dataset_column(ds, "text"))
+            return Run(module, ContextTask(batcher, doc_ids, B, seed), False, wrap)
         tok, store = _vocab_and_store(cfg, cache_root / f"tokens_{key}", dataset_column(ds, "text"))
         vocab = tok.vocab()
-        task = ContextTask(store, doc_ids, _collate(cfg, vocab, tok), B, seed)
+        task = ContextTask(_word_batcher(cfg, store), doc_ids, B, seed)
         return _word_run(cfg, vocab, task, pair_data=False, tokenizer=tok)
     if kind == "wiki":
         return _wiki_run(cfg, out, cache_root)
@@ -163,17 +178,27 @@ def _pair_run(cfg: Config, wd, cache_root: Path) -> Run:
     def pairs_for_epoch(epoch: int) -> np.ndarray:
         return wd.positive_pair_indices(epoch, seed)[:, :2]
 
+    shuffle = cfg.data.shuffle_labels
+    test_labels = np.asarray(wd.test_labels, dtype=np.int64)
     if cfg.model.kind == "hf":
-        module, store, collate, wrap = _hf_parts(cfg, cache_root, wd.train_sentences)
-        task = PairTask(store, labels, pairs_for_epoch, collate, cfg.train.batch_size, seed)
-        return Run(module, task, True, wrap)
-    store = TokenStore.from_lists(wd.train_ids)
-    task = PairTask(store, labels, pairs_for_epoch, _collate(cfg, wd.vocab), cfg.train.batch_size, seed)
-    return _word_run(cfg, wd.vocab, task, pair_data=True)
+        module, batcher, wrap = _hf_parts(cfg, cache_root, wd.train_sentences)
+        task = PairTask(batcher, labels, pairs_for_epoch, cfg.train.batch_size, seed, shuffle)
+        run = Run(module, task, True, wrap)
+        if cfg.eval.readouts:
+            _, test, _ = _hf_parts(cfg, cache_root, wd.test_sentences)
+            run.split = Split(batcher, labels, test, test_labels, wd.num_classes)
+        return run
+    batcher = _word_batcher(cfg, TokenStore.from_lists(wd.train_ids))
+    task = PairTask(batcher, labels, pairs_for_epoch, cfg.train.batch_size, seed, shuffle)
+    run = _word_run(cfg, wd.vocab, task, pair_data=True)
+    if cfg.eval.readouts:
+        run.split = Split(batcher, labels, _word_batcher(cfg, TokenStore.from_lists(wd.test_ids)), test_labels,
+                          wd.num_classes)
+    return run
 
 
 def _wiki_run(cfg: Config, out: Path, cache_root: Path) -> Run:
-    from qt_hard.data.wiki import build_wiki, load_wiki
+    from qt_hard.data.wiki import build_wiki, load_wiki, wiki_prefix
     from qt_hard.paths import data_path
 
     if cfg.data.path:
@@ -185,8 +210,13 @@ def _wiki_run(cfg: Config, out: Path, cache_root: Path) -> Run:
         print(f"building Wiki-{cfg.data.articles} from {source} into {wiki_dir}")
         build_wiki(source, wiki_dir, articles=cfg.data.articles, sentences=cfg.data.min_sentences,
                    progress=cfg.train.progress)
-    wd = load_wiki(wiki_dir, min_count=cfg.data.min_count, seed=cfg.data.seed, lower=cfg.model.lower,
-                   cache_dir=cache_root / "wiki_tokens")
+    token_cache = Path(cfg.data.token_cache) if cfg.data.token_cache else cache_root / "wiki_tokens"
+    if cfg.data.classes is None:
+        wd = load_wiki(wiki_dir, min_count=cfg.data.min_count, seed=cfg.data.seed, lower=cfg.model.lower,
+                       cache_dir=token_cache)
+    else:
+        wd = wiki_prefix(wiki_dir, cfg.data.classes, min_count=cfg.data.min_count, seed=cfg.data.seed,
+                         lower=cfg.model.lower, cache_dir=token_cache)
     return _pair_run(cfg, wd, cache_root)
 
 

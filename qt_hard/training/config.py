@@ -19,6 +19,7 @@ from typing import Any, Optional, Union, get_args, get_origin, get_type_hints
 import yaml
 
 from qt_hard.errors import UserError
+from qt_hard.training.optim import LR_SCHEDULES, OPTIMIZERS
 
 
 class ConfigError(UserError, ValueError):
@@ -37,6 +38,10 @@ class TrainConfig:
     checkpoint_every: steps between checkpoints (0: only on signals / at the end).
     num_threads: torch CPU threads per process (None: torch's default). On a shared or small
         CPU, 1 thread per process avoids oversubscription, which can cost 10x.
+    optimizer: "adam" | "adamw" | "sparse_adam" (``qt_hard.training.optim``).
+    lr_schedule: "constant" | "linear" | "cosine" decay of ``lr`` after ``warmup_steps`` steps of
+        linear warm-up (``qt_hard.training.optim.lr_factor``).
+    tf32: on CUDA, let float32 matmuls and convolutions use TF32 tensor cores (off: full float32).
     """
 
     batch_size: int = 64
@@ -53,6 +58,10 @@ class TrainConfig:
     trackers: list = field(default_factory=lambda: ["tensorboard", "csv"])
     progress: bool = True
     num_threads: Optional[int] = None
+    optimizer: str = "adam"
+    lr_schedule: str = "constant"
+    warmup_steps: int = 0
+    tf32: bool = True
 
 
 PIPELINE_SECTIONS = ("model", "data", "objective", "eval")
@@ -253,11 +262,22 @@ def validate(cfg: Config) -> None:
         raise ConfigError(f"train.weight_decay must be >= 0, got {cfg.train.weight_decay}")
     if cfg.train.steps is not None and cfg.train.steps < 1:
         raise ConfigError(f"train.steps must be >= 1, got {cfg.train.steps}")
+    _check_choice("train.optimizer", cfg.train.optimizer, OPTIMIZERS)
+    _check_choice("train.lr_schedule", cfg.train.lr_schedule, LR_SCHEDULES)
+    if cfg.train.warmup_steps < 0:
+        raise ConfigError(f"train.warmup_steps must be >= 0, got {cfg.train.warmup_steps}")
+    if cfg.train.optimizer == "sparse_adam" and cfg.train.weight_decay:
+        raise ConfigError("train.optimizer=sparse_adam has no weight decay; set train.weight_decay=0 or use adamw")
     if cfg.train.mixed_precision not in ("no", "fp16", "bf16"):
         raise ConfigError(f"train.mixed_precision must be no | fp16 | bf16, got {cfg.train.mixed_precision!r}")
     unknown_trackers = set(cfg.train.trackers) - {"tensorboard", "csv"}
     if unknown_trackers:
         raise ConfigError(f"train.trackers: unknown tracker(s) {sorted(unknown_trackers)} (tensorboard, csv)")
+
+
+def _check_choice(key: str, value: str, accepted: tuple) -> None:
+    if value not in accepted:
+        raise ConfigError(f"config key {key!r}: unknown value {value!r}; accepted: {', '.join(accepted)}")
 
 
 def to_dict(cfg: Config) -> dict:

@@ -1,4 +1,5 @@
-"""The accelerate training loop: Adam, gradient clipping, optional mixed precision, trackers,
+"""The accelerate training loop: Adam / AdamW / SparseAdam with a learning-rate schedule
+(``qt_hard.training.optim``), gradient clipping, optional mixed precision, trackers,
 checkpoints (every N steps and on SIGTERM/SIGINT), exact resume, final model to OUT/final/.
 
 Layout of a run folder ``OUT``::
@@ -7,8 +8,9 @@ Layout of a run folder ``OUT``::
     checkpoints/step_XXXXXXX/ accelerator.save_state (model, optimizer, RNG of every process)
                               + trainer_state_<rank>.pt (step, negatives-sampler generator)
     metrics.csv              step, epoch, loss (mean over the steps since the previous row),
-                             grad_norm (before clipping, same window), lr, sentences_per_s (CSV tracker),
-                             and the weight diagnostics of the logged step's batch (``DIAGNOSTICS``)
+                             grad_norm (before clipping, same window), lr (of the row's last step),
+                             sentences_per_s (CSV tracker), and the weight diagnostics of the
+                             logged step's batch (``DIAGNOSTICS``)
     logs/                    TensorBoard
     final/                   the pipeline's saved model (text: qt_hard.load_encoder)
     eval.json, eval.csv      the pipeline's evaluation of the final model (and every
@@ -43,6 +45,7 @@ import torch
 
 from qt_hard.pipelines import get_pipeline
 from qt_hard.training.config import Config, save_config, to_dict
+from qt_hard.training.optim import clip_gradients, lr_factor, make_optimizer, set_lr, set_tf32
 
 CHECKPOINT_PREFIX = "step_"
 
@@ -165,6 +168,7 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
 
     if cfg.train.num_threads:
         torch.set_num_threads(cfg.train.num_threads)
+    set_tf32(cfg.train.tf32, accelerator.device)
     if accelerator.device.type == "cpu":
         keep_freed_memory()
     # Same seed on every process: identical initial weights (DDP also broadcasts rank 0's).
@@ -172,12 +176,12 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
     with accelerator.main_process_first():
         run = pipeline.build(cfg, out)
     module, task, objective = run.module, run.task, run.objective
+    if hasattr(task, "to_device"):  # batches gathered where the model runs (qt_hard.text.tasks)
+        task.to_device(accelerator.device)
     # Adam's fused kernel (one pass over each parameter instead of torch's dozen foreach passes; the
     # same update): on a CPU it takes a 2 x 30k x 300 embedding table's step from ~1.3 s to ~0.1 s,
     # most of a bag-of-words Quick-Thoughts step before (scripts/bench_qt_step.py).
-    fused = True if accelerator.device.type in ("cpu", "cuda") else None
-    optimizer = torch.optim.Adam(module.parameters(), lr=cfg.train.lr, weight_decay=cfg.train.weight_decay,
-                                 fused=fused)
+    optimizer = make_optimizer(module, cfg.train, accelerator.device)
     module, optimizer = accelerator.prepare(module, optimizer)
 
     generator = torch.Generator(device=accelerator.device)
@@ -228,6 +232,8 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
     try:
         while step < total:
             objective.set_progress(step / total)
+            lr = cfg.train.lr * lr_factor(step, total, cfg.train.lr_schedule, cfg.train.warmup_steps)
+            set_lr(optimizer, lr)
             logs_next = (step + 1) % max(1, cfg.train.log_every) == 0 or step + 1 == total
             if logs_next and hasattr(objective, "request_diagnostics"):
                 objective.request_diagnostics()
@@ -237,7 +243,7 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
             accelerator.backward(loss)
             grad_norm = None
             if cfg.train.grad_clip:
-                grad_norm = float(accelerator.clip_grad_norm_(module.parameters(), cfg.train.grad_clip))
+                grad_norm = clip_gradients(accelerator, module, cfg.train.grad_clip)
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
             step += 1
@@ -254,14 +260,14 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
                 mean_grad = window_grad / window_steps if grad_norm is not None else ""
                 t_window, window_steps, window_loss, window_grad = now, 0, 0.0, 0.0
                 row = {"step": step, "epoch": round(step / steps_per_epoch, 4), "loss": mean_loss,
-                       "grad_norm": mean_grad, "lr": cfg.train.lr, "sentences_per_s": round(speed, 1),
+                       "grad_norm": mean_grad, "lr": lr, "sentences_per_s": round(speed, 1),
                        "elapsed_s": round(now - t_start, 2)}
                 diag = objective.take_diagnostics() if hasattr(objective, "take_diagnostics") else None
                 if diag:
                     row.update({k: round(v, 6) for k, v in diag.items() if k in DIAGNOSTICS})
                 bar.set_postfix(loss=f"{mean_loss:.4f}", sent_s=f"{speed:.0f}")
                 if "tensorboard" in trackers:
-                    logged = {"loss": mean_loss, "sentences_per_s": speed}
+                    logged = {"loss": mean_loss, "sentences_per_s": speed, "lr": lr}
                     if grad_norm is not None:
                         logged["grad_norm"] = mean_grad
                     if diag:
@@ -330,7 +336,8 @@ def check_mixed_precision(mode: str, device: torch.device) -> None:
 def accelerator_to(batch, device):
     if isinstance(batch, dict):
         return {k: accelerator_to(v, device) for k, v in batch.items()}
-    return batch.to(device) if isinstance(batch, torch.Tensor) else batch
+    # non_blocking: a pinned host batch (prefetched) is copied while the step goes on.
+    return batch.to(device, non_blocking=True) if isinstance(batch, torch.Tensor) else batch
 
 
 def _log_eval(path: Path, step: int, metrics: dict) -> None:
