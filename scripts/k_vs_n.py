@@ -31,18 +31,22 @@ Layout of the work (all of it a function of the grid file and the cache folder):
   (``eval.readouts``: mean classifier, linear classifier, diagnostics). Its run folder is
   ``RESULTS.cells/<cell_id>/``; a cell stopped by a signal (or killed after a checkpoint,
   ``--checkpoint-every``) resumes from its checkpoint, else it starts again.
-* ``run`` appends one CSV row per finished cell (full config, seed, metrics, wall time, git
-  commit). A cell is claimed by creating ``RESULTS.claims/<cell_id>`` with O_EXCL under an
-  exclusive ``flock``; a finished cell (its id in the CSV) is never run again; the claim of a
-  process that died (same host, pid gone) is taken over, so a killed grid continues where it
-  stopped and two processes (``--workers``, two shells, ``accelerate launch``) never run a cell
-  twice. A cell is a pure function of its config and seed (on the CPU, bit for bit), so a cell
-  cut in the middle resumed from a checkpoint, or run again from its start, ends the same.
+* ``run`` appends one record per finished cell (full config, seed, metrics, diagnostics, wall
+  time, git commit) to the results ledger ``NAME.jsonl`` beside ``--results NAME.csv``
+  (``qt_hard.ledger``; its setup is the grid's data and train settings, so one file never mixes
+  two budgets) and rewrites the CSV and ``NAME.diag.jsonl`` from it. A cell is claimed through
+  the ledger (a file in ``claims/`` beside the CSV naming host and pid); a finished cell (its
+  record in the ledger) is never run again; the claim of a process that died (same host, pid
+  gone) is taken over, so a killed grid continues where it stopped and two processes
+  (``--workers``, two shells, ``accelerate launch``) never run a cell twice. A CSV written
+  before the ledger is converted into one on first use. A cell is a pure function of its config
+  and seed (on the CPU, bit for bit), so a cell cut in the middle resumed from a checkpoint, or
+  run again from its start, ends the same.
 * Under ``accelerate launch`` every process is an independent worker on the GPU of its
   ``LOCAL_RANK``: a bag-of-words cell is far too small to gain from data parallelism (its step is
   a few kernels; DDP would all-reduce the whole V x 768 table every step), so cells are spread
   over processes instead of each cell using all of them.
-* ``plot`` redraws every figure from the CSV alone.
+* ``plot`` redraws every figure from the results alone.
 """
 
 from __future__ import annotations
@@ -63,6 +67,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
+
+from qt_hard.ledger import Ledger, LedgerError
 
 # --------------------------------------------------------------------------------------------
 # the grid
@@ -310,7 +316,7 @@ def cell_metrics(out: Path) -> dict:
 
 
 # --------------------------------------------------------------------------------------------
-# results CSV and claims
+# results: the ledger, and the CSV and diagnostics derived from it
 
 COLUMNS = ["cell_id", "N", "k", "B", "collision_free", "seed", "dim", "temperature", "lr", "grad_clip",
            "epochs", "linear_epochs", "optimizer", "data_kind", "min_count", "split_seed", "articles",
@@ -319,16 +325,23 @@ COLUMNS = ["cell_id", "N", "k", "B", "collision_free", "seed", "dim", "temperatu
            "host", "git_commit", "finished_at"]
 # What must match between an uninterrupted and a resumed grid (wall time and commit aside).
 METRICS = ["mean_acc", "linear_acc", "linear_best_epoch", "final_loss", "steps"]
+KEY = ("cell_id",)
+# Columns that are text even when they look like numbers (a commit such as 1234567).
+TEXT_COLUMNS = {"cell_id", "optimizer", "data_kind", "device", "host", "git_commit", "finished_at"}
+# The CSV columns that hold the grid's data and train settings (the others are not in the CSV).
+DATA_COLUMNS = {"data_kind": "kind", "min_count": "min_count", "split_seed": "split_seed", "articles": "articles"}
+TRAIN_COLUMNS = ("dim", "temperature", "lr", "grad_clip", "epochs", "linear_epochs", "optimizer")
+# The fields of a diagnostics line that come from its cell's record rather than its diagnostics.
+DIAG_CELL = ("cell_id", "N", "k", "B", "collision_free", "seed", "mean_acc")
 
 
-def read_results(path: Path) -> list[dict]:
-    """Complete rows of the results CSV (a torn last line without its newline is ignored)."""
-    if not path.exists():
-        return []
-    text = path.read_text()
-    if text and not text.endswith("\n"):
-        text = text[: text.rfind("\n") + 1]
-    return [r for r in csv.DictReader(io.StringIO(text)) if r.get("finished_at")]
+def ledger_path(results: Path) -> Path:
+    """The ledger of a results CSV: ``NAME.jsonl`` beside ``NAME.csv`` (one JSON line per finished
+    cell, ``qt_hard.ledger``); the CSV and ``NAME.diag.jsonl`` are derived from it."""
+    results = Path(results)
+    if results.suffix != ".csv":
+        raise LedgerError(f"{results}: the results are named by their CSV (NAME.csv; the ledger is NAME.jsonl)")
+    return results.with_suffix(".jsonl")
 
 
 def diagnostics_path(results: Path) -> Path:
@@ -337,100 +350,159 @@ def diagnostics_path(results: Path) -> Path:
     return results.with_name(results.stem + ".diag.jsonl")
 
 
-class Ledger:
-    """Claims and results of one grid, safe across processes on one filesystem.
+def setup_of(grid: Grid) -> dict:
+    """What every cell of a results file shares: the grid's data and train settings (after the
+    command line's overrides), flat, so that a mismatch names the setting. Seeds and blocks are
+    not part of it: a grid grown by a seed or a block goes on in the same file."""
+    return {**{f"data.{k}": v for k, v in asdict(grid.data).items()},
+            **{f"train.{k}": v for k, v in asdict(grid.train).items()}}
 
-    Every decision (which cell is next, appending a row) happens under an exclusive ``flock`` of
-    ``RESULTS.claims/.lock``; a claim is a file created with O_EXCL holding host and pid.
-    """
 
-    def __init__(self, results: Path, claims: Path | None = None):
-        self.results = Path(results)
-        self.claims = Path(claims) if claims else self.results.with_name(self.results.name + ".claims")
-        self.claims.mkdir(parents=True, exist_ok=True)
-        self.results.parent.mkdir(parents=True, exist_ok=True)
-        self._lock_path = self.claims / ".lock"
-        self.host = socket.gethostname()
+def open_results(results: Path, grid: Grid | None = None) -> Ledger:
+    """The ledger of ``results`` (see :func:`ledger_path`); with ``grid`` for appending this grid's
+    cells (a ledger of another setup is an error naming the settings), else read only. A CSV
+    written before the ledger (no ``NAME.jsonl`` beside it) is converted first, once."""
+    path = ledger_path(results)
+    if not path.is_file() and Path(results).is_file():
+        migrate(Path(results), grid)
+    return Ledger(path.parent, KEY, None if grid is None else setup_of(grid), name=path.name)
 
-    def _locked(self):
-        ledger = self
 
-        class _L:
-            def __enter__(self):
-                self.fh = open(ledger._lock_path, "a+")
-                fcntl.flock(self.fh, fcntl.LOCK_EX)
-                return self
+def read_results(results: Path) -> list[dict]:
+    """One row per finished cell (its last record), the CSV's columns as the CSV writes them."""
+    return [_csv_row(r) for r in open_results(results).latest()]
 
-            def __exit__(self, *exc):
-                fcntl.flock(self.fh, fcntl.LOCK_UN)
-                self.fh.close()
 
-        return _L()
+def _csv_value(value) -> str:
+    """A record's value as the csv module writes it (None as an empty cell)."""
+    return "" if value is None else str(value)
 
-    def done(self) -> set[str]:
-        return {r["cell_id"] for r in read_results(self.results)}
 
-    def _stale(self, claim: Path) -> bool:
-        try:
-            info = json.loads(claim.read_text() or "{}")
-        except (OSError, ValueError):
-            return True  # torn claim: its writer died while writing it
-        if info.get("host") != self.host:
-            return False  # another machine's process: cannot tell, leave it
-        try:
-            os.kill(int(info.get("pid", -1)), 0)
-        except ProcessLookupError:
-            return True
-        except (PermissionError, ValueError, OverflowError):
-            return False
-        return False
+def _csv_row(record: dict) -> dict:
+    return {c: _csv_value(record.get(c)) for c in COLUMNS}
 
-    def claim_next(self, ids: list[str]) -> str | None:
-        """Claim the first cell that is neither finished nor held by a live process."""
-        with self._locked():
-            done = self.done()
-            for cid in ids:
-                if cid in done:
-                    continue
-                path = self.claims / cid
-                if path.exists():
-                    if not self._stale(path):
-                        continue
-                    path.unlink()
-                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-                with os.fdopen(fd, "w") as fh:
-                    fh.write(json.dumps({"host": self.host, "pid": os.getpid(), "since": time.time()}))
-                return cid
-        return None
 
-    @property
-    def diagnostics_path(self) -> Path:
-        return diagnostics_path(self.results)
-
-    def finish(self, cid: str, row: dict, extra: dict | None = None) -> None:
-        """Append the row (one write of a whole line, header first if the file is new); ``extra``
-        (the cell's diagnostics) goes first, as one JSON line beside the CSV, so a row in the CSV
-        always has its diagnostics line."""
-        with self._locked():
-            if extra is not None:
-                line = json.dumps({"cell_id": cid, **extra}, sort_keys=True) + "\n"
-                fd = os.open(self.diagnostics_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-                try:
-                    os.write(fd, line.encode())
-                finally:
-                    os.close(fd)
-            buf = io.StringIO()
-            w = csv.DictWriter(buf, COLUMNS)
-            if not self.results.exists() or self.results.stat().st_size == 0:
-                w.writeheader()
-            w.writerow({c: row.get(c, "") for c in COLUMNS})
-            fd = os.open(self.results, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+def _typed(column: str, text: str):
+    """A CSV cell read back into the value it was written from: ``_csv_value`` of the result is
+    ``text`` again (a cell that is no such value stays text)."""
+    if column == "collision_free":
+        value = _cf(text)
+    elif column in TEXT_COLUMNS:
+        return text
+    elif text == "":
+        value = None
+    else:
+        value = text
+        for kind in (int, float):
             try:
-                os.write(fd, buf.getvalue().encode())
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            (self.claims / cid).unlink(missing_ok=True)
+                value = kind(text)
+                break
+            except ValueError:
+                continue
+    return value if _csv_value(value) == text else text
+
+
+def _diag_line(record: dict) -> dict:
+    """A record's line of ``NAME.diag.jsonl``: its cell and mean accuracy, then its diagnostics."""
+    return {**{k: record[k] for k in DIAG_CELL}, **record["diagnostics"]}
+
+
+def _setup_grid(record: dict) -> Grid:
+    """The grid settings a record's CSV columns name, the others at their defaults."""
+    return Grid(DataSpec(**{name: record[c] for c, name in DATA_COLUMNS.items()}),
+                TrainSpec(**{c: record[c] for c in TRAIN_COLUMNS}), [], {})
+
+
+def _record_cell(record: dict) -> Cell:
+    return Cell(int(record["N"]), None if record["k"] is None else int(record["k"]), int(record["B"]),
+                record["collision_free"], int(record["seed"]))
+
+
+def _complete_lines(path: Path) -> str:
+    """A file's text up to its last newline (a line torn by a killed writer is left out)."""
+    text = path.read_text() if path.is_file() else ""
+    return text[: text.rfind("\n") + 1]
+
+
+def migrate(results: Path, grid: Grid | None = None) -> Path:
+    """Build the ledger of a results CSV written before the ledger: one record per finished row
+    (its values typed back, so that the CSV derived from the ledger is the CSV byte for byte) with
+    its line of ``NAME.diag.jsonl`` as the record's ``diagnostics``. Every row's cell id must be
+    the hash of its cell under ``grid``'s setup (or, without a grid, under the setup its columns
+    name with the other settings at their defaults), else nothing is written and the error names
+    the row. The ledger is written under a temporary name and renamed into place, under a lock
+    of the CSV, so that two processes convert it once."""
+    path = ledger_path(results)
+    with open(results, "rb") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.exists():  # another process converted it meanwhile
+            return path
+        diags = {}
+        for line in _complete_lines(diagnostics_path(results)).splitlines():
+            if line.strip():
+                d = json.loads(line)
+                diags[d["cell_id"]] = d
+        records, setup = [], None
+        reader = csv.DictReader(io.StringIO(_complete_lines(results)))
+        for row in reader:
+            if not row.get("finished_at"):
+                continue
+            rec = {c: _typed(c, row.get(c) or "") for c in COLUMNS}
+            where = f"{results}:{reader.line_num}"
+            try:
+                cell_grid = grid or _setup_grid(rec)
+                same = cell_id(cell_grid, _record_cell(rec)) == rec["cell_id"]
+            except (TypeError, ValueError):
+                same = False
+            if not same:
+                raise LedgerError(f"{where}: cell {rec['cell_id']} is not a cell of "
+                                  + ("this grid's setup; give the grid another --results" if grid else
+                                     "the setup its columns name; convert it with `run GRID --results` "
+                                     "of the grid that wrote it"))
+            if setup is None:
+                setup = setup_of(cell_grid)
+            elif setup_of(cell_grid) != setup:
+                raise LedgerError(f"{where}: cell {rec['cell_id']} is of another setup than the rows above it; "
+                                  "split the CSV by setup")
+            if rec["cell_id"] in diags:
+                rec["diagnostics"] = {k: v for k, v in diags[rec["cell_id"]].items() if k not in DIAG_CELL}
+                if _diag_line(rec) != diags[rec["cell_id"]]:
+                    raise LedgerError(f"{diagnostics_path(results)}: the line of cell {rec['cell_id']} "
+                                      "disagrees with its row")
+            records.append(rec)
+        if not records:
+            return path
+        tmp = Ledger(path.parent, KEY, setup, name=f".{path.name}.{os.getpid()}.tmp")
+        tmp.path.unlink(missing_ok=True)
+        for rec in records:
+            tmp.append(rec)
+        os.replace(tmp.path, path)
+    return path
+
+
+def export(results: Path) -> None:
+    """Write the CSV (``COLUMNS``, one row per finished cell, its last record) and, when any
+    record has them, the diagnostics lines from the ledger, each whole (a temporary file renamed
+    into place), under the ledger file's lock, so that the last of several writers writes the
+    newest state."""
+    path = ledger_path(results)
+    if not path.is_file():
+        return
+    with open(path, "rb") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # Ledger.append takes the same lock
+        records = Ledger(path.parent, KEY, name=path.name).latest()
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, COLUMNS)
+        w.writeheader()
+        w.writerows(_csv_row(r) for r in records)
+        outputs = {Path(results): buf.getvalue()}
+        diag = [json.dumps(_diag_line(r), sort_keys=True) + "\n" for r in records if "diagnostics" in r]
+        if diag:
+            outputs[diagnostics_path(results)] = "".join(diag)
+        for target, text in outputs.items():
+            tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+            tmp.write_text(text, newline="")
+            os.replace(tmp, target)
 
 
 def git_commit() -> str:
@@ -449,11 +521,9 @@ def git_commit() -> str:
 
 
 def _row(grid: Grid, cell: Cell, cid: str, metrics: dict, wall: float, device, threads: int, commit: str) -> dict:
-    d, t = grid.data, grid.train
-    return {"cell_id": cid, **asdict(cell), "k": "" if cell.k is None else cell.k, "dim": t.dim,
-            "temperature": t.temperature, "lr": t.lr, "grad_clip": t.grad_clip, "epochs": t.epochs,
-            "linear_epochs": t.linear_epochs, "optimizer": t.optimizer, "data_kind": d.kind,
-            "min_count": d.min_count, "split_seed": d.split_seed, "articles": d.articles, **metrics,
+    """A finished cell's record: ``COLUMNS`` (k None for all candidates) and ``diagnostics``."""
+    return {"cell_id": cid, **asdict(cell), **{c: getattr(grid.data, n) for c, n in DATA_COLUMNS.items()},
+            **{c: getattr(grid.train, c) for c in TRAIN_COLUMNS}, **metrics,
             "wall_s": round(wall, 3), "threads": threads, "device": str(device), "host": socket.gethostname(),
             "git_commit": commit, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
@@ -465,8 +535,13 @@ def cell_dir(results: Path, cid: str) -> Path:
 
 
 def worker(grid_path: str, overrides: dict, results: str, cache: str, device: str | None, threads: int,
-           max_cells: int | None = None, claims: str | None = None, checkpoint_every: int = 0) -> int:
-    """Claim and run cells until none is left; returns how many this process ran."""
+           max_cells: int | None = None, checkpoint_every: int = 0) -> int:
+    """Claim and run cells until none is left; returns how many this process ran.
+
+    A cell is claimed through the ledger (``Ledger.claim``: a file under ``claims/`` beside the
+    CSV naming host and pid; a claim of a process of this host that is gone is taken over) and
+    skipped when another live process holds it or its record is there. Passes over the grid
+    repeat while one of them ran a cell, so a cell whose holder died meanwhile is taken too."""
     import shutil
 
     import torch
@@ -476,34 +551,36 @@ def worker(grid_path: str, overrides: dict, results: str, cache: str, device: st
     _single_process(dev)
     grid = load_grid(grid_path, **overrides)
     cells, _ = expand(grid)
-    ids = [cell_id(grid, c) for c in cells]
-    by_id = dict(zip(ids, cells))
-    ledger = Ledger(Path(results), claims)
+    results = Path(results)
+    ledger = open_results(results, grid)
     commit = git_commit()
-    ran = 0
-    while max_cells is None or ran < max_cells:
-        cid = ledger.claim_next(ids)
-        if cid is None:
-            break
-        cell = by_id[cid]
-        out = cell_dir(Path(results), cid)
-        t0 = time.perf_counter()
-        metrics = run_cell(cell_tree(grid, cell, Path(cache), out, threads, checkpoint_every))
-        if metrics is None:
-            print(f"[{os.getpid()}] stopped by a signal in cell {cid}; its checkpoint resumes it", flush=True)
-            break
-        wall = time.perf_counter() - t0
-        for part in ("checkpoints", "final"):  # the table of a 768-d bag of words: not kept per cell
-            shutil.rmtree(out / part, ignore_errors=True)
-        diag = metrics.pop("diagnostics", None)
-        ledger.finish(cid, _row(grid, cell, cid, metrics, wall, dev, threads, commit),
-                      None if diag is None else {"N": cell.N, "k": cell.k, "B": cell.B,
-                                                 "collision_free": cell.collision_free, "seed": cell.seed,
-                                                 "mean_acc": metrics["mean_acc"], **diag})
-        ran += 1
-        print(f"[{os.getpid()}] N={cell.N} k={cell.k} B={cell.B} cf={cell.collision_free} seed={cell.seed}: "
-              f"mean {metrics['mean_acc']:.2f} linear {metrics['linear_acc']:.2f} "
-              f"({wall:.1f}s, {metrics['sentences_per_s']:.0f} sent/s)", flush=True)
+    ran, before = 0, -1
+    while ran != before:
+        before = ran
+        for cell in cells:
+            if max_cells is not None and ran >= max_cells:
+                return ran
+            cid = cell_id(grid, cell)
+            if (cid,) in ledger.done():
+                continue
+            with ledger.claim((results.stem, cid)) as mine:
+                if not mine or (cid,) in ledger.done():  # held, or finished since the check above
+                    continue
+                out = cell_dir(results, cid)
+                t0 = time.perf_counter()
+                metrics = run_cell(cell_tree(grid, cell, Path(cache), out, threads, checkpoint_every))
+                if metrics is None:
+                    print(f"[{os.getpid()}] stopped by a signal in cell {cid}; its checkpoint resumes it", flush=True)
+                    return ran
+                wall = time.perf_counter() - t0
+                for part in ("checkpoints", "final"):  # the table of a 768-d bag of words: not kept per cell
+                    shutil.rmtree(out / part, ignore_errors=True)
+                ledger.append(_row(grid, cell, cid, metrics, wall, dev, threads, commit))
+            export(results)
+            ran += 1
+            print(f"[{os.getpid()}] N={cell.N} k={cell.k} B={cell.B} cf={cell.collision_free} seed={cell.seed}: "
+                  f"mean {metrics['mean_acc']:.2f} linear {metrics['linear_acc']:.2f} "
+                  f"({wall:.1f}s, {metrics['sentences_per_s']:.0f} sent/s)", flush=True)
     return ran
 
 
@@ -611,7 +688,7 @@ def print_plan(grid: Grid, cells: list[Cell], notes: list[str], done: set[str], 
 
 
 # --------------------------------------------------------------------------------------------
-# plots (from the CSV alone)
+# plots (from the results alone)
 
 
 def _mean_by(rows, keys, metric):
@@ -792,23 +869,17 @@ DIAG_COLUMNS = (("mean_acc", "mean clf. (dot)"), ("mean_cos_acc", "mean clf. (co
 
 
 def diagnose(results: Path) -> str:
-    """A markdown table of the cells that have diagnostics (``RESULTS.diag.jsonl``): per (N, k, B,
-    collision_free), the mean ± std over seeds of both readouts, the cosine mean classifier, the
-    final loss, the softmax mass and share of same-class candidates, and the embedding norms."""
-    rows = {r["cell_id"]: r for r in read_results(results)}
-    diag_file = diagnostics_path(results)
-    if not diag_file.exists():
-        raise ValueError(f"{results}: no diagnostics file {diag_file.name} beside it")
+    """A markdown table of the cells that have diagnostics (their records' ``diagnostics``, also
+    ``RESULTS.diag.jsonl``): per (N, k, B, collision_free), the mean ± std over seeds of both
+    readouts, the cosine mean classifier, the final loss, the softmax mass and share of
+    same-class candidates, and the embedding norms."""
     groups: dict = {}
-    for line in diag_file.read_text().splitlines():
-        if not line.strip():
+    for rec in open_results(results).latest():
+        if "diagnostics" not in rec:  # a cell run before the readouts had diagnostics
             continue
-        d = json.loads(line)
-        r = rows.get(d["cell_id"])
-        if r is None:  # a diagnostics line whose row was torn off: the cell runs again
-            continue
+        r = _csv_row(rec)
         key = (int(r["N"]), r["k"] or "all", int(r["B"]), str(_cf(r["collision_free"])))
-        vals = {**d, "linear_acc": float(r["linear_acc"]), "final_loss": float(r["final_loss"]),
+        vals = {**_diag_line(rec), "linear_acc": float(r["linear_acc"]), "final_loss": float(r["final_loss"]),
                 "mean_acc": float(r["mean_acc"])}
         groups.setdefault(key, []).append(vals)
     if not groups:
@@ -872,10 +943,10 @@ def main(argv=None) -> int:
         p.add_argument("--optimizer", choices=["adam", "sparse_adam"])
         p.add_argument("--seeds", help="comma-separated seeds, replacing the grid's")
         if name != "prepare":
-            p.add_argument("--results", default="runs/k_vs_n/results.csv")
-            p.add_argument("--claims", default=None, help="claims folder (default: RESULTS.claims beside "
-                           "the CSV); claims of another host are never taken over, so a CSV carried to "
-                           "a fresh machine should travel without them")
+            p.add_argument("--results", default="runs/k_vs_n/results.csv",
+                           help="results CSV NAME.csv, derived from its ledger NAME.jsonl beside it; cells "
+                           "are claimed in claims/ beside it (a claim of another host is never taken over, "
+                           "so results carried to a fresh machine travel without claims/)")
             p.add_argument("--device", default="auto", help="cpu | cuda | auto")
             p.add_argument("--workers", type=int, default=1, help="processes claiming cells")
             p.add_argument("--threads", type=int, default=None, help="torch threads per worker "
@@ -911,6 +982,7 @@ def main(argv=None) -> int:
     if args.cmd == "prepare":
         prepare(grid.data, [c.N for c in cells], cache)
         return 0
+    ledger = open_results(Path(args.results), grid)  # before any work: a ledger of another setup stops here
     # Under `accelerate launch` (or torchrun) every process is one worker; rank 0 alone
     # tokenizes and prints the plan, the others wait for the caches.
     rank = int(os.environ.get("RANK", "0"))
@@ -928,15 +1000,14 @@ def main(argv=None) -> int:
     threads = args.threads or max(1, (os.cpu_count() or 1) // workers)
     torch.set_num_threads(threads)
     dev = _device(args.device)
-    done = Ledger(Path(args.results), args.claims).done()
+    done = {cid for (cid,) in ledger.done()}
     if rank == 0:
         est = None if args.no_estimate else estimate(grid, cells, cache, dev)
         print_plan(grid, cells, notes, done, est, workers)
     if args.cmd == "plan":
         return 0
     t0 = time.perf_counter()
-    job = (args.grid, ov, args.results, str(cache), args.device, threads, args.max_cells, args.claims,
-           args.checkpoint_every)
+    job = (args.grid, ov, args.results, str(cache), args.device, threads, args.max_cells, args.checkpoint_every)
     if workers == 1:
         ran = worker(*job)
     else:
@@ -944,10 +1015,14 @@ def main(argv=None) -> int:
 
         with mp.get_context("spawn").Pool(workers) as pool:
             ran = sum(pool.starmap(worker, [job] * workers))
-    left = len(cells) - len(Ledger(Path(args.results), args.claims).done() & {cell_id(grid, c) for c in cells})
+    export(Path(args.results))
+    left = len(cells) - len(ledger.done() & {(cell_id(grid, c),) for c in cells})
     print(f"ran {ran} cells in {time.perf_counter() - t0:.1f}s; {left} of {len(cells)} cells left")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except LedgerError as err:
+        sys.exit(f"error: {err}")

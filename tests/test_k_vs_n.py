@@ -1,10 +1,14 @@
-"""scripts/k_vs_n.py: grid expansion, claims, kill-and-resume, plots (tiny synthetic grids)."""
+"""scripts/k_vs_n.py: grid expansion, the results ledger (claims, setup, conversion of a CSV written
+before it), kill-and-resume, plots (tiny synthetic grids)."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -76,24 +80,9 @@ def test_grid_errors_name_the_problem(tmp_path):
         K.load_grid(path)
 
 
-def test_ledger_claims_skip_live_and_take_over_dead(tmp_path):
-    ledger = K.Ledger(tmp_path / "r.csv")
-    assert ledger.claim_next(["a", "b"]) == "a"
-    # "a" is held by this (live) process: the next claim is "b".
-    assert ledger.claim_next(["a", "b"]) == "b"
-    assert ledger.claim_next(["a", "b"]) is None
-    # A claim of a dead process on this host is taken over.
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    (ledger.claims / "a").write_text(json.dumps({"host": ledger.host, "pid": dead.pid}))
-    assert ledger.claim_next(["a", "b"]) == "a"
-    ledger.finish("a", {"cell_id": "a", "finished_at": "now"})
-    assert ledger.done() == {"a"}
-    assert not (ledger.claims / "a").exists()
-    # A torn last line (a writer killed mid-row) is not a finished cell.
-    with open(ledger.results, "a") as fh:
-        fh.write("b,1,2")
-    assert ledger.done() == {"a"}
+def _claims(results: Path) -> list[Path]:
+    """The claims held on the cells of ``results`` (files in ``claims/`` beside it)."""
+    return [p for p in (results.parent / "claims").glob(f"{results.stem}__*")]
 
 
 def test_killed_grid_resumes_to_identical_results_and_plots(tmp_path):
@@ -111,12 +100,11 @@ def test_killed_grid_resumes_to_identical_results_and_plots(tmp_path):
     res = tmp_path / "res.csv"
     cmd = [sys.executable, str(SCRIPT), "run", str(grid), "--results", str(res), *common]
     proc = subprocess.Popen(cmd, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    claims = res.with_name(res.name + ".claims")
     deadline = time.time() + 300
     killed_at = None
     while time.time() < deadline and proc.poll() is None:
         done = len(K.read_results(res))
-        if 1 <= done < n_cells and any(p.name != ".lock" for p in claims.glob("*")):
+        if 1 <= done < n_cells and _claims(res):
             proc.send_signal(signal.SIGKILL)
             killed_at = done
             break
@@ -124,8 +112,7 @@ def test_killed_grid_resumes_to_identical_results_and_plots(tmp_path):
     proc.wait()
     assert killed_at is not None, f"the grid was not caught mid-cell: {proc.stderr.read().decode()[-2000:]}"
     assert len(K.read_results(res)) < n_cells
-    stale = [p for p in claims.glob("*") if p.name != ".lock"]
-    assert stale, "the killed cell left no claim behind"
+    assert _claims(res), "the killed cell left no claim behind"
 
     # Restarted with two workers: the dead claim is taken over, no cell runs twice.
     out = subprocess.run([*cmd, "--workers", "2"], env=_env(), capture_output=True, text=True, timeout=600)
@@ -134,6 +121,11 @@ def test_killed_grid_resumes_to_identical_results_and_plots(tmp_path):
     assert got == expected
     rows = K.read_results(res)
     assert {r["git_commit"] for r in rows} and all(float(r["wall_s"]) > 0 for r in rows)
+    # A claim left behind names a finished cell (killed between its record and the claim's removal).
+    assert all(p.name.split("__")[1] in got for p in _claims(res))
+    # The CSV derived from the ledger holds the same rows.
+    with open(res, newline="") as fh:
+        assert list(csv.DictReader(fh)) == rows
 
     # A second run of a finished grid runs nothing.
     assert K.worker(str(grid), {}, str(res), str(cache), "cpu", 1) == 0
@@ -151,8 +143,6 @@ def test_killed_grid_resumes_to_identical_results_and_plots(tmp_path):
 def test_wiki_n_from_a_larger_tokenization_equals_its_own(tmp_path):
     """prepare tokenizes the whole Wiki folder once: Wiki-N as its prefix (``data.classes``) must
     split and build its vocabulary exactly as a folder of N articles alone does."""
-    import shutil
-
     from qt_hard.data.wiki import load_wiki, wiki_prefix
     from tests.test_data_wiki import make_archive
 
@@ -217,18 +207,46 @@ def test_a_cell_stopped_mid_way_resumes_to_the_uninterrupted_metrics(tmp_path):
     assert resumed == straight
 
 
-def test_shuffled_control_removes_matched_random_candidates_and_writes_diagnostics(tmp_path):
-    """collision_free: shuffled permutes each batch's labels before the same-label mask: the cell
-    runs, differs from both the plain and the collision-free cell, lands in the CSV as 'shuffled'
-    (never mixed into the plain rows), and every row has its diagnostics line beside the CSV."""
-    grid_path = tmp_path / "g.yaml"
-    grid_path.write_text("""
+SHUFFLED_GRID = """
 data: {kind: synthetic, min_count: 1, sentences_per_class: 30, vocab_size: 120, split_seed: 0}
 train: {dim: 16, epochs: 2, linear_epochs: 2, linear_batch: 32}
 seeds: [0]
 blocks:
   cf: {N: [4], k: [4], B: [8], collision_free: [false, true, shuffled]}
-""")
+"""
+
+
+@pytest.fixture(scope="module")
+def shuffled_grid(tmp_path_factory):
+    """The three collision modes of one cell, run by ``worker`` while this process holds the
+    claim of the first cell (skipped), then with a dead process's claim on it (taken over)."""
+    tmp = tmp_path_factory.mktemp("shuffled")
+    grid_path = tmp / "g.yaml"
+    grid_path.write_text(SHUFFLED_GRID)
+    grid = K.load_grid(grid_path)
+    cells, _ = K.expand(grid)
+    first = K.cell_id(grid, cells[0])
+    cache, res = tmp / "cache", tmp / "res.csv"
+    K.prepare(grid.data, [4], cache)
+    ledger = K.open_results(res, grid)
+    with ledger.claim((res.stem, first)) as mine:
+        assert mine
+        (claim,) = _claims(res)
+        assert K.worker(str(grid_path), {}, str(res), str(cache), "cpu", 1) == 2
+    assert (first,) not in ledger.done() and len(ledger.done()) == 2 and not _claims(res)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    claim.write_text(json.dumps({"host": socket.gethostname(), "pid": dead.pid}))
+    assert K.worker(str(grid_path), {}, str(res), str(cache), "cpu", 1) == 1
+    assert (first,) in ledger.done() and not _claims(res)
+    return grid_path, res
+
+
+def test_shuffled_control_removes_matched_random_candidates_and_writes_diagnostics(shuffled_grid, tmp_path):
+    """collision_free: shuffled permutes each batch's labels before the same-label mask: the cell
+    runs, differs from both the plain and the collision-free cell, lands in the CSV as 'shuffled'
+    (never mixed into the plain rows), and every row has its diagnostics line beside the CSV."""
+    grid_path, res = shuffled_grid
     grid = K.load_grid(grid_path)
     cells, _ = K.expand(grid)
     assert sorted(str(c.collision_free) for c in cells) == ["False", "True", "shuffled"]
@@ -237,9 +255,6 @@ blocks:
     with pytest.raises(ValueError, match="shuffled"):
         K.expand(K.load_grid(bad))
 
-    cache, res = tmp_path / "cache", tmp_path / "res.csv"
-    K.prepare(grid.data, [4], cache)
-    assert K.worker(str(grid_path), {}, str(res), str(cache), "cpu", 1) == 3
     rows = {r["collision_free"]: r for r in K.read_results(res)}
     assert set(rows) == {"False", "True", "shuffled"}
     losses = {c: float(r["final_loss"]) for c, r in rows.items()}
@@ -258,3 +273,74 @@ blocks:
     assert len(table) == 2 + 3 and "same-class softmax mass" in table[0]
     assert [line.split(" | ")[3] for line in table[2:]] == [
         "none (plain)", "same-class (collision-free)", "random, matched (shuffled)"]
+
+
+def test_a_results_file_holds_one_setup(shuffled_grid, tmp_path):
+    """The ledger's setup is the grid's data and train settings: another budget is refused,
+    naming the setting; another seed or block goes on in the same file."""
+    grid_path, res = shuffled_grid
+    with pytest.raises(K.LedgerError, match=r"train\.epochs: 2 there, 3 here"):
+        K.open_results(res, K.load_grid(grid_path, epochs=3))
+    grown = K.load_grid(grid_path, seeds=[0, 1])
+    assert len(K.open_results(res, grown).done()) == 3
+    with pytest.raises(K.LedgerError, match="NAME.csv"):
+        K.open_results(res.with_suffix(".tsv"))
+
+
+def _legacy_copy(res: Path, folder: Path) -> Path:
+    """The CSV and diagnostics of ``res`` alone in ``folder``: results as written before the ledger."""
+    folder.mkdir()
+    for src in (res, K.diagnostics_path(res)):
+        shutil.copy(src, folder / src.name)
+    return folder / res.name
+
+
+def test_a_csv_written_before_the_ledger_is_converted_once(shuffled_grid, tmp_path):
+    """Rows and diagnostics lines become the records they were written from (typed back), so the
+    CSV and diagnostics derived from the converted ledger are the old files byte for byte, and
+    plots and tables read the same numbers; the grid then runs nothing again."""
+    grid_path, res = shuffled_grid
+    legacy = _legacy_copy(res, tmp_path / "old")
+    old_csv, old_diag = legacy.read_bytes(), K.diagnostics_path(legacy).read_bytes()
+    K.open_results(legacy, K.load_grid(grid_path))
+    converted = K.ledger_path(legacy)
+    assert converted.is_file() and not list(legacy.parent.glob(".*.tmp"))
+    assert K.open_results(legacy).latest() == K.open_results(res).latest()
+    assert K.open_results(legacy).setup == K.open_results(res).setup
+    assert K.diagnose(legacy) == K.diagnose(res)
+    stamp = converted.stat().st_mtime_ns  # a second use does not convert again
+    K.open_results(legacy, K.load_grid(grid_path))
+    assert converted.stat().st_mtime_ns == stamp
+    legacy.write_bytes(b"")  # the derived files come back from the ledger alone
+    K.diagnostics_path(legacy).unlink()
+    K.export(legacy)
+    assert legacy.read_bytes() == old_csv and K.diagnostics_path(legacy).read_bytes() == old_diag
+    assert K.worker(str(grid_path), {}, str(legacy), str(tmp_path / "no-cache"), "cpu", 1) == 0
+
+
+def test_a_csv_of_another_setup_is_not_converted(shuffled_grid, tmp_path):
+    grid_path, res = shuffled_grid
+    legacy = _legacy_copy(res, tmp_path / "old")
+    with pytest.raises(K.LedgerError, match=r"res.csv:2: cell \w+ is not a cell of this grid's setup"):
+        K.open_results(legacy, K.load_grid(grid_path, epochs=3))
+    # Without a grid the setup is the one its columns name, the other settings at their defaults:
+    # this synthetic grid's corpus size is not a column, so its cells cannot be told apart.
+    with pytest.raises(K.LedgerError, match=r"res.csv:2: .* not a cell of the setup its columns name"):
+        K.read_results(legacy)
+    assert not K.ledger_path(legacy).exists()
+
+
+@pytest.mark.parametrize("name", ["results", "collisions", "rerun_cpu", "rerun_cpu_old_loop"])
+def test_committed_results_are_derived_from_their_ledgers(name, tmp_path):
+    """results/k_vs_n: each ledger is what converting its CSV and diagnostics builds (the setup
+    from the columns and the defaults), and derives them back byte for byte."""
+    folder = ROOT / "results" / "k_vs_n"
+    for suffix in (".csv", ".diag.jsonl"):
+        shutil.copy(folder / f"{name}{suffix}", tmp_path / f"{name}{suffix}")
+    K.migrate(tmp_path / f"{name}.csv")
+    assert (tmp_path / f"{name}.jsonl").read_bytes() == (folder / f"{name}.jsonl").read_bytes()
+    for suffix in (".csv", ".diag.jsonl"):
+        (tmp_path / f"{name}{suffix}").unlink()
+    K.export(tmp_path / f"{name}.csv")
+    for suffix in (".csv", ".diag.jsonl"):
+        assert (tmp_path / f"{name}{suffix}").read_bytes() == (folder / f"{name}{suffix}").read_bytes()
