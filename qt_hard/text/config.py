@@ -44,6 +44,15 @@ class DataConfig:
     def validate(self) -> None:
         if self.kind not in DATA_KINDS:
             raise ValueError(f"data.kind must be {' | '.join(DATA_KINDS)}, got {self.kind!r}")
+        counts = {"max_books": 1, "max_sentences": 1, "max_vocab": 1, "min_count": 1, "articles": 1,
+                  "min_sentences": 1, "num_classes": 1, "sentences_per_class": 2, "vocab_size": 2,
+                  "min_length": 1}
+        for name, low in counts.items():
+            value = getattr(self, name)
+            if value is not None and value < low:
+                raise ValueError(f"data.{name} must be >= {low} (or left out), got {value!r}")
+        if self.max_length < self.min_length:
+            raise ValueError(f"data.max_length ({self.max_length}) must be >= data.min_length ({self.min_length})")
 
 
 @dataclass

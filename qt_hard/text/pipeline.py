@@ -21,7 +21,12 @@ class TextPipeline:
     sections = {"model": ModelConfig, "data": DataConfig, "objective": ObjectiveConfig}
 
     def validate(self, cfg) -> None:
-        pass
+        """Refuse a bad objective and missing data paths before any data is read."""
+        from qt_hard.text.objectives import check_objective
+        from qt_hard.text.setup import check_data_paths
+
+        check_objective(cfg)
+        check_data_paths(cfg)
 
     def ddp_kwargs(self, cfg) -> dict:
         # AutoModel's pooler is not used by mean pooling: DDP must expect parameters without grads.

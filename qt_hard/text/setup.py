@@ -106,6 +106,28 @@ def _collate(cfg: Config, vocab, tokenizer=None):
     return WordFeaturizer(vocab, cfg.model.lower, cfg.model.max_len, tokenizer).collate
 
 
+def check_data_paths(cfg: Config) -> None:
+    """The folders and files ``build_run`` will read exist (``DataMissingError`` naming the path
+    and how to fetch it otherwise); nothing is read."""
+    from qt_hard.errors import DataMissingError
+    from qt_hard.paths import data_path
+
+    d = cfg.data
+    if d.kind == "books":
+        if d.path is None:
+            data_path("books")
+        elif not Path(d.path).expanduser().exists():
+            raise DataMissingError(f"data.path: no such book file or folder: {d.path}")
+    elif d.kind == "bookcorpus" and d.path is not None and not Path(d.path).expanduser().is_dir():
+        raise DataMissingError(f"data.path: no BookCorpus Parquet folder at {d.path}")
+    elif d.kind == "wiki" and not (d.path and Path(d.path).expanduser().exists()):
+        # Wiki-N is built from its source when the folder is not there yet.
+        if d.wiki_source is None:
+            data_path("wikipedia", "enwiki_wikiextractor_ge200sent.txt.xz")
+        elif not Path(d.wiki_source).expanduser().is_file():
+            raise DataMissingError(f"data.wiki_source: no such file: {d.wiki_source}")
+
+
 def build_run(cfg: Config, out: Path) -> Run:
     """Load the data named by ``cfg.data`` and build the encoder and batch task."""
     kind = cfg.data.kind

@@ -12,6 +12,7 @@ pipeline does not declare. ``save_config`` writes the resolved config next to th
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union, get_args, get_origin, get_type_hints
@@ -247,6 +248,9 @@ def validate(cfg: Config) -> None:
         raise
     except ValueError as err:  # a section's own check: report it as the config error it is
         raise ConfigError(str(err)) from None
+    _check_train(cfg.train)
+    if not str(cfg.out_dir).strip():
+        raise ConfigError("out_dir must be a folder name, got an empty string")
     if cfg.train.batch_size < 2:
         raise ConfigError(f"train.batch_size must be >= 2, got {cfg.train.batch_size}")
     if cfg.train.weight_decay < 0:
@@ -258,6 +262,26 @@ def validate(cfg: Config) -> None:
     unknown_trackers = set(cfg.train.trackers) - {"tensorboard", "csv"}
     if unknown_trackers:
         raise ConfigError(f"train.trackers: unknown tracker(s) {sorted(unknown_trackers)} (tensorboard, csv)")
+
+
+def _check_train(t: TrainConfig) -> None:
+    """The loop's own numbers: finite and in range, so that a typo fails here and not after the
+    data is prepared (or, for a NaN learning rate, never)."""
+    positive = {"lr": t.lr, "epochs": t.epochs}
+    if t.grad_clip is not None:
+        positive["grad_clip"] = t.grad_clip
+    for name, value in positive.items():
+        if not math.isfinite(value) or value <= 0:
+            raise ConfigError(f"train.{name} must be a finite number > 0, got {value!r}")
+    if not math.isfinite(t.weight_decay):
+        raise ConfigError(f"train.weight_decay must be a finite number >= 0, got {t.weight_decay!r}")
+    at_least = {"checkpoint_every": (t.checkpoint_every, 0), "keep_checkpoints": (t.keep_checkpoints, 0),
+                "log_every": (t.log_every, 1)}
+    if t.num_threads is not None:
+        at_least["num_threads"] = (t.num_threads, 1)
+    for name, (value, low) in at_least.items():
+        if value < low:
+            raise ConfigError(f"train.{name} must be >= {low}, got {value!r}")
 
 
 def to_dict(cfg: Config) -> dict:
