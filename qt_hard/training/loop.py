@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 import shutil
 import signal
 import time
@@ -41,17 +42,39 @@ from typing import Callable
 import torch
 
 from qt_hard.pipelines import get_pipeline
-from qt_hard.training.config import Config, save_config, to_dict
+from qt_hard.training.config import Config, ConfigError, save_config, to_dict
 
 CHECKPOINT_PREFIX = "step_"
+
+
+class Stopped(Exception):
+    """A run stopped by a signal (after its checkpoint, or at once on a second signal).
+
+    ``exit_status`` is the shell's convention for a process ended by that signal, 128 + its
+    number (130 for SIGINT, 143 for SIGTERM), so that ``qt-hard train ... && qt-hard eval ...``
+    and a job scheduler see a stopped run as not finished."""
+
+    def __init__(self, signum: int, message: str):
+        super().__init__(message)
+        self.signum = signum
+        self.exit_status = 128 + int(signum)
+
+
+class SecondSignal(KeyboardInterrupt):
+    """A second SIGINT/SIGTERM: raised at once, wherever the loop is (even inside a checkpoint
+    write, which then stays an unfinished temporary folder that resume never picks)."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"second {signal.Signals(signum).name}: stopping without a checkpoint")
+        self.signum = signum
 
 
 class StopRequest:
     """Set by SIGTERM/SIGINT; the loop checkpoints at the end of the current step and stops.
 
-    A second signal does not wait for the step: it raises ``KeyboardInterrupt`` at once (no
-    checkpoint), so a run stuck between steps can still be stopped from the keyboard or by a
-    launcher that repeats its signal."""
+    A second signal does not wait for the step: it raises ``SecondSignal`` (a
+    ``KeyboardInterrupt``) at once, without a checkpoint, so a run stuck between steps can still be
+    stopped from the keyboard or by a launcher that repeats its signal."""
 
     def __init__(self):
         self.requested = False
@@ -60,7 +83,7 @@ class StopRequest:
 
     def _handle(self, signum, frame):
         if self.requested:
-            raise KeyboardInterrupt(f"second {signal.Signals(signum).name}: stopping without a checkpoint")
+            raise SecondSignal(signum)
         self.requested = True
         self.signum = signum
 
@@ -77,13 +100,112 @@ class StopRequest:
         self._previous.clear()
 
 
+PARTIAL_SUFFIX = ".partial"
+_CHECKPOINT_NAME = re.compile(rf"{CHECKPOINT_PREFIX}(\d+)")
+
+# Config keys that ``--resume`` may change: bookkeeping that does not change what is trained.
+# train.steps and train.epochs may only grow (a longer budget); any other difference is an error.
+RESUME_MAY_CHANGE = ("out_dir", "train.trackers", "train.checkpoint_every", "train.keep_checkpoints",
+                     "train.num_threads", "train.progress", "train.log_every")
+RESUME_MAY_GROW = ("train.steps", "train.epochs")
+# What a run leaves in its folder; any of them makes the folder a run that --overwrite must name.
+RUN_FILES = ("config.yaml", "metrics.csv", "final", "checkpoints", "eval.json", "eval.csv", "logs")
+
+
 def list_checkpoints(out_dir: str | Path) -> list[Path]:
+    """The complete checkpoints of a run, oldest first. A checkpoint is written as
+    ``step_N.partial`` and renamed to ``step_N`` when every process has written its part, so an
+    interrupted write is never listed."""
     root = Path(out_dir) / "checkpoints"
     if not root.is_dir():
         return []
-    found = [p for p in root.iterdir() if p.is_dir() and p.name.startswith(CHECKPOINT_PREFIX)
+    found = [p for p in root.iterdir() if p.is_dir() and _CHECKPOINT_NAME.fullmatch(p.name)
              and (p / "trainer_state_0.pt").is_file()]
     return sorted(found, key=lambda p: int(p.name[len(CHECKPOINT_PREFIX):]))
+
+
+def _flat(tree: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in tree.items():
+        if isinstance(value, dict) and key != "options":
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def resume_differences(saved: dict, given: dict) -> list[str]:
+    """The config keys in which ``given`` (the config of a ``--resume``) differs from ``saved``
+    (the run's ``config.yaml``) in a way resume does not allow, each as ``key: saved -> given``.
+    ``RESUME_MAY_CHANGE`` lists the keys that may differ, ``RESUME_MAY_GROW`` those that may only
+    grow."""
+    a, b = _flat(saved), _flat(given)
+    bad = []
+    for key in sorted(set(a) | set(b)):
+        old, new = a.get(key), b.get(key)
+        if old == new or key in RESUME_MAY_CHANGE:
+            continue
+        if key in RESUME_MAY_GROW and isinstance(old, (int, float)) and isinstance(new, (int, float)) and new >= old:
+            continue
+        bad.append(f"{key}: {old!r} -> {new!r}")
+    return bad
+
+
+def check_out_dir(cfg: Config, resume: bool = False, overwrite: bool = False) -> list[Path]:
+    """Refuse, before anything is read or written, an output folder that cannot hold this run:
+    a file, a path that cannot be created, a folder holding a run (without ``resume`` or
+    ``overwrite``), ``resume`` without a checkpoint or with a config that differs from the run's
+    beyond ``RESUME_MAY_CHANGE``. Returns the complete checkpoints (oldest first)."""
+    import os
+
+    import yaml
+
+    from qt_hard.errors import CheckpointError, OutputExistsError
+
+    out = Path(cfg.out_dir).expanduser()
+    if resume and overwrite:
+        raise OutputExistsError("--resume continues the run in out_dir and --overwrite replaces it: pass one")
+    if out.exists() and not out.is_dir():
+        raise OutputExistsError(f"out_dir {out} is a file, not a folder: pick another --out")
+    probe = out
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        raise OutputExistsError(f"out_dir {out} cannot be created ({probe} is not a writable folder)")
+    checkpoints = list_checkpoints(out)
+    if not resume:
+        held = [name for name in RUN_FILES if (out / name).exists()]
+        if held and not overwrite:
+            raise OutputExistsError(
+                f"out_dir {out} already holds a run ({', '.join(held)}); pass --resume to continue it, "
+                f"--overwrite to replace it, or pick another --out")
+        return checkpoints
+    if not checkpoints:
+        raise CheckpointError(f"--resume: no checkpoint under {out / 'checkpoints'} (only complete ones count)")
+    saved_file = out / "config.yaml"
+    if not saved_file.is_file():
+        raise CheckpointError(f"--resume: {saved_file} is missing, so the config cannot be checked against the run's")
+    try:
+        saved = yaml.safe_load(saved_file.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise CheckpointError(f"--resume: {saved_file} is not valid YAML ({err})") from None
+    given = yaml.safe_load(yaml.safe_dump(to_dict(cfg)))
+    bad = resume_differences(saved, given)
+    if bad:
+        raise CheckpointError(
+            f"--resume: the config differs from the run's {saved_file} in {'; '.join(bad)}. On resume only "
+            f"{', '.join(RESUME_MAY_CHANGE[1:])} may change, and {', '.join(RESUME_MAY_GROW)} may grow")
+    return checkpoints
+
+
+def _clear_run(out: Path) -> None:
+    """--overwrite: remove the old run's files (not the token cache) when training starts."""
+    for name in RUN_FILES:
+        path = out / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
 
 
 def _flat_hparams(tree: dict, prefix: str = "") -> dict:
@@ -121,10 +243,15 @@ class CSVTracker:
             csv.DictWriter(fh, self.FIELDS).writerow({k: row.get(k, "") for k in self.FIELDS})
 
 
-def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], None] | None = None) -> Path:
+def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], None] | None = None,
+          overwrite: bool = False, raise_on_stop: bool = False) -> Path:
     """Train per ``cfg``; returns the run folder. ``on_step(step, loss)`` is called after each step
-    (tests use it to interrupt a run). With ``resume`` the newest checkpoint in ``cfg.out_dir`` is
-    loaded and the run continues from its step (an error when there is none).
+    (tests use it to interrupt a run). With ``resume`` the newest complete checkpoint in
+    ``cfg.out_dir`` that loads is loaded (newer ones that do not are skipped, with the reason
+    printed) and the run continues from its step; without it, a folder that holds a run is
+    refused unless ``overwrite`` (its files are then removed when training starts). The folder is
+    checked before anything is read (``check_out_dir``). A run stopped by SIGINT/SIGTERM
+    checkpoints and returns, or with ``raise_on_stop`` raises ``Stopped`` (the CLI's exit 130/143).
 
     Under several processes an exception here propagates on its own process only; the CLI
     (``qt_hard.training.cli.exit_at_once_on_error``) then ends that process at once so that the
@@ -132,7 +259,8 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
     from accelerate import Accelerator, PartialState
     from accelerate.utils import DistributedDataParallelKwargs, parse_flag_from_env, set_seed
 
-    out = Path(cfg.out_dir)
+    checkpoints = check_out_dir(cfg, resume, overwrite)
+    out = Path(cfg.out_dir).expanduser()
     trackers = list(cfg.train.trackers)
     pipeline = get_pipeline(cfg.pipeline)
     ddp_kwargs = pipeline.ddp_kwargs(cfg)
@@ -148,14 +276,8 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
     )
     rank, world = accelerator.process_index, accelerator.num_processes
     if cfg.train.batch_size % world:
-        raise ValueError(f"train.batch_size={cfg.train.batch_size} (global) is not divisible by {world} processes")
+        raise ConfigError(f"train.batch_size={cfg.train.batch_size} (global) is not divisible by {world} processes")
     main = accelerator.is_main_process
-
-    checkpoints = list_checkpoints(out)
-    if resume and not checkpoints:
-        raise FileNotFoundError(f"--resume: no checkpoint under {out / 'checkpoints'}")
-    if not resume and checkpoints:
-        raise FileExistsError(f"{out} already holds checkpoints; pass --resume to continue, or pick another out_dir")
 
     if cfg.train.num_threads:
         torch.set_num_threads(cfg.train.num_threads)
@@ -181,15 +303,15 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
     total = cfg.train.steps or max(1, math.ceil(cfg.train.epochs * steps_per_epoch))
     step = 0
     if resume:
-        ckpt = checkpoints[-1]
-        accelerator.load_state(str(ckpt))
-        state = torch.load(ckpt / f"trainer_state_{rank}.pt", weights_only=False)
+        ckpt, state = _load_newest(checkpoints, accelerator, rank)
         step = int(state["step"])
         generator.set_state(state["generator"])
         if main:
             print(f"resumed from {ckpt} at step {step}/{total}")
 
     if main:
+        if overwrite:
+            _clear_run(out)
         save_config(cfg, out / "config.yaml")
     if "tensorboard" in trackers:
         accelerator.init_trackers("logs", config=_flat_hparams(to_dict(cfg)))
@@ -197,12 +319,23 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
 
     def save_checkpoint(at_step: int) -> Path:
         path = out / "checkpoints" / f"{CHECKPOINT_PREFIX}{at_step:07d}"
+        # Written under a temporary name and renamed once every process has written its part: a
+        # write cut short (a second Ctrl-C, a killed job) leaves only a .partial folder, which
+        # list_checkpoints never offers to --resume.
+        partial = path.with_name(path.name + PARTIAL_SUFFIX)
+        if main:
+            shutil.rmtree(partial, ignore_errors=True)
+        accelerator.wait_for_everyone()
         # Pickled, not safetensors: on a GPU, cuDNN packs a GRU's weights into one flat buffer, so
         # its parameters share storage and accelerate's safetensors path drops all but one of them
         # ("Removed shared tensor ... while saving"); load_state would then miss those keys.
-        accelerator.save_state(str(path), safe_serialization=False)
+        accelerator.save_state(str(partial), safe_serialization=False)
         torch.save({"step": at_step, "generator": generator.get_state(), "world": world},
-                   path / f"trainer_state_{rank}.pt")
+                   partial / f"trainer_state_{rank}.pt")
+        accelerator.wait_for_everyone()
+        if main:
+            shutil.rmtree(path, ignore_errors=True)  # a step saved before, e.g. by an earlier stop
+            partial.rename(path)
         accelerator.wait_for_everyone()
         if main and cfg.train.keep_checkpoints > 0:
             for old in list_checkpoints(out)[: -cfg.train.keep_checkpoints]:
@@ -283,7 +416,39 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
     # trackers and destroys the process group (accelerate >= 1.x), so no collective may follow it.
     accelerator.wait_for_everyone()
     accelerator.end_training()
+    if interrupted and raise_on_stop:
+        raise Stopped(stop.signum, f"stopped by {signal.Signals(stop.signum).name} at step {step}/{total}; "
+                                   f"checkpoint saved, continue with --resume")
     return out
+
+
+def _load_newest(checkpoints: list[Path], accelerator, rank: int):
+    """(checkpoint, trainer state) of the newest of ``checkpoints`` that every process can load.
+
+    A checkpoint that fails to load (a truncated file: torch's "PytorchStreamReader failed", a
+    short pickle) is skipped with a line saying which and why, and the next older one is tried;
+    loading an older one overwrites everything the failed attempt may have loaded (weights,
+    optimizer, RNG states). ``CheckpointError`` when none loads."""
+    import pickle
+    import sys
+
+    from qt_hard.errors import CheckpointError
+
+    reasons = []
+    for ckpt in reversed(checkpoints):
+        error = None
+        try:
+            accelerator.load_state(str(ckpt))
+            state = torch.load(ckpt / f"trainer_state_{rank}.pt", weights_only=False)
+        except (RuntimeError, OSError, EOFError, KeyError, ValueError, pickle.UnpicklingError) as err:
+            error = " ".join(str(err).split())[:200] or type(err).__name__
+        if not _any_process(error is not None, accelerator):
+            return ckpt, state
+        reasons.append(f"{ckpt.name}: {error or 'another process could not load it'}")
+        if accelerator.is_main_process:
+            print(f"--resume: skipped {ckpt} (it does not load: {reasons[-1].split(': ', 1)[1]})",
+                  file=sys.stderr)
+    raise CheckpointError(f"--resume: no checkpoint under {checkpoints[0].parent} loads ({'; '.join(reasons)})")
 
 
 def keep_freed_memory() -> bool:
@@ -309,7 +474,7 @@ def keep_freed_memory() -> bool:
 def check_mixed_precision(mode: str, device: torch.device) -> None:
     """fp16 on a CPU is an error: accelerate would run it as float32 without saying so."""
     if mode == "fp16" and torch.device(device).type == "cpu":
-        raise ValueError("train.mixed_precision=fp16 needs a GPU; on a CPU accelerate trains in float32 "
+        raise ConfigError("train.mixed_precision=fp16 needs a GPU; on a CPU accelerate trains in float32 "
                          "without autocast. Use train.mixed_precision=bf16 (CPU autocast) or 'no'.")
 
 
