@@ -41,3 +41,7 @@ class OutputExistsError(UserError, FileExistsError):
 
 class CheckpointError(UserError, FileNotFoundError):
     """``--resume`` found no checkpoint it can load, or one that does not fit the given config."""
+
+
+class ArgumentError(UserError, ValueError):
+    """A command-line value that is not allowed (an unknown task, a fold count below 2)."""

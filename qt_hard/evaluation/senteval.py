@@ -34,6 +34,8 @@ from typing import Sequence
 
 import numpy as np
 
+from qt_hard.errors import ArgumentError
+
 from .models import EmbeddingCache
 from .protocol import (SKIPTHOUGHTS_SEED, inner_kfold, kfold_train_test, skipthoughts_kfold,
                        skipthoughts_nested_kfold)
@@ -59,11 +61,11 @@ def parse_tasks(spec: str | Sequence[str]) -> list[str]:
             continue
         key = "MRPC" if name.upper() == "MSRP" else name.upper()
         if key not in TASKS:
-            raise ValueError(f"unknown SentEval task {name!r}; known tasks: {', '.join(TASKS)}")
+            raise ArgumentError(f"--tasks: unknown SentEval task {name!r}; known tasks: {', '.join(TASKS)}")
         if key not in out:
             out.append(key)
     if not out:
-        raise ValueError("no tasks given")
+        raise ArgumentError(f"--tasks: no tasks given; choose from {', '.join(TASKS)}")
     return out
 
 
