@@ -45,3 +45,11 @@ class CheckpointError(UserError, FileNotFoundError):
 
 class ArgumentError(UserError, ValueError):
     """A command-line value that is not allowed (an unknown task, a fold count below 2)."""
+
+
+class ModelCorruptError(UserError, ValueError):
+    """A saved model folder whose files are there but cannot be read; the message names the file."""
+
+
+class MissingFileError(UserError, FileNotFoundError):
+    """A file named on the command line that is not there."""

@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 from qt_hard.encoders.config import ModelConfig
-from qt_hard.errors import ModelNotFoundError
+from qt_hard.errors import ModelCorruptError, ModelNotFoundError
 
 ST_FILES = ("modules.json", "config_sentence_transformers.json")
 QT_CONFIG = "quick_thoughts_config.json"
@@ -137,7 +137,7 @@ def _read_weights(path: Path) -> dict[str, torch.Tensor]:
     try:
         return load_file(str(path / "model.safetensors"))
     except (SafetensorError, OSError, ValueError) as err:
-        raise ValueError(f"{path / 'model.safetensors'} is corrupted or not a safetensors file ({err})") from None
+        raise ModelCorruptError(f"{path / 'model.safetensors'} is corrupted or not a safetensors file ({err})") from None
 
 
 def load_folder(path: Path, cfg: ModelConfig, device="cpu"):

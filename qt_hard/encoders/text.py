@@ -32,7 +32,7 @@ from torch import nn
 from qt_hard.encoders.bow import BagOfWordsEncoder
 from qt_hard.encoders.config import ModelConfig
 from qt_hard.encoders.quick_thoughts import QuickThoughtsEncoder
-from qt_hard.errors import ModelNotFoundError
+from qt_hard.errors import ModelCorruptError, ModelNotFoundError
 from qt_hard.encoders.transformer import TransformerEncoder
 from qt_hard.threads import torch_threads
 
@@ -241,13 +241,13 @@ def load_encoder(path: str | Path, device: str | torch.device = "cpu") -> Senten
     try:
         meta = json.loads(meta_file.read_text())
     except json.JSONDecodeError as err:
-        raise ValueError(f"malformed {meta_file}: {err}") from None
+        raise ModelCorruptError(f"malformed {meta_file}: {err}") from None
     if meta.get("format") != FORMAT:
-        raise ValueError(f"{meta_file} is not a qt-hard encoder (format={meta.get('format')!r})")
+        raise ModelCorruptError(f"{meta_file} is not a qt-hard encoder (format={meta.get('format')!r})")
     cfg = model_config_from_dict(meta["model"])
     version = meta.get("version", 1)
     if version not in (1, 2):
-        raise ValueError(f"{meta_file}: unknown qt-hard encoder version {version!r} (this qt-hard reads 1 and 2)")
+        raise ModelCorruptError(f"{meta_file}: unknown qt-hard encoder version {version!r} (this qt-hard reads 1 and 2)")
     if version == 2:
         from qt_hard.encoders.st_folder import load_folder
 

@@ -35,6 +35,7 @@ import math
 import re
 import shutil
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import Callable
@@ -346,7 +347,11 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
     stop.install()
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=total, initial=step, disable=not (main and cfg.train.progress), desc="train", dynamic_ncols=True)
+    show = main and cfg.train.progress
+    # A bar's \r frames are noise in a log file: where stderr is not a terminal, a plain line at
+    # every log_every steps instead.
+    lines_only = show and not sys.stderr.isatty()
+    bar = tqdm(total=total, initial=step, disable=not show or lines_only, desc="train", dynamic_ncols=True)
     sentences_per_step = cfg.train.batch_size * getattr(task, "sentences_per_row", 1)
     module.train()
     t_start, t_window, window_steps = time.perf_counter(), time.perf_counter(), 0
@@ -381,6 +386,9 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
                        "grad_norm": mean_grad, "lr": cfg.train.lr, "sentences_per_s": round(speed, 1),
                        "elapsed_s": round(now - t_start, 2)}
                 bar.set_postfix(loss=f"{mean_loss:.4f}", sent_s=f"{speed:.0f}")
+                if lines_only:
+                    print(f"train: step {step}/{total} loss {mean_loss:.4f} sentences/s {speed:.0f}",
+                          file=sys.stderr, flush=True)
                 if "tensorboard" in trackers:
                     logged = {"loss": mean_loss, "sentences_per_s": speed}
                     if grad_norm is not None:
@@ -430,7 +438,6 @@ def _load_newest(checkpoints: list[Path], accelerator, rank: int):
     loading an older one overwrites everything the failed attempt may have loaded (weights,
     optimizer, RNG states). ``CheckpointError`` when none loads."""
     import pickle
-    import sys
 
     from qt_hard.errors import CheckpointError
 
