@@ -39,12 +39,15 @@ def _on_device(encoder, device: str):
 
 
 def cmd_senteval(args) -> int:
-    from .models import EmbeddingCache, control_models, load_model, load_tokenizer, unk_rates
-    from .report import save_results, senteval_table, six_task_mean, unk_table
-    from .senteval import default_senteval_dir, parse_tasks, run_senteval, task_sentences
+    from .tasks import parse_tasks
 
+    # The arguments first: a typo fails before torch and scikit-learn are imported.
     tasks = parse_tasks(args.tasks)
     _check_counts(args)
+    from .models import EmbeddingCache, control_models, load_model, load_tokenizer, unk_rates
+    from .report import save_results, senteval_table, six_task_mean, unk_table
+    from .senteval import default_senteval_dir, run_senteval, task_sentences
+
     _set_device(args.device)
     card_file = _card_file(args.model) if args.card else None
     if args.cache and args.model.startswith("random:"):

@@ -34,12 +34,10 @@ from typing import Sequence
 
 import numpy as np
 
-from qt_hard.errors import ArgumentError
-
 from .models import EmbeddingCache
 from .protocol import (SKIPTHOUGHTS_SEED, inner_kfold, kfold_train_test, skipthoughts_kfold,
                        skipthoughts_nested_kfold)
-from .tasks import TASKS, BinaryTask, MrpcTask, TrecTask, load_task, words_to_text
+from .tasks import TASKS, BinaryTask, MrpcTask, TrecTask, load_task, parse_tasks, words_to_text  # noqa: F401 (parse_tasks re-exported)
 
 PROTOCOLS = ("senteval", "skipthoughts")
 
@@ -50,23 +48,6 @@ def default_senteval_dir() -> Path:
     from qt_hard.paths import data_path
 
     return data_path("senteval")
-
-
-def parse_tasks(spec: str | Sequence[str]) -> list[str]:
-    """``"MR,CR"`` or a list -> canonical task names (MSRP is accepted for MRPC)."""
-    names = [s.strip() for s in spec.split(",")] if isinstance(spec, str) else list(spec)
-    out = []
-    for name in names:
-        if not name:
-            continue
-        key = "MRPC" if name.upper() == "MSRP" else name.upper()
-        if key not in TASKS:
-            raise ArgumentError(f"--tasks: unknown SentEval task {name!r}; known tasks: {', '.join(TASKS)}")
-        if key not in out:
-            out.append(key)
-    if not out:
-        raise ArgumentError(f"--tasks: no tasks given; choose from {', '.join(TASKS)}")
-    return out
 
 
 def task_sentences(tasks: Sequence[str], data_dir) -> list[str]:

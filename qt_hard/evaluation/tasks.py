@@ -22,6 +22,7 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
@@ -33,6 +34,7 @@ __all__ = [
     "TrecTask",
     "MrpcTask",
     "load_task",
+    "parse_tasks",
     "words_to_text",
 ]
 
@@ -210,6 +212,23 @@ def load_mrpc(folder: Path, sort: bool = True) -> MrpcTask:
     tra, trb, ytr = _read_mrpc(folder / "MRPC" / "msr_paraphrase_train.txt", sort)
     tea, teb, yte = _read_mrpc(folder / "MRPC" / "msr_paraphrase_test.txt", sort)
     return MrpcTask("MRPC", tra, trb, ytr, tea, teb, yte)
+
+
+def parse_tasks(spec: str | Sequence[str]) -> list[str]:
+    """``"MR,CR"`` or a list -> canonical task names (MSRP is accepted for MRPC)."""
+    names = [s.strip() for s in spec.split(",")] if isinstance(spec, str) else list(spec)
+    out = []
+    for name in names:
+        if not name:
+            continue
+        key = "MRPC" if name.upper() == "MSRP" else name.upper()
+        if key not in TASKS:
+            raise ArgumentError(f"--tasks: unknown SentEval task {name!r}; known tasks: {', '.join(TASKS)}")
+        if key not in out:
+            out.append(key)
+    if not out:
+        raise ArgumentError(f"--tasks: no tasks given; choose from {', '.join(TASKS)}")
+    return out
 
 
 def load_task(name: str, folder, sort: bool = True) -> BinaryTask | TrecTask | MrpcTask:

@@ -18,12 +18,12 @@ def run_train(args: argparse.Namespace) -> int:
     """Exit status 0 for a finished run; 128 + the signal's number (130 SIGINT, 143 SIGTERM) for a
     run stopped by a signal, after its checkpoint (or at once on a second signal)."""
     from qt_hard.training.config import load_config
-    from qt_hard.training.loop import SecondSignal, Stopped, train
 
     overrides = list(args.overrides)
     if args.out:
         overrides.append(f"out_dir={args.out}")
     cfg = load_config(args.config, overrides)
+    from qt_hard.training.loop import SecondSignal, Stopped, train  # torch: after the config is known good
     try:
         exit_at_once_on_error(train, cfg, resume=args.resume, overwrite=args.overwrite, raise_on_stop=True)
     except Stopped as stop:

@@ -236,8 +236,13 @@ def load_config(path: str | Path | None, overrides: list[str] | tuple[str, ...] 
 
 
 def validate(cfg: Config) -> None:
+    """Every check that needs no data: the loop's numbers first (cheap), then each section's own
+    ``validate`` and the pipeline's (which may build the objective, see ``qt_hard.text``)."""
     from qt_hard.pipelines import get_pipeline
 
+    _check_train(cfg.train)
+    if not str(cfg.out_dir).strip():
+        raise ConfigError("out_dir must be a folder name, got an empty string")
     try:
         for name in PIPELINE_SECTIONS:
             section = getattr(cfg, name)
@@ -248,20 +253,6 @@ def validate(cfg: Config) -> None:
         raise
     except ValueError as err:  # a section's own check: report it as the config error it is
         raise ConfigError(str(err)) from None
-    _check_train(cfg.train)
-    if not str(cfg.out_dir).strip():
-        raise ConfigError("out_dir must be a folder name, got an empty string")
-    if cfg.train.batch_size < 2:
-        raise ConfigError(f"train.batch_size must be >= 2, got {cfg.train.batch_size}")
-    if cfg.train.weight_decay < 0:
-        raise ConfigError(f"train.weight_decay must be >= 0, got {cfg.train.weight_decay}")
-    if cfg.train.steps is not None and cfg.train.steps < 1:
-        raise ConfigError(f"train.steps must be >= 1, got {cfg.train.steps}")
-    if cfg.train.mixed_precision not in ("no", "fp16", "bf16"):
-        raise ConfigError(f"train.mixed_precision must be no | fp16 | bf16, got {cfg.train.mixed_precision!r}")
-    unknown_trackers = set(cfg.train.trackers) - {"tensorboard", "csv"}
-    if unknown_trackers:
-        raise ConfigError(f"train.trackers: unknown tracker(s) {sorted(unknown_trackers)} (tensorboard, csv)")
 
 
 def _check_train(t: TrainConfig) -> None:
@@ -282,6 +273,17 @@ def _check_train(t: TrainConfig) -> None:
     for name, (value, low) in at_least.items():
         if value < low:
             raise ConfigError(f"train.{name} must be >= {low}, got {value!r}")
+    if t.batch_size < 2:
+        raise ConfigError(f"train.batch_size must be >= 2, got {t.batch_size}")
+    if t.weight_decay < 0:
+        raise ConfigError(f"train.weight_decay must be >= 0, got {t.weight_decay}")
+    if t.steps is not None and t.steps < 1:
+        raise ConfigError(f"train.steps must be >= 1, got {t.steps}")
+    if t.mixed_precision not in ("no", "fp16", "bf16"):
+        raise ConfigError(f"train.mixed_precision must be no | fp16 | bf16, got {t.mixed_precision!r}")
+    unknown_trackers = set(t.trackers) - {"tensorboard", "csv"}
+    if unknown_trackers:
+        raise ConfigError(f"train.trackers: unknown tracker(s) {sorted(unknown_trackers)} (tensorboard, csv)")
 
 
 def to_dict(cfg: Config) -> dict:
