@@ -125,7 +125,7 @@ ROWS: tuple[Refusal, ...] = (
             "SentEval file {data}/CR/custrev.neg is damaged: CR/custrev.neg has 1369 lines, expected 1368",
             setup="garbage_cr"),
     Refusal("random bytes in a task file", E, "refused, naming the file and the line",
-            "SentEval file {data}/CR/custrev.neg is damaged: CR/custrev.neg:1 holds the control byte",
+            "SentEval file {data}/CR/custrev.neg is damaged: CR/custrev.neg:1 holds the control byte '\\x00'",
             setup="binary_cr"),
     Refusal("eval compare on a missing file", ("eval", "compare", "{out}/a.json", "{out}/b.json"), "refused",
             "result file {out}/a.json does not exist"),
@@ -148,7 +148,7 @@ SETUPS = {
     "model:tokenizer.json": "MODEL/tokenizer.json cut to 50 bytes",
     "truncate_cr": "`truncate -s 100 SENTEVAL/CR/custrev.pos`",
     "garbage_cr": "a line `@@garbage@@` appended to SENTEVAL/CR/custrev.neg",
-    "binary_cr": "SENTEVAL/CR/custrev.neg's first line replaced by bytes 0x00-0x1f",
+    "binary_cr": "SENTEVAL/CR/custrev.neg's first line replaced by the control bytes 0x00-0x08, 0x0e-0x1b, 0x1f",
 }
 
 

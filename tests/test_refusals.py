@@ -57,7 +57,9 @@ def _damage(kind: str, place: dict, where: Path) -> None:
             neg.write_bytes(neg.read_bytes() + b"@@garbage@@\n")
         else:
             lines = neg.read_bytes().split(b"\n")
-            neg.write_bytes(b"\n".join([bytes(range(1, 10)) + bytes(range(14, 32))] + lines[1:]))
+            # control bytes that are not line breaks for str.splitlines (0x0b-0x0d, 0x1c-0x1e are)
+            junk = bytes(range(0, 9)) + bytes(range(14, 28)) + b"\x1f"
+            neg.write_bytes(b"\n".join([junk] + lines[1:]))
         place["data"] = str(copy)
     elif kind in ("truncated_xz", "latin1_book"):
         import lzma

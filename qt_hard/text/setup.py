@@ -106,6 +106,14 @@ def _collate(cfg: Config, vocab, tokenizer=None):
     return WordFeaturizer(vocab, cfg.model.lower, cfg.model.max_len, tokenizer).collate
 
 
+def _bars(cfg: Config) -> bool:
+    """Progress bars while the data is prepared: only on a terminal (a log file would get every
+    ``\\r`` frame of the bar)."""
+    import sys
+
+    return bool(cfg.train.progress) and sys.stderr.isatty()
+
+
 def check_data_paths(cfg: Config) -> None:
     """The folders and files ``build_run`` will read exist (``DataMissingError`` naming the path
     and how to fetch it otherwise); nothing is read."""
@@ -141,7 +149,7 @@ def build_run(cfg: Config, out: Path) -> Run:
 
             root = cfg.data.path or str(data_path("books"))
             ds = load_books(root, max_books=cfg.data.max_books, cache_dir=cache_root / "books",
-                            progress=cfg.train.progress)
+                            progress=_bars(cfg))
         else:
             from qt_hard.data.books import load_hf_bookcorpus
 
@@ -206,7 +214,7 @@ def _wiki_run(cfg: Config, out: Path, cache_root: Path) -> Run:
         source = cfg.data.wiki_source or str(data_path("wikipedia", "enwiki_wikiextractor_ge200sent.txt.xz"))
         print(f"building Wiki-{cfg.data.articles} from {source} into {wiki_dir}")
         build_wiki(source, wiki_dir, articles=cfg.data.articles, sentences=cfg.data.min_sentences,
-                   progress=cfg.train.progress)
+                   progress=_bars(cfg))
     wd = load_wiki(wiki_dir, min_count=cfg.data.min_count, seed=cfg.data.seed, lower=cfg.model.lower,
                    cache_dir=cache_root / "wiki_tokens")
     return _pair_run(cfg, wd, cache_root)
