@@ -88,3 +88,19 @@ def test_eval_device_cuda_without_a_gpu_is_one_line(capsys):
     assert main(["eval", "senteval", "--model", "random:bow", "--tasks", "CR", "--device", "cuda"]) == 2
     line = _one_line_error(capsys)
     assert "--device cuda" in line and "no CUDA device" in line
+
+
+def test_objective_is_checked_before_any_book_is_read(capsys, tmp_path, monkeypatch):
+    """The full books config with a bad objective and an empty data root: the objective's error,
+    not the missing books', so the config was refused before the data was looked at."""
+    monkeypatch.setenv("QT_HARD_DATA", str(tmp_path / "empty_root"))
+    (tmp_path / "empty_root").mkdir()
+    full = str(REPO / "configs" / "qt_books.yaml")
+    assert main(["train", full, "--out", str(tmp_path / "r"), "objective.negatives=nonsense"]) == 2
+    line = _one_line_error(capsys)
+    assert "negatives='nonsense'" in line and "does not exist" not in line
+    assert not (tmp_path / "r").exists()
+    # with a good objective the same command reaches the data check, still before any work
+    assert main(["train", full, "--out", str(tmp_path / "r")]) == 2
+    assert "books does not exist" in _one_line_error(capsys)
+    assert not (tmp_path / "r").exists()
