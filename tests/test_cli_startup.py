@@ -21,7 +21,7 @@ def test_help_imports_neither_torch_nor_sklearn():
             "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
             "print(json.dumps(sorted(m for m in ('torch', 'sklearn', 'accelerate', 'transformers') if m in sys.modules)))")
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, check=False)
     assert r.returncode == 0, r.stderr
     assert "train" in r.stdout and "eval" in r.stdout
     assert json.loads(r.stdout.strip().splitlines()[-1]) == []

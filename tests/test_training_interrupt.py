@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from test_training import qt_config
 
 from qt_hard.cli import main
 from qt_hard.training import loop
-from test_training import qt_config
 
 REPO = Path(__file__).resolve().parent.parent
 STEPS = 12

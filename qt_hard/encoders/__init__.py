@@ -12,13 +12,15 @@ This package stands alone: it reads configs and model folders itself and imports
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
-
-import importlib
+from typing import TYPE_CHECKING, Sequence
 
 from qt_hard.encoders.config import ModelConfig
+
+if TYPE_CHECKING:
+    from qt_hard.encoders.text import SentenceEncoder
 
 # The modules that need torch load on first use, not with the package: a config (whose ``model``
 # section is a ``ModelConfig``) is read and checked without importing torch.

@@ -37,7 +37,7 @@ import numpy as np
 from .models import EmbeddingCache
 from .protocol import (SKIPTHOUGHTS_SEED, inner_kfold, kfold_train_test, skipthoughts_kfold,
                        skipthoughts_nested_kfold)
-from .tasks import TASKS, BinaryTask, MrpcTask, TrecTask, load_task, parse_tasks, words_to_text  # noqa: F401 (parse_tasks re-exported)
+from .tasks import TASKS, BinaryTask, MrpcTask, TrecTask, load_task, parse_tasks, words_to_text
 
 PROTOCOLS = ("senteval", "skipthoughts")
 

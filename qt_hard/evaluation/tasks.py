@@ -20,9 +20,9 @@ Sentences reach an encoder as ``' '.join(words)``, an empty one as ``'.'`` (Sent
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 

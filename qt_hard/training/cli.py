@@ -23,7 +23,8 @@ def run_train(args: argparse.Namespace) -> int:
     if args.out:
         overrides.append(f"out_dir={args.out}")
     cfg = load_config(args.config, overrides)
-    from qt_hard.training.loop import SecondSignal, Stopped, train  # torch: after the config is known good
+    # torch is imported here, after the config is known to be good
+    from qt_hard.training.loop import SecondSignal, Stopped, train
     try:
         exit_at_once_on_error(train, cfg, resume=args.resume, overwrite=args.overwrite, raise_on_stop=True)
     except Stopped as stop:
