@@ -71,13 +71,18 @@ def _signal_at(step_wanted: int, signum: int):
     return on_step
 
 
+def _stopped(cfg: Path, out: Path, monkeypatch, at_step: int, signum: int) -> int:
+    """``qt-hard train CFG --out OUT`` signalled at the end of step ``at_step``: its exit status."""
+    with monkeypatch.context() as m:
+        m.setattr(loop, "train", partial(loop.train, on_step=_signal_at(at_step, signum)))
+        return main(["train", str(cfg), "--out", str(out)])
+
+
 @pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_signal_exits_128_plus_signal_and_resume_matches(straight, tmp_path, monkeypatch, capsys, signum, status):
     cfg, reference = straight
     out = tmp_path / "stopped"
-    with monkeypatch.context() as m:
-        m.setattr(loop, "train", partial(loop.train, on_step=_signal_at(5, signum)))
-        assert main(["train", str(cfg), "--out", str(out)]) == status
+    assert _stopped(cfg, out, monkeypatch, 5, signum) == status
     assert "continue with --resume" in capsys.readouterr().err
     assert not (out / "final").exists()
     assert [p.name for p in loop.list_checkpoints(out)] == ["step_0000003", "step_0000005"]
@@ -110,9 +115,7 @@ def test_second_sigint_during_checkpoint_write_leaves_a_partial_folder(straight,
 def test_truncated_newest_checkpoint_is_skipped_with_its_reason(straight, tmp_path, monkeypatch, capsys):
     cfg, reference = straight
     out = tmp_path / "truncated"
-    with monkeypatch.context() as m:
-        m.setattr(loop, "train", partial(loop.train, on_step=_signal_at(7, signal.SIGTERM)))
-        assert main(["train", str(cfg), "--out", str(out)]) == 143
+    assert _stopped(cfg, out, monkeypatch, 7, signal.SIGTERM) == 143
     newest = loop.list_checkpoints(out)[-1]
     assert newest.name == "step_0000007"
     weights = newest / "pytorch_model.bin"
@@ -128,9 +131,7 @@ def test_truncated_newest_checkpoint_is_skipped_with_its_reason(straight, tmp_pa
 def test_no_checkpoint_loads_is_one_line(straight, tmp_path, monkeypatch, capsys):
     cfg, _ = straight
     out = tmp_path / "all_bad"
-    with monkeypatch.context() as m:
-        m.setattr(loop, "train", partial(loop.train, on_step=_signal_at(2, signal.SIGTERM)))
-        assert main(["train", str(cfg), "--out", str(out)]) == 143
+    assert _stopped(cfg, out, monkeypatch, 2, signal.SIGTERM) == 143
     (ckpt,) = loop.list_checkpoints(out)
     (ckpt / "pytorch_model.bin").write_bytes(b"")
     capsys.readouterr()
@@ -165,9 +166,7 @@ def test_resume_refuses_a_changed_config(tmp_path, monkeypatch, capsys, override
     tree = _tree(tmp_path)
     cfg = _config_file(tmp_path, tree)
     out = tmp_path / "run"
-    with monkeypatch.context() as m:
-        m.setattr(loop, "train", partial(loop.train, on_step=_signal_at(4, signal.SIGTERM)))
-        assert main(["train", str(cfg), "--out", str(out)]) == 143
+    assert _stopped(cfg, out, monkeypatch, 4, signal.SIGTERM) == 143
     if override.startswith("objective.negatives"):
         override = [override, "objective.options={}"]  # uniform reads no beta
     else:

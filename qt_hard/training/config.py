@@ -221,18 +221,22 @@ def config_from_dict(tree: dict, overrides: list[str] | tuple[str, ...] = ()) ->
 
 def load_config(path: str | Path | None, overrides: list[str] | tuple[str, ...] = ()) -> Config:
     """Read a YAML config (None: all defaults) and apply dotted overrides."""
-    tree: dict = {}
-    if path is not None:
-        path = Path(path)
-        if not path.is_file():
-            raise ConfigError(f"config file {path} does not exist")
-        try:
-            tree = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError as err:
-            raise ConfigError(f"config file {path} is not valid YAML: {err}") from None
-        if not isinstance(tree, dict):
-            raise ConfigError(f"config file {path} must hold a mapping at the top level")
+    tree = read_yaml_mapping(Path(path), "config file") if path is not None else {}
     return config_from_dict(tree, overrides)
+
+
+def read_yaml_mapping(path: Path, what: str) -> dict:
+    """The mapping at the top of YAML file ``path``; ``ConfigError`` (naming ``what`` and the
+    path) when the file is missing, not YAML, or not a mapping."""
+    if not path.is_file():
+        raise ConfigError(f"{what} {path} does not exist")
+    try:
+        tree = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{what} {path} is not valid YAML: {err}") from None
+    if not isinstance(tree, dict):
+        raise ConfigError(f"{what} {path} must hold a mapping at the top level")
+    return tree
 
 
 def validate(cfg: Config) -> None:

@@ -43,7 +43,7 @@ from typing import Callable
 import torch
 
 from qt_hard.pipelines import get_pipeline
-from qt_hard.training.config import Config, ConfigError, save_config, to_dict
+from qt_hard.training.config import Config, ConfigError, read_yaml_mapping, save_config, to_dict
 
 CHECKPOINT_PREFIX = "step_"
 
@@ -186,10 +186,7 @@ def check_out_dir(cfg: Config, resume: bool = False, overwrite: bool = False) ->
     saved_file = out / "config.yaml"
     if not saved_file.is_file():
         raise CheckpointError(f"--resume: {saved_file} is missing, so the config cannot be checked against the run's")
-    try:
-        saved = yaml.safe_load(saved_file.read_text()) or {}
-    except yaml.YAMLError as err:
-        raise CheckpointError(f"--resume: {saved_file} is not valid YAML ({err})") from None
+    saved = read_yaml_mapping(saved_file, "--resume: the run's config")
     given = yaml.safe_load(yaml.safe_dump(to_dict(cfg)))
     bad = resume_differences(saved, given)
     if bad:
