@@ -112,7 +112,8 @@ def run_cell(base: str, strategy: str, seed: int, out: Path, extra: list[str]) -
         try:
             t0 = time.perf_counter()
             resume = bool(list_checkpoints(run_dir))
-            train(cfg, resume=resume)
+            # no checkpoint and no eval.json: at most a run cut short before its first checkpoint
+            train(cfg, resume=resume, overwrite=not resume)
         finally:
             lock.unlink()
         if not (run_dir / "eval.json").is_file():  # stopped by a signal: checkpointed, not evaluated

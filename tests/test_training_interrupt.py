@@ -191,6 +191,8 @@ def test_resume_differences_lists_only_what_may_not_change():
     assert loop.resume_differences(saved, given) == ["objective.options: {'beta': 1.0} -> {'beta': 2.0}"]
     assert loop.resume_differences(given, saved) == ["objective.options: {'beta': 2.0} -> {'beta': 1.0}",
                                                       "train.steps: 20 -> 10"]
+    # a key the saved config does not have (written by a version without it) is not compared
+    assert loop.resume_differences(saved, {**saved, "train": {**saved["train"], "new_key": 1}}) == []
 
 
 def _rows(path: Path) -> int:

@@ -139,10 +139,11 @@ def resume_differences(saved: dict, given: dict) -> list[str]:
     """The config keys in which ``given`` (the config of a ``--resume``) differs from ``saved``
     (the run's ``config.yaml``) in a way resume does not allow, each as ``key: saved -> given``.
     ``RESUME_MAY_CHANGE`` lists the keys that may differ, ``RESUME_MAY_GROW`` those that may only
-    grow."""
+    grow. A key only one side has (a run saved by a version of qt-hard with other keys) is not
+    compared."""
     a, b = _flat(saved), _flat(given)
     bad = []
-    for key in sorted(set(a) | set(b)):
+    for key in sorted(set(a) & set(b)):
         old, new = a.get(key), b.get(key)
         if old == new or key in RESUME_MAY_CHANGE:
             continue
