@@ -104,3 +104,13 @@ def test_objective_is_checked_before_any_book_is_read(capsys, tmp_path, monkeypa
     assert main(["train", full, "--out", str(tmp_path / "r")]) == 2
     assert "books does not exist" in _one_line_error(capsys)
     assert not (tmp_path / "r").exists()
+
+
+def test_graph_objective_options_are_checked_before_any_graph_is_read(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("QT_HARD_DATA", str(tmp_path / "empty_root"))
+    (tmp_path / "empty_root").mkdir()
+    cfg = str(REPO / "configs" / "infograph_mutag.yaml")
+    assert main(["train", cfg, "--out", str(tmp_path / "r"), "objective.options.bogus=1"]) == 2
+    line = _one_line_error(capsys)
+    assert "config section 'objective'" in line and "bogus" in line
+    assert not (tmp_path / "r").exists()
