@@ -38,8 +38,15 @@ def test_missing_data_folder_names_the_get_command(capsys, tmp_path, monkeypatch
     assert "books does not exist" in line and "`qt-hard data get books`" in line
 
 
-def test_wrong_model_path(capsys, tmp_path):
-    assert main(["eval", "senteval", "--model", str(tmp_path / "no_such_model"), "--data", str(tmp_path)]) == 2
+def test_wrong_model_path(capsys, tmp_path, monkeypatch):
+    from qt_hard.data import catalog
+    from test_eval_senteval import fixture_lines, write_senteval
+
+    # The task files are checked before the model is loaded: give it intact (tiny) ones.
+    data = write_senteval(tmp_path / "se")
+    monkeypatch.setattr(catalog, "SENTEVAL_LINES", fixture_lines())
+    assert main(["eval", "senteval", "--model", str(tmp_path / "no_such_model"), "--data", str(data),
+                 "--tasks", "CR"]) == 2
     line = _one_line_error(capsys)
     assert "no_such_model' not found" in line
 

@@ -44,15 +44,21 @@ def cmd_senteval(args) -> int:
     # The arguments first: a typo fails before torch and scikit-learn are imported.
     tasks = parse_tasks(args.tasks)
     _check_counts(args)
+    from qt_hard.paths import data_path
+
+    from .tasks import load_task
+
+    data_dir = args.data or data_path("senteval")
+    for name in tasks:  # a missing or damaged task file fails here, before the model is loaded
+        load_task(name, data_dir)
     from .models import EmbeddingCache, control_models, load_model, load_tokenizer, unk_rates
     from .report import save_results, senteval_table, six_task_mean, unk_table
-    from .senteval import default_senteval_dir, run_senteval, task_sentences
+    from .senteval import run_senteval, task_sentences
 
     _set_device(args.device)
     card_file = _card_file(args.model) if args.card else None
     if args.cache and args.model.startswith("random:"):
         raise ValueError("--cache is for fixed models; a random: model's vocabulary depends on the tasks")
-    data_dir = args.data or default_senteval_dir()
     start = time.perf_counter()
     tokenizer = load_tokenizer(args.tokenizer) if args.tokenizer else None
     if args.model.startswith("random:") and tokenizer is None:
