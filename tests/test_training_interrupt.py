@@ -22,7 +22,7 @@ import yaml
 from test_training import qt_config
 
 from qt_hard.cli import main
-from qt_hard.training import loop
+from qt_hard.training import loop, outdir
 
 REPO = Path(__file__).resolve().parent.parent
 STEPS = 12
@@ -188,11 +188,11 @@ def test_resume_differences_lists_only_what_may_not_change():
              "objective": {"options": {"beta": 1.0}}}
     given = {"out_dir": "b", "train": {"steps": 20, "lr": 0.1, "trackers": []},
              "objective": {"options": {"beta": 2.0}}}
-    assert loop.resume_differences(saved, given) == ["objective.options: {'beta': 1.0} -> {'beta': 2.0}"]
-    assert loop.resume_differences(given, saved) == ["objective.options: {'beta': 2.0} -> {'beta': 1.0}",
+    assert outdir.resume_differences(saved, given) == ["objective.options: {'beta': 1.0} -> {'beta': 2.0}"]
+    assert outdir.resume_differences(given, saved) == ["objective.options: {'beta': 2.0} -> {'beta': 1.0}",
                                                       "train.steps: 20 -> 10"]
     # a key the saved config does not have (written by a version without it) is not compared
-    assert loop.resume_differences(saved, {**saved, "train": {**saved["train"], "new_key": 1}}) == []
+    assert outdir.resume_differences(saved, {**saved, "train": {**saved["train"], "new_key": 1}}) == []
 
 
 def _rows(path: Path) -> int:

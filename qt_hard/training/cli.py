@@ -17,12 +17,17 @@ import traceback
 def run_train(args: argparse.Namespace) -> int:
     """Exit status 0 for a finished run; 128 + the signal's number (130 SIGINT, 143 SIGTERM) for a
     run stopped by a signal, after its checkpoint (or at once on a second signal)."""
-    from qt_hard.training.config import load_config
+    from qt_hard.training.config import load_config, validate
+    from qt_hard.training.outdir import check_out_dir
 
     overrides = list(args.overrides)
     if args.out:
         overrides.append(f"out_dir={args.out}")
-    cfg = load_config(args.config, overrides)
+    # Keys, types and numbers; then the output folder; then the pipeline's own check (the
+    # objective, built by the core, and the data paths): all before any data is read.
+    cfg = load_config(args.config, overrides, check_pipeline=False)
+    check_out_dir(cfg, resume=args.resume, overwrite=args.overwrite)
+    validate(cfg)
     # torch is imported here, after the config is known to be good
     from qt_hard.training.loop import SecondSignal, Stopped, train
     try:

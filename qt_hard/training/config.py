@@ -208,21 +208,24 @@ def parse_override(text: str) -> tuple[str, Any]:
     return key, value
 
 
-def config_from_dict(tree: dict, overrides: list[str] | tuple[str, ...] = ()) -> Config:
-    """Config from a nested dict plus dotted overrides (applied in order)."""
+def config_from_dict(tree: dict, overrides: list[str] | tuple[str, ...] = (), check_pipeline: bool = True) -> Config:
+    """Config from a nested dict plus dotted overrides (applied in order); ``check_pipeline=False``
+    leaves out the pipeline's own check (``validate``), for a caller that runs it later."""
     tree = yaml.safe_load(yaml.safe_dump(tree or {}))  # deep copy of plain data
     for text in overrides:
         key, value = parse_override(text)
         _set_dotted(tree, key, value)
     cfg = _build_config(tree)
-    validate(cfg)
+    validate(cfg, check_pipeline)
     return cfg
 
 
-def load_config(path: str | Path | None, overrides: list[str] | tuple[str, ...] = ()) -> Config:
-    """Read a YAML config (None: all defaults) and apply dotted overrides."""
+def load_config(path: str | Path | None, overrides: list[str] | tuple[str, ...] = (),
+                check_pipeline: bool = True) -> Config:
+    """Read a YAML config (None: all defaults) and apply dotted overrides (``check_pipeline`` as in
+    ``config_from_dict``)."""
     tree = read_yaml_mapping(Path(path), "config file") if path is not None else {}
-    return config_from_dict(tree, overrides)
+    return config_from_dict(tree, overrides, check_pipeline)
 
 
 def read_yaml_mapping(path: Path, what: str) -> dict:
@@ -239,9 +242,10 @@ def read_yaml_mapping(path: Path, what: str) -> dict:
     return tree
 
 
-def validate(cfg: Config) -> None:
+def validate(cfg: Config, check_pipeline: bool = True) -> None:
     """Every check that needs no data: the loop's numbers first (cheap), then each section's own
-    ``validate`` and the pipeline's (which may build the objective, see ``qt_hard.text``)."""
+    ``validate`` and (``check_pipeline``) the pipeline's, which may build the objective (see
+    ``qt_hard.text``) and so import torch."""
     from qt_hard.pipelines import get_pipeline
 
     _check_train(cfg.train)
@@ -252,7 +256,8 @@ def validate(cfg: Config) -> None:
             section = getattr(cfg, name)
             if hasattr(section, "validate"):
                 section.validate()
-        get_pipeline(cfg.pipeline).validate(cfg)
+        if check_pipeline:
+            get_pipeline(cfg.pipeline).validate(cfg)
     except ConfigError:
         raise
     except ValueError as err:  # a section's own check: report it as the config error it is
