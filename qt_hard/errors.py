@@ -28,3 +28,28 @@ class NotEnoughCandidatesError(UserError, ValueError):
 
 class DeviceUnavailableError(UserError, ValueError):
     """A device was asked for (``--device cuda``) that torch does not see on this machine."""
+
+
+class DataCorruptError(UserError, ValueError):
+    """A data file that is there but damaged (wrong line count, a line that does not parse, a
+    truncated archive); the message names the file and how to fetch it again."""
+
+
+class OutputExistsError(UserError, FileExistsError):
+    """An output folder that already holds a run (or is not a folder at all)."""
+
+
+class CheckpointError(UserError, FileNotFoundError):
+    """``--resume`` found no checkpoint it can load, or one that does not fit the given config."""
+
+
+class ArgumentError(UserError, ValueError):
+    """A command-line value that is not allowed (an unknown task, a fold count below 2)."""
+
+
+class ModelCorruptError(UserError, ValueError):
+    """A saved model folder whose files are there but cannot be read; the message names the file."""
+
+
+class MissingFileError(UserError, FileNotFoundError):
+    """A file named on the command line that is not there."""

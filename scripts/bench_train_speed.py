@@ -48,7 +48,7 @@ CASES = {
         "model": {"kind": "qt", "encoder": "bow", "embed_dim": 384, "max_len": 50},
         "data": {"kind": "books", "max_books": 8, "min_count": 3, "max_vocab": 50000},
         "objective": {"negatives": "hard", "include_positive": True, "context": 1,
-                      "options": {"beta": 1.0, "tau_plus": 0.0, "clip": True}},
+                      "options": {"beta": 1.0, "tau_plus": 0.0, "clip": "rescaled"}},
         "train": {"batch_size": 400, "lr": 0.005, "grad_clip": 5.0},
     },
     # The Quick-Thoughts GRU pair (64-d words, 128-d states, batches of 64) on the same books.

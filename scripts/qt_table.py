@@ -229,7 +229,10 @@ def train_one(args, key: str, seed: int) -> Path:
     run_dir.mkdir(parents=True, exist_ok=True)
     if not (run_dir / "cache").exists():
         (run_dir / "cache").symlink_to(shared.resolve(), target_is_directory=True)
-    train(cfg, resume=bool(list_checkpoints(run_dir)))
+    resume = bool(list_checkpoints(run_dir))
+    # Without a checkpoint (or a final model, above) the folder holds at most a run cut short
+    # before its first checkpoint: start it again.
+    train(cfg, resume=resume, overwrite=not resume)
     if not final.is_file():  # stopped by a signal (e.g. a time limit): its checkpoint is kept
         raise SystemExit(f"{run_dir}: training was interrupted; run the same command again to resume it")
     return run_dir

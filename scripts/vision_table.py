@@ -115,7 +115,8 @@ def _cell_row(base: str, strategy: str, seed: int, out: Path, extra: list[str]) 
     if not (run_dir / "eval.json").is_file():
         t0 = time.perf_counter()
         resume = bool(list_checkpoints(run_dir))
-        train(cfg, resume=resume)
+        # no checkpoint: at most a run cut short before its first checkpoint
+        train(cfg, resume=resume, overwrite=not resume)
         if not (run_dir / "eval.json").is_file():  # stopped by a signal: checkpointed, not evaluated
             raise SystemExit(f"{run_dir} was interrupted; run the same command again to resume it")
         (run_dir / "wall_s.txt").write_text(f"{time.perf_counter() - t0:.1f}{' (resumed)' if resume else ''}\n")

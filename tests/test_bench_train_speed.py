@@ -11,8 +11,8 @@ B = load_script("bench_train_speed")
 
 @pytest.mark.parametrize("case", list(B.CASES))
 def test_cases_are_valid_configs(tmp_path, case):
-    cfg = B._config(case, tmp_path / case, 12, 1, ["train.batch_size=32"])
-    assert cfg.train.steps == 12 and cfg.train.batch_size == 32 and cfg.train.trackers == ["csv"]
+    cfg = B._config(case, tmp_path / case, 12, 1, ["train.batch_size=64"])
+    assert cfg.train.steps == 12 and cfg.train.batch_size == 64 and cfg.train.trackers == ["csv"]
     assert cfg.train.checkpoint_every == 0 and not cfg.train.progress
 
 

@@ -38,8 +38,15 @@ def test_missing_data_folder_names_the_get_command(capsys, tmp_path, monkeypatch
     assert "books does not exist" in line and "`qt-hard data get books`" in line
 
 
-def test_wrong_model_path(capsys, tmp_path):
-    assert main(["eval", "senteval", "--model", str(tmp_path / "no_such_model"), "--data", str(tmp_path)]) == 2
+def test_wrong_model_path(capsys, tmp_path, monkeypatch):
+    from qt_hard.data import catalog
+    from test_eval_senteval import fixture_lines, write_senteval
+
+    # The task files are checked before the model is loaded: give it intact (tiny) ones.
+    data = write_senteval(tmp_path / "se")
+    monkeypatch.setattr(catalog, "SENTEVAL_LINES", fixture_lines())
+    assert main(["eval", "senteval", "--model", str(tmp_path / "no_such_model"), "--data", str(data),
+                 "--tasks", "CR"]) == 2
     line = _one_line_error(capsys)
     assert "no_such_model' not found" in line
 
@@ -88,3 +95,29 @@ def test_eval_device_cuda_without_a_gpu_is_one_line(capsys):
     assert main(["eval", "senteval", "--model", "random:bow", "--tasks", "CR", "--device", "cuda"]) == 2
     line = _one_line_error(capsys)
     assert "--device cuda" in line and "no CUDA device" in line
+
+
+def test_objective_is_checked_before_any_book_is_read(capsys, tmp_path, monkeypatch):
+    """The full books config with a bad objective and an empty data root: the objective's error,
+    not the missing books', so the config was refused before the data was looked at."""
+    monkeypatch.setenv("QT_HARD_DATA", str(tmp_path / "empty_root"))
+    (tmp_path / "empty_root").mkdir()
+    full = str(REPO / "configs" / "qt_books.yaml")
+    assert main(["train", full, "--out", str(tmp_path / "r"), "objective.negatives=nonsense"]) == 2
+    line = _one_line_error(capsys)
+    assert "negatives='nonsense'" in line and "does not exist" not in line
+    assert not (tmp_path / "r").exists()
+    # with a good objective the same command reaches the data check, still before any work
+    assert main(["train", full, "--out", str(tmp_path / "r")]) == 2
+    assert "books does not exist" in _one_line_error(capsys)
+    assert not (tmp_path / "r").exists()
+
+
+def test_graph_objective_options_are_checked_before_any_graph_is_read(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("QT_HARD_DATA", str(tmp_path / "empty_root"))
+    (tmp_path / "empty_root").mkdir()
+    cfg = str(REPO / "configs" / "infograph_mutag.yaml")
+    assert main(["train", cfg, "--out", str(tmp_path / "r"), "objective.options.bogus=1"]) == 2
+    line = _one_line_error(capsys)
+    assert "config section 'objective'" in line and "bogus" in line
+    assert not (tmp_path / "r").exists()

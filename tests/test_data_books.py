@@ -287,3 +287,16 @@ def test_without_datasets_the_plain_loader_gives_the_same_rows(library, tmp_path
     assert dataset_column(again, "text") == dataset_column(plain, "text")
     sub = plain.select(range(3))
     assert len(sub) == 3 and np.array_equal(dataset_column(sub, "doc_id", numpy=True), plain["doc_id"][:3])
+
+
+def test_truncated_xz_book_is_a_book_error_naming_the_file(tmp_path):
+    """lzma raises EOFError (not LZMAError) for a stream cut short; the error must still name the book."""
+    from qt_hard.data.books import read_book_text
+    from qt_hard.errors import UserError
+
+    path = tmp_path / "cut_short.txt.xz"
+    data = lzma.compress(("A sentence of the book. " * 400).encode())
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(BookError, match="cut_short.txt.xz: not a valid .xz file") as info:
+        read_book_text(path)
+    assert isinstance(info.value, UserError)  # the CLI prints it as one line

@@ -215,7 +215,7 @@ def test_senteval_get_list_and_corruption(hosts, root, monkeypatch, capsys):
     # one changed byte makes it corrupt; get repairs it
     p = se / "CR" / "custrev.neg"
     p.write_bytes(b"X" + p.read_bytes()[1:])
-    main(["data", "list"])
+    assert main(["data", "list"]) == 1  # scripts can check it
     assert "senteval    corrupt  CR/custrev.neg does not match its sha256" in capsys.readouterr().out
     assert _get("senteval") == 0
     assert catalog.status("senteval", root).state == "present"

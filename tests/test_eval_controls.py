@@ -8,7 +8,7 @@ from qt_hard.data.wordlevel import WordTokenizer
 from qt_hard.encoders import random_encoder
 from qt_hard.evaluation.models import control_models, load_model, load_tokenizer, unk_rates
 
-from test_eval_senteval import write_senteval
+from test_eval_senteval import tiny_senteval_sizes, write_senteval  # noqa: F401 (autouse fixture: the tiny files' sizes)
 
 
 @pytest.fixture(scope="module")

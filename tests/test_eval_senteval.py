@@ -79,6 +79,25 @@ def write_senteval(root, n=60, seed=0):
     return root
 
 
+def fixture_lines(n=60) -> dict:
+    """Lines per file of ``write_senteval(root, n)``, in the shape of ``catalog.SENTEVAL_LINES``
+    (the loaders refuse a file whose count differs from SentEval's: these files are smaller)."""
+    from qt_hard.data.catalog import SENTEVAL_LINES
+
+    sizes = {"TREC/train_5500.label": 180, "TREC/TREC_10.label": 48,
+             "MRPC/msr_paraphrase_train.txt": 81, "MRPC/msr_paraphrase_test.txt": 31}
+    return {rel: sizes.get(rel, n) for rel in SENTEVAL_LINES}
+
+
+@pytest.fixture(autouse=True)
+def tiny_senteval_sizes(request, monkeypatch):
+    """Tests on the ``senteval_dir`` files: the loaders' count check is told their sizes."""
+    if "senteval_dir" in request.fixturenames:
+        from qt_hard.data import catalog
+
+        monkeypatch.setattr(catalog, "SENTEVAL_LINES", fixture_lines())
+
+
 @pytest.fixture(scope="module")
 def senteval_dir(tmp_path_factory):
     return write_senteval(tmp_path_factory.mktemp("senteval"))
@@ -334,3 +353,28 @@ def test_path_warm_start_extrapolates_in_log_c():
     extrap = (kfold_train_test(X, y, Xt, yt, 4, kfold=4), inner_kfold(Xb, yb, 2, kfold=3))
     for p, e in zip(ref, extrap):
         assert (p["acc"], p["devacc"], p["chosen_C"]) == (e["acc"], e["devacc"], e["chosen_C"])
+
+
+def test_damaged_task_files_are_refused(tmp_path):
+    """A truncated file or a line appended to a real task file is refused with data list's check,
+    naming the file; an intact copy loads."""
+    import shutil
+
+    from qt_hard.errors import DataCorruptError
+
+    root = data_root()
+    if root is None or not (root / "senteval" / "CR" / "custrev.pos").is_file():
+        pytest.skip("needs the SentEval data (qt-hard data get senteval)")
+    shutil.copytree(root / "senteval" / "CR", tmp_path / "CR")
+    assert len(load_task("CR", tmp_path).samples) == 2407 + 1368
+    neg = tmp_path / "CR" / "custrev.neg"
+    intact = neg.read_bytes()
+    neg.write_bytes(intact + b"garbage appended\n")
+    with pytest.raises(DataCorruptError, match="custrev.neg has 1369 lines, expected 1368"):
+        load_task("CR", tmp_path)
+    neg.write_bytes(intact)
+    pos = tmp_path / "CR" / "custrev.pos"
+    with open(pos, "r+b") as fh:
+        fh.truncate(100)
+    with pytest.raises(DataCorruptError, match="custrev.pos has 2 lines, expected 2407"):
+        load_task("CR", tmp_path)

@@ -9,7 +9,7 @@ from qt_hard.evaluation.protocol import skipthoughts_kfold, skipthoughts_nested_
 from qt_hard.evaluation.senteval import run_senteval, skipthoughts_order
 from qt_hard.evaluation.tasks import load_task
 
-from test_eval_senteval import HashBoW, _binary_data, senteval_dir  # noqa: F401 (fixture)
+from test_eval_senteval import tiny_senteval_sizes, HashBoW, _binary_data, senteval_dir  # noqa: F401 (fixture)
 from _synthetic import linear_multiclass
 
 
@@ -45,7 +45,11 @@ def test_order_and_unshuffled_folds_as_the_scripts():
     assert [len(te) for _, te in KFold(3).split(np.zeros(10))] == [4, 3, 3]
 
 
-def test_file_order_loaders_drop_empty_lines(tmp_path):
+def test_file_order_loaders_drop_empty_lines(tmp_path, monkeypatch):
+    from qt_hard.data import catalog
+
+    monkeypatch.setitem(catalog.SENTEVAL_LINES, "CR/custrev.pos", 3)  # these files' own sizes
+    monkeypatch.setitem(catalog.SENTEVAL_LINES, "CR/custrev.neg", 2)
     (tmp_path / "CR").mkdir()
     (tmp_path / "CR" / "custrev.pos").write_bytes(b"good one\n\nnice\n")
     (tmp_path / "CR" / "custrev.neg").write_bytes(b"a b c\nbad\n")

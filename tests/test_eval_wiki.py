@@ -63,9 +63,11 @@ def test_cli_wiki_and_compare(tmp_path, monkeypatch, capsys):
 
 
 def test_cli_senteval_subcommand(tmp_path, monkeypatch, capsys):
-    from test_eval_senteval import HashBoW, write_senteval
+    from qt_hard.data import catalog
+    from test_eval_senteval import HashBoW, fixture_lines, write_senteval
 
     data = write_senteval(tmp_path / "se", n=40)
+    monkeypatch.setattr(catalog, "SENTEVAL_LINES", fixture_lines(40))
     monkeypatch.setattr(eval_models, "load_model", lambda spec, sentences=None, tokenizer=None: HashBoW(dim=8))
     out = tmp_path / "r.json"
     assert main(["eval", "senteval", "--model", "hash", "--tasks", "CR,TREC", "--data", str(data),
@@ -75,8 +77,9 @@ def test_cli_senteval_subcommand(tmp_path, monkeypatch, capsys):
     res = json.loads(out.read_text())
     assert set(res["results"]) == {"CR", "TREC"} and res["protocol"]["kfold"] == 3
     assert "seconds" in res["results"]["CR"]
-    with pytest.raises(ValueError, match="unknown SentEval task 'XX'"):
-        main(["eval", "senteval", "--model", "hash", "--tasks", "XX", "--data", str(data)])
+    # a user error now: one line, exit status 2
+    assert main(["eval", "senteval", "--model", "hash", "--tasks", "XX", "--data", str(data)]) == 2
+    assert "unknown SentEval task 'XX'" in capsys.readouterr().err
 
 
 def _trained_run(tmp_path, split_seed):

@@ -132,7 +132,7 @@ def test_model_card_names_the_loss_papers_and_config(tmp_path):
     assert card.startswith("---\nlibrary_name: sentence-transformers")
     assert "ContextLoss" in card and "negatives `hard`" in card
     assert "Contrastive Learning with Hard Negative Samples" in card and "Quick-Thoughts" in card
-    assert "```yaml" in card and "beta: 1.0" in card and "clip: true" in card and "encoder: bow" in card
+    assert "```yaml" in card and "beta: 1.0" in card and "clip: rescaled" in card and "encoder: bow" in card
     assert "## SentEval" not in card  # none computed at training time
     from qt_hard.text.card import with_senteval
 

@@ -69,7 +69,7 @@ def test_unknown_config_key_is_named(tmp_path):
 
 def test_yaml_and_dotted_overrides(tmp_path):
     path = tmp_path / "c.yaml"
-    path.write_text(yaml.safe_dump({"train": {"lr": 0.5}, "objective": {"options": {"beta": 1.0}}}))
+    path.write_text(yaml.safe_dump({"train": {"lr": 0.5}, "objective": {"negatives": "hard", "options": {"beta": 1.0}}}))
     cfg = load_config(path, ["train.lr=1e-3", "objective.k=7", "objective.options.tau_plus=0.1"])
     assert cfg.train.lr == pytest.approx(1e-3) and cfg.objective.k == 7
     assert cfg.objective.options == {"beta": 1.0, "tau_plus": 0.1}

@@ -31,13 +31,15 @@ import warnings
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
+from qt_hard.errors import DataCorruptError, DataMissingError
+
 from .tokenize import SPLITTER_VERSION, split_sentences
 
 BOOK_SUFFIXES = (".txt", ".txt.xz")
 _FORMAT_VERSION = "books-1"
 
 
-class BookError(ValueError):
+class BookError(DataCorruptError):
     """A book file that cannot be read; the message names the file."""
 
 
@@ -60,7 +62,7 @@ def find_books(path: str | os.PathLike, max_books: int | None = None) -> list[Pa
     sorted by relative path)."""
     p = Path(path).expanduser()
     if not p.exists():
-        raise FileNotFoundError(f"no such book file or folder: {p}")
+        raise DataMissingError(f"no such book file or folder: {p}")
     if p.is_file():
         if not p.name.endswith(BOOK_SUFFIXES):
             raise BookError(f"{p}: not a book file (expected .txt or .txt.xz)")
@@ -72,7 +74,7 @@ def find_books(path: str | os.PathLike, max_books: int | None = None) -> list[Pa
             key=lambda f: f.relative_to(p).as_posix(),
         )
         if not files:
-            raise FileNotFoundError(f"{p}: no .txt or .txt.xz books in this folder")
+            raise DataMissingError(f"{p}: no .txt or .txt.xz books in this folder")
     if max_books is not None:
         if max_books < 1:
             raise ValueError(f"max_books must be >= 1, got {max_books}")
@@ -89,8 +91,9 @@ def read_book_text(path: str | os.PathLike) -> str:
                 raw = f.read()
         else:
             raw = p.read_bytes()
-    except lzma.LZMAError as err:
-        raise BookError(f"{p}: not a valid .xz file ({err})") from err
+    except (lzma.LZMAError, EOFError) as err:
+        # A truncated .xz ends the stream early: lzma raises EOFError, not LZMAError.
+        raise BookError(f"{p}: not a valid .xz file ({err or 'the file ends before its end marker'})") from err
     except OSError as err:
         raise BookError(f"{p}: cannot be read ({err})") from err
     if not raw.strip():

@@ -277,18 +277,40 @@ def _write(path: Path, data: bytes) -> None:
     path.write_bytes(data)
 
 
-def _check_senteval(folder: Path) -> list[str]:
+# Bytes no SentEval text file holds (C0 controls other than tab and line ends, DEL): random bytes
+# or a binary file read in their place. MRPC is UTF-8 and holds one 0x12, so it is checked for
+# undecodable bytes instead.
+_CONTROL = re.compile("[\x00-\x08\x0e-\x1f\x7f]")
+
+
+def senteval_file_problems(folder: Path, rel: str) -> list[str]:
+    """What is wrong with the SentEval file ``folder/rel`` (``rel`` a key of ``SENTEVAL_LINES``,
+    e.g. ``CR/custrev.pos``): missing, a line count other than SentEval's (lines as ``str.splitlines``
+    splits them, the way SentEval reads them), or the first line holding bytes no text file of the
+    task holds, named by its line number. ``qt-hard data list`` and the task loaders
+    (``qt_hard.evaluation.tasks``) both check with this; an empty list when the file is intact."""
+    p = folder / rel
+    if not p.is_file():
+        return [f"{rel} is missing"]
+    utf8 = rel.startswith("MRPC")
+    text = p.read_bytes().decode("utf-8-sig" if utf8 else "latin-1", errors="replace")
+    lines = text.splitlines()
     problems = []
-    for rel, n in SENTEVAL_LINES.items():
-        p = folder / rel
-        if not p.is_file():
-            problems.append(f"{rel} is missing")
-            continue
-        enc = "utf-8-sig" if rel.startswith("MRPC") else "latin-1"
-        got = len(p.read_bytes().decode(enc, errors="replace").splitlines())
-        if got != n:
-            problems.append(f"{rel} has {got} lines, expected {n}")
+    want = SENTEVAL_LINES[rel]
+    if len(lines) != want:
+        problems.append(f"{rel} has {len(lines)} lines, expected {want}")
+    bad = re.compile("\ufffd") if utf8 else _CONTROL
+    for lineno, line in enumerate(lines, 1):
+        hit = bad.search(line)
+        if hit:
+            what = "bytes that are not UTF-8" if utf8 else f"the control byte {hit.group()!r}"
+            problems.append(f"{rel}:{lineno} holds {what}, not text")
+            break
     return problems
+
+
+def _check_senteval(folder: Path) -> list[str]:
+    return [problem for rel in SENTEVAL_LINES for problem in senteval_file_problems(folder, rel)]
 
 
 # ------------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import time
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("data", help="build data sets (Wiki-N, book sentence caches)",
+    p = subparsers.add_parser("data", help="fetch, check and build data sets (get, list, wiki, books)",
                               description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="data_command", metavar="DATA_COMMAND")
 
@@ -63,9 +63,15 @@ def register(subparsers) -> None:
 def _root(args):
     from pathlib import Path
 
+    from qt_hard.errors import ArgumentError
     from qt_hard.paths import default_data_root
 
-    return Path(args.root).expanduser() if args.root else default_data_root()
+    if not args.root:
+        return default_data_root()
+    root = Path(args.root).expanduser()
+    if root.exists() and not root.is_dir():
+        raise ArgumentError(f"--root {root} is a file, not a folder")
+    return root
 
 
 def _get(args) -> int:
@@ -80,13 +86,21 @@ def _get(args) -> int:
 
 
 def _list(args) -> int:
+    """Exit status 1 when a dataset is corrupt (missing ones are not an error: nobody needs all)."""
     from qt_hard.data.catalog import DATASETS, status
 
     root = _root(args)
     print(f"data root: {root}")
+    corrupt = []
     for name, ds in DATASETS.items():
         st = status(name, root)
         print(f"{name:<11} {st.state:<8} {st.detail}")
+        if st.state == "corrupt":
+            corrupt.append(name)
+    if corrupt:
+        print(f"qt-hard data list: corrupt: {', '.join(corrupt)} (`qt-hard data get NAME --force` fetches it again)",
+              file=sys.stderr)
+        return 1
     return 0
 
 

@@ -222,11 +222,15 @@ class WordTokenizer:
         if p.is_dir():
             p = p / "tokenizer.json"
         if not p.is_file():
-            raise FileNotFoundError(f"no tokenizer.json at {p}")
+            from qt_hard.errors import ModelNotFoundError
+
+            raise ModelNotFoundError(f"no tokenizer.json at {p}")
         try:
             backend = Tokenizer.from_file(str(p))
         except Exception as err:  # the Rust error names the problem; keep the file's name in front
-            raise ValueError(f"{p}: not a tokenizers JSON file ({err})") from err
+            from qt_hard.errors import ModelCorruptError
+
+            raise ModelCorruptError(f"{p}: not a tokenizers JSON file ({err})") from err
         # A model folder's tokenizer.json cuts at the model's max_len (for sentence-transformers);
         # qt-hard's featurizers cut themselves, and the tokenizer's other uses (unknown-word rates)
         # read whole sentences.

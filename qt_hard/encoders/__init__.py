@@ -12,16 +12,30 @@ This package stands alone: it reads configs and model folders itself and imports
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-from qt_hard.encoders.bow import BagOfWordsEncoder
 from qt_hard.encoders.config import ModelConfig
-from qt_hard.encoders.quick_thoughts import QuickThoughtsEncoder, SentenceRNN
-from qt_hard.encoders.text import SentenceEncoder, load_encoder, make_encoder, model_config_from_dict
-from qt_hard.encoders.transformer import TransformerEncoder
+
+if TYPE_CHECKING:
+    from qt_hard.encoders.text import SentenceEncoder
+
+# The modules that need torch load on first use, not with the package: a config (whose ``model``
+# section is a ``ModelConfig``) is read and checked without importing torch.
+_HOMES = {
+    "BagOfWordsEncoder": "bow", "QuickThoughtsEncoder": "quick_thoughts", "SentenceRNN": "quick_thoughts",
+    "SentenceEncoder": "text", "load_encoder": "text", "make_encoder": "text",
+    "model_config_from_dict": "text", "TransformerEncoder": "transformer",
+}
+
+
+def __getattr__(name):
+    if name in _HOMES:
+        return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "BagOfWordsEncoder", "ModelConfig", "QuickThoughtsEncoder", "SentenceRNN", "SentenceEncoder",
@@ -47,6 +61,8 @@ class EncoderSpec:
 
 
 def _spec_from_tree(tree: dict, origin: str) -> EncoderSpec:
+    from qt_hard.encoders.text import model_config_from_dict
+
     if not isinstance(tree, dict):
         raise ValueError(f"{origin}: a config must be a mapping, got {type(tree).__name__}")
     if "model" not in tree:
@@ -107,6 +123,8 @@ def random_encoder(config, sentences: Sequence[str] = (), seed: int | None = Non
             ``tokenizer.json``) whose vocabulary the random encoder uses.
     """
     import torch
+
+    from qt_hard.encoders.text import make_encoder
 
     spec = _resolve_config(config)
     torch.manual_seed(spec.seed if seed is None else seed)

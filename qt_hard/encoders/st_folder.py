@@ -32,7 +32,7 @@ import torch
 
 from qt_hard.encoders.config import ModelConfig
 from qt_hard.encoders.quick_thoughts import QT_CONFIG, contiguous_state
-from qt_hard.errors import ModelNotFoundError
+from qt_hard.errors import ModelCorruptError, ModelNotFoundError
 
 ST_FILES = ("modules.json", "config_sentence_transformers.json")
 
@@ -132,4 +132,4 @@ def read_weights(path: Path) -> dict[str, torch.Tensor]:
     try:
         return load_file(str(path / "model.safetensors"))
     except (SafetensorError, OSError, ValueError) as err:
-        raise ValueError(f"{path / 'model.safetensors'} is corrupted or not a safetensors file ({err})") from None
+        raise ModelCorruptError(f"{path / 'model.safetensors'} is corrupted or not a safetensors file ({err})") from None

@@ -23,8 +23,8 @@ from qt_hard.encoders.bow import BagOfWordsEncoder
 from qt_hard.encoders.config import ModelConfig
 from qt_hard.encoders.quick_thoughts import QuickThoughtsEncoder
 from qt_hard.encoders.st_folder import check_folder, read_weights, save_sentence_transformer
+from qt_hard.errors import ModelCorruptError, ModelNotFoundError
 from qt_hard.encoders.transformer import TransformerEncoder
-from qt_hard.errors import ModelNotFoundError
 from qt_hard.threads import torch_threads
 
 FORMAT = "qt-hard-encoder"
@@ -230,13 +230,13 @@ def load_encoder(path: str | Path, device: str | torch.device = "cpu") -> Senten
     try:
         meta = json.loads(meta_file.read_text())
     except json.JSONDecodeError as err:
-        raise ValueError(f"malformed {meta_file}: {err}") from None
+        raise ModelCorruptError(f"malformed {meta_file}: {err}") from None
     if meta.get("format") != FORMAT:
-        raise ValueError(f"{meta_file} is not a qt-hard encoder (format={meta.get('format')!r})")
+        raise ModelCorruptError(f"{meta_file} is not a qt-hard encoder (format={meta.get('format')!r})")
     cfg = model_config_from_dict(meta["model"])
     version = meta.get("version")
     if version != VERSION:
-        raise ValueError(f"{meta_file}: unknown qt-hard encoder version {version!r} (this qt-hard reads {VERSION})")
+        raise ModelCorruptError(f"{meta_file}: unknown qt-hard encoder version {version!r} (this qt-hard reads {VERSION})")
     enc = _load_folder(path, cfg)
     enc.module.to(device).eval()
     return enc
@@ -261,14 +261,14 @@ def _load_folder(path: Path, cfg: ModelConfig, device="cpu"):
             table = weights["embedding.weight"]
             e = module.f.embedding.weight.shape[1]
             if table.shape != (module.f.embedding.num_embeddings, 2 * e):
-                raise ValueError(f"{path / 'model.safetensors'}: embedding table of shape {tuple(table.shape)}, "
+                raise ModelCorruptError(f"{path / 'model.safetensors'}: embedding table of shape {tuple(table.shape)}, "
                                  f"expected ({module.f.embedding.num_embeddings}, {2 * e})")
             module.f.embedding.weight.data.copy_(table[:, :e])
             module.g.embedding.weight.data.copy_(table[:, e:])
         else:
             module.load_state_dict({k.removeprefix("qt."): v for k, v in weights.items()})
     except KeyError as err:
-        raise ValueError(f"{path / 'model.safetensors'} lacks the tensor {err}") from None
+        raise ModelCorruptError(f"{path / 'model.safetensors'} lacks the tensor {err}") from None
     except RuntimeError as err:  # shape mismatches, missing / unexpected keys
-        raise ValueError(f"{path / 'model.safetensors'} does not fit the model of encoder.json: {err}") from None
+        raise ModelCorruptError(f"{path / 'model.safetensors'} does not fit the model of encoder.json: {err}") from None
     return enc

@@ -10,16 +10,21 @@
 * :mod:`.cli`      ``qt-hard eval senteval|wiki|compare``
 """
 
-from .models import EmbeddingCache, load_model
-from .probes import linear_classifier, mean_classifier
-from .protocol import inner_kfold, kfold_train_test
-from .report import compare_table, load_results, save_results, senteval_table, wiki_table
-from .senteval import TASKS, run_senteval
-from .tasks import load_task
-from .wiki import run_wiki
+import importlib
 
-__all__ = [
-    "EmbeddingCache", "load_model", "inner_kfold", "kfold_train_test", "compare_table",
-    "load_results", "save_results", "senteval_table", "wiki_table", "TASKS", "run_senteval",
-    "load_task", "linear_classifier", "mean_classifier", "run_wiki",
-]
+# Where each public name lives; the submodules (torch, scikit-learn) load on first use, so that
+# importing ``qt_hard.evaluation.cli`` for ``qt-hard --help`` stays light.
+_HOMES = {
+    "EmbeddingCache": "models", "load_model": "models", "inner_kfold": "protocol",
+    "kfold_train_test": "protocol", "compare_table": "report", "load_results": "report",
+    "save_results": "report", "senteval_table": "report", "wiki_table": "report", "TASKS": "senteval",
+    "run_senteval": "senteval", "load_task": "tasks", "linear_classifier": "probes",
+    "mean_classifier": "probes", "run_wiki": "wiki",
+}
+__all__ = list(_HOMES)
+
+
+def __getattr__(name):
+    if name in _HOMES:
+        return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -39,16 +39,26 @@ def _on_device(encoder, device: str):
 
 
 def cmd_senteval(args) -> int:
+    from .tasks import parse_tasks
+
+    # The arguments first: a typo fails before torch and scikit-learn are imported.
+    tasks = parse_tasks(args.tasks)
+    _check_counts(args)
+    from qt_hard.paths import data_path
+
+    from .tasks import load_task
+
+    data_dir = args.data or data_path("senteval")
+    for name in tasks:  # a missing or damaged task file fails here, before the model is loaded
+        load_task(name, data_dir)
     from .models import EmbeddingCache, control_models, load_model, load_tokenizer, unk_rates
     from .report import save_results, senteval_table, six_task_mean, unk_table
-    from .senteval import default_senteval_dir, parse_tasks, run_senteval, task_sentences
+    from .senteval import run_senteval, task_sentences
 
-    tasks = parse_tasks(args.tasks)
     _set_device(args.device)
     card_file = _card_file(args.model) if args.card else None
     if args.cache and args.model.startswith("random:"):
         raise ValueError("--cache is for fixed models; a random: model's vocabulary depends on the tasks")
-    data_dir = args.data or default_senteval_dir()
     start = time.perf_counter()
     tokenizer = load_tokenizer(args.tokenizer) if args.tokenizer else None
     if args.model.startswith("random:") and tokenizer is None:
@@ -113,6 +123,16 @@ def cmd_senteval(args) -> int:
         card_file.write_text(with_senteval(card_file.read_text(encoding="utf-8"), table), encoding="utf-8")
         _log(f"wrote the SentEval table into {card_file}")
     return 0
+
+
+def _check_counts(args) -> None:
+    """Fold and batch counts a user can get wrong, refused before any model or data is loaded."""
+    from qt_hard.errors import ArgumentError
+
+    if args.kfold < 2:
+        raise ArgumentError(f"--kfold must be >= 2 (cross-validation needs a held-out fold), got {args.kfold}")
+    if args.batch_size < 1:
+        raise ArgumentError(f"--batch-size must be >= 1, got {args.batch_size}")
 
 
 def _card_file(model: str):
@@ -213,11 +233,16 @@ def register(subparsers) -> None:
     s = sub.add_parser("senteval", help="MR CR SUBJ MPQA TREC MRPC (SentEval or skip-thoughts protocol)")
     s.add_argument("--model", required=True,
                    help="qt-hard model folder, sentence-transformers folder, 'minilm' or 'random:CONFIG'")
-    s.add_argument("--tasks", default="MR,CR,SUBJ,MPQA,TREC,MRPC")
+    s.add_argument("--tasks", default="MR,CR,SUBJ,MPQA,TREC,MRPC",
+                   help="comma-separated tasks among MR, CR, SUBJ, MPQA, TREC, MRPC (MSRP = MRPC); "
+                        "default all six")
     s.add_argument("--data", default=None, help="SentEval data folder (default $QT_HARD_DATA/senteval)")
     s.add_argument("--output", default=None, help="write the results as JSON here")
-    s.add_argument("--kfold", type=int, default=10)
-    s.add_argument("--seed", type=int, default=1111)
+    s.add_argument("--kfold", type=int, default=10,
+                   help="cross-validation folds (>= 2; default 10, SentEval's): outer folds for MR, CR, "
+                        "SUBJ, MPQA, folds of the train split for TREC and MRPC")
+    s.add_argument("--seed", type=int, default=1111,
+                   help="seed of the fold split (default 1111, SentEval's)")
     s.add_argument("--batch-size", type=int, default=64, help="encoding batch size")
     s.add_argument("--name", default=None, help="row name in the table (default: the model spec)")
     s.add_argument("--cache", default=None,

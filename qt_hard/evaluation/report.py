@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from qt_hard.errors import ArgumentError, MissingFileError
+
 __all__ = ["TABLE2_COLUMNS", "senteval_table", "six_task_mean", "unk_table", "wiki_table", "save_results", "load_results", "compare_table"]
 
 # (column header, task, metric) in Table 2's order.
@@ -85,13 +87,13 @@ def save_results(path, payload: dict) -> None:
 def load_results(path) -> dict:
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"result file {path} does not exist")
+        raise MissingFileError(f"result file {path} does not exist")
     try:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as err:
-        raise ValueError(f"{path} is not valid JSON: {err}") from None
+        raise ArgumentError(f"{path} is not valid JSON: {err}") from None
     if not isinstance(data, dict) or "results" not in data or "kind" not in data:
-        raise ValueError(f"{path} is not a qt-hard result file (needs 'kind' and 'results')")
+        raise ArgumentError(f"{path} is not a qt-hard result file (needs 'kind' and 'results')")
     return data
 
 

@@ -37,7 +37,7 @@ import numpy as np
 from .models import EmbeddingCache
 from .protocol import (SKIPTHOUGHTS_SEED, inner_kfold, kfold_train_test, skipthoughts_kfold,
                        skipthoughts_nested_kfold)
-from .tasks import TASKS, BinaryTask, MrpcTask, TrecTask, load_task, task_sentences, words_to_text
+from .tasks import TASKS, BinaryTask, MrpcTask, TrecTask, load_task, parse_tasks, task_sentences, words_to_text
 
 PROTOCOLS = ("senteval", "skipthoughts")
 
@@ -50,21 +50,6 @@ def default_senteval_dir() -> Path:
     return data_path("senteval")
 
 
-def parse_tasks(spec: str | Sequence[str]) -> list[str]:
-    """``"MR,CR"`` or a list -> canonical task names (MSRP is accepted for MRPC)."""
-    names = [s.strip() for s in spec.split(",")] if isinstance(spec, str) else list(spec)
-    out = []
-    for name in names:
-        if not name:
-            continue
-        key = "MRPC" if name.upper() == "MSRP" else name.upper()
-        if key not in TASKS:
-            raise ValueError(f"unknown SentEval task {name!r}; known tasks: {', '.join(TASKS)}")
-        if key not in out:
-            out.append(key)
-    if not out:
-        raise ValueError("no tasks given")
-    return out
 
 
 def _texts(words: list[list[str]]) -> list[str]:

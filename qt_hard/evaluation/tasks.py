@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from qt_hard.errors import ArgumentError, DataCorruptError
+
 __all__ = [
     "task_sentences",
     "TASKS",
@@ -33,6 +35,7 @@ __all__ = [
     "TrecTask",
     "MrpcTask",
     "load_task",
+    "parse_tasks",
     "words_to_text",
 ]
 
@@ -55,15 +58,32 @@ def words_to_text(words: list[str]) -> str:
 
 def _need(path: Path) -> Path:
     if not path.is_file():
-        raise FileNotFoundError(f"SentEval file missing: {path}")
+        from qt_hard.errors import DataMissingError
+        from qt_hard.paths import get_command
+
+        raise DataMissingError(f"SentEval file missing: {path}; {get_command('senteval')}")
     return path
+
+
+def _verify(path: Path) -> None:
+    """Refuse a damaged task file (``DataCorruptError`` naming it): the checks of ``qt-hard data
+    list`` (``qt_hard.data.catalog.senteval_file_problems``: SentEval's line count, no line of
+    non-text bytes), so a truncated file or appended garbage never reaches a score."""
+    from qt_hard.data.catalog import senteval_file_problems
+    from qt_hard.errors import DataCorruptError
+
+    problems = senteval_file_problems(path.parent.parent, f"{path.parent.name}/{path.name}")
+    if problems:
+        raise DataCorruptError(f"SentEval file {path} is damaged: {'; '.join(problems)}; "
+                               "`qt-hard data get senteval --force` fetches it again")
 
 
 def _read_lines_latin1(path: Path) -> list[list[str]]:
     with io.open(_need(path), "r", encoding="latin-1") as f:
         lines = [line.split() for line in f.read().splitlines()]
     if not lines:
-        raise ValueError(f"{path} is empty")
+        raise DataCorruptError(f"{path} is empty")
+    _verify(path)
     return lines
 
 
@@ -138,17 +158,18 @@ def _read_trec(path: Path) -> tuple[list[list[str]], list[int]]:
     with io.open(_need(path), "r", encoding="latin-1") as f:
         for lineno, line in enumerate(f, 1):
             if ":" not in line:
-                raise ValueError(f"{path}:{lineno}: expected 'COARSE:fine words', got {line.strip()[:60]!r}")
+                raise DataCorruptError(f"{path}:{lineno}: expected 'COARSE:fine words', got {line.strip()[:60]!r}")
             target, sample = line.strip().split(":", 1)
             if target not in TREC_CLASSES:
-                raise ValueError(f"{path}:{lineno}: unknown TREC class {target!r} (expected one of {TREC_CLASSES})")
+                raise DataCorruptError(f"{path}:{lineno}: unknown TREC class {target!r} (expected one of {TREC_CLASSES})")
             parts = sample.split(" ", 1)
             if len(parts) != 2:
-                raise ValueError(f"{path}:{lineno}: no question after the fine label in {line.strip()[:60]!r}")
+                raise DataCorruptError(f"{path}:{lineno}: no question after the fine label in {line.strip()[:60]!r}")
             X.append(parts[1].split())
             y.append(TREC_CLASSES.index(target))
     if not X:
-        raise ValueError(f"{path} is empty")
+        raise DataCorruptError(f"{path} is empty")
+    _verify(path)
     return X, y
 
 
@@ -170,15 +191,16 @@ def _read_mrpc(path: Path, sort: bool = True):
     with io.open(_need(path), "r", encoding="utf-8") as f:
         rows = [line.strip().split("\t") for line in f]
     if len(rows) < 2:
-        raise ValueError(f"{path} has no examples after the header line")
+        raise DataCorruptError(f"{path} has no examples after the header line")
     for lineno, cols in enumerate(rows[1:], 2):
         if len(cols) < 5:
-            raise ValueError(f"{path}:{lineno}: expected 5 tab-separated columns, got {len(cols)}")
+            raise DataCorruptError(f"{path}:{lineno}: expected 5 tab-separated columns, got {len(cols)}")
         if cols[0] not in ("0", "1"):
-            raise ValueError(f"{path}:{lineno}: label must be 0 or 1, got {cols[0]!r}")
+            raise DataCorruptError(f"{path}:{lineno}: label must be 0 or 1, got {cols[0]!r}")
         A.append(cols[3].split())
         B.append(cols[4].split())
         y.append(int(cols[0]))
+    _verify(path)
     order = list(zip(A, B, y))
     if sort:
         order.sort(key=lambda z: (len(z[0]), len(z[1]), z[2]))
@@ -191,6 +213,23 @@ def load_mrpc(folder: Path, sort: bool = True) -> MrpcTask:
     tra, trb, ytr = _read_mrpc(folder / "MRPC" / "msr_paraphrase_train.txt", sort)
     tea, teb, yte = _read_mrpc(folder / "MRPC" / "msr_paraphrase_test.txt", sort)
     return MrpcTask("MRPC", tra, trb, ytr, tea, teb, yte)
+
+
+def parse_tasks(spec: str | Sequence[str]) -> list[str]:
+    """``"MR,CR"`` or a list -> canonical task names (MSRP is accepted for MRPC)."""
+    names = [s.strip() for s in spec.split(",")] if isinstance(spec, str) else list(spec)
+    out = []
+    for name in names:
+        if not name:
+            continue
+        key = "MRPC" if name.upper() == "MSRP" else name.upper()
+        if key not in TASKS:
+            raise ArgumentError(f"--tasks: unknown SentEval task {name!r}; known tasks: {', '.join(TASKS)}")
+        if key not in out:
+            out.append(key)
+    if not out:
+        raise ArgumentError(f"--tasks: no tasks given; choose from {', '.join(TASKS)}")
+    return out
 
 
 def load_task(name: str, folder, sort: bool = True) -> BinaryTask | TrecTask | MrpcTask:
@@ -207,7 +246,7 @@ def load_task(name: str, folder, sort: bool = True) -> BinaryTask | TrecTask | M
         return load_trec(folder, sort)
     if key == "MRPC":
         return load_mrpc(folder, sort)
-    raise ValueError(f"unknown SentEval task {name!r}; known tasks: {', '.join(TASKS)}")
+    raise ArgumentError(f"unknown SentEval task {name!r}; known tasks: {', '.join(TASKS)}")
 
 
 def task_sentences(tasks: Sequence[str], data_dir) -> list[str]:

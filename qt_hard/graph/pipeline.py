@@ -124,7 +124,15 @@ class GraphPipeline:
                 "eval": GraphEvalConfig}
 
     def validate(self, cfg) -> None:
-        pass
+        """Build the objective with the core's builder before any graph is read, so that a strategy
+        or option the core refuses is a config error at once."""
+        from qt_hard.training.config import ConfigError
+
+        try:
+            GraphObjective(cfg.objective)
+        except (ValueError, TypeError) as err:
+            raise ConfigError(f"config section 'objective' (negatives={cfg.objective.negatives!r}, "
+                              f"options={cfg.objective.options}): {err}") from None
 
     def ddp_kwargs(self, cfg) -> dict:
         return {}

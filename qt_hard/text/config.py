@@ -60,6 +60,15 @@ class DataConfig:
         if self.classes is not None and (self.kind != "wiki" or self.classes < 2):
             raise ValueError(f"data.classes needs data.kind wiki and at least 2 articles, got {self.classes} "
                              f"with {self.kind!r}")
+        counts = {"max_books": 1, "max_sentences": 1, "max_vocab": 1, "min_count": 1, "articles": 1,
+                  "min_sentences": 1, "num_classes": 1, "sentences_per_class": 2, "vocab_size": 2,
+                  "min_length": 1}
+        for name, low in counts.items():
+            value = getattr(self, name)
+            if value is not None and value < low:
+                raise ValueError(f"data.{name} must be >= {low} (or left out), got {value!r}")
+        if self.max_length < self.min_length:
+            raise ValueError(f"data.max_length ({self.max_length}) must be >= data.min_length ({self.min_length})")
 
 
 @dataclass

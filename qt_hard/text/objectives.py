@@ -75,3 +75,35 @@ def float32_loss(like: torch.Tensor):
     """Context that turns autocast off on ``like``'s device, so the loss core (score matmul,
     weights, logsumexp over candidates) runs in the float32 of its inputs."""
     return torch.autocast(device_type=like.device.type, enabled=False)
+
+
+def check_objective(cfg) -> None:
+    """Build the objective of config ``cfg`` with the core's own builders and take one loss of
+    each end of training (progress 0 and 1) on random embeddings of the config's global batch
+    size, before any data is read.
+
+    Whatever the core refuses (an unknown strategy, an option it does not read, ``tau_plus``
+    outside [0, 1), a temperature <= 0, a ring band out of order, more negatives than a batch has
+    candidates) is refused here as a ``ConfigError`` naming the objective, instead of after the
+    data is prepared or at the first step. The embeddings are (B, 8) Gaussian; one document for
+    ordered sentences (the fewest candidates per anchor), distinct labels for pairs."""
+    from qt_hard.training.config import ConfigError
+
+    obj = cfg.objective
+    pair_data = cfg.data.kind in ("wiki", "synthetic")
+    try:
+        objective = Objective(obj, pair_data)
+        gen = torch.Generator().manual_seed(0)
+        B = cfg.train.batch_size
+        z1, z2 = torch.randn(B, 8, generator=gen), torch.randn(B, 8, generator=gen)
+        objective.loss.generator = gen
+        with torch.no_grad():
+            for progress in (0.0, 1.0):
+                objective.set_progress(progress)
+                if pair_data:
+                    objective.loss(z1, z2, labels=torch.arange(B))
+                else:
+                    objective.loss(z1, z2, doc_ids=torch.zeros(B, dtype=torch.long))
+    except (ValueError, TypeError) as err:
+        raise ConfigError(f"config section 'objective' (negatives={obj.negatives!r}, temperature={obj.temperature}, "
+                          f"k={obj.k}, options={obj.options}): {err}") from None

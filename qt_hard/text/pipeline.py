@@ -22,6 +22,12 @@ class TextPipeline:
     sections = {"model": ModelConfig, "data": DataConfig, "objective": ObjectiveConfig, "eval": EvalConfig}
 
     def validate(self, cfg) -> None:
+        """Refuse a bad objective and missing data paths before any data is read."""
+        from qt_hard.text.objectives import check_objective
+        from qt_hard.text.setup import check_data_paths
+
+        check_objective(cfg)
+        check_data_paths(cfg)
         if cfg.eval.readouts and cfg.data.kind not in ("wiki", "synthetic"):
             raise ValueError(f"eval.readouts needs labelled pair data (wiki, synthetic), not {cfg.data.kind!r}")
 

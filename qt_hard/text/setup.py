@@ -121,6 +121,36 @@ def _word_batcher(cfg: Config, store: TokenStore) -> TokenBatcher:
     return TokenBatcher(store, max_len=cfg.model.max_len)
 
 
+def _bars(cfg: Config) -> bool:
+    """Progress bars while the data is prepared: only on a terminal (a log file would get every
+    ``\\r`` frame of the bar)."""
+    import sys
+
+    return bool(cfg.train.progress) and sys.stderr.isatty()
+
+
+def check_data_paths(cfg: Config) -> None:
+    """The folders and files ``build_run`` will read exist (``DataMissingError`` naming the path
+    and how to fetch it otherwise); nothing is read."""
+    from qt_hard.errors import DataMissingError
+    from qt_hard.paths import data_path
+
+    d = cfg.data
+    if d.kind == "books":
+        if d.path is None:
+            data_path("books")
+        elif not Path(d.path).expanduser().exists():
+            raise DataMissingError(f"data.path: no such book file or folder: {d.path}")
+    elif d.kind == "bookcorpus" and d.path is not None and not Path(d.path).expanduser().is_dir():
+        raise DataMissingError(f"data.path: no BookCorpus Parquet folder at {d.path}")
+    elif d.kind == "wiki" and not (d.path and Path(d.path).expanduser().exists()):
+        # Wiki-N is built from its source when the folder is not there yet.
+        if d.wiki_source is None:
+            data_path("wikipedia", "enwiki_wikiextractor_ge200sent.txt.xz")
+        elif not Path(d.wiki_source).expanduser().is_file():
+            raise DataMissingError(f"data.wiki_source: no such file: {d.wiki_source}")
+
+
 def build_run(cfg: Config, out: Path) -> Run:
     """Load the data named by ``cfg.data`` and build the encoder and batch task."""
     kind = cfg.data.kind
@@ -134,7 +164,7 @@ def build_run(cfg: Config, out: Path) -> Run:
 
             root = cfg.data.path or str(data_path("books"))
             ds = load_books(root, max_books=cfg.data.max_books, cache_dir=cache_root / "books",
-                            progress=cfg.train.progress)
+                            progress=_bars(cfg))
         else:
             from qt_hard.data.books import load_hf_bookcorpus
 
@@ -209,7 +239,7 @@ def _wiki_run(cfg: Config, out: Path, cache_root: Path) -> Run:
         source = cfg.data.wiki_source or str(data_path("wikipedia", "enwiki_wikiextractor_ge200sent.txt.xz"))
         print(f"building Wiki-{cfg.data.articles} from {source} into {wiki_dir}")
         build_wiki(source, wiki_dir, articles=cfg.data.articles, sentences=cfg.data.min_sentences,
-                   progress=cfg.train.progress)
+                   progress=_bars(cfg))
     token_cache = Path(cfg.data.token_cache) if cfg.data.token_cache else cache_root / "wiki_tokens"
     if cfg.data.classes is None:
         wd = load_wiki(wiki_dir, min_count=cfg.data.min_count, seed=cfg.data.seed, lower=cfg.model.lower,

@@ -9,19 +9,38 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import traceback
 
 
 def run_train(args: argparse.Namespace) -> int:
-    from qt_hard.training.config import load_config
-    from qt_hard.training.loop import train
+    """Exit status 0 for a finished run; 128 + the signal's number (130 SIGINT, 143 SIGTERM) for a
+    run stopped by a signal, after its checkpoint (or at once on a second signal)."""
+    from qt_hard.training.config import load_config, validate
+    from qt_hard.training.outdir import check_out_dir
 
     overrides = list(args.overrides)
     if args.out:
         overrides.append(f"out_dir={args.out}")
-    cfg = load_config(args.config, overrides)
-    exit_at_once_on_error(train, cfg, resume=args.resume)
+    # Keys, types and numbers; then the output folder; then the pipeline's own check (the
+    # objective, built by the core, and the data paths): all before any data is read.
+    cfg = load_config(args.config, overrides, check_pipeline=False)
+    check_out_dir(cfg, resume=args.resume, overwrite=args.overwrite)
+    validate(cfg)
+    # torch is imported here, after the config is known to be good
+    from qt_hard.training.loop import SecondSignal, Stopped, train
+    try:
+        exit_at_once_on_error(train, cfg, resume=args.resume, overwrite=args.overwrite, raise_on_stop=True)
+    except Stopped as stop:
+        print(f"qt-hard: {stop}", file=sys.stderr)
+        return stop.exit_status
+    except SecondSignal as second:
+        print(f"qt-hard: {second}", file=sys.stderr)
+        return 128 + int(second.signum)
+    except KeyboardInterrupt:  # Ctrl-C before the loop's handler is installed (data preparation)
+        print("qt-hard: interrupted before training started; nothing to resume", file=sys.stderr)
+        return 128 + int(signal.SIGINT)
     return 0
 
 
@@ -34,8 +53,12 @@ def exit_at_once_on_error(fn, *args, **kwargs):
     failed process. Ending the process closes its connections, so the peers' collective fails with
     "Connection closed by peer", and the launcher (torchrun, ``accelerate launch``) sees the failure
     and stops the remaining processes."""
+    from qt_hard.training.loop import Stopped
+
     try:
         return fn(*args, **kwargs)
+    except Stopped:  # every process stopped at the same step after the checkpoint: a normal exit
+        raise
     except BaseException:
         if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
             raise
@@ -56,6 +79,10 @@ def register(subparsers) -> None:
     p.add_argument("config", help="YAML config (see configs/)")
     p.add_argument("overrides", nargs="*", metavar="section.key=value",
                    help="override config values, e.g. train.lr=0.001 objective.negatives=hard")
-    p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in out_dir")
+    p.add_argument("--resume", action="store_true",
+                   help="continue from the newest complete checkpoint in out_dir (the config may change "
+                        "only in bookkeeping keys and a longer step budget)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the run already in out_dir (its files are removed when training starts)")
     p.add_argument("--out", help="output folder (same as out_dir=...)")
     p.set_defaults(func=run_train)

@@ -12,6 +12,7 @@ pipeline does not declare. ``save_config`` writes the resolved config next to th
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union, get_args, get_origin, get_type_hints
@@ -216,61 +217,95 @@ def parse_override(text: str) -> tuple[str, Any]:
     return key, value
 
 
-def config_from_dict(tree: dict, overrides: list[str] | tuple[str, ...] = ()) -> Config:
-    """Config from a nested dict plus dotted overrides (applied in order)."""
+def config_from_dict(tree: dict, overrides: list[str] | tuple[str, ...] = (), check_pipeline: bool = True) -> Config:
+    """Config from a nested dict plus dotted overrides (applied in order); ``check_pipeline=False``
+    leaves out the pipeline's own check (``validate``), for a caller that runs it later."""
     tree = yaml.safe_load(yaml.safe_dump(tree or {}))  # deep copy of plain data
     for text in overrides:
         key, value = parse_override(text)
         _set_dotted(tree, key, value)
     cfg = _build_config(tree)
-    validate(cfg)
+    validate(cfg, check_pipeline)
     return cfg
 
 
-def load_config(path: str | Path | None, overrides: list[str] | tuple[str, ...] = ()) -> Config:
-    """Read a YAML config (None: all defaults) and apply dotted overrides."""
-    tree: dict = {}
-    if path is not None:
-        path = Path(path)
-        if not path.is_file():
-            raise ConfigError(f"config file {path} does not exist")
-        try:
-            tree = yaml.safe_load(path.read_text()) or {}
-        except yaml.YAMLError as err:
-            raise ConfigError(f"config file {path} is not valid YAML: {err}") from None
-        if not isinstance(tree, dict):
-            raise ConfigError(f"config file {path} must hold a mapping at the top level")
-    return config_from_dict(tree, overrides)
+def load_config(path: str | Path | None, overrides: list[str] | tuple[str, ...] = (),
+                check_pipeline: bool = True) -> Config:
+    """Read a YAML config (None: all defaults) and apply dotted overrides (``check_pipeline`` as in
+    ``config_from_dict``)."""
+    tree = read_yaml_mapping(Path(path), "config file") if path is not None else {}
+    return config_from_dict(tree, overrides, check_pipeline)
 
 
-def validate(cfg: Config) -> None:
+def read_yaml_mapping(path: Path, what: str) -> dict:
+    """The mapping at the top of YAML file ``path``; ``ConfigError`` (naming ``what`` and the
+    path) when the file is missing, not YAML, or not a mapping."""
+    if not path.is_file():
+        raise ConfigError(f"{what} {path} does not exist")
+    try:
+        tree = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{what} {path} is not valid YAML: {err}") from None
+    if not isinstance(tree, dict):
+        raise ConfigError(f"{what} {path} must hold a mapping at the top level")
+    return tree
+
+
+def validate(cfg: Config, check_pipeline: bool = True) -> None:
+    """Every check that needs no data: the loop's numbers first (cheap), then each section's own
+    ``validate`` and (``check_pipeline``) the pipeline's, which may build the objective (see
+    ``qt_hard.text``) and so import torch."""
     from qt_hard.pipelines import get_pipeline
 
+    _check_train(cfg.train)
+    if not str(cfg.out_dir).strip():
+        raise ConfigError("out_dir must be a folder name, got an empty string")
     try:
         for name in PIPELINE_SECTIONS:
             section = getattr(cfg, name)
             if hasattr(section, "validate"):
                 section.validate()
-        get_pipeline(cfg.pipeline).validate(cfg)
+        if check_pipeline:
+            get_pipeline(cfg.pipeline).validate(cfg)
     except ConfigError:
         raise
     except ValueError as err:  # a section's own check: report it as the config error it is
         raise ConfigError(str(err)) from None
-    if cfg.train.batch_size < 2:
-        raise ConfigError(f"train.batch_size must be >= 2, got {cfg.train.batch_size}")
-    if cfg.train.weight_decay < 0:
-        raise ConfigError(f"train.weight_decay must be >= 0, got {cfg.train.weight_decay}")
-    if cfg.train.steps is not None and cfg.train.steps < 1:
-        raise ConfigError(f"train.steps must be >= 1, got {cfg.train.steps}")
-    _check_choice("train.optimizer", cfg.train.optimizer, OPTIMIZERS)
-    _check_choice("train.lr_schedule", cfg.train.lr_schedule, LR_SCHEDULES)
-    if cfg.train.warmup_steps < 0:
-        raise ConfigError(f"train.warmup_steps must be >= 0, got {cfg.train.warmup_steps}")
-    if cfg.train.optimizer == "sparse_adam" and cfg.train.weight_decay:
+
+
+def _check_train(t: TrainConfig) -> None:
+    """The loop's own numbers: finite and in range, so that a typo fails here and not after the
+    data is prepared (or, for a NaN learning rate, never)."""
+    positive = {"lr": t.lr, "epochs": t.epochs}
+    if t.grad_clip is not None:
+        positive["grad_clip"] = t.grad_clip
+    for name, value in positive.items():
+        if not math.isfinite(value) or value <= 0:
+            raise ConfigError(f"train.{name} must be a finite number > 0, got {value!r}")
+    if not math.isfinite(t.weight_decay):
+        raise ConfigError(f"train.weight_decay must be a finite number >= 0, got {t.weight_decay!r}")
+    at_least = {"checkpoint_every": (t.checkpoint_every, 0), "keep_checkpoints": (t.keep_checkpoints, 0),
+                "log_every": (t.log_every, 1)}
+    if t.num_threads is not None:
+        at_least["num_threads"] = (t.num_threads, 1)
+    for name, (value, low) in at_least.items():
+        if value < low:
+            raise ConfigError(f"train.{name} must be >= {low}, got {value!r}")
+    if t.batch_size < 2:
+        raise ConfigError(f"train.batch_size must be >= 2, got {t.batch_size}")
+    if t.weight_decay < 0:
+        raise ConfigError(f"train.weight_decay must be >= 0, got {t.weight_decay}")
+    if t.steps is not None and t.steps < 1:
+        raise ConfigError(f"train.steps must be >= 1, got {t.steps}")
+    _check_choice("train.optimizer", t.optimizer, OPTIMIZERS)
+    _check_choice("train.lr_schedule", t.lr_schedule, LR_SCHEDULES)
+    if t.warmup_steps < 0:
+        raise ConfigError(f"train.warmup_steps must be >= 0, got {t.warmup_steps}")
+    if t.optimizer == "sparse_adam" and t.weight_decay:
         raise ConfigError("train.optimizer=sparse_adam has no weight decay; set train.weight_decay=0 or use adamw")
-    if cfg.train.mixed_precision not in ("no", "fp16", "bf16"):
-        raise ConfigError(f"train.mixed_precision must be no | fp16 | bf16, got {cfg.train.mixed_precision!r}")
-    unknown_trackers = set(cfg.train.trackers) - {"tensorboard", "csv"}
+    if t.mixed_precision not in ("no", "fp16", "bf16"):
+        raise ConfigError(f"train.mixed_precision must be no | fp16 | bf16, got {t.mixed_precision!r}")
+    unknown_trackers = set(t.trackers) - {"tensorboard", "csv"}
     if unknown_trackers:
         raise ConfigError(f"train.trackers: unknown tracker(s) {sorted(unknown_trackers)} (tensorboard, csv)")
 

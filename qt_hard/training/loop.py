@@ -37,6 +37,7 @@ import csv
 import math
 import shutil
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import Callable
@@ -44,18 +45,45 @@ from typing import Callable
 import torch
 
 from qt_hard.pipelines import get_pipeline
-from qt_hard.training.config import Config, save_config, to_dict
+from qt_hard.training.config import Config, ConfigError, save_config, to_dict
+from qt_hard.training.outdir import (
+    CHECKPOINT_PREFIX,
+    PARTIAL_SUFFIX,
+    check_out_dir,
+    clear_run,
+    list_checkpoints,
+)
 from qt_hard.training.optim import clip_gradients, lr_factor, make_optimizer, set_lr, set_tf32
 
-CHECKPOINT_PREFIX = "step_"
+
+class Stopped(Exception):
+    """A run stopped by a signal (after its checkpoint, or at once on a second signal).
+
+    ``exit_status`` is the shell's convention for a process ended by that signal, 128 + its
+    number (130 for SIGINT, 143 for SIGTERM), so that ``qt-hard train ... && qt-hard eval ...``
+    and a job scheduler see a stopped run as not finished."""
+
+    def __init__(self, signum: int, message: str):
+        super().__init__(message)
+        self.signum = signum
+        self.exit_status = 128 + int(signum)
+
+
+class SecondSignal(KeyboardInterrupt):
+    """A second SIGINT/SIGTERM: raised at once, wherever the loop is (even inside a checkpoint
+    write, which then stays an unfinished temporary folder that resume never picks)."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"second {signal.Signals(signum).name}: stopping without a checkpoint")
+        self.signum = signum
 
 
 class StopRequest:
     """Set by SIGTERM/SIGINT; the loop checkpoints at the end of the current step and stops.
 
-    A second signal does not wait for the step: it raises ``KeyboardInterrupt`` at once (no
-    checkpoint), so a run stuck between steps can still be stopped from the keyboard or by a
-    launcher that repeats its signal."""
+    A second signal does not wait for the step: it raises ``SecondSignal`` (a
+    ``KeyboardInterrupt``) at once, without a checkpoint, so a run stuck between steps can still be
+    stopped from the keyboard or by a launcher that repeats its signal."""
 
     def __init__(self):
         self.requested = False
@@ -64,7 +92,7 @@ class StopRequest:
 
     def _handle(self, signum, frame):
         if self.requested:
-            raise KeyboardInterrupt(f"second {signal.Signals(signum).name}: stopping without a checkpoint")
+            raise SecondSignal(signum)
         self.requested = True
         self.signum = signum
 
@@ -79,15 +107,6 @@ class StopRequest:
         for sig, prev in self._previous.items():
             signal.signal(sig, prev)
         self._previous.clear()
-
-
-def list_checkpoints(out_dir: str | Path) -> list[Path]:
-    root = Path(out_dir) / "checkpoints"
-    if not root.is_dir():
-        return []
-    found = [p for p in root.iterdir() if p.is_dir() and p.name.startswith(CHECKPOINT_PREFIX)
-             and (p / "trainer_state_0.pt").is_file()]
-    return sorted(found, key=lambda p: int(p.name[len(CHECKPOINT_PREFIX):]))
 
 
 def _flat_hparams(tree: dict, prefix: str = "") -> dict:
@@ -130,10 +149,15 @@ class CSVTracker:
             csv.DictWriter(fh, self.FIELDS).writerow({k: row.get(k, "") for k in self.FIELDS})
 
 
-def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], None] | None = None) -> Path:
+def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], None] | None = None,
+          overwrite: bool = False, raise_on_stop: bool = False) -> Path:
     """Train per ``cfg``; returns the run folder. ``on_step(step, loss)`` is called after each step
-    (tests use it to interrupt a run). With ``resume`` the newest checkpoint in ``cfg.out_dir`` is
-    loaded and the run continues from its step (an error when there is none).
+    (tests use it to interrupt a run). With ``resume`` the newest complete checkpoint in
+    ``cfg.out_dir`` that loads is loaded (newer ones that do not are skipped, with the reason
+    printed) and the run continues from its step; without it, a folder that holds a run is
+    refused unless ``overwrite`` (its files are then removed when training starts). The folder is
+    checked before anything is read (``check_out_dir``). A run stopped by SIGINT/SIGTERM
+    checkpoints and returns, or with ``raise_on_stop`` raises ``Stopped`` (the CLI's exit 130/143).
 
     Under several processes an exception here propagates on its own process only; the CLI
     (``qt_hard.training.cli.exit_at_once_on_error``) then ends that process at once so that the
@@ -141,7 +165,8 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
     from accelerate import Accelerator, PartialState
     from accelerate.utils import DistributedDataParallelKwargs, parse_flag_from_env, set_seed
 
-    out = Path(cfg.out_dir)
+    checkpoints = check_out_dir(cfg, resume, overwrite)
+    out = Path(cfg.out_dir).expanduser()
     trackers = list(cfg.train.trackers)
     pipeline = get_pipeline(cfg.pipeline)
     ddp_kwargs = pipeline.ddp_kwargs(cfg)
@@ -157,14 +182,8 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
     )
     rank, world = accelerator.process_index, accelerator.num_processes
     if cfg.train.batch_size % world:
-        raise ValueError(f"train.batch_size={cfg.train.batch_size} (global) is not divisible by {world} processes")
+        raise ConfigError(f"train.batch_size={cfg.train.batch_size} (global) is not divisible by {world} processes")
     main = accelerator.is_main_process
-
-    checkpoints = list_checkpoints(out)
-    if resume and not checkpoints:
-        raise FileNotFoundError(f"--resume: no checkpoint under {out / 'checkpoints'}")
-    if not resume and checkpoints:
-        raise FileExistsError(f"{out} already holds checkpoints; pass --resume to continue, or pick another out_dir")
 
     if cfg.train.num_threads:
         torch.set_num_threads(cfg.train.num_threads)
@@ -191,15 +210,15 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
     total = cfg.train.steps or max(1, math.ceil(cfg.train.epochs * steps_per_epoch))
     step = 0
     if resume:
-        ckpt = checkpoints[-1]
-        accelerator.load_state(str(ckpt))
-        state = torch.load(ckpt / f"trainer_state_{rank}.pt", weights_only=False)
+        ckpt, state = _load_newest(checkpoints, accelerator, rank)
         step = int(state["step"])
         generator.set_state(state["generator"])
         if main:
             print(f"resumed from {ckpt} at step {step}/{total}")
 
     if main:
+        if overwrite:
+            clear_run(out)
         save_config(cfg, out / "config.yaml")
     if "tensorboard" in trackers:
         accelerator.init_trackers("logs", config=_flat_hparams(to_dict(cfg)))
@@ -207,12 +226,23 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
 
     def save_checkpoint(at_step: int) -> Path:
         path = out / "checkpoints" / f"{CHECKPOINT_PREFIX}{at_step:07d}"
+        # Written under a temporary name and renamed once every process has written its part: a
+        # write cut short (a second Ctrl-C, a killed job) leaves only a .partial folder, which
+        # list_checkpoints never offers to --resume.
+        partial = path.with_name(path.name + PARTIAL_SUFFIX)
+        if main:
+            shutil.rmtree(partial, ignore_errors=True)
+        accelerator.wait_for_everyone()
         # Pickled, not safetensors: on a GPU, cuDNN packs a GRU's weights into one flat buffer, so
         # its parameters share storage and accelerate's safetensors path drops all but one of them
         # ("Removed shared tensor ... while saving"); load_state would then miss those keys.
-        accelerator.save_state(str(path), safe_serialization=False)
+        accelerator.save_state(str(partial), safe_serialization=False)
         torch.save({"step": at_step, "generator": generator.get_state(), "world": world},
-                   path / f"trainer_state_{rank}.pt")
+                   partial / f"trainer_state_{rank}.pt")
+        accelerator.wait_for_everyone()
+        if main:
+            shutil.rmtree(path, ignore_errors=True)  # a step saved before, e.g. by an earlier stop
+            partial.rename(path)
         accelerator.wait_for_everyone()
         if main and cfg.train.keep_checkpoints > 0:
             for old in list_checkpoints(out)[: -cfg.train.keep_checkpoints]:
@@ -223,7 +253,11 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
     stop.install()
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=total, initial=step, disable=not (main and cfg.train.progress), desc="train", dynamic_ncols=True)
+    show = main and cfg.train.progress
+    # A bar's \r frames are noise in a log file: where stderr is not a terminal, a plain line at
+    # every log_every steps instead.
+    lines_only = show and not sys.stderr.isatty()
+    bar = tqdm(total=total, initial=step, disable=not show or lines_only, desc="train", dynamic_ncols=True)
     sentences_per_step = cfg.train.batch_size * getattr(task, "sentences_per_row", 1)
     module.train()
     t_start, t_window, window_steps = time.perf_counter(), time.perf_counter(), 0
@@ -266,6 +300,9 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
                 if diag:
                     row.update({k: round(v, 6) for k, v in diag.items() if k in DIAGNOSTICS})
                 bar.set_postfix(loss=f"{mean_loss:.4f}", sent_s=f"{speed:.0f}")
+                if lines_only:
+                    print(f"train: step {step}/{total} loss {mean_loss:.4f} sentences/s {speed:.0f}",
+                          file=sys.stderr, flush=True)
                 if "tensorboard" in trackers:
                     logged = {"loss": mean_loss, "sentences_per_s": speed, "lr": lr}
                     if grad_norm is not None:
@@ -303,7 +340,38 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
     # trackers and destroys the process group (accelerate >= 1.x), so no collective may follow it.
     accelerator.wait_for_everyone()
     accelerator.end_training()
+    if interrupted and raise_on_stop:
+        raise Stopped(stop.signum, f"stopped by {signal.Signals(stop.signum).name} at step {step}/{total}; "
+                                   f"checkpoint saved, continue with --resume")
     return out
+
+
+def _load_newest(checkpoints: list[Path], accelerator, rank: int):
+    """(checkpoint, trainer state) of the newest of ``checkpoints`` that every process can load.
+
+    A checkpoint that fails to load (a truncated file: torch's "PytorchStreamReader failed", a
+    short pickle) is skipped with a line saying which and why, and the next older one is tried;
+    loading an older one overwrites everything the failed attempt may have loaded (weights,
+    optimizer, RNG states). ``CheckpointError`` when none loads."""
+    import pickle
+
+    from qt_hard.errors import CheckpointError
+
+    reasons = []
+    for ckpt in reversed(checkpoints):
+        error = None
+        try:
+            accelerator.load_state(str(ckpt))
+            state = torch.load(ckpt / f"trainer_state_{rank}.pt", weights_only=False)
+        except (RuntimeError, OSError, EOFError, KeyError, ValueError, pickle.UnpicklingError) as err:
+            error = " ".join(str(err).split())[:200] or type(err).__name__
+        if not _any_process(error is not None, accelerator):
+            return ckpt, state
+        reasons.append(f"{ckpt.name}: {error or 'another process could not load it'}")
+        if accelerator.is_main_process:
+            print(f"--resume: skipped {ckpt} (it does not load: {reasons[-1].split(': ', 1)[1]})",
+                  file=sys.stderr)
+    raise CheckpointError(f"--resume: no checkpoint under {checkpoints[0].parent} loads ({'; '.join(reasons)})")
 
 
 def keep_freed_memory() -> bool:
@@ -329,7 +397,7 @@ def keep_freed_memory() -> bool:
 def check_mixed_precision(mode: str, device: torch.device) -> None:
     """fp16 on a CPU is an error: accelerate would run it as float32 without saying so."""
     if mode == "fp16" and torch.device(device).type == "cpu":
-        raise ValueError("train.mixed_precision=fp16 needs a GPU; on a CPU accelerate trains in float32 "
+        raise ConfigError("train.mixed_precision=fp16 needs a GPU; on a CPU accelerate trains in float32 "
                          "without autocast. Use train.mixed_precision=bf16 (CPU autocast) or 'no'.")
 
 

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional, Protocol
+from typing import TYPE_CHECKING, Callable, Optional, Protocol
 
-import torch
+if TYPE_CHECKING:  # annotations only: the config is read and checked without importing torch
+    import torch
 
 
 class BatchTask(Protocol):

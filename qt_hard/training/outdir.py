@@ -1,0 +1,123 @@
+"""A run folder before training: what ``qt-hard train`` may write into, and what ``--resume``
+may continue. Nothing here imports torch, so the command line checks the folder before the
+objective and the data.
+
+``list_checkpoints`` finds the complete checkpoints (``checkpoints/step_N``; one being written is
+``step_N.partial``); ``check_out_dir`` refuses a folder that is a file, cannot be created, holds a
+run (without ``--resume`` / ``--overwrite``), or a ``--resume`` whose config differs from the run's
+saved ``config.yaml`` beyond ``RESUME_MAY_CHANGE`` / ``RESUME_MAY_GROW``.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+from qt_hard.training.config import Config, read_yaml_mapping, to_dict
+
+CHECKPOINT_PREFIX = "step_"
+PARTIAL_SUFFIX = ".partial"
+_CHECKPOINT_NAME = re.compile(rf"{CHECKPOINT_PREFIX}(\d+)")
+
+# Config keys that ``--resume`` may change: bookkeeping that does not change what is trained.
+# train.steps and train.epochs may only grow (a longer budget); any other difference is an error.
+RESUME_MAY_CHANGE = ("out_dir", "train.trackers", "train.checkpoint_every", "train.keep_checkpoints",
+                     "train.num_threads", "train.progress", "train.log_every")
+RESUME_MAY_GROW = ("train.steps", "train.epochs")
+# What a run leaves in its folder; any of them makes the folder a run that --overwrite must name.
+RUN_FILES = ("config.yaml", "metrics.csv", "final", "checkpoints", "eval.json", "eval.csv", "logs")
+
+
+def list_checkpoints(out_dir: str | Path) -> list[Path]:
+    """The complete checkpoints of a run, oldest first. A checkpoint is written as
+    ``step_N.partial`` and renamed to ``step_N`` when every process has written its part, so an
+    interrupted write is never listed."""
+    root = Path(out_dir) / "checkpoints"
+    if not root.is_dir():
+        return []
+    found = [p for p in root.iterdir() if p.is_dir() and _CHECKPOINT_NAME.fullmatch(p.name)
+             and (p / "trainer_state_0.pt").is_file()]
+    return sorted(found, key=lambda p: int(p.name[len(CHECKPOINT_PREFIX):]))
+
+
+def _flat(tree: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in tree.items():
+        if isinstance(value, dict) and key != "options":
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def resume_differences(saved: dict, given: dict) -> list[str]:
+    """The config keys in which ``given`` (the config of a ``--resume``) differs from ``saved``
+    (the run's ``config.yaml``) in a way resume does not allow, each as ``key: saved -> given``.
+    ``RESUME_MAY_CHANGE`` lists the keys that may differ, ``RESUME_MAY_GROW`` those that may only
+    grow. A key only one side has (a run saved by a version of qt-hard with other keys) is not
+    compared."""
+    a, b = _flat(saved), _flat(given)
+    bad = []
+    for key in sorted(set(a) & set(b)):
+        old, new = a.get(key), b.get(key)
+        if old == new or key in RESUME_MAY_CHANGE:
+            continue
+        if key in RESUME_MAY_GROW and isinstance(old, (int, float)) and isinstance(new, (int, float)) and new >= old:
+            continue
+        bad.append(f"{key}: {old!r} -> {new!r}")
+    return bad
+
+
+def check_out_dir(cfg: Config, resume: bool = False, overwrite: bool = False) -> list[Path]:
+    """Refuse, before anything is read or written, an output folder that cannot hold this run:
+    a file, a path that cannot be created, a folder holding a run (without ``resume`` or
+    ``overwrite``), ``resume`` without a checkpoint or with a config that differs from the run's
+    beyond ``RESUME_MAY_CHANGE``. Returns the complete checkpoints (oldest first)."""
+    import os
+
+    import yaml
+
+    from qt_hard.errors import CheckpointError, OutputExistsError
+
+    out = Path(cfg.out_dir).expanduser()
+    if resume and overwrite:
+        raise OutputExistsError("--resume continues the run in out_dir and --overwrite replaces it: pass one")
+    if out.exists() and not out.is_dir():
+        raise OutputExistsError(f"out_dir {out} is a file, not a folder: pick another --out")
+    probe = out
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
+        raise OutputExistsError(f"out_dir {out} cannot be created ({probe} is not a writable folder)")
+    checkpoints = list_checkpoints(out)
+    if not resume:
+        held = [name for name in RUN_FILES if (out / name).exists()]
+        if held and not overwrite:
+            raise OutputExistsError(
+                f"out_dir {out} already holds a run ({', '.join(held)}); pass --resume to continue it, "
+                f"--overwrite to replace it, or pick another --out")
+        return checkpoints
+    if not checkpoints:
+        raise CheckpointError(f"--resume: no checkpoint under {out / 'checkpoints'} (only complete ones count)")
+    saved_file = out / "config.yaml"
+    if not saved_file.is_file():
+        raise CheckpointError(f"--resume: {saved_file} is missing, so the config cannot be checked against the run's")
+    saved = read_yaml_mapping(saved_file, "--resume: the run's config")
+    given = yaml.safe_load(yaml.safe_dump(to_dict(cfg)))
+    bad = resume_differences(saved, given)
+    if bad:
+        raise CheckpointError(
+            f"--resume: the config differs from the run's {saved_file} in {'; '.join(bad)}. On resume only "
+            f"{', '.join(RESUME_MAY_CHANGE[1:])} may change, and {', '.join(RESUME_MAY_GROW)} may grow")
+    return checkpoints
+
+
+def clear_run(out: Path) -> None:
+    """--overwrite: remove the old run's files (not the token cache) when training starts."""
+    for name in RUN_FILES:
+        path = out / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
