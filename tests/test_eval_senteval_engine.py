@@ -8,11 +8,11 @@ import textwrap
 
 import numpy as np
 import pytest
+from test_eval_senteval import HashBoW, write_senteval
 
 from qt_hard.cli import main
 from qt_hard.evaluation import senteval_engine as se
 from qt_hard.evaluation.models import EmbeddingCache
-from test_eval_senteval import HashBoW, write_senteval
 
 # A stand-in for SentEval's engine, written as SentEval's is used: params become an attribute
 # dict, each task reads <task_path>/downstream/<TASK>, calls prepare with every tokenized
@@ -152,9 +152,9 @@ def test_task_path_links_a_folder_of_task_folders(tmp_path):
         assert where != data
     assert not where.exists()
     (tmp_path / "checkout" / "data" / "downstream").mkdir(parents=True)
-    with pytest.raises(se.SentEvalNotFoundError, match="no task folder TREC"):
-        with se.task_path(tmp_path / "checkout" / "data", ["TREC"]):
-            pass
+    with pytest.raises(se.SentEvalNotFoundError, match="no task folder TREC"), \
+            se.task_path(tmp_path / "checkout" / "data", ["TREC"]):
+        pass
 
 
 def test_a_senteval_from_another_folder_is_not_reused(stand_in, tmp_path):
@@ -230,3 +230,22 @@ def test_embedding_cache_is_shared_with_the_fast_engine(stand_in):
 
     run_senteval(enc, ["CR"], stand_in / "data" / "downstream", kfold=3, cache=cache)
     assert cache.n_encoded == n > 0
+
+
+def test_checkout_commit_only_for_the_top_of_a_clone(tmp_path):
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "SentEval"
+    (repo / "senteval").mkdir(parents=True)
+    (repo / "senteval" / "engine.py").write_text("")
+    assert se.checkout_commit(repo) is None
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    assert se.checkout_commit(repo) == head
+    assert se.checkout_commit(repo / "senteval") is None

@@ -145,8 +145,8 @@ def cmd_senteval_engine(args) -> int:
     the model is loaded."""
     from .report import save_results, senteval_table
     from .senteval import parse_tasks
-    from .senteval_engine import (DEFAULT_CLASSIFIER, check_checkout, import_senteval, run_engine,
-                                  task_path)
+    from .senteval_engine import (DEFAULT_CLASSIFIER, check_checkout, checkout_commit, import_senteval,
+                                  run_engine, task_path)
 
     tasks = parse_tasks(args.tasks)
     fast_only = [flag for flag, given in (("--reference", args.reference), ("--max-iter", args.max_iter is not None),
@@ -187,7 +187,8 @@ def cmd_senteval_engine(args) -> int:
             "name": name,
             "engine": "senteval",
             "protocol": {"name": "senteval", "engine": "facebookresearch/SentEval",
-                         "senteval_path": str(checkout), "usepytorch": usepytorch,
+                         "senteval_path": str(checkout), "senteval_commit": checkout_commit(checkout),
+                         "usepytorch": usepytorch,
                          "classifier": dict(DEFAULT_CLASSIFIER) if usepytorch else "sklearn-LogReg",
                          "kfold": args.kfold, "seed": args.seed, "data": str(data)},
             "model_load_seconds": round(load_s, 3),

@@ -37,6 +37,7 @@ does)::
 from __future__ import annotations
 
 import importlib
+import subprocess
 import sys
 import tempfile
 import time
@@ -56,6 +57,7 @@ __all__ = [
     "SentEvalNotFoundError",
     "batcher",
     "check_checkout",
+    "checkout_commit",
     "import_senteval",
     "prepare",
     "run_engine",
@@ -136,6 +138,21 @@ def check_checkout(path) -> Path:
         raise SentEvalNotFoundError(f"--senteval-path {path} is not a SentEval checkout: it has no "
                                     "senteval/engine.py (give the clone's top folder)")
     return root.resolve()
+
+
+def checkout_commit(path) -> str | None:
+    """The git commit of the SentEval checkout at ``path`` (for a result file's metadata); None
+    when ``path`` is not the top of a git clone (a folder inside another repository is not) or git
+    is not installed."""
+    try:
+        out = subprocess.run(["git", "-C", str(path), "rev-parse", "--show-toplevel", "HEAD"],
+                             check=False, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = out.stdout.split()
+    if out.returncode != 0 or len(lines) != 2 or Path(lines[0]).resolve() != Path(path).resolve():
+        return None
+    return lines[1]
 
 
 def import_senteval(path):
