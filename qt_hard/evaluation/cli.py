@@ -167,6 +167,11 @@ def cmd_senteval_engine(args) -> int:
     _set_device(args.device)
     data = args.data or checkout / "data"
     import_senteval(checkout)
+    # SentEval reports its progress (the C chosen per fold, the dev scores) through logging at
+    # INFO, which Python drops unless configured; its examples configure it the same way.
+    import logging
+
+    logging.basicConfig(format="%(asctime)s : %(message)s", level=logging.INFO)
     start = time.perf_counter()
     with task_path(data, tasks) as where:
         encoder, cache = _load_for_senteval(args, tasks, where / "downstream")
