@@ -249,3 +249,10 @@ def test_checkout_commit_only_for_the_top_of_a_clone(tmp_path):
     head = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
     assert se.checkout_commit(repo) == head
     assert se.checkout_commit(repo / "senteval") is None
+
+
+def test_a_package_senteval_needs_is_named(stand_in):
+    engine = stand_in / "senteval" / "engine.py"
+    engine.write_text("import qt_hard_missing_dependency_for_test\n" + engine.read_text())
+    with pytest.raises(se.SentEvalImportError, match="'qt_hard_missing_dependency_for_test', which is not installed"):
+        se.import_senteval(stand_in)

@@ -56,6 +56,7 @@ from .tasks import words_to_text
 
 __all__ = [
     "DEFAULT_CLASSIFIER",
+    "SentEvalImportError",
     "SentEvalNotFoundError",
     "batcher",
     "check_checkout",
@@ -79,6 +80,10 @@ CACHE_KEY = "qt_hard_cache"
 
 class SentEvalNotFoundError(UserError, FileNotFoundError):
     """No usable SentEval checkout (or its task files) where the user pointed."""
+
+
+class SentEvalImportError(UserError, ImportError):
+    """SentEval's code needs a package that is not installed."""
 
 
 def _cache(params) -> EmbeddingCache:
@@ -171,8 +176,14 @@ def import_senteval(path):
                                         f"also import the one at {root}")
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
-    module = importlib.import_module("senteval")
-    importlib.import_module("senteval.engine")
+    try:
+        module = importlib.import_module("senteval")
+        importlib.import_module("senteval.engine")
+    except ModuleNotFoundError as err:
+        if err.name is None or err.name.split(".")[0] == "senteval":
+            raise
+        raise SentEvalImportError(f"SentEval's code at {root} imports {err.name!r}, which is not installed "
+                                  f"(pip install {err.name.split('.')[0]})") from err
     return module
 
 
