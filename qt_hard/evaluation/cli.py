@@ -2,6 +2,8 @@
 
 * ``qt-hard eval senteval --model SPEC [--tasks MR,CR,...] [--protocol senteval|skipthoughts]
   [--data DIR] [--output res.json] [--reference [--max-iter N]]``
+* ``qt-hard eval senteval --engine senteval --senteval-path SENTEVAL_CLONE --model SPEC
+  [--senteval-classifier pytorch|sklearn] [--data DIR] [--tasks ...] [--output res.json]``
 * ``qt-hard eval wiki --model SPEC --data WIKI_DIR --classes N [--split-seed S] [--seed S] [--output res.json]``
 * ``qt-hard eval compare A.json B.json``
 """
@@ -14,7 +16,13 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["register", "cmd_senteval", "cmd_wiki", "cmd_compare"]
+from qt_hard.errors import UserError
+
+__all__ = ["register", "cmd_senteval", "cmd_senteval_engine", "cmd_wiki", "cmd_compare"]
+
+
+class UsageError(UserError, ValueError):
+    """Options of ``qt-hard eval`` that do not go together."""
 
 
 def _log(msg: str) -> None:
@@ -38,9 +46,33 @@ def _on_device(encoder, device: str):
     return encoder
 
 
+def _load_for_senteval(args, tasks, data_dir):
+    """The ``--model`` encoder on ``--device`` and its embedding cache (read from ``--cache`` when
+    the file exists); ``data_dir`` holds the task folders (a random: model's vocabulary)."""
+    from .models import EmbeddingCache, load_model, load_tokenizer
+    from .senteval import task_sentences
+
+    if args.cache and args.model.startswith("random:"):
+        raise ValueError("--cache is for fixed models; a random: model's vocabulary depends on the tasks")
+    tokenizer = load_tokenizer(args.tokenizer) if args.tokenizer else None
+    if args.model.startswith("random:") and tokenizer is None:
+        _log("note: random: without --tokenizer fits its vocabulary on the evaluated sentences (test "
+             "folds included); pass --tokenizer MODEL for a control row with a trained model's vocabulary")
+    encoder = _on_device(load_model(args.model, sentences=lambda: task_sentences(tasks, data_dir),
+                                    tokenizer=tokenizer), args.device)
+    cache = EmbeddingCache(encoder, batch_size=args.batch_size)
+    if args.cache and os.path.exists(args.cache):
+        _log(f"read {cache.load(args.cache, args.model)} cached embeddings from {args.cache}")
+    return encoder, cache
+
+
 def cmd_senteval(args) -> int:
     from .tasks import parse_tasks
 
+    if args.engine == "senteval":
+        return cmd_senteval_engine(args)
+    if args.senteval_path or args.senteval_classifier:
+        raise UsageError("--senteval-path and --senteval-classifier apply to --engine senteval")
     # The arguments first: a typo fails before torch and scikit-learn are imported.
     tasks = parse_tasks(args.tasks)
     _check_counts(args)
@@ -51,25 +83,15 @@ def cmd_senteval(args) -> int:
     data_dir = args.data or data_path("senteval")
     for name in tasks:  # a missing or damaged task file fails here, before the model is loaded
         load_task(name, data_dir)
-    from .models import EmbeddingCache, control_models, load_model, load_tokenizer, unk_rates
+    from .models import control_models, unk_rates
     from .report import save_results, senteval_table, six_task_mean, unk_table
-    from .senteval import run_senteval, task_sentences
+    from .senteval import run_senteval
 
     _set_device(args.device)
     card_file = _card_file(args.model) if args.card else None
-    if args.cache and args.model.startswith("random:"):
-        raise ValueError("--cache is for fixed models; a random: model's vocabulary depends on the tasks")
     start = time.perf_counter()
-    tokenizer = load_tokenizer(args.tokenizer) if args.tokenizer else None
-    if args.model.startswith("random:") and tokenizer is None:
-        _log("note: random: without --tokenizer fits its vocabulary on the evaluated sentences (test "
-             "folds included); pass --tokenizer MODEL for a control row with a trained model's vocabulary")
-    encoder = _on_device(load_model(args.model, sentences=lambda: task_sentences(tasks, data_dir),
-                                    tokenizer=tokenizer), args.device)
+    encoder, cache = _load_for_senteval(args, tasks, data_dir)
     load_s = time.perf_counter() - start
-    cache = EmbeddingCache(encoder, batch_size=args.batch_size)
-    if args.cache and os.path.exists(args.cache):
-        _log(f"read {cache.load(args.cache, args.model)} cached embeddings from {args.cache}")
     if args.max_iter is not None and not args.reference:
         raise ValueError("--max-iter applies to --reference (the fast solver always converges)")
     max_iter = None if args.max_iter == 0 else (args.max_iter or 100)
@@ -133,6 +155,74 @@ def _check_counts(args) -> None:
         raise ArgumentError(f"--kfold must be >= 2 (cross-validation needs a held-out fold), got {args.kfold}")
     if args.batch_size < 1:
         raise ArgumentError(f"--batch-size must be >= 1, got {args.batch_size}")
+
+
+def cmd_senteval_engine(args) -> int:
+    """``--engine senteval``: facebookresearch/SentEval's own ``SE(params, batcher, prepare).eval``
+    from the checkout ``--senteval-path``, with :mod:`.senteval_engine`'s ``prepare``/``batcher``.
+
+    Every argument (checkout, task folders, CUDA for its PyTorch classifier) is checked before
+    the model is loaded."""
+    from .report import save_results, senteval_table
+    from .senteval import parse_tasks
+    from .senteval_engine import (DEFAULT_CLASSIFIER, check_checkout, checkout_commit, import_senteval,
+                                  run_engine, task_path)
+
+    tasks = parse_tasks(args.tasks)
+    _check_counts(args)
+    fast_only = [flag for flag, given in (("--reference", args.reference), ("--max-iter", args.max_iter is not None),
+                                          ("--protocol skipthoughts", args.protocol != "senteval"),
+                                          ("--controls", args.controls), ("--card", args.card)) if given]
+    if fast_only:
+        raise UsageError(f"{', '.join(fast_only)}: not with --engine senteval (SentEval's engine has its "
+                         "own protocol and classifiers)")
+    checkout = check_checkout(args.senteval_path)
+    usepytorch = (args.senteval_classifier or "pytorch") == "pytorch"
+    if usepytorch:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise UsageError("SentEval's PyTorch classifier (usepytorch=True) puts its tensors on CUDA, "
+                             "which this machine lacks; pass --senteval-classifier sklearn (usepytorch=False, "
+                             "its LogisticRegression path)")
+    _set_device(args.device)
+    data = args.data or checkout / "data"
+    import_senteval(checkout)
+    # SentEval reports its progress (the C chosen per fold, the dev scores) through logging at
+    # INFO, which Python drops unless configured; its examples configure it the same way.
+    import logging
+
+    logging.basicConfig(format="%(asctime)s : %(message)s", level=logging.INFO)
+    start = time.perf_counter()
+    with task_path(data, tasks) as where:
+        encoder, cache = _load_for_senteval(args, tasks, where / "downstream")
+        load_s = time.perf_counter() - start
+        results = run_engine(encoder, tasks, checkout, data_dir=where, usepytorch=usepytorch,
+                             kfold=args.kfold, seed=args.seed, batch_size=args.batch_size, cache=cache,
+                             log=_log)
+    if args.cache:
+        cache.save(args.cache, args.model)
+    name = args.name or args.model
+    classifier = ("pytorch " + ",".join(f"{k}={v}" for k, v in DEFAULT_CLASSIFIER.items())
+                  if usepytorch else "sklearn-LogReg")
+    print(senteval_table({name: results}, engine=f"SentEval ({classifier})"))
+    if args.output:
+        save_results(args.output, {
+            "kind": "senteval",
+            "model": args.model,
+            "name": name,
+            "engine": "senteval",
+            "protocol": {"name": "senteval", "engine": "facebookresearch/SentEval",
+                         "senteval_path": str(checkout), "senteval_commit": checkout_commit(checkout),
+                         "usepytorch": usepytorch,
+                         "classifier": dict(DEFAULT_CLASSIFIER) if usepytorch else "sklearn-LogReg",
+                         "kfold": args.kfold, "seed": args.seed, "data": str(data)},
+            "model_load_seconds": round(load_s, 3),
+            "total_seconds": round(time.perf_counter() - start, 3),
+            "results": results,
+        })
+        _log(f"wrote {args.output}")
+    return 0
 
 
 def _card_file(model: str):
@@ -236,7 +326,8 @@ def register(subparsers) -> None:
     s.add_argument("--tasks", default="MR,CR,SUBJ,MPQA,TREC,MRPC",
                    help="comma-separated tasks among MR, CR, SUBJ, MPQA, TREC, MRPC (MSRP = MRPC); "
                         "default all six")
-    s.add_argument("--data", default=None, help="SentEval data folder (default $QT_HARD_DATA/senteval)")
+    s.add_argument("--data", default=None, help="SentEval data folder (default $QT_HARD_DATA/senteval; with --engine senteval, "
+                        "the checkout's data/)")
     s.add_argument("--output", default=None, help="write the results as JSON here")
     s.add_argument("--kfold", type=int, default=10,
                    help="cross-validation folds (>= 2; default 10, SentEval's): outer folds for MR, CR, "
@@ -268,6 +359,16 @@ def register(subparsers) -> None:
                         "solver and protocol; on a GPU the results agree with the CPU's to rounding)")
     s.add_argument("--card", action="store_true",
                    help="write the table into the model card (README.md) of the qt-hard model folder")
+    s.add_argument("--engine", choices=("fast", "senteval"), default="fast",
+                   help="fast: qt-hard's own SentEval-protocol evaluator; senteval: facebookresearch/"
+                        "SentEval's engine from the checkout --senteval-path (its protocol, its classifiers)")
+    s.add_argument("--senteval-path", default=None,
+                   help="with --engine senteval: the SentEval clone to import senteval from; its data/ "
+                        "holds the task files unless --data is given")
+    s.add_argument("--senteval-classifier", choices=("pytorch", "sklearn"), default=None,
+                   help="with --engine senteval: pytorch (usepytorch=True, SentEval's default config; "
+                        "needs CUDA) or sklearn (usepytorch=False: LogisticRegression, the path the fast "
+                        "engine reproduces); default pytorch")
     s.set_defaults(func=cmd_senteval)
 
     w = sub.add_parser("wiki", help="Wiki-N mean classifier and linear classifier")

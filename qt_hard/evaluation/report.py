@@ -37,18 +37,19 @@ def _cell(v, fmt="{:.1f}") -> str:
     return "–" if v is None else fmt.format(v)
 
 
-def senteval_table(rows: dict[str, dict], seconds: bool = True) -> str:
-    """Markdown table; ``rows`` maps a row name (model) to its ``{task: result}``."""
-    head = "| Model | " + " | ".join(c for c, _, _ in TABLE2_COLUMNS) + " |"
-    sep = "|---|" + "---:|" * len(TABLE2_COLUMNS)
+def senteval_table(rows: dict[str, dict], seconds: bool = True, engine: str | None = None) -> str:
+    """Markdown table; ``rows`` maps a row name (model) to its ``{task: result}``. ``engine``
+    (e.g. ``"SentEval (sklearn-LogReg)"``) adds an ``Engine`` column naming the evaluator."""
+    head = "| Model | " + ("Engine | " if engine else "") + " | ".join(c for c, _, _ in TABLE2_COLUMNS) + " |"
+    sep = "|---|" + ("---|" if engine else "") + "---:|" * len(TABLE2_COLUMNS)
     lines = [head, sep]
     for name, res in rows.items():
         cells = [_cell(res.get(t, {}).get(m)) for _, t, m in TABLE2_COLUMNS]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines.append(f"| {name} | " + (f"{engine} | " if engine else "") + " | ".join(cells) + " |")
         if seconds:
             secs = [_cell(res.get(t, {}).get("seconds"), "{:.1f}s") if m == "acc" else ""
                     for _, t, m in TABLE2_COLUMNS]
-            lines.append("| (seconds) | " + " | ".join(secs) + " |")
+            lines.append("| (seconds) | " + (" | " if engine else "") + " | ".join(secs) + " |")
     return "\n".join(lines)
 
 
