@@ -2,14 +2,14 @@
 
 ``SOURCES`` is the one table of original sources: each entry names its URL and the checksum it
 is verified by. A checksum is either the one the source publishes (CIFAR-10's md5), or one
-computed from this project's reference copy (``../shared/data``) where the bytes we write are
+computed from a reference copy of the data where the bytes we write are
 the original's after the documented normalization (MRPC, the books, the Wikipedia subset). Where
 neither exists (SentEval's binary-classification zip, the TREC files, the TU zips, which publish
 no checksum, and whose bytes our reference copy did not take from these URLs) the entry says so
 and the extracted layout is checked instead: exact example, graph and node counts.
 
 Each ``Dataset`` writes its folder under the data root in exactly the layout the loaders read
-(and the layout of ``../shared/data``, whose SOURCE.md files describe it), through
+(the layout the reference copy's SOURCE.md files describe), through
 ``download.install`` (a temporary folder renamed into place), and leaves a ``SHA256SUMS`` there.
 ``status`` tells ``present`` / ``missing`` / ``corrupt`` from that manifest, or from the layout
 check where a folder has no manifest (the reference copy).
@@ -111,7 +111,7 @@ SOURCES: dict[str, dict[str, Source]] = {
     },
 }
 
-# sha256 of files we write whose bytes equal the reference copy's (computed from ../shared/data).
+# sha256 of files we write whose bytes equal the reference copy's (computed from that copy).
 SENTEVAL_OUTPUT_SHA256 = {
     "MRPC/msr_paraphrase_train.txt": "f3d26d73bb3510032f80836e2e81cf32c71863f8dd6151aa80a125c2c799a557",
     "MRPC/msr_paraphrase_test.txt": "51a1f197d8786712d2f0d97700f5be653b7488a96cde00e158159350d23e3d90",

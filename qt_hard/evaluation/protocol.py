@@ -70,7 +70,7 @@ SKIPTHOUGHTS_SEED = 1234  # their default seed (data shuffle, MSRP folds)
 # chosen C; scripts/bench_eval.py --check compares held-out predictions with lbfgs at tol=1e-8.
 FAST_TOL = 1e-6
 # Nested fast path (``_nested_fast``): None, one preconditioner Gram for all the k x k inner
-# problems; "outer", one per outer fold (issue 14, MPQA near separability; see logreg.fit groups).
+# problems; "outer", one per outer fold (for MPQA near separability; see logreg.fit groups).
 NESTED_PREC_GROUPS = None
 # Warm starts along the increasing C path (``_path_start``): the next C's solution predicted by
 # linear extrapolation in log C from the last two (False: the last solution, as before). Near

@@ -68,7 +68,7 @@ def read_wiki_dir(path, classes: int, test_fraction: float = 0.2, seed: int = 0)
 
 
 def load_wiki_data(path, classes: int, seed: int = 0) -> WikiSplit:
-    """Use the data engineer's ``load_wiki`` when present, else :func:`read_wiki_dir`."""
+    """Use ``qt_hard.data.wiki.load_wiki`` when present, else :func:`read_wiki_dir`."""
     try:
         from qt_hard.data.wiki import load_wiki
     except ModuleNotFoundError as err:
