@@ -14,7 +14,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI_PAGE = ROOT / "docs" / "cli.md"
-COMMANDS = ["", "train", "eval senteval", "eval wiki", "eval compare", "data get", "data list", "data wiki", "data books"]
+COMMANDS = ["", "train", "eval senteval", "eval wiki", "eval compare",
+            "data get", "data list", "data wiki", "data books"]
 HEADER = """# CLI reference
 
 One command, `qt-hard`, with three areas: `train`, `eval` and `data`. Errors you can fix print one
