@@ -196,7 +196,8 @@ RUNS = {
     "qt-hard train configs/qt_books_smoke.yaml --out runs/qt_smoke && qt-hard eval senteval --model runs/qt_smoke --controls":
         Run(sub=(("--out runs/qt_smoke", f"--out runs/qt_smoke train.steps=5 {ONE_BOOK}"),), add=f"--tasks CR {FAST_SENTEVAL}",
             writes=("runs/qt_smoke/final/encoder.json",), prints=(SENTEVAL_HEAD, cr_row("runs/qt_smoke"), r"untrained", r"random:bow")),
-    "mkdocs build --strict": Run(sub=(("--strict", f"--strict -f {ROOT / 'mkdocs.yml'} -d site"),), writes=("site/index.html",)),
+    # -d is relative to mkdocs.yml's folder: build into the test's folder, never into the checkout
+    "mkdocs build --strict": Run(sub=(("--strict", f'--strict -f {ROOT / "mkdocs.yml"} -d "$PWD/site"'),), writes=("site/index.html",)),
     "python scripts/bench_eval.py --features bigru --widths 256,600,2400 --reference subset --check --feature-cache runs/bench_bigru/cache --output results/bench_eval.jsonl":
         Run(sub=(("--widths 256,600,2400", "--widths 32 --tasks CR --kfold 2"), ("results/bench_eval.jsonl", "bench.jsonl")),
             writes=("bench.jsonl", "runs/bench_bigru/cache/*")),
