@@ -51,8 +51,8 @@ class HashBagOfWords:
 def encoder_projections(texts, width: int, encoder: str = "bigru", hidden: int = 1200,
                         seed: int = 0) -> np.ndarray:
     """(len(texts), width) Gaussian random projections of a fixed model's features, the
-    wide-evaluation benchmarks' second kind of embedding (issue 14: "random projections of a fixed
-    model's features are fine"): an untrained, seeded Quick-Thoughts encoder pair at S2V's sizes
+    wide-evaluation benchmarks' second kind of embedding (random projections of a fixed model's
+    features, correlated as sentence embeddings are): an untrained, seeded Quick-Thoughts encoder pair at S2V's sizes
     (300-d words; ``encoder`` "gru": 1,200-d f and g, 2,400-d; "bigru": 4,800-d, the
     bidirectional model), vocabulary from ``texts``, its features times one seeded Gaussian matrix
     of which width ``d`` takes the first ``d`` columns (so the widths are one model, full rank up

@@ -78,7 +78,7 @@ def main() -> None:
           f"vocabulary {t_train:.0f} s, ids {t_encode:.0f} s); tokenizing: {out['hf_tokenize_sentences_per_s']} "
           f"sentences/s (trainer + ids) vs NLTK {out['nltk_tokenize_sentences_per_s']} sentences/s; per CPU-second "
           f"{out['hf_tokenize_sentences_per_cpu_s']} vs {out['nltk_tokenize_sentences_per_cpu_s']} "
-          f"(load average {out['load_average_1min']:.1f})")
+          f"(1-min loadavg {out['load_average_1min']:.1f})")
 
 
 if __name__ == "__main__":

@@ -393,11 +393,9 @@ def test_default_root_falls_back_to_user_cache(monkeypatch, tmp_path):
 
 def test_real_reference_copy_passes_layout_checks():
     """The project's reference copy (when present) passes the same layout checks a download must."""
-    from qt_hard.paths import data_root
+    import _data
 
-    ref = data_root()
-    if ref is None or not (ref / "senteval").is_dir():
-        pytest.skip("no data root with senteval/ (set QT_HARD_DATA)")
+    ref = _data.dataset("senteval").parent
     assert catalog._check_senteval(ref / "senteval") == []
     for ds in ("MUTAG", "PTC_MR", "ENZYMES", "PROTEINS", "IMDB-BINARY", "IMDB-MULTI"):
         assert catalog._check_tu_part(ref / "tu" / ds, ds) == []
@@ -423,12 +421,9 @@ def test_real_reference_copy_passes_layout_checks():
 def test_real_wikipedia_subset_and_index_are_reproduced():
     """Selecting and indexing the reference text with the code's splitter gives the pinned sha256s
     (what `get wikipedia` checks after selecting from the 400 original files)."""
-    from qt_hard.paths import data_root
+    import _data
 
-    ref = data_root()
-    dump = ref / "wikipedia" / "enwiki_wikiextractor_ge200sent.txt.xz" if ref else None
-    if dump is None or not dump.exists():
-        pytest.skip("no data root with wikipedia/ (set QT_HARD_DATA)")
+    dump = _data.dataset("wikipedia", "enwiki_wikiextractor_ge200sent.txt.xz")
     txt, index = hashlib.sha256(), ["page_id\ttitle\tn_sentences_simple_split\n"]
     for page_id, raw in catalog._wiki_articles(lzma.open(dump).read()):
         lines = raw.decode("utf-8").split("\n")
@@ -441,7 +436,7 @@ def test_real_wikipedia_subset_and_index_are_reproduced():
 
 
 # ------------------------------------------------------------------------------------------------
-# the Done-when test: a machine without ../shared/data runs the main job end to end
+# a machine with no data root runs the quick start end to end, fetching its data first
 
 
 def test_main_job_end_to_end_from_local_hosts(hosts, root, monkeypatch, tmp_path, capsys):
@@ -455,7 +450,7 @@ def test_main_job_end_to_end_from_local_hosts(hosts, root, monkeypatch, tmp_path
                  "train.trackers=[]"]) == 0
     assert (out / "final" / "encoder.json").is_file()
     capsys.readouterr()
-    # the main job evaluates all six tasks; one task with 2 folds keeps this test short
+    # the quick start evaluates all six tasks; one task with 2 folds keeps this test short
     assert main(["eval", "senteval", "--model", str(out / "final"), "--tasks", "TREC",
                  "--kfold", "2", "--output", str(tmp_path / "qt.json")]) == 0
     assert "TREC" in capsys.readouterr().out

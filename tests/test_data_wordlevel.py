@@ -114,11 +114,10 @@ def _agreement(sentences):
 def test_agreement_with_nltk_on_books_and_wiki():
     """The share of sentences tokenized exactly as NLTK does, on a sample of the local books and of
     the Wikipedia dump behind Wiki-N (printed: ``pytest -s`` shows the figures)."""
-    try:
-        books = data_path("books")
-        wiki = data_path("wikipedia", "enwiki_wikiextractor_ge200sent.txt.xz")
-    except FileNotFoundError as err:
-        pytest.skip(f"data root absent: {err}")
+    import _data
+
+    books = _data.dataset("books")
+    wiki = _data.dataset("wikipedia", "enwiki_wikiextractor_ge200sent.txt.xz")
     from qt_hard.data.books import book_sentences, find_books
     from qt_hard.data.wiki import iter_wiki_articles
 

@@ -172,7 +172,7 @@ SENTENCES = [
 @pytest.mark.parametrize("config", ["bow", "qt", {"kind": "qt", "encoder": "bigru", "hidden_dim": 8},
                                     {"kind": "qt", "encoder": "bow"}])
 def test_sorted_batched_encode_equals_one_by_one(config):
-    # encode() sorts by token count, batches and restores the order (qt-hard issue 3, item 4): every
+    # encode() sorts by token count, batches and restores the order: every
     # row must equal the sentence encoded alone (no padding, batch of one), empty and truncated too.
     from qt_hard.encoders import random_encoder
 

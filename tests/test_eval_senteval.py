@@ -12,7 +12,6 @@ from qt_hard.evaluation.protocol import inner_kfold, kfold_train_test
 from qt_hard.evaluation.report import compare_table, load_results, save_results, senteval_table
 from qt_hard.evaluation.senteval import parse_tasks, run_senteval
 from qt_hard.evaluation.tasks import load_task
-from qt_hard.paths import data_root
 from _synthetic import linear_multiclass
 
 
@@ -284,9 +283,9 @@ def test_load_results_rejects_other_json(tmp_path):
 
 # ---------------------------------------------------------------- real data
 def test_real_cr_with_fixed_random_encoder():
-    root = data_root()
-    if root is None or not (root / "senteval" / "CR").is_dir():
-        pytest.skip("no data root with senteval/CR (set QT_HARD_DATA to the data folder)")
+    import _data
+
+    root = _data.dataset("senteval", "CR").parents[1]
     task = load_task("CR", root / "senteval")
     assert len(task.samples) == 3775 and int(task.labels.sum()) == 2407  # SOURCE.md counts
     res = run_senteval(HashBoW(dim=100), ["CR"], root / "senteval", kfold=10)["CR"]

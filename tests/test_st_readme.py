@@ -1,4 +1,4 @@
-"""The README example of the sentence-transformers plugin (docs/sentence_transformers.md) runs
+"""The example of the sentence-transformers guide (docs/guides/sentence-transformers.md) runs
 offline as written: its python block is executed verbatim in a fresh interpreter."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "sentence_transformers.md"
+DOC = Path(__file__).resolve().parent.parent / "docs" / "guides" / "sentence-transformers.md"
 
 
 def python_blocks(text: str) -> list[str]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import csv
 import os
 
-import pytest
 import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -24,16 +23,12 @@ from sentence_transformers import (  # noqa: E402
 )
 
 from qt_hard.integrations.sentence_transformers import HardNegativesLoss, LossProgressCallback  # noqa: E402
-from qt_hard.paths import data_root  # noqa: E402
 
 
 def mrpc_paraphrases(n: int) -> tuple[list[str], list[str]]:
-    root = data_root()
-    if root is None:
-        pytest.skip("no data root: set QT_HARD_DATA to the data folder")
-    path = root / "senteval" / "MRPC" / "msr_paraphrase_train.txt"
-    if not path.exists():
-        pytest.skip(f"{path} is missing")
+    import _data
+
+    path = _data.dataset("senteval", "MRPC", "msr_paraphrase_train.txt")
     anchors, positives = [], []
     with open(path, encoding="utf-8-sig", newline="") as fh:
         reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)

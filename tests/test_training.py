@@ -112,7 +112,7 @@ def test_end_to_end_lowers_loss_and_saves_loadable_model(tmp_path):
 
 
 def test_every_quick_thoughts_parameter_gets_a_gradient_through_hard_clipped_negatives(tmp_path):
-    # Issue 3 asked whether the smoke loss barely moved because of a detach or of tiny gradients
+    # Whether a barely moving smoke loss could come from a detach or from tiny gradients
     # under clip + hard weights: f's and g's embeddings and GRUs must all get finite, non-zero
     # gradients from the objective (and the weights themselves are differentiated, detach=False).
     from qt_hard.text.objectives import Objective

@@ -111,11 +111,9 @@ def test_image_set_checks_shapes():
 
 
 def test_real_cifar10_subset():
-    from qt_hard.paths import data_path
+    import _data
 
-    root = data_path("cifar10", required=False)
-    if root is None or not root.exists():
-        pytest.skip("no $QT_HARD_DATA/cifar10 (the CIFAR-10 subset)")
+    root = _data.dataset("cifar10")
     tr, te = load_cifar10(root, "train"), load_cifar10(root, "test")
     # SOURCE.md: each batch keeps its first 1,017 images; the first test labels are 3, 8, 8, 0, 6.
     assert len(tr) == 5 * 1017 and len(te) == 1017

@@ -9,7 +9,7 @@ no checksum, and whose bytes our reference copy did not take from these URLs) th
 and the extracted layout is checked instead: exact example, graph and node counts.
 
 Each ``Dataset`` writes its folder under the data root in exactly the layout the loaders read
-(the layout a reference copy's SOURCE.md files describe), through
+(the layout the reference copy's SOURCE.md files describe), through
 ``download.install`` (a temporary folder renamed into place), and leaves a ``SHA256SUMS`` there.
 ``status`` tells ``present`` / ``missing`` / ``corrupt`` from that manifest, or from the layout
 check where a folder has no manifest (the reference copy).
@@ -111,7 +111,7 @@ SOURCES: dict[str, dict[str, Source]] = {
     },
 }
 
-# sha256 of files we write whose bytes equal the reference copy's (computed from it).
+# sha256 of files we write whose bytes equal the reference copy's (computed from that copy).
 SENTEVAL_OUTPUT_SHA256 = {
     "MRPC/msr_paraphrase_train.txt": "f3d26d73bb3510032f80836e2e81cf32c71863f8dd6151aa80a125c2c799a557",
     "MRPC/msr_paraphrase_test.txt": "51a1f197d8786712d2f0d97700f5be653b7488a96cde00e158159350d23e3d90",

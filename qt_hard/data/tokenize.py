@@ -17,7 +17,7 @@ of those. The rules:
 * ``"What?" I cried.`` / ``"Yes!" Tom said.``: after a quoted question or exclamation, a
   capitalized word followed by a speech verb continues the sentence.
 
-Its measured error rate on hand-checked novel text is in ``docs/data.md``.
+Its measured error rate on hand-checked novel text is in ``docs/guides/data.md``.
 
 Word tokens come from :mod:`qt_hard.data.wordlevel` (NLTK's Treebank rules in ``tokenizers``).
 """

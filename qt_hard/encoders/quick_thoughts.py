@@ -53,7 +53,7 @@ class SentenceRNN(nn.Module):
         self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=padding_idx)
         # S2V's word-embedding initializer (uniform, scale 0.1) instead of torch's N(0, 1): with
         # unnormalized scores f.g, N(0, 1) words start the logits at a scale of tens, and one epoch of
-        # the 60-book main job ended with its loss still above the all-equal-scores value log(B - 1).
+        # a 60-book quick-start run ended with its loss still above the all-equal-scores value log(B - 1).
         with torch.no_grad():
             self.embedding.weight.uniform_(-0.1, 0.1)
             self.embedding.weight[padding_idx].zero_()

@@ -144,7 +144,7 @@ class SentenceEncoder:
         ``num_threads``: torch CPU threads for the forward passes, restored afterwards (default
         ``$QT_HARD_ENCODE_THREADS``; None leaves torch's setting alone). On a small shared CPU pass
         1: a second thread that waits on a busy core made the Quick-Thoughts encode 2-8x slower
-        (docs/training.md); the evaluation's ``EmbeddingCache`` does so by default.
+        (docs/benchmarks.md, encoding speed); the evaluation's ``EmbeddingCache`` does so by default.
         """
         if isinstance(sentences, str):
             raise TypeError("encode expects a list of sentences, not a single string")
