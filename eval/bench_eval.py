@@ -70,7 +70,9 @@ from qt_hard.evaluation.tasks import BinaryTask, TrecTask, load_task  # noqa: E4
 
 
 def _reference_module():
-    spec = importlib.util.spec_from_file_location("senteval_reference", Path(__file__).with_name("senteval_reference.py"))
+    spec = importlib.util.spec_from_file_location(
+        "senteval_reference", Path(__file__).with_name("senteval_reference.py")
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -198,10 +200,15 @@ def _subset_check(problems, seed, acc_reference):
         fast.append(100 * float(np.mean(pf == y[held])))
         conv.append(100 * float(np.mean(pc == y[held])))
         agree.append(100 * float(np.mean(pf == pc)))
-    return {"C": list(regs), "acc_fast": fast, "acc_converged": conv, "acc_reference": acc_reference,
-            "prediction_agreement_pct": agree,
-            "max_abs_diff_converged": round(max(abs(a - b) for a, b in zip(fast, conv)), 3),
-            "max_abs_diff_reference": round(max(abs(a - b) for a, b in zip(fast, acc_reference)), 3)}
+    return {
+        "C": list(regs),
+        "acc_fast": fast,
+        "acc_converged": conv,
+        "acc_reference": acc_reference,
+        "prediction_agreement_pct": agree,
+        "max_abs_diff_converged": round(max(abs(a - b) for a, b in zip(fast, conv)), 3),
+        "max_abs_diff_reference": round(max(abs(a - b) for a, b in zip(fast, acc_reference)), 3),
+    }
 
 
 def run_task(name: str, widths: list[int], args) -> list[dict]:
@@ -235,7 +242,7 @@ def run_task(name: str, widths: list[int], args) -> list[dict]:
         stats = {"n_newton": 0, "n_cg": 0, "n_gram": 0}
         fit = logreg.BatchedLogReg.fit
 
-        def counting_fit(self, *a, **kw):
+        def counting_fit(self, *a, fit=fit, stats=stats, **kw):
             W = fit(self, *a, **kw)
             stats["n_newton"] += self.n_newton
             stats["n_cg"] += self.n_cg
@@ -248,13 +255,22 @@ def run_task(name: str, widths: list[int], args) -> list[dict]:
         finally:
             logreg.BatchedLogReg.fit = fit
         fast_cpu = time.process_time() - cpu
-        row = {"task": name, "width": w, "features": f"{args.features}:{w}", "threads": args.threads,
-               "encode_seconds_max_width": round(encode_s, 2),
-               "fast_seconds": fast["classify_seconds"], "fast_cpu_seconds": round(fast_cpu, 2),
-               "fast_acc": fast["acc"],
-               "fast_f1": fast.get("f1"), "fast_chosen_C": fast["chosen_C"],
-               "newton_steps": stats["n_newton"], "cg_steps": stats["n_cg"],
-               "reference_mode": args.reference, "reference_max_iter": max_iter or "converged"}
+        row = {
+            "task": name,
+            "width": w,
+            "features": f"{args.features}:{w}",
+            "threads": args.threads,
+            "encode_seconds_max_width": round(encode_s, 2),
+            "fast_seconds": fast["classify_seconds"],
+            "fast_cpu_seconds": round(fast_cpu, 2),
+            "fast_acc": fast["acc"],
+            "fast_f1": fast.get("f1"),
+            "fast_chosen_C": fast["chosen_C"],
+            "newton_steps": stats["n_newton"],
+            "cg_steps": stats["n_cg"],
+            "reference_mode": args.reference,
+            "reference_max_iter": max_iter or "converged",
+        }
         old = earlier.get((w, name, args.reference, args.features)) if args.retime_fast else None
         if args.retime_fast:
             row["retime_tag"] = args.retime_fast
@@ -262,9 +278,16 @@ def run_task(name: str, widths: list[int], args) -> list[dict]:
             # The reference (unchanged code, unchanged problems) is not timed again: its figures
             # are the earlier row's, said so in the row; the fast side of the check is redone and
             # compared with the earlier converged scikit-learn accuracies.
-            for k in ("reference_seconds", "reference_cpu_seconds", "reference_fits_timed",
-                      "reference_extrapolated", "reference_acc", "reference_f1", "reference_chosen_C",
-                      "acc_difference"):
+            for k in (
+                "reference_seconds",
+                "reference_cpu_seconds",
+                "reference_fits_timed",
+                "reference_extrapolated",
+                "reference_acc",
+                "reference_f1",
+                "reference_chosen_C",
+                "acc_difference",
+            ):
                 if k in old:
                     row[k] = old[k]
             row["reference_from_earlier_row"] = True
@@ -273,24 +296,36 @@ def run_task(name: str, widths: list[int], args) -> list[dict]:
             if "check" in old:
                 acc = _fast_subset_acc(_subset_problems(task, cache, args.kfold, args.seed))
                 conv, ref = old["check"]["acc_converged"], old["check"]["acc_reference"]
-                row["check"] = {"C": old["check"]["C"], "acc_fast": acc, "acc_converged": conv,
-                                "acc_reference": ref, "converged_from_earlier_row": True,
-                                "max_abs_diff_converged": round(max(abs(a - b) for a, b in zip(acc, conv)), 3),
-                                "max_abs_diff_reference": round(max(abs(a - b) for a, b in zip(acc, ref)), 3)}
+                row["check"] = {
+                    "C": old["check"]["C"],
+                    "acc_fast": acc,
+                    "acc_converged": conv,
+                    "acc_reference": ref,
+                    "converged_from_earlier_row": True,
+                    "max_abs_diff_converged": round(max(abs(a - b) for a, b in zip(acc, conv)), 3),
+                    "max_abs_diff_reference": round(max(abs(a - b) for a, b in zip(acc, ref)), 3),
+                }
         elif args.reference == "full":
             cpu = time.process_time()
             ref = evaluate_task(task, cache, kfold=args.kfold, seed=args.seed, fast=False, max_iter=max_iter)
-            row.update(reference_seconds=ref["classify_seconds"],
-                       reference_cpu_seconds=round(time.process_time() - cpu, 2), reference_acc=ref["acc"],
-                       reference_f1=ref.get("f1"), reference_chosen_C=ref["chosen_C"],
-                       reference_extrapolated=False,
-                       acc_difference=round(fast["acc"] - ref["acc"], 2))
+            row.update(
+                reference_seconds=ref["classify_seconds"],
+                reference_cpu_seconds=round(time.process_time() - cpu, 2),
+                reference_acc=ref["acc"],
+                reference_f1=ref.get("f1"),
+                reference_chosen_C=ref["chosen_C"],
+                reference_extrapolated=False,
+                acc_difference=round(fast["acc"] - ref["acc"], 2),
+            )
         elif args.reference == "subset":
             problems = _subset_problems(task, cache, args.kfold, args.seed)
             (secs, cpu), nfits, acc = _subset_reference(problems, args.seed, max_iter)
-            row.update(reference_seconds=round(secs, 2), reference_cpu_seconds=round(cpu, 2),
-                       reference_fits_timed=nfits,
-                       reference_extrapolated=True)
+            row.update(
+                reference_seconds=round(secs, 2),
+                reference_cpu_seconds=round(cpu, 2),
+                reference_fits_timed=nfits,
+                reference_extrapolated=True,
+            )
             if args.check:
                 c0 = time.process_time()
                 row["check"] = _subset_check(problems, args.seed, acc)
@@ -317,8 +352,10 @@ def summarize(rows: list[dict], widths: list[int], tasks: list[str]) -> dict:
         rs = [by[(w, t)] for t in tasks if (w, t) in by]
         if len(rs) < len(tasks):
             continue
-        s = {"fast_seconds": round(sum(r["fast_seconds"] for r in rs), 2),
-             "fast_cpu_seconds": round(sum(r["fast_cpu_seconds"] for r in rs), 2)}
+        s = {
+            "fast_seconds": round(sum(r["fast_seconds"] for r in rs), 2),
+            "fast_cpu_seconds": round(sum(r["fast_cpu_seconds"] for r in rs), 2),
+        }
         if all("reference_seconds" in r for r in rs):
             s["reference_seconds"] = round(sum(r["reference_seconds"] for r in rs), 2)
             s["reference_cpu_seconds"] = round(sum(r["reference_cpu_seconds"] for r in rs), 2)
@@ -349,8 +386,10 @@ def markdown_table(rows: list[dict], widths: list[int], tasks: list[str]) -> str
     """Per width: each task's fast / reference CPU seconds and ratio, the six-task sums, and the
     accuracy check's largest held-out difference against converged scikit-learn."""
     by = {(r["width"], r["task"]): r for r in rows}
-    lines = ["| width | " + " | ".join(tasks) + " | all tasks | check: max abs diff (points) |",
-             "|---|" + "---|" * (len(tasks) + 2)]
+    lines = [
+        "| width | " + " | ".join(tasks) + " | all tasks | check: max abs diff (points) |",
+        "|---|" + "---|" * (len(tasks) + 2),
+    ]
     for w in widths:
         cells, fast, ref, diffs = [], 0.0, 0.0, []
         for t in tasks:
@@ -374,22 +413,31 @@ def main(argv=None) -> int:
     ap.add_argument("--widths", default="256,600,2400,4800")
     ap.add_argument("--tasks", default="MR,CR,SUBJ,MPQA,TREC,MRPC")
     ap.add_argument("--reference", choices=("full", "subset", "none"), default="subset")
-    ap.add_argument("--max-iter", type=int, default=100,
-                    help="reference lbfgs cap: 100 as SentEval, 0 to convergence")
-    ap.add_argument("--check", action="store_true",
-                    help="with --reference subset: also fit the subset's problems with scikit-learn "
-                         "run to convergence and compare held-out accuracies with the fast solver")
-    ap.add_argument("--features", choices=("hashbow", "bigru"), default="hashbow",
-                    help="hashbow: the fixed random bag of words; bigru: random projections of an "
-                         "untrained S2V-sized bidirectional Quick-Thoughts pair's 4,800-d features")
-    ap.add_argument("--feature-cache", default=None,
-                    help="folder for each task's encoded table (reused by later runs)")
-    ap.add_argument("--retime-fast", default=None, metavar="TAG",
-                    help="re-time the fast solver (after a change to it) for rows already in the output, "
-                         "keeping their reference figures and converged-check accuracies (the reference "
-                         "code did not change; rows say reference_from_earlier_row); rows missing "
-                         "altogether are measured in full. TAG marks the new rows, so a rerun with the "
-                         "same TAG resumes")
+    ap.add_argument("--max-iter", type=int, default=100, help="reference lbfgs cap: 100 as SentEval, 0 to convergence")
+    ap.add_argument(
+        "--check",
+        action="store_true",
+        help="with --reference subset: also fit the subset's problems with scikit-learn "
+        "run to convergence and compare held-out accuracies with the fast solver",
+    )
+    ap.add_argument(
+        "--features",
+        choices=("hashbow", "bigru"),
+        default="hashbow",
+        help="hashbow: the fixed random bag of words; bigru: random projections of an "
+        "untrained S2V-sized bidirectional Quick-Thoughts pair's 4,800-d features",
+    )
+    ap.add_argument("--feature-cache", default=None, help="folder for each task's encoded table (reused by later runs)")
+    ap.add_argument(
+        "--retime-fast",
+        default=None,
+        metavar="TAG",
+        help="re-time the fast solver (after a change to it) for rows already in the output, "
+        "keeping their reference figures and converged-check accuracies (the reference "
+        "code did not change; rows say reference_from_earlier_row); rows missing "
+        "altogether are measured in full. TAG marks the new rows, so a rerun with the "
+        "same TAG resumes",
+    )
     ap.add_argument("--kfold", type=int, default=10)
     ap.add_argument("--seed", type=int, default=1111)
     ap.add_argument("--threads", type=int, default=1, help="torch threads per task process")
@@ -410,30 +458,43 @@ def main(argv=None) -> int:
         for t in tasks:
             run_task(t, widths, args)
     rows = [json.loads(line) for line in Path(args.output).read_text().splitlines()]
-    rows = [r for r in rows if r["reference_mode"] == args.reference and r["task"] in tasks
-            and _kind(r) == args.features]
+    rows = [
+        r for r in rows if r["reference_mode"] == args.reference and r["task"] in tasks and _kind(r) == args.features
+    ]
     print(markdown_table(rows, widths, tasks))
     summary = summarize(rows, widths, tasks)
-    summary.update(load_average_at_start=load, cpu_count=os.cpu_count(), jobs=args.jobs,
-                   reference=args.reference, reference_max_iter=args.max_iter or "converged")
+    summary.update(
+        load_average_at_start=load,
+        cpu_count=os.cpu_count(),
+        jobs=args.jobs,
+        reference=args.reference,
+        reference_max_iter=args.max_iter or "converged",
+    )
     print(json.dumps(summary))
     head = []
     for w, s in summary["widths"].items():
         part = f"{w}-d: fast {s['fast_seconds']:.0f}s"
         if "speedup" in s:
             est = " (extrapolated)" if s["reference_extrapolated"] else ""
-            part += (f" vs reference {s['reference_seconds']:.0f}s{est} = {s['speedup']:.1f}x"
-                     f" (CPU time {s['cpu_speedup']:.1f}x)")
+            part += (
+                f" vs reference {s['reference_seconds']:.0f}s{est} = {s['speedup']:.1f}x"
+                f" (CPU time {s['cpu_speedup']:.1f}x)"
+            )
         if "max_abs_acc_difference" in s:
             part += f", max |acc diff| {s['max_abs_acc_difference']:.2f}"
         if "check_max_abs_diff_converged" in s:
-            part += (f", subset fits' held-out acc vs converged sklearn max |diff| "
-                     f"{s['check_max_abs_diff_converged']:.2f} (vs the timed reference "
-                     f"{s['check_max_abs_diff_reference']:.2f})")
+            part += (
+                f", subset fits' held-out acc vs converged sklearn max |diff| "
+                f"{s['check_max_abs_diff_converged']:.2f} (vs the timed reference "
+                f"{s['check_max_abs_diff_reference']:.2f})"
+            )
         head.append(part)
     exps = ", ".join(f"{t} {e:.2f}" for t, e in summary["exponents"].items())
-    print("six-task classifier time: " + "; ".join(head)
-          + (f" | width exponents {summary.get('exponent_widths')}: {exps}" if exps else ""))
+    print(
+        "six-task classifier time: "
+        + "; ".join(head)
+        + (f" | width exponents {summary.get('exponent_widths')}: {exps}" if exps else "")
+    )
     return 0
 
 

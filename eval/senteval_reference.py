@@ -19,7 +19,6 @@ import argparse
 import hashlib
 import json
 import sys
-import time
 
 import numpy as np
 
@@ -44,12 +43,10 @@ class HashBagOfWords:
         return v
 
     def encode(self, sentences, batch_size: int = 64) -> np.ndarray:
-        return np.stack([np.mean([self._vec(w) for w in s.split()] or [np.zeros(self.dim)], axis=0)
-                         for s in sentences])
+        return np.stack([np.mean([self._vec(w) for w in s.split()] or [np.zeros(self.dim)], axis=0) for s in sentences])
 
 
-def encoder_projections(texts, width: int, encoder: str = "bigru", hidden: int = 1200,
-                        seed: int = 0) -> np.ndarray:
+def encoder_projections(texts, width: int, encoder: str = "bigru", hidden: int = 1200, seed: int = 0) -> np.ndarray:
     """(len(texts), width) Gaussian random projections of a fixed model's features, the
     wide-evaluation benchmarks' second kind of embedding (random projections of a fixed model's
     features, correlated as sentence embeddings are): an untrained, seeded Quick-Thoughts encoder pair at S2V's sizes
@@ -68,8 +65,9 @@ def encoder_projections(texts, width: int, encoder: str = "bigru", hidden: int =
     if width > full:
         raise ValueError(f"{encoder} features are {full}-d; width {width} would not be full rank")
     uniq = list(dict.fromkeys(texts))
-    enc = random_encoder({"model": {"kind": "qt", "encoder": encoder, "embed_dim": 300,
-                                    "hidden_dim": hidden}}, uniq, seed=seed)
+    enc = random_encoder(
+        {"model": {"kind": "qt", "encoder": encoder, "embed_dim": 300, "hidden_dim": hidden}}, uniq, seed=seed
+    )
     with torch.no_grad():
         F = np.asarray(enc.encode(uniq, batch_size=256), dtype=np.float64)
     # The whole (full, full) matrix is drawn whatever the width, so width d is always its first d
@@ -110,13 +108,20 @@ def main(argv=None) -> int:
         worst = max([worst] + [abs(v) for v in diff.values()])
         t_fast += fast["classify_seconds"]
         t_ref += ref["classify_seconds"]
-        report["tasks"][name] = {"fast": fast, "reference": ref, "difference": diff,
-                                 "speedup": round(ref["classify_seconds"] / max(fast["classify_seconds"], 1e-9), 2)}
-        print(f"{name}: fast " + " ".join(f"{k} {fast[k]:.2f}" for k in keys)
-              + f" ({fast['classify_seconds']:.1f}s) | reference "
-              + " ".join(f"{k} {ref[k]:.2f}" for k in keys)
-              + f" ({ref['classify_seconds']:.1f}s) | C fast {fast['chosen_C']} ref {ref['chosen_C']}",
-              flush=True)
+        report["tasks"][name] = {
+            "fast": fast,
+            "reference": ref,
+            "difference": diff,
+            "speedup": round(ref["classify_seconds"] / max(fast["classify_seconds"], 1e-9), 2),
+        }
+        print(
+            f"{name}: fast "
+            + " ".join(f"{k} {fast[k]:.2f}" for k in keys)
+            + f" ({fast['classify_seconds']:.1f}s) | reference "
+            + " ".join(f"{k} {ref[k]:.2f}" for k in keys)
+            + f" ({ref['classify_seconds']:.1f}s) | C fast {fast['chosen_C']} ref {ref['chosen_C']}",
+            flush=True,
+        )
     report["max_abs_difference"] = worst
     report["speedup"] = round(t_ref / max(t_fast, 1e-9), 2)
     if args.output:

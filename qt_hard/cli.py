@@ -28,8 +28,9 @@ def build_parser() -> argparse.ArgumentParser:
     from qt_hard.training import cli as training_cli
 
     parser = argparse.ArgumentParser(prog="qt-hard", description=__doc__.splitlines()[0])
-    parser.add_argument("--debug", action="store_true",
-                        help="show the traceback of user errors too (or set QT_HARD_DEBUG=1)")
+    parser.add_argument(
+        "--debug", action="store_true", help="show the traceback of user errors too (or set QT_HARD_DEBUG=1)"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for area in (training_cli, evaluation_cli, data_cli):
         area.register(sub)

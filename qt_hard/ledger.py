@@ -59,8 +59,9 @@ class Ledger:
         name: the file name.
     """
 
-    def __init__(self, folder: str | os.PathLike, key: Sequence[str], setup: dict | None = None,
-                 name: str = "results.jsonl"):
+    def __init__(
+        self, folder: str | os.PathLike, key: Sequence[str], setup: dict | None = None, name: str = "results.jsonl"
+    ):
         if not key:
             raise ValueError("a ledger needs at least one key field")
         self.folder = Path(folder)
@@ -75,8 +76,7 @@ class Ledger:
         if stored is not None and stored != self.setup:
             differ = sorted(k for k in set(stored) | set(self.setup) if stored.get(k) != self.setup.get(k))
             detail = "; ".join(f"{k}: {stored.get(k)!r} there, {self.setup.get(k)!r} here" for k in differ)
-            raise LedgerError(f"{self.path} holds results of another setup ({detail}); "
-                              "use another output folder")
+            raise LedgerError(f"{self.path} holds results of another setup ({detail}); use another output folder")
 
     # ------------------------------------------------------------------ reading
     def _lines(self) -> list[str]:
@@ -95,8 +95,9 @@ class Ledger:
         except json.JSONDecodeError:
             head = None
         if not isinstance(head, dict) or head.get("ledger") != FORMAT or not isinstance(head.get("setup"), dict):
-            raise LedgerError(f"{self.path}:1 is not a results ledger header "
-                              f'({{"ledger": {FORMAT}, "setup": {{...}}}})')
+            raise LedgerError(
+                f'{self.path}:1 is not a results ledger header ({{"ledger": {FORMAT}, "setup": {{...}}}})'
+            )
         return head["setup"]
 
     def records(self) -> list[dict]:

@@ -35,7 +35,6 @@ from .negatives.scores import context_scores, node_graph_scores, one_directional
 from .negatives.strategy import NegativeStrategy, make_strategy
 
 
-
 def _strategy(negatives, k, include_positive, options) -> NegativeStrategy:
     # make_strategy checks the options: unknown ones and those the strategy does not read are errors.
     if isinstance(negatives, NegativeStrategy):
@@ -45,9 +44,20 @@ def _strategy(negatives, k, include_positive, options) -> NegativeStrategy:
     return make_strategy(negatives, k=k, include_positive=include_positive, **options)
 
 
-def contrastive_loss(z1: torch.Tensor, z2: torch.Tensor, negatives="uniform", *, temperature: float = 0.5,
-                     k: int | None = None, labels=None, normalize: bool = True, include_positive: bool = True,
-                     gather: bool = True, generator: torch.Generator | None = None, **options) -> torch.Tensor:
+def contrastive_loss(
+    z1: torch.Tensor,
+    z2: torch.Tensor,
+    negatives="uniform",
+    *,
+    temperature: float = 0.5,
+    k: int | None = None,
+    labels=None,
+    normalize: bool = True,
+    include_positive: bool = True,
+    gather: bool = True,
+    generator: torch.Generator | None = None,
+    **options,
+) -> torch.Tensor:
     """Two-view contrastive loss, averaged over the 2B anchors.
 
     Args:
@@ -68,15 +78,27 @@ def contrastive_loss(z1: torch.Tensor, z2: torch.Tensor, negatives="uniform", *,
         Scalar loss tensor.
     """
     strategy = _strategy(negatives, k, include_positive, options)
-    scores = two_view_scores(z1, z2, temperature=temperature, labels=labels, normalize=normalize,
-                             gather_candidates=gather)
+    scores = two_view_scores(
+        z1, z2, temperature=temperature, labels=labels, normalize=normalize, gather_candidates=gather
+    )
     return strategy(scores, generator)
 
 
-def context_loss(f_emb: torch.Tensor, g_emb: torch.Tensor, negatives="uniform", *, context: int = 1,
-                 temperature: float = 1.0, normalize: bool = False, k: int | None = None, doc_ids=None,
-                 include_positive: bool = True, gather: bool = True,
-                 generator: torch.Generator | None = None, **options) -> torch.Tensor:
+def context_loss(
+    f_emb: torch.Tensor,
+    g_emb: torch.Tensor,
+    negatives="uniform",
+    *,
+    context: int = 1,
+    temperature: float = 1.0,
+    normalize: bool = False,
+    k: int | None = None,
+    doc_ids=None,
+    include_positive: bool = True,
+    gather: bool = True,
+    generator: torch.Generator | None = None,
+    **options,
+) -> torch.Tensor:
     """Quick-Thoughts objective on B consecutive sentences (Logeswaran & Lee 2018; HCL App. D.3).
 
     Args:
@@ -86,16 +108,36 @@ def context_loss(f_emb: torch.Tensor, g_emb: torch.Tensor, negatives="uniform", 
         Other arguments as :func:`contrastive_loss`.
     """
     strategy = _strategy(negatives, k, include_positive, _joint_by_default(negatives, options))
-    scores = context_scores(f_emb, g_emb, context=context, temperature=temperature, normalize=normalize,
-                            doc_ids=doc_ids, gather_candidates=gather)
+    scores = context_scores(
+        f_emb,
+        g_emb,
+        context=context,
+        temperature=temperature,
+        normalize=normalize,
+        doc_ids=doc_ids,
+        gather_candidates=gather,
+    )
     return strategy(scores, generator)
 
 
-def ranking_loss(anchors: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor | None = None,
-                 strategy="uniform", *, temperature: float = 0.05, k: int | None = None, labels=None,
-                 normalize: bool = True, include_positive: bool = True, gather: bool = True,
-                 extra_candidates: torch.Tensor | None = None, extra_labels=None, in_batch: bool = True,
-                 generator: torch.Generator | None = None, **options) -> torch.Tensor:
+def ranking_loss(
+    anchors: torch.Tensor,
+    positives: torch.Tensor,
+    negatives: torch.Tensor | None = None,
+    strategy="uniform",
+    *,
+    temperature: float = 0.05,
+    k: int | None = None,
+    labels=None,
+    normalize: bool = True,
+    include_positive: bool = True,
+    gather: bool = True,
+    extra_candidates: torch.Tensor | None = None,
+    extra_labels=None,
+    in_batch: bool = True,
+    generator: torch.Generator | None = None,
+    **options,
+) -> torch.Tensor:
     """Anchors against all positives and explicit negatives of the batch (MNRL layout).
 
     Args:
@@ -109,10 +151,18 @@ def ranking_loss(anchors: torch.Tensor, positives: torch.Tensor, negatives: torc
         Other arguments as :func:`contrastive_loss`.
     """
     strat = _strategy(strategy, k, include_positive, options)
-    scores = one_directional_scores(anchors, positives, negatives, temperature=temperature, labels=labels,
-                                    normalize=normalize, gather_candidates=gather,
-                                    extra_candidates=extra_candidates, extra_labels=extra_labels,
-                                    in_batch=in_batch)
+    scores = one_directional_scores(
+        anchors,
+        positives,
+        negatives,
+        temperature=temperature,
+        labels=labels,
+        normalize=normalize,
+        gather_candidates=gather,
+        extra_candidates=extra_candidates,
+        extra_labels=extra_labels,
+        in_batch=in_batch,
+    )
     return strat(scores, generator)
 
 
@@ -162,46 +212,97 @@ class _StrategyLoss(nn.Module):
 class ContrastiveLoss(_StrategyLoss):
     """Module form of :func:`contrastive_loss`: ``ContrastiveLoss("hard", beta=1.0)(z1, z2)``."""
 
-    def __init__(self, negatives="uniform", *, temperature: float = 0.5, k: int | None = None,
-                 normalize: bool = True, include_positive: bool = True, gather: bool = True, **options):
+    def __init__(
+        self,
+        negatives="uniform",
+        *,
+        temperature: float = 0.5,
+        k: int | None = None,
+        normalize: bool = True,
+        include_positive: bool = True,
+        gather: bool = True,
+        **options,
+    ):
         super().__init__(negatives, k, include_positive, options)
         self.temperature, self.normalize, self.gather = temperature, normalize, gather
 
     def forward(self, z1: torch.Tensor, z2: torch.Tensor, labels=None) -> torch.Tensor:
-        scores = two_view_scores(z1, z2, temperature=self.temperature, labels=labels,
-                                 normalize=self.normalize, gather_candidates=self.gather)
+        scores = two_view_scores(
+            z1, z2, temperature=self.temperature, labels=labels, normalize=self.normalize, gather_candidates=self.gather
+        )
         return self._loss(scores)
 
 
 class ContextLoss(_StrategyLoss):
     """Module form of :func:`context_loss` (Quick-Thoughts; positives "joint" by default)."""
 
-    def __init__(self, negatives="uniform", *, context: int = 1, temperature: float = 1.0,
-                 normalize: bool = False, k: int | None = None, include_positive: bool = True,
-                 gather: bool = True, **options):
+    def __init__(
+        self,
+        negatives="uniform",
+        *,
+        context: int = 1,
+        temperature: float = 1.0,
+        normalize: bool = False,
+        k: int | None = None,
+        include_positive: bool = True,
+        gather: bool = True,
+        **options,
+    ):
         super().__init__(negatives, k, include_positive, _joint_by_default(negatives, options))
         self.context, self.temperature, self.normalize, self.gather = context, temperature, normalize, gather
 
     def forward(self, f_emb: torch.Tensor, g_emb: torch.Tensor, doc_ids=None) -> torch.Tensor:
-        scores = context_scores(f_emb, g_emb, context=self.context, temperature=self.temperature,
-                                normalize=self.normalize, doc_ids=doc_ids, gather_candidates=self.gather)
+        scores = context_scores(
+            f_emb,
+            g_emb,
+            context=self.context,
+            temperature=self.temperature,
+            normalize=self.normalize,
+            doc_ids=doc_ids,
+            gather_candidates=self.gather,
+        )
         return self._loss(scores)
 
 
 class RankingLoss(_StrategyLoss):
     """Module form of :func:`ranking_loss`."""
 
-    def __init__(self, strategy="uniform", *, temperature: float = 0.05, k: int | None = None,
-                 normalize: bool = True, include_positive: bool = True, gather: bool = True, **options):
+    def __init__(
+        self,
+        strategy="uniform",
+        *,
+        temperature: float = 0.05,
+        k: int | None = None,
+        normalize: bool = True,
+        include_positive: bool = True,
+        gather: bool = True,
+        **options,
+    ):
         super().__init__(strategy, k, include_positive, options)
         self.temperature, self.normalize, self.gather = temperature, normalize, gather
 
-    def forward(self, anchors, positives, negatives=None, labels=None, extra_candidates=None,
-                in_batch: bool = True, extra_labels=None) -> torch.Tensor:
-        scores = one_directional_scores(anchors, positives, negatives, temperature=self.temperature,
-                                        labels=labels, normalize=self.normalize, gather_candidates=self.gather,
-                                        extra_candidates=extra_candidates, extra_labels=extra_labels,
-                                        in_batch=in_batch)
+    def forward(
+        self,
+        anchors,
+        positives,
+        negatives=None,
+        labels=None,
+        extra_candidates=None,
+        in_batch: bool = True,
+        extra_labels=None,
+    ) -> torch.Tensor:
+        scores = one_directional_scores(
+            anchors,
+            positives,
+            negatives,
+            temperature=self.temperature,
+            labels=labels,
+            normalize=self.normalize,
+            gather_candidates=self.gather,
+            extra_candidates=extra_candidates,
+            extra_labels=extra_labels,
+            in_batch=in_batch,
+        )
         return self._loss(scores)
 
 
@@ -221,10 +322,21 @@ def _node_mean(per_anchor: torch.Tensor, counted: torch.Tensor) -> torch.Tensor:
     return total / n
 
 
-def local_global_loss(node_emb: torch.Tensor, graph_emb: torch.Tensor, batch, negatives="uniform", *,
-                      estimator: str = "jsd", temperature: float = 1.0, labels=None, normalize: bool = False,
-                      k: int | None = None, gather: bool = True, generator: torch.Generator | None = None,
-                      **options) -> torch.Tensor:
+def local_global_loss(
+    node_emb: torch.Tensor,
+    graph_emb: torch.Tensor,
+    batch,
+    negatives="uniform",
+    *,
+    estimator: str = "jsd",
+    temperature: float = 1.0,
+    labels=None,
+    normalize: bool = False,
+    k: int | None = None,
+    gather: bool = True,
+    generator: torch.Generator | None = None,
+    **options,
+) -> torch.Tensor:
     """InfoGraph's local-global objective (Sun et al. 2020, eq. 4-5; Robinson et al. 2021, App. B):
     every node against the graphs of the (global) batch, its own graph the positive, averaged over
     the nodes.
@@ -245,22 +357,45 @@ def local_global_loss(node_emb: torch.Tensor, graph_emb: torch.Tensor, batch, ne
         True
     """
     strategy = _strategy(negatives, k, True, {"estimator": estimator, **options})
-    scores = node_graph_scores(node_emb, graph_emb, batch, temperature=temperature, labels=labels,
-                               normalize=normalize, gather_candidates=gather)
+    scores = node_graph_scores(
+        node_emb,
+        graph_emb,
+        batch,
+        temperature=temperature,
+        labels=labels,
+        normalize=normalize,
+        gather_candidates=gather,
+    )
     return _node_mean(*strategy.per_anchor(scores, generator))
 
 
 class LocalGlobalLoss(_StrategyLoss):
     """Module form of :func:`local_global_loss`: ``LocalGlobalLoss("hard", beta=1.0, clip="rescaled")``."""
 
-    def __init__(self, negatives="uniform", *, estimator: str = "jsd", temperature: float = 1.0,
-                 normalize: bool = False, k: int | None = None, gather: bool = True, **options):
+    def __init__(
+        self,
+        negatives="uniform",
+        *,
+        estimator: str = "jsd",
+        temperature: float = 1.0,
+        normalize: bool = False,
+        k: int | None = None,
+        gather: bool = True,
+        **options,
+    ):
         if not isinstance(negatives, NegativeStrategy):
             options = {"estimator": estimator, **options}
         super().__init__(negatives, k, True, options)
         self.temperature, self.normalize, self.gather = temperature, normalize, gather
 
     def forward(self, node_emb: torch.Tensor, graph_emb: torch.Tensor, batch, labels=None) -> torch.Tensor:
-        scores = node_graph_scores(node_emb, graph_emb, batch, temperature=self.temperature, labels=labels,
-                                   normalize=self.normalize, gather_candidates=self.gather)
+        scores = node_graph_scores(
+            node_emb,
+            graph_emb,
+            batch,
+            temperature=self.temperature,
+            labels=labels,
+            normalize=self.normalize,
+            gather_candidates=self.gather,
+        )
         return self._loss(scores, lambda sc, gen: _node_mean(*self.strategy.per_anchor(sc, gen)))

@@ -66,14 +66,21 @@ def main(argv=None) -> int:
         rows.append({"impl": f"kornia {kornia.__version__}", "images_per_s": round(args.batch / t, 1), "seconds": t})
     except ImportError:
         rows.append({"impl": "kornia", "images_per_s": None, "note": "not installed"})
-    common = {"batch": args.batch, "size": args.size, "device": str(dev), "threads": args.threads,
-              "torch": torch.__version__}
+    common = {
+        "batch": args.batch,
+        "size": args.size,
+        "device": str(dev),
+        "threads": args.threads,
+        "torch": torch.__version__,
+    }
     for r in rows:
         print(json.dumps({**common, **r}))
     if rows[1]["images_per_s"]:
         ratio = rows[0]["images_per_s"] / rows[1]["images_per_s"]
-        print(f"augmentation on {dev}: ours {rows[0]['images_per_s']:.0f} images/s, kornia "
-              f"{rows[1]['images_per_s']:.0f} images/s, ratio {ratio:.2f}x")
+        print(
+            f"augmentation on {dev}: ours {rows[0]['images_per_s']:.0f} images/s, kornia "
+            f"{rows[1]['images_per_s']:.0f} images/s, ratio {ratio:.2f}x"
+        )
     else:
         print(f"augmentation on {dev}: ours {rows[0]['images_per_s']:.0f} images/s (kornia not installed)")
     return 0

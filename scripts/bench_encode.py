@@ -54,8 +54,17 @@ def main() -> None:
         t = time.perf_counter()
         EmbeddingCache(enc, batch_size=64).embed(lines)
         cached.append(round(len(lines) / (time.perf_counter() - t)))
-    print(json.dumps({"n": len(lines), "torch_threads": torch.get_num_threads(), "dim": enc.dim,
-                      "encode_sent_s": direct, "embedding_cache_sent_s": cached}))
+    print(
+        json.dumps(
+            {
+                "n": len(lines),
+                "torch_threads": torch.get_num_threads(),
+                "dim": enc.dim,
+                "encode_sent_s": direct,
+                "embedding_cache_sent_s": cached,
+            }
+        )
+    )
     print(f"encode: {int(np.median(direct))} sentences/s")
 
 

@@ -84,12 +84,19 @@ def bench(b, d, k, name, opts, reps, device, t=0.5):
         ours()
         peak = torch.cuda.max_memory_allocated() / 2**20
     mb, mo = statistics.median(tb), statistics.median(to)
-    return {"B": b, "d": d, "k": k if k is not None else "all", "strategy": name,
-            "baseline_s": round(mb, 5), "ours_s": round(mo, 5), "ratio": round(mo / mb, 3),
-            "peak_mib": None if peak is None else round(peak, 1),
-            # memory O(B x candidates): the largest tensor made, in units of the larger of the (2B, 2B)
-            # score table and the (2B, d) embeddings (a B x candidates x d tensor would be ~d or ~B)
-            "largest_tensor_vs_inputs": round(probe.largest / max((2 * b) ** 2, 2 * b * d), 2)}
+    return {
+        "B": b,
+        "d": d,
+        "k": k if k is not None else "all",
+        "strategy": name,
+        "baseline_s": round(mb, 5),
+        "ours_s": round(mo, 5),
+        "ratio": round(mo / mb, 3),
+        "peak_mib": None if peak is None else round(peak, 1),
+        # memory O(B x candidates): the largest tensor made, in units of the larger of the (2B, 2B)
+        # score table and the (2B, d) embeddings (a B x candidates x d tensor would be ~d or ~B)
+        "largest_tensor_vs_inputs": round(probe.largest / max((2 * b) ** 2, 2 * b * d), 2),
+    }
 
 
 def main(argv=None):
@@ -115,11 +122,24 @@ def main(argv=None):
         summary.setdefault(key, []).append(row["ratio"])
     worst = {key: max(v) for key, v in summary.items()}
     met = {key: worst[key] <= TARGETS[key] for key in TARGETS if key in worst}
-    print(json.dumps({"device": str(device), "torch": torch.__version__, "threads": torch.get_num_threads(),
-                      "worst_ratio": worst, "targets": TARGETS, "target_met": met, "rows": rows}))
+    print(
+        json.dumps(
+            {
+                "device": str(device),
+                "torch": torch.__version__,
+                "threads": torch.get_num_threads(),
+                "worst_ratio": worst,
+                "targets": TARGETS,
+                "target_met": met,
+                "rows": rows,
+            }
+        )
+    )
     name = "hard" if "hard" in worst else next(iter(worst))
-    print(f"headline: {name} negatives cost {worst[name]:.3f}x plain cross-entropy InfoNCE (worst over B, "
-          f"{device.type}); targets met: {sum(met.values())}/{len(met)}")
+    print(
+        f"headline: {name} negatives cost {worst[name]:.3f}x plain cross-entropy InfoNCE (worst over B, "
+        f"{device.type}); targets met: {sum(met.values())}/{len(met)}"
+    )
 
 
 if __name__ == "__main__":

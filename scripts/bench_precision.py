@@ -52,33 +52,65 @@ def run_mode(mode: str, args, env: dict) -> dict:
     import torch
 
     out = Path(args.out) / mode
-    row = {"mode": mode, "device": _device_name(), "num_processes": args.num_processes,
-           "config": args.config, "steps": args.steps}
+    row = {
+        "mode": mode,
+        "device": _device_name(),
+        "num_processes": args.num_processes,
+        "config": args.config,
+        "steps": args.steps,
+    }
     if not (out / "final").is_dir():
         shutil.rmtree(out, ignore_errors=True)
-        cmd = _launcher() + ["launch", "--num_processes", str(args.num_processes), "--num_machines", "1",
-                             "--dynamo_backend", "no", "--main_process_port", "0"]
+        cmd = _launcher() + [
+            "launch",
+            "--num_processes",
+            str(args.num_processes),
+            "--num_machines",
+            "1",
+            "--dynamo_backend",
+            "no",
+            "--main_process_port",
+            "0",
+        ]
         if args.num_processes > 1:
             cmd.append("--multi_gpu")
-        cmd += ["-m", "qt_hard.cli", "train", args.config, "--out", str(out), f"train.steps={args.steps}",
-                # mixed_precision quoted: YAML reads a bare no as False.
-                f"train.mixed_precision='{mode}'", "train.checkpoint_every=0", "train.progress=false",
-                f"train.log_every={args.log_every}", *args.overrides]
+        cmd += [
+            "-m",
+            "qt_hard.cli",
+            "train",
+            args.config,
+            "--out",
+            str(out),
+            f"train.steps={args.steps}",
+            # mixed_precision quoted: YAML reads a bare no as False.
+            f"train.mixed_precision='{mode}'",
+            "train.checkpoint_every=0",
+            "train.progress=false",
+            f"train.log_every={args.log_every}",
+            *args.overrides,
+        ]
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
         row["wall_s"] = round(time.perf_counter() - t0, 2)
         row["command"] = " ".join(["accelerate", *cmd[1:]] if cmd[0].endswith("accelerate") else cmd)
         if proc.returncode != 0:
             # The training process's own exception, not the launcher's CalledProcessError after it.
-            lines = [ln for ln in proc.stderr.splitlines()
-                     if re.match(r"^[\w.]+(Error|Exception): ", ln) and "CalledProcessError" not in ln]
+            lines = [
+                ln
+                for ln in proc.stderr.splitlines()
+                if re.match(r"^[\w.]+(Error|Exception): ", ln) and "CalledProcessError" not in ln
+            ]
             row["error"] = lines[0][-300:] if lines else f"exit {proc.returncode}: {proc.stderr[-300:]}"
             return row
     with open(out / "metrics.csv") as fh:
         rows = list(csv.DictReader(fh))
     speeds = [float(r["sentences_per_s"]) for r in rows[1:]] or [float(r["sentences_per_s"]) for r in rows]
-    row.update(sentences_per_s=round(statistics.median(speeds), 1), windows=len(speeds),
-               final_loss=round(float(rows[-1]["loss"]), 4), torch=torch.__version__)
+    row.update(
+        sentences_per_s=round(statistics.median(speeds), 1),
+        windows=len(speeds),
+        final_loss=round(float(rows[-1]["loss"]), 4),
+        torch=torch.__version__,
+    )
     return row
 
 
@@ -127,7 +159,9 @@ def main(argv=None) -> int:
         else:
             parts.append(f"{r['mode']} {r['sentences_per_s']:.0f} sent/s")
     print(f"train speed on {_device_name()}, {args.num_processes} process(es), {args.config}: " + "; ".join(parts))
-    return 0 if all("sentences_per_s" in r for r in results if not (r["mode"] == "fp16" and "cpu" in r["device"])) else 1
+    return (
+        0 if all("sentences_per_s" in r for r in results if not (r["mode"] == "fp16" and "cpu" in r["device"])) else 1
+    )
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ def main() -> None:
         t2, c2 = time.perf_counter(), cpu_s()
         n_tokens = 0
         for start in range(0, len(texts), 50_000):
-            n_tokens += sum(len(x) for x in tok.encode_batch(texts[start:start + 50_000]))
+            n_tokens += sum(len(x) for x in tok.encode_batch(texts[start : start + 50_000]))
         t_encode, c_encode = time.perf_counter() - t2, cpu_s() - c2
     total = time.perf_counter() - t0
     sample = texts[:: max(1, len(texts) // args.nltk_sample)][: args.nltk_sample]
@@ -60,25 +60,34 @@ def main() -> None:
     n = len(texts)
     out = {
         "books": args.max_books or "all",
-        "sentences": n, "tokens": n_tokens, "vocab": len(tok),
-        "split_s": round(t_split, 1), "tokenizer_train_s": round(t_train, 1), "encode_s": round(t_encode, 1),
+        "sentences": n,
+        "tokens": n_tokens,
+        "vocab": len(tok),
+        "split_s": round(t_split, 1),
+        "tokenizer_train_s": round(t_train, 1),
+        "encode_s": round(t_encode, 1),
         "prepare_total_s": round(total, 1),
-        "split_sentences_per_s": round(n / t_split), "hf_tokenize_sentences_per_s": round(n / (t_train + t_encode)),
+        "split_sentences_per_s": round(n / t_split),
+        "hf_tokenize_sentences_per_s": round(n / (t_train + t_encode)),
         "nltk_tokenize_sentences_per_s": round(len(sample) / t_nltk),
         "cpu_s": {"split": round(c_split, 1), "tokenizer_train": round(c_train, 1), "encode": round(c_encode, 1)},
         "split_sentences_per_cpu_s": round(n / c_split),
         "hf_tokenize_sentences_per_cpu_s": round(n / (c_train + c_encode)),
         "nltk_tokenize_sentences_per_cpu_s": round(len(sample) / c_nltk),
         "load_average_1min": os.getloadavg()[0],
-        "nltk_sample": len(sample), "num_proc": args.num_proc, "cpus": os.cpu_count(),
+        "nltk_sample": len(sample),
+        "num_proc": args.num_proc,
+        "cpus": os.cpu_count(),
         "tokenizers_parallelism": os.environ.get("TOKENIZERS_PARALLELISM"),
     }
     print(json.dumps(out, indent=1))
-    print(f"prepared {n} sentences in {total:.0f} s from an empty cache (split {t_split:.0f} s, "
-          f"vocabulary {t_train:.0f} s, ids {t_encode:.0f} s); tokenizing: {out['hf_tokenize_sentences_per_s']} "
-          f"sentences/s (trainer + ids) vs NLTK {out['nltk_tokenize_sentences_per_s']} sentences/s; per CPU-second "
-          f"{out['hf_tokenize_sentences_per_cpu_s']} vs {out['nltk_tokenize_sentences_per_cpu_s']} "
-          f"(1-min loadavg {out['load_average_1min']:.1f})")
+    print(
+        f"prepared {n} sentences in {total:.0f} s from an empty cache (split {t_split:.0f} s, "
+        f"vocabulary {t_train:.0f} s, ids {t_encode:.0f} s); tokenizing: {out['hf_tokenize_sentences_per_s']} "
+        f"sentences/s (trainer + ids) vs NLTK {out['nltk_tokenize_sentences_per_s']} sentences/s; per CPU-second "
+        f"{out['hf_tokenize_sentences_per_cpu_s']} vs {out['nltk_tokenize_sentences_per_cpu_s']} "
+        f"(1-min loadavg {out['load_average_1min']:.1f})"
+    )
 
 
 if __name__ == "__main__":

@@ -67,9 +67,10 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def matmul_gflops(batch: int, embed: int, hidden: int, reps: int = 20, device=torch.device("cpu")) -> float:
+def matmul_gflops(batch: int, embed: int, hidden: int, reps: int = 20, device=None) -> float:
     """torch.mm throughput at the GRU's shapes: (B, e+h) x (e+h, 3h), float32 (TF32 as torch's
     default leaves it: off for matmuls)."""
+    device = torch.device("cpu") if device is None else device
     a = torch.randn(batch, embed + hidden, device=device)
     b = torch.randn(embed + hidden, 3 * hidden, device=device)
     for _ in range(3):
@@ -94,8 +95,7 @@ class PackedQT(torch.nn.Module):
     def _one(self, enc, ids, lengths):
         from torch.nn.utils.rnn import pack_padded_sequence
 
-        packed = pack_padded_sequence(enc.embedding(ids), lengths.clamp(min=1), batch_first=True,
-                                      enforce_sorted=False)
+        packed = pack_padded_sequence(enc.embedding(ids), lengths.clamp(min=1), batch_first=True, enforce_sorted=False)
         return enc.rnn(packed)[1][0]
 
     def forward(self, ids, lengths):
@@ -117,7 +117,7 @@ def run_variant(name, args, lengths_all, threads):
     total_lengths = []
     for step in range(args.steps + args.warmup):
         start = int(rng.integers(0, len(lengths_all) - args.batch))
-        lens = lengths_all[start:start + args.batch]
+        lens = lengths_all[start : start + args.batch]
         t0 = time.perf_counter()
         ids = torch.zeros(args.batch, int(lens.max()), dtype=torch.long)
         for r, n in enumerate(lens):
@@ -153,7 +153,9 @@ def run_variant(name, args, lengths_all, threads):
     total = sum(phases.values())
     flops = gru_flops(np.concatenate(total_lengths), args.embed, args.hidden) if args.encoder == "gru" else 0.0
     return {
-        "variant": name, "threads": threads, "sentences_per_s": round(n_sent / total, 1),
+        "variant": name,
+        "threads": threads,
+        "sentences_per_s": round(n_sent / total, 1),
         "step_s": round(total / args.steps, 3),
         "phase_share": {k: round(v / total, 3) for k, v in phases.items()},
         "gru_gflops_per_s": round(flops / total / 1e9, 2),
@@ -192,13 +194,27 @@ def main() -> None:
         row["matmul_gflops_per_s"] = round(mm, 2)
         row["fraction_of_matmul"] = round(row["gru_gflops_per_s"] / mm, 3)
         rows.append(row)
-    print(json.dumps({"device": args.device, "batch": args.batch, "embed": args.embed, "hidden": args.hidden, "vocab": args.vocab,
-                      "mean_tokens": round(float(lengths_all.mean()), 1), "rows": rows}, indent=1))
+    print(
+        json.dumps(
+            {
+                "device": args.device,
+                "batch": args.batch,
+                "embed": args.embed,
+                "hidden": args.hidden,
+                "vocab": args.vocab,
+                "mean_tokens": round(float(lengths_all.mean()), 1),
+                "rows": rows,
+            },
+            indent=1,
+        )
+    )
     base = rows[0]
-    print(f"QT {args.encoder} step on {args.device} at batch {args.batch}: {base['sentences_per_s']} sentences/s ({base['variant']}, "
-          f"{base['threads']} thread), {base['gru_gflops_per_s']} GFLOP/s of GRU matmuls = "
-          f"{100 * base['fraction_of_matmul']:.0f}% of torch.mm's {base['matmul_gflops_per_s']} GFLOP/s; "
-          + ", ".join(f"{r['variant']} {r['sentences_per_s'] / base['sentences_per_s']:.2f}x" for r in rows[1:]))
+    print(
+        f"QT {args.encoder} step on {args.device} at batch {args.batch}: {base['sentences_per_s']} sentences/s ({base['variant']}, "
+        f"{base['threads']} thread), {base['gru_gflops_per_s']} GFLOP/s of GRU matmuls = "
+        f"{100 * base['fraction_of_matmul']:.0f}% of torch.mm's {base['matmul_gflops_per_s']} GFLOP/s; "
+        + ", ".join(f"{r['variant']} {r['sentences_per_s'] / base['sentences_per_s']:.2f}x" for r in rows[1:])
+    )
 
 
 if __name__ == "__main__":

@@ -39,16 +39,25 @@ CASES = {
     "bow_wiki": {
         "model": {"kind": "bow", "dim": 128, "max_len": 128},
         "data": {"kind": "wiki", "articles": 50, "min_sentences": 200, "min_count": 5},
-        "objective": {"negatives": "uniform", "temperature": 1.0, "normalize": False,
-                      "include_positive": False, "k": 100},
+        "objective": {
+            "negatives": "uniform",
+            "temperature": 1.0,
+            "normalize": False,
+            "include_positive": False,
+            "k": 100,
+        },
         "train": {"batch_size": 256, "lr": 0.01, "grad_clip": 2.5},
     },
     # The Quick-Thoughts bag-of-words pair on books (configs/qt_books_smoke.yaml on 8 books).
     "bow_books": {
         "model": {"kind": "qt", "encoder": "bow", "embed_dim": 384, "max_len": 50},
         "data": {"kind": "books", "max_books": 8, "min_count": 3, "max_vocab": 50000},
-        "objective": {"negatives": "hard", "include_positive": True, "context": 1,
-                      "options": {"beta": 1.0, "tau_plus": 0.0, "clip": "rescaled"}},
+        "objective": {
+            "negatives": "hard",
+            "include_positive": True,
+            "context": 1,
+            "options": {"beta": 1.0, "tau_plus": 0.0, "clip": "rescaled"},
+        },
         "train": {"batch_size": 400, "lr": 0.005, "grad_clip": 5.0},
     },
     # The Quick-Thoughts GRU pair (64-d words, 128-d states, batches of 64) on the same books.
@@ -74,8 +83,9 @@ def _config(case: str, out: Path, steps: int, threads: int, overrides: list[str]
 
     tree = json.loads(json.dumps(CASES[case]))
     tree["out_dir"] = str(out)
-    tree["train"].update(steps=steps, seed=0, checkpoint_every=0, log_every=10, trackers=["csv"],
-                         progress=False, num_threads=threads)
+    tree["train"].update(
+        steps=steps, seed=0, checkpoint_every=0, log_every=10, trackers=["csv"], progress=False, num_threads=threads
+    )
     return config_from_dict(tree, overrides)
 
 
@@ -127,8 +137,9 @@ def bare_rate(cfg, warmup: int) -> float:
     if hasattr(run.task, "to_device"):
         run.task.to_device(device)
     module = run.module.to(device).train()
-    opt = torch.optim.Adam(module.parameters(), lr=cfg.train.lr, weight_decay=cfg.train.weight_decay,
-                           fused=device.type in ("cpu", "cuda"))
+    opt = torch.optim.Adam(
+        module.parameters(), lr=cfg.train.lr, weight_decay=cfg.train.weight_decay, fused=device.type in ("cpu", "cuda")
+    )
     gen = torch.Generator(device=device)
     gen.manual_seed(cfg.train.seed * 1009 + 17)
     batches = [_to(run.task.local_batch(s, 0, 1), device) for s in range(cfg.train.steps)]
@@ -169,9 +180,14 @@ def main(argv=None) -> int:
 
     import qt_hard
 
-    meta = {"device": _device_name(), "torch": torch.__version__, "threads": args.threads,
-            "library": str(Path(qt_hard.__file__).resolve().parent.parent), "steps": args.steps,
-            "warmup": args.warmup}
+    meta = {
+        "device": _device_name(),
+        "torch": torch.__version__,
+        "threads": args.threads,
+        "library": str(Path(qt_hard.__file__).resolve().parent.parent),
+        "steps": args.steps,
+        "warmup": args.warmup,
+    }
     ratios = {}
     for case in args.cases:
         rates = {"loop": [], "bare": []}
@@ -182,18 +198,42 @@ def main(argv=None) -> int:
                 t0 = time.perf_counter()
                 rate = (loop_rate if path == "loop" else bare_rate)(cfg, args.warmup)
                 rates[path].append(rate)
-                print(json.dumps({"case": case, "path": path, "round": rnd, "sentences_per_s": round(rate, 1),
-                                  "wall_s": round(time.perf_counter() - t0, 2), **meta}), flush=True)
+                print(
+                    json.dumps(
+                        {
+                            "case": case,
+                            "path": path,
+                            "round": rnd,
+                            "sentences_per_s": round(rate, 1),
+                            "wall_s": round(time.perf_counter() - t0, 2),
+                            **meta,
+                        }
+                    ),
+                    flush=True,
+                )
         loop, bare = statistics.median(rates["loop"]), statistics.median(rates["bare"])
         # Each round's two runs are neighbours in time, so their ratio cancels most of what other
         # processes on the machine do; the median over rounds is the headline figure.
         paired = statistics.median(a / b for a, b in zip(rates["loop"], rates["bare"]))
         ratios[case] = paired
-        print(json.dumps({"case": case, "loop_sentences_per_s": round(loop, 1), "bare_sentences_per_s": round(bare, 1),
-                          "ratio": round(paired, 3), "ratio_of_medians": round(loop / bare, 3),
-                          "rounds": args.rounds, **meta}), flush=True)
-    print(f"loop/bare on {meta['device']}, {args.threads} thread(s), {args.steps} steps x {args.rounds} rounds: "
-          + "; ".join(f"{c} {r:.2f}" for c, r in ratios.items()))
+        print(
+            json.dumps(
+                {
+                    "case": case,
+                    "loop_sentences_per_s": round(loop, 1),
+                    "bare_sentences_per_s": round(bare, 1),
+                    "ratio": round(paired, 3),
+                    "ratio_of_medians": round(loop / bare, 3),
+                    "rounds": args.rounds,
+                    **meta,
+                }
+            ),
+            flush=True,
+        )
+    print(
+        f"loop/bare on {meta['device']}, {args.threads} thread(s), {args.steps} steps x {args.rounds} rounds: "
+        + "; ".join(f"{c} {r:.2f}" for c, r in ratios.items())
+    )
     return 0
 
 

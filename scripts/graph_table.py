@@ -46,20 +46,40 @@ SHORT = {"MUTAG": "MUTAG", "ENZYMES": "ENZYMES", "PTC_MR": "PTC", "IMDB-BINARY":
 REPEATS = {"MUTAG": 5, "PTC_MR": 5}  # others: 3
 
 _HARD = ["objective.negatives=hard", "objective.options.clip=rescaled"]
-_HSCL = ["objective.negatives=label", "objective.options.hardening=exp", "objective.options.clip=rescaled",
-         "train.lr=0.01"]
+_HSCL = [
+    "objective.negatives=label",
+    "objective.options.hardening=exp",
+    "objective.options.clip=rescaled",
+    "train.lr=0.01",
+]
 ROWS = {
     "infograph": (["objective.negatives=uniform"], (86.8, 50.4, 55.3, 72.2, 49.6), "H-SCL Tab. II / OT Tab. V"),
-    "infograph_code": (["objective.negatives=uniform", "objective.estimator=jsd_code",
-                        "objective.options.tau_plus=0.5"], None, ""),
-    "hard_b1": (_HARD + ["objective.options.beta=1"], (87.2, 50.4, 57.3, 72.8, 49.6), "H-SCL Tab. II H-UCL (best beta)"),
+    "infograph_code": (
+        ["objective.negatives=uniform", "objective.estimator=jsd_code", "objective.options.tau_plus=0.5"],
+        None,
+        "",
+    ),
+    "hard_b1": (
+        _HARD + ["objective.options.beta=1"],
+        (87.2, 50.4, 57.3, 72.8, 49.6),
+        "H-SCL Tab. II H-UCL (best beta)",
+    ),
     "hard_b2": (_HARD + ["objective.options.beta=2"], None, ""),
     "hard_b10": (_HARD + ["objective.options.beta=10"], None, ""),
     "hscl_b1": (_HSCL + ["objective.options.beta=1"], (87.2, 50.7, 57.7, 73.0, 50.1), "H-SCL Tab. II (best beta)"),
     "hscl_b2": (_HSCL + ["objective.options.beta=2"], None, ""),
     "hscl_b10": (_HSCL + ["objective.options.beta=10"], None, ""),
-    "ot_e0.1": (["objective.negatives=ot", "objective.options.epsilon=0.1", "objective.options.tau_plus=0.5",
-                 "objective.estimator=jsd_code", "train.lr=0.01"], (88.2, 50.6, 56.1, 72.7, 49.8), "OT Tab. V"),
+    "ot_e0.1": (
+        [
+            "objective.negatives=ot",
+            "objective.options.epsilon=0.1",
+            "objective.options.tau_plus=0.5",
+            "objective.estimator=jsd_code",
+            "train.lr=0.01",
+        ],
+        (88.2, 50.6, 56.1, 72.7, 49.8),
+        "OT Tab. V",
+    ),
 }
 FIELDS = ["row", "dataset", "repeat", "svm_acc", "svm_acc_std", "epochs", "steps", "wall_s", "final_loss"]
 KEY = ("row", "dataset", "repeat")
@@ -112,9 +132,17 @@ def _train_cell(out, row, ds, rep, epochs, extra, use_gpu) -> dict:
 
     torch.set_num_threads(1)
     folder = cell_dir(Path(out), row, ds, rep)
-    overrides = ROWS[row][0] + [f"data.name={ds}", f"train.seed={rep}", f"out_dir={folder}",
-                                f"train.epochs={epochs}", "train.progress=false", "train.checkpoint_every=100",
-                                "train.keep_checkpoints=1", "train.trackers=[csv]", *extra]
+    overrides = ROWS[row][0] + [
+        f"data.name={ds}",
+        f"train.seed={rep}",
+        f"out_dir={folder}",
+        f"train.epochs={epochs}",
+        "train.progress=false",
+        "train.checkpoint_every=100",
+        "train.keep_checkpoints=1",
+        "train.trackers=[csv]",
+        *extra,
+    ]
     cfg = load_config(ROOT / CONFIG, overrides)
     resume = bool(list_checkpoints(folder))
     if not resume and folder.exists():
@@ -124,9 +152,17 @@ def _train_cell(out, row, ds, rep, epochs, extra, use_gpu) -> dict:
     res = json.loads((folder / "eval.json").read_text())
     with (folder / "metrics.csv").open() as fh:
         last = list(csv.DictReader(fh))[-1]
-    return {"row": row, "dataset": ds, "repeat": rep, "svm_acc": round(res["svm_acc"], 6),
-            "svm_acc_std": round(res["svm_acc_std"], 6), "epochs": epochs, "steps": res["step"],
-            "wall_s": round(time.perf_counter() - t0, 1), "final_loss": float(last["loss"])}
+    return {
+        "row": row,
+        "dataset": ds,
+        "repeat": rep,
+        "svm_acc": round(res["svm_acc"], 6),
+        "svm_acc_std": round(res["svm_acc_std"], 6),
+        "epochs": epochs,
+        "steps": res["step"],
+        "wall_s": round(time.perf_counter() - t0, 1),
+        "final_loss": float(last["loss"]),
+    }
 
 
 def summarize(results: list[dict], rows: list[str], datasets: list[str]) -> dict:
@@ -135,14 +171,23 @@ def summarize(results: list[dict], rows: list[str], datasets: list[str]) -> dict
         for ds in datasets:
             accs = [100 * float(r["svm_acc"]) for r in results if r["row"] == row and r["dataset"] == ds]
             if accs:
-                table[f"{row}/{ds}"] = {"mean": statistics.mean(accs),
-                                        "std": statistics.stdev(accs) if len(accs) > 1 else 0.0,
-                                        "n": len(accs), "accs": accs}
+                table[f"{row}/{ds}"] = {
+                    "mean": statistics.mean(accs),
+                    "std": statistics.stdev(accs) if len(accs) > 1 else 0.0,
+                    "n": len(accs),
+                    "accs": accs,
+                }
     return table
 
 
 def print_table(table: dict, rows: list[str], datasets: list[str]) -> None:
-    head = "| row | " + " | ".join(SHORT[d] for d in datasets) + " | papers (" + " / ".join(SHORT[d] for d in datasets) + ") |"
+    head = (
+        "| row | "
+        + " | ".join(SHORT[d] for d in datasets)
+        + " | papers ("
+        + " / ".join(SHORT[d] for d in datasets)
+        + ") |"
+    )
     print(head)
     print("|" + "---|" * (len(datasets) + 2))
     for row in rows:
@@ -163,8 +208,12 @@ def plot(table: dict, datasets: list[str], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    betas = [(0, "infograph", "infograph"), (1, "hard_b1", "hscl_b1"), (2, "hard_b2", "hscl_b2"),
-             (10, "hard_b10", "hscl_b10")]
+    betas = [
+        (0, "infograph", "infograph"),
+        (1, "hard_b1", "hscl_b1"),
+        (2, "hard_b2", "hscl_b2"),
+        (10, "hard_b10", "hscl_b10"),
+    ]
     fig, axes = plt.subplots(1, len(datasets), figsize=(2.6 * len(datasets), 2.6), squeeze=False)
     for ax, ds in zip(axes[0], datasets):
         for k, (beta, hard, hscl) in enumerate(betas):
@@ -172,17 +221,28 @@ def plot(table: dict, datasets: list[str], path: Path) -> None:
                 c = table.get(f"{row}/{ds}")
                 if not c or (beta == 0 and off > 0):
                     continue
-                ax.boxplot([c["accs"]], positions=[k + (0 if beta == 0 else off)], widths=0.25,
-                           patch_artist=True, boxprops={"facecolor": color, "alpha": 0.5}, showfliers=False)
+                ax.boxplot(
+                    [c["accs"]],
+                    positions=[k + (0 if beta == 0 else off)],
+                    widths=0.25,
+                    patch_artist=True,
+                    boxprops={"facecolor": color, "alpha": 0.5},
+                    showfliers=False,
+                )
                 ax.scatter([k + (0 if beta == 0 else off)] * len(c["accs"]), c["accs"], s=6, color=color, zorder=3)
         ax.set_xticks(range(len(betas)), [str(b) for b, _, _ in betas])
         ax.set_title(SHORT[ds], fontsize=9)
         ax.set_xlabel("beta", fontsize=8)
         ax.tick_params(labelsize=7)
     axes[0][0].set_ylabel("SVM accuracy (%)", fontsize=8)
-    axes[0][-1].legend(handles=[plt.Line2D([], [], color="tab:blue", marker="s", ls="", label="hard (HCL)"),
-                                plt.Line2D([], [], color="tab:orange", marker="s", ls="", label="H-SCL")],
-                       fontsize=7, loc="lower right")
+    axes[0][-1].legend(
+        handles=[
+            plt.Line2D([], [], color="tab:blue", marker="s", ls="", label="hard (HCL)"),
+            plt.Line2D([], [], color="tab:orange", marker="s", ls="", label="H-SCL"),
+        ],
+        fontsize=7,
+        loc="lower right",
+    )
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=80)
@@ -210,9 +270,13 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     led = ledger(out) if a.no_run else ledger(out, a.epochs, list(a.overrides))
     done = led.done()
-    todo = [(str(out), row, ds, rep, a.epochs, list(a.overrides), a.gpu)
-            for ds in datasets for rep in range(a.repeats or REPEATS.get(ds, 3)) for row in rows
-            if (row, ds, rep) not in done]
+    todo = [
+        (str(out), row, ds, rep, a.epochs, list(a.overrides), a.gpu)
+        for ds in datasets
+        for rep in range(a.repeats or REPEATS.get(ds, 3))
+        for row in rows
+        if (row, ds, rep) not in done
+    ]
     t0 = time.perf_counter()
     if todo and not a.no_run:
         print(f"{len(todo)} cells to run ({len(done)} done) with {a.workers} worker(s)", flush=True)
@@ -237,11 +301,20 @@ def main(argv=None) -> int:
     (out / "table.json").write_text(json.dumps(table, indent=1) + "\n")
     plot(table, datasets, Path(a.plot) if a.plot else out / "graph_fig3.png")
     walls = [float(r["wall_s"]) for r in results]
-    print(json.dumps({"cells": len(results), "cell_wall_s_mean": round(statistics.mean(walls), 1) if walls else None,
-                      "this_call_wall_s": round(time.perf_counter() - t0, 1)}))
+    print(
+        json.dumps(
+            {
+                "cells": len(results),
+                "cell_wall_s_mean": round(statistics.mean(walls), 1) if walls else None,
+                "this_call_wall_s": round(time.perf_counter() - t0, 1),
+            }
+        )
+    )
     first = table.get(f"{rows[0]}/{datasets[0]}")
-    print(f"graph table: {len(results)} cells; {rows[0]} on {datasets[0]}: "
-          + (f"{first['mean']:.1f} ± {first['std']:.1f} % SVM accuracy (n={first['n']})" if first else "no result"))
+    print(
+        f"graph table: {len(results)} cells; {rows[0]} on {datasets[0]}: "
+        + (f"{first['mean']:.1f} ± {first['std']:.1f} % SVM accuracy (n={first['n']})" if first else "no result")
+    )
     return 0
 
 

@@ -103,7 +103,7 @@ class TrainSpec:
     epochs: int = 50
     linear_epochs: int = 50
     linear_batch: int = 1000
-    optimizer: str = "adam"   # "adam" (D.1) | "sparse_adam" (lazy Adam, opt-in)
+    optimizer: str = "adam"  # "adam" (D.1) | "sparse_adam" (lazy Adam, opt-in)
 
 
 @dataclass
@@ -111,7 +111,7 @@ class Grid:
     data: DataSpec
     train: TrainSpec
     seeds: list
-    blocks: dict            # name -> {N: [...], k: [...], B: [...], collision_free: [...]}
+    blocks: dict  # name -> {N: [...], k: [...], B: [...], collision_free: [...]}
 
 
 # The control of collision-free sampling: each batch's labels are permuted among its pairs before
@@ -123,14 +123,19 @@ SHUFFLED = "shuffled"
 @dataclass(frozen=True)
 class Cell:
     N: int
-    k: int | None           # None: all 2(B-1) candidates
+    k: int | None  # None: all 2(B-1) candidates
     B: int
     collision_free: bool | str  # False, True, or "shuffled" (the matched random-removal control)
     seed: int
 
 
-def load_grid(path: str | Path, epochs: int | None = None, linear_epochs: int | None = None,
-              optimizer: str | None = None, seeds: list | None = None) -> Grid:
+def load_grid(
+    path: str | Path,
+    epochs: int | None = None,
+    linear_epochs: int | None = None,
+    optimizer: str | None = None,
+    seeds: list | None = None,
+) -> Grid:
     """Read a grid YAML (sections data, train, seeds, blocks); CLI overrides replace values."""
     import yaml
 
@@ -157,8 +162,9 @@ def load_grid(path: str | Path, epochs: int | None = None, linear_epochs: int | 
     for name, b in blocks.items():
         extra = set(b) - {"N", "k", "B", "collision_free"}
         if extra or "N" not in b or "k" not in b:
-            raise ValueError(f"{path}: block {name!r} needs N and k lists (B, collision_free optional); "
-                             f"unknown keys {sorted(extra)}")
+            raise ValueError(
+                f"{path}: block {name!r} needs N and k lists (B, collision_free optional); unknown keys {sorted(extra)}"
+            )
     return Grid(data, train, grid_seeds, blocks)
 
 
@@ -182,8 +188,7 @@ def expand(grid: Grid) -> tuple[list[Cell], list[str]]:
                 notes.append(f"{name}: N={N} k={k} B={B} left out (k > 2(B-1) = {2 * (B - 1)})")
                 continue
             if cf not in (False, True, SHUFFLED):
-                raise ValueError(f"block {name!r}: collision_free values are false, true or "
-                                 f"{SHUFFLED!r}, got {cf!r}")
+                raise ValueError(f"block {name!r}: collision_free values are false, true or {SHUFFLED!r}, got {cf!r}")
             cell = Cell(int(N), None if k is None else int(k), int(B), cf, int(seed))
             if cell not in seen:
                 seen.add(cell)
@@ -241,8 +246,10 @@ def prepare(spec: DataSpec, Ns, cache: Path) -> Path:
         sentences, labels, _, _ = tokenize_wiki(folder, None, cache_dir=token_cache(cache), num_proc=os.cpu_count())
         if max(Ns) > labels[-1] + 1:
             raise ValueError(f"{folder} has {labels[-1] + 1} articles; the grid asks for N={max(Ns)}")
-        print(f"tokenized {len(sentences)} sentences of {labels[-1] + 1} articles in "
-              f"{time.perf_counter() - t0:.1f}s", flush=True)
+        print(
+            f"tokenized {len(sentences)} sentences of {labels[-1] + 1} articles in {time.perf_counter() - t0:.1f}s",
+            flush=True,
+        )
     tmp = marker.with_name(marker.name + f".tmp{os.getpid()}")
     tmp.write_text(json.dumps({"data": asdict(spec), "Ns": sorted(set(Ns))}))
     os.replace(tmp, marker)
@@ -253,8 +260,7 @@ def prepare(spec: DataSpec, Ns, cache: Path) -> Path:
 # one cell: a run of the library's training loop
 
 
-def cell_tree(grid: Grid, cell: Cell, cache: Path, out: Path, threads: int = 1,
-              checkpoint_every: int = 0) -> dict:
+def cell_tree(grid: Grid, cell: Cell, cache: Path, out: Path, threads: int = 1, checkpoint_every: int = 0) -> dict:
     """The ``qt-hard train`` config of a cell (pipeline text): the bag of words of D.1 on Wiki-N
     (``data.classes: N`` of the prepared Wiki folder) or on the synthetic corpus, App. D.1's
     loss (uniform negatives, k of the 2(B-1) candidates, two-sided, no positive in the
@@ -262,24 +268,50 @@ def cell_tree(grid: Grid, cell: Cell, cache: Path, out: Path, threads: int = 1,
     ``data.shuffle_labels``, the readouts as the pipeline's evaluation (``eval.readouts``)."""
     d, t = grid.data, grid.train
     if d.kind == "wiki":
-        data = {"kind": "wiki", "path": str(wiki_dir(cache, d)), "classes": cell.N, "token_cache": str(token_cache(cache))}
+        data = {
+            "kind": "wiki",
+            "path": str(wiki_dir(cache, d)),
+            "classes": cell.N,
+            "token_cache": str(token_cache(cache)),
+        }
     else:
-        data = {"kind": "synthetic", "num_classes": cell.N, "sentences_per_class": d.sentences_per_class,
-                "vocab_size": d.vocab_size, "min_length": 5, "max_length": 15}
+        data = {
+            "kind": "synthetic",
+            "num_classes": cell.N,
+            "sentences_per_class": d.sentences_per_class,
+            "vocab_size": d.vocab_size,
+            "min_length": 5,
+            "max_length": 15,
+        }
     data.update(min_count=d.min_count, seed=d.split_seed, shuffle_labels=cell.collision_free == SHUFFLED)
     return {
         "out_dir": str(out),
         "model": {"kind": "bow", "dim": t.dim, "max_len": d.max_len},
         "data": data,
-        "objective": {"negatives": "uniform", "temperature": t.temperature, "k": cell.k, "normalize": False,
-                      "include_positive": False, "collision_free": cell.collision_free is not False},
-        "eval": {"readouts": True, "linear_epochs": t.linear_epochs, "linear_lr": t.lr,
-                 "linear_batch": t.linear_batch},
+        "objective": {
+            "negatives": "uniform",
+            "temperature": t.temperature,
+            "k": cell.k,
+            "normalize": False,
+            "include_positive": False,
+            "collision_free": cell.collision_free is not False,
+        },
+        "eval": {"readouts": True, "linear_epochs": t.linear_epochs, "linear_lr": t.lr, "linear_batch": t.linear_batch},
         # log_every 1: the reported loss is the mean over the last epoch's steps (metrics.csv).
-        "train": {"batch_size": cell.B, "epochs": t.epochs, "lr": t.lr, "grad_clip": t.grad_clip,
-                  "optimizer": t.optimizer, "seed": cell.seed, "log_every": 1, "trackers": ["csv"],
-                  "progress": False, "num_threads": threads, "checkpoint_every": checkpoint_every,
-                  "keep_checkpoints": 1},
+        "train": {
+            "batch_size": cell.B,
+            "epochs": t.epochs,
+            "lr": t.lr,
+            "grad_clip": t.grad_clip,
+            "optimizer": t.optimizer,
+            "seed": cell.seed,
+            "log_every": 1,
+            "trackers": ["csv"],
+            "progress": False,
+            "num_threads": threads,
+            "checkpoint_every": checkpoint_every,
+            "keep_checkpoints": 1,
+        },
     }
 
 
@@ -306,23 +338,66 @@ def cell_metrics(out: Path) -> dict:
     per_epoch = max(1, round(steps / float(rows[-1]["epoch"])))
     last = [float(r["loss"]) for r in rows if int(r["step"]) > steps - per_epoch]
     train_s = float(rows[-1]["elapsed_s"])
-    diag = {k: ev[k] for k in ("mean_cos_acc", "test_norm_mean", "test_norm_cv", "same_class_share",
-                               "same_class_mass") if k in ev}
-    return {"mean_acc": ev["mean_acc"], "linear_acc": ev["linear_acc"], "linear_best_epoch": ev["linear_best_epoch"],
-            "final_loss": round(float(np.mean(last)), 6), "steps": steps, "train_s": round(train_s, 3),
-            "eval_s": ev["eval_s"], "vocab_size": ev.get("vocab_size", ""),
-            "sentences_per_s": round(float(rows[-1]["sentences_per_s"]), 1), "n_train": ev["n_train"],
-            "n_test": ev["n_test"], "diagnostics": diag}
+    diag = {
+        k: ev[k]
+        for k in ("mean_cos_acc", "test_norm_mean", "test_norm_cv", "same_class_share", "same_class_mass")
+        if k in ev
+    }
+    return {
+        "mean_acc": ev["mean_acc"],
+        "linear_acc": ev["linear_acc"],
+        "linear_best_epoch": ev["linear_best_epoch"],
+        "final_loss": round(float(np.mean(last)), 6),
+        "steps": steps,
+        "train_s": round(train_s, 3),
+        "eval_s": ev["eval_s"],
+        "vocab_size": ev.get("vocab_size", ""),
+        "sentences_per_s": round(float(rows[-1]["sentences_per_s"]), 1),
+        "n_train": ev["n_train"],
+        "n_test": ev["n_test"],
+        "diagnostics": diag,
+    }
 
 
 # --------------------------------------------------------------------------------------------
 # results: the ledger, and the CSV and diagnostics derived from it
 
-COLUMNS = ["cell_id", "N", "k", "B", "collision_free", "seed", "dim", "temperature", "lr", "grad_clip",
-           "epochs", "linear_epochs", "optimizer", "data_kind", "min_count", "split_seed", "articles",
-           "mean_acc", "linear_acc", "linear_best_epoch", "final_loss", "steps", "vocab_size",
-           "n_train", "n_test", "train_s", "eval_s", "wall_s", "sentences_per_s", "threads", "device",
-           "host", "git_commit", "finished_at"]
+COLUMNS = [
+    "cell_id",
+    "N",
+    "k",
+    "B",
+    "collision_free",
+    "seed",
+    "dim",
+    "temperature",
+    "lr",
+    "grad_clip",
+    "epochs",
+    "linear_epochs",
+    "optimizer",
+    "data_kind",
+    "min_count",
+    "split_seed",
+    "articles",
+    "mean_acc",
+    "linear_acc",
+    "linear_best_epoch",
+    "final_loss",
+    "steps",
+    "vocab_size",
+    "n_train",
+    "n_test",
+    "train_s",
+    "eval_s",
+    "wall_s",
+    "sentences_per_s",
+    "threads",
+    "device",
+    "host",
+    "git_commit",
+    "finished_at",
+]
 # What must match between an uninterrupted and a resumed grid (wall time and commit aside).
 METRICS = ["mean_acc", "linear_acc", "linear_best_epoch", "final_loss", "steps"]
 KEY = ("cell_id",)
@@ -354,8 +429,10 @@ def setup_of(grid: Grid) -> dict:
     """What every cell of a results file shares: the grid's data and train settings (after the
     command line's overrides), flat, so that a mismatch names the setting. Seeds and blocks are
     not part of it: a grid grown by a seed or a block goes on in the same file."""
-    return {**{f"data.{k}": v for k, v in asdict(grid.data).items()},
-            **{f"train.{k}": v for k, v in asdict(grid.train).items()}}
+    return {
+        **{f"data.{k}": v for k, v in asdict(grid.data).items()},
+        **{f"train.{k}": v for k, v in asdict(grid.train).items()},
+    }
 
 
 def open_results(results: Path, grid: Grid | None = None) -> Ledger:
@@ -409,13 +486,22 @@ def _diag_line(record: dict) -> dict:
 
 def _setup_grid(record: dict) -> Grid:
     """The grid settings a record's CSV columns name, the others at their defaults."""
-    return Grid(DataSpec(**{name: record[c] for c, name in DATA_COLUMNS.items()}),
-                TrainSpec(**{c: record[c] for c in TRAIN_COLUMNS}), [], {})
+    return Grid(
+        DataSpec(**{name: record[c] for c, name in DATA_COLUMNS.items()}),
+        TrainSpec(**{c: record[c] for c in TRAIN_COLUMNS}),
+        [],
+        {},
+    )
 
 
 def _record_cell(record: dict) -> Cell:
-    return Cell(int(record["N"]), None if record["k"] is None else int(record["k"]), int(record["B"]),
-                record["collision_free"], int(record["seed"]))
+    return Cell(
+        int(record["N"]),
+        None if record["k"] is None else int(record["k"]),
+        int(record["B"]),
+        record["collision_free"],
+        int(record["seed"]),
+    )
 
 
 def _complete_lines(path: Path) -> str:
@@ -455,20 +541,27 @@ def migrate(results: Path, grid: Grid | None = None) -> Path:
             except (TypeError, ValueError):
                 same = False
             if not same:
-                raise LedgerError(f"{where}: cell {rec['cell_id']} is not a cell of "
-                                  + ("this grid's setup; give the grid another --results" if grid else
-                                     "the setup its columns name; convert it with `run GRID --results` "
-                                     "of the grid that wrote it"))
+                raise LedgerError(
+                    f"{where}: cell {rec['cell_id']} is not a cell of "
+                    + (
+                        "this grid's setup; give the grid another --results"
+                        if grid
+                        else "the setup its columns name; convert it with `run GRID --results` "
+                        "of the grid that wrote it"
+                    )
+                )
             if setup is None:
                 setup = setup_of(cell_grid)
             elif setup_of(cell_grid) != setup:
-                raise LedgerError(f"{where}: cell {rec['cell_id']} is of another setup than the rows above it; "
-                                  "split the CSV by setup")
+                raise LedgerError(
+                    f"{where}: cell {rec['cell_id']} is of another setup than the rows above it; split the CSV by setup"
+                )
             if rec["cell_id"] in diags:
                 rec["diagnostics"] = {k: v for k, v in diags[rec["cell_id"]].items() if k not in DIAG_CELL}
                 if _diag_line(rec) != diags[rec["cell_id"]]:
-                    raise LedgerError(f"{diagnostics_path(results)}: the line of cell {rec['cell_id']} "
-                                      "disagrees with its row")
+                    raise LedgerError(
+                        f"{diagnostics_path(results)}: the line of cell {rec['cell_id']} disagrees with its row"
+                    )
             records.append(rec)
         if not records:
             return path
@@ -511,10 +604,20 @@ def git_commit() -> str:
     if os.environ.get("QT_HARD_GIT_COMMIT"):
         return os.environ["QT_HARD_GIT_COMMIT"]
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                             cwd=Path(__file__).resolve().parent, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                               text=True, cwd=Path(__file__).resolve().parent, timeout=10).stdout.strip()
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).resolve().parent,
+            timeout=10,
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).resolve().parent,
+            timeout=10,
+        ).stdout.strip()
         return out.stdout.strip() + ("+dirty" if dirty else "") if out.returncode == 0 else "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
@@ -522,10 +625,19 @@ def git_commit() -> str:
 
 def _row(grid: Grid, cell: Cell, cid: str, metrics: dict, wall: float, device, threads: int, commit: str) -> dict:
     """A finished cell's record: ``COLUMNS`` (k None for all candidates) and ``diagnostics``."""
-    return {"cell_id": cid, **asdict(cell), **{c: getattr(grid.data, n) for c, n in DATA_COLUMNS.items()},
-            **{c: getattr(grid.train, c) for c in TRAIN_COLUMNS}, **metrics,
-            "wall_s": round(wall, 3), "threads": threads, "device": str(device), "host": socket.gethostname(),
-            "git_commit": commit, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    return {
+        "cell_id": cid,
+        **asdict(cell),
+        **{c: getattr(grid.data, n) for c, n in DATA_COLUMNS.items()},
+        **{c: getattr(grid.train, c) for c in TRAIN_COLUMNS},
+        **metrics,
+        "wall_s": round(wall, 3),
+        "threads": threads,
+        "device": str(device),
+        "host": socket.gethostname(),
+        "git_commit": commit,
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
 
 
 def cell_dir(results: Path, cid: str) -> Path:
@@ -534,8 +646,16 @@ def cell_dir(results: Path, cid: str) -> Path:
     return Path(results).with_name(Path(results).name + ".cells") / cid
 
 
-def worker(grid_path: str, overrides: dict, results: str, cache: str, device: str | None, threads: int,
-           max_cells: int | None = None, checkpoint_every: int = 0) -> int:
+def worker(
+    grid_path: str,
+    overrides: dict,
+    results: str,
+    cache: str,
+    device: str | None,
+    threads: int,
+    max_cells: int | None = None,
+    checkpoint_every: int = 0,
+) -> int:
     """Claim and run cells until none is left; returns how many this process ran.
 
     A cell is claimed through the ledger (``Ledger.claim``: a file under ``claims/`` beside the
@@ -578,9 +698,12 @@ def worker(grid_path: str, overrides: dict, results: str, cache: str, device: st
                 ledger.append(_row(grid, cell, cid, metrics, wall, dev, threads, commit))
             export(results)
             ran += 1
-            print(f"[{os.getpid()}] N={cell.N} k={cell.k} B={cell.B} cf={cell.collision_free} seed={cell.seed}: "
-                  f"mean {metrics['mean_acc']:.2f} linear {metrics['linear_acc']:.2f} "
-                  f"({wall:.1f}s, {metrics['sentences_per_s']:.0f} sent/s)", flush=True)
+            print(
+                f"[{os.getpid()}] N={cell.N} k={cell.k} B={cell.B} cf={cell.collision_free} seed={cell.seed}: "
+                f"mean {metrics['mean_acc']:.2f} linear {metrics['linear_acc']:.2f} "
+                f"({wall:.1f}s, {metrics['sentences_per_s']:.0f} sent/s)",
+                flush=True,
+            )
     return ran
 
 
@@ -590,13 +713,24 @@ def _single_process(dev) -> None:
     Accelerator is pointed at the worker's device."""
     import torch
 
-    for var in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
-                "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID"):
+    for var in (
+        "RANK",
+        "WORLD_SIZE",
+        "LOCAL_RANK",
+        "LOCAL_WORLD_SIZE",
+        "GROUP_RANK",
+        "ROLE_RANK",
+        "ROLE_WORLD_SIZE",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "TORCHELASTIC_RUN_ID",
+    ):
         os.environ.pop(var, None)
     if dev.type == "cpu":
         os.environ["ACCELERATE_USE_CPU"] = "true"
     elif dev.type == "cuda":
         torch.cuda.set_device(dev)
+
 
 def _device(name: str | None):
     import torch
@@ -610,7 +744,6 @@ def _device(name: str | None):
 
 # --------------------------------------------------------------------------------------------
 # plan and time estimate
-
 
 
 def estimate(grid: Grid, cells: list[Cell], cache: Path, device, probe_steps: int = 3) -> dict:
@@ -652,8 +785,17 @@ def estimate(grid: Grid, cells: list[Cell], cache: Path, device, probe_steps: in
             n = min(len(labels), 20_000)
             x = np.random.default_rng(0).standard_normal((n, grid.train.dim)).astype(np.float32)
             t0 = time.perf_counter()
-            linear_classifier(x, labels[:n], x[:10], labels[:10], split.num_classes, epochs=1,
-                              batch_size=grid.train.linear_batch, device=device, threads=torch.get_num_threads())
+            linear_classifier(
+                x,
+                labels[:n],
+                x[:10],
+                labels[:10],
+                split.num_classes,
+                epochs=1,
+                batch_size=grid.train.linear_batch,
+                device=device,
+                threads=torch.get_num_threads(),
+            )
             lin_s[N] = (time.perf_counter() - t0) * len(labels) / n
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -662,29 +804,38 @@ def estimate(grid: Grid, cells: list[Cell], cache: Path, device, probe_steps: in
         s = step_s[(c.N, c.B)] * steps_per_epoch[(c.N, c.B)] * grid.train.epochs
         s += lin_s[c.N] * grid.train.linear_epochs
         per_cell.append(s)
-    return {"per_cell_s": per_cell, "total_s": float(sum(per_cell)),
-            "step_s": {f"N={n},B={b}": round(v, 4) for (n, b), v in step_s.items()},
-            "linear_epoch_s": {f"N={n}": round(v, 3) for n, v in lin_s.items()}}
+    return {
+        "per_cell_s": per_cell,
+        "total_s": float(sum(per_cell)),
+        "step_s": {f"N={n},B={b}": round(v, 4) for (n, b), v in step_s.items()},
+        "linear_epoch_s": {f"N={n}": round(v, 3) for n, v in lin_s.items()},
+    }
 
 
-def print_plan(grid: Grid, cells: list[Cell], notes: list[str], done: set[str], est: dict | None,
-               workers: int) -> None:
+def print_plan(grid: Grid, cells: list[Cell], notes: list[str], done: set[str], est: dict | None, workers: int) -> None:
     ids = [cell_id(grid, c) for c in cells]
     todo = [c for c, i in zip(cells, ids) if i not in done]
-    print(f"grid: {len(cells)} cells ({len(cells) - len(todo)} already finished, {len(todo)} to run); "
-          f"epochs {grid.train.epochs} NCE + {grid.train.linear_epochs} linear, optimizer {grid.train.optimizer}, "
-          f"seeds {grid.seeds}, data {grid.data.kind} (min count {grid.data.min_count})")
+    print(
+        f"grid: {len(cells)} cells ({len(cells) - len(todo)} already finished, {len(todo)} to run); "
+        f"epochs {grid.train.epochs} NCE + {grid.train.linear_epochs} linear, optimizer {grid.train.optimizer}, "
+        f"seeds {grid.seeds}, data {grid.data.kind} (min count {grid.data.min_count})"
+    )
     for name, b in grid.blocks.items():
-        print(f"  block {name}: N={b['N']} k={b['k']} B={b.get('B', [1000])} "
-              f"collision_free={b.get('collision_free', [False])}")
+        print(
+            f"  block {name}: N={b['N']} k={b['k']} B={b.get('B', [1000])} "
+            f"collision_free={b.get('collision_free', [False])}"
+        )
     for n in notes:
         print(f"  note: {n}")
     if est is not None:
         remaining = sum(s for s, i in zip(est["per_cell_s"], ids) if i not in done)
         print(f"  probe: seconds per step {est['step_s']}; per linear epoch {est['linear_epoch_s']}")
-        print(f"estimated time: {remaining / 60:.1f} min of cell time for the {len(todo)} cells to run; "
-              f"about {remaining / 60 / max(workers, 1):.1f} min with {workers} worker(s) if they do not slow "
-              f"each other", flush=True)
+        print(
+            f"estimated time: {remaining / 60:.1f} min of cell time for the {len(todo)} cells to run; "
+            f"about {remaining / 60 / max(workers, 1):.1f} min with {workers} worker(s) if they do not slow "
+            f"each other",
+            flush=True,
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -702,12 +853,21 @@ def _mean_by(rows, keys, metric):
 def _parse(rows):
     out = []
     for r in rows:
-        out.append({"N": int(r["N"]), "k": int(r["k"]) if r["k"] not in ("", "None") else None,
-                    "B": int(r["B"]), "cf": _cf(r["collision_free"]),
-                    "seed": int(r["seed"]), "mean_acc": float(r["mean_acc"]),
-                    "linear_acc": float(r["linear_acc"]), "wall_s": float(r["wall_s"] or 0),
-                    "epochs": int(r["epochs"]), "linear_epochs": int(r["linear_epochs"]),
-                    "optimizer": r["optimizer"]})
+        out.append(
+            {
+                "N": int(r["N"]),
+                "k": int(r["k"]) if r["k"] not in ("", "None") else None,
+                "B": int(r["B"]),
+                "cf": _cf(r["collision_free"]),
+                "seed": int(r["seed"]),
+                "mean_acc": float(r["mean_acc"]),
+                "linear_acc": float(r["linear_acc"]),
+                "wall_s": float(r["wall_s"] or 0),
+                "epochs": int(r["epochs"]),
+                "linear_epochs": int(r["linear_epochs"]),
+                "optimizer": r["optimizer"],
+            }
+        )
     return out
 
 
@@ -740,9 +900,13 @@ def summarize(rows: list[dict]) -> dict:
             row = {_kval(k, B0): v for (n, k), v in grid.items() if n == N}
             kb = max(row, key=lambda k: row[k][0])
             near = [k for k in row if row[k][0] >= 0.995 * row[kb][0]]
-            best[N] = {"best_k": kb, "acc": round(row[kb][0], 2), "std": round(row[kb][1], 2),
-                       "k_range_0995": [min(near), max(near)],
-                       "acc_by_k": {k: round(row[k][0], 2) for k in sorted(row)}}
+            best[N] = {
+                "best_k": kb,
+                "acc": round(row[kb][0], 2),
+                "std": round(row[kb][1], 2),
+                "k_range_0995": [min(near), max(near)],
+                "acc_by_k": {k: round(row[k][0], 2) for k in sorted(row)},
+            }
         m["best_k_by_N"] = best
         bk = _mean_by([r for r in rows if r["cf"] is False], ["N", "B", "k"], metric)
         per_n = {}
@@ -751,9 +915,15 @@ def summarize(rows: list[dict]) -> dict:
             if len(Bs) < 2:
                 continue
             common = sorted(set.intersection(*[{_kval(k, b) for n, b2, k in bk if n == N and b2 == b} for b in Bs]))
-            per_n[N] = {f"k={k}": {f"B={b}": round(next(v[0] for (n, b2, kk), v in bk.items()
-                                                         if n == N and b2 == b and _kval(kk, b) == k), 2)
-                                   for b in Bs} for k in common}
+            per_n[N] = {
+                f"k={k}": {
+                    f"B={b}": round(
+                        next(v[0] for (n, b2, kk), v in bk.items() if n == N and b2 == b and _kval(kk, b) == k), 2
+                    )
+                    for b in Bs
+                }
+                for k in common
+            }
         m["b_at_fixed_k"] = per_n
         cf = _mean_by([r for r in rows if r["B"] == B0], ["N", "k", "cf"], metric)
         for which, key in ((True, "collision_free_gain"), (SHUFFLED, "shuffled_control_gain")):
@@ -783,8 +953,10 @@ def plot(results: Path, out_dir: Path) -> list[Path]:
     B0 = _main_B(rows)
     epochs = sorted({(r["epochs"], r["linear_epochs"]) for r in rows})
     seeds = len({r["seed"] for r in rows})
-    caption = (f"Wiki-N from our 2015 dump (not the CURL release); {seeds} seed(s); "
-               f"NCE/linear epochs {', '.join(f'{a}/{b}' for a, b in epochs)}")
+    caption = (
+        f"Wiki-N from our 2015 dump (not the CURL release); {seeds} seed(s); "
+        f"NCE/linear epochs {', '.join(f'{a}/{b}' for a, b in epochs)}"
+    )
     written = []
     for metric, title in (("mean_acc", "mean classifier"), ("linear_acc", "linear classifier")):
         # Fig. 3 left (Figs. 5, 6): N x k at B0, row-normalized.
@@ -808,8 +980,9 @@ def plot(results: Path, out_dir: Path) -> list[Path]:
                 for j in {min(near), max(near)} - {jb}:
                     ax.plot(j, i, "o", color="black", alpha=0.35, ms=11)
                 ax.plot(jb, i, "o", color="black", ms=11)
-            _heatmap(fig, ax, raw, norm, ks, Ns, "k (negatives)", "N (classes)",
-                     f"{title}, B={B0}, row-normalized", best)
+            _heatmap(
+                fig, ax, raw, norm, ks, Ns, "k (negatives)", "N (classes)", f"{title}, B={B0}, row-normalized", best
+            )
             fig.text(0.01, 0.005, caption, fontsize=5)
             fig.tight_layout(rect=(0, 0.03, 1, 1))
             written.append(_save(fig, out_dir / f"k_vs_n_{metric}.png"))
@@ -827,8 +1000,7 @@ def plot(results: Path, out_dir: Path) -> list[Path]:
                 for (n, b, k), v in bk.items():
                     if n == N:
                         raw[Bs.index(b), ks.index(_kval(k, b))] = v[0]
-                _heatmap(fig, ax, raw, raw / np.nanmax(raw), ks, Bs, "k", "B",
-                         f"{title}, N={N}, globally normalized")
+                _heatmap(fig, ax, raw, raw / np.nanmax(raw), ks, Bs, "k", "B", f"{title}, N={N}, globally normalized")
             fig.text(0.01, 0.005, caption, fontsize=5)
             fig.tight_layout(rect=(0, 0.04, 1, 1))
             written.append(_save(fig, out_dir / f"b_by_k_{metric}.png"))
@@ -840,8 +1012,11 @@ def plot(results: Path, out_dir: Path) -> list[Path]:
             fig, ax = plt.subplots(figsize=(4.2, 3.0), dpi=110)
             for i, N in enumerate(Nc[:4]):
                 color = f"C{i}"
-                for c, style, tag in ((False, "-", ""), (True, ":", " no collision"),
-                                      (SHUFFLED, "--", " shuffled control")):
+                for c, style, tag in (
+                    (False, "-", ""),
+                    (True, ":", " no collision"),
+                    (SHUFFLED, "--", " shuffled control"),
+                ):
                     pts = sorted((_kval(k, B0), v[0]) for (n, k, cc), v in cf.items() if n == N and cc == c)
                     if pts:
                         ax.plot(*zip(*pts), style, marker="o", ms=3, color=color, label=f"N={N}{tag}")
@@ -849,8 +1024,11 @@ def plot(results: Path, out_dir: Path) -> list[Path]:
             ax.set_xlabel("k")
             ax.set_ylabel("accuracy (%)")
             control = any(c == SHUFFLED for _, _, c in cf)
-            ax.set_title(f"{title}, B={B0}\ncollisions (solid), none (dotted)"
-                         + (", shuffled-label control (dashed)" if control else ""), fontsize=7)
+            ax.set_title(
+                f"{title}, B={B0}\ncollisions (solid), none (dotted)"
+                + (", shuffled-label control (dashed)" if control else ""),
+                fontsize=7,
+            )
             ax.legend(fontsize=5, ncol=2)
             fig.text(0.01, 0.005, caption, fontsize=5)
             fig.tight_layout(rect=(0, 0.03, 1, 1))
@@ -862,10 +1040,16 @@ def plot(results: Path, out_dir: Path) -> list[Path]:
     return written
 
 
-DIAG_COLUMNS = (("mean_acc", "mean clf. (dot)"), ("mean_cos_acc", "mean clf. (cosine)"),
-                ("linear_acc", "linear clf."), ("final_loss", "final loss"),
-                ("same_class_mass", "same-class softmax mass"), ("same_class_share", "same-class share"),
-                ("test_norm_mean", "norm"), ("test_norm_cv", "norm CV"))
+DIAG_COLUMNS = (
+    ("mean_acc", "mean clf. (dot)"),
+    ("mean_cos_acc", "mean clf. (cosine)"),
+    ("linear_acc", "linear clf."),
+    ("final_loss", "final loss"),
+    ("same_class_mass", "same-class softmax mass"),
+    ("same_class_share", "same-class share"),
+    ("test_norm_mean", "norm"),
+    ("test_norm_cv", "norm CV"),
+)
 
 
 def diagnose(results: Path) -> str:
@@ -879,8 +1063,12 @@ def diagnose(results: Path) -> str:
             continue
         r = _csv_row(rec)
         key = (int(r["N"]), r["k"] or "all", int(r["B"]), str(_cf(r["collision_free"])))
-        vals = {**_diag_line(rec), "linear_acc": float(r["linear_acc"]), "final_loss": float(r["final_loss"]),
-                "mean_acc": float(r["mean_acc"])}
+        vals = {
+            **_diag_line(rec),
+            "linear_acc": float(r["linear_acc"]),
+            "final_loss": float(r["final_loss"]),
+            "mean_acc": float(r["mean_acc"]),
+        }
         groups.setdefault(key, []).append(vals)
     if not groups:
         raise ValueError(f"{results}: no finished cell has diagnostics")
@@ -895,7 +1083,9 @@ def diagnose(results: Path) -> str:
             v = np.array([x[col] for x in g], dtype=float)
             digits = 2 if col.endswith("acc") or col in ("final_loss", "test_norm_mean") else 4
             cells.append(f"{v.mean():.{digits}f} ± {v.std():.{digits}f}")
-        out.append(f"| {key[0]} | {key[1]} | {key[2]} | {names.get(key[3], key[3])} | {len(g)} | " + " | ".join(cells) + " |")
+        out.append(
+            f"| {key[0]} | {key[1]} | {key[2]} | {names.get(key[3], key[3])} | {len(g)} | " + " | ".join(cells) + " |"
+        )
     return "\n".join(out)
 
 
@@ -906,8 +1096,15 @@ def _heatmap(fig, ax, raw, norm, xs, ys, xlabel, ylabel, title, dark=frozenset()
     for i in range(len(ys)):
         for j in range(len(xs)):
             if not np.isnan(raw[i, j]):
-                ax.text(j, i, f"{raw[i, j]:.1f}", ha="center", va="center", fontsize=6,
-                        color="white" if (i, j) in dark or norm[i, j] < 0.99 else "black")
+                ax.text(
+                    j,
+                    i,
+                    f"{raw[i, j]:.1f}",
+                    ha="center",
+                    va="center",
+                    fontsize=6,
+                    color="white" if (i, j) in dark or norm[i, j] < 0.99 else "black",
+                )
     ax.set_xticks(range(len(xs)), [str(x) for x in xs], fontsize=7)
     ax.set_yticks(range(len(ys)), [str(y) for y in ys], fontsize=7)
     ax.set_xlabel(xlabel)
@@ -931,8 +1128,9 @@ def _overrides(args) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     for name in ("prepare", "plan", "run"):
         p = sub.add_parser(name)
@@ -943,20 +1141,28 @@ def main(argv=None) -> int:
         p.add_argument("--optimizer", choices=["adam", "sparse_adam"])
         p.add_argument("--seeds", help="comma-separated seeds, replacing the grid's")
         if name != "prepare":
-            p.add_argument("--results", default="runs/k_vs_n/results.csv",
-                           help="results CSV NAME.csv, derived from its ledger NAME.jsonl beside it; cells "
-                           "are claimed in claims/ beside it (a claim of another host is never taken over, "
-                           "so results carried to a fresh machine travel without claims/)")
+            p.add_argument(
+                "--results",
+                default="runs/k_vs_n/results.csv",
+                help="results CSV NAME.csv, derived from its ledger NAME.jsonl beside it; cells "
+                "are claimed in claims/ beside it (a claim of another host is never taken over, "
+                "so results carried to a fresh machine travel without claims/)",
+            )
             p.add_argument("--device", default="auto", help="cpu | cuda | auto")
             p.add_argument("--workers", type=int, default=1, help="processes claiming cells")
-            p.add_argument("--threads", type=int, default=None, help="torch threads per worker "
-                           "(default: CPU cores / workers)")
+            p.add_argument(
+                "--threads", type=int, default=None, help="torch threads per worker (default: CPU cores / workers)"
+            )
             p.add_argument("--no-estimate", action="store_true", help="skip the timing probe")
         if name == "run":
             p.add_argument("--max-cells", type=int, default=None, help="stop after this many cells per worker")
             p.add_argument("--no-prepare", action="store_true", help="fail instead of tokenizing missing N")
-            p.add_argument("--checkpoint-every", type=int, default=0,
-                           help="steps between a cell's checkpoints (0: only when a signal stops it)")
+            p.add_argument(
+                "--checkpoint-every",
+                type=int,
+                default=0,
+                help="steps between a cell's checkpoints (0: only when a signal stops it)",
+            )
     p = sub.add_parser("plot")
     p.add_argument("results")
     p.add_argument("--out", default=None, help="folder of the PNGs (default: beside the CSV)")

@@ -55,8 +55,12 @@ def main() -> None:
                 scores = f @ g.T
                 scores.fill_diagonal_(float("-inf"))
                 top1.append(float((scores[:-1].argmax(1) == torch.arange(1, B)).float().mean()))
-        res = {"model": path, "held_out_books": [args.first, args.last], "uniform_loss": round(float(np.mean(losses)), 3),
-               "next_top1": round(float(np.mean(top1)), 3)}
+        res = {
+            "model": path,
+            "held_out_books": [args.first, args.last],
+            "uniform_loss": round(float(np.mean(losses)), 3),
+            "next_top1": round(float(np.mean(top1)), 3),
+        }
         first_top1 = res["next_top1"] if first_top1 is None else first_top1
         print(json.dumps(res))
     print(f"next-sentence top-1 of {args.models[0]}: {first_top1}")

@@ -54,15 +54,21 @@ ROWS = {
     "debiased": ("Debiased (tau+=0.01)", {"negatives": "debiased", "options": {"tau_plus": 0.01}}),
     # The rows as this script first ran them (the GPU and CPU tables committed before the readings were
     # named): the rescaled reading with the estimator's floor.
-    "hard1": ("Hard (beta=1, tau+=0)", {"negatives": "hard", "options": {"beta": 1.0, "tau_plus": 0.0,
-                                                                         "clip": "rescaled"}}),
-    "hard2": ("Hard (beta=2, tau+=0)", {"negatives": "hard", "options": {"beta": 2.0, "tau_plus": 0.0,
-                                                                         "clip": "rescaled"}}),
+    "hard1": (
+        "Hard (beta=1, tau+=0)",
+        {"negatives": "hard", "options": {"beta": 1.0, "tau_plus": 0.0, "clip": "rescaled"}},
+    ),
+    "hard2": (
+        "Hard (beta=2, tau+=0)",
+        {"negatives": "hard", "options": {"beta": 2.0, "tau_plus": 0.0, "clip": "rescaled"}},
+    ),
 }
 READINGS = ("none", "rescaled", "fig14", "graph_code")
 ANNEAL_CHANGES = 4  # HCL App. D.1: beta lowered by beta / 4 every quarter of training
-ROW_GRAMMAR = ("uniform | uniform-floor | debiased | hard1 | hard2 | hard<beta>-<reading>[-floor][-anneal|-warmup], "
-               f"reading one of {', '.join(READINGS)}")
+ROW_GRAMMAR = (
+    "uniform | uniform-floor | debiased | hard1 | hard2 | hard<beta>-<reading>[-floor][-anneal|-warmup], "
+    f"reading one of {', '.join(READINGS)}"
+)
 
 
 def row_spec(name: str) -> tuple[str, dict]:
@@ -103,8 +109,12 @@ def row_order(name: str) -> tuple:
 
 TASKS = ("MR", "CR", "SUBJ", "MPQA", "TREC", "MRPC")
 # Lines of the paper's Table 2, matched by their opening words: row key -> regex.
-PAPER_ROWS = {"uniform": r"^QT \(", "debiased": r"^Debiased \(", "hard1": r"^Hard \(\s*\$\\beta = 1",
-              "hard2": r"^Hard \(\s*\$\\beta = 2"}
+PAPER_ROWS = {
+    "uniform": r"^QT \(",
+    "debiased": r"^Debiased \(",
+    "hard1": r"^Hard \(\s*\$\\beta = 1",
+    "hard2": r"^Hard \(\s*\$\\beta = 2",
+}
 
 
 KEY = ("row", "seed", "protocol")
@@ -123,8 +133,9 @@ def open_ledger(out: Path, setup: dict | None):
         if "row" in first:  # records without a header
             complete = [x for x in lines if x.endswith("\n")]
             records = [json.loads(x) for x in complete]
-            if any({"config": r.get("config"), "overrides": sorted(r.get("overrides") or [])} != setup
-                   for r in records):
+            if any(
+                {"config": r.get("config"), "overrides": sorted(r.get("overrides") or [])} != setup for r in records
+            ):
                 raise SystemExit(f"{path} holds runs of another training setup; give this one its own --out")
             tmp = path.with_name(path.name + ".tmp")
             tmp.write_text(json.dumps({"ledger": 1, "setup": setup}) + "\n" + "".join(complete), encoding="utf-8")
@@ -154,8 +165,9 @@ def evaluator(protocol: str):
 
     if protocol not in PROTOCOLS:
         raise SystemExit(f"--protocol {protocol}: no such protocol; choose one of {', '.join(PROTOCOLS)}")
-    return lambda enc, tasks, kfold, data, cache=None: run_senteval(enc, tasks, data, kfold=kfold,
-                                                                    protocol=protocol, cache=cache)
+    return lambda enc, tasks, kfold, data, cache=None: run_senteval(
+        enc, tasks, data, kfold=kfold, protocol=protocol, cache=cache
+    )
 
 
 def provenance() -> dict:
@@ -165,17 +177,33 @@ def provenance() -> dict:
     from datetime import datetime, timezone
 
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                cwd=Path(__file__).resolve().parent, timeout=10).stdout.strip() or None
+        commit = (
+            subprocess.run(
+                ["git", "rev-parse", "--short", "HEAD"],
+                capture_output=True,
+                text=True,
+                cwd=Path(__file__).resolve().parent,
+                timeout=10,
+            ).stdout.strip()
+            or None
+        )
     except (OSError, subprocess.SubprocessError):
         commit = None
-    return {"machine": f"{platform.machine()} {os.cpu_count()} cores {platform.processor() or ''}".strip(),
-            "utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "commit": commit}
+    return {
+        "machine": f"{platform.machine()} {os.cpu_count()} cores {platform.processor() or ''}".strip(),
+        "utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "commit": commit,
+    }
 
 
-DIAG_PANELS = (("ess_frac", "effective sample size / negatives"), ("w_ratio_median", "median w_max / w_min"),
-               ("pushed_up_frac", "negatives pushed up"), ("score_std", "score std"),
-               ("floor_binds_frac", "anchors on the floor"), ("loss", "training loss"))
+DIAG_PANELS = (
+    ("ess_frac", "effective sample size / negatives"),
+    ("w_ratio_median", "median w_max / w_min"),
+    ("pushed_up_frac", "negatives pushed up"),
+    ("score_std", "score std"),
+    ("floor_binds_frac", "anchors on the floor"),
+    ("loss", "training loss"),
+)
 
 
 def plot_diagnostics(out: Path, path: Path, seed: int = 0) -> bool:
@@ -187,7 +215,9 @@ def plot_diagnostics(out: Path, path: Path, seed: int = 0) -> bool:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs = sorted((out / "runs").glob(f"*_s{seed}/metrics.csv"), key=lambda p: row_order(p.parent.name[: -len(f"_s{seed}")]))
+    runs = sorted(
+        (out / "runs").glob(f"*_s{seed}/metrics.csv"), key=lambda p: row_order(p.parent.name[: -len(f"_s{seed}")])
+    )
     if not runs:
         return False
     fig, axes = plt.subplots(2, 3, figsize=(13, 6.5), sharex=True)
@@ -220,8 +250,12 @@ def train_one(args, key: str, seed: int) -> Path:
     if final.is_file():
         return run_dir
     obj = row_spec(key)[1]
-    over = list(args.set) + [f"out_dir={run_dir}", f"train.seed={seed}", f"objective.negatives={obj['negatives']}",
-                             f"objective.options={json.dumps(obj['options'])}"]
+    over = list(args.set) + [
+        f"out_dir={run_dir}",
+        f"train.seed={seed}",
+        f"objective.negatives={obj['negatives']}",
+        f"objective.options={json.dumps(obj['options'])}",
+    ]
     cfg = load_config(args.config, over)
     # Every run reads the same sentences and token ids: one shared cache (split and tokenize once).
     shared = Path(args.out) / "cache"
@@ -256,12 +290,22 @@ def run_cell(args, ledger, key: str, seed: int, todo: list[str], run_evals: dict
     for protocol in todo:
         t2 = time.perf_counter()
         res = run_evals[protocol](enc, list(TASKS), args.kfold, data, cache=cache)
-        rec = {"row": key, "seed": seed, "protocol": protocol, "run": str(run_dir),
-               "acc": {t: res[t]["acc"] for t in TASKS}, "mrpc_f1": res["MRPC"].get("f1"),
-               "devacc": {t: res[t].get("devacc") for t in TASKS},
-               "train_s": round(t1 - t0, 1), "eval_s": round(time.perf_counter() - t2, 1),
-               "encode_device": enc_device, "solver_device": args.eval_device,
-               "config": args.config, "overrides": args.set, **provenance()}
+        rec = {
+            "row": key,
+            "seed": seed,
+            "protocol": protocol,
+            "run": str(run_dir),
+            "acc": {t: res[t]["acc"] for t in TASKS},
+            "mrpc_f1": res["MRPC"].get("f1"),
+            "devacc": {t: res[t].get("devacc") for t in TASKS},
+            "train_s": round(t1 - t0, 1),
+            "eval_s": round(time.perf_counter() - t2, 1),
+            "encode_device": enc_device,
+            "solver_device": args.eval_device,
+            "config": args.config,
+            "overrides": args.set,
+            **provenance(),
+        }
         ledger.append(rec)
         print(json.dumps(rec), flush=True)
 
@@ -279,36 +323,54 @@ def summarize(records: list[dict], protocol: str, paper: dict, field: str = "acc
     for key in sorted(by, key=row_order):
         runs = list(by[key].values())
         acc = np.array([[r[field][t] for t in TASKS] for r in runs])
-        stats[key] = {"n": len(runs), "mean": acc.mean(0), "std": acc.std(0, ddof=1) if len(runs) > 1 else np.zeros(len(TASKS)),
-                      "avg": acc.mean(1), "seeds": sorted(by[key])}
+        stats[key] = {
+            "n": len(runs),
+            "mean": acc.mean(0),
+            "std": acc.std(0, ddof=1) if len(runs) > 1 else np.zeros(len(TASKS)),
+            "avg": acc.mean(1),
+            "seeds": sorted(by[key]),
+        }
     head = "| Objective | seeds | " + " | ".join(TASKS) + " | mean |"
     what = "test accuracy" if field == "acc" else "dev accuracy (SentEval's inner validation folds)"
-    lines = [f"Protocol: {protocol}, {what}. Ours: mean ± sample std (ddof 1) over seeds (%); paper: "
-             "Table 2 (BookCorpus, full-size QT, test).", "", head, "|---|---:|" + "---:|" * (len(TASKS) + 1)]
+    lines = [
+        f"Protocol: {protocol}, {what}. Ours: mean ± sample std (ddof 1) over seeds (%); paper: "
+        "Table 2 (BookCorpus, full-size QT, test).",
+        "",
+        head,
+        "|---|---:|" + "---:|" * (len(TASKS) + 1),
+    ]
     if field != "acc":
         paper = {}
     for key, s in stats.items():
         cells = [f"{m:.1f} ± {sd:.1f}" for m, sd in zip(s["mean"], s["std"])]
         avg = s["avg"]
         avg_sd = avg.std(ddof=1) if len(avg) > 1 else 0.0
-        lines.append(f"| {row_spec(key)[0]} (ours) | {s['n']} | " + " | ".join(cells)
-                     + f" | {avg.mean():.2f} ± {avg_sd:.2f} |")
+        lines.append(
+            f"| {row_spec(key)[0]} (ours) | {s['n']} | " + " | ".join(cells) + f" | {avg.mean():.2f} ± {avg_sd:.2f} |"
+        )
         if key in paper:
             p = [paper[key][t] for t in TASKS]
-            lines.append(f"| {row_spec(key)[0]} (paper) | – | " + " | ".join(f"{x:.1f}" for x in p)
-                         + f" | {sum(p) / len(p):.1f} |")
+            lines.append(
+                f"| {row_spec(key)[0]} (paper) | – | "
+                + " | ".join(f"{x:.1f}" for x in p)
+                + f" | {sum(p) / len(p):.1f} |"
+            )
     diffs = {}
     if "uniform" in stats:
-        lines += ["", "Difference to uniform (ours: mean over seeds; paper in brackets):", "",
-                  "| Objective | " + " | ".join(TASKS) + " | mean |", "|---|" + "---:|" * (len(TASKS) + 1)]
+        lines += [
+            "",
+            "Difference to uniform (ours: mean over seeds; paper in brackets):",
+            "",
+            "| Objective | " + " | ".join(TASKS) + " | mean |",
+            "|---|" + "---:|" * (len(TASKS) + 1),
+        ]
         base = stats["uniform"]
         for key, s in stats.items():
             if key == "uniform":
                 continue
             d = s["mean"] - base["mean"]
             diffs[key] = d
-            pd = ([paper[key][t] - paper["uniform"][t] for t in TASKS]
-                  if key in paper and "uniform" in paper else None)
+            pd = [paper[key][t] - paper["uniform"][t] for t in TASKS] if key in paper and "uniform" in paper else None
             cells = [f"{x:+.1f}" + (f" [{y:+.1f}]" if pd else "") for x, y in zip(d, pd or [0] * len(TASKS))]
             lines.append(f"| {row_spec(key)[0]} | " + " | ".join(cells) + f" | {d.mean():+.2f} |")
         # The spread the differences are judged by: the sample std over seeds of uniform's six-task mean.
@@ -317,10 +379,16 @@ def summarize(records: list[dict], protocol: str, paper: dict, field: str = "acc
         if base["n"] < 2:
             lines += ["", "Uniform has one seed so far: no seed spread to judge the differences by."]
         else:
-            lines += ["", (f"Beat uniform on the six-task mean by more than uniform's seed spread (sample std of "
-                           f"its six-task mean, {spread:.2f}): {', '.join(better)}." if better else
-                           f"No row beats uniform on the six-task mean by more than uniform's seed spread (sample "
-                           f"std of its six-task mean, {spread:.2f}).")]
+            lines += [
+                "",
+                (
+                    f"Beat uniform on the six-task mean by more than uniform's seed spread (sample std of "
+                    f"its six-task mean, {spread:.2f}): {', '.join(better)}."
+                    if better
+                    else f"No row beats uniform on the six-task mean by more than uniform's seed spread (sample "
+                    f"std of its six-task mean, {spread:.2f})."
+                ),
+            ]
     return "\n".join(lines), {"stats": stats, "diffs": diffs}
 
 
@@ -328,7 +396,19 @@ def write_csv(records: list[dict], path: Path) -> None:
     """One row per finished (objective, seed, protocol): accuracies, six-task mean, dev means, times."""
     import csv
 
-    fields = ["row", "seed", "protocol", *TASKS, "mean", "mrpc_f1", "dev_mean", "train_s", "eval_s", "solver_device", "run"]
+    fields = [
+        "row",
+        "seed",
+        "protocol",
+        *TASKS,
+        "mean",
+        "mrpc_f1",
+        "dev_mean",
+        "train_s",
+        "eval_s",
+        "solver_device",
+        "run",
+    ]
     tmp = path.with_suffix(".csv.tmp")
     with tmp.open("w", newline="") as fh:
         w = csv.DictWriter(fh, fields)
@@ -336,11 +416,21 @@ def write_csv(records: list[dict], path: Path) -> None:
         for r in sorted(records, key=lambda r: (r["protocol"], row_order(r["row"]), r["seed"])):
             acc = [r["acc"][t] for t in TASKS]
             dev = [v for v in (r.get("devacc") or {}).values() if v is not None]
-            w.writerow({"row": r["row"], "seed": r["seed"], "protocol": r["protocol"], **r["acc"],
-                        "mean": round(sum(acc) / len(acc), 2), "mrpc_f1": r.get("mrpc_f1"),
-                        "dev_mean": round(sum(dev) / len(dev), 2) if dev else "",
-                        "train_s": r.get("train_s"), "eval_s": r.get("eval_s"),
-                        "solver_device": r.get("solver_device", "cpu"), "run": r.get("run")})
+            w.writerow(
+                {
+                    "row": r["row"],
+                    "seed": r["seed"],
+                    "protocol": r["protocol"],
+                    **r["acc"],
+                    "mean": round(sum(acc) / len(acc), 2),
+                    "mrpc_f1": r.get("mrpc_f1"),
+                    "dev_mean": round(sum(dev) / len(dev), 2) if dev else "",
+                    "train_s": r.get("train_s"),
+                    "eval_s": r.get("eval_s"),
+                    "solver_device": r.get("solver_device", "cpu"),
+                    "run": r.get("run"),
+                }
+            )
     os.replace(tmp, path)  # a reader never sees half a file
 
 
@@ -378,13 +468,17 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override (repeatable)")
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--rows", default=",".join(ROWS), help=f"objectives: {ROW_GRAMMAR}")
-    ap.add_argument("--protocol", default="senteval",
-                    help="senteval | skipthoughts, or both comma-separated (each run evaluated under each)")
-    ap.add_argument("--eval-device", default="cpu",
-                    help="where the classifiers are solved: cpu (default) or cuda")
+    ap.add_argument(
+        "--protocol",
+        default="senteval",
+        help="senteval | skipthoughts, or both comma-separated (each run evaluated under each)",
+    )
+    ap.add_argument("--eval-device", default="cpu", help="where the classifiers are solved: cpu (default) or cuda")
     ap.add_argument("--kfold", type=int, default=10)
     ap.add_argument("--data", default=None, help="SentEval data folder (default $QT_HARD_DATA/senteval)")
-    ap.add_argument("--paper", default=None, help="the paper's text, whose Table 2 rows join the table (left out without it)")
+    ap.add_argument(
+        "--paper", default=None, help="the paper's text, whose Table 2 rows join the table (left out without it)"
+    )
     ap.add_argument("--summary-only", action="store_true", help="print the table of the finished runs only")
     args = ap.parse_args()
 

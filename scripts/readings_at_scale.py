@@ -52,18 +52,30 @@ def main() -> None:
         scores = batch_scores(args.batch, args.dim, std, args.seed)
         for reading in READINGS:
             for beta in betas:
-                strat = make_strategy("hard", beta=beta, clip=reading, tau_plus=0.0,
-                                      floor="hard" if args.floor else "none", positives="joint")
+                strat = make_strategy(
+                    "hard",
+                    beta=beta,
+                    clip=reading,
+                    tau_plus=0.0,
+                    floor="hard" if args.floor else "none",
+                    positives="joint",
+                )
                 d = strat.diagnostics(scores)
-                row = {"score_std_target": std, "reading": reading, "beta": beta,
-                       **{k: round(v, 4) for k, v in d.items() if k != "beta"}}
+                row = {
+                    "score_std_target": std,
+                    "reading": reading,
+                    "beta": beta,
+                    **{k: round(v, 4) for k, v in d.items() if k != "beta"},
+                }
                 print(json.dumps(row), flush=True)
                 if std == stds[0]:
                     best[(reading, beta)] = d["ess_frac"]
     (reading, beta), ess = max(best.items(), key=lambda kv: kv[1])
     worst = min(best.items(), key=lambda kv: kv[1])
-    print(f"at score std {stds[0]}: largest ESS {ess:.3f} ({reading}, beta {beta:g}); smallest "
-          f"{worst[1]:.3f} ({worst[0][0]}, beta {worst[0][1]:g})")
+    print(
+        f"at score std {stds[0]}: largest ESS {ess:.3f} ({reading}, beta {beta:g}); smallest "
+        f"{worst[1]:.3f} ({worst[0][0]}, beta {worst[0][1]:g})"
+    )
 
 
 if __name__ == "__main__":

@@ -181,7 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     held_out = read_mrpc_paraphrases(mrpc / "msr_paraphrase_test.txt")
     task = load_task(args.task, data_path("senteval"))
     if not hasattr(task, "labels"):
-        raise ValueError(f"--task {args.task}: only the cross-validated binary tasks (MR, CR, SUBJ, MPQA) are supported")
+        raise ValueError(
+            f"--task {args.task}: only the cross-validated binary tasks (MR, CR, SUBJ, MPQA) are supported"
+        )
 
     report: dict = {"args": vars(args), "held_out_pairs": len(held_out), "train_pairs": len(train_pairs)}
     report["before"] = evaluate(load_model(args.max_seq_length), held_out, task)

@@ -43,12 +43,30 @@ STRATEGIES = {
     "uniform": ["objective.negatives=uniform", "objective.options={}"],
     "debiased": ["objective.negatives=debiased", "objective.options={tau_plus: 0.1}"],
     "hard": ["objective.negatives=hard", "objective.options={beta: 1.0, tau_plus: 0.1}"],
-    "ring": ["objective.negatives=ring",
-             "objective.options={lower: {schedule: linear, start: 0.0, end: 85.0, until: 0.5}, upper: 95.0}"],
+    "ring": [
+        "objective.negatives=ring",
+        "objective.options={lower: {schedule: linear, start: 0.0, end: 85.0, until: 0.5}, upper: 95.0}",
+    ],
     "ot": ["objective.negatives=ot", "objective.options={epsilon: 0.5}"],
 }
-FIELDS = ["strategy", "seed", "knn_acc", "linear_acc", "knn_init", "epochs", "steps", "arch", "width",
-          "batch_size", "train_images", "test_images", "wall_s", "images_per_s", "device", "machine"]
+FIELDS = [
+    "strategy",
+    "seed",
+    "knn_acc",
+    "linear_acc",
+    "knn_init",
+    "epochs",
+    "steps",
+    "arch",
+    "width",
+    "batch_size",
+    "train_images",
+    "test_images",
+    "wall_s",
+    "images_per_s",
+    "device",
+    "machine",
+]
 KEY = ("strategy", "seed")
 
 
@@ -84,8 +102,9 @@ def random_init_knn(cfg) -> float:
     module = build_encoder(cfg.model)
     if torch.cuda.is_available():
         module = module.cuda()
-    train_set = load_split(cfg.data, "train" if "unlabeled" in cfg.data.train_split else cfg.data.train_split,
-                           cfg.data.max_train)
+    train_set = load_split(
+        cfg.data, "train" if "unlabeled" in cfg.data.train_split else cfg.data.train_split, cfg.data.max_train
+    )
     test_set = load_split(cfg.data, cfg.data.test_split, cfg.data.max_test)
     return KNNMonitor(train_set, test_set, cfg.eval, total_steps=1, seed=0)(module, 0)["knn_acc"]
 
@@ -134,13 +153,24 @@ def _cell_row(base: str, strategy: str, seed: int, out: Path, extra: list[str]) 
 
     n_train = len(load_split(cfg.data, cfg.data.train_split, cfg.data.max_train))
     epochs = round(result["step"] / (n_train // cfg.train.batch_size), 2)  # as run (train.steps may set it)
-    return {"strategy": strategy, "seed": seed, "knn_acc": result["knn_acc"], "linear_acc": result.get("linear_acc", ""),
-            "knn_init": json.loads(init_file.read_text())["knn_acc"], "epochs": epochs,
-            "steps": result["step"], "arch": cfg.model.arch, "width": cfg.model.width or "",
-            "batch_size": cfg.train.batch_size, "train_images": n_train,
-            "test_images": len(load_split(cfg.data, cfg.data.test_split, cfg.data.max_test)), "wall_s": (run_dir / "wall_s.txt").read_text().strip(),
-            "images_per_s": round(statistics.median(speeds[1:] or speeds), 1) if speeds else "",
-            "device": device, "machine": machine}
+    return {
+        "strategy": strategy,
+        "seed": seed,
+        "knn_acc": result["knn_acc"],
+        "linear_acc": result.get("linear_acc", ""),
+        "knn_init": json.loads(init_file.read_text())["knn_acc"],
+        "epochs": epochs,
+        "steps": result["step"],
+        "arch": cfg.model.arch,
+        "width": cfg.model.width or "",
+        "batch_size": cfg.train.batch_size,
+        "train_images": n_train,
+        "test_images": len(load_split(cfg.data, cfg.data.test_split, cfg.data.max_test)),
+        "wall_s": (run_dir / "wall_s.txt").read_text().strip(),
+        "images_per_s": round(statistics.median(speeds[1:] or speeds), 1) if speeds else "",
+        "device": device,
+        "machine": machine,
+    }
 
 
 def _curves(out: Path, strategies, seeds):
@@ -196,8 +226,10 @@ def _mean_std(values) -> str:
 
 
 def table(rows: list[dict], strategies) -> str:
-    lines = ["| negatives | kNN acc. (%) | linear readout (%) | seeds | wall time per run (s, training + evaluation) |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "| negatives | kNN acc. (%) | linear readout (%) | seeds | wall time per run (s, training + evaluation) |",
+        "|---|---|---|---|---|",
+    ]
     for s in strategies:
         mine = [r for r in rows if r["strategy"] == s]
         if not mine:
@@ -205,8 +237,10 @@ def table(rows: list[dict], strategies) -> str:
         # A resumed run's wall time covers only its last part: left out of the mean.
         walls = [float(str(r["wall_s"]).split()[0]) for r in mine if r["wall_s"] and "resumed" not in str(r["wall_s"])]
         wall = f"{statistics.mean(walls):.0f}" if walls else "-"
-        lines.append(f"| {s} | {_mean_std(r['knn_acc'] for r in mine)} | {_mean_std(r['linear_acc'] for r in mine)} | "
-                     f"{len(mine)} | {wall} |")
+        lines.append(
+            f"| {s} | {_mean_std(r['knn_acc'] for r in mine)} | {_mean_std(r['linear_acc'] for r in mine)} | "
+            f"{len(mine)} | {wall} |"
+        )
     inits = {r["seed"]: r["knn_init"] for r in rows}
     lines.append(f"| *random init (no training)* | {_mean_std(inits.values())} | | {len(inits)} | |")
     return "\n".join(lines)
@@ -218,10 +252,18 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="runs/vision_table")
     ap.add_argument("--strategies", default=",".join(STRATEGIES))
     ap.add_argument("--seeds", default="0,1")
-    ap.add_argument("--set", nargs="*", default=[], metavar="section.key=value",
-                    help="overrides for every run, e.g. train.epochs=50 model.arch=resnet_tiny")
-    ap.add_argument("--report-only", action="store_true",
-                    help="no training: table and plot of the finished runs (e.g. run folders copied back from a GPU machine)")
+    ap.add_argument(
+        "--set",
+        nargs="*",
+        default=[],
+        metavar="section.key=value",
+        help="overrides for every run, e.g. train.epochs=50 model.arch=resnet_tiny",
+    )
+    ap.add_argument(
+        "--report-only",
+        action="store_true",
+        help="no training: table and plot of the finished runs (e.g. run folders copied back from a GPU machine)",
+    )
     args = ap.parse_args(argv)
     strategies = [s for s in args.strategies.split(",") if s]
     unknown = set(strategies) - set(STRATEGIES)
@@ -250,9 +292,11 @@ def main(argv=None) -> int:
     cfg = load_config(args.config, list(args.set))
     r0 = rows[0]
     steps_per_epoch = int(r0["steps"]) / float(r0["epochs"])
-    title = (f"SimCLR on CIFAR-10 subset ({r0['train_images']} train / {r0['test_images']} test images), "
-             f"{r0['arch']}{'-w' + str(r0['width']) if r0['width'] else ''}, {r0['epochs']} epochs, batch "
-             f"{r0['batch_size']}, {r0['device']}")
+    title = (
+        f"SimCLR on CIFAR-10 subset ({r0['train_images']} train / {r0['test_images']} test images), "
+        f"{r0['arch']}{'-w' + str(r0['width']) if r0['width'] else ''}, {r0['epochs']} epochs, batch "
+        f"{r0['batch_size']}, {r0['device']}"
+    )
     png = plot(out, rows, strategies, seeds, steps_per_epoch, title)
     md = table(rows, strategies)
     (out / "table.md").write_text(f"{title}\n\n{md}\n\ncommand: python {' '.join(sys.argv)}\n")
@@ -260,15 +304,31 @@ def main(argv=None) -> int:
     for s in strategies:
         mine = [r for r in rows if r["strategy"] == s]
         if mine:
-            print(json.dumps({"strategy": s, "knn_acc": [float(r["knn_acc"]) for r in mine],
-                              "linear_acc": [r["linear_acc"] for r in mine], "seeds": [r["seed"] for r in mine],
-                              "images_per_s": [r["images_per_s"] for r in mine]}))
-    best = max(strategies, key=lambda s: statistics.mean(float(r["knn_acc"]) for r in rows if r["strategy"] == s)
-               if any(r["strategy"] == s for r in rows) else -1)
+            print(
+                json.dumps(
+                    {
+                        "strategy": s,
+                        "knn_acc": [float(r["knn_acc"]) for r in mine],
+                        "linear_acc": [r["linear_acc"] for r in mine],
+                        "seeds": [r["seed"] for r in mine],
+                        "images_per_s": [r["images_per_s"] for r in mine],
+                    }
+                )
+            )
+    best = max(
+        strategies,
+        key=lambda s: (
+            statistics.mean(float(r["knn_acc"]) for r in rows if r["strategy"] == s)
+            if any(r["strategy"] == s for r in rows)
+            else -1
+        ),
+    )
     init = statistics.mean(float(r["knn_init"]) for r in rows)
-    print(f"vision table ({len(rows)} runs, {cfg.model.arch}, {r0['epochs']} epochs): best kNN {best} "
-          f"{_mean_std(r['knn_acc'] for r in rows if r['strategy'] == best)}% vs random init {init:.1f}%; "
-          f"plot {png}")
+    print(
+        f"vision table ({len(rows)} runs, {cfg.model.arch}, {r0['epochs']} epochs): best kNN {best} "
+        f"{_mean_std(r['knn_acc'] for r in rows if r['strategy'] == best)}% vs random init {init:.1f}%; "
+        f"plot {png}"
+    )
     return 0
 
 

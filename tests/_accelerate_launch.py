@@ -16,8 +16,26 @@ def run_train(cfg_file, out, nproc: int, *flags: str, port: int = 29533, timeout
         cmd = [sys.executable, "-m", "qt_hard.cli", "train", str(cfg_file), *flags, f"out_dir={out}"]
     else:
         launcher = shutil.which("accelerate", path=os.path.dirname(sys.executable)) or "accelerate"
-        cmd = [launcher, "launch", "--multi_gpu", "--num_processes", str(nproc), "--num_machines", "1",
-               "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(port),
-               "-m", "qt_hard.cli", "train", str(cfg_file), *flags, f"out_dir={out}"]
+        cmd = [
+            launcher,
+            "launch",
+            "--multi_gpu",
+            "--num_processes",
+            str(nproc),
+            "--num_machines",
+            "1",
+            "--mixed_precision",
+            "no",
+            "--dynamo_backend",
+            "no",
+            "--main_process_port",
+            str(port),
+            "-m",
+            "qt_hard.cli",
+            "train",
+            str(cfg_file),
+            *flags,
+            f"out_dir={out}",
+        ]
     res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]

@@ -29,9 +29,13 @@ CASES = {
 def global_batch():
     g = torch.Generator().manual_seed(0)
     B = 8
-    return (torch.randn(B, 6, generator=g, dtype=torch.float64), torch.randn(B, 6, generator=g, dtype=torch.float64),
-            torch.randn(B, 2, 6, generator=g, dtype=torch.float64), torch.arange(B) % 3,
-            torch.tensor([0, 0, 0, 1, 1, 1, 1, 1]))
+    return (
+        torch.randn(B, 6, generator=g, dtype=torch.float64),
+        torch.randn(B, 6, generator=g, dtype=torch.float64),
+        torch.randn(B, 2, 6, generator=g, dtype=torch.float64),
+        torch.arange(B) % 3,
+        torch.tensor([0, 0, 0, 1, 1, 1, 1, 1]),
+    )
 
 
 def main(out):

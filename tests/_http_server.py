@@ -36,7 +36,7 @@ class LocalHosts:
                 data = file.read_bytes()
                 start = 0
                 if rng and rng.startswith("bytes=") and rng.endswith("-"):
-                    start = int(rng[len("bytes="):-1])
+                    start = int(rng[len("bytes=") : -1])
                     if start >= len(data):
                         self.send_error(416)
                         return

@@ -50,6 +50,8 @@ def sinkhorn_reference(cost, allowed, eps, iters):
     v = [1.0] * C
     for _ in range(iters):
         u = [a / sum(K[i][j] * v[j] for j in range(C)) for i in range(A)]
-        v = [bcol / sum(K[i][j] * u[i] for i in range(A)) if any(allowed[i][j] for i in range(A)) else 1.0
-             for j in range(C)]
+        v = [
+            bcol / sum(K[i][j] * u[i] for i in range(A)) if any(allowed[i][j] for i in range(A)) else 1.0
+            for j in range(C)
+        ]
     return [[u[i] * K[i][j] * v[j] for j in range(C)] for i in range(A)]

@@ -47,9 +47,9 @@ class ToyTask:
         rng = np.random.default_rng([self.seed, step])  # a pure function of (seed, step)
         rows = rng.choice(len(self.x), self.batch_size, replace=False)
         per = self.batch_size // world
-        rows = rows[rank * per: (rank + 1) * per]
-        a = self.x[rows] + self.noise * rng.standard_normal((self.batch_size, self.x.shape[1]))[rank * per:][:per]
-        b = self.x[rows] + self.noise * rng.standard_normal((self.batch_size, self.x.shape[1]))[rank * per:][:per]
+        rows = rows[rank * per : (rank + 1) * per]
+        a = self.x[rows] + self.noise * rng.standard_normal((self.batch_size, self.x.shape[1]))[rank * per :][:per]
+        b = self.x[rows] + self.noise * rng.standard_normal((self.batch_size, self.x.shape[1]))[rank * per :][:per]
         return {"a": torch.as_tensor(a, dtype=torch.float32), "b": torch.as_tensor(b, dtype=torch.float32)}
 
 

@@ -24,8 +24,11 @@ def step_grads(negatives: str, sync_bn: bool, rows: slice, ddp: bool):
     x = torch.randint(0, 256, (B, 3, 32, 32), generator=g, dtype=torch.uint8)
     aug = SimCLRAugment(size=16)
     p1, p2 = aug.sample(B, 32, 32, g), aug.sample(B, 32, 32, g)
-    batch = {"images": x[rows], "view1": {k: v[rows] for k, v in p1.items()},
-             "view2": {k: v[rows] for k, v in p2.items()}}
+    batch = {
+        "images": x[rows],
+        "view1": {k: v[rows] for k, v in p1.items()},
+        "view2": {k: v[rows] for k, v in p2.items()},
+    }
     options = {"beta": 1.0, "tau_plus": 0.1} if negatives == "hard" else {}
     step = SimCLRStep(ContrastiveLoss(negatives, temperature=0.5, **options), aug)
     module = torch.nn.parallel.DistributedDataParallel(model) if ddp else model
@@ -35,8 +38,14 @@ def step_grads(negatives: str, sync_bn: bool, rows: slice, ddp: bool):
 
 
 def main():
-    rank, world, port, negatives, sync_bn, out = (int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4],
-                                                  sys.argv[5] == "1", sys.argv[6])
+    rank, world, port, negatives, sync_bn, out = (
+        int(sys.argv[1]),
+        int(sys.argv[2]),
+        sys.argv[3],
+        sys.argv[4],
+        sys.argv[5] == "1",
+        sys.argv[6],
+    )
     torch.set_num_threads(1)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
     dist.init_process_group("gloo", rank=rank, world_size=world)

@@ -45,17 +45,30 @@ def test_wrong_model_path(capsys, tmp_path, monkeypatch):
     # The task files are checked before the model is loaded: give it intact (tiny) ones.
     data = write_senteval(tmp_path / "se")
     monkeypatch.setattr(catalog, "SENTEVAL_LINES", fixture_lines())
-    assert main(["eval", "senteval", "--model", str(tmp_path / "no_such_model"), "--data", str(data),
-                 "--tasks", "CR"]) == 2
+    assert (
+        main(["eval", "senteval", "--model", str(tmp_path / "no_such_model"), "--data", str(data), "--tasks", "CR"])
+        == 2
+    )
     line = _one_line_error(capsys)
     assert "no_such_model' not found" in line
 
 
 def test_k_larger_than_candidates(capsys, tmp_path):
     # synthetic data, batch 8: each anchor has 2*8-2 = 14 candidates, k=50 is too many
-    args = ["train", str(REPO / "configs" / "bow_wiki_smoke.yaml"), "--out", str(tmp_path / "r"),
-            "data.kind=synthetic", "data.min_count=1", "train.batch_size=8", "train.steps=2", "objective.k=50",
-            "train.progress=false", "train.trackers=[]", "train.checkpoint_every=0"]
+    args = [
+        "train",
+        str(REPO / "configs" / "bow_wiki_smoke.yaml"),
+        "--out",
+        str(tmp_path / "r"),
+        "data.kind=synthetic",
+        "data.min_count=1",
+        "train.batch_size=8",
+        "train.steps=2",
+        "objective.k=50",
+        "train.progress=false",
+        "train.trackers=[]",
+        "train.checkpoint_every=0",
+    ]
     assert main(args) == 2
     line = _one_line_error(capsys)
     assert "k=50 negatives requested" in line and "lower k or enlarge the batch" in line
@@ -83,8 +96,14 @@ def test_debug_env_and_unexpected_errors_keep_traceback(monkeypatch, tmp_path):
 def test_exit_status_from_the_installed_entry_point(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO))
     env.pop("QT_HARD_DEBUG", None)
-    r = subprocess.run([sys.executable, "-m", "qt_hard.cli", "train", SMOKE, "train.lrr=1"],
-                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    r = subprocess.run(
+        [sys.executable, "-m", "qt_hard.cli", "train", SMOKE, "train.lrr=1"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
+    )
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("qt-hard: error: unknown config key 'train.lrr'"), r.stderr

@@ -16,10 +16,12 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def test_help_imports_neither_torch_nor_sklearn():
-    code = ("import json, sys\n"
-            "from qt_hard.cli import main\n"
-            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-            "print(json.dumps(sorted(m for m in ('torch', 'sklearn', 'accelerate', 'transformers') if m in sys.modules)))")
+    code = (
+        "import json, sys\n"
+        "from qt_hard.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print(json.dumps(sorted(m for m in ('torch', 'sklearn', 'accelerate', 'transformers') if m in sys.modules)))"
+    )
     env = dict(os.environ, PYTHONPATH=str(REPO))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, check=False)
     assert r.returncode == 0, r.stderr

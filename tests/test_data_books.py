@@ -241,9 +241,17 @@ def test_hyphen_across_wrap_keeps_word():
 # HF BookCorpus: a tiny local stand-in (one lower-cased sentence per row, no book marks)
 
 CORPUS = [
-    "the cat sat on the mat .", "it was happy .", "then it slept .",
-    "copyright 2012 jane doe", "all rights reserved .", "chapter one", "a new story starts .", "it ends .",
-    "isbn : 978-1-2345", "third book , first line .", "last line .",
+    "the cat sat on the mat .",
+    "it was happy .",
+    "then it slept .",
+    "copyright 2012 jane doe",
+    "all rights reserved .",
+    "chapter one",
+    "a new story starts .",
+    "it ends .",
+    "isbn : 978-1-2345",
+    "third book , first line .",
+    "last line .",
 ]
 
 
@@ -256,8 +264,7 @@ def test_hf_bookcorpus_local_standin(tmp_path):
     # "copyright" starts book 1; "all rights reserved" is part of the same copyright page
     assert dataset_column(ds, "doc_id") == [0, 0, 0, 1, 1, 1, 1, 1, 2, 2, 2]
     assert dataset_column(ds, "sent_id") == [0, 1, 2, 0, 1, 2, 3, 4, 0, 1, 2]
-    one = load_hf_bookcorpus(dataset=ds.remove_columns(["doc_id", "sent_id"]), boundary_pattern=None,
-                             max_rows=5)
+    one = load_hf_bookcorpus(dataset=ds.remove_columns(["doc_id", "sent_id"]), boundary_pattern=None, max_rows=5)
     assert dataset_column(one, "doc_id") == [0] * 5 and dataset_column(one, "sent_id") == list(range(5))
 
 

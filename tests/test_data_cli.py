@@ -7,22 +7,59 @@ from qt_hard.cli import main
 
 def test_data_wiki_cli(tmp_path, capsys):
     dump = tmp_path / "dump.txt"
-    dump.write_text("".join(
-        f'<doc id="{i}" url="u{i}" title="T{i}">\nT{i}\n\n'
-        + " ".join(f"Sentence {j} of article {i} is here." for j in range(3 + i)) + "\n</doc>\n"
-        for i in range(3)
-    ))
+    dump.write_text(
+        "".join(
+            f'<doc id="{i}" url="u{i}" title="T{i}">\nT{i}\n\n'
+            + " ".join(f"Sentence {j} of article {i} is here." for j in range(3 + i))
+            + "\n</doc>\n"
+            for i in range(3)
+        )
+    )
     out = tmp_path / "w"
-    assert main(["data", "wiki", "--source", str(dump), "--articles", "2", "--sentences", "4",
-                 "--out", str(out), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "data",
+                "wiki",
+                "--source",
+                str(dump),
+                "--articles",
+                "2",
+                "--sentences",
+                "4",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert "wrote 2 articles (8 sentences)" in capsys.readouterr().out
     assert sorted(p.name for p in out.iterdir()) == ["0000.txt", "0001.txt", "index.tsv"]
     # errors are one line naming the problem, exit status 1
-    assert main(["data", "wiki", "--source", str(dump), "--articles", "5", "--sentences", "4",
-                 "--out", str(tmp_path / "w2"), "--no-progress"]) == 1
+    assert (
+        main(
+            [
+                "data",
+                "wiki",
+                "--source",
+                str(dump),
+                "--articles",
+                "5",
+                "--sentences",
+                "4",
+                "--out",
+                str(tmp_path / "w2"),
+                "--no-progress",
+            ]
+        )
+        == 1
+    )
     assert "only 2 of 3 articles have >= 4 sentences" in capsys.readouterr().err
-    assert main(["data", "wiki", "--source", str(tmp_path / "nope.txt"), "--out", str(tmp_path / "w3"),
-                 "--no-progress"]) == 1
+    assert (
+        main(["data", "wiki", "--source", str(tmp_path / "nope.txt"), "--out", str(tmp_path / "w3"), "--no-progress"])
+        == 1
+    )
     assert "no such WikiExtractor dump" in capsys.readouterr().err
 
 

@@ -33,8 +33,28 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-_VOCAB = ["good", "bad", "film", "plot", "actor", "the", "a", "is", "was", "very", "not", "story",
-          "fun", "dull", "great", "poor", "and", "it", "of", "with"]
+_VOCAB = [
+    "good",
+    "bad",
+    "film",
+    "plot",
+    "actor",
+    "the",
+    "a",
+    "is",
+    "was",
+    "very",
+    "not",
+    "story",
+    "fun",
+    "dull",
+    "great",
+    "poor",
+    "and",
+    "it",
+    "of",
+    "with",
+]
 
 
 def _words(rng, n):
@@ -58,22 +78,27 @@ def serve_senteval(hosts: LocalHosts, monkeypatch) -> None:
     classes = ["DESC:manner", "ENTY:other", "HUM:ind", "LOC:city", "NUM:date", "ABBR:exp"]
     for name in ("train_5500.label", "TREC_10.label"):
         n = catalog.SENTEVAL_LINES[f"TREC/{name}"]
-        hosts.put(f"{catalog.TREC_BASE}/{name}",
-                  "".join(f"{classes[i % 6]} what is {_words(rng, 4)} ?\n" for i in range(n)).encode("latin-1"))
+        hosts.put(
+            f"{catalog.TREC_BASE}/{name}",
+            "".join(f"{classes[i % 6]} what is {_words(rng, 4)} ?\n" for i in range(n)).encode("latin-1"),
+        )
     head = "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\r\n"
     pairs = lambda n, base: "".join(  # noqa: E731
-        f"{i % 2}\t{base + i}\t{base + n + i}\t{_words(rng, 7)} .\t{_words(rng, 7)} .\r\n" for i in range(n))
+        f"{i % 2}\t{base + i}\t{base + n + i}\t{_words(rng, 7)} .\t{_words(rng, 7)} .\r\n" for i in range(n)
+    )
     train = head + pairs(4076, 1000)
     test = head + pairs(1725, 90000)
     junk = "".join(f"1\t-1\t-1\tappended {i} .\tappended {i} .\r\n" for i in range(4))
     hosts.put(f"{catalog.MRPC_BASE}/msr_paraphrase_train.txt", (train + junk).encode("utf-8"))
     hosts.put(f"{catalog.MRPC_BASE}/msr_paraphrase_test.txt", test.encode("utf-8"))
-    monkeypatch.setitem(catalog.SENTEVAL_OUTPUT_SHA256, "MRPC/msr_paraphrase_train.txt",
-                        _sha(train.encode("utf-8")))
+    monkeypatch.setitem(catalog.SENTEVAL_OUTPUT_SHA256, "MRPC/msr_paraphrase_train.txt", _sha(train.encode("utf-8")))
     monkeypatch.setitem(catalog.SENTEVAL_OUTPUT_SHA256, "MRPC/msr_paraphrase_test.txt", _sha(test.encode("utf-8")))
     src = catalog.SOURCES["senteval"]
-    monkeypatch.setitem(src, "msr_paraphrase_test.txt",
-                        catalog.Source(src["msr_paraphrase_test.txt"].url, sha256=_sha(test.encode("utf-8"))))
+    monkeypatch.setitem(
+        src,
+        "msr_paraphrase_test.txt",
+        catalog.Source(src["msr_paraphrase_test.txt"].url, sha256=_sha(test.encode("utf-8"))),
+    )
 
 
 def serve_books(hosts: LocalHosts, monkeypatch, n_books: int = 3, paragraphs: int = 60) -> list[dict]:
@@ -82,21 +107,41 @@ def serve_books(hosts: LocalHosts, monkeypatch, n_books: int = 3, paragraphs: in
     rows = []
     for b in range(n_books):
         body = "\r\n\r\n\r\n\r\nProduced by Volunteer {0}\r\n\r\n\r\n\r\nBOOK {0}\r\n\r\n".format(b)
-        body += "\r\n\r\n".join(" ".join(f"{_words(rng, 9).capitalize()}." for _ in range(5))
-                                for _ in range(paragraphs)) + "\r\n"
+        body += (
+            "\r\n\r\n".join(" ".join(f"{_words(rng, 9).capitalize()}." for _ in range(5)) for _ in range(paragraphs))
+            + "\r\n"
+        )
         stripped = body.encode("utf-8")
-        original = (f"The Project Gutenberg EBook of Book {b}\r\n\r\n*** START OF THIS PROJECT GUTENBERG "
-                    f"EBOOK BOOK {b} ***\r\n").encode() + stripped + \
-            (f"\r\n\r\n\r\nEnd of the Project Gutenberg EBook of Book {b}\r\n\r\n*** END OF THIS PROJECT "
-             "GUTENBERG EBOOK ***\r\nlicense text\r\n").encode()
+        original = (
+            (
+                f"The Project Gutenberg EBook of Book {b}\r\n\r\n*** START OF THIS PROJECT GUTENBERG "
+                f"EBOOK BOOK {b} ***\r\n"
+            ).encode()
+            + stripped
+            + (
+                f"\r\n\r\n\r\nEnd of the Project Gutenberg EBook of Book {b}\r\n\r\n*** END OF THIS PROJECT "
+                "GUTENBERG EBOOK ***\r\nlicense text\r\n"
+            ).encode()
+        )
         path = f"Author {b}, A./Book {b}; Or, A Tale.txt"
         hosts.put(f"{catalog.BOOKS_BASE}/{path}", original)
-        rows.append({"file": f"Author_{b}__Book_{b}.txt.xz", "author_dir": f"Author {b}, A.", "title": f"Book {b}",
-                     "original_path": path, "original_blob_sha1": git_blob_sha1(original),
-                     "original_bytes": str(len(original)), "txt_bytes": str(len(stripped)),
-                     "xz_bytes": "0", "pg_header_footer_stripped": "True", "approx_sentences": str(5 * paragraphs),
-                     "sha256_xz": _sha(lzma.compress(stripped, preset=9)), "txt_sha256": _sha(stripped),
-                     "head_hex": stripped[:48].hex()})
+        rows.append(
+            {
+                "file": f"Author_{b}__Book_{b}.txt.xz",
+                "author_dir": f"Author {b}, A.",
+                "title": f"Book {b}",
+                "original_path": path,
+                "original_blob_sha1": git_blob_sha1(original),
+                "original_bytes": str(len(original)),
+                "txt_bytes": str(len(stripped)),
+                "xz_bytes": "0",
+                "pg_header_footer_stripped": "True",
+                "approx_sentences": str(5 * paragraphs),
+                "sha256_xz": _sha(lzma.compress(stripped, preset=9)),
+                "txt_sha256": _sha(stripped),
+                "head_hex": stripped[:48].hex(),
+            }
+        )
     monkeypatch.setattr(catalog, "books_index", lambda: [dict(r) for r in rows])
     return rows
 
@@ -107,19 +152,38 @@ def serve_cifar10(hosts: LocalHosts, monkeypatch, n: int = 20) -> bytes:
     with tarfile.open(fileobj=buf, mode="w:gz") as tf:
         for name in catalog.CIFAR10_FILES:
             if name == "batches.meta":
-                obj = {"label_names": ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse",
-                                       "ship", "truck"], "num_vis": 3072}
+                obj = {
+                    "label_names": [
+                        "airplane",
+                        "automobile",
+                        "bird",
+                        "cat",
+                        "deer",
+                        "dog",
+                        "frog",
+                        "horse",
+                        "ship",
+                        "truck",
+                    ],
+                    "num_vis": 3072,
+                }
             else:
-                obj = {"batch_label": name, "labels": rng.integers(0, 10, n).tolist(),
-                       "data": rng.integers(0, 256, (n, 3072), dtype=np.uint8)}
+                obj = {
+                    "batch_label": name,
+                    "labels": rng.integers(0, 10, n).tolist(),
+                    "data": rng.integers(0, 256, (n, 3072), dtype=np.uint8),
+                }
             data = pickle.dumps(obj, protocol=2)
             info = tarfile.TarInfo(f"cifar-10-batches-py/{name}")
             info.size = len(data)
             tf.addfile(info, io.BytesIO(data))
     archive = buf.getvalue()
     hosts.put(catalog.CIFAR10_URL, archive)
-    monkeypatch.setitem(catalog.SOURCES["cifar10"], "cifar-10-python.tar.gz",
-                        catalog.Source(catalog.CIFAR10_URL, md5=hashlib.md5(archive).hexdigest()))
+    monkeypatch.setitem(
+        catalog.SOURCES["cifar10"],
+        "cifar-10-python.tar.gz",
+        catalog.Source(catalog.CIFAR10_URL, md5=hashlib.md5(archive).hexdigest()),
+    )
     return archive
 
 
@@ -152,16 +216,21 @@ def serve_wikipedia(hosts: LocalHosts, monkeypatch) -> tuple[bytes, str]:
             n = 10 * (20 + f) if long else 20  # sentences: 10 per paragraph, the heading not counted
             paras = [" ".join(f"{_words(rng, 6).capitalize()}." for _ in range(10)) for _ in range(n // 10)]
             text = "\n".join(["History.", *paras]) if long else "\n".join(paras)
-            raw = (f'<doc id="{pid}" url="http://en.wikipedia.org/wiki?curid={pid}" title="A &amp; {pid}">\n'
-                   f"A & {pid}\n\n{text}\n</doc>\n").encode()
+            raw = (
+                f'<doc id="{pid}" url="http://en.wikipedia.org/wiki?curid={pid}" title="A &amp; {pid}">\n'
+                f"A & {pid}\n\n{text}\n</doc>\n"
+            ).encode()
             docs.append(raw)
             if long:
                 kept.append(raw)
                 index.append(f"{pid}\tA & {pid}\t{n}\n")
         hosts.put(f"{catalog.WIKI_BASE}/{name}", b"".join(docs))
     txt, idx = b"".join(kept), "".join(index).encode()
-    monkeypatch.setattr(catalog, "WIKI_OUTPUT_SHA256", {"enwiki_wikiextractor_ge200sent.txt": _sha(txt),
-                                                         "enwiki_wikiextractor_ge200sent_index.tsv": _sha(idx)})
+    monkeypatch.setattr(
+        catalog,
+        "WIKI_OUTPUT_SHA256",
+        {"enwiki_wikiextractor_ge200sent.txt": _sha(txt), "enwiki_wikiextractor_ge200sent_index.tsv": _sha(idx)},
+    )
     return txt, idx.decode()
 
 
@@ -319,10 +388,18 @@ def test_books_get_strips_and_verifies(hosts, root, monkeypatch):
 
 def test_strip_gutenberg_marker_rule_and_mismatch():
     text = b"\r\n\r\nThe text.\r\n"
-    original = b"hdr\r\n*** START OF THIS PROJECT GUTENBERG EBOOK X ***\r\n" + text + \
-        b"\r\nEnd of the Project Gutenberg EBook of X\r\n*** END OF THIS PROJECT GUTENBERG EBOOK X ***\r\n"
-    row = {"pg_header_footer_stripped": "True", "txt_bytes": str(len(text)), "head_hex": "ffff",
-           "txt_sha256": _sha(text), "file": "x"}
+    original = (
+        b"hdr\r\n*** START OF THIS PROJECT GUTENBERG EBOOK X ***\r\n"
+        + text
+        + b"\r\nEnd of the Project Gutenberg EBook of X\r\n*** END OF THIS PROJECT GUTENBERG EBOOK X ***\r\n"
+    )
+    row = {
+        "pg_header_footer_stripped": "True",
+        "txt_bytes": str(len(text)),
+        "head_hex": "ffff",
+        "txt_sha256": _sha(text),
+        "file": "x",
+    }
     assert catalog.strip_gutenberg(original, row) == text  # head not found: the marker rule
     with pytest.raises(DownloadError, match="does not match the recorded sha256"):
         catalog.strip_gutenberg(original, dict(row, txt_sha256=_sha(b"other")))
@@ -336,8 +413,9 @@ def test_wikipedia_get_matches_reference_layout(hosts, root, monkeypatch, tmp_pa
     assert (w / "enwiki_wikiextractor_ge200sent_index.tsv").read_text(encoding="utf-8") == index
     from qt_hard.data.wiki import build_wiki
 
-    rep = build_wiki(w / "enwiki_wikiextractor_ge200sent.txt.xz", tmp_path / "wiki3", articles=3, sentences=150,
-                     progress=False)
+    rep = build_wiki(
+        w / "enwiki_wikiextractor_ge200sent.txt.xz", tmp_path / "wiki3", articles=3, sentences=150, progress=False
+    )
     assert rep.articles_written == 3
 
 
@@ -432,7 +510,9 @@ def test_real_wikipedia_subset_and_index_are_reproduced():
         txt.update(raw)
         index.append(f"{page_id}\t{lines[1]}\t{n}\n")
     assert txt.hexdigest() == catalog.WIKI_OUTPUT_SHA256["enwiki_wikiextractor_ge200sent.txt"]
-    assert _sha("".join(index).encode("utf-8")) == catalog.WIKI_OUTPUT_SHA256["enwiki_wikiextractor_ge200sent_index.tsv"]
+    assert (
+        _sha("".join(index).encode("utf-8")) == catalog.WIKI_OUTPUT_SHA256["enwiki_wikiextractor_ge200sent_index.tsv"]
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -445,13 +525,42 @@ def test_main_job_end_to_end_from_local_hosts(hosts, root, monkeypatch, tmp_path
     assert not root.exists()
     assert _get("books", "senteval") == 0
     out = tmp_path / "run"
-    assert main(["train", str(REPO / "configs" / "qt_books_smoke.yaml"), "--out", str(out), "train.steps=4",
-                 "train.checkpoint_every=0", "train.progress=false", "train.batch_size=16", "data.max_books=2",
-                 "train.trackers=[]"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                str(REPO / "configs" / "qt_books_smoke.yaml"),
+                "--out",
+                str(out),
+                "train.steps=4",
+                "train.checkpoint_every=0",
+                "train.progress=false",
+                "train.batch_size=16",
+                "data.max_books=2",
+                "train.trackers=[]",
+            ]
+        )
+        == 0
+    )
     assert (out / "final" / "encoder.json").is_file()
     capsys.readouterr()
     # the quick start evaluates all six tasks; one task with 2 folds keeps this test short
-    assert main(["eval", "senteval", "--model", str(out / "final"), "--tasks", "TREC",
-                 "--kfold", "2", "--output", str(tmp_path / "qt.json")]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "senteval",
+                "--model",
+                str(out / "final"),
+                "--tasks",
+                "TREC",
+                "--kfold",
+                "2",
+                "--output",
+                str(tmp_path / "qt.json"),
+            ]
+        )
+        == 0
+    )
     assert "TREC" in capsys.readouterr().out
     assert (tmp_path / "qt.json").is_file()

@@ -11,8 +11,10 @@ from qt_hard.data.wiki import WikiData, build_wiki, iter_wiki_articles, load_wik
 
 
 def doc(page_id, title, paragraphs):
-    return (f'<doc id="{page_id}" url="http://en.wikipedia.org/wiki?curid={page_id}" title="{title}">\n'
-            f"{title}\n\n" + "\n".join(paragraphs) + "\n</doc>\n")
+    return (
+        f'<doc id="{page_id}" url="http://en.wikipedia.org/wiki?curid={page_id}" title="{title}">\n'
+        f"{title}\n\n" + "\n".join(paragraphs) + "\n</doc>\n"
+    )
 
 
 def sentences(topic, n):

@@ -14,8 +14,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI_PAGE = ROOT / "docs" / "cli.md"
-COMMANDS = ["", "train", "eval senteval", "eval wiki", "eval compare",
-            "data get", "data list", "data wiki", "data books"]
+COMMANDS = [
+    "",
+    "train",
+    "eval senteval",
+    "eval wiki",
+    "eval compare",
+    "data get",
+    "data list",
+    "data wiki",
+    "data books",
+]
 HEADER = """# CLI reference
 
 One command, `qt-hard`, with three areas: `train`, `eval` and `data`. Errors you can fix print one
@@ -53,7 +62,8 @@ def cli_page() -> str:
 
 def test_cli_page_matches_the_parser():
     assert CLI_PAGE.read_text(encoding="utf-8") == cli_page(), (
-        "docs/cli.md differs from `qt-hard ... --help`: rewrite it with `python tests/test_docs.py`")
+        "docs/cli.md differs from `qt-hard ... --help`: rewrite it with `python tests/test_docs.py`"
+    )
 
 
 def test_every_page_is_in_the_site_navigation():

@@ -109,8 +109,9 @@ def test_transformer_mean_pooling_ignores_padding():
     enc = TransformerEncoder(path).eval()
     tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
     with torch.no_grad():
-        batch = tok(["a short one", "a much longer sentence with many more tokens in it"],
-                    padding=True, return_tensors="pt")
+        batch = tok(
+            ["a short one", "a much longer sentence with many more tokens in it"], padding=True, return_tensors="pt"
+        )
         both = enc(batch["input_ids"], batch["attention_mask"])
         alone = tok(["a short one"], return_tensors="pt")
         single = enc(alone["input_ids"], alone["attention_mask"])
@@ -163,14 +164,24 @@ def test_load_encoder_errors_name_the_problem(tmp_path):
 
 
 SENTENCES = [
-    "The cat sat on the mat.", "", "A dog barked.", "Nobody saw the mat, the cat or the dog that night.",
-    "an unseen zebra", "Cat.", "The mat, the mat, the mat: " + "very long " * 40 + "end.",
-    "Dogs and cats and mats.", "Who saw it?", "It was the cat!", "mat mat", "The dog sat.",
+    "The cat sat on the mat.",
+    "",
+    "A dog barked.",
+    "Nobody saw the mat, the cat or the dog that night.",
+    "an unseen zebra",
+    "Cat.",
+    "The mat, the mat, the mat: " + "very long " * 40 + "end.",
+    "Dogs and cats and mats.",
+    "Who saw it?",
+    "It was the cat!",
+    "mat mat",
+    "The dog sat.",
 ]
 
 
-@pytest.mark.parametrize("config", ["bow", "qt", {"kind": "qt", "encoder": "bigru", "hidden_dim": 8},
-                                    {"kind": "qt", "encoder": "bow"}])
+@pytest.mark.parametrize(
+    "config", ["bow", "qt", {"kind": "qt", "encoder": "bigru", "hidden_dim": 8}, {"kind": "qt", "encoder": "bow"}]
+)
 def test_sorted_batched_encode_equals_one_by_one(config):
     # encode() sorts by token count, batches and restores the order: every
     # row must equal the sentence encoded alone (no padding, batch of one), empty and truncated too.

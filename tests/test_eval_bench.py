@@ -11,16 +11,29 @@ import pytest
 
 
 def _row(task, width, fast, ref, diff):
-    return {"task": task, "width": width, "fast_seconds": fast * 3, "fast_cpu_seconds": fast,
-            "reference_seconds": ref * 3, "reference_cpu_seconds": ref, "reference_extrapolated": True,
-            "speedup": ref / fast, "cpu_speedup": ref / fast, "reference_mode": "subset",
-            "check": {"max_abs_diff_converged": diff, "max_abs_diff_reference": 2 * diff}}
+    return {
+        "task": task,
+        "width": width,
+        "fast_seconds": fast * 3,
+        "fast_cpu_seconds": fast,
+        "reference_seconds": ref * 3,
+        "reference_cpu_seconds": ref,
+        "reference_extrapolated": True,
+        "speedup": ref / fast,
+        "cpu_speedup": ref / fast,
+        "reference_mode": "subset",
+        "check": {"max_abs_diff_converged": diff, "max_abs_diff_reference": 2 * diff},
+    }
 
 
 def test_summary_sums_exponents_and_check():
     be = _scripts.load_script("bench_eval", "eval")
-    rows = [_row("MR", 600, 10.0, 100.0, 0.0), _row("MR", 2400, 160.0, 800.0, 0.1),
-            _row("CR", 600, 4.0, 40.0, 0.2), _row("CR", 2400, 32.0, 640.0, 0.0)]
+    rows = [
+        _row("MR", 600, 10.0, 100.0, 0.0),
+        _row("MR", 2400, 160.0, 800.0, 0.1),
+        _row("CR", 600, 4.0, 40.0, 0.2),
+        _row("CR", 2400, 32.0, 640.0, 0.0),
+    ]
     s = be.summarize(rows, [600, 2400], ["MR", "CR"])
     assert s["widths"][2400]["fast_cpu_seconds"] == 192.0
     assert s["widths"][2400]["cpu_speedup"] == round(1440 / 192, 2)
@@ -78,7 +91,7 @@ def test_encoder_projections_one_model_at_every_width():
     np.testing.assert_allclose(part, full[:, :12])
     np.testing.assert_allclose(full[1], full[3])  # one text, one row
     target = (ref.HashBagOfWords(32).encode(texts) ** 2).sum(axis=1).mean()
-    assert (full ** 2).sum(axis=1).mean() == pytest.approx(target, rel=1e-9)
+    assert (full**2).sum(axis=1).mean() == pytest.approx(target, rel=1e-9)
     assert np.linalg.matrix_rank(full[[0, 1, 2, 4]]) == 4
     with pytest.raises(ValueError, match="full rank"):
         ref.encoder_projections(texts, 33, encoder="bigru", hidden=8)
@@ -106,7 +119,21 @@ def test_feature_kinds_resume_separately(tmp_path, monkeypatch):
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["features"] for r in rows] == ["hashbow:8", "bigru:8"]
     assert calls == [("hashbow", 8), ("bigru", 16)] and (cache / "bigru_CR.npy").is_file()
-    be.main(["--widths", "12", "--tasks", "CR", "--reference", "none", "--output", str(out),
-             "--features", "bigru", "--feature-cache", str(cache)])
+    be.main(
+        [
+            "--widths",
+            "12",
+            "--tasks",
+            "CR",
+            "--reference",
+            "none",
+            "--output",
+            str(out),
+            "--features",
+            "bigru",
+            "--feature-cache",
+            str(cache),
+        ]
+    )
     assert len(calls) == 2  # the 16-d table was loaded, not encoded again
     assert np.load(cache / "bigru_CR.npy").shape[1] == 16

@@ -58,8 +58,25 @@ def test_cli_prints_three_rows_and_unknown_words(model_dir, senteval_dir, tmp_pa
     from qt_hard.cli import main
 
     out = tmp_path / "r.json"
-    rc = main(["eval", "senteval", "--model", str(model_dir), "--controls", "--data", str(senteval_dir),
-               "--tasks", "MR", "--kfold", "2", "--name", "trained", "--output", str(out)])
+    rc = main(
+        [
+            "eval",
+            "senteval",
+            "--model",
+            str(model_dir),
+            "--controls",
+            "--data",
+            str(senteval_dir),
+            "--tasks",
+            "MR",
+            "--kfold",
+            "2",
+            "--name",
+            "trained",
+            "--output",
+            str(out),
+        ]
+    )
     assert rc in (0, None)
     text = capsys.readouterr().out
     assert "| trained |" in text and "| untrained qt-gru |" in text and "| random:bow |" in text

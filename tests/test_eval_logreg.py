@@ -92,8 +92,9 @@ def test_row_space_reduction_is_exact_when_wider_than_tall():
         np.testing.assert_allclose(full[:, f, :], _sklearn_coef(X[rows], y[rows], C), atol=1e-5)
     plain = BatchedLogReg(X, y, 2, reduce=False)
     Xn = np.random.default_rng(2).normal(size=(40, 150))
-    np.testing.assert_array_equal(predict_logreg(model, W, Xn),
-                                  predict_logreg(plain, plain.fit(masks, np.array([0.5, 4.0])), Xn))
+    np.testing.assert_array_equal(
+        predict_logreg(model, W, Xn), predict_logreg(plain, plain.fit(masks, np.array([0.5, 4.0])), Xn)
+    )
 
 
 def test_liblinear_objective_and_one_vs_rest_targets():
@@ -202,8 +203,9 @@ def test_cuda_solver_matches_cpu_solver(K, liblinear):
         Wc[-1] -= Wc[-1].mean(axis=-1, keepdims=True)
         Wg[-1] -= Wg[-1].mean(axis=-1, keepdims=True)
     np.testing.assert_allclose(Wg, Wc, atol=1e-5)
-    np.testing.assert_array_equal(predict_logreg(sols["cuda"][1], sols["cuda"][0], X),
-                                  predict_logreg(sols["cpu"][1], sols["cpu"][0], X))
+    np.testing.assert_array_equal(
+        predict_logreg(sols["cuda"][1], sols["cuda"][0], X), predict_logreg(sols["cpu"][1], sols["cpu"][0], X)
+    )
 
 
 def test_preconditioner_survives_a_gram_that_rounding_made_indefinite():

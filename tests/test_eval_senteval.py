@@ -50,10 +50,16 @@ def _sentence(rng, polar, n_polar=1):
 def write_senteval(root, n=60, seed=0):
     """Tiny files in SentEval's own formats and names."""
     rng = np.random.default_rng(seed)
-    for folder, a, b in [("MR", "rt-polarity.pos", "rt-polarity.neg"), ("CR", "custrev.pos", "custrev.neg"),
-                         ("SUBJ", "subj.objective", "subj.subjective"), ("MPQA", "mpqa.pos", "mpqa.neg")]:
+    for folder, a, b in [
+        ("MR", "rt-polarity.pos", "rt-polarity.neg"),
+        ("CR", "custrev.pos", "custrev.neg"),
+        ("SUBJ", "subj.objective", "subj.subjective"),
+        ("MPQA", "mpqa.pos", "mpqa.neg"),
+    ]:
         (root / folder).mkdir(parents=True)
-        (root / folder / a).write_bytes("\n".join(_sentence(rng, POS_WORDS) for _ in range(n)).encode("latin-1") + b"\n")
+        (root / folder / a).write_bytes(
+            "\n".join(_sentence(rng, POS_WORDS) for _ in range(n)).encode("latin-1") + b"\n"
+        )
         # a latin-1 byte (e-acute) must survive as in SentEval
         neg = [_sentence(rng, NEG_WORDS) for _ in range(n - 1)] + ["caf\xe9 bad"]
         (root / folder / b).write_bytes("\n".join(neg).encode("latin-1") + b"\n")
@@ -83,8 +89,12 @@ def fixture_lines(n=60) -> dict:
     (the loaders refuse a file whose count differs from SentEval's: these files are smaller)."""
     from qt_hard.data.catalog import SENTEVAL_LINES
 
-    sizes = {"TREC/train_5500.label": 180, "TREC/TREC_10.label": 48,
-             "MRPC/msr_paraphrase_train.txt": 81, "MRPC/msr_paraphrase_test.txt": 31}
+    sizes = {
+        "TREC/train_5500.label": 180,
+        "TREC/TREC_10.label": 48,
+        "MRPC/msr_paraphrase_train.txt": 81,
+        "MRPC/msr_paraphrase_test.txt": 31,
+    }
     return {rel: sizes.get(rel, n) for rel in SENTEVAL_LINES}
 
 
@@ -216,8 +226,11 @@ def test_repeated_rows_merged_same_outputs(monkeypatch):
     X, y = X[order], y[order]
     seen = []
     init = protocol._PathSolver.__init__
-    monkeypatch.setattr(protocol._PathSolver, "__init__",
-                        lambda self, *a, **k: (init(self, *a, **k), seen.append(self.model.X.shape[0]))[0])
+    monkeypatch.setattr(
+        protocol._PathSolver,
+        "__init__",
+        lambda self, *a, **k: (init(self, *a, **k), seen.append(self.model.X.shape[0]))[0],
+    )
     fast = inner_kfold(X, y, 2, kfold=3, fast=True)
     assert seen == [len(np.unique(np.c_[X, y], axis=0))] and seen[0] < len(y)
     ref = inner_kfold(X, y, 2, kfold=3, fast=False, max_iter=None)
@@ -347,8 +360,10 @@ def test_path_warm_start_extrapolates_in_log_c():
     assert torch.allclose(protocol._path_start([(1.0, a), (2.0, b)], 8.0), torch.tensor([7.0, 3.0]))
     X, y, Xt, yt = linear_multiclass(1, 6, 4, 200, 80)
     Xb, yb = _binary_data(180, 6, seed=0)
-    ref = (kfold_train_test(X, y, Xt, yt, 4, kfold=4, fast=False, max_iter=None),
-           inner_kfold(Xb, yb, 2, kfold=3, fast=False, max_iter=None))
+    ref = (
+        kfold_train_test(X, y, Xt, yt, 4, kfold=4, fast=False, max_iter=None),
+        inner_kfold(Xb, yb, 2, kfold=3, fast=False, max_iter=None),
+    )
     extrap = (kfold_train_test(X, y, Xt, yt, 4, kfold=4), inner_kfold(Xb, yb, 2, kfold=3))
     for p, e in zip(ref, extrap):
         assert (p["acc"], p["devacc"], p["chosen_C"]) == (e["acc"], e["devacc"], e["chosen_C"])
@@ -361,9 +376,9 @@ def test_damaged_task_files_are_refused(tmp_path):
 
     from qt_hard.errors import DataCorruptError
 
-    root = data_root()
-    if root is None or not (root / "senteval" / "CR" / "custrev.pos").is_file():
-        pytest.skip("needs the SentEval data (qt-hard data get senteval)")
+    import _data
+
+    root = _data.dataset("senteval", "CR", "custrev.pos").parents[2]
     shutil.copytree(root / "senteval" / "CR", tmp_path / "CR")
     assert len(load_task("CR", tmp_path).samples) == 2407 + 1368
     neg = tmp_path / "CR" / "custrev.neg"

@@ -18,7 +18,7 @@ from qt_hard.evaluation.models import EmbeddingCache
 # dict, each task reads <task_path>/downstream/<TASK>, calls prepare with every tokenized
 # sentence, then batcher batch by batch (params.batch_size), and returns SentEval's result keys.
 # Its "classifier" is a nearest class mean on the embeddings, so the numbers depend on them.
-STAND_IN_ENGINE = textwrap.dedent('''
+STAND_IN_ENGINE = textwrap.dedent("""
     import io
     import os
 
@@ -91,7 +91,7 @@ STAND_IN_ENGINE = textwrap.dedent('''
                 f1 = round(100 * 2 * tp / (np.sum(pred == 1) + np.sum(y == 1)), 2)
                 return {"devacc": acc, "acc": acc, "f1": f1, "ndev": len(y), "ntest": len(y)}
             raise AssertionError(name + " is not in the stand-in engine")
-''')
+""")
 
 
 @pytest.fixture
@@ -152,8 +152,10 @@ def test_task_path_links_a_folder_of_task_folders(tmp_path):
         assert where != data
     assert not where.exists()
     (tmp_path / "checkout" / "data" / "downstream").mkdir(parents=True)
-    with pytest.raises(se.SentEvalNotFoundError, match="no task folder TREC"), \
-            se.task_path(tmp_path / "checkout" / "data", ["TREC"]):
+    with (
+        pytest.raises(se.SentEvalNotFoundError, match="no task folder TREC"),
+        se.task_path(tmp_path / "checkout" / "data", ["TREC"]),
+    ):
         pass
 
 
@@ -172,8 +174,21 @@ def _cli(*args):
 
 def test_cli_prints_the_table_with_the_engine(stand_in, tmp_path, capsys):
     out = tmp_path / "r.json"
-    assert _cli("--senteval-path", stand_in, "--senteval-classifier", "sklearn", "--model", "random:bow",
-                "--tasks", "CR,MRPC", "--output", out) == 0
+    assert (
+        _cli(
+            "--senteval-path",
+            stand_in,
+            "--senteval-classifier",
+            "sklearn",
+            "--model",
+            "random:bow",
+            "--tasks",
+            "CR,MRPC",
+            "--output",
+            out,
+        )
+        == 0
+    )
     table = capsys.readouterr().out
     data = json.loads(out.read_text())
     assert "| Model | Engine | MR | CR |" in table

@@ -62,8 +62,7 @@ def test_file_order_loaders_drop_empty_lines(tmp_path, monkeypatch):
 def test_run_skipthoughts_protocol_end_to_end(senteval_dir):  # noqa: F811
     enc = HashBoW(dim=12)
     cache = EmbeddingCache(enc, batch_size=50)
-    res = run_senteval(enc, "MR,TREC,MRPC", senteval_dir, kfold=3, cache=cache,
-                       protocol="skipthoughts")
+    res = run_senteval(enc, "MR,TREC,MRPC", senteval_dir, kfold=3, cache=cache, protocol="skipthoughts")
     assert res["MR"]["acc"] > 75 and res["TREC"]["acc"] > 60
     assert set(res["MR"]["chosen_C"]) <= {2.0**t for t in range(9)}
     assert "devf1" in res["MRPC"] and 0 <= res["MRPC"]["f1"] <= 100

@@ -29,8 +29,13 @@ class WordHashEncoder:
 
 def _write_wiki(root, N=4, per=30, seed=0):
     rng = np.random.default_rng(seed)
-    topics = [["river", "water", "bank"], ["king", "crown", "war"], ["atom", "energy", "quantum"],
-              ["music", "song", "album"], ["city", "street", "mayor"]]
+    topics = [
+        ["river", "water", "bank"],
+        ["king", "crown", "war"],
+        ["atom", "energy", "quantum"],
+        ["music", "song", "album"],
+        ["city", "street", "mayor"],
+    ]
     common = ["the", "of", "was", "in", "a", "and"]
     root.mkdir()
     for c in range(N):
@@ -43,8 +48,29 @@ def test_cli_wiki_and_compare(tmp_path, monkeypatch, capsys):
     root = _write_wiki(tmp_path / "wiki", N=4, per=30)
     monkeypatch.setattr(eval_models, "load_model", lambda spec, sentences=None: WordHashEncoder())
     out_a = tmp_path / "a.json"
-    assert main(["eval", "wiki", "--model", "hash", "--data", str(root), "--classes", "4", "--split-seed", "0",
-                 "--epochs", "5", "--batch-size", "16", "--output", str(out_a)]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "wiki",
+                "--model",
+                "hash",
+                "--data",
+                str(root),
+                "--classes",
+                "4",
+                "--split-seed",
+                "0",
+                "--epochs",
+                "5",
+                "--batch-size",
+                "16",
+                "--output",
+                str(out_a),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "| Mean classifier | Linear classifier |" in printed
     res = json.loads(out_a.read_text())
@@ -70,8 +96,25 @@ def test_cli_senteval_subcommand(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(catalog, "SENTEVAL_LINES", fixture_lines(40))
     monkeypatch.setattr(eval_models, "load_model", lambda spec, sentences=None, tokenizer=None: HashBoW(dim=8))
     out = tmp_path / "r.json"
-    assert main(["eval", "senteval", "--model", "hash", "--tasks", "CR,TREC", "--data", str(data),
-                 "--kfold", "3", "--output", str(out)]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "senteval",
+                "--model",
+                "hash",
+                "--tasks",
+                "CR,TREC",
+                "--data",
+                str(data),
+                "--kfold",
+                "3",
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
     table = capsys.readouterr().out
     assert table.splitlines()[0].startswith("| Model | MR | CR |")
     res = json.loads(out.read_text())
@@ -103,10 +146,31 @@ def test_cli_wiki_tests_on_the_split_of_the_training_run(tmp_path, monkeypatch):
     monkeypatch.setattr(eval_models, "load_model", lambda spec, sentences=None: WordHashEncoder())
     seen = {}
     real = wiki_eval.run_wiki
-    monkeypatch.setattr(wiki_eval, "run_wiki", lambda enc, data, n, **kw: seen.update(data=data, **kw) or real(enc, data, n, **kw))
+    monkeypatch.setattr(
+        wiki_eval, "run_wiki", lambda enc, data, n, **kw: seen.update(data=data, **kw) or real(enc, data, n, **kw)
+    )
     out = tmp_path / "r.json"
-    assert main(["eval", "wiki", "--model", str(run / "final"), "--data", str(root), "--classes", "4",
-                 "--seed", "1", "--epochs", "2", "--output", str(out)]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "wiki",
+                "--model",
+                str(run / "final"),
+                "--data",
+                str(root),
+                "--classes",
+                "4",
+                "--seed",
+                "1",
+                "--epochs",
+                "2",
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
     trained_on = set(load_wiki(root, classes=4, seed=3, cache_dir=False).train_sentences)
     assert seen["seed"] == 1  # the classifier's seed
     assert not set(seen["data"].test_sentences) & trained_on
@@ -120,8 +184,9 @@ def test_cli_wiki_split_seed_must_be_known_and_agree(tmp_path, monkeypatch):
         main(["eval", "wiki", "--model", "hash", "--data", str(root), "--classes", "4"])
     run = _trained_run(tmp_path, split_seed=3)
     with pytest.raises(ValueError, match="--split-seed 0 differs from data.seed=3"):
-        main(["eval", "wiki", "--model", str(run / "final"), "--data", str(root), "--classes", "4",
-              "--split-seed", "0"])
+        main(
+            ["eval", "wiki", "--model", str(run / "final"), "--data", str(root), "--classes", "4", "--split-seed", "0"]
+        )
 
 
 def test_readme_eval_wiki_reads_the_folder_training_writes():
@@ -134,8 +199,11 @@ def test_readme_eval_wiki_reads_the_folder_training_writes():
 
     repo = Path(__file__).resolve().parents[1]
     cfg = load_config(repo / "configs" / "bow_wiki_smoke.yaml")
-    lines = [ln for ln in (repo / "README.md").read_text().splitlines()
-             if ln.startswith("qt-hard eval wiki") and "bow_wiki_smoke" in ln]
+    lines = [
+        ln
+        for ln in (repo / "README.md").read_text().splitlines()
+        if ln.startswith("qt-hard eval wiki") and "bow_wiki_smoke" in ln
+    ]
     assert lines, "the README has no eval wiki quick start for bow_wiki_smoke"
     for line in lines:
         argv = shlex.split(line.split("#")[0])

@@ -54,8 +54,14 @@ def toy_dataset(root, name="TOY", n_graphs=40, seed=0):
 
 def test_reader_reads_the_format(tmp_path):
     # Graph 2 lists an edge twice and a self-loop: merged / dropped as PyG does.
-    write_tu(tmp_path, "T", [(3, [(0, 1), (1, 2)]), (2, [(0, 1), (0, 1)])], [6, 2],
-             node_labels=[3, 5, 3, 4, 4], extra_a_lines=["4, 4"])
+    write_tu(
+        tmp_path,
+        "T",
+        [(3, [(0, 1), (1, 2)]), (2, [(0, 1), (0, 1)])],
+        [6, 2],
+        node_labels=[3, 5, 3, 4, 4],
+        extra_a_lines=["4, 4"],
+    )
     d = read_tu(tmp_path, "T")
     assert d.num_graphs == 2 and list(d.y) == [1, 0] and list(d.classes) == [2, 6]
     assert d.edge_index.shape == (2, 6)  # 2 + 2 directed edges in graph 1, 2 in graph 2
@@ -108,12 +114,25 @@ def test_gin_infograph_shapes():
 
 def graph_tree(tmp_path, **train):
     root = toy_dataset(tmp_path / "tu")
-    return {"pipeline": "graph", "out_dir": str(tmp_path / "run"),
-            "data": {"name": "TOY", "path": str(root)}, "model": {"hidden": 8, "layers": 2},
-            "objective": {"negatives": "hard", "options": {"beta": 1.0, "clip": "rescaled"}},
-            "eval": {"folds": 3, "inner_folds": 2, "C": [0.1, 10.0]},
-            "train": {"batch_size": 16, "steps": 6, "lr": 0.01, "grad_clip": None, "log_every": 1,
-                      "progress": False, "trackers": ["csv"], "num_threads": 1, **train}}
+    return {
+        "pipeline": "graph",
+        "out_dir": str(tmp_path / "run"),
+        "data": {"name": "TOY", "path": str(root)},
+        "model": {"hidden": 8, "layers": 2},
+        "objective": {"negatives": "hard", "options": {"beta": 1.0, "clip": "rescaled"}},
+        "eval": {"folds": 3, "inner_folds": 2, "C": [0.1, 10.0]},
+        "train": {
+            "batch_size": 16,
+            "steps": 6,
+            "lr": 0.01,
+            "grad_clip": None,
+            "log_every": 1,
+            "progress": False,
+            "trackers": ["csv"],
+            "num_threads": 1,
+            **train,
+        },
+    }
 
 
 def test_batches_are_a_function_of_step_and_split_over_processes(tmp_path):

@@ -26,8 +26,13 @@ def _launch(cfg_file, out, nproc):
     if nproc == 1:
         cmd = [sys.executable, *train_args]
     else:
-        options = {"--num_processes": nproc, "--num_machines": 1, "--mixed_precision": "no",
-                   "--dynamo_backend": "no", "--main_process_port": 29541}
+        options = {
+            "--num_processes": nproc,
+            "--num_machines": 1,
+            "--mixed_precision": "no",
+            "--dynamo_backend": "no",
+            "--main_process_port": 29541,
+        }
         flat = [str(x) for kv in options.items() for x in kv]
         cmd = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", *flat, *train_args]
     env = dict(os.environ, ACCELERATE_USE_CPU="true", OMP_NUM_THREADS="1")

@@ -16,14 +16,25 @@ def load_script():
 
 
 def _line(row, ds, rep, acc):
-    return {"row": row, "dataset": ds, "repeat": rep, "svm_acc": acc, "svm_acc_std": 0.0, "epochs": 1,
-            "steps": 1, "wall_s": 1.0, "final_loss": 0.0}
+    return {
+        "row": row,
+        "dataset": ds,
+        "repeat": rep,
+        "svm_acc": acc,
+        "svm_acc_std": 0.0,
+        "epochs": 1,
+        "steps": 1,
+        "wall_s": 1.0,
+        "final_loss": 0.0,
+    }
 
 
 def test_run_cell_records_once_and_skips_claimed_cells(tmp_path, monkeypatch):
     gt = load_script()
     trained = []
-    monkeypatch.setattr(gt, "_train_cell", lambda out, row, ds, rep, *a: trained.append(rep) or _line(row, ds, rep, 0.8))
+    monkeypatch.setattr(
+        gt, "_train_cell", lambda out, row, ds, rep, *a: trained.append(rep) or _line(row, ds, rep, 0.8)
+    )
     cell = (str(tmp_path), "hard_b1", "MUTAG", 0, 1.0, ["eval.folds=2"], False)
     assert gt.run_cell(cell)["svm_acc"] == 0.8
     assert gt.run_cell(cell) is None  # finished: its record is there
@@ -44,8 +55,13 @@ def test_no_run_prints_table_in_paper_order_and_plots(tmp_path, capsys):
     assert gt.main(["--out", str(out), "--no-run", "--rows", "infograph,hard_b1"]) == 0
     text = capsys.readouterr().out
     header = next(line for line in text.splitlines() if line.startswith("| row"))
-    assert header.index("MUTAG") < header.index("ENZYMES") < header.index("PTC") < header.index("IMDB-B") \
+    assert (
+        header.index("MUTAG")
+        < header.index("ENZYMES")
+        < header.index("PTC")
+        < header.index("IMDB-B")
         < header.index("IMDB-M")
+    )
     hard = next(line for line in text.splitlines() if line.startswith("| hard_b1"))
     # sample standard deviation of 90 and 80: 7.07
     assert "85.0 ± 7.1 (n=2)" in hard and "87.2 / 50.4 / 57.3 / 72.8 / 49.6" in hard

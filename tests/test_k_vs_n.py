@@ -179,12 +179,26 @@ def test_a_cell_is_a_qt_hard_train_run(tmp_path):
     got = K.run_cell(tree)
     cli = dict(tree, out_dir=str(tmp_path / "cli"))
     (tmp_path / "cli.yaml").write_text(yaml.safe_dump(cli))
-    res = subprocess.run([sys.executable, "-m", "qt_hard.cli", "train", str(tmp_path / "cli.yaml")], env=_env(),
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-m", "qt_hard.cli", "train", str(tmp_path / "cli.yaml")],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     want = K.cell_metrics(tmp_path / "cli")
-    for key in ("mean_acc", "linear_acc", "linear_best_epoch", "final_loss", "steps", "vocab_size", "n_train",
-                "n_test", "diagnostics"):
+    for key in (
+        "mean_acc",
+        "linear_acc",
+        "linear_best_epoch",
+        "final_loss",
+        "steps",
+        "vocab_size",
+        "n_train",
+        "n_test",
+        "diagnostics",
+    ):
         assert got[key] == want[key], key
     assert got["steps"] > 0 and got["steps"] % 3 == 0 and 0 <= got["mean_acc"] <= 100  # whole epochs
 
@@ -272,7 +286,10 @@ def test_shuffled_control_removes_matched_random_candidates_and_writes_diagnosti
     table = K.diagnose(res).splitlines()
     assert len(table) == 2 + 3 and "same-class softmax mass" in table[0]
     assert [line.split(" | ")[3] for line in table[2:]] == [
-        "none (plain)", "same-class (collision-free)", "random, matched (shuffled)"]
+        "none (plain)",
+        "same-class (collision-free)",
+        "random, matched (shuffled)",
+    ]
 
 
 def test_a_results_file_holds_one_setup(shuffled_grid, tmp_path):

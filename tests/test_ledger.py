@@ -107,8 +107,9 @@ def test_claims_exclude_live_holders_and_take_over_dead_ones(tmp_path):
     with led.claim(("uniform", 0)) as got:  # released on leaving the block
         assert got
     claims = tmp_path / "claims"
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                          text=True, check=True).stdout.strip()
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     (claims / "hard__0").write_text(json.dumps({"host": socket.gethostname(), "pid": int(dead)}))
     with led.claim(("hard", 0)) as got:
         assert got  # its process is gone

@@ -105,7 +105,7 @@ def test_s2v_quirk_own_logit_zero_adds_one_to_every_denominator():
     z = torch.logsumexp(s.masked_fill(torch.eye(b, dtype=torch.bool), float("-inf")), dim=1).exp()
     quirk = s.clone()
     quirk.fill_diagonal_(0.0)
-    targets = (torch.diag(torch.ones(b - 1, dtype=s.dtype), 1) + torch.diag(torch.ones(b - 1, dtype=s.dtype), -1))
+    targets = torch.diag(torch.ones(b - 1, dtype=s.dtype), 1) + torch.diag(torch.ones(b - 1, dtype=s.dtype), -1)
     targets = targets / targets.sum(1, keepdim=True)
     released = -(targets * torch.log_softmax(quirk, 1)).sum(1).mean()
     ours = context_loss(f.detach(), g.detach(), context=1)
@@ -117,8 +117,9 @@ def test_s2v_quirk_own_logit_zero_adds_one_to_every_denominator():
 def test_joint_hard_with_documents_matches_loop(beta, clip, include_positive):
     f, g = _batch(b=10, seed=7)
     docs = [0, 0, 0, 0, 1, 1, 1, 2, 2, 2]
-    got = context_loss(f, g, "hard", context=2, doc_ids=torch.tensor(docs), beta=beta, clip=clip,
-                       include_positive=include_positive)
+    got = context_loss(
+        f, g, "hard", context=2, doc_ids=torch.tensor(docs), beta=beta, clip=clip, include_positive=include_positive
+    )
     ref = joint_loop(f, g, 2, docs, beta=beta, clip=clip, tau_plus=0.0, include_positive=include_positive)
     _assert_same(got, ref, (f, g))
 
@@ -144,8 +145,12 @@ def test_joint_debiased_hits_the_floor_like_the_loop():
 def test_joint_with_one_positive_equals_per_positive():
     f, g = _batch(b=8, seed=10)
     docs = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])  # context 1 inside pairs: one positive each
-    for neg, opts in [("uniform", {}), ("hard", {"beta": 1.0, "clip": "rescaled"}), ("debiased", {"tau_plus": 0.1}),
-                      ("ring", {"lower": 10, "upper": 90})]:
+    for neg, opts in [
+        ("uniform", {}),
+        ("hard", {"beta": 1.0, "clip": "rescaled"}),
+        ("debiased", {"tau_plus": 0.1}),
+        ("ring", {"lower": 10, "upper": 90}),
+    ]:
         a = context_loss(f, g, neg, context=1, doc_ids=docs, **opts)
         b = context_loss(f, g, neg, context=1, doc_ids=docs, positives="per_positive", **opts)
         _assert_same(a, b, (f, g), tol=1e-10)

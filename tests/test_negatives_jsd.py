@@ -95,13 +95,16 @@ def grads(loss, *xs):
     return torch.autograd.grad(loss, xs)
 
 
-@pytest.mark.parametrize("case", [
-    dict(),
-    dict(beta=1.0, clip="rescaled"),
-    dict(beta=10.0, clip="rescaled"),
-    dict(beta=2.0, tau_plus=0.3),
-    dict(beta=2.0, clip="rescaled", same_label=True),
-])
+@pytest.mark.parametrize(
+    "case",
+    [
+        dict(),
+        dict(beta=1.0, clip="rescaled"),
+        dict(beta=10.0, clip="rescaled"),
+        dict(beta=2.0, tau_plus=0.3),
+        dict(beta=2.0, clip="rescaled", same_label=True),
+    ],
+)
 def test_jsd_equals_per_node_loop(case):
     h, H, batch, labels = inputs(1)
     kw = {k: v for k, v in case.items() if k != "same_label"}
@@ -172,8 +175,12 @@ def test_hcl_code_departs_from_the_paper_as_documented():
 def test_every_weighting_composes_with_jsd():
     h, H, batch, labels = inputs(6)
     gen = torch.Generator().manual_seed(0)
-    for negatives, opts in [("ot", dict(epsilon=0.1, tau_plus=0.5)), ("ring", dict(lower=20, upper=80)),
-                            ("uniform", dict(k=2, generator=gen)), ("debiased", dict(tau_plus=0.2))]:
+    for negatives, opts in [
+        ("ot", dict(epsilon=0.1, tau_plus=0.5)),
+        ("ring", dict(lower=20, upper=80)),
+        ("uniform", dict(k=2, generator=gen)),
+        ("debiased", dict(tau_plus=0.2)),
+    ]:
         loss = local_global_loss(h, H, batch, negatives, labels=labels, **opts)
         assert torch.isfinite(loss)
         assert all(torch.isfinite(g).all() for g in grads(loss, h, H))
@@ -191,4 +198,5 @@ def test_module_form_and_errors():
         node_graph_scores(h, H, batch[:-1])
     with pytest.raises(ValueError, match="JSD variant"):
         from qt_hard.negatives import JSDEstimator
+
         JSDEstimator(variant="x")

@@ -9,8 +9,7 @@ import torch
 
 from qt_hard.diagnostics import LargestTensor
 from qt_hard.losses import contrastive_loss
-from qt_hard.negatives import (NegativeStrategy, make_strategy, sample_k_indices, tilted_log_mean_exp,
-                               two_view_scores)
+from qt_hard.negatives import make_strategy, sample_k_indices, tilted_log_mean_exp, two_view_scores
 from qt_hard.negatives.ot import sinkhorn_log_coupling, sinkhorn_log_domain
 from qt_hard.negatives.select import row_order_statistics
 
@@ -21,10 +20,17 @@ def _naive_log_mean_exp(s, keep, gamma, dense):
     return torch.logsumexp(s + lw, 1) - torch.logsumexp(lw, 1)
 
 
-@pytest.mark.parametrize("gamma,with_dense,gamma_grad", [
-    (0.0, False, None), (1.5, False, None), (1.5, False, 0.0), (-0.7, False, None),
-    (0.0, True, None), (0.8, True, None),
-])
+@pytest.mark.parametrize(
+    "gamma,with_dense,gamma_grad",
+    [
+        (0.0, False, None),
+        (1.5, False, None),
+        (1.5, False, 0.0),
+        (-0.7, False, None),
+        (0.0, True, None),
+        (0.8, True, None),
+    ],
+)
 def test_tilted_log_mean_exp_value_and_gradcheck(gamma, with_dense, gamma_grad):
     g = torch.Generator().manual_seed(0)
     s = (3 * torch.randn(5, 7, generator=g, dtype=torch.float64)).requires_grad_()
@@ -38,8 +44,9 @@ def test_tilted_log_mean_exp_value_and_gradcheck(gamma, with_dense, gamma_grad):
         ref = _naive_log_mean_exp(s, keep, gamma, dense)
     assert torch.allclose(got, ref, atol=1e-12)
     w = torch.randn(5, generator=g, dtype=torch.float64)
-    assert torch.allclose(torch.autograd.grad((got * w).sum(), s)[0], torch.autograd.grad((ref * w).sum(), s)[0],
-                          atol=1e-12)
+    assert torch.allclose(
+        torch.autograd.grad((got * w).sum(), s)[0], torch.autograd.grad((ref * w).sum(), s)[0], atol=1e-12
+    )
     inputs = (s,) if dense is None else (s, dense)
     fn = lambda *x: tilted_log_mean_exp(x[0], keep, gamma, gamma_grad, x[1] if len(x) > 1 else None)
     if gamma_grad is None:
@@ -128,11 +135,18 @@ def test_both_samplers_draw_distinct_allowed_columns(k):
     assert all(len(set(row.tolist())) == k for row in idx)
 
 
-@pytest.mark.parametrize("name,opts", [
-    ("uniform", {}), ("hard", {"beta": 1.0, "tau_plus": 0.1}), ("ring", {"lower": 20, "upper": 80}),
-    ("label", {"hardening": "exp", "beta": 0.5}), ("ot", {"epsilon": 0.5, "coupling": "drawn"}),
-    ("uniform", {"collision_free": True}), ("hard", {"beta": 2.0, "clip": "rescaled"}),
-])
+@pytest.mark.parametrize(
+    "name,opts",
+    [
+        ("uniform", {}),
+        ("hard", {"beta": 1.0, "tau_plus": 0.1}),
+        ("ring", {"lower": 20, "upper": 80}),
+        ("label", {"hardening": "exp", "beta": 0.5}),
+        ("ot", {"epsilon": 0.5, "coupling": "drawn"}),
+        ("uniform", {"collision_free": True}),
+        ("hard", {"beta": 2.0, "clip": "rescaled"}),
+    ],
+)
 def test_k_sampled_strategy_equals_the_full_table_restricted_to_the_draw(name, opts):
     """After the sampler only the k drawn columns are kept (A, k); the loss must equal the full-table
     computation whose allowed set is the drawn mask. (OT's default weighs the draws by the coupling of
@@ -168,10 +182,18 @@ def test_half_precision_scores_are_reduced_in_float32():
     assert got.item() == pytest.approx(ref.item(), rel=2e-2)
 
 
-@pytest.mark.parametrize("name,opts", [
-    ("uniform", {}), ("hard", {"beta": 1.0, "tau_plus": 0.1}), ("ring", {"lower": 10, "upper": 90}),
-    ("label", {"hardening": "exp"}), ("ot", {}), ("uniform", {"k": 16}), ("ot", {"k": 16}),
-])
+@pytest.mark.parametrize(
+    "name,opts",
+    [
+        ("uniform", {}),
+        ("hard", {"beta": 1.0, "tau_plus": 0.1}),
+        ("ring", {"lower": 10, "upper": 90}),
+        ("label", {"hardening": "exp"}),
+        ("ot", {}),
+        ("uniform", {"k": 16}),
+        ("ot", {"k": 16}),
+    ],
+)
 def test_memory_is_of_the_score_table_never_times_the_dimension(name, opts):
     """No op of forward or backward makes a tensor larger than the (2B, 2B) score table (times a small
     constant); a (B, candidates, d) tensor would be d = 256 times larger."""

@@ -17,15 +17,18 @@ def pair(b=8, d=5, seed=0):
 
 
 # ---------------------------------------------------------------- options the strategy does not read
-@pytest.mark.parametrize("negatives, options, unread", [
-    ("uniform", dict(beta=5.0), "beta"),
-    ("ring", dict(lower=10, beta=1.0, clip="rescaled"), "beta, clip"),
-    ("hard", dict(beta=1.0, lower=10), "lower"),
-    ("label", dict(tau=2.0), "tau"),                          # hardening None reads no tau
-    ("label", dict(hardening="threshold", beta=1.0, level=0.1), "beta"),
-    ("ot", dict(kappa=1.0), "kappa"),                         # kappa belongs to cost="exp"
-    ("uniform", dict(floor="smooth"), "floor"),               # no debiasing, no floor
-])
+@pytest.mark.parametrize(
+    "negatives, options, unread",
+    [
+        ("uniform", dict(beta=5.0), "beta"),
+        ("ring", dict(lower=10, beta=1.0, clip="rescaled"), "beta, clip"),
+        ("hard", dict(beta=1.0, lower=10), "lower"),
+        ("label", dict(tau=2.0), "tau"),  # hardening None reads no tau
+        ("label", dict(hardening="threshold", beta=1.0, level=0.1), "beta"),
+        ("ot", dict(kappa=1.0), "kappa"),  # kappa belongs to cost="exp"
+        ("uniform", dict(floor="smooth"), "floor"),  # no debiasing, no floor
+    ],
+)
 def test_options_the_strategy_does_not_read_are_errors(negatives, options, unread):
     z = pair()
     with pytest.raises(ValueError, match=f"option\\(s\\) {unread} do not apply to negatives='{negatives}'"):
@@ -48,7 +51,9 @@ def test_config_options_not_read_by_the_strategy_are_errors(tmp_path):
     from qt_hard.training.config import config_from_dict
     from qt_hard.text.objectives import Objective
 
-    cfg = config_from_dict({"objective": {"negatives": "ring", "options": {"beta": 1.0, "clip": "rescaled", "lower": 10}}})
+    cfg = config_from_dict(
+        {"objective": {"negatives": "ring", "options": {"beta": 1.0, "clip": "rescaled", "lower": 10}}}
+    )
     with pytest.raises(ValueError, match="beta, clip do not apply to negatives='ring'"):
         Objective(cfg.objective, pair_data=True)
 
@@ -72,11 +77,20 @@ def test_hscl_threshold_cuts_at_cos_level_whatever_the_temperature(temperature):
 def test_hscl_threshold_through_make_strategy_matches_the_cos_cut():
     z1, z2 = pair(b=8, d=3, seed=1)
     labels = torch.arange(8) % 2
-    got = contrastive_loss(z1, z2, "label", labels=labels, hardening="threshold", temperature=1.0,
-                           level={"schedule": "hscl_threshold", "start": 0.2, "end": 0.2}, include_positive=True)
+    got = contrastive_loss(
+        z1,
+        z2,
+        "label",
+        labels=labels,
+        hardening="threshold",
+        temperature=1.0,
+        level={"schedule": "hscl_threshold", "start": 0.2, "end": 0.2},
+        include_positive=True,
+    )
     # the same cut written as tau on e^logit at t = 1: e^s >= e^{0.2}
-    want = contrastive_loss(z1, z2, "label", labels=labels, hardening="threshold", temperature=1.0,
-                            tau=math.exp(0.2), include_positive=True)
+    want = contrastive_loss(
+        z1, z2, "label", labels=labels, hardening="threshold", temperature=1.0, tau=math.exp(0.2), include_positive=True
+    )
     assert got.item() == pytest.approx(want.item(), abs=1e-12)
 
 
@@ -96,8 +110,11 @@ def test_ot_with_k_weighs_draws_by_the_full_coupling():
     scores = two_view_scores(z1, z2, temperature=0.5)
     ref = _log_e(make_strategy("ot", include_positive=False), scores)
     errors = {}
-    for name, kw in {"full": dict(negatives="ot"), "drawn": dict(negatives="ot", coupling="drawn"),
-                     "uniform": dict(negatives="uniform")}.items():
+    for name, kw in {
+        "full": dict(negatives="ot"),
+        "drawn": dict(negatives="ot", coupling="drawn"),
+        "uniform": dict(negatives="uniform"),
+    }.items():
         s = make_strategy(include_positive=False, k=4, **kw)
         g = torch.Generator().manual_seed(1)
         mean = sum(_log_e(s, scores, g) for _ in range(300)) / 300
@@ -129,8 +146,17 @@ def test_queue_keeps_labels_and_label_negatives_drop_same_class_rows():
     q.enqueue(bank[:4], labels=torch.tensor([0, 1, 0, 1]))
     q.enqueue(bank[4:])  # unknown class
     assert q.labels().tolist() == [0, 1, 0, 1, -1, -1]
-    got = ranking_loss(a, p, None, "label", labels=labels, temperature=0.5, extra_candidates=q.embeddings(),
-                       extra_labels=q.labels(), in_batch=False)
+    got = ranking_loss(
+        a,
+        p,
+        None,
+        "label",
+        labels=labels,
+        temperature=0.5,
+        extra_candidates=q.embeddings(),
+        extra_labels=q.labels(),
+        in_batch=False,
+    )
     # by hand: anchor i's negatives are the queued rows of the other class and of unknown class, their
     # mean scaled by the Q = 6 candidates (H-SCL's M)
     norm = lambda x: x / x.norm(dim=-1, keepdim=True)
@@ -149,8 +175,15 @@ def test_queue_keeps_labels_and_label_negatives_drop_same_class_rows():
 def test_labels_with_a_queue_but_no_queue_labels_is_an_error():
     a, p = pair(b=2, d=4)
     with pytest.raises(ValueError, match="need extra_labels"):
-        ranking_loss(a, p, None, "label", labels=torch.tensor([0, 1]), extra_candidates=torch.randn(5, 4,
-                     dtype=torch.float64), in_batch=False)
+        ranking_loss(
+            a,
+            p,
+            None,
+            "label",
+            labels=torch.tensor([0, 1]),
+            extra_candidates=torch.randn(5, 4, dtype=torch.float64),
+            in_batch=False,
+        )
     with pytest.raises(ValueError, match="labels must be >= 0"):
         EmbeddingQueue(4, 4).enqueue(torch.zeros(2, 4), labels=torch.tensor([0, -1]))
 
@@ -169,8 +202,7 @@ def _tilted_cross_entropy(a, p, n, scale, alpha, mode):
         own[i, i::b] = True  # own positive and own explicit negatives
     explicit = torch.zeros_like(own)
     explicit[:, b:] = True
-    chosen = {"in_batch_negatives": ~own, "hard_negatives": own & explicit,
-              "all_negatives": ~(own & ~explicit)}[mode]
+    chosen = {"in_batch_negatives": ~own, "hard_negatives": own & explicit, "all_negatives": ~(own & ~explicit)}[mode]
     logits = scale * cos + alpha * cos.detach() * chosen
     return torch.nn.functional.cross_entropy(logits, torch.arange(b))
 
@@ -181,8 +213,17 @@ def test_hardness_tilt_is_mnrl_written_out(mode, k):
     g = torch.Generator().manual_seed(3)
     a, p = (torch.randn(6, 5, generator=g, dtype=torch.float64, requires_grad=True) for _ in range(2))
     n = torch.randn(6, 2, 5, generator=g, dtype=torch.float64, requires_grad=True)
-    ours = ranking_loss(a, p, n, "uniform", temperature=0.25, k=k, hardness_mode=mode, hardness_strength=9.0,
-                        generator=torch.Generator().manual_seed(0))
+    ours = ranking_loss(
+        a,
+        p,
+        n,
+        "uniform",
+        temperature=0.25,
+        k=k,
+        hardness_mode=mode,
+        hardness_strength=9.0,
+        generator=torch.Generator().manual_seed(0),
+    )
     if k is None:  # every candidate: exactly the written-out loss, value and gradients
         ref = _tilted_cross_entropy(a, p, n, 4.0, 9.0, mode)
         torch.testing.assert_close(ours, ref, atol=1e-12, rtol=1e-12)

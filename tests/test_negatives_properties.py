@@ -8,8 +8,15 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from scipy.stats import chisquare
 
 from qt_hard.losses import ContrastiveLoss, contrastive_loss
-from qt_hard.negatives import (HardWeighting, NegativeStrategy, OTWeighting, Weighting, make_strategy,
-                               sample_k_negatives, two_view_scores)
+from qt_hard.negatives import (
+    HardWeighting,
+    NegativeStrategy,
+    OTWeighting,
+    Weighting,
+    make_strategy,
+    sample_k_negatives,
+    two_view_scores,
+)
 from qt_hard.negatives.strategy import options_read
 from qt_hard.schedules import BetaAnnealing, HSCLThreshold, Linear, Step, make_schedule
 
@@ -23,25 +30,29 @@ def pair(b=6, d=5, seed=0, dtype=torch.float64):
 def test_beta_zero_hard_is_debiased():
     z = pair()
     assert contrastive_loss(*z, "hard", beta=0.0, tau_plus=0.1).item() == pytest.approx(
-        contrastive_loss(*z, "debiased", tau_plus=0.1).item(), abs=1e-12)
+        contrastive_loss(*z, "debiased", tau_plus=0.1).item(), abs=1e-12
+    )
 
 
 def test_tau_zero_debiased_is_uniform():
     z = pair()
     assert contrastive_loss(*z, "debiased", tau_plus=0.0).item() == pytest.approx(
-        contrastive_loss(*z, "uniform").item(), abs=1e-12)
+        contrastive_loss(*z, "uniform").item(), abs=1e-12
+    )
 
 
 def test_full_ring_is_uniform():
     z = pair()
     assert contrastive_loss(*z, "ring", lower=0, upper=100).item() == pytest.approx(
-        contrastive_loss(*z, "uniform").item(), abs=1e-12)
+        contrastive_loss(*z, "uniform").item(), abs=1e-12
+    )
 
 
 def test_ot_large_epsilon_is_uniform():
     z = pair()
     assert contrastive_loss(*z, "ot", epsilon=1e8, sinkhorn_iters=50).item() == pytest.approx(
-        contrastive_loss(*z, "uniform").item(), abs=1e-6)
+        contrastive_loss(*z, "uniform").item(), abs=1e-6
+    )
 
 
 def test_ot_without_marginals_is_exponential_tilt():
@@ -93,12 +104,18 @@ def test_collision_free_drops_same_class_before_sampling():
 
 
 # ---------------------------------------------------------------- gradients
-@pytest.mark.parametrize("name,opts", [
-    ("uniform", {}), ("debiased", {"tau_plus": 0.1}), ("hard", {"beta": 1.0, "tau_plus": 0.1}),
-    ("ring", {"lower": 10, "upper": 90}),  # (clip: its bound is a detached batch statistic, no gradcheck)
-    ("label", {"hardening": "exp", "beta": 1.0}),
-    ("uniform", {"include_positive": False}), ("debiased", {"tau_plus": 0.3, "floor": "smooth"}),
-])
+@pytest.mark.parametrize(
+    "name,opts",
+    [
+        ("uniform", {}),
+        ("debiased", {"tau_plus": 0.1}),
+        ("hard", {"beta": 1.0, "tau_plus": 0.1}),
+        ("ring", {"lower": 10, "upper": 90}),  # (clip: its bound is a detached batch statistic, no gradcheck)
+        ("label", {"hardening": "exp", "beta": 1.0}),
+        ("uniform", {"include_positive": False}),
+        ("debiased", {"tau_plus": 0.3, "floor": "smooth"}),
+    ],
+)
 def test_gradcheck(name, opts):
     z1, z2 = pair(4, 3, seed=5)
     z1.requires_grad_(), z2.requires_grad_()
@@ -166,10 +183,17 @@ def test_sampler_rejects_bad_k():
 # ---------------------------------------------------------------- numerical safety
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    b=st.integers(2, 9), d=st.integers(1, 6), norm=st.floats(1e-3, 1e3), t=st.floats(0.05, 2.0),
-    beta=st.floats(0.0, 10.0), tau_plus=st.floats(0.0, 0.5), normalize=st.booleans(),
+    b=st.integers(2, 9),
+    d=st.integers(1, 6),
+    norm=st.floats(1e-3, 1e3),
+    t=st.floats(0.05, 2.0),
+    beta=st.floats(0.0, 10.0),
+    tau_plus=st.floats(0.0, 0.5),
+    normalize=st.booleans(),
     name=st.sampled_from(["uniform", "debiased", "hard", "ring", "ot", "label"]),
-    floor=st.sampled_from(["hard", "smooth", "none"]), clip=st.sampled_from(["none", "rescaled", "fig14", "graph_code"]), seed=st.integers(0, 10_000),
+    floor=st.sampled_from(["hard", "smooth", "none"]),
+    clip=st.sampled_from(["none", "rescaled", "fig14", "graph_code"]),
+    seed=st.integers(0, 10_000),
 )
 def test_finite_loss_and_gradients(b, d, norm, t, beta, tau_plus, normalize, name, floor, clip, seed):
     g = torch.Generator().manual_seed(seed)
@@ -177,8 +201,7 @@ def test_finite_loss_and_gradients(b, d, norm, t, beta, tau_plus, normalize, nam
     z1 = (z1 / z1.norm(dim=1, keepdim=True).clamp_min(1e-6) * norm).requires_grad_()
     z2 = (torch.randn(b, d, generator=g) * norm).requires_grad_()
     labels = torch.arange(b) % 2
-    opts = dict(beta=beta, tau_plus=tau_plus, floor=floor, clip=clip, lower=20, upper=90, epsilon=0.5,
-                hardening="exp")
+    opts = dict(beta=beta, tau_plus=tau_plus, floor=floor, clip=clip, lower=20, upper=90, epsilon=0.5, hardening="exp")
     opts = {key: v for key, v in opts.items() if key in options_read(name, opts)}  # others are errors
     loss = contrastive_loss(z1, z2, name, temperature=t, normalize=normalize, labels=labels, **opts)
     assert torch.isfinite(loss)
@@ -252,7 +275,9 @@ def test_module_follows_progress():
 def test_strategy_object_composes():
     """A strategy object is accepted as is; composing ring and hard multiplies their weights."""
     from qt_hard.negatives import RingWeighting
+
     z = pair()
     s = NegativeStrategy([RingWeighting(0, 100), HardWeighting(1.0)], count="candidates")
     assert contrastive_loss(*z, s).item() == pytest.approx(
-        contrastive_loss(*z, "hard", beta=1.0, tau_plus=None).item(), abs=1e-12)
+        contrastive_loss(*z, "hard", beta=1.0, tau_plus=None).item(), abs=1e-12
+    )

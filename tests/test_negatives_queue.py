@@ -12,10 +12,10 @@ from qt_hard.negatives import EmbeddingQueue
 def test_queue_is_fifo_and_bounded():
     q = EmbeddingQueue(size=5, dim=2)
     assert q.embeddings().shape == (0, 2)
-    q.enqueue(torch.arange(6.0).reshape(3, 2))          # rows 0,1,2
-    q.enqueue(torch.arange(6.0, 14.0).reshape(4, 2))    # rows 3..6: 0 and 1 fall out
+    q.enqueue(torch.arange(6.0).reshape(3, 2))  # rows 0,1,2
+    q.enqueue(torch.arange(6.0, 14.0).reshape(4, 2))  # rows 3..6: 0 and 1 fall out
     got = q.embeddings()[:, 0].tolist()
-    assert got == [4.0, 6.0, 8.0, 10.0, 12.0]           # oldest first
+    assert got == [4.0, 6.0, 8.0, 10.0, 12.0]  # oldest first
     state = q.state_dict()
     q2 = EmbeddingQueue(size=5, dim=2)
     q2.load_state_dict(state)

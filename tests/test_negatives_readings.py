@@ -52,8 +52,11 @@ def transcription(z1, z2, reading: str, beta: float, tau_plus: float, t: float, 
     n = 2 * b - 2
     if reading == "fig14":
         # Fig. 14, lines 9-11, as printed: the rescaling of neg (the exp of the inner products).
-        reweight = 2 * neg / torch.maximum(neg.max(dim=1, keepdim=True).values.abs(),
-                                           neg.min(dim=1, keepdim=True).values.abs())
+        reweight = (
+            2
+            * neg
+            / torch.maximum(neg.max(dim=1, keepdim=True).values.abs(), neg.min(dim=1, keepdim=True).values.abs())
+        )
         reweight = beta * reweight / reweight.mean(dim=1, keepdim=True)
         if detach:
             reweight = reweight.detach()
@@ -79,16 +82,28 @@ def transcription(z1, z2, reading: str, beta: float, tau_plus: float, t: float, 
 
 
 def ours(z1, z2, reading, beta, tau_plus, t, floor, detach=False):
-    return contrastive_loss(z1, z2, "hard", temperature=t, normalize=False, beta=beta, tau_plus=tau_plus,
-                            clip=reading, floor="hard" if floor else "none", detach=detach)
+    return contrastive_loss(
+        z1,
+        z2,
+        "hard",
+        temperature=t,
+        normalize=False,
+        beta=beta,
+        tau_plus=tau_plus,
+        clip=reading,
+        floor="hard" if floor else "none",
+        detach=detach,
+    )
 
 
 READINGS = ("none", "rescaled", "fig14", "graph_code")
 
 
 @pytest.mark.parametrize("reading", READINGS)
-@pytest.mark.parametrize("beta,tau_plus,b,t", [(0.5, 0.0, 3, 1.0), (1.0, 0.1, 8, 1.0), (2.0, 0.0, 17, 0.5),
-                                               (2.0, 0.15, 8, 1.0), (1.0, 0.05, 17, 2.0)])
+@pytest.mark.parametrize(
+    "beta,tau_plus,b,t",
+    [(0.5, 0.0, 3, 1.0), (1.0, 0.1, 8, 1.0), (2.0, 0.0, 17, 0.5), (2.0, 0.15, 8, 1.0), (1.0, 0.05, 17, 2.0)],
+)
 @pytest.mark.parametrize("floor", [False, True])
 def test_reading_equals_its_source(reading, beta, tau_plus, b, t, floor):
     z1, z2 = views(b, seed=b)
@@ -119,7 +134,8 @@ def test_readings_differ_where_their_sources_do():
         assert float(ours(z1, z2, r, 0.0, 0.0, 1.0, False)) == pytest.approx(uniform, abs=1e-12)
     # fig14: beta multiplies the negative term, so beta = 1 is the tilt-1 weights, not uniform.
     assert float(ours(z1, z2, "fig14", 1.0, 0.0, 1.0, False)) == pytest.approx(
-        float(ours(z1, z2, "none", 1.0, 0.0, 1.0, False)), abs=1e-12)
+        float(ours(z1, z2, "none", 1.0, 0.0, 1.0, False)), abs=1e-12
+    )
 
 
 def test_graph_code_bound_carries_a_gradient_and_rescaled_does_not():

@@ -50,8 +50,12 @@ def test_hard_clip_rescales_into_pm2(views):
     t, beta = 1.0, 1.0
     rows, _ = two_view_table(*views, t, normalize=False)
     bound = max(abs(x) for _, negs in rows for _, x in negs)
-    ref = mean([hcl_anchor_loss(s, [x for _, x in negs], t, weights=[math.exp(beta * 2 * x / bound) for _, x in negs])
-                for s, negs in rows])
+    ref = mean(
+        [
+            hcl_anchor_loss(s, [x for _, x in negs], t, weights=[math.exp(beta * 2 * x / bound) for _, x in negs])
+            for s, negs in rows
+        ]
+    )
     got = contrastive_loss(*views, "hard", temperature=t, beta=beta, clip="rescaled", normalize=False).item()
     assert got == pytest.approx(ref, abs=1e-9)
 
@@ -64,7 +68,7 @@ def test_ring_keeps_percentile_band(views, lower, upper):
     for s, negs in rows:
         xs = sorted(x for _, x in negs)
         lo, hi = math.floor(lower / 100 * len(xs)), math.floor(upper / 100 * len(xs))
-        ring = xs[lo:max(hi, lo + 1)]
+        ring = xs[lo : max(hi, lo + 1)]
         losses.append(-s + math.log(math.exp(s) + sum(math.exp(x) for x in ring)))
     got = contrastive_loss(*views, "ring", temperature=T, lower=lower, upper=upper).item()
     assert got == pytest.approx(mean(losses), abs=1e-10)
@@ -161,7 +165,7 @@ def test_context_loss_multi_positive():
     for i in range(7):
         pos = [j for j in range(7) if 1 <= abs(i - j) <= c and docs[j] == docs[i]]
         negs = [j for j in range(7) if j != i and j not in pos]
-        s = lambda j: float(f[i] @ gg[j])
+        s = lambda j, i=i: float(f[i] @ gg[j])
         den = sum(math.exp(s(j)) for j in negs)
         losses.append(mean([-s(p) + math.log(math.exp(s(p)) + den) for p in pos]))
     got = context_loss(f, gg, "uniform", context=c, doc_ids=torch.tensor(docs), positives="per_positive").item()

@@ -31,17 +31,44 @@ def test_wheel_holds_the_package_data_and_reads_it_without_a_checkout(tmp_path):
         shutil.copy(REPO / name, src / name)
     shutil.copytree(REPO / "qt_hard", src / "qt_hard", ignore=shutil.ignore_patterns("__pycache__"))
     env = {**os.environ, "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", str(src),
-                    "-w", str(tmp_path / "dist")], check=True, cwd=tmp_path, env=env, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            str(src),
+            "-w",
+            str(tmp_path / "dist"),
+        ],
+        check=True,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+    )
     (wheel,) = (tmp_path / "dist").glob("qt_hard-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert set(PACKAGE_FILES) <= names
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(tmp_path / "site"),
-                    str(wheel)], check=True, env=env, capture_output=True)
-    code = ("import qt_hard.encoders as e; from pathlib import Path; "
-            "assert Path(e.__file__).is_relative_to(Path('site').resolve()), e.__file__; "
-            "print(e.BUILTIN_CONFIGS, e._resolve_config('qt').model.kind)")
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
-                         env={**env, "PYTHONPATH": str(tmp_path / "site")})
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(tmp_path / "site"), str(wheel)],
+        check=True,
+        env=env,
+        capture_output=True,
+    )
+    code = (
+        "import qt_hard.encoders as e; from pathlib import Path; "
+        "assert Path(e.__file__).is_relative_to(Path('site').resolve()), e.__file__; "
+        "print(e.BUILTIN_CONFIGS, e._resolve_config('qt').model.kind)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**env, "PYTHONPATH": str(tmp_path / "site")},
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["('bow',", "'qt')", "qt"]

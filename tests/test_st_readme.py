@@ -29,8 +29,9 @@ def test_doc_has_one_runnable_block():
 def test_readme_example_runs_offline(tmp_path):
     (code,) = python_blocks(DOC.read_text(encoding="utf-8"))
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", WANDB_DISABLED="true")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     card = tmp_path / "st-hard-negatives" / "final" / "README.md"
     assert card.exists(), "the example did not save the model"

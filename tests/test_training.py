@@ -41,10 +41,23 @@ def qt_config(tmp_path, **train):
         "out_dir": str(tmp_path / "run"),
         "model": {"kind": "qt", "encoder": "gru", "embed_dim": 16, "hidden_dim": 16, "max_len": 12},
         "data": {"kind": "books", "path": str(books), "min_count": 1},
-        "objective": {"negatives": "hard", "temperature": 1.0, "normalize": False, "context": 1,
-                      "options": {"beta": 1.0, "clip": "rescaled"}},
-        "train": {"batch_size": 16, "steps": 40, "lr": 0.01, "log_every": 1, "progress": False,
-                  "trackers": ["csv"], "num_threads": 1, **train},
+        "objective": {
+            "negatives": "hard",
+            "temperature": 1.0,
+            "normalize": False,
+            "context": 1,
+            "options": {"beta": 1.0, "clip": "rescaled"},
+        },
+        "train": {
+            "batch_size": 16,
+            "steps": 40,
+            "lr": 0.01,
+            "log_every": 1,
+            "progress": False,
+            "trackers": ["csv"],
+            "num_threads": 1,
+            **train,
+        },
     }
     return tree
 
@@ -69,7 +82,9 @@ def test_unknown_config_key_is_named(tmp_path):
 
 def test_yaml_and_dotted_overrides(tmp_path):
     path = tmp_path / "c.yaml"
-    path.write_text(yaml.safe_dump({"train": {"lr": 0.5}, "objective": {"negatives": "hard", "options": {"beta": 1.0}}}))
+    path.write_text(
+        yaml.safe_dump({"train": {"lr": 0.5}, "objective": {"negatives": "hard", "options": {"beta": 1.0}}})
+    )
     cfg = load_config(path, ["train.lr=1e-3", "objective.k=7", "objective.options.tau_plus=0.1"])
     assert cfg.train.lr == pytest.approx(1e-3) and cfg.objective.k == 7
     assert cfg.objective.options == {"beta": 1.0, "tau_plus": 0.1}
@@ -136,14 +151,25 @@ def test_bow_on_synthetic_pairs_with_k_and_collision_free(tmp_path):
     tree = {
         "out_dir": str(tmp_path / "bow"),
         "model": {"kind": "bow", "dim": 16},
-        "data": {"kind": "synthetic", "num_classes": 6, "sentences_per_class": 60, "vocab_size": 120,
-                 "min_count": 1},
-        "objective": {"negatives": "uniform", "temperature": 1.0, "normalize": False,
-                      "include_positive": False, "k": 20, "collision_free": True},
-        "train": {"batch_size": 32, "steps": 40, "lr": 0.05, "log_every": 1, "progress": False,
-                  "trackers": ["csv", "tensorboard"], "num_threads": 1},
+        "data": {"kind": "synthetic", "num_classes": 6, "sentences_per_class": 60, "vocab_size": 120, "min_count": 1},
+        "objective": {
+            "negatives": "uniform",
+            "temperature": 1.0,
+            "normalize": False,
+            "include_positive": False,
+            "k": 20,
+            "collision_free": True,
+        },
+        "train": {
+            "batch_size": 32,
+            "steps": 40,
+            "lr": 0.05,
+            "log_every": 1,
+            "progress": False,
+            "trackers": ["csv", "tensorboard"],
+            "num_threads": 1,
+        },
     }
-    from qt_hard.training.loop import train
 
     out = train(config_from_dict(tree))
     losses = read_losses(out)

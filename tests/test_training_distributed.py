@@ -39,9 +39,24 @@ def _launch(cfg_file, out, nproc, *worker_args, check=True, timeout=600):
         cmd = [sys.executable, "-m", "qt_hard.cli", "train", str(cfg_file), f"out_dir={out}"]
     else:
         launcher = shutil.which("accelerate", path=os.path.dirname(sys.executable)) or "accelerate"
-        cmd = [launcher, "launch", "--multi_gpu", "--num_processes", str(nproc), "--num_machines", "1",
-               "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "0",
-               str(WORKER), str(_with_out(cfg_file, out)), *worker_args]
+        cmd = [
+            launcher,
+            "launch",
+            "--multi_gpu",
+            "--num_processes",
+            str(nproc),
+            "--num_machines",
+            "1",
+            "--mixed_precision",
+            "no",
+            "--dynamo_backend",
+            "no",
+            "--main_process_port",
+            "0",
+            str(WORKER),
+            str(_with_out(cfg_file, out)),
+            *worker_args,
+        ]
     res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     if check:
         assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
@@ -147,8 +162,9 @@ def test_an_error_on_one_rank_stops_the_other_at_once(tmp_path):
     tree = _default_trackers(qt_config(tmp_path, steps=12, batch_size=16))
     cfg_file = tmp_path / "cfg.yaml"
     cfg_file.write_text(yaml.safe_dump(tree))
-    res = _launch(cfg_file, tmp_path / "run", 2, "--rank", "1", "--raise-at", "3", "--linger", "300",
-                  check=False, timeout=150)
+    res = _launch(
+        cfg_file, tmp_path / "run", 2, "--rank", "1", "--raise-at", "3", "--linger", "300", check=False, timeout=150
+    )
     assert res.returncode != 0
     assert "injected failure on rank 1 at step 3" in res.stderr, res.stderr[-3000:]
     assert "Connection closed by peer" in res.stderr or "[rank 0] training failed" in res.stderr, res.stderr[-3000:]

@@ -9,7 +9,6 @@ import os
 import signal
 
 import numpy as np
-import pytest
 import torch
 
 from qt_hard.training.config import config_from_dict
@@ -23,12 +22,31 @@ def hf_tree(tmp_path, name="hf", **train):
     return {
         "out_dir": str(tmp_path / name),
         "model": {"kind": "hf", "hf_path": "minilm", "max_len": 12},
-        "data": {"kind": "synthetic", "num_classes": 4, "sentences_per_class": 20, "vocab_size": 40,
-                 "min_length": 3, "max_length": 8},
-        "objective": {"negatives": "uniform", "temperature": 0.05, "normalize": True,
-                      "include_positive": False, "k": 4},
-        "train": {"batch_size": 4, "steps": 3, "lr": 1e-4, "log_every": 1, "progress": False,
-                  "trackers": ["csv"], "num_threads": 1, **train},
+        "data": {
+            "kind": "synthetic",
+            "num_classes": 4,
+            "sentences_per_class": 20,
+            "vocab_size": 40,
+            "min_length": 3,
+            "max_length": 8,
+        },
+        "objective": {
+            "negatives": "uniform",
+            "temperature": 0.05,
+            "normalize": True,
+            "include_positive": False,
+            "k": 4,
+        },
+        "train": {
+            "batch_size": 4,
+            "steps": 3,
+            "lr": 1e-4,
+            "log_every": 1,
+            "progress": False,
+            "trackers": ["csv"],
+            "num_threads": 1,
+            **train,
+        },
     }
 
 
@@ -62,12 +80,14 @@ def test_hf_batches_use_the_model_tokenizer(tmp_path):
     batch, rows = run.task.local_batch(0, 0, 1), run.task.global_rows(0)
     # The same training sentences that setup reads (synthetic corpus, 80/20 split).
     d = cfg.data
-    sents, labels = latent_class_corpus(d.num_classes, d.sentences_per_class, d.vocab_size,
-                                        (d.min_length, d.max_length), seed=d.seed)
+    sents, labels = latent_class_corpus(
+        d.num_classes, d.sentences_per_class, d.vocab_size, (d.min_length, d.max_length), seed=d.seed
+    )
     wd = WikiData.from_sentences(sents, labels, min_count=d.min_count, seed=d.seed)
     tok = AutoTokenizer.from_pretrained(resolve_model_path("minilm"), local_files_only=True)
-    ref = tok([wd.train_sentences[i] for i in rows[:, 0]], truncation=True, max_length=6, padding=True,
-              return_tensors="pt")
+    ref = tok(
+        [wd.train_sentences[i] for i in rows[:, 0]], truncation=True, max_length=6, padding=True, return_tensors="pt"
+    )
     assert torch.equal(batch["a"]["input_ids"], ref["input_ids"])
     assert torch.equal(batch["a"]["attention_mask"], ref["attention_mask"])
     assert batch["a"]["input_ids"].shape[1] == 6 and (batch["a"]["input_ids"][:, 0] == tok.cls_token_id).all()
@@ -108,8 +128,13 @@ def test_hf_context_objective_on_books_shares_one_encoder(tmp_path):
 
     tree = hf_tree(tmp_path, "ctx", batch_size=8, steps=2)
     tree["data"] = {"kind": "books", "path": str(write_books(tmp_path / "books", n_books=1, n_sentences=40))}
-    tree["objective"] = {"negatives": "hard", "temperature": 0.05, "normalize": True, "context": 1,
-                         "options": {"beta": 1.0}}
+    tree["objective"] = {
+        "negatives": "hard",
+        "temperature": 0.05,
+        "normalize": True,
+        "context": 1,
+        "options": {"beta": 1.0},
+    }
     out = train(config_from_dict(tree))
     assert np.isfinite(read_losses(out)).all() and len(read_losses(out)) == 2
     assert not torch.equal(_final(out)[KEY], _pretrained()[KEY])

@@ -156,12 +156,15 @@ def test_finished_run_is_not_replaced_without_overwrite(straight, tmp_path, caps
     assert (out / "metrics.csv").read_text().count("\n") == 1 + 3
 
 
-@pytest.mark.parametrize("override, key", [
-    ("train.lr=0.1", "train.lr: 0.01 -> 0.1"),
-    ("objective.negatives=uniform", "objective.negatives: 'hard' -> 'uniform'"),
-    (f"train.steps={STEPS - 2}", f"train.steps: {STEPS} -> {STEPS - 2}"),
-    ("model.embed_dim=24", "model.embed_dim: 16 -> 24"),
-])
+@pytest.mark.parametrize(
+    "override, key",
+    [
+        ("train.lr=0.1", "train.lr: 0.01 -> 0.1"),
+        ("objective.negatives=uniform", "objective.negatives: 'hard' -> 'uniform'"),
+        (f"train.steps={STEPS - 2}", f"train.steps: {STEPS} -> {STEPS - 2}"),
+        ("model.embed_dim=24", "model.embed_dim: 16 -> 24"),
+    ],
+)
 def test_resume_refuses_a_changed_config(tmp_path, monkeypatch, capsys, override, key):
     tree = _tree(tmp_path)
     cfg = _config_file(tmp_path, tree)
@@ -178,19 +181,36 @@ def test_resume_refuses_a_changed_config(tmp_path, monkeypatch, capsys, override
     assert "\n" not in line and line.startswith("qt-hard: error: --resume: the config differs") and key in line
     assert (out / "config.yaml").read_bytes() == saved
     # bookkeeping and a longer budget are allowed, and the record then says the new budget
-    assert main(["train", str(cfg), "--out", str(out), "--resume", f"train.steps={STEPS + 2}",
-                 "train.log_every=5", "train.num_threads=2"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                str(cfg),
+                "--out",
+                str(out),
+                "--resume",
+                f"train.steps={STEPS + 2}",
+                "train.log_every=5",
+                "train.num_threads=2",
+            ]
+        )
+        == 0
+    )
     assert yaml.safe_load((out / "config.yaml").read_text())["train"]["steps"] == STEPS + 2
 
 
 def test_resume_differences_lists_only_what_may_not_change():
-    saved = {"out_dir": "a", "train": {"steps": 10, "lr": 0.1, "trackers": ["csv"]},
-             "objective": {"options": {"beta": 1.0}}}
-    given = {"out_dir": "b", "train": {"steps": 20, "lr": 0.1, "trackers": []},
-             "objective": {"options": {"beta": 2.0}}}
+    saved = {
+        "out_dir": "a",
+        "train": {"steps": 10, "lr": 0.1, "trackers": ["csv"]},
+        "objective": {"options": {"beta": 1.0}},
+    }
+    given = {"out_dir": "b", "train": {"steps": 20, "lr": 0.1, "trackers": []}, "objective": {"options": {"beta": 2.0}}}
     assert outdir.resume_differences(saved, given) == ["objective.options: {'beta': 1.0} -> {'beta': 2.0}"]
-    assert outdir.resume_differences(given, saved) == ["objective.options: {'beta': 2.0} -> {'beta': 1.0}",
-                                                      "train.steps: 20 -> 10"]
+    assert outdir.resume_differences(given, saved) == [
+        "objective.options: {'beta': 2.0} -> {'beta': 1.0}",
+        "train.steps: 20 -> 10",
+    ]
     # a key the saved config does not have (written by a version without it) is not compared
     assert outdir.resume_differences(saved, {**saved, "train": {**saved["train"], "new_key": 1}}) == []
 
@@ -207,8 +227,13 @@ def test_installed_command_exit_status_after_a_signal(tmp_path, signum, status):
     out = tmp_path / "proc"
     env = dict(os.environ, PYTHONPATH=str(REPO))
     env.pop("QT_HARD_DEBUG", None)
-    proc = subprocess.Popen([sys.executable, "-m", "qt_hard.cli", "train", str(cfg), "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "qt_hard.cli", "train", str(cfg), "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         while _rows(out / "metrics.csv") < 2 and proc.poll() is None:
             time.sleep(0.1)

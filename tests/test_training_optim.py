@@ -31,8 +31,16 @@ def _bow_tree(out, **train):
         "model": {"kind": "bow", "dim": 16},
         "data": {"kind": "synthetic", "num_classes": 6, "sentences_per_class": 60, "vocab_size": 120},
         "objective": {"negatives": "uniform", "include_positive": False, "k": 20},
-        "train": {"batch_size": 32, "steps": 30, "lr": 0.05, "log_every": 1, "progress": False,
-                  "trackers": ["csv"], "num_threads": 1, **train},
+        "train": {
+            "batch_size": 32,
+            "steps": 30,
+            "lr": 0.05,
+            "log_every": 1,
+            "progress": False,
+            "trackers": ["csv"],
+            "num_threads": 1,
+            **train,
+        },
     }
 
 
@@ -46,10 +54,13 @@ def test_defaults_are_adam_constant_tf32():
     assert (t.optimizer, t.lr_schedule, t.warmup_steps, t.tf32) == ("adam", "constant", 0, True)
 
 
-@pytest.mark.parametrize("key, value, accepted", [
-    ("train.optimizer", "sgd", "adam, adamw, sparse_adam"),
-    ("train.lr_schedule", "step", "constant, linear, cosine"),
-])
+@pytest.mark.parametrize(
+    "key, value, accepted",
+    [
+        ("train.optimizer", "sgd", "adam, adamw, sparse_adam"),
+        ("train.lr_schedule", "step", "constant, linear, cosine"),
+    ],
+)
 def test_unknown_choice_is_a_one_line_error_naming_key_and_values(key, value, accepted):
     with pytest.raises(ConfigError) as err:
         config_from_dict({}, [f"{key}={value}"])
@@ -91,8 +102,7 @@ def test_resume_under_a_decaying_schedule_is_exact(tmp_path):
     from qt_hard.training.loop import train
     from tests.test_training import _weights
 
-    tree = qt_config(tmp_path, steps=10, lr_schedule="linear", warmup_steps=3, optimizer="adamw",
-                     weight_decay=0.01)
+    tree = qt_config(tmp_path, steps=10, lr_schedule="linear", warmup_steps=3, optimizer="adamw", weight_decay=0.01)
     train(config_from_dict({**tree, "out_dir": str(tmp_path / "straight")}))
     cfg = config_from_dict({**tree, "out_dir": str(tmp_path / "cut")})
 

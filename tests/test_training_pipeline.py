@@ -19,23 +19,35 @@ register_pipeline("toy", "_toy_pipeline")
 
 
 def toy_tree(tmp_path, **train):
-    return {"pipeline": "toy", "out_dir": str(tmp_path / "run"), "model": {"dim": 6},
-            "data": {"points": 32}, "objective": {"negatives": "hard"},
-            "train": {"batch_size": 8, "steps": 12, "log_every": 1, "progress": False, "trackers": ["csv"],
-                      "num_threads": 1, **train}}
+    return {
+        "pipeline": "toy",
+        "out_dir": str(tmp_path / "run"),
+        "model": {"dim": 6},
+        "data": {"points": 32},
+        "objective": {"negatives": "hard"},
+        "train": {
+            "batch_size": 8,
+            "steps": 12,
+            "log_every": 1,
+            "progress": False,
+            "trackers": ["csv"],
+            "num_threads": 1,
+            **train,
+        },
+    }
 
 
 def test_pipeline_sections_are_checked():
     cfg = config_from_dict({"pipeline": "toy"})
     assert cfg.model.dim == 8 and cfg.data.points == 64 and cfg.eval is None
     with pytest.raises(ConfigError, match="model.kind"):
-        config_from_dict({"pipeline": "toy", "model": {"kind": "bow"}})   # a text key, not a toy one
+        config_from_dict({"pipeline": "toy", "model": {"kind": "bow"}})  # a text key, not a toy one
     with pytest.raises(ConfigError, match="'eval'"):
-        config_from_dict({"pipeline": "toy", "eval": {}})                # a section toy does not declare
+        config_from_dict({"pipeline": "toy", "eval": {}})  # a section toy does not declare
     with pytest.raises(ConfigError, match="data.points"):
-        config_from_dict({"pipeline": "toy"}, ["data.points=2"])          # the section's own validate
+        config_from_dict({"pipeline": "toy"}, ["data.points=2"])  # the section's own validate
     with pytest.raises(ConfigError, match="model.dim"):
-        config_from_dict({"pipeline": "toy"}, ["model.dim=1"])            # the pipeline's validate
+        config_from_dict({"pipeline": "toy"}, ["model.dim=1"])  # the pipeline's validate
     with pytest.raises(ConfigError, match="unknown pipeline 'nope'"):
         config_from_dict({"pipeline": "nope"})
     with pytest.raises(ConfigError, match="not found"):
@@ -48,15 +60,19 @@ def test_text_is_the_first_pipeline():
     text = get_pipeline("text")
     assert set(text.sections) == {"model", "data", "objective", "eval"}
     assert text.ddp_kwargs(config_from_dict({"model": {"kind": "hf", "hf_path": "x"}})) == {
-        "find_unused_parameters": True}
+        "find_unused_parameters": True
+    }
 
 
 def test_loop_and_config_name_no_pipeline():
     root = Path(__file__).resolve().parents[1] / "qt_hard" / "training"
     for path in root.glob("*.py"):
         src = path.read_text()
-        hits = re.findall(r"^\s*(?:from|import)\s+qt_hard\.(?:text|graph|vision)\b.*|kind\s*==\s*[\"'](?:hf|graph|text)[\"']",
-                          src, flags=re.M)
+        hits = re.findall(
+            r"^\s*(?:from|import)\s+qt_hard\.(?:text|graph|vision)\b.*|kind\s*==\s*[\"'](?:hf|graph|text)[\"']",
+            src,
+            flags=re.M,
+        )
         assert not hits, f"{path.name} names a pipeline: {hits}"
 
 

@@ -32,8 +32,14 @@ def _tiny_bert():
     from qt_hard.encoders import TransformerEncoder
 
     torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                     intermediate_size=32, max_position_embeddings=32)
+    cfg = BertConfig(
+        vocab_size=50,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=32,
+    )
     return TransformerEncoder("tiny", model=BertModel(cfg)).eval()
 
 
@@ -41,8 +47,10 @@ def _pair_batch(B=6, L=7):
     g = torch.Generator().manual_seed(1)
 
     def side():
-        return {"input_ids": torch.randint(1, 50, (B, L), generator=g),
-                "attention_mask": torch.ones(B, L, dtype=torch.long)}
+        return {
+            "input_ids": torch.randint(1, 50, (B, L), generator=g),
+            "attention_mask": torch.ones(B, L, dtype=torch.long),
+        }
 
     return {"a": side(), "b": side(), "labels": torch.arange(B)}
 
@@ -51,8 +59,7 @@ def _pair_batch(B=6, L=7):
 def test_loss_core_is_float32_under_bf16_autocast(negatives):
     module = _tiny_bert()
     opts = {"beta": 1.0} if negatives == "hard" else {}
-    obj = Objective(ObjectiveConfig(negatives=negatives, temperature=0.5, normalize=True, options=opts),
-                    pair_data=True)
+    obj = Objective(ObjectiveConfig(negatives=negatives, temperature=0.5, normalize=True, options=opts), pair_data=True)
     obj.loss.strategy = RecordingStrategy(obj.loss.strategy)
     batch = _pair_batch()
     with torch.autocast("cpu", dtype=torch.bfloat16):
@@ -92,8 +99,16 @@ def test_context_loss_under_autocast_is_the_float32_loss_of_the_bf16_embeddings(
     module = LinearBag()
     ids = torch.randint(1, 30, (24, 5))
     batch = {"x": {"ids": ids, "lengths": torch.full((24,), 5)}, "doc_ids": torch.zeros(24, dtype=torch.long)}
-    obj = Objective(ObjectiveConfig(negatives="hard", temperature=1.0, normalize=False, include_positive=True,
-                                    options={"beta": 1.0, "clip": "rescaled"}), pair_data=False)
+    obj = Objective(
+        ObjectiveConfig(
+            negatives="hard",
+            temperature=1.0,
+            normalize=False,
+            include_positive=True,
+            options={"beta": 1.0, "clip": "rescaled"},
+        ),
+        pair_data=False,
+    )
     with torch.autocast("cpu", dtype=torch.bfloat16):
         z = module(ids, batch["x"]["lengths"])
         mixed = obj(module, batch)
@@ -121,11 +136,25 @@ def _hf_tree(tmp_path, name, **train):
     return {
         "out_dir": str(tmp_path / name),
         "model": {"kind": "hf", "hf_path": "minilm", "max_len": 12},
-        "data": {"kind": "synthetic", "num_classes": 4, "sentences_per_class": 20, "vocab_size": 40,
-                 "min_length": 3, "max_length": 8},
+        "data": {
+            "kind": "synthetic",
+            "num_classes": 4,
+            "sentences_per_class": 20,
+            "vocab_size": 40,
+            "min_length": 3,
+            "max_length": 8,
+        },
         "objective": {"negatives": "uniform", "temperature": 0.05, "normalize": True, "include_positive": False},
-        "train": {"batch_size": 4, "steps": 2, "lr": 1e-4, "log_every": 1, "progress": False,
-                  "trackers": ["csv"], "num_threads": 1, **train},
+        "train": {
+            "batch_size": 4,
+            "steps": 2,
+            "lr": 1e-4,
+            "log_every": 1,
+            "progress": False,
+            "trackers": ["csv"],
+            "num_threads": 1,
+            **train,
+        },
     }
 
 

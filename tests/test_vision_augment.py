@@ -5,8 +5,15 @@ import math
 import pytest
 import torch
 
-from qt_hard.vision.augment import (SimCLRAugment, adjust_brightness, adjust_contrast, adjust_hue,
-                                    adjust_saturation, grayscale, _JITTER_OPS)
+from qt_hard.vision.augment import (
+    SimCLRAugment,
+    adjust_brightness,
+    adjust_contrast,
+    adjust_hue,
+    adjust_saturation,
+    grayscale,
+    _JITTER_OPS,
+)
 
 
 def _images(n=6, h=32, w=32, seed=0):
@@ -15,9 +22,14 @@ def _images(n=6, h=32, w=32, seed=0):
 
 
 def _identity_params(n, h, w):
-    return {"box": torch.tensor([[0.0, 0.0, h, w]]).repeat(n, 1), "flip": torch.zeros(n, dtype=torch.bool),
-            "jitter": torch.zeros(n, dtype=torch.bool), "factors": torch.tensor([[1.0, 1.0, 1.0, 0.0]]).repeat(n, 1),
-            "order": torch.arange(4).repeat(n, 1), "gray": torch.zeros(n, dtype=torch.bool)}
+    return {
+        "box": torch.tensor([[0.0, 0.0, h, w]]).repeat(n, 1),
+        "flip": torch.zeros(n, dtype=torch.bool),
+        "jitter": torch.zeros(n, dtype=torch.bool),
+        "factors": torch.tensor([[1.0, 1.0, 1.0, 0.0]]).repeat(n, 1),
+        "order": torch.arange(4).repeat(n, 1),
+        "gray": torch.zeros(n, dtype=torch.bool),
+    }
 
 
 @pytest.mark.parametrize("size", [32, 24])
@@ -106,15 +118,16 @@ def test_jitter_respects_each_images_order_and_gray():
     x = torch.rand(4, 3, 16, 16, generator=torch.Generator().manual_seed(1))
     p = _identity_params(4, 16, 16)
     p["jitter"][:] = True
-    p["factors"] = torch.tensor([[1.3, 0.7, 1.2, 0.08], [0.6, 1.4, 0.8, -0.05],
-                                 [1.1, 1.1, 0.6, 0.1], [0.9, 0.8, 1.3, -0.1]])
+    p["factors"] = torch.tensor(
+        [[1.3, 0.7, 1.2, 0.08], [0.6, 1.4, 0.8, -0.05], [1.1, 1.1, 0.6, 0.1], [0.9, 0.8, 1.3, -0.1]]
+    )
     p["order"] = torch.tensor([[0, 1, 2, 3], [3, 2, 1, 0], [1, 3, 0, 2], [2, 0, 3, 1]])
     out = aug.apply(x, p)
     for i in range(4):
-        y = x[i:i + 1]
+        y = x[i : i + 1]
         for op_index in p["order"][i].tolist():
-            y = _JITTER_OPS[op_index](y, p["factors"][i:i + 1, op_index])
-        assert torch.allclose(out[i:i + 1], y, atol=1e-5), i
+            y = _JITTER_OPS[op_index](y, p["factors"][i : i + 1, op_index])
+        assert torch.allclose(out[i : i + 1], y, atol=1e-5), i
     # Orders differ in effect (else the test above could not tell them apart).
     p2 = dict(p, order=torch.arange(4).repeat(4, 1))
     assert not torch.allclose(aug.apply(x, p2)[1], out[1], atol=1e-3)

@@ -29,8 +29,11 @@ def test_cifar10_layout_and_counts(tmp_path):
         data = _cifar_rows(rng, n)
         labels = rng.integers(0, 10, size=n).tolist()
         rows[i] = (data, labels)
-        _write_pickle(base / f"data_batch_{i}", {"batch_label": f"b{i}", "data": data, "labels": labels},
-                      py2_bytes_keys=(i % 2 == 0))
+        _write_pickle(
+            base / f"data_batch_{i}",
+            {"batch_label": f"b{i}", "data": data, "labels": labels},
+            py2_bytes_keys=(i % 2 == 0),
+        )
     test = _cifar_rows(rng, 6)
     _write_pickle(base / "test_batch", {"data": test, "labels": [1, 2, 3, 4, 5, 6]})
     names = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
@@ -44,7 +47,7 @@ def test_cifar10_layout_and_counts(tmp_path):
     start = sizes[0] + sizes[1]
     np.testing.assert_array_equal(tr.images[start], d3[0].reshape(3, 32, 32))
     assert tr.images[start, 1, 0, 5] == d3[0][1024 + 5] and tr.images[start, 2, 1, 0] == d3[0][2048 + 32]
-    assert tr.labels[start:start + sizes[2]].tolist() == l3
+    assert tr.labels[start : start + sizes[2]].tolist() == l3
     te = load_cifar10(base, "test")  # the batches folder itself works too
     assert len(te) == 6 and te.labels.tolist() == [1, 2, 3, 4, 5, 6]
     with pytest.raises(ValueError, match="split"):
@@ -69,8 +72,10 @@ def test_cifar100_fine_and_coarse(tmp_path):
     coarse = rng.integers(0, 20, size=9).tolist()
     _write_pickle(base / "train", {"data": data, "fine_labels": fine, "coarse_labels": coarse}, py2_bytes_keys=True)
     _write_pickle(base / "test", {"data": data[:4], "fine_labels": fine[:4], "coarse_labels": coarse[:4]})
-    _write_pickle(base / "meta", {"fine_label_names": [f"f{i}" for i in range(100)],
-                                  "coarse_label_names": [f"c{i}" for i in range(20)]})
+    _write_pickle(
+        base / "meta",
+        {"fine_label_names": [f"f{i}" for i in range(100)], "coarse_label_names": [f"c{i}" for i in range(20)]},
+    )
     tr = load_cifar100(tmp_path, "train")
     assert len(tr) == 9 and tr.labels.tolist() == fine and tr.num_classes == 100
     np.testing.assert_array_equal(tr.images.reshape(9, -1), data)

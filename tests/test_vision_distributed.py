@@ -35,9 +35,25 @@ HERE = Path(__file__).parent
 def _spawn_two(tmp_path, negatives, sync_bn, port):
     out = tmp_path / f"two_{negatives}_{int(sync_bn)}.pt"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join([str(HERE.parent), str(HERE)])}
-    procs = [subprocess.Popen([sys.executable, str(HERE / "_vision_dist_worker.py"), str(r), "2", str(port), negatives,
-                               "1" if sync_bn else "0", str(out)], env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True) for r in range(2)]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                str(HERE / "_vision_dist_worker.py"),
+                str(r),
+                "2",
+                str(port),
+                negatives,
+                "1" if sync_bn else "0",
+                str(out),
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for r in range(2)
+    ]
     logs = [p.communicate(timeout=600)[0] for p in procs]
     assert all(p.returncode == 0 for p in procs), "\n".join(logs)[-3000:]
     return torch.load(out, weights_only=True)
@@ -51,12 +67,13 @@ def test_one_step_two_processes_equal_one_process(tmp_path, negatives):
     two = _spawn_two(tmp_path, negatives, True, 29571 if negatives == "uniform" else 29572)
     torch.testing.assert_close(two["loss"], loss, rtol=1e-5, atol=1e-6)
     for name, g in grads.items():
-        torch.testing.assert_close(two["grads"][name], g, rtol=1e-4, atol=1e-4 * float(g.abs().max()) + 1e-9,
-                                   msg=name)
+        torch.testing.assert_close(two["grads"][name], g, rtol=1e-4, atol=1e-4 * float(g.abs().max()) + 1e-9, msg=name)
     if negatives == "uniform":
         local = _spawn_two(tmp_path, negatives, False, 29573)
         g = grads["backbone.stem.0.weight"]
-        assert not torch.allclose(local["grads"]["backbone.stem.0.weight"], g, rtol=1e-2, atol=1e-3 * float(g.abs().max()))
+        assert not torch.allclose(
+            local["grads"]["backbone.stem.0.weight"], g, rtol=1e-2, atol=1e-3 * float(g.abs().max())
+        )
 
 
 def _launch(cfg_file, out, nproc):

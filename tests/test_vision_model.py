@@ -68,7 +68,7 @@ def test_moco_queue_gets_momentum_keys_and_no_query_gradient():
     loss.backward()
     q = moco.queue.embeddings()
     assert torch.allclose(q[-6:], expected, atol=1e-5)  # newest rows: this step's keys
-    assert torch.equal(q[:-6], queue_before[6:])         # FIFO: the oldest 6 dropped
+    assert torch.equal(q[:-6], queue_before[6:])  # FIFO: the oldest 6 dropped
     assert not moco.queue.buffer.requires_grad and moco.queue.buffer.grad is None
     assert all(p.grad is None for p in moco.key_encoder.parameters())
     assert all(p.grad is not None for p in moco.encoder.parameters())

@@ -46,8 +46,18 @@ def vision_tree(tmp_path, **train):
         "data": {"name": "cifar10", "path": str(data), "size": 16},
         "objective": {"negatives": "hard", "temperature": 0.5, "options": {"beta": 1.0, "tau_plus": 0.1}},
         "eval": {"knn_k": 20, "every_epochs": 1, "linear_epochs": 5},
-        "train": {"batch_size": 32, "steps": 6, "lr": 1e-3, "weight_decay": 1e-6, "grad_clip": None,
-                  "trackers": ["csv"], "progress": False, "num_threads": 1, "seed": 0, **train},
+        "train": {
+            "batch_size": 32,
+            "steps": 6,
+            "lr": 1e-3,
+            "weight_decay": 1e-6,
+            "grad_clip": None,
+            "trackers": ["csv"],
+            "progress": False,
+            "num_threads": 1,
+            "seed": 0,
+            **train,
+        },
     }
 
 
@@ -79,8 +89,11 @@ def test_simclr_end_to_end_knn_on_held_out_images(tmp_path):
 def test_moco_ring_run_and_exact_resume(tmp_path):
     tree = vision_tree(tmp_path, steps=6, checkpoint_every=2)
     tree["model"].update(method="moco", queue_size=64, momentum=0.9)
-    tree["objective"] = {"negatives": "ring", "temperature": 0.2,
-                         "options": {"lower": {"schedule": "linear", "start": 0.0, "end": 50.0}, "upper": 95.0}}
+    tree["objective"] = {
+        "negatives": "ring",
+        "temperature": 0.2,
+        "options": {"lower": {"schedule": "linear", "start": 0.0, "end": 50.0}, "upper": 95.0},
+    }
     tree["eval"]["linear"] = False
     straight = dict(tree, out_dir=str(tmp_path / "straight"))
     train(config_from_dict(straight))

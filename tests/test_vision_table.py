@@ -15,19 +15,45 @@ CONFIG = str(Path(__file__).resolve().parents[1] / "configs" / "simclr_cifar10_s
 
 
 def _fake_row(strategy, seed):
-    return {"strategy": strategy, "seed": seed, "knn_acc": 30.0 + 2 * seed + (5 if strategy == "hard" else 0),
-            "linear_acc": "", "knn_init": 20.0, "epochs": 1.0, "steps": 10, "arch": "resnet_tiny", "width": "",
-            "batch_size": 8, "train_images": 80, "test_images": 40, "wall_s": "1.0", "images_per_s": 5.0,
-            "device": "CPU", "machine": "m"}
+    return {
+        "strategy": strategy,
+        "seed": seed,
+        "knn_acc": 30.0 + 2 * seed + (5 if strategy == "hard" else 0),
+        "linear_acc": "",
+        "knn_init": 20.0,
+        "epochs": 1.0,
+        "steps": 10,
+        "arch": "resnet_tiny",
+        "width": "",
+        "batch_size": 8,
+        "train_images": 80,
+        "test_images": 40,
+        "wall_s": "1.0",
+        "images_per_s": 5.0,
+        "device": "CPU",
+        "machine": "m",
+    }
 
 
 def test_cells_run_once_and_the_table_reads_the_ledger(tmp_path, monkeypatch, capsys):
     vt = _scripts.load_script("vision_table")
     calls = []
-    monkeypatch.setattr(vt, "_cell_row", lambda base, s, seed, out, extra: calls.append((s, seed)) or _fake_row(s, seed))
+    monkeypatch.setattr(
+        vt, "_cell_row", lambda base, s, seed, out, extra: calls.append((s, seed)) or _fake_row(s, seed)
+    )
     monkeypatch.setattr(vt, "plot", lambda out, *a: out / "knn_curves.png")
-    args = ["--config", CONFIG, "--out", str(tmp_path), "--strategies", "uniform,hard", "--seeds", "0,1",
-            "--set", "train.epochs=1"]
+    args = [
+        "--config",
+        CONFIG,
+        "--out",
+        str(tmp_path),
+        "--strategies",
+        "uniform,hard",
+        "--seeds",
+        "0,1",
+        "--set",
+        "train.epochs=1",
+    ]
     assert vt.main(args) == 0
     assert sorted(calls) == [("hard", 0), ("hard", 1), ("uniform", 0), ("uniform", 1)]
     assert vt.main(args) == 0 and len(calls) == 4  # all finished: nothing runs again

@@ -17,6 +17,13 @@ from .vocab import Vocab
 from .wiki import WikiData, build_wiki, load_wiki
 
 __all__ = [
-    "split_sentences", "Vocab", "load_books", "load_hf_bookcorpus",
-    "dataset_column", "build_wiki", "load_wiki", "WikiData", "latent_class_corpus",
+    "split_sentences",
+    "Vocab",
+    "load_books",
+    "load_hf_bookcorpus",
+    "dataset_column",
+    "build_wiki",
+    "load_wiki",
+    "WikiData",
+    "latent_class_corpus",
 ]

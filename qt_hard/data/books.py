@@ -29,7 +29,7 @@ import shutil
 import tempfile
 import warnings
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterator, Sequence
 
 from qt_hard.errors import DataCorruptError, DataMissingError
 
@@ -69,8 +69,7 @@ def find_books(path: str | os.PathLike, max_books: int | None = None) -> list[Pa
         files = [p]
     else:
         files = sorted(
-            (f for f in p.rglob("*") if f.is_file() and f.name.endswith(BOOK_SUFFIXES)
-             and not f.name.startswith(".")),
+            (f for f in p.rglob("*") if f.is_file() and f.name.endswith(BOOK_SUFFIXES) and not f.name.startswith(".")),
             key=lambda f: f.relative_to(p).as_posix(),
         )
         if not files:
@@ -101,9 +100,7 @@ def read_book_text(path: str | os.PathLike) -> str:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
-        raise BookError(
-            f"{p}: not valid UTF-8 (byte {err.start}: {raw[err.start:err.start + 4]!r})"
-        ) from err
+        raise BookError(f"{p}: not valid UTF-8 (byte {err.start}: {raw[err.start : err.start + 4]!r})") from err
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
@@ -123,20 +120,21 @@ def strip_gutenberg(text: str) -> str:
     """Cut Project Gutenberg's header and footer when their markers are there."""
     m = _PG_START.search(text)
     if m:
-        text = text[m.end():]
+        text = text[m.end() :]
     m = _PG_END.search(text)
     if m:
-        text = text[:m.start()]
+        text = text[: m.start()]
     return text
 
 
-_NUMBER_WORDS = (r"(?:[IVXLCDM]+|\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
-                 r"|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty"
-                 r"|forty|fifty|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth"
-                 r"|last|the\s+\w+)")
+_NUMBER_WORDS = (
+    r"(?:[IVXLCDM]+|\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
+    r"|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty"
+    r"|forty|fifty|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth"
+    r"|last|the\s+\w+)"
+)
 _HEADING = re.compile(
-    r"^(?:chapter|book|part|volume|vol\.|stave|section|canto|letter|appendix)\s+"
-    + _NUMBER_WORDS + r"\b"
+    r"^(?:chapter|book|part|volume|vol\.|stave|section|canto|letter|appendix)\s+" + _NUMBER_WORDS + r"\b"
     r"|^(?:preface|introduction|contents|table of contents|epilogue|prologue|the end|finis"
     r"|conclusion|postscript|afterword|foreword|note|notes)\W*$",
     re.IGNORECASE,
@@ -151,9 +149,7 @@ _CREDITS = re.compile(
 _ILLUSTRATION = re.compile(r"\[(?:illustration|picture|frontispiece)[^\]]*\]", re.IGNORECASE)
 _PAGE_NUMBER = re.compile(r"(?:\s{2,}|\.{2,}\s*)(?:\d+|[ivxlc]+)$|\s\d+$")
 _TERMINAL_END = re.compile(r"[.?!…][\"'”’)\]]*$")
-_FUNCTION_WORDS = frozenset(
-    "a an the and or of in on to for by with at from as but nor into upon its his her".split()
-)
+_FUNCTION_WORDS = frozenset("a an the and or of in on to for by with at from as but nor into upon its his her".split())
 
 
 class _CharFilter(dict):
@@ -290,8 +286,9 @@ def default_num_proc() -> int:
 _POOL_MIN_BOOKS = 8
 
 
-def split_books(files: Sequence[Path], min_sentences: int = 2, num_proc: int | None = None,
-                progress: bool = False) -> tuple[list[str], list[int], list[int], list[int]]:
+def split_books(
+    files: Sequence[Path], min_sentences: int = 2, num_proc: int | None = None, progress: bool = False
+) -> tuple[list[str], list[int], list[int], list[int]]:
     """Split books into sentences: (texts, doc_ids, sent_ids, sentences per book), rows in book order.
 
     ``num_proc`` worker processes (default: the usable CPUs) each split whole books, the largest files
@@ -340,8 +337,7 @@ def split_books(files: Sequence[Path], min_sentences: int = 2, num_proc: int | N
 
 def _cache_key(files: Sequence[Path], params: dict) -> str:
     h = hashlib.sha256()
-    h.update(json.dumps({"format": _FORMAT_VERSION, "splitter": SPLITTER_VERSION, **params},
-                        sort_keys=True).encode())
+    h.update(json.dumps({"format": _FORMAT_VERSION, "splitter": SPLITTER_VERSION, **params}, sort_keys=True).encode())
     for f in files:
         st = f.stat()
         h.update(f"\0{f.resolve()}\0{st.st_size}\0{st.st_mtime_ns}".encode())
@@ -390,26 +386,30 @@ def load_books(
     texts, doc, sent, counts = split_books(files, min_sentences, num_proc, progress)
     skipped = [str(files[i]) for i, c in enumerate(counts) if c == 0]
     if len(skipped) == len(files):
-        raise BookError(
-            f"no book in {path_or_dir} has {min_sentences} or more sentences: " + ", ".join(skipped[:5])
-        )
+        raise BookError(f"no book in {path_or_dir} has {min_sentences} or more sentences: " + ", ".join(skipped[:5]))
     for s in skipped:
         warnings.warn(f"{s}: fewer than {min_sentences} sentences, left out", stacklevel=2)
 
     import numpy as np
     import pyarrow as pa
 
-    table = pa.table({"text": pa.array(texts, type=pa.string()),
-                      "doc_id": pa.array(np.asarray(doc, dtype=np.int32)),
-                      "sent_id": pa.array(np.asarray(sent, dtype=np.int32))})
+    table = pa.table(
+        {
+            "text": pa.array(texts, type=pa.string()),
+            "doc_id": pa.array(np.asarray(doc, dtype=np.int32)),
+            "sent_id": pa.array(np.asarray(sent, dtype=np.int32)),
+        }
+    )
     del texts, doc, sent
     root.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
     stack = contextlib.ExitStack()
     try:
         stack.enter_context(_progress_bars(progress))
-        ds = Dataset(InMemoryTable(table), info=DatasetInfo(features=_features(),
-                                                            description=f"qt_hard.data.books cache {target}"))
+        ds = Dataset(
+            InMemoryTable(table),
+            info=DatasetInfo(features=_features(), description=f"qt_hard.data.books cache {target}"),
+        )
         staged = work / "final"
         ds.save_to_disk(str(staged))
         meta = {
@@ -439,8 +439,11 @@ class SentenceTable:
     def __init__(self, text, doc_id, sent_id, cache_files=()):
         import numpy as np
 
-        self.columns = {"text": list(text), "doc_id": np.asarray(doc_id, dtype=np.int32),
-                        "sent_id": np.asarray(sent_id, dtype=np.int32)}
+        self.columns = {
+            "text": list(text),
+            "doc_id": np.asarray(doc_id, dtype=np.int32),
+            "sent_id": np.asarray(sent_id, dtype=np.int32),
+        }
         self.cache_files = list(cache_files)
         self.column_names = list(self.columns)
 
@@ -454,12 +457,17 @@ class SentenceTable:
         import numpy as np
 
         idx = np.asarray(list(indices), dtype=np.int64)
-        return SentenceTable([self.columns["text"][i] for i in idx], self.columns["doc_id"][idx],
-                             self.columns["sent_id"][idx], self.cache_files)
+        return SentenceTable(
+            [self.columns["text"][i] for i in idx],
+            self.columns["doc_id"][idx],
+            self.columns["sent_id"][idx],
+            self.cache_files,
+        )
 
 
-def _load_books_plain(path_or_dir, max_books, cache_dir, min_sentences: int, num_proc: int | None = None,
-                      progress: bool = False) -> SentenceTable:
+def _load_books_plain(
+    path_or_dir, max_books, cache_dir, min_sentences: int, num_proc: int | None = None, progress: bool = False
+) -> SentenceTable:
     """:func:`load_books` for machines without ``datasets``: the same rows, cached as plain files
     (``sentences.txt``, one sentence a line, and ``ids.npz``) under the same content key."""
     import numpy as np
@@ -481,8 +489,13 @@ def _load_books_plain(path_or_dir, max_books, cache_dir, min_sentences: int, num
     staged = Path(tempfile.mkdtemp(prefix=".build-", dir=_mkdir(root)))
     (staged / "sentences.txt").write_text("\n".join(text), encoding="utf-8")
     np.savez(staged / "ids.npz", doc_id=np.asarray(doc, dtype=np.int32), sent_id=np.asarray(sent, dtype=np.int32))
-    meta = {"files": [str(f) for f in files], "sentences_per_book": counts, "min_sentences": min_sentences,
-            "splitter": SPLITTER_VERSION, "rows": len(text)}
+    meta = {
+        "files": [str(f) for f in files],
+        "sentences_per_book": counts,
+        "min_sentences": min_sentences,
+        "splitter": SPLITTER_VERSION,
+        "rows": len(text),
+    }
     (staged / "books.json").write_text(json.dumps(meta, indent=1))
     if target.exists():
         shutil.rmtree(target)
@@ -586,8 +599,7 @@ def load_hf_bookcorpus(
     from datasets import load_dataset
 
     if dataset is None:
-        dataset = load_dataset(name, split=split, data_files=data_files, cache_dir=cache_dir,
-                               **load_kwargs)
+        dataset = load_dataset(name, split=split, data_files=data_files, cache_dir=cache_dir, **load_kwargs)
     if "text" not in dataset.column_names:
         raise ValueError(f"{name}: expected a 'text' column, found {dataset.column_names}")
     if max_rows is not None:
@@ -607,15 +619,12 @@ def load_hf_bookcorpus(
         def flag(batch):
             return {"_start": [bool(pat.search(t or "")) for t in batch["text"]]}
 
-        flagged = dataset.map(flag, batched=True, batch_size=10_000, num_proc=num_proc,
-                              desc="finding book boundaries")
+        flagged = dataset.map(flag, batched=True, batch_size=10_000, num_proc=num_proc, desc="finding book boundaries")
         starts = np.asarray(dataset_column(flagged, "_start", numpy=True), dtype=bool)
         del flagged
     doc_id, sent_id = _doc_ids_from_starts(starts, min_doc_rows)
 
-    fp = hashlib.sha256(
-        f"{dataset._fingerprint}|{boundary_pattern}|{min_doc_rows}".encode()
-    ).hexdigest()[:16]
+    fp = hashlib.sha256(f"{dataset._fingerprint}|{boundary_pattern}|{min_doc_rows}".encode()).hexdigest()[:16]
 
     def add_ids(batch, idx):
         idx = np.asarray(idx)
@@ -623,10 +632,16 @@ def load_hf_bookcorpus(
 
     from datasets import Features, Value
 
-    feats = Features({"text": Value("string"), "doc_id": Value("int32"),
-                      "sent_id": Value("int32")})
-    return dataset.map(add_ids, batched=True, batch_size=10_000, with_indices=True,
-                       features=feats, new_fingerprint=fp, desc="numbering sentences")
+    feats = Features({"text": Value("string"), "doc_id": Value("int32"), "sent_id": Value("int32")})
+    return dataset.map(
+        add_ids,
+        batched=True,
+        batch_size=10_000,
+        with_indices=True,
+        features=feats,
+        new_fingerprint=fp,
+        desc="numbering sentences",
+    )
 
 
 def _doc_ids_from_starts(starts, min_doc_rows: int):

@@ -33,8 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from qt_hard.data.download import DownloadError, MANIFEST, check_manifest, fetch, file_digest, \
-    git_blob_sha1, install
+from qt_hard.data.download import DownloadError, MANIFEST, check_manifest, fetch, file_digest, git_blob_sha1, install
 
 DOWNLOADS = ".qt-hard-downloads"  # below the data root: fetched files kept for resuming
 
@@ -59,14 +58,13 @@ class Source:
 
 SENTEVAL_BINCLASSIF = "https://dl.fbaipublicfiles.com/senteval/senteval_data/datasmall_NB_ACL12.zip"
 TREC_BASE = "https://cogcomp.seas.upenn.edu/Data/QA/QC"
-MRPC_BASE = ("https://raw.githubusercontent.com/Pzeyang/Paraphrase_Identification/"
-             "dc1755eb1a4755ca310f97209391f1f5c06e2fd1")
+MRPC_BASE = (
+    "https://raw.githubusercontent.com/Pzeyang/Paraphrase_Identification/dc1755eb1a4755ca310f97209391f1f5c06e2fd1"
+)
 TU_BASE = "https://www.chrsmrrs.com/graphkerneldatasets"
 CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
-BOOKS_BASE = ("https://raw.githubusercontent.com/rcdm-uga/Gutenberg_Text/"
-              "a0b16d35a9851168ce9ac649851c17b7ab08d48e")
-WIKI_BASE = ("https://raw.githubusercontent.com/jason-feng/wikiVisual/"
-             "1c0fac92f29f17c1603bfffbe864e0dfdff66897/text")
+BOOKS_BASE = "https://raw.githubusercontent.com/rcdm-uga/Gutenberg_Text/a0b16d35a9851168ce9ac649851c17b7ab08d48e"
+WIKI_BASE = "https://raw.githubusercontent.com/jason-feng/wikiVisual/1c0fac92f29f17c1603bfffbe864e0dfdff66897/text"
 WIKI_FILES = tuple(f"{part}/wiki_{i:02d}" for part in ("AA", "AB", "AC", "AD") for i in range(100))
 BOOKCORPUS_HUB = "bookcorpus/bookcorpus"
 
@@ -82,11 +80,13 @@ SOURCES: dict[str, dict[str, Source]] = {
         "TREC_10.label": Source(f"{TREC_BASE}/TREC_10.label", note=_NO_SUM),
         # MRPC: SentEval needs cabextract for Microsoft's .msi. This public mirror holds the two
         # text files; after dropping its 4 appended id -1 lines, both equal the reference copy.
-        "msr_paraphrase_train.txt": Source(f"{MRPC_BASE}/msr_paraphrase_train.txt",
-                                           note="verified after normalization (see SENTEVAL_OUTPUT_SHA256)"),
+        "msr_paraphrase_train.txt": Source(
+            f"{MRPC_BASE}/msr_paraphrase_train.txt", note="verified after normalization (see SENTEVAL_OUTPUT_SHA256)"
+        ),
         "msr_paraphrase_test.txt": Source(
             f"{MRPC_BASE}/msr_paraphrase_test.txt",
-            sha256="51a1f197d8786712d2f0d97700f5be653b7488a96cde00e158159350d23e3d90"),
+            sha256="51a1f197d8786712d2f0d97700f5be653b7488a96cde00e158159350d23e3d90",
+        ),
     },
     "tu": {
         f"{ds}.zip": Source(f"{TU_BASE}/{ds}.zip", note="TU publishes no checksums: graph/node counts checked")
@@ -106,8 +106,10 @@ SOURCES: dict[str, dict[str, Source]] = {
         "<text/XX/wiki_NN>": Source(f"{WIKI_BASE}/<XX/wiki_NN>", note="output sha256 (WIKI_OUTPUT_SHA256)"),
     },
     "bookcorpus": {
-        "hub": Source(f"https://huggingface.co/datasets/{BOOKCORPUS_HUB}",
-                      note="through `datasets`; row count checked (74,004,228 sentences)"),
+        "hub": Source(
+            f"https://huggingface.co/datasets/{BOOKCORPUS_HUB}",
+            note="through `datasets`; row count checked (74,004,228 sentences)",
+        ),
     },
 }
 
@@ -124,22 +126,40 @@ BOOKCORPUS_ROWS = 74_004_228  # the hub copy's train split
 
 # Examples per file (SentEval's task sizes; read with str.splitlines like SentEval).
 SENTEVAL_LINES = {
-    "MR/rt-polarity.pos": 5331, "MR/rt-polarity.neg": 5331,
-    "CR/custrev.pos": 2407, "CR/custrev.neg": 1368,
-    "SUBJ/subj.subjective": 5000, "SUBJ/subj.objective": 5000,
-    "MPQA/mpqa.pos": 3312, "MPQA/mpqa.neg": 7294,
-    "TREC/train_5500.label": 5452, "TREC/TREC_10.label": 500,
-    "MRPC/msr_paraphrase_train.txt": 4077, "MRPC/msr_paraphrase_test.txt": 1726,  # + header line
+    "MR/rt-polarity.pos": 5331,
+    "MR/rt-polarity.neg": 5331,
+    "CR/custrev.pos": 2407,
+    "CR/custrev.neg": 1368,
+    "SUBJ/subj.subjective": 5000,
+    "SUBJ/subj.objective": 5000,
+    "MPQA/mpqa.pos": 3312,
+    "MPQA/mpqa.neg": 7294,
+    "TREC/train_5500.label": 5452,
+    "TREC/TREC_10.label": 500,
+    "MRPC/msr_paraphrase_train.txt": 4077,
+    "MRPC/msr_paraphrase_test.txt": 1726,  # + header line
 }
 # (graphs, nodes) per TU dataset, the published TUDataset statistics; None where only the graph
 # count is checked.
 TU_COUNTS = {
-    "MUTAG": (188, 3371), "PTC_MR": (344, 4915), "ENZYMES": (600, 19580), "PROTEINS": (1113, 43471),
-    "IMDB-BINARY": (1000, 19773), "IMDB-MULTI": (1500, 19502), "DD": (1178, None),
+    "MUTAG": (188, 3371),
+    "PTC_MR": (344, 4915),
+    "ENZYMES": (600, 19580),
+    "PROTEINS": (1113, 43471),
+    "IMDB-BINARY": (1000, 19773),
+    "IMDB-MULTI": (1500, 19502),
+    "DD": (1178, None),
     "REDDIT-BINARY": (2000, None),
 }
-CIFAR10_FILES = ("data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5",
-                 "test_batch", "batches.meta")
+CIFAR10_FILES = (
+    "data_batch_1",
+    "data_batch_2",
+    "data_batch_3",
+    "data_batch_4",
+    "data_batch_5",
+    "test_batch",
+    "batches.meta",
+)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -181,9 +201,15 @@ class Status:
 
 
 def _fetch(opts: Options, key: str, src: Source, dest_name: str | None = None, progress=None) -> Path:
-    return fetch(src.url, opts.downloads / key / (dest_name or Path(urllib.parse.urlsplit(src.url).path).name),
-                 size=src.size, sha256=src.sha256, md5=src.md5, mirror=opts.mirror,
-                 progress=opts.progress if progress is None else progress)
+    return fetch(
+        src.url,
+        opts.downloads / key / (dest_name or Path(urllib.parse.urlsplit(src.url).path).name),
+        size=src.size,
+        sha256=src.sha256,
+        md5=src.md5,
+        mirror=opts.mirror,
+        progress=opts.progress if progress is None else progress,
+    )
 
 
 def _fetch_many(opts: Options, jobs: list[tuple[str, Source, str]], desc: str) -> list[Path]:
@@ -194,8 +220,10 @@ def _fetch_many(opts: Options, jobs: list[tuple[str, Source, str]], desc: str) -
         key, src, name = job
         return _fetch(opts, key, src, name, progress=False)
 
-    with ThreadPoolExecutor(max(1, opts.workers)) as pool, \
-            tqdm(total=len(jobs), unit="file", desc=desc, disable=not opts.progress) as bar:
+    with (
+        ThreadPoolExecutor(max(1, opts.workers)) as pool,
+        tqdm(total=len(jobs), unit="file", desc=desc, disable=not opts.progress) as bar,
+    ):
         out = []
         for path in pool.map(one, jobs):
             out.append(path)
@@ -227,10 +255,14 @@ def _safe_member(name: str) -> bool:
 # senteval
 
 _SENTEVAL_ZIP_MEMBERS = {  # our file -> the zip member's last two path parts
-    "MR/rt-polarity.pos": "rt10662/rt-polarity.pos", "MR/rt-polarity.neg": "rt10662/rt-polarity.neg",
-    "CR/custrev.pos": "customerr/custrev.pos", "CR/custrev.neg": "customerr/custrev.neg",
-    "SUBJ/subj.subjective": "subj/subj.subjective", "SUBJ/subj.objective": "subj/subj.objective",
-    "MPQA/mpqa.pos": "mpqa/mpqa.pos", "MPQA/mpqa.neg": "mpqa/mpqa.neg",
+    "MR/rt-polarity.pos": "rt10662/rt-polarity.pos",
+    "MR/rt-polarity.neg": "rt10662/rt-polarity.neg",
+    "CR/custrev.pos": "customerr/custrev.pos",
+    "CR/custrev.neg": "customerr/custrev.neg",
+    "SUBJ/subj.subjective": "subj/subj.subjective",
+    "SUBJ/subj.objective": "subj/subj.objective",
+    "MPQA/mpqa.pos": "mpqa/mpqa.pos",
+    "MPQA/mpqa.neg": "mpqa/mpqa.neg",
 }
 
 
@@ -254,15 +286,15 @@ def _build_senteval(tmp: Path, opts: Options) -> None:
         for ours, suffix in _SENTEVAL_ZIP_MEMBERS.items():
             hits = [n for n in names if n.endswith("/" + suffix) or n == suffix]
             if len(hits) != 1:
-                raise DownloadError(f"datasmall_NB_ACL12.zip: expected one member ending in {suffix}, "
-                                    f"found {len(hits)}")
+                raise DownloadError(
+                    f"datasmall_NB_ACL12.zip: expected one member ending in {suffix}, found {len(hits)}"
+                )
             _write(tmp / ours, normalize_latin1_lines(zf.read(hits[0])))
     for name in ("train_5500.label", "TREC_10.label"):
         _write(tmp / "TREC" / name, normalize_latin1_lines(_fetch(opts, "senteval", src[name]).read_bytes()))
     train = _fetch(opts, "senteval", src["msr_paraphrase_train.txt"]).read_bytes()
     _write(tmp / "MRPC" / "msr_paraphrase_train.txt", drop_mrpc_appended(train))
-    shutil.copyfile(_fetch(opts, "senteval", src["msr_paraphrase_test.txt"]),
-                    tmp / "MRPC" / "msr_paraphrase_test.txt")
+    shutil.copyfile(_fetch(opts, "senteval", src["msr_paraphrase_test.txt"]), tmp / "MRPC" / "msr_paraphrase_test.txt")
     for rel, want in SENTEVAL_OUTPUT_SHA256.items():
         got = file_digest(tmp / rel)
         if got != want:
@@ -320,12 +352,15 @@ def _check_senteval(folder: Path) -> list[str]:
 def _build_tu_part(ds: str) -> Callable[[Path, Options], None]:
     def build(tmp: Path, opts: Options) -> None:
         with _open_zip(_fetch(opts, "tu", SOURCES["tu"][f"{ds}.zip"])) as zf:
-            members = [n for n in zf.namelist() if _safe_member(n) and n.startswith(f"{ds}/")
-                       and not n.endswith("/") and "__MACOSX" not in n]
+            members = [
+                n
+                for n in zf.namelist()
+                if _safe_member(n) and n.startswith(f"{ds}/") and not n.endswith("/") and "__MACOSX" not in n
+            ]
             if not members:
                 raise DownloadError(f"{ds}.zip holds no {ds}/ folder")
             for n in members:
-                _write(tmp / n[len(ds) + 1:], zf.read(n))
+                _write(tmp / n[len(ds) + 1 :], zf.read(n))
         problems = _check_tu_part(tmp, ds)
         if problems:
             raise DownloadError(f"tu/{ds}: " + "; ".join(problems))
@@ -376,8 +411,9 @@ def _build_cifar10(tmp: Path, opts: Options) -> None:
                 _write(tmp / m.name, tf.extractfile(m).read())
     except (tarfile.TarError, EOFError, OSError, zlib.error) as err:
         archive.unlink(missing_ok=True)
-        raise DownloadError(f"{archive.name} is not a complete tar.gz archive ({err}); "
-                            "it was removed, run again") from None
+        raise DownloadError(
+            f"{archive.name} is not a complete tar.gz archive ({err}); it was removed, run again"
+        ) from None
     problems = _check_cifar10(tmp, deep=True)
     if problems:
         raise DownloadError("cifar10: " + "; ".join(problems))
@@ -415,10 +451,14 @@ def books_index() -> list[dict[str, str]]:
         return list(csv.DictReader(fh, delimiter="\t"))
 
 
-_PG_START = re.compile(rb"^\*\*\* ?START OF TH(?:IS|E) PROJECT GUTENBERG E(?:BOOK|TEXT).*$|"
-                       rb"^\*END\*THE SMALL PRINT!.*\*END\*.*$", re.M | re.I)
-_PG_END = re.compile(rb"^(?:\*\*\* ?END OF TH(?:IS|E) PROJECT GUTENBERG|End of (?:the )?Project Gutenberg)",
-                     re.M | re.I)
+_PG_START = re.compile(
+    rb"^\*\*\* ?START OF TH(?:IS|E) PROJECT GUTENBERG E(?:BOOK|TEXT).*$|"
+    rb"^\*END\*THE SMALL PRINT!.*\*END\*.*$",
+    re.M | re.I,
+)
+_PG_END = re.compile(
+    rb"^(?:\*\*\* ?END OF TH(?:IS|E) PROJECT GUTENBERG|End of (?:the )?Project Gutenberg)", re.M | re.I
+)
 
 
 def strip_gutenberg(original: bytes, row: dict[str, str]) -> bytes:
@@ -436,14 +476,14 @@ def strip_gutenberg(original: bytes, row: dict[str, str]) -> bytes:
         n, head = int(row["txt_bytes"]), bytes.fromhex(row["head_hex"])
         candidates, at = [], original.find(head)
         while at >= 0:
-            candidates.append(original[at:at + n])
+            candidates.append(original[at : at + n])
             at = original.find(head, at + 1)
         start = _PG_START.search(original)
         if start:
-            body = original[start.end():]
+            body = original[start.end() :]
             body = body[1:] if body.startswith(b"\n") else body[2:] if body.startswith(b"\r\n") else body
             end = _PG_END.search(body)
-            candidates.append(body[:end.start()].rstrip() + b"\r\n" if end else body)
+            candidates.append(body[: end.start()].rstrip() + b"\r\n" if end else body)
     for text in candidates:
         if hashlib.sha256(text).hexdigest() == row["txt_sha256"]:
             return text
@@ -452,15 +492,23 @@ def strip_gutenberg(original: bytes, row: dict[str, str]) -> bytes:
 
 def _build_books(tmp: Path, opts: Options) -> None:
     rows = books_index()
-    jobs = [("books", Source(f"{BOOKS_BASE}/{urllib.parse.quote(r['original_path'])}",
-                             size=int(r["original_bytes"])), r["original_blob_sha1"] + ".txt") for r in rows]
+    jobs = [
+        (
+            "books",
+            Source(f"{BOOKS_BASE}/{urllib.parse.quote(r['original_path'])}", size=int(r["original_bytes"])),
+            r["original_blob_sha1"] + ".txt",
+        )
+        for r in rows
+    ]
     paths = _fetch_many(opts, jobs, "books")
     for r, path in zip(rows, paths):
         original = path.read_bytes()
         if git_blob_sha1(original) != r["original_blob_sha1"]:
             path.unlink()
-            raise DownloadError(f"books: {r['original_path']} has git blob sha1 {git_blob_sha1(original)}, "
-                                f"expected {r['original_blob_sha1']}; it was removed, run again")
+            raise DownloadError(
+                f"books: {r['original_path']} has git blob sha1 {git_blob_sha1(original)}, "
+                f"expected {r['original_blob_sha1']}; it was removed, run again"
+            )
         xz = lzma.compress(strip_gutenberg(original, r), preset=9)
         if hashlib.sha256(xz).hexdigest() != r["sha256_xz"]:
             raise DownloadError(f"books/{r['file']}: xz sha256 differs from the reference copy")
@@ -512,7 +560,7 @@ def _wiki_articles(data: bytes):
         if m.group().startswith(b"<doc"):
             start = m.start()
         elif start is not None:
-            raw = data[start:m.end()]
+            raw = data[start : m.end()]
             head = _DOC_HEAD.match(raw)
             if head is None:
                 raise DownloadError(f"unreadable WikiExtractor header: {raw[:100]!r}")
@@ -536,8 +584,10 @@ def _build_wikipedia(tmp: Path, opts: Options, min_sentences: int = 200) -> None
                     digest.update(raw)
                     index.append(f"{page_id}\t{lines[1]}\t{n}\n")
     (tmp / "enwiki_wikiextractor_ge200sent_index.tsv").write_text("".join(index), encoding="utf-8")
-    got = {txt.name: digest.hexdigest(),
-           "enwiki_wikiextractor_ge200sent_index.tsv": file_digest(tmp / "enwiki_wikiextractor_ge200sent_index.tsv")}
+    got = {
+        txt.name: digest.hexdigest(),
+        "enwiki_wikiextractor_ge200sent_index.tsv": file_digest(tmp / "enwiki_wikiextractor_ge200sent_index.tsv"),
+    }
     for name, want in WIKI_OUTPUT_SHA256.items():
         if want and got[name] != want:
             raise DownloadError(f"wikipedia/{name}: sha256 {got[name]} differs from the reference copy's {want}")
@@ -589,28 +639,56 @@ def bookcorpus_files(folder: Path) -> list[str]:
 # the registry
 
 
-DATASETS: dict[str, Dataset] = {d.name: d for d in (
-    Dataset("senteval", "MR, CR, SUBJ, MPQA, TREC, MRPC in SentEval's layout (~5 MB on disk)",
+DATASETS: dict[str, Dataset] = {
+    d.name: d
+    for d in (
+        Dataset(
+            "senteval",
+            "MR, CR, SUBJ, MPQA, TREC, MRPC in SentEval's layout (~5 MB on disk)",
             "research use; cite Pang & Lee 2004/2005, Hu & Liu 2004, Wiebe et al. 2005, Li & Roth 2002, "
             "Dolan et al. 2004 (MRPC: Microsoft Research Paraphrase Corpus license)",
-            _build_senteval, _check_senteval),
-    Dataset("books", "352 public-domain Project Gutenberg books, header/footer stripped, xz (45 MB)",
+            _build_senteval,
+            _check_senteval,
+        ),
+        Dataset(
+            "books",
+            "352 public-domain Project Gutenberg books, header/footer stripped, xz (45 MB)",
             "public domain in the USA (Project Gutenberg texts; PG trademark removed with the headers)",
-            _build_books, _check_books),
-    Dataset("wikipedia", "4,715 English Wikipedia articles with >= 200 sentences, WikiExtractor text (54 MB)",
+            _build_books,
+            _check_books,
+        ),
+        Dataset(
+            "wikipedia",
+            "4,715 English Wikipedia articles with >= 200 sentences, WikiExtractor text (54 MB)",
             "CC BY-SA 3.0 / GFDL (Wikipedia); attribute Wikipedia",
-            _build_wikipedia, _check_wikipedia),
-    Dataset("tu", "TU Dortmund graph datasets: MUTAG, PTC_MR, ENZYMES, PROTEINS, IMDB-BINARY, IMDB-MULTI, DD, "
+            _build_wikipedia,
+            _check_wikipedia,
+        ),
+        Dataset(
+            "tu",
+            "TU Dortmund graph datasets: MUTAG, PTC_MR, ENZYMES, PROTEINS, IMDB-BINARY, IMDB-MULTI, DD, "
             "REDDIT-BINARY, original text format",
             "no license stated; research use with citation of TUDataset (Morris et al. 2020) and each source",
-            None, None, parts=tuple(TU_COUNTS)),
-    Dataset("cifar10", "CIFAR-10 python version, the official archive (163 MB)",
+            None,
+            None,
+            parts=tuple(TU_COUNTS),
+        ),
+        Dataset(
+            "cifar10",
+            "CIFAR-10 python version, the official archive (163 MB)",
             "no formal license; cite Krizhevsky 2009",
-            _build_cifar10, lambda f: _check_cifar10(f, deep=True)),
-    Dataset("bookcorpus", "BookCorpus (74 M sentences) through `datasets`, written as Parquet shards",
+            _build_cifar10,
+            lambda f: _check_cifar10(f, deep=True),
+        ),
+        Dataset(
+            "bookcorpus",
+            "BookCorpus (74 M sentences) through `datasets`, written as Parquet shards",
             "see the Hugging Face dataset card (Smashwords books; research use)",
-            _build_bookcorpus, _check_bookcorpus),
-)}
+            _build_bookcorpus,
+            _check_bookcorpus,
+        ),
+    )
+}
 
 
 def _unknown(name: str) -> DownloadError:
@@ -659,10 +737,15 @@ def _write_source_note(folder: Path, ds: Dataset, sources: dict[str, Source]) ->
     """A SOURCE.md beside the data: what it is, where each file came from, how it was checked."""
     import datetime
 
-    lines = [f"# {ds.name}: {ds.summary}", "",
-             f"Fetched by `qt-hard data get {ds.name}` on {datetime.date.today().isoformat()}; "
-             f"every file written is listed with its sha256 in {MANIFEST}.", "",
-             "| file | source | checked by |", "|---|---|---|"]
+    lines = [
+        f"# {ds.name}: {ds.summary}",
+        "",
+        f"Fetched by `qt-hard data get {ds.name}` on {datetime.date.today().isoformat()}; "
+        f"every file written is listed with its sha256 in {MANIFEST}.",
+        "",
+        "| file | source | checked by |",
+        "|---|---|---|",
+    ]
     for key, src in sources.items():
         check = (f"sha256 {src.sha256}" if src.sha256 else f"md5 {src.md5}" if src.md5 else "") or src.note
         lines.append(f"| {key} | {src.url} | {check} |")
@@ -702,8 +785,9 @@ def get(name: str, opts: Options, force: bool = False) -> Status:
             target = opts.root / name / part
             state, _ = _folder_state(target, lambda f, p=part: _check_tu_part(f, p))
             if state != "present" or force:
-                install(target, _with_note(_build_tu_part(part), ds, opts,
-                                           {f"{part}.zip": SOURCES[name][f"{part}.zip"]}))
+                install(
+                    target, _with_note(_build_tu_part(part), ds, opts, {f"{part}.zip": SOURCES[name][f"{part}.zip"]})
+                )
     else:
         install(opts.root / name, _with_note(ds.build, ds, opts, SOURCES[name]))
     shutil.rmtree(opts.downloads / name, ignore_errors=True)

@@ -11,26 +11,30 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("data", help="fetch, check and build data sets (get, list, wiki, books)",
-                              description=__doc__.splitlines()[0])
+    p = subparsers.add_parser(
+        "data", help="fetch, check and build data sets (get, list, wiki, books)", description=__doc__.splitlines()[0]
+    )
     sub = p.add_subparsers(dest="data_command", metavar="DATA_COMMAND")
 
     g = sub.add_parser("get", help="fetch datasets from their original sources, verified, into the data root")
-    g.add_argument("names", nargs="+", metavar="NAME",
-                   help="senteval, books, wikipedia, tu, cifar10, bookcorpus; 'all' is every one but "
-                   "bookcorpus (several GB)")
+    g.add_argument(
+        "names",
+        nargs="+",
+        metavar="NAME",
+        help="senteval, books, wikipedia, tu, cifar10, bookcorpus; 'all' is every one but bookcorpus (several GB)",
+    )
     g.add_argument("--root", help="data root (default: $QT_HARD_DATA or the user cache)")
     g.add_argument("--force", action="store_true", help="fetch again even when the data is intact")
     g.add_argument("--mirror", help="fetch https://HOST/PATH from MIRROR/HOST/PATH (default $QT_HARD_MIRROR)")
-    g.add_argument("--source", help="bookcorpus only: a hub id or a folder of Parquet files "
-                   "(default bookcorpus/bookcorpus)")
+    g.add_argument(
+        "--source", help="bookcorpus only: a hub id or a folder of Parquet files (default bookcorpus/bookcorpus)"
+    )
     g.add_argument("--no-progress", action="store_true", help="no progress bars")
     g.set_defaults(func=_get)
 
@@ -39,11 +43,18 @@ def register(subparsers) -> None:
     ls.set_defaults(func=_list)
 
     w = sub.add_parser("wiki", help="write Wiki-N (one file per article) from a WikiExtractor dump")
-    w.add_argument("--source", help="WikiExtractor dump (.txt or .txt.xz); default: the data "
-                   "root's wikipedia/enwiki_wikiextractor_ge200sent.txt.xz")
+    w.add_argument(
+        "--source",
+        help="WikiExtractor dump (.txt or .txt.xz); default: the data "
+        "root's wikipedia/enwiki_wikiextractor_ge200sent.txt.xz",
+    )
     w.add_argument("--articles", type=int, default=3029, help="N: articles to keep (default 3029)")
-    w.add_argument("--sentences", type=int, default=200,
-                   help="M: an article needs at least M sentences; M are written (default 200)")
+    w.add_argument(
+        "--sentences",
+        type=int,
+        default=200,
+        help="M: an article needs at least M sentences; M are written (default 200)",
+    )
     w.add_argument("--keep-all", action="store_true", help="write every sentence, not the first M")
     w.add_argument("--out", required=True, help="output folder")
     w.add_argument("--overwrite", action="store_true", help="replace a non-empty output folder")
@@ -92,14 +103,16 @@ def _list(args) -> int:
     root = _root(args)
     print(f"data root: {root}")
     corrupt = []
-    for name, ds in DATASETS.items():
+    for name in DATASETS:
         st = status(name, root)
         print(f"{name:<11} {st.state:<8} {st.detail}")
         if st.state == "corrupt":
             corrupt.append(name)
     if corrupt:
-        print(f"qt-hard data list: corrupt: {', '.join(corrupt)} (`qt-hard data get NAME --force` fetches it again)",
-              file=sys.stderr)
+        print(
+            f"qt-hard data list: corrupt: {', '.join(corrupt)} (`qt-hard data get NAME --force` fetches it again)",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
@@ -113,9 +126,15 @@ def _wiki(args) -> int:
 
         source = str(data_path("wikipedia", "enwiki_wikiextractor_ge200sent.txt.xz"))
     try:
-        report = build_wiki(source, args.out, articles=args.articles, sentences=args.sentences,
-                            keep_all=args.keep_all, overwrite=args.overwrite,
-                            progress=not args.no_progress)
+        report = build_wiki(
+            source,
+            args.out,
+            articles=args.articles,
+            sentences=args.sentences,
+            keep_all=args.keep_all,
+            overwrite=args.overwrite,
+            progress=not args.no_progress,
+        )
     except (FileNotFoundError, FileExistsError, ValueError) as err:
         print(f"qt-hard data wiki: error: {err}", file=sys.stderr)
         return 1
@@ -133,14 +152,22 @@ def _books(args) -> int:
         path = str(data_path("books"))
     t0 = time.perf_counter()
     try:
-        ds = load_books(path, max_books=args.max_books, cache_dir=args.cache_dir,
-                        num_proc=args.num_proc, progress=True)
+        ds = load_books(path, max_books=args.max_books, cache_dir=args.cache_dir, num_proc=args.num_proc, progress=True)
     except (FileNotFoundError, ValueError) as err:
         print(f"qt-hard data books: error: {err}", file=sys.stderr)
         return 1
     dt = time.perf_counter() - t0
     meta = books_metadata(ds)
-    print(json.dumps({"books": len(meta["files"]), "skipped": meta["skipped"], "sentences": len(ds),
-                      "seconds": round(dt, 2), "sentences_per_s": round(len(ds) / dt),
-                      "cache": ds.cache_files[0]["filename"].rsplit("/", 1)[0]}))
+    print(
+        json.dumps(
+            {
+                "books": len(meta["files"]),
+                "skipped": meta["skipped"],
+                "sentences": len(ds),
+                "seconds": round(dt, 2),
+                "sentences_per_s": round(len(ds) / dt),
+                "cache": ds.cache_files[0]["filename"].rsplit("/", 1)[0],
+            }
+        )
+    )
     return 0

@@ -70,13 +70,23 @@ def _check_file(path: Path, url: str, size: int | None, sha256: str | None, md5:
         if want:
             got = file_digest(path, algorithm)
             if got != want.lower():
-                raise DownloadError(f"{url}: {algorithm} mismatch (expected {want}, got {got}): "
-                                    "the file is corrupt or the source changed")
+                raise DownloadError(
+                    f"{url}: {algorithm} mismatch (expected {want}, got {got}): "
+                    "the file is corrupt or the source changed"
+                )
 
 
-def fetch(url: str, dest: str | os.PathLike, *, size: int | None = None, sha256: str | None = None,
-          md5: str | None = None, progress: bool = True, mirror: str | None = None,
-          timeout: float = 60.0) -> Path:
+def fetch(
+    url: str,
+    dest: str | os.PathLike,
+    *,
+    size: int | None = None,
+    sha256: str | None = None,
+    md5: str | None = None,
+    progress: bool = True,
+    mirror: str | None = None,
+    timeout: float = 60.0,
+) -> Path:
     """Download ``url`` to ``dest`` (resuming a ``dest.part``), check it, return ``dest``.
 
     ``size``/``sha256``/``md5``: what the finished file must have (each optional). An existing
@@ -100,8 +110,9 @@ def fetch(url: str, dest: str | os.PathLike, *, size: int | None = None, sha256:
     except (urllib.error.URLError, http.client.HTTPException, OSError, TimeoutError) as err:
         reason = getattr(err, "reason", None) or err
         got = part.stat().st_size if part.exists() else 0
-        raise DownloadError(f"download of {source} failed after {got} bytes ({reason}); "
-                            "run the command again to resume") from err
+        raise DownloadError(
+            f"download of {source} failed after {got} bytes ({reason}); run the command again to resume"
+        ) from err
     try:
         _check_file(part, source, size, sha256, md5)
     except DownloadError:
@@ -133,9 +144,12 @@ def _stream(url: str, part: Path, have: int, progress: bool, timeout: float, lab
         expected = int(length) if length is not None else None
         total = have + expected if expected is not None else None
         got = 0
-        with open(part, "ab" if resumed else "wb") as out, \
-                tqdm(total=total, initial=have, unit="B", unit_scale=True, desc=label,
-                     disable=not progress, leave=False) as bar:
+        with (
+            open(part, "ab" if resumed else "wb") as out,
+            tqdm(
+                total=total, initial=have, unit="B", unit_scale=True, desc=label, disable=not progress, leave=False
+            ) as bar,
+        ):
             while True:
                 block = resp.read(_CHUNK)
                 if not block:
@@ -179,8 +193,11 @@ def install(target: str | os.PathLike, build: Callable[[Path], None]) -> Path:
 def write_manifest(folder: str | os.PathLike) -> Path:
     """Write ``folder/SHA256SUMS`` over every file below ``folder`` (sorted, ``sha256sum`` format)."""
     folder = Path(folder)
-    lines = [f"{file_digest(p)}  {p.relative_to(folder).as_posix()}\n"
-             for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MANIFEST]
+    lines = [
+        f"{file_digest(p)}  {p.relative_to(folder).as_posix()}\n"
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != MANIFEST
+    ]
     out = folder / MANIFEST
     out.write_text("".join(lines), encoding="utf-8")
     return out

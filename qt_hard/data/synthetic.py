@@ -13,8 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def class_word_distributions(num_classes: int, vocab_size: int, seed: int = 0,
-                             topic_words: int | None = None, topic_weight: float = 0.5) -> np.ndarray:
+def class_word_distributions(
+    num_classes: int, vocab_size: int, seed: int = 0, topic_words: int | None = None, topic_weight: float = 0.5
+) -> np.ndarray:
     """``(num_classes, vocab_size)`` rows of word probabilities (each row sums to 1)."""
     if num_classes < 1 or vocab_size < 2:
         raise ValueError(f"need num_classes >= 1 and vocab_size >= 2, got {num_classes}, {vocab_size}")
@@ -35,10 +36,17 @@ def class_word_distributions(num_classes: int, vocab_size: int, seed: int = 0,
     return probs / probs.sum(axis=1, keepdims=True)
 
 
-def latent_class_corpus(num_classes: int, sentences_per_class: int, vocab_size: int,
-                        length: int | tuple[int, int], seed: int = 0, *,
-                        topic_words: int | None = None, topic_weight: float = 0.5,
-                        shuffle: bool = False) -> tuple[list[str], list[int]]:
+def latent_class_corpus(
+    num_classes: int,
+    sentences_per_class: int,
+    vocab_size: int,
+    length: int | tuple[int, int],
+    seed: int = 0,
+    *,
+    topic_words: int | None = None,
+    topic_weight: float = 0.5,
+    shuffle: bool = False,
+) -> tuple[list[str], list[int]]:
     """``(sentences, labels)``: ``sentences_per_class`` sentences per class, labels 0..N-1.
 
     ``length`` is the number of words per sentence, or ``(min, max)`` for lengths drawn
@@ -59,7 +67,7 @@ def latent_class_corpus(num_classes: int, sentences_per_class: int, vocab_size: 
         words = rng.choice(vocab_size, size=int(lens.sum()), p=probs[c])
         pos = 0
         for n in lens:
-            sentences.append(" ".join(f"w{w}" for w in words[pos:pos + n]))
+            sentences.append(" ".join(f"w{w}" for w in words[pos : pos + n]))
             pos += n
         labels.extend([c] * sentences_per_class)
     if shuffle:

@@ -73,7 +73,7 @@ _LEADING_PUNCT = re.compile(r"^[^\w]+")
 
 
 def _next_words(text: str, pos: int, n: int = 2) -> list[str]:
-    return text[pos:pos + 200].split(None, n)[:n]
+    return text[pos : pos + 200].split(None, n)[:n]
 
 
 def _ends_with_period(text: str, end: int) -> bool:
@@ -101,7 +101,7 @@ def _is_boundary(text: str, start: int, end: int) -> bool:
     # collapsed every whitespace run to one " ", so the last space is the token's start (searching
     # for newlines and tabs too scanned the whole paragraph per candidate: quadratic time).
     ws = text.rfind(" ", 0, start)
-    word = _LEADING_PUNCT.sub("", text[ws + 1:start])
+    word = _LEADING_PUNCT.sub("", text[ws + 1 : start])
 
     if "?" in core or "!" in core:
         if closed and len(nxt) > 1 and nxt[1].rstrip(",.;:!?").lower() in SPEECH_VERBS:
@@ -149,7 +149,7 @@ def split_sentences(paragraph: str) -> list[str]:
     last = 0
     for m in _CANDIDATE.finditer(text):
         if _is_boundary(text, m.start(), m.end()):
-            sent = text[last:m.end()].strip()
+            sent = text[last : m.end()].strip()
             if sent:
                 out.append(sent)
             last = m.end()

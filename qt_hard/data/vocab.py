@@ -11,8 +11,9 @@ UNK = "<unk>"
 class Vocab:
     """Token <-> id mapping. Build with :meth:`from_counts`; unknown tokens encode to ``unk_id``."""
 
-    def __init__(self, tokens: Sequence[str], specials: Sequence[str] = (PAD, UNK),
-                 counts: dict[str, int] | None = None):
+    def __init__(
+        self, tokens: Sequence[str], specials: Sequence[str] = (PAD, UNK), counts: dict[str, int] | None = None
+    ):
         specials = tuple(specials)
         if len(specials) < 2:
             raise ValueError("specials must hold at least a pad and an unk token, e.g. ('<pad>', '<unk>')")
@@ -26,8 +27,13 @@ class Vocab:
 
     # ------------------------------------------------------------------ building
     @classmethod
-    def from_counts(cls, counter: dict[str, int], min_count: int = 1, max_size: int | None = None,
-                    specials: Sequence[str] = (PAD, UNK)) -> "Vocab":
+    def from_counts(
+        cls,
+        counter: dict[str, int],
+        min_count: int = 1,
+        max_size: int | None = None,
+        specials: Sequence[str] = (PAD, UNK),
+    ) -> "Vocab":
         """The tokens of ``counter`` seen at least ``min_count`` times (the rest become ``<unk>``),
         most frequent first (ties by token), at most ``max_size`` non-special tokens."""
         if min_count < 1:

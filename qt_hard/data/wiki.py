@@ -31,7 +31,7 @@ from .tokenize import SPLITTER_VERSION, split_sentences
 from .wordlevel import TOKENIZER_VERSION, word_tokens
 from .vocab import Vocab
 
-_DOC_OPEN = re.compile(r'^<doc\s+([^>]*)>\s*$')
+_DOC_OPEN = re.compile(r"^<doc\s+([^>]*)>\s*$")
 _ATTR = re.compile(r'(\w+)="([^"]*)"')
 # Files in a Wiki-N folder that are not articles.
 _NOT_ARTICLES = re.compile(r"^(?:index\.tsv|readme.*|source.*|.*\.json)$", re.IGNORECASE)
@@ -75,12 +75,12 @@ def iter_wiki_articles(source: str | os.PathLike) -> Iterator[WikiArticle]:
                     m = _DOC_OPEN.match(line.strip())
                     if m:
                         attrs = dict(_ATTR.findall(m.group(1)))
-                        current = WikiArticle(attrs.get("id", ""), html.unescape(attrs.get("title", "")),
-                                              attrs.get("url", ""))
+                        current = WikiArticle(
+                            attrs.get("id", ""), html.unescape(attrs.get("title", "")), attrs.get("url", "")
+                        )
                         seen_title = False
                     elif line.strip():
-                        raise ValueError(f"{path}:{lineno}: text outside a <doc> block "
-                                         "(not a WikiExtractor dump?)")
+                        raise ValueError(f"{path}:{lineno}: text outside a <doc> block (not a WikiExtractor dump?)")
                     continue
                 if line.strip() == "</doc>":
                     n_docs += 1
@@ -108,8 +108,7 @@ def iter_wiki_articles(source: str | os.PathLike) -> Iterator[WikiArticle]:
 def is_heading(paragraph: str) -> bool:
     """WikiExtractor keeps section headings as short lines ending in '.' ("Early life.")."""
     words = paragraph.split()
-    return (len(words) <= 8 and paragraph.endswith(".")
-            and not any(c in ".?!" for c in paragraph[:-1]))
+    return len(words) <= 8 and paragraph.endswith(".") and not any(c in ".?!" for c in paragraph[:-1])
 
 
 def article_sentences(paragraphs: Sequence[str]) -> list[str]:
@@ -136,9 +135,11 @@ class WikiBuildReport:
     seconds: float
 
     def __str__(self) -> str:
-        return (f"wrote {self.articles_written} articles ({self.sentences_written} sentences) to "
-                f"{self.out_dir}; scanned {self.articles_scanned}, {self.articles_too_short} had "
-                f"too few sentences; {self.seconds:.1f}s")
+        return (
+            f"wrote {self.articles_written} articles ({self.sentences_written} sentences) to "
+            f"{self.out_dir}; scanned {self.articles_scanned}, {self.articles_too_short} had "
+            f"too few sentences; {self.seconds:.1f}s"
+        )
 
 
 def build_wiki(
@@ -192,8 +193,7 @@ def build_wiki(
             name = f"{label:0{width}d}.txt"
             (stage / name).write_text("\n".join(keep) + "\n", encoding="utf-8")
             written_sents += len(keep)
-            index_rows.append((label, art.page_id, art.title.replace("\t", " "), len(sents),
-                               len(keep), name))
+            index_rows.append((label, art.page_id, art.title.replace("\t", " "), len(sents), len(keep), name))
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(scanned=scanned, too_short=short, refresh=False)
@@ -215,8 +215,7 @@ def build_wiki(
         if bar is not None:
             bar.close()
         shutil.rmtree(stage, ignore_errors=True)
-    return WikiBuildReport(str(out), len(index_rows), scanned, short, written_sents,
-                           time.perf_counter() - t0)
+    return WikiBuildReport(str(out), len(index_rows), scanned, short, written_sents, time.perf_counter() - t0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -232,8 +231,7 @@ def wiki_article_files(directory: str | os.PathLike) -> list[Path]:
     d = Path(directory).expanduser()
     if not d.is_dir():
         raise FileNotFoundError(f"no such Wiki-N folder: {d}")
-    files = [p for p in d.iterdir()
-             if p.is_file() and not p.name.startswith(".") and not _NOT_ARTICLES.match(p.name)]
+    files = [p for p in d.iterdir() if p.is_file() and not p.name.startswith(".") and not _NOT_ARTICLES.match(p.name)]
     if not files:
         raise FileNotFoundError(f"{d}: no article files (one file per article expected)")
     return sorted(files, key=lambda p: _natural_key(p.name))
@@ -260,8 +258,9 @@ def _titles(directory: Path, files: list[Path]) -> list[str]:
     return [by_file.get(f.name, f.stem) for f in files]
 
 
-def _tokens_cached(sentences: list[str], key_parts: list, lower: bool, cache_dir: Path | None,
-                   num_proc: int) -> tuple[list[str], np.ndarray, np.ndarray]:
+def _tokens_cached(
+    sentences: list[str], key_parts: list, lower: bool, cache_dir: Path | None, num_proc: int
+) -> tuple[list[str], np.ndarray, np.ndarray]:
     """All sentences as ids into a raw token list: (raw_itos, flat ids, offsets)."""
     h = hashlib.sha256(json.dumps([TOKENIZER_VERSION, lower, key_parts]).encode()).hexdigest()[:20]
     path = cache_dir / f"wiki-tokens-{h}.npz" if cache_dir is not None else None
@@ -303,7 +302,7 @@ def _tokenize_all(sentences: list[str], lower: bool, num_proc: int):
         import multiprocessing as mp
 
         step = max(1, len(sentences) // (num_proc * 8))
-        chunks = [(sentences[i:i + step], lower) for i in range(0, len(sentences), step)]
+        chunks = [(sentences[i : i + step], lower) for i in range(0, len(sentences), step)]
         with mp.get_context("spawn").Pool(num_proc) as pool:
             parts = pool.map(_tokenize_chunk, chunks)
     stoi: dict[str, int] = {}
@@ -324,13 +323,12 @@ def _tokenize_all(sentences: list[str], lower: bool, num_proc: int):
     return list(stoi), flat.astype(np.int32, copy=False), offsets
 
 
-
 def class_members(labels: np.ndarray, num_classes: int) -> list[np.ndarray]:
     """Indices of each class's rows, ascending: ``out[c]`` = ``flatnonzero(labels == c)``."""
     labels = np.asarray(labels, dtype=np.int64)
     order = np.argsort(labels, kind="stable")
     bounds = np.searchsorted(labels[order], np.arange(num_classes + 1))
-    return [order[bounds[c]:bounds[c + 1]] for c in range(num_classes)]
+    return [order[bounds[c] : bounds[c + 1]] for c in range(num_classes)]
 
 
 def positive_pair_indices(members: Sequence[np.ndarray], epoch: int, seed: int = 0) -> np.ndarray:
@@ -361,8 +359,19 @@ class WikiData:
     tokens as ``vocab.unk_id``), ``vocab``, ``num_classes``, ``titles``.
     """
 
-    def __init__(self, train_sentences, train_labels, test_sentences, test_labels, vocab,
-                 num_classes, train_ids, test_ids, titles=None, lower=True):
+    def __init__(
+        self,
+        train_sentences,
+        train_labels,
+        test_sentences,
+        test_labels,
+        vocab,
+        num_classes,
+        train_ids,
+        test_ids,
+        titles=None,
+        lower=True,
+    ):
         self.train_sentences: list[str] = train_sentences
         self.train_labels: list[int] = train_labels
         self.test_sentences: list[str] = test_sentences
@@ -376,8 +385,10 @@ class WikiData:
         self._train_by_class = class_members(train_labels, num_classes)
 
     def __repr__(self) -> str:
-        return (f"WikiData(classes={self.num_classes}, train={len(self.train_sentences)}, "
-                f"test={len(self.test_sentences)}, vocab={len(self.vocab)})")
+        return (
+            f"WikiData(classes={self.num_classes}, train={len(self.train_sentences)}, "
+            f"test={len(self.test_sentences)}, vocab={len(self.vocab)})"
+        )
 
     def encode(self, sentence: str) -> list[int]:
         """Token ids of a new sentence with this dataset's tokenizer and vocabulary."""
@@ -395,10 +406,19 @@ class WikiData:
         return [(s[i], s[j], int(c)) for i, j, c in self.positive_pair_indices(epoch, seed)]
 
     @classmethod
-    def from_sentences(cls, sentences: Sequence[str], labels: Sequence[int], *,
-                       train_fraction: float = 0.8, min_count: int = 50, seed: int = 0,
-                       lower: bool = True, titles=None, num_proc: int = 1,
-                       _cache: tuple[list, Path | None] | None = None) -> "WikiData":
+    def from_sentences(
+        cls,
+        sentences: Sequence[str],
+        labels: Sequence[int],
+        *,
+        train_fraction: float = 0.8,
+        min_count: int = 50,
+        seed: int = 0,
+        lower: bool = True,
+        titles=None,
+        num_proc: int = 1,
+        _cache: tuple[list, Path | None] | None = None,
+    ) -> "WikiData":
         """Split, tokenize and build the vocabulary for any labelled sentences (labels 0..C-1)
         the way :func:`load_wiki` does (used for the synthetic corpus too)."""
         if not 0.0 < train_fraction < 1.0:
@@ -408,21 +428,40 @@ class WikiData:
         labels_arr = np.asarray(labels, dtype=np.int64)
         if len(labels_arr) == 0:
             raise ValueError("no sentences")
-        num_classes = int(labels_arr.max()) + 1
         if labels_arr.min() < 0:
             raise ValueError("labels must be >= 0")
         key_parts, cache_dir = _cache if _cache is not None else (None, None)
         if key_parts is None:
             cache_dir = None
-        itos, flat, offsets = _tokens_cached(list(sentences), key_parts or [], lower, cache_dir,
-                                             num_proc)
-        return cls.from_tokens(sentences, labels_arr, itos, flat, offsets, train_fraction=train_fraction,
-                               min_count=min_count, seed=seed, lower=lower, titles=titles)
+        itos, flat, offsets = _tokens_cached(list(sentences), key_parts or [], lower, cache_dir, num_proc)
+        return cls.from_tokens(
+            sentences,
+            labels_arr,
+            itos,
+            flat,
+            offsets,
+            train_fraction=train_fraction,
+            min_count=min_count,
+            seed=seed,
+            lower=lower,
+            titles=titles,
+        )
 
     @classmethod
-    def from_tokens(cls, sentences: Sequence[str], labels, itos: list[str], flat: np.ndarray,
-                    offsets: np.ndarray, *, train_fraction: float = 0.8, min_count: int = 50,
-                    seed: int = 0, lower: bool = True, titles=None) -> "WikiData":
+    def from_tokens(
+        cls,
+        sentences: Sequence[str],
+        labels,
+        itos: list[str],
+        flat: np.ndarray,
+        offsets: np.ndarray,
+        *,
+        train_fraction: float = 0.8,
+        min_count: int = 50,
+        seed: int = 0,
+        lower: bool = True,
+        titles=None,
+    ) -> "WikiData":
         """Split and build the vocabulary from already tokenized sentences: sentence ``i`` is
         ``[itos[t] for t in flat[offsets[i]:offsets[i+1]]]``. The split of class ``c`` depends
         only on ``seed`` and the classes before it, so the first N classes of a larger corpus
@@ -438,7 +477,7 @@ class WikiData:
         bounds = np.searchsorted(labels_arr[order], np.arange(num_classes + 1))
         train_idx, test_idx = [], []
         for c in range(num_classes):
-            idx = order[bounds[c]:bounds[c + 1]]
+            idx = order[bounds[c] : bounds[c + 1]]
             n = len(idx)
             if n == 0:
                 continue
@@ -455,15 +494,14 @@ class WikiData:
         tr_mask = np.zeros(len(lens), dtype=bool)
         tr_mask[train_idx] = True
         tok_mask = np.repeat(tr_mask, lens)
-        flat = flat[:offsets[-1]]  # the tokens of a prefix of a larger corpus
+        flat = flat[: offsets[-1]]  # the tokens of a prefix of a larger corpus
         counts = np.bincount(flat[tok_mask], minlength=len(itos))
-        vocab = Vocab.from_counts({itos[k]: int(counts[k]) for k in np.flatnonzero(counts)},
-                                  min_count=min_count)
+        vocab = Vocab.from_counts({itos[k]: int(counts[k]) for k in np.flatnonzero(counts)}, min_count=min_count)
         lut = np.asarray([vocab.stoi.get(t, vocab.unk_id) for t in itos], dtype=np.int64)
         mapped = lut[flat] if len(flat) else np.zeros(0, dtype=np.int64)
 
         def ids(idx):
-            return [mapped[offsets[i]:offsets[i + 1]] for i in idx]
+            return [mapped[offsets[i] : offsets[i + 1]] for i in idx]
 
         sents = list(sentences)
         return cls(
@@ -502,13 +540,30 @@ def load_wiki(
     that names it.
     """
     sentences, labels, titles, (itos, flat, offsets) = tokenize_wiki(
-        directory, classes, lower=lower, cache_dir=cache_dir, num_proc=num_proc)
-    return WikiData.from_tokens(sentences, labels, itos, flat, offsets, train_fraction=train_fraction,
-                                min_count=min_count, seed=seed, lower=lower, titles=titles)
+        directory, classes, lower=lower, cache_dir=cache_dir, num_proc=num_proc
+    )
+    return WikiData.from_tokens(
+        sentences,
+        labels,
+        itos,
+        flat,
+        offsets,
+        train_fraction=train_fraction,
+        min_count=min_count,
+        seed=seed,
+        lower=lower,
+        titles=titles,
+    )
 
 
-def tokenize_wiki(directory: str | os.PathLike, classes: int | None = None, *, lower: bool = True,
-                  cache_dir: str | os.PathLike | None | bool = None, num_proc: int | None = None):
+def tokenize_wiki(
+    directory: str | os.PathLike,
+    classes: int | None = None,
+    *,
+    lower: bool = True,
+    cache_dir: str | os.PathLike | None | bool = None,
+    num_proc: int | None = None,
+):
     """The first ``classes`` articles of a Wiki-N folder, read and word-tokenized (no split, no
     vocabulary): ``(sentences, labels, titles, (itos, flat, offsets))`` with sentence ``i``'s
     tokens ``itos[flat[offsets[i]:offsets[i+1]]]``; labels ascend, so the sentences of the first
@@ -543,19 +598,37 @@ def tokenize_wiki(directory: str | os.PathLike, classes: int | None = None, *, l
     return sentences, labels, _titles(d, files), tokens
 
 
-def wiki_prefix(directory: str | os.PathLike, classes: int, train_fraction: float = 0.8, min_count: int = 50,
-                seed: int = 0, *, lower: bool = True, cache_dir: str | os.PathLike | None = None,
-                num_proc: int | None = None) -> WikiData:
+def wiki_prefix(
+    directory: str | os.PathLike,
+    classes: int,
+    train_fraction: float = 0.8,
+    min_count: int = 50,
+    seed: int = 0,
+    *,
+    lower: bool = True,
+    cache_dir: str | os.PathLike | None = None,
+    num_proc: int | None = None,
+) -> WikiData:
     """Wiki-N as the first ``classes`` articles of a larger Wiki folder: the whole folder is
     tokenized once (cached as :func:`load_wiki` says, so every N shares one tokenization) and
     Wiki-N is a prefix of its sentences; the split and the vocabulary are Wiki-N's own
     (:meth:`WikiData.from_tokens`), equal to :func:`load_wiki` of an N-article folder."""
     sentences, labels, titles, (itos, flat, offsets) = tokenize_wiki(
-        directory, None, lower=lower, cache_dir=cache_dir, num_proc=num_proc)
+        directory, None, lower=lower, cache_dir=cache_dir, num_proc=num_proc
+    )
     labels = np.asarray(labels)
     n = int(np.searchsorted(labels, classes))  # labels ascend: the articles before N come first
     if n == 0 or labels[n - 1] != classes - 1:
         raise ValueError(f"{directory} has {int(labels.max()) + 1} articles; {classes} classes were asked for")
-    return WikiData.from_tokens(sentences[:n], labels[:n], itos, flat, offsets[: n + 1],
-                                train_fraction=train_fraction, min_count=min_count, seed=seed, lower=lower,
-                                titles=titles[:classes])
+    return WikiData.from_tokens(
+        sentences[:n],
+        labels[:n],
+        itos,
+        flat,
+        offsets[: n + 1],
+        train_fraction=train_fraction,
+        min_count=min_count,
+        seed=seed,
+        lower=lower,
+        titles=titles[:classes],
+    )

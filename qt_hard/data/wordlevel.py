@@ -45,20 +45,22 @@ _CLOSERS = r"\]\)}>\"'»”’"
 _SEPARATED = r"\s|\z|[,;:?!*\[\](){}<>»”’\"']|--|\.(?=[" + _CLOSERS + r"\s]*\z)"
 # Every alternative opens with a literal character (look-behinds come after it), so that the regex
 # engine can skip ahead to the next candidate character instead of trying each rule at every position.
-_TREEBANK_ALTERNATION = "|".join([
-    r"``|''|`+",                                   # quotes made by the normalizer / backticks
-    r"[«“‘„»”’]",                                  # curly quotes are tokens of their own
-    r"\.{2,}",                                     # ellipsis
-    r"--",
-    r"[;@#$%&?!*\[\](){}<>\x{2012}-\x{2015}]",
-    r"[:,](?!\d)",                                 # 3:30 and 1,000 stay whole
-    r"\.(?<!\.\.)(?=[" + _CLOSERS + r"\s]*\z)",      # the sentence's final period
-    r"'(?<!\w')(?!(?:re|ve|ll|m|t|s|d|n)\b)(?=\w)",  # a single quote opening a word
-    r"'(?<=[^'\s]')(?:s|m|d|ll|re|ve)?(?=" + _SEPARATED + ")",  # clitics; a quote closing a word
-    r"n(?<=[^'\s]n)'t(?=" + _SEPARATED + ")",
-    r"n(?<=\bcann)ot\b|n(?<=\bgonn)a\b|t(?<=\bgott)a\b|n(?<=\bwann)a(?=\s|\z)|m(?<=\bgimm)e\b",
-    r"m(?<=\blemm)e\b|'(?<=\bmore')n\b|'(?<=\bd')ye\b",
-])
+_TREEBANK_ALTERNATION = "|".join(
+    [
+        r"``|''|`+",  # quotes made by the normalizer / backticks
+        r"[«“‘„»”’]",  # curly quotes are tokens of their own
+        r"\.{2,}",  # ellipsis
+        r"--",
+        r"[;@#$%&?!*\[\](){}<>\x{2012}-\x{2015}]",
+        r"[:,](?!\d)",  # 3:30 and 1,000 stay whole
+        r"\.(?<!\.\.)(?=[" + _CLOSERS + r"\s]*\z)",  # the sentence's final period
+        r"'(?<!\w')(?!(?:re|ve|ll|m|t|s|d|n)\b)(?=\w)",  # a single quote opening a word
+        r"'(?<=[^'\s]')(?:s|m|d|ll|re|ve)?(?=" + _SEPARATED + ")",  # clitics; a quote closing a word
+        r"n(?<=[^'\s]n)'t(?=" + _SEPARATED + ")",
+        r"n(?<=\bcann)ot\b|n(?<=\bgonn)a\b|t(?<=\bgott)a\b|n(?<=\bwann)a(?=\s|\z)|m(?<=\bgimm)e\b",
+        r"m(?<=\blemm)e\b|'(?<=\bmore')n\b|'(?<=\bd')ye\b",
+    ]
+)
 # Two look-aheads in front that every match passes anyway: a class of the first characters of all
 # alternatives (Oniguruma then jumps from one such character to the next instead of trying the
 # whole alternation at every position) and, for the letters among them, the two characters that
@@ -83,10 +85,12 @@ def _backend(lower: bool, pattern: str | None = None):
     # Case-insensitive clitics and split words when the text is not lower-cased.
     pattern = pattern or _TREEBANK_PATTERN
     pattern = pattern if lower else "(?i)" + pattern
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(pattern), behavior="isolated"),
-        pre_tokenizers.WhitespaceSplit(),
-    ])
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(pattern), behavior="isolated"),
+            pre_tokenizers.WhitespaceSplit(),
+        ]
+    )
     return tok
 
 
@@ -134,8 +138,15 @@ class WordTokenizer:
             raise ValueError(f"a word tokenizer needs {PAD} = 0 and {UNK} = 1 in its vocabulary")
 
     @classmethod
-    def train(cls, texts: Iterable[str], *, min_count: int = 1, max_size: int | None = None,
-              lower: bool = True, length: int | None = None) -> "WordTokenizer":
+    def train(
+        cls,
+        texts: Iterable[str],
+        *,
+        min_count: int = 1,
+        max_size: int | None = None,
+        lower: bool = True,
+        length: int | None = None,
+    ) -> "WordTokenizer":
         """Fit the vocabulary on ``texts`` with ``tokenizers``' ``WordLevelTrainer``: words seen at least
         ``min_count`` times, the ``max_size`` most frequent (None: all), after ``<pad>`` and ``<unk>``."""
         from tokenizers.trainers import WordLevelTrainer
@@ -147,7 +158,10 @@ class WordTokenizer:
         backend = _backend(lower)
         trainer = WordLevelTrainer(
             vocab_size=(2 + max_size) if max_size is not None else 2**31 - 1,
-            min_frequency=min_count, special_tokens=[PAD, UNK], show_progress=False)
+            min_frequency=min_count,
+            special_tokens=[PAD, UNK],
+            show_progress=False,
+        )
         if isinstance(texts, str):
             raise TypeError("WordTokenizer.train expects an iterable of sentences, not a string")
         backend.train_from_iterator(texts, trainer=trainer, length=length)

@@ -26,9 +26,14 @@ if TYPE_CHECKING:
 # The modules that need torch load on first use, not with the package: a config (whose ``model``
 # section is a ``ModelConfig``) is read and checked without importing torch.
 _HOMES = {
-    "BagOfWordsEncoder": "bow", "QuickThoughtsEncoder": "quick_thoughts", "SentenceRNN": "quick_thoughts",
-    "SentenceEncoder": "text", "load_encoder": "text", "make_encoder": "text",
-    "model_config_from_dict": "text", "TransformerEncoder": "transformer",
+    "BagOfWordsEncoder": "bow",
+    "QuickThoughtsEncoder": "quick_thoughts",
+    "SentenceRNN": "quick_thoughts",
+    "SentenceEncoder": "text",
+    "load_encoder": "text",
+    "make_encoder": "text",
+    "model_config_from_dict": "text",
+    "TransformerEncoder": "transformer",
 }
 
 
@@ -37,9 +42,18 @@ def __getattr__(name):
         return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 __all__ = [
-    "BagOfWordsEncoder", "ModelConfig", "QuickThoughtsEncoder", "SentenceRNN", "SentenceEncoder",
-    "TransformerEncoder", "load_encoder", "make_encoder", "random_encoder", "BUILTIN_CONFIGS",
+    "BagOfWordsEncoder",
+    "ModelConfig",
+    "QuickThoughtsEncoder",
+    "SentenceRNN",
+    "SentenceEncoder",
+    "TransformerEncoder",
+    "load_encoder",
+    "make_encoder",
+    "random_encoder",
+    "BUILTIN_CONFIGS",
 ]
 
 # Built-in configs for random baselines ("bow", "qt"): YAML files shipped inside the package
@@ -104,8 +118,7 @@ def _resolve_config(config) -> EncoderSpec:
     return _spec_from_tree(tree, f"built-in {config!r}" if config in BUILTIN_CONFIGS else str(path))
 
 
-def random_encoder(config, sentences: Sequence[str] = (), seed: int | None = None,
-                   tokenizer=None) -> SentenceEncoder:
+def random_encoder(config, sentences: Sequence[str] = (), seed: int | None = None, tokenizer=None) -> SentenceEncoder:
     """An untrained encoder of the kind a config describes; it needs only the model's own config.
 
     Args:
@@ -136,8 +149,9 @@ def random_encoder(config, sentences: Sequence[str] = (), seed: int | None = Non
         sentences = list(sentences)
         if not sentences:
             raise ValueError("random_encoder needs a tokenizer or at least one sentence for its vocabulary")
-        tokenizer = WordTokenizer.train(sentences, min_count=spec.min_count, max_size=spec.max_vocab,
-                                        lower=spec.model.lower)
+        tokenizer = WordTokenizer.train(
+            sentences, min_count=spec.min_count, max_size=spec.max_vocab, lower=spec.model.lower
+        )
     enc = make_encoder(spec.model, tokenizer=tokenizer)
     enc.module.eval()
     return enc

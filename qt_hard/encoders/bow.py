@@ -32,8 +32,7 @@ class BagOfWordsEncoder(nn.Module):
         if vocab_size < 2 or dim < 1:
             raise ValueError(f"BagOfWordsEncoder needs vocab_size >= 2 and dim >= 1, got {vocab_size}, {dim}")
         # PyTorch default init (normal(0, 1)), as Ash et al. D.1 ("PyTorch default initialization").
-        self.bag = nn.EmbeddingBag(vocab_size, dim, mode="mean", padding_idx=padding_idx,
-                               sparse=sparse)
+        self.bag = nn.EmbeddingBag(vocab_size, dim, mode="mean", padding_idx=padding_idx, sparse=sparse)
         self.dim = dim
 
     def forward(self, ids: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:

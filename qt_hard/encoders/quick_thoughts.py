@@ -43,8 +43,9 @@ class SentenceRNN(nn.Module):
     empty sentence still has a defined encoding.
     """
 
-    def __init__(self, vocab_size: int, encoder: str = "gru", embed_dim: int = 128,
-                 hidden_dim: int = 256, padding_idx: int = 0):
+    def __init__(
+        self, vocab_size: int, encoder: str = "gru", embed_dim: int = 128, hidden_dim: int = 256, padding_idx: int = 0
+    ):
         super().__init__()
         if encoder not in ENCODER_TYPES:
             raise ValueError(f"unknown Quick-Thoughts encoder {encoder!r}; choose one of {ENCODER_TYPES}")
@@ -69,9 +70,9 @@ class SentenceRNN(nn.Module):
         if ids.dim() != 2 or lengths.shape != ids.shape[:1]:
             raise ValueError(f"expected ids (B, L) and lengths (B,), got {tuple(ids.shape)} and {tuple(lengths.shape)}")
         lengths = lengths.clamp(min=1)
-        emb = self.embedding(ids)                                   # (B, L, e)
+        emb = self.embedding(ids)  # (B, L, e)
         if self.rnn is None:
-            mask = (torch.arange(ids.shape[1], device=ids.device)[None, :] < lengths[:, None])
+            mask = torch.arange(ids.shape[1], device=ids.device)[None, :] < lengths[:, None]
             summed = (emb * mask.unsqueeze(-1).to(emb.dtype)).sum(1)
             return summed / lengths.unsqueeze(-1).to(emb.dtype)
         if torch.is_autocast_enabled(emb.device.type):
@@ -85,14 +86,14 @@ class SentenceRNN(nn.Module):
 
     def _recur(self, emb: torch.Tensor, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         if self.encoder == "gru" and emb.device.type == "cpu":
-            out, _ = self.rnn(emb)                                  # (B, L, h), causal in time
+            out, _ = self.rnn(emb)  # (B, L, h), causal in time
             # The state after each row's last real token (later padding steps cannot reach it).
             return out[torch.arange(ids.shape[0], device=ids.device), lengths - 1]
         packed = pack_padded_sequence(emb, lengths.cpu(), batch_first=True, enforce_sorted=False)
-        _, h_n = self.rnn(packed)                                   # (directions, B, h)
+        _, h_n = self.rnn(packed)  # (directions, B, h)
         # h_n holds, per direction, the state after the last *real* step (packing stops each
         # row at its own length), in the original row order.
-        return torch.cat(list(h_n), dim=-1)                         # (B, directions * h)
+        return torch.cat(list(h_n), dim=-1)  # (B, directions * h)
 
 
 class QuickThoughtsEncoder(nn.Module):
@@ -102,8 +103,9 @@ class QuickThoughtsEncoder(nn.Module):
     embed(ids, lengths)   -> concat(f, g): (B, d_f + d_g), the evaluation representation.
     """
 
-    def __init__(self, vocab_size: int, encoder: str = "gru", embed_dim: int = 128,
-                 hidden_dim: int = 256, padding_idx: int = 0):
+    def __init__(
+        self, vocab_size: int, encoder: str = "gru", embed_dim: int = 128, hidden_dim: int = 256, padding_idx: int = 0
+    ):
         super().__init__()
         self.f = SentenceRNN(vocab_size, encoder, embed_dim, hidden_dim, padding_idx)
         self.g = SentenceRNN(vocab_size, encoder, embed_dim, hidden_dim, padding_idx)

@@ -57,8 +57,9 @@ def st_modules(encoder) -> list:
     module = encoder.module
     if cfg.kind == "hf":
         if module.pipeline is None:
-            raise ValueError("a bare transformer (TransformerEncoder(model=...)) has no sentence-transformers "
-                             "pipeline to save")
+            raise ValueError(
+                "a bare transformer (TransformerEncoder(model=...)) has no sentence-transformers pipeline to save"
+            )
         module.pipeline[0].max_seq_length = cfg.max_len  # cut sentences where HFFeaturizer does
         return list(module.pipeline)
     backend = truncating_backend(encoder.featurizer.tokenizer, cfg.max_len)
@@ -92,10 +93,14 @@ def save_sentence_transformer(encoder, folder: str | Path, card=None) -> Path:
     model = SentenceTransformer(modules=modules, device=str(device))
     model.similarity_fn_name = "cosine"
     model.save(str(folder), create_model_card=False, safe_serialization=True)
-    meta = {"format": "qt-hard-encoder", "version": 2, "layout": "sentence-transformers",
-            "model": asdict(encoder.config),
-            "vocab_size": len(encoder.vocab) if encoder.vocab is not None else None,
-            "modules": [type(m).__name__ for m in modules]}
+    meta = {
+        "format": "qt-hard-encoder",
+        "version": 2,
+        "layout": "sentence-transformers",
+        "model": asdict(encoder.config),
+        "vocab_size": len(encoder.vocab) if encoder.vocab is not None else None,
+        "modules": [type(m).__name__ for m in modules],
+    }
     if encoder.config.kind == "hf":
         meta["model"]["hf_path"] = "."  # the folder itself is the transformer
     (folder / "encoder.json").write_text(json.dumps(meta, indent=2) + "\n")
@@ -103,9 +108,11 @@ def save_sentence_transformer(encoder, folder: str | Path, card=None) -> Path:
     if callable(card):
         card = card(names)
     if card is None:
-        card = (f"---\nlibrary_name: sentence-transformers\ntags:\n- sentence-transformers\n- qt-hard\n---\n\n"
-                f"# qt-hard {encoder.config.kind} encoder\n\nModules: {' -> '.join(names)}; "
-                f"model config: `{json.dumps(meta['model'])}`.\n")
+        card = (
+            f"---\nlibrary_name: sentence-transformers\ntags:\n- sentence-transformers\n- qt-hard\n---\n\n"
+            f"# qt-hard {encoder.config.kind} encoder\n\nModules: {' -> '.join(names)}; "
+            f"model config: `{json.dumps(meta['model'])}`.\n"
+        )
     (folder / "README.md").write_text(card, encoding="utf-8")
     return folder
 
@@ -132,4 +139,6 @@ def read_weights(path: Path) -> dict[str, torch.Tensor]:
     try:
         return load_file(str(path / "model.safetensors"))
     except (SafetensorError, OSError, ValueError) as err:
-        raise ModelCorruptError(f"{path / 'model.safetensors'} is corrupted or not a safetensors file ({err})") from None
+        raise ModelCorruptError(
+            f"{path / 'model.safetensors'} is corrupted or not a safetensors file ({err})"
+        ) from None

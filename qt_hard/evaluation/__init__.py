@@ -15,11 +15,21 @@ import importlib
 # Where each public name lives; the submodules (torch, scikit-learn) load on first use, so that
 # importing ``qt_hard.evaluation.cli`` for ``qt-hard --help`` stays light.
 _HOMES = {
-    "EmbeddingCache": "models", "load_model": "models", "inner_kfold": "protocol",
-    "kfold_train_test": "protocol", "compare_table": "report", "load_results": "report",
-    "save_results": "report", "senteval_table": "report", "wiki_table": "report", "TASKS": "senteval",
-    "run_senteval": "senteval", "load_task": "tasks", "linear_classifier": "probes",
-    "mean_classifier": "probes", "run_wiki": "wiki",
+    "EmbeddingCache": "models",
+    "load_model": "models",
+    "inner_kfold": "protocol",
+    "kfold_train_test": "protocol",
+    "compare_table": "report",
+    "load_results": "report",
+    "save_results": "report",
+    "senteval_table": "report",
+    "wiki_table": "report",
+    "TASKS": "senteval",
+    "run_senteval": "senteval",
+    "load_task": "tasks",
+    "linear_classifier": "probes",
+    "mean_classifier": "probes",
+    "run_wiki": "wiki",
 }
 __all__ = list(_HOMES)
 

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -56,10 +55,13 @@ def _load_for_senteval(args, tasks, data_dir):
         raise ValueError("--cache is for fixed models; a random: model's vocabulary depends on the tasks")
     tokenizer = load_tokenizer(args.tokenizer) if args.tokenizer else None
     if args.model.startswith("random:") and tokenizer is None:
-        _log("note: random: without --tokenizer fits its vocabulary on the evaluated sentences (test "
-             "folds included); pass --tokenizer MODEL for a control row with a trained model's vocabulary")
-    encoder = _on_device(load_model(args.model, sentences=lambda: task_sentences(tasks, data_dir),
-                                    tokenizer=tokenizer), args.device)
+        _log(
+            "note: random: without --tokenizer fits its vocabulary on the evaluated sentences (test "
+            "folds included); pass --tokenizer MODEL for a control row with a trained model's vocabulary"
+        )
+    encoder = _on_device(
+        load_model(args.model, sentences=lambda: task_sentences(tasks, data_dir), tokenizer=tokenizer), args.device
+    )
     cache = EmbeddingCache(encoder, batch_size=args.batch_size)
     if args.cache and os.path.exists(args.cache):
         _log(f"read {cache.load(args.cache, args.model)} cached embeddings from {args.cache}")
@@ -95,9 +97,18 @@ def cmd_senteval(args) -> int:
     if args.max_iter is not None and not args.reference:
         raise ValueError("--max-iter applies to --reference (the fast solver always converges)")
     max_iter = None if args.max_iter == 0 else (args.max_iter or 100)
-    results = run_senteval(encoder, tasks, data_dir, kfold=args.kfold, seed=args.seed,
-                           fast=not args.reference, cache=cache, log=_log,
-                           protocol=args.protocol, max_iter=max_iter)
+    results = run_senteval(
+        encoder,
+        tasks,
+        data_dir,
+        kfold=args.kfold,
+        seed=args.seed,
+        fast=not args.reference,
+        cache=cache,
+        log=_log,
+        protocol=args.protocol,
+        max_iter=max_iter,
+    )
     if args.cache:
         cache.save(args.cache, args.model)
     name = args.name or args.model
@@ -107,9 +118,18 @@ def cmd_senteval(args) -> int:
         # Same tokenizer, vocabulary and protocol as the model: what training bought, row by row.
         for row, control in control_models(encoder, seed=args.seed).items():
             _log(f"control row: {row}")
-            rows[row] = run_senteval(_on_device(control, args.device), tasks, data_dir, kfold=args.kfold, seed=args.seed,
-                                     fast=not args.reference, batch_size=args.batch_size, log=_log,
-                                     protocol=args.protocol, max_iter=max_iter)
+            rows[row] = run_senteval(
+                _on_device(control, args.device),
+                tasks,
+                data_dir,
+                kfold=args.kfold,
+                seed=args.seed,
+                fast=not args.reference,
+                batch_size=args.batch_size,
+                log=_log,
+                protocol=args.protocol,
+                max_iter=max_iter,
+            )
             unk[row] = unk[name]
     print(senteval_table(rows))
     means = {row: six_task_mean(res) for row, res in rows.items()}
@@ -122,11 +142,19 @@ def cmd_senteval(args) -> int:
         "kind": "senteval",
         "model": args.model,
         "name": name,
-        "protocol": {"name": args.protocol, "kfold": args.kfold, "seed": args.seed,
-                     "classifier": "batched-newton" if not args.reference else
-                     ("sklearn-liblinear" if args.protocol == "skipthoughts" else
-                      f"sklearn-lbfgs max_iter={max_iter or 'converged'}"),
-                     "data": str(data_dir)},
+        "protocol": {
+            "name": args.protocol,
+            "kfold": args.kfold,
+            "seed": args.seed,
+            "classifier": "batched-newton"
+            if not args.reference
+            else (
+                "sklearn-liblinear"
+                if args.protocol == "skipthoughts"
+                else f"sklearn-lbfgs max_iter={max_iter or 'converged'}"
+            ),
+            "data": str(data_dir),
+        },
         "model_load_seconds": round(load_s, 3),
         "total_seconds": round(time.perf_counter() - start, 3),
         "results": results,
@@ -140,8 +168,9 @@ def cmd_senteval(args) -> int:
     if card_file is not None:
         from qt_hard.text.card import with_senteval
 
-        table = senteval_table(rows) + (f"\n\nProtocol: {args.protocol}, {args.kfold}-fold, seed {args.seed} "
-                                        f"(`qt-hard eval senteval`).")
+        table = senteval_table(rows) + (
+            f"\n\nProtocol: {args.protocol}, {args.kfold}-fold, seed {args.seed} (`qt-hard eval senteval`)."
+        )
         card_file.write_text(with_senteval(card_file.read_text(encoding="utf-8"), table), encoding="utf-8")
         _log(f"wrote the SentEval table into {card_file}")
     return 0
@@ -165,26 +194,44 @@ def cmd_senteval_engine(args) -> int:
     the model is loaded."""
     from .report import save_results, senteval_table
     from .senteval import parse_tasks
-    from .senteval_engine import (DEFAULT_CLASSIFIER, check_checkout, checkout_commit, import_senteval,
-                                  run_engine, task_path)
+    from .senteval_engine import (
+        DEFAULT_CLASSIFIER,
+        check_checkout,
+        checkout_commit,
+        import_senteval,
+        run_engine,
+        task_path,
+    )
 
     tasks = parse_tasks(args.tasks)
     _check_counts(args)
-    fast_only = [flag for flag, given in (("--reference", args.reference), ("--max-iter", args.max_iter is not None),
-                                          ("--protocol skipthoughts", args.protocol != "senteval"),
-                                          ("--controls", args.controls), ("--card", args.card)) if given]
+    fast_only = [
+        flag
+        for flag, given in (
+            ("--reference", args.reference),
+            ("--max-iter", args.max_iter is not None),
+            ("--protocol skipthoughts", args.protocol != "senteval"),
+            ("--controls", args.controls),
+            ("--card", args.card),
+        )
+        if given
+    ]
     if fast_only:
-        raise UsageError(f"{', '.join(fast_only)}: not with --engine senteval (SentEval's engine has its "
-                         "own protocol and classifiers)")
+        raise UsageError(
+            f"{', '.join(fast_only)}: not with --engine senteval (SentEval's engine has its "
+            "own protocol and classifiers)"
+        )
     checkout = check_checkout(args.senteval_path)
     usepytorch = (args.senteval_classifier or "pytorch") == "pytorch"
     if usepytorch:
         import torch
 
         if not torch.cuda.is_available():
-            raise UsageError("SentEval's PyTorch classifier (usepytorch=True) puts its tensors on CUDA, "
-                             "which this machine lacks; pass --senteval-classifier sklearn (usepytorch=False, "
-                             "its LogisticRegression path)")
+            raise UsageError(
+                "SentEval's PyTorch classifier (usepytorch=True) puts its tensors on CUDA, "
+                "which this machine lacks; pass --senteval-classifier sklearn (usepytorch=False, "
+                "its LogisticRegression path)"
+            )
     _set_device(args.device)
     data = args.data or checkout / "data"
     import_senteval(checkout)
@@ -197,30 +244,49 @@ def cmd_senteval_engine(args) -> int:
     with task_path(data, tasks) as where:
         encoder, cache = _load_for_senteval(args, tasks, where / "downstream")
         load_s = time.perf_counter() - start
-        results = run_engine(encoder, tasks, checkout, data_dir=where, usepytorch=usepytorch,
-                             kfold=args.kfold, seed=args.seed, batch_size=args.batch_size, cache=cache,
-                             log=_log)
+        results = run_engine(
+            encoder,
+            tasks,
+            checkout,
+            data_dir=where,
+            usepytorch=usepytorch,
+            kfold=args.kfold,
+            seed=args.seed,
+            batch_size=args.batch_size,
+            cache=cache,
+            log=_log,
+        )
     if args.cache:
         cache.save(args.cache, args.model)
     name = args.name or args.model
-    classifier = ("pytorch " + ",".join(f"{k}={v}" for k, v in DEFAULT_CLASSIFIER.items())
-                  if usepytorch else "sklearn-LogReg")
+    classifier = (
+        "pytorch " + ",".join(f"{k}={v}" for k, v in DEFAULT_CLASSIFIER.items()) if usepytorch else "sklearn-LogReg"
+    )
     print(senteval_table({name: results}, engine=f"SentEval ({classifier})"))
     if args.output:
-        save_results(args.output, {
-            "kind": "senteval",
-            "model": args.model,
-            "name": name,
-            "engine": "senteval",
-            "protocol": {"name": "senteval", "engine": "facebookresearch/SentEval",
-                         "senteval_path": str(checkout), "senteval_commit": checkout_commit(checkout),
-                         "usepytorch": usepytorch,
-                         "classifier": dict(DEFAULT_CLASSIFIER) if usepytorch else "sklearn-LogReg",
-                         "kfold": args.kfold, "seed": args.seed, "data": str(data)},
-            "model_load_seconds": round(load_s, 3),
-            "total_seconds": round(time.perf_counter() - start, 3),
-            "results": results,
-        })
+        save_results(
+            args.output,
+            {
+                "kind": "senteval",
+                "model": args.model,
+                "name": name,
+                "engine": "senteval",
+                "protocol": {
+                    "name": "senteval",
+                    "engine": "facebookresearch/SentEval",
+                    "senteval_path": str(checkout),
+                    "senteval_commit": checkout_commit(checkout),
+                    "usepytorch": usepytorch,
+                    "classifier": dict(DEFAULT_CLASSIFIER) if usepytorch else "sklearn-LogReg",
+                    "kfold": args.kfold,
+                    "seed": args.seed,
+                    "data": str(data),
+                },
+                "model_load_seconds": round(load_s, 3),
+                "total_seconds": round(time.perf_counter() - start, 3),
+                "results": results,
+            },
+        )
         _log(f"wrote {args.output}")
     return 0
 
@@ -235,8 +301,9 @@ def _card_file(model: str):
     if not (folder / "encoder.json").is_file() or not (folder / "README.md").is_file():
         from qt_hard.errors import ModelNotFoundError
 
-        raise ModelNotFoundError(f"--card writes into the model card of a qt-hard model folder; {model!r} has "
-                                 "no encoder.json and README.md")
+        raise ModelNotFoundError(
+            f"--card writes into the model card of a qt-hard model folder; {model!r} has no encoder.json and README.md"
+        )
     return folder / "README.md"
 
 
@@ -267,13 +334,17 @@ def wiki_split_seed(model_spec: str, explicit: int | None) -> tuple[int, str]:
         if data.get("kind") == "wiki":
             seed = int(data.get("seed", 0))
             if explicit is not None and explicit != seed:
-                raise ValueError(f"--split-seed {explicit} differs from data.seed={seed} of the run that trained "
-                                 f"{model_spec} ({config}): its test split would hold training sentences")
+                raise ValueError(
+                    f"--split-seed {explicit} differs from data.seed={seed} of the run that trained "
+                    f"{model_spec} ({config}): its test split would hold training sentences"
+                )
             return seed, f"data.seed of {config}"
     if explicit is None:
         where = f"{config} is not a Wiki-N run" if config is not None else "no run config.yaml was found"
-        raise ValueError(f"cannot tell which Wiki-N 80/20 split to test {model_spec!r} on ({where}); pass "
-                         f"--split-seed (qt-hard train's default data.seed is 0)")
+        raise ValueError(
+            f"cannot tell which Wiki-N 80/20 split to test {model_spec!r} on ({where}); pass "
+            f"--split-seed (qt-hard train's default data.seed is 0)"
+        )
     return explicit, "--split-seed"
 
 
@@ -289,19 +360,38 @@ def cmd_wiki(args) -> int:
     data = load_wiki(args.data, classes=args.classes, seed=split_seed)
     start = time.perf_counter()
     encoder = load_model(args.model, sentences=lambda: data.train_sentences + data.test_sentences)
-    res = run_wiki(encoder, data, args.classes, epochs=args.epochs, lr=args.lr,
-                   batch_size=args.batch_size, seed=args.seed,
-                   cache=EmbeddingCache(encoder, batch_size=args.encode_batch_size))
+    res = run_wiki(
+        encoder,
+        data,
+        args.classes,
+        epochs=args.epochs,
+        lr=args.lr,
+        batch_size=args.batch_size,
+        seed=args.seed,
+        cache=EmbeddingCache(encoder, batch_size=args.encode_batch_size),
+    )
     name = args.name or args.model
     print(wiki_table({name: res}))
     if args.output:
-        save_results(args.output, {"kind": "wiki", "model": args.model, "name": name,
-                                   "protocol": {"epochs": args.epochs, "lr": args.lr,
-                                                "batch_size": args.batch_size, "seed": args.seed,
-                                                "split_seed": split_seed, "split_seed_from": origin,
-                                                "data": str(args.data)},
-                                   "total_seconds": round(time.perf_counter() - start, 3),
-                                   "results": res})
+        save_results(
+            args.output,
+            {
+                "kind": "wiki",
+                "model": args.model,
+                "name": name,
+                "protocol": {
+                    "epochs": args.epochs,
+                    "lr": args.lr,
+                    "batch_size": args.batch_size,
+                    "seed": args.seed,
+                    "split_seed": split_seed,
+                    "split_seed_from": origin,
+                    "data": str(args.data),
+                },
+                "total_seconds": round(time.perf_counter() - start, 3),
+                "results": res,
+            },
+        )
         _log(f"wrote {args.output}")
     return 0
 
@@ -321,54 +411,99 @@ def register(subparsers) -> None:
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
     s = sub.add_parser("senteval", help="MR CR SUBJ MPQA TREC MRPC (SentEval or skip-thoughts protocol)")
-    s.add_argument("--model", required=True,
-                   help="qt-hard model folder, sentence-transformers folder, 'minilm' or 'random:CONFIG'")
-    s.add_argument("--tasks", default="MR,CR,SUBJ,MPQA,TREC,MRPC",
-                   help="comma-separated tasks among MR, CR, SUBJ, MPQA, TREC, MRPC (MSRP = MRPC); "
-                        "default all six")
-    s.add_argument("--data", default=None, help="SentEval data folder (default $QT_HARD_DATA/senteval; with --engine senteval, "
-                        "the checkout's data/)")
+    s.add_argument(
+        "--model", required=True, help="qt-hard model folder, sentence-transformers folder, 'minilm' or 'random:CONFIG'"
+    )
+    s.add_argument(
+        "--tasks",
+        default="MR,CR,SUBJ,MPQA,TREC,MRPC",
+        help="comma-separated tasks among MR, CR, SUBJ, MPQA, TREC, MRPC (MSRP = MRPC); default all six",
+    )
+    s.add_argument(
+        "--data",
+        default=None,
+        help="SentEval data folder (default $QT_HARD_DATA/senteval; with --engine senteval, the checkout's data/)",
+    )
     s.add_argument("--output", default=None, help="write the results as JSON here")
-    s.add_argument("--kfold", type=int, default=10,
-                   help="cross-validation folds (>= 2; default 10, SentEval's): outer folds for MR, CR, "
-                        "SUBJ, MPQA, folds of the train split for TREC and MRPC")
-    s.add_argument("--seed", type=int, default=1111,
-                   help="seed of the fold split (default 1111, SentEval's)")
+    s.add_argument(
+        "--kfold",
+        type=int,
+        default=10,
+        help="cross-validation folds (>= 2; default 10, SentEval's): outer folds for MR, CR, "
+        "SUBJ, MPQA, folds of the train split for TREC and MRPC",
+    )
+    s.add_argument("--seed", type=int, default=1111, help="seed of the fold split (default 1111, SentEval's)")
     s.add_argument("--batch-size", type=int, default=64, help="encoding batch size")
     s.add_argument("--name", default=None, help="row name in the table (default: the model spec)")
-    s.add_argument("--cache", default=None,
-                   help="embedding cache file (.npz): read if present, written after the run; only "
-                        "for fixed models (not random:)")
-    s.add_argument("--protocol", choices=("senteval", "skipthoughts"), default="senteval",
-                   help="senteval: SentEval's scikit-learn path; skipthoughts: the skip-thoughts "
-                        "evaluators that S2V ran for the Quick-Thoughts / hard-negatives tables")
-    s.add_argument("--reference", action="store_true",
-                   help="use the slow one-LogisticRegression-per-fit loop (with the default "
-                        "--max-iter 100: SentEval exactly, lbfgs stopped at 100 iterations)")
-    s.add_argument("--max-iter", type=int, default=None,
-                   help="with --reference under --protocol senteval: lbfgs iteration cap "
-                        "(default 100 as SentEval; 0: run to convergence)")
-    s.add_argument("--controls", action="store_true",
-                   help="also evaluate the model's control rows on its own tokenizer: the same "
-                        "architecture untrained and random:bow (word models)")
-    s.add_argument("--tokenizer", default=None,
-                   help="for random: models, the vocabulary of this tokenizer.json or model folder "
-                        "(default: fitted on the evaluated sentences, test folds included)")
-    s.add_argument("--device", default="cpu",
-                   help="cpu or cuda: where the model encodes and the classifiers are solved (the same "
-                        "solver and protocol; on a GPU the results agree with the CPU's to rounding)")
-    s.add_argument("--card", action="store_true",
-                   help="write the table into the model card (README.md) of the qt-hard model folder")
-    s.add_argument("--engine", choices=("fast", "senteval"), default="fast",
-                   help="fast: qt-hard's own SentEval-protocol evaluator; senteval: facebookresearch/"
-                        "SentEval's engine from the checkout --senteval-path (its protocol, its classifiers)")
-    s.add_argument("--senteval-path", default=None,
-                   help="with --engine senteval: the SentEval clone to import senteval from; its data/ "
-                        "holds the task files unless --data is given")
-    s.add_argument("--senteval-classifier", choices=("pytorch", "sklearn"), default=None,
-                   help="with --engine senteval: pytorch (usepytorch=True, SentEval's default config; "
-                        "needs CUDA) or sklearn (usepytorch=False: LogisticRegression, the path the fast "
-                        "engine reproduces); default pytorch")
+    s.add_argument(
+        "--cache",
+        default=None,
+        help="embedding cache file (.npz): read if present, written after the run; only for fixed models (not random:)",
+    )
+    s.add_argument(
+        "--protocol",
+        choices=("senteval", "skipthoughts"),
+        default="senteval",
+        help="senteval: SentEval's scikit-learn path; skipthoughts: the skip-thoughts "
+        "evaluators that S2V ran for the Quick-Thoughts / hard-negatives tables",
+    )
+    s.add_argument(
+        "--reference",
+        action="store_true",
+        help="use the slow one-LogisticRegression-per-fit loop (with the default "
+        "--max-iter 100: SentEval exactly, lbfgs stopped at 100 iterations)",
+    )
+    s.add_argument(
+        "--max-iter",
+        type=int,
+        default=None,
+        help="with --reference under --protocol senteval: lbfgs iteration cap "
+        "(default 100 as SentEval; 0: run to convergence)",
+    )
+    s.add_argument(
+        "--controls",
+        action="store_true",
+        help="also evaluate the model's control rows on its own tokenizer: the same "
+        "architecture untrained and random:bow (word models)",
+    )
+    s.add_argument(
+        "--tokenizer",
+        default=None,
+        help="for random: models, the vocabulary of this tokenizer.json or model folder "
+        "(default: fitted on the evaluated sentences, test folds included)",
+    )
+    s.add_argument(
+        "--device",
+        default="cpu",
+        help="cpu or cuda: where the model encodes and the classifiers are solved (the same "
+        "solver and protocol; on a GPU the results agree with the CPU's to rounding)",
+    )
+    s.add_argument(
+        "--card",
+        action="store_true",
+        help="write the table into the model card (README.md) of the qt-hard model folder",
+    )
+    s.add_argument(
+        "--engine",
+        choices=("fast", "senteval"),
+        default="fast",
+        help="fast: qt-hard's own SentEval-protocol evaluator; senteval: facebookresearch/"
+        "SentEval's engine from the checkout --senteval-path (its protocol, its classifiers)",
+    )
+    s.add_argument(
+        "--senteval-path",
+        default=None,
+        help="with --engine senteval: the SentEval clone to import senteval from; its data/ "
+        "holds the task files unless --data is given",
+    )
+    s.add_argument(
+        "--senteval-classifier",
+        choices=("pytorch", "sklearn"),
+        default=None,
+        help="with --engine senteval: pytorch (usepytorch=True, SentEval's default config; "
+        "needs CUDA) or sklearn (usepytorch=False: LogisticRegression, the path the fast "
+        "engine reproduces); default pytorch",
+    )
     s.set_defaults(func=cmd_senteval)
 
     w = sub.add_parser("wiki", help="Wiki-N mean classifier and linear classifier")
@@ -380,9 +515,13 @@ def register(subparsers) -> None:
     w.add_argument("--batch-size", type=int, default=1000, help="linear classifier batch size")
     w.add_argument("--encode-batch-size", type=int, default=256)
     w.add_argument("--seed", type=int, default=0, help="seed of the linear classifier (not of the split)")
-    w.add_argument("--split-seed", type=int, default=None,
-                   help="seed of the 80/20 split; default: data.seed of the model's training run (its "
-                        "config.yaml); required for models without one (minilm, random:)")
+    w.add_argument(
+        "--split-seed",
+        type=int,
+        default=None,
+        help="seed of the 80/20 split; default: data.seed of the model's training run (its "
+        "config.yaml); required for models without one (minilm, random:)",
+    )
     w.add_argument("--name", default=None)
     w.add_argument("--output", default=None)
     w.set_defaults(func=cmd_wiki)

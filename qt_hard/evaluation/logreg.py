@@ -110,9 +110,12 @@ def _cholesky_solve(B: torch.Tensor, L: torch.Tensor) -> torch.Tensor:
     block: the same arithmetic as ``torch.cholesky_solve``, which on one CPU thread ran 2-5x slower
     with the few right-hand sides CG has here (p = 2,401, 6 blocks of 5 columns: 0.119 against
     0.026 s; p = 4,077, 5 columns: 0.062 against 0.013 s)."""
-    return torch.stack([torch.linalg.solve_triangular(
-        L[h].mT, torch.linalg.solve_triangular(L[h], B[h], upper=False), upper=True)
-        for h in range(L.shape[0])])
+    return torch.stack(
+        [
+            torch.linalg.solve_triangular(L[h].mT, torch.linalg.solve_triangular(L[h], B[h], upper=False), upper=True)
+            for h in range(L.shape[0])
+        ]
+    )
 
 
 def _as_tensor(a, dtype=torch.float64, device=None) -> torch.Tensor:
@@ -137,9 +140,16 @@ class BatchedLogReg:
             step, ``float('inf')``: never after the first).
     """
 
-    def __init__(self, X, y, n_classes: int, penalize_intercept: bool = False,
-                 reduce: bool | str = "auto", refresh_cost: float = 1.0,
-                 device: str | torch.device | None = None):
+    def __init__(
+        self,
+        X,
+        y,
+        n_classes: int,
+        penalize_intercept: bool = False,
+        reduce: bool | str = "auto",
+        refresh_cost: float = 1.0,
+        device: str | torch.device | None = None,
+    ):
         self.device = check_device(DEFAULT_DEVICE if device is None else device)
         X = _as_tensor(X, device=self.device)
         if X.ndim != 2 or X.shape[0] == 0:
@@ -262,7 +272,7 @@ class BatchedLogReg:
         curv = P * (1.0 - P)  # (n, F, H) diagonal of the per-row Hessian
         dbar = (curv * M[:, :, None]).mean(dim=1).to(torch.float32)  # (n, H)
         X32 = self.X32
-        self._gram = torch.stack([X32.T @ (X32 * dbar[:, k:k + 1]) for k in range(self.H)])
+        self._gram = torch.stack([X32.T @ (X32 * dbar[:, k : k + 1]) for k in range(self.H)])
         self.n_gram += 1
 
     def _preconditioners(self, C):
@@ -318,7 +328,7 @@ class BatchedLogReg:
         every distinct C (p^3 / 3 each), per preconditioner block."""
         n, p = self.X.shape
         blocks = self._gram.shape[0] if self._gram is not None else self.H
-        return blocks * (2.0 * n * p * p + len(set(C.tolist())) * self.SLOW * p ** 3 / 3.0)
+        return blocks * (2.0 * n * p * p + len(set(C.tolist())) * self.SLOW * p**3 / 3.0)
 
     def _apply_prec(self, factors, C, Rv) -> torch.Tensor:
         """The preconditioner's inverse applied to Rv (p, F, H): each problem through the factor
@@ -351,8 +361,17 @@ class BatchedLogReg:
         return V - V.mean(dim=2, keepdim=True)
 
     # ----- the solver -----
-    def fit(self, train_mask, C, W0=None, tol: float = 1e-8, max_newton: int = 100,
-            max_cg: int = 200, threads: int | None = None, targets=None) -> torch.Tensor:
+    def fit(
+        self,
+        train_mask,
+        C,
+        W0=None,
+        tol: float = 1e-8,
+        max_newton: int = 100,
+        max_cg: int = 200,
+        threads: int | None = None,
+        targets=None,
+    ) -> torch.Tensor:
         """Solve the F problems; returns weights (q + 1, F, H), on the CPU whatever the solver's
         device (inputs may live anywhere: they are moved to the solver's device).
 
@@ -399,8 +418,11 @@ class BatchedLogReg:
         n_f = M.sum(dim=0)
         if (n_f == 0).any():
             raise ValueError("a problem has an empty training set (an all-zero train_mask column)")
-        W = (torch.zeros(self.p, F, self.H, dtype=self.X.dtype, device=dev) if W0 is None
-             else _as_tensor(W0, device=dev).clone())
+        W = (
+            torch.zeros(self.p, F, self.H, dtype=self.X.dtype, device=dev)
+            if W0 is None
+            else _as_tensor(W0, device=dev).clone()
+        )
         if W.shape != (self.p, F, self.H):
             raise ValueError(f"W0 must have shape {(self.p, F, self.H)}, got {tuple(W.shape)}")
         # Classes summing to zero (see _project): moving W0 there lowers the penalty only.
@@ -414,6 +436,7 @@ class BatchedLogReg:
         self.n_newton = 0
         self.n_cg = 0
         factors, last_cg = None, None
+        last_eta, last_on, last_cols = None, None, 0  # the previous Newton step's CG (set below)
         for _ in range(max_newton):
             P = self._probs(Z)
             g = self._gradient(W, P, M, C)
@@ -433,8 +456,11 @@ class BatchedLogReg:
             # only their Cholesky factors depend on this fit's C ----
             if cg_rate is not None and self._base_rate is not None and cg_rate > self._base_rate:
                 self._excess += (1.0 - self._base_rate / cg_rate) * self._cg_cost(last_cols)
-            stale = (cg_rate is not None and self._base_rate is not None
-                     and self._excess >= self.refresh_cost * self._refresh_cost(C))
+            stale = (
+                cg_rate is not None
+                and self._base_rate is not None
+                and self._excess >= self.refresh_cost * self._refresh_cost(C)
+            )
             if self._gram is None or self.refresh_cost == 0 or stale:
                 self._refresh_gram(P, M)
                 factors, self._base_rate, self._excess = None, None, 0.0
@@ -519,7 +545,7 @@ class BatchedLogReg:
         p, F, H = W.shape
         a, tau = self.Q
         V = torch.zeros(self.d, F * H, dtype=a.dtype, device=a.device)
-        V[:p - 1] = W[:-1].reshape(p - 1, F * H)
+        V[: p - 1] = W[:-1].reshape(p - 1, F * H)
         Wd = torch.ormqr(a, tau, V).reshape(self.d, F, H)  # Q [v; 0] = (the first n columns of Q) v
         return torch.cat([Wd, W[-1:]], dim=0)
 

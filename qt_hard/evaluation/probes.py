@@ -37,8 +37,9 @@ def _check(train_emb, train_labels, test_emb, test_labels):
     return train_emb, train_labels, test_emb, test_labels
 
 
-def mean_classifier(train_emb, train_labels, test_emb, test_labels, n_classes: int | None = None,
-                    device: str | torch.device = "cpu") -> dict:
+def mean_classifier(
+    train_emb, train_labels, test_emb, test_labels, n_classes: int | None = None, device: str | torch.device = "cpu"
+) -> dict:
     """Top-1 accuracy (%) of argmax_c f(x) . mu_c (Ash et al. Sec. 3, D.1), in float64 on
     ``device`` (a GPU for many classes: Wiki-3029's (m, d) x (d, N) product is 0.3 TFLOP)."""
     Xtr, ytr, Xte, yte = _check(train_emb, train_labels, test_emb, test_labels)
@@ -54,9 +55,19 @@ def mean_classifier(train_emb, train_labels, test_emb, test_labels, n_classes: i
     return {"acc": round(100.0 * float(np.mean(pred == yte)), 2), "n_train": len(ytr), "n_test": len(yte)}
 
 
-def linear_classifier(train_emb, train_labels, test_emb, test_labels, n_classes: int | None = None,
-                      epochs: int = 50, lr: float = 0.01, batch_size: int = 1000, seed: int = 0,
-                      threads: int | None = None, device: str | torch.device = "cpu") -> dict:
+def linear_classifier(
+    train_emb,
+    train_labels,
+    test_emb,
+    test_labels,
+    n_classes: int | None = None,
+    epochs: int = 50,
+    lr: float = 0.01,
+    batch_size: int = 1000,
+    seed: int = 0,
+    threads: int | None = None,
+    device: str | torch.device = "cpu",
+) -> dict:
     """Top-1 accuracy (%) of a linear softmax classifier trained with Adam (Ash et al. D.1).
 
     Keeps the epoch whose aggregate (summed over its mini-batches) training loss is smallest.
@@ -67,12 +78,23 @@ def linear_classifier(train_emb, train_labels, test_emb, test_labels, n_classes:
     from .logreg import DEFAULT_THREADS, torch_threads
 
     with torch_threads(DEFAULT_THREADS if threads is None else threads):
-        return _train_linear(train_emb, train_labels, test_emb, test_labels, n_classes, epochs, lr,
-                             batch_size, seed, torch.device(device))
+        return _train_linear(
+            train_emb,
+            train_labels,
+            test_emb,
+            test_labels,
+            n_classes,
+            epochs,
+            lr,
+            batch_size,
+            seed,
+            torch.device(device),
+        )
 
 
-def _train_linear(train_emb, train_labels, test_emb, test_labels, n_classes, epochs, lr,
-                  batch_size, seed, device) -> dict:
+def _train_linear(
+    train_emb, train_labels, test_emb, test_labels, n_classes, epochs, lr, batch_size, seed, device
+) -> dict:
     Xtr, ytr, Xte, yte = _check(train_emb, train_labels, test_emb, test_labels)
     if epochs < 1:
         raise ValueError(f"epochs must be at least 1, got {epochs}")
@@ -90,7 +112,7 @@ def _train_linear(train_emb, train_labels, test_emb, test_labels, n_classes, epo
         # Summed on the device and read once per epoch: a .item() per batch stalls a GPU.
         total_t = torch.zeros((), dtype=torch.float64, device=device)
         for i in range(0, len(y), batch_size):
-            idx = perm[i:i + batch_size]
+            idx = perm[i : i + batch_size]
             loss = torch.nn.functional.cross_entropy(layer(X[idx]), y[idx])
             opt.zero_grad()
             loss.backward()
@@ -103,6 +125,10 @@ def _train_linear(train_emb, train_labels, test_emb, test_labels, n_classes, epo
             best_state = layer.weight.detach().clone()
     with torch.no_grad():
         pred = (torch.as_tensor(Xte, dtype=torch.float32, device=device) @ best_state.T).argmax(dim=1).cpu().numpy()
-    return {"acc": round(100.0 * float(np.mean(pred == yte)), 2), "best_epoch": best_epoch + 1,
-            "best_train_loss": best_loss / len(y), "epochs": epochs,
-            "train_loss_per_epoch": [h / len(y) for h in history]}
+    return {
+        "acc": round(100.0 * float(np.mean(pred == yte)), 2),
+        "best_epoch": best_epoch + 1,
+        "best_train_loss": best_loss / len(y),
+        "epochs": epochs,
+        "train_loss_per_epoch": [h / len(y) for h in history],
+    }

@@ -56,8 +56,16 @@ from threadpoolctl import threadpool_limits
 from . import logreg
 from .logreg import BatchedLogReg, decision_logreg
 
-__all__ = ["INNER_REGS", "KFOLD_REGS", "SKIPTHOUGHTS_REGS", "inner_kfold", "kfold_train_test", "reference_fit",
-           "skipthoughts_nested_kfold", "skipthoughts_kfold"]
+__all__ = [
+    "INNER_REGS",
+    "KFOLD_REGS",
+    "SKIPTHOUGHTS_REGS",
+    "inner_kfold",
+    "kfold_train_test",
+    "reference_fit",
+    "skipthoughts_nested_kfold",
+    "skipthoughts_kfold",
+]
 
 INNER_REGS = tuple(2.0**t for t in range(-2, 4))  # SentEval InnerKFoldClassifier, sklearn path
 KFOLD_REGS = tuple(2.0**t for t in range(-1, 6))  # SentEval KFoldClassifier, sklearn path
@@ -157,7 +165,8 @@ class _PathSolver:
             self.inv = inv
             # The first copy of each merged row (its features and label exactly).
             first = torch.full((len(uniq),), len(keys), dtype=torch.long).scatter_reduce(
-                0, inv, torch.arange(len(keys)), reduce="amin")
+                0, inv, torch.arange(len(keys)), reduce="amin"
+            )
             X, y = np.asarray(X)[first.numpy()], np.asarray(y)[first.numpy()]
         if self.ovr:
             self.model = BatchedLogReg(X, np.zeros_like(y), 2, penalize_intercept=True)
@@ -169,18 +178,20 @@ class _PathSolver:
         if self.inv is not None:  # per merged row: how many of its copies each problem trains on
             masks = torch.as_tensor(masks, dtype=torch.float64)
             masks = torch.zeros(int(self.inv.max()) + 1, masks.shape[1], dtype=masks.dtype).index_add_(
-                0, self.inv, masks)
+                0, self.inv, masks
+            )
         if not self.ovr:
             return self.model.fit(masks, C, W0=W0, tol=FAST_TOL)
         F = masks.shape[1]
         C = torch.as_tensor(C, dtype=torch.float64)
         C = C.repeat_interleave(self.K) if C.ndim else C
-        return self.model.fit(masks.repeat_interleave(self.K, dim=1), C, W0=W0, tol=FAST_TOL,
-                              targets=self.onehot.repeat(1, F))
+        return self.model.fit(
+            masks.repeat_interleave(self.K, dim=1), C, W0=W0, tol=FAST_TOL, targets=self.onehot.repeat(1, F)
+        )
 
     def columns(self, W, f: int):
         """Problem f's weights (as a one-problem W)."""
-        return W[:, f * self.K:(f + 1) * self.K] if self.ovr else W[:, f:f + 1]
+        return W[:, f * self.K : (f + 1) * self.K] if self.ovr else W[:, f : f + 1]
 
     def mean(self, W):
         """The average of all problems' weights (a warm start for a refit on all rows)."""
@@ -233,23 +244,31 @@ def _f1(pred, y):
 
 
 # --------------------------------------------------------------------------- InnerKFold
-def inner_kfold(X, y, n_classes: int = 2, kfold: int = 10, seed: int = 1111, fast: bool = True,
-                regs=INNER_REGS, max_iter: int | None = 100) -> dict:
+def inner_kfold(
+    X,
+    y,
+    n_classes: int = 2,
+    kfold: int = 10,
+    seed: int = 1111,
+    fast: bool = True,
+    regs=INNER_REGS,
+    max_iter: int | None = 100,
+) -> dict:
     """SentEval's InnerKFoldClassifier (MR/CR/SUBJ/MPQA). Returns devacc, acc, per-fold C."""
     X, y = _check_xy(X, y, n_classes, kfold)
     outer = StratifiedKFold(n_splits=kfold, shuffle=True, random_state=INNER_SPLIT_SEED)
     inner = StratifiedKFold(n_splits=kfold, shuffle=True, random_state=INNER_SPLIT_SEED)
     outer_folds = list(outer.split(X, y))
     # inner folds in global row indices: inner_folds[o][i] = (train_rows, test_rows)
-    inner_folds = [
-        [(tr[itr], tr[ite]) for itr, ite in inner.split(X[tr], y[tr])] for tr, _ in outer_folds
-    ]
+    inner_folds = [[(tr[itr], tr[ite]) for itr, ite in inner.split(X[tr], y[tr])] for tr, _ in outer_folds]
     if fast:
-        dev, test, chosen = _nested_fast(X, y, n_classes, outer_folds, inner_folds, regs,
-                                         _senteval_mean, liblinear=False)
+        dev, test, chosen = _nested_fast(
+            X, y, n_classes, outer_folds, inner_folds, regs, _senteval_mean, liblinear=False
+        )
     else:
-        dev, test, chosen = _nested_reference(X, y, outer_folds, inner_folds, regs, _senteval_mean,
-                                              dict(seed=seed, max_iter=max_iter))
+        dev, test, chosen = _nested_reference(
+            X, y, outer_folds, inner_folds, regs, _senteval_mean, dict(seed=seed, max_iter=max_iter)
+        )
     fold_acc = [round(100 * a, 2) for a in test]  # SentEval rounds each fold, then the mean
     return {
         "devacc": round(float(np.mean(dev)), 2),
@@ -300,7 +319,7 @@ def _nested_fast(X, y, n_classes, outer_folds, inner_folds, regs, agg, liblinear
             inner_acc[reg, col] = _acc(pred[ite, col], y[ite])
     dev, chosen_idx = [], []
     for o in range(k_out):
-        scores = [agg(list(inner_acc[r, o * k_in:(o + 1) * k_in])) for r in range(len(regs))]
+        scores = [agg(list(inner_acc[r, o * k_in : (o + 1) * k_in])) for r in range(len(regs))]
         best = int(np.argmax(scores))
         dev.append(np.max(scores))
         chosen_idx.append(best)
@@ -331,8 +350,7 @@ def _select_and_test(Xtr, ytr, Xte, n_classes, folds, regs, score, agg, fast, li
         scores, W_by_reg = _cv_path(solver, ytr, folds, regs, score, agg)
         best = int(np.argmax(scores))
         # The refit on all rows starts from the mean of the fold solutions at that C.
-        Wf = solver.fit(torch.ones(len(ytr), 1, dtype=torch.float64), regs[best],
-                        W0=solver.mean(W_by_reg[best]))
+        Wf = solver.fit(torch.ones(len(ytr), 1, dtype=torch.float64), regs[best], W0=solver.mean(W_by_reg[best]))
         yhat = solver.predict(Wf, Xte)[:, 0]
     else:
         scores = _cv_scores_reference(Xtr, ytr, folds, regs, score, agg, fit_kw)
@@ -341,16 +359,26 @@ def _select_and_test(Xtr, ytr, Xte, n_classes, folds, regs, score, agg, fast, li
     return scores, best, yhat
 
 
-def kfold_train_test(Xtr, ytr, Xte, yte, n_classes: int, kfold: int = 10, seed: int = 1111,
-                     fast: bool = True, f1: bool = False, regs=KFOLD_REGS,
-                     max_iter: int | None = 100) -> dict:
+def kfold_train_test(
+    Xtr,
+    ytr,
+    Xte,
+    yte,
+    n_classes: int,
+    kfold: int = 10,
+    seed: int = 1111,
+    fast: bool = True,
+    f1: bool = False,
+    regs=KFOLD_REGS,
+    max_iter: int | None = 100,
+) -> dict:
     """SentEval's KFoldClassifier (TREC, MRPC): C by k-fold CV on train, score on test."""
     Xtr, ytr = _check_xy(Xtr, ytr, n_classes, kfold)
     Xte, yte = _check_test(Xtr, Xte, yte)
     folds = list(StratifiedKFold(n_splits=kfold, shuffle=True, random_state=seed).split(Xtr, ytr))
-    scores, best, yhat = _select_and_test(Xtr, ytr, Xte, n_classes, folds, regs, _acc,
-                                          _senteval_mean, fast, False,
-                                          dict(seed=seed, max_iter=max_iter))
+    scores, best, yhat = _select_and_test(
+        Xtr, ytr, Xte, n_classes, folds, regs, _acc, _senteval_mean, fast, False, dict(seed=seed, max_iter=max_iter)
+    )
     out = {
         "devacc": float(np.max(scores)),
         "acc": round(100 * _acc(yhat, yte), 2),
@@ -368,8 +396,7 @@ def _mean(vals):
     return float(np.mean(vals))
 
 
-def skipthoughts_nested_kfold(X, y, kfold: int = 10, fast: bool = True,
-                              regs=SKIPTHOUGHTS_REGS) -> dict:
+def skipthoughts_nested_kfold(X, y, kfold: int = 10, fast: bool = True, regs=SKIPTHOUGHTS_REGS) -> dict:
     """``eval_nested_kfold`` of the skip-thoughts evaluators (MR, CR, SUBJ, MPQA).
 
     The rows must already be in the evaluator's order (its loader shuffles them with
@@ -382,20 +409,35 @@ def skipthoughts_nested_kfold(X, y, kfold: int = 10, fast: bool = True,
     """
     X, y = _check_xy(X, y, 2, kfold)
     outer_folds = list(KFold(n_splits=kfold).split(X))
-    inner_folds = [[(tr[itr], tr[ite]) for itr, ite in KFold(n_splits=kfold).split(tr)]
-                   for tr, _ in outer_folds]
+    inner_folds = [[(tr[itr], tr[ite]) for itr, ite in KFold(n_splits=kfold).split(tr)] for tr, _ in outer_folds]
     if fast:
         dev, test, chosen = _nested_fast(X, y, 2, outer_folds, inner_folds, regs, _mean, True)
     else:
-        dev, test, chosen = _nested_reference(X, y, outer_folds, inner_folds, regs, _mean,
-                                              dict(seed=None, liblinear=True))
-    return {"devacc": round(100 * float(np.mean(dev)), 2), "acc": round(100 * float(np.mean(test)), 2),
-            "fold_acc": test, "chosen_C": chosen, "ndev": int(len(y)), "ntest": int(len(y))}
+        dev, test, chosen = _nested_reference(
+            X, y, outer_folds, inner_folds, regs, _mean, dict(seed=None, liblinear=True)
+        )
+    return {
+        "devacc": round(100 * float(np.mean(dev)), 2),
+        "acc": round(100 * float(np.mean(test)), 2),
+        "fold_acc": test,
+        "chosen_C": chosen,
+        "ndev": int(len(y)),
+        "ntest": int(len(y)),
+    }
 
 
-def skipthoughts_kfold(Xtr, ytr, Xte, yte, n_classes: int, kfold: int = 10, fast: bool = True,
-                       f1: bool = False, shuffle_seed: int | None = None,
-                       regs=SKIPTHOUGHTS_REGS) -> dict:
+def skipthoughts_kfold(
+    Xtr,
+    ytr,
+    Xte,
+    yte,
+    n_classes: int,
+    kfold: int = 10,
+    fast: bool = True,
+    f1: bool = False,
+    shuffle_seed: int | None = None,
+    regs=SKIPTHOUGHTS_REGS,
+) -> dict:
     """``eval_kfold`` + the test step of the skip-thoughts ``eval_trec.py`` / ``eval_msrp.py``.
 
     C from ``2**0 .. 2**8`` by ``KFold(kfold)`` cross-validation on the training rows (in the
@@ -406,14 +448,23 @@ def skipthoughts_kfold(Xtr, ytr, Xte, yte, n_classes: int, kfold: int = 10, fast
     """
     Xtr, ytr = _check_xy(Xtr, ytr, n_classes, kfold)
     Xte, yte = _check_test(Xtr, Xte, yte)
-    split = KFold(n_splits=kfold) if shuffle_seed is None else \
-        KFold(n_splits=kfold, shuffle=True, random_state=shuffle_seed)
+    split = (
+        KFold(n_splits=kfold)
+        if shuffle_seed is None
+        else KFold(n_splits=kfold, shuffle=True, random_state=shuffle_seed)
+    )
     folds = list(split.split(Xtr))
     score = _f1 if f1 else _acc
-    scores, best, yhat = _select_and_test(Xtr, ytr, Xte, n_classes, folds, regs, score, _mean,
-                                          fast, True, dict(seed=None, liblinear=True))
-    out = {"devacc": round(100 * float(np.max(scores)), 2), "acc": round(100 * _acc(yhat, yte), 2),
-           "chosen_C": regs[best], "ndev": int(len(ytr)), "ntest": int(len(yte))}
+    scores, best, yhat = _select_and_test(
+        Xtr, ytr, Xte, n_classes, folds, regs, score, _mean, fast, True, dict(seed=None, liblinear=True)
+    )
+    out = {
+        "devacc": round(100 * float(np.max(scores)), 2),
+        "acc": round(100 * _acc(yhat, yte), 2),
+        "chosen_C": regs[best],
+        "ndev": int(len(ytr)),
+        "ntest": int(len(yte)),
+    }
     if f1:
         out["devf1"] = out.pop("devacc")
         out["f1"] = round(100 * float(f1_score(yte, yhat)), 2)

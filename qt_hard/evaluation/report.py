@@ -19,7 +19,16 @@ from pathlib import Path
 
 from qt_hard.errors import ArgumentError, MissingFileError
 
-__all__ = ["TABLE2_COLUMNS", "senteval_table", "six_task_mean", "unk_table", "wiki_table", "save_results", "load_results", "compare_table"]
+__all__ = [
+    "TABLE2_COLUMNS",
+    "senteval_table",
+    "six_task_mean",
+    "unk_table",
+    "wiki_table",
+    "save_results",
+    "load_results",
+    "compare_table",
+]
 
 # (column header, task, metric) in Table 2's order.
 TABLE2_COLUMNS = (
@@ -47,8 +56,7 @@ def senteval_table(rows: dict[str, dict], seconds: bool = True, engine: str | No
         cells = [_cell(res.get(t, {}).get(m)) for _, t, m in TABLE2_COLUMNS]
         lines.append(f"| {name} | " + (f"{engine} | " if engine else "") + " | ".join(cells) + " |")
         if seconds:
-            secs = [_cell(res.get(t, {}).get("seconds"), "{:.1f}s") if m == "acc" else ""
-                    for _, t, m in TABLE2_COLUMNS]
+            secs = [_cell(res.get(t, {}).get("seconds"), "{:.1f}s") if m == "acc" else "" for _, t, m in TABLE2_COLUMNS]
             lines.append("| (seconds) | " + (" | " if engine else "") + " | ".join(secs) + " |")
     return "\n".join(lines)
 

@@ -35,21 +35,27 @@ from typing import Sequence
 import numpy as np
 
 from .models import EmbeddingCache
-from .protocol import (SKIPTHOUGHTS_SEED, inner_kfold, kfold_train_test, skipthoughts_kfold,
-                       skipthoughts_nested_kfold)
+from .protocol import SKIPTHOUGHTS_SEED, inner_kfold, kfold_train_test, skipthoughts_kfold, skipthoughts_nested_kfold
 from .tasks import TASKS, BinaryTask, MrpcTask, TrecTask, load_task, parse_tasks, task_sentences, words_to_text
 
 PROTOCOLS = ("senteval", "skipthoughts")
 
-__all__ = ["TASKS", "PROTOCOLS", "parse_tasks", "skipthoughts_order", "default_senteval_dir", "evaluate_task", "run_senteval", "task_sentences"]
+__all__ = [
+    "TASKS",
+    "PROTOCOLS",
+    "parse_tasks",
+    "skipthoughts_order",
+    "default_senteval_dir",
+    "evaluate_task",
+    "run_senteval",
+    "task_sentences",
+]
 
 
 def default_senteval_dir() -> Path:
     from qt_hard.paths import data_path
 
     return data_path("senteval")
-
-
 
 
 def _texts(words: list[list[str]]) -> list[str]:
@@ -70,8 +76,15 @@ def skipthoughts_order(n: int, seed: int = SKIPTHOUGHTS_SEED) -> np.ndarray:
     return idx
 
 
-def evaluate_task(task, cache: EmbeddingCache, kfold: int = 10, seed: int = 1111, fast: bool = True,
-                  protocol: str = "senteval", max_iter: int | None = 100) -> dict:
+def evaluate_task(
+    task,
+    cache: EmbeddingCache,
+    kfold: int = 10,
+    seed: int = 1111,
+    fast: bool = True,
+    protocol: str = "senteval",
+    max_iter: int | None = 100,
+) -> dict:
     """Embed one loaded task through the cache and run its classifier under ``protocol``.
 
     For ``"skipthoughts"`` the task must have been loaded with ``sort=False`` (file order);
@@ -104,8 +117,9 @@ def evaluate_task(task, cache: EmbeddingCache, kfold: int = 10, seed: int = 1111
         if st:
             res = skipthoughts_kfold(Xtr, ytr, Xte, task.test_labels, 6, kfold=kfold, fast=fast)
         else:
-            res = kfold_train_test(Xtr, ytr, Xte, task.test_labels, 6, kfold=kfold, seed=seed,
-                                   fast=fast, max_iter=max_iter)
+            res = kfold_train_test(
+                Xtr, ytr, Xte, task.test_labels, 6, kfold=kfold, seed=seed, fast=fast, max_iter=max_iter
+            )
     elif isinstance(task, MrpcTask):
         A, B = emb(_texts(task.train_a)), emb(_texts(task.train_b))
         tA, tB = emb(_texts(task.test_a)), emb(_texts(task.test_b))
@@ -114,11 +128,30 @@ def evaluate_task(task, cache: EmbeddingCache, kfold: int = 10, seed: int = 1111
         Fte = np.c_[np.abs(tA - tB), tA * tB]
         t0 = time.perf_counter()
         if st:
-            res = skipthoughts_kfold(Ftr, task.train_labels, Fte, task.test_labels, 2, kfold=kfold,
-                                     fast=fast, f1=True, shuffle_seed=SKIPTHOUGHTS_SEED)
+            res = skipthoughts_kfold(
+                Ftr,
+                task.train_labels,
+                Fte,
+                task.test_labels,
+                2,
+                kfold=kfold,
+                fast=fast,
+                f1=True,
+                shuffle_seed=SKIPTHOUGHTS_SEED,
+            )
         else:
-            res = kfold_train_test(Ftr, task.train_labels, Fte, task.test_labels, 2, kfold=kfold,
-                                   seed=seed, fast=fast, f1=True, max_iter=max_iter)
+            res = kfold_train_test(
+                Ftr,
+                task.train_labels,
+                Fte,
+                task.test_labels,
+                2,
+                kfold=kfold,
+                seed=seed,
+                fast=fast,
+                f1=True,
+                max_iter=max_iter,
+            )
     else:
         raise TypeError(f"not a SentEval task: {type(task).__name__}")
     res["classify_seconds"] = round(time.perf_counter() - t0, 3)
@@ -128,10 +161,19 @@ def evaluate_task(task, cache: EmbeddingCache, kfold: int = 10, seed: int = 1111
     return res
 
 
-def run_senteval(encoder, tasks: Sequence[str] = TASKS, data_dir=None, kfold: int = 10,
-                 seed: int = 1111, fast: bool = True, batch_size: int = 64,
-                 cache: EmbeddingCache | None = None, log=None, protocol: str = "senteval",
-                 max_iter: int | None = 100) -> dict:
+def run_senteval(
+    encoder,
+    tasks: Sequence[str] = TASKS,
+    data_dir=None,
+    kfold: int = 10,
+    seed: int = 1111,
+    fast: bool = True,
+    batch_size: int = 64,
+    cache: EmbeddingCache | None = None,
+    log=None,
+    protocol: str = "senteval",
+    max_iter: int | None = 100,
+) -> dict:
     """Evaluate ``encoder`` (anything with ``.encode(list_of_str)``) on the tasks under
     ``protocol`` (``"senteval"`` or ``"skipthoughts"``, see the module docstring).
 
@@ -145,12 +187,15 @@ def run_senteval(encoder, tasks: Sequence[str] = TASKS, data_dir=None, kfold: in
     results = {}
     for name in tasks:
         task = load_task(name, data_dir, sort=protocol != "skipthoughts")
-        results[name] = evaluate_task(task, cache, kfold=kfold, seed=seed, fast=fast,
-                                      protocol=protocol, max_iter=max_iter)
+        results[name] = evaluate_task(
+            task, cache, kfold=kfold, seed=seed, fast=fast, protocol=protocol, max_iter=max_iter
+        )
         if log:
             r = results[name]
             extra = f" f1 {r['f1']:.2f}" if "f1" in r else ""
             dev = r.get("devacc", r.get("devf1"))
-            log(f"{name}: acc {r['acc']:.2f}{extra} (dev {dev:.2f}) "
-                f"encode {r['encode_seconds']:.1f}s classify {r['classify_seconds']:.1f}s")
+            log(
+                f"{name}: acc {r['acc']:.2f}{extra} (dev {dev:.2f}) "
+                f"encode {r['encode_seconds']:.1f}s classify {r['classify_seconds']:.1f}s"
+            )
     return results

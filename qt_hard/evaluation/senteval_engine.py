@@ -89,8 +89,9 @@ class SentEvalImportError(UserError, ImportError):
 def _cache(params) -> EmbeddingCache:
     cache = params.get(CACHE_KEY) if hasattr(params, "get") else None
     if cache is None:
-        raise ValueError(f"SentEval params carry no encoder: build them with senteval_params(encoder, ...) "
-                         f"(the key {CACHE_KEY!r})")
+        raise ValueError(
+            f"SentEval params carry no encoder: build them with senteval_params(encoder, ...) (the key {CACHE_KEY!r})"
+        )
     return cache
 
 
@@ -115,8 +116,15 @@ def batcher(params, batch) -> np.ndarray:
     return _cache(params).embed(_texts(batch))
 
 
-def senteval_params(encoder, task_path, usepytorch: bool = True, kfold: int = DEFAULT_KFOLD,
-                    seed: int = 1111, batch_size: int = 64, cache: EmbeddingCache | None = None) -> dict:
+def senteval_params(
+    encoder,
+    task_path,
+    usepytorch: bool = True,
+    kfold: int = DEFAULT_KFOLD,
+    seed: int = 1111,
+    batch_size: int = 64,
+    cache: EmbeddingCache | None = None,
+) -> dict:
     """The ``params`` dict for ``senteval.engine.SE``: ``task_path`` (the folder holding
     ``downstream/``), ``usepytorch``, ``kfold``, ``seed``, ``batch_size`` (sentences per
     :func:`batcher` call), the README's default ``classifier``, and the encoder's cache."""
@@ -135,15 +143,19 @@ def check_checkout(path) -> Path:
     """The SentEval checkout at ``path`` (a folder holding ``senteval/engine.py``), resolved;
     :class:`SentEvalNotFoundError` naming what is missing otherwise."""
     if not path:
-        raise SentEvalNotFoundError("--engine senteval needs --senteval-path DIR: a clone of "
-                                    "github.com/facebookresearch/SentEval")
+        raise SentEvalNotFoundError(
+            "--engine senteval needs --senteval-path DIR: a clone of github.com/facebookresearch/SentEval"
+        )
     root = Path(path).expanduser()
     if not root.is_dir():
-        raise SentEvalNotFoundError(f"--senteval-path {path}: no such folder (clone "
-                                    "github.com/facebookresearch/SentEval there)")
+        raise SentEvalNotFoundError(
+            f"--senteval-path {path}: no such folder (clone github.com/facebookresearch/SentEval there)"
+        )
     if not (root / "senteval" / "engine.py").is_file():
-        raise SentEvalNotFoundError(f"--senteval-path {path} is not a SentEval checkout: it has no "
-                                    "senteval/engine.py (give the clone's top folder)")
+        raise SentEvalNotFoundError(
+            f"--senteval-path {path} is not a SentEval checkout: it has no "
+            "senteval/engine.py (give the clone's top folder)"
+        )
     return root.resolve()
 
 
@@ -152,8 +164,13 @@ def checkout_commit(path) -> str | None:
     when ``path`` is not the top of a git clone (a folder inside another repository is not) or git
     is not installed."""
     try:
-        out = subprocess.run(["git", "-C", str(path), "rev-parse", "--show-toplevel", "HEAD"],
-                             check=False, capture_output=True, text=True, timeout=30)
+        out = subprocess.run(
+            ["git", "-C", str(path), "rev-parse", "--show-toplevel", "HEAD"],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     lines = out.stdout.split()
@@ -172,8 +189,9 @@ def import_senteval(path):
     if loaded is not None:
         where = Path(getattr(loaded, "__file__", "") or ".").resolve().parent.parent
         if where != root:
-            raise SentEvalNotFoundError(f"a senteval package from {where} is already imported; cannot "
-                                        f"also import the one at {root}")
+            raise SentEvalNotFoundError(
+                f"a senteval package from {where} is already imported; cannot also import the one at {root}"
+            )
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
     try:
@@ -182,8 +200,10 @@ def import_senteval(path):
     except ModuleNotFoundError as err:
         if err.name is None or err.name.split(".")[0] == "senteval":
             raise
-        raise SentEvalImportError(f"SentEval's code at {root} imports {err.name!r}, which is not installed "
-                                  f"(pip install {err.name.split('.')[0]})") from err
+        raise SentEvalImportError(
+            f"SentEval's code at {root} imports {err.name!r}, which is not installed "
+            f"(pip install {err.name.split('.')[0]})"
+        ) from err
     return module
 
 
@@ -209,7 +229,8 @@ def task_path(data_dir, tasks: Sequence[str] = ()):
     if missing:
         raise SentEvalNotFoundError(
             f"SentEval data folder {downstream} has no task folder {', '.join(missing)} "
-            "(run the SentEval checkout's data/downstream/get_transfer_data.bash, or pass --data FOLDER)")
+            "(run the SentEval checkout's data/downstream/get_transfer_data.bash, or pass --data FOLDER)"
+        )
     if not linked:
         yield root
         return
@@ -218,9 +239,18 @@ def task_path(data_dir, tasks: Sequence[str] = ()):
         yield Path(tmp)
 
 
-def run_engine(encoder, tasks: Sequence[str], senteval_path, data_dir=None, usepytorch: bool = True,
-               kfold: int = DEFAULT_KFOLD, seed: int = 1111, batch_size: int = 64,
-               cache: EmbeddingCache | None = None, log=None) -> dict:
+def run_engine(
+    encoder,
+    tasks: Sequence[str],
+    senteval_path,
+    data_dir=None,
+    usepytorch: bool = True,
+    kfold: int = DEFAULT_KFOLD,
+    seed: int = 1111,
+    batch_size: int = 64,
+    cache: EmbeddingCache | None = None,
+    log=None,
+) -> dict:
     """Evaluate ``encoder`` with the SentEval checkout at ``senteval_path``, one ``SE.eval`` per
     task, on the task files of ``data_dir`` (default: the checkout's ``data/``).
 
@@ -230,8 +260,9 @@ def run_engine(encoder, tasks: Sequence[str], senteval_path, data_dir=None, usep
     senteval = import_senteval(senteval_path)
     results = {}
     with task_path(data_dir if data_dir is not None else Path(senteval_path) / "data", tasks) as where:
-        params = senteval_params(encoder, where, usepytorch=usepytorch, kfold=kfold, seed=seed,
-                                 batch_size=batch_size, cache=cache)
+        params = senteval_params(
+            encoder, where, usepytorch=usepytorch, kfold=kfold, seed=seed, batch_size=batch_size, cache=cache
+        )
         engine = senteval.engine.SE(params, batcher, prepare)
         cache = params[CACHE_KEY]
         for name in tasks:
@@ -247,6 +278,8 @@ def run_engine(encoder, tasks: Sequence[str], senteval_path, data_dir=None, usep
             results[name] = res
             if log:
                 extra = f" f1 {res['f1']:.2f}" if "f1" in res else ""
-                log(f"{name}: acc {res['acc']:.2f}{extra} (dev {res['devacc']:.2f}) [SentEval engine, "
-                    f"{res['seconds']:.1f}s]")
+                log(
+                    f"{name}: acc {res['acc']:.2f}{extra} (dev {res['devacc']:.2f}) [SentEval engine, "
+                    f"{res['seconds']:.1f}s]"
+                )
     return results

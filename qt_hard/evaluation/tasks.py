@@ -74,8 +74,10 @@ def _verify(path: Path) -> None:
 
     problems = senteval_file_problems(path.parent.parent, f"{path.parent.name}/{path.name}")
     if problems:
-        raise DataCorruptError(f"SentEval file {path} is damaged: {'; '.join(problems)}; "
-                               "`qt-hard data get senteval --force` fetches it again")
+        raise DataCorruptError(
+            f"SentEval file {path} is damaged: {'; '.join(problems)}; "
+            "`qt-hard data get senteval --force` fetches it again"
+        )
 
 
 def _read_lines_latin1(path: Path) -> list[list[str]]:
@@ -161,7 +163,9 @@ def _read_trec(path: Path) -> tuple[list[list[str]], list[int]]:
                 raise DataCorruptError(f"{path}:{lineno}: expected 'COARSE:fine words', got {line.strip()[:60]!r}")
             target, sample = line.strip().split(":", 1)
             if target not in TREC_CLASSES:
-                raise DataCorruptError(f"{path}:{lineno}: unknown TREC class {target!r} (expected one of {TREC_CLASSES})")
+                raise DataCorruptError(
+                    f"{path}:{lineno}: unknown TREC class {target!r} (expected one of {TREC_CLASSES})"
+                )
             parts = sample.split(" ", 1)
             if len(parts) != 2:
                 raise DataCorruptError(f"{path}:{lineno}: no question after the fine label in {line.strip()[:60]!r}")
@@ -175,6 +179,7 @@ def _read_trec(path: Path) -> tuple[list[list[str]], list[int]]:
 
 def load_trec(folder: Path, sort: bool = True) -> TrecTask:
     """SentEval's reading; ``sort=False`` keeps file order (the skip-thoughts ``eval_trec.py``)."""
+
     def by_length(X, y):
         if not sort:
             return X, np.array(y, dtype=np.int64)
@@ -204,8 +209,7 @@ def _read_mrpc(path: Path, sort: bool = True):
     order = list(zip(A, B, y))
     if sort:
         order.sort(key=lambda z: (len(z[0]), len(z[1]), z[2]))
-    return ([a for a, _, _ in order], [b for _, b, _ in order],
-            np.array([l for _, _, l in order], dtype=np.int64))
+    return ([a for a, _, _ in order], [b for _, b, _ in order], np.array([l for _, _, l in order], dtype=np.int64))
 
 
 def load_mrpc(folder: Path, sort: bool = True) -> MrpcTask:

@@ -15,8 +15,9 @@ from .probes import linear_classifier, mean_classifier
 __all__ = ["linear_classifier", "mean_classifier", "run_wiki"]
 
 
-def run_wiki(encoder, data, classes: int, epochs: int = 50, lr: float = 0.01,
-             batch_size: int = 1000, seed: int = 0, cache=None) -> dict:
+def run_wiki(
+    encoder, data, classes: int, epochs: int = 50, lr: float = 0.01, batch_size: int = 1000, seed: int = 0, cache=None
+) -> dict:
     """Embed a Wiki-N split (``data``: a ``qt_hard.data.WikiData``, or anything with its
     ``train_sentences``, ``train_labels``, ``test_sentences`` and ``test_labels``) and report both
     classifiers; ``cache`` an :class:`EmbeddingCache`."""
@@ -30,8 +31,9 @@ def run_wiki(encoder, data, classes: int, epochs: int = 50, lr: float = 0.01,
     t1 = time.perf_counter()
     mc = mean_classifier(tr, data.train_labels, te, data.test_labels, classes)
     t2 = time.perf_counter()
-    lin = linear_classifier(tr, data.train_labels, te, data.test_labels, classes, epochs=epochs,
-                            lr=lr, batch_size=batch_size, seed=seed)
+    lin = linear_classifier(
+        tr, data.train_labels, te, data.test_labels, classes, epochs=epochs, lr=lr, batch_size=batch_size, seed=seed
+    )
     t3 = time.perf_counter()
     mc["seconds"] = round(t2 - t1, 3)
     lin["seconds"] = round(t3 - t2, 3)

@@ -14,8 +14,9 @@ import numpy as np
 C_GRID = (1e-3, 1e-2, 1e-1, 1.0, 1e1, 1e2, 1e3)
 
 
-def svm_accuracy(x: np.ndarray, y: np.ndarray, *, folds: int = 10, inner_folds: int = 5, C=C_GRID,
-                 seed: int = 0) -> dict:
+def svm_accuracy(
+    x: np.ndarray, y: np.ndarray, *, folds: int = 10, inner_folds: int = 5, C=C_GRID, seed: int = 0
+) -> dict:
     """Nested-CV SVM accuracy of embeddings ``x`` (n, d) with labels ``y`` (n,).
 
     Returns ``{"svm_acc": mean over outer folds, "svm_acc_std": their std, "svm_C": chosen C per fold}``.
@@ -31,8 +32,9 @@ def svm_accuracy(x: np.ndarray, y: np.ndarray, *, folds: int = 10, inner_folds: 
     outer = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     accs, chosen = [], []
     for train, test in outer.split(x, y):
-        search = GridSearchCV(SVC(), {"C": list(C)}, cv=StratifiedKFold(inner_folds, shuffle=True, random_state=seed),
-                              scoring="accuracy")
+        search = GridSearchCV(
+            SVC(), {"C": list(C)}, cv=StratifiedKFold(inner_folds, shuffle=True, random_state=seed), scoring="accuracy"
+        )
         search.fit(x[train], y[train])
         accs.append(float((search.predict(x[test]) == y[test]).mean()))
         chosen.append(float(search.best_params_["C"]))

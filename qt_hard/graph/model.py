@@ -27,8 +27,9 @@ class GINEncoder(nn.Module):
         self.convs = nn.ModuleList()
         self.norms = nn.ModuleList()
         for i in range(layers):
-            mlp = nn.Sequential(nn.Linear(num_features if i == 0 else hidden, hidden), nn.ReLU(),
-                                nn.Linear(hidden, hidden))
+            mlp = nn.Sequential(
+                nn.Linear(num_features if i == 0 else hidden, hidden), nn.ReLU(), nn.Linear(hidden, hidden)
+            )
             self.convs.append(GINConv(mlp))
             self.norms.append(nn.BatchNorm1d(hidden) if batch_norm else nn.Identity())
         self.out_dim = hidden * layers
@@ -51,8 +52,9 @@ class Discriminator(nn.Module):
 
     def __init__(self, dim: int):
         super().__init__()
-        self.block = nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, dim), nn.ReLU(),
-                                   nn.Linear(dim, dim), nn.ReLU())
+        self.block = nn.Sequential(
+            nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, dim), nn.ReLU()
+        )
         self.shortcut = nn.Linear(dim, dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -36,8 +36,14 @@ def _data_list(graphs):
     # Edges are sorted by source node and a graph's nodes are contiguous: a graph's edges are a slice.
     edge_ptr = np.searchsorted(graphs.edge_index[0], offsets)
     x, ei, y = torch.from_numpy(graphs.x), torch.from_numpy(graphs.edge_index), torch.from_numpy(graphs.y)
-    return [Data(x=x[offsets[g]:offsets[g + 1]], edge_index=ei[:, edge_ptr[g]:edge_ptr[g + 1]] - int(offsets[g]),
-                 y=y[g:g + 1]) for g in range(graphs.num_graphs)]
+    return [
+        Data(
+            x=x[offsets[g] : offsets[g + 1]],
+            edge_index=ei[:, edge_ptr[g] : edge_ptr[g + 1]] - int(offsets[g]),
+            y=y[g : g + 1],
+        )
+        for g in range(graphs.num_graphs)
+    ]
 
 
 def collate(data_list) -> dict:
@@ -67,7 +73,7 @@ class GraphTask:
         epoch, pos = divmod(step, nb)
         if self._epoch != epoch:
             self._epoch, self._perm = epoch, np.random.default_rng([self.seed, epoch, 7]).permutation(len(self.data))
-        return self._perm[pos * self.batch_size:(pos + 1) * self.batch_size]
+        return self._perm[pos * self.batch_size : (pos + 1) * self.batch_size]
 
     def local_batch(self, step: int, rank: int, world: int) -> dict:
         rows = np.array_split(self.global_rows(step), world)[rank]
@@ -82,9 +88,14 @@ class GraphObjective(LossObjective):
         from qt_hard.schedules import make_schedule
 
         opts = {key: (make_schedule(v) if isinstance(v, dict) else v) for key, v in cfg.options.items()}
-        self.loss = LocalGlobalLoss(cfg.negatives, estimator=cfg.estimator, temperature=cfg.temperature,
-                                    normalize=cfg.normalize, k=cfg.k, **opts)
-
+        self.loss = LocalGlobalLoss(
+            cfg.negatives,
+            estimator=cfg.estimator,
+            temperature=cfg.temperature,
+            normalize=cfg.normalize,
+            k=cfg.k,
+            **opts,
+        )
 
     def __call__(self, module, batch: dict, generator=None) -> torch.Tensor:
         self.loss.generator = generator
@@ -102,9 +113,13 @@ def embed_all(module, data_list, batch_size: int = 128) -> np.ndarray:
     out = []
     try:
         for start in range(0, len(data_list), batch_size):
-            b = collate(data_list[start:start + batch_size])
-            out.append(module.embed(b["x"].to(device), b["edge_index"].to(device), b["batch"].to(device),
-                                    b["num_graphs"]).float().cpu().numpy())
+            b = collate(data_list[start : start + batch_size])
+            out.append(
+                module.embed(b["x"].to(device), b["edge_index"].to(device), b["batch"].to(device), b["num_graphs"])
+                .float()
+                .cpu()
+                .numpy()
+            )
     finally:
         module.train(was_training)
     return np.concatenate(out)
@@ -115,13 +130,18 @@ def load_graphs(cfg):
     from qt_hard.paths import data_path
 
     root = cfg.data.path or str(data_path("tu"))
-    return read_tu(root, cfg.data.name, node_attributes=cfg.data.node_attributes,
-                   degree_features=cfg.data.degree_features)
+    return read_tu(
+        root, cfg.data.name, node_attributes=cfg.data.node_attributes, degree_features=cfg.data.degree_features
+    )
 
 
 class GraphPipeline:
-    sections = {"model": GraphModelConfig, "data": GraphDataConfig, "objective": GraphObjectiveConfig,
-                "eval": GraphEvalConfig}
+    sections = {
+        "model": GraphModelConfig,
+        "data": GraphDataConfig,
+        "objective": GraphObjectiveConfig,
+        "eval": GraphEvalConfig,
+    }
 
     def validate(self, cfg) -> None:
         """Build the objective with the core's builder before any graph is read, so that a strategy
@@ -131,8 +151,10 @@ class GraphPipeline:
         try:
             GraphObjective(cfg.objective)
         except (ValueError, TypeError) as err:
-            raise ConfigError(f"config section 'objective' (negatives={cfg.objective.negatives!r}, "
-                              f"options={cfg.objective.options}): {err}") from None
+            raise ConfigError(
+                f"config section 'objective' (negatives={cfg.objective.negatives!r}, "
+                f"options={cfg.objective.options}): {err}"
+            ) from None
 
     def ddp_kwargs(self, cfg) -> dict:
         return {}
@@ -151,9 +173,13 @@ class GraphPipeline:
         def save(module, folder: Path) -> None:
             folder.mkdir(parents=True, exist_ok=True)
             torch.save(module.state_dict(), folder / "model.pt")
-            meta = {"format": "qt-hard-infograph", "version": 1, "num_features": graphs.num_features,
-                    "model": {"hidden": m.hidden, "layers": m.layers, "batch_norm": m.batch_norm},
-                    "data": cfg.data.name}
+            meta = {
+                "format": "qt-hard-infograph",
+                "version": 1,
+                "num_features": graphs.num_features,
+                "model": {"hidden": m.hidden, "layers": m.layers, "batch_norm": m.batch_norm},
+                "data": cfg.data.name,
+            }
             (folder / "model.json").write_text(json.dumps(meta, indent=1) + "\n")
             np.save(folder / "embeddings.npy", embed_all(module, data_list))
             np.save(folder / "labels.npy", labels)
@@ -162,13 +188,24 @@ class GraphPipeline:
 
         def evaluate(module, step: int) -> dict:
             # Folds differ between repeats (train.seed) but not between the evaluations of one run.
-            res = svm_accuracy(embed_all(module, data_list), labels, folds=e.folds, inner_folds=e.inner_folds,
-                               C=e.C, seed=cfg.train.seed * 1000 + e.seed)
+            res = svm_accuracy(
+                embed_all(module, data_list),
+                labels,
+                folds=e.folds,
+                inner_folds=e.inner_folds,
+                C=e.C,
+                seed=cfg.train.seed * 1000 + e.seed,
+            )
             return {**res, "epoch": round(step / task.batches_per_epoch(), 4)}
 
-        return PipelineRun(module, task, GraphObjective(cfg.objective), save,
-                           evaluate if (e.final or e.every_epochs) else None,
-                           eval_every=e.every_epochs * task.batches_per_epoch())
+        return PipelineRun(
+            module,
+            task,
+            GraphObjective(cfg.objective),
+            save,
+            evaluate if (e.final or e.every_epochs) else None,
+            eval_every=e.every_epochs * task.batches_per_epoch(),
+        )
 
 
 PIPELINE = GraphPipeline()

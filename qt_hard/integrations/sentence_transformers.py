@@ -273,8 +273,10 @@ class HardNegativesLoss(nn.Module):
         known = STRATEGY_OPTIONS - {"k", "beta", "tau_plus"}
         unknown = sorted(set(options) - known)
         if unknown:
-            raise ValueError(f"unknown option(s) {', '.join(unknown)} for {type(self).__name__}; "
-                             f"valid: beta, tau_plus, k, generator, {', '.join(sorted(known))}")
+            raise ValueError(
+                f"unknown option(s) {', '.join(unknown)} for {type(self).__name__}; "
+                f"valid: beta, tau_plus, k, generator, {', '.join(sorted(known))}"
+            )
 
         self.model = model
         self.negatives = negatives
@@ -366,8 +368,15 @@ class HardNegativesLoss(nn.Module):
             labels = None  # MNRL ignores a label/score column; so do the label-free strategies
         from qt_hard.negatives import one_directional_scores
 
-        scores = one_directional_scores(anchors, positives, negatives, temperature=self.temperature, labels=labels,
-                                        normalize=self.normalize, gather_candidates=self.gather_across_devices)
+        scores = one_directional_scores(
+            anchors,
+            positives,
+            negatives,
+            temperature=self.temperature,
+            labels=labels,
+            normalize=self.normalize,
+            gather_candidates=self.gather_across_devices,
+        )
         strategy = self._strategy_for(scores, batch)
         return strategy(scores, self.k_generator(anchors.device) if strategy.k is not None else None)
 
@@ -389,7 +398,10 @@ class HardNegativesLoss(nn.Module):
                 "k=%d negatives requested, but a batch of %d rows (smaller than the earlier %d: the last, partial "
                 "batch of an epoch) has only %d candidates per anchor; k is capped there (warned once). Pass "
                 "dataloader_drop_last=True to the training arguments to skip such batches instead.",
-                k, batch, self._largest_batch, available,
+                k,
+                batch,
+                self._largest_batch,
+                available,
             )
             self._warned_short = True
         capped = copy.copy(self.strategy)
@@ -480,8 +492,9 @@ if _CachedLossMixin is not None:
         bounded only by the ``(B, W*B*(1+n))`` score matrix.
         """
 
-        def __init__(self, *args: Any, mini_batch_size: int = 32, show_progress_bar: bool = False,
-                     **kwargs: Any) -> None:
+        def __init__(
+            self, *args: Any, mini_batch_size: int = 32, show_progress_bar: bool = False, **kwargs: Any
+        ) -> None:
             # Every loss argument goes through HardNegativesLoss's own constructor: one signature,
             # one construction path, the same strategy (and defaults) as the uncached loss.
             HardNegativesLoss.__init__(self, *args, **kwargs)

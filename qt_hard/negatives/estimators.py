@@ -143,8 +143,16 @@ class JSDEstimator:
             raise ValueError(f"JSD variant must be 'paper' or 'code', got {variant!r}")
         self.tau_plus, self.variant = tau_plus, variant
 
-    def per_positive(self, s: torch.Tensor, log_w: torch.Tensor, n_neg: torch.Tensor, tilted: bool,
-                     pos: torch.Tensor, progress: float, log_scale: float = 0.0) -> torch.Tensor:
+    def per_positive(
+        self,
+        s: torch.Tensor,
+        log_w: torch.Tensor,
+        n_neg: torch.Tensor,
+        tilted: bool,
+        pos: torch.Tensor,
+        progress: float,
+        log_scale: float = 0.0,
+    ) -> torch.Tensor:
         """(A, P) losses; ``log_scale`` multiplies ``E_q sp(s)`` by ``e^{log_scale}`` (HCL Fig. 14 read
         literally: beta multiplies the negative term)."""
         tau = float(at(self.tau_plus, progress))

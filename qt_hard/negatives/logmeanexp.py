@@ -116,9 +116,15 @@ class _TiltedLogMeanExp(torch.autograd.Function):
         return grad_s, None, None, None, grad_d, None, None, grad_t
 
 
-def tilted_log_mean_exp(s: torch.Tensor, keep: torch.Tensor | None = None, gamma: float = 0.0,
-                        gamma_grad: float | None = None, dense: torch.Tensor | None = None,
-                        count: torch.Tensor | None = None, absolute: torch.Tensor | None = None) -> torch.Tensor:
+def tilted_log_mean_exp(
+    s: torch.Tensor,
+    keep: torch.Tensor | None = None,
+    gamma: float = 0.0,
+    gamma_grad: float | None = None,
+    dense: torch.Tensor | None = None,
+    count: torch.Tensor | None = None,
+    absolute: torch.Tensor | None = None,
+) -> torch.Tensor:
     """``log E_hat`` of the module docstring, one value per row.
 
     Args:
@@ -148,11 +154,15 @@ def tilted_log_mean_exp(s: torch.Tensor, keep: torch.Tensor | None = None, gamma
     if gamma_grad is None:
         gamma_grad = gamma
     if count is None and gamma == 0 and dense is None:
-        count = (keep.view(torch.uint8).sum(dim=1, dtype=torch.int32) if keep is not None
-                 else torch.full((s.shape[0],), s.shape[1], dtype=torch.int32, device=s.device))
+        count = (
+            keep.view(torch.uint8).sum(dim=1, dtype=torch.int32)
+            if keep is not None
+            else torch.full((s.shape[0],), s.shape[1], dtype=torch.int32, device=s.device)
+        )
     if absolute is not None:
         if absolute.shape != s.shape:
-            raise ValueError(f"absolute log-weights must have the logits' shape {tuple(s.shape)}, "
-                             f"got {tuple(absolute.shape)}")
+            raise ValueError(
+                f"absolute log-weights must have the logits' shape {tuple(s.shape)}, got {tuple(absolute.shape)}"
+            )
         absolute = absolute.detach().to(s.dtype)
     return _TiltedLogMeanExp.apply(s, keep, gamma, gamma_grad, dense, count, absolute, gamma_t)

@@ -62,13 +62,17 @@ class EmbeddingQueue(torch.nn.Module):
         else:
             labels = torch.as_tensor(labels, device=x.device)
             if labels.shape != (x.shape[0],) or labels.is_floating_point() or labels.dtype == torch.bool:
-                raise ValueError(f"queue labels must be ({x.shape[0]},) integer class ids, got dtype "
-                                 f"{labels.dtype} shape {tuple(labels.shape)}")
+                raise ValueError(
+                    f"queue labels must be ({x.shape[0]},) integer class ids, got dtype "
+                    f"{labels.dtype} shape {tuple(labels.shape)}"
+                )
             if labels.numel() and int(labels.min()) < 0:
-                raise ValueError("queue labels must be >= 0 (-1 marks an unknown label); enqueue "
-                                 "without labels for rows of unknown class")
-        x = gather(x.detach(), with_grad=False)[0][-self.size:]
-        labels = gather(labels.long(), with_grad=False)[0][-self.size:]
+                raise ValueError(
+                    "queue labels must be >= 0 (-1 marks an unknown label); enqueue "
+                    "without labels for rows of unknown class"
+                )
+        x = gather(x.detach(), with_grad=False)[0][-self.size :]
+        labels = gather(labels.long(), with_grad=False)[0][-self.size :]
         n, head = x.shape[0], int(self.head)
         idx = (torch.arange(n, device=x.device) + head) % self.size
         self.buffer[idx] = x.to(self.buffer.dtype)

@@ -122,14 +122,24 @@ class ContrastScores:
             raise ValueError("select() applies to a full table")
         pick = lambda x: None if x is None else x[None, :].expand(index.shape[0], -1).gather(1, index)
         return ContrastScores(
-            pos=self.pos, pos_valid=self.pos_valid, neg=self.neg.gather(1, index),
-            neg_valid=torch.ones_like(index, dtype=torch.bool), scale=self.scale,
-            anchor_labels=self.anchor_labels, cand_labels=pick(self.cand_labels),
-            cand_label_known=pick(self.cand_label_known), anchor_sqnorm=self.anchor_sqnorm,
-            cand_sqnorm=pick(self.cand_sqnorm), cand_index=index, n_columns=self.neg.shape[1],
-            anchor_emb=self.anchor_emb, cand_emb=self.cand_emb,
-            full=self, full_allowed=self.neg_valid if allowed is None else allowed,
-            cand_owner=pick(self.cand_owner), anchor_index=self.anchor_index,
+            pos=self.pos,
+            pos_valid=self.pos_valid,
+            neg=self.neg.gather(1, index),
+            neg_valid=torch.ones_like(index, dtype=torch.bool),
+            scale=self.scale,
+            anchor_labels=self.anchor_labels,
+            cand_labels=pick(self.cand_labels),
+            cand_label_known=pick(self.cand_label_known),
+            anchor_sqnorm=self.anchor_sqnorm,
+            cand_sqnorm=pick(self.cand_sqnorm),
+            cand_index=index,
+            n_columns=self.neg.shape[1],
+            anchor_emb=self.anchor_emb,
+            cand_emb=self.cand_emb,
+            full=self,
+            full_allowed=self.neg_valid if allowed is None else allowed,
+            cand_owner=pick(self.cand_owner),
+            anchor_index=self.anchor_index,
         )
 
 
@@ -155,9 +165,15 @@ def _labels(labels, n: int, device) -> torch.Tensor | None:
     return labels
 
 
-def two_view_scores(z1: torch.Tensor, z2: torch.Tensor, *, temperature: float = 0.5,
-                    labels=None, normalize: bool = True, gather_candidates: bool = True
-                    ) -> ContrastScores:
+def two_view_scores(
+    z1: torch.Tensor,
+    z2: torch.Tensor,
+    *,
+    temperature: float = 0.5,
+    labels=None,
+    normalize: bool = True,
+    gather_candidates: bool = True,
+) -> ContrastScores:
     """The two-view layout of SimCLR / HCL and of Ash et al. D.1.
 
     Args:
@@ -212,17 +228,31 @@ def two_view_scores(z1: torch.Tensor, z2: torch.Tensor, *, temperature: float = 
         anchor_labels = torch.cat([labels, labels])
         cand_labels = torch.cat([all_labels, all_labels])
     return ContrastScores(
-        pos=pos, pos_valid=torch.ones_like(pos, dtype=torch.bool), neg=neg, neg_valid=valid,
-        scale=scale, anchor_labels=anchor_labels, cand_labels=cand_labels,
-        anchor_emb=anchors.detach(), cand_emb=cands.detach(),
+        pos=pos,
+        pos_valid=torch.ones_like(pos, dtype=torch.bool),
+        neg=neg,
+        neg_valid=valid,
+        scale=scale,
+        anchor_labels=anchor_labels,
+        cand_labels=cand_labels,
+        anchor_emb=anchors.detach(),
+        cand_emb=cands.detach(),
     )
 
 
-def one_directional_scores(anchors: torch.Tensor, positives: torch.Tensor,
-                           negatives: torch.Tensor | None = None, *, temperature: float = 0.05,
-                           labels=None, normalize: bool = True, gather_candidates: bool = True,
-                           extra_candidates: torch.Tensor | None = None,
-                           extra_labels=None, in_batch: bool = True) -> ContrastScores:
+def one_directional_scores(
+    anchors: torch.Tensor,
+    positives: torch.Tensor,
+    negatives: torch.Tensor | None = None,
+    *,
+    temperature: float = 0.05,
+    labels=None,
+    normalize: bool = True,
+    gather_candidates: bool = True,
+    extra_candidates: torch.Tensor | None = None,
+    extra_labels=None,
+    in_batch: bool = True,
+) -> ContrastScores:
     """Anchor i against all positives and explicit negatives of the batch (MNRL layout).
 
     Args:
@@ -251,8 +281,9 @@ def one_directional_scores(anchors: torch.Tensor, positives: torch.Tensor,
     _check_embeddings("anchors", anchors)
     _check_embeddings("positives", positives)
     if anchors.shape != positives.shape:
-        raise ValueError(f"anchors and positives must have the same shape, got "
-                         f"{tuple(anchors.shape)} and {tuple(positives.shape)}")
+        raise ValueError(
+            f"anchors and positives must have the same shape, got {tuple(anchors.shape)} and {tuple(positives.shape)}"
+        )
     b, d = anchors.shape
     if negatives is not None:
         if negatives.dim() == 2:
@@ -285,11 +316,15 @@ def one_directional_scores(anchors: torch.Tensor, positives: torch.Tensor,
         if extra_labels is not None:
             extra_labels = torch.as_tensor(extra_labels, device=anchors.device)
             if extra_labels.shape != (extra_candidates.shape[0],) or extra_labels.is_floating_point():
-                raise ValueError(f"extra_labels must be ({extra_candidates.shape[0]},) integer labels, "
-                                 f"got dtype {extra_labels.dtype} shape {tuple(extra_labels.shape)}")
+                raise ValueError(
+                    f"extra_labels must be ({extra_candidates.shape[0]},) integer labels, "
+                    f"got dtype {extra_labels.dtype} shape {tuple(extra_labels.shape)}"
+                )
         elif labels is not None:
-            raise ValueError("labels with extra_candidates need extra_labels (their classes, -1 for unknown; "
-                             "EmbeddingQueue.labels()), or label-aware negatives would keep same-class rows")
+            raise ValueError(
+                "labels with extra_candidates need extra_labels (their classes, -1 for unknown; "
+                "EmbeddingQueue.labels()), or label-aware negatives would keep same-class rows"
+            )
     elif extra_labels is not None:
         raise ValueError("extra_labels without extra_candidates")
     cands = torch.cat(blocks, dim=0)
@@ -318,18 +353,34 @@ def one_directional_scores(anchors: torch.Tensor, positives: torch.Tensor,
         known[:B] = True
         if extra_labels is not None:
             m = extra_labels.shape[0]
-            cand_labels[cands.shape[0] - m:] = extra_labels.to(labels.dtype)
-            known[cands.shape[0] - m:] = extra_labels >= 0
+            cand_labels[cands.shape[0] - m :] = extra_labels.to(labels.dtype)
+            known[cands.shape[0] - m :] = extra_labels >= 0
     return ContrastScores(
-        pos=pos, pos_valid=torch.ones_like(pos, dtype=torch.bool), neg=neg, neg_valid=valid,
-        scale=scale, anchor_labels=anchor_labels, cand_labels=cand_labels, cand_label_known=known,
-        anchor_emb=anchors.detach(), cand_emb=cands.detach(), cand_owner=owner, anchor_index=target,
+        pos=pos,
+        pos_valid=torch.ones_like(pos, dtype=torch.bool),
+        neg=neg,
+        neg_valid=valid,
+        scale=scale,
+        anchor_labels=anchor_labels,
+        cand_labels=cand_labels,
+        cand_label_known=known,
+        anchor_emb=anchors.detach(),
+        cand_emb=cands.detach(),
+        cand_owner=owner,
+        anchor_index=target,
     )
 
 
-def context_scores(f_emb: torch.Tensor, g_emb: torch.Tensor, *, context: int = 1,
-                   temperature: float = 1.0, normalize: bool = False, doc_ids=None,
-                   gather_candidates: bool = True) -> ContrastScores:
+def context_scores(
+    f_emb: torch.Tensor,
+    g_emb: torch.Tensor,
+    *,
+    context: int = 1,
+    temperature: float = 1.0,
+    normalize: bool = False,
+    doc_ids=None,
+    gather_candidates: bool = True,
+) -> ContrastScores:
     """Quick-Thoughts scores (Logeswaran & Lee 2018, section 3; HCL App. D.3).
 
     Args:
@@ -351,8 +402,7 @@ def context_scores(f_emb: torch.Tensor, g_emb: torch.Tensor, *, context: int = 1
     _check_embeddings("f_emb", f_emb)
     _check_embeddings("g_emb", g_emb)
     if f_emb.shape != g_emb.shape:
-        raise ValueError(f"f_emb and g_emb must have the same shape, got {tuple(f_emb.shape)} "
-                         f"and {tuple(g_emb.shape)}")
+        raise ValueError(f"f_emb and g_emb must have the same shape, got {tuple(f_emb.shape)} and {tuple(g_emb.shape)}")
     if not isinstance(context, int) or context < 1:
         raise ValueError(f"context must be a positive integer, got {context!r}")
     scale = _check_temperature(temperature)
@@ -383,13 +433,26 @@ def context_scores(f_emb: torch.Tensor, g_emb: torch.Tensor, *, context: int = 1
     # (Clamped out-of-range slots may alias a real positive's column, so index only valid slots.)
     valid[rows[:, None].expand_as(idx)[pos_valid], idx[pos_valid]] = False
     return ContrastScores(
-        pos=pos, pos_valid=pos_valid, neg=neg, neg_valid=valid, scale=scale,
-        anchor_emb=f_emb.detach(), cand_emb=all_g.detach(),
+        pos=pos,
+        pos_valid=pos_valid,
+        neg=neg,
+        neg_valid=valid,
+        scale=scale,
+        anchor_emb=f_emb.detach(),
+        cand_emb=all_g.detach(),
     )
 
 
-def node_graph_scores(node_emb: torch.Tensor, graph_emb: torch.Tensor, batch, *, temperature: float = 1.0,
-                      labels=None, normalize: bool = False, gather_candidates: bool = True) -> ContrastScores:
+def node_graph_scores(
+    node_emb: torch.Tensor,
+    graph_emb: torch.Tensor,
+    batch,
+    *,
+    temperature: float = 1.0,
+    labels=None,
+    normalize: bool = False,
+    gather_candidates: bool = True,
+) -> ContrastScores:
     """InfoGraph's local-global layout (Sun et al. 2020, section 3.2; Robinson et al. 2021, App. B.1):
     the anchors are the *nodes*, the candidates the *graphs*, each node's own graph its positive.
 
@@ -409,8 +472,9 @@ def node_graph_scores(node_emb: torch.Tensor, graph_emb: torch.Tensor, batch, *,
     _check_embeddings("node_emb", node_emb)
     _check_embeddings("graph_emb", graph_emb)
     if node_emb.shape[1] != graph_emb.shape[1]:
-        raise ValueError(f"node_emb and graph_emb must have the same width, got {node_emb.shape[1]} "
-                         f"and {graph_emb.shape[1]}")
+        raise ValueError(
+            f"node_emb and graph_emb must have the same width, got {node_emb.shape[1]} and {graph_emb.shape[1]}"
+        )
     scale = _check_temperature(temperature)
     n, g = node_emb.shape[0], graph_emb.shape[0]
     device = node_emb.device
@@ -436,7 +500,13 @@ def node_graph_scores(node_emb: torch.Tensor, graph_emb: torch.Tensor, batch, *,
         cand_labels = gather(labels, with_grad=False)[0] if gather_candidates else labels
         anchor_labels = labels[batch.long()]
     return ContrastScores(
-        pos=pos, pos_valid=torch.ones_like(pos, dtype=torch.bool), neg=neg, neg_valid=valid, scale=scale,
-        anchor_labels=anchor_labels, cand_labels=cand_labels,
-        anchor_emb=node_emb.detach(), cand_emb=cands.detach(),
+        pos=pos,
+        pos_valid=torch.ones_like(pos, dtype=torch.bool),
+        neg=neg,
+        neg_valid=valid,
+        scale=scale,
+        anchor_labels=anchor_labels,
+        cand_labels=cand_labels,
+        anchor_emb=node_emb.detach(),
+        cand_emb=cands.detach(),
     )

@@ -28,8 +28,7 @@ def _by_sort(s: torch.Tensor, mask: torch.Tensor, ranks: torch.Tensor) -> torch.
     return ordered.gather(1, ranks)
 
 
-def row_order_statistics(s: torch.Tensor, mask: torch.Tensor, ranks: torch.Tensor, bins: int = 256
-                         ) -> torch.Tensor:
+def row_order_statistics(s: torch.Tensor, mask: torch.Tensor, ranks: torch.Tensor, bins: int = 256) -> torch.Tensor:
     """The ``ranks[i, q]``-th smallest (0-based) of ``s[i, mask[i]]``.
 
     Args:
@@ -42,8 +41,9 @@ def row_order_statistics(s: torch.Tensor, mask: torch.Tensor, ranks: torch.Tenso
         (A, Q) values of ``s``.
     """
     if s.dim() != 2 or mask.shape != s.shape or ranks.dim() != 2 or ranks.shape[0] != s.shape[0]:
-        raise ValueError(f"need s (A, C), mask (A, C), ranks (A, Q); got {tuple(s.shape)}, "
-                         f"{tuple(mask.shape)}, {tuple(ranks.shape)}")
+        raise ValueError(
+            f"need s (A, C), mask (A, C), ranks (A, Q); got {tuple(s.shape)}, {tuple(mask.shape)}, {tuple(ranks.shape)}"
+        )
     a, c = s.shape
     if a == 0 or ranks.shape[1] == 0:
         return s.new_empty(ranks.shape)
@@ -53,8 +53,9 @@ def row_order_statistics(s: torch.Tensor, mask: torch.Tensor, ranks: torch.Tenso
     # be reused from the heap, where whole-table ones are fresh pages, zeroed by the OS, every call.
     block = max(1, _BLOCK // c)
     if a > block:
-        return torch.cat([_bucketed(s[i:i + block], mask[i:i + block], ranks[i:i + block], bins)
-                          for i in range(0, a, block)])
+        return torch.cat(
+            [_bucketed(s[i : i + block], mask[i : i + block], ranks[i : i + block], bins) for i in range(0, a, block)]
+        )
     return _bucketed(s, mask, ranks, bins)
 
 
@@ -74,13 +75,12 @@ def _bucketed(s: torch.Tensor, mask: torch.Tensor, ranks: torch.Tensor, bins: in
     hist.scatter_add_(1, bucket, mask.view(torch.uint8).to(cdtype))
     cum = hist.cumsum(dim=1, dtype=cdtype)
     target = torch.searchsorted(cum, ranks.to(cdtype), right=True)  # first bucket with cum > rank
-    below = torch.where(target > 0, cum.gather(1, (target - 1).clamp_min(0)), torch.zeros_like(target,
-                                                                                               dtype=cdtype))
+    below = torch.where(target > 0, cum.gather(1, (target - 1).clamp_min(0)), torch.zeros_like(target, dtype=cdtype))
     rows = torch.arange(a, device=s.device)
     out = torch.empty(ranks.shape, dtype=s.dtype, device=s.device)
     for q in range(ranks.shape[1]):
         # 3. The entries of the wanted bucket, packed left into an (A, W) table padded with +inf.
-        sel = (bucket == target[:, q:q + 1]) & mask
+        sel = (bucket == target[:, q : q + 1]) & mask
         r, col = sel.nonzero(as_tuple=True)
         n = count_rows(sel).to(torch.int64)
         start = n.cumsum(0) - n

@@ -53,8 +53,17 @@ from .estimators import DebiasedEstimator, JSDEstimator, PlainEstimator
 from .logmeanexp import tilted_log_mean_exp
 from .sampler import count_rows, sample_k_indices, sample_k_negatives
 from .scores import ContrastScores
-from .weightings import (HardnessTilt, HardWeighting, LogWeights, OTWeighting, RingWeighting, SameLabelMask,
-                         ThresholdWeighting, UniformWeighting, Weighting)
+from .weightings import (
+    HardnessTilt,
+    HardWeighting,
+    LogWeights,
+    OTWeighting,
+    RingWeighting,
+    SameLabelMask,
+    ThresholdWeighting,
+    UniformWeighting,
+    Weighting,
+)
 
 
 class NegativeStrategy:
@@ -76,9 +85,17 @@ class NegativeStrategy:
             See the module docstring; identical when every anchor has one positive.
     """
 
-    def __init__(self, weightings: Sequence[Weighting] = (), estimator=None, *, k: int | None = None,
-                 collision_free: bool = False, include_positive: bool = True, count: str = "auto",
-                 positives: str = "per_positive"):
+    def __init__(
+        self,
+        weightings: Sequence[Weighting] = (),
+        estimator=None,
+        *,
+        k: int | None = None,
+        collision_free: bool = False,
+        include_positive: bool = True,
+        count: str = "auto",
+        positives: str = "per_positive",
+    ):
         if positives not in POSITIVE_FORMS:
             raise ValueError(f"positives must be one of {', '.join(POSITIVE_FORMS)}, got {positives!r}")
         if count not in ("auto", "candidates", "support"):
@@ -151,8 +168,9 @@ class NegativeStrategy:
             # JSD (InfoGraph): a weighted mean of softplus(s) over the negatives, not a log-mean-exp.
             # One positive per node (its graph), so the two positive forms coincide.
             # the HCL code's exponential tilt (its only non-uniform weighting)
-            per_pos = self.estimator.per_positive(neg, lw.materialize(neg, mask), n_cand, lw.tilted, pos,
-                                                  self.progress, log_scale=lw.log_scale)
+            per_pos = self.estimator.per_positive(
+                neg, lw.materialize(neg, mask), n_cand, lw.tilted, pos, self.progress, log_scale=lw.log_scale
+            )
         else:
             log_e = tilted_log_mean_exp(neg, keep, lw.gamma, lw.gamma_grad, lw.dense, n_support, lw.absolute)
             log_e = torch.where(empty, torch.zeros_like(log_e), log_e)  # keep NaN out of empty rows
@@ -218,8 +236,7 @@ class NegativeStrategy:
             return g
 
         neg = scores.neg.detach().float().clone()
-        base = dataclasses.replace(scores, neg=neg, pos=scores.pos.detach().float(), full=None,
-                                   full_allowed=None)
+        base = dataclasses.replace(scores, neg=neg, pos=scores.pos.detach().float(), full=None, full_allowed=None)
         mask = self._allowed(base)
         sel = base
         if self.k is not None:
@@ -260,8 +277,7 @@ class NegativeStrategy:
         floor = getattr(self.estimator, "floor", "none")
         if not isinstance(self.estimator, DebiasedEstimator) or floor == "none" or not bool(rows.any()):
             return 0.0
-        log_e = (torch.logsumexp(sel.neg[rows] + log_w[rows], dim=1) - torch.logsumexp(log_w[rows], dim=1)
-                 + log_scale)
+        log_e = torch.logsumexp(sel.neg[rows] + log_w[rows], dim=1) - torch.logsumexp(log_w[rows], dim=1) + log_scale
         pos = sel.pos[rows].masked_fill(~sel.pos_valid[rows], float("-inf"))
         n_pos = sel.pos_valid[rows].sum(dim=1).clamp_min(1).to(pos.dtype)
         log_mean_pos = (torch.logsumexp(pos, dim=1) - n_pos.log())[:, None]
@@ -277,9 +293,11 @@ class NegativeStrategy:
         return per_anchor[counted].mean()
 
     def __repr__(self) -> str:
-        return (f"NegativeStrategy(weightings={self.weightings!r}, estimator={self.estimator!r}, k={self.k!r}, "
-                f"collision_free={self.collision_free!r}, include_positive={self.include_positive!r}, "
-                f"count={self.count!r}, positives={self.positives!r})")
+        return (
+            f"NegativeStrategy(weightings={self.weightings!r}, estimator={self.estimator!r}, k={self.k!r}, "
+            f"collision_free={self.collision_free!r}, include_positive={self.include_positive!r}, "
+            f"count={self.count!r}, positives={self.positives!r})"
+        )
 
 
 POSITIVE_FORMS = ("per_positive", "joint")
@@ -288,10 +306,25 @@ NAMES = ("uniform", "debiased", "hard", "ring", "label", "ot", "threshold")
 # Every option of make_strategy beyond the four that any strategy takes (k, collision_free,
 # include_positive, count), with its default.
 OPTION_DEFAULTS = {
-    "tau_plus": None, "floor": "hard", "beta": 1.0, "clip": "none", "detach": False, "lower": 0.0,
-    "upper": 100.0, "hardening": None, "tau": None, "level": None, "epsilon": 0.5,
-    "cost": "sqeuclidean", "kappa": 0.0, "sinkhorn_iters": 20, "marginals": "uniform", "coupling": "full",
-    "estimator": "nce", "hardness_mode": None, "hardness_strength": None,
+    "tau_plus": None,
+    "floor": "hard",
+    "beta": 1.0,
+    "clip": "none",
+    "detach": False,
+    "lower": 0.0,
+    "upper": 100.0,
+    "hardening": None,
+    "tau": None,
+    "level": None,
+    "epsilon": 0.5,
+    "cost": "sqeuclidean",
+    "kappa": 0.0,
+    "sinkhorn_iters": 20,
+    "marginals": "uniform",
+    "coupling": "full",
+    "estimator": "nce",
+    "hardness_mode": None,
+    "hardness_strength": None,
 }
 STRATEGY_OPTIONS = frozenset({"k", "collision_free", "include_positive", "count", "positives", *OPTION_DEFAULTS})
 
@@ -331,14 +364,23 @@ def options_read(negatives: str, options: dict) -> set[str]:
 
 def _threshold(o: dict) -> ThresholdWeighting:
     if (o["tau"] is None) == (o["level"] is None):
-        raise ValueError("thresholded negatives need exactly one of tau (on e^logit) or level (on the "
-                         "similarity, e.g. the H-SCL schedule of eq. 4)")
+        raise ValueError(
+            "thresholded negatives need exactly one of tau (on e^logit) or level (on the "
+            "similarity, e.g. the H-SCL schedule of eq. 4)"
+        )
     return ThresholdWeighting(tau=o["tau"], level=o["level"])
 
 
-def make_strategy(negatives="uniform", *, k: int | None = None, collision_free: bool = False,
-                  include_positive: bool = True, count: str = "auto", positives: str = "per_positive",
-                  **options) -> NegativeStrategy:
+def make_strategy(
+    negatives="uniform",
+    *,
+    k: int | None = None,
+    collision_free: bool = False,
+    include_positive: bool = True,
+    count: str = "auto",
+    positives: str = "per_positive",
+    **options,
+) -> NegativeStrategy:
     """Build a strategy from a name and keyword options (the functional and config entry point).
 
     Names and the options each one reads (defaults in ``OPTION_DEFAULTS``):
@@ -375,18 +417,22 @@ def make_strategy(negatives="uniform", *, k: int | None = None, collision_free: 
             raise ValueError("a NegativeStrategy carries its own options; pass them to it, not here")
         return negatives
     if not isinstance(negatives, str) or negatives not in NAMES:
-        raise ValueError(f"unknown negatives {negatives!r}; choose one of {', '.join(NAMES)} "
-                         f"or pass a NegativeStrategy")
+        raise ValueError(
+            f"unknown negatives {negatives!r}; choose one of {', '.join(NAMES)} or pass a NegativeStrategy"
+        )
     unknown = sorted(set(options) - set(OPTION_DEFAULTS))
     if unknown:
         raise TypeError(f"unknown option(s) {', '.join(unknown)}; valid: {', '.join(sorted(STRATEGY_OPTIONS))}")
     given = {key: v for key, v in options.items() if v is not None}
     unread = sorted(set(given) - options_read(negatives, given))
     if unread:
-        which = f"negatives={negatives!r}" + (f" with hardening={given.get('hardening')!r}"
-                                              if negatives == "label" else "")
-        raise ValueError(f"option(s) {', '.join(unread)} do not apply to {which} (it reads "
-                         f"{', '.join(sorted(options_read(negatives, given)))})")
+        which = f"negatives={negatives!r}" + (
+            f" with hardening={given.get('hardening')!r}" if negatives == "label" else ""
+        )
+        raise ValueError(
+            f"option(s) {', '.join(unread)} do not apply to {which} (it reads "
+            f"{', '.join(sorted(options_read(negatives, given)))})"
+        )
     o = {**OPTION_DEFAULTS, **given}
     for key in ("beta", "tau_plus", "lower", "upper", "tau", "level", "epsilon"):
         o[key] = make_schedule(o[key])
@@ -412,19 +458,37 @@ def make_strategy(negatives="uniform", *, k: int | None = None, collision_free: 
     elif negatives == "threshold":
         weightings.append(_threshold(o))
     elif negatives == "ot":
-        weightings.append(OTWeighting(o["epsilon"], cost=o["cost"], kappa=o["kappa"], iters=o["sinkhorn_iters"],
-                                      marginals=o["marginals"], coupling=o["coupling"]))
+        weightings.append(
+            OTWeighting(
+                o["epsilon"],
+                cost=o["cost"],
+                kappa=o["kappa"],
+                iters=o["sinkhorn_iters"],
+                marginals=o["marginals"],
+                coupling=o["coupling"],
+            )
+        )
     if o["hardness_mode"] is not None:
         if o["hardness_strength"] is None:
-            raise ValueError("hardness_mode needs hardness_strength (alpha: Lan et al. 2025 use 9 on in-batch "
-                             "negatives, EmbeddingGemma 5 on hard negatives)")
+            raise ValueError(
+                "hardness_mode needs hardness_strength (alpha: Lan et al. 2025 use 9 on in-batch "
+                "negatives, EmbeddingGemma 5 on hard negatives)"
+            )
         weightings.append(HardnessTilt(make_schedule(o["hardness_strength"]), o["hardness_mode"]))
     if o["estimator"] in ("jsd", "jsd_code"):
-        est = JSDEstimator(0.0 if tau_plus is None else tau_plus,
-                           variant="paper" if o["estimator"] == "jsd" else "code")
+        est = JSDEstimator(
+            0.0 if tau_plus is None else tau_plus, variant="paper" if o["estimator"] == "jsd" else "code"
+        )
     elif o["estimator"] == "nce":
         est = DebiasedEstimator(tau_plus, floor=o["floor"]) if tau_plus is not None else PlainEstimator()
     else:
         raise ValueError(f"estimator must be 'nce', 'jsd' or 'jsd_code', got {o['estimator']!r}")
-    return NegativeStrategy(weightings, est, k=k, collision_free=collision_free,
-                            include_positive=include_positive, count=count, positives=positives)
+    return NegativeStrategy(
+        weightings,
+        est,
+        k=k,
+        collision_free=collision_free,
+        include_positive=include_positive,
+        count=count,
+        positives=positives,
+    )

@@ -64,10 +64,21 @@ class LogWeights:
         """Weights multiply: supports intersect, tilts and dense (and absolute) log-weights add."""
         keep = other.keep if self.keep is None else self.keep if other.keep is None else self.keep & other.keep
         dense = other.dense if self.dense is None else self.dense if other.dense is None else self.dense + other.dense
-        absolute = (other.absolute if self.absolute is None else self.absolute if other.absolute is None
-                    else self.absolute + other.absolute)
-        return LogWeights(keep, self.gamma + other.gamma, self.gamma_grad + other.gamma_grad, dense, absolute,
-                          self.log_scale + other.log_scale)
+        absolute = (
+            other.absolute
+            if self.absolute is None
+            else self.absolute
+            if other.absolute is None
+            else self.absolute + other.absolute
+        )
+        return LogWeights(
+            keep,
+            self.gamma + other.gamma,
+            self.gamma_grad + other.gamma_grad,
+            dense,
+            absolute,
+            self.log_scale + other.log_scale,
+        )
 
     @property
     def tilted(self) -> bool:
@@ -79,8 +90,10 @@ class LogWeights:
 
         Absolute multipliers are not weights of a distribution and have no place in it: an error."""
         if self.absolute is not None:
-            raise ValueError("absolute log-multipliers (hardness_mode) have no normalized dense form; "
-                             "only the NCE estimator reads them")
+            raise ValueError(
+                "absolute log-multipliers (hardness_mode) have no normalized dense form; "
+                "only the NCE estimator reads them"
+            )
         lw = torch.zeros_like(s)
         if self.gamma_grad != 0:
             lw = lw + self.gamma_grad * s
@@ -196,8 +209,10 @@ class HardWeighting(Weighting):
 
     def __init__(self, beta=1.0, clip: str = "none", detach: bool = False):
         if isinstance(clip, bool) or clip not in CLIP_READINGS:
-            raise ValueError(f"clip must name a reading of the hard weights: {', '.join(CLIP_READINGS)} "
-                             f"(the earlier clip=true is 'rescaled'), got {clip!r}")
+            raise ValueError(
+                f"clip must name a reading of the hard weights: {', '.join(CLIP_READINGS)} "
+                f"(the earlier clip=true is 'rescaled'), got {clip!r}"
+            )
         if isinstance(beta, (int, float)):
             _check_beta(beta)
         self.beta, self.clip, self.detach = beta, clip, detach
@@ -228,8 +243,10 @@ class HardWeighting(Weighting):
 
 def _check_beta(beta: float) -> None:
     if not (math.isfinite(beta) and beta >= 0):
-        raise ValueError(f"beta must be a finite number >= 0, got {beta!r} (easy negatives, the official graph "
-                         "code's sign, are clip='graph_code')")
+        raise ValueError(
+            f"beta must be a finite number >= 0, got {beta!r} (easy negatives, the official graph "
+            "code's sign, are clip='graph_code')"
+        )
 
 
 HARDNESS_MODES = ("in_batch_negatives", "hard_negatives", "all_negatives")
@@ -401,8 +418,15 @@ class OTWeighting(Weighting):
     global coupling: OT is the one strategy whose N-process loss differs from the one-process loss.
     """
 
-    def __init__(self, epsilon=0.5, cost: str = "sqeuclidean", kappa: float = 0.0, iters: int = 20,
-                 marginals: str = "uniform", coupling: str = "full"):
+    def __init__(
+        self,
+        epsilon=0.5,
+        cost: str = "sqeuclidean",
+        kappa: float = 0.0,
+        iters: int = 20,
+        marginals: str = "uniform",
+        coupling: str = "full",
+    ):
         if cost not in ("sqeuclidean", "exp"):
             raise ValueError(f"OT cost must be 'sqeuclidean' or 'exp', got {cost!r}")
         if marginals not in ("uniform", "none"):

@@ -18,18 +18,23 @@ PAPERS = {
     "hard": "Robinson, Chuang, Sra & Jegelka, *Contrastive Learning with Hard Negative Samples* (ICLR 2021)",
     "debiased": "Chuang, Robinson, Lin, Torralba & Jegelka, *Debiased Contrastive Learning* (NeurIPS 2020)",
     "ring": "Wu, Mosse, Zhuang, Yamins & Goodman, *Conditional Negative Sampling for Contrastive Learning of "
-            "Visual Representations* (ICLR 2021)",
+    "Visual Representations* (ICLR 2021)",
     "label": "Jiang, Nguyen, Ishwar & Aeron, *Supervised Contrastive Learning with Hard Negative Samples* (2022)",
     "ot": "Jiang, Ishwar & Aeron, *Hard Negative Sampling via Regularized Optimal Transport for Contrastive "
-          "Representation Learning*",
+    "Representation Learning*",
 }
 PAPERS["threshold"] = PAPERS["label"]
-ASH = ("Ash, Goel, Krishnamurthy & Misra, *Investigating the Role of Negatives in Contrastive Representation "
-       "Learning* (AISTATS 2022)")
-QUICK_THOUGHTS = ("Logeswaran & Lee, *An Efficient Framework for Learning Sentence Representations* "
-                  "(Quick-Thoughts, ICLR 2018)")
-HARDNESS = ("Lan et al., *LLaVE: ... Hardness-Weighted Contrastive Learning* (2025), Eq. 5, and Schechter Vera et "
-            "al., *EmbeddingGemma* (2025): sentence-transformers' MNRL `hardness_mode`")
+ASH = (
+    "Ash, Goel, Krishnamurthy & Misra, *Investigating the Role of Negatives in Contrastive Representation "
+    "Learning* (AISTATS 2022)"
+)
+QUICK_THOUGHTS = (
+    "Logeswaran & Lee, *An Efficient Framework for Learning Sentence Representations* (Quick-Thoughts, ICLR 2018)"
+)
+HARDNESS = (
+    "Lan et al., *LLaVE: ... Hardness-Weighted Contrastive Learning* (2025), Eq. 5, and Schechter Vera et "
+    "al., *EmbeddingGemma* (2025): sentence-transformers' MNRL `hardness_mode`"
+)
 SENTEVAL_START = "<!-- senteval -->"
 SENTEVAL_END = "<!-- /senteval -->"
 
@@ -38,15 +43,22 @@ def _architecture(cfg, modules: list[str]) -> str:
     m = cfg.model
     chain = " -> ".join(modules)
     if m.kind == "bow":
-        return (f"Bag of words (Ash et al. 2022, Sec. 5): the mean of {m.dim}-d word vectors over the sentence's "
-                f"tokens, sentence-transformers' `StaticEmbedding` ({chain}).")
+        return (
+            f"Bag of words (Ash et al. 2022, Sec. 5): the mean of {m.dim}-d word vectors over the sentence's "
+            f"tokens, sentence-transformers' `StaticEmbedding` ({chain})."
+        )
     if m.kind == "qt":
         cell = {"gru": "GRU", "bigru": "bidirectional GRU", "bow": "bag-of-words"}[m.encoder]
-        how = ("one `StaticEmbedding` whose table concatenates f's and g's word vectors"
-               if m.encoder == "bow" else "qt-hard's `QuickThoughtsModule`")
-        return (f"Quick-Thoughts pair f, g ({cell} cells, word vectors {m.embed_dim}-d"
-                + ("" if m.encoder == "bow" else f", state {m.hidden_dim}")
-                + f"); a sentence is concat(f(s), g(s)) ({QUICK_THOUGHTS}); {how} ({chain}).")
+        how = (
+            "one `StaticEmbedding` whose table concatenates f's and g's word vectors"
+            if m.encoder == "bow"
+            else "qt-hard's `QuickThoughtsModule`"
+        )
+        return (
+            f"Quick-Thoughts pair f, g ({cell} cells, word vectors {m.embed_dim}-d"
+            + ("" if m.encoder == "bow" else f", state {m.hidden_dim}")
+            + f"); a sentence is concat(f(s), g(s)) ({QUICK_THOUGHTS}); {how} ({chain})."
+        )
     return f"Transformer fine-tuned from `{m.hf_path}`, with that model's pooling and normalization ({chain})."
 
 
@@ -67,11 +79,15 @@ def _papers(cfg) -> list[str]:
 def _data(cfg) -> str:
     d = cfg.data
     if d.kind in ("books", "bookcorpus"):
-        what = f"ordered sentences of {d.kind}" + (f" ({d.max_books} books)" if d.kind == "books" and d.max_books else "")
+        what = f"ordered sentences of {d.kind}" + (
+            f" ({d.max_books} books)" if d.kind == "books" and d.max_books else ""
+        )
         return f"{what}; positives are the +-{cfg.objective.context} neighbouring sentences of the same book."
     if d.kind == "wiki":
-        return (f"Wiki-{d.articles} (Ash et al.): sentences of {d.articles} Wikipedia articles with at least "
-                f"{d.min_sentences} sentences; positives are two sentences of one article (80/20 split, seed {d.seed}).")
+        return (
+            f"Wiki-{d.articles} (Ash et al.): sentences of {d.articles} Wikipedia articles with at least "
+            f"{d.min_sentences} sentences; positives are two sentences of one article (80/20 split, seed {d.seed})."
+        )
     return f"{d.kind} corpus ({d.num_classes} latent classes); positives share a class."
 
 
@@ -81,40 +97,70 @@ def model_card(cfg, modules: list[str], senteval: str | None = None) -> str:
     from qt_hard.training.config import to_dict
 
     o = cfg.objective
-    loss = "ContextLoss (Quick-Thoughts layout)" if cfg.data.kind in ("books", "bookcorpus") else \
-        "ContrastiveLoss (two-view layout)"
+    loss = (
+        "ContextLoss (Quick-Thoughts layout)"
+        if cfg.data.kind in ("books", "bookcorpus")
+        else "ContrastiveLoss (two-view layout)"
+    )
     options = ", ".join(f"{k}={v}" for k, v in (o.options or {}).items()) or "none"
     lines = [
         "---",
         "library_name: sentence-transformers",
         "pipeline_tag: sentence-similarity",
-        "tags:", "- sentence-transformers", "- sentence-similarity", "- feature-extraction", "- qt-hard",
+        "tags:",
+        "- sentence-transformers",
+        "- sentence-similarity",
+        "- feature-extraction",
+        "- qt-hard",
         f"- negatives-{o.negatives}",
-        "---", "",
-        f"# qt-hard {cfg.model.kind} model ({o.negatives} negatives)", "",
+        "---",
+        "",
+        f"# qt-hard {cfg.model.kind} model ({o.negatives} negatives)",
+        "",
         "Trained with qt-hard (contrastive sentence embeddings with pluggable negatives). Load it with plain "
-        "sentence-transformers:", "",
+        "sentence-transformers:",
+        "",
         "```python",
         "from sentence_transformers import SentenceTransformer, util",
-        "model = SentenceTransformer(\"PATH/TO/THIS/FOLDER\"" + (", trust_remote_code=True" if
-                                                              "QuickThoughtsModule" in modules else "") + ")",
-        "emb = model.encode([\"A sentence.\", \"Another one.\"])",
+        'model = SentenceTransformer("PATH/TO/THIS/FOLDER"'
+        + (", trust_remote_code=True" if "QuickThoughtsModule" in modules else "")
+        + ")",
+        'emb = model.encode(["A sentence.", "Another one."])',
         "print(util.cos_sim(emb[0], emb[1]))",
-        "```", "",
+        "```",
+        "",
     ]
     if "QuickThoughtsModule" in modules:
-        lines += ["`trust_remote_code=True` lets sentence-transformers import `qt_hard.encoders.st_module."
-                  "QuickThoughtsModule` (qt-hard must be installed); `qt_hard.load_encoder` reads the folder too.", ""]
+        lines += [
+            "`trust_remote_code=True` lets sentence-transformers import `qt_hard.encoders.st_module."
+            "QuickThoughtsModule` (qt-hard must be installed); `qt_hard.load_encoder` reads the folder too.",
+            "",
+        ]
     lines += [
-        "## Model", "", _architecture(cfg, modules), "",
-        "## Objective", "",
+        "## Model",
+        "",
+        _architecture(cfg, modules),
+        "",
+        "## Objective",
+        "",
         f"Loss: {loss} from qt-hard's negatives core; negatives `{o.negatives}`, temperature {o.temperature}, "
         f"k = {o.k if o.k is not None else 'all candidates'}, positive in the denominator: {o.include_positive}, "
-        f"normalized embeddings: {o.normalize}, options: {options}.", "",
-        "Papers:", "", *[f"* {p}" for p in _papers(cfg)], "",
-        "## Data", "", _data(cfg), "",
-        "## Training config", "",
-        "```yaml", yaml.safe_dump(to_dict(cfg), sort_keys=False).rstrip(), "```", "",
+        f"normalized embeddings: {o.normalize}, options: {options}.",
+        "",
+        "Papers:",
+        "",
+        *[f"* {p}" for p in _papers(cfg)],
+        "",
+        "## Data",
+        "",
+        _data(cfg),
+        "",
+        "## Training config",
+        "",
+        "```yaml",
+        yaml.safe_dump(to_dict(cfg), sort_keys=False).rstrip(),
+        "```",
+        "",
     ]
     card = "\n".join(lines)
     return with_senteval(card, senteval) if senteval else card

@@ -58,11 +58,21 @@ class DataConfig:
         if self.shuffle_labels and self.kind not in ("wiki", "synthetic"):
             raise ValueError(f"data.shuffle_labels needs pair data with labels (wiki, synthetic), not {self.kind!r}")
         if self.classes is not None and (self.kind != "wiki" or self.classes < 2):
-            raise ValueError(f"data.classes needs data.kind wiki and at least 2 articles, got {self.classes} "
-                             f"with {self.kind!r}")
-        counts = {"max_books": 1, "max_sentences": 1, "max_vocab": 1, "min_count": 1, "articles": 1,
-                  "min_sentences": 1, "num_classes": 1, "sentences_per_class": 2, "vocab_size": 2,
-                  "min_length": 1}
+            raise ValueError(
+                f"data.classes needs data.kind wiki and at least 2 articles, got {self.classes} with {self.kind!r}"
+            )
+        counts = {
+            "max_books": 1,
+            "max_sentences": 1,
+            "max_vocab": 1,
+            "min_count": 1,
+            "articles": 1,
+            "min_sentences": 1,
+            "num_classes": 1,
+            "sentences_per_class": 2,
+            "vocab_size": 2,
+            "min_length": 1,
+        }
         for name, low in counts.items():
             value = getattr(self, name)
             if value is not None and value < low:

@@ -49,14 +49,26 @@ class Objective(LossObjective):
         self.pair_data = pair_data
         opts = _options(cfg)
         if pair_data:
-            self.loss = ContrastiveLoss(cfg.negatives, temperature=cfg.temperature, k=cfg.k,
-                                        normalize=cfg.normalize, include_positive=cfg.include_positive, **opts)
+            self.loss = ContrastiveLoss(
+                cfg.negatives,
+                temperature=cfg.temperature,
+                k=cfg.k,
+                normalize=cfg.normalize,
+                include_positive=cfg.include_positive,
+                **opts,
+            )
         else:
             if cfg.collision_free:
                 raise ValueError("objective.collision_free needs class labels: use it with pair data (wiki, synthetic)")
-            self.loss = ContextLoss(cfg.negatives, context=cfg.context, temperature=cfg.temperature, k=cfg.k,
-                                    normalize=cfg.normalize, include_positive=cfg.include_positive, **opts)
-
+            self.loss = ContextLoss(
+                cfg.negatives,
+                context=cfg.context,
+                temperature=cfg.temperature,
+                k=cfg.k,
+                normalize=cfg.normalize,
+                include_positive=cfg.include_positive,
+                **opts,
+            )
 
     def __call__(self, module: torch.nn.Module, batch: dict, generator: torch.Generator | None = None) -> torch.Tensor:
         """Scalar float32 loss of one batch (encoders under the caller's autocast, loss in float32)."""
@@ -105,5 +117,7 @@ def check_objective(cfg) -> None:
                 else:
                     objective.loss(z1, z2, doc_ids=torch.zeros(B, dtype=torch.long))
     except (ValueError, TypeError) as err:
-        raise ConfigError(f"config section 'objective' (negatives={obj.negatives!r}, temperature={obj.temperature}, "
-                          f"k={obj.k}, options={obj.options}): {err}") from None
+        raise ConfigError(
+            f"config section 'objective' (negatives={obj.negatives!r}, temperature={obj.temperature}, "
+            f"k={obj.k}, options={obj.options}): {err}"
+        ) from None

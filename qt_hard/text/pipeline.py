@@ -52,8 +52,9 @@ class TextPipeline:
             from qt_hard.text.readouts import make_readouts
 
             evaluate = make_readouts(cfg, run.split, run.task)
-        return PipelineRun(run.module, run.task, Objective(cfg.objective, run.pair_data), save, evaluate,
-                           cfg.eval.every)
+        return PipelineRun(
+            run.module, run.task, Objective(cfg.objective, run.pair_data), save, evaluate, cfg.eval.every
+        )
 
 
 PIPELINE = TextPipeline()

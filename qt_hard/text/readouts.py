@@ -54,8 +54,10 @@ def collision_mass(z_a: torch.Tensor, z_b: torch.Tensor, labels: torch.Tensor, t
     same = (y[:, None] == y[None, :]) & cand
     logits = (z @ z.T / temperature).masked_fill(~cand, float("-inf"))
     p = torch.softmax(logits, dim=1)
-    return {"same_class_share": round(float(same.sum(1).double().mean() / cand.sum(1).double().mean()), 6),
-            "same_class_mass": round(float((p * same).sum(1).mean()), 6)}
+    return {
+        "same_class_share": round(float(same.sum(1).double().mean() / cand.sum(1).double().mean()), 6),
+        "same_class_mass": round(float((p * same).sum(1).mean()), 6),
+    }
 
 
 def make_readouts(cfg, split, task):
@@ -80,17 +82,33 @@ def make_readouts(cfg, split, task):
                 test_emb = embed_rows(module, split.test, len(split.test_labels), device)
                 C = split.num_classes
                 mc = mean_classifier(train_emb, split.train_labels, test_emb, split.test_labels, C, device=device)
-                lin = linear_classifier(train_emb, split.train_labels, test_emb, split.test_labels, C,
-                                        epochs=e.linear_epochs, lr=e.linear_lr, batch_size=e.linear_batch,
-                                        seed=cfg.train.seed, threads=torch.get_num_threads(), device=device)
-                out = {"mean_acc": mc["acc"], "linear_acc": lin["acc"], "linear_best_epoch": lin["best_epoch"],
-                       "n_train": len(split.train_labels), "n_test": len(split.test_labels)}
+                lin = linear_classifier(
+                    train_emb,
+                    split.train_labels,
+                    test_emb,
+                    split.test_labels,
+                    C,
+                    epochs=e.linear_epochs,
+                    lr=e.linear_lr,
+                    batch_size=e.linear_batch,
+                    seed=cfg.train.seed,
+                    threads=torch.get_num_threads(),
+                    device=device,
+                )
+                out = {
+                    "mean_acc": mc["acc"],
+                    "linear_acc": lin["acc"],
+                    "linear_best_epoch": lin["best_epoch"],
+                    "n_train": len(split.train_labels),
+                    "n_test": len(split.test_labels),
+                }
                 tables = [m for m in module.modules() if isinstance(m, (torch.nn.Embedding, torch.nn.EmbeddingBag))]
                 if tables:  # a word model: its vocabulary size
                     out["vocab_size"] = tables[0].num_embeddings
                 if e.diagnostics:
-                    out.update(_diagnostics(module, split, task, train_emb, test_emb, cfg.objective.temperature,
-                                            device))
+                    out.update(
+                        _diagnostics(module, split, task, train_emb, test_emb, cfg.objective.temperature, device)
+                    )
         finally:
             module.train(was_training)
         out["eval_s"] = round(time.perf_counter() - t0, 3)
@@ -105,14 +123,19 @@ def _diagnostics(module, split, task, train_emb, test_emb, temperature: float, d
     def unit(x):
         return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
-    cos = mean_classifier(unit(train_emb), split.train_labels, unit(test_emb), split.test_labels,
-                          split.num_classes, device=device)
+    cos = mean_classifier(
+        unit(train_emb), split.train_labels, unit(test_emb), split.test_labels, split.num_classes, device=device
+    )
     norms = np.linalg.norm(test_emb.astype(np.float64), axis=1)
     rows = task.global_rows(0)
     with torch.no_grad():
-        views = [single_view(module, {k: v.to(device) for k, v in split.train.batch(rows[:, i]).items()})
-                 for i in (0, 1)]
+        views = [
+            single_view(module, {k: v.to(device) for k, v in split.train.batch(rows[:, i]).items()}) for i in (0, 1)
+        ]
     labels = torch.as_tensor(split.train_labels[rows[:, 0]], device=device)
-    return {"mean_cos_acc": cos["acc"], "test_norm_mean": round(float(norms.mean()), 4),
-            "test_norm_cv": round(float(norms.std() / max(norms.mean(), 1e-12)), 4),
-            **collision_mass(views[0], views[1], labels, temperature)}
+    return {
+        "mean_cos_acc": cos["acc"],
+        "test_norm_mean": round(float(norms.mean()), 4),
+        "test_norm_cv": round(float(norms.std() / max(norms.mean(), 1e-12)), 4),
+        **collision_mass(views[0], views[1], labels, temperature),
+    }

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -60,8 +60,9 @@ def _vocab_and_store(cfg: Config, cache: Path, texts):
 
     if (cache / "tokenizer.json").is_file() and (cache / "tokens_offsets.npy").is_file():
         return WordTokenizer.load(cache / "tokenizer.json"), TokenStore.load(cache / "tokens")
-    tok = WordTokenizer.train(texts, min_count=cfg.data.min_count, max_size=cfg.data.max_vocab,
-                              lower=cfg.model.lower, length=len(texts))
+    tok = WordTokenizer.train(
+        texts, min_count=cfg.data.min_count, max_size=cfg.data.max_vocab, lower=cfg.model.lower, length=len(texts)
+    )
     ids = []
     for start in range(0, len(texts), 50_000):  # bounded memory for the Rust encodings
         ids.extend(x[: cfg.model.max_len] for x in tok.encode_batch(texts[start : start + 50_000]))
@@ -105,8 +106,12 @@ def _hf_parts(cfg: Config, cache_root: Path, texts):
         store = TokenStore.load(cache / "tokens")
     # Padded as the model's tokenizer pads (HFFeaturizer.collate), with its attention mask.
     pad_id = feat.tokenizer.pad_token_id
-    batcher = TokenBatcher(store, pad_id=0 if pad_id is None else int(pad_id), attention_mask=True,
-                           left=getattr(feat.tokenizer, "padding_side", "right") == "left")
+    batcher = TokenBatcher(
+        store,
+        pad_id=0 if pad_id is None else int(pad_id),
+        attention_mask=True,
+        left=getattr(feat.tokenizer, "padding_side", "right") == "left",
+    )
     return encoder.module, batcher, lambda m: make_encoder(cfg.model, None, m)
 
 
@@ -163,8 +168,7 @@ def build_run(cfg: Config, out: Path) -> Run:
             from qt_hard.data.books import load_books
 
             root = cfg.data.path or str(data_path("books"))
-            ds = load_books(root, max_books=cfg.data.max_books, cache_dir=cache_root / "books",
-                            progress=_bars(cfg))
+            ds = load_books(root, max_books=cfg.data.max_books, cache_dir=cache_root / "books", progress=_bars(cfg))
         else:
             from qt_hard.data.books import load_hf_bookcorpus
 
@@ -173,17 +177,33 @@ def build_run(cfg: Config, out: Path) -> Run:
                 # `qt-hard data get bookcorpus` wrote Parquet shards under the data root.
                 from qt_hard.data.catalog import bookcorpus_files
 
-                ds = load_hf_bookcorpus("parquet", data_files=bookcorpus_files(local),
-                                        cache_dir=cache_root / "bookcorpus", max_rows=cfg.data.max_sentences)
+                ds = load_hf_bookcorpus(
+                    "parquet",
+                    data_files=bookcorpus_files(local),
+                    cache_dir=cache_root / "bookcorpus",
+                    max_rows=cfg.data.max_sentences,
+                )
             else:
                 ds = load_hf_bookcorpus(cache_dir=cache_root / "bookcorpus", max_rows=cfg.data.max_sentences)
         if cfg.data.max_sentences is not None:
             ds = ds.select(range(min(cfg.data.max_sentences, len(ds))))
         from qt_hard.data.wordlevel import TOKENIZER_VERSION
 
-        key = _key([kind, cfg.data.path, cfg.data.max_books, cfg.data.max_sentences, cfg.data.min_count,
-                    cfg.data.max_vocab, cfg.model.lower, cfg.model.max_len, len(ds), TOKENIZER_VERSION,
-                    "no-added-tokens"])  # since a literal "<pad>" no longer encodes to id 0
+        key = _key(
+            [
+                kind,
+                cfg.data.path,
+                cfg.data.max_books,
+                cfg.data.max_sentences,
+                cfg.data.min_count,
+                cfg.data.max_vocab,
+                cfg.model.lower,
+                cfg.model.max_len,
+                len(ds),
+                TOKENIZER_VERSION,
+                "no-added-tokens",
+            ]
+        )  # since a literal "<pad>" no longer encodes to id 0
         # Whole-column Arrow reads: ds["doc_id"] converts row by row in datasets 4+ (minutes on all books).
         doc_ids = dataset_column(ds, "doc_id", numpy=True).astype(np.int64)
         if cfg.model.kind == "hf":
@@ -222,8 +242,9 @@ def _pair_run(cfg: Config, wd, cache_root: Path) -> Run:
     task = PairTask(batcher, labels, pairs_for_epoch, cfg.train.batch_size, seed, shuffle)
     run = _word_run(cfg, wd.vocab, task, pair_data=True)
     if cfg.eval.readouts:
-        run.split = Split(batcher, labels, _word_batcher(cfg, TokenStore.from_lists(wd.test_ids)), test_labels,
-                          wd.num_classes)
+        run.split = Split(
+            batcher, labels, _word_batcher(cfg, TokenStore.from_lists(wd.test_ids)), test_labels, wd.num_classes
+        )
     return run
 
 
@@ -238,15 +259,21 @@ def _wiki_run(cfg: Config, out: Path, cache_root: Path) -> Run:
     if not wiki_dir.exists():
         source = cfg.data.wiki_source or str(data_path("wikipedia", "enwiki_wikiextractor_ge200sent.txt.xz"))
         print(f"building Wiki-{cfg.data.articles} from {source} into {wiki_dir}")
-        build_wiki(source, wiki_dir, articles=cfg.data.articles, sentences=cfg.data.min_sentences,
-                   progress=_bars(cfg))
+        build_wiki(source, wiki_dir, articles=cfg.data.articles, sentences=cfg.data.min_sentences, progress=_bars(cfg))
     token_cache = Path(cfg.data.token_cache) if cfg.data.token_cache else cache_root / "wiki_tokens"
     if cfg.data.classes is None:
-        wd = load_wiki(wiki_dir, min_count=cfg.data.min_count, seed=cfg.data.seed, lower=cfg.model.lower,
-                       cache_dir=token_cache)
+        wd = load_wiki(
+            wiki_dir, min_count=cfg.data.min_count, seed=cfg.data.seed, lower=cfg.model.lower, cache_dir=token_cache
+        )
     else:
-        wd = wiki_prefix(wiki_dir, cfg.data.classes, min_count=cfg.data.min_count, seed=cfg.data.seed,
-                         lower=cfg.model.lower, cache_dir=token_cache)
+        wd = wiki_prefix(
+            wiki_dir,
+            cfg.data.classes,
+            min_count=cfg.data.min_count,
+            seed=cfg.data.seed,
+            lower=cfg.model.lower,
+            cache_dir=token_cache,
+        )
     return _pair_run(cfg, wd, cache_root)
 
 
@@ -255,7 +282,8 @@ def _synthetic_run(cfg: Config, cache_root: Path) -> Run:
     from qt_hard.data.wiki import WikiData
 
     d = cfg.data
-    sentences, labels = latent_class_corpus(d.num_classes, d.sentences_per_class, d.vocab_size,
-                                            (d.min_length, d.max_length), seed=d.seed)
+    sentences, labels = latent_class_corpus(
+        d.num_classes, d.sentences_per_class, d.vocab_size, (d.min_length, d.max_length), seed=d.seed
+    )
     wd = WikiData.from_sentences(sentences, labels, min_count=d.min_count, seed=d.seed, lower=cfg.model.lower)
     return _pair_run(cfg, wd, cache_root)

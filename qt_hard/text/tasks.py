@@ -33,8 +33,8 @@ class TokenStore:
     One int32 array instead of n Python lists keeps a large corpus compact (and savable as .npy).
     """
 
-    flat: np.ndarray      # (total_tokens,) int32
-    offsets: np.ndarray   # (n + 1,) int64
+    flat: np.ndarray  # (total_tokens,) int32
+    offsets: np.ndarray  # (n + 1,) int64
 
     @classmethod
     def from_lists(cls, id_lists: Sequence[Sequence[int]]) -> "TokenStore":
@@ -90,8 +90,15 @@ class TokenBatcher:
     without reading the device.
     """
 
-    def __init__(self, store: TokenStore, max_len: int | None = None, pad_id: int = 0, left: bool = False,
-                 attention_mask: bool = False, padded: bool | None = None):
+    def __init__(
+        self,
+        store: TokenStore,
+        max_len: int | None = None,
+        pad_id: int = 0,
+        left: bool = False,
+        attention_mask: bool = False,
+        padded: bool | None = None,
+    ):
         lengths = np.diff(np.asarray(store.offsets, dtype=np.int64))
         if max_len is not None:
             lengths = np.minimum(lengths, max_len)
@@ -319,8 +326,15 @@ class PairTask(_DeviceBatches):
 
     sentences_per_row = 2
 
-    def __init__(self, batcher: TokenBatcher, labels: np.ndarray | None, pairs_for_epoch: Callable[[int], np.ndarray],
-                 batch_size: int, seed: int, shuffle_labels: bool = False):
+    def __init__(
+        self,
+        batcher: TokenBatcher,
+        labels: np.ndarray | None,
+        pairs_for_epoch: Callable[[int], np.ndarray],
+        batch_size: int,
+        seed: int,
+        shuffle_labels: bool = False,
+    ):
         self.batcher = batcher
         self.labels = None if labels is None else np.asarray(labels, dtype=np.int64)
         if shuffle_labels and self.labels is None:

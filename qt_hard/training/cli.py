@@ -30,6 +30,7 @@ def run_train(args: argparse.Namespace) -> int:
     validate(cfg)
     # torch is imported here, after the config is known to be good
     from qt_hard.training.loop import SecondSignal, Stopped, train
+
     try:
         exit_at_once_on_error(train, cfg, resume=args.resume, overwrite=args.overwrite, raise_on_stop=True)
     except Stopped as stop:
@@ -63,8 +64,7 @@ def exit_at_once_on_error(fn, *args, **kwargs):
         if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
             raise
         rank = os.environ.get("RANK", "?")
-        print(f"[rank {rank}] training failed; ending this process so that the others stop too:",
-              file=sys.stderr)
+        print(f"[rank {rank}] training failed; ending this process so that the others stop too:", file=sys.stderr)
         traceback.print_exc()
         sys.stdout.flush()
         sys.stderr.flush()
@@ -73,16 +73,27 @@ def exit_at_once_on_error(fn, *args, **kwargs):
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "train", help="train a model (text or graph pipeline) from a YAML config",
+        "train",
+        help="train a model (text or graph pipeline) from a YAML config",
         description=__doc__.splitlines()[0],
     )
     p.add_argument("config", help="YAML config (see configs/)")
-    p.add_argument("overrides", nargs="*", metavar="section.key=value",
-                   help="override config values, e.g. train.lr=0.001 objective.negatives=hard")
-    p.add_argument("--resume", action="store_true",
-                   help="continue from the newest complete checkpoint in out_dir (the config may change "
-                        "only in bookkeeping keys and a longer step budget)")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace the run already in out_dir (its files are removed when training starts)")
+    p.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="section.key=value",
+        help="override config values, e.g. train.lr=0.001 objective.negatives=hard",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue from the newest complete checkpoint in out_dir (the config may change "
+        "only in bookkeeping keys and a longer step budget)",
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the run already in out_dir (its files are removed when training starts)",
+    )
     p.add_argument("--out", help="output folder (same as out_dir=...)")
     p.set_defaults(func=run_train)

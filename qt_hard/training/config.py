@@ -160,8 +160,10 @@ def _build_config(tree: dict) -> Config:
     loop_keys = {"out_dir", "pipeline", "train"}
     unknown = sorted(set(tree) - loop_keys - set(sections))
     if unknown:
-        raise ConfigError(f"unknown config key {unknown[0]!r} (pipeline {pipeline!r}); "
-                          f"known keys: {sorted(loop_keys | set(sections))}")
+        raise ConfigError(
+            f"unknown config key {unknown[0]!r} (pipeline {pipeline!r}); "
+            f"known keys: {sorted(loop_keys | set(sections))}"
+        )
     kwargs = {name: _build(cls, tree.get(name) or {}, name) for name, cls in sections.items()}
     if "out_dir" in tree:
         kwargs["out_dir"] = _coerce(tree["out_dir"], str, "out_dir")
@@ -177,8 +179,7 @@ def _build(cls, data: dict, prefix: str):
     if unknown:
         where = f" in section {prefix!r}" if prefix else ""
         raise ConfigError(
-            f"unknown config key {'.'.join(filter(None, [prefix, unknown[0]]))!r}{where}; "
-            f"known keys: {sorted(names)}"
+            f"unknown config key {'.'.join(filter(None, [prefix, unknown[0]]))!r}{where}; known keys: {sorted(names)}"
         )
     kwargs = {}
     for name, value in data.items():
@@ -229,8 +230,9 @@ def config_from_dict(tree: dict, overrides: list[str] | tuple[str, ...] = (), ch
     return cfg
 
 
-def load_config(path: str | Path | None, overrides: list[str] | tuple[str, ...] = (),
-                check_pipeline: bool = True) -> Config:
+def load_config(
+    path: str | Path | None, overrides: list[str] | tuple[str, ...] = (), check_pipeline: bool = True
+) -> Config:
     """Read a YAML config (None: all defaults) and apply dotted overrides (``check_pipeline`` as in
     ``config_from_dict``)."""
     tree = read_yaml_mapping(Path(path), "config file") if path is not None else {}
@@ -284,8 +286,11 @@ def _check_train(t: TrainConfig) -> None:
             raise ConfigError(f"train.{name} must be a finite number > 0, got {value!r}")
     if not math.isfinite(t.weight_decay):
         raise ConfigError(f"train.weight_decay must be a finite number >= 0, got {t.weight_decay!r}")
-    at_least = {"checkpoint_every": (t.checkpoint_every, 0), "keep_checkpoints": (t.keep_checkpoints, 0),
-                "log_every": (t.log_every, 1)}
+    at_least = {
+        "checkpoint_every": (t.checkpoint_every, 0),
+        "keep_checkpoints": (t.keep_checkpoints, 0),
+        "log_every": (t.log_every, 1),
+    }
     if t.num_threads is not None:
         at_least["num_threads"] = (t.num_threads, 1)
     for name, (value, low) in at_least.items():

@@ -149,8 +149,13 @@ class CSVTracker:
             csv.DictWriter(fh, self.FIELDS).writerow({k: row.get(k, "") for k in self.FIELDS})
 
 
-def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], None] | None = None,
-          overwrite: bool = False, raise_on_stop: bool = False) -> Path:
+def train(
+    cfg: Config,
+    resume: bool = False,
+    on_step: Callable[[int, float], None] | None = None,
+    overwrite: bool = False,
+    raise_on_stop: bool = False,
+) -> Path:
     """Train per ``cfg``; returns the run folder. ``on_step(step, loss)`` is called after each step
     (tests use it to interrupt a run). With ``resume`` the newest complete checkpoint in
     ``cfg.out_dir`` that loads is loaded (newer ones that do not are skipped, with the reason
@@ -172,8 +177,7 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
     ddp_kwargs = pipeline.ddp_kwargs(cfg)
     handlers = [DistributedDataParallelKwargs(**ddp_kwargs)] if ddp_kwargs else []
     # Checked before the Accelerator exists: its process-wide state would keep the bad setting.
-    check_mixed_precision(cfg.train.mixed_precision,
-                          PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU")).device)
+    check_mixed_precision(cfg.train.mixed_precision, PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU")).device)
     accelerator = Accelerator(
         mixed_precision=cfg.train.mixed_precision,
         log_with="tensorboard" if "tensorboard" in trackers else None,
@@ -237,8 +241,9 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
         # its parameters share storage and accelerate's safetensors path drops all but one of them
         # ("Removed shared tensor ... while saving"); load_state would then miss those keys.
         accelerator.save_state(str(partial), safe_serialization=False)
-        torch.save({"step": at_step, "generator": generator.get_state(), "world": world},
-                   partial / f"trainer_state_{rank}.pt")
+        torch.save(
+            {"step": at_step, "generator": generator.get_state(), "world": world}, partial / f"trainer_state_{rank}.pt"
+        )
         accelerator.wait_for_everyone()
         if main:
             shutil.rmtree(path, ignore_errors=True)  # a step saved before, e.g. by an earlier stop
@@ -293,16 +298,25 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
                 mean_loss = window_loss / window_steps
                 mean_grad = window_grad / window_steps if grad_norm is not None else ""
                 t_window, window_steps, window_loss, window_grad = now, 0, 0.0, 0.0
-                row = {"step": step, "epoch": round(step / steps_per_epoch, 4), "loss": mean_loss,
-                       "grad_norm": mean_grad, "lr": lr, "sentences_per_s": round(speed, 1),
-                       "elapsed_s": round(now - t_start, 2)}
+                row = {
+                    "step": step,
+                    "epoch": round(step / steps_per_epoch, 4),
+                    "loss": mean_loss,
+                    "grad_norm": mean_grad,
+                    "lr": lr,
+                    "sentences_per_s": round(speed, 1),
+                    "elapsed_s": round(now - t_start, 2),
+                }
                 diag = objective.take_diagnostics() if hasattr(objective, "take_diagnostics") else None
                 if diag:
                     row.update({k: round(v, 6) for k, v in diag.items() if k in DIAGNOSTICS})
                 bar.set_postfix(loss=f"{mean_loss:.4f}", sent_s=f"{speed:.0f}")
                 if lines_only:
-                    print(f"train: step {step}/{total} loss {mean_loss:.4f} sentences/s {speed:.0f}",
-                          file=sys.stderr, flush=True)
+                    print(
+                        f"train: step {step}/{total} loss {mean_loss:.4f} sentences/s {speed:.0f}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                 if "tensorboard" in trackers:
                     logged = {"loss": mean_loss, "sentences_per_s": speed, "lr": lr}
                     if grad_norm is not None:
@@ -341,8 +355,11 @@ def train(cfg: Config, resume: bool = False, on_step: Callable[[int, float], Non
     accelerator.wait_for_everyone()
     accelerator.end_training()
     if interrupted and raise_on_stop:
-        raise Stopped(stop.signum, f"stopped by {signal.Signals(stop.signum).name} at step {step}/{total}; "
-                                   f"checkpoint saved, continue with --resume")
+        raise Stopped(
+            stop.signum,
+            f"stopped by {signal.Signals(stop.signum).name} at step {step}/{total}; "
+            f"checkpoint saved, continue with --resume",
+        )
     return out
 
 
@@ -369,8 +386,7 @@ def _load_newest(checkpoints: list[Path], accelerator, rank: int):
             return ckpt, state
         reasons.append(f"{ckpt.name}: {error or 'another process could not load it'}")
         if accelerator.is_main_process:
-            print(f"--resume: skipped {ckpt} (it does not load: {reasons[-1].split(': ', 1)[1]})",
-                  file=sys.stderr)
+            print(f"--resume: skipped {ckpt} (it does not load: {reasons[-1].split(': ', 1)[1]})", file=sys.stderr)
     raise CheckpointError(f"--resume: no checkpoint under {checkpoints[0].parent} loads ({'; '.join(reasons)})")
 
 
@@ -397,8 +413,10 @@ def keep_freed_memory() -> bool:
 def check_mixed_precision(mode: str, device: torch.device) -> None:
     """fp16 on a CPU is an error: accelerate would run it as float32 without saying so."""
     if mode == "fp16" and torch.device(device).type == "cpu":
-        raise ConfigError("train.mixed_precision=fp16 needs a GPU; on a CPU accelerate trains in float32 "
-                         "without autocast. Use train.mixed_precision=bf16 (CPU autocast) or 'no'.")
+        raise ConfigError(
+            "train.mixed_precision=fp16 needs a GPU; on a CPU accelerate trains in float32 "
+            "without autocast. Use train.mixed_precision=bf16 (CPU autocast) or 'no'."
+        )
 
 
 def accelerator_to(batch, device):

@@ -53,11 +53,9 @@ def make_optimizer(module: torch.nn.Module, train_cfg, device: torch.device):
     name = train_cfg.optimizer
     fused = True if torch.device(device).type in ("cpu", "cuda") else None
     if name == "adam":
-        return torch.optim.Adam(module.parameters(), lr=train_cfg.lr, weight_decay=train_cfg.weight_decay,
-                                fused=fused)
+        return torch.optim.Adam(module.parameters(), lr=train_cfg.lr, weight_decay=train_cfg.weight_decay, fused=fused)
     if name == "adamw":
-        return torch.optim.AdamW(module.parameters(), lr=train_cfg.lr, weight_decay=train_cfg.weight_decay,
-                                 fused=fused)
+        return torch.optim.AdamW(module.parameters(), lr=train_cfg.lr, weight_decay=train_cfg.weight_decay, fused=fused)
     if name == "sparse_adam":
         make_gradients_sparse(module)
         return torch.optim.SparseAdam(list(module.parameters()), lr=train_cfg.lr)
@@ -70,8 +68,10 @@ def make_gradients_sparse(module: torch.nn.Module) -> None:
     covered = {id(p) for m in tables for p in m.parameters(recurse=False)}
     for name, p in module.named_parameters():
         if id(p) not in covered:
-            raise ValueError(f"train.optimizer=sparse_adam updates embedding tables only, but {name!r} is not one; "
-                             "use adam or adamw for this model")
+            raise ValueError(
+                f"train.optimizer=sparse_adam updates embedding tables only, but {name!r} is not one; "
+                "use adam or adamw for this model"
+            )
     for m in tables:
         m.sparse = True
 

@@ -22,8 +22,15 @@ _CHECKPOINT_NAME = re.compile(rf"{CHECKPOINT_PREFIX}(\d+)")
 
 # Config keys that ``--resume`` may change: bookkeeping that does not change what is trained.
 # train.steps and train.epochs may only grow (a longer budget); any other difference is an error.
-RESUME_MAY_CHANGE = ("out_dir", "train.trackers", "train.checkpoint_every", "train.keep_checkpoints",
-                     "train.num_threads", "train.progress", "train.log_every")
+RESUME_MAY_CHANGE = (
+    "out_dir",
+    "train.trackers",
+    "train.checkpoint_every",
+    "train.keep_checkpoints",
+    "train.num_threads",
+    "train.progress",
+    "train.log_every",
+)
 RESUME_MAY_GROW = ("train.steps", "train.epochs")
 # What a run leaves in its folder; any of them makes the folder a run that --overwrite must name.
 RUN_FILES = ("config.yaml", "metrics.csv", "final", "checkpoints", "eval.json", "eval.csv", "logs")
@@ -36,9 +43,12 @@ def list_checkpoints(out_dir: str | Path) -> list[Path]:
     root = Path(out_dir) / "checkpoints"
     if not root.is_dir():
         return []
-    found = [p for p in root.iterdir() if p.is_dir() and _CHECKPOINT_NAME.fullmatch(p.name)
-             and (p / "trainer_state_0.pt").is_file()]
-    return sorted(found, key=lambda p: int(p.name[len(CHECKPOINT_PREFIX):]))
+    found = [
+        p
+        for p in root.iterdir()
+        if p.is_dir() and _CHECKPOINT_NAME.fullmatch(p.name) and (p / "trainer_state_0.pt").is_file()
+    ]
+    return sorted(found, key=lambda p: int(p.name[len(CHECKPOINT_PREFIX) :]))
 
 
 def _flat(tree: dict, prefix: str = "") -> dict:
@@ -96,7 +106,8 @@ def check_out_dir(cfg: Config, resume: bool = False, overwrite: bool = False) ->
         if held and not overwrite:
             raise OutputExistsError(
                 f"out_dir {out} already holds a run ({', '.join(held)}); pass --resume to continue it, "
-                f"--overwrite to replace it, or pick another --out")
+                f"--overwrite to replace it, or pick another --out"
+            )
         return checkpoints
     if not checkpoints:
         raise CheckpointError(f"--resume: no checkpoint under {out / 'checkpoints'} (only complete ones count)")
@@ -109,7 +120,8 @@ def check_out_dir(cfg: Config, resume: bool = False, overwrite: bool = False) ->
     if bad:
         raise CheckpointError(
             f"--resume: the config differs from the run's {saved_file} in {'; '.join(bad)}. On resume only "
-            f"{', '.join(RESUME_MAY_CHANGE[1:])} may change, and {', '.join(RESUME_MAY_GROW)} may grow")
+            f"{', '.join(RESUME_MAY_CHANGE[1:])} may change, and {', '.join(RESUME_MAY_GROW)} may grow"
+        )
     return checkpoints
 
 

@@ -49,8 +49,9 @@ class Objective(Protocol):
 
     def set_progress(self, progress: float) -> None: ...
 
-    def __call__(self, module: torch.nn.Module, batch: dict,
-                 generator: Optional[torch.Generator] = None) -> torch.Tensor: ...
+    def __call__(
+        self, module: torch.nn.Module, batch: dict, generator: Optional[torch.Generator] = None
+    ) -> torch.Tensor: ...
 
 
 class LossObjective:

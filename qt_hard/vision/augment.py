@@ -115,9 +115,19 @@ class SimCLRAugment:
     ``aug(images, generator)`` is ``aug.apply(images, aug.sample(len(images), H, W, generator))``.
     """
 
-    def __init__(self, size: int = 32, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3), flip_p: float = 0.5,
-                 brightness: float = 0.4, contrast: float = 0.4, saturation: float = 0.4, hue: float = 0.1,
-                 jitter_p: float = 0.8, gray_p: float = 0.2):
+    def __init__(
+        self,
+        size: int = 32,
+        scale=(0.08, 1.0),
+        ratio=(3 / 4, 4 / 3),
+        flip_p: float = 0.5,
+        brightness: float = 0.4,
+        contrast: float = 0.4,
+        saturation: float = 0.4,
+        hue: float = 0.1,
+        jitter_p: float = 0.8,
+        gray_p: float = 0.2,
+    ):
         if size < 1:
             raise ValueError(f"size must be >= 1, got {size}")
         if not 0 < scale[0] <= scale[1] <= 1:
@@ -226,12 +236,15 @@ class SimCLRAugment:
             return torch.round(x * 255.0).clamp_(0, 255).to(torch.uint8)
         return x.to(images.dtype)
 
-    def __call__(self, images: torch.Tensor, generator: torch.Generator | None = None,
-                 float_output: bool = False) -> torch.Tensor:
+    def __call__(
+        self, images: torch.Tensor, generator: torch.Generator | None = None, float_output: bool = False
+    ) -> torch.Tensor:
         n, _, height, width = images.shape
         return self.apply(images, self.sample(n, height, width, generator), float_output)
 
     def __repr__(self) -> str:
         b, c, s = self.strengths
-        return (f"SimCLRAugment(size={self.size}, scale={self.scale}, ratio={self.ratio}, flip_p={self.flip_p}, "
-                f"jitter=({b}, {c}, {s}, {self.hue}) p={self.jitter_p}, gray_p={self.gray_p})")
+        return (
+            f"SimCLRAugment(size={self.size}, scale={self.scale}, ratio={self.ratio}, flip_p={self.flip_p}, "
+            f"jitter=({b}, {c}, {s}, {self.hue}) p={self.jitter_p}, gray_p={self.gray_p})"
+        )

@@ -130,8 +130,11 @@ def load_cifar100(root: str | Path, split: str = "train", label: str = "fine") -
         raise ValueError(f"{base / split}: {x.shape[0]} images but {y.shape} {label} labels")
     meta = base / "meta"
     n_classes = 100 if label == "fine" else 20
-    names = ([_text(n) for n in _unpickle(meta)[f"{label}_label_names"]] if meta.is_file()
-             else [str(i) for i in range(n_classes)])
+    names = (
+        [_text(n) for n in _unpickle(meta)[f"{label}_label_names"]]
+        if meta.is_file()
+        else [str(i) for i in range(n_classes)]
+    )
     return ImageSet(x, y, names)
 
 
@@ -165,8 +168,11 @@ def load_stl10(root: str | Path, split: str = "train") -> ImageSet:
             raise ValueError(f"{base}: STL-10 labels must be 1..10, got {y.min()}..{y.max()}")
         labels = y - 1
     names_file = base / "class_names.txt"
-    names = ([ln.strip() for ln in names_file.read_text().splitlines() if ln.strip()] if names_file.is_file()
-              else [str(i) for i in range(10)])
+    names = (
+        [ln.strip() for ln in names_file.read_text().splitlines() if ln.strip()]
+        if names_file.is_file()
+        else [str(i) for i in range(10)]
+    )
     return ImageSet(images, labels, names)
 
 

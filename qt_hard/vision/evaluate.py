@@ -30,7 +30,7 @@ def embed_images(fn, images, batch_size: int = 512, device=None) -> torch.Tensor
         x = torch.as_tensor(images)
         out = []
         for i in range(0, x.shape[0], batch_size):
-            chunk = x[i:i + batch_size]
+            chunk = x[i : i + batch_size]
             if device is not None:
                 chunk = chunk.to(device, non_blocking=True)
             out.append(fn(chunk).float().cpu())
@@ -41,8 +41,15 @@ def embed_images(fn, images, batch_size: int = 512, device=None) -> torch.Tensor
 
 
 @torch.no_grad()
-def knn_predict(bank: torch.Tensor, bank_labels: torch.Tensor, query: torch.Tensor, num_classes: int,
-                k: int = 200, temperature: float = 0.5, chunk: int = 1024) -> torch.Tensor:
+def knn_predict(
+    bank: torch.Tensor,
+    bank_labels: torch.Tensor,
+    query: torch.Tensor,
+    num_classes: int,
+    k: int = 200,
+    temperature: float = 0.5,
+    chunk: int = 1024,
+) -> torch.Tensor:
     """Weighted kNN labels (M,) of ``query`` (M, d) against ``bank`` (N, d) with labels (N,).
 
     Both sides are L2-normalised here; k is capped at N."""
@@ -59,7 +66,7 @@ def knn_predict(bank: torch.Tensor, bank_labels: torch.Tensor, query: torch.Tens
     k = min(k, bank.shape[0])
     preds = []
     for i in range(0, query.shape[0], chunk):
-        sim = query[i:i + chunk] @ bank.T
+        sim = query[i : i + chunk] @ bank.T
         w, idx = sim.topk(k, dim=1)
         votes = torch.zeros(sim.shape[0], num_classes, dtype=w.dtype, device=w.device)
         votes.scatter_add_(1, bank_labels[idx], torch.exp(w / temperature))
@@ -67,8 +74,15 @@ def knn_predict(bank: torch.Tensor, bank_labels: torch.Tensor, query: torch.Tens
     return torch.cat(preds)
 
 
-def knn_accuracy(train_feats, train_labels, test_feats, test_labels, num_classes: int | None = None,
-                 k: int = 200, temperature: float = 0.5) -> float:
+def knn_accuracy(
+    train_feats,
+    train_labels,
+    test_feats,
+    test_labels,
+    num_classes: int | None = None,
+    k: int = 200,
+    temperature: float = 0.5,
+) -> float:
     """Top-1 accuracy (%) of the weighted kNN classifier (see the module doc)."""
     ytr = torch.as_tensor(np.asarray(train_labels), dtype=torch.long)
     yte = torch.as_tensor(np.asarray(test_labels), dtype=torch.long)
@@ -79,8 +93,17 @@ def knn_accuracy(train_feats, train_labels, test_feats, test_labels, num_classes
     return 100.0 * float((pred == yte).float().mean())
 
 
-def linear_readout(train_feats, train_labels, test_feats, test_labels, num_classes: int | None = None,
-                   epochs: int = 100, lr: float = 1e-3, batch_size: int = 256, seed: int = 0) -> dict:
+def linear_readout(
+    train_feats,
+    train_labels,
+    test_feats,
+    test_labels,
+    num_classes: int | None = None,
+    epochs: int = 100,
+    lr: float = 1e-3,
+    batch_size: int = 256,
+    seed: int = 0,
+) -> dict:
     """Linear softmax readout on frozen features, standardised with the training split's mean/std.
 
     Returns ``{"acc": top-1 % on the test split, "best_epoch", ...}`` (see ``linear_classifier``)."""
@@ -89,5 +112,14 @@ def linear_readout(train_feats, train_labels, test_feats, test_labels, num_class
     tr = np.asarray(train_feats, dtype=np.float64)
     te = np.asarray(test_feats, dtype=np.float64)
     mu, sd = tr.mean(0), tr.std(0) + 1e-6
-    return linear_classifier((tr - mu) / sd, train_labels, (te - mu) / sd, test_labels, num_classes,
-                             epochs=epochs, lr=lr, batch_size=batch_size, seed=seed)
+    return linear_classifier(
+        (tr - mu) / sd,
+        train_labels,
+        (te - mu) / sd,
+        test_labels,
+        num_classes,
+        epochs=epochs,
+        lr=lr,
+        batch_size=batch_size,
+        seed=seed,
+    )

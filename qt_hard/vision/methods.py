@@ -39,8 +39,7 @@ def unwrap(module: nn.Module) -> nn.Module:
 
 def _views(augment: SimCLRAugment, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
     x = batch["images"]
-    return (augment.apply(x, batch["view1"], float_output=True),
-            augment.apply(x, batch["view2"], float_output=True))
+    return (augment.apply(x, batch["view1"], float_output=True), augment.apply(x, batch["view2"], float_output=True))
 
 
 def _float32(like: torch.Tensor):
@@ -104,7 +103,6 @@ class SimCLRStep(LossObjective):
     def __init__(self, loss, augment: SimCLRAugment):
         self.loss, self.augment = loss, augment
 
-
     def __call__(self, module: nn.Module, batch: dict, generator: torch.Generator | None = None) -> torch.Tensor:
         v1, v2 = _views(self.augment, batch)
         z1, z2 = module(v1), module(v2)
@@ -119,7 +117,6 @@ class MoCoStep(LossObjective):
 
     def __init__(self, loss, augment: SimCLRAugment):
         self.loss, self.augment = loss, augment
-
 
     def __call__(self, module: nn.Module, batch: dict, generator: torch.Generator | None = None) -> torch.Tensor:
         moco = unwrap(module)

@@ -46,8 +46,16 @@ def build_step(cfg):
 
     d, o = cfg.data, cfg.objective
     b, c, s, h = d.jitter
-    augment = SimCLRAugment(size=d.size, scale=tuple(d.scale), brightness=b, contrast=c, saturation=s, hue=h,
-                            jitter_p=d.jitter_p, gray_p=d.gray_p)
+    augment = SimCLRAugment(
+        size=d.size,
+        scale=tuple(d.scale),
+        brightness=b,
+        contrast=c,
+        saturation=s,
+        hue=h,
+        jitter_p=d.jitter_p,
+        gray_p=d.gray_p,
+    )
     for reserved in ("k", "temperature", "normalize", "include_positive"):
         if reserved in o.options:
             raise ValueError(f"objective.options.{reserved}: set it as objective.{reserved} instead")
@@ -87,13 +95,33 @@ class KNNMonitor:
         t0 = time.perf_counter()
         tr, te = self.features(module)
         n_classes = self.train_set.num_classes
-        out = {"knn_acc": round(knn_accuracy(tr, self.train_set.labels, te, self.test_set.labels, n_classes,
-                                             k=self.cfg.knn_k, temperature=self.cfg.knn_temperature), 2)}
+        out = {
+            "knn_acc": round(
+                knn_accuracy(
+                    tr,
+                    self.train_set.labels,
+                    te,
+                    self.test_set.labels,
+                    n_classes,
+                    k=self.cfg.knn_k,
+                    temperature=self.cfg.knn_temperature,
+                ),
+                2,
+            )
+        }
         if step >= self.total and self.cfg.linear:
             # The readout seeds torch's global RNG for its layer: fork it, so the loop's RNG is untouched.
             with torch.random.fork_rng(devices=[]):
-                lin = linear_readout(tr.numpy(), self.train_set.labels, te.numpy(), self.test_set.labels,
-                                     n_classes, epochs=self.cfg.linear_epochs, lr=self.cfg.linear_lr, seed=self.seed)
+                lin = linear_readout(
+                    tr.numpy(),
+                    self.train_set.labels,
+                    te.numpy(),
+                    self.test_set.labels,
+                    n_classes,
+                    epochs=self.cfg.linear_epochs,
+                    lr=self.cfg.linear_lr,
+                    seed=self.seed,
+                )
             out["linear_acc"] = lin["acc"]
             out["linear_best_epoch"] = lin["best_epoch"]
         out["eval_s"] = round(time.perf_counter() - t0, 2)
@@ -117,13 +145,19 @@ def load_image_encoder(folder: str | Path) -> torch.nn.Module:
 
 
 class VisionPipeline:
-    sections = {"model": VisionModelConfig, "data": VisionDataConfig, "objective": VisionObjectiveConfig,
-                "eval": VisionEvalConfig}
+    sections = {
+        "model": VisionModelConfig,
+        "data": VisionDataConfig,
+        "objective": VisionObjectiveConfig,
+        "eval": VisionEvalConfig,
+    }
 
     def validate(self, cfg) -> None:
         if cfg.model.method == "moco" and cfg.model.queue_size < cfg.train.batch_size:
-            raise ValueError(f"model.queue_size={cfg.model.queue_size} is smaller than one batch "
-                             f"(train.batch_size={cfg.train.batch_size})")
+            raise ValueError(
+                f"model.queue_size={cfg.model.queue_size} is smaller than one batch "
+                f"(train.batch_size={cfg.train.batch_size})"
+            )
 
     def ddp_kwargs(self, cfg) -> dict:
         return {}
@@ -140,8 +174,9 @@ class VisionPipeline:
         # The kNN bank is the labelled training images (STL-10's unlabeled part has no labels).
         bank_split = "train" if "unlabeled" in cfg.data.train_split else cfg.data.train_split
         bank = train_set if bank_split == cfg.data.train_split else load_split(cfg.data, bank_split, cfg.data.max_train)
-        monitor = KNNMonitor(bank, load_split(cfg.data, cfg.data.test_split, cfg.data.max_test), cfg.eval, total,
-                             cfg.train.seed)
+        monitor = KNNMonitor(
+            bank, load_split(cfg.data, cfg.data.test_split, cfg.data.max_test), cfg.eval, total, cfg.train.seed
+        )
         every = max(1, round(cfg.eval.every_epochs * per_epoch)) if cfg.eval.every_epochs else 0
         return PipelineRun(module, task, step, lambda m, folder: save_encoder(m, folder, cfg.model), monitor, every)
 

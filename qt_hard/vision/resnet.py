@@ -61,7 +61,7 @@ class AllReduceBatchNorm2d(nn.BatchNorm2d):
         total = _AllReduceMoments.apply(local)
         n = total[-1]
         mean = total[:c] / n
-        var = (total[c:2 * c] / n - mean * mean).clamp_min(0.0)
+        var = (total[c : 2 * c] / n - mean * mean).clamp_min(0.0)
         if self.track_running_stats:
             with torch.no_grad():
                 self.num_batches_tracked += 1
@@ -103,8 +103,9 @@ class ResNet(nn.Module):
         mean, std: per-channel normalisation of [0, 1] pixels.
     """
 
-    def __init__(self, blocks=(2, 2, 2, 2), widths=(64, 128, 256, 512), sync_bn: bool = False,
-                 mean=CIFAR_MEAN, std=CIFAR_STD):
+    def __init__(
+        self, blocks=(2, 2, 2, 2), widths=(64, 128, 256, 512), sync_bn: bool = False, mean=CIFAR_MEAN, std=CIFAR_STD
+    ):
         super().__init__()
         if len(blocks) != len(widths) or not blocks or min(blocks) < 1 or min(widths) < 1:
             raise ValueError(f"blocks and widths must be equal-length positive sequences, got {blocks}, {widths}")
@@ -141,7 +142,7 @@ def make_backbone(arch: str = "resnet18", sync_bn: bool = False, width: int | No
         raise ValueError(f"unknown backbone {arch!r}; choose one of {', '.join(ARCHS)}")
     blocks, widths = ARCHS[arch]
     if width is not None:
-        widths = tuple(width * 2 ** i for i in range(len(blocks)))
+        widths = tuple(width * 2**i for i in range(len(blocks)))
     return ResNet(blocks, widths, sync_bn=sync_bn)
 
 
@@ -153,14 +154,14 @@ class SimCLREncoder(nn.Module):
     The head is Linear(dim, dim, no bias) - BN - ReLU - Linear(dim, proj_dim), as HCL's code.
     """
 
-    def __init__(self, arch: str = "resnet18", proj_dim: int = 128, sync_bn: bool = False,
-                 width: int | None = None):
+    def __init__(self, arch: str = "resnet18", proj_dim: int = 128, sync_bn: bool = False, width: int | None = None):
         super().__init__()
         self.backbone = make_backbone(arch, sync_bn=sync_bn, width=width)
         d = self.backbone.dim
         norm = AllReduceBatchNorm2d if sync_bn else nn.BatchNorm2d
-        self.head = nn.Sequential(nn.Linear(d, d, bias=False), _BN1d(norm, d), nn.ReLU(inplace=True),
-                                  nn.Linear(d, proj_dim, bias=True))
+        self.head = nn.Sequential(
+            nn.Linear(d, d, bias=False), _BN1d(norm, d), nn.ReLU(inplace=True), nn.Linear(d, proj_dim, bias=True)
+        )
         self.proj_dim = proj_dim
 
     def features(self, images: torch.Tensor) -> torch.Tensor:

@@ -49,7 +49,7 @@ class ImageTask:
         if self._epoch != epoch:
             self._epoch, self._order = epoch, np.random.default_rng([self.seed, epoch]).permutation(len(self.images))
         pos = step % nb
-        return self._order[pos * self.batch_size:(pos + 1) * self.batch_size]
+        return self._order[pos * self.batch_size : (pos + 1) * self.batch_size]
 
     def view_params(self, step: int) -> tuple[dict, dict]:
         """The two views' parameters of the global batch of ``step`` (B rows each)."""
@@ -64,5 +64,9 @@ class ImageTask:
         local = slice(rank * per, (rank + 1) * per)
         rows = torch.as_tensor(self.global_rows(step)[local])
         p1, p2 = self.view_params(step)
-        return {"images": self.images[rows], "labels": self.labels[rows],
-                "view1": {k: v[local] for k, v in p1.items()}, "view2": {k: v[local] for k, v in p2.items()}}
+        return {
+            "images": self.images[rows],
+            "labels": self.labels[rows],
+            "view1": {k: v[local] for k, v in p1.items()},
+            "view2": {k: v[local] for k, v in p2.items()},
+        }
