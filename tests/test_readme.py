@@ -222,7 +222,7 @@ RUNS = {
     "qt-hard train configs/infograph_mutag.yaml --out runs/ig_mutag train.progress=false": Run(
         add="train.epochs=2", writes=("runs/ig_mutag/final/*", "runs/ig_mutag/eval.json"), prints=(r"eval: svm_acc=",)
     ),
-    "qt-hard train configs/infograph_mutag.yaml --out runs/hcl_mutag objective.negatives=hard objective.options.beta=1 objective.options.clip=true": Run(
+    "qt-hard train configs/infograph_mutag.yaml --out runs/hcl_mutag objective.negatives=hard objective.options.beta=1 objective.options.clip=rescaled": Run(
         add="train.epochs=2 train.progress=false", writes=("runs/hcl_mutag/eval.json",), prints=(r"eval: svm_acc=",)
     ),
     "python scripts/graph_table.py --out runs/graph_table --workers 2": Run(
@@ -271,14 +271,14 @@ RUNS = {
     "mkdocs build --strict": Run(
         sub=(("--strict", f'--strict -f {ROOT / "mkdocs.yml"} -d "$PWD/site"'),), writes=("site/index.html",)
     ),
-    "python scripts/bench_eval.py --features bigru --widths 256,600,2400 --reference subset --check --feature-cache runs/bench_bigru/cache --output results/bench_eval.jsonl": Run(
+    "python eval/bench_eval.py --features bigru --widths 256,600,2400 --reference subset --check --feature-cache runs/bench_bigru/cache --output results/bench_eval.jsonl": Run(
         sub=(
             ("--widths 256,600,2400", "--widths 32 --tasks CR --kfold 2"),
             ("results/bench_eval.jsonl", "bench.jsonl"),
         ),
         writes=("bench.jsonl", "runs/bench_bigru/cache/*"),
     ),
-    "python scripts/bench_eval.py --widths 256,600,2400 --reference subset --check --output results/bench_eval.jsonl": Run(
+    "python eval/bench_eval.py --widths 256,600,2400 --reference subset --check --output results/bench_eval.jsonl": Run(
         sub=(
             ("--widths 256,600,2400", "--widths 32 --tasks CR --kfold 2"),
             ("results/bench_eval.jsonl", "bench.jsonl"),
