@@ -8,7 +8,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from test_eval_senteval import HashBoW, write_senteval
+from test_eval_senteval import HashBoW, fixture_lines, write_senteval
 
 from qt_hard.cli import main
 from qt_hard.evaluation import senteval_engine as se
@@ -94,6 +94,13 @@ STAND_IN_ENGINE = textwrap.dedent("""
 """)
 
 
+def _sizes(monkeypatch, n):
+    """The loaders check SentEval's line counts: tell them those of ``write_senteval(..., n)``."""
+    from qt_hard.data import catalog
+
+    monkeypatch.setattr(catalog, "SENTEVAL_LINES", fixture_lines(n))
+
+
 @pytest.fixture
 def stand_in(tmp_path, monkeypatch):
     """A checkout folder holding the stand-in ``senteval`` package, with the tasks in its
@@ -103,6 +110,7 @@ def stand_in(tmp_path, monkeypatch):
     (root / "senteval" / "__init__.py").write_text("from senteval.engine import SE\n")
     (root / "senteval" / "engine.py").write_text(STAND_IN_ENGINE)
     write_senteval(root / "data" / "downstream", n=30)
+    _sizes(monkeypatch, 30)
     monkeypatch.setattr(sys, "path", list(sys.path))
     for name in [m for m in sys.modules if m == "senteval" or m.startswith("senteval.")]:
         monkeypatch.delitem(sys.modules, name)
@@ -203,6 +211,7 @@ def test_cli_default_classifier_is_pytorch_and_needs_cuda(stand_in, tmp_path, mo
     import torch
 
     data = write_senteval(tmp_path / "plain", n=10)  # task folders directly: --data is linked
+    _sizes(monkeypatch, 10)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert _cli("--senteval-path", stand_in, "--model", "random:bow", "--tasks", "CR") == 2
     assert "--senteval-classifier sklearn" in capsys.readouterr().err

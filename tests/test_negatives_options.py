@@ -51,9 +51,11 @@ def test_config_options_not_read_by_the_strategy_are_errors(tmp_path):
     from qt_hard.training.config import config_from_dict
     from qt_hard.text.objectives import Objective
 
-    cfg = config_from_dict(
-        {"objective": {"negatives": "ring", "options": {"beta": 1.0, "clip": "rescaled", "lower": 10}}}
-    )
+    tree = {"objective": {"negatives": "ring", "options": {"beta": 1.0, "clip": "rescaled", "lower": 10}}}
+    # Refused when the config is read (before any data), and by the objective's own builder.
+    with pytest.raises(ValueError, match="beta, clip do not apply to negatives='ring'"):
+        config_from_dict(tree)
+    cfg = config_from_dict(tree, check_pipeline=False)
     with pytest.raises(ValueError, match="beta, clip do not apply to negatives='ring'"):
         Objective(cfg.objective, pair_data=True)
 

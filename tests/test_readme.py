@@ -332,7 +332,7 @@ PYTHON = {
     'same = qt_hard.load_encoder(f"{run}/final").encode(sentences)': Run(
         needs=("runs/qt_smoke", "runs/bow_wiki_smoke", "runs/hf_wiki_smoke")
     ),
-    "trainer = SentenceTransformerTrainer(model=model": Run(writes=("st-hard-negatives/final/README.md",)),
+    "trainer = SentenceTransformerTrainer(": Run(writes=("st-hard-negatives/final/README.md",)),
     'print(model.encode(["He drove to work.", "He took the car to the office."]).shape)': Run(
         needs=("runs/qt_smoke",), prints=(r"\(2, \d+\)",)
     ),

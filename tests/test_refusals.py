@@ -145,6 +145,9 @@ def _run_row(i, row, base, shared):
     return r, "qt-hard: error: " + fill(row.error, place), before, after, args
 
 
+# One CLI process per row (about 50, each importing torch where the row needs it): the table is the
+# content of docs/refusals.md, so it runs with the documented commands (``-m commands``, .ci/run).
+@pytest.mark.commands
 def test_refusal_table(world):
     base, shared, have_cr = world
     # Without the SentEval data (a copy of CR is the fixture), the evaluation rows are left out.

@@ -20,11 +20,15 @@ from typing import Any, Optional, Union, get_args, get_origin, get_type_hints
 import yaml
 
 from qt_hard.errors import UserError
-from qt_hard.training.optim import LR_SCHEDULES, OPTIMIZERS
 
 
 class ConfigError(UserError, ValueError):
     """A config file or override that does not fit the schema."""
+
+
+# The optimizers and learning-rate schedules of ``qt_hard.training.optim`` (named here: no torch import).
+OPTIMIZERS = ("adam", "adamw", "sparse_adam")
+LR_SCHEDULES = ("constant", "linear", "cosine")
 
 
 @dataclass

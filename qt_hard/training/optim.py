@@ -25,8 +25,7 @@ import math
 
 import torch
 
-OPTIMIZERS = ("adam", "adamw", "sparse_adam")
-LR_SCHEDULES = ("constant", "linear", "cosine")
+from qt_hard.training.config import LR_SCHEDULES, OPTIMIZERS  # noqa: F401 (their home, re-exported)
 
 
 def lr_factor(step: int, total: int, schedule: str = "constant", warmup: int = 0) -> float:
