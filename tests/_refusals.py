@@ -109,6 +109,18 @@ ROWS: tuple[Refusal, ...] = (
         "config section 'objective' (negatives='hard'",
     ),
     Refusal(
+        "a negative beta (easy negatives)",
+        T + ("objective.options.beta=-1",),
+        "refused: easy negatives are the graph_code reading of the clip, not a negative beta",
+        "config section 'objective' (negatives='hard'",
+    ),
+    Refusal(
+        "clip: true (the reading is not named)",
+        T + ("objective.options.clip=true",),
+        "refused; the message lists the readings (none, rescaled, fig14, graph_code)",
+        "config section 'objective' (negatives='hard'",
+    ),
+    Refusal(
         "a temperature of zero",
         T + ("objective.temperature=0",),
         "refused before any data is read",
