@@ -33,7 +33,7 @@ from pathlib import Path
 
 from qt_hard.errors import UserError
 
-__all__ = ["Ledger", "LedgerError"]
+__all__ = ["Ledger", "LedgerError", "git_commit", "provenance"]
 
 FORMAT = 1
 
@@ -235,3 +235,38 @@ def _process_exists(pid: int) -> bool:
     except (PermissionError, OverflowError):
         return True  # another user's process, or an id no process can have: left alone
     return True
+
+
+def git_commit(where: str | os.PathLike) -> str:
+    """Short commit of the checkout holding ``where`` (``+dirty`` with uncommitted changes to
+    tracked files), for a record's provenance; ``QT_HARD_GIT_COMMIT`` names it where the code
+    travelled without its ``.git`` (a copied tree); "unknown" without git."""
+    import subprocess
+
+    if os.environ.get("QT_HARD_GIT_COMMIT"):
+        return os.environ["QT_HARD_GIT_COMMIT"]
+
+    def git(*args):
+        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=where, timeout=10)
+
+    try:
+        head = git("rev-parse", "--short", "HEAD")
+        if head.returncode != 0:
+            return "unknown"
+        dirty = git("status", "--porcelain", "--untracked-files=no").stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head.stdout.strip() + ("+dirty" if dirty else "")
+
+
+def provenance(where: str | os.PathLike) -> dict:
+    """Where and when a record was measured: the machine, the UTC time, the code's commit
+    (:func:`git_commit` of ``where``)."""
+    import platform
+    from datetime import datetime, timezone
+
+    return {
+        "machine": f"{platform.machine()} {os.cpu_count()} cores {platform.processor() or ''}".strip(),
+        "utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "commit": git_commit(where),
+    }

@@ -60,7 +60,6 @@ import itertools
 import json
 import os
 import socket
-import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -68,7 +67,7 @@ from pathlib import Path
 
 import numpy as np
 
-from qt_hard.ledger import Ledger, LedgerError
+from qt_hard.ledger import Ledger, LedgerError, git_commit
 
 # --------------------------------------------------------------------------------------------
 # the grid
@@ -598,31 +597,6 @@ def export(results: Path) -> None:
             os.replace(tmp, target)
 
 
-def git_commit() -> str:
-    """Short commit of the script's checkout (+dirty); QT_HARD_GIT_COMMIT names it where the
-    code travelled without its .git (a copied tree)."""
-    if os.environ.get("QT_HARD_GIT_COMMIT"):
-        return os.environ["QT_HARD_GIT_COMMIT"]
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            cwd=Path(__file__).resolve().parent,
-            timeout=10,
-        )
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            cwd=Path(__file__).resolve().parent,
-            timeout=10,
-        ).stdout.strip()
-        return out.stdout.strip() + ("+dirty" if dirty else "") if out.returncode == 0 else "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
 def _row(grid: Grid, cell: Cell, cid: str, metrics: dict, wall: float, device, threads: int, commit: str) -> dict:
     """A finished cell's record: ``COLUMNS`` (k None for all candidates) and ``diagnostics``."""
     return {
@@ -673,7 +647,7 @@ def worker(
     cells, _ = expand(grid)
     results = Path(results)
     ledger = open_results(results, grid)
-    commit = git_commit()
+    commit = git_commit(Path(__file__).resolve().parent)
     ran, before = 0, -1
     while ran != before:
         before = ran

@@ -170,32 +170,6 @@ def evaluator(protocol: str):
     )
 
 
-def provenance() -> dict:
-    """Where and when a record was measured: machine, UTC time, the code's commit."""
-    import platform
-    import subprocess
-    from datetime import datetime, timezone
-
-    try:
-        commit = (
-            subprocess.run(
-                ["git", "rev-parse", "--short", "HEAD"],
-                capture_output=True,
-                text=True,
-                cwd=Path(__file__).resolve().parent,
-                timeout=10,
-            ).stdout.strip()
-            or None
-        )
-    except (OSError, subprocess.SubprocessError):
-        commit = None
-    return {
-        "machine": f"{platform.machine()} {os.cpu_count()} cores {platform.processor() or ''}".strip(),
-        "utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "commit": commit,
-    }
-
-
 DIAG_PANELS = (
     ("ess_frac", "effective sample size / negatives"),
     ("w_ratio_median", "median w_max / w_min"),
@@ -279,6 +253,7 @@ def run_cell(args, ledger, key: str, seed: int, todo: list[str], run_evals: dict
 
     import qt_hard
     from qt_hard.evaluation.models import EmbeddingCache
+    from qt_hard.ledger import provenance
 
     t0 = time.perf_counter()
     run_dir = train_one(args, key, seed)
@@ -304,7 +279,7 @@ def run_cell(args, ledger, key: str, seed: int, todo: list[str], run_evals: dict
             "solver_device": args.eval_device,
             "config": args.config,
             "overrides": args.set,
-            **provenance(),
+            **provenance(Path(__file__).resolve().parent),
         }
         ledger.append(rec)
         print(json.dumps(rec), flush=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import multiprocessing as mp
 import socket
 import subprocess
@@ -117,3 +118,14 @@ def test_claims_exclude_live_holders_and_take_over_dead_ones(tmp_path):
     with led.claim(("hard", 1)) as got:
         assert not got  # another machine's process cannot be checked: left alone
     assert sorted(p.name for p in claims.iterdir()) == ["hard__1"]
+
+
+def test_provenance_names_machine_time_and_commit(tmp_path, monkeypatch):
+    from qt_hard.ledger import git_commit, provenance
+
+    here = Path(__file__).resolve().parent
+    p = provenance(here)
+    assert set(p) == {"machine", "utc", "commit"} and p["utc"].endswith("Z")
+    assert git_commit(tmp_path) == "unknown"  # no checkout there
+    monkeypatch.setenv("QT_HARD_GIT_COMMIT", "abc1234")
+    assert git_commit(tmp_path) == "abc1234"
