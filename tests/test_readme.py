@@ -181,6 +181,17 @@ RUNS = {
         writes=("runs/qt_table/*",),
     ),
     "python scripts/qt_table.py --out runs/qt_table --summary-only": Run(needs=("runs/qt_table",)),
+    "python scripts/qt_table.py --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1 --rows uniform,hard1-rescaled,hard1-fig14,hard1-graph_code,hard2-rescaled,hard2-fig14,hard2-graph_code,hard2-none,uniform-floor,hard1-rescaled-floor": Run(
+        sub=(
+            ("--seeds 0,1", f"--seeds 0 --kfold 2 --set train.steps=3 --set {ONE_BOOK}"),
+            (
+                "--rows uniform,hard1-rescaled,hard1-fig14,hard1-graph_code,hard2-rescaled,hard2-fig14,hard2-graph_code,hard2-none,uniform-floor,hard1-rescaled-floor",
+                "--rows uniform,hard2-graph_code-floor",
+            ),
+        ),
+        writes=("runs/readings/table_dev.md", "runs/readings/diagnostics.png"),
+        prints=(r"dev accuracy", r"Hard \(beta=2, graph_code, floor\)"),
+    ),
     "python scripts/qt_table.py --out runs/qt_table --protocol skipthoughts": Run(
         add=f"--seeds 0 --rows uniform --kfold 2 --set train.steps=3 --set {ONE_BOOK}", writes=("runs/qt_table/*",)
     ),
