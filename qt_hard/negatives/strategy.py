@@ -228,10 +228,10 @@ class NegativeStrategy:
         """
         state = generator.get_state() if generator is not None else None
 
-        def fresh():
+        def fresh():  # a generator at the caller's state, on the caller's device (the sampler draws there)
             if state is None:
                 return None
-            g = torch.Generator(device=state.device if hasattr(state, "device") else "cpu")
+            g = torch.Generator(device=generator.device)
             g.set_state(state)
             return g
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 
 from ..schedules import HSCLThreshold, at
-from .distributed import world
+from .distributed import gather, world
 from .ot import sinkhorn_log_coupling
 from .sampler import count_rows
 from .scores import ContrastScores
@@ -157,8 +157,6 @@ def graph_code_bound(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     bottom = scores.masked_fill(~mask, big).amin()
     bound = torch.maximum(top, bottom.abs())
     if world()[1] > 1:
-        from .distributed import gather
-
         bound = gather(bound.reshape(1))[0].amax()
     return bound.clamp_min(torch.finfo(scores.dtype).tiny)
 
