@@ -1,4 +1,5 @@
-"""What qt-hard refuses and why: one table for the CLI test and for ``docs/refusals.md``.
+"""What qt-hard refuses and why: one table (``tests/refusals.yaml``) for the CLI test and for
+``docs/refusals.md``.
 
 Each row is a bad input a user can fix: the command line (with placeholders filled in by the
 test's tiny fixtures), what happens, and how the one line on stderr begins. The test
@@ -16,8 +17,11 @@ that is not JSON. A row's ``setup`` names the damage done to a copy first (see t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import shlex
+from dataclasses import dataclass, fields
 from pathlib import Path
+
+import yaml
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "refusals.md"
 
@@ -26,279 +30,33 @@ DOC = Path(__file__).resolve().parent.parent / "docs" / "refusals.md"
 class Refusal:
     input: str  # what the user typed or has on disk, in words
     args: tuple[str, ...]  # the qt-hard command line, placeholders in braces
-    what: str  # what qt-hard does instead
     error: str  # how the stderr line begins (after "qt-hard: error: "), placeholders in braces
+    what: str = "refused"  # what qt-hard does instead
     setup: str = ""  # damage done to a copy of the fixtures before the run (see the test)
 
 
 T = ("train", "{cfg}", "--out", "{out}")
 E = ("eval", "senteval", "--model", "{model}", "--data", "{data}", "--tasks", "CR", "--output", "{out}/r.json")
 
-ROWS: tuple[Refusal, ...] = (
-    # ---- training config: refused while reading the config, before any data
-    Refusal(
-        "a negative learning rate",
-        T + ("train.lr=-1",),
-        "refused before any data is read",
-        "train.lr must be a finite number > 0, got -1.0",
-    ),
-    Refusal(
-        "a learning rate that is not a number",
-        T + ("train.lr=nan",),
-        "refused before any data is read",
-        "train.lr must be a finite number > 0, got nan",
-    ),
-    Refusal(
-        "a misspelt key",
-        T + ("train.lrr=0.1",),
-        "refused; the message lists the keys that exist",
-        "unknown config key 'train.lrr' in section 'train'",
-    ),
-    Refusal(
-        "zero books",
-        T + ("data.max_books=0",),
-        "refused before any book is read",
-        "data.max_books must be >= 1 (or left out), got 0",
-    ),
-    Refusal(
-        "a batch of one",
-        T + ("train.batch_size=1",),
-        "refused (a contrastive batch needs negatives)",
-        "train.batch_size must be >= 2, got 1",
-    ),
-    Refusal("zero steps", T + ("train.steps=0",), "refused", "train.steps must be >= 1, got 0"),
-    Refusal(
-        "a negative gradient clip",
-        T + ("train.grad_clip=-1",),
-        "refused",
-        "train.grad_clip must be a finite number > 0, got -1.0",
-    ),
-    Refusal(
-        "an unknown mixed precision",
-        T + ("train.mixed_precision=fp8",),
-        "refused",
-        "train.mixed_precision must be no | fp16 | bf16, got 'fp8'",
-    ),
-    Refusal(
-        "an unknown tracker", T + ("train.trackers=[wandb]",), "refused", "train.trackers: unknown tracker(s) ['wandb']"
-    ),
-    Refusal("an unknown model kind", T + ("model.kind=lstm",), "refused", "model.kind must be one of"),
-    Refusal("an unknown data kind", T + ("data.kind=imdb",), "refused", "data.kind must be books"),
-    Refusal(
-        "an unknown negatives strategy",
-        T + ("objective.negatives=nonsense",),
-        "refused before any data is read (the core's own builder, called on the config)",
-        "config section 'objective' (negatives='nonsense'",
-    ),
-    Refusal(
-        "an option the strategy does not read",
-        T + ("objective.options.lower=10",),
-        "refused: hard negatives read no ring percentile",
-        "config section 'objective' (negatives='hard'",
-    ),
-    Refusal(
-        "an unknown option",
-        T + ("objective.options.bogus=1",),
-        "refused; the message lists the options",
-        "config section 'objective' (negatives='hard'",
-    ),
-    Refusal(
-        "tau_plus outside [0, 1)",
-        T + ("objective.options.tau_plus=1.5",),
-        "refused before any data is read (the core would refuse it at the first step)",
-        "config section 'objective' (negatives='hard'",
-    ),
-    Refusal(
-        "a negative beta (easy negatives)",
-        T + ("objective.options.beta=-1",),
-        "refused: easy negatives are the graph_code reading of the clip, not a negative beta",
-        "config section 'objective' (negatives='hard'",
-    ),
-    Refusal(
-        "clip: true (the reading is not named)",
-        T + ("objective.options.clip=true",),
-        "refused; the message lists the readings (none, rescaled, fig14, graph_code)",
-        "config section 'objective' (negatives='hard'",
-    ),
-    Refusal(
-        "a temperature of zero",
-        T + ("objective.temperature=0",),
-        "refused before any data is read",
-        "config section 'objective' (negatives='hard', temperature=0.0",
-    ),
-    Refusal(
-        "a ring band with lower >= upper",
-        T + ("objective.negatives=ring", "objective.options={lower: 60, upper: 40}"),
-        "refused before any data is read",
-        "config section 'objective' (negatives='ring'",
-    ),
-    Refusal(
-        "a ring band outside [0, 100]",
-        T + ("objective.negatives=ring", "objective.options={lower: 5, upper: 150}"),
-        "refused before any data is read",
-        "config section 'objective' (negatives='ring'",
-    ),
-    Refusal("k = 0 negatives", T + ("objective.k=0",), "refused", "config section 'objective' (negatives='hard'"),
-    Refusal(
-        "more negatives than a batch has candidates",
-        T + ("objective.k=500",),
-        "refused before any data is read (the batch size is in the config)",
-        "config section 'objective' (negatives='hard'",
-    ),
-    Refusal(
-        "a schedule that does not exist",
-        T + ("objective.options.beta={schedule: nope}",),
-        "refused",
-        "config section 'objective' (negatives='hard'",
-    ),
-    Refusal(
-        "a config file that does not exist",
-        ("train", "{out}/nope.yaml"),
-        "refused",
-        "config file {out}/nope.yaml does not exist",
-    ),
-    Refusal("a config file that is not YAML", ("train", "{json}"), "refused", "config file {json} is not valid YAML"),
-    # ---- training folders and files
-    Refusal(
-        "a books folder that does not exist",
-        T + ("data.path={out}/no_books",),
-        "refused before any data is read",
-        "data.path: no such book file or folder: {out}/no_books",
-    ),
-    Refusal(
-        "a truncated .xz book",
-        T + ("data.path={books}",),
-        "refused, naming the book; nothing is trained",
-        "{books}/broken.txt.xz: not a valid .xz file",
-        setup="truncated_xz",
-    ),
-    Refusal(
-        "a book that is not UTF-8",
-        T + ("data.path={books}",),
-        "refused, naming the book and the byte",
-        "{books}/latin.txt: not valid UTF-8",
-        setup="latin1_book",
-    ),
-    Refusal(
-        "--out that is an existing file",
-        ("train", "{cfg}", "--out", "{file}"),
-        "refused",
-        "out_dir {file} is a file, not a folder",
-    ),
-    Refusal(
-        "--out that cannot be created",
-        ("train", "{cfg}", "--out", "{file}/sub"),
-        "refused",
-        "out_dir {file}/sub cannot be created",
-    ),
-    Refusal(
-        "--out holding a finished run (no --overwrite)",
-        ("train", "{cfg}", "--out", "{run}"),
-        "refused; nothing of the old run is touched",
-        "out_dir {run} already holds a run",
-    ),
-    Refusal("--resume with no checkpoint", T + ("--resume",), "refused", "--resume: no checkpoint under {out}"),
-    Refusal(
-        "--resume and --overwrite together",
-        T + ("--resume", "--overwrite"),
-        "refused",
-        "--resume continues the run in out_dir and --overwrite replaces it",
-    ),
-    Refusal(
-        "--resume with a changed learning rate",
-        ("train", "{cfg}", "--out", "{ckpt}", "--resume", "train.lr=0.1"),
-        "refused; the run's config.yaml is not rewritten",
-        "--resume: the config differs from the run's {ckpt}/config.yaml in train.lr: 0.01 -> 0.1",
-    ),
-    Refusal(
-        "--resume with a changed model shape",
-        ("train", "{cfg}", "--out", "{ckpt}", "--resume", "model.embed_dim=32"),
-        "refused before the weights are loaded (no size-mismatch traceback)",
-        "--resume: the config differs from the run's {ckpt}/config.yaml in model.embed_dim: 16 -> 32",
-    ),
-    # ---- evaluation
-    Refusal(
-        "an unknown task",
-        E[:-4] + ("--tasks", "NOPE"),
-        "refused before the model is loaded",
-        "--tasks: unknown SentEval task 'NOPE'",
-    ),
-    Refusal("no task", E[:-4] + ("--tasks", ""), "refused before the model is loaded", "--tasks: no tasks given"),
-    Refusal("one fold", E + ("--kfold", "1"), "refused before the model is loaded", "--kfold must be >= 2"),
-    Refusal(
-        "a model folder that does not exist",
-        ("eval", "senteval", "--model", "{out}/none", "--data", "{data}", "--tasks", "CR"),
-        "refused",
-        "model '{out}/none' not found",
-    ),
-    Refusal(
-        "a truncated model.safetensors",
-        E,
-        "refused, naming the file",
-        "{model}/model.safetensors is corrupted or not a safetensors file",
-        setup="model:model.safetensors",
-    ),
-    Refusal(
-        "a truncated encoder.json",
-        E,
-        "refused, naming the file",
-        "malformed {model}/encoder.json",
-        setup="model:encoder.json",
-    ),
-    Refusal(
-        "a truncated tokenizer.json",
-        E,
-        "refused, naming the file",
-        "{model}/tokenizer.json: not a tokenizers JSON file",
-        setup="model:tokenizer.json",
-    ),
-    Refusal(
-        "a truncated task file (CR/custrev.pos cut to 100 bytes)",
-        E,
-        "refused before the model is loaded; nothing is scored",
-        "SentEval file {data}/CR/custrev.pos is damaged: CR/custrev.pos has 2 lines, expected 2407",
-        setup="truncate_cr",
-    ),
-    Refusal(
-        "a garbage line appended to a task file",
-        E,
-        "refused before the model is loaded; nothing is scored",
-        "SentEval file {data}/CR/custrev.neg is damaged: CR/custrev.neg has 1369 lines, expected 1368",
-        setup="garbage_cr",
-    ),
-    Refusal(
-        "random bytes in a task file",
-        E,
-        "refused, naming the file and the line",
-        "SentEval file {data}/CR/custrev.neg is damaged: CR/custrev.neg:1 holds the control byte '\\x00'",
-        setup="binary_cr",
-    ),
-    Refusal(
-        "eval compare on a missing file",
-        ("eval", "compare", "{out}/a.json", "{out}/b.json"),
-        "refused",
-        "result file {out}/a.json does not exist",
-    ),
-    Refusal(
-        "eval compare on a file that is not JSON",
-        ("eval", "compare", "{json}", "{json}"),
-        "refused",
-        "{json} is not valid JSON",
-    ),
-    # ---- data
-    Refusal(
-        "data get --root on a file",
-        ("data", "get", "senteval", "--root", "{file}"),
-        "refused, nothing fetched",
-        "--root {file} is a file, not a folder",
-    ),
-    Refusal(
-        "data list --root on a file",
-        ("data", "list", "--root", "{file}"),
-        "refused",
-        "--root {file} is a file, not a folder",
-    ),
-)
+PREFIXES = {"$T": T, "$E": E}
+TABLE = Path(__file__).resolve().parent / "refusals.yaml"
+
+
+def load_rows(path: Path = TABLE) -> tuple[Refusal, ...]:
+    """The rows of ``refusals.yaml``: ``args`` split as a shell would, a leading ``$T`` or ``$E`` replaced
+    by its command prefix; a row with a key this class does not have is an error."""
+    rows = []
+    for i, entry in enumerate(yaml.safe_load(path.read_text(encoding="utf-8")), 1):
+        unknown = set(entry) - {f.name for f in fields(Refusal)}
+        if unknown:
+            raise ValueError(f"{path.name} row {i}: unknown keys {sorted(unknown)}")
+        words = shlex.split(entry.pop("args"))
+        args = tuple(PREFIXES.get(words[0], (words[0],))) + tuple(words[1:])
+        rows.append(Refusal(args=args, **entry))
+    return tuple(rows)
+
+
+ROWS = load_rows()
 
 PLACEHOLDERS = {
     "cfg": "CONFIG.yaml",
@@ -350,7 +108,7 @@ def render() -> str:
         "the configured batch size, so a typo fails in seconds rather than after the books are prepared.",
         "",
         "`tests/test_refusals.py` runs every row through the real command; this page is generated from",
-        "the same table (`tests/_refusals.py`; `python tests/_refusals.py` rewrites it). Names in capitals",
+        "the same table (`tests/refusals.yaml`; `python tests/_refusals.py` rewrites it). Names in capitals",
         "stand for the files of the row (`OUT` its output folder, `CONFIG.yaml` a Quick-Thoughts config,",
         "`MODEL` a saved model, `SENTEVAL` a SentEval folder, `RUN` a folder holding a run).",
         "",

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests._signals import signal_at
 from _scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -188,17 +189,7 @@ def test_a_cell_is_a_qt_hard_train_run(tmp_path):
     )
     assert res.returncode == 0, res.stderr[-3000:]
     want = K.cell_metrics(tmp_path / "cli")
-    for key in (
-        "mean_acc",
-        "linear_acc",
-        "linear_best_epoch",
-        "final_loss",
-        "steps",
-        "vocab_size",
-        "n_train",
-        "n_test",
-        "diagnostics",
-    ):
+    for key in "mean_acc linear_acc linear_best_epoch final_loss steps vocab_size n_train n_test diagnostics".split():
         assert got[key] == want[key], key
     assert got["steps"] > 0 and got["steps"] % 3 == 0 and 0 <= got["mean_acc"] <= 100  # whole epochs
 
@@ -208,12 +199,8 @@ def test_a_cell_stopped_mid_way_resumes_to_the_uninterrupted_metrics(tmp_path):
     cache = tmp_path / "cache"
     straight = K.run_cell(K.cell_tree(grid, cell, cache, tmp_path / "straight"))
 
-    def stop(step, loss):
-        if step == 5:
-            os.kill(os.getpid(), signal.SIGTERM)  # the loop checkpoints and returns
-
     tree = K.cell_tree(grid, cell, cache, tmp_path / "cut")
-    assert K.run_cell(tree, on_step=stop) is None
+    assert K.run_cell(tree, on_step=signal_at(5)) is None
     assert (tmp_path / "cut" / "checkpoints").is_dir()
     resumed = K.run_cell(tree)
     for key in ("train_s", "eval_s", "sentences_per_s"):

@@ -1,4 +1,4 @@
-"""Every row of ``tests/_refusals.py`` through the real command line: exit status 2, one stderr line
+"""Every row of ``tests/refusals.yaml`` through the real command line: exit status 2, one stderr line
 ``qt-hard: error: ...`` that names the key or file, no traceback, nothing written under the output
 folder or the data root. And ``docs/refusals.md`` is that table rendered.
 
@@ -187,5 +187,5 @@ def test_every_row_names_a_key_or_file():
 def test_docs_page_is_the_table():
     assert DOC.is_file(), "docs/refusals.md is missing: run python tests/_refusals.py"
     assert DOC.read_text() == render(), (
-        "docs/refusals.md differs from tests/_refusals.py: run python tests/_refusals.py"
+        "docs/refusals.md differs from tests/refusals.yaml: run python tests/_refusals.py"
     )

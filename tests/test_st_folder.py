@@ -146,13 +146,8 @@ def test_bag_of_words_folder_loads_without_qt_hard(tmp_path):
         "print('cos', float(util.cos_sim(v[0], v[1])))\n"
         "assert 'qt_hard' not in {k.split('.')[0] for k, x in sys.modules.items() if x is not None}\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )
+    offline = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=offline)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "cos" in proc.stdout
 

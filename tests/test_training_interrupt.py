@@ -23,6 +23,7 @@ from test_training import qt_config
 
 from qt_hard.cli import main
 from qt_hard.training import loop, outdir
+from tests._signals import signal_at
 
 REPO = Path(__file__).resolve().parent.parent
 STEPS = 12
@@ -63,18 +64,10 @@ def straight(tmp_path):
     return cfg, out
 
 
-def _signal_at(step_wanted: int, signum: int):
-    def on_step(step, loss):
-        if step == step_wanted:
-            os.kill(os.getpid(), signum)
-
-    return on_step
-
-
 def _stopped(cfg: Path, out: Path, monkeypatch, at_step: int, signum: int) -> int:
     """``qt-hard train CFG --out OUT`` signalled at the end of step ``at_step``: its exit status."""
     with monkeypatch.context() as m:
-        m.setattr(loop, "train", partial(loop.train, on_step=_signal_at(at_step, signum)))
+        m.setattr(loop, "train", partial(loop.train, on_step=signal_at(at_step, signum)))
         return main(["train", str(cfg), "--out", str(out)])
 
 
@@ -103,7 +96,7 @@ def test_second_sigint_during_checkpoint_write_leaves_a_partial_folder(straight,
 
     with monkeypatch.context() as m:
         m.setattr(torch, "save", save_then_interrupt)
-        m.setattr(loop, "train", partial(loop.train, on_step=_signal_at(5, signal.SIGINT)))
+        m.setattr(loop, "train", partial(loop.train, on_step=signal_at(5, signal.SIGINT)))
         assert main(["train", str(cfg), "--out", str(out)]) == 130
     names = sorted(p.name for p in (out / "checkpoints").iterdir())
     assert names == ["step_0000003", "step_0000005" + loop.PARTIAL_SUFFIX]

@@ -8,8 +8,6 @@ from __future__ import annotations
 import csv
 import itertools
 import math
-import os
-import signal
 
 import numpy as np
 import pytest
@@ -23,6 +21,7 @@ from qt_hard.training.optim import (
     set_tf32,
 )
 from tests.test_training import qt_config
+from tests._signals import signal_at
 
 
 def _bow_tree(out, **train):
@@ -106,11 +105,7 @@ def test_resume_under_a_decaying_schedule_is_exact(tmp_path):
     train(config_from_dict({**tree, "out_dir": str(tmp_path / "straight")}))
     cfg = config_from_dict({**tree, "out_dir": str(tmp_path / "cut")})
 
-    def interrupt(step, loss):
-        if step == 4:
-            os.kill(os.getpid(), signal.SIGTERM)
-
-    train(cfg, on_step=interrupt)
+    train(cfg, on_step=signal_at(4))
     train(cfg, resume=True)
     a, b = _weights(tmp_path / "straight"), _weights(tmp_path / "cut")
     for key in a:

@@ -483,13 +483,11 @@ def register(subparsers) -> None:
         action="store_true",
         help="write the table into the model card (README.md) of the qt-hard model folder",
     )
-    s.add_argument(
-        "--engine",
-        choices=("fast", "senteval"),
-        default="fast",
-        help="fast: qt-hard's own SentEval-protocol evaluator; senteval: facebookresearch/"
-        "SentEval's engine from the checkout --senteval-path (its protocol, its classifiers)",
+    engines = (
+        "fast: qt-hard's own SentEval-protocol evaluator; senteval: facebookresearch/SentEval's engine from the "
+        "checkout --senteval-path (its protocol, its classifiers)"
     )
+    s.add_argument("--engine", choices=("fast", "senteval"), default="fast", help=engines)
     s.add_argument(
         "--senteval-path",
         default=None,
