@@ -20,6 +20,10 @@ Rows (each with its own paper's settings):
     infograph_code   uniform, the HCL code's JSD form ('jsd_code'), tau+ 0.5, lr 1e-3
     hard_b{1,2,10}   hard (HCL App. B.2: q ~ exp(beta T) on clipped scores), tau+ 0, lr 1e-3
     hscl_b{1,2,10}   same-label mask + hard (H-SCL), tau+ 0, lr 0.01
+    infograph_lr0.01 uniform at H-SCL's and OT's lr 0.01        (learning-rate control)
+    hscl_b1_lr1e-3   H-SCL beta 1 at InfoGraph's and HCL's lr 1e-3 (learning-rate control)
+    hcl_code_b{1,2,10}  HCL as its released graph code computes it: 'jsd_code', clip 'graph_code' (the
+                     code's tilt sign and bound), tau+ 0.5, lr 1e-3
     ot_e0.1          entropic OT, epsilon 0.1, tau+ 0.5, lr 0.01, the HCL code's JSD form (the OT paper
                      ran that code with its negative distribution replaced; the paper form's debiased
                      JSD is unbounded below for tau+ > 0 and diverges)
@@ -52,6 +56,12 @@ _HSCL = [
     "objective.options.clip=rescaled",
     "train.lr=0.01",
 ]
+_HCL_CODE = [
+    "objective.negatives=hard",
+    "objective.estimator=jsd_code",
+    "objective.options.clip=graph_code",
+    "objective.options.tau_plus=0.5",
+]
 ROWS = {
     "infograph": (["objective.negatives=uniform"], (86.8, 50.4, 55.3, 72.2, 49.6), "H-SCL Tab. II / OT Tab. V"),
     "infograph_code": (
@@ -69,6 +79,14 @@ ROWS = {
     "hscl_b1": (_HSCL + ["objective.options.beta=1"], (87.2, 50.7, 57.7, 73.0, 50.1), "H-SCL Tab. II (best beta)"),
     "hscl_b2": (_HSCL + ["objective.options.beta=2"], None, ""),
     "hscl_b10": (_HSCL + ["objective.options.beta=10"], None, ""),
+    # Learning-rate controls: each method at the other rate, so a gain is not the rate's.
+    "infograph_lr0.01": (["objective.negatives=uniform", "train.lr=0.01"], None, ""),
+    "hscl_b1_lr1e-3": (_HSCL + ["objective.options.beta=1", "train.lr=0.001"], None, ""),
+    # HCL's graph numbers as its released code made them (joshr17/HCL gan_losses.py, JSD_hard): the
+    # code's JSD form, its tilt (sign, max as written, bound in the graph) and tau+ 0.5, lr 1e-3.
+    "hcl_code_b1": (_HCL_CODE + ["objective.options.beta=1"], None, ""),
+    "hcl_code_b2": (_HCL_CODE + ["objective.options.beta=2"], None, ""),
+    "hcl_code_b10": (_HCL_CODE + ["objective.options.beta=10"], None, ""),
     "ot_e0.1": (
         [
             "objective.negatives=ot",
