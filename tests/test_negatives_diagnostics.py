@@ -32,7 +32,7 @@ def test_hand_made_tilt_matches_closed_form():
     # One anchor per row of scores; with the plain tilt beta the normalized weights of anchor i are
     # softmax(beta s_i.), so ESS and w_max / w_min follow from the logits alone.
     sc = scores(b=5, scale=0.8, seed=1)
-    d = make_strategy("hard", beta=2.0, tau_plus=0.0, floor="none").diagnostics(sc)
+    d = make_strategy("hard", beta=2.0, tau_plus=0.0, floor="none", clip="none").diagnostics(sc)
     s = sc.neg.masked_fill(~sc.neg_valid, float("-inf"))
     q = torch.softmax(2.0 * s, dim=1)
     n = sc.neg_valid.sum(1)

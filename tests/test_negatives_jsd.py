@@ -101,7 +101,7 @@ def grads(loss, *xs):
         dict(),
         dict(beta=1.0, clip="rescaled"),
         dict(beta=10.0, clip="rescaled"),
-        dict(beta=2.0, tau_plus=0.3),
+        dict(beta=2.0, clip="none", tau_plus=0.3),
         dict(beta=2.0, clip="rescaled", same_label=True),
     ],
 )

@@ -196,3 +196,31 @@ def test_negative_beta_is_refused_with_the_reading_that_has_easy_negatives():
         HardWeighting(-1.0)
     with pytest.raises(ValueError, match="beta"):
         make_strategy("hard", beta=float("nan"))
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+def test_auto_reading_is_none_on_the_sphere_and_the_chosen_one_on_raw_inner_products(normalize):
+    from qt_hard.negatives.scores import two_view_scores
+    from qt_hard.negatives.weightings import UNNORMALIZED_CLIP
+
+    z1, z2 = views(8, scale=1.3, seed=4)
+    chosen = "none" if normalize else UNNORMALIZED_CLIP
+    assert HardWeighting(2.0).reading(two_view_scores(z1, z2, temperature=0.5, normalize=normalize)) == chosen
+    kw = dict(temperature=0.5, normalize=normalize, beta=2.0, tau_plus=0.0, floor="none")
+    auto = contrastive_loss(z1, z2, "hard", **kw)
+    torch.testing.assert_close(auto, contrastive_loss(z1, z2, "hard", clip=chosen, **kw), rtol=0, atol=0)
+    other = "rescaled" if chosen == "none" else "none"
+    assert not torch.allclose(auto, contrastive_loss(z1, z2, "hard", clip=other, **kw))
+
+
+def test_auto_reading_survives_the_k_sampler_and_defaults_to_none_when_scores_do_not_say():
+    import dataclasses
+
+    from qt_hard.negatives.scores import two_view_scores
+    from qt_hard.negatives.weightings import UNNORMALIZED_CLIP
+
+    z1, z2 = views(6, seed=5)
+    raw = two_view_scores(z1, z2, temperature=1.0, normalize=False)
+    picked = raw.select(torch.zeros(raw.neg.shape[0], 3, dtype=torch.long))
+    assert picked.normalized is False and HardWeighting(1.0).reading(picked) == UNNORMALIZED_CLIP
+    assert HardWeighting(1.0).reading(dataclasses.replace(raw, normalized=None)) == "none"

@@ -59,6 +59,9 @@ class ContrastScores:
             given with, -1 for every other candidate; None in layouts without explicit negatives.
         anchor_index: (A,) long, the global pair index of each anchor (with ``cand_owner``: which
             columns are the anchor's *own* explicit negatives, MNRL's ``hard_negatives``).
+        normalized: True when the logits are of unit-norm embeddings (cosines / t), False when of raw
+            inner products (Quick-Thoughts, bags of words, InfoGraph), None when the builder does not
+            say. Hard weights read it to choose their default ``clip`` (:class:`HardWeighting`).
     """
 
     pos: torch.Tensor
@@ -79,6 +82,7 @@ class ContrastScores:
     full_allowed: torch.Tensor | None = None
     cand_owner: torch.Tensor | None = None
     anchor_index: torch.Tensor | None = None
+    normalized: bool | None = None
 
     def own_explicit(self) -> torch.Tensor | None:
         """(A, C) bool: the candidate is one of the anchor's own explicit negatives; None when the
@@ -133,6 +137,7 @@ class ContrastScores:
             anchor_sqnorm=self.anchor_sqnorm,
             cand_sqnorm=pick(self.cand_sqnorm),
             cand_index=index,
+            normalized=self.normalized,
             n_columns=self.neg.shape[1],
             anchor_emb=self.anchor_emb,
             cand_emb=self.cand_emb,
@@ -237,6 +242,7 @@ def two_view_scores(
         cand_labels=cand_labels,
         anchor_emb=anchors.detach(),
         cand_emb=cands.detach(),
+        normalized=normalize,
     )
 
 
@@ -368,6 +374,7 @@ def one_directional_scores(
         cand_emb=cands.detach(),
         cand_owner=owner,
         anchor_index=target,
+        normalized=normalize,
     )
 
 
@@ -440,6 +447,7 @@ def context_scores(
         scale=scale,
         anchor_emb=f_emb.detach(),
         cand_emb=all_g.detach(),
+        normalized=normalize,
     )
 
 
@@ -509,4 +517,5 @@ def node_graph_scores(
         cand_labels=cand_labels,
         anchor_emb=node_emb.detach(),
         cand_emb=cands.detach(),
+        normalized=normalize,
     )

@@ -169,6 +169,9 @@ class UniformWeighting(Weighting):
 
 
 CLIP_READINGS = ("none", "rescaled", "fig14", "graph_code")
+# The reading that ``clip="auto"`` (the default) takes for unnormalized embeddings, chosen by the
+# readings table on SentEval dev scores (docs/concepts-hard-readings.md, results/readings/).
+UNNORMALIZED_CLIP = "rescaled"
 
 
 class HardWeighting(Weighting):
@@ -195,20 +198,23 @@ class HardWeighting(Weighting):
     * ``"graph_code"``: the official graph code exactly (joshr17/HCL ``gan_losses.py``, ``JSD_hard``):
       ``w = exp(beta * (-2 s / B))`` with ``B = max(s.max(), |s.min()|)`` *with* its gradient
       (:func:`graph_code_bound`). Note the sign: it favours *easy* negatives, against App. B.2.
+    * ``"auto"`` (the default): ``"none"`` on scores of normalized embeddings, ``UNNORMALIZED_CLIP`` on
+      raw inner products (``ContrastScores.normalized`` False), the reading the dev scores of the
+      readings table chose. Scores that do not say (``normalized`` None) get ``"none"``.
 
     Args:
         beta: concentration >= 0 (number or schedule); beta = 0 is uniform (under "fig14": no
             negative term). Easy negatives (a negative tilt) are the "graph_code" reading's, not a
             negative beta.
-        clip: one of ``CLIP_READINGS`` (above).
+        clip: one of ``CLIP_READINGS`` (above), or ``"auto"``.
         detach: stop gradients through the weights (the tilt, the bound and the weights' own
             dependence on the scores). The official code does not (False).
     """
 
-    def __init__(self, beta=1.0, clip: str = "none", detach: bool = False):
-        if isinstance(clip, bool) or clip not in CLIP_READINGS:
+    def __init__(self, beta=1.0, clip: str = "auto", detach: bool = False):
+        if isinstance(clip, bool) or clip not in (*CLIP_READINGS, "auto"):
             raise ValueError(
-                f"clip must name a reading of the hard weights: {', '.join(CLIP_READINGS)} "
+                f"clip must name a reading of the hard weights: {', '.join(CLIP_READINGS)} or auto "
                 f"(the earlier clip=true is 'rescaled'), got {clip!r}"
             )
         if isinstance(beta, (int, float)):
@@ -220,13 +226,20 @@ class HardWeighting(Weighting):
         _check_beta(beta)
         return beta
 
+    def reading(self, scores: ContrastScores) -> str:
+        """The reading in effect on these scores (``clip``, with ``"auto"`` resolved)."""
+        if self.clip != "auto":
+            return self.clip
+        return UNNORMALIZED_CLIP if scores.normalized is False else "none"
+
     def weigh(self, scores, mask, progress):
         beta = self.beta_at(progress)
-        if self.clip == "none":
+        clip = self.reading(scores)
+        if clip == "none":
             gamma = beta
-        elif self.clip == "rescaled":
+        elif clip == "rescaled":
             gamma = beta * 2.0 / float(clip_bound(scores.neg, mask))
-        elif self.clip == "fig14":
+        elif clip == "fig14":
             log_scale = math.log(beta) if beta > 0 else NEG_INF
             return LogWeights(gamma=1.0, gamma_grad=0.0 if self.detach else 1.0, log_scale=log_scale)
         else:  # graph_code
