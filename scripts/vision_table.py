@@ -1,5 +1,7 @@
-"""SimCLR with uniform, debiased, hard, ring and OT negatives at one budget and several seeds:
-kNN curves (PNG) and a table of final kNN and linear-readout accuracy (mean ± std).
+"""SimCLR (or MoCo-v2, with a MoCo config such as ``configs/moco_cifar10_cpu.yaml``) with uniform,
+debiased, hard, ring and OT negatives at one budget and several seeds: kNN curves (PNG) and a table
+of final kNN and linear-readout accuracy (mean ± std). With MoCo, uniform is plain MoCo-v2 and ring
+is MoCoRing (the band of percentiles taken over the queue).
 
     python scripts/vision_table.py --out runs/vision_table [--config configs/simclr_cifar10.yaml]
         [--strategies uniform,debiased,hard,ring,ot] [--seeds 0,1] [--set train.epochs=50 ...]
@@ -76,6 +78,13 @@ def _device_name() -> str:
     if torch.cuda.is_available():
         return torch.cuda.get_device_name(0)
     return f"CPU ({os.cpu_count()} cores, {torch.get_num_threads()} torch threads)"
+
+
+def method_name(model) -> str:
+    """The pretraining method of a vision config's ``model`` section, as the table's title names it."""
+    if model.method == "moco":
+        return f"MoCo-v2 (queue {model.queue_size}, momentum {model.momentum})"
+    return {"simclr": "SimCLR"}.get(model.method, model.method)
 
 
 def ledger(out: Path, config: str, overrides: list[str]) -> Ledger:
@@ -293,7 +302,7 @@ def main(argv=None) -> int:
     r0 = rows[0]
     steps_per_epoch = int(r0["steps"]) / float(r0["epochs"])
     title = (
-        f"SimCLR on CIFAR-10 subset ({r0['train_images']} train / {r0['test_images']} test images), "
+        f"{method_name(cfg.model)} on CIFAR-10 subset ({r0['train_images']} train / {r0['test_images']} test images), "
         f"{r0['arch']}{'-w' + str(r0['width']) if r0['width'] else ''}, {r0['epochs']} epochs, batch "
         f"{r0['batch_size']}, {r0['device']}"
     )

@@ -269,6 +269,11 @@ RUNS = {
         ),
         prints=(r"vision table \(1 runs",),
     ),
+    "python scripts/vision_table.py --config configs/moco_cifar10_cpu.yaml --out runs/moco_cpu --strategies uniform,ring --seeds 0,1,2": Run(
+        sub=(("--seeds 0,1,2", f"--seeds 0 --set {TINY_VISION} model.queue_size=128"),),
+        writes=("runs/moco_cpu/results.csv", "runs/moco_cpu/table.md"),
+        prints=(r"vision table \(2 runs",),
+    ),
     "python scripts/bench_augment.py --device cpu --threads 1": Run(add="--batch 64 --repeats 1"),
     # Documentation pages: the quick start without its data step, the site, the tables' commands on
     # one task / dataset / strategy, a few steps or epochs.

@@ -158,3 +158,27 @@ def test_image_task_is_deterministic_and_shards_the_global_batch():
     assert not np.array_equal(e0, np.concatenate([task.global_rows(s) for s in range(2, 4)]))
     with pytest.raises(ValueError, match="fewer than"):
         ImageTask(imgs[:4], labels[:4], SimCLRAugment(), batch_size=8, seed=0)
+
+
+@pytest.mark.parametrize("negatives", ["uniform", "ring"])
+def test_moco_step_is_moco_v2_and_ring_is_alg1_on_the_queue(negatives):
+    """uniform: MoCo-v2's cross-entropy over [positive, every queued key]; ring: Ring's Alg. 1 on the
+    queue (sorted from farthest to closest, the slice [floor(l M), floor(u M)) kept), positive kept in
+    the denominator as in the NCE bound of eq. 2. Both against a float64 sort-based reference."""
+    moco = _tiny_moco(queue_size=40)
+    batch, aug = _batch(6, 3)
+    lower, upper = 30.0, 80.0
+    options = {"lower": lower, "upper": upper} if negatives == "ring" else {}
+    step = MoCoStep(RankingLoss(negatives, temperature=0.2, **options), aug)
+    queue = moco.queue.embeddings().clone().double()
+    loss = step(moco, batch)
+    with torch.no_grad():
+        k = moco.queue.embeddings()[-6:].double()  # this step's keys, enqueued after the loss
+        q = F.normalize(moco.encoder(aug.apply(batch["images"], batch["view1"], float_output=True)).double(), dim=1)
+    pos = (q * k).sum(1) / 0.2
+    neg = (q @ queue.T / 0.2).sort(dim=1).values  # farthest to closest
+    if negatives == "ring":
+        m = queue.shape[0]
+        neg = neg[:, int(lower / 100 * m) : int(upper / 100 * m)]
+    expected = (torch.logsumexp(torch.cat([pos[:, None], neg], dim=1), dim=1) - pos).mean()
+    assert torch.allclose(loss.double(), expected, atol=1e-5)

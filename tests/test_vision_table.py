@@ -66,3 +66,13 @@ def test_cells_run_once_and_the_table_reads_the_ledger(tmp_path, monkeypatch, ca
         assert vt.run_cell(CONFIG, "ot", 0, tmp_path, ["train.epochs=1"]) is None
     with pytest.raises(LedgerError, match="another setup"):
         vt.main(args[:-1] + ["train.epochs=2"])
+
+
+def test_the_title_names_the_method():
+    vt = _scripts.load_script("vision_table")
+    from qt_hard.training.config import load_config
+
+    root = Path(CONFIG).parent
+    assert vt.method_name(load_config(CONFIG, []).model) == "SimCLR"
+    moco = load_config(str(root / "moco_cifar10_cpu.yaml"), ["model.queue_size=512"]).model
+    assert vt.method_name(moco) == "MoCo-v2 (queue 512, momentum 0.99)"
