@@ -14,14 +14,10 @@ state each (the training loop's seeding), and reports:
   the share of anchors that draw at least one;
 * ``paired``: whether the three modes consume the generator alike (the state after every step is
   the same, so one seed gives all three the same random stream) and the share of anchors whose
-  collision-free draw is the plain draw with exactly its same-article candidates replaced;
-* ``loss`` (with ``--model``, a trained cell's ``final`` folder): the per-anchor loss of the first
-  batch under plain and collision-free draws from one generator state: its difference on the
-  anchors that drew no same-article candidate (0 when the two samplings differ only by the removed
-  candidates), on those that drew one, and the softmax share those candidates carry among the k.
+  collision-free draw is the plain draw with exactly its same-article candidates replaced (then
+  the loss of an anchor that draws none is the same in both modes: ``tests/test_negatives_properties.py``).
 
-    python scripts/k_vs_n_sampling.py --cache runs/k_vs_n/cache --N 1000 --k 100,1000 --steps 800 \\
-        --model runs/k_vs_n/collisions_1000.csv.cells/CELL/final
+    python scripts/k_vs_n_sampling.py --cache runs/k_vs_n/cache --N 1000 --k 100,1000 --steps 80
 
 Prints one JSON object and a one-line summary per k.
 """
@@ -111,44 +107,6 @@ def measure_sampling(labels: np.ndarray, tasks: dict, k: int, steps: int, seed: 
     }
 
 
-def measure_loss(model: Path, wd, labels: np.ndarray, tasks: dict, k: int, seed: int) -> dict:
-    """Per-anchor loss of the first batch under plain and collision-free draws from one
-    generator state, embeddings of the trained model ``model``."""
-    from qt_hard.encoders.text import load_encoder
-
-    enc = load_encoder(model)
-    rows = tasks[False].global_rows(0)
-    z1, z2 = (torch.from_numpy(enc.encode([wd.train_sentences[i] for i in rows[:, v]], batch_size=500)) for v in (0, 1))
-    own = torch.from_numpy(labels[rows[:, 0]])
-    scores = _scores(own, z1, z2)
-    state = torch.Generator().manual_seed(seed * 1009 + 17).get_state()
-
-    def gen():
-        g = torch.Generator()
-        g.set_state(state)
-        return g
-
-    with torch.no_grad():
-        plain, _ = _strategy(k, False).per_anchor(scores, gen())
-        free, _ = _strategy(k, True).per_anchor(scores, gen())
-        drawn = _strategy(k, False).candidate_mask(scores, gen())
-    same = scores.same_label() & scores.neg_valid
-    hit = (drawn & same).any(1)
-    logits = scores.neg.masked_fill(~drawn, float("-inf"))
-    mass = (torch.softmax(logits, dim=1) * (drawn & same)).sum(1)
-    diff = free - plain
-    return {
-        "k": k,
-        "anchors": len(hit),
-        "anchors_with_one": int(hit.sum()),
-        "loss_plain": round(float(plain.mean()), 4),
-        "loss_collision_free": round(float(free.mean()), 4),
-        "max_abs_diff_without_one": float(diff[~hit].abs().max()) if bool((~hit).any()) else 0.0,
-        "mean_diff_with_one": round(float(diff[hit].mean()), 4) if bool(hit.any()) else 0.0,
-        "same_article_softmax_share_with_one": round(float(mass[hit].mean()), 4) if bool(hit.any()) else 0.0,
-    }
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cache", required=True, help="the k-versus-N cache folder (scripts/k_vs_n.py prepare)")
@@ -161,19 +119,15 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=800)
     ap.add_argument("--min-count", type=int, default=50)
     ap.add_argument("--split-seed", type=int, default=0)
-    ap.add_argument("--model", default=None, help="a trained cell's final folder: also compare the loss")
     args = ap.parse_args(argv)
     cache = Path(args.cache)
     wiki_dir = cache / f"wiki_{args.articles}_{args.min_sentences}"
     if not wiki_dir.is_dir():
         sys.exit(f"error: no prepared Wiki folder {wiki_dir}: run scripts/k_vs_n.py prepare first")
-    wd, labels, tasks = batches(wiki_dir, cache / "tokens", args.N, args.B, args.seed, args.min_count, args.split_seed)
-    out = {"N": args.N, "B": args.B, "seed": args.seed, "sampling": [], "loss": []}
+    _, labels, tasks = batches(wiki_dir, cache / "tokens", args.N, args.B, args.seed, args.min_count, args.split_seed)
+    out = {"N": args.N, "B": args.B, "seed": args.seed, "sampling": []}
     for k in (int(x) for x in args.k.split(",")):
-        s = measure_sampling(labels, tasks, k, args.steps, args.seed)
-        out["sampling"].append(s)
-        if args.model:
-            out["loss"].append(measure_loss(Path(args.model), wd, labels, tasks, k, args.seed))
+        out["sampling"].append(measure_sampling(labels, tasks, k, args.steps, args.seed))
     print(json.dumps(out, indent=1))
     for s in out["sampling"]:
         print(

@@ -394,3 +394,23 @@ def test_committed_results_are_derived_from_their_ledgers(name, tmp_path):
     K.export(tmp_path / f"{name}.csv")
     for suffix in (".csv", ".diag.jsonl"):
         assert (tmp_path / f"{name}{suffix}").read_bytes() == (folder / f"{name}{suffix}").read_bytes()
+
+
+def test_sampling_measurement_on_pair_batches():
+    """scripts/k_vs_n_sampling.py on PairTask batches of 12 classes: k drawn in every mode, the
+    control removes as many candidates as collision-free sampling, and where the draw count is the
+    same for every mask (random keys, k above half the candidates) the streams stay paired."""
+    from qt_hard.text.tasks import PairTask
+
+    S = load_script("k_vs_n_sampling")
+    labels = np.repeat(np.arange(12), 10)
+
+    def pairs(epoch):  # any pairing, a function of the epoch alone (as the training loop's)
+        return np.random.default_rng(epoch).permutation(len(labels)).reshape(-1, 2)
+
+    tasks = {s: PairTask(None, labels, pairs, 16, 0, shuffle_labels=s) for s in (False, True)}
+    out = S.measure_sampling(labels, tasks, k=20, steps=6, seed=0)
+    cands = out["candidates"]
+    assert cands["plain"] == 30 and cands["collision_free"] == cands["shuffled"] == 30 - cands["same_article"] < 30
+    assert out["drawn"]["k_in_every_mode"] and 0 < out["drawn"]["same_article_per_anchor"]
+    assert out["paired"] == {"generator_states_equal_every_step": True, "anchors_replaced_only": 1.0}
