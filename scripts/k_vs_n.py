@@ -62,7 +62,7 @@ import os
 import socket
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -78,7 +78,10 @@ class DataSpec:
     """Where Wiki-N comes from. kind "wiki": the real dump (``source`` default
     ``$QT_HARD_DATA/wikipedia/enwiki_wikiextractor_ge200sent.txt.xz``, built into ``articles``
     articles of >= ``min_sentences`` sentences); kind "synthetic": the latent-class corpus of
-    ``qt_hard.data.synthetic`` (tests), N classes of ``sentences_per_class`` sentences."""
+    ``qt_hard.data.synthetic`` (tests), N classes of ``sentences_per_class`` sentences.
+    ``vocab_articles``: kind wiki: every Wiki-N's vocabulary is counted over the training split of
+    the first ``vocab_articles`` articles (``data.vocab_classes``; ``articles`` for Wiki-3029's one
+    vocabulary); left out (None), each N counts its own."""
 
     kind: str = "wiki"
     source: str | None = None
@@ -89,6 +92,17 @@ class DataSpec:
     max_len: int = 128
     sentences_per_class: int = 40
     vocab_size: int = 200
+    vocab_articles: int | None = None
+
+
+# Settings added after results were recorded: left out of a cell's hash and of a results file's
+# setup while at their default, so that the cells recorded before them keep their ids.
+LATER_DEFAULTS = {"vocab_articles": None}
+
+
+def data_settings(spec: DataSpec) -> dict:
+    """``spec`` as a dict, without the settings of ``LATER_DEFAULTS`` that are at their default."""
+    return {k: v for k, v in asdict(spec).items() if not (k in LATER_DEFAULTS and v == LATER_DEFAULTS[k])}
 
 
 @dataclass
@@ -198,7 +212,7 @@ def expand(grid: Grid) -> tuple[list[Cell], list[str]]:
 
 def cell_config(grid: Grid, cell: Cell) -> dict:
     """Everything that decides a cell's result (the cell id hashes it)."""
-    return {**asdict(cell), "data": asdict(grid.data), "train": asdict(grid.train)}
+    return {**asdict(cell), "data": data_settings(grid.data), "train": asdict(grid.train)}
 
 
 def cell_id(grid: Grid, cell: Cell) -> str:
@@ -218,7 +232,10 @@ def token_cache(cache: Path) -> Path:
 
 
 def _prepared_marker(cache: Path, spec: DataSpec) -> Path:
-    key = hashlib.sha1(json.dumps(asdict(spec), sort_keys=True).encode()).hexdigest()[:10]
+    # The vocabulary is made per cell from the tokens: it does not change what prepare writes.
+    key = hashlib.sha1(
+        json.dumps(data_settings(replace(spec, vocab_articles=None)), sort_keys=True).encode()
+    ).hexdigest()[:10]
     return cache / f"prepared_{spec.kind}_{key}.json"
 
 
@@ -273,6 +290,8 @@ def cell_tree(grid: Grid, cell: Cell, cache: Path, out: Path, threads: int = 1, 
             "classes": cell.N,
             "token_cache": str(token_cache(cache)),
         }
+        if d.vocab_articles is not None:
+            data["vocab_classes"] = d.vocab_articles
     else:
         data = {
             "kind": "synthetic",
@@ -429,7 +448,7 @@ def setup_of(grid: Grid) -> dict:
     command line's overrides), flat, so that a mismatch names the setting. Seeds and blocks are
     not part of it: a grid grown by a seed or a block goes on in the same file."""
     return {
-        **{f"data.{k}": v for k, v in asdict(grid.data).items()},
+        **{f"data.{k}": v for k, v in data_settings(grid.data).items()},
         **{f"train.{k}": v for k, v in asdict(grid.train).items()},
     }
 

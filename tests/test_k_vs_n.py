@@ -4,6 +4,7 @@ before it), kill-and-resume, plots (tiny synthetic grids)."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import os
 import shutil
@@ -162,6 +163,51 @@ def test_wiki_n_from_a_larger_tokenization_equals_its_own(tmp_path):
         np.testing.assert_array_equal(x, y)
     with pytest.raises(ValueError, match="7 classes"):
         wiki_prefix(big, 7, cache_dir=tmp_path / "tok")
+
+
+def test_wiki_n_with_the_vocabulary_of_a_larger_prefix(tmp_path):
+    """``vocab_classes``: Wiki-N keeps its own sentences and split but takes the vocabulary of the
+    first M articles' training split, the vocabulary Wiki-M itself builds."""
+    from qt_hard.data.wiki import wiki_prefix
+    from tests.test_data_wiki import make_archive
+
+    big = make_archive(tmp_path, n_articles=6, n_sent=20)
+    tok = tmp_path / "tok"
+    own = wiki_prefix(big, 4, min_count=2, cache_dir=tok)
+    six = wiki_prefix(big, 6, min_count=2, cache_dir=tok)
+    shared = wiki_prefix(big, 4, min_count=2, cache_dir=tok, vocab_classes=6)
+    assert shared.vocab.itos == six.vocab.itos != own.vocab.itos
+    assert shared.train_sentences == own.train_sentences and shared.test_labels == own.test_labels
+    # Every token is the one Wiki-6 gives the same sentence (Wiki-4's sentences are a prefix of its).
+    for x, y in zip(shared.train_ids, six.train_ids[: len(shared.train_ids)]):
+        np.testing.assert_array_equal(x, y)
+    assert wiki_prefix(big, 4, min_count=2, cache_dir=tok, vocab_classes=4).vocab.itos == own.vocab.itos
+    with pytest.raises(ValueError, match="vocab_classes"):
+        wiki_prefix(big, 4, cache_dir=tok, vocab_classes=3)
+    with pytest.raises(ValueError, match="7 classes"):
+        wiki_prefix(big, 4, cache_dir=tok, vocab_classes=7)
+    # The config refuses it before any data is read: without data.classes, or below it.
+    from qt_hard.text.config import DataConfig
+
+    DataConfig(kind="wiki", classes=100, vocab_classes=3029).validate()
+    for bad in ({"vocab_classes": 3029}, {"classes": 100, "vocab_classes": 50}):
+        with pytest.raises(ValueError, match="data.vocab_classes needs data.classes"):
+            DataConfig(kind="wiki", **bad).validate()
+
+
+def test_vocab_articles_reaches_the_cell_and_keeps_older_cell_ids(tmp_path):
+    """``data.vocab_articles`` of a grid becomes the cell config's ``data.vocab_classes``; left at
+    its default it is not part of a cell's id or of a results file's setup."""
+    grid = K.load_grid(_grid(tmp_path))
+    cell = K.Cell(4, 2, 8, False, 0)
+    assert "vocab_articles" not in K.cell_config(grid, cell)["data"]
+    assert not any("vocab_articles" in key for key in K.setup_of(grid))
+    assert "vocab_classes" not in K.cell_tree(grid, cell, tmp_path / "c", tmp_path / "o")["data"]
+    shared = dataclasses.replace(grid, data=dataclasses.replace(grid.data, kind="wiki", vocab_articles=3029))
+    assert K.cell_tree(shared, cell, tmp_path / "c", tmp_path / "o")["data"]["vocab_classes"] == 3029
+    wiki = dataclasses.replace(shared, data=dataclasses.replace(shared.data, vocab_articles=None))
+    assert K.cell_id(shared, cell) != K.cell_id(wiki, cell)
+    assert K.setup_of(shared)["data.vocab_articles"] == 3029
 
 
 def _tiny_cell(tmp_path, cf=True, epochs=3):
@@ -348,3 +394,23 @@ def test_committed_results_are_derived_from_their_ledgers(name, tmp_path):
     K.export(tmp_path / f"{name}.csv")
     for suffix in (".csv", ".diag.jsonl"):
         assert (tmp_path / f"{name}{suffix}").read_bytes() == (folder / f"{name}{suffix}").read_bytes()
+
+
+def test_sampling_measurement_on_pair_batches():
+    """scripts/k_vs_n_sampling.py on PairTask batches of 12 classes: k drawn in every mode, the
+    control removes as many candidates as collision-free sampling, and where the draw count is the
+    same for every mask (random keys, k above half the candidates) the streams stay paired."""
+    from qt_hard.text.tasks import PairTask
+
+    S = load_script("k_vs_n_sampling")
+    labels = np.repeat(np.arange(12), 10)
+
+    def pairs(epoch):  # any pairing, a function of the epoch alone (as the training loop's)
+        return np.random.default_rng(epoch).permutation(len(labels)).reshape(-1, 2)
+
+    tasks = {s: PairTask(None, labels, pairs, 16, 0, shuffle_labels=s) for s in (False, True)}
+    out = S.measure_sampling(labels, tasks, k=20, steps=6, seed=0)
+    cands = out["candidates"]
+    assert cands["plain"] == 30 and cands["collision_free"] == cands["shuffled"] == 30 - cands["same_article"] < 30
+    assert out["drawn"]["k_in_every_mode"] and 0 < out["drawn"]["same_article_per_anchor"]
+    assert out["paired"] == {"generator_states_equal_every_step": True, "anchors_replaced_only": 1.0}

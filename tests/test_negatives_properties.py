@@ -103,6 +103,34 @@ def test_collision_free_drops_same_class_before_sampling():
         make_strategy("uniform", k=9, collision_free=True).candidate_mask(scores)
 
 
+# Both samplers: first distinct draws (k = 5: the draw count is the same for 118 and 116 allowed
+# candidates) and random keys (k = 70 > half the candidates).
+@pytest.mark.parametrize("k", [5, 70])
+def test_collision_free_differs_from_plain_only_by_the_removed_candidates(k):
+    """From one generator state, collision-free sampling draws the plain draw with its same-class
+    candidates replaced (the other draws kept), consumes the generator alike (seeds stay paired
+    across the modes), and gives the loss of every anchor that drew no same-class candidate
+    unchanged: the count k and the log-mean-exp normalisation do not depend on the mode."""
+    b = 60
+    labels = torch.arange(b) % 45  # 15 classes hold two pairs: few collisions, as Wiki-1000 at B = 1000
+    scores = two_view_scores(*pair(b, 8, seed=3), temperature=1.0, labels=labels, normalize=False)
+    plain = make_strategy("uniform", k=k, include_positive=False)
+    free = make_strategy("uniform", k=k, include_positive=False, collision_free=True)
+    g_plain, g_free = torch.Generator().manual_seed(11), torch.Generator().manual_seed(11)
+    drawn_plain, drawn_free = plain.candidate_mask(scores, g_plain), free.candidate_mask(scores, g_free)
+    assert torch.equal(g_plain.get_state(), g_free.get_state())
+    same = scores.same_label() & scores.neg_valid
+    hits = (drawn_plain & same).sum(1)
+    assert int(hits.sum()) > 0 and bool((hits == 0).any())
+    assert torch.equal((drawn_plain & drawn_free).sum(1), k - hits)
+    assert bool((drawn_free.sum(1) == k).all()) and not bool((drawn_free & same).any())
+    loss_plain, _ = plain.per_anchor(scores, torch.Generator().manual_seed(11))
+    loss_free, _ = free.per_anchor(scores, torch.Generator().manual_seed(11))
+    clean = hits == 0
+    torch.testing.assert_close(loss_free[clean], loss_plain[clean])
+    assert not torch.allclose(loss_free[~clean], loss_plain[~clean])
+
+
 # ---------------------------------------------------------------- gradients
 @pytest.mark.parametrize(
     "name,opts",

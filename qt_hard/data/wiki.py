@@ -461,42 +461,22 @@ class WikiData:
         seed: int = 0,
         lower: bool = True,
         titles=None,
+        vocab: Vocab | None = None,
     ) -> "WikiData":
         """Split and build the vocabulary from already tokenized sentences: sentence ``i`` is
         ``[itos[t] for t in flat[offsets[i]:offsets[i+1]]]``. The split of class ``c`` depends
         only on ``seed`` and the classes before it, so the first N classes of a larger corpus
-        split exactly as a corpus of N classes would (Wiki-N from Wiki-3029's tokens)."""
-        if not 0.0 < train_fraction < 1.0:
-            raise ValueError(f"train_fraction must be in (0, 1), got {train_fraction}")
+        split exactly as a corpus of N classes would (Wiki-N from Wiki-3029's tokens).
+        ``vocab``: use this vocabulary (tokens outside it become ``<unk>``) instead of counting
+        one over this training split (:func:`wiki_prefix`'s ``vocab_classes``)."""
         labels_arr = np.asarray(labels, dtype=np.int64)
         if len(offsets) != len(labels_arr) + 1:
             raise ValueError(f"{len(labels_arr)} labels but {len(offsets) - 1} tokenized sentences")
         num_classes = int(labels_arr.max()) + 1
-        rng = np.random.default_rng(seed)
-        order = np.argsort(labels_arr, kind="stable")
-        bounds = np.searchsorted(labels_arr[order], np.arange(num_classes + 1))
-        train_idx, test_idx = [], []
-        for c in range(num_classes):
-            idx = order[bounds[c] : bounds[c + 1]]
-            n = len(idx)
-            if n == 0:
-                continue
-            n_train = int(round(train_fraction * n))
-            n_train = min(max(n_train, 1), n - 1) if n >= 2 else n
-            perm = rng.permutation(n)
-            train_idx.append(np.sort(idx[perm[:n_train]]))
-            test_idx.append(np.sort(idx[perm[n_train:]]))
-        train_idx = np.concatenate(train_idx)
-        test_idx = np.concatenate(test_idx) if test_idx else np.zeros(0, dtype=np.int64)
-
-        # Token counts over the training split only (Ash et al.: "in the training set").
-        lens = offsets[1:] - offsets[:-1]
-        tr_mask = np.zeros(len(lens), dtype=bool)
-        tr_mask[train_idx] = True
-        tok_mask = np.repeat(tr_mask, lens)
+        train_idx, test_idx = _split(labels_arr, num_classes, train_fraction, seed)
         flat = flat[: offsets[-1]]  # the tokens of a prefix of a larger corpus
-        counts = np.bincount(flat[tok_mask], minlength=len(itos))
-        vocab = Vocab.from_counts({itos[k]: int(counts[k]) for k in np.flatnonzero(counts)}, min_count=min_count)
+        if vocab is None:
+            vocab = _train_vocab(itos, flat, offsets, train_idx, min_count)
         lut = np.asarray([vocab.stoi.get(t, vocab.unk_id) for t in itos], dtype=np.int64)
         mapped = lut[flat] if len(flat) else np.zeros(0, dtype=np.int64)
 
@@ -516,6 +496,42 @@ class WikiData:
             titles=titles,
             lower=lower,
         )
+
+
+def _split(labels: np.ndarray, num_classes: int, train_fraction: float, seed: int):
+    """The 80/20 split per class (``train_fraction``): sorted (train, test) sentence indices. Class
+    ``c``'s split depends only on ``seed`` and the classes before it."""
+    if not 0.0 < train_fraction < 1.0:
+        raise ValueError(f"train_fraction must be in (0, 1), got {train_fraction}")
+    rng = np.random.default_rng(seed)
+    order = np.argsort(labels, kind="stable")
+    bounds = np.searchsorted(labels[order], np.arange(num_classes + 1))
+    train_idx, test_idx = [], []
+    for c in range(num_classes):
+        idx = order[bounds[c] : bounds[c + 1]]
+        n = len(idx)
+        if n == 0:
+            continue
+        n_train = int(round(train_fraction * n))
+        n_train = min(max(n_train, 1), n - 1) if n >= 2 else n
+        perm = rng.permutation(n)
+        train_idx.append(np.sort(idx[perm[:n_train]]))
+        test_idx.append(np.sort(idx[perm[n_train:]]))
+    train_idx = np.concatenate(train_idx)
+    test_idx = np.concatenate(test_idx) if test_idx else np.zeros(0, dtype=np.int64)
+    return train_idx, test_idx
+
+
+def _train_vocab(
+    itos: list[str], flat: np.ndarray, offsets: np.ndarray, train_idx: np.ndarray, min_count: int
+) -> Vocab:
+    """The vocabulary of the tokens seen at least ``min_count`` times in the training sentences
+    ``train_idx`` (Ash et al.: "in the training set"); ``flat``/``offsets`` as :meth:`WikiData.from_tokens`."""
+    lens = offsets[1:] - offsets[:-1]
+    tr_mask = np.zeros(len(lens), dtype=bool)
+    tr_mask[train_idx] = True
+    counts = np.bincount(flat[: offsets[-1]][np.repeat(tr_mask, lens)], minlength=len(itos))
+    return Vocab.from_counts({itos[k]: int(counts[k]) for k in np.flatnonzero(counts)}, min_count=min_count)
 
 
 def load_wiki(
@@ -608,18 +624,31 @@ def wiki_prefix(
     lower: bool = True,
     cache_dir: str | os.PathLike | None = None,
     num_proc: int | None = None,
+    vocab_classes: int | None = None,
 ) -> WikiData:
     """Wiki-N as the first ``classes`` articles of a larger Wiki folder: the whole folder is
     tokenized once (cached as :func:`load_wiki` says, so every N shares one tokenization) and
-    Wiki-N is a prefix of its sentences; the split and the vocabulary are Wiki-N's own
-    (:meth:`WikiData.from_tokens`), equal to :func:`load_wiki` of an N-article folder."""
+    Wiki-N is a prefix of its sentences; the split is Wiki-N's own (:meth:`WikiData.from_tokens`,
+    the first N articles of any larger prefix split alike), equal to :func:`load_wiki` of an
+    N-article folder.
+
+    The vocabulary is Wiki-N's own (tokens seen ``min_count`` times in Wiki-N's training split)
+    unless ``vocab_classes`` (>= ``classes``) names a larger prefix whose training split it is
+    counted over: ``vocab_classes=3029`` gives every Wiki-N the vocabulary of Wiki-3029, the one
+    dataset of Ash et al. (section 5: Wiki-N removes the sentences of all but the first N
+    articles from Wiki-3029's training and test sets, V = 15,807)."""
     sentences, labels, titles, (itos, flat, offsets) = tokenize_wiki(
         directory, None, lower=lower, cache_dir=cache_dir, num_proc=num_proc
     )
     labels = np.asarray(labels)
-    n = int(np.searchsorted(labels, classes))  # labels ascend: the articles before N come first
-    if n == 0 or labels[n - 1] != classes - 1:
-        raise ValueError(f"{directory} has {int(labels.max()) + 1} articles; {classes} classes were asked for")
+    n = _prefix_end(labels, classes, directory)
+    vocab = None
+    if vocab_classes is not None:
+        if vocab_classes < classes:
+            raise ValueError(f"vocab_classes ({vocab_classes}) must be >= classes ({classes})")
+        m = _prefix_end(labels, vocab_classes, directory)
+        train_m, _ = _split(labels[:m].astype(np.int64), vocab_classes, train_fraction, seed)
+        vocab = _train_vocab(itos, flat, offsets[: m + 1], train_m, min_count)
     return WikiData.from_tokens(
         sentences[:n],
         labels[:n],
@@ -631,4 +660,13 @@ def wiki_prefix(
         seed=seed,
         lower=lower,
         titles=titles[:classes],
+        vocab=vocab,
     )
+
+
+def _prefix_end(labels: np.ndarray, classes: int, directory) -> int:
+    """The number of sentences of the first ``classes`` articles (labels ascend)."""
+    n = int(np.searchsorted(labels, classes))
+    if n == 0 or labels[n - 1] != classes - 1:
+        raise ValueError(f"{directory} has {int(labels.max()) + 1} articles; {classes} classes were asked for")
+    return n

@@ -9,7 +9,10 @@ anchor, vectorized over the anchors. Two exact samplers, chosen by cost:
   uniformly random ordering of the allowed set (the law is invariant under relabelling the allowed
   columns), so the first k form a uniform k-subset. About ``k / (allowed fraction)`` draws per row
   suffice; a row that falls short (rare by the margin taken) is drawn again, which keeps the law
-  uniform by the same symmetry. Work is O(A k log k): nothing of size (A, C).
+  uniform by the same symmetry. Work is O(A k log k): nothing of size (A, C). The number of draws
+  depends on the fewest allowed candidates of a row, so two masks (plain and collision-free) take
+  the same stream from one generator state only where it comes out the same; then the draw of the
+  smaller mask is the larger one's with its disallowed columns replaced by the next draws.
 * Random keys otherwise: every allowed candidate gets an i.i.d. uniform key and the k smallest keys
   are kept; the ranks of i.i.d. keys form a uniformly random permutation. One pass over (A, C).
 

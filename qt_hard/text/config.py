@@ -24,6 +24,9 @@ class DataConfig:
     classes: wiki only: train on the first N articles of the Wiki folder (default: all of them).
           The whole folder is tokenized once (cached) and Wiki-N is its prefix; split and
           vocabulary (``min_count`` over Wiki-N's training split) are Wiki-N's own.
+    vocab_classes: wiki with ``classes`` only: count the vocabulary over the training split of the
+          first ``vocab_classes`` articles (>= classes) instead of Wiki-N's own; 3029 gives every
+          Wiki-N the vocabulary of Wiki-3029, the one dataset of Ash et al. (section 5).
     token_cache: folder of the wiki tokenization cache (default ``OUT/cache/wiki_tokens``); runs
           sharing one tokenize a folder once.
     shuffle_labels: pair data only: each batch's class labels are permuted among its pairs (a
@@ -49,6 +52,7 @@ class DataConfig:
     max_length: int = 15
     seed: int = 0
     classes: Optional[int] = None
+    vocab_classes: Optional[int] = None
     token_cache: Optional[str] = None
     shuffle_labels: bool = False
 
@@ -60,6 +64,11 @@ class DataConfig:
         if self.classes is not None and (self.kind != "wiki" or self.classes < 2):
             raise ValueError(
                 f"data.classes needs data.kind wiki and at least 2 articles, got {self.classes} with {self.kind!r}"
+            )
+        if self.vocab_classes is not None and (self.classes is None or self.vocab_classes < self.classes):
+            raise ValueError(
+                f"data.vocab_classes needs data.classes and must be >= it, got {self.vocab_classes} with "
+                f"classes {self.classes}"
             )
         counts = {
             "max_books": 1,

@@ -273,6 +273,7 @@ def _wiki_run(cfg: Config, out: Path, cache_root: Path) -> Run:
             seed=cfg.data.seed,
             lower=cfg.model.lower,
             cache_dir=token_cache,
+            vocab_classes=cfg.data.vocab_classes,
         )
     return _pair_run(cfg, wd, cache_root)
 

@@ -1,0 +1,143 @@
+#!/usr/bin/env python
+"""What plain, collision-free and shuffled-control sampling hand the loss on Wiki-N's real batches
+(Ash et al., AISTATS 2022, section 5, Fig. 3 right; App. D.1's loss).
+
+For the batches a k-versus-N cell trains on (``data.classes: N``, B pairs, the pairs of
+``train.seed`` every epoch, the shuffled control's label permutation of (seed, step)), it draws
+each batch's k negatives per anchor out of the 2(B-1) candidates three ways, from one generator
+state each (the training loop's seeding), and reports:
+
+* ``candidates``: per anchor, how many candidates the sampler may draw from (2(B-1) plain; fewer
+  without collisions or in the control), and the same-article ones among them;
+* ``drawn``: the count of candidates entering the loss per anchor (k in all three modes, the
+  normalisation ``log k`` of the loss) and, plain, the mean number of same-article ones drawn and
+  the share of anchors that draw at least one;
+* ``paired``: whether the three modes consume the generator alike (the state after every step is
+  the same, so one seed gives all three the same random stream) and the share of anchors whose
+  collision-free draw is the plain draw with exactly its same-article candidates replaced (then
+  the loss of an anchor that draws none is the same in both modes: ``tests/test_negatives_properties.py``).
+
+    python scripts/k_vs_n_sampling.py --cache runs/k_vs_n/cache --N 1000 --k 100,1000 --steps 80
+
+Prints one JSON object and a one-line summary per k.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+MODES = ("plain", "collision_free", "shuffled")
+
+
+def batches(wiki_dir: Path, token_cache: Path, N: int, B: int, seed: int, min_count: int, split_seed: int):
+    """The Wiki-N training split and the (plain, shuffled) label rows of every step (``PairTask``)."""
+    from qt_hard.data.wiki import wiki_prefix
+    from qt_hard.text.tasks import PairTask
+
+    wd = wiki_prefix(wiki_dir, N, min_count=min_count, seed=split_seed, cache_dir=token_cache)
+    labels = np.asarray(wd.train_labels, dtype=np.int64)
+
+    def pairs(epoch):
+        return wd.positive_pair_indices(epoch, seed)[:, :2]
+
+    tasks = {s: PairTask(None, labels, pairs, B, seed, shuffle_labels=s) for s in (False, True)}
+    return wd, labels, tasks
+
+
+def _scores(labels: torch.Tensor, z1: torch.Tensor | None = None, z2: torch.Tensor | None = None):
+    from qt_hard.negatives.scores import two_view_scores
+
+    if z1 is None:
+        z1 = z2 = torch.zeros(len(labels), 1)
+    return two_view_scores(z1, z2, temperature=1.0, labels=labels, normalize=False)
+
+
+def _strategy(k: int, collision_free: bool):
+    from qt_hard.negatives.strategy import NegativeStrategy
+
+    return NegativeStrategy(k=k, collision_free=collision_free, include_positive=False)
+
+
+def measure_sampling(labels: np.ndarray, tasks: dict, k: int, steps: int, seed: int) -> dict:
+    """Candidate counts, drawn counts and the pairing of the three modes' random streams over
+    ``steps`` steps (see the module docstring)."""
+    gens = {m: torch.Generator().manual_seed(seed * 1009 + 17) for m in MODES}  # the loop's seeding
+    strategies = {"plain": _strategy(k, False), "collision_free": _strategy(k, True), "shuffled": _strategy(k, True)}
+    allowed = {m: [] for m in MODES}
+    same_cands, drawn_same, any_same, drawn_n, replaced_only, states_equal = [], [], [], [], [], []
+    for step in range(steps):
+        own = torch.from_numpy(labels[tasks[False].label_rows(step)])
+        shuffled = torch.from_numpy(labels[tasks[True].label_rows(step)])
+        scores = {"plain": _scores(own), "collision_free": _scores(own), "shuffled": _scores(shuffled)}
+        drawn = {}
+        for m in MODES:
+            drawn[m] = strategies[m].candidate_mask(scores[m], gens[m])
+            allowed[m].append(float(strategies[m]._allowed(scores[m]).sum(1).double().mean()))
+            drawn_n.append(int(drawn[m].sum(1).min()) == k == int(drawn[m].sum(1).max()))
+        same = scores["plain"].same_label() & scores["plain"].neg_valid
+        same_cands.append(float(same.sum(1).double().mean()))
+        hits = (drawn["plain"] & same).sum(1)
+        drawn_same.append(float(hits.double().mean()))
+        any_same.append(float((hits > 0).double().mean()))
+        # Collision-free = the plain draw less its same-article candidates, plus as many others.
+        kept = (drawn["plain"] & drawn["collision_free"]).sum(1)
+        replaced_only.append(float((kept == k - hits).double().mean()))
+        states = [gens[m].get_state() for m in MODES]
+        states_equal.append(all(torch.equal(states[0], s) for s in states[1:]))
+    return {
+        "k": k,
+        "steps": steps,
+        "candidates": {m: round(float(np.mean(allowed[m])), 3) for m in MODES}
+        | {"same_article": round(float(np.mean(same_cands)), 3)},
+        "drawn": {
+            "k_in_every_mode": bool(all(drawn_n)),
+            "same_article_per_anchor": round(float(np.mean(drawn_same)), 4),
+            "anchors_with_one": round(float(np.mean(any_same)), 4),
+        },
+        "paired": {
+            "generator_states_equal_every_step": bool(all(states_equal)),
+            "anchors_replaced_only": round(float(np.mean(replaced_only)), 6),
+        },
+    }
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cache", required=True, help="the k-versus-N cache folder (scripts/k_vs_n.py prepare)")
+    ap.add_argument("--articles", type=int, default=3029)
+    ap.add_argument("--min-sentences", type=int, default=200)
+    ap.add_argument("--N", type=int, default=1000)
+    ap.add_argument("--B", type=int, default=1000)
+    ap.add_argument("--k", default="100,1000", help="comma-separated k")
+    ap.add_argument("--seed", type=int, default=0, help="train.seed (pairs, label permutation, generator)")
+    ap.add_argument("--steps", type=int, default=800)
+    ap.add_argument("--min-count", type=int, default=50)
+    ap.add_argument("--split-seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    cache = Path(args.cache)
+    wiki_dir = cache / f"wiki_{args.articles}_{args.min_sentences}"
+    if not wiki_dir.is_dir():
+        sys.exit(f"error: no prepared Wiki folder {wiki_dir}: run scripts/k_vs_n.py prepare first")
+    _, labels, tasks = batches(wiki_dir, cache / "tokens", args.N, args.B, args.seed, args.min_count, args.split_seed)
+    out = {"N": args.N, "B": args.B, "seed": args.seed, "sampling": []}
+    for k in (int(x) for x in args.k.split(",")):
+        out["sampling"].append(measure_sampling(labels, tasks, k, args.steps, args.seed))
+    print(json.dumps(out, indent=1))
+    for s in out["sampling"]:
+        print(
+            f"N={args.N} k={s['k']}: {s['drawn']['same_article_per_anchor']} same-article drawn per anchor "
+            f"({s['drawn']['anchors_with_one']:.1%} of anchors), k drawn in every mode: "
+            f"{s['drawn']['k_in_every_mode']}, streams paired: {s['paired']['generator_states_equal_every_step']}, "
+            f"anchors differing only by the replaced ones: {s['paired']['anchors_replaced_only']:.4%}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
