@@ -200,14 +200,20 @@ def _subset_check(problems, seed, acc_reference):
         fast.append(100 * float(np.mean(pf == y[held])))
         conv.append(100 * float(np.mean(pc == y[held])))
         agree.append(100 * float(np.mean(pf == pc)))
+    return _check_record(list(regs), fast, conv, acc_reference, prediction_agreement_pct=agree)
+
+
+def _check_record(regs, fast, conv, ref, **extra) -> dict:
+    """The accuracy check's record: per-C accuracies (percent) of the fast solver, of scikit-learn run
+    to convergence and of the timed reference fits, and the largest differences to the fast ones."""
     return {
-        "C": list(regs),
+        "C": regs,
         "acc_fast": fast,
         "acc_converged": conv,
-        "acc_reference": acc_reference,
-        "prediction_agreement_pct": agree,
+        "acc_reference": ref,
+        **extra,
         "max_abs_diff_converged": round(max(abs(a - b) for a, b in zip(fast, conv)), 3),
-        "max_abs_diff_reference": round(max(abs(a - b) for a, b in zip(fast, acc_reference)), 3),
+        "max_abs_diff_reference": round(max(abs(a - b) for a, b in zip(fast, ref)), 3),
     }
 
 
@@ -296,15 +302,7 @@ def run_task(name: str, widths: list[int], args) -> list[dict]:
             if "check" in old:
                 acc = _fast_subset_acc(_subset_problems(task, cache, args.kfold, args.seed))
                 conv, ref = old["check"]["acc_converged"], old["check"]["acc_reference"]
-                row["check"] = {
-                    "C": old["check"]["C"],
-                    "acc_fast": acc,
-                    "acc_converged": conv,
-                    "acc_reference": ref,
-                    "converged_from_earlier_row": True,
-                    "max_abs_diff_converged": round(max(abs(a - b) for a, b in zip(acc, conv)), 3),
-                    "max_abs_diff_reference": round(max(abs(a - b) for a, b in zip(acc, ref)), 3),
-                }
+                row["check"] = _check_record(old["check"]["C"], acc, conv, ref, converged_from_earlier_row=True)
         elif args.reference == "full":
             cpu = time.process_time()
             ref = evaluate_task(task, cache, kfold=args.kfold, seed=args.seed, fast=False, max_iter=max_iter)

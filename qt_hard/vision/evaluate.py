@@ -74,16 +74,9 @@ def knn_predict(
     return torch.cat(preds)
 
 
-def knn_accuracy(
-    train_feats,
-    train_labels,
-    test_feats,
-    test_labels,
-    num_classes: int | None = None,
-    k: int = 200,
-    temperature: float = 0.5,
-) -> float:
-    """Top-1 accuracy (%) of the weighted kNN classifier (see the module doc)."""
+def knn_accuracy(train_feats, train_labels, test_feats, test_labels, num_classes=None, k=200, temperature=0.5) -> float:
+    """Top-1 accuracy (%) of the weighted kNN classifier (see the module doc): ``k`` neighbours, votes
+    ``exp(sim / temperature)``, ``num_classes`` from the labels when None."""
     ytr = torch.as_tensor(np.asarray(train_labels), dtype=torch.long)
     yte = torch.as_tensor(np.asarray(test_labels), dtype=torch.long)
     c = int(max(int(ytr.max()), int(yte.max())) + 1) if num_classes is None else num_classes
