@@ -43,7 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # runnable from a checkout without installing the package
 
-from qt_hard.ledger import Ledger  # noqa: E402
+from qt_hard.ledger import Ledger, provenance  # noqa: E402
 
 DATASETS = ("MUTAG", "ENZYMES", "PTC_MR", "IMDB-BINARY", "IMDB-MULTI")
 SHORT = {"MUTAG": "MUTAG", "ENZYMES": "ENZYMES", "PTC_MR": "PTC", "IMDB-BINARY": "IMDB-B", "IMDB-MULTI": "IMDB-M"}
@@ -99,7 +99,20 @@ ROWS = {
         "OT Tab. V",
     ),
 }
-FIELDS = ["row", "dataset", "repeat", "svm_acc", "svm_acc_std", "epochs", "steps", "wall_s", "final_loss"]
+FIELDS = [
+    "row",
+    "dataset",
+    "repeat",
+    "svm_acc",
+    "svm_acc_std",
+    "epochs",
+    "steps",
+    "wall_s",
+    "final_loss",
+    "machine",
+    "utc",
+    "commit",
+]
 KEY = ("row", "dataset", "repeat")
 CONFIG = "configs/infograph_mutag.yaml"
 
@@ -132,7 +145,7 @@ def run_cell(args: tuple) -> dict | None:
     with led.claim((row, ds, rep)) as got:
         if not got or (row, ds, rep) in led.done():
             return None
-        line = _train_cell(out, row, ds, rep, epochs, extra, use_gpu)
+        line = {**_train_cell(out, row, ds, rep, epochs, extra, use_gpu), **provenance(ROOT)}
         led.append(line)
     return line
 

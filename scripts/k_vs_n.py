@@ -721,7 +721,7 @@ def _single_process(dev) -> None:
         os.environ.pop(var, None)
     if dev.type == "cpu":
         os.environ["ACCELERATE_USE_CPU"] = "true"
-    elif dev.type == "cuda":
+    elif dev.type == "cuda" and dev.index is not None:  # a bare "cuda" is the current device already
         torch.cuda.set_device(dev)
 
 
