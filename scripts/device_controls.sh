@@ -41,6 +41,9 @@
 # weights; logs/), summary.txt (the tables printed at the end). While the parts run,
 # snapshot.tar.gz holds the ledgers as they were a minute ago (removed once the final archive is made).
 #
+# PARTS (default "graph vision kvn") names the parts to run: PARTS=graph continues the graph ledger
+# alone (seeded from gpu_carry/graph_seed.jsonl), with every core on it.
+#
 # DRY=1: the same steps at toy size on a machine without a GPU (graph: 2 epochs, 1 repeat, MUTAG;
 # vision: resnet_tiny, 512 images, 1 epoch; k versus N: one cell of 1 + 1 epochs on the CPU).
 set -u
@@ -55,6 +58,11 @@ GRAPH_WORKERS=${GRAPH_WORKERS:-6}
 KVN_WORKERS=${KVN_WORKERS:-10}
 VISION_COPIES=${VISION_COPIES:-2}
 MOCO_QUEUE=${MOCO_QUEUE:-}
+PARTS=" ${PARTS:-graph vision kvn} "
+has() { [[ "$PARTS" == *" $1 "* ]]; }
+VPIDS=()
+KPID=""
+SPID=""
 : "${OUT:?set OUT to the folder the results are packed into}"
 elapsed() { echo $(($(date +%s) - START)); }
 left() { local l=$((DEADLINE - $(elapsed))); [ "$l" -gt 5 ] && echo "$l" || echo 5; }
@@ -140,7 +148,7 @@ OMP_NUM_THREADS=1 timeout -k 10 "$(left)" "$PY" scripts/graph_table.py --out "$G
     --datasets "$GDATA" --workers "$GRAPH_WORKERS" "${GARGS[@]}" >"$LOGS/graph.log" 2>&1 &
 GPID=$!
 
-VPIDS=()
+has vision || VISION_COPIES=0
 for i in $(seq 1 "$VISION_COPIES"); do
     seeds=0,1
     [ $((i % 2)) = 0 ] && seeds=1,0 # the copies start on different seeds (each seed's random-init file is written once)
@@ -150,7 +158,7 @@ for i in $(seq 1 "$VISION_COPIES"); do
     sleep 2
 done
 
-(
+has kvn && (
     # The token cache is keyed on the Wiki files' absolute paths and mtimes: check it is hit (else
     # tokenize once here, before the workers, instead of once per cell).
     "$PY" - "$KVN_ROOT/cache" <<'EOF'
@@ -168,19 +176,19 @@ EOF
         --cache "$KVN_ROOT/cache" --results "$KCSV" --no-estimate --no-prepare "${KARGS[@]}"
     echo "k_vs_n exit $?"
 ) >"$LOGS/k_vs_n.log" 2>&1 &
-KPID=$!
+has kvn && KPID=$!
 
 SCSV=$KOUT/collisions_1000.csv
 cp results/k_vs_n/collisions_1000.jsonl results/k_vs_n/collisions_1000.csv "$KOUT/"
 SARGS=(--epochs 10 --linear-epochs 10 --device cuda --workers 3 --threads 1)
 [ "$DRY" = 1 ] && SARGS=(--epochs 1 --linear-epochs 1 --seeds 0 --device cpu --workers 1 --threads 1 --max-cells 1)
-(
+has kvn && (
     sleep "${SHUF_AFTER:-100}"
     OMP_NUM_THREADS=1 timeout -k 10 "$(left)" "$PY" scripts/k_vs_n.py run configs/k_vs_n_collisions_1000.yaml \
         --cache "$KVN_ROOT/cache" --results "$SCSV" --no-estimate --no-prepare "${SARGS[@]}"
     echo "shuffled control exit $?"
 ) >"$LOGS/k_vs_n_shuffled.log" 2>&1 &
-SPID=$!
+has kvn && SPID=$!
 
 cells() { [ -f "$1" ] && echo $(($(wc -l <"$1") - 1)) || echo 0; }
 snapshot() {
@@ -193,9 +201,9 @@ while true; do
     sleep 5
     alive=""
     kill -0 "$GPID" 2>/dev/null && alive+=" graph"
-    for p in "${VPIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive+=" vision" && break; done
-    kill -0 "$KPID" 2>/dev/null && alive+=" k_vs_n"
-    kill -0 "$SPID" 2>/dev/null && alive+=" shuffled"
+    for p in "${VPIDS[@]+"${VPIDS[@]}"}"; do kill -0 "$p" 2>/dev/null && alive+=" vision" && break; done
+    [ -n "$KPID" ] && kill -0 "$KPID" 2>/dev/null && alive+=" k_vs_n"
+    [ -n "$SPID" ] && kill -0 "$SPID" 2>/dev/null && alive+=" shuffled"
     [ -z "$alive" ] && break
     if [ $(($(elapsed) - LAST_SNAP)) -ge 60 ]; then
         snapshot
@@ -204,9 +212,9 @@ while true; do
     fi
 done
 wait "$GPID"; echo "graph exit $? (124: stopped at the deadline)"
-for p in "${VPIDS[@]}"; do wait "$p"; echo "vision copy exit $?"; done
-wait "$KPID"
-wait "$SPID"
+for p in "${VPIDS[@]+"${VPIDS[@]}"}"; do wait "$p"; echo "vision copy exit $?"; done
+[ -n "$KPID" ] && wait "$KPID"
+[ -n "$SPID" ] && wait "$SPID"
 echo "parts done at $(elapsed)s"
 
 # ---------------------------------------------------------------- tables (each under a short limit)
