@@ -309,6 +309,26 @@ RUNS = {
     "python scripts/graph_table.py --out runs/gt_ot_lr --rows ot_e0.1 --datasets ENZYMES --repeats 2 --workers 2 train.lr=0.001": Run(
         sub=(("--repeats 2 --workers 2", "--repeats 1 --epochs 2 --workers 1"),), writes=("runs/gt_ot_lr/results.csv",)
     ),
+    "python scripts/graph_table.py --out runs/graph_controls --rows infograph,infograph_lr0.01,hscl_b1,hscl_b1_lr1e-3,infograph_code,hcl_code_b1,hcl_code_b2,hcl_code_b10 --datasets MUTAG,PTC_MR,IMDB-BINARY,ENZYMES,IMDB-MULTI --workers 15": Run(
+        sub=(
+            ("--rows infograph,infograph_lr0.01,hscl_b1,hscl_b1_lr1e-3,", "--rows "),
+            (
+                "--datasets MUTAG,PTC_MR,IMDB-BINARY,ENZYMES,IMDB-MULTI --workers 15",
+                "--datasets MUTAG --repeats 1 --epochs 2 --workers 2",
+            ),
+        ),
+        prints=(r"graph table: 4 cells",),
+    ),
+    "python scripts/vision_table.py --config configs/moco_cifar10.yaml --out runs/moco_gpu --strategies uniform,ring --seeds 0,1 --set train.epochs=40 train.mixed_precision=bf16 model.queue_size=1024": Run(
+        sub=(
+            (
+                "--seeds 0,1 --set train.epochs=40 train.mixed_precision=bf16 model.queue_size=1024",
+                f"--seeds 0 --set {TINY_VISION} model.queue_size=128",
+            ),
+        ),
+        writes=("runs/moco_gpu/results.csv", "runs/moco_gpu/table.md"),
+        prints=(r"vision table \(2 runs",),
+    ),
     "python scripts/vision_table.py --out runs/vision_gpu --seeds 0,1 --set train.epochs=40 train.mixed_precision=bf16": Run(
         sub=(("--seeds 0,1", "--strategies uniform --seeds 0"), ("train.epochs=40", f"train.epochs=1 {TINY_VISION}")),
         prints=(r"vision table \(1 runs",),
@@ -347,6 +367,7 @@ SKIPS = {
     "python scripts/k_vs_n.py run configs/k_vs_n_collisions_1000.yaml --cache runs/k_vs_n/cache --results results/k_vs_n/collisions_1000.csv --epochs 10 --linear-epochs 10 --device cpu --threads 1 --no-estimate --max-cells 3": "Wiki-1000 cells: the prepared Wiki-3029 cache and about 15 CPU-minutes a cell; the synthetic grid above runs the same code, the shuffled mode in tests/test_k_vs_n.py",
     "python scripts/k_vs_n.py run configs/k_vs_n_vocab.yaml --cache runs/k_vs_n/cache --results results/k_vs_n/vocab.csv --epochs 10 --linear-epochs 10 --device cpu --threads 1 --no-estimate --max-cells 4": "needs the prepared Wiki-3029 cache (tokenizing it takes over 30 min); data.vocab_classes is tested on a small Wiki folder in tests/test_k_vs_n.py",
     "python scripts/k_vs_n.py run configs/k_vs_n_steps.yaml --cache runs/k_vs_n/cache --results results/k_vs_n/steps_100.csv --epochs 100 --linear-epochs 10 --device cpu --threads 1 --no-estimate --max-cells 2": "needs the prepared Wiki-3029 cache and about 10 CPU-minutes a cell; the synthetic grid above runs the same code",
+    "python scripts/k_vs_n.py run configs/k_vs_n_b1000_long.yaml --cache runs/k_vs_n/cache --results results/k_vs_n/b1000_long.csv --epochs 50 --linear-epochs 50 --device cuda --workers 10 --threads 1": "Wiki-1000 cells at 50 + 50 epochs on a GPU (the prepared Wiki-3029 cache; 5 GPU-minutes a cell); the synthetic grid above runs the same code on the CPU",
     "python scripts/k_vs_n_sampling.py --cache runs/k_vs_n/cache --N 1000 --k 100,1000 --steps 80": "needs the prepared Wiki-3029 cache; its measurement runs on PairTask batches in tests/test_k_vs_n.py",
     "python scripts/qt_table.py --out runs/qt_table_gpu --seeds 0,1,2 --protocol senteval,skipthoughts --eval-device cuda --set model.encoder=gru --set model.embed_dim=300 --set model.hidden_dim=1200 --set data.max_books=null --set data.min_count=5 --set data.max_vocab=50000 --set train.lr=0.0005 --set train.num_threads=null --set train.steps=1500": "needs a CUDA GPU (--eval-device cuda) and ~15 GPU-minutes; the CPU form above runs the same script",
     "python -m pytest -q -m commands": "this marker itself (.ci/run runs it)",
