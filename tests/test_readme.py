@@ -83,6 +83,11 @@ TINY_VISION = (
     "model.arch=resnet_tiny model.width=4 data.max_train=256 data.max_test=64 train.batch_size=64 "
     "train.steps=2 eval.linear_epochs=2 train.progress=false"
 )
+# The graph controls' five datasets at default repeats -> one 2-epoch repeat on MUTAG.
+ONE_GRAPH_REPEAT = (
+    "--datasets MUTAG,PTC_MR,IMDB-BINARY,ENZYMES,IMDB-MULTI --workers 15",
+    "--datasets MUTAG --repeats 1 --epochs 2 --workers 2",
+)
 # The README's first command (the quick start) without its install steps.
 QUICK_START = (
     "qt-hard data get books senteval && qt-hard train configs/qt_books_smoke.yaml --out runs/qt_smoke && "
@@ -310,13 +315,7 @@ RUNS = {
         sub=(("--repeats 2 --workers 2", "--repeats 1 --epochs 2 --workers 1"),), writes=("runs/gt_ot_lr/results.csv",)
     ),
     "python scripts/graph_table.py --out runs/graph_controls --rows infograph,infograph_lr0.01,hscl_b1,hscl_b1_lr1e-3,infograph_code,hcl_code_b1,hcl_code_b2,hcl_code_b10 --datasets MUTAG,PTC_MR,IMDB-BINARY,ENZYMES,IMDB-MULTI --workers 15": Run(
-        sub=(
-            ("--rows infograph,infograph_lr0.01,hscl_b1,hscl_b1_lr1e-3,", "--rows "),
-            (
-                "--datasets MUTAG,PTC_MR,IMDB-BINARY,ENZYMES,IMDB-MULTI --workers 15",
-                "--datasets MUTAG --repeats 1 --epochs 2 --workers 2",
-            ),
-        ),
+        sub=(("--rows infograph,infograph_lr0.01,hscl_b1,hscl_b1_lr1e-3,", "--rows "), ONE_GRAPH_REPEAT),
         prints=(r"graph table: 4 cells",),
     ),
     "python scripts/vision_table.py --config configs/moco_cifar10.yaml --out runs/moco_gpu --strategies uniform,ring --seeds 0,1 --set train.epochs=40 train.mixed_precision=bf16 model.queue_size=1024": Run(
