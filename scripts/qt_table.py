@@ -177,6 +177,7 @@ DIAG_PANELS = (
     ("score_std", "score std"),
     ("floor_binds_frac", "anchors on the floor"),
     ("loss", "training loss"),
+    ("beta", "beta in effect (schedules)"),
 )
 
 
@@ -194,7 +195,9 @@ def plot_diagnostics(out: Path, path: Path, seed: int = 0) -> bool:
     )
     if not runs:
         return False
-    fig, axes = plt.subplots(2, 3, figsize=(13, 6.5), sharex=True)
+    fig, axes = plt.subplots(2, 4, figsize=(16, 6.5), sharex=True)
+    for ax in axes.flat:
+        ax.set_prop_cycle(color=plt.cm.tab20.colors)  # up to 20 rows, each its own colour
     for metrics in runs:
         name = metrics.parent.name[: -len(f"_s{seed}")]
         with metrics.open() as fh:
@@ -207,7 +210,9 @@ def plot_diagnostics(out: Path, path: Path, seed: int = 0) -> bool:
     axes[0, 1].set_yscale("log")
     for ax in axes[1]:
         ax.set_xlabel("step")
-    axes[0, 0].legend(fontsize=6, ncol=2)
+    legend = axes.flat[len(DIAG_PANELS)]  # the spare panel holds the legend
+    legend.legend(*axes[0, 0].get_legend_handles_labels(), fontsize=7, loc="center", frameon=False)
+    legend.axis("off")
     fig.suptitle(f"Weight diagnostics per row (seed {seed}; logged every log_every steps)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
