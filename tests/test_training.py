@@ -276,6 +276,26 @@ def test_cli_train_registers_and_runs(tmp_path, capsys):
         main(["train", str(cfg_file), "train.stepz=2", "--debug"])
 
 
+def test_run_note_is_kept_printed_and_read_back_by_eval(tmp_path, capsys):
+    """``note`` (free text) is printed when training starts, saved with the run, read back by
+    ``qt-hard eval``'s ``run_note`` from the model folder, and may change on --resume."""
+    from qt_hard.cli import main
+    from qt_hard.evaluation.cli import run_note
+
+    tree = qt_config(tmp_path, steps=2)
+    tree["note"] = "chosen on dev:\n uniform 77.2"
+    cfg_file = tmp_path / "c.yaml"
+    cfg_file.write_text(yaml.safe_dump(tree))
+    out = tmp_path / "noted"
+    assert main(["train", str(cfg_file), "--out", str(out)]) == 0
+    assert "note: chosen on dev:\n uniform 77.2" in capsys.readouterr().out
+    assert run_note(str(out / "final")) == run_note(str(out)) == "chosen on dev: uniform 77.2"
+    assert run_note(str(tmp_path)) == ""  # no run config there
+    with pytest.raises(ConfigError, match="note"):
+        config_from_dict({"note": ["not", "text"]})
+    assert main(["train", str(cfg_file), "--out", str(out), "--resume", "train.steps=3", "note=longer"]) == 0
+
+
 def test_cli_overrides_may_follow_options(tmp_path, capsys):
     """`qt-hard train CFG --out DIR key=value`: overrides after an option still apply; a stray word
     that is not key=value is an error naming it."""

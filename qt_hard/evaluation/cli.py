@@ -135,6 +135,9 @@ def cmd_senteval(args) -> int:
     means = {row: six_task_mean(res) for row, res in rows.items()}
     if len(rows) > 1 and all(m is not None for m in means.values()):
         print("six-task mean accuracy: " + ", ".join(f"{row} {m:.1f}" for row, m in means.items()))
+    note = run_note(args.model)
+    if note:
+        print(f"note ({name}'s run config): {note}")
     if any(u is not None for u in unk.values()):
         print()
         print(unk_table({k: v for k, v in unk.items() if v is not None}))
@@ -317,6 +320,20 @@ def run_config_of(model_spec: str) -> Path | None:
         if candidate.is_file():
             return candidate
     return None
+
+
+def run_note(model_spec: str) -> str:
+    """The ``note`` of the training run that wrote ``model_spec`` (its saved config), or ""."""
+    import yaml
+
+    config = run_config_of(model_spec)
+    if config is None:
+        return ""
+    try:
+        note = (yaml.safe_load(config.read_text()) or {}).get("note") or ""
+    except (OSError, yaml.YAMLError):
+        return ""
+    return " ".join(str(note).split())
 
 
 def wiki_split_seed(model_spec: str, explicit: int | None) -> tuple[int, str]:

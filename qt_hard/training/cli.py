@@ -28,6 +28,8 @@ def run_train(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, overrides, check_pipeline=False)
     check_out_dir(cfg, resume=args.resume, overwrite=args.overwrite)
     validate(cfg)
+    if cfg.note:
+        print(f"note: {cfg.note.strip()}", flush=True)
     # torch is imported here, after the config is known to be good
     from qt_hard.training.loop import SecondSignal, Stopped, train
 

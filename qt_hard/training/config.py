@@ -76,7 +76,9 @@ PIPELINE_SECTIONS = ("model", "data", "objective", "eval")
 class Config:
     """A run's config. ``model``/``data``/``objective``/``eval`` are instances of the dataclasses
     the pipeline declares (``PIPELINE.sections``); left as None they take that class's defaults,
-    and a section the pipeline does not declare stays None."""
+    and a section the pipeline does not declare stays None. ``note``: free text kept with the run,
+    printed when training starts and by ``qt-hard eval senteval`` under the run's table (what the
+    config was chosen on, say)."""
 
     out_dir: str = "runs/default"
     pipeline: str = "text"
@@ -85,6 +87,7 @@ class Config:
     objective: Any = None
     eval: Any = None
     train: TrainConfig = field(default_factory=TrainConfig)
+    note: str = ""
 
     def __post_init__(self):
         sections = pipeline_sections(self.pipeline)
@@ -161,7 +164,7 @@ def _build_config(tree: dict) -> Config:
         raise ConfigError(f"config top level must be a mapping, got {tree!r}")
     pipeline = _coerce(tree.get("pipeline", "text"), str, "pipeline")
     sections = pipeline_sections(pipeline)
-    loop_keys = {"out_dir", "pipeline", "train"}
+    loop_keys = {"out_dir", "pipeline", "train", "note"}
     unknown = sorted(set(tree) - loop_keys - set(sections))
     if unknown:
         raise ConfigError(
@@ -169,8 +172,9 @@ def _build_config(tree: dict) -> Config:
             f"known keys: {sorted(loop_keys | set(sections))}"
         )
     kwargs = {name: _build(cls, tree.get(name) or {}, name) for name, cls in sections.items()}
-    if "out_dir" in tree:
-        kwargs["out_dir"] = _coerce(tree["out_dir"], str, "out_dir")
+    for key in ("out_dir", "note"):
+        if key in tree:
+            kwargs[key] = _coerce(tree[key], str, key)
     return Config(pipeline=pipeline, train=_build(TrainConfig, tree.get("train") or {}, "train"), **kwargs)
 
 

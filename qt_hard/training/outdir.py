@@ -24,6 +24,7 @@ _CHECKPOINT_NAME = re.compile(rf"{CHECKPOINT_PREFIX}(\d+)")
 # train.steps and train.epochs may only grow (a longer budget); any other difference is an error.
 RESUME_MAY_CHANGE = (
     "out_dir",
+    "note",
     "train.trackers",
     "train.checkpoint_every",
     "train.keep_checkpoints",
