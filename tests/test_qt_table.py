@@ -146,3 +146,25 @@ def test_dev_table_and_diagnostics_figure(qt_table, tmp_path):
     )
     assert qt_table.plot_diagnostics(tmp_path, tmp_path / "diag.png")
     assert (tmp_path / "diag.png").stat().st_size > 1000
+
+
+def test_quick_start_trains_the_row_the_dev_scores_chose(qt_table):
+    """configs/qt_books_smoke.yaml trains the readings table's row with the best six-task SentEval dev
+    mean among the rows with 5 seeds (results/readings/results.jsonl), objective for objective."""
+    import statistics
+
+    import yaml
+
+    root = Path(__file__).resolve().parent.parent
+    devs: dict = {}
+    for line in (root / "results" / "readings" / "results.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        if "row" in rec and rec["protocol"] == "senteval":
+            devs.setdefault(rec["row"], []).append(statistics.mean(rec["devacc"].values()))
+    five = {row: statistics.mean(v) for row, v in devs.items() if len(v) >= 5}
+    assert "uniform" in five and len(five) >= 4  # uniform and the three best hard rows
+    best = max(five, key=five.get)
+    objective = yaml.safe_load((root / "configs" / "qt_books_smoke.yaml").read_text())["objective"]
+    chosen = qt_table.row_spec(best)[1]
+    assert objective["negatives"] == chosen["negatives"]
+    assert objective.get("options", {}) == chosen["options"]

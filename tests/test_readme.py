@@ -197,6 +197,14 @@ RUNS = {
         writes=("runs/readings/table_dev.md", "runs/readings/diagnostics.png"),
         prints=(r"dev accuracy", r"Hard \(beta=2, graph_code, floor\)"),
     ),
+    "python scripts/qt_table.py --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1,2,3,4 --rows uniform,hard1-rescaled,hard1-rescaled-anneal,hard1-rescaled-warmup": Run(
+        sub=(
+            ("--seeds 0,1,2,3,4", f"--seeds 0 --kfold 2 --set train.steps=3 --set {ONE_BOOK}"),
+            ("--rows uniform,hard1-rescaled,", "--rows "),
+        ),
+        writes=("runs/readings/table_dev.md", "runs/readings/diagnostics.png"),
+        prints=(r"Hard \(beta=1, anneal, rescaled\)", r"Hard \(beta=1, warmup, rescaled\)"),
+    ),
     "python scripts/qt_table.py --out runs/qt_table --protocol skipthoughts": Run(
         add=f"--seeds 0 --rows uniform --kfold 2 --set train.steps=3 --set {ONE_BOOK}", writes=("runs/qt_table/*",)
     ),
@@ -369,6 +377,7 @@ SKIPS = {
     "python scripts/k_vs_n.py run configs/k_vs_n_b1000_long.yaml --cache runs/k_vs_n/cache --results results/k_vs_n/b1000_long.csv --epochs 50 --linear-epochs 50 --device cuda --workers 10 --threads 1": "Wiki-1000 cells at 50 + 50 epochs on a GPU (the prepared Wiki-3029 cache; 5 GPU-minutes a cell); the synthetic grid above runs the same code on the CPU",
     "python scripts/k_vs_n_sampling.py --cache runs/k_vs_n/cache --N 1000 --k 100,1000 --steps 80": "needs the prepared Wiki-3029 cache; its measurement runs on PairTask batches in tests/test_k_vs_n.py",
     "python scripts/qt_table.py --out runs/qt_table_gpu --seeds 0,1,2 --protocol senteval,skipthoughts --eval-device cuda --set model.encoder=gru --set model.embed_dim=300 --set model.hidden_dim=1200 --set data.max_books=null --set data.min_count=5 --set data.max_vocab=50000 --set train.lr=0.0005 --set train.num_threads=null --set train.steps=1500": "needs a CUDA GPU (--eval-device cuda) and ~15 GPU-minutes; the CPU form above runs the same script",
+    "python scripts/qt_table.py --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 2 --rows hard1-fig14,hard2-fig14": "the readings grid's third command: the script and rows of its first two, which run here at a few steps",
     "python -m pytest -q -m commands": "this marker itself (.ci/run runs it)",
     "python -m pytest -q -m slow": "the slow suite (multi-process training, real data at scale), run on its own",
     "accelerate launch --num_processes 4 -m qt_hard.cli train configs/qt_books.yaml": "four GPUs and the full books corpus; its CPU form (the next README line) runs here",
