@@ -179,7 +179,7 @@ EOF
 has kvn && KPID=$!
 
 SCSV=$KOUT/collisions_1000.csv
-cp results/k_vs_n/collisions_1000.jsonl results/k_vs_n/collisions_1000.csv "$KOUT/"
+has kvn && cp results/k_vs_n/collisions_1000.jsonl results/k_vs_n/collisions_1000.csv "$KOUT/"  # the k = 100 cells
 SARGS=(--epochs 10 --linear-epochs 10 --device cuda --workers 3 --threads 1)
 [ "$DRY" = 1 ] && SARGS=(--epochs 1 --linear-epochs 1 --seeds 0 --device cpu --workers 1 --threads 1 --max-cells 1)
 has kvn && (
