@@ -42,7 +42,9 @@
 # snapshot.tar.gz holds the ledgers as they were a minute ago (removed once the final archive is made).
 #
 # PARTS (default "graph vision kvn") names the parts to run: PARTS=graph continues the graph ledger
-# alone (seeded from gpu_carry/graph_seed.jsonl), with every core on it.
+# alone (seeded from gpu_carry/graph_seed.jsonl), with every core on it. GRAPH_JOBS (below) splits the
+# graph part into invocations at once, each with its own rows, datasets, repeats and workers, e.g.
+#   GRAPH_JOBS="9|infograph,hscl_b1|IMDB-BINARY,ENZYMES|10;7||IMDB-MULTI,ENZYMES|"
 #
 # DRY=1: the same steps at toy size on a machine without a GPU (graph: 2 epochs, 1 repeat, MUTAG;
 # vision: resnet_tiny, 512 images, 1 epoch; k versus N: one cell of 1 + 1 epochs on the CPU).
@@ -144,9 +146,22 @@ EOF
 fi
 
 # ---------------------------------------------------------------- the three parts, at once
-OMP_NUM_THREADS=1 timeout -k 10 "$(left)" "$PY" scripts/graph_table.py --out "$GOUT" --rows "$GROWS" \
-    --datasets "$GDATA" --workers "$GRAPH_WORKERS" "${GARGS[@]}" >"$LOGS/graph.log" 2>&1 &
-GPID=$!
+# GRAPH_JOBS: invocations of graph_table.py on the one ledger at once, "WORKERS|ROWS|DATASETS|REPEATS"
+# separated by ";" (an empty field takes the default above; REPEATS empty: the script's default).
+# Each claims its cells, so jobs that overlap never run a cell twice.
+GPIDS=()
+IFS=';' read -r -a GJOBS <<<"${GRAPH_JOBS:-$GRAPH_WORKERS|||}"
+[ "$DRY" = 1 ] && GJOBS=("$GRAPH_WORKERS|||")
+has graph || GJOBS=()
+for j in "${!GJOBS[@]}"; do
+    IFS='|' read -r gw gr gd grep_ <<<"${GJOBS[$j]}"
+    rep=()
+    [ -n "$grep_" ] && rep=(--repeats "$grep_")
+    OMP_NUM_THREADS=1 timeout -k 10 "$(left)" "$PY" scripts/graph_table.py --out "$GOUT" --rows "${gr:-$GROWS}" \
+        --datasets "${gd:-$GDATA}" --workers "${gw:-$GRAPH_WORKERS}" "${rep[@]}" "${GARGS[@]}" >"$LOGS/graph_$j.log" 2>&1 &
+    GPIDS+=($!)
+    sleep 1
+done
 
 has vision || VISION_COPIES=0
 for i in $(seq 1 "$VISION_COPIES"); do
@@ -200,7 +215,7 @@ LAST_SNAP=$(elapsed)
 while true; do
     sleep 5
     alive=""
-    kill -0 "$GPID" 2>/dev/null && alive+=" graph"
+    for p in "${GPIDS[@]+"${GPIDS[@]}"}"; do kill -0 "$p" 2>/dev/null && alive+=" graph" && break; done
     for p in "${VPIDS[@]+"${VPIDS[@]}"}"; do kill -0 "$p" 2>/dev/null && alive+=" vision" && break; done
     [ -n "$KPID" ] && kill -0 "$KPID" 2>/dev/null && alive+=" k_vs_n"
     [ -n "$SPID" ] && kill -0 "$SPID" 2>/dev/null && alive+=" shuffled"
@@ -211,7 +226,7 @@ while true; do
         echo "[$(elapsed)s] running:$alive; finished cells: graph $(cells "$GOUT/results.jsonl"), vision $(cells "$VOUT/results.jsonl"), k_vs_n $(cells "$KOUT/b1000_long.jsonl")"
     fi
 done
-wait "$GPID"; echo "graph exit $? (124: stopped at the deadline)"
+for p in "${GPIDS[@]+"${GPIDS[@]}"}"; do wait "$p"; echo "graph job exit $? (124: stopped at the deadline)"; done
 for p in "${VPIDS[@]+"${VPIDS[@]}"}"; do wait "$p"; echo "vision copy exit $?"; done
 [ -n "$KPID" ] && wait "$KPID"
 [ -n "$SPID" ] && wait "$SPID"
@@ -274,5 +289,5 @@ for f in graph_controls/results.jsonl moco_gpu/results.jsonl k_vs_n/b1000_long.j
     tar -tzf "$OUT/device_controls.tar.gz" | grep -qx "$f" && echo "   $f: $(($(wc -l <"$WORK/$f") - 1)) cells" || echo "   $f: MISSING"
 done
 echo "-- logs (tails)"
-for f in graph.log vision_1.log k_vs_n.log k_vs_n_shuffled.log; do echo "[$f]"; tail -3 "$LOGS/$f" 2>/dev/null | cut -c1-300; done
+for f in graph_0.log graph_1.log vision_1.log k_vs_n.log k_vs_n_shuffled.log; do echo "[$f]"; tail -3 "$LOGS/$f" 2>/dev/null | cut -c1-300; done
 cat "$WORK/summary.txt"
