@@ -334,6 +334,21 @@ RUNS = {
         ),
         prints=(r"graph table: 1 cells",),
     ),
+    # The controls' 10 repeats: one 2-epoch cell of one row (the H-SCL rate row; the paper-form row).
+    "python scripts/graph_table.py --out runs/graph_controls --rows infograph,infograph_lr0.01,hscl_b1,hscl_b1_lr1e-3 --datasets MUTAG,PTC_MR,IMDB-BINARY,ENZYMES,IMDB-MULTI --repeats 10 --workers 15": Run(
+        sub=(
+            ("--rows infograph,infograph_lr0.01,hscl_b1,", "--rows "),
+            ("--datasets MUTAG,PTC_MR,IMDB-BINARY,ENZYMES,IMDB-MULTI --repeats 10 --workers 15", ONE_GRAPH_REPEAT[1]),
+        ),
+        prints=(r"graph table: 1 cells",),
+    ),
+    "python scripts/graph_table.py --out runs/graph_controls --rows infograph_code,hcl_code_b1,hcl_code_b2,hcl_code_b10,hard_b1,hard_b2,hard_b10 --datasets MUTAG,PTC_MR --repeats 10 --workers 2": Run(
+        sub=(
+            ("--rows infograph_code,hcl_code_b1,hcl_code_b2,hcl_code_b10,hard_b1,hard_b2,", "--rows "),
+            ("--datasets MUTAG,PTC_MR --repeats 10 --workers 2", ONE_GRAPH_REPEAT[1]),
+        ),
+        prints=(r"graph table: 1 cells",),
+    ),
     "python scripts/vision_table.py --config configs/moco_cifar10.yaml --out runs/moco_gpu --strategies uniform,ring --seeds 0,1 --set train.epochs=40 train.mixed_precision=bf16 model.queue_size=1024": Run(
         sub=(
             (
