@@ -289,5 +289,8 @@ for f in graph_controls/results.jsonl moco_gpu/results.jsonl k_vs_n/b1000_long.j
     tar -tzf "$OUT/device_controls.tar.gz" | grep -qx "$f" && echo "   $f: $(($(wc -l <"$WORK/$f") - 1)) cells" || echo "   $f: MISSING"
 done
 echo "-- logs (tails)"
-for f in graph_0.log graph_1.log vision_1.log k_vs_n.log k_vs_n_shuffled.log; do echo "[$f]"; tail -3 "$LOGS/$f" 2>/dev/null | cut -c1-300; done
+for f in "$LOGS"/graph_*.log "$LOGS"/vision_1.log "$LOGS"/k_vs_n.log "$LOGS"/k_vs_n_shuffled.log; do
+    echo "[${f##*/}]"
+    tail -3 "$f" 2>/dev/null | cut -c1-300
+done
 cat "$WORK/summary.txt"

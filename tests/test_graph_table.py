@@ -74,14 +74,16 @@ def test_no_run_prints_table_in_paper_order_and_plots(tmp_path, capsys):
         gt.main(["--out", str(out), "--epochs", "3", "--rows", "infograph", "--datasets", "MUTAG", "--repeats", "1"])
 
 
-@pytest.mark.parametrize("row", list(load_script().ROWS))
+GT = load_script()
+
+
+@pytest.mark.parametrize("row", list(GT.ROWS))
 def test_every_row_is_a_valid_config(row):
     """Each row's overrides load on the script's config (the commands marker trains only some rows),
     and the learning-rate rows set the rate they are named for."""
     from qt_hard.training.config import load_config
 
-    gt = load_script()
-    cfg = load_config(gt.ROOT / gt.CONFIG, gt.ROWS[row][0] + ["data.name=MUTAG"])
+    cfg = load_config(GT.ROOT / GT.CONFIG, GT.ROWS[row][0] + ["data.name=MUTAG"])
     if row.endswith("_lr0.01"):
         assert cfg.train.lr == 0.01
     if row.endswith("_lr1e-3"):

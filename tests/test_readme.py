@@ -324,7 +324,7 @@ RUNS = {
         sub=(("--repeats 2 --workers 2", "--repeats 1 --epochs 2 --workers 1"),), writes=("runs/gt_ot_lr/results.csv",)
     ),
     "python scripts/graph_table.py --out runs/graph_controls --rows infograph,infograph_lr0.01,hscl_b1,hscl_b1_lr1e-3,infograph_code,hcl_code_b1,hcl_code_b2,hcl_code_b10 --datasets MUTAG,PTC_MR,IMDB-BINARY,ENZYMES,IMDB-MULTI --workers 15": Run(
-        # the learning-rate rows' settings run in the graph tables above; here the code-faithful row
+        # one code-faithful cell; every row's config loads in tests/test_graph_table.py
         sub=(
             (
                 "--rows infograph,infograph_lr0.01,hscl_b1,hscl_b1_lr1e-3,infograph_code,hcl_code_b1,hcl_code_b2,",
@@ -592,14 +592,11 @@ def _group(s: Snippet) -> list:
     """Under ``pytest -n`` (``.ci/run``: ``--dist loadgroup``), the commands that read one product
     (or the MiniLM embedding cache) run on one worker, so each product is built once; the others go
     wherever a worker is free."""
-    if s.kind == "sh":
-        entry = RUNS.get(s.text, Run())
-        names = set(entry.needs) | {name for name, cmd in PRODUCTS.items() if cmd == s.text}
-        if MINILM_CACHE in entry.add:
-            names.add("minilm.json")
-    else:
-        keys = [k for k in PYTHON if k in s.text]
-        names = set(PYTHON[keys[0]].needs) if len(keys) == 1 else set()
+    keys = _python_keys(s.text) if s.kind == "py" else []
+    entry = RUNS.get(s.text, Run()) if s.kind == "sh" else PYTHON[keys[0]] if len(keys) == 1 else Run()
+    names = set(entry.needs) | {name for name, cmd in PRODUCTS.items() if cmd == s.text}
+    if MINILM_CACHE in entry.apply(s.text):
+        names.add("minilm.json")
     return [pytest.mark.xdist_group(sorted(names)[0])] if names else []
 
 
@@ -607,8 +604,13 @@ def _params(kind: str) -> list:
     return [pytest.param(s, id=_id(s), marks=_group(s)) for s in SNIPPETS if s.kind == kind]
 
 
+def _python_keys(source: str) -> list[str]:
+    """The ``PYTHON`` entries whose distinctive line the snippet holds (one, when registered)."""
+    return [k for k in PYTHON if k in source]
+
+
 def _python_entry(source: str) -> Run:
-    keys = [k for k in PYTHON if k in source]
+    keys = _python_keys(source)
     assert len(keys) == 1, (
         f"Python snippet matches {len(keys)} PYTHON entries {keys}: add one line to "
         f"PYTHON in tests/test_readme.py naming a distinctive line of it:\n{source}"
