@@ -206,8 +206,31 @@ RUNS = {
         writes=("runs/readings/table_dev.md", "runs/readings/diagnostics.png"),
         prints=(r"Hard \(beta=1, warmup, rescaled\)",),
     ),
+    "python scripts/qt_table.py --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 2 --rows hard1-fig14,hard2-fig14": Run(
+        sub=(
+            ("--seeds 2", f"--seeds 0 --kfold 2 --set train.steps=3 --set {ONE_BOOK}"),
+            ("--rows hard1-fig14,hard2-fig14", "--rows hard1-fig14"),
+        ),
+        writes=("runs/readings/table_dev.md",),
+        prints=(r"Hard \(beta=1, fig14\)",),
+    ),
     "python scripts/qt_table.py --out runs/qt_table --protocol skipthoughts": Run(
         add=f"--seeds 0 --rows uniform --kfold 2 --set train.steps=3 --set {ONE_BOOK}", writes=("runs/qt_table/*",)
+    ),
+    # The engine guide's fast-path rows: CR alone, the MiniLM rows reading the shared embedding cache.
+    "qt-hard eval senteval --model minilm --tasks CR,MRPC --cache minilm.npz --output fast.json": Run(
+        sub=(("--tasks CR,MRPC --cache minilm.npz", f"--tasks CR {FAST_SENTEVAL} --cache {MINILM_CACHE}"),),
+        writes=("fast.json",),
+        prints=(cr_row("minilm"),),
+    ),
+    "qt-hard eval senteval --model minilm --tasks CR,MRPC --cache minilm.npz --reference --output reference.json": Run(
+        sub=(("--tasks CR,MRPC --cache minilm.npz", f"--tasks CR {FAST_SENTEVAL} --cache {MINILM_CACHE}"),),
+        writes=("reference.json",),
+    ),
+    "qt-hard eval senteval --model random:bow --tasks MR,CR,SUBJ,MPQA,TREC,MRPC --output bow_fast.json": Run(
+        sub=(("--tasks MR,CR,SUBJ,MPQA,TREC,MRPC", f"--tasks CR {FAST_SENTEVAL}"),),
+        writes=("bow_fast.json",),
+        prints=(cr_row("random:bow"),),
     ),
     "qt-hard eval senteval --model random:bow": Run(add=f"--tasks CR {FAST_SENTEVAL}", prints=(cr_row("random:bow"),)),
     "qt-hard eval compare minilm.json qt.json": Run(
@@ -383,10 +406,6 @@ SKIPS = {
     "qt-hard eval senteval --engine senteval --senteval-path SentEval --model runs/qt/final --tasks MR,CR,SUBJ,MPQA,TREC,MRPC --output senteval_engine.json": "needs a SentEval checkout (network); the same CLI path runs on a stand-in engine in tests/test_eval_senteval_engine.py",
     "qt-hard eval senteval --model minilm --tasks CR,MRPC --cache minilm.npz --engine senteval --senteval-path SentEval --senteval-classifier sklearn --data $QT_HARD_DATA/senteval --output engine.json": "needs a SentEval checkout (network); the same CLI path runs on a stand-in engine in tests/test_eval_senteval_engine.py",
     "qt-hard eval senteval --model random:bow --tasks MR,CR,SUBJ,MPQA,TREC,MRPC --engine senteval --senteval-path SentEval --senteval-classifier sklearn --data $QT_HARD_DATA/senteval --output bow_engine.json": "needs a SentEval checkout (network); the same CLI path runs on a stand-in engine in tests/test_eval_senteval_engine.py",
-    "qt-hard eval senteval --model minilm --tasks CR,MRPC --cache minilm.npz --output fast.json": "the agreement measurement's first run (MiniLM encodes CR and MRPC for minutes on 2 cores); "
-    "the fast engine on MiniLM runs in the evaluation guide's commands",
-    "qt-hard eval senteval --model minilm --tasks CR,MRPC --cache minilm.npz --reference --output reference.json": "reads the cache of the run above; --reference runs in the evaluation guide's commands",
-    "qt-hard eval senteval --model random:bow --tasks MR,CR,SUBJ,MPQA,TREC,MRPC --output bow_fast.json": "the agreement measurement's fast row; the fast engine on random:bow runs in the quick start's control rows",
     "qt-hard data get tu": "DD and REDDIT-BINARY are not in the shared data root, which is read-only; "
     "the download path is tested against a local server (tests/test_data_get.py)",
     "qt-hard data get bookcorpus": "needs the Hugging Face hub (network); the Parquet path is tested in tests/test_data_get.py",
@@ -400,7 +419,6 @@ SKIPS = {
     "python scripts/k_vs_n.py run configs/k_vs_n_b1000_long.yaml --cache runs/k_vs_n/cache --results results/k_vs_n/b1000_long.csv --epochs 50 --linear-epochs 50 --device cuda --workers 10 --threads 1": "Wiki-1000 cells at 50 + 50 epochs on a GPU (the prepared Wiki-3029 cache; 5 GPU-minutes a cell); the synthetic grid above runs the same code on the CPU",
     "python scripts/k_vs_n_sampling.py --cache runs/k_vs_n/cache --N 1000 --k 100,1000 --steps 80": "needs the prepared Wiki-3029 cache; its measurement runs on PairTask batches in tests/test_k_vs_n.py",
     "python scripts/qt_table.py --out runs/qt_table_gpu --seeds 0,1,2 --protocol senteval,skipthoughts --eval-device cuda --set model.encoder=gru --set model.embed_dim=300 --set model.hidden_dim=1200 --set data.max_books=null --set data.min_count=5 --set data.max_vocab=50000 --set train.lr=0.0005 --set train.num_threads=null --set train.steps=1500": "needs a CUDA GPU (--eval-device cuda) and ~15 GPU-minutes; the CPU form above runs the same script",
-    "python scripts/qt_table.py --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 2 --rows hard1-fig14,hard2-fig14": "the readings grid's third command: the script and rows of its first two, which run here at a few steps",
     "python -m pytest -q -m commands -n 2 --dist loadgroup": "this marker itself (.ci/run runs it)",
     "python -m pytest -q -m slow": "the slow suite (multi-process training, real data at scale), run on its own",
     "accelerate launch --num_processes 4 -m qt_hard.cli train configs/qt_books.yaml": "four GPUs and the full books corpus; its CPU form (the next README line) runs here",
