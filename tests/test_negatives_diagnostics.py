@@ -9,7 +9,7 @@ import torch
 
 from qt_hard.losses import ContextLoss
 from qt_hard.negatives import make_strategy
-from qt_hard.negatives.scores import context_scores, two_view_scores
+from qt_hard.negatives.scores import ContrastScores, context_scores, two_view_scores
 
 
 def scores(b=6, d=4, scale=1.0, seed=0):
@@ -116,3 +116,21 @@ def test_readings_at_scale_script(capsys, monkeypatch):
     assert ess[(0.02, "rescaled", 2.0)] == pytest.approx(ess[(2.0, "rescaled", 2.0)], abs=1e-3)
     assert ess[(2.0, "none", 1.0)] < ess[(0.02, "none", 1.0)] - 0.2
     assert ess[(2.0, "fig14", 1.0)] == ess[(2.0, "fig14", 2.0)]
+
+
+def test_floor_binds_reads_the_smooth_estimate_under_the_smooth_floor():
+    # tau_plus e^{s+} = 0.7 >= E_hat / 2 = 0.5: the exact estimate (1 - 0.7) / 0.9 is below e^{-1} and
+    # binds the hard floor, the smooth one (1 / (4 * 0.7)) / 0.9 = 0.397 > e^{-1} does not.
+    sc = ContrastScores(
+        pos=torch.tensor([[math.log(7.0)]]),
+        pos_valid=torch.ones(1, 1, dtype=torch.bool),
+        neg=torch.zeros(1, 3),
+        neg_valid=torch.ones(1, 3, dtype=torch.bool),
+        scale=1.0,
+        normalized=False,
+    )
+    assert make_strategy("debiased", tau_plus=0.1, floor="hard").diagnostics(sc)["floor_binds_frac"] == 1.0
+    assert make_strategy("debiased", tau_plus=0.1, floor="smooth").diagnostics(sc)["floor_binds_frac"] == 0.0
+    # the smooth estimate below the floor does bind it
+    low = dataclasses_replace(sc, neg=torch.full((1, 3), -3.0))
+    assert make_strategy("debiased", tau_plus=0.1, floor="smooth").diagnostics(low)["floor_binds_frac"] == 1.0

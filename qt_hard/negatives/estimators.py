@@ -79,6 +79,11 @@ class DebiasedEstimator:
         self.tau_plus, self.floor = tau_plus, floor
 
     def log_negative(self, log_e: torch.Tensor, pos: torch.Tensor, scale: float, progress: float):
+        log_d = self.log_estimate(log_e, pos, progress)
+        return log_d if self.floor == "none" else torch.clamp(log_d, min=-scale)
+
+    def log_estimate(self, log_e: torch.Tensor, pos: torch.Tensor, progress: float) -> torch.Tensor:
+        """(A, P) the log of the estimate before the floor: exact, or smooth under ``floor="smooth"``."""
         tau = float(at(self.tau_plus, progress))
         if not 0.0 <= tau < 1.0:
             raise ValueError(f"tau_plus must be in [0, 1), got {tau}")
@@ -89,7 +94,7 @@ class DebiasedEstimator:
             log_d = log_e + corr - math.log1p(-tau)
         else:
             log_d = log_e.expand_as(pos)
-        return log_d if self.floor == "none" else torch.clamp(log_d, min=-scale)
+        return log_d
 
     def __repr__(self) -> str:
         return f"DebiasedEstimator(tau_plus={self.tau_plus!r}, floor={self.floor!r})"

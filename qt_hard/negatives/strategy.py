@@ -281,9 +281,9 @@ class NegativeStrategy:
         pos = sel.pos[rows].masked_fill(~sel.pos_valid[rows], float("-inf"))
         n_pos = sel.pos_valid[rows].sum(dim=1).clamp_min(1).to(pos.dtype)
         log_mean_pos = (torch.logsumexp(pos, dim=1) - n_pos.log())[:, None]
-        exact = DebiasedEstimator(self.estimator.tau_plus, floor="none")
-        exact_d = exact.log_negative(log_e, log_mean_pos, sel.scale, self.progress)[:, 0]
-        return float((exact_d < -sel.scale).float().mean())
+        # The estimate the floor is applied to: exact under "hard", smooth under "smooth".
+        log_d = self.estimator.log_estimate(log_e, log_mean_pos, self.progress)[:, 0]
+        return float((log_d < -sel.scale).float().mean())
 
     def __call__(self, scores: ContrastScores, generator: torch.Generator | None = None) -> torch.Tensor:
         """The batch loss: mean over anchors with at least one positive."""
