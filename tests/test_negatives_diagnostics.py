@@ -134,3 +134,36 @@ def test_floor_binds_reads_the_smooth_estimate_under_the_smooth_floor():
     # the smooth estimate below the floor does bind it
     low = dataclasses_replace(sc, neg=torch.full((1, 3), -3.0))
     assert make_strategy("debiased", tau_plus=0.1, floor="smooth").diagnostics(low)["floor_binds_frac"] == 1.0
+
+
+def test_diagnostics_with_hardness_mode_read_the_multiplied_terms():
+    # MNRL's hardness tilt multiplies negative j's term by e^{alpha cos_j}, unnormalized: the weights
+    # the diagnostics describe are those products, here e^{5 s_j} (temperature 1, uniform strategy).
+    g = torch.Generator().manual_seed(6)
+    f, h = torch.randn(6, 4, generator=g), torch.randn(6, 4, generator=g)
+    loss = ContextLoss("uniform", hardness_mode="in_batch_negatives", hardness_strength=5.0)
+    loss.want_diagnostics = True
+    value = loss(f, h)
+    d = loss.last_diagnostics
+    assert math.isfinite(float(value))
+    sc = context_scores(f, h, context=1)
+    s = sc.neg.masked_fill(~sc.neg_valid, float("-inf"))
+    q = torch.softmax(5.0 * s, dim=1)
+    ess = (1 / q.pow(2).sum(1) / sc.neg_valid.sum(1)).mean()
+    assert d["ess_frac"] == pytest.approx(float(ess), rel=1e-5)
+    low = sc.neg.masked_fill(~sc.neg_valid, float("inf")).amin(1)
+    assert d["w_ratio_median"] == pytest.approx(float((5.0 * (s.amax(1) - low)).exp().median()), rel=1e-5)
+    # The debiased estimator's floor reads E_hat with the multipliers in it: every negative at s = 1 and
+    # tau_plus e^{s+} = e: the exact estimate is 0 (the floor binds); multiplied by e^{1 * cos} = e,
+    # E_hat = e^2 and the estimate (e^2 - e) / 0.9 is far above e^{-1}.
+    one = ContrastScores(
+        pos=torch.tensor([[1.0 + math.log(10.0)]]),
+        pos_valid=torch.ones(1, 1, dtype=torch.bool),
+        neg=torch.ones(1, 3),
+        neg_valid=torch.ones(1, 3, dtype=torch.bool),
+        scale=1.0,
+        normalized=True,
+    )
+    assert make_strategy("debiased", tau_plus=0.1).diagnostics(one)["floor_binds_frac"] == 1.0
+    strat = make_strategy("debiased", tau_plus=0.1, hardness_mode="all_negatives", hardness_strength=1.0)
+    assert strat.diagnostics(one)["floor_binds_frac"] == 0.0

@@ -214,6 +214,9 @@ class NegativeStrategy:
         On a detached copy of ``scores`` (the k-sampler draws from a copy of ``generator``'s state, so
         the caller's generator does not move), over each anchor's negatives (drawn, in the support):
 
+        (With ``hardness_mode`` the weights below are the products ``w_j e^{A_j}`` of the importance
+        weights and the unnormalized multipliers: what each negative's term is scaled by.)
+
         * ``ess_frac``: mean over anchors of the effective sample size of the normalized weights,
           ``1 / sum_j q_j^2``, as a fraction of the anchor's negatives (1 = uniform);
         * ``w_ratio_median``: median over anchors of ``w_max / w_min``;
@@ -243,7 +246,12 @@ class NegativeStrategy:
             sel = base.select(sample_k_indices(mask, self.k, fresh()), mask)
             mask = sel.neg_valid
         lw = self.weigh(sel, mask)
-        log_w = lw.materialize(sel.neg, mask)
+        # Absolute multipliers (hardness_mode) scale each negative's term like a weight that is not
+        # normalized: the terms' relative sizes, which the diagnostics describe, are w_j e^{A_j}.
+        absolute = lw.absolute
+        log_w = dataclasses.replace(lw, absolute=None).materialize(sel.neg, mask)
+        if absolute is not None:
+            log_w = log_w + absolute
         inside = torch.isfinite(log_w)
         n = inside.sum(dim=1)
         rows = n > 0
@@ -265,19 +273,22 @@ class NegativeStrategy:
         if grad is not None:
             g = grad.gather(1, sel.cand_index) if sel.cand_index is not None else grad
             out["pushed_up_frac"] = float((g[inside] < 0).float().mean()) if bool(inside.any()) else float("nan")
-        out["floor_binds_frac"] = self._floor_binds(sel, log_w, lw.log_scale, rows)
+        out["floor_binds_frac"] = self._floor_binds(sel, log_w, absolute, lw.log_scale, rows)
         hard = [w for w in self.weightings if hasattr(w, "beta_at")]
         if hard:
             out["beta"] = hard[0].beta_at(self.progress)
             out["tilt"] = float(lw.gamma.detach() if torch.is_tensor(lw.gamma) else lw.gamma)
         return out
 
-    def _floor_binds(self, sel: ContrastScores, log_w: torch.Tensor, log_scale: float, rows: torch.Tensor) -> float:
-        """Fraction of anchors whose per-negative term is raised to the estimator's floor."""
+    def _floor_binds(self, sel, log_w, absolute, log_scale: float, rows: torch.Tensor) -> float:
+        """Fraction of anchors whose per-negative term is raised to the estimator's floor (``log_w``
+        the terms' log-weights, absolute multipliers included: ``absolute`` is taken out of the
+        normalizer, as the estimator leaves it out)."""
         floor = getattr(self.estimator, "floor", "none")
         if not isinstance(self.estimator, DebiasedEstimator) or floor == "none" or not bool(rows.any()):
             return 0.0
-        log_e = torch.logsumexp(sel.neg[rows] + log_w[rows], dim=1) - torch.logsumexp(log_w[rows], dim=1) + log_scale
+        norm = log_w if absolute is None else log_w - absolute
+        log_e = torch.logsumexp(sel.neg[rows] + log_w[rows], dim=1) - torch.logsumexp(norm[rows], dim=1) + log_scale
         pos = sel.pos[rows].masked_fill(~sel.pos_valid[rows], float("-inf"))
         n_pos = sel.pos_valid[rows].sum(dim=1).clamp_min(1).to(pos.dtype)
         log_mean_pos = (torch.logsumexp(pos, dim=1) - n_pos.log())[:, None]
