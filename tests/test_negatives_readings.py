@@ -224,3 +224,13 @@ def test_auto_reading_survives_the_k_sampler_and_defaults_to_none_when_scores_do
     picked = raw.select(torch.zeros(raw.neg.shape[0], 3, dtype=torch.long))
     assert picked.normalized is False and HardWeighting(1.0).reading(picked) == UNNORMALIZED_CLIP
     assert HardWeighting(1.0).reading(dataclasses.replace(raw, normalized=None)) == "none"
+
+
+def test_graph_code_detached_takes_the_bound_without_a_warning():
+    import warnings
+
+    z1, z2 = views(6, seed=7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # float() of a tensor that requires grad warns
+        loss = ours(z1, z2, "graph_code", 2.0, 0.0, 1.0, False, detach=True)
+        loss.backward()

@@ -245,7 +245,7 @@ class HardWeighting(Weighting):
         else:  # graph_code
             bound = graph_code_bound(scores.neg, mask)
             if self.detach:
-                gamma = -2.0 * beta / float(bound)
+                gamma = -2.0 * beta / float(bound.detach())
             else:
                 tilt = -2.0 * beta / bound.to(scores.neg.dtype)
                 return LogWeights(gamma=tilt, gamma_grad=float(tilt.detach()))
