@@ -61,7 +61,9 @@ def test_pushed_up_agrees_with_autograd_on_the_loss():
 
     loss = strat(dataclasses.replace(sc, neg=leaf))
     (g,) = torch.autograd.grad(loss, leaf)
-    assert d["pushed_up_frac"] == pytest.approx(float((g[sc.neg_valid] < 0).float().mean()), abs=1e-12)
+    # two views: entries (i, j) and (j, i) are one inner product, whose gradient is their sum
+    once = torch.triu(sc.neg_valid, 1)
+    assert d["pushed_up_frac"] == pytest.approx(float(((g + g.T)[once] < 0).float().mean()), abs=1e-12)
 
 
 def test_floor_binding_is_reported():
@@ -167,3 +169,67 @@ def test_diagnostics_with_hardness_mode_read_the_multiplied_terms():
     assert make_strategy("debiased", tau_plus=0.1).diagnostics(one)["floor_binds_frac"] == 1.0
     strat = make_strategy("debiased", tau_plus=0.1, hardness_mode="all_negatives", hardness_strength=1.0)
     assert strat.diagnostics(one)["floor_binds_frac"] == 0.0
+
+
+def _gram_reference_pushed_up(z1, z2, beta):
+    """Fraction of distinct negative inner products u_pq (p < q) with d loss / d u_pq < 0, the loss
+    written on the Gram matrix of the 2b views (HCL's hard loss, plain tilt, no floor)."""
+    out = torch.cat([z1, z2]).double()
+    n, b = out.shape[0], z1.shape[0]
+    iu = torch.triu_indices(n, n, 1)
+    u = (out @ out.T)[iu[0], iu[1]].clone().requires_grad_()
+    gram = torch.zeros(n, n, dtype=torch.float64).index_put((iu[0], iu[1]), u).index_put((iu[1], iu[0]), u)
+    partner = torch.cat([torch.arange(b) + b, torch.arange(b)])
+    neg_pair = torch.ones(n, n, dtype=torch.bool)
+    neg_pair[torch.arange(n), torch.arange(n)] = False
+    neg_pair[torch.arange(n), partner] = False
+    loss = 0.0
+    for i in range(n):
+        s = gram[i][neg_pair[i]]
+        imp = (beta * s).exp()
+        ng = (imp * s.exp()).sum() / imp.mean()
+        pos = gram[i, partner[i]].exp()
+        loss = loss - torch.log(pos / (pos + ng))
+    (g,) = torch.autograd.grad(loss / n, u)
+    negative = neg_pair[iu[0], iu[1]]
+    return float((g[negative] < 0).double().mean())
+
+
+def test_pushed_up_counts_each_inner_product_once_in_the_two_view_layout():
+    # A hand-made batch of 2 pairs: 8 table entries, 4 distinct inner products. Entry by entry 3 of
+    # 8 gradients are negative; summed per inner product only 1 of 4 is.
+    z1 = 0.5 * torch.tensor([[-1.0, -1.0], [-1.0, -1.0]])
+    z2 = 0.5 * torch.tensor([[-1.0, 0.0], [1.0, 2.0]])
+    sc = two_view_scores(z1, z2, temperature=1.0, normalize=False)
+    strat = make_strategy("hard", beta=3.0, clip="none", floor="none")
+    d = strat.diagnostics(sc)
+    assert d["pushed_up_frac"] == pytest.approx(_gram_reference_pushed_up(z1, z2, 3.0), abs=1e-12)
+    assert d["pushed_up_frac"] == 0.25
+    leaf = sc.neg.detach().clone().requires_grad_()
+    (g,) = torch.autograd.grad(strat(dataclasses_replace(sc, neg=leaf)), leaf)
+    assert float((g[sc.neg_valid] < 0).float().mean()) == 0.375  # the entry count the layout must not use
+    # with k drawn per anchor, the inner products of the drawn entries are counted
+    gen = torch.Generator().manual_seed(0)
+    drawn = make_strategy("hard", beta=3.0, clip="none", floor="none", k=1).diagnostics(sc, gen)
+    assert 0.0 <= drawn["pushed_up_frac"] <= 1.0
+
+
+def test_pushed_up_on_a_random_two_view_batch_matches_the_gram_reference():
+    g = torch.Generator().manual_seed(11)
+    z1, z2 = torch.randn(6, 3, generator=g), torch.randn(6, 3, generator=g)
+    sc = two_view_scores(z1, z2, temperature=1.0, normalize=False)
+    d = make_strategy("hard", beta=2.0, clip="none", floor="none").diagnostics(sc)
+    assert d["pushed_up_frac"] == pytest.approx(_gram_reference_pushed_up(z1, z2, 2.0), abs=1e-6)
+
+
+def test_pushed_up_in_the_quick_thoughts_layout_counts_entries():
+    # f.g is not symmetric: every entry is its own inner product, counted as it is.
+    g = torch.Generator().manual_seed(12)
+    f, h = torch.randn(8, 4, generator=g), torch.randn(8, 4, generator=g)
+    sc = context_scores(f, h, context=1)
+    assert sc.anchor_column is None
+    strat = make_strategy("hard", beta=2.0, clip="none", floor="none", positives="joint")
+    d = strat.diagnostics(sc)
+    leaf = sc.neg.detach().clone().requires_grad_()
+    (grad,) = torch.autograd.grad(strat(dataclasses_replace(sc, neg=leaf)), leaf)
+    assert d["pushed_up_frac"] == pytest.approx(float((grad[sc.neg_valid] < 0).float().mean()), abs=1e-12)

@@ -62,6 +62,9 @@ class ContrastScores:
         normalized: True when the logits are of unit-norm embeddings (cosines / t), False when of raw
             inner products (Quick-Thoughts, bags of words, InfoGraph), None when the builder does not
             say. Hard weights read it to choose their default ``clip`` (:class:`HardWeighting`).
+        anchor_column: (A,) long, in layouts where the anchors are candidates too (the two-view
+            layout), the column of the full table that holds anchor i itself: entries (i, anchor_column[j])
+            and (j, anchor_column[i]) are then one inner product. None in the other layouts.
     """
 
     pos: torch.Tensor
@@ -83,6 +86,7 @@ class ContrastScores:
     cand_owner: torch.Tensor | None = None
     anchor_index: torch.Tensor | None = None
     normalized: bool | None = None
+    anchor_column: torch.Tensor | None = None
 
     def own_explicit(self) -> torch.Tensor | None:
         """(A, C) bool: the candidate is one of the anchor's own explicit negatives; None when the
@@ -145,6 +149,7 @@ class ContrastScores:
             full_allowed=self.neg_valid if allowed is None else allowed,
             cand_owner=pick(self.cand_owner),
             anchor_index=self.anchor_index,
+            anchor_column=self.anchor_column,
         )
 
 
@@ -243,6 +248,7 @@ def two_view_scores(
         anchor_emb=anchors.detach(),
         cand_emb=cands.detach(),
         normalized=normalize,
+        anchor_column=self_idx,
     )
 
 

@@ -222,7 +222,9 @@ class NegativeStrategy:
         * ``w_ratio_median``: median over anchors of ``w_max / w_min``;
         * ``pushed_up_frac``: the fraction of negatives whose total gradient (through the scores and
           through the weights, as training sees it) pushes their score *up* (d loss / d s_j < 0);
-          0 for uniform weights, whose every negative is pushed down;
+          0 for uniform weights, whose every negative is pushed down. Counted per distinct inner
+          product: in the two-view layout entries (i, j) and (j, i) are one, and their gradients add
+          (``ContrastScores.anchor_column``); in the other layouts every entry is its own;
         * ``score_std``: the standard deviation of the negatives' logits;
         * ``floor_binds_frac``: the fraction of anchors whose estimate sits on the estimator's floor
           (0 without a floor);
@@ -271,8 +273,10 @@ class NegativeStrategy:
             per_anchor, counted = self.per_anchor(dataclasses.replace(base, neg=leaf), fresh())
             grad = torch.autograd.grad(per_anchor[counted].mean(), leaf)[0] if bool(counted.any()) else None
         if grad is not None:
-            g = grad.gather(1, sel.cand_index) if sel.cand_index is not None else grad
-            out["pushed_up_frac"] = float((g[inside] < 0).float().mean()) if bool(inside.any()) else float("nan")
+            if sel.cand_index is not None:  # the drawn entries, placed in the full table
+                inside = torch.zeros_like(grad, dtype=torch.bool).scatter_(1, sel.cand_index, inside)
+            g = _per_inner_product(grad, inside, base.anchor_column)
+            out["pushed_up_frac"] = float((g < 0).float().mean()) if g.numel() else float("nan")
         out["floor_binds_frac"] = self._floor_binds(sel, log_w, absolute, lw.log_scale, rows)
         hard = [w for w in self.weightings if hasattr(w, "beta_at")]
         if hard:
@@ -309,6 +313,28 @@ class NegativeStrategy:
             f"collision_free={self.collision_free!r}, include_positive={self.include_positive!r}, "
             f"count={self.count!r}, positives={self.positives!r})"
         )
+
+
+def _per_inner_product(grad: torch.Tensor, inside: torch.Tensor, anchor_column) -> torch.Tensor:
+    """The total gradient of each distinct inner product among the entries ``inside`` (A, C).
+
+    Without ``anchor_column`` every entry is one inner product. With it, the entry (i, c) whose
+    column c holds local anchor j and the entry (j, anchor_column[i]) are one inner product: their
+    gradients add, and it is counted once (at the smaller anchor index) if either entry is inside."""
+    if anchor_column is None:
+        return grad[inside]
+    n_anchors, n_cols = grad.shape
+    rows = torch.arange(n_anchors, device=grad.device)
+    owner = torch.full((n_cols,), -1, dtype=torch.long, device=grad.device)
+    owner[anchor_column] = rows
+    j = owner[None, :].expand(n_anchors, n_cols)
+    mirrored = j >= 0
+    back = anchor_column[:, None].expand(n_anchors, n_cols)
+    j_safe = j.clamp_min(0)
+    total = torch.where(mirrored, grad + grad[j_safe, back], grad)
+    either = inside | (mirrored & inside[j_safe, back])
+    once = ~mirrored | (rows[:, None] < j)
+    return total[either & once]
 
 
 POSITIVE_FORMS = ("per_positive", "joint")
