@@ -63,7 +63,7 @@ ROWS = {
         {"negatives": "hard", "options": {"beta": 2.0, "tau_plus": 0.0, "clip": "rescaled"}},
     ),
 }
-READINGS = ("none", "rescaled", "fig14", "graph_code")
+READINGS = ("none", "rescaled", "fig14", "graph_code", "clamp")
 ANNEAL_CHANGES = 4  # HCL App. D.1: beta lowered by beta / 4 every quarter of training
 ROW_GRAMMAR = (
     "uniform | uniform-floor | debiased | hard1 | hard2 | hard<beta>-<reading>[-floor][-anneal|-warmup], "

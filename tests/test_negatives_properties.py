@@ -220,7 +220,7 @@ def test_sampler_rejects_bad_k():
     normalize=st.booleans(),
     name=st.sampled_from(["uniform", "debiased", "hard", "ring", "ot", "label"]),
     floor=st.sampled_from(["hard", "smooth", "none"]),
-    clip=st.sampled_from(["none", "rescaled", "fig14", "graph_code"]),
+    clip=st.sampled_from(["none", "rescaled", "fig14", "graph_code", "clamp"]),
     seed=st.integers(0, 10_000),
 )
 def test_finite_loss_and_gradients(b, d, norm, t, beta, tau_plus, normalize, name, floor, clip, seed):

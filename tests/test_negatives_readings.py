@@ -1,4 +1,4 @@
-"""The four readings of HCL's hard weights for unnormalized embeddings (``clip``), each against a
+"""The five readings of HCL's hard weights for unnormalized embeddings (``clip``), each against a
 float64 transcription of its source, loss and gradient to 1e-10.
 
 The transcriptions follow the official image code's ``criterion`` (joshr17/HCL, ``image/main.py``:
@@ -9,7 +9,8 @@ mean(imp)) / (1 - tau_plus)``, clamped at ``N e^{-1/t}``) with the weights ``imp
 * rescaled:   ``imp = exp(beta * 2 s / B)``, ``B = max |s|`` over the batch, detached;
 * fig14:      Fig. 14's lines 9-11 as printed (per anchor row), ``reweight * neg`` summed;
 * graph_code: ``imp = exp(beta * (-2 s / max(s.max(), |s.min()|)))``, the bound in the graph
-  (joshr17/HCL ``graph/cortex_DIM/functions/gan_losses.py``, ``JSD_hard``).
+  (joshr17/HCL ``graph/cortex_DIM/functions/gan_losses.py``, ``JSD_hard``);
+* clamp:      ``imp = exp(beta * clip(<u, v>, -2, 2))``, App. D.2's words (its own transcription below).
 
 Fig. 13/14's pseudocode floors the sum at ``e^{-1/t}``; the official code floors it at ``N e^{-1/t}``,
 which is our estimator's ``floor="hard"`` (the floor per negative). Both are checked without a floor
@@ -234,3 +235,94 @@ def test_graph_code_detached_takes_the_bound_without_a_warning():
         warnings.simplefilter("error")  # float() of a tensor that requires grad warns
         loss = ours(z1, z2, "graph_code", 2.0, 0.0, 1.0, False, detach=True)
         loss.backward()
+
+
+def clamp_transcription(z1, z2, beta: float, tau_plus: float, t: float, floor: bool, detach: bool):
+    """Float64 transcription of HCL's image ``criterion`` with App. D.2's words for the weights: "clip
+    all the inner products to live in the interval [-2, 2] while computing the reweighting", as
+    TensorFlow's ``clip_by_value`` would: ``imp = exp(beta * clip(<u, v>, -2, 2))`` on the raw inner
+    products, ``neg = exp(<u, v> / t)``."""
+    b = z1.shape[0]
+    views_ = torch.cat([z1, z2], dim=0)
+    others = ~torch.eye(2 * b, dtype=torch.bool)
+    for i in range(b):  # the partner view is the positive, not a negative
+        others[i, i + b] = others[i + b, i] = False
+    inner = (views_ @ views_.T).masked_select(others).view(2 * b, 2 * b - 2)
+    neg = torch.exp(inner / t)
+    pos = torch.exp(torch.cat([(z1 * z2).sum(dim=1)] * 2) / t)
+    imp = torch.exp(beta * torch.clamp(inner, min=-2.0, max=2.0))
+    if detach:
+        imp = imp.detach()
+    n = 2 * b - 2
+    reweight_neg = (imp * neg).sum(dim=-1) / imp.mean(dim=-1)
+    ng = (-tau_plus * n * pos + reweight_neg) / (1 - tau_plus)
+    assert bool((ng > 0).all()), "inputs must keep the debiased estimate positive"
+    if floor:
+        ng = torch.clamp(ng, min=n * math.exp(-1 / t))
+    return (-torch.log(pos / (pos + ng))).mean()
+
+
+@pytest.mark.parametrize(
+    "beta,tau_plus,b,t,scale",
+    [(1.0, 0.0, 8, 1.0, 1.0), (2.0, 0.1, 8, 1.0, 0.6), (0.5, 0.05, 17, 0.5, 0.9), (2.0, 0.0, 5, 2.0, 1.3)],
+)
+@pytest.mark.parametrize("floor", [False, True])
+@pytest.mark.parametrize("detach", [False, True])
+def test_clamp_reading_equals_its_transcription(beta, tau_plus, b, t, scale, floor, detach):
+    z1, z2 = views(b, scale=scale, seed=b + 20)
+    u = torch.cat([z1, z2]).detach() @ torch.cat([z1, z2]).detach().T
+    assert bool((u.abs() > 2).any()) and bool((u.abs() < 2).any()), "the clamp must bind somewhere, not everywhere"
+    got = ours(z1, z2, "clamp", beta, tau_plus, t, floor, detach=detach)
+    ref = clamp_transcription(z1, z2, beta, tau_plus, t, floor, detach)
+    torch.testing.assert_close(got, ref, rtol=1e-10, atol=1e-10)
+    for a, r in zip(torch.autograd.grad(got, (z1, z2)), torch.autograd.grad(ref, (z1, z2))):
+        torch.testing.assert_close(a, r, rtol=1e-10, atol=1e-10)
+
+
+def test_clamp_is_the_plain_tilt_inside_the_interval_and_differs_beyond():
+    z1, z2 = views(8, scale=0.3, seed=8)  # every |u| < 2
+    assert float((torch.cat([z1, z2]) @ torch.cat([z1, z2]).T).abs().max()) < 2
+    for t in (1.0, 0.5):
+        got = ours(z1, z2, "clamp", 1.5, 0.0, t, False)
+        # beta on the raw inner product is beta * t on the logit
+        plain = ours(z1, z2, "none", 1.5 * t, 0.0, t, False)
+        torch.testing.assert_close(got, plain, rtol=1e-12, atol=1e-12)
+    big1, big2 = views(8, scale=1.5, seed=8)
+    assert not torch.allclose(
+        ours(big1, big2, "clamp", 1.5, 0.0, 1.0, False), ours(big1, big2, "none", 1.5, 0.0, 1.0, False)
+    )
+
+
+def test_clamp_composes_with_labels_k_jsd_and_schedules():
+    from qt_hard.losses import context_loss, local_global_loss
+
+    z1, z2 = views(8, scale=1.2, seed=9)
+    labels = torch.tensor([0, 1, 0, 1, 2, 2, 0, 1])
+    kw = dict(temperature=1.0, normalize=False, tau_plus=0.0, floor="none")
+    h_scl = contrastive_loss(z1, z2, "label", hardening="exp", beta=1.0, clip="clamp", labels=labels, **kw)
+    assert torch.isfinite(h_scl)
+    gen = torch.Generator().manual_seed(0)
+    drawn = contrastive_loss(z1, z2, "hard", beta=1.0, clip="clamp", k=4, generator=gen, **kw)
+    assert torch.isfinite(drawn)
+    # k = all candidates draws every column: the same loss as without k
+    full = contrastive_loss(z1, z2, "hard", beta=1.0, clip="clamp", **kw)
+    every = contrastive_loss(z1, z2, "hard", beta=1.0, clip="clamp", k=14, generator=gen, **kw)
+    torch.testing.assert_close(every, full, rtol=1e-12, atol=1e-12)
+    sched = context_loss(z1, z2, "hard", beta={"schedule": "linear", "start": 0.0, "end": 2.0}, clip="clamp")
+    assert torch.isfinite(sched)
+    batch = torch.tensor([0, 0, 0, 1, 1, 2, 2, 2])
+    jsd = local_global_loss(z1, z2[:3], batch, "hard", beta=2.0, clip="clamp", estimator="jsd")
+    assert torch.isfinite(jsd)
+    (jsd + drawn + h_scl).backward()
+
+
+@pytest.mark.parametrize("detach", [False, True])
+@pytest.mark.parametrize("tau_plus,floor,t", [(0.0, False, 1.0), (0.1, True, 1.0), (0.05, False, 0.5)])
+def test_fig14_at_beta_one_is_the_plain_tilt_at_beta_one(detach, tau_plus, floor, t):
+    # Fig. 14 read literally: beta e^{s} / mean(e^s); at beta = 1 that is the tilt-1 weights, exactly.
+    z1, z2 = views(8, scale=1.0, seed=10)
+    fig14 = ours(z1, z2, "fig14", 1.0, tau_plus, t, floor, detach=detach)
+    plain = ours(z1, z2, "none", 1.0, tau_plus, t, floor, detach=detach)
+    torch.testing.assert_close(fig14, plain, rtol=1e-12, atol=1e-12)
+    for a, r in zip(torch.autograd.grad(fig14, (z1, z2)), torch.autograd.grad(plain, (z1, z2))):
+        torch.testing.assert_close(a, r, rtol=1e-12, atol=1e-12)

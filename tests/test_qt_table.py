@@ -168,3 +168,17 @@ def test_quick_start_trains_the_row_the_dev_scores_chose(qt_table):
     chosen = qt_table.row_spec(best)[1]
     assert objective["negatives"] == chosen["negatives"]
     assert objective.get("options", {}) == chosen["options"]
+
+
+@pytest.mark.parametrize("beta", [1, 2])
+def test_clamp_rows_parse_and_build(qt_table, beta):
+    from qt_hard.negatives import make_strategy
+
+    label, obj = qt_table.row_spec(f"hard{beta}-clamp")
+    assert obj == {
+        "negatives": "hard",
+        "options": {"beta": float(beta), "tau_plus": 0.0, "clip": "clamp", "floor": "none"},
+    }
+    assert "clamp" in label
+    strat = make_strategy(obj["negatives"], **obj["options"])
+    assert strat.weightings[0].clip == "clamp"

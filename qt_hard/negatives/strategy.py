@@ -425,7 +425,7 @@ def make_strategy(
         "debiased": Chuang et al. 2020 (tau_plus, default 0.1).
         "hard": HCL, Robinson et al. 2021 (beta, tau_plus default 0 = no debiasing, but the e^{-1/t}
             floor of their code is kept unless floor="none"; clip names the reading of the weights for
-            unnormalized embeddings, one of "none", "rescaled", "fig14", "graph_code", or "auto" (the
+            unnormalized embeddings, one of "none", "rescaled", "fig14", "graph_code", "clamp", or "auto" (the
             default: "none" for normalized embeddings, the chosen reading for raw inner products), see
             :class:`~qt_hard.negatives.weightings.HardWeighting`; detach).
         "ring": Wu et al. 2021 (lower, upper percentiles).

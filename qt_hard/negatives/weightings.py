@@ -168,7 +168,9 @@ class UniformWeighting(Weighting):
         return LogWeights()
 
 
-CLIP_READINGS = ("none", "rescaled", "fig14", "graph_code")
+CLIP_READINGS = ("none", "rescaled", "fig14", "graph_code", "clamp")
+# App. D.2's interval for the inner products of the "clamp" reading.
+CLAMP_RANGE = 2.0
 # The reading that ``clip="auto"`` (the default) takes for unnormalized embeddings, chosen by the
 # readings table on SentEval dev scores (docs/concepts-hard-readings.md, results/readings/).
 UNNORMALIZED_CLIP = "rescaled"
@@ -198,6 +200,14 @@ class HardWeighting(Weighting):
     * ``"graph_code"``: the official graph code exactly (joshr17/HCL ``gan_losses.py``, ``JSD_hard``):
       ``w = exp(beta * (-2 s / B))`` with ``B = max(s.max(), |s.min()|)`` *with* its gradient
       (:func:`graph_code_bound`). Note the sign: it favours *easy* negatives, against App. B.2.
+    * ``"clamp"``: App. D.2's words, "clip all the inner products to live in the interval [-2, 2]
+      while computing the reweighting", read as a clip of each value (TensorFlow's
+      ``clip_by_value``): ``w = exp(beta * clamp(u, -2, 2))`` with ``u = s / scale`` the raw inner
+      product (before the temperature; at temperature 1 the logit itself). The plain tilt for
+      ``|u| < 2`` (in logit units ``beta / scale``), constant beyond, so ``w_max / w_min <= e^{4 beta}``
+      and the tilt does not grow as the scores shrink. Its gradient through the weights is zero where
+      the clamp binds. A dense (A, C) table, per entry: no batch statistic, so it is the same on one
+      process and on N.
     * ``"auto"`` (the default): ``"none"`` on scores of normalized embeddings, ``UNNORMALIZED_CLIP`` on
       raw inner products (``ContrastScores.normalized`` False), the reading the dev scores of the
       readings table chose. Scores that do not say (``normalized`` None) get ``"none"``.
@@ -242,6 +252,11 @@ class HardWeighting(Weighting):
         elif clip == "fig14":
             log_scale = math.log(beta) if beta > 0 else NEG_INF
             return LogWeights(gamma=1.0, gamma_grad=0.0 if self.detach else 1.0, log_scale=log_scale)
+        elif clip == "clamp":
+            neg = scores.neg if scores.neg.dtype not in (torch.float16, torch.bfloat16) else scores.neg.float()
+            if self.detach:
+                neg = neg.detach()
+            return LogWeights(dense=(neg / scores.scale).clamp(-CLAMP_RANGE, CLAMP_RANGE) * beta)
         else:  # graph_code
             bound = graph_code_bound(scores.neg, mask)
             if self.detach:
