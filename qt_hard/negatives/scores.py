@@ -62,6 +62,10 @@ class ContrastScores:
         normalized: True when the logits are of unit-norm embeddings (cosines / t), False when of raw
             inner products (Quick-Thoughts, bags of words, InfoGraph), None when the builder does not
             say. Hard weights read it to choose their default ``clip`` (:class:`HardWeighting`).
+        guide: a frozen guide model's table of the same layout (:func:`qt_hard.negatives.attach_guide`),
+            read by the false-negative guard with ``source="guide"`` (GISTEmbed); else None.
+        tilt_columns: (C,) bool, the columns MNRL's hardness tilt may touch (its query-to-document
+            block when the table joins several directions, :mod:`.directions`); None = every column.
     """
 
     pos: torch.Tensor
@@ -83,6 +87,8 @@ class ContrastScores:
     cand_owner: torch.Tensor | None = None
     anchor_index: torch.Tensor | None = None
     normalized: bool | None = None
+    guide: "ContrastScores | None" = None
+    tilt_columns: torch.Tensor | None = None
 
     def own_explicit(self) -> torch.Tensor | None:
         """(A, C) bool: the candidate is one of the anchor's own explicit negatives; None when the
@@ -145,6 +151,7 @@ class ContrastScores:
             full_allowed=self.neg_valid if allowed is None else allowed,
             cand_owner=pick(self.cand_owner),
             anchor_index=self.anchor_index,
+            tilt_columns=pick(self.tilt_columns),
         )
 
 
