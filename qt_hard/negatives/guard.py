@@ -62,29 +62,27 @@ class FalseNegativeGuard:
             raise ValueError(f"guard_source must be one of {', '.join(GUARD_SOURCES)}, got {source!r}")
         self.rule, self.margin, self.source = rule, float(margin), source
 
-    def similarities(self, scores: ContrastScores) -> tuple[torch.Tensor, torch.Tensor]:
-        """(A, P) positive and (A, C) candidate similarities the rule reads (detached)."""
-        table = scores
-        if self.source == "guide":
-            table = scores.guide
-            if table is None:
-                raise ValueError(
-                    "guard_source='guide' needs the guide model's similarities on the scores "
-                    "(qt_hard.negatives.attach_guide)"
-                )
-        return table.pos.detach() / table.scale, table.neg.detach() / table.scale
+    def table(self, scores: ContrastScores) -> ContrastScores:
+        """The table whose similarities the rule reads: ``scores`` or its guide's."""
+        if self.source == "model":
+            return scores
+        if scores.guide is None:
+            raise ValueError(
+                "guard_source='guide' needs the guide model's similarities on the scores (qt_hard.negatives.attach_guide)"
+            )
+        return scores.guide
 
     def keep(self, scores: ContrastScores) -> torch.Tensor:
         """(A, C) bool: True where the candidate survives the guard."""
-        pos, neg = self.similarities(scores)
+        table = self.table(scores)
         # The smallest valid positive (the hardest one) sets the threshold; +inf for no positive.
-        pos = pos.masked_fill(~scores.pos_valid, float("inf")).amin(dim=1, keepdim=True)
-        if self.rule == "absolute":
-            threshold = pos - self.margin
-        else:
-            threshold = pos - pos.abs() * self.margin
-        # An anchor without a positive keeps everything (inf - inf is NaN; NaN comparisons are False).
-        return ~(neg > threshold)
+        pos = table.pos.detach().masked_fill(~scores.pos_valid, float("inf")).amin(dim=1, keepdim=True)
+        pos = pos / table.scale
+        threshold = pos - self.margin if self.rule == "absolute" else pos - pos.abs() * self.margin
+        # inf - inf * 0 is NaN: an anchor without a positive keeps everything.
+        threshold = threshold.nan_to_num(nan=float("inf"), posinf=float("inf"))
+        # On logits, so that the (A, C) table is read once and never divided.
+        return table.neg.detach() <= threshold * table.scale
 
     def __repr__(self) -> str:
         return f"FalseNegativeGuard(rule={self.rule!r}, margin={self.margin!r}, source={self.source!r})"
