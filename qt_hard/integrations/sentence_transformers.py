@@ -1,10 +1,11 @@
 """sentence-transformers loss plugin: the papers' negatives for any ``SentenceTransformer``.
 
 :class:`HardNegativesLoss` is a drop-in replacement for sentence-transformers'
-``MultipleNegativesRankingLoss`` (MNRL): same inputs, same ``scale``, same
-``gather_across_devices``, but the softmax denominator is the one chosen by ``negatives``:
+``MultipleNegativesRankingLoss`` (MNRL): same inputs, same ``scale``, ``gather_across_devices``,
+``directions``, ``partition_mode`` and ``hardness_mode``, and with its defaults the same loss; the
+softmax denominator is the one chosen by ``negatives``:
 
-* ``"uniform"``  plain InfoNCE over the candidates (equals MNRL);
+* ``"uniform"``  plain InfoNCE over the candidates (the default; equals MNRL);
 * ``"hard"``     importance-reweighted hard negatives, ``w_j ~ exp(beta * s_j)``, optionally debiased
                  with ``tau_plus`` (Robinson et al., ICLR 2021, Sec. 3, Eq. 3-5);
 * ``"debiased"`` debiased estimator only (``beta = 0``; Robinson et al. Sec. 3 / Chuang et al. 2020);
@@ -17,15 +18,21 @@
 ``k`` draws ``k`` negatives per anchor uniformly without replacement from the candidates, so the
 number of negatives is set apart from the batch size (Ash et al., AISTATS 2022, Sec. 2 and 5).
 
+``guard`` (``"absolute"`` / ``"relative"``, ``guard_margin`` in cosine units, optionally a frozen
+``guide`` model) drops the candidates that score too close to the anchor's own positive, the
+false-negative filter of GISTEmbed and NV-Retriever (``qt_hard.negatives.FalseNegativeGuard``),
+before any weighting or ``k`` draw, with every ``negatives`` choice.
+
 ``hardness_mode`` / ``hardness_strength`` are MNRL's own hard-negative weighting (sentence-transformers
 6.2: ``alpha * stop_grad(cos)`` added to the chosen negatives' logits; Lan et al. 2025, EmbeddingGemma),
 a core option (``qt_hard.negatives.HardnessTilt``) that composes with every ``negatives`` choice; with
 ``negatives="uniform"`` the loss equals MNRL with the same two arguments.
 
-The loss itself is never computed here: every variant is the core's strategy on
-``qt_hard.negatives.one_directional_scores`` of the embeddings (what ``qt_hard.losses.ranking_loss``
-computes), in MNRL's one-directional layout. Shapes, with ``B`` the per-device batch, ``n`` the
-number of explicit negative columns and ``W`` the number of processes:
+The loss itself is never computed here: every variant is the core's strategy on the score tables of
+``qt_hard.negatives.directional_scores`` (``one_directional_scores`` for the default
+``query_to_doc``, what ``qt_hard.losses.ranking_loss`` computes). Shapes, with ``B`` the per-device
+batch, ``n`` the number of explicit negative columns and ``W`` the number of processes (for the
+default direction; the others add the ``W*B`` queries or documents as candidates, as MNRL does):
 
 * anchors ``(B, d)``, positives ``(B, d)``, explicit negatives ``(B, n, d)`` or None;
 * candidates of each anchor: the ``W*B`` positives and ``W*B*n`` explicit negatives of the global
