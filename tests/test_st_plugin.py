@@ -289,7 +289,8 @@ def test_model_card_metadata(model):
     assert config["negatives"] == "ring" and config["k"] == 4 and config["upper"] == 90.0
     assert "Conditional Negative Sampling" in loss.citation
     assert "Investigating the Role of Negatives" in loss.citation  # k set apart from the batch
-    assert "Hard Negative Samples" in HardNegativesLoss(model).citation
+    assert "Hard Negative Samples" in HardNegativesLoss(model, negatives="hard").citation
+    assert "Representation Learning with Contrastive Predictive Coding" in HardNegativesLoss(model).citation
 
 
 def test_cached_variant_matches_uncached(model, columns):

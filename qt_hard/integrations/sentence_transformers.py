@@ -1,10 +1,11 @@
 """sentence-transformers loss plugin: the papers' negatives for any ``SentenceTransformer``.
 
 :class:`HardNegativesLoss` is a drop-in replacement for sentence-transformers'
-``MultipleNegativesRankingLoss`` (MNRL): same inputs, same ``scale``, same
-``gather_across_devices``, but the softmax denominator is the one chosen by ``negatives``:
+``MultipleNegativesRankingLoss`` (MNRL): same inputs, same ``scale``, ``gather_across_devices``,
+``directions``, ``partition_mode`` and ``hardness_mode``, and with its defaults the same loss; the
+softmax denominator is the one chosen by ``negatives``:
 
-* ``"uniform"``  plain InfoNCE over the candidates (equals MNRL);
+* ``"uniform"``  plain InfoNCE over the candidates (the default; equals MNRL);
 * ``"hard"``     importance-reweighted hard negatives, ``w_j ~ exp(beta * s_j)``, optionally debiased
                  with ``tau_plus`` (Robinson et al., ICLR 2021, Sec. 3, Eq. 3-5);
 * ``"debiased"`` debiased estimator only (``beta = 0``; Robinson et al. Sec. 3 / Chuang et al. 2020);
@@ -17,15 +18,21 @@
 ``k`` draws ``k`` negatives per anchor uniformly without replacement from the candidates, so the
 number of negatives is set apart from the batch size (Ash et al., AISTATS 2022, Sec. 2 and 5).
 
+``guard`` (``"absolute"`` / ``"relative"``, ``guard_margin`` in cosine units, optionally a frozen
+``guide`` model) drops the candidates that score too close to the anchor's own positive, the
+false-negative filter of GISTEmbed and NV-Retriever (``qt_hard.negatives.FalseNegativeGuard``),
+before any weighting or ``k`` draw, with every ``negatives`` choice.
+
 ``hardness_mode`` / ``hardness_strength`` are MNRL's own hard-negative weighting (sentence-transformers
 6.2: ``alpha * stop_grad(cos)`` added to the chosen negatives' logits; Lan et al. 2025, EmbeddingGemma),
 a core option (``qt_hard.negatives.HardnessTilt``) that composes with every ``negatives`` choice; with
 ``negatives="uniform"`` the loss equals MNRL with the same two arguments.
 
-The loss itself is never computed here: every variant is the core's strategy on
-``qt_hard.negatives.one_directional_scores`` of the embeddings (what ``qt_hard.losses.ranking_loss``
-computes), in MNRL's one-directional layout. Shapes, with ``B`` the per-device batch, ``n`` the
-number of explicit negative columns and ``W`` the number of processes:
+The loss itself is never computed here: every variant is the core's strategy on the score tables of
+``qt_hard.negatives.directional_scores`` (``one_directional_scores`` for the default
+``query_to_doc``, what ``qt_hard.losses.ranking_loss`` computes). Shapes, with ``B`` the per-device
+batch, ``n`` the number of explicit negative columns and ``W`` the number of processes (for the
+default direction; the others add the ``W*B`` queries or documents as candidates, as MNRL does):
 
 * anchors ``(B, d)``, positives ``(B, d)``, explicit negatives ``(B, n, d)`` or None;
 * candidates of each anchor: the ``W*B`` positives and ``W*B*n`` explicit negatives of the global
@@ -147,6 +154,23 @@ _CITATIONS["hardness"] = """
       archivePrefix={arXiv},
 }
 """
+_CITATIONS["guard"] = """
+@misc{solatorio2024gistembed,
+      title={GISTEmbed: Guided In-sample Selection of Training Negatives for Text Embedding Fine-tuning},
+      author={Aivin V. Solatorio},
+      year={2024},
+      eprint={2402.16829},
+      archivePrefix={arXiv},
+}
+
+@misc{moreira2024nvretriever,
+      title={NV-Retriever: Improving text embedding models with effective hard-negative mining},
+      author={Gabriel de Souza P. Moreira and Radek Osmulski and Mengyao Xu and Ronay Ak and Benedikt Schifferer and Even Oldridge},
+      year={2024},
+      eprint={2407.15831},
+      archivePrefix={arXiv},
+}
+"""
 _CITATIONS["debiased"] = _CITATIONS["hard"]
 _CITATIONS["threshold"] = _CITATIONS["label"]  # H-UCL(tau), the thresholded hardening of H-SCL
 
@@ -157,6 +181,29 @@ def _embed(model: nn.Module, sentence_features: Iterable[dict[str, Tensor]]) -> 
     if _st_embed_columns is not None:
         return _st_embed_columns(model, features)
     return [model(f)["sentence_embedding"] for f in features]
+
+
+def _guide_needs_retokenizing(model: nn.Module, guide: nn.Module) -> bool:
+    """Whether the guide must re-tokenize the texts (another vocabulary, or a shorter window), as
+    ``GISTEmbedLoss`` decides it; both models need a ``transformers`` tokenizer, else ``ValueError``."""
+    from transformers import PreTrainedTokenizerBase
+
+    tok_model, tok_guide = getattr(model, "tokenizer", None), getattr(guide, "tokenizer", None)
+    if not (isinstance(tok_model, PreTrainedTokenizerBase) and isinstance(tok_guide, PreTrainedTokenizerBase)):
+        raise ValueError(
+            "guide: the model and the guide must both have a transformers tokenizer (the guide reads the "
+            "model's token ids, decoded and re-tokenized where the vocabularies differ, as GISTEmbedLoss does)"
+        )
+    model_len = getattr(model, "max_seq_length", None) or 0
+    guide_len = getattr(guide, "max_seq_length", None) or 0
+    return tok_model.get_vocab() != tok_guide.get_vocab() or guide_len < model_len
+
+
+def _model_name(model: nn.Module) -> str:
+    """A short name of a model for the model card (its hub id or folder when known)."""
+    card = getattr(model, "model_card_data", None)
+    name = getattr(card, "base_model", None) or getattr(model, "name_or_path", None)
+    return str(name) if name else type(model).__name__
 
 
 def _card_value(value: Any) -> Any:
@@ -171,88 +218,147 @@ def _card_value(value: Any) -> Any:
 
 
 class HardNegativesLoss(nn.Module):
-    """MNRL with pluggable negatives (hard, debiased, ring, label-aware, OT; decoupled ``k``).
+    """MNRL with pluggable negatives: hard, debiased, ring, label-aware, OT, a false-negative guard and ``k``.
 
-    Computes, for each local anchor ``a_i`` with positive ``p_i`` and candidate set ``C`` (all
-    positives and explicit negatives of the (global) batch, ``p_i`` included),
+    For each local anchor ``a_i`` with positive ``p_i`` and candidates ``C`` (every positive and
+    explicit negative of the (global) batch but ``p_i``), with ``s = scale * cos`` (the logit),
 
-        ``loss_i = -s(a_i, p_i)/t + log(e^{s(a_i,p_i)/t} + Q * E_hat_w[e^{s(a_i,c)/t}])``
+        ``loss_i = -s(a_i, p_i) + log(e^{s(a_i, p_i)} + Q_i * E_hat_w[e^{s(a_i, c)}])``
 
-    with ``t = 1/scale``, ``s`` the cosine similarity (``normalize=True``) or the dot product,
-    ``Q`` the number of negatives and ``E_hat_w`` the weighted (optionally debiased) estimate of
-    the negatives' term chosen by ``negatives`` (Robinson et al. 2021, Eq. 3-5). With uniform
-    weights this is exactly MNRL's cross-entropy ``-log softmax(S_i)[pos]`` (van den Oord et al.,
-    2018). The result is the mean over the local anchors, a scalar tensor.
+    where ``Q_i`` is the number of negatives and ``E_hat_w`` the weighted (optionally debiased) mean of
+    the negatives' terms chosen by ``negatives`` (Robinson et al. 2021, Eq. 3-5). With the defaults
+    (``negatives="uniform"``) this is exactly MNRL: ``-log softmax(s_i)[p_i]``, the InfoNCE loss (van den
+    Oord et al. 2018). The result is the mean over the local anchors, a scalar tensor. Every variant is
+    the ``qt_hard.negatives`` core's strategy on the score tables of
+    ``qt_hard.negatives.directional_scores``; nothing of the loss is computed here.
 
     Args:
         model: the ``SentenceTransformer`` being trained.
-        negatives: ``"uniform" | "debiased" | "hard" | "ring" | "label" | "threshold" | "ot"``,
-            or a core ``NegativeStrategy`` object (which then carries ``k`` and the options).
-        beta: hardness concentration of the ``"hard"`` / ``"label"`` weights ``exp(beta * s)``,
-            ``s`` the logit ``scale * cos`` (HCL's official code); ``0`` gives uniform weights.
-            A number or a ``qt_hard.schedules`` schedule (advanced by :meth:`set_progress`);
-            ``None`` keeps the strategy's default (1). Given with a strategy that has no ``beta``,
-            it is an error (as is any option the chosen strategy does not read).
-        tau_plus: class prior of the debiased estimator (Chuang et al. 2020, Eq. 6); ``None``
-            keeps the strategy's default (``0`` for ``"hard"``, ``0.1`` for ``"debiased"``, no
-            debiasing for the others). A number in [0, 1) or a schedule.
-        scale: inverse temperature, as in MNRL (``scale=20`` is ``temperature=0.05``).
-        k: negatives drawn per anchor without replacement; ``None`` uses every candidate. A batch
-            with fewer than ``k`` candidates per anchor raises ``ValueError`` (from the core), except
-            a batch *smaller than the largest one seen so far*, i.e. the partial last batch of an
-            epoch that sentence-transformers keeps by default: there ``k`` is capped at the batch's
-            candidates, with a one-time warning (or pass ``dataloader_drop_last=True`` to the
-            training arguments). The draws come from ``generator`` when given, else from a
-            per-process stream seeded from the global RNG and the process rank at every call (see
-            :meth:`k_generator`), so that processes draw independently and a checkpoint of the
-            trainer's RNG states (``rng_state_<rank>.pth``) resumes the same draws.
+        negatives: ``"uniform"`` (the default: MNRL), ``"hard"``, ``"debiased"``, ``"ring"``,
+            ``"label"``, ``"threshold"`` or ``"ot"``, or a core ``NegativeStrategy`` object (which then
+            carries ``k``, the guard and every option). Hard negatives are asked for by name.
+        beta: concentration of the ``"hard"`` / ``"label"`` weights ``w_j ~ exp(beta * s_j)``. In the
+            default ``beta_units="logit"`` it multiplies the logit ``s = scale * cos`` (the official HCL
+            code's form); ``0`` gives uniform weights. ``None`` keeps the strategy's default (1). A number
+            or a ``qt_hard.schedules`` schedule (advanced by :meth:`set_progress`). Given with a strategy
+            that reads no beta, it is an error.
+        tau_plus: class prior of the debiased estimator (Chuang et al. 2020, Eq. 6); ``None`` keeps the
+            strategy's default (``0`` for ``"hard"``, ``0.1`` for ``"debiased"``, no debiasing for the
+            others). A number in [0, 1) or a schedule.
+        scale: inverse temperature, as MNRL's (``scale=20`` is ``temperature=0.05``).
+        k: negatives drawn per anchor without replacement (Ash et al. 2022); ``None`` uses every
+            candidate. A batch with fewer than ``k`` candidates per anchor raises ``ValueError``, except
+            a batch smaller than the largest seen so far (an epoch's partial last batch), where ``k`` is
+            capped with a one-time warning (or pass ``dataloader_drop_last=True``). The draws come from
+            ``generator`` when given, else from a per-process stream seeded from the global RNG and the
+            process rank at every call (:meth:`k_generator`), so processes draw independently and a
+            checkpoint of the trainer's RNG states resumes the same draws.
         normalize: cosine similarity (``True``, MNRL's default ``cos_sim``) or dot product.
-        gather_across_devices: all-gather positives and explicit negatives (with gradients) from
-            every process, so that each process scores its own anchors against the global batch.
-        **options: further core options, e.g. ``lower``/``upper`` (ring percentiles),
-            ``hardening``/``tau`` (H-SCL; ``"label"`` defaults to ``hardening="exp"``),
-            ``epsilon``/``cost``/``sinkhorn_iters`` (OT), ``floor`` (debiasing), ``clip``,
-            ``collision_free`` (needs labels), ``include_positive``, ``generator`` (k-sampler),
-            ``hardness_mode`` (``"in_batch_negatives"``, ``"hard_negatives"``, ``"all_negatives"``)
-            with ``hardness_strength`` (alpha): MNRL's hardness weighting, the same arguments as
-            ``MultipleNegativesRankingLoss``, on top of any ``negatives``.
+        gather_across_devices: all-gather the candidates (with gradients) from every process, so that
+            each process scores its own anchors against the global batch (MNRL's argument).
+        directions: MNRL's ``directions``: a tuple of ``"query_to_doc"`` (required), ``"query_to_query"``,
+            ``"doc_to_query"``, ``"doc_to_doc"``; each direction's similarities join the softmax of the
+            pair (``qt_hard.negatives.directions``).
+        partition_mode: MNRL's ``partition_mode``: ``"joint"`` (one softmax over every chosen
+            direction) or ``"per_direction"`` (one loss per direction, averaged; query_to_doc and
+            doc_to_query only). ``directions=("query_to_doc", "doc_to_query")`` with
+            ``partition_mode="per_direction"`` is the symmetric loss. The chosen negatives, weights,
+            guard and ``k`` apply to each direction's candidates.
+        guard: the false-negative guard, ``None`` (off), ``"absolute"`` or ``"relative"``: candidate ``c``
+            of anchor ``a`` is dropped from the negatives (not weighed, not counted, not drawn by ``k``)
+            when ``cos(a, c) > cos(a, p) - guard_margin`` (absolute) or ``cos(a, c) > cos(a, p) -
+            |cos(a, p)| * guard_margin`` (relative), as ``GISTEmbedLoss``'s ``margin_strategy`` and
+            ``mine_hard_negatives``' ``absolute_margin`` / ``relative_margin`` define them
+            (``qt_hard.negatives.FalseNegativeGuard``). The similarities are the model's own, or the
+            ``guide``'s.
+        guard_margin: the guard's margin in cosine units (default 0: drop what outscores the positive).
+        guide: a frozen ``SentenceTransformer`` whose cosines the guard reads (GISTEmbed); ``None``: the
+            model's own. It embeds every column under ``torch.no_grad()``. A guide with another
+            vocabulary (or a shorter ``max_seq_length``) gets the texts decoded from the model's
+            ``input_ids`` and re-tokenized, as ``GISTEmbedLoss`` does; both models need a
+            ``transformers`` tokenizer for that, else ``ValueError``.
+        beta_units: ``"logit"`` (default) or ``"cosine"``. In ``"cosine"`` units ``beta`` is the tilt per
+            unit of cosine, ``w_j ~ exp(beta * cos_j)``, and the loss uses ``beta / scale`` in logit units
+            (a number only). Conversion: a logit-unit beta ``b`` at scale ``S`` tilts ``b * S`` per unit
+            of cosine. HCL's runs (temperature 0.5, scale 2) with beta 1 tilt 2 per unit of cosine, so at
+            scale 20 logit beta 1 (a tilt of 20) is ten times HCL's tilt, and HCL's tilt is logit beta
+            0.1, or ``beta=2.0, beta_units="cosine"``.
+        **options: further core options, e.g. ``lower`` / ``upper`` (ring percentiles), ``hardening`` /
+            ``tau`` (H-SCL; ``"label"`` defaults to ``hardening="exp"``), ``epsilon`` / ``cost`` /
+            ``sinkhorn_iters`` (OT), ``floor`` (debiasing), ``clip``, ``collision_free`` (needs labels),
+            ``include_positive``, ``generator`` (k-sampler), ``hardness_mode`` (``"in_batch_negatives"``,
+            ``"hard_negatives"``, ``"all_negatives"``) with ``hardness_strength``: MNRL's hardness
+            weighting with MNRL's arguments, on top of any ``negatives``.
 
-    Inputs (as MNRL):
+    References:
+        - InfoNCE / MNRL: van den Oord et al. 2018, https://arxiv.org/abs/1807.03748; Henderson et al. 2017.
+        - Hard and debiased negatives: Robinson et al., ICLR 2021, https://arxiv.org/abs/2010.04592 (Sec. 3,
+          Eq. 3-5); Chuang et al. 2020 (Eq. 6).
+        - Ring: Wu et al., ICLR 2021 (Sec. 4). Label-aware (H-SCL): Jiang et al. 2022 (Sec. III). OT: Jiang,
+          Ishwar & Aeron 2023 (Eq. 5). ``k``: Ash et al., AISTATS 2022 (Sec. 5).
+        - The guard: GISTEmbed, Solatorio 2024, https://arxiv.org/abs/2402.16829; NV-Retriever, Moreira et al.
+          2024, https://arxiv.org/abs/2407.15831 (positive-aware hard-negative mining).
+
+    Requirements:
+        1. (anchor, positive) pairs, (anchor, positive, negative) triplets or (anchor, positive,
+           negative_1, ..., negative_n) n-tuples (``mine_hard_negatives``' ``"triplet"`` and ``"n-tuple"``
+           output formats).
+        2. A ``label`` column of class ids for ``negatives="label"`` or ``collision_free=True``.
+
+    Inputs:
         +-------------------------------------------------+-------------------------------------+
         | Texts                                           | Labels                              |
         +=================================================+=====================================+
         | (anchor, positive) pairs                        | none, or class ids for ``"label"``  |
         +-------------------------------------------------+-------------------------------------+
+        | (anchor, positive, negative) triplets           | none, or class ids for ``"label"``  |
+        +-------------------------------------------------+-------------------------------------+
         | (anchor, positive, negative_1, ..., negative_n) | none, or class ids for ``"label"``  |
         +-------------------------------------------------+-------------------------------------+
 
-    Example::
+    Relations:
+        - With the defaults it equals ``MultipleNegativesRankingLoss`` (value and gradients), for every
+          ``directions`` / ``partition_mode`` MNRL accepts and with MNRL's ``hardness_mode``.
+        - With ``guide``, ``guard="absolute"`` (or ``"relative"``) and ``scale = 1 / temperature`` it equals
+          ``GISTEmbedLoss(model, guide, temperature, margin_strategy, margin, contrast_anchors=False,
+          contrast_positives=False)``.
+        - :class:`CachedHardNegativesLoss` is the same loss with GradCache (large batches).
+        - It composes with ``MatryoshkaLoss`` (both the plain and the cached form).
 
-        from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
-        from datasets import Dataset
-        from qt_hard.integrations.sentence_transformers import HardNegativesLoss
+    Example:
+        ::
 
-        model = SentenceTransformer("sentence-transformers/all-MiniLM-L6-v2")
-        data = Dataset.from_dict({"anchor": ["He drove to work.", "It is sunny."],
-                                  "positive": ["He took the car to the office.", "Nice weather."]})
-        loss = HardNegativesLoss(model, negatives="hard", beta=1.0, tau_plus=0.1)
-        SentenceTransformerTrainer(model=model, train_dataset=data, loss=loss).train()
+            from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+            from datasets import Dataset
+            from qt_hard.integrations.sentence_transformers import HardNegativesLoss
+
+            model = SentenceTransformer("sentence-transformers/all-MiniLM-L6-v2")
+            data = Dataset.from_dict({"anchor": ["He drove to work.", "It is sunny."],
+                                      "positive": ["He took the car to the office.", "Nice weather."]})
+            loss = HardNegativesLoss(model, negatives="hard", beta=1.0, guard="absolute", guard_margin=0.05)
+            SentenceTransformerTrainer(model=model, train_dataset=data, loss=loss).train()
     """
 
     def __init__(
         self,
         model: nn.Module,
-        negatives: Any = "hard",
+        negatives: Any = "uniform",
         beta: Any = None,
         tau_plus: Any = None,
         scale: float = 20.0,
         k: int | None = None,
         normalize: bool = True,
         gather_across_devices: bool = False,
+        directions: tuple[str, ...] = ("query_to_doc",),
+        partition_mode: str = "joint",
+        guard: str | None = None,
+        guard_margin: float = 0.0,
+        guide: nn.Module | None = None,
+        beta_units: str = "logit",
         **options: Any,
     ) -> None:
         super().__init__()
-        from qt_hard.negatives import NAMES, NegativeStrategy, make_strategy
+        from qt_hard.negatives import NAMES, NegativeStrategy, check_directions, make_strategy
         from qt_hard.negatives.strategy import STRATEGY_OPTIONS
 
         if not (isinstance(negatives, NegativeStrategy) or (isinstance(negatives, str) and negatives in NAMES)):
@@ -269,42 +375,75 @@ class HardNegativesLoss(nn.Module):
             raise ValueError(f"k must be a positive integer or None (all candidates), got {k!r}")
         if "temperature" in options:
             raise ValueError("pass scale (= 1/temperature), not temperature, as MultipleNegativesRankingLoss does")
+        if beta_units not in ("logit", "cosine"):
+            raise ValueError(f"beta_units must be 'logit' or 'cosine', got {beta_units!r}")
+        if (
+            beta_units == "cosine"
+            and beta is not None
+            and (isinstance(beta, bool) or not isinstance(beta, (int, float)))
+        ):
+            raise ValueError("beta_units='cosine' takes a number; give a schedule in logit units (beta / scale)")
+        if "guard_source" in options:
+            raise ValueError("the guard reads the guide's similarities when guide= is given, the model's otherwise")
+        if guide is not None and guard is None:
+            raise ValueError(
+                "guide= is read by the guard: pass guard='absolute' (GISTEmbedLoss's default) or 'relative'"
+            )
+        self.directions = check_directions(directions, partition_mode)
+        self.partition_mode = partition_mode
         self.generator = options.pop("generator", None)
-        known = STRATEGY_OPTIONS - {"k", "beta", "tau_plus"}
+        known = STRATEGY_OPTIONS - {"k", "beta", "tau_plus", "guard", "guard_margin", "guard_source"}
         unknown = sorted(set(options) - known)
         if unknown:
             raise ValueError(
-                f"unknown option(s) {', '.join(unknown)} for {type(self).__name__}; "
-                f"valid: beta, tau_plus, k, generator, {', '.join(sorted(known))}"
+                f"unknown option(s) {', '.join(unknown)} for {type(self).__name__}; valid: beta, tau_plus, k, "
+                f"generator, directions, partition_mode, guard, guard_margin, guide, beta_units, {', '.join(sorted(known))}"
             )
 
         self.model = model
         self.negatives = negatives
         self.beta = beta
+        self.beta_units = beta_units
         self.tau_plus = tau_plus
         self.scale = float(scale)
         self.k = k
         self.normalize = bool(normalize)
         self.gather_across_devices = bool(gather_across_devices)
+        self.guard = guard
+        self.guard_margin = guard_margin
+        self.guide = guide
+        self._retokenize = False if guide is None else _guide_needs_retokenizing(model, guide)
         self.options = dict(options)
         self.progress = 0.0
         self._largest_batch = 0  # the largest local batch seen: a smaller one is an epoch's last
         self._warned_short = False
         self._k_generators: dict[torch.device, torch.Generator] = {}
+        # MNRL's joint softmax with doc_to_query holds the positive pair twice: the core's joint-positives form.
+        two_positives = partition_mode == "joint" and "doc_to_query" in self.directions
 
         if isinstance(negatives, NegativeStrategy):
-            if options or k is not None or tau_plus is not None or beta is not None:
-                raise ValueError("a NegativeStrategy object carries its own k and options; pass them to it")
+            if options or k is not None or tau_plus is not None or beta is not None or guard is not None:
+                raise ValueError("a NegativeStrategy object carries its own k, guard and options; pass them to it")
+            if two_positives and negatives.positives != "joint":
+                raise ValueError("doc_to_query in a joint partition needs the strategy's positives='joint'")
             self.strategy = negatives
         else:
             strategy_options = dict(options)
             if beta is not None:
-                strategy_options["beta"] = beta
+                strategy_options["beta"] = beta / self.scale if beta_units == "cosine" else beta
             if negatives == "label":
                 # H-SCL's hardening is exponential in beta (Jiang et al. Sec. III); beta = 0 is SCL.
                 strategy_options.setdefault("hardening", "exp")
             if tau_plus is not None:
                 strategy_options["tau_plus"] = tau_plus
+            if guard is not None:
+                strategy_options.update(
+                    guard=guard, guard_margin=guard_margin, guard_source="model" if guide is None else "guide"
+                )
+            if two_positives:
+                if strategy_options.get("positives", "joint") != "joint":
+                    raise ValueError("doc_to_query in a joint partition is MNRL's softmax only with positives='joint'")
+                strategy_options["positives"] = "joint"
             # Built once, so that set_progress moves its schedules (beta annealing, ring band).
             self.strategy = make_strategy(negatives, k=k, **strategy_options)
             debiasing = tau_plus is not None and tau_plus != 0 or (negatives == "debiased" and tau_plus is None)
@@ -339,8 +478,36 @@ class HardNegativesLoss(nn.Module):
         self.progress = float(progress)
         self.strategy.set_progress(self.progress)
 
-    def compute_loss_from_embeddings(self, embeddings: list[Tensor], labels: Tensor | None = None) -> Tensor:
-        """The core loss of per-column embeddings ``[anchors (B,d), positives (B,d), neg_1 (B,d), ...]``."""
+    @torch.no_grad()
+    def guide_embeddings(self, sentence_features: list[dict[str, Tensor]]) -> list[Tensor] | None:
+        """The guide's ``(B, d)`` embeddings of every column (None without a guide), without gradients.
+
+        Call it on the features *before* the model embeds them (the model writes its outputs into the
+        dicts it is given; the guide gets shallow copies). With another vocabulary the texts are decoded
+        from the model's ``input_ids`` and re-tokenized by the guide."""
+        if self.guide is None:
+            return None
+        if not self._retokenize:
+            features = [dict(f) for f in sentence_features]
+        else:
+            from sentence_transformers.util import batch_to_device
+
+            prepare = getattr(self.guide, "preprocess", None) or self.guide.tokenize
+            features = []
+            for f in sentence_features:
+                ids = f["input_ids"]
+                if "cu_seq_lens_q" in f:  # flattened (packed) batch: one sequence per cumulative range
+                    flat, bounds = ids[0].tolist(), f["cu_seq_lens_q"].tolist()
+                    ids = [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+                texts = self.model.tokenizer.batch_decode(ids, skip_special_tokens=True)
+                features.append(batch_to_device(prepare(texts), self.guide.device))
+        return [e.detach() for e in _embed(self.guide, features)]
+
+    def compute_loss_from_embeddings(
+        self, embeddings: list[Tensor], labels: Tensor | None = None, guide_embeddings: list[Tensor] | None = None
+    ) -> Tensor:
+        """The core loss of per-column embeddings ``[anchors (B,d), positives (B,d), neg_1 (B,d), ...]``;
+        ``guide_embeddings`` (the same columns from the guide) when the guard reads a guide."""
         if len(embeddings) < 2:
             raise ValueError(
                 f"{type(self).__name__} needs (anchor, positive[, negative_1, ...]) columns, got {len(embeddings)} column(s)"
@@ -366,21 +533,35 @@ class HardNegativesLoss(nn.Module):
                 )
         else:
             labels = None  # MNRL ignores a label/score column; so do the label-free strategies
-        from qt_hard.negatives import one_directional_scores
+        from qt_hard.negatives import attach_guide, directional_loss, directional_scores
 
-        scores = one_directional_scores(
+        layout = dict(
+            directions=self.directions,
+            partition_mode=self.partition_mode,
+            gather_candidates=self.gather_across_devices,
+        )
+        tables = directional_scores(
             anchors,
             positives,
             negatives,
             temperature=self.temperature,
             labels=labels,
             normalize=self.normalize,
-            gather_candidates=self.gather_across_devices,
+            **layout,
         )
-        strategy = self._strategy_for(scores, batch)
-        return strategy(scores, self.k_generator(anchors.device) if strategy.k is not None else None)
+        if guide_embeddings is not None:
+            if len(guide_embeddings) != len(embeddings):
+                raise ValueError(f"{len(guide_embeddings)} guide columns for {len(embeddings)} model columns")
+            g_neg = torch.stack(guide_embeddings[2:], dim=1) if len(guide_embeddings) > 2 else None
+            # The guide's cosines, in the same layout (GISTEmbed's guided similarities).
+            guides = directional_scores(
+                guide_embeddings[0], guide_embeddings[1], g_neg, temperature=1.0, normalize=True, **layout
+            )
+            tables = [attach_guide(t, g) for t, g in zip(tables, guides)]
+        strategy = self._strategy_for(tables, batch)
+        return directional_loss(strategy, tables, self.k_generator(anchors.device) if strategy.k is not None else None)
 
-    def _strategy_for(self, scores, batch: int):
+    def _strategy_for(self, tables, batch: int):
         """The strategy, with ``k`` capped at the candidates of a batch smaller than the largest seen
         (the partial last batch of an epoch); a full batch with too few candidates stays an error."""
         short = batch < self._largest_batch
@@ -388,7 +569,7 @@ class HardNegativesLoss(nn.Module):
         k = self.strategy.k
         if k is None or not short:
             return self.strategy
-        available = self.strategy.fewest_candidates(scores)
+        available = min(self.strategy.fewest_candidates(t) for t in tables)
         if available >= k:
             return self.strategy
         if available < 1:
@@ -432,7 +613,9 @@ class HardNegativesLoss(nn.Module):
 
     def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
         """sentence-transformers' loss contract: tokenized columns in, scalar loss out."""
-        return self.compute_loss_from_embeddings(_embed(self.model, sentence_features), labels)
+        features = list(sentence_features)
+        guide = self.guide_embeddings(features)  # before the model fills the feature dicts
+        return self.compute_loss_from_embeddings(_embed(self.model, features), labels, guide)
 
     # -- model-card metadata ----------------------------------------------------------------------
 
@@ -446,8 +629,15 @@ class HardNegativesLoss(nn.Module):
             "k": self.k,
             "normalize": self.normalize,
             "gather_across_devices": self.gather_across_devices,
+            "directions": list(self.directions),
+            "partition_mode": self.partition_mode,
             **self.options,
         }
+        if self.beta_units != "logit":
+            config["beta_units"] = self.beta_units
+        if self.guard is not None:
+            config.update(guard=self.guard, guard_margin=self.guard_margin)
+            config["guide"] = None if self.guide is None else _model_name(self.guide)
         return {key: _card_value(value) for key, value in config.items()}
 
     @property
@@ -458,6 +648,8 @@ class HardNegativesLoss(nn.Module):
             entries.append(_CITATIONS["k"])
         if self.options.get("hardness_mode") is not None:
             entries.append(_CITATIONS["hardness"])
+        if self.guard is not None:
+            entries.append(_CITATIONS["guard"])
         return "".join(entries)
 
 
@@ -502,6 +694,7 @@ if _CachedLossMixin is not None:
                 raise ValueError(f"mini_batch_size must be a positive integer, got {mini_batch_size!r}")
             self.mini_batch_size = mini_batch_size
             self.mini_batch_num_tokens = None
+            self._guide_batch: list[Tensor] | None = None
             self.show_progress_bar = show_progress_bar
 
         def calculate_loss(
@@ -509,7 +702,7 @@ if _CachedLossMixin is not None:
         ) -> Tensor:
             """Core loss of the concatenated mini-batch embeddings ``reps[column][chunk] (b, d)``."""
             embeddings = [torch.cat(chunks, dim=0) for chunks in reps]
-            loss = self.compute_loss_from_embeddings(embeddings, labels)
+            loss = self.compute_loss_from_embeddings(embeddings, labels, self._guide_batch)
             if with_backward:
                 # The score matrix is small next to the encoder's activations, so the whole batch
                 # is one backward; the mixin then replays the encoder per mini-batch.
@@ -523,7 +716,27 @@ if _CachedLossMixin is not None:
                 raise ValueError(
                     f"{type(self).__name__} needs (anchor, positive[, negative_1, ...]) columns, got {len(features)}"
                 )
-            return self.forward_cached(features, labels)
+            # The guide embeds the whole batch once, without a graph, in mini-batches of the same size.
+            self._guide_batch = self._guide_in_minibatches(features)
+            try:
+                return self.forward_cached(features, labels)
+            finally:
+                self._guide_batch = None
+
+        def _guide_in_minibatches(self, features: list[dict[str, Tensor]]) -> list[Tensor] | None:
+            if self.guide is None:
+                return None
+            from sentence_transformers.base.losses.gradcache import _create_minibatch, _get_batch_size
+
+            columns = []
+            for f in features:
+                n = _get_batch_size(f)
+                chunks = [
+                    self.guide_embeddings([_create_minibatch(f, b, min(b + self.mini_batch_size, n))])[0]
+                    for b in range(0, n, self.mini_batch_size)
+                ]
+                columns.append(torch.cat(chunks, dim=0))
+            return columns
 
         def get_config_dict(self) -> dict[str, Any]:
             return {**super().get_config_dict(), "mini_batch_size": self.mini_batch_size}

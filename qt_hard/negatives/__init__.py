@@ -9,12 +9,16 @@
 ``ot``          Sinkhorn: a log-domain first iteration, then exp-domain scalings
 ``estimators``  plain and debiased (hard or smooth floor), in log space; InfoGraph's JSD
 ``strategy``    :class:`NegativeStrategy` assembling them into the loss; :func:`make_strategy`
+``guard``       the positive-aware false-negative guard (GISTEmbed / NV-Retriever), model or guide similarities
+``directions``  MNRL's directions and partition modes (query/doc to query/doc) as tables of the core
 ``queue``       a FIFO memory bank of past embeddings and their labels (MoCo / MoCoRing)
 ``distributed`` the all-gather with gradients that makes the global batch the candidate set
 """
 
 from .distributed import gather, world
+from .directions import DIRECTIONS, PARTITION_MODES, check_directions, directional_loss, directional_scores
 from .estimators import DebiasedEstimator, JSDEstimator, PlainEstimator
+from .guard import FalseNegativeGuard, attach_guide
 from .queue import EmbeddingQueue
 from .logmeanexp import tilted_log_mean_exp
 from .sampler import count_rows, sample_k_indices, sample_k_negatives
@@ -57,6 +61,13 @@ __all__ = [
     "JSDEstimator",
     "node_graph_scores",
     "NegativeStrategy",
+    "FalseNegativeGuard",
+    "attach_guide",
+    "DIRECTIONS",
+    "PARTITION_MODES",
+    "check_directions",
+    "directional_scores",
+    "directional_loss",
     "make_strategy",
     "NAMES",
     "EmbeddingQueue",

@@ -65,6 +65,10 @@ class ContrastScores:
         anchor_column: (A,) long, in layouts where the anchors are candidates too (the two-view
             layout), the column of the full table that holds anchor i itself: entries (i, anchor_column[j])
             and (j, anchor_column[i]) are then one inner product. None in the other layouts.
+        guide: a frozen guide model's table of the same layout (:func:`qt_hard.negatives.attach_guide`),
+            read by the false-negative guard with ``source="guide"`` (GISTEmbed); else None.
+        tilt_columns: (C,) bool, the columns MNRL's hardness tilt may touch (its query-to-document
+            block when the table joins several directions, :mod:`.directions`); None = every column.
     """
 
     pos: torch.Tensor
@@ -87,6 +91,8 @@ class ContrastScores:
     anchor_index: torch.Tensor | None = None
     normalized: bool | None = None
     anchor_column: torch.Tensor | None = None
+    guide: "ContrastScores | None" = None
+    tilt_columns: torch.Tensor | None = None
 
     def own_explicit(self) -> torch.Tensor | None:
         """(A, C) bool: the candidate is one of the anchor's own explicit negatives; None when the
@@ -150,6 +156,7 @@ class ContrastScores:
             cand_owner=pick(self.cand_owner),
             anchor_index=self.anchor_index,
             anchor_column=self.anchor_column,
+            tilt_columns=pick(self.tilt_columns),
         )
 
 

@@ -50,8 +50,10 @@ import torch
 
 from ..schedules import make_schedule
 from .estimators import DebiasedEstimator, JSDEstimator, PlainEstimator
+from .guard import FalseNegativeGuard
 from .logmeanexp import tilted_log_mean_exp
-from .sampler import count_rows, sample_k_indices, sample_k_negatives
+from .sampler import _check as check_k
+from .sampler import count_rows, sample_k_indices
 from .scores import ContrastScores
 from .weightings import (
     HardnessTilt,
@@ -83,6 +85,11 @@ class NegativeStrategy:
         positives: "per_positive" (each positive its own denominator of the negatives, the mean over
             positives) or "joint" (the positives share one denominator, S2V's Quick-Thoughts loss).
             See the module docstring; identical when every anchor has one positive.
+        guard: a :class:`~qt_hard.negatives.guard.FalseNegativeGuard` or None. It acts first, next to
+            collision removal: a candidate it removes is neither drawn, weighed nor counted. With ``k``,
+            an anchor it leaves with fewer than k candidates keeps all of them (its Q is their number);
+            every other anchor draws k. An anchor it leaves with none contributes 0, as an empty
+            threshold set does.
     """
 
     def __init__(
@@ -95,6 +102,7 @@ class NegativeStrategy:
         include_positive: bool = True,
         count: str = "auto",
         positives: str = "per_positive",
+        guard: FalseNegativeGuard | None = None,
     ):
         if positives not in POSITIVE_FORMS:
             raise ValueError(f"positives must be one of {', '.join(POSITIVE_FORMS)}, got {positives!r}")
@@ -111,29 +119,55 @@ class NegativeStrategy:
             count = "support" if any(w.restricts_support for w in self.weightings) else "candidates"
         self.count = count
         self.positives = positives
+        self.guard = guard
         self.progress = 0.0
 
     def set_progress(self, progress: float) -> None:
         """Training progress in [0, 1]; schedules among the parameters are evaluated at it."""
         self.progress = float(progress)
 
-    def _allowed(self, scores: ContrastScores) -> torch.Tensor:
+    def _allowed(self, scores: ContrastScores, guarded: bool = True) -> torch.Tensor:
         mask = scores.neg_valid
         if self.collision_free:
             mask = mask & ~scores.same_label()
+        if guarded and self.guard is not None:
+            mask = mask & self.guard.keep(scores)
         return mask
+
+    def _draw(self, scores: ContrastScores, mask: torch.Tensor, generator: torch.Generator | None):
+        """The k-sampler's stage: (scores, mask, candidate count (A,), support base or None).
+
+        Without k the table is returned whole. With k the table is cut to the (A, k) drawn columns; where
+        the guard has left an anchor fewer than k candidates, that anchor keeps all of them and the rest
+        of its k slots are masked out (the base mask is then returned for the later stages)."""
+        if self.k is None:
+            return scores, mask, count_rows(mask), mask
+        if self.guard is not None:
+            counts = count_rows(mask)
+            if counts.numel() and int(counts.min()) < self.k:
+                check_k(self._allowed(scores, guarded=False), self.k)  # k against the batch, before the guard
+                # Random keys (as the sampler's key path): allowed columns first, in uniformly random order.
+                keys = torch.rand(mask.shape, generator=generator, device=mask.device).masked_fill(~mask, 2.0)
+                index = keys.topk(self.k, dim=1, largest=False, sorted=False).indices
+                valid = mask.gather(1, index)
+                picked = dataclasses.replace(scores.select(index, mask), neg_valid=valid)
+                return picked, valid, count_rows(valid), valid
+        picked = scores.select(sample_k_indices(mask, self.k, generator), mask)
+        n_cand = torch.full((mask.shape[0],), self.k, dtype=torch.int32, device=mask.device)
+        return picked, picked.neg_valid, n_cand, None
 
     def candidate_mask(self, scores: ContrastScores, generator: torch.Generator | None = None) -> torch.Tensor:
         """(A, C) bool: the candidates each anchor draws its negatives from (after collision removal
         and the k-sampler); the same draw as :meth:`per_anchor` with the same generator state."""
         mask = self._allowed(scores)
-        if self.k is not None:
-            mask = sample_k_negatives(mask, self.k, generator)
-        return mask
+        if self.k is None:
+            return mask
+        picked, valid, _, _ = self._draw(scores, mask, generator)
+        return torch.zeros_like(mask).scatter_(1, picked.cand_index, valid)
 
     def fewest_candidates(self, scores: ContrastScores) -> int:
         """The smallest number of candidates an anchor may draw from (the largest k that fits)."""
-        counts = count_rows(self._allowed(scores))
+        counts = count_rows(self._allowed(scores, guarded=False))  # the guard's shortfall is per anchor
         return int(counts.min()) if counts.numel() else 0
 
     def weigh(self, scores: ContrastScores, mask: torch.Tensor) -> LogWeights:
@@ -145,20 +179,13 @@ class NegativeStrategy:
 
     def per_anchor(self, scores: ContrastScores, generator: torch.Generator | None = None):
         """Per-anchor losses (A,) and which anchors count (A,) bool (those with a positive)."""
-        mask = self._allowed(scores)
-        if self.k is None:
-            n_cand = count_rows(mask)
-        else:
-            # Only the k drawn columns matter from here on: work on (A, k), not (A, C).
-            scores = scores.select(sample_k_indices(mask, self.k, generator), mask)
-            mask = scores.neg_valid
-            n_cand = torch.full((mask.shape[0],), self.k, dtype=torch.int32, device=mask.device)
+        # With k only the drawn columns matter from here on: work on (A, k), not (A, C).
+        scores, mask, n_cand, base = self._draw(scores, self._allowed(scores), generator)
         neg, pos = scores.neg, scores.pos
         if neg.dtype in (torch.float16, torch.bfloat16):  # log-sum-exps over candidates need float32
             neg, pos = neg.float(), pos.float()
         lw = self.weigh(scores, mask)
-        # After the sampler every drawn column is allowed: only the weightings' support remains.
-        base = mask if self.k is None else None
+        # After the sampler every drawn column is allowed (base None): only the weightings' support remains.
         keep = lw.keep if base is None else base if lw.keep is None else base & lw.keep
         n_support = n_cand if lw.keep is None else count_rows(keep)
         empty = n_support == 0
@@ -242,11 +269,7 @@ class NegativeStrategy:
 
         neg = scores.neg.detach().float().clone()
         base = dataclasses.replace(scores, neg=neg, pos=scores.pos.detach().float(), full=None, full_allowed=None)
-        mask = self._allowed(base)
-        sel = base
-        if self.k is not None:
-            sel = base.select(sample_k_indices(mask, self.k, fresh()), mask)
-            mask = sel.neg_valid
+        sel, mask, _, _ = self._draw(base, self._allowed(base), fresh())
         lw = self.weigh(sel, mask)
         # Absolute multipliers (hardness_mode) scale each negative's term like a weight that is not
         # normalized: the terms' relative sizes, which the diagnostics describe, are w_j e^{A_j}.
@@ -278,6 +301,11 @@ class NegativeStrategy:
             g = _per_inner_product(grad, inside, base.anchor_column)
             out["pushed_up_frac"] = float((g < 0).float().mean()) if g.numel() else float("nan")
         out["floor_binds_frac"] = self._floor_binds(sel, log_w, absolute, lw.log_scale, rows)
+        if self.guard is not None:
+            before = self._allowed(base, guarded=False)
+            kept = before & self.guard.keep(base)
+            total = int(before.sum())
+            out["guard_removed_frac"] = 1.0 - int(kept.sum()) / total if total else float("nan")
         hard = [w for w in self.weightings if hasattr(w, "beta_at")]
         if hard:
             out["beta"] = hard[0].beta_at(self.progress)
@@ -311,7 +339,8 @@ class NegativeStrategy:
         return (
             f"NegativeStrategy(weightings={self.weightings!r}, estimator={self.estimator!r}, k={self.k!r}, "
             f"collision_free={self.collision_free!r}, include_positive={self.include_positive!r}, "
-            f"count={self.count!r}, positives={self.positives!r})"
+            f"count={self.count!r}, positives={self.positives!r}"
+            + (f", guard={self.guard!r})" if self.guard is not None else ")")
         )
 
 
@@ -362,6 +391,9 @@ OPTION_DEFAULTS = {
     "estimator": "nce",
     "hardness_mode": None,
     "hardness_strength": None,
+    "guard": None,
+    "guard_margin": 0.0,
+    "guard_source": "model",
 }
 STRATEGY_OPTIONS = frozenset({"k", "collision_free", "include_positive", "count", "positives", *OPTION_DEFAULTS})
 
@@ -370,7 +402,9 @@ def options_read(negatives: str, options: dict) -> set[str]:
     """The options of ``OPTION_DEFAULTS`` that strategy ``negatives`` reads, given the switches among
     ``options`` (label's ``hardening``, OT's ``cost`` and ``marginals``, debiasing's ``tau_plus``)."""
     hardening = options.get("hardening")
-    read = {"tau_plus", "estimator"}
+    read = {"tau_plus", "estimator", "guard"}
+    if options.get("guard") is not None:
+        read |= {"guard_margin", "guard_source"}  # the false-negative guard composes with every strategy
     nce = options.get("estimator", "nce") == "nce"
     if nce:
         read.add("hardness_mode")  # MNRL's tilt composes with every strategy of the NCE estimator
@@ -438,6 +472,9 @@ def make_strategy(
     Any strategy takes k, collision_free, include_positive, count, positives ("per_positive" or
     "joint", see :class:`NegativeStrategy`), estimator and tau_plus (debiasing); floor when the NCE
     estimator debiases.
+    guard ("absolute" or "relative") with guard_margin (cosine units, default 0) and guard_source
+    ("model" or "guide"): the positive-aware false-negative guard of GISTEmbed / NV-Retriever
+    (:class:`~qt_hard.negatives.guard.FalseNegativeGuard`), on any strategy; it acts before the k-sampler.
     hardness_mode ("in_batch_negatives", "hard_negatives" or "all_negatives") with hardness_strength
     (alpha >= 0, required with it): sentence-transformers' MNRL hardness weighting, ``alpha *
     stop_grad(cos)`` added to the chosen negatives' logits, unnormalized (:class:`HardnessTilt`); any
@@ -521,6 +558,9 @@ def make_strategy(
         est = DebiasedEstimator(tau_plus, floor=o["floor"]) if tau_plus is not None else PlainEstimator()
     else:
         raise ValueError(f"estimator must be 'nce', 'jsd' or 'jsd_code', got {o['estimator']!r}")
+    guard = None
+    if o["guard"] is not None:
+        guard = FalseNegativeGuard(o["guard"], o["guard_margin"], o["guard_source"])
     return NegativeStrategy(
         weightings,
         est,
@@ -529,4 +569,5 @@ def make_strategy(
         include_positive=include_positive,
         count=count,
         positives=positives,
+        guard=guard,
     )

@@ -323,6 +323,8 @@ class HardnessTilt(Weighting):
                 tilt = tilt.masked_fill(~chosen, 0.0)
             elif self.mode == "hard_negatives":
                 return LogWeights()  # no explicit negatives in this batch: nothing to tilt
+        if scores.tilt_columns is not None:  # MNRL tilts its query-to-document block only
+            tilt = tilt.masked_fill(~scores.column(scores.tilt_columns), 0.0)
         return LogWeights(absolute=tilt)
 
 

@@ -1,0 +1,147 @@
+"""Forward + backward time of HardNegativesLoss with the false-negative guard against sentence-transformers'
+MultipleNegativesRankingLoss, side by side in one run.
+
+Both losses take the same (B, d) anchor and positive embeddings (optionally an explicit negative column)
+through their ``compute_loss_from_embeddings`` and back-propagate to them, so a ratio is the guard's cost
+(and the core's) over MNRL's for the same work; no encoder runs. Runs are interleaved (MNRL, ours, MNRL,
+...), each a block of back-to-back calls lasting at least 0.2 s, and the median of each side is taken.
+Prints one JSON row per case, appends them to ``--out`` with the machine, date, commit and command, and
+ends with a one-line headline.
+
+    python scripts/bench_guard.py                                   # B 256, d 384, pairs and triplets
+    python scripts/bench_guard.py --batch-size 1024 --out /tmp/g.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+from torch import nn
+
+TARGET = 1.1  # the guard without a guide: at most 10% over MNRL
+
+CASES = {
+    "uniform+guard": dict(guard="absolute", guard_margin=0.0),
+    "uniform+guard_relative": dict(guard="relative", guard_margin=0.05),
+    "hard+guard": dict(negatives="hard", beta=1.0, guard="absolute", guard_margin=0.0),
+    "uniform": dict(),
+}
+
+
+def timed(fn, calls):
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - start) / calls
+
+
+def bench(name, options, b, d, n_neg, reps, scale=20.0):
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    from qt_hard.integrations.sentence_transformers import HardNegativesLoss
+
+    g = torch.Generator().manual_seed(0)
+    # Anchors in b / 8 topics (8 pairs a topic), positives near their anchors and explicit negatives
+    # farther: some in-batch candidates of the same topic outscore a positive, so the guard has work to do.
+    centers = torch.randn(max(1, b // 8), d, generator=g)
+    anchors = centers[torch.arange(b) % centers.shape[0]] + 0.3 * torch.randn(b, d, generator=g)
+    cols = [anchors, anchors + 0.9 * torch.randn(b, d, generator=g)]
+    cols += [anchors + 1.2 * torch.randn(b, d, generator=g) for _ in range(n_neg)]
+    leaves = [c.clone().requires_grad_() for c in cols]
+    dummy = nn.Identity()  # the losses keep a model but never call it on embeddings
+    mnrl = MultipleNegativesRankingLoss(dummy, scale=scale)
+    ours = HardNegativesLoss(dummy, scale=scale, **options)
+
+    def run(loss_fn):
+        def step():
+            for leaf in leaves:
+                leaf.grad = None
+            loss_fn.compute_loss_from_embeddings(leaves, None).backward()
+
+        return step
+
+    base, mine = run(mnrl), run(ours)
+    base(), mine()  # warm-up
+    calls = max(1, int(0.2 / max(timed(base, 1), 1e-6)))
+    tb, to = [], []
+    for _ in range(reps):
+        tb.append(timed(base, calls))
+        to.append(timed(mine, calls))
+    removed = None
+    if options.get("guard"):
+        from qt_hard.negatives import one_directional_scores
+
+        neg = torch.stack(cols[2:], dim=1) if n_neg else None
+        scores = one_directional_scores(cols[0], cols[1], neg, temperature=1 / scale, gather_candidates=False)
+        removed = ours.strategy.diagnostics(scores)["guard_removed_frac"]
+    mb, mo = statistics.median(tb), statistics.median(to)
+    return {
+        "case": name,
+        "B": b,
+        "d": d,
+        "explicit_negatives": n_neg,
+        "mnrl_s": round(mb, 6),
+        "ours_s": round(mo, 6),
+        "ratio": round(mo / mb, 3),
+        "guard_removed_frac": None if removed is None else round(removed, 4),
+        "reps": reps,
+        "calls_per_block": calls,
+    }
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--dim", type=int, default=384)
+    p.add_argument("--negatives", default="0,1", help="explicit negative columns per case, comma separated")
+    p.add_argument("--reps", type=int, default=7)
+    p.add_argument("--cases", default=",".join(CASES))
+    p.add_argument("--out", default=None, help="JSONL file the rows are appended to")
+    args = p.parse_args(argv)
+    for name in args.cases.split(","):
+        if name not in CASES:
+            print(f"error: unknown case {name!r}; choose from {', '.join(CASES)}", file=sys.stderr)
+            return 2
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        commit = None
+    meta = {
+        "device": f"cpu ({os.cpu_count()} cores)",
+        "machine": platform.machine(),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "commit": commit or None,
+        "measured": datetime.date.today().isoformat(),
+        "command": "python scripts/bench_guard.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+    }
+    rows = []
+    for n_neg in (int(x) for x in args.negatives.split(",")):
+        for name in args.cases.split(","):
+            row = {**bench(name, CASES[name], args.batch_size, args.dim, n_neg, args.reps), **meta}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    if args.out:
+        with open(args.out, "a", encoding="utf-8") as fh:
+            for row in rows:
+                fh.write(json.dumps(row) + "\n")
+    guard_rows = [r for r in rows if r["case"] in ("uniform+guard", "uniform+guard_relative")]
+    worst = max(r["ratio"] for r in guard_rows) if guard_rows else float("nan")
+    print(
+        f"headline: the guard (no guide) costs {worst:.3f}x MNRL at worst (forward + backward, B={args.batch_size}, "
+        f"d={args.dim}, cpu); target <= {TARGET}: {'met' if worst <= TARGET else 'NOT met'}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
