@@ -300,8 +300,10 @@ def main(argv=None) -> int:
         p.error(f"unknown rows/datasets: {bad}")
     out = output_folder(a.out)
     if not a.no_run:
+        from qt_hard.paths import data_path
         from qt_hard.training.config import load_config
 
+        data_path("tu")  # the dataset folder, before the ledger is written
         for ds in datasets:  # the overrides and each dataset's files, before anything is written
             load_config(ROOT / CONFIG, ROWS[rows[0]][0] + [f"data.name={ds}", *a.overrides])
     out.mkdir(parents=True, exist_ok=True)

@@ -248,6 +248,10 @@ def prepare(spec: DataSpec, Ns, cache: Path) -> Path:
     (``qt_hard.data.wiki.wiki_prefix``, the library's ``data.classes``). The synthetic corpus is
     made by the library from the grid's settings and needs nothing here. Returns the marker file
     that says the cache is ready (other processes wait for it)."""
+    if spec.kind == "wiki":
+        from qt_hard.paths import data_path
+
+        data_path("wikipedia")  # a missing dump is refused before the cache folder is made
     cache.mkdir(parents=True, exist_ok=True)
     marker = _prepared_marker(cache, spec)
     if marker.exists():

@@ -284,7 +284,10 @@ def main(argv=None) -> int:
     if not args.report_only:
         from qt_hard.training.config import load_config
 
+        from qt_hard.paths import data_path
+
         load_config(args.config, list(args.set))  # the file, the overrides and the data, before any write
+        data_path("cifar10")
     out.mkdir(parents=True, exist_ok=True)
     led = ledger(out, args.config, list(args.set))
     for seed in seeds:

@@ -384,10 +384,10 @@ def cmd_wiki(args) -> int:
     if args.output:
         check_output_file(args.output, "--output")
     split_seed, origin = wiki_split_seed(args.model, args.split_seed)
-    _log(f"Wiki-N split seed {split_seed} ({origin}); classifier seed {args.seed}")
     data = load_wiki(args.data, classes=args.classes, seed=split_seed)
     start = time.perf_counter()
     encoder = load_model(args.model, sentences=lambda: data.train_sentences + data.test_sentences)
+    _log(f"Wiki-N split seed {split_seed} ({origin}); classifier seed {args.seed}")
     res = run_wiki(
         encoder,
         data,
