@@ -358,7 +358,7 @@ def wiki_split_seed(model_spec: str, explicit: int | None) -> tuple[int, str]:
         if data.get("kind") == "wiki":
             seed = int(data.get("seed", 0))
             if explicit is not None and explicit != seed:
-                raise ValueError(
+                raise UsageError(
                     f"--split-seed {explicit} differs from data.seed={seed} of the run that trained "
                     f"{model_spec} ({config}): its test split would hold training sentences"
                 )
