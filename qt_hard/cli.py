@@ -8,18 +8,60 @@ function, so this file only wires them together:
 * ``qt-hard data get|list|wiki|books ...``         (qt_hard.data.cli)
 
 A user error (``qt_hard.errors.UserError``: a config key that does not exist, a missing data
-folder, a wrong model path, more negatives than candidates) prints one line,
-``qt-hard: error: ...``, and exits with status 2. ``--debug`` (or ``QT_HARD_DEBUG=1``) shows its
-traceback; any other exception is a bug and always shows its traceback.
+folder, a wrong model path, more negatives than candidates; or a command line argparse refuses)
+prints one line, ``qt-hard: error: ...``, and exits with status 2. ``--debug`` (or
+``QT_HARD_DEBUG=1``) shows its traceback; any other exception is a bug and always shows its
+traceback. SIGINT or SIGTERM outside training (which checkpoints first, see ``qt_hard.training``)
+stops the command with one line and status 130 or 143; results are written only at the end, so a
+stopped evaluation writes nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+from contextlib import contextmanager
 
 from qt_hard.errors import UserError
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's refusals as one line (``qt-hard: error: qt-hard eval senteval: argument ...``),
+    status 2, like every other refusal of the command line; ``--help`` shows the usage."""
+
+    def error(self, message: str):
+        self.exit(2, f"qt-hard: error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM received outside a training loop (which handles its own)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextmanager
+def signals_stop_the_command():
+    """SIGINT and SIGTERM raise :class:`Interrupted` while the block runs (SIGTERM would otherwise end
+    the process without a word); the previous handlers come back afterwards."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise Interrupted(signum)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     from qt_hard.evaluation import cli as evaluation_cli
     from qt_hard.training import cli as training_cli
 
-    parser = argparse.ArgumentParser(prog="qt-hard", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="qt-hard", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--debug", action="store_true", help="show the traceback of user errors too (or set QT_HARD_DEBUG=1)"
     )
@@ -55,7 +97,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        result = args.func(args)
+        with signals_stop_the_command():
+            result = args.func(args)
+    except (Interrupted, KeyboardInterrupt) as stop:
+        signum = stop.signum if isinstance(stop, Interrupted) else signal.SIGINT
+        print(f"qt-hard: stopped by {signal.Signals(signum).name}; no result was written", file=sys.stderr)
+        return 128 + int(signum)
     except UserError as err:
         if debug or os.environ.get("QT_HARD_DEBUG", "") not in ("", "0"):
             raise

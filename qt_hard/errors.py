@@ -53,3 +53,8 @@ class ModelCorruptError(UserError, ValueError):
 
 class MissingFileError(UserError, FileNotFoundError):
     """A file named on the command line that is not there."""
+
+
+class OutputLocationError(UserError, ValueError):
+    """An output path that cannot be written: a folder where a file goes, a file where a folder
+    goes, or a place the file system refuses; checked before any work is done."""

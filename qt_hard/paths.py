@@ -75,3 +75,34 @@ def data_path(*parts: str, required: bool = True) -> Path | None:
 def get_command(dataset: str) -> str:
     """The sentence that tells a user how to fetch ``dataset`` into the current data root."""
     return f"fetch it with `qt-hard data get {dataset}`"
+
+
+def check_output_file(path: str | Path, flag: str) -> Path:
+    """Refuse, before any work, an output file (``flag`` names the option) that could not be written
+    at the end: a folder, a file under a file, a place the file system refuses. A missing parent is
+    fine (the writer creates it); a trial file or folder is created and removed, so nothing is left.
+    Returns the path."""
+    import tempfile
+
+    from qt_hard.errors import OutputLocationError
+
+    path = Path(path).expanduser()
+    if path.is_dir():
+        raise OutputLocationError(f"{flag} {path} is a folder; give a file name")
+    parent = path.parent
+    existing = parent
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise OutputLocationError(f"{flag} {path} cannot be written ({existing} is a file, not a folder)")
+    try:
+        if existing == parent:
+            with tempfile.NamedTemporaryFile(dir=parent, prefix=".qt-hard-probe-"):
+                pass
+        else:
+            first = existing / parent.relative_to(existing).parts[0]
+            first.mkdir()
+            first.rmdir()
+    except OSError as err:
+        raise OutputLocationError(f"{flag} {path} cannot be written ({err.strerror})") from None
+    return path

@@ -31,7 +31,6 @@ Rows (each with its own paper's settings):
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import os
@@ -39,6 +38,8 @@ import statistics
 import sys
 import time
 from pathlib import Path
+
+from qt_hard.script_cli import ScriptParser, output_folder, run_script
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # runnable from a checkout without installing the package
@@ -280,7 +281,7 @@ def plot(table: dict, datasets: list[str], path: Path) -> None:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = ScriptParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default="runs/graph_table", help="cells, results.jsonl, results.csv, table.json")
     p.add_argument("--rows", default=",".join(ROWS), help=f"comma list of {', '.join(ROWS)}")
     p.add_argument("--datasets", default=",".join(DATASETS))
@@ -297,7 +298,14 @@ def main(argv=None) -> int:
     bad = [r for r in rows if r not in ROWS] + [d for d in datasets if d not in DATASETS]
     if bad:
         p.error(f"unknown rows/datasets: {bad}")
-    out = Path(a.out)
+    out = output_folder(a.out)
+    if not a.no_run:
+        from qt_hard.paths import data_path
+        from qt_hard.training.config import load_config
+
+        data_path("tu")  # the dataset folder, before the ledger is written
+        for ds in datasets:  # the overrides and each dataset's files, before anything is written
+            load_config(ROOT / CONFIG, ROWS[rows[0]][0] + [f"data.name={ds}", *a.overrides])
     out.mkdir(parents=True, exist_ok=True)
     led = ledger(out) if a.no_run else ledger(out, a.epochs, list(a.overrides))
     done = led.done()
@@ -350,4 +358,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main))

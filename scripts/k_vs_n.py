@@ -68,6 +68,9 @@ from pathlib import Path
 import numpy as np
 
 from qt_hard.ledger import Ledger, LedgerError, git_commit
+from qt_hard.paths import check_output_file
+from qt_hard.script_cli import ScriptParser, run_script, seed_list
+from qt_hard.training.config import ConfigError
 
 # --------------------------------------------------------------------------------------------
 # the grid
@@ -150,12 +153,12 @@ def load_grid(
     seeds: list | None = None,
 ) -> Grid:
     """Read a grid YAML (sections data, train, seeds, blocks); CLI overrides replace values."""
-    import yaml
+    from qt_hard.training.config import read_yaml_mapping
 
-    tree = yaml.safe_load(Path(path).read_text()) or {}
+    tree = read_yaml_mapping(Path(path), "grid")
     unknown = set(tree) - {"data", "train", "seeds", "blocks"}
     if unknown:
-        raise ValueError(f"{path}: unknown top-level key(s) {sorted(unknown)} (data, train, seeds, blocks)")
+        raise ConfigError(f"{path}: unknown top-level key(s) {sorted(unknown)} (data, train, seeds, blocks)")
     data = _spec(DataSpec, tree.get("data") or {}, "data")
     train = _spec(TrainSpec, tree.get("train") or {}, "train")
     if epochs is not None:
@@ -165,17 +168,17 @@ def load_grid(
     if optimizer is not None:
         train.optimizer = optimizer
     if train.optimizer not in ("adam", "sparse_adam"):
-        raise ValueError(f"train.optimizer must be adam | sparse_adam, got {train.optimizer!r}")
+        raise ConfigError(f"train.optimizer must be adam | sparse_adam, got {train.optimizer!r}")
     if data.kind not in ("wiki", "synthetic"):
-        raise ValueError(f"data.kind must be wiki | synthetic, got {data.kind!r}")
+        raise ConfigError(f"data.kind must be wiki | synthetic, got {data.kind!r}")
     grid_seeds = list(seeds if seeds is not None else tree.get("seeds", [0]))
     blocks = tree.get("blocks") or {}
     if not blocks:
-        raise ValueError(f"{path}: no blocks (each block: N, k, B, collision_free lists)")
+        raise ConfigError(f"{path}: no blocks (each block: N, k, B, collision_free lists)")
     for name, b in blocks.items():
         extra = set(b) - {"N", "k", "B", "collision_free"}
         if extra or "N" not in b or "k" not in b:
-            raise ValueError(
+            raise ConfigError(
                 f"{path}: block {name!r} needs N and k lists (B, collision_free optional); unknown keys {sorted(extra)}"
             )
     return Grid(data, train, grid_seeds, blocks)
@@ -185,7 +188,7 @@ def _spec(cls, d: dict, where: str):
     names = {f for f in cls.__dataclass_fields__}
     unknown = set(d) - names
     if unknown:
-        raise ValueError(f"unknown key(s) {sorted(unknown)} in {where!r}; known: {sorted(names)}")
+        raise ConfigError(f"unknown key(s) {sorted(unknown)} in {where!r}; known: {sorted(names)}")
     return cls(**d)
 
 
@@ -245,6 +248,10 @@ def prepare(spec: DataSpec, Ns, cache: Path) -> Path:
     (``qt_hard.data.wiki.wiki_prefix``, the library's ``data.classes``). The synthetic corpus is
     made by the library from the grid's settings and needs nothing here. Returns the marker file
     that says the cache is ready (other processes wait for it)."""
+    if spec.kind == "wiki":
+        from qt_hard.paths import data_path
+
+        data_path("wikipedia")  # a missing dump is refused before the cache folder is made
     cache.mkdir(parents=True, exist_ok=True)
     marker = _prepared_marker(cache, spec)
     if marker.exists():
@@ -1116,14 +1123,12 @@ def _save(fig, path: Path) -> Path:
 
 
 def _overrides(args) -> dict:
-    seeds = [int(s) for s in args.seeds.split(",")] if getattr(args, "seeds", None) else None
+    seeds = seed_list(args.seeds) if getattr(args, "seeds", None) else None
     return {"epochs": args.epochs, "linear_epochs": args.linear_epochs, "optimizer": args.optimizer, "seeds": seeds}
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = ScriptParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     for name in ("prepare", "plan", "run"):
         p = sub.add_parser(name)
@@ -1176,6 +1181,8 @@ def main(argv=None) -> int:
 
     ov = _overrides(args)
     grid = load_grid(args.grid, **ov)
+    if args.cmd != "prepare":
+        check_output_file(args.results, "--results")
     cells, notes = expand(grid)
     cache = Path(args.cache)
     if args.cmd == "prepare":
@@ -1222,6 +1229,6 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     try:
-        sys.exit(main())
+        sys.exit(run_script(main))
     except LedgerError as err:
         sys.exit(f"error: {err}")

@@ -12,11 +12,13 @@ Prints one JSON line per model; the last line is the first model's top-1.
 
 from __future__ import annotations
 
-import argparse
 import json
+import sys
 
 import numpy as np
 import torch
+
+from qt_hard.script_cli import ScriptParser, run_script
 
 
 def main() -> None:
@@ -25,7 +27,7 @@ def main() -> None:
     from qt_hard.losses import context_loss
     from qt_hard.paths import data_path
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = ScriptParser(description=__doc__.splitlines()[0])
     ap.add_argument("models", nargs="+", help="saved QT models (OUT/final)")
     ap.add_argument("--first", type=int, default=8, help="first held-out book (0-based)")
     ap.add_argument("--last", type=int, default=11, help="books read: the first LAST books")
@@ -34,6 +36,14 @@ def main() -> None:
     ap.add_argument("--cache", default=None, help="Arrow cache folder for the books")
     args = ap.parse_args()
     torch.set_num_threads(1)
+    from qt_hard.errors import ArgumentError
+
+    if not 0 <= args.first < args.last or args.blocks < 1 or args.block_size < 2:
+        raise ArgumentError(
+            f"need 0 <= --first < --last, --blocks >= 1 and --block-size >= 2; got --first {args.first} "
+            f"--last {args.last} --blocks {args.blocks} --block-size {args.block_size}"
+        )
+    encoders = {path: qt_hard.load_encoder(path) for path in args.models}  # every model, before the books
 
     ds = load_books(str(data_path("books")), max_books=args.last, cache_dir=args.cache)
     docs = dataset_column(ds, "doc_id", numpy=True).astype(np.int64)
@@ -43,7 +53,7 @@ def main() -> None:
     starts = np.random.default_rng(0).choice(len(rows_all) - B, args.blocks, replace=False)
     first_top1 = None
     for path in args.models:
-        enc = qt_hard.load_encoder(path)
+        enc = encoders[path]
         module = enc.module.eval()
         losses, top1 = [], []
         with torch.inference_mode():
@@ -67,4 +77,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

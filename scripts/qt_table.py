@@ -41,13 +41,14 @@ solver on a GPU); the encoder runs on the GPU whenever there is one. Each record
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
 import sys
 import time
 from pathlib import Path
+
+from qt_hard.script_cli import ScriptParser, output_folder, run_script, seed_list
 
 ROWS = {
     "uniform": ("QT (beta=0, tau+=0)", {"negatives": "uniform", "options": {}}),
@@ -442,7 +443,7 @@ def plot(diffs: dict, stats: dict, paper: dict, path: Path) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = ScriptParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="runs/qt_table")
     ap.add_argument("--config", default="configs/qt_table.yaml", help="base training config")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override (repeatable)")
@@ -462,15 +463,22 @@ def main() -> None:
     ap.add_argument("--summary-only", action="store_true", help="print the table of the finished runs only")
     args = ap.parse_args()
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    seeds = [int(s) for s in args.seeds.split(",") if s != ""]
+    # Every argument is checked before anything is written.
+    out = output_folder(args.out)
+    seeds = seed_list(args.seeds)
     rows = [r for r in args.rows.split(",") if r]
     for r in rows:
         row_spec(r)  # an unknown row is an error before anything runs
     protocols = [p for p in args.protocol.split(",") if p]
     if not protocols:
         raise SystemExit("--protocol: give at least one protocol")
+    if not args.summary_only:
+        from qt_hard.training.config import load_config
+
+        load_config(args.config, list(args.set), check_pipeline=False)  # the file, its keys and values
+        if args.data and not (Path(args.data) / "MR").is_dir():
+            raise SystemExit(f"--data {args.data}: no SentEval task folders in it (MR/ is missing)")
+    out.mkdir(parents=True, exist_ok=True)
     if not args.summary_only:
         run_evals = {p: evaluator(p) for p in protocols}
         from qt_hard.evaluation import logreg
@@ -517,4 +525,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_script(main))

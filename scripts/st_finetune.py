@@ -21,7 +21,6 @@ Example (about 5-10 minutes on 2 CPU cores):
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import os
@@ -34,6 +33,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("WANDB_DISABLED", "true")
 
 import numpy as np  # noqa: E402
+
+from qt_hard.script_cli import ScriptParser, output_folder, run_script  # noqa: E402
 import torch  # noqa: E402
 
 
@@ -152,7 +153,7 @@ def finetune(args, variant: str, train_pairs) -> tuple[object, dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ScriptParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=1024, help="MRPC train paraphrase pairs to fine-tune on")
     parser.add_argument("--negatives", nargs="+", default=["uniform", "hard"], help="variants to fine-tune")
     parser.add_argument("--beta", type=float, default=1.0)
@@ -167,6 +168,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workdir", default="/tmp/qt_hard_st_finetune")
     args = parser.parse_args(argv)
+    # The arguments, before the data or the model is read.
+    from qt_hard.errors import ArgumentError
+    from qt_hard.negatives.strategy import NAMES
+
+    if args.task not in ("MR", "CR", "SUBJ", "MPQA"):
+        raise ArgumentError(f"--task {args.task}: only the cross-validated binary tasks (MR, CR, SUBJ, MPQA)")
+    unknown = [n for n in args.negatives if n not in NAMES]
+    if unknown:
+        raise ArgumentError(f"--negatives: unknown {', '.join(unknown)}; choose from {', '.join(NAMES)}")
+    if args.pairs < 2 or args.batch_size < 2:
+        raise ArgumentError(
+            f"--pairs and --batch-size must be >= 2 (a contrastive batch needs negatives), got {args.pairs}, "
+            f"{args.batch_size}"
+        )
+    output_folder(args.workdir, "--workdir")
 
     from qt_hard.evaluation.tasks import load_task
     from qt_hard.paths import data_path
@@ -175,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     mrpc = data_path("senteval", "MRPC")
     train_pairs = read_mrpc_paraphrases(mrpc / "msr_paraphrase_train.txt")
     if args.pairs > len(train_pairs):
-        raise ValueError(f"--pairs {args.pairs} exceeds the {len(train_pairs)} MRPC train paraphrase pairs")
+        raise ArgumentError(f"--pairs {args.pairs} exceeds the {len(train_pairs)} MRPC train paraphrase pairs")
     rng = np.random.default_rng(args.seed)
     train_pairs = [train_pairs[i] for i in rng.permutation(len(train_pairs))[: args.pairs]]
     held_out = read_mrpc_paraphrases(mrpc / "msr_paraphrase_test.txt")
@@ -204,4 +220,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script(main))

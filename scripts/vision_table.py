@@ -25,7 +25,6 @@ excluded) and OT's epsilon 0.5 (Jiang et al., Table II's best for the NCE loss o
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import os
@@ -35,6 +34,8 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+
+from qt_hard.script_cli import ScriptParser, output_folder, run_script, seed_list
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # runnable from a checkout without installing the package
@@ -256,7 +257,7 @@ def table(rows: list[dict], strategies) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = ScriptParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", default="configs/simclr_cifar10.yaml")
     ap.add_argument("--out", default="runs/vision_table")
     ap.add_argument("--strategies", default=",".join(STRATEGIES))
@@ -278,8 +279,15 @@ def main(argv=None) -> int:
     unknown = set(strategies) - set(STRATEGIES)
     if unknown:
         ap.error(f"unknown strategies {sorted(unknown)}; choose from {', '.join(STRATEGIES)}")
-    seeds = [int(s) for s in args.seeds.split(",") if s]
-    out = Path(args.out)
+    seeds = seed_list(args.seeds)
+    out = output_folder(args.out)
+    if not args.report_only:
+        from qt_hard.training.config import load_config
+
+        from qt_hard.paths import data_path
+
+        load_config(args.config, list(args.set))  # the file, the overrides and the data, before any write
+        data_path("cifar10")
     out.mkdir(parents=True, exist_ok=True)
     led = ledger(out, args.config, list(args.set))
     for seed in seeds:
@@ -342,4 +350,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_script(main))

@@ -12,7 +12,7 @@ Placeholders: ``{cfg}`` a tiny Quick-Thoughts config on two small books; ``{out}
 output folder; ``{data}`` a SentEval folder holding a copy of CR; ``{model}`` a trained tiny
 model; ``{file}`` an existing plain file; ``{run}`` a folder holding a finished run; ``{ckpt}``
 a run with a checkpoint (its config saved); ``{books}`` a folder of books; ``{json}`` a file
-that is not JSON. A row's ``setup`` names the damage done to a copy first (see the test).
+that is not JSON; ``{binary}`` 1 KiB of every byte value; ``{empty}`` an empty file. A row's ``setup`` names the damage done to a copy first (see the test).
 """
 
 from __future__ import annotations
@@ -68,11 +68,14 @@ PLACEHOLDERS = {
     "ckpt": "RUN",
     "books": "BOOKS",
     "json": "NOT_JSON",
+    "binary": "BINARY_FILE",
+    "empty": "EMPTY.yaml",
 }
 SETUPS = {
     "truncated_xz": "BOOKS/broken.txt.xz cut to half its bytes",
     "latin1_book": "BOOKS/latin.txt written in latin-1",
     "model:model.safetensors": "MODEL/model.safetensors cut to 50 bytes",
+    "model-rm:encoder.json": "MODEL/encoder.json deleted",
     "model:encoder.json": "MODEL/encoder.json cut to 50 bytes",
     "model:tokenizer.json": "MODEL/tokenizer.json cut to 50 bytes",
     "truncate_cr": "`truncate -s 100 SENTEVAL/CR/custrev.pos`",

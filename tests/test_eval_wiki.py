@@ -3,7 +3,6 @@
 import json
 
 import numpy as np
-import pytest
 
 from qt_hard.cli import main
 from qt_hard.evaluation import models as eval_models
@@ -177,16 +176,17 @@ def test_cli_wiki_tests_on_the_split_of_the_training_run(tmp_path, monkeypatch):
     assert json.loads(out.read_text())["protocol"]["split_seed"] == 3
 
 
-def test_cli_wiki_split_seed_must_be_known_and_agree(tmp_path, monkeypatch):
+def test_cli_wiki_split_seed_must_be_known_and_agree(tmp_path, monkeypatch, capsys):
     root = _write_wiki(tmp_path / "wiki", N=4, per=30)
     monkeypatch.setattr(eval_models, "load_model", lambda spec, sentences=None: WordHashEncoder())
-    with pytest.raises(ValueError, match="pass --split-seed"):
-        main(["eval", "wiki", "--model", "hash", "--data", str(root), "--classes", "4"])
+    # a user error: one line and status 2, no traceback
+    assert main(["eval", "wiki", "--model", "hash", "--data", str(root), "--classes", "4"]) == 2
+    assert "pass --split-seed" in capsys.readouterr().err
     run = _trained_run(tmp_path, split_seed=3)
-    with pytest.raises(ValueError, match="--split-seed 0 differs from data.seed=3"):
-        main(
-            ["eval", "wiki", "--model", str(run / "final"), "--data", str(root), "--classes", "4", "--split-seed", "0"]
-        )
+    argv = ["eval", "wiki", "--model", str(run / "final"), "--data", str(root), "--classes", "4", "--split-seed", "0"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--split-seed 0 differs from data.seed=3" in err[0]
 
 
 def test_readme_eval_wiki_reads_the_folder_training_writes():

@@ -42,7 +42,12 @@ def _snapshot(folder: Path) -> dict:
 
 def _damage(kind: str, place: dict, where: Path) -> None:
     """Make the row's damaged copy under ``where`` and point its placeholder at it."""
-    if kind.startswith("model:"):
+    if kind.startswith("model-rm:"):
+        copy = where / "model"
+        shutil.copytree(place["model"], copy)
+        (copy / kind.split(":", 1)[1]).unlink()
+        place["model"] = str(copy)
+    elif kind.startswith("model:"):
         copy = where / "model"
         shutil.copytree(place["model"], copy)
         name = kind.split(":", 1)[1]
@@ -97,6 +102,8 @@ def world(tmp_path_factory):
     (ckpt / "checkpoints" / "step_0000001" / "trainer_state_0.pt").write_bytes(b"not loaded by a refusal")
     (base / "plain.txt").write_text("a file, not a folder\n")
     (base / "not.json").write_text("{oops: [\n")
+    (base / "binary.bin").write_bytes(bytes(range(256)) * 4)
+    (base / "empty.yaml").write_text("")
     data = base / "senteval"
     cr = _real_cr()
     if cr is not None:
@@ -112,6 +119,8 @@ def world(tmp_path_factory):
         "ckpt": str(ckpt),
         "books": str(base / "books"),
         "json": str(base / "not.json"),
+        "binary": str(base / "binary.bin"),
+        "empty": str(base / "empty.yaml"),
     }
     return base, place, cr is not None
 

@@ -387,3 +387,33 @@ def test_k_draws_follow_the_global_rng(model, columns):
         torch.manual_seed(seed)
         values.append(loss_fn.compute_loss_from_embeddings(embs, None).item())
     assert values[0] == values[1] and values[0] != values[2]
+
+
+class _EncoderThatMustNotRun(torch.nn.Module):
+    def forward(self, features):
+        raise AssertionError("the encoder ran before the batch was checked")
+
+
+def _features(rows: int) -> dict:
+    return {"input_ids": torch.ones(rows, 4, dtype=torch.long), "attention_mask": torch.ones(rows, 4, dtype=torch.long)}
+
+
+@pytest.mark.parametrize("negatives", ["uniform", "hard", "label"])
+def test_a_batch_of_one_pair_is_refused_before_the_encoder_runs(negatives):
+    loss = HardNegativesLoss(_EncoderThatMustNotRun(), negatives=negatives)
+    labels = torch.tensor([0]) if negatives == "label" else None
+    with pytest.raises(ValueError, match="batch of 1 .*without a negative"):
+        loss([_features(1), _features(1)], labels)
+    with pytest.raises(ValueError, match="batch of 1"):
+        CachedHardNegativesLoss(_EncoderThatMustNotRun(), negatives=negatives)([_features(1), _features(1)], labels)
+
+
+@pytest.mark.parametrize("negatives", ["uniform", "label"])
+def test_labels_of_another_length_are_refused_before_the_encoder_runs(negatives):
+    loss = HardNegativesLoss(_EncoderThatMustNotRun(), negatives=negatives)
+    with pytest.raises(ValueError, match="3 labels for a batch of 4 rows"):
+        loss([_features(4), _features(4)], torch.tensor([0, 1, 0]))
+    with pytest.raises(ValueError, match="3 labels for a batch of 4 rows"):
+        CachedHardNegativesLoss(_EncoderThatMustNotRun(), negatives=negatives)(
+            [_features(4), _features(4), _features(4)], torch.tensor([0, 1, 0])
+        )

@@ -101,7 +101,7 @@ def _list(args) -> int:
     from qt_hard.data.catalog import DATASETS, status
 
     root = _root(args)
-    print(f"data root: {root}")
+    print(f"data root: {root}" + ("" if root.is_dir() else " (does not exist)"))
     corrupt = []
     for name in DATASETS:
         st = status(name, root)

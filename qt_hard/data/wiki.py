@@ -27,6 +27,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from ..errors import ArgumentError, DataCorruptError, DataMissingError
 from .tokenize import SPLITTER_VERSION, split_sentences
 from .wordlevel import TOKENIZER_VERSION, word_tokens
 from .vocab import Vocab
@@ -230,10 +231,10 @@ def wiki_article_files(directory: str | os.PathLike) -> list[Path]:
     """The article files of a Wiki-N folder in label order (natural sort of the names)."""
     d = Path(directory).expanduser()
     if not d.is_dir():
-        raise FileNotFoundError(f"no such Wiki-N folder: {d}")
+        raise DataMissingError(f"no such Wiki-N folder: {d}")
     files = [p for p in d.iterdir() if p.is_file() and not p.name.startswith(".") and not _NOT_ARTICLES.match(p.name)]
     if not files:
-        raise FileNotFoundError(f"{d}: no article files (one file per article expected)")
+        raise DataMissingError(f"{d}: no article files (one file per article expected)")
     return sorted(files, key=lambda p: _natural_key(p.name))
 
 
@@ -242,7 +243,7 @@ def _read_article(path: Path) -> list[str]:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
-        raise ValueError(f"{path}: not valid UTF-8 (byte {err.start})") from err
+        raise DataCorruptError(f"{path}: not valid UTF-8 (byte {err.start})") from err
     lines = [ln.strip() for ln in text.splitlines()]
     return [ln for ln in lines if ln]
 
@@ -590,9 +591,9 @@ def tokenize_wiki(
     files = wiki_article_files(d)
     if classes is not None:
         if classes < 1:
-            raise ValueError(f"classes must be >= 1, got {classes}")
+            raise ArgumentError(f"classes must be >= 1, got {classes}")
         if classes > len(files):
-            raise ValueError(f"{d} has {len(files)} articles; {classes} classes were asked for")
+            raise ArgumentError(f"{d} has {len(files)} articles; {classes} classes were asked for")
         files = files[:classes]
     sentences: list[str] = []
     labels: list[int] = []
@@ -600,7 +601,7 @@ def tokenize_wiki(
     for label, f in enumerate(files):
         lines = _read_article(f)
         if len(lines) < 2:
-            raise ValueError(f"{f}: an article needs at least 2 sentences, found {len(lines)}")
+            raise DataCorruptError(f"{f}: an article needs at least 2 sentences, found {len(lines)}")
         sentences.extend(lines)
         labels.extend([label] * len(lines))
         st = f.stat()

@@ -78,7 +78,10 @@ def cmd_senteval(args) -> int:
     # The arguments first: a typo fails before torch and scikit-learn are imported.
     tasks = parse_tasks(args.tasks)
     _check_counts(args)
-    from qt_hard.paths import data_path
+    from qt_hard.paths import check_output_file, data_path
+
+    if args.output:
+        check_output_file(args.output, "--output")
 
     from .tasks import load_task
 
@@ -208,6 +211,10 @@ def cmd_senteval_engine(args) -> int:
 
     tasks = parse_tasks(args.tasks)
     _check_counts(args)
+    if args.output:
+        from qt_hard.paths import check_output_file
+
+        check_output_file(args.output, "--output")
     fast_only = [
         flag
         for flag, given in (
@@ -351,14 +358,14 @@ def wiki_split_seed(model_spec: str, explicit: int | None) -> tuple[int, str]:
         if data.get("kind") == "wiki":
             seed = int(data.get("seed", 0))
             if explicit is not None and explicit != seed:
-                raise ValueError(
+                raise UsageError(
                     f"--split-seed {explicit} differs from data.seed={seed} of the run that trained "
                     f"{model_spec} ({config}): its test split would hold training sentences"
                 )
             return seed, f"data.seed of {config}"
     if explicit is None:
         where = f"{config} is not a Wiki-N run" if config is not None else "no run config.yaml was found"
-        raise ValueError(
+        raise UsageError(
             f"cannot tell which Wiki-N 80/20 split to test {model_spec!r} on ({where}); pass "
             f"--split-seed (qt-hard train's default data.seed is 0)"
         )
@@ -372,11 +379,15 @@ def cmd_wiki(args) -> int:
     from .report import save_results, wiki_table
     from .wiki import run_wiki
 
+    from qt_hard.paths import check_output_file
+
+    if args.output:
+        check_output_file(args.output, "--output")
     split_seed, origin = wiki_split_seed(args.model, args.split_seed)
-    _log(f"Wiki-N split seed {split_seed} ({origin}); classifier seed {args.seed}")
     data = load_wiki(args.data, classes=args.classes, seed=split_seed)
     start = time.perf_counter()
     encoder = load_model(args.model, sentences=lambda: data.train_sentences + data.test_sentences)
+    _log(f"Wiki-N split seed {split_seed} ({origin}); classifier seed {args.seed}")
     res = run_wiki(
         encoder,
         data,

@@ -94,9 +94,13 @@ def load_model(spec: str, sentences: Callable[[], Sequence[str]] | Sequence[str]
     if not path.exists():
         raise ModelNotFoundError(f"model {spec!r} not found: expected a model folder, 'minilm' or 'random:CONFIG'")
     if not path.is_dir():
-        raise ValueError(f"model {spec!r} is a file; a model is a folder (qt-hard or sentence-transformers)")
+        raise ModelNotFoundError(f"model {spec!r} is a file; a model is a folder (qt-hard or sentence-transformers)")
     qt_hard_dir = (path / "encoder.json").is_file() or (path / "final" / "encoder.json").is_file()
     if is_sentence_transformers_dir(path) and not qt_hard_dir:
+        modules = path / "modules.json"
+        if modules.is_file() and "qt_hard." in modules.read_text(encoding="utf-8", errors="replace"):
+            # qt-hard's own modules: a qt-hard folder whose encoder.json is gone, not a foreign model
+            raise ModelNotFoundError(f"incomplete model folder {path}: encoder.json missing")
         return SentenceTransformerModel(path)
     from qt_hard.encoders import load_encoder
 

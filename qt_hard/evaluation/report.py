@@ -90,7 +90,10 @@ def save_results(path, payload: dict) -> None:
     path = Path(path)
     if path.parent and not path.parent.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
+    # Whole or not at all: a signal or a full disk mid-write leaves no half file under the name.
+    tmp = path.with_name(f".{path.name}.partial")
+    tmp.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
+    tmp.replace(path)
 
 
 def load_results(path) -> dict:
@@ -98,9 +101,11 @@ def load_results(path) -> dict:
     if not path.is_file():
         raise MissingFileError(f"result file {path} does not exist")
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
         raise ArgumentError(f"{path} is not valid JSON: {err}") from None
+    except UnicodeDecodeError as err:
+        raise ArgumentError(f"{path} is not valid JSON: not UTF-8 text (byte {err.start})") from None
     if not isinstance(data, dict) or "results" not in data or "kind" not in data:
         raise ArgumentError(f"{path} is not a qt-hard result file (needs 'kind' and 'results')")
     return data

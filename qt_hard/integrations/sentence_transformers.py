@@ -611,9 +611,28 @@ class HardNegativesLoss(nn.Module):
         gen.manual_seed((base + (rank + 1) * 0x9E3779B97F4A7C15) % 2**63)
         return gen
 
+    def check_batch(self, features: list[dict[str, Tensor]], labels: Tensor | None = None) -> None:
+        """Refuse, before the encoder runs, a batch the loss cannot use: a batch of one pair without
+        explicit negatives (its anchor has no negative on one process) and labels whose rows are not
+        the batch's."""
+        rows = [next((v.shape[0] for v in f.values() if torch.is_tensor(v) and v.dim() > 0), None) for f in features]
+        batch = rows[0] if rows else None
+        if batch is None:
+            return
+        from qt_hard.negatives import world
+
+        if batch < 2 and len(features) == 2 and not (self.gather_across_devices and world()[1] > 1):
+            raise ValueError(
+                f"{type(self).__name__}: a batch of {batch} (anchor, positive) pair leaves the anchor without "
+                "a negative; use a batch size >= 2 or add negative columns"
+            )
+        if torch.is_tensor(labels) and labels.dim() > 0 and labels.shape[0] != batch:
+            raise ValueError(f"{type(self).__name__}: {labels.shape[0]} labels for a batch of {batch} rows")
+
     def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
         """sentence-transformers' loss contract: tokenized columns in, scalar loss out."""
         features = list(sentence_features)
+        self.check_batch(features, labels)
         guide = self.guide_embeddings(features)  # before the model fills the feature dicts
         return self.compute_loss_from_embeddings(_embed(self.model, features), labels, guide)
 
@@ -716,6 +735,7 @@ if _CachedLossMixin is not None:
                 raise ValueError(
                     f"{type(self).__name__} needs (anchor, positive[, negative_1, ...]) columns, got {len(features)}"
                 )
+            self.check_batch(features, labels)
             # The guide embeds the whole batch once, without a graph, in mini-batches of the same size.
             self._guide_batch = self._guide_in_minibatches(features)
             try:

@@ -249,13 +249,21 @@ def load_config(
 
 def read_yaml_mapping(path: Path, what: str) -> dict:
     """The mapping at the top of YAML file ``path``; ``ConfigError`` (naming ``what`` and the
-    path) when the file is missing, not YAML, or not a mapping."""
+    path) when the file is missing, not text, empty, not YAML, or not a mapping."""
     if not path.is_file():
         raise ConfigError(f"{what} {path} does not exist")
     try:
-        tree = yaml.safe_load(path.read_text()) or {}
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{what} {path} is not a text file (not UTF-8 at byte {err.start})") from None
+    except OSError as err:
+        raise ConfigError(f"{what} {path} cannot be read: {err.strerror}") from None
+    try:
+        tree = yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise ConfigError(f"{what} {path} is not valid YAML: {err}") from None
+    if tree is None:
+        raise ConfigError(f"{what} {path} is empty (no YAML mapping in it)")
     if not isinstance(tree, dict):
         raise ConfigError(f"{what} {path} must hold a mapping at the top level")
     return tree

@@ -52,6 +52,7 @@ from qt_hard.training.outdir import (
     check_out_dir,
     clear_run,
     list_checkpoints,
+    run_folder_lock,
 )
 from qt_hard.training.optim import clip_gradients, lr_factor, make_optimizer, set_lr, set_tf32
 
@@ -167,10 +168,23 @@ def train(
     Under several processes an exception here propagates on its own process only; the CLI
     (``qt_hard.training.cli.exit_at_once_on_error``) then ends that process at once so that the
     others are taken down instead of waiting for it in a collective."""
+    checks = check_out_dir(cfg, resume, overwrite)  # before the folder is created or locked
+    with run_folder_lock(Path(cfg.out_dir).expanduser()):
+        return _train(cfg, resume, on_step, overwrite, raise_on_stop, checks)
+
+
+def _train(
+    cfg: Config,
+    resume: bool,
+    on_step: Callable[[int, float], None] | None,
+    overwrite: bool,
+    raise_on_stop: bool,
+    checkpoints: list[Path],
+) -> Path:
+    """:func:`train` in its locked run folder; ``checkpoints`` as ``check_out_dir`` found them."""
     from accelerate import Accelerator, PartialState
     from accelerate.utils import DistributedDataParallelKwargs, parse_flag_from_env, set_seed
 
-    checkpoints = check_out_dir(cfg, resume, overwrite)
     out = Path(cfg.out_dir).expanduser()
     trackers = list(cfg.train.trackers)
     pipeline = get_pipeline(cfg.pipeline)

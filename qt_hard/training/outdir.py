@@ -10,8 +10,10 @@ saved ``config.yaml`` beyond ``RESUME_MAY_CHANGE`` / ``RESUME_MAY_GROW``.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 from qt_hard.training.config import Config, read_yaml_mapping, to_dict
@@ -84,9 +86,8 @@ def check_out_dir(cfg: Config, resume: bool = False, overwrite: bool = False) ->
     """Refuse, before anything is read or written, an output folder that cannot hold this run:
     a file, a path that cannot be created, a folder holding a run (without ``resume`` or
     ``overwrite``), ``resume`` without a checkpoint or with a config that differs from the run's
-    beyond ``RESUME_MAY_CHANGE``. Returns the complete checkpoints (oldest first)."""
-    import os
-
+    beyond ``RESUME_MAY_CHANGE``, a folder another run is training into. Returns the complete
+    checkpoints (oldest first)."""
     import yaml
 
     from qt_hard.errors import CheckpointError, OutputExistsError
@@ -101,6 +102,10 @@ def check_out_dir(cfg: Config, resume: bool = False, overwrite: bool = False) ->
         probe = probe.parent
     if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
         raise OutputExistsError(f"out_dir {out} cannot be created ({probe} is not a writable folder)")
+    if probe != out:  # permissions do not tell every refusal (a superuser, a read-only or special file system)
+        _check_creatable(out, probe)
+    else:
+        _check_not_in_use(out)
     checkpoints = list_checkpoints(out)
     if not resume:
         held = [name for name in RUN_FILES if (out / name).exists()]
@@ -124,6 +129,84 @@ def check_out_dir(cfg: Config, resume: bool = False, overwrite: bool = False) ->
             f"{', '.join(RESUME_MAY_CHANGE[1:])} may change, and {', '.join(RESUME_MAY_GROW)} may grow"
         )
     return checkpoints
+
+
+def _check_creatable(out: Path, existing: Path) -> None:
+    """Create and remove the first missing folder of ``out`` under ``existing``: nothing is left,
+    and a path the file system refuses is refused here instead of when the run starts writing."""
+    from qt_hard.errors import OutputExistsError
+
+    first = existing / out.relative_to(existing).parts[0]
+    try:
+        first.mkdir()
+        first.rmdir()
+    except OSError as err:
+        raise OutputExistsError(f"out_dir {out} cannot be created ({first}: {err.strerror})") from None
+
+
+# Run folders this process holds (``run_folder_lock``): its own checks must not find them in use.
+_HELD: set[str] = set()
+
+
+def _try_lock(fd: int) -> bool:
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _in_use_error(out: Path):
+    from qt_hard.errors import OutputExistsError
+
+    return OutputExistsError(
+        f"out_dir {out} is in use by another training run (two runs into one folder would write over "
+        "each other); wait for it to finish or pick another --out"
+    )
+
+
+def _check_not_in_use(out: Path) -> None:
+    """Refuse a folder that another process is training into (it holds ``run_folder_lock``)."""
+    if str(out.resolve()) in _HELD or os.name != "posix":
+        return
+    fd = os.open(out, os.O_RDONLY)
+    try:
+        if not _try_lock(fd):
+            raise _in_use_error(out)
+    finally:
+        os.close(fd)  # closing drops the test lock
+
+
+@contextmanager
+def run_folder_lock(out: Path):
+    """Hold an exclusive lock (``flock``) on the run folder, created here, while the block runs, so
+    that a second run started into the same folder is refused (``check_out_dir``) instead of writing
+    over the first. Under a launcher only the main process (``RANK`` 0) takes it; every process of
+    one run shares the folder."""
+    out = Path(out).expanduser()
+    key = str(out.resolve()) if out.exists() else None
+    if int(os.environ.get("RANK", "0")) != 0 or os.name != "posix" or key in _HELD:
+        yield
+        return
+    created = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    key = str(out.resolve())
+    fd = os.open(out, os.O_RDONLY)
+    if not _try_lock(fd):
+        os.close(fd)
+        raise _in_use_error(out)
+    _HELD.add(key)
+    try:
+        yield
+    except BaseException:
+        if created and not any(out.iterdir()):  # refused before writing anything: leave no folder
+            out.rmdir()
+        raise
+    finally:
+        _HELD.discard(key)
+        os.close(fd)
 
 
 def clear_run(out: Path) -> None:
