@@ -139,6 +139,124 @@ SENTEVAL_LINES = {
     "MRPC/msr_paraphrase_train.txt": 4077,
     "MRPC/msr_paraphrase_test.txt": 1726,  # + header line
 }
+# STS12-16 as SentEval reads them (``senteval/sts.py``, its lists and order of sets): per set, the
+# lines of its STS.input/STS.gs files and how many of those have a gold score (SentEval skips a
+# pair whose gold line is empty). STS13's SMT set is not distributed.
+STS_SETS = {
+    "STS12": {
+        "MSRpar": (750, 750),
+        "MSRvid": (750, 750),
+        "SMTeuroparl": (459, 459),
+        "surprise.OnWN": (750, 750),
+        "surprise.SMTnews": (399, 399),
+    },
+    "STS13": {"FNWN": (189, 189), "headlines": (750, 750), "OnWN": (561, 561)},
+    "STS14": {
+        "deft-forum": (450, 450),
+        "deft-news": (300, 300),
+        "headlines": (750, 750),
+        "images": (750, 750),
+        "OnWN": (750, 750),
+        "tweet-news": (750, 750),
+    },
+    "STS15": {
+        "answers-forums": (2000, 375),
+        "answers-students": (1500, 750),
+        "belief": (2000, 375),
+        "headlines": (1500, 750),
+        "images": (1500, 750),
+    },
+    "STS16": {
+        "answer-answer": (1572, 254),
+        "headlines": (1498, 249),
+        "plagiarism": (1271, 230),
+        "postediting": (3287, 244),
+        "question-question": (1555, 209),
+    },
+}
+# Lines per file of the STS Benchmark (no header) and SICK (one header line), SentEval's splits.
+STSB_LINES = {"train": 5749, "dev": 1500, "test": 1379}
+SICK_LINES = {"train": 4501, "trial": 501, "test_annotated": 4928}
+
+
+def sts_files() -> dict[str, tuple[int, int | None]]:
+    """Every similarity file under the SentEval folder -> (lines, scored pairs or None): the
+    STS12-16 inputs and gold files, the STS Benchmark's three splits, SICK's three files."""
+    out: dict[str, tuple[int, int | None]] = {}
+    for year, sets in STS_SETS.items():
+        for name, (lines, scored) in sets.items():
+            out[f"STS/{year}-en-test/STS.input.{name}.txt"] = (lines, None)
+            out[f"STS/{year}-en-test/STS.gs.{name}.txt"] = (lines, scored)
+    for split, n in STSB_LINES.items():
+        out[f"STS/STSBenchmark/sts-{split}.csv"] = (n, n)
+    for split, n in SICK_LINES.items():
+        out[f"SICK/SICK_{split}.txt"] = (n, n - 1)
+    return out
+
+
+def _score(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if 0.0 <= value <= 5.0 else None
+
+
+def sts_file_problems(folder: Path, rel: str) -> list[str]:
+    """What is wrong with the similarity file ``folder/rel`` (a key of :func:`sts_files`): missing,
+    not UTF-8, a line count other than SentEval's (lines as ``str.splitlines`` splits them, as
+    SentEval reads STS12-16), a gold file with another number of scored pairs or a score outside
+    0-5, an input line that is not two tab-separated sentences, an STS Benchmark or SICK row
+    without its columns (the first such line is named). ``qt-hard data list`` and the loaders of
+    ``qt_hard.evaluation.similarity`` both check with this; an empty list when the file is intact."""
+    p = folder / rel
+    want_lines, want_scored = sts_files()[rel]
+    if not p.is_file():
+        return [f"{rel} is missing"]
+    try:
+        lines = p.read_bytes().decode("utf-8").splitlines()
+    except UnicodeDecodeError as err:
+        return [f"{rel} is not UTF-8 text (byte {err.start})"]
+    problems = []
+    if len(lines) != want_lines:
+        problems.append(f"{rel} has {len(lines)} lines, expected {want_lines}")
+    name = rel.rsplit("/", 1)[1]
+    bad = None
+    if name.startswith("STS.input."):
+        bad = next((i for i, line in enumerate(lines, 1) if len(line.split("\t")) != 2), None)
+        what = "is not two tab-separated sentences"
+    elif name.startswith("STS.gs."):
+        scored = [line for line in lines if line != ""]
+        if len(scored) != want_scored and len(lines) == want_lines:
+            problems.append(f"{rel} has {len(scored)} scored pairs, expected {want_scored}")
+        bad = next((i for i, line in enumerate(lines, 1) if line != "" and _score(line) is None), None)
+        what = "is not a score between 0 and 5"
+    elif name.startswith("sts-"):  # genre, file, year, id, score, sentence 1, sentence 2 (+ sources)
+        bad = next(
+            (i for i, line in enumerate(lines, 1) if len(c := line.strip().split("\t")) < 7 or _score(c[4]) is None),
+            None,
+        )
+        what = "is not 7 tab-separated columns with a score between 0 and 5 in the fifth"
+    else:  # SICK: pair_ID, sentence_A, sentence_B, relatedness_score (1-5), entailment_judgment
+        bad = next(
+            (
+                i
+                for i, line in enumerate(lines[1:], 2)
+                if len(c := line.strip().split("\t")) < 4 or _score(c[3]) is None
+            ),
+            None,
+        )
+        what = "is not pair_ID, sentence_A, sentence_B, a relatedness score between 0 and 5"
+    if bad is not None:
+        problems.append(f"{rel}:{bad} {what}")
+    return problems
+
+
+def _check_sts(folder: Path) -> list[str]:
+    """``folder`` is the SentEval folder holding STS/ and SICK/."""
+    return [problem for rel in sts_files() for problem in sts_file_problems(folder, rel)]
+
+
 # (graphs, nodes) per TU dataset, the published TUDataset statistics; None where only the graph
 # count is checked.
 TU_COUNTS = {
