@@ -220,6 +220,37 @@ ENGINE_FOLDERS = {
 CUDA_ONLY = ("STSBenchmark", "SICKRelatedness")
 
 
+class _RaggedArrays:
+    """The ``numpy`` that SentEval's ``senteval/sts.py`` was written against: its STS reader calls
+    ``np.array([s.split() for s in sent1])`` on sentences of different lengths, which NumPy before
+    1.24 turned into an object array of lists (with a warning) and NumPy 1.24 and later refuse
+    (``ValueError: ... inhomogeneous shape``). This stands in for ``numpy`` in that one module:
+    every name is numpy's, and ``array`` of a ragged list gives the object array it used to."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    @staticmethod
+    def array(obj, *args, **kwargs):
+        try:
+            return np.array(obj, *args, **kwargs)
+        except ValueError:
+            if args or kwargs or not isinstance(obj, list):
+                raise
+            out = np.empty(len(obj), dtype=object)
+            for i, item in enumerate(obj):
+                out[i] = item
+            return out
+
+
+def ragged_sts_reader(senteval) -> None:
+    """Let SentEval's STS12-16 reader run under NumPy >= 1.24 (:class:`_RaggedArrays`); a no-op
+    when its ``sts`` module is not loaded or already adapted."""
+    sts = sys.modules.get(f"{senteval.__name__}.sts")
+    if sts is not None and getattr(sts, "np", None) is np:
+        sts.np = _RaggedArrays()
+
+
 def from_senteval(name: str, res: dict) -> dict:
     """SentEval's result dict of one task in qt-hard's form: the transfer tasks' as they are; the
     STS12-16 ones (per set ``(r, p)`` tuples and an ``all`` entry) and the supervised relatedness
@@ -308,6 +339,7 @@ def run_engine(
     also ``f1``), each with ``encode_seconds`` (new sentences encoded for it) and ``seconds``
     (wall time of its ``eval``, encoding included) added."""
     senteval = import_senteval(senteval_path)
+    ragged_sts_reader(senteval)
     results = {}
     with task_path(data_dir if data_dir is not None else Path(senteval_path) / "data", tasks) as where:
         params = senteval_params(

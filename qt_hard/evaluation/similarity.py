@@ -232,12 +232,19 @@ def similarity_sentences(tasks: Sequence[str], folder) -> list[str]:
 
 def cosine_scores(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """Row-wise cosine of (n, d) ``A`` and ``B``; 0 where either row is all zeros (SentEval's
-    ``nan_to_num`` of the 0/0)."""
+    ``nan_to_num`` of the 0/0).
+
+    Computed pair by pair with SentEval's arithmetic (``np.dot(u, v) / (norm(u) * norm(v))``): a
+    vectorized sum rounds differently in the last bit, which reorders pairs whose cosines are
+    equal (identical sentences, bag-of-words duplicates) and moved Spearman's rho by up to 0.04
+    points on STS12."""
     A = np.nan_to_num(np.asarray(A, dtype=np.float64))
     B = np.nan_to_num(np.asarray(B, dtype=np.float64))
-    norms = np.linalg.norm(A, axis=1) * np.linalg.norm(B, axis=1)
-    dots = np.einsum("ij,ij->i", A, B)
-    return np.where(norms > 0, dots / np.where(norms > 0, norms, 1.0), 0.0)
+    out = np.empty(len(A))
+    for i, (u, v) in enumerate(zip(A, B)):
+        norms = np.linalg.norm(u) * np.linalg.norm(v)
+        out[i] = np.dot(u, v) / norms if norms > 0 else 0.0
+    return out
 
 
 def _correlations(pred: np.ndarray, gold: np.ndarray) -> tuple[float, float]:
