@@ -266,7 +266,6 @@ def cmd_senteval_engine(args) -> int:
             f"--tasks {','.join(cosine)}: not a task of SentEval's engine (its STSBenchmark and SICKRelatedness are "
             "the supervised regression); the fast engine computes the cosine forms"
         )
-    checkout = check_checkout(args.senteval_path)
     usepytorch = (args.senteval_classifier or "pytorch") == "pytorch"
     cuda_only = [t for t in tasks if t in CUDA_ONLY]
     if cuda_only:
@@ -277,6 +276,7 @@ def cmd_senteval_engine(args) -> int:
                 f"--tasks {','.join(cuda_only)}: SentEval's relatedness regression (senteval/tools/relatedness.py) "
                 "asserts CUDA, which this machine lacks; the fast engine runs the same regression on the CPU"
             )
+    checkout = check_checkout(args.senteval_path)
     if usepytorch:
         import torch
 
