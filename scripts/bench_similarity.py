@@ -5,7 +5,8 @@ pays its own encoding): the six transfer tasks (SentEval's protocol, the fast so
 similarity suite (STS12-16, STSBenchmark-cos, SICKRelatedness-cos, and SentEval's supervised
 STSBenchmark and SICKRelatedness). Per run: wall seconds, the encoding and the classifier /
 scoring seconds summed over tasks, sentences encoded (each distinct one once, so this is also the
-number of distinct sentences) and the pairs scored. The load average before and after goes into
+number of distinct sentences), the pairs scored and each task's headline score (Spearman x100 or
+accuracy). The load average before and after goes into
 the row: on a shared machine, timings are upper bounds.
 
 One JSON row per model is appended to ``--output``; the last printed line is a one-line headline.
@@ -61,6 +62,8 @@ def suite(encoder, tasks, data) -> dict:
     pairs = sum(r.get("npairs", r.get("ntest", 0)) for r in res.values())
     return {
         "tasks": list(tasks),
+        # the headline score of each task: Spearman x100 (similarity) or accuracy (transfer)
+        "scores": {t: round(r.get("spearman", r.get("acc", float("nan"))), 2) for t, r in res.items()},
         "seconds": round(wall, 1),
         "encode_seconds": round(cache.seconds, 1),
         "classify_or_score_seconds": round(work, 1),
