@@ -64,6 +64,7 @@ def suite(encoder, tasks, data) -> dict:
         "tasks": list(tasks),
         # the headline score of each task: Spearman x100 (similarity) or accuracy (transfer)
         "scores": {t: round(r.get("spearman", r.get("acc", float("nan"))), 2) for t, r in res.items()},
+        "task_seconds": {t: r["seconds"] for t, r in res.items()},
         "seconds": round(wall, 1),
         "encode_seconds": round(cache.seconds, 1),
         "classify_or_score_seconds": round(work, 1),
