@@ -34,7 +34,14 @@ per-task differences to uniform.
     python scripts/qt_table.py --out runs/qt_gpu --protocol senteval,skipthoughts --eval-device cuda ...
 
 ``--protocol`` takes a comma-separated list: each trained run is then evaluated under every protocol
-before the next run trains (one encoding, two classifier protocols). ``--eval-device`` is where the
+before the next run trains (one encoding, two classifier protocols). ``similarity`` is a protocol
+too: the run's semantic similarity (``SIM_TASKS``: STS12-16, STS Benchmark and SICK-R, cosine and
+SentEval's supervised form; ``qt_hard.evaluation.similarity``), one ledger record per run with
+Spearman and Pearson x100 per task; a run whose ``final/`` is there is evaluated without training
+(``--protocol senteval,similarity`` on a finished table adds the similarity records only). Its
+summary (``OUT/table_similarity.md``, printed) gives mean +- sample std over seeds per task and of
+the similarity mean (STS12-16 mean, STS-B and SICK-R cosine), each row's difference to uniform
+paired by seed, and whether that difference exceeds uniform's seed spread. ``--eval-device`` is where the
 classifiers are solved (``qt_hard.evaluation.logreg``'s device: ``cpu``, or ``cuda`` for the same
 solver on a GPU); the encoder runs on the GPU whenever there is one. Each record says which.
 """
@@ -109,6 +116,17 @@ def row_order(name: str) -> tuple:
 
 
 TASKS = ("MR", "CR", "SUBJ", "MPQA", "TREC", "MRPC")
+SIM_TASKS = (
+    "STS12",
+    "STS13",
+    "STS14",
+    "STS15",
+    "STS16",
+    "STSBenchmark-cos",
+    "SICKRelatedness-cos",
+    "STSBenchmark",
+    "SICKRelatedness",
+)
 # Lines of the paper's Table 2, matched by their opening words: row key -> regex.
 PAPER_ROWS = {
     "uniform": r"^QT \(",
@@ -164,8 +182,10 @@ def evaluator(protocol: str):
     name. ``cache``: an ``EmbeddingCache`` of the encoder, shared by the protocols of one run."""
     from qt_hard.evaluation.senteval import PROTOCOLS, run_senteval
 
+    if protocol == "similarity":  # the cosine tasks and SentEval's regression; kfold plays no part
+        return lambda enc, tasks, kfold, data, cache=None: run_senteval(enc, SIM_TASKS, data, cache=cache)
     if protocol not in PROTOCOLS:
-        raise SystemExit(f"--protocol {protocol}: no such protocol; choose one of {', '.join(PROTOCOLS)}")
+        raise SystemExit(f"--protocol {protocol}: no such protocol; choose one of {', '.join(PROTOCOLS)}, similarity")
     return lambda enc, tasks, kfold, data, cache=None: run_senteval(
         enc, tasks, data, kfold=kfold, protocol=protocol, cache=cache
     )
@@ -271,14 +291,20 @@ def run_cell(args, ledger, key: str, seed: int, todo: list[str], run_evals: dict
     for protocol in todo:
         t2 = time.perf_counter()
         res = run_evals[protocol](enc, list(TASKS), args.kfold, data, cache=cache)
+        if protocol == "similarity":
+            rec = similarity_record(res)
+        else:
+            rec = {
+                "acc": {t: res[t]["acc"] for t in TASKS},
+                "mrpc_f1": res["MRPC"].get("f1"),
+                "devacc": {t: res[t].get("devacc") for t in TASKS},
+            }
         rec = {
             "row": key,
             "seed": seed,
             "protocol": protocol,
             "run": str(run_dir),
-            "acc": {t: res[t]["acc"] for t in TASKS},
-            "mrpc_f1": res["MRPC"].get("f1"),
-            "devacc": {t: res[t].get("devacc") for t in TASKS},
+            **rec,
             "train_s": round(t1 - t0, 1),
             "eval_s": round(time.perf_counter() - t2, 1),
             "encode_device": enc_device,
@@ -289,6 +315,107 @@ def run_cell(args, ledger, key: str, seed: int, todo: list[str], run_evals: dict
         }
         ledger.append(rec)
         print(json.dumps(rec), flush=True)
+
+
+SIM_MEAN = "Sim. mean"
+
+
+def similarity_record(res: dict) -> dict:
+    """The ledger fields of one run's similarity results: Spearman and Pearson x100 per task of
+    ``SIM_TASKS``, the dev scores (cosine: dev Spearman; supervised: dev Pearson) and the similarity
+    mean (``qt_hard.evaluation.report.similarity_mean``)."""
+    from qt_hard.evaluation.report import similarity_mean
+
+    return {
+        "spearman": {t: res[t]["spearman"] for t in SIM_TASKS},
+        "pearson": {t: res[t]["pearson"] for t in SIM_TASKS},
+        "dev": {t: res[t].get("devspearman", res[t].get("devpearson")) for t in SIM_TASKS},
+        "sim_mean": similarity_mean(res),
+    }
+
+
+def summarize_similarity(records: list[dict], field: str = "spearman") -> tuple[str, dict]:
+    """The similarity table: per row mean +- sample std (ddof 1) over seeds of ``field`` x100 per task
+    and of the similarity mean; then each row's difference to uniform paired by seed (the mean over
+    the seeds both have of row - uniform) and whether it exceeds the spread, the sample std over
+    seeds of uniform's value. Returns (markdown, {"stats", "diffs", "spread", "verdict"})."""
+    import numpy as np
+
+    cols = [*SIM_TASKS, SIM_MEAN]
+    by: dict = {}
+    for r in records:
+        if r.get("protocol") == "similarity" and all((r.get(field) or {}).get(t) is not None for t in SIM_TASKS):
+            vals = [r[field][t] for t in SIM_TASKS]
+            mean = r.get("sim_mean") if field == "spearman" else None
+            if mean is None:
+                years = [r[field][t] for t in SIM_TASKS[:5]]
+                mean = (float(np.mean(years)) + r[field]["STSBenchmark-cos"] + r[field]["SICKRelatedness-cos"]) / 3
+            by.setdefault(r["row"], {})[r["seed"]] = np.array([*vals, mean])
+    stats = {}
+    for key in sorted(by, key=row_order):
+        m = np.stack(list(by[key].values()))
+        stats[key] = {
+            "n": len(m),
+            "mean": m.mean(0),
+            "std": m.std(0, ddof=1) if len(m) > 1 else np.zeros(len(cols)),
+            "seeds": sorted(by[key]),
+        }
+    heads = [
+        "STS12",
+        "STS13",
+        "STS14",
+        "STS15",
+        "STS16",
+        "STS-B cos",
+        "SICK-R cos",
+        "STS-B sup.",
+        "SICK-R sup.",
+        SIM_MEAN,
+    ]
+    lines = [
+        f"Semantic similarity, {field.capitalize()} x100 (STS12-16: mean over each year's sets; cos: cosine on "
+        "the test split; sup.: SentEval's regression, test). Mean ± sample std (ddof 1) over seeds; "
+        f"{SIM_MEAN}: the mean of the STS12-16 mean, STS-B cos and SICK-R cos.",
+        "",
+        "| Objective | seeds | " + " | ".join(heads) + " |",
+        "|---|---:|" + "---:|" * len(heads),
+    ]
+    for key, s in stats.items():
+        cells = [f"{m:.1f} ± {sd:.1f}" for m, sd in zip(s["mean"], s["std"])]
+        lines.append(f"| {row_spec(key)[0]} | {s['n']} | " + " | ".join(cells) + " |")
+    diffs, verdict, spread = {}, {}, None
+    if "uniform" in stats:
+        base = by["uniform"]
+        spread = stats["uniform"]["std"]
+        lines += [
+            "",
+            "Difference to uniform, paired by seed (mean over the shared seeds of row - uniform); * where its size "
+            "exceeds uniform's seed spread (sample std over seeds) in that column:",
+            "",
+            "| Objective | shared seeds | " + " | ".join(heads) + " |",
+            "|---|---:|" + "---:|" * len(heads),
+        ]
+        for key in stats:
+            if key == "uniform":
+                continue
+            shared = sorted(set(by[key]) & set(base))
+            if not shared:
+                continue
+            d = np.stack([by[key][s] - base[s] for s in shared]).mean(0)
+            diffs[key] = d
+            beyond = (np.abs(d) > spread) & (stats["uniform"]["n"] > 1)
+            verdict[key] = "higher" if beyond[-1] and d[-1] > 0 else "lower" if beyond[-1] else "within"
+            cells = [f"{x:+.2f}" + ("*" if b else "") for x, b in zip(d, beyond)]
+            lines.append(f"| {row_spec(key)[0]} | {len(shared)} | " + " | ".join(cells) + " |")
+        if stats["uniform"]["n"] < 2:
+            lines += ["", "Uniform has one seed so far: no seed spread to judge the differences by."]
+        else:
+            said = [
+                f"{row_spec(k)[0]}: {v} ({diffs[k][-1]:+.2f} against a spread of {spread[-1]:.2f})"
+                for k, v in verdict.items()
+            ]
+            lines += ["", f"{SIM_MEAN} against uniform beyond its seed spread: " + ("; ".join(said) or "no other row")]
+    return "\n".join(lines), {"stats": stats, "diffs": diffs, "spread": spread, "verdict": verdict}
 
 
 def summarize(records: list[dict], protocol: str, paper: dict, field: str = "acc") -> tuple[str, dict]:
@@ -394,7 +521,9 @@ def write_csv(records: list[dict], path: Path) -> None:
     with tmp.open("w", newline="") as fh:
         w = csv.DictWriter(fh, fields)
         w.writeheader()
-        for r in sorted(records, key=lambda r: (r["protocol"], row_order(r["row"]), r["seed"])):
+        for r in sorted(
+            (r for r in records if "acc" in r), key=lambda r: (r["protocol"], row_order(r["row"]), r["seed"])
+        ):
             acc = [r["acc"][t] for t in TASKS]
             dev = [v for v in (r.get("devacc") or {}).values() if v is not None]
             w.writerow(
@@ -452,7 +581,8 @@ def main() -> None:
     ap.add_argument(
         "--protocol",
         default="senteval",
-        help="senteval | skipthoughts, or both comma-separated (each run evaluated under each)",
+        help="senteval | skipthoughts | similarity, or several comma-separated (each run evaluated under each; "
+        "similarity: STS12-16, STS Benchmark, SICK-R)",
     )
     ap.add_argument("--eval-device", default="cpu", help="where the classifiers are solved: cpu (default) or cuda")
     ap.add_argument("--kfold", type=int, default=10)
@@ -508,6 +638,13 @@ def main() -> None:
     records = open_ledger(out, None).latest() if (out / "results.jsonl").is_file() else []
     write_csv(records, out / "results.csv")
     for protocol in protocols:
+        if protocol == "similarity":
+            table = summarize_similarity(records)[0]
+            (out / "table_similarity.md").write_text(table + "\n")
+            print(table)
+            n = sum(1 for r in records if r.get("protocol") == "similarity")
+            print(f"{n} runs under similarity in {out / 'results.jsonl'}; table {out / 'table_similarity.md'}")
+            continue
         table, parts = summarize(records, protocol, paper)
         # One table and plot per protocol (SentEval's keeps the plain names).
         suffix = "" if protocol == "senteval" else f"_{protocol}"

@@ -9,7 +9,7 @@ also checks that ``docs/refusals.md`` is this table rendered (``python tests/_re
 rewrites it).
 
 Placeholders: ``{cfg}`` a tiny Quick-Thoughts config on two small books; ``{out}`` the row's
-output folder; ``{data}`` a SentEval folder holding a copy of CR; ``{model}`` a trained tiny
+output folder; ``{data}`` a SentEval folder holding a copy of CR (and of STS and SICK); ``{model}`` a trained tiny
 model; ``{file}`` an existing plain file; ``{run}`` a folder holding a finished run; ``{ckpt}``
 a run with a checkpoint (its config saved); ``{books}`` a folder of books; ``{json}`` a file
 that is not JSON; ``{binary}`` 1 KiB of every byte value; ``{empty}`` an empty file. A row's ``setup`` names the damage done to a copy first (see the test).
@@ -81,6 +81,8 @@ SETUPS = {
     "truncate_cr": "`truncate -s 100 SENTEVAL/CR/custrev.pos`",
     "garbage_cr": "a line `@@garbage@@` appended to SENTEVAL/CR/custrev.neg",
     "binary_cr": "SENTEVAL/CR/custrev.neg's first line replaced by the control bytes 0x00-0x08, 0x0e-0x1b, 0x1f",
+    "missing_sts": "SENTEVAL/STS/STS12-en-test/STS.gs.MSRpar.txt removed",
+    "truncate_sick": "`truncate -s 1000 SENTEVAL/SICK/SICK_test_annotated.txt`",
 }
 
 

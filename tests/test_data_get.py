@@ -564,3 +564,145 @@ def test_main_job_end_to_end_from_local_hosts(hosts, root, monkeypatch, tmp_path
     )
     assert "TREC" in capsys.readouterr().out
     assert (tmp_path / "qt.json").is_file()
+
+
+# ------------------------------------------------------------------------------------------------
+# sts: STS12-16, the STS Benchmark and SICK from their original archives (small stand-ins)
+
+_RAW = ["A man's dog, running.", "The woman isn't here", '"Yes," she said.', "Two DOGS play in the park"]
+
+
+def serve_sts(hosts: LocalHosts, monkeypatch) -> dict:
+    """The STS wiki's zips (each year's own folder, STS16's STS2016.* names), the STS Benchmark's
+    tar.gz and SICK's three zips, with untokenized, cased sentences; the pinned digests replaced by
+    those of these files. Returns the gold bytes written per installed path."""
+    from _similarity import sizes, use_sizes
+
+    use_sizes(monkeypatch, n=6)
+    counts = sizes(6)
+    rng = random.Random(3)
+    gold_sums, golds = {}, {}
+    for year, (path, folder) in catalog.STS_ARCHIVES.items():
+        prefix = "STS2016" if year == "STS16" else "STS"
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w") as zf:
+            zf.writestr(f"{folder}/00-readme.txt", "the task's readme\n")
+            for name, (lines, scored) in counts["STS_SETS"][year].items():
+                inputs = "".join(f"{rng.choice(_RAW)}\t{rng.choice(_RAW)}\n" for _ in range(lines))
+                gold = "".join(f"{i % 6}.000\n" if i % 3 != 2 or scored == lines else "\n" for i in range(lines))
+                zf.writestr(f"{folder}/{prefix}.input.{name}.txt", inputs)
+                zf.writestr(f"{folder}/{prefix}.gs.{name}.txt", gold)
+                rel = f"STS/{year}-en-test/STS.gs.{name}.txt"
+                gold_sums[rel] = _sha(gold.encode())
+                golds[rel] = gold.encode()
+        hosts.put(f"{catalog.STS_WIKI}/{path}", buf.getvalue())
+    monkeypatch.setattr(catalog, "STS_GOLD_SHA256", gold_sums)
+    buf = io.BytesIO()
+    stsb_sums = {}
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for split, n in counts["STSB_LINES"].items():
+            lines = [
+                f"main-captions\tMSRvid\t2012test\t{i:04d}\t{i % 6}.000\t{rng.choice(_RAW)}\t{rng.choice(_RAW)}"
+                + ("\tsource-a\tsource-b" if i == 0 else "")
+                for i in range(n)
+            ]
+            data = ("\n".join(lines) + "\n").encode()
+            info = tarfile.TarInfo(f"stsbenchmark/sts-{split}.csv")
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+            stsb_sums[split] = catalog.untokenized_digest(lines, (0, 1, 2, 3, 4))
+    hosts.put(catalog.STSB_ARCHIVE, buf.getvalue())
+    monkeypatch.setattr(catalog, "STSB_COLUMNS_SHA256", stsb_sums)
+    sick_sums = {}
+    for split, n in counts["SICK_LINES"].items():
+        lines = ["pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment\r"]
+        lines += [f"{i + 1}\t{rng.choice(_RAW)}\t{rng.choice(_RAW)}\t{1 + i % 5}.0\tNEUTRAL\r" for i in range(n - 1)]
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w") as zf:
+            zf.writestr(f"SICK_{split}.txt", "\n".join(lines) + "\n")
+            zf.writestr("readme.txt", "SICK\n")
+        hosts.put(f"{catalog.SICK_BASE}/sick_{split}.zip", buf.getvalue())
+        kept = [lines[0]] + ["\t".join(c[i] for i in (0, 3, 4)) for c in (x.split("\t") for x in lines[1:])]
+        sick_sums[split] = catalog.untokenized_digest(kept, (0, 1, 2, 3, 4))
+    monkeypatch.setattr(catalog, "SICK_COLUMNS_SHA256", sick_sums)
+    return golds
+
+
+def test_sts_get_installs_beside_senteval_and_survives_its_reinstall(hosts, root, monkeypatch, capsys):
+    pytest.importorskip("sacremoses", reason="data get sts tokenizes with sacremoses (a dev dependency)")
+    golds = serve_sts(hosts, monkeypatch)
+    assert _get("sts") == 0
+    assert f"sts: present in {root / 'senteval'}" in capsys.readouterr().out
+    se = root / "senteval"
+    for rel, gold in golds.items():
+        assert (se / rel).read_bytes() == gold  # gold files copied unchanged
+    first = (se / "STS" / "STS16-en-test" / "STS.input.headlines.txt").read_text().splitlines()[0]
+    assert set(first.split("\t")) <= {
+        "a man 's dog , running .",
+        "the woman isn 't here",
+        '" yes , " she said .',
+        "two dogs play in the park",
+    }  # Moses-tokenized and lower-cased, as SentEval's script leaves STS
+    stsb = (se / "STS" / "STSBenchmark" / "sts-train.csv").read_text().splitlines()
+    assert all(len(x.split("\t")) == 7 for x in stsb)  # cut -f1-5 dropped the source columns
+    sick = (se / "SICK" / "SICK_train.txt").read_bytes().decode().split("\n")
+    assert sick[0].startswith("pair_ID\tsentence_A") and sick[0].endswith("\r")  # the original's CRLF kept
+    assert any("A man 's dog , running ." in x or "Two DOGS play" in x for x in sick[1:])  # SICK keeps its case
+    assert (se / "STS" / "STS12-en-test" / "00-readme.txt").is_file()
+    assert (se / "STS" / catalog.MANIFEST).is_file() and (se / "SICK" / "SOURCE.md").is_file()
+    # the evaluation reads what was installed; data list shows it; senteval itself is still missing
+    from qt_hard.evaluation.similarity import load_similarity
+
+    assert len(load_similarity("STS15", se).sets["belief"].scores) == 4
+    assert main(["data", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "sts         present" in out and "senteval    missing" in out
+    # senteval installed (and forced) after sts leaves senteval/STS and senteval/SICK in place
+    serve_senteval(hosts, monkeypatch)
+    before = {p: p.read_bytes() for p in (se / "STS").rglob("*") if p.is_file()}
+    assert _get("senteval") == 0 and _get("senteval", extra=("--force",)) == 0
+    assert {p: p.read_bytes() for p in (se / "STS").rglob("*") if p.is_file()} == before
+    assert catalog.status("sts", root).state == "present" and catalog.status("senteval", root).state == "present"
+    assert "STS/" not in (se / catalog.MANIFEST).read_text()
+    # a changed byte in a gold file: data list says so; get sts --force repairs it
+    gold = se / "STS" / "STS13-en-test" / "STS.gs.FNWN.txt"
+    gold.write_bytes(b"9" + gold.read_bytes()[1:])
+    capsys.readouterr()
+    assert main(["data", "list"]) == 1
+    assert (
+        "sts         corrupt  STS: STS13-en-test/STS.gs.FNWN.txt does not match its sha256" in capsys.readouterr().out
+    )
+    assert _get("sts", extra=("--force",)) == 0 and catalog.status("sts", root).state == "present"
+
+
+def test_sts_get_refuses_a_changed_gold_file_and_a_missing_tokenizer(hosts, root, monkeypatch, capsys):
+    import sys
+
+    pytest.importorskip("sacremoses", reason="data get sts tokenizes with sacremoses (a dev dependency)")
+    serve_sts(hosts, monkeypatch)
+    rel = "STS/STS14-en-test/STS.gs.images.txt"
+    monkeypatch.setitem(catalog.STS_GOLD_SHA256, rel, "0" * 64)
+    assert _get("sts") == 2
+    err = capsys.readouterr().err
+    assert err.startswith("qt-hard: error: STS2014-en-test.zip: STS.gs.images.txt has sha256") and err.count("\n") == 1
+    assert not (root / "senteval" / "STS").exists()
+    monkeypatch.setitem(sys.modules, "sacremoses", None)  # as if not installed
+    assert _get("sts") == 2
+    err = capsys.readouterr().err
+    assert "install sacremoses" in err and err.count("\n") == 1
+
+
+def test_real_sts_copy_passes_the_layout_checks():
+    """The reference copy of STS/SICK passes the checks a download must, and its untokenized columns
+    have the pinned digests."""
+    import _data
+
+    se = _data.dataset("senteval").parent / "senteval"
+    if not (se / "STS").is_dir():
+        pytest.skip("no STS in the data root")
+    assert catalog._check_sts_part(se / "STS", "STS") == [] and catalog._check_sts_part(se / "SICK", "SICK") == []
+    for rel, want in catalog.STS_GOLD_SHA256.items():
+        assert hashlib.sha256((se / rel).read_bytes()).hexdigest() == want
+    for split, want in catalog.STSB_COLUMNS_SHA256.items():
+        lines = (se / "STS" / "STSBenchmark" / f"sts-{split}.csv").read_bytes().decode().split("\n")[:-1]
+        assert catalog.untokenized_digest(lines, (0, 1, 2, 3, 4)) == want

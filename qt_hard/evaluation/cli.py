@@ -83,13 +83,24 @@ def cmd_senteval(args) -> int:
     if args.output:
         check_output_file(args.output, "--output")
 
-    from .tasks import load_task
+    from .tasks import check_task_files
 
     data_dir = args.data or data_path("senteval")
-    for name in tasks:  # a missing or damaged task file fails here, before the model is loaded
-        load_task(name, data_dir)
+    from .senteval import check_protocol_tasks
+
+    check_protocol_tasks(tasks, args.protocol)
+    check_task_files(tasks, data_dir)  # a missing or damaged task file fails here, before the model is loaded
     from .models import control_models, unk_rates
-    from .report import save_results, senteval_table, six_task_mean, unk_table
+    from .report import (
+        has_similarity,
+        has_transfer,
+        save_results,
+        senteval_table,
+        similarity_mean,
+        similarity_table,
+        six_task_mean,
+        unk_table,
+    )
     from .senteval import run_senteval
 
     _set_device(args.device)
@@ -134,10 +145,23 @@ def cmd_senteval(args) -> int:
                 max_iter=max_iter,
             )
             unk[row] = unk[name]
-    print(senteval_table(rows))
-    means = {row: six_task_mean(res) for row, res in rows.items()}
-    if len(rows) > 1 and all(m is not None for m in means.values()):
-        print("six-task mean accuracy: " + ", ".join(f"{row} {m:.1f}" for row, m in means.items()))
+    transfer, similarity = has_transfer(results), has_similarity(results)
+    if transfer:
+        print(senteval_table(rows))
+        means = {row: six_task_mean(res) for row, res in rows.items()}
+        if len(rows) > 1 and all(m is not None for m in means.values()):
+            print("six-task mean accuracy: " + ", ".join(f"{row} {m:.1f}" for row, m in means.items()))
+    if similarity:
+        if transfer:
+            print()
+        print(
+            "Semantic similarity, Spearman x100 (STS12-16: mean over each year's sets; cos: cosine, test split; "
+            "sup.: SentEval's regression, test split)"
+        )
+        print(similarity_table(rows))
+        sims = {row: similarity_mean(res) for row, res in rows.items()}
+        if len(rows) > 1 and all(m is not None for m in sims.values()):
+            print("similarity mean (Spearman): " + ", ".join(f"{row} {m:.1f}" for row, m in sims.items()))
     note = run_note(args.model)
     if note:
         print(f"note ({name}'s run config): {note}")
@@ -172,13 +196,24 @@ def cmd_senteval(args) -> int:
         save_results(args.output, payload)
         _log(f"wrote {args.output}")
     if card_file is not None:
-        from qt_hard.text.card import with_senteval
+        from qt_hard.text.card import with_senteval, with_similarity
 
-        table = senteval_table(rows) + (
-            f"\n\nProtocol: {args.protocol}, {args.kfold}-fold, seed {args.seed} (`qt-hard eval senteval`)."
-        )
-        card_file.write_text(with_senteval(card_file.read_text(encoding="utf-8"), table), encoding="utf-8")
-        _log(f"wrote the SentEval table into {card_file}")
+        card = card_file.read_text(encoding="utf-8")
+        if transfer:
+            card = with_senteval(
+                card,
+                senteval_table(rows)
+                + f"\n\nProtocol: {args.protocol}, {args.kfold}-fold, seed {args.seed} (`qt-hard eval senteval`).",
+            )
+        if similarity:
+            card = with_similarity(
+                card,
+                similarity_table(rows) + "\n\nSpearman x100 (Pearson below): STS12-16 the mean over each year's "
+                "sets; cos the cosine on the test split; sup. SentEval's regression (train, dev, test), seed "
+                f"{args.seed} (`qt-hard eval senteval --tasks {','.join(t for t in tasks if t in results)}`).",
+            )
+        card_file.write_text(card, encoding="utf-8")
+        _log(f"wrote the evaluation tables into {card_file}")
     return 0
 
 
@@ -198,9 +233,10 @@ def cmd_senteval_engine(args) -> int:
 
     Every argument (checkout, task folders, CUDA for its PyTorch classifier) is checked before
     the model is loaded."""
-    from .report import save_results, senteval_table
+    from .report import has_similarity, has_transfer, save_results, senteval_table, similarity_table
     from .senteval import parse_tasks
     from .senteval_engine import (
+        CUDA_ONLY,
         DEFAULT_CLASSIFIER,
         check_checkout,
         checkout_commit,
@@ -231,8 +267,23 @@ def cmd_senteval_engine(args) -> int:
             f"{', '.join(fast_only)}: not with --engine senteval (SentEval's engine has its "
             "own protocol and classifiers)"
         )
-    checkout = check_checkout(args.senteval_path)
+    cosine = [t for t in tasks if t.endswith("-cos")]
+    if cosine:
+        raise UsageError(
+            f"--tasks {','.join(cosine)}: not a task of SentEval's engine (its STSBenchmark and SICKRelatedness are "
+            "the supervised regression); the fast engine computes the cosine forms"
+        )
     usepytorch = (args.senteval_classifier or "pytorch") == "pytorch"
+    cuda_only = [t for t in tasks if t in CUDA_ONLY]
+    if cuda_only:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise UsageError(
+                f"--tasks {','.join(cuda_only)}: SentEval's relatedness regression (senteval/tools/relatedness.py) "
+                "asserts CUDA, which this machine lacks; the fast engine runs the same regression on the CPU"
+            )
+    checkout = check_checkout(args.senteval_path)
     if usepytorch:
         import torch
 
@@ -272,7 +323,10 @@ def cmd_senteval_engine(args) -> int:
     classifier = (
         "pytorch " + ",".join(f"{k}={v}" for k, v in DEFAULT_CLASSIFIER.items()) if usepytorch else "sklearn-LogReg"
     )
-    print(senteval_table({name: results}, engine=f"SentEval ({classifier})"))
+    if has_transfer(results):
+        print(senteval_table({name: results}, engine=f"SentEval ({classifier})"))
+    if has_similarity(results):
+        print(similarity_table({name: results}, engine="SentEval"))
     if args.output:
         save_results(
             args.output,
@@ -438,14 +492,19 @@ def register(subparsers) -> None:
     sub = p.add_subparsers(dest="eval_command", metavar="EVAL")
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
-    s = sub.add_parser("senteval", help="MR CR SUBJ MPQA TREC MRPC (SentEval or skip-thoughts protocol)")
+    s = sub.add_parser(
+        "senteval",
+        help="MR CR SUBJ MPQA TREC MRPC (SentEval or skip-thoughts protocol), STS12-16, STS Benchmark, SICK-R",
+    )
     s.add_argument(
         "--model", required=True, help="qt-hard model folder, sentence-transformers folder, 'minilm' or 'random:CONFIG'"
     )
     s.add_argument(
         "--tasks",
         default="MR,CR,SUBJ,MPQA,TREC,MRPC",
-        help="comma-separated tasks among MR, CR, SUBJ, MPQA, TREC, MRPC (MSRP = MRPC); default all six",
+        help="comma-separated tasks among MR, CR, SUBJ, MPQA, TREC, MRPC (MSRP = MRPC; default all six) and "
+        "the similarity tasks STS12, STS13, STS14, STS15, STS16, STSBenchmark-cos, SICKRelatedness-cos (cosine, "
+        "unsupervised), STSBenchmark, SICKRelatedness (SentEval's supervised regression)",
     )
     s.add_argument(
         "--data",

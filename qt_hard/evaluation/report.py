@@ -5,7 +5,9 @@ columns ``MR CR SUBJ MPQA TREC MSRP (Acc) MSRP (F1)``; :func:`senteval_table` pr
 plus a row of seconds per task. Those published numbers came from the skip-thoughts evaluators
 (S2V's ``src/evaluate.py``), i.e. ``--protocol skipthoughts`` here, not from SentEval's protocol:
 a table's numbers are comparable with it only under the same protocol (the result file's
-``protocol.name`` says which). A result file is JSON::
+``protocol.name`` says which). The similarity tasks (STS12-16, STS Benchmark, SICK-R) get a table
+of their own, :func:`similarity_table` (correlations x100, not accuracies), and join the same
+result file under their task names. A result file is JSON::
 
     {"model": "...", "kind": "senteval", "protocol": {...}, "results": {"MR": {"acc": ..}, ..}}
 
@@ -21,7 +23,12 @@ from qt_hard.errors import ArgumentError, MissingFileError
 
 __all__ = [
     "TABLE2_COLUMNS",
+    "SIMILARITY_COLUMNS",
     "senteval_table",
+    "similarity_table",
+    "similarity_mean",
+    "has_transfer",
+    "has_similarity",
     "six_task_mean",
     "unk_table",
     "wiki_table",
@@ -42,6 +49,31 @@ TABLE2_COLUMNS = (
 )
 
 
+# (column header, task) of the similarity table: Spearman x100 (Pearson on a row below).
+SIMILARITY_COLUMNS = (
+    ("STS12", "STS12"),
+    ("STS13", "STS13"),
+    ("STS14", "STS14"),
+    ("STS15", "STS15"),
+    ("STS16", "STS16"),
+    ("STS-B cos", "STSBenchmark-cos"),
+    ("SICK-R cos", "SICKRelatedness-cos"),
+    ("STS-B sup.", "STSBenchmark"),
+    ("SICK-R sup.", "SICKRelatedness"),
+)
+_STS_YEARS = ("STS12", "STS13", "STS14", "STS15", "STS16")
+
+
+def has_transfer(res: dict) -> bool:
+    """Whether ``{task: result}`` holds one of the six transfer tasks."""
+    return any(t in res for _, t, _ in TABLE2_COLUMNS)
+
+
+def has_similarity(res: dict) -> bool:
+    """Whether ``{task: result}`` holds a similarity task."""
+    return any(t in res for _, t in SIMILARITY_COLUMNS)
+
+
 def _cell(v, fmt="{:.1f}") -> str:
     return "–" if v is None else fmt.format(v)
 
@@ -58,6 +90,39 @@ def senteval_table(rows: dict[str, dict], seconds: bool = True, engine: str | No
         if seconds:
             secs = [_cell(res.get(t, {}).get("seconds"), "{:.1f}s") if m == "acc" else "" for _, t, m in TABLE2_COLUMNS]
             lines.append("| (seconds) | " + (" | " if engine else "") + " | ".join(secs) + " |")
+    return "\n".join(lines)
+
+
+def similarity_mean(res: dict) -> float | None:
+    """The unsupervised similarity summary: the mean of three Spearman x100 numbers, the STS12-16
+    mean (of each year's mean over its sets), STSBenchmark-cos and SICKRelatedness-cos (test);
+    None if one of the seven tasks is missing."""
+    years = [res.get(t, {}).get("spearman") for t in _STS_YEARS]
+    others = [res.get(t, {}).get("spearman") for t in ("STSBenchmark-cos", "SICKRelatedness-cos")]
+    if any(v is None for v in years + others):
+        return None
+    return (sum(years) / len(years) + sum(others)) / 3
+
+
+def similarity_table(rows: dict[str, dict], seconds: bool = True, engine: str | None = None) -> str:
+    """Markdown table of the similarity tasks, apart from the accuracy table: per model a row of
+    Spearman x100 (STS12-16: the mean over each year's sets; ``cos``: cosine on the test split;
+    ``sup.``: SentEval's supervised regression, test), a ``(Pearson)`` row and a ``(seconds)`` row;
+    ``Sim. mean`` is :func:`similarity_mean`. ``engine`` adds an ``Engine`` column."""
+    cols = list(SIMILARITY_COLUMNS)
+    head = "| Model | " + ("Engine | " if engine else "") + " | ".join(c for c, _ in cols) + " | Sim. mean |"
+    sep = "|---|" + ("---|" if engine else "") + "---:|" * (len(cols) + 1)
+    lines = [head, sep]
+    pad = " | " if engine else ""
+    for name, res in rows.items():
+        spear = [_cell(res.get(t, {}).get("spearman")) for _, t in cols]
+        mean = similarity_mean(res)
+        lines.append(f"| {name} | " + (f"{engine} | " if engine else "") + " | ".join(spear) + f" | {_cell(mean)} |")
+        pear = [_cell(res.get(t, {}).get("pearson")) if t in res else "" for _, t in cols]
+        lines.append("| (Pearson) | " + pad + " | ".join(pear) + " |  |")
+        if seconds:
+            secs = [_cell(res.get(t, {}).get("seconds"), "{:.1f}s") if t in res else "" for _, t in cols]
+            lines.append("| (seconds) | " + pad + " | ".join(secs) + " |  |")
     return "\n".join(lines)
 
 
@@ -115,7 +180,15 @@ def _metrics(data: dict) -> dict[str, float]:
     """Flatten a result file to {column: value}."""
     res = data["results"]
     if data["kind"] == "senteval":
-        return {c: res[t][m] for c, t, m in TABLE2_COLUMNS if t in res and m in res[t]}
+        out = {c: res[t][m] for c, t, m in TABLE2_COLUMNS if t in res and m in res[t]}
+        for c, t in SIMILARITY_COLUMNS:
+            for metric in ("spearman", "pearson"):
+                if metric in res.get(t, {}):
+                    out[f"{c} ({metric.capitalize()})"] = res[t][metric]
+        mean = similarity_mean(res)
+        if mean is not None:
+            out["Sim. mean (Spearman)"] = mean
+        return out
     if data["kind"] == "wiki":
         return {k: v["acc"] for k, v in res.items() if isinstance(v, dict) and "acc" in v}
     raise ValueError(f"unknown result kind {data['kind']!r}")

@@ -21,6 +21,12 @@ two classifier protocols (``protocol=``):
 
 See :mod:`.tasks` for how files are read and :mod:`.protocol` for the classifier loops.
 
+The similarity tasks (STS12-16, the STS Benchmark and SICK-R, :mod:`.similarity`) run through
+:func:`run_senteval` too, on the same embedding cache (each distinct sentence is encoded once across
+all tasks); they do not depend on ``protocol`` (the cosine ones use no classifier; the supervised
+``STSBenchmark`` and ``SICKRelatedness`` are SentEval's regression and are refused under
+``"skipthoughts"``, whose evaluators are not reproduced for them).
+
 Results per task: ``devacc`` (MSRP under skip-thoughts: ``devf1``), ``acc`` (and ``f1`` for
 MRPC), ``ndev``, ``ntest``, the chosen C, ``encode_seconds`` (new sentences encoded for this
 task; the cache is shared between tasks), ``classify_seconds`` and ``seconds`` (their sum).
@@ -36,7 +42,18 @@ import numpy as np
 
 from .models import EmbeddingCache
 from .protocol import SKIPTHOUGHTS_SEED, inner_kfold, kfold_train_test, skipthoughts_kfold, skipthoughts_nested_kfold
-from .tasks import TASKS, BinaryTask, MrpcTask, TrecTask, load_task, parse_tasks, task_sentences, words_to_text
+from .similarity import SUPERVISED_TASKS, evaluate_similarity
+from .tasks import (
+    TASKS,
+    BinaryTask,
+    MrpcTask,
+    TrecTask,
+    is_similarity,
+    load_task,
+    parse_tasks,
+    task_sentences,
+    words_to_text,
+)
 
 PROTOCOLS = ("senteval", "skipthoughts")
 
@@ -47,6 +64,7 @@ __all__ = [
     "skipthoughts_order",
     "default_senteval_dir",
     "evaluate_task",
+    "check_protocol_tasks",
     "run_senteval",
     "task_sentences",
 ]
@@ -161,6 +179,21 @@ def evaluate_task(
     return res
 
 
+def check_protocol_tasks(tasks: Sequence[str], protocol: str) -> None:
+    """Refuse an unknown protocol, and the supervised similarity tasks under another protocol than
+    SentEval's (``ArgumentError``, one line)."""
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {protocol!r}; known: {', '.join(PROTOCOLS)}")
+    supervised = [t for t in tasks if t in SUPERVISED_TASKS]
+    if protocol != "senteval" and supervised:
+        from qt_hard.errors import ArgumentError
+
+        raise ArgumentError(
+            f"--tasks {','.join(supervised)}: SentEval's supervised similarity protocol runs under --protocol "
+            "senteval only (the cosine tasks STS12-16, STSBenchmark-cos, SICKRelatedness-cos run under either)"
+        )
+
+
 def run_senteval(
     encoder,
     tasks: Sequence[str] = TASKS,
@@ -180,12 +213,18 @@ def run_senteval(
     Returns ``{task: result}`` (see module docstring), in the order given.
     """
     tasks = parse_tasks(tasks)
+    check_protocol_tasks(tasks, protocol)
     data_dir = Path(data_dir) if data_dir is not None else default_senteval_dir()
     if not data_dir.is_dir():
         raise FileNotFoundError(f"SentEval data folder {data_dir} does not exist")
     cache = cache if cache is not None else EmbeddingCache(encoder, batch_size=batch_size)
     results = {}
     for name in tasks:
+        if is_similarity(name):
+            results[name] = evaluate_similarity(name, data_dir, cache, seed=seed)
+            if log:
+                log(_similarity_line(name, results[name]))
+            continue
         task = load_task(name, data_dir, sort=protocol != "skipthoughts")
         results[name] = evaluate_task(
             task, cache, kfold=kfold, seed=seed, fast=fast, protocol=protocol, max_iter=max_iter
@@ -199,3 +238,17 @@ def run_senteval(
                 f"encode {r['encode_seconds']:.1f}s classify {r['classify_seconds']:.1f}s"
             )
     return results
+
+
+def _similarity_line(name: str, r: dict) -> str:
+    """One progress line for a similarity task's result."""
+    if "sets" in r:
+        extra = f" (weighted by pairs: spearman {r['spearman_wmean']:.2f} pearson {r['pearson_wmean']:.2f})"
+    elif "devspearman" in r:
+        extra = f" (dev spearman {r['devspearman']:.2f})"
+    else:
+        extra = f" (dev pearson {r['devpearson']:.2f}, kept after {r['epochs']} epochs)"
+    return (
+        f"{name}: spearman {r['spearman']:.2f} pearson {r['pearson']:.2f}{extra} "
+        f"encode {r['encode_seconds']:.1f}s score {r['score_seconds']:.1f}s"
+    )

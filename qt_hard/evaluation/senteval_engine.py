@@ -55,12 +55,15 @@ from .models import EmbeddingCache
 from .tasks import words_to_text
 
 __all__ = [
+    "CUDA_ONLY",
     "DEFAULT_CLASSIFIER",
+    "ENGINE_FOLDERS",
     "SentEvalImportError",
     "SentEvalNotFoundError",
     "batcher",
     "check_checkout",
     "checkout_commit",
+    "from_senteval",
     "import_senteval",
     "prepare",
     "run_engine",
@@ -207,6 +210,83 @@ def import_senteval(path):
     return module
 
 
+# Where SentEval's engine reads each task below ``downstream/`` (senteval/engine.py).
+ENGINE_FOLDERS = {
+    **{y: f"STS/{y}-en-test" for y in ("STS12", "STS13", "STS14", "STS15", "STS16")},
+    "STSBenchmark": "STS/STSBenchmark",
+    "SICKRelatedness": "SICK",
+}
+# SentEval's supervised similarity tasks, whose regression (senteval/tools/relatedness.py) asserts CUDA.
+CUDA_ONLY = ("STSBenchmark", "SICKRelatedness")
+
+
+class _RaggedArrays:
+    """The ``numpy`` that SentEval's ``senteval/sts.py`` was written against: its STS reader calls
+    ``np.array([s.split() for s in sent1])`` on sentences of different lengths, which NumPy before
+    1.24 turned into an object array of lists (with a warning) and NumPy 1.24 and later refuse
+    (``ValueError: ... inhomogeneous shape``). This stands in for ``numpy`` in that one module:
+    every name is numpy's, and ``array`` of a ragged list gives the object array it used to."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    @staticmethod
+    def array(obj, *args, **kwargs):
+        try:
+            return np.array(obj, *args, **kwargs)
+        except ValueError:
+            if args or kwargs or not isinstance(obj, list):
+                raise
+            out = np.empty(len(obj), dtype=object)
+            for i, item in enumerate(obj):
+                out[i] = item
+            return out
+
+
+def ragged_sts_reader(senteval) -> None:
+    """Let SentEval's STS12-16 reader run under NumPy >= 1.24 (:class:`_RaggedArrays`); a no-op
+    when its ``sts`` module is not loaded or already adapted."""
+    sts = sys.modules.get(f"{senteval.__name__}.sts")
+    if sts is not None and getattr(sts, "np", None) is np:
+        sts.np = _RaggedArrays()
+
+
+def from_senteval(name: str, res: dict) -> dict:
+    """SentEval's result dict of one task in qt-hard's form: the transfer tasks' as they are; the
+    STS12-16 ones (per set ``(r, p)`` tuples and an ``all`` entry) and the supervised relatedness
+    ones (its test predictions ``yhat`` dropped) as :mod:`.similarity` reports them, correlations
+    x100."""
+    res = dict(res)
+    if "all" in res:  # STS12-16
+        summary = res.pop("all")
+        sets = {
+            k: {
+                "pearson": 100 * float(v["pearson"][0]),
+                "spearman": 100 * float(v["spearman"][0]),
+                "npairs": int(v["nsamples"]),
+            }
+            for k, v in res.items()
+        }
+        return {
+            "pearson": 100 * float(summary["pearson"]["mean"]),
+            "spearman": 100 * float(summary["spearman"]["mean"]),
+            "pearson_wmean": 100 * float(summary["pearson"]["wmean"]),
+            "spearman_wmean": 100 * float(summary["spearman"]["wmean"]),
+            "npairs": sum(v["npairs"] for v in sets.values()),
+            "sets": sets,
+        }
+    if "devpearson" in res:  # SICKRelatedness, STSBenchmark
+        return {
+            "pearson": 100 * float(res["pearson"]),
+            "spearman": 100 * float(res["spearman"]),
+            "mse": float(res["mse"]),
+            "devpearson": 100 * float(res["devpearson"]),
+            "ndev": int(res["ndev"]),
+            "ntest": int(res["ntest"]),
+        }
+    return res
+
+
 @contextmanager
 def task_path(data_dir, tasks: Sequence[str] = ()):
     """Context manager giving the folder to pass SentEval as ``task_path`` for the task files in
@@ -225,10 +305,11 @@ def task_path(data_dir, tasks: Sequence[str] = ()):
     linked = not downstream.is_dir()
     if linked:
         downstream = root
-    missing = [t for t in tasks if not (downstream / t).is_dir()]
+    missing = [t for t in tasks if not (downstream / ENGINE_FOLDERS.get(t, t)).is_dir()]
     if missing:
         raise SentEvalNotFoundError(
-            f"SentEval data folder {downstream} has no task folder {', '.join(missing)} "
+            f"SentEval data folder {downstream} has no task folder "
+            f"{', '.join(ENGINE_FOLDERS.get(t, t) for t in missing)} "
             "(run the SentEval checkout's data/downstream/get_transfer_data.bash, or pass --data FOLDER)"
         )
     if not linked:
@@ -258,6 +339,7 @@ def run_engine(
     also ``f1``), each with ``encode_seconds`` (new sentences encoded for it) and ``seconds``
     (wall time of its ``eval``, encoding included) added."""
     senteval = import_senteval(senteval_path)
+    ragged_sts_reader(senteval)
     results = {}
     with task_path(data_dir if data_dir is not None else Path(senteval_path) / "data", tasks) as where:
         params = senteval_params(
@@ -272,11 +354,16 @@ def run_engine(
             # MRPC fits take 583 s of CPU instead of 30 s (1,560 s of wall time for CR instead of
             # 37 s), with the same results.
             with threadpool_limits(logreg.DEFAULT_THREADS):
-                res = dict(engine.eval(name))
+                res = from_senteval(name, engine.eval(name))
             res["encode_seconds"] = round(cache.seconds - enc_before, 3)
             res["seconds"] = round(time.perf_counter() - start, 3)
             results[name] = res
-            if log:
+            if log and "acc" not in res:
+                log(
+                    f"{name}: spearman {res['spearman']:.2f} pearson {res['pearson']:.2f} [SentEval engine, "
+                    f"{res['seconds']:.1f}s]"
+                )
+            elif log:
                 extra = f" f1 {res['f1']:.2f}" if "f1" in res else ""
                 log(
                     f"{name}: acc {res['acc']:.2f}{extra} (dev {res['devacc']:.2f}) [SentEval engine, "

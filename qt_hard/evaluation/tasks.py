@@ -36,6 +36,9 @@ __all__ = [
     "MrpcTask",
     "load_task",
     "parse_tasks",
+    "known_tasks",
+    "is_similarity",
+    "check_task_files",
     "words_to_text",
 ]
 
@@ -219,21 +222,53 @@ def load_mrpc(folder: Path, sort: bool = True) -> MrpcTask:
     return MrpcTask("MRPC", tra, trb, ytr, tea, teb, yte)
 
 
+def _similarity_names() -> tuple[str, ...]:
+    from .similarity import SIMILARITY_TASKS
+
+    return SIMILARITY_TASKS
+
+
+def known_tasks() -> tuple[str, ...]:
+    """Every task name ``--tasks`` takes: the six transfer tasks, then the similarity tasks
+    (:mod:`.similarity`)."""
+    return TASKS + _similarity_names()
+
+
 def parse_tasks(spec: str | Sequence[str]) -> list[str]:
-    """``"MR,CR"`` or a list -> canonical task names (MSRP is accepted for MRPC)."""
+    """``"MR,CR,STS12"`` or a list -> canonical task names, case-insensitive (MSRP is accepted for
+    MRPC; ``sts12``, ``stsbenchmark-cos`` for the similarity tasks)."""
     names = [s.strip() for s in spec.split(",")] if isinstance(spec, str) else list(spec)
+    canonical = {t.upper(): t for t in known_tasks()}
+    canonical["MSRP"] = "MRPC"
     out = []
     for name in names:
         if not name:
             continue
-        key = "MRPC" if name.upper() == "MSRP" else name.upper()
-        if key not in TASKS:
-            raise ArgumentError(f"--tasks: unknown SentEval task {name!r}; known tasks: {', '.join(TASKS)}")
+        key = canonical.get(name.upper())
+        if key is None:
+            raise ArgumentError(f"--tasks: unknown SentEval task {name!r}; known tasks: {', '.join(known_tasks())}")
         if key not in out:
             out.append(key)
     if not out:
-        raise ArgumentError(f"--tasks: no tasks given; choose from {', '.join(TASKS)}")
+        raise ArgumentError(f"--tasks: no tasks given; choose from {', '.join(known_tasks())}")
     return out
+
+
+def is_similarity(name: str) -> bool:
+    """Whether the canonical task name is a similarity task (:mod:`.similarity`)."""
+    return name in _similarity_names()
+
+
+def check_task_files(tasks: Sequence[str], folder) -> None:
+    """Read and check every file of the (canonical) tasks, so that a missing or damaged one is
+    refused before a model is loaded."""
+    from .similarity import load_similarity
+
+    for name in tasks:
+        if is_similarity(name):
+            load_similarity(name, folder)
+        else:
+            load_task(name, folder)
 
 
 def load_task(name: str, folder, sort: bool = True) -> BinaryTask | TrecTask | MrpcTask:
@@ -254,9 +289,13 @@ def load_task(name: str, folder, sort: bool = True) -> BinaryTask | TrecTask | M
 
 
 def task_sentences(tasks: Sequence[str], data_dir) -> list[str]:
-    """Union of the (encoder-ready) sentences of the given tasks, e.g. for a random model's vocab."""
+    """Union of the (encoder-ready) sentences of the given tasks, e.g. for a random model's vocab
+    (similarity tasks: the sentences their protocol embeds)."""
+    from .similarity import similarity_sentences
+
     seen: dict[str, None] = {}
     for name in tasks:
-        for t in load_task(name, data_dir).texts():
+        texts = similarity_sentences([name], data_dir) if is_similarity(name) else load_task(name, data_dir).texts()
+        for t in texts:
             seen.setdefault(t, None)
     return list(seen)

@@ -1,0 +1,158 @@
+"""The unsupervised STS Benchmark and SICK-R of a sentence-transformers model, two ways, and what
+SICK's text form does to it.
+
+* ``qt-hard``'s ``STSBenchmark-cos`` and ``SICKRelatedness-cos`` (``qt_hard.evaluation.similarity``,
+  test split) against sentence-transformers' ``EmbeddingSimilarityEvaluator`` on the same pairs
+  (the same sentences: SentEval's files, words joined by spaces): Spearman and Pearson x100 and their
+  differences.
+* SICK-R (cosine, test) on SICK's text as the data folder holds it (SentEval's download script runs
+  the Moses tokenizer over SICK and, unlike for STS, does not lower-case it) against the same text
+  lower-cased (the form SentEval gives the STS files). SICK's original, untokenized release is not
+  in the data folder, so raw against tokenized is not measured exactly; the row counts the test
+  sentences that hold a token Moses splits off (a comma, an apostrophe), the only ones whose text
+  tokenization can change, and scores a rule-based undoing of those splits (``detokenize``: `` ,``
+  -> ``,``, `` ' `` -> ``'``, `` 's`` -> ``'s``, `` n't`` -> ``n't``), an approximation of the raw
+  text, not the release itself.
+
+One JSON row (machine, date, commit, wall time) is appended to ``--output``; a one-line headline is
+printed last. ``--step N`` keeps every N-th test pair (SentEval's order) for a quick run.
+
+    python scripts/sim_reference.py --model minilm --output results/similarity_reference.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+
+def _commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(Path(__file__).resolve().parent), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError:
+        return None
+    return out.stdout.strip() or None
+
+
+def detokenize(words: list[str]) -> list[str]:
+    """Undo the Moses splits SICK's SentEval copy shows (commas, apostrophes) by rule: an
+    approximation of SICK's untokenized text (module docstring)."""
+    text = " ".join(words)
+    for old, new in ((" ,", ","), (" ' ", "'"), (" 's", "'s"), (" n't", "n't"), (" .", ".")):
+        text = text.replace(old, new)
+    return text.split()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="minilm", help="'minilm' or a sentence-transformers folder")
+    ap.add_argument("--data", default=None, help="SentEval folder (default $QT_HARD_DATA/senteval)")
+    ap.add_argument("--step", type=int, default=1, help="keep every N-th test pair (default 1: all)")
+    ap.add_argument("--output", default=None, help="append the JSON row here")
+    args = ap.parse_args()
+    if args.step < 1:
+        raise SystemExit(f"error: --step must be >= 1, got {args.step}")
+
+    import numpy as np
+
+    from qt_hard.evaluation import similarity as sim
+    from qt_hard.evaluation.models import EmbeddingCache, SentenceTransformerModel, load_model
+    from qt_hard.paths import data_path
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from sentence_transformers.evaluation import EmbeddingSimilarityEvaluator
+
+    data = Path(args.data) if args.data else data_path("senteval")
+    start = time.perf_counter()
+    try:
+        model = load_model(args.model)
+        tasks = {name: sim.load_relatedness(name, data) for name in ("STSBenchmark-cos", "SICKRelatedness-cos")}
+    except Exception as err:  # noqa: BLE001 - one line for the user, as the CLI does
+        raise SystemExit(f"error: {err}") from None
+    if not isinstance(model, SentenceTransformerModel):
+        raise SystemExit(f"error: --model {args.model}: needs a sentence-transformers model for the evaluator")
+    cache = EmbeddingCache(model)
+    row = {"model": args.model, "step": args.step, "data": str(data)}
+    for name, task in tasks.items():
+        t = task.test
+        sub = sim.Pairs(t.a[:: args.step], t.b[:: args.step], t.scores[:: args.step])
+        ours = sim.evaluate_cosine(sim.RelatednessTask(name, sub, sub, sub), cache)
+        a, b = sub.texts()
+        ref = EmbeddingSimilarityEvaluator(a, b, list(sub.scores), main_similarity="cosine", name="x", write_csv=False)(
+            model.model
+        )
+        row[name] = {
+            "pairs": len(sub.scores),
+            "spearman": round(ours["spearman"], 4),
+            "pearson": round(ours["pearson"], 4),
+            "st_spearman": round(100 * float(ref["x_spearman_cosine"]), 4),
+            "st_pearson": round(100 * float(ref["x_pearson_cosine"]), 4),
+        }
+        row[name]["max_abs_diff"] = round(
+            max(
+                abs(row[name]["spearman"] - row[name]["st_spearman"]),
+                abs(row[name]["pearson"] - row[name]["st_pearson"]),
+            ),
+            4,
+        )
+    # SICK as stored (Moses-tokenized, cased) against the same words lower-cased.
+    t = tasks["SICKRelatedness-cos"].test
+    sub = sim.Pairs(t.a[:: args.step], t.b[:: args.step], t.scores[:: args.step])
+    lower = sim.Pairs([[w.lower() for w in s] for s in sub.a], [[w.lower() for w in s] for s in sub.b], sub.scores)
+    low = sim.evaluate_cosine(sim.RelatednessTask("lower", lower, lower, lower), cache)
+    raw = sim.Pairs([detokenize(s) for s in sub.a], [detokenize(s) for s in sub.b], sub.scores)
+    detok = sim.evaluate_cosine(sim.RelatednessTask("detok", raw, raw, raw), cache)
+    split_off = {",", "'", "'s", "n't", "'re", "'m", "'ve", "'ll", "'d", "."}
+    sentences = {" ".join(s) for s in sub.a + sub.b}
+    row["SICK_tokenization"] = {
+        "as_stored_spearman": row["SICKRelatedness-cos"]["spearman"],
+        "lowercased_spearman": round(low["spearman"], 4),
+        "lowercased_pearson": round(low["pearson"], 4),
+        "detokenized_spearman": round(detok["spearman"], 4),
+        "detokenized_pearson": round(detok["pearson"], 4),
+        "sentences": len(sentences),
+        "sentences_with_a_split_token": sum(1 for s in sentences if split_off & set(s.split())),
+        "raw_text_measured": False,
+    }
+    row.update(
+        {
+            "sentences_encoded": cache.n_encoded,
+            "encode_seconds": round(cache.seconds, 1),
+            "wall_seconds": round(time.perf_counter() - start, 1),
+            "machine": f"{platform.node()} {platform.machine()}, {__import__('os').cpu_count()} CPUs",
+            "date": time.strftime("%Y-%m-%d"),
+            "commit": _commit(),
+        }
+    )
+    line = json.dumps(row)
+    if args.output:
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+        with open(args.output, "a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+    print(line)
+    s, k = row["STSBenchmark-cos"], row["SICKRelatedness-cos"]
+    tok = row["SICK_tokenization"]
+    print(
+        f"{args.model}: STS-B cos {s['spearman']:.2f} (evaluator {s['st_spearman']:.2f}), SICK-R cos "
+        f"{k['spearman']:.2f} (evaluator {k['st_spearman']:.2f}), largest difference "
+        f"{max(s['max_abs_diff'], k['max_abs_diff']):.4f}; SICK lower-cased {tok['lowercased_spearman']:.2f}, "
+        f"detokenized {tok['detokenized_spearman']:.2f}; "
+        f"{np.round(row['wall_seconds'])} s",
+        file=sys.stderr,
+    )
+
+
+if __name__ == "__main__":
+    main()
