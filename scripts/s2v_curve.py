@@ -9,8 +9,10 @@ Subcommands (each writes its results as it goes, so a run stopped at a deadline 
   ``data.max_vocab`` words), then two untrained encoders on that tokenizer: the config's own
   architecture (the bidirectional GRU pair, 2,400-d) and a 2,400-d bag of words (``random:bow2400``),
   each on the six tasks under the SentEval protocol (``qt-hard eval senteval``'s solver, 10 folds, seed
-  1111). Writes ``--output`` (JSON: per row the task results, the six-task mean and the wall time; the
-  machine, date, commit, torch threads and the tokenizer's SHA-1).
+  1111). Writes ``--output`` (JSON: per row the task results, the six-task mean, the wall time and the
+  machine, date, commit, torch threads and command of the run that made it; the tokenizer's SHA-1). A
+  row already in ``--output`` for the same tokenizer and protocol is kept, so the rows may be computed
+  one at a time (``--rows``).
 * ``precision``: the config's training speed in float32, TF32 and bf16 (``train.tf32`` /
   ``train.mixed_precision``), ``--steps`` (200) steps each from the same seed on the same batches
   through the library's loop, and whether each precision's loss stays within ``--tolerance`` of
@@ -165,10 +167,14 @@ def cmd_controls(args) -> int:
         "command": "python " + " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]]),
         "rows": {},
     }
+    provenance = ("device", "torch", "threads", "commit", "date", "command")
     if args.output and Path(args.output).is_file():  # rows of an earlier run of the same setup stay
         old = json.loads(Path(args.output).read_text())
         if old.get("tokenizer_sha1") == payload["tokenizer_sha1"] and old.get("protocol") == payload["protocol"]:
             payload["rows"] = old.get("rows", {})
+            for kept in payload["rows"].values():  # each row keeps the provenance of the run that made it
+                for key in provenance:
+                    kept.setdefault(key, old.get(key))
     specs = {
         "untrained": (f"untrained {cfg.model.kind}-{cfg.model.encoder}", to_dict(cfg)),
         "bow2400": ("random:bow2400", "bow2400"),
@@ -180,6 +186,7 @@ def cmd_controls(args) -> int:
         t1 = time.perf_counter()
         row = senteval(enc, args.tasks, data_dir, args.kfold, args.batch_size)
         row.update(name=name, dim=enc.dim, wall_s=round(time.perf_counter() - t1, 1))
+        row.update({key: payload[key] for key in provenance})
         payload["rows"][key] = row
         if args.output:
             Path(args.output).parent.mkdir(parents=True, exist_ok=True)
@@ -261,13 +268,13 @@ def compare_precisions(rows: list[dict], tolerance: float) -> list[dict]:
 
 
 def cmd_precision(args) -> int:
-    import torch
-
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    if not torch.cuda.is_available() and not args.allow_cpu:
-        raise SystemExit("error: precision needs CUDA (TF32 is a GPU setting); --allow-cpu runs it anyway")
-    if args.child:
+    if args.child:  # torch is imported here only: the parent stays light
+        import torch
+
+        if not torch.cuda.is_available() and not args.allow_cpu:
+            raise SystemExit("error: precision needs CUDA (TF32 is a GPU setting); --allow-cpu runs it anyway")
         print(json.dumps(precision_row(args, args.precisions[0])))
         return 0
     rows_file = out / "precision.jsonl"
