@@ -24,7 +24,9 @@
 #
 # Needs no package beyond torch, accelerate, datasets, tokenizers, numpy, scipy, matplotlib, pyyaml
 # (PYTHONPATH is the checkout). The commit recorded with every row is $QT_HARD_GIT_COMMIT (else the
-# checkout's, when it has .git). Also in $OUT: logs/ (each part's log), summary.txt.
+# checkout's, when it has .git). Also in $OUT: logs/ (each part's log), summary.txt. The scratch folder
+# (data, run folders, checkpoints) is $WORK, default a new temporary folder removed at the end
+# (KEEP_WORK=1 keeps it).
 #
 # Exits 1 when a part failed or wrote nothing (after writing what the others made), else 0.
 #
@@ -44,7 +46,8 @@ EVAL_RESERVE_S=${EVAL_RESERVE_S:-120}
 BENCH_STEPS=${BENCH_STEPS:-30}
 BENCH_ROUNDS=${BENCH_ROUNDS:-2}
 CARRY=${CARRY:-gpu_carry_s2v}
-WORK=${WORK:-$(mktemp -d "${TMPDIR:-/tmp}/device_s2v.XXXXXX")}
+OWN_WORK=0
+[ -z "${WORK:-}" ] && WORK=$(mktemp -d "${TMPDIR:-/tmp}/device_s2v.XXXXXX") && OWN_WORK=1
 PREP_CPUS=${PREP_CPUS:-8-15}
 : "${OUT:?set OUT to the folder the results are written into}"
 elapsed() { echo $(($(date +%s) - START)); }
@@ -60,7 +63,6 @@ export QT_HARD_GIT_COMMIT MPLBACKEND=Agg HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1
 LOGS=$OUT/logs
 FAILED=""
 RUN=$WORK/s2v
-rm -rf "$WORK"
 mkdir -p "$OUT" "$LOGS" "$WORK/data" "$RUN"
 
 CFG=(--config configs/qt_s2v.yaml)
@@ -192,4 +194,5 @@ for f in "$LOGS"/*.log; do
     tail -4 "$f" | cut -c1-300
 done
 cat "$OUT/summary.txt"
+[ "$OWN_WORK" = 1 ] && [ "${KEEP_WORK:-0}" != 1 ] && rm -rf "$WORK"  # a scratch folder of its own: checkpoints, data
 [ -z "$FAILED" ]

@@ -45,6 +45,7 @@ import hashlib
 import json
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -207,17 +208,24 @@ def cmd_controls(args) -> int:
 
 
 def train_timed(cfg, resume: bool = False, overwrite: bool = False) -> list[float]:
-    """Train per ``cfg`` through the library's loop; the clock reading after every step."""
+    """Train per ``cfg`` through the library's loop; the clock reading after every step. A run stopped
+    by SIGTERM / SIGINT (a deadline's ``timeout``) raises the loop's ``Stopped`` after its checkpoint,
+    so that nothing is evaluated or recorded as if it had finished."""
     from qt_hard.training.loop import train
 
     stamps: list[float] = []
-    train(cfg, resume=resume, overwrite=overwrite, on_step=lambda step, loss: stamps.append(time.perf_counter()))
+    on_step = lambda step, loss: stamps.append(time.perf_counter())  # noqa: E731
+    train(cfg, resume=resume, overwrite=overwrite, on_step=on_step, raise_on_stop=True)
     return stamps
 
 
 def logged_losses(out: Path) -> list[tuple[int, float]]:
     with open(out / "metrics.csv") as fh:
         return [(int(r["step"]), float(r["loss"])) for r in csv.DictReader(fh)]
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def precision_row(args, name: str) -> dict:
@@ -279,17 +287,24 @@ def cmd_precision(args) -> int:
         return 0
     rows_file = out / "precision.jsonl"
     rows_file.unlink(missing_ok=True)
+    signal.signal(signal.SIGTERM, _raise_interrupt)
     rows = []
     for name in args.precisions:
         cmd = [sys.executable, __file__, "precision", "--child", "--precisions", name, "--config", args.config]
         cmd += ["--out", args.out, "--steps", str(args.steps), "--warmup", str(args.warmup), "--set", *args.set]
         if args.allow_cpu:
             cmd.append("--allow-cpu")
-        done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
-        if done.returncode != 0:
-            log(f"{name}: the run failed (exit {done.returncode})")
+        child = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        try:
+            stdout, _ = child.communicate()
+        except BaseException:  # a deadline's SIGTERM (below) or Ctrl-C: the child's run ends with us
+            child.terminate()
+            child.wait(timeout=60)
+            raise
+        if child.returncode != 0:
+            log(f"{name}: the run failed (exit {child.returncode})")
             continue
-        rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        rows.append(json.loads(stdout.strip().splitlines()[-1]))
         compare_precisions(rows, args.tolerance)
         rows_file.write_text("".join(json.dumps(r) + "\n" for r in rows))
         r = rows[-1]
@@ -362,6 +377,7 @@ def cmd_curve(args) -> int:
     import qt_hard
     from qt_hard.evaluation import logreg
     from qt_hard.paths import data_path
+    from qt_hard.training.loop import Stopped
 
     spec = importlib.util.spec_from_file_location("qt_heldout", ROOT / "scripts" / "qt_heldout.py")
     qt_heldout = importlib.util.module_from_spec(spec)
@@ -392,7 +408,11 @@ def cmd_curve(args) -> int:
             break
         t0 = time.monotonic()
         cfg = load_cfg(args, [*base, f"train.steps={step}"])
-        train_timed(cfg, resume=k > 0, overwrite=k == 0)
+        try:
+            train_timed(cfg, resume=k > 0, overwrite=k == 0)
+        except Stopped as err:
+            log(f"{err}: the point at step {step} is not recorded")
+            break
         t1 = time.monotonic()
         train_s += t1 - t0
         enc = qt_hard.load_encoder(out / "final", device=args.eval_device)
