@@ -91,6 +91,12 @@ def today() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def shown(path) -> str:
+    """``path`` relative to the checkout when it lies inside it (results files name no machine's folders)."""
+    p = Path(path).resolve()
+    return p.relative_to(ROOT).as_posix() if p.is_relative_to(ROOT) else str(path)
+
+
 def vocab_sha1(tokenizer) -> str:
     """SHA-1 of the vocabulary in id order: two tokenizers with the same value give every word the
     same id (the normalizer and pre-tokenizer are fixed by ``TOKENIZER_VERSION``)."""
@@ -154,7 +160,7 @@ def cmd_controls(args) -> int:
     tok.save(Path(args.out) / "tokenizer.json")
     payload = {
         "kind": "s2v_controls",
-        "config": args.config,
+        "config": shown(args.config),
         "overrides": args.set,
         "tokenizer_sha1": vocab_sha1(tok),
         "vocab_size": len(tok.vocab().itos),
@@ -197,7 +203,7 @@ def cmd_controls(args) -> int:
     means = {payload["rows"][k]["name"]: payload["rows"][k]["six_task_mean"] for k in payload["rows"]}
     print(
         "controls of "
-        + args.config
+        + shown(args.config)
         + ": "
         + ", ".join(f"{n} {m if m is None else round(m, 2)}" for n, m in means.items())
     )
