@@ -22,11 +22,11 @@ Subcommands (each writes its results as it goes, so a run stopped at a deadline 
   fastest precision that passed, its rate, and the steps that rate fits into ``--budget-s``).
 * ``curve``: uniform Quick-Thoughts with the config trained to ``--steps`` in ``--points`` segments
   (each resumed from the previous one's checkpoint: the same run as one of ``--steps`` steps), and at
-  the end of each segment the six tasks (SentEval protocol, the solver on ``--eval-device``) and the
-  held-out next-sentence accuracy of ``scripts/qt_heldout.py`` on the books the config leaves out.
-  Writes ``OUT/curve.csv`` (a row per point: ``step``, the six-task mean, per-task accuracies, the
-  held-out top-1 and uniform loss, the training loss, and the two control means of ``--controls``
-  as columns) and ``OUT/curve.png``.
+  the end of each segment the six tasks (SentEval protocol, the solver on ``--eval-device``, in float32
+  without TF32 whatever the training's precision) and the held-out next-sentence accuracy of
+  ``scripts/qt_heldout.py`` on the books the config leaves out. Writes ``OUT/curve.csv`` (a row per
+  point: ``step``, the six-task mean, per-task accuracies, the held-out top-1 and uniform loss, the
+  training loss, and the two control means of ``--controls`` as columns) and ``OUT/curve.png``.
 * ``plot``: the figure of a curve CSV.
 
     python scripts/s2v_curve.py controls --output results/s2v_controls.json
@@ -421,6 +421,8 @@ def cmd_curve(args) -> int:
             break
         t1 = time.monotonic()
         train_s += t1 - t0
+        if torch.cuda.is_available():  # the evaluation in full float32 whatever the training's precision
+            torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
         enc = qt_hard.load_encoder(out / "final", device=args.eval_device)
         res = senteval(enc, args.tasks, data_dir, args.kfold, args.batch_size)
         ho = held.score(enc)
