@@ -1,7 +1,8 @@
 """The training loop's step against a bare step, side by side in one process.
 
 For each case (the bag of words on Wiki-N pairs, the Quick-Thoughts bag of words on books, the
-Quick-Thoughts GRU pair on books) this runs, in alternating rounds:
+Quick-Thoughts GRU pair on books; and for a GPU the bag of words on Wiki-1000 at B = 1,000 and S2V's
+GRU pair of configs/qt_s2v.yaml at batch 400) this runs, in alternating rounds:
 
 * ``loop``: ``qt_hard.training.loop.train`` on the case's config (CSV tracker only, no progress
   bar, no checkpoints before the end); a step is timed from one ``on_step`` call to the next, so
@@ -17,6 +18,11 @@ sentences/s over rounds; ``ratio``, the median over rounds of loop/bare within a
 ``ratio_of_medians``) is printed as JSON; the last line is a headline with the three ratios.
 
     nice -n 5 python scripts/bench_train_speed.py --steps 40 --rounds 3 --out runs/bench_train_speed
+    python scripts/bench_train_speed.py --cases bow_wiki1000 s2v_gru --wiki WIKI_1000_DIR   # a GPU
+
+``--wiki`` names a Wiki folder for ``bow_wiki1000`` (its first 1,000 articles are read; without it the
+case builds Wiki-1000 from ``$QT_HARD_DATA/wikipedia``); ``--case-set CASE:KEY=VALUE`` overrides one
+case's config (the dry run of ``scripts/device_s2v.sh`` shrinks the cases so).
 
 The script reads the library only through ``train``, the pipeline registry and a task's
 ``local_batch``, so the same file measures an older checkout (``PYTHONPATH=<checkout>``).
@@ -67,6 +73,18 @@ CASES = {
         "objective": {"negatives": "uniform", "include_positive": True, "context": 1},
         "train": {"batch_size": 64, "lr": 0.0005, "grad_clip": 5.0},
     },
+    # The bag of words of Ash et al. at k-versus-N's B = 1,000 row (configs/k_vs_n_b1000_long.yaml:
+    # 768-d, min count 50, all 2(B-1) in-batch negatives, lr 0.01, clip 2.5) on Wiki-1000.
+    "bow_wiki1000": {
+        "model": {"kind": "bow", "dim": 768, "max_len": 128},
+        "data": {"kind": "wiki", "articles": 1000, "min_sentences": 200, "min_count": 50, "classes": 1000},
+        "objective": {"negatives": "uniform", "temperature": 1.0, "normalize": False, "include_positive": False},
+        "train": {"batch_size": 1000, "lr": 0.01, "grad_clip": 2.5},
+    },
+    # S2V's GRU pair, configs/qt_s2v.yaml as it is (bidirectional 600 units each way, 620-d words,
+    # batch 400) on its first 60 books: a vocabulary near the config's 50,001 rows at a fraction of
+    # the tokenizing.
+    "s2v_gru": {"from": "configs/qt_s2v.yaml", "data": {"max_books": 60}},
 }
 
 
@@ -78,10 +96,25 @@ def _device_name() -> str:
     return f"cpu ({os.cpu_count()} cores)"
 
 
+def _case_tree(case: str) -> dict:
+    """The case's config tree; ``from`` names a config file whose tree the case's sections update."""
+    import yaml
+
+    spec = json.loads(json.dumps(CASES[case]))
+    source = spec.pop("from", None)
+    if source is None:
+        return spec
+    tree = yaml.safe_load((Path(__file__).resolve().parent.parent / source).read_text())
+    tree.pop("note", None)
+    for section, values in spec.items():
+        tree.setdefault(section, {}).update(values)
+    return tree
+
+
 def _config(case: str, out: Path, steps: int, threads: int, overrides: list[str]):
     from qt_hard.training.config import config_from_dict
 
-    tree = json.loads(json.dumps(CASES[case]))
+    tree = _case_tree(case)
     tree["out_dir"] = str(out)
     tree["train"].update(
         steps=steps, seed=0, checkpoint_every=0, log_every=10, trackers=["csv"], progress=False, num_threads=threads
@@ -172,10 +205,22 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=3, help="loop/bare pairs per case (medians are reported)")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (train.num_threads)")
     p.add_argument("--out", default="runs/bench_train_speed", help="run folders; data caches are kept there")
+    p.add_argument("--wiki", default=None, help="Wiki folder of bow_wiki1000 (default: built from the dump)")
+    p.add_argument(
+        "--case-set", action="append", default=[], metavar="CASE:KEY=VALUE", help="an override of one case's config"
+    )
     p.add_argument("overrides", nargs="*", help="config overrides for every case, e.g. train.batch_size=128")
     args = p.parse_args(argv)
     if args.steps < args.warmup + 3:
         p.error("--steps must exceed --warmup by at least 3")
+    per_case: dict[str, list[str]] = {c: [] for c in CASES}
+    if args.wiki:
+        per_case["bow_wiki1000"].append(f"data.path={Path(args.wiki).resolve()}")
+    for item in args.case_set:
+        case, sep, override = item.partition(":")
+        if not sep or case not in CASES or "=" not in override:
+            p.error(f"--case-set {item!r}: expected CASE:KEY=VALUE with CASE one of {', '.join(CASES)}")
+        per_case[case].append(override)
     import torch
 
     import qt_hard
@@ -194,7 +239,7 @@ def main(argv=None) -> int:
         for rnd in range(args.rounds):
             for path in ("loop", "bare"):
                 # One run folder per case: the loop's data cache (tokens, Wiki-N) is built once.
-                cfg = _config(case, Path(args.out) / case, args.steps, args.threads, args.overrides)
+                cfg = _config(case, Path(args.out) / case, args.steps, args.threads, args.overrides + per_case[case])
                 t0 = time.perf_counter()
                 rate = (loop_rate if path == "loop" else bare_rate)(cfg, args.warmup)
                 rates[path].append(rate)

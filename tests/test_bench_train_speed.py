@@ -22,3 +22,21 @@ def test_rate_is_that_of_the_median_step():
     assert B._rate(cfg, stamps) == pytest.approx(2 * 10 / 0.1)
     cfg.data.kind = "books"
     assert B._rate(cfg, stamps) == pytest.approx(10 / 0.1)
+
+
+def test_the_s2v_case_is_configs_qt_s2v_on_fewer_books(tmp_path):
+    from qt_hard.training.config import load_config
+
+    cfg = B._config("s2v_gru", tmp_path / "s2v", 12, 1, [])
+    ref = load_config(B.Path(__file__).resolve().parent.parent / "configs" / "qt_s2v.yaml", check_pipeline=False)
+    assert cfg.model == ref.model and cfg.objective == ref.objective
+    assert cfg.train.batch_size == ref.train.batch_size == 400 and cfg.train.lr == ref.train.lr
+    assert cfg.data.max_books == 60 and cfg.data.max_vocab == ref.data.max_vocab
+    wiki = B._config("bow_wiki1000", tmp_path / "w", 12, 1, [])
+    assert (wiki.train.batch_size, wiki.data.classes, wiki.objective.k, wiki.model.dim) == (1000, 1000, None, 768)
+
+
+def test_case_set_must_name_a_case(capsys):
+    with pytest.raises(SystemExit):
+        B.main(["--cases", "bow_wiki", "--case-set", "nope:train.lr=1"])
+    assert "expected CASE:KEY=VALUE" in capsys.readouterr().err

@@ -12,7 +12,12 @@ from importlib import resources
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGE_FILES = ["qt_hard/configs/bow.yaml", "qt_hard/configs/qt.yaml", "qt_hard/data/books_index.tsv"]
+PACKAGE_FILES = [
+    "qt_hard/configs/bow.yaml",
+    "qt_hard/configs/bow2400.yaml",
+    "qt_hard/configs/qt.yaml",
+    "qt_hard/data/books_index.tsv",
+]
 
 
 def test_resources_are_found_through_importlib():
@@ -20,8 +25,11 @@ def test_resources_are_found_through_importlib():
 
     for name in PACKAGE_FILES:
         assert resources.files("qt_hard").joinpath(*Path(name).parts[1:]).is_file(), name
-    assert BUILTIN_CONFIGS == ("bow", "qt")
+    assert BUILTIN_CONFIGS == ("bow", "bow2400", "qt")
     assert random_encoder("bow", ["a b c"], seed=0).dim == 768
+    # The 2,400-d control of configs/qt_s2v.yaml: S2V's width, its 30-token cut, cased.
+    wide = random_encoder("bow2400", ["A b c"], seed=0)
+    assert wide.dim == 2400 and wide.config.max_len == 30 and "A" in wide.vocab.stoi
 
 
 def test_wheel_holds_the_package_data_and_reads_it_without_a_checkout(tmp_path):
@@ -71,4 +79,4 @@ def test_wheel_holds_the_package_data_and_reads_it_without_a_checkout(tmp_path):
         env={**env, "PYTHONPATH": str(tmp_path / "site")},
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["('bow',", "'qt')", "qt"]
+    assert out.stdout.split() == ["('bow',", "'bow2400',", "'qt')", "qt"]

@@ -414,6 +414,16 @@ RUNS = {
     "python scripts/k_vs_n.py plot /tmp/kvn/results.csv --out /tmp/kvn/figures": Run(
         sub=(("/tmp/kvn", "kvn"),), needs=("kvn",), writes=("kvn/figures/*.png", "kvn/figures/k_vs_n_summary.json")
     ),
+    # S2V's model on a GPU: the device script's dry run (toy model and data, CPU) is the one that runs.
+    "DRY=1 OUT=runs/device_s2v_dry bash scripts/device_s2v.sh": Run(
+        writes=(
+            "runs/device_s2v_dry/bench_train_speed_gpu.jsonl",
+            "runs/device_s2v_dry/precision.jsonl",
+            "runs/device_s2v_dry/curve.csv",
+            "runs/device_s2v_dry/curve.png",
+        ),
+        prints=(r"curve exit 0", r"failed: none"),
+    ),
 }
 
 # README command -> why CI does not run it.
@@ -437,6 +447,13 @@ SKIPS = {
     "python scripts/k_vs_n.py run configs/k_vs_n_b1000_long.yaml --cache runs/k_vs_n/cache --results results/k_vs_n/b1000_long.csv --epochs 50 --linear-epochs 50 --device cuda --workers 10 --threads 1": "Wiki-1000 cells at 50 + 50 epochs on a GPU (the prepared Wiki-3029 cache; 5 GPU-minutes a cell); the synthetic grid above runs the same code on the CPU",
     "python scripts/k_vs_n_sampling.py --cache runs/k_vs_n/cache --N 1000 --k 100,1000 --steps 80": "needs the prepared Wiki-3029 cache; its measurement runs on PairTask batches in tests/test_k_vs_n.py",
     "python scripts/qt_table.py --out runs/qt_table_gpu --seeds 0,1,2 --protocol senteval,skipthoughts --eval-device cuda --set model.encoder=gru --set model.embed_dim=300 --set model.hidden_dim=1200 --set data.max_books=null --set data.min_count=5 --set data.max_vocab=50000 --set train.lr=0.0005 --set train.num_threads=null --set train.steps=1500": "needs a CUDA GPU (--eval-device cuda) and ~15 GPU-minutes; the CPU form above runs the same script",
+    "python scripts/s2v_curve.py controls --output results/s2v_controls.json": "two 2,400-d evaluations of six tasks "
+    "(CPU-minutes each) after tokenizing all books; the dry run of scripts/device_s2v.sh runs the same subcommand "
+    "at toy size",
+    "QT_HARD_DATA=/path/to/data bash scripts/device_s2v_prepare.sh": "/path/to/data is a placeholder; it packs a "
+    "55 MB carry of the data root, which the dry run of scripts/device_s2v.sh does without (it reads the data root)",
+    "OUT=device_out bash scripts/device_s2v.sh": "needs a GPU machine and the carry of scripts/device_s2v_prepare.sh; "
+    "its DRY=1 form runs the same steps here",
     "python -m pytest -q -m commands -n 2 --dist loadgroup": "this marker itself (.ci/run runs it)",
     "python -m pytest -q -m slow": "the slow suite (multi-process training, real data at scale), run on its own",
     "accelerate launch --num_processes 4 -m qt_hard.cli train configs/qt_books.yaml": "four GPUs and the full books corpus; its CPU form (the next README line) runs here",

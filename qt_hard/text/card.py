@@ -85,6 +85,8 @@ def _data(cfg) -> str:
         what = f"ordered sentences of {d.kind}" + (
             f" ({d.max_books} books)" if d.kind == "books" and d.max_books else ""
         )
+        if d.kind == "books" and d.exclude_books:
+            what += f", books {', '.join(map(str, d.exclude_books))} (0-based) left out"
         return f"{what}; positives are the +-{cfg.objective.context} neighbouring sentences of the same book."
     if d.kind == "wiki":
         return (

@@ -34,6 +34,10 @@ class DataConfig:
           (as many same-label candidates removed per batch, but random ones).
     path: books folder (default $QT_HARD_DATA/books), BookCorpus Parquet folder, or the Wiki-N folder (default
           OUT/cache/wiki_<articles>); built with build_wiki from ``wiki_source`` when missing.
+    exclude_books: books only: 0-based indices of books (in the sorted file order that ``doc_id`` follows,
+          counted before ``max_books`` cuts the list) left out of training, its vocabulary included;
+          ``[8, 9, 10]`` keeps out the books ``scripts/qt_heldout.py`` scores by default. The other books
+          keep their ``doc_id``, so a batch never pairs sentences across the gap.
     """
 
     kind: str = "synthetic"
@@ -55,10 +59,13 @@ class DataConfig:
     vocab_classes: Optional[int] = None
     token_cache: Optional[str] = None
     shuffle_labels: bool = False
+    exclude_books: Optional[list] = None
 
     def validate(self) -> None:
         if self.kind not in DATA_KINDS:
             raise ValueError(f"data.kind must be {' | '.join(DATA_KINDS)}, got {self.kind!r}")
+        if self.exclude_books is not None:
+            self.exclude_books = check_exclude_books(self.exclude_books, self.kind, self.max_books)
         if self.shuffle_labels and self.kind not in ("wiki", "synthetic"):
             raise ValueError(f"data.shuffle_labels needs pair data with labels (wiki, synthetic), not {self.kind!r}")
         if self.classes is not None and (self.kind != "wiki" or self.classes < 2):
@@ -88,6 +95,30 @@ class DataConfig:
                 raise ValueError(f"data.{name} must be >= {low} (or left out), got {value!r}")
         if self.max_length < self.min_length:
             raise ValueError(f"data.max_length ({self.max_length}) must be >= data.min_length ({self.min_length})")
+
+
+def check_exclude_books(value, kind: str, max_books: Optional[int]) -> list[int]:
+    """``data.exclude_books`` as a sorted list of distinct book indices; ``ValueError`` naming the key
+    for another data kind, an entry that is not an integer >= 0, a repeated one, or one at or past
+    ``max_books``. (Whether each index names an existing book is checked against the folder in
+    ``qt_hard.text.setup.check_data_paths``.)"""
+    if kind != "books":
+        raise ValueError(f"data.exclude_books applies to data.kind books, not {kind!r}")
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        raise ValueError("data.exclude_books must name at least one book (or be left out)")
+    out = []
+    for item in items:
+        if isinstance(item, str) and item.strip().isdigit():  # from a command line: "8,9,10"
+            item = int(item)
+        if isinstance(item, bool) or not isinstance(item, int) or item < 0:
+            raise ValueError(f"data.exclude_books must hold book indices (integers >= 0), got {item!r}")
+        out.append(item)
+    if len(set(out)) != len(out):
+        raise ValueError(f"data.exclude_books names a book twice: {out}")
+    if max_books is not None and max(out) >= max_books:
+        raise ValueError(f"data.exclude_books: book {max(out)} is not among the first data.max_books={max_books} books")
+    return sorted(out)
 
 
 @dataclass

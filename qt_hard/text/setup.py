@@ -143,9 +143,13 @@ def check_data_paths(cfg: Config) -> None:
     d = cfg.data
     if d.kind == "books":
         if d.path is None:
-            data_path("books")
+            root = data_path("books")
         elif not Path(d.path).expanduser().exists():
             raise DataMissingError(f"data.path: no such book file or folder: {d.path}")
+        else:
+            root = Path(d.path).expanduser()
+        if d.exclude_books:
+            _check_excluded_books(d, root)
     elif d.kind == "bookcorpus" and d.path is not None and not Path(d.path).expanduser().is_dir():
         raise DataMissingError(f"data.path: no BookCorpus Parquet folder at {d.path}")
     elif d.kind == "wiki" and not (d.path and Path(d.path).expanduser().exists()):
@@ -154,6 +158,27 @@ def check_data_paths(cfg: Config) -> None:
             data_path("wikipedia", "enwiki_wikiextractor_ge200sent.txt.xz")
         elif not Path(d.wiki_source).expanduser().is_file():
             raise DataMissingError(f"data.wiki_source: no such file: {d.wiki_source}")
+
+
+def _check_excluded_books(d, root: Path) -> None:
+    """``data.exclude_books`` names books of the folder and leaves at least one (a file listing only)."""
+    from qt_hard.data.books import find_books
+
+    n = len(find_books(root, d.max_books))
+    if max(d.exclude_books) >= n:
+        raise ValueError(f"data.exclude_books: book {max(d.exclude_books)} does not exist ({root} has books 0-{n - 1})")
+    if len(d.exclude_books) >= n:
+        raise ValueError(f"data.exclude_books leaves no book of {root} to train on")
+
+
+def without_books(ds, excluded):
+    """The rows of ``ds`` (a :func:`qt_hard.data.books.load_books` dataset) whose ``doc_id`` is not in
+    ``excluded``, in their order; ``ds`` itself when nothing is excluded."""
+    if not excluded:
+        return ds
+    doc_ids = dataset_column(ds, "doc_id", numpy=True)
+    keep = np.nonzero(~np.isin(doc_ids, np.asarray(excluded, dtype=doc_ids.dtype)))[0]
+    return ds.select(keep)
 
 
 def build_run(cfg: Config, out: Path) -> Run:
@@ -169,6 +194,7 @@ def build_run(cfg: Config, out: Path) -> Run:
 
             root = cfg.data.path or str(data_path("books"))
             ds = load_books(root, max_books=cfg.data.max_books, cache_dir=cache_root / "books", progress=_bars(cfg))
+            ds = without_books(ds, cfg.data.exclude_books)
         else:
             from qt_hard.data.books import load_hf_bookcorpus
 
@@ -194,6 +220,7 @@ def build_run(cfg: Config, out: Path) -> Run:
                 kind,
                 cfg.data.path,
                 cfg.data.max_books,
+                *([cfg.data.exclude_books] if cfg.data.exclude_books else []),  # older caches keep their key
                 cfg.data.max_sentences,
                 cfg.data.min_count,
                 cfg.data.max_vocab,

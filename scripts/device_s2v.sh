@@ -1,0 +1,198 @@
+#!/bin/bash
+# Quick-Thoughts at S2V's width on one GPU machine (configs/qt_s2v.yaml), in one call of at most
+# ~560 s; every part under its own deadline, its results copied to $OUT as soon as it ends:
+#
+#   0. unpack gpu_carry_s2v/ (scripts/device_s2v_prepare.sh: the books, SentEval's six tasks, the
+#      Wiki-1000 folder) into $WORK/data; at once, in the background on CPUs of its own (PREP_CPUS),
+#      the config's books split and tokenized into the curve's run folder (scripts/s2v_curve.py prepare).
+#   a. speed (SPEED_S, default 75 s): scripts/bench_train_speed.py --cases bow_wiki1000 s2v_gru on CUDA,
+#      the library's loop against a bare step (BENCH_ROUNDS rounds of BENCH_STEPS steps) ->
+#      $OUT/bench_train_speed_gpu.jsonl; then (PRECISION_S, default 120 s) s2v_curve.py precision: the
+#      config's sentences/s in float32, TF32 and bf16, 200 steps each from one seed, and whether each
+#      one's mean loss over those steps lies within 1% of float32's -> $OUT/precision.jsonl,
+#      precision_choice.json (the fastest that passed, and the steps its rate fits into TRAIN_S).
+#   b. the learning curve (until DEADLINE): s2v_curve.py curve, uniform Quick-Thoughts with the config
+#      in the chosen precision, trained to that many steps in 3 segments; after each, the six tasks
+#      (SentEval protocol, solver on the GPU) and the held-out next-sentence accuracy on books 8-10,
+#      which the config leaves out -> $OUT/curve.csv (a row per point, the two control means of
+#      results/s2v_controls.json as columns), curve.png. TRAIN_S (default 360 s) is cut to what the
+#      deadline leaves after EVAL_RESERVE_S (default 120 s) for the three evaluations.
+#
+# Run from the repository root, with $OUT an empty folder:
+#
+#   bash scripts/device_s2v.sh                        # env: PY (python3), DEADLINE (560 s), DRY=1
+#
+# Needs no package beyond torch, accelerate, datasets, tokenizers, numpy, scipy, matplotlib, pyyaml
+# (PYTHONPATH is the checkout). The commit recorded with every row is $QT_HARD_GIT_COMMIT (else the
+# checkout's, when it has .git). Also in $OUT: logs/ (each part's log), summary.txt. The scratch folder
+# (data, run folders, checkpoints) is $WORK, default a new temporary folder removed at the end
+# (KEEP_WORK=1 keeps it).
+#
+# Exits 1 when a part failed or wrote nothing (after writing what the others made), else 0.
+#
+# DRY=1: the same steps at toy size on a machine without a GPU, reading $QT_HARD_DATA when there is
+# no carry (a 16-unit GRU pair on 3 books, book 2 held out, a Wiki folder of 30 articles, a few steps,
+# CR alone with 2 folds; the controls computed at that size so that the tokenizer check runs).
+set -u
+START=$(date +%s)
+PY=${PY:-python3}
+DRY=${DRY:-0}
+DEADLINE=${DEADLINE:-560}
+SPEED_S=${SPEED_S:-75}
+PRECISION_S=${PRECISION_S:-120}
+TRAIN_S=${TRAIN_S:-360}
+MAX_STEPS=${MAX_STEPS:-}
+EVAL_RESERVE_S=${EVAL_RESERVE_S:-120}
+BENCH_STEPS=${BENCH_STEPS:-30}
+BENCH_ROUNDS=${BENCH_ROUNDS:-2}
+CARRY=${CARRY:-gpu_carry_s2v}
+OWN_WORK=0
+[ -z "${WORK:-}" ] && WORK=$(mktemp -d "${TMPDIR:-/tmp}/device_s2v.XXXXXX") && OWN_WORK=1
+PREP_CPUS=${PREP_CPUS:-8-15}
+: "${OUT:?set OUT to the folder the results are written into}"
+elapsed() { echo $(($(date +%s) - START)); }
+left() { local l=$((DEADLINE - $(elapsed))); [ "$l" -gt 5 ] && echo "$l" || echo 5; }
+within() { local l; l=$(left); [ "$1" -lt "$l" ] && echo "$1" || echo "$l"; }
+
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+if [ -z "${QT_HARD_GIT_COMMIT:-}" ]; then
+    QT_HARD_GIT_COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+    [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && QT_HARD_GIT_COMMIT+="+dirty"
+fi
+export QT_HARD_GIT_COMMIT MPLBACKEND=Agg HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1
+LOGS=$OUT/logs
+FAILED=""
+RUN=$WORK/s2v
+mkdir -p "$OUT" "$LOGS" "$WORK/data" "$RUN"
+
+CFG=(--config configs/qt_s2v.yaml)
+SET=()
+EVAL_DEVICE=cuda
+CURVE_ARGS=()
+PREC_ARGS=(--steps 200 --warmup 10)
+BENCH_ARGS=(--steps "$BENCH_STEPS" --rounds "$BENCH_ROUNDS" --warmup 5 --threads 1)
+CONTROLS=results/s2v_controls.json
+TASKS=MR,CR,SUBJ,MPQA,TREC,MRPC
+if [ "$DRY" = 1 ]; then
+    SET=(model.embed_dim=16 model.hidden_dim=16 data.max_books=3 'data.exclude_books=[2]' train.batch_size=32
+        data.max_vocab=5000 train.num_threads=1)
+    EVAL_DEVICE=cpu
+    TASKS=CR
+    CURVE_ARGS=(--kfold 2)
+    PREC_ARGS=(--steps 12 --warmup 2 --allow-cpu --precisions fp32 bf16)
+    BENCH_ARGS=(--steps 8 --rounds 1 --warmup 2 --threads 1
+        --case-set bow_wiki1000:data.classes=20 --case-set bow_wiki1000:train.batch_size=64
+        --case-set s2v_gru:model.embed_dim=16 --case-set s2v_gru:model.hidden_dim=16
+        --case-set s2v_gru:data.max_books=1 --case-set s2v_gru:data.exclude_books=null
+        --case-set s2v_gru:train.batch_size=32)
+    MAX_STEPS=6
+    EVAL_RESERVE_S=10
+    export OMP_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false
+fi
+
+echo "== $(date -u +%FT%TZ) device_s2v (DRY=$DRY, deadline ${DEADLINE}s, commit $QT_HARD_GIT_COMMIT)"
+nvidia-smi -L 2>/dev/null || echo "no nvidia-smi"
+"$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else '')"
+echo "cpus $(nproc); python $("$PY" -V 2>&1)"
+
+# ---------------------------------------------------------------- 0. data
+unxz() { # xz -dc, or Python's lzma where xz is missing
+    if command -v xz >/dev/null; then xz -dc "$1"; else
+        "$PY" -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' "$1"; fi
+}
+if [ -f "$CARRY/books.tar" ]; then
+    tar -C "$WORK/data" -xf "$CARRY/books.tar" || echo "!! books.tar did not unpack"
+    unxz "$CARRY/rest.tar.xz" | tar -C "$WORK/data" -xf - || echo "!! rest.tar.xz did not unpack"
+    WIKI=$WORK/data/wiki_1000_200
+    export QT_HARD_DATA=$WORK/data
+elif [ "$DRY" = 1 ]; then
+    : "${QT_HARD_DATA:?DRY=1 without $CARRY reads the data root: set QT_HARD_DATA}"
+    WIKI=$WORK/data/wiki_dry
+    "$PY" - "$QT_HARD_DATA/wikipedia/enwiki_wikiextractor_ge200sent.txt.xz" "$WIKI" <<'EOF'
+import sys
+from qt_hard.data.wiki import build_wiki
+build_wiki(sys.argv[1], sys.argv[2], articles=30, sentences=200)
+EOF
+else
+    echo "error: no $CARRY/books.tar (make it with scripts/device_s2v_prepare.sh)" >&2
+    exit 1
+fi
+echo "data at $QT_HARD_DATA ($(ls "$QT_HARD_DATA/books" | wc -l) book files), Wiki folder $WIKI; $(elapsed)s"
+
+# The curve's books, split and tokenized while the speed part runs, on CPUs the speed part does not use.
+PIN=()
+if [ "$DRY" != 1 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 16 ]; then PIN=(taskset -c "$PREP_CPUS"); fi
+"${PIN[@]+"${PIN[@]}"}" "$PY" scripts/s2v_curve.py prepare "${CFG[@]}" --out "$RUN" --set "${SET[@]+"${SET[@]}"}" >"$LOGS/prepare.log" 2>&1 &
+PREP=$!
+[ "$DRY" = 1 ] && wait "$PREP"  # one at a time on a small CPU
+
+# ---------------------------------------------------------------- a. speed
+BENCH_PIN=()
+[ ${#PIN[@]} -gt 0 ] && BENCH_PIN=(taskset -c 0-7)
+timeout -k 5 "$(within "$SPEED_S")" "${BENCH_PIN[@]+"${BENCH_PIN[@]}"}" "$PY" scripts/bench_train_speed.py --cases bow_wiki1000 s2v_gru \
+    --wiki "$WIKI" --out "$WORK/bench" "${BENCH_ARGS[@]}" >"$OUT/bench_train_speed_gpu.jsonl" 2>"$LOGS/bench.log"
+rc=$?
+echo "speed bench exit $rc at $(elapsed)s: $(tail -1 "$OUT/bench_train_speed_gpu.jsonl")"
+[ "$rc" = 0 ] || FAILED+=" speed"
+wait "$PREP"
+rc=$?
+echo "prepare exit $rc at $(elapsed)s: $(tail -1 "$LOGS/prepare.log")"
+[ "$rc" = 0 ] || FAILED+=" prepare"
+timeout -k 5 "$(within "$PRECISION_S")" "$PY" scripts/s2v_curve.py precision "${CFG[@]}" --out "$RUN" --set "${SET[@]+"${SET[@]}"}" \
+    "${PREC_ARGS[@]}" --budget-s "$TRAIN_S" >"$LOGS/precision.log" 2>&1
+rc=$?
+echo "precision exit $rc at $(elapsed)s: $(tail -1 "$LOGS/precision.log")"
+[ "$rc" = 0 ] || FAILED+=" precision"
+cp "$RUN/precision.jsonl" "$RUN/precision_choice.json" "$OUT/" 2>/dev/null
+
+# ---------------------------------------------------------------- b. the learning curve
+if [ "$DRY" = 1 ]; then # the controls at toy size, so that the curve's tokenizer check runs
+    CONTROLS=$WORK/controls.json
+    "$PY" scripts/s2v_curve.py controls "${CFG[@]}" --out "$WORK/controls" --set "${SET[@]+"${SET[@]}"}" --rows untrained \
+        --tasks "$TASKS" --kfold 2 --output "$CONTROLS" >"$LOGS/controls.log" 2>&1 || FAILED+=" controls"
+fi
+if [ -f "$RUN/precision_choice.json" ]; then
+    read -r PRECISION RATE BATCH < <("$PY" -c 'import json,sys; c=json.load(open(sys.argv[1])); print(c["precision"], c["sentences_per_s"], c["batch_size"])' "$RUN/precision_choice.json")
+else
+    PRECISION=fp32
+    RATE=""
+    BATCH=400
+    echo "!! no precision choice: float32, steps from TRAIN_S at the speed bench's rate is unknown; 3 points of 100 steps"
+fi
+# Training seconds: TRAIN_S, or what the deadline leaves after the evaluations' reserve.
+budget=$(($(left) - EVAL_RESERVE_S))
+[ "$budget" -gt "$TRAIN_S" ] && budget=$TRAIN_S
+[ "$budget" -lt 1 ] && budget=1
+STEPS=$("$PY" -c 'import sys; r, s, b, m = sys.argv[1:]; n = int(float(r) * float(s) / int(b)) if r else 300
+n = min(n, int(m)) if m else n
+print(max(3, n - n % 3))' "$RATE" "$budget" "$BATCH" "$MAX_STEPS")
+echo "curve: $PRECISION at ${RATE:-?} sentences/s, $STEPS steps (training budget ${budget}s${MAX_STEPS:+, at most $MAX_STEPS steps}), $(left)s left"
+timeout -k 10 "$(left)" "$PY" scripts/s2v_curve.py curve "${CFG[@]}" --out "$RUN" --set "${SET[@]+"${SET[@]}"}" --steps "$STEPS" \
+    --points 3 --precision "$PRECISION" --eval-device "$EVAL_DEVICE" --tasks "$TASKS" --controls "$CONTROLS" \
+    --deadline-s "$(($(left) - 5))" "${CURVE_ARGS[@]+"${CURVE_ARGS[@]}"}" >"$LOGS/curve.log" 2>&1
+rc=$?
+echo "curve exit $rc at $(elapsed)s"
+[ "$rc" = 0 ] && [ "$(wc -l <"$RUN/curve.csv" 2>/dev/null || echo 0)" -gt 1 ] || FAILED+=" curve"
+cp "$RUN/curve.csv" "$RUN/curve.png" "$RUN/metrics.csv" "$OUT/" 2>/dev/null
+cp "$RUN/config.yaml" "$OUT/curve_config.yaml" 2>/dev/null
+
+# ---------------------------------------------------------------- summary
+{
+    echo "== device_s2v (DRY=$DRY) on $(nvidia-smi -L 2>/dev/null | head -1 || echo cpu), commit $QT_HARD_GIT_COMMIT"
+    echo "-- speed (loop/bare):"
+    tail -1 "$OUT/bench_train_speed_gpu.jsonl" 2>/dev/null
+    echo "-- precision:"
+    tail -1 "$LOGS/precision.log" 2>/dev/null
+    echo "-- curve:"
+    cat "$OUT/curve.csv" 2>/dev/null
+    tail -1 "$LOGS/curve.log" 2>/dev/null
+    echo "== $(elapsed)s in all; failed:${FAILED:- none}"
+} >"$OUT/summary.txt"
+echo "-- logs (tails)"
+for f in "$LOGS"/*.log; do
+    echo "[${f##*/}]"
+    tail -4 "$f" | cut -c1-300
+done
+cat "$OUT/summary.txt"
+[ "$OWN_WORK" = 1 ] && [ "${KEEP_WORK:-0}" != 1 ] && rm -rf "$WORK"  # a scratch folder of its own: checkpoints, data
+[ -z "$FAILED" ]
