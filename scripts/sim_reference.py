@@ -131,6 +131,7 @@ def main() -> None:
             "sentences_encoded": cache.n_encoded,
             "encode_seconds": round(cache.seconds, 1),
             "wall_seconds": round(time.perf_counter() - start, 1),
+            "load_average_after": [round(x, 1) for x in __import__("os").getloadavg()],
             "machine": f"{platform.node()} {platform.machine()}, {__import__('os').cpu_count()} CPUs",
             "date": time.strftime("%Y-%m-%d"),
             "commit": _commit(),

@@ -28,7 +28,7 @@ def register(subparsers) -> None:
         nargs="+",
         metavar="NAME",
         help="senteval, sts, books, wikipedia, tu, cifar10, bookcorpus; 'all' is every one but bookcorpus "
-        "(several GB); sts (STS12-16, STS Benchmark, SICK) goes into senteval/STS and senteval/SICK",
+        "(several GB); sts (STS12-16, STS Benchmark, SICK; needs sacremoses) goes into senteval/STS and senteval/SICK",
     )
     g.add_argument("--root", help="data root (default: $QT_HARD_DATA or the user cache)")
     g.add_argument("--force", action="store_true", help="fetch again even when the data is intact")
@@ -89,7 +89,10 @@ def _root(args):
 def _get(args) -> int:
     from qt_hard.data.catalog import DATASETS, Options, get
 
-    names = [n for n in DATASETS if n != "bookcorpus"] if args.names == ["all"] else args.names
+    names = args.names
+    if args.names == ["all"]:
+        # sts last: it needs sacremoses (an optional dependency), and the others do not wait on it
+        names = sorted((n for n in DATASETS if n != "bookcorpus"), key=lambda n: n == "sts")
     opts = Options(_root(args), progress=not args.no_progress, mirror=args.mirror, source=args.source)
     for name in names:
         st = get(name, opts, force=args.force)

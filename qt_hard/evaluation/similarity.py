@@ -248,7 +248,8 @@ def cosine_scores(A: np.ndarray, B: np.ndarray) -> np.ndarray:
 
 
 def _correlations(pred: np.ndarray, gold: np.ndarray) -> tuple[float, float]:
-    """(Pearson, Spearman) x100; 0 where undefined (a constant prediction), as SentEval's ``pr != pr``."""
+    """(Pearson, Spearman) x100; 0 where undefined (a constant prediction or gold), as SentEval's
+    supervised tasks report it (``pr != pr``); its STS12-16 would report nan there."""
     from scipy.stats import pearsonr, spearmanr
 
     if np.ptp(pred) == 0 or np.ptp(gold) == 0:
