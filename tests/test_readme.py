@@ -454,6 +454,12 @@ SKIPS = {
     "55 MB carry of the data root, which the dry run of scripts/device_s2v.sh does without (it reads the data root)",
     "OUT=device_out bash scripts/device_s2v.sh": "needs a GPU machine and the carry of scripts/device_s2v_prepare.sh; "
     "its DRY=1 form runs the same steps here",
+    "python scripts/qt_table.py --out runs/sim --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1,2 --rows uniform,hard1-rescaled-anneal --protocol senteval,similarity": "six quick-start trainings "
+    "(CPU-hours); its similarity protocol's two supervised regressions alone take over a minute on any model, so it "
+    "runs on a toy data folder in tests/test_qt_table.py (test_similarity_protocol_on_a_toy_run_then_added_without_training)",
+    "qt-hard eval senteval --model runs/sim/runs/hard1-rescaled-anneal_s0/final --controls --tasks STS12,STS13,STS14,STS15,STS16,STSBenchmark-cos,SICKRelatedness-cos,STSBenchmark,SICKRelatedness": "needs runs/sim of the "
+    "command above; the same evaluation of the quick start's model with its controls runs as the evaluation guide's "
+    "similarity command",
     "python -m pytest -q -m commands -n 2 --dist loadgroup": "this marker itself (.ci/run runs it)",
     "python -m pytest -q -m slow": "the slow suite (multi-process training, real data at scale), run on its own",
     "accelerate launch --num_processes 4 -m qt_hard.cli train configs/qt_books.yaml": "four GPUs and the full books corpus; its CPU form (the next README line) runs here",
