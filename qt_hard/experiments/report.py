@@ -33,16 +33,19 @@ __all__ = [
 ]
 
 
-def spread(values: Iterable[float]) -> float:
-    """The sample standard deviation (ddof 1) of ``values``; 0.0 for fewer than two."""
+def spread(values: Iterable[float], ddof: int = 1) -> float:
+    """The sample standard deviation (ddof 1) of ``values``; 0.0 for fewer than two. ``ddof=0``: the
+    population one, only for tables whose quoted numbers were made with it."""
     vals = [float(v) for v in values]
-    return statistics.stdev(vals) if len(vals) > 1 else 0.0
+    if len(vals) < 2:
+        return 0.0
+    return statistics.stdev(vals) if ddof == 1 else statistics.pstdev(vals)
 
 
-def mean_spread(values: Iterable[float]) -> tuple[float, float]:
+def mean_spread(values: Iterable[float], ddof: int = 1) -> tuple[float, float]:
     """(mean, :func:`spread`) of a non-empty sequence of numbers."""
     vals = [float(v) for v in values]
-    return statistics.mean(vals), spread(vals)
+    return statistics.mean(vals), spread(vals, ddof)
 
 
 def fmt_mean_spread(values: Iterable, digits: int = 1) -> str:
