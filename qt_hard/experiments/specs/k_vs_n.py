@@ -49,15 +49,15 @@ class DataSpec:
     vocabulary); left out (None), each N counts its own."""
 
     kind: str = "wiki"
-    source: str | None = None
     articles: int = 3029
     min_sentences: int = 200
+    source: str | None = None
     min_count: int = 50
     split_seed: int = 0
     max_len: int = 128
+    vocab_articles: int | None = None
     sentences_per_class: int = 40
     vocab_size: int = 200
-    vocab_articles: int | None = None
 
 
 # Settings added after results were recorded: left out of a cell's hash and of a results file's
