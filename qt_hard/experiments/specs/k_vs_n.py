@@ -757,8 +757,78 @@ def summarize(rows: list[dict]) -> dict:
     return out
 
 
+def _fig_n_by_k(plt, rows, B0, metric, title):
+    """Fig. 3 left (Figs. 5, 6): N x k at B0, row-normalized, the best k of each N marked."""
+    g = _mean_by([r for r in rows if r["B"] == B0 and r["cf"] is False], ["N", "k"], metric)
+    if not g:
+        return None
+    Ns = sorted({n for n, _ in g})
+    ks = sorted({_kval(k, B0) for _, k in g})
+    raw = np.full((len(Ns), len(ks)), np.nan)
+    for (n, k), v in g.items():
+        raw[Ns.index(n), ks.index(_kval(k, B0))] = v[0]
+    norm = raw / np.nanmax(raw, axis=1, keepdims=True)
+    fig, ax = plt.subplots(figsize=(1.0 + 0.75 * len(ks), 0.9 + 0.5 * len(Ns)), dpi=110)
+    best = set()
+    for i in range(len(Ns)):
+        row = norm[i]
+        if np.all(np.isnan(row)):
+            continue
+        jb = int(np.nanargmax(row))
+        best.add((i, jb))
+        near = [j for j in range(len(ks)) if row[j] >= 0.995]
+        for j in {min(near), max(near)} - {jb}:
+            ax.plot(j, i, "o", color="black", alpha=0.35, ms=11)
+        ax.plot(jb, i, "o", color="black", ms=11)
+    what = f"{title}, B={B0}, row-normalized"
+    report.heatmap(fig, ax, raw, norm, ks, Ns, "k (negatives)", "N (classes)", what, best)
+    return fig
+
+
+def _fig_b_by_k(plt, rows, B0, metric, title):
+    """Fig. 3 center (Fig. 7): B x k for (up to) two N, globally normalized per panel."""
+    bk = _mean_by([r for r in rows if r["cf"] is False], ["N", "B", "k"], metric)
+    nB = {N: len({b for n, b, _ in bk if n == N}) for N in {n for n, _, _ in bk}}
+    Ns2 = sorted([N for N, c in nB.items() if c >= 2], key=lambda N: (-nB[N], N))[:2]
+    if not Ns2:
+        return None
+    fig, axes = plt.subplots(1, len(Ns2), figsize=(3.6 * len(Ns2), 2.6), dpi=110, squeeze=False)
+    for ax, N in zip(axes[0], sorted(Ns2)):
+        Bs = sorted({b for n, b, _ in bk if n == N})
+        ks = sorted({_kval(k, b) for n, b, k in bk if n == N})
+        raw = np.full((len(Bs), len(ks)), np.nan)
+        for (n, b, k), v in bk.items():
+            if n == N:
+                raw[Bs.index(b), ks.index(_kval(k, b))] = v[0]
+        report.heatmap(fig, ax, raw, raw / np.nanmax(raw), ks, Bs, "k", "B", f"{title}, N={N}, globally normalized")
+    return fig
+
+
+def _fig_collisions(plt, rows, B0, metric, title):
+    """Fig. 3 right: accuracy vs k with (solid) and without (dotted) collisions, four N."""
+    cf = _mean_by([r for r in rows if r["B"] == B0], ["N", "k", "cf"], metric)
+    Nc = sorted({n for n, _, c in cf if c is True})
+    if not Nc:
+        return None
+    fig, ax = plt.subplots(figsize=(4.2, 3.0), dpi=110)
+    styles = ((False, "-", ""), (True, ":", " no collision"), (SHUFFLED, "--", " shuffled control"))
+    for i, N in enumerate(Nc[:4]):
+        for c, style, tag in styles:
+            pts = sorted((_kval(k, B0), v[0]) for (n, k, cc), v in cf.items() if n == N and cc == c)
+            if pts:
+                ax.plot(*zip(*pts), style, marker="o", ms=3, color=f"C{i}", label=f"N={N}{tag}")
+    ax.set_xscale("log")
+    ax.set_xlabel("k")
+    ax.set_ylabel("accuracy (%)")
+    control = ", shuffled-label control (dashed)" if any(c == SHUFFLED for _, _, c in cf) else ""
+    ax.set_title(f"{title}, B={B0}\ncollisions (solid), none (dotted){control}", fontsize=7)
+    ax.legend(fontsize=5, ncol=2)
+    return fig
+
+
 def plot(results: Path, out_dir: Path) -> list[Path]:
-    """Fig. 3 left / center / right (and App. Figs. 5-7) for both readouts, as small PNGs."""
+    """Fig. 3 left / center / right (and App. Figs. 5-7) for both readouts, as small PNGs, and the
+    summary (:func:`summarize`) as JSON."""
     plt = report.pyplot()
     rows = _parse(read_results(results))
     if not rows:
@@ -773,90 +843,18 @@ def plot(results: Path, out_dir: Path) -> list[Path]:
     )
     written = []
     for metric, title in (("mean_acc", "mean classifier"), ("linear_acc", "linear classifier")):
-        # Fig. 3 left (Figs. 5, 6): N x k at B0, row-normalized.
-        g = _mean_by([r for r in rows if r["B"] == B0 and r["cf"] is False], ["N", "k"], metric)
-        if g:
-            Ns = sorted({n for n, _ in g})
-            ks = sorted({_kval(k, B0) for _, k in g})
-            raw = np.full((len(Ns), len(ks)), np.nan)
-            for (n, k), v in g.items():
-                raw[Ns.index(n), ks.index(_kval(k, B0))] = v[0]
-            norm = raw / np.nanmax(raw, axis=1, keepdims=True)
-            fig, ax = plt.subplots(figsize=(1.0 + 0.75 * len(ks), 0.9 + 0.5 * len(Ns)), dpi=110)
-            best = set()
-            for i in range(len(Ns)):
-                row = norm[i]
-                if np.all(np.isnan(row)):
-                    continue
-                jb = int(np.nanargmax(row))
-                best.add((i, jb))
-                near = [j for j in range(len(ks)) if row[j] >= 0.995]
-                for j in {min(near), max(near)} - {jb}:
-                    ax.plot(j, i, "o", color="black", alpha=0.35, ms=11)
-                ax.plot(jb, i, "o", color="black", ms=11)
-            report.heatmap(
-                fig, ax, raw, norm, ks, Ns, "k (negatives)", "N (classes)", f"{title}, B={B0}, row-normalized", best
-            )
+        figures = (("k_vs_n", _fig_n_by_k, 0.03), ("b_by_k", _fig_b_by_k, 0.04), ("collisions", _fig_collisions, 0.03))
+        for name, draw, bottom in figures:
+            fig = draw(plt, rows, B0, metric, title)
+            if fig is None:
+                continue
             fig.text(0.01, 0.005, caption, fontsize=5)
-            fig.tight_layout(rect=(0, 0.03, 1, 1))
-            fig.savefig(out_dir / f"k_vs_n_{metric}.png")
-            written.append(out_dir / f"k_vs_n_{metric}.png")
+            fig.tight_layout(rect=(0, bottom, 1, 1))
+            fig.savefig(out_dir / f"{name}_{metric}.png")
+            written.append(out_dir / f"{name}_{metric}.png")
             plt.close(fig)
-        # Fig. 3 center (Fig. 7): B x k for (up to) two N, globally normalized per panel.
-        bk = _mean_by([r for r in rows if r["cf"] is False], ["N", "B", "k"], metric)
-        nB = {N: len({b for n, b, _ in bk if n == N}) for N in {n for n, _, _ in bk}}
-        Ns2 = sorted([N for N, c in nB.items() if c >= 2], key=lambda N: (-nB[N], N))[:2]
-        if Ns2:
-            fig, axes = plt.subplots(1, len(Ns2), figsize=(3.6 * len(Ns2), 2.6), dpi=110, squeeze=False)
-            for ax, N in zip(axes[0], sorted(Ns2)):
-                Bs = sorted({b for n, b, _ in bk if n == N})
-                ks = sorted({_kval(k, b) for n, b, k in bk if n == N})
-                raw = np.full((len(Bs), len(ks)), np.nan)
-                for (n, b, k), v in bk.items():
-                    if n == N:
-                        raw[Bs.index(b), ks.index(_kval(k, b))] = v[0]
-                report.heatmap(
-                    fig, ax, raw, raw / np.nanmax(raw), ks, Bs, "k", "B", f"{title}, N={N}, globally normalized"
-                )
-            fig.text(0.01, 0.005, caption, fontsize=5)
-            fig.tight_layout(rect=(0, 0.04, 1, 1))
-            fig.savefig(out_dir / f"b_by_k_{metric}.png")
-            written.append(out_dir / f"b_by_k_{metric}.png")
-            plt.close(fig)
-        # Fig. 3 right: accuracy vs k with (solid) and without (dotted) collisions, four N.
-        cf = _mean_by([r for r in rows if r["B"] == B0], ["N", "k", "cf"], metric)
-        Nc = sorted({n for n, _, c in cf if c is True})
-        if Nc:
-            fig, ax = plt.subplots(figsize=(4.2, 3.0), dpi=110)
-            for i, N in enumerate(Nc[:4]):
-                color = f"C{i}"
-                for c, style, tag in (
-                    (False, "-", ""),
-                    (True, ":", " no collision"),
-                    (SHUFFLED, "--", " shuffled control"),
-                ):
-                    pts = sorted((_kval(k, B0), v[0]) for (n, k, cc), v in cf.items() if n == N and cc == c)
-                    if pts:
-                        ax.plot(*zip(*pts), style, marker="o", ms=3, color=color, label=f"N={N}{tag}")
-            ax.set_xscale("log")
-            ax.set_xlabel("k")
-            ax.set_ylabel("accuracy (%)")
-            control = any(c == SHUFFLED for _, _, c in cf)
-            ax.set_title(
-                f"{title}, B={B0}\ncollisions (solid), none (dotted)"
-                + (", shuffled-label control (dashed)" if control else ""),
-                fontsize=7,
-            )
-            ax.legend(fontsize=5, ncol=2)
-            fig.text(0.01, 0.005, caption, fontsize=5)
-            fig.tight_layout(rect=(0, 0.03, 1, 1))
-            fig.savefig(out_dir / f"collisions_{metric}.png")
-            written.append(out_dir / f"collisions_{metric}.png")
-            plt.close(fig)
-    summary = summarize(rows)
-    (out_dir / "k_vs_n_summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
-    written.append(out_dir / "k_vs_n_summary.json")
-    return written
+    (out_dir / "k_vs_n_summary.json").write_text(json.dumps(summarize(rows), indent=1, default=str) + "\n")
+    return [*written, out_dir / "k_vs_n_summary.json"]
 
 
 DIAG_COLUMNS = (
