@@ -144,6 +144,30 @@ def test_killed_grid_resumes_to_identical_results_and_plots(tmp_path):
     assert summary["mean_acc"]["collision_free_gain"]["4"]
 
 
+def test_prepare_builds_the_wiki_folder_and_its_tokens_once(tmp_path):
+    """``prepare`` of a wiki grid (``qt_hard.data.wiki.prepare_wiki``): the folder of the first
+    articles with enough sentences, tokenized whole, the marker written; a grid asking for more
+    articles than the folder has is refused; a second call does nothing."""
+    from qt_hard.data.wiki import wiki_prefix
+    from tests.test_data_wiki import DUMP
+
+    dump = tmp_path / "dump.txt"
+    dump.write_text(DUMP, encoding="utf-8")
+    spec = K.DataSpec(kind="wiki", source=str(dump), articles=3, min_sentences=3, min_count=1)
+    cache = tmp_path / "cache"
+    marker = K.prepare(spec, [2, 3], cache)
+    assert marker.is_file() and sorted(p.name for p in K.wiki_dir(cache, spec).glob("*.txt")) == [
+        "0000.txt",
+        "0001.txt",
+        "0002.txt",
+    ]
+    assert wiki_prefix(K.wiki_dir(cache, spec), 2, min_count=1, cache_dir=K.token_cache(cache)).num_classes == 2
+    stamp = marker.stat().st_mtime_ns
+    assert K.prepare(spec, [2, 3], cache) == marker and marker.stat().st_mtime_ns == stamp
+    with pytest.raises(ValueError, match="has 3 articles; the grid asks for N=4"):
+        K.prepare(spec, [4], tmp_path / "other")
+
+
 def test_wiki_n_from_a_larger_tokenization_equals_its_own(tmp_path):
     """prepare tokenizes the whole Wiki folder once: Wiki-N as its prefix (``data.classes``) must
     split and build its vocabulary exactly as a folder of N articles alone does."""
