@@ -23,9 +23,11 @@ from pathlib import Path
 __all__ = [
     "beyond_spread",
     "fmt_mean_spread",
+    "heatmap",
     "markdown_table",
     "mean_spread",
     "paired_differences",
+    "plot_differences",
     "pyplot",
     "spread",
     "write_csv",
