@@ -686,7 +686,7 @@ def prepare_wiki(
     ``$QT_HARD_DATA/wikipedia/enwiki_wikiextractor_ge200sent.txt.xz``) unless it is there, and
     tokenize all of it once into ``token_dir`` (:func:`tokenize_wiki`), so that every Wiki-N with N up
     to ``classes`` is a prefix of those tokens (:func:`wiki_prefix`). Returns the number of articles;
-    ValueError when the folder has fewer than ``classes``."""
+    ArgumentError (a ValueError) when the folder has fewer than ``classes``."""
     from qt_hard.paths import data_path
 
     t0 = time.perf_counter()
@@ -698,6 +698,6 @@ def prepare_wiki(
     sentences, labels, _, _ = tokenize_wiki(folder, None, cache_dir=token_dir, num_proc=os.cpu_count())
     found = labels[-1] + 1
     if classes > found:
-        raise ValueError(f"{folder} has {found} articles; the grid asks for N={classes}")
+        raise ArgumentError(f"{folder} has {found} articles; the grid asks for N={classes}")
     print(f"tokenized {len(sentences)} sentences of {found} articles in {time.perf_counter() - t0:.1f}s", flush=True)
     return found

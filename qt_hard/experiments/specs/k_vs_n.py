@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from qt_hard.errors import ArgumentError
 from qt_hard.experiments import report
 from qt_hard.experiments.ledger import Ledger, LedgerError, git_commit
 from qt_hard.experiments.runner import estimate_line, in_processes, read_eval, read_metrics, run_claimed, step_seconds
@@ -837,7 +838,7 @@ def plot(results: Path, out_dir: Path) -> list[Path]:
     plt = report.pyplot()
     rows = _parse(read_results(results))
     if not rows:
-        raise ValueError(f"{results}: no finished cells to plot")
+        raise ArgumentError(f"{results}: no finished cells to plot")
     out_dir.mkdir(parents=True, exist_ok=True)
     B0 = _main_B(rows)
     epochs = sorted({(r["epochs"], r["linear_epochs"]) for r in rows})
@@ -893,7 +894,7 @@ def diagnose(results: Path) -> str:
         }
         groups.setdefault(key, []).append(vals)
     if not groups:
-        raise ValueError(f"{results}: no finished cell has diagnostics")
+        raise ArgumentError(f"{results}: no finished cell has diagnostics")
     order = {"False": 0, "True": 1, SHUFFLED: 2}
     head = "| N | k | B | collisions removed | seeds | " + " | ".join(t for _, t in DIAG_COLUMNS) + " |"
     out = [head, "|" + "---|" * (5 + len(DIAG_COLUMNS))]
