@@ -217,6 +217,27 @@ def test_similarity_summary_pairs_by_seed_and_judges_by_uniforms_spread(qt_table
     assert callable(qt_table.protocol("similarity").evaluate) and callable(qt_table.protocol("similarity").report)
 
 
+def test_the_report_of_a_ledger_of_both_protocols(qt_table, tmp_path, capsys):
+    """A ledger holding senteval and similarity records (as the table's earlier script wrote them):
+    the report writes the similarity table from the similarity records alone, and results.csv and
+    table.md from the senteval ones alone."""
+    led = qt_table.ledger(tmp_path, {"config": "c.yaml", "overrides": []})
+    for seed in range(2):
+        for row, base in [("uniform", 70.0), ("hard1-clamp", 71.0)]:
+            acc = {t: base + seed + i for i, t in enumerate(qt_table.TASKS)}
+            led.append({"row": row, "seed": seed, "protocol": "senteval", "acc": acc, "devacc": acc})
+            led.append({**_sim_record(qt_table, row, seed, base - 20), "sim_mean": base - 20 + seed})
+    recs = qt_table.ledger(tmp_path, None).latest()
+    qt_table.write_report(tmp_path, ["senteval", "similarity"], {})
+    sim = (tmp_path / "table_similarity.md").read_text()
+    assert sim == qt_table.summarize_similarity(recs)[0] + "\n"
+    assert "| Hard (beta=1, clamp) | 2 |" in sim and "| 50.5 ± 0.7 |\n" in sim  # uniform's stored sim_mean: 50, 51
+    assert "| Hard (beta=1, clamp) (ours) | 2 |" in (tmp_path / "table.md").read_text()
+    lines = (tmp_path / "results.csv").read_text().splitlines()
+    assert len(lines) == 5 and all(",senteval," in line for line in lines[1:])
+    assert "4 runs under similarity" in capsys.readouterr().out
+
+
 def test_similarity_protocol_on_a_toy_run_then_added_without_training(qt_table, tmp_path, monkeypatch, capsys):
     """Train a 2-step toy run under --protocol similarity; then --protocol senteval,similarity on the
     same folder evaluates the transfer tasks from final/ without training again."""
