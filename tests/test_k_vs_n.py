@@ -1,5 +1,6 @@
-"""scripts/k_vs_n.py: grid expansion, the results ledger (claims, setup, conversion of a CSV written
-before it), kill-and-resume, plots (tiny synthetic grids)."""
+"""The k-versus-N ablation (``qt_hard.experiments.specs.k_vs_n``, ``scripts/k_vs_n.py``): grid
+expansion, the results ledger (claims, setup, a CSV without its ledger refused), kill-and-resume,
+plots (tiny synthetic grids)."""
 
 from __future__ import annotations
 
@@ -20,9 +21,10 @@ import pytest
 from tests._signals import signal_at
 from _scripts import load_script
 
+from qt_hard.experiments.specs import k_vs_n as K
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "k_vs_n.py"
-K = load_script("k_vs_n")
 
 TINY = """
 data: {kind: synthetic, min_count: 1, sentences_per_class: 30, vocab_size: 120, split_seed: 0}
@@ -94,7 +96,7 @@ def test_killed_grid_resumes_to_identical_results_and_plots(tmp_path):
     common = ["--cache", str(cache), "--device", "cpu", "--threads", "1", "--no-estimate"]
     # Uninterrupted reference, in this process.
     ref = tmp_path / "ref.csv"
-    K.main(["run", str(grid), "--results", str(ref), *common])
+    K.run("run", str(grid), {}, str(ref), str(cache), "cpu", threads=1, no_estimate=True)
     expected = _metrics(ref)
     assert len(expected) == n_cells
 
@@ -140,6 +142,30 @@ def test_killed_grid_resumes_to_identical_results_and_plots(tmp_path):
     summary = json.loads((tmp_path / "figs" / "k_vs_n_summary.json").read_text())
     assert set(summary["mean_acc"]["best_k_by_N"]) == {"3", "4"}
     assert summary["mean_acc"]["collision_free_gain"]["4"]
+
+
+def test_prepare_builds_the_wiki_folder_and_its_tokens_once(tmp_path):
+    """``prepare`` of a wiki grid (``qt_hard.data.wiki.prepare_wiki``): the folder of the first
+    articles with enough sentences, tokenized whole, the marker written; a grid asking for more
+    articles than the folder has is refused; a second call does nothing."""
+    from qt_hard.data.wiki import wiki_prefix
+    from tests.test_data_wiki import DUMP
+
+    dump = tmp_path / "dump.txt"
+    dump.write_text(DUMP, encoding="utf-8")
+    spec = K.DataSpec(kind="wiki", source=str(dump), articles=3, min_sentences=3, min_count=1)
+    cache = tmp_path / "cache"
+    marker = K.prepare(spec, [2, 3], cache)
+    assert marker.is_file() and sorted(p.name for p in K.wiki_dir(cache, spec).glob("*.txt")) == [
+        "0000.txt",
+        "0001.txt",
+        "0002.txt",
+    ]
+    assert wiki_prefix(K.wiki_dir(cache, spec), 2, min_count=1, cache_dir=K.token_cache(cache)).num_classes == 2
+    stamp = marker.stat().st_mtime_ns
+    assert K.prepare(spec, [2, 3], cache) == marker and marker.stat().st_mtime_ns == stamp
+    with pytest.raises(ValueError, match="has 3 articles; the grid asks for N=4"):
+        K.prepare(spec, [4], tmp_path / "other")
 
 
 def test_wiki_n_from_a_larger_tokenization_equals_its_own(tmp_path):
@@ -337,63 +363,19 @@ def test_a_results_file_holds_one_setup(shuffled_grid, tmp_path):
         K.open_results(res.with_suffix(".tsv"))
 
 
-def _legacy_copy(res: Path, folder: Path) -> Path:
-    """The CSV and diagnostics of ``res`` alone in ``folder``: results as written before the ledger."""
-    folder.mkdir()
-    for src in (res, K.diagnostics_path(res)):
-        shutil.copy(src, folder / src.name)
-    return folder / res.name
-
-
-def test_a_csv_written_before_the_ledger_is_converted_once(shuffled_grid, tmp_path):
-    """Rows and diagnostics lines become the records they were written from (typed back), so the
-    CSV and diagnostics derived from the converted ledger are the old files byte for byte, and
-    plots and tables read the same numbers; the grid then runs nothing again."""
+def test_a_csv_without_its_ledger_is_refused(shuffled_grid, tmp_path):
+    """A results CSV with no ledger beside it (written before the ledger) is neither read as empty
+    nor rewritten: the grid refuses it, naming the file, and leaves it as it was."""
     grid_path, res = shuffled_grid
-    legacy = _legacy_copy(res, tmp_path / "old")
-    old_csv, old_diag = legacy.read_bytes(), K.diagnostics_path(legacy).read_bytes()
-    K.open_results(legacy, K.load_grid(grid_path))
-    converted = K.ledger_path(legacy)
-    assert converted.is_file() and not list(legacy.parent.glob(".*.tmp"))
-    assert K.open_results(legacy).latest() == K.open_results(res).latest()
-    assert K.open_results(legacy).setup == K.open_results(res).setup
-    assert K.diagnose(legacy) == K.diagnose(res)
-    stamp = converted.stat().st_mtime_ns  # a second use does not convert again
-    K.open_results(legacy, K.load_grid(grid_path))
-    assert converted.stat().st_mtime_ns == stamp
-    legacy.write_bytes(b"")  # the derived files come back from the ledger alone
-    K.diagnostics_path(legacy).unlink()
-    K.export(legacy)
-    assert legacy.read_bytes() == old_csv and K.diagnostics_path(legacy).read_bytes() == old_diag
-    assert K.worker(str(grid_path), {}, str(legacy), str(tmp_path / "no-cache"), "cpu", 1) == 0
-
-
-def test_a_csv_of_another_setup_is_not_converted(shuffled_grid, tmp_path):
-    grid_path, res = shuffled_grid
-    legacy = _legacy_copy(res, tmp_path / "old")
-    with pytest.raises(K.LedgerError, match=r"res.csv:2: cell \w+ is not a cell of this grid's setup"):
-        K.open_results(legacy, K.load_grid(grid_path, epochs=3))
-    # Without a grid the setup is the one its columns name, the other settings at their defaults:
-    # this synthetic grid's corpus size is not a column, so its cells cannot be told apart.
-    with pytest.raises(K.LedgerError, match=r"res.csv:2: .* not a cell of the setup its columns name"):
-        K.read_results(legacy)
-    assert not K.ledger_path(legacy).exists()
-
-
-@pytest.mark.parametrize("name", ["results", "collisions", "rerun_cpu", "rerun_cpu_old_loop"])
-def test_committed_results_are_derived_from_their_ledgers(name, tmp_path):
-    """results/k_vs_n: each ledger is what converting its CSV and diagnostics builds (the setup
-    from the columns and the defaults), and derives them back byte for byte."""
-    folder = ROOT / "results" / "k_vs_n"
-    for suffix in (".csv", ".diag.jsonl"):
-        shutil.copy(folder / f"{name}{suffix}", tmp_path / f"{name}{suffix}")
-    K.migrate(tmp_path / f"{name}.csv")
-    assert (tmp_path / f"{name}.jsonl").read_bytes() == (folder / f"{name}.jsonl").read_bytes()
-    for suffix in (".csv", ".diag.jsonl"):
-        (tmp_path / f"{name}{suffix}").unlink()
-    K.export(tmp_path / f"{name}.csv")
-    for suffix in (".csv", ".diag.jsonl"):
-        assert (tmp_path / f"{name}{suffix}").read_bytes() == (folder / f"{name}{suffix}").read_bytes()
+    legacy = tmp_path / res.name
+    shutil.copy(res, legacy)
+    before = legacy.read_bytes()
+    for grid in (K.load_grid(grid_path), None):
+        with pytest.raises(K.LedgerError, match=r"res\.csv has no ledger res\.jsonl"):
+            K.open_results(legacy, grid)
+    with pytest.raises(K.LedgerError, match="no ledger"):
+        K.worker(str(grid_path), {}, str(legacy), str(tmp_path / "no-cache"), "cpu", 1)
+    assert legacy.read_bytes() == before and not K.ledger_path(legacy).exists()
 
 
 def test_sampling_measurement_on_pair_batches():

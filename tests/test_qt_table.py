@@ -1,16 +1,20 @@
-"""scripts/qt_table.py: the paper's rows, atomic result lines, the summary and the plot (no training)."""
+"""The QT table (``qt_hard.experiments.specs.qt_table``, ``scripts/qt_table.py``): the paper's rows,
+atomic result lines, the summary and the plot (no training)."""
 
 import json
 import os
 from pathlib import Path
 
 import pytest
-from _scripts import load_script
+
+from qt_hard.experiments.grid import GridError
+from qt_hard.experiments.ledger import LedgerError
+from qt_hard.experiments.specs import qt_table as spec
 
 
 @pytest.fixture(scope="module")
 def qt_table():
-    return load_script("qt_table")
+    return spec
 
 
 def test_paper_rows_parse_table2(qt_table, tmp_path):
@@ -39,20 +43,20 @@ def test_real_paper_has_all_four_rows(qt_table):
 def test_results_append_read_summary_and_plot(qt_table, tmp_path):
     path = tmp_path / "results.jsonl"
     setup = {"config": "c.yaml", "overrides": []}
-    ledger = qt_table.open_ledger(tmp_path, setup)
+    ledger = qt_table.ledger(tmp_path, setup)
     for row, base in [("uniform", 70.0), ("hard1", 71.0)]:
         for seed in range(3):
             acc = {t: base + seed * 0.1 + i for i, t in enumerate(qt_table.TASKS)}
             ledger.append({"row": row, "seed": seed, "protocol": "senteval", "acc": acc})
     with open(path, "a") as f:
         f.write('{"row": "hard2", "se')  # a torn line is ignored
-    recs = qt_table.open_ledger(tmp_path, None).latest()
+    recs = qt_table.ledger(tmp_path, None).latest()
     assert len(recs) == 6 and json.loads(path.read_text().splitlines()[1])["row"] == "uniform"
     table, parts = qt_table.summarize(recs, "senteval", {})
     assert "70.1 ± 0.1" in table and "+1.0" in table
-    assert parts["diffs"]["hard1"] == pytest.approx([1.0] * 6)
-    assert "hard1" in table.splitlines()[-1] or "Hard" in table.splitlines()[-1]
-    qt_table.plot(parts["diffs"], parts["stats"], {}, tmp_path / "d.png")
+    assert parts["diffs"]["hard1"]["mean"] == pytest.approx([1.0] * 6)
+    assert table.splitlines()[-1].startswith("Beat uniform") and table.splitlines()[-1].endswith(": hard1.")
+    qt_table.plot(parts, {}, tmp_path / "d.png")
     assert (tmp_path / "d.png").stat().st_size > 1000
     assert "No objective" not in qt_table.summarize(recs, "senteval", {})[0]
     assert qt_table.summarize(recs, "skipthoughts", {})[1]["stats"] == {}
@@ -83,9 +87,10 @@ def test_summary_of_a_single_seed(qt_table, tmp_path):
 
 
 def test_unknown_protocol_is_a_clear_error(qt_table):
-    with pytest.raises(SystemExit, match="no such protocol"):
-        qt_table.evaluator("skip-thoughts")
-    assert callable(qt_table.evaluator("skipthoughts")) and callable(qt_table.evaluator("senteval"))
+    with pytest.raises(GridError, match="no such protocol"):
+        qt_table.protocol("skip-thoughts")
+    for name in ("skipthoughts", "senteval"):
+        assert callable(qt_table.protocol(name).evaluate) and callable(qt_table.protocol(name).report)
 
 
 def test_row_names(qt_table):
@@ -102,26 +107,26 @@ def test_row_names(qt_table):
     }
     assert qt_table.row_spec("hard1")[1]["options"]["clip"] == "rescaled"
     for bad in ("hard1-nope", "hard-none", "soft1-none", "hard1-none-floor-anneal-x"):
-        with pytest.raises(SystemExit, match="unknown row"):
+        with pytest.raises(GridError, match="unknown row"):
             qt_table.row_spec(bad)
     order = sorted(["hard2-none", "uniform", "hard1-rescaled", "uniform-floor", "hard1"], key=qt_table.row_order)
     assert order[:3] == ["uniform", "uniform-floor", "hard1"]
 
 
-def test_headerless_results_are_adopted_only_for_their_setup(qt_table, tmp_path):
-    rec = {
-        "row": "uniform",
-        "seed": 0,
-        "protocol": "senteval",
-        "config": "c.yaml",
-        "overrides": ["a=1"],
-        "acc": {t: 70.0 for t in qt_table.TASKS},
-    }
+def test_a_ledger_of_the_earlier_script_resumes(qt_table, tmp_path):
+    """A folder written by the table's earlier script (the same ledger format and setup) goes on: its
+    finished (row, seed, protocol) are skipped, another setup is refused, and a results file without
+    the ledger's header line is refused rather than read."""
+    rec = {"row": "uniform", "seed": 0, "protocol": "senteval", "acc": {t: 70.0 for t in qt_table.TASKS}}
+    setup = {"config": "c.yaml", "overrides": ["a=1"]}
+    header = {"ledger": 1, "setup": setup}
+    (tmp_path / "results.jsonl").write_text(json.dumps(header) + "\n" + json.dumps(rec) + "\n")
+    assert qt_table.ledger(tmp_path, {"config": "c.yaml", "overrides": ["a=1"]}).done() == {("uniform", 0, "senteval")}
+    with pytest.raises(LedgerError, match="another setup"):
+        qt_table.ledger(tmp_path, {"config": "c.yaml", "overrides": []})
     (tmp_path / "results.jsonl").write_text(json.dumps(rec) + "\n")
-    with pytest.raises(SystemExit, match="another training setup"):
-        qt_table.open_ledger(tmp_path, {"config": "c.yaml", "overrides": []})
-    ledger = qt_table.open_ledger(tmp_path, {"config": "c.yaml", "overrides": ["a=1"]})
-    assert ledger.done() == {("uniform", 0, "senteval")}
+    with pytest.raises(LedgerError, match="not a results ledger header"):
+        qt_table.ledger(tmp_path, setup)
 
 
 def test_dev_table_and_diagnostics_figure(qt_table, tmp_path):
@@ -209,7 +214,28 @@ def test_similarity_summary_pairs_by_seed_and_judges_by_uniforms_spread(qt_table
     assert "beyond its seed spread" in table.splitlines()[-1]
     one = qt_table.summarize_similarity(recs[:1] + recs[3:4])[0]
     assert one.splitlines()[-1].startswith("Uniform has one seed so far")
-    assert callable(qt_table.evaluator("similarity"))
+    assert callable(qt_table.protocol("similarity").evaluate) and callable(qt_table.protocol("similarity").report)
+
+
+def test_the_report_of_a_ledger_of_both_protocols(qt_table, tmp_path, capsys):
+    """A ledger holding senteval and similarity records (as the table's earlier script wrote them):
+    the report writes the similarity table from the similarity records alone, and results.csv and
+    table.md from the senteval ones alone."""
+    led = qt_table.ledger(tmp_path, {"config": "c.yaml", "overrides": []})
+    for seed in range(2):
+        for row, base in [("uniform", 70.0), ("hard1-clamp", 71.0)]:
+            acc = {t: base + seed + i for i, t in enumerate(qt_table.TASKS)}
+            led.append({"row": row, "seed": seed, "protocol": "senteval", "acc": acc, "devacc": acc})
+            led.append({**_sim_record(qt_table, row, seed, base - 20), "sim_mean": base - 20 + seed})
+    recs = qt_table.ledger(tmp_path, None).latest()
+    qt_table.write_report(tmp_path, ["senteval", "similarity"], {})
+    sim = (tmp_path / "table_similarity.md").read_text()
+    assert sim == qt_table.summarize_similarity(recs)[0] + "\n"
+    assert "| Hard (beta=1, clamp) | 2 |" in sim and "| 50.5 ± 0.7 |\n" in sim  # uniform's stored sim_mean: 50, 51
+    assert "| Hard (beta=1, clamp) (ours) | 2 |" in (tmp_path / "table.md").read_text()
+    lines = (tmp_path / "results.csv").read_text().splitlines()
+    assert len(lines) == 5 and all(",senteval," in line for line in lines[1:])
+    assert "4 runs under similarity" in capsys.readouterr().out
 
 
 def test_similarity_protocol_on_a_toy_run_then_added_without_training(qt_table, tmp_path, monkeypatch, capsys):
@@ -218,6 +244,7 @@ def test_similarity_protocol_on_a_toy_run_then_added_without_training(qt_table, 
     import sys
 
     import yaml
+    from _scripts import load_script
     from _similarity import use_sizes, write_similarity
     from test_eval_senteval import fixture_lines, write_senteval
     from test_training import qt_config
@@ -232,8 +259,9 @@ def test_similarity_protocol_on_a_toy_run_then_added_without_training(qt_table, 
     out = tmp_path / "table"
     base = ["qt_table.py", "--out", str(out), "--config", str(cfg), "--seeds", "0", "--rows", "uniform"]
     base += ["--data", str(data), "--kfold", "2"]
+    script = load_script("qt_table")
     monkeypatch.setattr(sys, "argv", [*base, "--protocol", "similarity"])
-    qt_table.main()
+    assert script.main() == 0
     recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()[1:]]
     assert [(r["row"], r["protocol"]) for r in recs] == [("uniform", "similarity")]
     assert set(recs[0]["spearman"]) == set(qt_table.SIM_TASKS) and recs[0]["sim_mean"] is not None
@@ -243,7 +271,7 @@ def test_similarity_protocol_on_a_toy_run_then_added_without_training(qt_table, 
 
     monkeypatch.setattr(loop, "train", lambda *a, **k: (_ for _ in ()).throw(AssertionError("trained again")))
     monkeypatch.setattr(sys, "argv", [*base, "--protocol", "senteval,similarity"])
-    qt_table.main()
+    assert script.main() == 0
     recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()[1:]]
     assert [r["protocol"] for r in recs] == ["similarity", "senteval"]
     assert "STS12" in capsys.readouterr().out

@@ -671,3 +671,33 @@ def _prefix_end(labels: np.ndarray, classes: int, directory) -> int:
     if n == 0 or labels[n - 1] != classes - 1:
         raise ValueError(f"{directory} has {int(labels.max()) + 1} articles; {classes} classes were asked for")
     return n
+
+
+def prepare_wiki(
+    folder: Path,
+    token_dir: Path,
+    articles: int,
+    min_sentences: int,
+    classes: int,
+    source: str | os.PathLike | None = None,
+) -> int:
+    """Build the Wiki folder ``folder`` (``articles`` articles of at least ``min_sentences``
+    sentences, :func:`build_wiki`, from ``source``, by default
+    ``$QT_HARD_DATA/wikipedia/enwiki_wikiextractor_ge200sent.txt.xz``) unless it is there, and
+    tokenize all of it once into ``token_dir`` (:func:`tokenize_wiki`), so that every Wiki-N with N up
+    to ``classes`` is a prefix of those tokens (:func:`wiki_prefix`). Returns the number of articles;
+    ArgumentError (a ValueError) when the folder has fewer than ``classes``."""
+    from qt_hard.paths import data_path
+
+    t0 = time.perf_counter()
+    folder = Path(folder)
+    if not folder.exists():
+        source = source or str(data_path("wikipedia", "enwiki_wikiextractor_ge200sent.txt.xz"))
+        print(f"building Wiki-{articles} from {source} into {folder}", flush=True)
+        print(build_wiki(source, folder, articles=articles, sentences=min_sentences), flush=True)
+    sentences, labels, _, _ = tokenize_wiki(folder, None, cache_dir=token_dir, num_proc=os.cpu_count())
+    found = labels[-1] + 1
+    if classes > found:
+        raise ArgumentError(f"{folder} has {found} articles; the grid asks for N={classes}")
+    print(f"tokenized {len(sentences)} sentences of {found} articles in {time.perf_counter() - t0:.1f}s", flush=True)
+    return found

@@ -79,7 +79,7 @@ import os
 import numpy as np
 import torch
 
-from qt_hard.errors import DeviceUnavailableError
+from qt_hard.errors import ArgumentError, DeviceUnavailableError
 from qt_hard.threads import torch_threads
 
 __all__ = ["BatchedLogReg", "fit_logreg", "decision_logreg", "predict_logreg", "torch_threads"]
@@ -98,8 +98,12 @@ DEFAULT_DEVICE = os.environ.get("QT_HARD_EVAL_DEVICE", "cpu")
 def check_device(device, what: str = "solver device") -> torch.device:
     """``device`` as a ``torch.device``; ``DeviceUnavailableError`` (a ``ValueError``, a one-line
     user error on the command line) when it names CUDA and torch sees no CUDA device. ``what``
-    names the setting in the message (``--device``, ``--eval-device``)."""
-    dev = torch.device(device)
+    names the setting in the message (``--device``, ``--eval-device``); ``ArgumentError`` for a
+    string that names no device."""
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        raise ArgumentError(f"{what} {device!r}: not a device (cpu, cuda, cuda:N)") from None
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise DeviceUnavailableError(f"{what} {device}: torch sees no CUDA device on this machine")
     return dev

@@ -1,0 +1,38 @@
+"""A table's grid: named rows (each a set of config overrides, with the paper's numbers when a paper
+reports the row) crossed with the other axes (seeds, datasets, ...) into cells."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from qt_hard.errors import UserError
+
+__all__ = ["GridError", "Row", "cells", "comma_list"]
+
+
+class GridError(UserError, ValueError):
+    """A grid asked for what it does not have: an unknown row, protocol or axis value."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of a table: ``overrides`` of the base config (``section.key=value``) that make it,
+    and ``paper``: the paper's numbers for it (one per column) with ``source`` naming where they
+    are printed."""
+
+    name: str
+    overrides: tuple[str, ...] = ()
+    paper: tuple | None = None
+    source: str = ""
+
+
+def comma_list(text: str, cast=str) -> list:
+    """``"a,b,"`` -> ``["a", "b"]`` (empty items left out), each item through ``cast``."""
+    return [cast(x) for x in text.split(",") if x != ""]
+
+
+def cells(*axes: Sequence) -> list[tuple]:
+    """The cells of the axes' product, the first axis outermost."""
+    return list(itertools.product(*axes))

@@ -1,0 +1,272 @@
+"""A resumable results ledger: one JSON line per finished cell of an experiment grid.
+
+The table scripts (paper tables, grids) run many cells (a row x a dataset x a seed, ...) that take
+minutes to hours each and may be interrupted at any point. Each folder of results holds one
+``results.jsonl``:
+
+* its first line names the **setup**, what every record of the folder shares (config, budget,
+  overrides): ``{"ledger": 1, "setup": {...}}``. Opening the folder with another setup is an
+  error that names the differing keys, so one folder never mixes two budgets;
+* every further line is one finished cell's record, appended in a single ``O_APPEND`` write and
+  ``fsync``-ed before ``append`` returns: a crash loses at most the cell that was running;
+* a cell's **key** is the tuple of the record's ``key`` fields; :meth:`Ledger.done` is the set of
+  keys already there, which a script skips on its next call.
+
+A writer killed in the middle of a write (on a filesystem where appends are not atomic) leaves a
+last line without its newline: readers ignore it and the next ``append`` cuts it off first. A bad
+line anywhere else is an error naming the file and the line. Appends take an exclusive ``flock`` of
+the file, so processes on one machine may share a folder; :meth:`Ledger.claim` lets them share its
+cells too (one process per cell).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import socket
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from qt_hard.errors import UserError
+
+__all__ = ["Ledger", "LedgerError", "git_commit", "provenance"]
+
+FORMAT = 1
+
+
+class LedgerError(UserError, ValueError):
+    """A results folder that cannot be used as asked: another setup, or a damaged file."""
+
+
+def _canonical(obj):
+    """``obj`` as JSON reads it back (tuples become lists, keys strings), for comparisons."""
+    return json.loads(json.dumps(obj, sort_keys=True))
+
+
+class Ledger:
+    """The records of one results folder (see the module docstring).
+
+    Args:
+        folder: the folder; ``results.jsonl`` (``name``) lives in it. Created when missing.
+        key: the record fields that identify a cell, e.g. ``("row", "dataset", "repeat")``.
+        setup: what all records of the folder share (JSON-serializable). Written with the first
+            record; a folder holding another setup raises :class:`LedgerError`. ``None`` opens
+            the folder as it is, for reading only (:attr:`setup` is then the stored one).
+        name: the file name.
+    """
+
+    def __init__(
+        self, folder: str | os.PathLike, key: Sequence[str], setup: dict | None = None, name: str = "results.jsonl"
+    ):
+        if not key:
+            raise ValueError("a ledger needs at least one key field")
+        self.folder = Path(folder)
+        self.path = self.folder / name
+        self.key = tuple(key)
+        self._read_only = setup is None
+        stored = self._stored_setup()
+        if setup is None:
+            self.setup = stored
+            return
+        self.setup = _canonical(setup)
+        if stored is not None and stored != self.setup:
+            differ = sorted(k for k in set(stored) | set(self.setup) if stored.get(k) != self.setup.get(k))
+            detail = "; ".join(f"{k}: {stored.get(k)!r} there, {self.setup.get(k)!r} here" for k in differ)
+            raise LedgerError(f"{self.path} holds results of another setup ({detail}); use another output folder")
+
+    # ------------------------------------------------------------------ reading
+    def _lines(self) -> list[str]:
+        """The complete lines of the file (a last line without its newline is left out)."""
+        if not self.path.is_file():
+            return []
+        text = self.path.read_text(encoding="utf-8")
+        return text[: text.rfind("\n") + 1].splitlines()
+
+    def _stored_setup(self) -> dict | None:
+        lines = self._lines()
+        if not lines:
+            return None
+        try:
+            head = json.loads(lines[0])
+        except json.JSONDecodeError:
+            head = None
+        if not isinstance(head, dict) or head.get("ledger") != FORMAT or not isinstance(head.get("setup"), dict):
+            raise LedgerError(
+                f'{self.path}:1 is not a results ledger header ({{"ledger": {FORMAT}, "setup": {{...}}}})'
+            )
+        return head["setup"]
+
+    def records(self) -> list[dict]:
+        """Every complete record, in the order they were appended (a cell may appear more than
+        once when it was run again; :meth:`latest` keeps its last record)."""
+        out = []
+        for no, line in enumerate(self._lines()[1:], start=2):
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise LedgerError(f"{self.path}:{no}: not a JSON record ({err.msg})") from None
+            if not isinstance(rec, dict):
+                raise LedgerError(f"{self.path}:{no}: not a JSON object")
+            out.append(rec)
+        return out
+
+    def key_of(self, record: dict) -> tuple:
+        """The cell key of ``record``: its ``key`` fields, as JSON reads them back."""
+        missing = [k for k in self.key if k not in record]
+        if missing:
+            raise LedgerError(f"record lacks the key field(s) {missing}: {record!r}")
+        return tuple(_canonical([record[k] for k in self.key]))
+
+    def done(self) -> set[tuple]:
+        """The keys of the cells that have a record."""
+        return {self.key_of(r) for r in self.records()}
+
+    def latest(self) -> list[dict]:
+        """One record per cell, the last one appended, in the order the cells first appeared."""
+        merged: dict[tuple, dict] = {}
+        for r in self.records():
+            merged[self.key_of(r)] = r
+        return list(merged.values())
+
+    # ------------------------------------------------------------------ writing
+    def append(self, record: dict) -> None:
+        """Add one finished cell's record: one ``O_APPEND`` write of a whole line (the setup
+        header first when the file is new), ``fsync``-ed, under an exclusive lock of the file."""
+        if self._read_only:
+            raise LedgerError(f"{self.path} was opened without a setup (read only)")
+        self.key_of(record)
+        line = json.dumps(record, sort_keys=True) + "\n"
+        if "\n" in line[:-1]:  # json.dumps escapes newlines inside strings; this cannot happen
+            raise LedgerError("a record must serialize to one line")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            size = self._cut_torn_tail(fd, os.fstat(fd).st_size)
+            if size:
+                # Another process may have created the file since this ledger was opened.
+                stored = self._stored_setup()
+                if stored != self.setup:
+                    raise LedgerError(f"{self.path} holds results of another setup; use another output folder")
+            else:
+                line = json.dumps({"ledger": FORMAT, "setup": self.setup}, sort_keys=True) + "\n" + line
+            os.write(fd, line.encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    @staticmethod
+    def _cut_torn_tail(fd: int, size: int) -> int:
+        """Truncate a last line that lacks its newline (a writer died mid-write); the new size."""
+        if size == 0:
+            return 0
+        block = min(size, 1 << 16)
+        tail = os.pread(fd, block, size - block)
+        if tail.endswith(b"\n"):
+            return size
+        nl = tail.rfind(b"\n")
+        while nl < 0 and block < size:  # a torn line longer than the block read
+            block = min(size, block * 4)
+            tail = os.pread(fd, block, size - block)
+            nl = tail.rfind(b"\n")
+        size = size - block + nl + 1
+        os.ftruncate(fd, size)
+        return size
+
+    # ------------------------------------------------------------------ sharing cells
+    @contextlib.contextmanager
+    def claim(self, key: Sequence) -> Iterator[bool]:
+        """Hold cell ``key`` while running it: yields True when this process got it, False when
+        a live process (on this machine, or any process on another one) holds it. The claim is a
+        file in ``claims/`` naming host and pid, put in place whole (a hard link of a written
+        file, which fails when the claim exists); a claim whose process on this machine is gone
+        is taken over; the claim is removed on leaving the block."""
+        claims = self.folder / "claims"
+        claims.mkdir(parents=True, exist_ok=True)
+        path = claims / re.sub(r"[^A-Za-z0-9._=-]+", "_", "__".join(str(k) for k in _canonical(list(key))))
+        host = socket.gethostname()
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"host": host, "pid": os.getpid(), "since": time.time()}))
+        got = False
+        try:
+            for _ in range(2):  # a stale claim is removed once, then taken
+                try:
+                    os.link(tmp, path)
+                except FileExistsError:
+                    if not self._stale(path, host):
+                        break
+                    path.unlink(missing_ok=True)
+                    continue
+                got = True
+                break
+        finally:
+            tmp.unlink(missing_ok=True)
+        try:
+            yield got
+        finally:
+            if got:
+                path.unlink(missing_ok=True)
+
+    @staticmethod
+    def _stale(path: Path, host: str) -> bool:
+        """Whether a claim's process is known to be gone (only a process of this machine can be
+        checked); a claim that vanished meanwhile counts as gone, so the next try takes the cell."""
+        try:
+            info = json.loads(path.read_text())
+            pid = int(info["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return True  # released meanwhile, or not a claim this module wrote
+        return info.get("host") == host and not _process_exists(pid)
+
+
+def _process_exists(pid: int) -> bool:
+    """Whether a process with this id runs on this machine (signal 0 checks without sending)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # another user's process, or an id no process can have: left alone
+    return True
+
+
+def git_commit(where: str | os.PathLike) -> str:
+    """Short commit of the checkout holding ``where`` (``+dirty`` with uncommitted changes to
+    tracked files), for a record's provenance; ``QT_HARD_GIT_COMMIT`` names it where the code
+    travelled without its ``.git`` (a copied tree); "unknown" without git."""
+    import subprocess
+
+    if os.environ.get("QT_HARD_GIT_COMMIT"):
+        return os.environ["QT_HARD_GIT_COMMIT"]
+
+    def git(*args):
+        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=where, timeout=10)
+
+    try:
+        head = git("rev-parse", "--short", "HEAD")
+        if head.returncode != 0:
+            return "unknown"
+        dirty = git("status", "--porcelain", "--untracked-files=no").stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head.stdout.strip() + ("+dirty" if dirty else "")
+
+
+def provenance(where: str | os.PathLike) -> dict:
+    """Where and when a record was measured: the machine, the UTC time, the code's commit
+    (:func:`git_commit` of ``where``)."""
+    import platform
+    from datetime import datetime, timezone
+
+    return {
+        "machine": f"{platform.machine()} {os.cpu_count()} cores {platform.processor() or ''}".strip(),
+        "utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "commit": git_commit(where),
+    }

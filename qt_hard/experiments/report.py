@@ -1,0 +1,160 @@
+"""What every experiment table reports, computed one way: mean ± spread over seeds, differences to a
+baseline row paired by seed, the sentence that says which rows beat the baseline by more than its
+spread, Markdown tables for the docs to include, CSV files written whole, and the figures' plumbing.
+
+* **spread**: the sample standard deviation (ddof 1) over seeds, 0.0 with fewer than two values;
+* **paired difference** of a row to the baseline: per seed both have, row minus baseline; a row is
+  **beyond the spread** when the mean of its paired differences exceeds the spread of the baseline
+  row's metric.
+
+Means and spreads are taken with :mod:`statistics` (exactly rounded), so a table regenerated from the
+same records is the same text to the last digit.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+__all__ = [
+    "beyond_spread",
+    "fmt_mean_spread",
+    "heatmap",
+    "markdown_table",
+    "mean_spread",
+    "paired_differences",
+    "plot_differences",
+    "pyplot",
+    "spread",
+    "write_csv",
+    "write_text",
+]
+
+
+def spread(values: Iterable[float], ddof: int = 1) -> float:
+    """The sample standard deviation (ddof 1) of ``values``; 0.0 for fewer than two. ``ddof=0``: the
+    population one, only for tables whose quoted numbers were made with it."""
+    vals = [float(v) for v in values]
+    if len(vals) < 2:
+        return 0.0
+    return statistics.stdev(vals) if ddof == 1 else statistics.pstdev(vals)
+
+
+def mean_spread(values: Iterable[float], ddof: int = 1) -> tuple[float, float]:
+    """(mean, :func:`spread`) of a non-empty sequence of numbers."""
+    vals = [float(v) for v in values]
+    return statistics.mean(vals), spread(vals, ddof)
+
+
+def fmt_mean_spread(values: Iterable, digits: int = 1) -> str:
+    """``"mean ± spread"`` of the values that are numbers (None and "" left out); "-" without any."""
+    vals = [float(v) for v in values if v not in (None, "")]
+    if not vals:
+        return "-"
+    m, s = mean_spread(vals)
+    return f"{m:.{digits}f} ± {s:.{digits}f}"
+
+
+def paired_differences(base: Mapping, row: Mapping) -> list[float]:
+    """Per seed that both have (in seed order): ``row[seed] - base[seed]``."""
+    return [float(row[s]) - float(base[s]) for s in sorted(set(base) & set(row))]
+
+
+def beyond_spread(baseline: str, base: Mapping, rows: Mapping[str, Mapping], metric: str) -> str:
+    """The sentence that judges ``rows`` (name -> {seed: value}) against ``baseline``'s values
+    ``base`` ({seed: value}) on ``metric``: the rows whose mean paired difference exceeds the spread
+    of ``base``; with one baseline seed, that there is no spread to judge by."""
+    if len(base) < 2:
+        return f"{baseline.capitalize()} has one seed so far: no seed spread to judge the differences by."
+    sd = spread(base.values())
+    better = [name for name, vals in rows.items() if (d := paired_differences(base, vals)) and statistics.mean(d) > sd]
+    what = f"{baseline}'s seed spread (sample std of its {metric}, {sd:.2f})"
+    if better:
+        return f"Beat {baseline} on the {metric} by more than {what}: {', '.join(better)}."
+    return f"No row beats {baseline} on the {metric} by more than {what}."
+
+
+def markdown_table(head: Sequence[str], rows: Iterable[Sequence[str]], align: str = "") -> list[str]:
+    """The lines of a Markdown table: ``align`` has one letter a column, ``l`` (``---``) or ``r``
+    (``---:``), left for columns it does not reach. An empty cell is written as ``| |``."""
+
+    def line(cells):
+        return "|" + "".join(f" {c} |" if c != "" else " |" for c in cells)
+
+    rule = "|" + "".join("---:|" if a == "r" else "---|" for a in align.ljust(len(head), "l"))
+    return [line(head), rule, *(line(r) for r in rows)]
+
+
+def write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` whole: a temporary file beside ``path`` renamed into place, so that a reader
+    never sees half a file."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with tmp.open("w", encoding="utf-8", newline="") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+    return path
+
+
+def write_csv(path: str | os.PathLike, fields: Sequence[str], rows: Iterable[Mapping], lineterminator: str = "\r\n"):
+    """A CSV of ``rows`` (their ``fields``, other keys ignored), written whole (:func:`write_text`)."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, list(fields), extrasaction="ignore", lineterminator=lineterminator)
+    w.writeheader()
+    w.writerows(rows)
+    return write_text(path, buf.getvalue())
+
+
+def pyplot():
+    """matplotlib's pyplot on the file-only Agg backend (no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_differences(diffs: Mapping[str, tuple], xs: Sequence[str], ylabel: str, path, marks: Mapping | None = None):
+    """Grouped bars: per row ``label -> (mean differences per x, error bar per x)``; ``marks``
+    (label -> a value per x, e.g. the paper's differences) drawn as black crosses."""
+    import numpy as np
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    x = np.arange(len(xs))
+    w = 0.8 / max(len(diffs), 1)
+    for i, (label, (d, err)) in enumerate(diffs.items()):
+        ax.bar(x + i * w, d, w, yerr=err, capsize=2, label=label)
+        if marks and label in marks:
+            ax.scatter(x + i * w, marks[label], marker="x", color="k", zorder=3, label="paper" if i == 0 else None)
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_xticks(x + w * (len(diffs) - 1) / 2, list(xs))
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def heatmap(fig, ax, raw, norm, xs, ys, xlabel, ylabel, title, dark=frozenset()):
+    """Normalized values as colours, raw values as text (white on dark cells and on the ``dark``
+    (row, column) markers), ticks and colour bar; NaN cells stay empty."""
+    import numpy as np
+
+    im = ax.imshow(norm, cmap="viridis", aspect="auto", origin="lower")
+    for i in range(len(ys)):
+        for j in range(len(xs)):
+            if not np.isnan(raw[i, j]):
+                color = "white" if (i, j) in dark or norm[i, j] < 0.99 else "black"
+                ax.text(j, i, f"{raw[i, j]:.1f}", ha="center", va="center", fontsize=6, color=color)
+    ax.set_xticks(range(len(xs)), [str(x) for x in xs], fontsize=7)
+    ax.set_yticks(range(len(ys)), [str(y) for y in ys], fontsize=7)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=8)
+    fig.colorbar(im, ax=ax, shrink=0.8)

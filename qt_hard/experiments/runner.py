@@ -1,0 +1,116 @@
+"""One cell of an experiment grid, run the one way: claim it in the ledger, train its config through
+the library's loop (``qt_hard.training.loop.train``, resuming the newest checkpoint), read what the
+run wrote (``eval.json``, ``metrics.csv``), append the record; and the pool of worker processes that
+share a grid's cells, with the time a cell's steps take.
+
+A cell is the unit of resumption: its record in the ledger means finished (never run again); its
+run folder's checkpoint means started (resumed); a claim file means another live process runs it.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+from qt_hard.experiments.ledger import Ledger
+
+__all__ = [
+    "estimate_line",
+    "in_processes",
+    "read_eval",
+    "read_metrics",
+    "run_claimed",
+    "step_seconds",
+    "train_run",
+]
+
+
+def train_run(cfg, finished: str = "eval.json", on_step=None, must_finish: bool = True) -> Path | None:
+    """Train ``cfg`` into its ``out_dir`` unless the file ``finished`` is there already: from the
+    newest checkpoint when the folder has one, else from the start (a folder without a checkpoint
+    holds at most a run cut short before its first one). Returns the run folder, or None when a
+    signal stopped the run (its checkpoint kept); with ``must_finish`` that is a SystemExit
+    telling to run the same command again."""
+    from qt_hard.training.loop import list_checkpoints, train
+
+    out = Path(cfg.out_dir)
+    if (out / finished).is_file():
+        return out
+    resume = bool(list_checkpoints(out))
+    train(cfg, resume=resume, overwrite=not resume, on_step=on_step)
+    if (out / finished).is_file():
+        return out
+    if must_finish:
+        raise SystemExit(f"{out}: training was interrupted; run the same command again to resume it")
+    return None
+
+
+def read_eval(run_dir: str | os.PathLike) -> dict:
+    """The run's final evaluation (``eval.json``)."""
+    return json.loads((Path(run_dir) / "eval.json").read_text())
+
+
+def read_metrics(run_dir: str | os.PathLike) -> list[dict]:
+    """The run's logged rows (``metrics.csv``, the csv tracker's), as text."""
+    with (Path(run_dir) / "metrics.csv").open() as fh:
+        return list(csv.DictReader(fh))
+
+
+def run_claimed(ledger: Ledger, claim: Sequence, work: Callable[[], dict | list | None], key=None) -> list | None:
+    """Run one cell unless another process holds it: under ``ledger.claim(claim)``, skipped when
+    ``key`` (a cell key) has a record already, else ``work()`` returns the cell's record (or a list
+    of them, or None when it stopped early), each appended. Returns the records, or None when the
+    cell was held, finished, or stopped."""
+    with ledger.claim(claim) as mine:
+        if not mine or (key is not None and tuple(key) in ledger.done()):
+            return None
+        records = work()
+        if records is None:
+            return None
+        records = records if isinstance(records, list) else [records]
+        for rec in records:
+            ledger.append(rec)
+    return records
+
+
+def in_processes(fn: Callable, jobs: Sequence[tuple], workers: int = 1, fresh: bool = False) -> Iterator:
+    """``fn(*job)`` for every job, as they finish: in this process with one worker, else in
+    ``workers`` spawned processes (``fresh``: a new process per job, so that no process-wide state
+    of one run, accelerate's included, reaches the next). ``fn`` must be importable by name."""
+    if workers <= 1:
+        for job in jobs:
+            yield fn(*job)
+        return
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    ctx = mp.get_context("spawn")
+    with ProcessPoolExecutor(workers, mp_context=ctx, max_tasks_per_child=1 if fresh else None) as ex:
+        for fut in as_completed([ex.submit(fn, *job) for job in jobs]):
+            yield fut.result()
+
+
+def step_seconds(cfg) -> tuple[float, int]:
+    """(median seconds per step after the first, steps per epoch) of a short run of ``cfg`` through
+    the loop (its ``train.steps`` sets how short; the first step is a warm-up)."""
+    import numpy as np
+
+    from qt_hard.training.loop import train
+
+    stamps: list[float] = []
+    out = train(cfg, on_step=lambda step, loss: stamps.append(time.perf_counter()))
+    last = read_metrics(out)[-1]
+    return float(np.median(np.diff(stamps))), round(int(last["step"]) / float(last["epoch"]))
+
+
+def estimate_line(per_cell_s: Sequence[float], workers: int) -> str:
+    """The plan's closing line: the cell time of the cells still to run, and per worker."""
+    left = sum(per_cell_s)
+    return (
+        f"estimated time: {left / 60:.1f} min of cell time for the {len(per_cell_s)} cells to run; "
+        f"about {left / 60 / max(workers, 1):.1f} min with {workers} worker(s) if they do not slow each other"
+    )

@@ -1,0 +1,532 @@
+"""Table 2 of Robinson et al. (2021) at our scale (``scripts/qt_table.py``): Quick-Thoughts with
+uniform, debiased and hard negatives, several seeds, SentEval's six tasks.
+
+* **base config**: the script's ``--config`` with its ``--set`` overrides (the ledger's setup);
+* **rows**: the paper's four (``ROWS``) and the readings of the hard weights named by
+  ``ROW_GRAMMAR`` (``row_spec``); a reading is one more name in ``READINGS``;
+* **cells**: (row, seed), trained once in ``OUT/runs/<row>_s<seed>``, then read out under every
+  protocol asked, one ledger record per (row, seed, protocol);
+* **readout**: ``PROTOCOLS``, one entry per protocol: how a trained encoder is evaluated (the fields
+  of its record) and how its records are reported (the files it writes); a protocol is one entry:
+  ``senteval`` and ``skipthoughts`` (the six tasks under that classifier protocol, ``table*.md``) and
+  ``similarity`` (``SIM_TASKS``, ``table_similarity.md``);
+* **the paper's rows**: Table 2, parsed from the paper's text (``paper_rows``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from qt_hard.experiments import report
+from qt_hard.experiments.grid import GridError
+from qt_hard.experiments.ledger import Ledger, provenance
+from qt_hard.experiments.runner import read_metrics, train_run
+
+ROWS = {
+    "uniform": ("QT (beta=0, tau+=0)", {"negatives": "uniform", "options": {}}),
+    "debiased": ("Debiased (tau+=0.01)", {"negatives": "debiased", "options": {"tau_plus": 0.01}}),
+    # The rows as this table first ran them (the GPU and CPU tables committed before the readings were
+    # named): the rescaled reading with the estimator's floor.
+    "hard1": (
+        "Hard (beta=1, tau+=0)",
+        {"negatives": "hard", "options": {"beta": 1.0, "tau_plus": 0.0, "clip": "rescaled"}},
+    ),
+    "hard2": (
+        "Hard (beta=2, tau+=0)",
+        {"negatives": "hard", "options": {"beta": 2.0, "tau_plus": 0.0, "clip": "rescaled"}},
+    ),
+}
+# The readings of the hard weights a row may name (``HardWeighting``'s ``clip``).
+READINGS = ("none", "rescaled", "fig14", "graph_code", "clamp")
+ANNEAL_CHANGES = 4  # HCL App. D.1: beta lowered by beta / 4 every quarter of training
+ROW_GRAMMAR = (
+    "uniform | uniform-floor | debiased | hard1 | hard2 | hard<beta>-<reading>[-floor][-anneal|-warmup], "
+    f"reading one of {', '.join(READINGS)}"
+)
+TASKS = ("MR", "CR", "SUBJ", "MPQA", "TREC", "MRPC")
+# The similarity protocol's tasks (``qt_hard.evaluation.similarity``): STS12-16 and the cosine forms of
+# STS Benchmark and SICK-R, then SentEval's supervised regression on both.
+SIM_TASKS = (
+    "STS12",
+    "STS13",
+    "STS14",
+    "STS15",
+    "STS16",
+    "STSBenchmark-cos",
+    "SICKRelatedness-cos",
+    "STSBenchmark",
+    "SICKRelatedness",
+)
+SIM_MEAN = "Sim. mean"
+# Lines of the paper's Table 2, matched by their opening words: row key -> regex.
+PAPER_ROWS = {
+    "uniform": r"^QT \(",
+    "debiased": r"^Debiased \(",
+    "hard1": r"^Hard \(\s*\$\\beta = 1",
+    "hard2": r"^Hard \(\s*\$\\beta = 2",
+}
+KEY = ("row", "seed", "protocol")
+
+
+def row_spec(name: str) -> tuple[str, dict]:
+    """(label, {"negatives", "options"}) of a row name (``ROW_GRAMMAR``).
+
+    ``hard<beta>-<reading>``: hard weights under that reading of the clip (``HardWeighting``), tau+ 0 and
+    no floor, so that the row differs from ``uniform`` in the weights only; ``-floor`` adds the
+    estimator's e^{-1/t} floor (``uniform-floor`` is uniform with it); ``-anneal`` lowers beta to 0 in
+    ``ANNEAL_CHANGES`` steps (HCL App. D.1, ``beta_anneal``); ``-warmup`` raises it linearly from 0 to
+    beta over the first half of training."""
+    if name in ROWS:
+        return ROWS[name]
+    if name == "uniform-floor":
+        return "QT (beta=0, tau+=0, floor)", {"negatives": "uniform", "options": {"tau_plus": 0.0, "floor": "hard"}}
+    m = re.fullmatch(r"hard(\d+(?:\.\d+)?)-([a-z0-9_]+?)((?:-floor)?)((?:-anneal|-warmup)?)", name)
+    if not m or m.group(2) not in READINGS:
+        raise GridError(f"unknown row {name!r}; rows are {ROW_GRAMMAR}")
+    beta, reading, floor, sched = float(m.group(1)), m.group(2), bool(m.group(3)), m.group(4)[1:]
+    beta_opt: float | dict = beta
+    if sched == "anneal":
+        beta_opt = {"schedule": "beta_anneal", "beta": beta, "changes": ANNEAL_CHANGES, "direction": "down"}
+    elif sched == "warmup":
+        beta_opt = {"schedule": "linear", "start": 0.0, "end": beta, "until": 0.5}
+    opts = {"beta": beta_opt, "tau_plus": 0.0, "clip": reading, "floor": "hard" if floor else "none"}
+    label = f"Hard (beta={beta:g}{', ' + sched if sched else ''}, {reading}{', floor' if floor else ''})"
+    return label, {"negatives": "hard", "options": opts}
+
+
+def row_order(name: str) -> tuple:
+    """Sort key: the paper's rows first, then by beta, reading, floor, schedule."""
+    if name in ROWS:
+        return (0, list(ROWS).index(name), "")
+    if name == "uniform-floor":
+        return (0, 0.5, "")
+    m = re.fullmatch(r"hard(\d+(?:\.\d+)?)-(.*)", name)
+    return (1, float(m.group(1)) if m else 0.0, m.group(2) if m else name)
+
+
+def paper_rows(paper: Path | None) -> dict[str, dict[str, float]]:
+    """The paper's Table 2 (acc per task) parsed from its text, {} when the file is not found."""
+    if paper is None or not paper.is_file():
+        return {}
+    rows = {}
+    for line in paper.read_text(encoding="utf-8").splitlines():
+        for key, pat in PAPER_ROWS.items():
+            if key not in rows and re.match(pat, line):
+                nums = [float(x) for x in re.findall(r"(?<![\w.])\d+\.\d+", line.split(")", 1)[1])]
+                if len(nums) >= 6:
+                    rows[key] = dict(zip(TASKS, nums[:6]))
+    return rows
+
+
+def ledger(out: Path, setup: dict | None) -> Ledger:
+    """The folder's results ledger: one line per finished (row, seed, protocol), one training setup
+    (``{"config", "overrides"}``) per folder; ``setup`` None opens it for reading."""
+    return Ledger(out, KEY, setup)
+
+
+# --------------------------------------------------------------------------------------------
+# the protocols: how a trained run is read out, and how its records are reported
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """``evaluate(encoder, kfold, data, cache)``: the readout fields of a run's record (``cache``, an
+    ``EmbeddingCache`` shared by the protocols of one run); ``report(records, protocol, paper, out)``:
+    writes the protocol's tables and figures from the records and prints them."""
+
+    evaluate: Callable
+    report: Callable
+
+
+def _six_tasks(protocol: str) -> Callable:
+    """SentEval's six tasks under ``protocol`` (``qt_hard.evaluation.senteval.PROTOCOLS``): test and
+    dev accuracy per task, MRPC's F1."""
+
+    def evaluate(enc, kfold, data, cache=None) -> dict:
+        from qt_hard.evaluation.senteval import run_senteval
+
+        res = run_senteval(enc, list(TASKS), data, kfold=kfold, protocol=protocol, cache=cache)
+        return {
+            "acc": {t: res[t]["acc"] for t in TASKS},
+            "mrpc_f1": res["MRPC"].get("f1"),
+            "devacc": {t: res[t].get("devacc") for t in TASKS},
+        }
+
+    return evaluate
+
+
+def report_six_tasks(records: list[dict], protocol: str, paper: dict, out: Path) -> None:
+    """``table.md`` and ``table_dev.md`` (``_<protocol>`` before ``.md`` except for senteval),
+    ``differences.png`` likewise; prints the dev table, the test table and a count."""
+    suffix = "" if protocol == "senteval" else f"_{protocol}"
+    table_path, plot_path = out / f"table{suffix}.md", out / f"differences{suffix}.png"
+    table, parts = summarize(records, protocol, paper)
+    table_path.write_text(table + "\n")
+    dev_table = summarize(records, protocol, paper, field="devacc")[0]
+    (out / f"table_dev{suffix}.md").write_text(dev_table + "\n")
+    print(dev_table + "\n")
+    plot(parts, paper, plot_path)
+    print(table)
+    n = sum(s["n"] for s in parts["stats"].values())
+    print(f"{n} runs under {protocol} in {out / 'results.jsonl'}; table {table_path}, plot {plot_path}")
+
+
+def _similarity(enc, kfold, data, cache=None) -> dict:
+    """Semantic similarity (``SIM_TASKS``; ``kfold`` plays no part): Spearman and Pearson x100 per
+    task, the dev scores (cosine: dev Spearman; supervised: dev Pearson) and the similarity mean
+    (``qt_hard.evaluation.report.similarity_mean``)."""
+    from qt_hard.evaluation.report import similarity_mean
+    from qt_hard.evaluation.senteval import run_senteval
+
+    res = run_senteval(enc, SIM_TASKS, data, cache=cache)
+    return {
+        "spearman": {t: res[t]["spearman"] for t in SIM_TASKS},
+        "pearson": {t: res[t]["pearson"] for t in SIM_TASKS},
+        "dev": {t: res[t].get("devspearman", res[t].get("devpearson")) for t in SIM_TASKS},
+        "sim_mean": similarity_mean(res),
+    }
+
+
+def report_similarity(records: list[dict], protocol: str, paper: dict, out: Path) -> None:
+    """``table_similarity.md`` (:func:`summarize_similarity`), printed with a count."""
+    table = summarize_similarity(records)[0]
+    report.write_text(out / "table_similarity.md", table + "\n")
+    print(table)
+    n = sum(1 for r in records if r.get("protocol") == protocol)
+    print(f"{n} runs under {protocol} in {out / 'results.jsonl'}; table {out / 'table_similarity.md'}")
+
+
+PROTOCOLS = {
+    "senteval": Protocol(_six_tasks("senteval"), report_six_tasks),
+    "skipthoughts": Protocol(_six_tasks("skipthoughts"), report_six_tasks),
+    "similarity": Protocol(_similarity, report_similarity),
+}
+
+
+def protocol(name: str) -> Protocol:
+    """The entry of ``PROTOCOLS``; GridError for another name."""
+    if name not in PROTOCOLS:
+        raise GridError(f"--protocol {name}: no such protocol; choose one of {', '.join(PROTOCOLS)}")
+    return PROTOCOLS[name]
+
+
+# --------------------------------------------------------------------------------------------
+# one cell: train a row at a seed, read it out under each protocol
+
+
+def train_one(out: Path, config: str, overrides: list[str], row: str, seed: int) -> Path:
+    """Train (or resume, or find finished) the run of ``row`` at ``seed`` in ``OUT/runs/<row>_s<seed>``."""
+    from qt_hard.training.config import load_config
+
+    run_dir = Path(out) / "runs" / f"{row}_s{seed}"
+    obj = row_spec(row)[1]
+    over = [*overrides, f"out_dir={run_dir}", f"train.seed={seed}", f"objective.negatives={obj['negatives']}"]
+    over.append(f"objective.options={json.dumps(obj['options'])}")
+    if (run_dir / "final" / "encoder.json").is_file():
+        return run_dir
+    cfg = load_config(config, over)
+    # Every run reads the same sentences and token ids: one shared cache (split and tokenize once).
+    shared = Path(out) / "cache"
+    shared.mkdir(parents=True, exist_ok=True)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if not (run_dir / "cache").exists():
+        (run_dir / "cache").symlink_to(shared.resolve(), target_is_directory=True)
+    return train_run(cfg, finished="final/encoder.json")
+
+
+def run_cell(led: Ledger, args, row: str, seed: int, protocols: list[str], data) -> list[dict]:
+    """Train one (row, seed), then evaluate it under each protocol that has no record yet: the
+    records (appended by the caller, :func:`qt_hard.experiments.runner.run_claimed`)."""
+    import torch
+
+    import qt_hard
+    from qt_hard.evaluation.models import EmbeddingCache
+
+    todo = [p for p in protocols if (row, seed, p) not in led.done()]
+    if not todo:
+        return []
+    t0 = time.perf_counter()
+    run_dir = train_one(Path(args.out), args.config, list(args.set), row, seed)
+    t1 = time.perf_counter()
+    # Encode on the GPU where there is one (the classifiers' protocol is the same).
+    enc_device = "cuda" if torch.cuda.is_available() else "cpu"
+    enc = qt_hard.load_encoder(run_dir, device=enc_device)
+    cache = EmbeddingCache(enc)  # one encoding for every protocol of this run
+    records = []
+    for name in todo:
+        t2 = time.perf_counter()
+        readout = protocol(name).evaluate(enc, args.kfold, data, cache=cache)
+        rec = {"row": row, "seed": seed, "protocol": name, "run": str(run_dir), **readout}
+        rec.update(train_s=round(t1 - t0, 1), eval_s=round(time.perf_counter() - t2, 1), encode_device=enc_device)
+        rec.update(solver_device=args.eval_device, config=args.config, overrides=args.set)
+        records.append({**rec, **provenance(Path(__file__).resolve().parent)})
+        print(json.dumps(records[-1]), flush=True)
+    return records
+
+
+# --------------------------------------------------------------------------------------------
+# the six-task report
+
+
+def _by_row(records: list[dict], protocol: str, field: str) -> dict:
+    """row -> seed -> record, for the records of ``protocol`` with all six tasks' ``field``."""
+    by: dict = {}
+    for r in records:
+        if r.get("protocol") == protocol and all((r.get(field) or {}).get(t) is not None for t in TASKS):
+            by.setdefault(r["row"], {})[r["seed"]] = r
+    return {row: by[row] for row in sorted(by, key=row_order)}
+
+
+def summarize(records: list[dict], protocol: str, paper: dict, field: str = "acc") -> tuple[str, dict]:
+    """The table of ``field`` ("acc": test accuracy; "devacc": SentEval's dev accuracy, the mean of the
+    inner validation folds, for choosing among rows without the test folds): mean ± spread per task
+    and of the six-task mean, the paper's rows, the differences to uniform paired by seed, and the
+    rows beyond uniform's spread. Returns the text and ``{"stats", "diffs"}``."""
+    by = _by_row(records, protocol, field)
+    avg = {row: {s: sum(r[field].values()) / len(TASKS) for s, r in runs.items()} for row, runs in by.items()}
+    stats = {}
+    for row, runs in by.items():
+        cells = [report.mean_spread(r[field][t] for r in runs.values()) for t in TASKS]
+        stats[row] = {"n": len(runs), "mean": [m for m, _ in cells], "std": [s for _, s in cells]}
+        stats[row]["seeds"] = sorted(runs)
+    what = "test accuracy" if field == "acc" else "dev accuracy (SentEval's inner validation folds)"
+    paper = paper if field == "acc" else {}
+    body = []
+    for row, s in stats.items():
+        label = row_spec(row)[0]
+        m, sd = report.mean_spread(avg[row].values())
+        body.append([f"{label} (ours)", str(s["n"]), *(f"{a:.1f} ± {b:.1f}" for a, b in zip(s["mean"], s["std"]))])
+        body[-1].append(f"{m:.2f} ± {sd:.2f}")
+        if row in paper:
+            p = [paper[row][t] for t in TASKS]
+            body.append([f"{label} (paper)", "–", *(f"{x:.1f}" for x in p), f"{sum(p) / len(p):.1f}"])
+    lines = [
+        f"Protocol: {protocol}, {what}. Ours: mean ± sample std (ddof 1) over seeds (%); paper: "
+        "Table 2 (BookCorpus, full-size QT, test).",
+        "",
+        *report.markdown_table(["Objective", "seeds", *TASKS, "mean"], body, "lr" + "r" * (len(TASKS) + 1)),
+    ]
+    diffs = {}
+    if "uniform" in stats:
+        base = {t: {s: r[field][t] for s, r in by["uniform"].items()} for t in TASKS}
+        body = []
+        for row, runs in by.items():
+            if row == "uniform":
+                continue
+            per_task = [report.paired_differences(base[t], {s: r[field][t] for s, r in runs.items()}) for t in TASKS]
+            diffs[row] = {"mean": [sum(d) / len(d) for d in per_task], "std": [report.spread(d) for d in per_task]}
+            d = diffs[row]["mean"]
+            pd = [paper[row][t] - paper["uniform"][t] for t in TASKS] if row in paper and "uniform" in paper else None
+            cells = [f"{x:+.1f}" + (f" [{y:+.1f}]" if pd else "") for x, y in zip(d, pd or [0] * len(TASKS))]
+            mean_d = report.paired_differences(avg["uniform"], avg[row])
+            body.append([row_spec(row)[0], *cells, f"{sum(mean_d) / len(mean_d):+.2f}"])
+        lines += [
+            "",
+            "Difference to uniform (ours: mean over seeds of the differences paired by seed; paper in brackets):",
+            "",
+            *report.markdown_table(["Objective", *TASKS, "mean"], body, "l" + "r" * (len(TASKS) + 1)),
+            "",
+            report.beyond_spread("uniform", avg["uniform"], {r: avg[r] for r in diffs}, "six-task mean"),
+        ]
+    return "\n".join(lines), {"stats": stats, "diffs": diffs}
+
+
+# --------------------------------------------------------------------------------------------
+# the similarity report
+
+SIM_HEADS = (
+    "STS12",
+    "STS13",
+    "STS14",
+    "STS15",
+    "STS16",
+    "STS-B cos",
+    "SICK-R cos",
+    "STS-B sup.",
+    "SICK-R sup.",
+    SIM_MEAN,
+)
+
+
+def _similarity_values(r: dict, field: str) -> list[float]:
+    """A record's ``field`` per task of ``SIM_TASKS`` and its similarity mean: the stored ``sim_mean``
+    for Spearman, else (STS12-16 mean + STS-B cos + SICK-R cos) / 3 of ``field``."""
+    vals = [float(r[field][t]) for t in SIM_TASKS]
+    mean = r.get("sim_mean") if field == "spearman" else None
+    if mean is None:
+        mean = (statistics.mean(vals[:5]) + r[field]["STSBenchmark-cos"] + r[field]["SICKRelatedness-cos"]) / 3
+    return [*vals, float(mean)]
+
+
+def summarize_similarity(records: list[dict], field: str = "spearman") -> tuple[str, dict]:
+    """The similarity table: per row mean ± spread over seeds of ``field`` x100 per task and of the
+    similarity mean; then each row's difference to uniform paired by seed and, per column, whether
+    its size exceeds uniform's spread (the verdict on the similarity mean: higher, lower or within).
+    Returns the text and ``{"stats", "diffs", "spread", "verdict"}`` (lists in ``SIM_HEADS`` order)."""
+    by: dict = {}
+    for r in records:
+        if r.get("protocol") == "similarity" and all((r.get(field) or {}).get(t) is not None for t in SIM_TASKS):
+            by.setdefault(r["row"], {})[r["seed"]] = _similarity_values(r, field)
+    by = {row: by[row] for row in sorted(by, key=row_order)}
+    cols = range(len(SIM_HEADS))
+    stats = {}
+    for row, runs in by.items():
+        cells = [report.mean_spread(v[i] for v in runs.values()) for i in cols]
+        stats[row] = {"n": len(runs), "mean": [m for m, _ in cells], "std": [s for _, s in cells]}
+        stats[row]["seeds"] = sorted(runs)
+    lines = [
+        f"Semantic similarity, {field.capitalize()} x100 (STS12-16: mean over each year's sets; cos: cosine on "
+        "the test split; sup.: SentEval's regression, test). Mean ± sample std (ddof 1) over seeds; "
+        f"{SIM_MEAN}: the mean of the STS12-16 mean, STS-B cos and SICK-R cos.",
+        "",
+        *report.markdown_table(
+            ["Objective", "seeds", *SIM_HEADS],
+            [
+                [row_spec(row)[0], str(s["n"]), *(f"{m:.1f} ± {sd:.1f}" for m, sd in zip(s["mean"], s["std"]))]
+                for row, s in stats.items()
+            ],
+            "lr" + "r" * len(SIM_HEADS),
+        ),
+    ]
+    diffs, verdict, spread = {}, {}, None
+    if "uniform" in stats:
+        base, spread, judged = by["uniform"], stats["uniform"]["std"], stats["uniform"]["n"] > 1
+        body = []
+        for row, runs in by.items():
+            shared = sorted(set(runs) & set(base))
+            if row == "uniform" or not shared:
+                continue
+            d = [statistics.mean(report.paired_differences(_column(base, i), _column(runs, i))) for i in cols]
+            beyond = [judged and abs(x) > sd for x, sd in zip(d, spread)]
+            diffs[row] = d
+            verdict[row] = "higher" if beyond[-1] and d[-1] > 0 else "lower" if beyond[-1] else "within"
+            body.append([row_spec(row)[0], str(len(shared)), *(f"{x:+.2f}" + "*" * b for x, b in zip(d, beyond))])
+        lines += [
+            "",
+            "Difference to uniform, paired by seed (mean over the shared seeds of row - uniform); * where its size "
+            "exceeds uniform's seed spread (sample std over seeds) in that column:",
+            "",
+            *report.markdown_table(["Objective", "shared seeds", *SIM_HEADS], body, "lr" + "r" * len(SIM_HEADS)),
+            "",
+        ]
+        if not judged:
+            lines.append("Uniform has one seed so far: no seed spread to judge the differences by.")
+        else:
+            said = [
+                f"{row_spec(k)[0]}: {v} ({diffs[k][-1]:+.2f} against a spread of {spread[-1]:.2f})"
+                for k, v in verdict.items()
+            ]
+            lines.append(f"{SIM_MEAN} against uniform beyond its seed spread: " + ("; ".join(said) or "no other row"))
+    return "\n".join(lines), {"stats": stats, "diffs": diffs, "spread": spread, "verdict": verdict}
+
+
+def _column(runs: dict, i: int) -> dict:
+    """seed -> the ``i``-th value of each seed's list."""
+    return {seed: vals[i] for seed, vals in runs.items()}
+
+
+CSV_FIELDS = [
+    "row",
+    "seed",
+    "protocol",
+    *TASKS,
+    "mean",
+    "mrpc_f1",
+    "dev_mean",
+    "train_s",
+    "eval_s",
+    "solver_device",
+    "run",
+]
+
+
+def write_csv(records: list[dict], path: Path) -> None:
+    """One row per finished (objective, seed, protocol) of a six-task protocol: accuracies, six-task
+    mean, dev means, times."""
+
+    def row(r):
+        acc = [r["acc"][t] for t in TASKS]
+        dev = [v for v in (r.get("devacc") or {}).values() if v is not None]
+        return {
+            **{k: r.get(k) for k in ("row", "seed", "protocol", "mrpc_f1", "train_s", "eval_s", "run")},
+            **r["acc"],
+            "mean": round(sum(acc) / len(acc), 2),
+            "dev_mean": round(sum(dev) / len(dev), 2) if dev else "",
+            "solver_device": r.get("solver_device", "cpu"),
+        }
+
+    six = [r for r in records if "acc" in r]
+    report.write_csv(
+        path, CSV_FIELDS, [row(r) for r in sorted(six, key=lambda r: (r["protocol"], row_order(r["row"]), r["seed"]))]
+    )
+
+
+def plot(parts: dict, paper: dict, path: Path) -> None:
+    """The per-task differences to uniform (bars: mean paired difference, error bars its sample
+    std), the paper's differences as crosses."""
+    if not parts["diffs"]:
+        return
+    diffs, marks = {}, {}
+    for row, d in parts["diffs"].items():
+        label = f"{row_spec(row)[0]} (ours)"
+        diffs[label] = (d["mean"], d["std"])
+        if row in paper and "uniform" in paper:
+            marks[label] = [paper[row][t] - paper["uniform"][t] for t in TASKS]
+    report.plot_differences(diffs, TASKS, "accuracy - uniform (points)", path, marks)
+
+
+DIAG_PANELS = (
+    ("ess_frac", "effective sample size / negatives"),
+    ("w_ratio_median", "median w_max / w_min"),
+    ("pushed_up_frac", "negatives pushed up"),
+    ("score_std", "score std"),
+    ("floor_binds_frac", "anchors on the floor"),
+    ("loss", "training loss"),
+    ("beta", "beta in effect (schedules)"),
+)
+
+
+def plot_diagnostics(out: Path, path: Path, seed: int = 0) -> bool:
+    """One figure: each row's weight diagnostics (metrics.csv of its run with ``seed``) against steps."""
+    tail = f"_s{seed}"
+    runs = sorted((out / "runs").glob(f"*{tail}/metrics.csv"), key=lambda p: row_order(p.parent.name[: -len(tail)]))
+    if not runs:
+        return False
+    plt = report.pyplot()
+    fig, axes = plt.subplots(2, 4, figsize=(16, 6.5), sharex=True)
+    for ax in axes.flat:
+        ax.set_prop_cycle(color=plt.cm.tab20.colors)  # up to 20 rows, each its own colour
+    for metrics in runs:
+        rows = read_metrics(metrics.parent)
+        steps = [int(r["step"]) for r in rows]
+        for ax, (key, title) in zip(axes.flat, DIAG_PANELS):
+            vals = [float(r[key]) if r.get(key) not in (None, "") else float("nan") for r in rows]
+            ax.plot(steps, vals, lw=1, label=metrics.parent.name[: -len(tail)])
+            ax.set_title(title, fontsize=9)
+    axes[0, 1].set_yscale("log")
+    for ax in axes[1]:
+        ax.set_xlabel("step")
+    legend = axes.flat[len(DIAG_PANELS)]  # the spare panel holds the legend
+    legend.legend(*axes[0, 0].get_legend_handles_labels(), fontsize=7, loc="center", frameon=False)
+    legend.axis("off")
+    fig.suptitle(f"Weight diagnostics per row (seed {seed}; logged every log_every steps)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return True
+
+
+def write_report(out: Path, protocols: list[str], paper: dict) -> None:
+    """From the ledger alone: ``results.csv``, each protocol's report, the diagnostics figure."""
+    records = ledger(out, None).latest() if (out / "results.jsonl").is_file() else []
+    write_csv(records, out / "results.csv")
+    for name in protocols:
+        protocol(name).report(records, name, paper, out)
+    if plot_diagnostics(out, out / "diagnostics.png"):
+        print(f"weight diagnostics: {out / 'diagnostics.png'}")
