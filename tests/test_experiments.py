@@ -76,6 +76,12 @@ def _regenerate_qt(folder: Path, out: Path) -> list[str]:
     return ["results.csv", "table.md", "table_dev.md"]
 
 
+def _regenerate_qt_similarity(folder: Path, out: Path) -> list[str]:
+    """Transfer and similarity records of the same runs: both protocols' tables."""
+    qt_table.write_report(out, ["senteval", "similarity"], {})
+    return ["results.csv", "table.md", "table_dev.md", "table_similarity.md"]
+
+
 def _regenerate_graph(folder: Path, out: Path) -> list[str]:
     """The rows and datasets in the committed table's order (its first column, its header)."""
     lines = (folder / "table.md").read_text().splitlines()
@@ -97,6 +103,7 @@ def _regenerate_vision(folder: Path, out: Path) -> list[str]:
 
 FOLDERS = {
     "readings": _regenerate_qt,
+    "qt_similarity": _regenerate_qt_similarity,
     "graph_controls": _regenerate_graph,
     "moco_ring_cpu": _regenerate_vision,
     "moco_ring_gpu": _regenerate_vision,
@@ -127,7 +134,11 @@ def test_every_result_table_is_regenerated_or_listed():
     """Each CSV, Markdown table and table JSON under results/ is one that a test above regenerates,
     a run's own log, or listed in NO_LEDGER with the reason."""
     regenerated = {f"k_vs_n/{n}{s}" for n in KVN for s in (".csv", ".diag.jsonl")}
-    regenerated |= {f"{d}/{f}" for d in FOLDERS for f in ("results.csv", "table.md", "table_dev.md", "table.json")}
+    regenerated |= {
+        f"{d}/{f}"
+        for d in FOLDERS
+        for f in ("results.csv", "table.md", "table_dev.md", "table_similarity.md", "table.json")
+    }
     for path in sorted(RESULTS.rglob("*")):
         rel = path.relative_to(RESULTS).as_posix()
         if path.suffix in (".csv", ".md") or path.name in ("table.json", "sampling_1000.json"):
