@@ -1,12 +1,15 @@
-"""Hostile inputs the refusal table (tests/refusals.yaml) cannot express as one command line: a
-signal during evaluation, a second run into a folder in use, and the entry points under scripts/
-(each refuses with status 2 and one line ``error: ...``, writing nothing). In-process, so cheap."""
+"""Hostile inputs the refusal table (tests/refusals.yaml) does not express as one command line: a
+signal during evaluation, data preparation or a script, a second run into a folder in use, damaged
+Wiki-N folders and models for ``eval wiki``, and the entry points under scripts/ (each refuses with
+status 2 and one line ``error: ...``, writing nothing). In-process, so cheap."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
+from contextlib import contextmanager
 
 import pytest
 import yaml
@@ -121,19 +124,291 @@ def _script(name, argv, monkeypatch, capsys):
         ("st_finetune", ["--workdir", "{tmp}/file.txt"], "error: --workdir {tmp}/file.txt is a file"),
         ("qt_heldout", ["{tmp}/no_model"], "error: no saved encoder at {tmp}/no_model"),
         ("qt_heldout", ["{tmp}/o", "--first", "5", "--last", "2"], "error: need 0 <= --first < --last"),
+        ("qt_heldout", ["{tmp}/model"], "error: no saved encoder at {tmp}/model: encoder.json is missing"),
+        (
+            "qt_table",
+            ["--out", "{tmp}/o", "--config", "{tmp}/nope.yaml"],
+            "error: config file {tmp}/nope.yaml does not",
+        ),
+        (
+            "qt_table",
+            ["--out", "{tmp}/o", "--config", "{tmp}/not.yaml"],
+            "error: config file {tmp}/not.yaml is not val",
+        ),
+        ("qt_table", ["--out", "/proc/qt_hard.out"], "error: --out /proc/qt_hard.out cannot be created"),
+        (
+            "qt_table",
+            ["--out", "{tmp}/o", "--rows", "uniform", "--set", "train.lr=abc"],
+            "error: config key 'train.lr' must be a number, got 'abc'",
+        ),
+        (
+            "qt_table",
+            ["--out", "{tmp}/o", "--rows", "uniform", "--data", "{tmp}/no_senteval"],
+            "error: --data {tmp}/no_senteval: no SentEval task folders in it",
+        ),
+        (
+            "k_vs_n",
+            ["run", "{tmp}/nope.yaml", "--results", "{tmp}/o/r.csv"],
+            "error: grid {tmp}/nope.yaml does not exist",
+        ),
+        (
+            "k_vs_n",
+            ["run", "{tmp}/not.yaml", "--results", "{tmp}/o/r.csv"],
+            "error: grid {tmp}/not.yaml is not valid YAML",
+        ),
+        (
+            "k_vs_n",
+            ["run", "configs/k_vs_n_synthetic.yaml", "--results", "{tmp}/folder", "--no-estimate", "--max-cells", "0"],
+            "error: --results {tmp}/folder is a folder",
+        ),
+        (
+            "k_vs_n",
+            ["run", "configs/k_vs_n_small.yaml", "--results", "{tmp}/o/r.csv", "--cache", "{tmp}/cache"]
+            + ["--no-estimate", "--max-cells", "0"],
+            "error: {root}/wikipedia does not exist",
+        ),
+        ("graph_table", ["--out", "{tmp}/o", "--datasets", "NOPE"], "error: graph_table.py: unknown rows/datasets"),
+        ("graph_table", ["--out", "{tmp}/o", "--repeats", "x"], "error: graph_table.py: argument --repeats"),
+        (
+            "graph_table",
+            ["--out", "{tmp}/o", "--rows", "infograph", "--datasets", "MUTAG", "--repeats", "1", "train.lr=abc"],
+            "error: config key 'train.lr' must be a number, got 'abc'",
+        ),
+        (
+            "graph_table",
+            ["--out", "{tmp}/o", "--rows", "infograph", "--datasets", "MUTAG", "--repeats", "1", "--epochs", "1"],
+            "error: {root}/tu does not exist",
+        ),
+        ("vision_table", ["--out", "{tmp}/o", "--strategies", "bogus"], "error: vision_table.py: unknown strategies"),
+        (
+            "vision_table",
+            ["--out", "{tmp}/o", "--config", "configs/simclr_cifar10_smoke.yaml", "--seeds", "0"],
+            "error: {root}/cifar10 does not exist",
+        ),
+        ("st_finetune", ["--negatives", "bogus", "--workdir", "{tmp}/o"], "error: --negatives: unknown bogus"),
+        ("st_finetune", ["--workdir", "{tmp}/o", "--pairs", "8"], "error: {root}/senteval/MRPC does not exist"),
+        ("vision_table", ["--out", "{tmp}/file.txt"], "error: --out {tmp}/file.txt is a file, not a folder"),
     ],
 )
 def test_scripts_refuse_in_one_line_and_write_nothing(name, argv, expected, tmp_path, monkeypatch, capsys):
     (tmp_path / "binary.yaml").write_bytes(bytes(range(256)) * 4)
+    (tmp_path / "not.yaml").write_text("{oops: [\n")
     (tmp_path / "file.txt").write_text("a file\n")
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "model").mkdir()  # a model folder without its encoder.json
+    (tmp_path / "model" / "model.safetensors").write_bytes(b"weights")
+    # An empty data root (a dataset the script needs is missing) and a cache folder inside tmp_path,
+    # so that a cache or ledger written before the refusal shows up in the listing.
+    root = tmp_path / "dataroot"
+    root.mkdir()
+    if name == "graph_table" and any("=" in a for a in argv):
+        (root / "tu").mkdir()  # the graph table checks its data folder first, then each cell's config
+    monkeypatch.setenv("QT_HARD_DATA", str(root))
+    monkeypatch.setenv("QT_HARD_CACHE", str(tmp_path / "qt_cache"))
     monkeypatch.chdir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    before = sorted(p.name for p in tmp_path.iterdir())
-    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    before = _listing(tmp_path)
+
+    def fill(text):
+        return text.replace("{root}", str(root)).replace("{tmp}", str(tmp_path))
+
+    argv = [fill(a) for a in argv]
     try:
         status, err = _script(name, argv, monkeypatch, capsys)
     except SystemExit as stop:  # argparse's refusal exits from inside the parser
         status, err = stop.code, [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert status == 2 and len(err) == 1, err
-    assert err[0].startswith(expected.replace("{tmp}", str(tmp_path))), err
+    assert err[0].startswith(fill(expected)), err
     assert "Traceback" not in err[0]
-    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert _listing(tmp_path) == before
+
+
+def _listing(folder):
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))
+
+
+class _NoHandler(Exception):
+    """The signal reached the test's own handler: the command had not installed its handler."""
+
+
+@contextmanager
+def _signals_fail_the_test():
+    """While the block runs, a SIGINT or SIGTERM the command under test does not handle fails the
+    test (rather than ending or interrupting pytest); the previous handlers come back afterwards."""
+
+    def unhandled(signum, frame):
+        raise _NoHandler(f"{signal.Signals(signum).name} was not handled by the command")
+
+    previous = {sig: signal.signal(sig, unhandled) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _wiki(folder, articles=3, sentences=12):
+    folder.mkdir()
+    for a in range(articles):
+        lines = [f"article {a} sentence number {i} is here ." for i in range(sentences)]
+        (folder / f"{a:04d}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return folder
+
+
+def _model_without_weights(folder):
+    """A qt-hard model folder whose encoder.json names a bag of words, its other files gone."""
+    from qt_hard.encoders.text import FORMAT, VERSION
+
+    folder.mkdir()
+    meta = {"format": FORMAT, "version": VERSION, "layout": "sentence-transformers", "model": {"kind": "bow"}}
+    (folder / "encoder.json").write_text(json.dumps(meta))
+    return folder
+
+
+WIKI_CASES = [
+    ("no run config", ["--classes", "3"], "cannot tell which Wiki-N 80/20 split"),
+    ("data absent", ["--data", "{tmp}/none"], "no such Wiki-N folder: {tmp}/none"),
+    ("data empty", ["--data", "{tmp}/empty"], "{tmp}/empty: no article files"),
+    ("article empty", [], "{tmp}/wiki/0001.txt: an article needs at least 2 sentences, found 0"),
+    ("article binary", [], "{tmp}/wiki/0001.txt: not valid UTF-8"),
+    ("article of one sentence", [], "{tmp}/wiki/0001.txt: an article needs at least 2 sentences, found 1"),
+    ("classes 0", ["--classes", "0"], "classes must be >= 1, got 0"),
+    ("more classes than articles", ["--classes", "9"], "{tmp}/wiki has 3 articles; 9 classes were asked for"),
+    ("output a folder", ["--output", "{tmp}/empty"], "--output {tmp}/empty is a folder; give a file name"),
+    ("model folder missing files", ["--model", "{tmp}/model"], "incomplete model folder {tmp}/model: "),
+]
+
+
+@pytest.mark.parametrize("case,args,expected", WIKI_CASES, ids=[c[0].replace(" ", "-") for c in WIKI_CASES])
+def test_eval_wiki_refuses_in_one_line_and_writes_nothing(case, args, expected, tmp_path, monkeypatch, capsys):
+    _wiki(tmp_path / "wiki")
+    (tmp_path / "empty").mkdir()
+    _model_without_weights(tmp_path / "model")
+    article = tmp_path / "wiki" / "0001.txt"
+    if case == "article empty":
+        article.write_text("")
+    elif case == "article binary":
+        article.write_bytes(bytes(range(128, 256)) * 4)
+    elif case == "article of one sentence":
+        article.write_text("only one sentence is here .\n")
+    # The tokenization cache of a folder that was read lives outside the watched folder.
+    monkeypatch.setenv("QT_HARD_CACHE", str(tmp_path.parent / f"{tmp_path.name}-cache"))
+    before = _listing(tmp_path)
+    given = dict(zip(args[::2], args[1::2]))
+    argv = ["eval", "wiki", "--model", "random:bow", "--data", "{tmp}/wiki", "--classes", "3", "--epochs", "1"]
+    argv += ["--split-seed", "0", "--output", "{tmp}/out/r.json"]
+    for flag, value in given.items():
+        argv[argv.index(flag) + 1] = value
+    if case == "no run config":
+        i = argv.index("--split-seed")
+        del argv[i : i + 2]
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    status = cli_main(argv)
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert status == 2 and len(err) == 1, err
+    assert err[0].startswith("qt-hard: error: " + expected.replace("{tmp}", str(tmp_path))), err
+    assert _listing(tmp_path) == before
+
+
+def test_a_signal_during_wiki_evaluation_stops_with_one_line_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    import qt_hard.evaluation.wiki as wiki_eval
+    from test_eval_wiki import WordHashEncoder
+
+    from qt_hard.evaluation import models as eval_models
+
+    _wiki(tmp_path / "wiki")
+    monkeypatch.setenv("QT_HARD_CACHE", str(tmp_path.parent / f"{tmp_path.name}-cache"))
+    monkeypatch.setattr(eval_models, "load_model", lambda spec, sentences=None: WordHashEncoder())
+
+    def interrupted(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)
+        raise AssertionError("the signal did not stop the evaluation")
+
+    monkeypatch.setattr(wiki_eval, "run_wiki", interrupted)
+    before = _listing(tmp_path)
+    argv = ["eval", "wiki", "--model", "hash", "--data", str(tmp_path / "wiki"), "--classes", "3"]
+    with _signals_fail_the_test():
+        status = cli_main(argv + ["--split-seed", "0", "--output", str(tmp_path / "out" / "r.json")])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert status == 130
+    # The progress line (split seed) comes before the evaluation starts; the stop line ends it.
+    assert err[-1] == "qt-hard: stopped by SIGINT; no result was written" and len(err) <= 2, err
+    assert not any("Traceback" in line for line in err)
+    assert _listing(tmp_path) == before
+
+
+def test_eval_senteval_refuses_an_output_the_file_system_refuses(tmp_path, capsys):
+    out = "/proc/qt_hard.results.json"
+    argv = ["eval", "senteval", "--model", "random:bow", "--tasks", "CR", "--data", str(tmp_path), "--output", out]
+    status = cli_main(argv)
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert status == 2 and len(err) == 1 and err[0].startswith(f"qt-hard: error: --output {out} cannot be written")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_eval_senteval_refuses_a_model_spec_that_is_a_file(tmp_path, monkeypatch, capsys):
+    from test_eval_senteval import fixture_lines, write_senteval
+
+    from qt_hard.data import catalog
+
+    data = write_senteval(tmp_path / "se", n=40)
+    monkeypatch.setattr(catalog, "SENTEVAL_LINES", fixture_lines(40))
+    model = tmp_path / "model.safetensors"
+    model.write_bytes(b"not a folder")
+    before = _listing(tmp_path)
+    out = tmp_path / "r.json"
+    status = cli_main(
+        ["eval", "senteval", "--model", str(model), "--tasks", "CR", "--data", str(data), "--output", str(out)]
+    )
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert status == 2 and len(err) == 1, err
+    assert err[0].startswith(f"qt-hard: error: model {str(model)!r} is a file; a model is a folder"), err
+    assert _listing(tmp_path) == before
+
+
+def test_data_list_on_an_absent_root_says_so_and_creates_nothing(tmp_path, capsys):
+    root = tmp_path / "none"
+    assert cli_main(["data", "list", "--root", str(root)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == f"data root: {root} (does not exist)", printed[:2]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_signal_during_data_preparation_stops_training_with_one_line(tmp_path, monkeypatch, capsys):
+    """Before the loop's own handler is installed (books read, tokenized), SIGTERM is the command's:
+    status 143 and one line, the run folder's lock released."""
+    from test_training import qt_config
+
+    from qt_hard.text.pipeline import PIPELINE
+    from qt_hard.training.outdir import run_folder_lock
+
+    def interrupted(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise AssertionError("the signal did not stop the data preparation")
+
+    monkeypatch.setattr(type(PIPELINE), "build", interrupted)
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump(qt_config(tmp_path, steps=2)))
+    out = tmp_path / "run"
+    with _signals_fail_the_test():
+        status = cli_main(["train", str(cfg), "--out", str(out)])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert status == 143 and err == ["qt-hard: stopped by SIGTERM; no result was written"], err
+    assert not list(out.rglob("*.safetensors")) and not (out / "checkpoints").exists()
+    with run_folder_lock(out):  # released
+        pass
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_stops_a_script_with_one_line(signum, capsys):
+    from qt_hard.script_cli import run_script
+
+    def main():
+        os.kill(os.getpid(), signum)
+        raise AssertionError("the signal did not stop the script")
+
+    with _signals_fail_the_test():
+        before = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
+        assert run_script(main) == 128 + int(signum)
+        assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert err == [f"stopped by {signum.name}; finished cells are kept, a rerun continues"]
