@@ -222,6 +222,14 @@ RUNS = {
         writes=("runs/readings/table_dev.md",),
         prints=(r"Hard \(beta=1, fig14\)",),
     ),
+    "python scripts/qt_table.py --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1,2,3,4 --rows hard1-clamp,hard2-clamp": Run(
+        sub=(
+            ("--seeds 0,1,2,3,4", f"--seeds 0 --kfold 2 --set train.steps=3 --set {ONE_BOOK}"),
+            ("--rows hard1-clamp,hard2-clamp", "--rows hard2-clamp"),
+        ),
+        writes=("runs/readings/table_dev.md",),
+        prints=(r"Hard \(beta=2, clamp\)",),
+    ),
     "python scripts/qt_table.py --out runs/qt_table --protocol skipthoughts": Run(
         add=f"--seeds 0 --rows uniform --kfold 2 --set train.steps=3 --set {ONE_BOOK}", writes=("runs/qt_table/*",)
     ),
@@ -454,10 +462,10 @@ SKIPS = {
     "55 MB carry of the data root, which the dry run of scripts/device_s2v.sh does without (it reads the data root)",
     "OUT=device_out bash scripts/device_s2v.sh": "needs a GPU machine and the carry of scripts/device_s2v_prepare.sh; "
     "its DRY=1 form runs the same steps here",
-    "python scripts/qt_table.py --out runs/sim --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1,2 --rows uniform,hard1-rescaled-anneal --protocol senteval,similarity": "six quick-start trainings "
+    "python scripts/qt_table.py --out runs/sim --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1,2 --rows uniform,hard1-rescaled-anneal,hard2-clamp --protocol senteval,similarity": "nine quick-start trainings "
     "(CPU-hours); its similarity protocol's two supervised regressions alone take over a minute on any model, so it "
     "runs on a toy data folder in tests/test_qt_table.py (test_similarity_protocol_on_a_toy_run_then_added_without_training)",
-    "qt-hard eval senteval --model runs/sim/runs/hard1-rescaled-anneal_s0/final --controls --tasks STS12,STS13,STS14,STS15,STS16,STSBenchmark-cos,SICKRelatedness-cos,STSBenchmark,SICKRelatedness": "needs runs/sim of the "
+    "qt-hard eval senteval --model runs/sim/runs/hard2-clamp_s0/final --controls --tasks STS12,STS13,STS14,STS15,STS16,STSBenchmark-cos,SICKRelatedness-cos,STSBenchmark,SICKRelatedness": "needs runs/sim of the "
     "command above; the same evaluation of the quick start's model with its controls runs as the evaluation guide's "
     "similarity command",
     "python -m pytest -q -m commands -n 2 --dist loadgroup": "this marker itself (.ci/run runs it)",
