@@ -18,35 +18,16 @@ One JSON row per model is appended to ``--output``; the last printed line is a o
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
-import subprocess
 import time
 from pathlib import Path
 
+from qt_hard.evaluation.similarity import SIMILARITY_TASKS as SIMILARITY
+from qt_hard.experiments.ledger import git_commit
+from qt_hard.experiments.report import append_json_line
+
 TRANSFER = ("MR", "CR", "SUBJ", "MPQA", "TREC", "MRPC")
-SIMILARITY = (
-    "STS12",
-    "STS13",
-    "STS14",
-    "STS15",
-    "STS16",
-    "STSBenchmark-cos",
-    "SICKRelatedness-cos",
-    "STSBenchmark",
-    "SICKRelatedness",
-)
-
-
-def _commit() -> str | None:
-    out = subprocess.run(
-        ["git", "-C", str(Path(__file__).resolve().parent), "rev-parse", "--short", "HEAD"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return out.stdout.strip() or None
 
 
 def suite(encoder, tasks, data) -> dict:
@@ -102,15 +83,10 @@ def main() -> None:
             "load_average_after": [round(x, 1) for x in os.getloadavg()],
             "machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} CPUs",
             "date": time.strftime("%Y-%m-%d"),
-            "commit": _commit(),
+            "commit": git_commit(Path(__file__).resolve().parent),
         }
     )
-    line = json.dumps(row)
-    if args.output:
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        with open(args.output, "a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
-    print(line)
+    print(append_json_line(args.output, row))
     s = row["similarity"]
     head = (
         f"{args.model}: similarity suite {s['seconds']:.0f} s ({s['sentences_encoded']} sentences encoded in "

@@ -23,26 +23,14 @@ printed last. ``--step N`` keeps every N-th test pair (SentEval's order) for a q
 from __future__ import annotations
 
 import argparse
-import json
 import platform
-import subprocess
 import sys
 import time
 import warnings
 from pathlib import Path
 
-
-def _commit() -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(Path(__file__).resolve().parent), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-    except OSError:
-        return None
-    return out.stdout.strip() or None
+from qt_hard.experiments.ledger import git_commit
+from qt_hard.experiments.report import append_json_line
 
 
 def detokenize(words: list[str]) -> list[str]:
@@ -134,15 +122,10 @@ def main() -> None:
             "load_average_after": [round(x, 1) for x in __import__("os").getloadavg()],
             "machine": f"{platform.node()} {platform.machine()}, {__import__('os').cpu_count()} CPUs",
             "date": time.strftime("%Y-%m-%d"),
-            "commit": _commit(),
+            "commit": git_commit(Path(__file__).resolve().parent),
         }
     )
-    line = json.dumps(row)
-    if args.output:
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        with open(args.output, "a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
-    print(line)
+    print(append_json_line(args.output, row))
     s, k = row["STSBenchmark-cos"], row["SICKRelatedness-cos"]
     tok = row["SICK_tokenization"]
     print(

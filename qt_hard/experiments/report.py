@@ -158,3 +158,15 @@ def heatmap(fig, ax, raw, norm, xs, ys, xlabel, ylabel, title, dark=frozenset())
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=8)
     fig.colorbar(im, ax=ax, shrink=0.8)
+
+
+def append_json_line(path, row: dict) -> str:
+    """``row`` as one JSON line, appended to ``path`` (its folder made) when ``path`` is given; the line."""
+    import json
+
+    line = json.dumps(row)
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+    return line

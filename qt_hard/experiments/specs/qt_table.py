@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from qt_hard.evaluation.similarity import SIMILARITY_TASKS
 from qt_hard.experiments import report
 from qt_hard.experiments.grid import GridError
 from qt_hard.experiments.ledger import Ledger, provenance
@@ -52,17 +53,7 @@ ROW_GRAMMAR = (
 TASKS = ("MR", "CR", "SUBJ", "MPQA", "TREC", "MRPC")
 # The similarity protocol's tasks (``qt_hard.evaluation.similarity``): STS12-16 and the cosine forms of
 # STS Benchmark and SICK-R, then SentEval's supervised regression on both.
-SIM_TASKS = (
-    "STS12",
-    "STS13",
-    "STS14",
-    "STS15",
-    "STS16",
-    "STSBenchmark-cos",
-    "SICKRelatedness-cos",
-    "STSBenchmark",
-    "SICKRelatedness",
-)
+SIM_TASKS = SIMILARITY_TASKS
 SIM_MEAN = "Sim. mean"
 # Lines of the paper's Table 2, matched by their opening words: row key -> regex.
 PAPER_ROWS = {
