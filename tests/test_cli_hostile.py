@@ -85,6 +85,38 @@ def test_a_second_run_into_a_folder_in_use_is_refused(tmp_path, capsys):
         pass
 
 
+def test_the_processes_of_one_launched_run_share_its_folder(tmp_path, monkeypatch):
+    """Under a launcher (``RANK`` set) the main process holds the folder's lock; a process of a higher
+    rank belongs to that run and is not refused, while a rank-0 process of another run is."""
+    import subprocess
+
+    from qt_hard.training.outdir import _check_not_in_use
+
+    out = tmp_path / "launched"
+    out.mkdir()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDONLY); "
+            "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        monkeypatch.setenv("RANK", "1")
+        _check_not_in_use(out)
+        monkeypatch.setenv("RANK", "0")
+        with pytest.raises(Exception, match="is in use by another training run"):
+            _check_not_in_use(out)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def _script(name, argv, monkeypatch, capsys):
     from qt_hard.script_cli import run_script
 

@@ -173,7 +173,7 @@ RUNS = {
         prints=(
             SENTEVAL_HEAD,
             cr_row("runs/qt_smoke/final"),
-            r"wrote the SentEval table into runs/qt_smoke/final/README.md",
+            r"wrote the evaluation tables into runs/qt_smoke/final/README.md",
         ),
     ),
     "qt-hard eval senteval --model minilm --output minilm.json": Run(

@@ -168,8 +168,9 @@ def _in_use_error(out: Path):
 
 
 def _check_not_in_use(out: Path) -> None:
-    """Refuse a folder that another process is training into (it holds ``run_folder_lock``)."""
-    if str(out.resolve()) in _HELD or os.name != "posix":
+    """Refuse a folder that another process is training into (it holds ``run_folder_lock``). Under a
+    launcher the processes of ranks above 0 are part of the run whose main process holds the lock."""
+    if str(out.resolve()) in _HELD or os.name != "posix" or int(os.environ.get("RANK", "0")) != 0:
         return
     fd = os.open(out, os.O_RDONLY)
     try:
