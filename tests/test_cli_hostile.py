@@ -154,6 +154,13 @@ def _script(name, argv, monkeypatch, capsys):
         ("st_finetune", ["--task", "NOPE", "--workdir", "{tmp}/o"], "error: --task NOPE"),
         ("st_finetune", ["--batch-size", "1", "--workdir", "{tmp}/o"], "error: --pairs and --batch-size must be"),
         ("st_finetune", ["--workdir", "{tmp}/file.txt"], "error: --workdir {tmp}/file.txt is a file"),
+        (
+            "st_compare",
+            ["--model", "{tmp}/o", "--out", "{tmp}/r"],
+            "error: --model {tmp}/o: not a sentence-transformers",
+        ),
+        ("st_compare", ["--model", "minilm", "--out", "{tmp}/r", "--rows", "mnrl,bogus"], "error: --rows: unknown row"),
+        ("st_compare", ["--out", "{tmp}/file.txt", "--summary-only"], "error: --out {tmp}/file.txt is a file"),
         ("qt_heldout", ["{tmp}/no_model"], "error: no saved encoder at {tmp}/no_model"),
         ("qt_heldout", ["{tmp}/o", "--first", "5", "--last", "2"], "error: need 0 <= --first < --last"),
         ("qt_heldout", ["{tmp}/model"], "error: no saved encoder at {tmp}/model: encoder.json is missing"),

@@ -65,6 +65,7 @@ NO_LEDGER = {
     "graph_table.csv": "the graph table's cells, run before the ledger (no provenance columns)",
     "graph_ot_enzymes_lr1e-3.csv": "two OT cells at another learning rate, run before the ledger",
     "k_vs_n/sampling_1000.json": "a measurement of scripts/k_vs_n_sampling.py, not a grid",
+    "st_compare/README.md": "the commands and wall times behind each folder of the fine-tuning comparison",
 }
 # Copies of per-run files (a run's metrics.csv or eval.csv) kept beside a ledger: they are the runs'
 # own logs, read by the figures, not derived from the ledger.
@@ -101,7 +102,18 @@ def _regenerate_vision(folder: Path, out: Path) -> list[str]:
     return ["results.csv", "table.md"]
 
 
+def _regenerate_st_compare(folder: Path, out: Path) -> list[str]:
+    """The fine-tuning comparison's table and CSV (scripts/st_compare.py's summary)."""
+    from _scripts import load_script
+
+    load_script("st_compare").write_summary(out)
+    return ["results.csv", "table.md"]
+
+
+ST_COMPARE = sorted(p.parent.relative_to(RESULTS).as_posix() for p in (RESULTS / "st_compare").rglob("results.jsonl"))
+
 FOLDERS = {
+    **{name: _regenerate_st_compare for name in ST_COMPARE},
     "readings": _regenerate_qt,
     "qt_similarity": _regenerate_qt_similarity,
     "graph_controls": _regenerate_graph,

@@ -337,6 +337,14 @@ RUNS = {
         writes=("runs/moco_cpu/results.csv", "runs/moco_cpu/table.md"),
         prints=(r"vision table \(2 runs",),
     ),
+    # The fine-tuning comparison from the quick-start model: two steps, 64 pairs, MNRL, one seed.
+    "python scripts/st_compare.py --model runs/qt_smoke/final --out runs/st_compare_bow --steps 140 --batch-size 64 --lr 0.05 --scale 20 --seeds 0,1,2": Run(
+        sub=(("--steps 140", "--steps 2"), ("--seeds 0,1,2", "--seeds 0")),
+        add="--pairs 64 --rows mnrl",
+        needs=("runs/qt_smoke",),
+        writes=("runs/st_compare_bow/table.md", "runs/st_compare_bow/results.csv", "runs/st_compare_bow/results.jsonl"),
+        prints=(r"\| MNRL \(`mnrl`\) \| 1 \|", r"Difference to MNRL, paired by seed"),
+    ),
     "python scripts/bench_augment.py --device cpu --threads 1": Run(add="--batch 64 --repeats 1"),
     # Documentation pages: the quick start without its data step, the site, the tables' commands on
     # one task / dataset / strategy, a few steps or epochs.
@@ -468,6 +476,7 @@ SKIPS = {
     "qt-hard eval senteval --model runs/sim/runs/hard2-clamp_s0/final --controls --tasks STS12,STS13,STS14,STS15,STS16,STSBenchmark-cos,SICKRelatedness-cos,STSBenchmark,SICKRelatedness": "needs runs/sim of the "
     "command above; the same evaluation of the quick start's model with its controls runs as the evaluation guide's "
     "similarity command",
+    "python scripts/st_compare.py --model minilm --out runs/st_compare_minilm --steps 34 --batch-size 64 --lr 2e-5 --scale 20 --max-seq-length 64 --seeds 0,1,2": "MiniLM cells take minutes each on 2 cores (each evaluation encodes ~30k sentences); the bag-of-words command above runs the same code",
     "python -m pytest -q -m commands -n 2 --dist loadgroup": "this marker itself (.ci/run runs it)",
     "python -m pytest -q -m slow": "the slow suite (multi-process training, real data at scale), run on its own",
     "accelerate launch --num_processes 4 -m qt_hard.cli train configs/qt_books.yaml": "four GPUs and the full books corpus; its CPU form (the next README line) runs here",

