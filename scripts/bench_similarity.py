@@ -6,8 +6,8 @@ similarity suite (STS12-16, STSBenchmark-cos, SICKRelatedness-cos, and SentEval'
 STSBenchmark and SICKRelatedness). Per run: wall seconds, the encoding and the classifier /
 scoring seconds summed over tasks, sentences encoded (each distinct one once, so this is also the
 number of distinct sentences), the pairs scored and each task's headline score (Spearman x100 or
-accuracy). The load average before and after goes into
-the row: on a shared machine, timings are upper bounds.
+accuracy), and the system's 1-minute load average before and after: other processes lengthen
+the timings, which are upper bounds.
 
 One JSON row per model is appended to ``--output``; the last printed line is a one-line headline.
 
