@@ -106,3 +106,16 @@ def check_output_file(path: str | Path, flag: str) -> Path:
     except OSError as err:
         raise OutputLocationError(f"{flag} {path} cannot be written ({err.strerror})") from None
     return path
+
+
+def creation_refused(out: Path, existing: Path) -> str | None:
+    """Create and remove the first missing folder of ``out`` under its nearest ``existing`` ancestor,
+    leaving nothing behind: the reason the file system refuses it (``"<folder>: <strerror>"``), or None.
+    Permissions do not tell every refusal (a superuser, a read-only or special file system)."""
+    first = existing / out.relative_to(existing).parts[0]
+    try:
+        first.mkdir()
+        first.rmdir()
+    except OSError as err:
+        return f"{first}: {err.strerror}"
+    return None

@@ -21,6 +21,7 @@ from typing import Callable
 
 from qt_hard.cli import Interrupted, signals_stop_the_command
 from qt_hard.errors import ArgumentError, OutputLocationError, UserError
+from qt_hard.paths import creation_refused
 
 
 class ScriptParser(argparse.ArgumentParser):
@@ -81,12 +82,9 @@ def output_folder(path: str | Path, flag: str = "--out") -> Path:
         existing = existing.parent
     if not existing.is_dir():
         raise OutputLocationError(f"{flag} {out} cannot be created ({existing} is a file, not a folder)")
-    first = existing / out.relative_to(existing).parts[0]
-    try:
-        first.mkdir()
-        first.rmdir()
-    except OSError as err:
-        raise OutputLocationError(f"{flag} {out} cannot be created ({first}: {err.strerror})") from None
+    refused = creation_refused(out, existing)
+    if refused:
+        raise OutputLocationError(f"{flag} {out} cannot be created ({refused})")
     return out
 
 

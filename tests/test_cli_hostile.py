@@ -46,6 +46,31 @@ def test_save_results_leaves_no_half_file(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
 
 
+@contextmanager
+def another_process_holds(folder):
+    """The folder's run lock held by a child process: flock is per open file, so a lock taken through a
+    separate descriptor in a child stands for "another run"."""
+    import subprocess
+
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDONLY); "
+            "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)",
+            str(folder),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        yield
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def test_a_second_run_into_a_folder_in_use_is_refused(tmp_path, capsys):
     from test_training import qt_config
 
@@ -56,30 +81,11 @@ def test_a_second_run_into_a_folder_in_use_is_refused(tmp_path, capsys):
     cfg.write_text(yaml.safe_dump(tree))
     out = tmp_path / "busy"
     out.mkdir()
-    # Another process holds the lock: flock is per open file, so a lock taken through a separate
-    # descriptor in a child stands for "another run".
-    import subprocess
-
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDONLY); "
-            "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)",
-            str(out),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout.readline().strip() == "held"
+    with another_process_holds(out):
         status = cli_main(["train", str(cfg), "--out", str(out)])
         err = capsys.readouterr().err.strip().splitlines()
         assert status == 2 and len(err) == 1 and "is in use by another training run" in err[0], err
         assert list(out.iterdir()) == []
-    finally:
-        holder.kill()
-        holder.wait()
     # Once free, the folder is taken (and held while the block runs).
     with run_folder_lock(out):
         pass
@@ -88,33 +94,16 @@ def test_a_second_run_into_a_folder_in_use_is_refused(tmp_path, capsys):
 def test_the_processes_of_one_launched_run_share_its_folder(tmp_path, monkeypatch):
     """Under a launcher (``RANK`` set) the main process holds the folder's lock; a process of a higher
     rank belongs to that run and is not refused, while a rank-0 process of another run is."""
-    import subprocess
-
     from qt_hard.training.outdir import _check_not_in_use
 
     out = tmp_path / "launched"
     out.mkdir()
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDONLY); "
-            "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)",
-            str(out),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout.readline().strip() == "held"
+    with another_process_holds(out):
         monkeypatch.setenv("RANK", "1")
         _check_not_in_use(out)
         monkeypatch.setenv("RANK", "0")
         with pytest.raises(Exception, match="is in use by another training run"):
             _check_not_in_use(out)
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def _script(name, argv, monkeypatch, capsys):

@@ -132,16 +132,14 @@ def check_out_dir(cfg: Config, resume: bool = False, overwrite: bool = False) ->
 
 
 def _check_creatable(out: Path, existing: Path) -> None:
-    """Create and remove the first missing folder of ``out`` under ``existing``: nothing is left,
-    and a path the file system refuses is refused here instead of when the run starts writing."""
+    """Refuse an ``out`` the file system will not create (``qt_hard.paths.creation_refused``), here
+    instead of when the run starts writing."""
     from qt_hard.errors import OutputExistsError
+    from qt_hard.paths import creation_refused
 
-    first = existing / out.relative_to(existing).parts[0]
-    try:
-        first.mkdir()
-        first.rmdir()
-    except OSError as err:
-        raise OutputExistsError(f"out_dir {out} cannot be created ({first}: {err.strerror})") from None
+    refused = creation_refused(out, existing)
+    if refused:
+        raise OutputExistsError(f"out_dir {out} cannot be created ({refused})")
 
 
 # Run folders this process holds (``run_folder_lock``): its own checks must not find them in use.
