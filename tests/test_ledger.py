@@ -129,3 +129,27 @@ def test_provenance_names_machine_time_and_commit(tmp_path, monkeypatch):
     assert git_commit(tmp_path) == "unknown"  # no checkout there
     monkeypatch.setenv("QT_HARD_GIT_COMMIT", "abc1234")
     assert git_commit(tmp_path) == "abc1234"
+
+
+def test_commit_is_dirty_for_code_changes_but_not_for_result_files(tmp_path):
+    import subprocess
+
+    from qt_hard.ledger import git_commit
+
+    def git(*args):
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True, capture_output=True
+        )
+
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "ledger.jsonl").write_text("{}\n")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-q", "-m", "c")
+    clean = git_commit(tmp_path / "results")
+    assert clean != "unknown" and not clean.endswith("+dirty")
+    (tmp_path / "results" / "ledger.jsonl").write_text("{}\n{}\n")  # a grid appending to its ledger
+    assert git_commit(tmp_path / "results") == clean
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert git_commit(tmp_path / "results") == clean + "+dirty"

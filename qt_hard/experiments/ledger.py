@@ -239,7 +239,8 @@ def _process_exists(pid: int) -> bool:
 
 def git_commit(where: str | os.PathLike) -> str:
     """Short commit of the checkout holding ``where`` (``+dirty`` with uncommitted changes to
-    tracked files), for a record's provenance; ``QT_HARD_GIT_COMMIT`` names it where the code
+    tracked files outside ``results/``: a grid appending to its committed ledger still ran the
+    committed code), for a record's provenance; ``QT_HARD_GIT_COMMIT`` names it where the code
     travelled without its ``.git`` (a copied tree); "unknown" without git."""
     import subprocess
 
@@ -253,7 +254,7 @@ def git_commit(where: str | os.PathLike) -> str:
         head = git("rev-parse", "--short", "HEAD")
         if head.returncode != 0:
             return "unknown"
-        dirty = git("status", "--porcelain", "--untracked-files=no").stdout.strip()
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ":(top,exclude)results").stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return head.stdout.strip() + ("+dirty" if dirty else "")
