@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 import statistics
 import time
@@ -122,6 +123,8 @@ def main(argv=None):
                     from qt_hard.experiments.report import append_json_line
 
                     stamp = {"device": str(device), "torch": torch.__version__, "threads": torch.get_num_threads()}
+                    # Other processes on the machine lengthen both sides of a ratio unevenly: say how many ran.
+                    stamp["load_average"] = [round(x, 1) for x in os.getloadavg()]
                     append_json_line(args.out, {**row, **stamp, **provenance(Path(__file__).resolve().parent)})
                 print(json.dumps(row), flush=True)
     summary = {}
