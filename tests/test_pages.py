@@ -20,7 +20,12 @@ def test_every_generated_block_is_its_regeneration():
 def test_every_block_on_the_pages_is_registered_and_the_pages_use_them():
     used = {name for page in pages.page_files(ROOT) for name, _ in pages.blocks(page.read_text(encoding="utf-8"))}
     assert used <= set(pages.REGISTRY)
-    for page in ("docs/reproductions/hcl-text.md", "docs/reproductions/k-vs-n.md"):
+    for page in (
+        "docs/which-negatives.md",
+        "docs/reproductions/hcl-text.md",
+        "docs/reproductions/k-vs-n.md",
+        "README.md",
+    ):
         assert pages.blocks((ROOT / page).read_text(encoding="utf-8")), page
 
 

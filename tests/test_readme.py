@@ -120,6 +120,17 @@ def cr_row(model: str) -> str:
 RUNS = {
     # The docs' generated tables against their result files (qt_hard.experiments.pages; a second).
     "python -m qt_hard.experiments.pages --check": Run(prints=(r"generated blocks, 0 stale",)),
+    "python scripts/bench_losses.py --batch-sizes 256,1024 --reps 5 --out /tmp/bench_losses.jsonl": Run(
+        # two strategies at a batch of 16, one repetition: the script's path and its --out rows, in seconds
+        sub=(
+            (
+                "--batch-sizes 256,1024 --reps 5 --out /tmp/",
+                "--batch-sizes 16 --ks all --reps 1 --strategies uniform,hard --out ",
+            ),
+        ),
+        writes=("bench_losses.jsonl",),
+        prints=(r"headline: hard negatives cost",),
+    ),
     QUICK_START: Run(
         sub=(("--out runs/qt_smoke", f"--out runs/qt_smoke train.steps=5 {ONE_BOOK}"),),
         add=f"--tasks CR {FAST_SENTEVAL}",
