@@ -296,6 +296,41 @@ def _eval_similarity(root: Path) -> str:
     )
 
 
+@table("protocol_differences")
+def _protocol_differences(root: Path) -> str:
+    """Skip-thoughts minus SentEval protocol on the same trained runs, per task and the six-task mean."""
+    from qt_hard.experiments.specs import qt_table
+
+    body = []
+    for label, name in (
+        ("bag of words, 300-d (CPU scale)", "qt_table.csv"),
+        ("S2V's GRU, 2,400-d", "qt_table_gpu.csv"),
+    ):
+        recs = _qt_csv_records(root / "results" / name)
+        by = {
+            p: {(r["row"], r["seed"]): r["acc"] for r in recs if r["protocol"] == p}
+            for p in ("senteval", "skipthoughts")
+        }
+        runs = sorted(set(by["senteval"]) & set(by["skipthoughts"]))
+        cells = []
+        for t in [*qt_table.TASKS, None]:
+            d = [
+                (statistics.mean(by["skipthoughts"][k].values()) - statistics.mean(by["senteval"][k].values()))
+                if t is None
+                else by["skipthoughts"][k][t] - by["senteval"][k][t]
+                for k in runs
+            ]
+            cells.append(f"{statistics.mean(d):+.2f} ± {report.spread(d):.2f}")
+        body.append([label, str(len(runs)), *cells])
+    head = ["runs", "n", *qt_table.TASKS[:-1], "MSRP", "six-task mean"]
+    return _lines(
+        "Skip-thoughts protocol minus SentEval's on the same run, test accuracy (points): mean ± sample std over "
+        "the runs (every row and seed of the table), from `results/qt_table.csv` and `results/qt_table_gpu.csv`.",
+        "",
+        report.markdown_table(head, body, "lr" + "r" * 7),
+    )
+
+
 @table("quickstart_transfer")
 def _quickstart_transfer(root: Path) -> str:
     """The quick start's objective over its seeds, its seed 0, and its two control rows."""
