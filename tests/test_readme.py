@@ -117,6 +117,16 @@ def cr_row(model: str) -> str:
 
 
 # README command (after the normalization above) -> how it runs here. One line each.
+def readings_run(seeds: str, rows: str, row: str, *prints: str, diagnostics: bool = False) -> Run:
+    """A readings command of the HCL text page, cut to one seed, one row, 3 steps, 2 folds and one book."""
+    writes = ("runs/readings/table_dev.md", "runs/readings/diagnostics.png")[: 2 if diagnostics else 1]
+    return Run(
+        sub=((seeds, f"--seeds 0 --kfold 2 --set train.steps=3 --set {ONE_BOOK}"), (f"--rows {rows}", f"--rows {row}")),
+        writes=writes,
+        prints=prints,
+    )
+
+
 RUNS = {
     # The docs' generated tables against their result files (qt_hard.experiments.pages; a second).
     "python -m qt_hard.experiments.pages --check": Run(prints=(r"generated blocks, 0 stale",)),
@@ -207,41 +217,27 @@ RUNS = {
         writes=("runs/qt_table/*",),
     ),
     "python scripts/qt_table.py --out runs/qt_table --summary-only": Run(needs=("runs/qt_table",)),
-    "python scripts/qt_table.py --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1 --rows uniform,hard1-rescaled,hard1-fig14,hard1-graph_code,hard2-rescaled,hard2-fig14,hard2-graph_code,hard2-none,uniform-floor,hard1-rescaled-floor": Run(
-        sub=(
-            ("--seeds 0,1", f"--seeds 0 --kfold 2 --set train.steps=3 --set {ONE_BOOK}"),
-            (
-                "--rows uniform,hard1-rescaled,hard1-fig14,hard1-graph_code,hard2-rescaled,hard2-fig14,hard2-graph_code,hard2-none,uniform-floor,hard1-rescaled-floor",
-                "--rows hard2-graph_code-floor",
-            ),
-        ),
-        writes=("runs/readings/table_dev.md", "runs/readings/diagnostics.png"),
-        prints=(r"dev accuracy", r"Hard \(beta=2, graph_code, floor\)"),
+    "python scripts/qt_table.py --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1 --rows uniform,hard1-rescaled,hard1-fig14,hard1-graph_code,hard2-rescaled,hard2-fig14,hard2-graph_code,hard2-none,uniform-floor,hard1-rescaled-floor": readings_run(
+        "--seeds 0,1",
+        "uniform,hard1-rescaled,hard1-fig14,hard1-graph_code,hard2-rescaled,hard2-fig14,hard2-graph_code,hard2-none,uniform-floor,hard1-rescaled-floor",
+        "hard2-graph_code-floor",
+        r"dev accuracy",
+        r"Hard \(beta=2, graph_code, floor\)",
+        diagnostics=True,
     ),
-    "python scripts/qt_table.py --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1,2,3,4 --rows uniform,hard1-rescaled,hard1-rescaled-anneal,hard1-rescaled-warmup": Run(
-        sub=(
-            ("--seeds 0,1,2,3,4", f"--seeds 0 --kfold 2 --set train.steps=3 --set {ONE_BOOK}"),
-            # the quick start trains the anneal row; the warm-up row's schedule runs here
-            ("--rows uniform,hard1-rescaled,hard1-rescaled-anneal,", "--rows "),
-        ),
-        writes=("runs/readings/table_dev.md", "runs/readings/diagnostics.png"),
-        prints=(r"Hard \(beta=1, warmup, rescaled\)",),
+    # the quick start trains the anneal row; the warm-up row's schedule runs here
+    "python scripts/qt_table.py --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1,2,3,4 --rows uniform,hard1-rescaled,hard1-rescaled-anneal,hard1-rescaled-warmup": readings_run(
+        "--seeds 0,1,2,3,4",
+        "uniform,hard1-rescaled,hard1-rescaled-anneal,hard1-rescaled-warmup",
+        "hard1-rescaled-warmup",
+        r"Hard \(beta=1, warmup, rescaled\)",
+        diagnostics=True,
     ),
-    "python scripts/qt_table.py --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 2 --rows hard1-fig14,hard2-fig14": Run(
-        sub=(
-            ("--seeds 2", f"--seeds 0 --kfold 2 --set train.steps=3 --set {ONE_BOOK}"),
-            ("--rows hard1-fig14,hard2-fig14", "--rows hard1-fig14"),
-        ),
-        writes=("runs/readings/table_dev.md",),
-        prints=(r"Hard \(beta=1, fig14\)",),
+    "python scripts/qt_table.py --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 2 --rows hard1-fig14,hard2-fig14": readings_run(
+        "--seeds 2", "hard1-fig14,hard2-fig14", "hard1-fig14", r"Hard \(beta=1, fig14\)"
     ),
-    "python scripts/qt_table.py --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1,2,3,4 --rows hard1-clamp,hard2-clamp": Run(
-        sub=(
-            ("--seeds 0,1,2,3,4", f"--seeds 0 --kfold 2 --set train.steps=3 --set {ONE_BOOK}"),
-            ("--rows hard1-clamp,hard2-clamp", "--rows hard2-clamp"),
-        ),
-        writes=("runs/readings/table_dev.md",),
-        prints=(r"Hard \(beta=2, clamp\)",),
+    "python scripts/qt_table.py --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1,2,3,4 --rows hard1-clamp,hard2-clamp": readings_run(
+        "--seeds 0,1,2,3,4", "hard1-clamp,hard2-clamp", "hard2-clamp", r"Hard \(beta=2, clamp\)"
     ),
     "python scripts/qt_table.py --out runs/qt_table --protocol skipthoughts": Run(
         add=f"--seeds 0 --rows uniform --kfold 2 --set train.steps=3 --set {ONE_BOOK}", writes=("runs/qt_table/*",)

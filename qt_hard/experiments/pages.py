@@ -658,43 +658,24 @@ def _kvn_collision_free(root: Path) -> str:
 
 _CF_LABEL = {"False": "none removed (plain)", "True": "same-article removed (collision-free)"}
 _CF_LABEL["shuffled"] = "random, matched (shuffled control)"
+_COLLISION_COLS = [*_KVN_COLS][:6]  # the readouts and the diagnostics of the collision studies
 
 
-@table("kvn_collisions")
-def _kvn_collisions(root: Path) -> str:
-    cells = _kvn(root, "collisions")
+def _kvn_collision_study(root: Path, N: int, files: dict) -> str:
+    """N's cells at k = 100 and 1000 in each collision mode, ``files``: mode -> the results file it is in."""
+    cells = {name: _kvn(root, name) for name in set(files.values())}
     items = [
-        (f"k = {k}, {_CF_LABEL[cf]}", _kvn_pick(cells, 300, k, cf=cf))
-        for k in (100, 1000)
-        for cf in ("False", "True", "shuffled")
+        (f"k = {k}, {_CF_LABEL[cf]}", _kvn_pick(cells[f], N, k, cf=cf)) for k in (100, 1000) for cf, f in files.items()
     ]
-    cols = [
-        "mean clf. (dot)",
-        "mean clf. (cosine)",
-        "linear clf.",
-        "final loss",
-        "same-article softmax mass",
-        "norm CV",
-    ]
-    return _lines("N = 300, B = 1000; mean ± spread over seeds:", "", _kvn_table(items, cols))
+    return _lines(f"N = {N}, B = 1000; mean ± spread over seeds:", "", _kvn_table(items, _COLLISION_COLS))
 
 
-@table("kvn_collisions_1000")
-def _kvn_collisions_1000(root: Path) -> str:
-    main, ctrl = _kvn(root, "results"), _kvn(root, "collisions_1000")
-    items = []
-    for k in (100, 1000):
-        items += [(f"k = {k}, {_CF_LABEL[cf]}", _kvn_pick(main, 1000, k, cf=cf)) for cf in ("False", "True")]
-        items.append((f"k = {k}, {_CF_LABEL['shuffled']}", _kvn_pick(ctrl, 1000, k, cf="shuffled")))
-    cols = [
-        "mean clf. (dot)",
-        "mean clf. (cosine)",
-        "linear clf.",
-        "final loss",
-        "same-article softmax mass",
-        "norm CV",
-    ]
-    return _lines("N = 1000, B = 1000; mean ± spread over seeds:", "", _kvn_table(items, cols))
+table("kvn_collisions")(lambda root: _kvn_collision_study(root, 300, dict.fromkeys(_CF_LABEL, "collisions")))
+table("kvn_collisions_1000")(
+    lambda root: _kvn_collision_study(
+        root, 1000, {"False": "results", "True": "results", "shuffled": "collisions_1000"}
+    )
+)
 
 
 @table("kvn_b1000_long")
