@@ -331,6 +331,40 @@ def _protocol_differences(root: Path) -> str:
     )
 
 
+@table("subj_mpqa", spread=False)
+def _subj_mpqa(root: Path) -> str:
+    """SUBJ against MPQA for every encoder measured here (the paper's Table 2 has MPQA above SUBJ)."""
+    res = root / "results"
+    rows = []
+    for label, path in (
+        ("all-MiniLM-L6-v2, SentEval protocol", res / "minilm_senteval_protocol.json"),
+        ("all-MiniLM-L6-v2, skip-thoughts protocol", res / "minilm_skipthoughts_protocol.json"),
+        ("random 768-d bag of words, SentEval protocol", res / "senteval_engine" / "random_bow_six_tasks_fast.json"),
+    ):
+        r = json.loads(path.read_text())["results"]
+        rows.append((label, [r["SUBJ"]["acc"]], [r["MPQA"]["acc"]], f"`{path.relative_to(root).as_posix()}`"))
+    for label, name in (("our QT, CPU scale", "qt_table.csv"), ("our QT, S2V's sizes", "qt_table_gpu.csv")):
+        for protocol in ("senteval", "skipthoughts"):
+            recs = [r for r in _qt_csv_records(res / name) if r["row"] == "uniform" and r["protocol"] == protocol]
+            subj, mpqa = [r["acc"]["SUBJ"] for r in recs], [r["acc"]["MPQA"] for r in recs]
+            rows.append((f"{label}, uniform, {protocol} protocol", subj, mpqa, f"`results/{name}`"))
+    for row in ("uniform", "hard2-clamp"):
+        recs = [r for r in _qt_ledger(root, "readings") if r["row"] == row and r.get("protocol") == "senteval"]
+        subj, mpqa = [r["acc"]["SUBJ"] for r in recs], [r["acc"]["MPQA"] for r in recs]
+        rows.append((f"the quick-start setting, `{row}`, SentEval protocol", subj, mpqa, "`results/readings/`"))
+    body, gaps = [], []
+    for label, subj, mpqa, src in rows:
+        gaps.append(statistics.mean(subj) - statistics.mean(mpqa))
+        body.append([label, f"{statistics.mean(subj):.2f}", f"{statistics.mean(mpqa):.2f}", f"{gaps[-1]:+.2f}", src])
+    return _lines(
+        "Test accuracy (%; means over seeds where there are several):",
+        "",
+        report.markdown_table(["encoder", "SUBJ", "MPQA", "SUBJ - MPQA", "source"], body, "lrrrl"),
+        "",
+        f"SUBJ is above MPQA for every encoder here, by {min(gaps):.1f} to {max(gaps):.1f} points.",
+    )
+
+
 @table("quickstart_transfer")
 def _quickstart_transfer(root: Path) -> str:
     """The quick start's objective over its seeds, its seed 0, and its two control rows."""
