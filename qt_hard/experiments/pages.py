@@ -99,6 +99,11 @@ def _script(root: Path, name: str):
     return mod
 
 
+def _captioned(caption: str, head, body, align: str = "") -> str:
+    """A caption line, a blank line, the Markdown table."""
+    return _lines(caption, "", report.markdown_table(head, body, align))
+
+
 def _lines(*parts) -> str:
     out = []
     for p in parts:
@@ -322,13 +327,11 @@ def _protocol_differences(root: Path) -> str:
             ]
             cells.append(f"{statistics.mean(d):+.2f} ± {report.spread(d):.2f}")
         body.append([label, str(len(runs)), *cells])
-    head = ["runs", "n", *qt_table.TASKS[:-1], "MSRP", "six-task mean"]
-    return _lines(
+    caption = (
         "Skip-thoughts protocol minus SentEval's on the same run, test accuracy (points): mean ± sample std over "
-        "the runs (every row and seed of the table), from `results/qt_table.csv` and `results/qt_table_gpu.csv`.",
-        "",
-        report.markdown_table(head, body, "lr" + "r" * 7),
+        "the runs (every row and seed of the table), from `results/qt_table.csv` and `results/qt_table_gpu.csv`."
     )
+    return _captioned(caption, ["runs", "n", *qt_table.TASKS[:-1], "MSRP", "six-task mean"], body, "lr" + "r" * 7)
 
 
 @table("subj_mpqa", spread=False)
@@ -384,13 +387,11 @@ def _quickstart_transfer(root: Path) -> str:
         ("random:bow", "`random:bow`, same vocabulary"),
     ):
         body.append(_six_row(label, ctrl["controls"][key], digits=1))
-    head = ["model", *qt_table.TASKS, "mean"]
-    return _lines(
+    caption = (
         "Test accuracy (%), SentEval's protocol: the readings ledger's `hard2-clamp` rows (`results/readings/`) and "
-        "the controls of `results/qt_similarity/quickstart_controls_transfer.json`.",
-        "",
-        report.markdown_table(head, body, "l" + "r" * 7),
+        "the controls of `results/qt_similarity/quickstart_controls_transfer.json`."
     )
+    return _captioned(caption, ["model", *qt_table.TASKS, "mean"], body, "l" + "r" * 7)
 
 
 @table("s2v_controls", spread=False)
