@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+from pathlib import Path
 import statistics
 import time
 
@@ -107,6 +109,7 @@ def main(argv=None):
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--strategies", default=",".join(STRATEGIES))
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--out", default=None, help="append each row, with machine, date and commit, to this JSONL")
     args = p.parse_args(argv)
     device = torch.device(args.device)
     rows = []
@@ -115,6 +118,14 @@ def main(argv=None):
             for name in args.strategies.split(","):
                 row = bench(b, args.dim, k, name, STRATEGIES[name], args.reps, device)
                 rows.append(row)
+                if args.out:
+                    from qt_hard.experiments.ledger import provenance
+                    from qt_hard.experiments.report import append_json_line
+
+                    stamp = {"device": str(device), "torch": torch.__version__, "threads": torch.get_num_threads()}
+                    # Other processes on the machine lengthen both sides of a ratio unevenly: say how many ran.
+                    stamp["load_average"] = [round(x, 1) for x in os.getloadavg()]
+                    append_json_line(args.out, {**row, **stamp, **provenance(Path(__file__).resolve().parent)})
                 print(json.dumps(row), flush=True)
     summary = {}
     for row in rows:

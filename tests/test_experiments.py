@@ -158,3 +158,13 @@ def test_every_result_table_is_regenerated_or_listed():
                 f"results/{rel}: no ledger, not listed"
             )
     assert all((RESULTS / rel).is_file() for rel in NO_LEDGER)
+
+
+def test_paired_table_marks_the_differences_beyond_the_baseline_spread():
+    runs = {
+        "uniform": {0: [70.0, 50.0], 1: [70.2, 50.0], 2: [70.4, None]},  # spreads 0.2 and 0.0
+        "hard": {0: [70.5, 50.0], 1: [70.7, 51.0], 3: [99.0, 99.0]},  # seed 3 has no partner
+    }
+    lines, spreads = report.paired_table("uniform", runs, ["a", "b"], digits=1)
+    assert spreads == [pytest.approx(0.2), 0.0]
+    assert lines[2] == "| hard | 2 | +0.5 ± 0.0* | +0.5 ± 0.7* |"

@@ -117,7 +117,30 @@ def cr_row(model: str) -> str:
 
 
 # README command (after the normalization above) -> how it runs here. One line each.
+def readings_run(seeds: str, rows: str, row: str, *prints: str, diagnostics: bool = False) -> Run:
+    """A readings command of the HCL text page, cut to one seed, one row, 3 steps, 2 folds and one book."""
+    writes = ("runs/readings/table_dev.md", "runs/readings/diagnostics.png")[: 2 if diagnostics else 1]
+    return Run(
+        sub=((seeds, f"--seeds 0 --kfold 2 --set train.steps=3 --set {ONE_BOOK}"), (f"--rows {rows}", f"--rows {row}")),
+        writes=writes,
+        prints=prints,
+    )
+
+
 RUNS = {
+    # The docs' generated tables against their result files (qt_hard.experiments.pages; a second).
+    "python -m qt_hard.experiments.pages --check": Run(prints=(r"generated blocks, 0 stale",)),
+    "python scripts/bench_losses.py --batch-sizes 256,1024 --reps 5 --out /tmp/bench_losses.jsonl": Run(
+        # two strategies at a batch of 16, one repetition: the script's path and its --out rows, in seconds
+        sub=(
+            (
+                "--batch-sizes 256,1024 --reps 5 --out /tmp/",
+                "--batch-sizes 16 --ks all --reps 1 --strategies uniform,hard --out ",
+            ),
+        ),
+        writes=("bench_losses.jsonl",),
+        prints=(r"headline: hard negatives cost",),
+    ),
     QUICK_START: Run(
         sub=(("--out runs/qt_smoke", f"--out runs/qt_smoke train.steps=5 {ONE_BOOK}"),),
         add=f"--tasks CR {FAST_SENTEVAL}",
@@ -194,41 +217,27 @@ RUNS = {
         writes=("runs/qt_table/*",),
     ),
     "python scripts/qt_table.py --out runs/qt_table --summary-only": Run(needs=("runs/qt_table",)),
-    "python scripts/qt_table.py --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1 --rows uniform,hard1-rescaled,hard1-fig14,hard1-graph_code,hard2-rescaled,hard2-fig14,hard2-graph_code,hard2-none,uniform-floor,hard1-rescaled-floor": Run(
-        sub=(
-            ("--seeds 0,1", f"--seeds 0 --kfold 2 --set train.steps=3 --set {ONE_BOOK}"),
-            (
-                "--rows uniform,hard1-rescaled,hard1-fig14,hard1-graph_code,hard2-rescaled,hard2-fig14,hard2-graph_code,hard2-none,uniform-floor,hard1-rescaled-floor",
-                "--rows hard2-graph_code-floor",
-            ),
-        ),
-        writes=("runs/readings/table_dev.md", "runs/readings/diagnostics.png"),
-        prints=(r"dev accuracy", r"Hard \(beta=2, graph_code, floor\)"),
+    "python scripts/qt_table.py --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1 --rows uniform,hard1-rescaled,hard1-fig14,hard1-graph_code,hard2-rescaled,hard2-fig14,hard2-graph_code,hard2-none,uniform-floor,hard1-rescaled-floor": readings_run(
+        "--seeds 0,1",
+        "uniform,hard1-rescaled,hard1-fig14,hard1-graph_code,hard2-rescaled,hard2-fig14,hard2-graph_code,hard2-none,uniform-floor,hard1-rescaled-floor",
+        "hard2-graph_code-floor",
+        r"dev accuracy",
+        r"Hard \(beta=2, graph_code, floor\)",
+        diagnostics=True,
     ),
-    "python scripts/qt_table.py --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1,2,3,4 --rows uniform,hard1-rescaled,hard1-rescaled-anneal,hard1-rescaled-warmup": Run(
-        sub=(
-            ("--seeds 0,1,2,3,4", f"--seeds 0 --kfold 2 --set train.steps=3 --set {ONE_BOOK}"),
-            # the quick start trains the anneal row; the warm-up row's schedule runs here
-            ("--rows uniform,hard1-rescaled,hard1-rescaled-anneal,", "--rows "),
-        ),
-        writes=("runs/readings/table_dev.md", "runs/readings/diagnostics.png"),
-        prints=(r"Hard \(beta=1, warmup, rescaled\)",),
+    # the quick start trains the anneal row; the warm-up row's schedule runs here
+    "python scripts/qt_table.py --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1,2,3,4 --rows uniform,hard1-rescaled,hard1-rescaled-anneal,hard1-rescaled-warmup": readings_run(
+        "--seeds 0,1,2,3,4",
+        "uniform,hard1-rescaled,hard1-rescaled-anneal,hard1-rescaled-warmup",
+        "hard1-rescaled-warmup",
+        r"Hard \(beta=1, warmup, rescaled\)",
+        diagnostics=True,
     ),
-    "python scripts/qt_table.py --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 2 --rows hard1-fig14,hard2-fig14": Run(
-        sub=(
-            ("--seeds 2", f"--seeds 0 --kfold 2 --set train.steps=3 --set {ONE_BOOK}"),
-            ("--rows hard1-fig14,hard2-fig14", "--rows hard1-fig14"),
-        ),
-        writes=("runs/readings/table_dev.md",),
-        prints=(r"Hard \(beta=1, fig14\)",),
+    "python scripts/qt_table.py --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 2 --rows hard1-fig14,hard2-fig14": readings_run(
+        "--seeds 2", "hard1-fig14,hard2-fig14", "hard1-fig14", r"Hard \(beta=1, fig14\)"
     ),
-    "python scripts/qt_table.py --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1,2,3,4 --rows hard1-clamp,hard2-clamp": Run(
-        sub=(
-            ("--seeds 0,1,2,3,4", f"--seeds 0 --kfold 2 --set train.steps=3 --set {ONE_BOOK}"),
-            ("--rows hard1-clamp,hard2-clamp", "--rows hard2-clamp"),
-        ),
-        writes=("runs/readings/table_dev.md",),
-        prints=(r"Hard \(beta=2, clamp\)",),
+    "python scripts/qt_table.py --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1,2,3,4 --rows hard1-clamp,hard2-clamp": readings_run(
+        "--seeds 0,1,2,3,4", "hard1-clamp,hard2-clamp", "hard2-clamp", r"Hard \(beta=2, clamp\)"
     ),
     "python scripts/qt_table.py --out runs/qt_table --protocol skipthoughts": Run(
         add=f"--seeds 0 --rows uniform --kfold 2 --set train.steps=3 --set {ONE_BOOK}", writes=("runs/qt_table/*",)
@@ -457,10 +466,12 @@ SKIPS = {
     "python scripts/k_vs_n.py prepare configs/k_vs_n.yaml --cache runs/k_vs_n/cache": "tokenizes Wiki-3029 (over 30 min on 2 cores); the synthetic grid above runs the same code",
     "python scripts/k_vs_n.py run configs/k_vs_n.yaml --cache runs/k_vs_n/cache --results runs/k_vs_n/results.csv --workers 8 --device cuda": "the real grid: a GPU and hours of cell time",
     "python scripts/k_vs_n.py plot runs/k_vs_n/results.csv --out docs/figures/k_vs_n": "needs the real grid's results",
-    "python scripts/k_vs_n.py run configs/k_vs_n_collisions_1000.yaml --cache runs/k_vs_n/cache --results results/k_vs_n/collisions_1000.csv --epochs 10 --linear-epochs 10 --device cpu --threads 1 --no-estimate --max-cells 3": "Wiki-1000 cells: the prepared Wiki-3029 cache and about 15 CPU-minutes a cell; the synthetic grid above runs the same code, the shuffled mode in tests/test_k_vs_n.py",
-    "python scripts/k_vs_n.py run configs/k_vs_n_vocab.yaml --cache runs/k_vs_n/cache --results results/k_vs_n/vocab.csv --epochs 10 --linear-epochs 10 --device cpu --threads 1 --no-estimate --max-cells 4": "needs the prepared Wiki-3029 cache (tokenizing it takes over 30 min); data.vocab_classes is tested on a small Wiki folder in tests/test_k_vs_n.py",
-    "python scripts/k_vs_n.py run configs/k_vs_n_steps.yaml --cache runs/k_vs_n/cache --results results/k_vs_n/steps_100.csv --epochs 100 --linear-epochs 10 --device cpu --threads 1 --no-estimate --max-cells 2": "needs the prepared Wiki-3029 cache and about 10 CPU-minutes a cell; the synthetic grid above runs the same code",
-    "python scripts/k_vs_n.py run configs/k_vs_n_b1000_long.yaml --cache runs/k_vs_n/cache --results results/k_vs_n/b1000_long.csv --epochs 50 --linear-epochs 50 --device cuda --workers 10 --threads 1": "Wiki-1000 cells at 50 + 50 epochs on a GPU (the prepared Wiki-3029 cache; 5 GPU-minutes a cell); the synthetic grid above runs the same code on the CPU",
+    "python scripts/k_vs_n.py run configs/k_vs_n_collisions_1000.yaml --cache runs/k_vs_n/cache --results runs/k_vs_n/collisions_1000.csv --epochs 10 --linear-epochs 10 --device cpu --threads 1 --no-estimate --max-cells 3": "Wiki-1000 cells: the prepared Wiki-3029 cache and about 15 CPU-minutes a cell; the synthetic grid above runs the same code, the shuffled mode in tests/test_k_vs_n.py",
+    "python scripts/k_vs_n.py run configs/k_vs_n_vocab.yaml --cache runs/k_vs_n/cache --results runs/k_vs_n/vocab.csv --epochs 10 --linear-epochs 10 --device cpu --threads 1 --no-estimate --max-cells 4": "needs the prepared Wiki-3029 cache (tokenizing it takes over 30 min); data.vocab_classes is tested on a small Wiki folder in tests/test_k_vs_n.py",
+    "python scripts/k_vs_n.py run configs/k_vs_n_steps.yaml --cache runs/k_vs_n/cache --results runs/k_vs_n/steps_100.csv --epochs 100 --linear-epochs 10 --device cpu --threads 1 --no-estimate --max-cells 2": "needs the prepared Wiki-3029 cache and about 10 CPU-minutes a cell; the synthetic grid above runs the same code",
+    "python scripts/k_vs_n.py run configs/k_vs_n_b1000_long.yaml --cache runs/k_vs_n/cache --results runs/k_vs_n/b1000_long.csv --epochs 50 --linear-epochs 50 --device cuda --workers 10 --threads 1": "Wiki-1000 cells at 50 + 50 epochs on a GPU (the prepared Wiki-3029 cache; 5 GPU-minutes a cell); the synthetic grid above runs the same code on the CPU",
+    "python scripts/k_vs_n.py run configs/k_vs_n_collisions.yaml --cache runs/k_vs_n/cache --results runs/k_vs_n/collisions.csv --epochs 10 --linear-epochs 10 --device cpu": "Wiki-300 cells: the prepared Wiki-3029 cache and about 4 CPU-minutes a cell; the synthetic grid above runs the same code, the shuffled mode in tests/test_k_vs_n.py",
+    "python scripts/k_vs_n.py diagnose runs/k_vs_n/collisions.csv": "needs the collisions study's results (the command above); diagnose runs on a synthetic grid in tests/test_k_vs_n.py",
     "python scripts/k_vs_n_sampling.py --cache runs/k_vs_n/cache --N 1000 --k 100,1000 --steps 80": "needs the prepared Wiki-3029 cache; its measurement runs on PairTask batches in tests/test_k_vs_n.py",
     "python scripts/qt_table.py --out runs/qt_table_gpu --seeds 0,1,2 --protocol senteval,skipthoughts --eval-device cuda --set model.encoder=gru --set model.embed_dim=300 --set model.hidden_dim=1200 --set data.max_books=null --set data.min_count=5 --set data.max_vocab=50000 --set train.lr=0.0005 --set train.num_threads=null --set train.steps=1500": "needs a CUDA GPU (--eval-device cuda) and ~15 GPU-minutes; the CPU form above runs the same script",
     "python scripts/s2v_curve.py controls --output results/s2v_controls.json": "two 2,400-d evaluations of six tasks "

@@ -27,6 +27,7 @@ __all__ = [
     "markdown_table",
     "mean_spread",
     "paired_differences",
+    "paired_table",
     "plot_differences",
     "pyplot",
     "spread",
@@ -76,6 +77,38 @@ def beyond_spread(baseline: str, base: Mapping, rows: Mapping[str, Mapping], met
     if better:
         return f"Beat {baseline} on the {metric} by more than {what}: {', '.join(better)}."
     return f"No row beats {baseline} on the {metric} by more than {what}."
+
+
+def paired_table(
+    baseline: str, runs: Mapping[str, Mapping], heads: Sequence[str], label=str, digits: int = 2
+) -> tuple[list[str], list[float]]:
+    """Each row's difference to ``baseline``, paired by seed, per column: ``runs`` is row -> seed ->
+    a value per column of ``heads`` (None where that seed has none). A cell is the mean ± the sample
+    std of the per-seed differences over the seeds both have in that column, with * where the mean's
+    size exceeds the baseline's spread in that column (none is marked with fewer than two baseline
+    seeds); "-" without a shared seed. Returns the table's lines and the baseline's spreads."""
+    base = runs[baseline]
+    cols = range(len(heads))
+    have = [{s: v[i] for s, v in base.items() if v[i] is not None} for i in cols]
+    spreads = [spread(h.values()) for h in have]
+    body = []
+    for row, vals in runs.items():
+        if row == baseline:
+            continue
+        cells, counts = [], set()
+        for i in cols:
+            d = paired_differences(have[i], {s: v[i] for s, v in vals.items() if v[i] is not None})
+            if not d:
+                cells.append("-")
+                continue
+            counts.add(len(d))
+            m = statistics.mean(d)
+            star = "*" if len(have[i]) > 1 and abs(m) > spreads[i] else ""
+            cells.append(f"{m:+.{digits}f} ± {spread(d):.{digits}f}{star}")
+        if counts:
+            n = f"{min(counts)}" if len(counts) == 1 else f"{min(counts)}-{max(counts)}"
+            body.append([label(row), n, *cells])
+    return markdown_table(["row", "shared seeds", *heads], body, "lr" + "r" * len(heads)), spreads
 
 
 def markdown_table(head: Sequence[str], rows: Iterable[Sequence[str]], align: str = "") -> list[str]:

@@ -1,0 +1,1428 @@
+"""The results tables of the docs pages, written from the result files they cite.
+
+A page (Markdown under ``docs/``, and ``README.md``) holds blocks::
+
+    <!-- generated: NAME -->
+
+    ...the table...
+
+    <!-- /generated -->
+
+and ``REGISTRY`` maps each NAME to a function of the checkout's root that returns the block's
+Markdown, computed by the specs' own table code (:mod:`.report`, :mod:`.specs`) from the ledgers,
+CSVs and benchmark JSONL under ``results/``. Every block that compares runs ends with a link to the
+definition of the spread (``docs/comparisons.md``), which is :func:`.report.spread`.
+
+    python -m qt_hard.experiments.pages --check   # exit 1 naming each stale block (or an unknown NAME)
+    python -m qt_hard.experiments.pages --write   # rewrite every block from its files
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import importlib.util
+import json
+import os
+import re
+import statistics
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from qt_hard.experiments import report
+
+__all__ = ["REGISTRY", "Block", "UnknownBlock", "blocks", "main", "page_files", "render", "stale"]
+
+ROOT = Path(__file__).resolve().parents[2]
+BLOCK = re.compile(r"^<!-- generated: (?P<name>[^\s>]+) -->\n(?P<body>.*?)^<!-- /generated -->", re.S | re.M)
+OPENING = re.compile(r"^<!-- generated:", re.M)
+SPREAD_PAGE = "docs/comparisons.md"
+SPREAD_ANCHOR = "#the-spread"
+
+
+class UnknownBlock(ValueError):
+    """A page names a block that ``REGISTRY`` does not have."""
+
+
+@dataclass(frozen=True)
+class Block:
+    """One registered table: ``make(root)`` is its Markdown; ``spread``: it compares runs, so its
+    block ends with the link to the spread's definition."""
+
+    make: Callable[[Path], str]
+    spread: bool = True
+
+
+REGISTRY: dict[str, Block] = {}
+
+
+def table(name: str, spread: bool = True):
+    """Register ``fn(root) -> markdown`` under ``name``."""
+
+    def put(fn):
+        if name in REGISTRY:
+            raise ValueError(f"block {name} registered twice")
+        REGISTRY[name] = Block(fn, spread)
+        return fn
+
+    return put
+
+
+# --------------------------------------------------------------------------------------------
+# reading the result files
+
+
+def _csv(path: Path) -> list[dict]:
+    with path.open(newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _latest(folder: Path, key, name: str = "results.jsonl") -> list[dict]:
+    from qt_hard.experiments.ledger import Ledger
+
+    if not (folder / name).is_file():
+        return []
+    return Ledger(folder, key, name=name).latest()
+
+
+def _script(root: Path, name: str):
+    """A script of ``scripts/`` as a module (its summary code is the one that writes its tables)."""
+    spec = importlib.util.spec_from_file_location(f"_pages_{name}", root / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _captioned(caption: str, head, body, align: str = "") -> str:
+    """A caption line, a blank line, the Markdown table."""
+    return _lines(caption, "", report.markdown_table(head, body, align))
+
+
+def _lines(*parts) -> str:
+    out = []
+    for p in parts:
+        out.extend(p if isinstance(p, list) else [p])
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------------------------
+# text: Quick-Thoughts (qt_table spec)
+
+
+def _qt_csv_records(path: Path) -> list[dict]:
+    """The records of a QT table's CSV (kept without its ledger): row, seed, protocol, acc per task."""
+    from qt_hard.experiments.specs import qt_table
+
+    return [
+        {
+            "row": r["row"],
+            "seed": int(r["seed"]),
+            "protocol": r["protocol"],
+            "acc": {t: float(r[t]) for t in qt_table.TASKS},
+        }
+        for r in _csv(path)
+    ]
+
+
+def _qt_summary(records, protocol, field="acc") -> str:
+    from qt_hard.experiments.specs import qt_table
+
+    return qt_table.summarize(records, protocol, {}, field=field)[0]
+
+
+def _qt_ledger(root: Path, folder: str) -> list[dict]:
+    from qt_hard.experiments.specs import qt_table
+
+    return _latest(root / "results" / folder, qt_table.KEY)
+
+
+for _name, _file in (("qt_cpu", "qt_table.csv"), ("qt_gpu", "qt_table_gpu.csv")):
+    for _protocol in ("senteval", "skipthoughts"):
+        table(f"{_name}_{_protocol}")(
+            lambda root, f=_file, p=_protocol: _qt_summary(_qt_csv_records(root / "results" / f), p)
+        )
+
+
+@table("readings_dev")
+def _readings_dev(root: Path) -> str:
+    return _qt_summary(_qt_ledger(root, "readings"), "senteval", "devacc")
+
+
+@table("readings_test")
+def _readings_test(root: Path) -> str:
+    return _qt_summary(_qt_ledger(root, "readings"), "senteval")
+
+
+@table("qt_similarity_transfer")
+def _qt_similarity_transfer(root: Path) -> str:
+    return _qt_summary(_qt_ledger(root, "qt_similarity"), "senteval")
+
+
+@table("qt_similarity")
+def _qt_similarity(root: Path) -> str:
+    from qt_hard.experiments.specs import qt_table
+
+    return qt_table.summarize_similarity(_qt_ledger(root, "qt_similarity"))[0]
+
+
+def _sim_parts(results: dict) -> list[float]:
+    """STS12-16 mean, STS-B cos, SICK-R cos and their mean (the similarity mean) of an eval JSON."""
+    years = statistics.mean(results[f"STS1{y}"]["spearman"] for y in range(2, 7))
+    stsb, sick = results["STSBenchmark-cos"]["spearman"], results["SICKRelatedness-cos"]["spearman"]
+    return [years, stsb, sick, (years + stsb + sick) / 3]
+
+
+def _six_mean(results: dict) -> float:
+    from qt_hard.experiments.specs import qt_table
+
+    return statistics.mean(results[t]["acc"] for t in qt_table.TASKS)
+
+
+@table("quickstart_controls", spread=False)
+def _quickstart_controls(root: Path) -> str:
+    """The quick start's seed-0 model beside its two controls and MiniLM, similarity and transfer."""
+    folder = root / "results" / "qt_similarity"
+    ctrl = json.loads((folder / "quickstart_controls.json").read_text())
+    transfer = json.loads((folder / "quickstart_controls_transfer.json").read_text())
+    minilm = json.loads((folder / "minilm.json").read_text())["results"]
+    minilm_transfer = json.loads((root / "results" / "minilm_senteval_protocol.json").read_text())["results"]
+    body = []
+    for key, label in (
+        (None, "quick start, seed 0 (hard, beta 2, clamp)"),
+        ("untrained qt-bow", "untrained, same architecture and tokenizer"),
+        ("random:bow", "`random:bow` on the model's tokenizer"),
+    ):
+        res = ctrl["results"] if key is None else ctrl["controls"][key]
+        tr = transfer["controls"][key] if key else None
+        body.append([label, *(f"{x:.2f}" for x in _sim_parts(res)), f"{_six_mean(tr):.2f}" if tr else ""])
+    body.append(
+        [
+            "all-MiniLM-L6-v2",
+            *(f"{x:.2f}" for x in _sim_parts(minilm)),
+            f"{_six_mean(minilm_transfer):.2f}",
+        ]
+    )
+    head = ["model", "STS12-16 mean", "STS-B cos", "SICK-R cos", "Sim. mean", "six-task transfer mean"]
+    return _lines(
+        "Spearman x100 of the cosine (Sim. mean: the mean of the first three columns); transfer: SentEval's "
+        "protocol, test accuracy. Files: `results/qt_similarity/quickstart_controls.json`, "
+        "`quickstart_controls_transfer.json` (the controls' transfer), `minilm.json`, "
+        "`results/minilm_senteval_protocol.json`.",
+        "",
+        report.markdown_table(head, body, "lrrrrr"),
+    )
+
+
+@table("readme_text_results")
+def _readme_text_results(root: Path) -> str:
+    """The README's text summary: the quick-start setting's rows (3 seeds), its controls, MiniLM."""
+    from qt_hard.experiments.specs import qt_table
+
+    recs = _qt_ledger(root, "qt_similarity")
+    labels = {
+        "hard2-clamp": "quick start (hard negatives, beta 2, `clamp`)",
+        "hard1-rescaled-anneal": "hard negatives, beta annealed from 1, `rescaled`",
+        "uniform": "uniform negatives",
+    }
+    body = []
+    for row, label in labels.items():
+        six = [statistics.mean(r["acc"][t] for t in qt_table.TASKS) for r in recs if r["row"] == row and "acc" in r]
+        sim = [r["sim_mean"] for r in recs if r["row"] == row and r.get("protocol") == "similarity"]
+        body.append([f"{label}, {len(six)} seeds", report.fmt_mean_spread(six, 2), report.fmt_mean_spread(sim, 2)])
+    folder = root / "results" / "qt_similarity"
+    ctrl = json.loads((folder / "quickstart_controls.json").read_text())["controls"]
+    transfer = json.loads((folder / "quickstart_controls_transfer.json").read_text())["controls"]
+    for key, label in (
+        ("untrained qt-bow", "the quick start's model untrained (its tokenizer)"),
+        ("random:bow", "`random:bow` on that tokenizer"),
+    ):
+        body.append([f"control: {label}", f"{_six_mean(transfer[key]):.2f}", f"{_sim_parts(ctrl[key])[-1]:.2f}"])
+    minilm = json.loads((folder / "minilm.json").read_text())["results"]
+    minilm_transfer = json.loads((root / "results" / "minilm_senteval_protocol.json").read_text())["results"]
+    body.append(["all-MiniLM-L6-v2", f"{_six_mean(minilm_transfer):.2f}", f"{_sim_parts(minilm)[-1]:.2f}"])
+    return "\n".join(report.markdown_table(["model", "transfer", "similarity"], body, "lrr"))
+
+
+def _six_row(label: str, results: dict, digits: int = 2, f1: bool = False) -> list[str]:
+    """A model's six transfer tasks (MRPC's F1 beside its accuracy with ``f1``) and their mean."""
+    from qt_hard.experiments.specs import qt_table
+
+    cells = [f"{results[t]['acc']:.{digits}f}" for t in qt_table.TASKS]
+    if f1:
+        cells[-1] += f" / {results['MRPC']['f1']:.{digits}f}"
+    return [label, *cells, f"{_six_mean(results):.2f}"]
+
+
+@table("eval_protocols", spread=False)
+def _eval_protocols(root: Path) -> str:
+    """The two SentEval protocols on the same embeddings (MiniLM), and a random bag of words."""
+    res = root / "results"
+    rows = [
+        ("all-MiniLM-L6-v2, skip-thoughts protocol", res / "minilm_skipthoughts_protocol.json"),
+        ("all-MiniLM-L6-v2, SentEval protocol", res / "minilm_senteval_protocol.json"),
+        ("random 768-d bag of words, SentEval protocol", res / "senteval_engine" / "random_bow_six_tasks_fast.json"),
+    ]
+    body = [_six_row(label, json.loads(path.read_text())["results"], f1=True) for label, path in rows]
+    head = ["model", "MR", "CR", "SUBJ", "MPQA", "TREC", "MSRP acc / F1", "mean"]
+    files = ", ".join(f"`{path.relative_to(root).as_posix()}`" for _, path in rows)
+    return _lines(f"Test accuracy (%), from {files}.", "", report.markdown_table(head, body, "lrrrrrrr"))
+
+
+@table("eval_similarity", spread=False)
+def _eval_similarity(root: Path) -> str:
+    """MiniLM and a random bag of words on the similarity suite (bench_similarity.py's rows)."""
+    from qt_hard.experiments.specs import qt_table
+
+    labels = {
+        "minilm": "all-MiniLM-L6-v2",
+        "random:bow": "random 768-d bag of words (vocabulary fitted on the evaluated sentences)",
+    }
+    last = {r["model"]: r for r in _jsonl(root / "results" / "bench_similarity.jsonl")}  # a model's newest row
+    body = []
+    for model in labels:
+        r = last[model]
+        sc = r["similarity"]["scores"]
+        years = statistics.mean(sc[f"STS1{y}"] for y in range(2, 7))
+        mean = (years + sc["STSBenchmark-cos"] + sc["SICKRelatedness-cos"]) / 3
+        body.append([labels[model], *(f"{sc[t]:.2f}" for t in qt_table.SIM_TASKS[:7]), f"{mean:.2f}"])
+        body[-1] += [f"{sc[t]:.2f}" for t in qt_table.SIM_TASKS[7:]]
+    head = ["model", *qt_table.SIM_HEADS[:7], "Sim. mean", *qt_table.SIM_HEADS[7:9]]
+    return _lines(
+        "Spearman x100, test; STS12-16 the mean over each year's sets; Sim. mean: the mean of the STS12-16 mean, "
+        "STS-B cos and SICK-R cos. From `results/bench_similarity.jsonl`.",
+        "",
+        report.markdown_table(head, body, "l" + "r" * (len(head) - 1)),
+    )
+
+
+@table("protocol_differences")
+def _protocol_differences(root: Path) -> str:
+    """Skip-thoughts minus SentEval protocol on the same trained runs, per task and the six-task mean."""
+    from qt_hard.experiments.specs import qt_table
+
+    body = []
+    for label, name in (
+        ("bag of words, 300-d (CPU scale)", "qt_table.csv"),
+        ("S2V's GRU, 2,400-d", "qt_table_gpu.csv"),
+    ):
+        recs = _qt_csv_records(root / "results" / name)
+        by = {
+            p: {(r["row"], r["seed"]): r["acc"] for r in recs if r["protocol"] == p}
+            for p in ("senteval", "skipthoughts")
+        }
+        runs = sorted(set(by["senteval"]) & set(by["skipthoughts"]))
+        cells = []
+        for t in [*qt_table.TASKS, None]:
+            d = [
+                (statistics.mean(by["skipthoughts"][k].values()) - statistics.mean(by["senteval"][k].values()))
+                if t is None
+                else by["skipthoughts"][k][t] - by["senteval"][k][t]
+                for k in runs
+            ]
+            cells.append(f"{statistics.mean(d):+.2f} ± {report.spread(d):.2f}")
+        body.append([label, str(len(runs)), *cells])
+    caption = (
+        "Skip-thoughts protocol minus SentEval's on the same run, test accuracy (points): mean ± sample std over "
+        "the runs (every row and seed of the table), from `results/qt_table.csv` and `results/qt_table_gpu.csv`."
+    )
+    return _captioned(caption, ["runs", "n", *qt_table.TASKS[:-1], "MSRP", "six-task mean"], body, "lr" + "r" * 7)
+
+
+@table("subj_mpqa", spread=False)
+def _subj_mpqa(root: Path) -> str:
+    """SUBJ against MPQA for every encoder measured here (the paper's Table 2 has MPQA above SUBJ)."""
+    res = root / "results"
+    rows = []
+    for label, path in (
+        ("all-MiniLM-L6-v2, SentEval protocol", res / "minilm_senteval_protocol.json"),
+        ("all-MiniLM-L6-v2, skip-thoughts protocol", res / "minilm_skipthoughts_protocol.json"),
+        ("random 768-d bag of words, SentEval protocol", res / "senteval_engine" / "random_bow_six_tasks_fast.json"),
+    ):
+        r = json.loads(path.read_text())["results"]
+        rows.append((label, [r["SUBJ"]["acc"]], [r["MPQA"]["acc"]], f"`{path.relative_to(root).as_posix()}`"))
+    for label, name in (("our QT, CPU scale", "qt_table.csv"), ("our QT, S2V's sizes", "qt_table_gpu.csv")):
+        for protocol in ("senteval", "skipthoughts"):
+            recs = [r for r in _qt_csv_records(res / name) if r["row"] == "uniform" and r["protocol"] == protocol]
+            subj, mpqa = [r["acc"]["SUBJ"] for r in recs], [r["acc"]["MPQA"] for r in recs]
+            rows.append((f"{label}, uniform, {protocol} protocol", subj, mpqa, f"`results/{name}`"))
+    for row in ("uniform", "hard2-clamp"):
+        recs = [r for r in _qt_ledger(root, "readings") if r["row"] == row and r.get("protocol") == "senteval"]
+        subj, mpqa = [r["acc"]["SUBJ"] for r in recs], [r["acc"]["MPQA"] for r in recs]
+        rows.append((f"the quick-start setting, `{row}`, SentEval protocol", subj, mpqa, "`results/readings/`"))
+    body, gaps = [], []
+    for label, subj, mpqa, src in rows:
+        gaps.append(statistics.mean(subj) - statistics.mean(mpqa))
+        body.append([label, f"{statistics.mean(subj):.2f}", f"{statistics.mean(mpqa):.2f}", f"{gaps[-1]:+.2f}", src])
+    return _lines(
+        "Test accuracy (%; means over seeds where there are several):",
+        "",
+        report.markdown_table(["encoder", "SUBJ", "MPQA", "SUBJ - MPQA", "source"], body, "lrrrl"),
+        "",
+        f"SUBJ is above MPQA for every encoder here, by {min(gaps):.1f} to {max(gaps):.1f} points.",
+    )
+
+
+@table("quickstart_transfer")
+def _quickstart_transfer(root: Path) -> str:
+    """The quick start's objective over its seeds, its seed 0, and its two control rows."""
+    from qt_hard.experiments.specs import qt_table
+
+    recs = [r for r in _qt_ledger(root, "readings") if r["row"] == "hard2-clamp" and r.get("protocol") == "senteval"]
+    means = [report.mean_spread(r["acc"][t] for r in recs)[0] for t in qt_table.TASKS]
+    six = [statistics.mean(r["acc"][t] for t in qt_table.TASKS) for r in recs]
+    body = [[f"`qt_books_smoke` (trained), mean of {len(recs)} seeds", *(f"{m:.1f}" for m in means)]]
+    body[-1].append(report.fmt_mean_spread(six, 2))
+    seed0 = next(r for r in recs if r["seed"] == 0)
+    body.append(["`qt_books_smoke` (trained), seed 0", *(f"{seed0['acc'][t]:.1f}" for t in qt_table.TASKS)])
+    body[-1].append(f"{six[recs.index(seed0)]:.2f}")
+    ctrl = json.loads((root / "results" / "qt_similarity" / "quickstart_controls_transfer.json").read_text())
+    for key, label in (
+        ("untrained qt-bow", "untrained, same architecture"),
+        ("random:bow", "`random:bow`, same vocabulary"),
+    ):
+        body.append(_six_row(label, ctrl["controls"][key], digits=1))
+    caption = (
+        "Test accuracy (%), SentEval's protocol: the readings ledger's `hard2-clamp` rows (`results/readings/`) and "
+        "the controls of `results/qt_similarity/quickstart_controls_transfer.json`."
+    )
+    return _captioned(caption, ["model", *qt_table.TASKS, "mean"], body, "l" + "r" * 7)
+
+
+@table("s2v_controls", spread=False)
+def _s2v_controls(root: Path) -> str:
+    rows = json.loads((root / "results" / "s2v_controls.json").read_text())["rows"]
+    labels = {
+        "untrained": "the same architecture (bidirectional GRU pair, seed 0)",
+        "bow2400": "`random:bow2400` (bag of words, seed 0)",
+    }
+    body = [_six_row(labels[k], v["results"], digits=1) for k, v in rows.items() if k in labels]
+    head = ["control (2,400-d, untrained, on `qt_s2v`'s 50,001-row cased tokenizer)", "MR", "CR", "SUBJ", "MPQA"]
+    head += ["TREC", "MRPC", "mean"]
+    return _lines(
+        "Test accuracy (%), SentEval's protocol, from `results/s2v_controls.json` (each row with its command, "
+        "machine, date and commit).",
+        "",
+        report.markdown_table(head, body, "l" + "r" * 7),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# graphs (graph_table spec)
+
+
+def _graph_records(root: Path, source: str) -> list[dict]:
+    """``source``: a ledger folder under results/ (its latest records) or a CSV of cells."""
+    from qt_hard.experiments.specs import graph_table
+
+    path = root / "results" / source
+    return _csv(path) if path.suffix == ".csv" else _latest(path, graph_table.KEY)
+
+
+def _graph_block(root: Path, source: str, rows: list[str], datasets: list[str]) -> str:
+    from qt_hard.experiments.specs import graph_table
+
+    recs = _graph_records(root, source)
+    summary = graph_table.summarize(recs, rows, datasets)
+    return _lines(
+        f"SVM accuracy (%), mean ± spread over repeats (n: repeats), from `results/{source}`; the papers' "
+        "numbers as printed in the table named.",
+        "",
+        graph_table.table_lines(summary, rows, datasets),
+    )
+
+
+def _graph_differences(root: Path, source: str, baseline: str, rows: list[str], datasets: list[str]) -> str:
+    """Each row minus ``baseline``, paired by repeat (the same seed), per dataset."""
+    from qt_hard.experiments.specs import graph_table
+
+    recs = _graph_records(root, source)
+    runs: dict = {}
+    for name in [baseline, *rows]:
+        for r in recs:
+            if r["row"] == name and r["dataset"] in datasets:
+                vals = runs.setdefault(name, {}).setdefault(int(r["repeat"]), [None] * len(datasets))
+                vals[datasets.index(r["dataset"])] = 100 * float(r["svm_acc"])
+    lines, _ = report.paired_table(baseline, runs, [graph_table.SHORT[d] for d in datasets], digits=1)
+    return _lines(
+        f"Difference to `{baseline}` (points), paired by repeat: mean ± sample std of the per-repeat differences; "
+        f"* where the mean's size exceeds `{baseline}`'s spread on that dataset. From `results/{source}`.",
+        "",
+        lines,
+    )
+
+
+_GT_SETS = ["MUTAG", "ENZYMES", "PTC_MR", "IMDB-BINARY", "IMDB-MULTI"]
+_GC_SETS = ["MUTAG", "PTC_MR", "IMDB-BINARY", "ENZYMES", "IMDB-MULTI"]
+_GC_ROWS = [
+    "infograph",
+    "infograph_lr0.01",
+    "hscl_b1",
+    "hscl_b1_lr1e-3",
+    "infograph_code",
+    "hcl_code_b1",
+    "hcl_code_b2",
+    "hcl_code_b10",
+    "hard_b1",
+    "hard_b2",
+    "hard_b10",
+]
+for _name, _rows in (
+    ("graph_table", ["infograph", "infograph_code", "hard_b1", "hard_b2", "hard_b10"]),
+    ("graph_table_hscl", ["infograph", "hscl_b1", "hscl_b2", "hscl_b10"]),
+    ("graph_table_ot", ["infograph", "ot_e0.1"]),
+):
+    table(_name)(lambda root, rows=_rows: _graph_block(root, "graph_table.csv", rows, _GT_SETS))
+table("graph_ot_enzymes_lr")(lambda root: _graph_block(root, "graph_ot_enzymes_lr1e-3.csv", ["ot_e0.1"], ["ENZYMES"]))
+table("graph_controls")(lambda root: _graph_block(root, "graph_controls", _GC_ROWS, _GC_SETS))
+table("graph_controls_hscl")(lambda root: _graph_block(root, "graph_controls", _GC_ROWS[:4], _GC_SETS))
+table("graph_controls_hard_diff")(
+    lambda root: _graph_differences(root, "graph_controls", "infograph", ["hard_b1", "hard_b2", "hard_b10"], _GC_SETS)
+)
+table("graph_controls_code_diff")(
+    lambda root: _graph_differences(
+        root, "graph_controls", "infograph_code", ["hcl_code_b1", "hcl_code_b2", "hcl_code_b10"], _GC_SETS
+    )
+)
+table("graph_controls_lr_diff")(
+    lambda root: _graph_differences(
+        root, "graph_controls", "infograph", ["infograph_lr0.01", "hscl_b1_lr1e-3"], _GC_SETS
+    )
+)
+table("graph_controls_hscl_diff")(
+    lambda root: _graph_differences(root, "graph_controls", "infograph_lr0.01", ["hscl_b1"], _GC_SETS)
+)
+
+
+# --------------------------------------------------------------------------------------------
+# images (vision_table spec)
+
+
+def _vision_rows(root: Path, source: str) -> list[dict]:
+    from qt_hard.experiments.specs import vision_table
+
+    path = root / source
+    return _csv(path) if path.suffix == ".csv" else _latest(path, vision_table.KEY)
+
+
+def _vision_block(root: Path, source: str, strategies: list[str]) -> str:
+    from qt_hard.experiments.specs import vision_table
+
+    rows = _vision_rows(root, source)
+    strategies = [s for s in strategies if any(r["strategy"] == s for r in rows)]
+    runs = {
+        s: {int(r["seed"]): [float(r["knn_acc"]), float(r["linear_acc"])] for r in rows if r["strategy"] == s}
+        for s in strategies
+    }
+    diff, _ = report.paired_table(strategies[0], runs, ["kNN acc. (points)", "linear readout (points)"])
+    return _lines(
+        f"Mean ± spread over seeds, from `{source}`:",
+        "",
+        vision_table.table(rows, strategies),
+        "",
+        f"Difference to {strategies[0]}, paired by seed: mean ± sample std of the per-seed differences; * where "
+        f"the mean's size exceeds {strategies[0]}'s spread in that column:",
+        "",
+        diff,
+    )
+
+
+_VISION = ["uniform", "debiased", "hard", "ring", "ot"]
+table("vision_cpu")(lambda root: _vision_block(root, "docs/img/vision_table_cpu.csv", _VISION))
+table("vision_gpu")(lambda root: _vision_block(root, "docs/img/vision_table_gpu.csv", _VISION))
+table("vision_gpu_ot")(lambda root: _vision_block(root, "docs/img/vision_table_gpu.csv", ["uniform", "hard", "ot"]))
+table("vision_gpu_ring")(lambda root: _vision_block(root, "docs/img/vision_table_gpu.csv", ["uniform", "ring"]))
+table("moco_ring_cpu")(lambda root: _vision_block(root, "results/moco_ring_cpu", ["uniform", "ring"]))
+table("moco_ring_gpu")(lambda root: _vision_block(root, "results/moco_ring_gpu", ["uniform", "ring"]))
+
+
+# --------------------------------------------------------------------------------------------
+# k versus N (k_vs_n spec: the CSVs it exports from its ledgers, and their diagnostics)
+
+
+def _kvn(root: Path, name: str) -> list[dict]:
+    """The cells of ``results/k_vs_n/NAME.csv`` with their diagnostics (``NAME.diag.jsonl``) merged in."""
+    folder = root / "results" / "k_vs_n"
+    diag_path = folder / f"{name}.diag.jsonl"
+    diag = {d["cell_id"]: d for d in _jsonl(diag_path)} if diag_path.is_file() else {}
+    return [{**diag.get(r["cell_id"], {}), **r, "file": f"{name}.csv"} for r in _csv(folder / f"{name}.csv")]
+
+
+def _kvn_k(r: dict) -> str:
+    return r["k"] or f"all {2 * (int(r['B']) - 1)}"
+
+
+def _kvn_pick(cells, N, k=None, B=1000, cf="False", **more) -> list[dict]:
+    return [
+        r
+        for r in cells
+        if int(r["N"]) == N
+        and int(r["B"]) == B
+        and r["collision_free"] == cf
+        and (k is None and r["k"] == "" or k is not None and r["k"] == str(k))
+        and all(str(r[a]) == str(b) for a, b in more.items())
+    ]
+
+
+def _ms(values) -> str:
+    """mean ± spread to 2 digits; the value alone for one seed (no spread to give)."""
+    vals = [float(v) for v in values if v not in (None, "")]
+    return f"{vals[0]:.2f}" if len(vals) == 1 else report.fmt_mean_spread(vals, 2)
+
+
+_KVN_COLS = {
+    "mean clf. (dot)": lambda c: _ms(r["mean_acc"] for r in c),
+    "mean clf. (cosine)": lambda c: _ms(r.get("mean_cos_acc") for r in c),
+    "linear clf.": lambda c: _ms(r["linear_acc"] for r in c),
+    "final loss": lambda c: f"{statistics.mean(float(r['final_loss']) for r in c):.2f}",
+    "same-article softmax mass": lambda c: (
+        f"{100 * statistics.mean(r['same_class_mass'] for r in c):.1f}%"
+        if all("same_class_mass" in r for r in c)
+        else "-"
+    ),
+    "norm CV": lambda c: (
+        f"{statistics.mean(r['test_norm_cv'] for r in c):.3f}" if all("test_norm_cv" in r for r in c) else "-"
+    ),
+    "V": lambda c: "/".join(sorted({r["vocab_size"] for r in c})),
+    "epochs": lambda c: "/".join(sorted({f"{r['epochs']} + {r['linear_epochs']}" for r in c})),
+    "steps": lambda c: "/".join(sorted({r["steps"] for r in c})),
+}
+
+
+def _kvn_table(items: list[tuple[str, list[dict]]], cols: list[str]) -> list[str]:
+    """One line per (label, cells): the seeds, the columns of ``_KVN_COLS``, the file and device."""
+    body = []
+    for label, cells in items:
+        if not cells:
+            continue
+        seeds = ", ".join(sorted({r["seed"] for r in cells}, key=int))
+        where = ", ".join(sorted({f"{r['file']} ({r['device']})" for r in cells}))
+        body.append([label, seeds, *(_KVN_COLS[c](cells) for c in cols), where])
+    return report.markdown_table(["cells", "seeds", *cols, "rows (device)"], body)
+
+
+@table("kvn_n_by_k")
+def _kvn_n_by_k(root: Path) -> str:
+    """Mean-classifier accuracy per N and k at B = 1000 with collisions (Fig. 3 left), best k in bold."""
+    cells = _kvn(root, "results")
+    plain = [r for r in cells if r["B"] == "1000" and r["collision_free"] == "False"]
+    ks = sorted({r["k"] for r in plain if r["k"]}, key=int) + [""]
+    body = []
+    for N in sorted({int(r["N"]) for r in plain}):
+        row = {k: [float(r["mean_acc"]) for r in plain if int(r["N"]) == N and r["k"] == k] for k in ks}
+        best = max((k for k in ks if row[k]), key=lambda k: statistics.mean(row[k]))
+        cellsN = []
+        for k in ks:
+            text = report.fmt_mean_spread(row[k], 2) if row[k] else "-"
+            cellsN.append(f"**{text}**" if k == best else text)
+        body.append([str(N), *cellsN])
+    head = ["N", *(f"k = {k}" for k in ks[:-1]), "k = all 1,998"]
+    return _lines(
+        "Mean-classifier accuracy (%), B = 1000, with collisions: mean ± spread over seeds (3 per cell), the best "
+        "k of each N in bold. From `results/k_vs_n/results.csv`.",
+        "",
+        report.markdown_table(head, body, "l" + "r" * len(ks)),
+    )
+
+
+@table("kvn_b_by_k")
+def _kvn_b_by_k(root: Path) -> str:
+    """B at fixed k for the N that ran several B (Fig. 3 center)."""
+    cells = [r for r in _kvn(root, "results") if r["collision_free"] == "False"]
+    body = []
+    for N in sorted({int(r["N"]) for r in cells}):
+        Bs = sorted({int(r["B"]) for r in cells if int(r["N"]) == N})
+        if len(Bs) < 2:
+            continue
+        ks = sorted({r["k"] for r in cells if int(r["N"]) == N and r["k"]}, key=int)
+        for k in [*ks, ""]:
+            vals = {B: [float(r["mean_acc"]) for r in _kvn_pick(cells, N, k or None, B)] for B in Bs}
+            if sum(1 for v in vals.values() if v) < 2:
+                continue
+            best = max((B for B in Bs if vals[B]), key=lambda B: statistics.mean(vals[B]))
+            row = []
+            for B in Bs:
+                text = report.fmt_mean_spread(vals[B], 2) if vals[B] else "-"
+                row.append(f"**{text}**" if B == best else text)
+            body.append([str(N), k or "all 2(B-1)", *row])
+            Bhead = Bs
+    return _lines(
+        "Mean-classifier accuracy (%) at fixed k for each batch size B, with collisions: mean ± spread over "
+        "seeds (3 per cell), the best B of each (N, k) in bold. From `results/k_vs_n/results.csv`.",
+        "",
+        report.markdown_table(["N", "k", *(f"B = {B}" for B in Bhead)], body, "ll" + "r" * len(Bhead)),
+    )
+
+
+@table("kvn_collision_free")
+def _kvn_collision_free(root: Path) -> str:
+    """Collision-free minus plain at B = 1000, paired by seed, per N and k (Fig. 3 right)."""
+    cells = _kvn(root, "results")
+    body = []
+    for N in sorted({int(r["N"]) for r in cells if r["collision_free"] == "True"}):
+        for k in sorted({r["k"] for r in cells if int(r["N"]) == N and r["collision_free"] == "True"}, key=int):
+            plain = {r["seed"]: float(r["mean_acc"]) for r in _kvn_pick(cells, N, k)}
+            free = {r["seed"]: float(r["mean_acc"]) for r in _kvn_pick(cells, N, k, cf="True")}
+            d = report.paired_differences(plain, free)
+            sd = report.spread(plain.values())
+            star = "*" if len(plain) > 1 and abs(statistics.mean(d)) > sd else ""
+            body.append(
+                [
+                    str(N),
+                    k,
+                    report.fmt_mean_spread(plain.values(), 2),
+                    report.fmt_mean_spread(free.values(), 2),
+                    f"{statistics.mean(d):+.2f}{star}",
+                    str(len(d)),
+                ]
+            )
+    head = ["N", "k", "plain", "collision-free", "difference (paired by seed)", "seeds"]
+    return _lines(
+        "Mean-classifier accuracy (%), B = 1000: plain and collision-free sampling, mean ± spread over seeds; "
+        "the difference is collision-free minus plain, paired by seed, * where its size exceeds the plain "
+        "cells' spread. From `results/k_vs_n/results.csv`.",
+        "",
+        report.markdown_table(head, body, "llrrrr"),
+    )
+
+
+_CF_LABEL = {"False": "none removed (plain)", "True": "same-article removed (collision-free)"}
+_CF_LABEL["shuffled"] = "random, matched (shuffled control)"
+_COLLISION_COLS = [*_KVN_COLS][:6]  # the readouts and the diagnostics of the collision studies
+
+
+def _kvn_collision_study(root: Path, N: int, files: dict) -> str:
+    """N's cells at k = 100 and 1000 in each collision mode, ``files``: mode -> the results file it is in."""
+    cells = {name: _kvn(root, name) for name in set(files.values())}
+    items = [
+        (f"k = {k}, {_CF_LABEL[cf]}", _kvn_pick(cells[f], N, k, cf=cf)) for k in (100, 1000) for cf, f in files.items()
+    ]
+    return _lines(f"N = {N}, B = 1000; mean ± spread over seeds:", "", _kvn_table(items, _COLLISION_COLS))
+
+
+table("kvn_collisions")(lambda root: _kvn_collision_study(root, 300, dict.fromkeys(_CF_LABEL, "collisions")))
+table("kvn_collisions_1000")(
+    lambda root: _kvn_collision_study(
+        root, 1000, {"False": "results", "True": "results", "shuffled": "collisions_1000"}
+    )
+)
+
+
+@table("kvn_b1000_long")
+def _kvn_b1000_long(root: Path) -> str:
+    main, long = _kvn(root, "results"), _kvn(root, "b1000_long")
+    items = []
+    for N in (100, 1000):
+        items += [(f"N = {N}, the grid", _kvn_pick(main, N)), (f"N = {N}, D.1's budget", _kvn_pick(long, N))]
+    cols = ["epochs", "steps", "mean clf. (dot)", "linear clf.", "final loss"]
+    return _lines("B = 1000, all 1,998 in-batch negatives; mean ± spread over seeds:", "", _kvn_table(items, cols))
+
+
+@table("kvn_vocab_steps")
+def _kvn_vocab_steps(root: Path) -> str:
+    main, vocab, steps = _kvn(root, "results"), _kvn(root, "vocab"), _kvn(root, "steps_100")
+    items = [
+        ("N = 100, own vocabulary, 10 epochs (the grid)", _kvn_pick(main, 100, 100)),
+        ("N = 100, Wiki-3029's vocabulary, 10 epochs", _kvn_pick(vocab, 100, 100)),
+        ("N = 100, own vocabulary, 100 epochs", _kvn_pick(steps, 100, 100)),
+        ("N = 1000, own vocabulary, 10 epochs (the grid)", _kvn_pick(main, 1000, 100)),
+        ("N = 1000, Wiki-3029's vocabulary, 10 epochs", _kvn_pick(vocab, 1000, 100)),
+    ]
+    cols = ["V", "steps", "mean clf. (dot)", "linear clf."]
+    return _lines("k = 100, B = 1000; mean ± spread over seeds:", "", _kvn_table(items, cols))
+
+
+# --------------------------------------------------------------------------------------------
+# fine-tuning with sentence-transformers (scripts/st_compare.py's summary)
+
+
+def _st_compare(root: Path, folder: str) -> tuple[str, dict]:
+    from qt_hard.experiments.ledger import Ledger
+
+    st = _script(root, "st_compare")
+    led = Ledger(root / "results" / "st_compare" / folder, st.KEY)
+    return st.summarize(led.latest(), (led.setup or {}).get("recipe"))
+
+
+table("st_compare_bow")(lambda root: _st_compare(root, "bow")[0])
+table("st_compare_minilm")(lambda root: _st_compare(root, "minilm")[0])
+
+
+# --------------------------------------------------------------------------------------------
+# which negatives to use: one line per setting, each the paired difference of one table above
+
+
+LOSS_BENCH = "results/bench_losses_cpu.jsonl"
+GUARD_BENCH = "results/bench_guard.jsonl"
+COST_B = 1024
+
+
+def _loss_ratio(root: Path, strategy: str, k) -> str:
+    """The loss-cost ratio of ``strategy`` (at ``k``, B = COST_B) from the benchmark rows; for
+    ("st", case) the plugin's case over MNRL from the guard benchmark (in-batch candidates only)."""
+    if strategy == "st":
+        path = root / GUARD_BENCH
+        rows = [r for r in _jsonl(path) if r["case"] == k and r["explicit_negatives"] == 0] if path.is_file() else []
+    else:
+        path = root / LOSS_BENCH
+        rows = _jsonl(path) if path.is_file() else []
+        rows = [r for r in rows if r["strategy"] == strategy and str(r["k"]) == str(k) and r["B"] == COST_B]
+    return f"x{rows[-1]['ratio']:.2f}" if rows else "-"
+
+
+@table("loss_cost", spread=False)
+def _loss_cost(root: Path) -> str:
+    """Each strategy's loss over plain InfoNCE (forward + backward), per batch size and k."""
+    rows = _jsonl(root / LOSS_BENCH)
+    strategies = list(dict.fromkeys(r["strategy"] for r in rows))
+    keys = list(dict.fromkeys((r["B"], str(r["k"])) for r in rows))
+    body = []
+    for B, k in keys:
+        mine = {r["strategy"]: r for r in rows if (r["B"], str(r["k"])) == (B, k)}
+        base = statistics.median(r["baseline_s"] for r in mine.values())
+        body.append([str(B), k, f"{base:.4f}", *(f"{mine[s]['ratio']:.2f}" if s in mine else "-" for s in strategies)])
+        body[-1].append(f"{max(r['largest_tensor_vs_inputs'] for r in mine.values()):.1f}")
+    r0 = rows[0]
+    loads = [x for r in rows for x in r.get("load_average", [])[:1]]
+    load = f", 1-minute load average {min(loads):.1f}-{max(loads):.1f} while it ran" if loads else ""
+    return _lines(
+        f"Ratio of each strategy's seconds per forward + backward to plain `F.cross_entropy` NT-Xent on the same (2B, "
+        f"{r0['d']}) embeddings (baseline s: its median seconds), from `{LOSS_BENCH}`: {r0['device']}, torch "
+        f"{r0['torch']}, {r0['threads']} thread(s), {r0['machine']}{load}, commit {r0['commit']}, {r0['utc'][:10]}. "
+        "Command: `python scripts/bench_losses.py --batch-sizes 256,1024 --reps 5 --out results/bench_losses_cpu.jsonl`.",
+        "",
+        report.markdown_table(
+            ["B", "k", "baseline s", *strategies, "largest tensor"], body, "lrr" + "r" * len(strategies) + "r"
+        ),
+    )
+
+
+@table("guard_cost", spread=False)
+def _guard_cost(root: Path) -> str:
+    """The sentence-transformers plugin against MNRL, seconds per loss call, from the guard benchmark."""
+    rows = _jsonl(root / GUARD_BENCH)
+    body = [
+        [
+            r["case"],
+            "yes" if r["explicit_negatives"] else "no",
+            f"{1000 * r['mnrl_s']:.2f}",
+            f"{1000 * r['ours_s']:.2f}",
+            f"{r['ratio']:.2f}",
+            "-" if r["guard_removed_frac"] is None else f"{100 * r['guard_removed_frac']:.2f}%",
+        ]
+        for r in rows
+    ]
+    r0 = rows[0]
+    head = ["case", "mined negative per pair", "MNRL ms", "ours ms", "ratio", "candidates the guard removed"]
+    return _lines(
+        f"B = {r0['B']} pairs, d = {r0['d']}, forward + backward of the loss, from `{GUARD_BENCH}`: {r0['device']}, "
+        f"torch {r0['torch']}, {r0['threads']} thread(s), commit {r0['commit']}, {r0['measured']}. Command: "
+        f"`{r0['command']}`.",
+        "",
+        report.markdown_table(head, body, "llrrrr"),
+    )
+
+
+def _bench_eval(root: Path, features: str) -> str:
+    """Fast solver against SentEval's reference, CPU seconds per task and width (the newest row of each)."""
+    from qt_hard.experiments.specs import qt_table
+
+    rows = [r for r in _jsonl(root / "results" / "bench_eval.jsonl") if r["features"].split(":")[0] == features]
+    last = {(r["width"], r["task"]): r for r in rows}
+    body = []
+    for width in sorted({w for w, _ in last}):
+        cells, fast, ref, diffs, checked, n = [], 0.0, 0.0, [], 0, 0
+        for task in qt_table.TASKS:
+            r = last.get((width, task))
+            if r is None:
+                cells.append("-")
+                continue
+            n += 1
+            fast, ref = fast + r["fast_cpu_seconds"], ref + r["reference_cpu_seconds"]
+            ratio = r["reference_cpu_seconds"] / r["fast_cpu_seconds"]
+            cells.append(f"{r['fast_cpu_seconds']:.0f} / {r['reference_cpu_seconds']:.0f} ({ratio:.1f}x)")
+            if r.get("check"):
+                checked += 1
+                diffs.append(float(r["check"]["max_abs_diff_converged"]))
+        check = f"{max(diffs):.2f}" if diffs else "-"
+        if diffs and checked < n:
+            check += f" ({checked} of {n} checked)"
+        body.append([f"{width:,}", *cells, f"{fast:.0f} / {ref:.0f} ({ref / fast:.1f}x)", check])
+    head = ["width", *qt_table.TASKS, "six tasks", "check: max abs diff"]
+    return _lines(
+        "CPU seconds of the fast solver / of the reference (ratio), the newest row of each (width, task) in "
+        "`results/bench_eval.jsonl`; check: the largest difference in points between the fast solver's held-out "
+        "accuracy and converged lbfgs on the timed problems.",
+        "",
+        report.markdown_table(head, body),
+    )
+
+
+table("bench_eval_bigru", spread=False)(lambda root: _bench_eval(root, "bigru"))
+table("bench_eval_hashbow", spread=False)(lambda root: _bench_eval(root, "hashbow"))
+
+
+@table("bench_train_speed", spread=False)
+def _bench_train_speed(root: Path) -> str:
+    """The loop against a bare step, before and after, median over rounds of each (case, code)."""
+    rows = _jsonl(root / "results" / "bench_train_speed_cpu.jsonl")
+    labels = {
+        "bow_wiki": "bag of words, Wiki-50 pairs, B 256",
+        "bow_books": "Quick-Thoughts bag of words, 8 books, B 400",
+        "gru_books": "Quick-Thoughts GRU 64/128, 8 books, B 64",
+    }
+    summary = {(r["case"], r["code"]): r for r in rows if "ratio" in r}  # the script's headline row per run
+    body = []
+    for case in dict.fromkeys(r["case"] for r in rows):
+        cells = []
+        for code in ("before", "after"):
+            r = summary[(case, code)]
+            cells += [f"{r['loop_sentences_per_s']:,.0f} / {r['bare_sentences_per_s']:,.0f}", f"{r['ratio']:.2f}"]
+        body.append([labels.get(case, case), *cells])
+    head = ["case", "before: loop / bare (sentences/s)", "ratio", "after: loop / bare (sentences/s)", "ratio"]
+    commits = sorted({f"{r.get('code')} {r['commit']}" for r in rows})
+    return _lines(
+        "Median sentences/s over rounds; ratio: the median over rounds of each round's loop / bare (the script's "
+        "headline row of each run). From "
+        f"`results/bench_train_speed_cpu.jsonl` ({rows[0]['device']}, {rows[0]['threads']} thread; commits: "
+        f"{', '.join(commits)}).",
+        "",
+        report.markdown_table(head, body, "lrrrr"),
+    )
+
+
+@table("bench_similarity", spread=False)
+def _bench_similarity(root: Path) -> str:
+    """Wall seconds of the similarity suite and of the six transfer tasks (encoding in brackets)."""
+    labels = {"random:bow": "random 768-d bag of words", "minilm": "all-MiniLM-L6-v2"}
+    body = []
+    for r in _jsonl(root / "results" / "bench_similarity.jsonl"):
+        sim, tr = r["similarity"], r["transfer"]
+        body.append(
+            [
+                labels.get(r["model"], r["model"]),
+                f"{sim['seconds']:.1f} s ({sim['encode_seconds']:.1f} s)",
+                f"{tr['seconds']:.1f} s ({tr['encode_seconds']:.1f} s)",
+                " / ".join(
+                    f"{x:.1f}"
+                    for x in (r.get("load_average_before") or [])[:1] + (r.get("load_average_after") or [])[:1]
+                ),
+                r.get("commit", ""),
+            ]
+        )
+    head = ["model", "similarity suite", "six transfer tasks", "1-min load before / after", "commit"]
+    return _lines(
+        "From `results/bench_similarity.jsonl`, one line per row:", "", report.markdown_table(head, body, "lrrrl")
+    )
+
+
+@table("ci_timing", spread=False)
+def _ci_timing(root: Path) -> str:
+    rows = _jsonl(root / "results" / "ci_timing.jsonl")
+    body = []
+    for r in rows:
+        body.append(
+            [
+                r["commit"],
+                f"{r['pytest_q_s']:.0f} s ({r['pytest_q']})",
+                f"{r['commands_marker_s']:.0f} s ({r['commands_marker']})",
+                f"{r['ci_run_wall_s']:.0f} s",
+            ]
+        )
+    head = ["commit", "`python -m pytest -q`", "`pytest -q -m commands -n 2 --dist loadgroup`", "`.ci/run` in all"]
+    return _lines(
+        f"`bash .ci/run` on a clean clone, from `results/ci_timing.jsonl` ({rows[0]['machine']}):",
+        "",
+        report.markdown_table(head, body, "lrrr"),
+    )
+
+
+@dataclass(frozen=True)
+class Effect:
+    """One measured effect: ``runs`` (row -> seed -> value) of a baseline and a row."""
+
+    setting: str
+    what: str
+    metric: str
+    base: dict
+    row: dict
+    link: str
+    cost: tuple = ()  # (strategy, k) of the loss-cost benchmark, or ("st", case) of the plugin's
+
+
+def _verdict(e: Effect) -> tuple[str, str, str, str]:
+    """(effect ± sd of the paired differences, baseline spread, runs, verdict) of an Effect."""
+    d = report.paired_differences(e.base, e.row)
+    if not d or len(e.base) < 2:
+        return "-", "-", str(len(d)), "no evidence yet"
+    m, sd = statistics.mean(d), report.spread(e.base.values())
+    verdict = "within the spread" if abs(m) <= sd else ("better" if m > 0 else "worse") + ", beyond the spread"
+    return f"{m:+.2f} ± {report.spread(d):.2f}", f"{sd:.2f}", str(len(d)), verdict
+
+
+def _by_seed(records, row, value, key="seed") -> dict:
+    return {int(r[key]): float(value(r)) for r in records if r["row"] == row}
+
+
+def _effects_text(root: Path) -> list[Effect]:
+    from qt_hard.experiments.specs import qt_table
+
+    six = lambda r: statistics.mean(r["acc"][t] for t in qt_table.TASKS)  # noqa: E731
+    out = []
+    readings = [r for r in _qt_ledger(root, "readings") if r.get("protocol") == "senteval"]
+    link = "reproductions/hcl-text.md#the-readings-of-the-clip-at-the-quick-start-setting"
+    for row, label in (("hard2-clamp", "hard, beta 2, `clamp`"), ("hard1-clamp", "hard, beta 1, `clamp`")):
+        out.append(
+            Effect(
+                "text encoder from scratch (QT bag of words, quick-start setting)",
+                f"{label} vs uniform",
+                "six-task test mean",
+                _by_seed(readings, "uniform", six),
+                _by_seed(readings, row, six),
+                link,
+                ("hard", "all"),
+            )
+        )
+    sim = [r for r in _qt_ledger(root, "qt_similarity") if r.get("protocol") == "similarity"]
+    for row, label in (
+        ("hard1-rescaled-anneal", "hard, beta 1 annealed, `rescaled`"),
+        ("hard2-clamp", "hard, beta 2, `clamp`"),
+    ):
+        out.append(
+            Effect(
+                "text encoder from scratch (QT bag of words, quick-start setting)",
+                f"{label} vs uniform",
+                "similarity mean",
+                _by_seed(sim, "uniform", lambda r: r["sim_mean"]),
+                _by_seed(sim, row, lambda r: r["sim_mean"]),
+                "reproductions/hcl-text.md#semantic-similarity-at-the-quick-start-setting",
+                ("hard", "all"),
+            )
+        )
+    gpu = [r for r in _qt_csv_records(root / "results" / "qt_table_gpu.csv") if r["protocol"] == "senteval"]
+    out.append(
+        Effect(
+            "text encoder from scratch (QT GRU, S2V's sizes, 1,500 steps)",
+            "hard, beta 1, `rescaled` vs uniform",
+            "six-task test mean",
+            _by_seed(gpu, "uniform", six),
+            _by_seed(gpu, "hard1", six),
+            "reproductions/hcl-text.md#s2vs-model-sizes-on-a-gpu",
+            ("hard", "all"),
+        )
+    )
+    return out
+
+
+def _effects_st(root: Path) -> list[Effect]:
+    from qt_hard.experiments.ledger import Ledger
+
+    st = _script(root, "st_compare")
+    out = []
+    for folder, start in (("minilm", "all-MiniLM-L6-v2"), ("bow", "the quick start's bag of words")):
+        recs = Ledger(root / "results" / "st_compare" / folder, st.KEY).latest()
+        rows = sorted({r["row"] for r in recs} - {st.BASELINE, st.BEFORE}, key=st.row_order)
+        rows = [r for r in rows if r in ("hard_b1", "hard_b1_guard_rel", "hard_b1+mined")] or rows[:1]
+        for row in rows:
+            out.append(
+                Effect(
+                    f"fine-tuning a sentence-transformers model ({start})",
+                    f"`{row}` vs MNRL",
+                    "STS12-16 mean",
+                    _by_seed(recs, st.BASELINE, lambda r: r["sts_mean"]),
+                    _by_seed(recs, row, lambda r: r["sts_mean"]),
+                    "guides/sentence-transformers.md#fine-tuning-comparison-which-loss-to-start-with",
+                    ("st", "hard+guard"),
+                )
+            )
+    return out
+
+
+def _effects_graphs(root: Path) -> list[Effect]:
+    from qt_hard.experiments.specs import graph_table
+
+    recs = _graph_records(root, "graph_controls")
+    link = "reproductions/hcl-graphs.md#the-controls-one-code-10-repeats"
+    out = []
+
+    def acc(ds):
+        return lambda r: 100 * float(r["svm_acc"])
+
+    def pick(row, ds):
+        return _by_seed([r for r in recs if r["dataset"] == ds], row, acc(ds), key="repeat")
+
+    for ds in ("MUTAG", "PTC_MR"):
+        out.append(
+            Effect(
+                "graphs without labels (InfoGraph)",
+                f"hard, beta 1 vs uniform, {graph_table.SHORT[ds]}",
+                "SVM accuracy",
+                pick("infograph", ds),
+                pick("hard_b1", ds),
+                link,
+            )
+        )
+    for ds in ("IMDB-BINARY", "MUTAG"):
+        out.append(
+            Effect(
+                "graphs with labels (H-SCL, lr 0.01)",
+                f"H-SCL, beta 1 vs uniform, {graph_table.SHORT[ds]}",
+                "SVM accuracy",
+                pick("infograph_lr0.01", ds),
+                pick("hscl_b1", ds),
+                "reproductions/hscl.md#the-learning-rate-control-10-repeats-one-code",
+                ("label", "all"),
+            )
+        )
+    return out
+
+
+def _effects_images(root: Path) -> list[Effect]:
+    out = []
+    gpu = _vision_rows(root, "docs/img/vision_table_gpu.csv")
+    for strategy in ("hard", "ot"):
+        out.append(
+            Effect(
+                "images, in-batch negatives (SimCLR, ResNet-18, 40 epochs)",
+                f"{strategy} vs uniform",
+                "kNN accuracy",
+                {int(r["seed"]): float(r["knn_acc"]) for r in gpu if r["strategy"] == "uniform"},
+                {int(r["seed"]): float(r["knn_acc"]) for r in gpu if r["strategy"] == strategy},
+                "reproductions/hcl-images.md#results",
+                (strategy, "all"),
+            )
+        )
+    for folder, model in (("moco_ring_gpu", "ResNet-18"), ("moco_ring_cpu", "`resnet_tiny`")):
+        rows = _vision_rows(root, f"results/{folder}")
+        out.append(
+            Effect(
+                f"images, a queue of negatives (MoCo-v2, {model})",
+                "ring vs uniform",
+                "kNN accuracy",
+                {int(r["seed"]): float(r["knn_acc"]) for r in rows if r["strategy"] == "uniform"},
+                {int(r["seed"]): float(r["knn_acc"]) for r in rows if r["strategy"] == "ring"},
+                "reproductions/ring.md#results",
+                ("ring", "all"),
+            )
+        )
+    return out
+
+
+def _effects_k(root: Path) -> list[Effect]:
+    cells = _kvn(root, "results")
+
+    def seeds(N, k, cf="False"):
+        return {int(r["seed"]): float(r["mean_acc"]) for r in _kvn_pick(cells, N, k, cf=cf)}
+
+    out = []
+    for N, k in ((100, 50), (1000, 998)):
+        out.append(
+            Effect(
+                f"choosing k (Wiki-{N}, B = 1000)",
+                f"k = {k} vs all 1,998 in-batch negatives",
+                "mean-classifier accuracy",
+                seeds(N, None),
+                seeds(N, k),
+                "reproductions/k-vs-n.md#the-best-k-grows-with-n-fig-3-left",
+                ("uniform", 64),
+            )
+        )
+    for N in (100, 300, 1000):
+        out.append(
+            Effect(
+                f"the sampling (Wiki-{N}, B = 1000, k = 1000)",
+                "collision-free vs plain",
+                "mean-classifier accuracy",
+                seeds(N, 1000),
+                seeds(N, 1000, "True"),
+                "reproductions/k-vs-n.md#collision-free-sampling-fig-3-right",
+            )
+        )
+    return out
+
+
+@table("which_negatives")
+def _which_negatives(root: Path) -> str:
+    """The measured effect of each setting's candidate negatives against its baseline, paired by seed."""
+    body = []
+    for e in [
+        *_effects_text(root),
+        *_effects_st(root),
+        *_effects_graphs(root),
+        *_effects_images(root),
+        *_effects_k(root),
+    ]:
+        effect, sd, n, verdict = _verdict(e)
+        cost = _loss_ratio(root, *e.cost) if e.cost else "-"
+        body.append([e.setting, e.what, e.metric, effect, sd, n, verdict, cost, f"[table]({e.link})"])
+    head = ["setting", "comparison", "metric", "effect (points)", "baseline spread", "paired runs", "verdict"]
+    head += ["loss cost", "from"]
+    return _lines(
+        "Effect: the mean over seeds (or repeats) of the row minus its baseline, paired by seed, ± the sample std "
+        "of those differences; baseline spread: the sample std of the baseline's metric over its seeds; verdict: "
+        "whether the effect's size exceeds that spread; loss cost: the row's loss, forward and backward, over "
+        f"its baseline's, from `{LOSS_BENCH}` (B = {COST_B}) or, for sentence-transformers, `{GUARD_BENCH}` "
+        '(the plugin over MNRL; "-" where not measured).',
+        "",
+        report.markdown_table(head, body, "lllrrrlrl"),
+    )
+
+
+def _paired(base: dict, row: dict) -> tuple[float, float, float, int]:
+    """(mean paired difference, sample std of the differences, baseline spread, pairs)."""
+    d = report.paired_differences(base, row)
+    return statistics.mean(d), report.spread(d), report.spread(base.values()), len(d)
+
+
+@table("readme_claims")
+def _readme_claims(root: Path) -> str:
+    """The README's table of the papers' claims: each verdict with the numbers of the tables it rests on."""
+    fx = {(e.setting, e.what, e.metric): e for f in (_effects_text, _effects_images) for e in f(root)}
+    text = [e for e in fx.values() if "quick-start" in e.setting]
+    (c2, c1, an, cs) = [_paired(e.base, e.row) for e in text]
+    img = [e for e in fx.values() if "SimCLR" in e.setting]
+    hard_img, ot_img = (_paired(e.base, e.row) for e in img)
+    gc = _graph_records(root, "graph_controls")
+
+    def g(row, ds):
+        return {int(r["repeat"]): 100 * float(r["svm_acc"]) for r in gc if r["row"] == row and r["dataset"] == ds}
+
+    hs01 = _paired(g("infograph_lr0.01", "IMDB-BINARY"), g("hscl_b1", "IMDB-BINARY"))
+    hs13 = _paired(g("infograph", "IMDB-BINARY"), g("hscl_b1_lr1e-3", "IMDB-BINARY"))
+    ring = {}
+    for folder in ("moco_ring_cpu", "moco_ring_gpu"):
+        rows = _vision_rows(root, f"results/{folder}")
+        ring[folder] = [
+            _paired(
+                {int(r["seed"]): float(r[m]) for r in rows if r["strategy"] == "uniform"},
+                {int(r["seed"]): float(r[m]) for r in rows if r["strategy"] == "ring"},
+            )
+            for m in ("knn_acc", "linear_acc")
+        ]
+    gpu = _vision_rows(root, "docs/img/vision_table_gpu.csv")
+    ring_simclr = _paired(
+        {int(r["seed"]): float(r["knn_acc"]) for r in gpu if r["strategy"] == "uniform"},
+        {int(r["seed"]): float(r["knn_acc"]) for r in gpu if r["strategy"] == "ring"},
+    )
+    ot_gt = [r for r in _graph_records(root, "graph_table.csv") if r["row"] == "ot_e0.1" and r["dataset"] == "ENZYMES"]
+    from qt_hard.experiments.specs import graph_table
+
+    ot_gap = graph_table.ROWS["ot_e0.1"].paper[graph_table.DATASETS.index("ENZYMES")] - statistics.mean(
+        100 * float(r["svm_acc"]) for r in ot_gt
+    )
+    cells = [r for r in _kvn(root, "results") if r["collision_free"] == "False"]
+    best = {}
+    for N in sorted({int(r["N"]) for r in cells if r["B"] == "1000"}):
+        accs = {}
+        for r in cells:
+            if int(r["N"]) == N and r["B"] == "1000":
+                accs.setdefault(r["k"], []).append(float(r["mean_acc"]))
+        if len(accs) < 5:  # N = 200 ran only the three k of its collision block
+            continue
+        k = max(accs, key=lambda k: statistics.mean(accs[k]))
+        best[N] = k or "1,998"
+    big_b = []
+    for N in sorted({int(r["N"]) for r in cells if r["B"] != "1000"}):
+        ks = []
+        for k in sorted({r["k"] for r in cells if int(r["N"]) == N and r["k"]}, key=int):
+            by_b = {B: [float(r["mean_acc"]) for r in _kvn_pick(cells, N, k, B)] for B in (200, 500, 1000)}
+            by_b = {B: statistics.mean(v) for B, v in by_b.items() if v}
+            if len(by_b) == 3 and max(by_b, key=by_b.get) == 1000:
+                ks.append(k)
+        big_b.append(f"N = {N}: k = {', '.join(ks)}" if ks else f"N = {N}: no k")
+    allc = _kvn(root, "results")
+
+    def cf(N, k):
+        plain = {r["seed"]: float(r["mean_acc"]) for r in _kvn_pick(allc, N, k)}
+        return _paired(plain, {r["seed"]: float(r["mean_acc"]) for r in _kvn_pick(allc, N, k, cf="True")})[0]
+
+    gains = [N for N in (100, 200, 300, 1000) if cf(N, 1000) > 0]
+    rows = [
+        [
+            "Robinson et al. (HCL)",
+            "hard negatives improve Quick-Thoughts on six SentEval tasks (Table 2)",
+            f"**partly**: under App. D.2's literal clip (`clamp`), hard beta 2 beats uniform by {c2[0]:+.2f} on the "
+            f"six-task test mean and beta 1 by {c1[0]:+.2f}, beyond the seed spread of {c2[2]:.2f} ({c2[3]} seeds "
+            "paired, quick-start setting), the size of the paper's gain; the paper's other readings of the clip stay "
+            "within the spread with beta fixed, annealed or warmed up, and hard beta 1-2 under the rescaled reading is "
+            "worse at S2V's sizes; on semantic similarity, which the paper does not report, beta annealed from 1 is "
+            f"{an[0]:+.2f} over uniform and the clamp row {cs[0]:+.2f}, beyond the seed spread of {an[2]:.2f} "
+            f"({an[3]} seeds)",
+            "30 books, 300-d bag of words, and 352 books, 768-d bag of words (CPU); S2V's GRU, 2,400-d, 352 books, "
+            "1,500 steps (one GPU); 2-5 seeds",
+            "[HCL](docs/reproductions/hcl-text.md)",
+        ],
+        [
+            "Robinson et al. (HCL)",
+            "hard negatives improve InfoGraph on TU graphs (Fig. 3)",
+            "**not reproduced**: hard is within the spread of uniform under the paper's form and under the released "
+            "code's (10 repeats on MUTAG and PTC_MR, 3 on the others); uniform InfoGraph matches the published row",
+            "5 TU datasets, 200 epochs, 3-10 repeats",
+            "[HCL](docs/reproductions/hcl-graphs.md)",
+        ],
+        [
+            "Robinson et al. (HCL)",
+            "hard > debiased > SimCLR on images",
+            f"**partly**: that ordering on a 5,085-image CIFAR-10 subset (hard {hard_img[0]:+.1f} kNN points over "
+            "SimCLR, paired by seed); HCL itself found no gain on full CIFAR-10 at N = 510, so this is a small-data "
+            "result",
+            "ResNet-18, 40 epochs, 2 seeds",
+            "[HCL](docs/reproductions/hcl-images.md)",
+        ],
+        [
+            "Jiang et al. (H-SCL)",
+            "label-aware hard negatives beat unsupervised InfoGraph",
+            "**partly**: better on IMDB-BINARY at every beta in the first table; with the learning rate matched (10 "
+            f"repeats), {hs01[0]:+.1f} at H-SCL's 0.01 (one of uniform's runs at that rate collapsed to chance) and "
+            f"{hs13[0]:+.1f}, within the spread of {hs13[2]:.1f}, at 1e-3; within the spread elsewhere",
+            "5 TU datasets, 3-10 repeats",
+            "[H-SCL](docs/reproductions/hscl.md)",
+        ],
+        [
+            "Wu et al. (Ring)",
+            "ring negatives improve MoCo (MoCoRing)",
+            "**not reproduced** at small scale: with MoCo-v2's queue, MoCoRing is below MoCo-v2 by "
+            f"{-ring['moco_ring_cpu'][0][0]:.1f} ± {ring['moco_ring_cpu'][0][1]:.1f} kNN and "
+            f"{-ring['moco_ring_cpu'][1][0]:.1f} ± {ring['moco_ring_cpu'][1][1]:.1f} linear points (`resnet_tiny`) and "
+            f"by {-ring['moco_ring_gpu'][0][0]:.1f} ± {ring['moco_ring_gpu'][0][1]:.1f} kNN and "
+            f"{-ring['moco_ring_gpu'][1][0]:.1f} ± {ring['moco_ring_gpu'][1][1]:.1f} linear points (ResNet-18) "
+            f"(paper: +1.4 to +3.0 linear); inside SimCLR ring gains {ring_simclr[0]:.1f} kNN points, against "
+            f"uniform's seed spread of {ring_simclr[2]:.1f} (2 seeds)",
+            "MoCo: `resnet_tiny`, 40 epochs, 3 seeds (CPU); ResNet-18, 40 epochs, 2 seeds (one GPU); SimCLR: "
+            "ResNet-18, 40 epochs, 2 seeds",
+            "[Ring](docs/reproductions/ring.md)",
+        ],
+        [
+            "Jiang, Ishwar & Aeron (OT)",
+            "OT negatives match or beat HCL",
+            f"**partly**: second to hard on the image subset ({ot_img[0]:+.1f} kNN points over SimCLR against hard's "
+            f"{hard_img[0]:+.1f}); graphs within the spread except ENZYMES, {ot_gap:.1f} points below the paper",
+            "as above",
+            "[OT](docs/reproductions/ot.md)",
+        ],
+        [
+            "Ash et al.",
+            "the best k grows with N",
+            f"**reproduced** (best k {', '.join(str(k) for k in best.values())} for N = "
+            f"{', '.join(str(n) for n in best)}, B = 1000)",
+            "Wiki-N, 10 + 10 epochs (5x fewer than D.1), 3 seeds",
+            "[k versus N](docs/reproductions/k-vs-n.md)",
+        ],
+        [
+            "Ash et al.",
+            "larger B helps at fixed k",
+            f"**partly**: B = 1000 is the best of 200, 500, 1000 at {'; '.join(big_b)}",
+            "as above",
+            "[k versus N](docs/reproductions/k-vs-n.md)",
+        ],
+        [
+            "Ash et al.",
+            "collision-free sampling helps, most at small N",
+            f"**partly**: the trend at k = 1000; gains only at N = {', '.join(str(n) for n in gains)}; at N = 1000 "
+            f"removing the same-article candidates costs {-cf(1000, 100):.1f} points (k = 100) and "
+            f"{-cf(1000, 1000):.1f} (k = 1000) where removing as many random ones costs nothing",
+            "as above",
+            "[k versus N](docs/reproductions/k-vs-n.md)",
+        ],
+    ]
+    return "\n".join(report.markdown_table(["paper", "claim", "here", "scale", "page"], rows))
+
+
+# --------------------------------------------------------------------------------------------
+# the pages: find the blocks, regenerate them, check or write
+
+
+def page_files(root: Path) -> list[Path]:
+    """README.md and every Markdown page under docs/."""
+    return [p for p in [root / "README.md", *sorted((root / "docs").rglob("*.md"))] if p.is_file()]
+
+
+def blocks(text: str) -> list[tuple[str, str]]:
+    """(NAME, body) of each generated block of a page, in order; UnknownBlock for an opening marker
+    without its closing one."""
+    found = [(m.group("name"), m.group("body")) for m in BLOCK.finditer(text)]
+    if len(OPENING.findall(text)) != len(found):
+        raise UnknownBlock("a '<!-- generated: NAME -->' marker has no '<!-- /generated -->' after it")
+    return found
+
+
+def _spread_link(root: Path, page: Path) -> str:
+    rel = os.path.relpath(root / SPREAD_PAGE, page.parent).replace(os.sep, "/")
+    return f"Spread: the sample std (ddof 1) over seeds; [how the tables compare runs]({rel}{SPREAD_ANCHOR})."
+
+
+def body_of(name: str, root: Path, page: Path, cache: dict | None = None) -> str:
+    """The text a block NAME of ``page`` holds: a blank line, the table, (the spread's link,) a blank line."""
+    if name not in REGISTRY:
+        raise UnknownBlock(f"{page}: unknown generated block {name!r}; known: {', '.join(sorted(REGISTRY))}")
+    cache = {} if cache is None else cache
+    if name not in cache:
+        cache[name] = REGISTRY[name].make(root).rstrip("\n")
+    text = cache[name]
+    if REGISTRY[name].spread:
+        text += "\n\n" + _spread_link(root, page)
+    return f"\n{text}\n\n"
+
+
+def render(text: str, root: Path, page: Path, cache: dict | None = None) -> str:
+    """``text`` with every generated block rewritten from its files (UnknownBlock for an unknown NAME)."""
+    cache = {} if cache is None else cache
+
+    def sub(m):
+        name = m.group("name")
+        return f"<!-- generated: {name} -->\n{body_of(name, root, page, cache)}<!-- /generated -->"
+
+    return BLOCK.sub(sub, text)
+
+
+def stale(root: Path = ROOT) -> list[tuple[Path, str]]:
+    """(page, NAME) of every block whose text differs from its regeneration."""
+    cache: dict = {}
+    out = []
+    for page in page_files(root):
+        try:
+            found = blocks(page.read_text(encoding="utf-8"))
+        except UnknownBlock as err:
+            raise UnknownBlock(f"{page}: {err}") from None
+        for name, body in found:
+            if body != body_of(name, root, page, cache):
+                out.append((page, name))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m qt_hard.experiments.pages", description=__doc__.splitlines()[0])
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--check", action="store_true", help="exit 1 naming each stale block")
+    what.add_argument("--write", action="store_true", help="rewrite every block from its files")
+    p.add_argument("--root", default=str(ROOT), help="the checkout (default: this one)")
+    args = p.parse_args(argv)
+    root = Path(args.root).resolve()
+    try:
+        if args.check:
+            found = stale(root)
+            for page, name in found:
+                print(f"stale: {page.relative_to(root)}: {name}")
+            n = sum(len(blocks(pg.read_text(encoding="utf-8"))) for pg in page_files(root))
+            print(f"{n} generated blocks, {len(found)} stale" + ("; run with --write" if found else ""))
+            return 1 if found else 0
+        cache: dict = {}
+        for page in page_files(root):
+            text = page.read_text(encoding="utf-8")
+            new = render(text, root, page, cache)
+            if new != text:
+                page.write_text(new, encoding="utf-8")
+                print(f"wrote {page.relative_to(root)}")
+        return 0
+    except UnknownBlock as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
