@@ -156,13 +156,13 @@ RUNS = {
     ),
     # The README's multi-process command as written exits 0 (5 steps, 1 book),
     # on a free port (CI runs beside other jobs that may hold accelerate's default 29500).
-    "ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 -m qt_hard.cli train configs/qt_books_smoke.yaml": Run(
+    "ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 -m qt_hard.cli train configs/qt_books_smoke.yaml --out runs/qt_smoke_2proc": Run(
         sub=(("--num_processes 2", "--num_processes 2 --main_process_port 0"),),
         add=f"train.steps=5 {ONE_BOOK}",
         writes=(
-            "runs/qt_books_smoke/final/encoder.json",
-            "runs/qt_books_smoke/metrics.csv",
-            "runs/qt_books_smoke/checkpoints/step_0000005/trainer_state_1.pt",
+            "runs/qt_smoke_2proc/final/encoder.json",
+            "runs/qt_smoke_2proc/metrics.csv",
+            "runs/qt_smoke_2proc/checkpoints/step_0000005/trainer_state_1.pt",
         ),
     ),
     "qt-hard eval senteval --model runs/qt_smoke/final --tasks MR,CR,SUBJ,MPQA,TREC,MRPC --output qt.json --card": Run(
