@@ -62,7 +62,7 @@ NO_LEDGER = {
     "qt_table_gpu.csv": "the GPU table, run before the ledger on a device whose run folders were not kept",
     "qt_table_gpu_senteval.md": "as qt_table_senteval.md, for the GPU table",
     "qt_table_gpu_skipthoughts.md": "as qt_table_senteval.md, for the GPU table",
-    "graph_table.csv": "the graph table's cells, run before the ledger (no provenance columns)",
+    "graph_table.csv": "the graph table's cells, run before the ledger (each row names the commit that added it)",
     "graph_ot_enzymes_lr1e-3.csv": "two OT cells at another learning rate, run before the ledger",
     "k_vs_n/sampling_1000.json": "a measurement of scripts/k_vs_n_sampling.py, not a grid",
     "st_compare/README.md": "the commands and wall times behind each folder of the fine-tuning comparison",

@@ -179,13 +179,13 @@ RUNS = {
     ),
     # The README's multi-process command as written exits 0 (5 steps, 1 book),
     # on a free port (CI runs beside other jobs that may hold accelerate's default 29500).
-    "ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 -m qt_hard.cli train configs/qt_books_smoke.yaml": Run(
+    "ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 -m qt_hard.cli train configs/qt_books_smoke.yaml --out runs/qt_smoke_2proc": Run(
         sub=(("--num_processes 2", "--num_processes 2 --main_process_port 0"),),
         add=f"train.steps=5 {ONE_BOOK}",
         writes=(
-            "runs/qt_books_smoke/final/encoder.json",
-            "runs/qt_books_smoke/metrics.csv",
-            "runs/qt_books_smoke/checkpoints/step_0000005/trainer_state_1.pt",
+            "runs/qt_smoke_2proc/final/encoder.json",
+            "runs/qt_smoke_2proc/metrics.csv",
+            "runs/qt_smoke_2proc/checkpoints/step_0000005/trainer_state_1.pt",
         ),
     ),
     "qt-hard eval senteval --model runs/qt_smoke/final --tasks MR,CR,SUBJ,MPQA,TREC,MRPC --output qt.json --card": Run(
@@ -439,6 +439,26 @@ RUNS = {
     "python scripts/k_vs_n.py plot /tmp/kvn/results.csv --out /tmp/kvn/figures": Run(
         sub=(("/tmp/kvn", "kvn"),), needs=("kvn",), writes=("kvn/figures/*.png", "kvn/figures/k_vs_n_summary.json")
     ),
+    # The CLI reference's examples, as written (a few seconds in all); its train, data get and data
+    # list examples are the guides' commands above.
+    "qt-hard --help": Run(prints=(r"usage: qt-hard \[-h\] \[--debug\] COMMAND",)),
+    "qt-hard eval senteval --model random:bow --tasks CR --kfold 2 --output random_bow.json": Run(
+        writes=("random_bow.json",), prints=(cr_row("random:bow"),)
+    ),
+    "qt-hard data wiki --articles 10 --out data/wiki10": Run(
+        writes=("data/wiki10/index.tsv", "data/wiki10/0009.txt"), prints=(r"wrote 10 articles \(2000 sentences\)",)
+    ),
+    "qt-hard eval wiki --model random:bow --data data/wiki10 --classes 10 --split-seed 0": Run(
+        needs=("data/wiki10",), prints=(r"(?m)^\| random:bow \| 10 \| \d+\.\d \| \d+\.\d \|$",)
+    ),
+    "qt-hard eval compare minilm.json random_bow.json": Run(
+        needs=("minilm.json", "random_bow.json"),
+        prints=(
+            r"\| Metric \| minilm \| random:bow \| B - A \|",
+            r"(?m)^\| CR \| \d+\.\d\d \| \d+\.\d\d \| [+-]?\d+\.\d\d \|$",
+        ),
+    ),
+    "qt-hard data books --max-books 1 --cache-dir cache": Run(writes=("cache/books-*",), prints=(r'"books": 1, ',)),
     # S2V's model on a GPU: the device script's dry run (toy model and data, CPU) is the one that runs.
     "DRY=1 OUT=runs/device_s2v_dry bash scripts/device_s2v.sh": Run(
         writes=(
@@ -529,6 +549,8 @@ PRODUCTS = {
     "runs/simclr_smoke": "qt-hard train configs/simclr_cifar10_smoke.yaml --out runs/simclr_smoke",
     "kvn": "python scripts/k_vs_n.py run configs/k_vs_n_synthetic.yaml --cache /tmp/kvn/cache --results /tmp/kvn/results.csv --device cpu",
     "runs/qt": f"qt-hard train configs/qt_books.yaml --out runs/qt {ONE_BOOK} {SMALL_BATCH} train.steps=2 train.progress=false",
+    "random_bow.json": "qt-hard eval senteval --model random:bow --tasks CR --kfold 2 --output random_bow.json",
+    "data/wiki10": "qt-hard data wiki --articles 10 --out data/wiki10",
 }
 
 
