@@ -9,7 +9,8 @@ encoder, then
 * ``linear_acc``: a linear softmax classifier trained ``eval.linear_epochs`` epochs with Adam on the
   training embeddings, the epoch of the smallest training loss kept (``linear_classifier``).
 
-Diagnostics (``eval.diagnostics``), of how collisions act on the loss:
+Collision diagnostics (``eval.diagnostics``; the other meanings of "diagnostics": ``qt_hard.diagnostics``),
+of how collisions act on the loss:
 
 * ``mean_cos_acc``: the mean classifier on L2-normalized embeddings (the paper's reads the norms too);
 * ``test_norm_mean`` / ``test_norm_cv``: the held-out embeddings' norms, their mean and spread
@@ -107,7 +108,9 @@ def make_readouts(cfg, split, task):
                     out["vocab_size"] = tables[0].num_embeddings
                 if e.diagnostics:
                     out.update(
-                        _diagnostics(module, split, task, train_emb, test_emb, cfg.objective.temperature, device)
+                        _collision_diagnostics(
+                            module, split, task, train_emb, test_emb, cfg.objective.temperature, device
+                        )
                     )
         finally:
             module.train(was_training)
@@ -117,7 +120,7 @@ def make_readouts(cfg, split, task):
     return evaluate
 
 
-def _diagnostics(module, split, task, train_emb, test_emb, temperature: float, device) -> dict:
+def _collision_diagnostics(module, split, task, train_emb, test_emb, temperature: float, device) -> dict:
     from qt_hard.evaluation.wiki import mean_classifier
 
     def unit(x):
