@@ -280,7 +280,7 @@ def test_run_note_is_kept_printed_and_read_back_by_eval(tmp_path, capsys):
     """``note`` (free text) is printed when training starts, saved with the run, read back by
     ``qt-hard eval``'s ``run_note`` from the model folder, and may change on --resume."""
     from qt_hard.cli import main
-    from qt_hard.evaluation.cli import run_note
+    from qt_hard.evaluation.run_config import run_note
 
     tree = qt_config(tmp_path, steps=2)
     tree["note"] = "chosen on dev:\n uniform 77.2"
