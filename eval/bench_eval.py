@@ -66,7 +66,7 @@ sys.path.insert(0, str(ROOT))
 
 from qt_hard.evaluation import protocol  # noqa: E402
 from qt_hard.evaluation.senteval import default_senteval_dir, evaluate_task, parse_tasks  # noqa: E402
-from qt_hard.evaluation.tasks import BinaryTask, TrecTask, load_task  # noqa: E402
+from qt_hard.evaluation.datasets import BinaryTask, TrecTask, load_task  # noqa: E402
 
 
 def _reference_module():

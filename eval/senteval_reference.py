@@ -25,7 +25,7 @@ import numpy as np
 from qt_hard.evaluation.models import EmbeddingCache, load_model
 from qt_hard.evaluation.report import save_results
 from qt_hard.evaluation.senteval import default_senteval_dir, evaluate_task, parse_tasks, task_sentences
-from qt_hard.evaluation.tasks import load_task
+from qt_hard.evaluation.datasets import load_task
 
 
 class HashBagOfWords:

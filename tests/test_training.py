@@ -131,7 +131,7 @@ def test_every_quick_thoughts_parameter_gets_a_gradient_through_hard_clipped_neg
     # under clip + hard weights: f's and g's embeddings and GRUs must all get finite, non-zero
     # gradients from the objective (and the weights themselves are differentiated, detach=False).
     from qt_hard.text.objectives import Objective
-    from qt_hard.text.setup import build_run
+    from qt_hard.text.build import build_run
 
     cfg = config_from_dict(qt_config(tmp_path))
     torch.manual_seed(0)

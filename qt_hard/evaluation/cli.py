@@ -126,7 +126,7 @@ def _senteval_arguments(args) -> tuple[list[str], Path, int | None]:
     from qt_hard.paths import check_output_file, data_path
 
     from .senteval import check_protocol_tasks
-    from .tasks import check_task_files, parse_tasks
+    from .datasets import check_task_files, parse_tasks
 
     if args.senteval_path or args.senteval_classifier:
         raise UsageError("--senteval-path and --senteval-classifier apply to --engine senteval")

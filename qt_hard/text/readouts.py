@@ -28,7 +28,7 @@ import time
 import numpy as np
 import torch
 
-from qt_hard.text.tasks import single_view
+from qt_hard.text.batches import single_view
 
 
 def embed_rows(module: torch.nn.Module, batcher, n: int, device, chunk: int = 8192) -> np.ndarray:
@@ -62,7 +62,7 @@ def collision_mass(z_a: torch.Tensor, z_b: torch.Tensor, labels: torch.Tensor, t
 
 
 def make_readouts(cfg, split, task):
-    """``evaluate(module, step) -> dict`` over ``split`` (``qt_hard.text.setup.Split``); ``task``
+    """``evaluate(module, step) -> dict`` over ``split`` (``qt_hard.text.build.Split``); ``task``
     gives the first batch for the diagnostics. The global RNG is left as it was found (the linear
     classifier seeds its own initialization)."""
     from qt_hard.evaluation.wiki import linear_classifier, mean_classifier
