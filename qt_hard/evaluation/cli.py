@@ -337,15 +337,9 @@ def cmd_wiki(args) -> int:
     start = time.perf_counter()
     encoder = load_model(args.model, sentences=lambda: data.train_sentences + data.test_sentences)
     _log(f"Wiki-N split seed {split_seed} ({origin}); classifier seed {args.seed}")
+    classifier = {"epochs": args.epochs, "lr": args.lr, "batch_size": args.batch_size, "seed": args.seed}
     res = run_wiki(
-        encoder,
-        data,
-        args.classes,
-        epochs=args.epochs,
-        lr=args.lr,
-        batch_size=args.batch_size,
-        seed=args.seed,
-        cache=EmbeddingCache(encoder, batch_size=args.encode_batch_size),
+        encoder, data, args.classes, cache=EmbeddingCache(encoder, batch_size=args.encode_batch_size), **classifier
     )
     name = args.name or args.model
     print(wiki_table({name: res}))
@@ -357,10 +351,7 @@ def cmd_wiki(args) -> int:
                 "model": args.model,
                 "name": name,
                 "protocol": {
-                    "epochs": args.epochs,
-                    "lr": args.lr,
-                    "batch_size": args.batch_size,
-                    "seed": args.seed,
+                    **classifier,
                     "split_seed": split_seed,
                     "split_seed_from": origin,
                     "data": str(args.data),
