@@ -45,7 +45,9 @@ class BatchTask(Protocol):
 class Objective(Protocol):
     """``loss = objective(module, batch, generator)``, a float32 scalar built from the core
     (``qt_hard.losses`` / ``qt_hard.negatives``); ``set_progress(step / total)`` before each step
-    drives schedules. ``generator`` is the loop's checkpointed negatives-sampler generator."""
+    drives schedules. ``generator`` is the loop's checkpointed negatives-sampler generator. An
+    objective that also records statistics of a batch declares them as a
+    :class:`qt_hard.diagnostics.RecordsStats` (:class:`LossObjective` does), and the loop logs them."""
 
     def set_progress(self, progress: float) -> None: ...
 
