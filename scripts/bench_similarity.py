@@ -63,7 +63,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from qt_hard.evaluation.models import load_model
-    from qt_hard.evaluation.tasks import task_sentences
+    from qt_hard.evaluation.datasets import task_sentences
     from qt_hard.paths import data_path
 
     data = Path(args.data) if args.data else data_path("senteval")

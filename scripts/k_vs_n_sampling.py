@@ -38,7 +38,7 @@ MODES = ("plain", "collision_free", "shuffled")
 def batches(wiki_dir: Path, token_cache: Path, N: int, B: int, seed: int, min_count: int, split_seed: int):
     """The Wiki-N training split and the (plain, shuffled) label rows of every step (``PairTask``)."""
     from qt_hard.data.wiki import wiki_prefix
-    from qt_hard.text.tasks import PairTask
+    from qt_hard.text.batches import PairTask
 
     wd = wiki_prefix(wiki_dir, N, min_count=min_count, seed=split_seed, cache_dir=token_cache)
     labels = np.asarray(wd.train_labels, dtype=np.int64)

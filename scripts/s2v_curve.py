@@ -5,7 +5,7 @@ Subcommands (each writes its results as it goes, so a run stopped at a deadline 
 * ``prepare``: the config's books split and tokenized into the run folder's cache (what ``precision``
   and ``curve`` then read without tokenizing).
 * ``controls``: the curve's reference lines, on a CPU. The tokenizer that training on the config fits
-  (built by the training code itself, ``qt_hard.text.setup.build_run``: cased, the config's books,
+  (built by the training code itself, ``qt_hard.text.build.build_run``: cased, the config's books,
   ``data.max_vocab`` words), then two untrained encoders on that tokenizer: the config's own
   architecture (the bidirectional GRU pair, 2,400-d) and a 2,400-d bag of words (``random:bow2400``),
   each on the six tasks under the SentEval protocol (``qt-hard eval senteval``'s solver, 10 folds, seed
@@ -126,7 +126,7 @@ def log(msg: str) -> None:
 
 def cmd_prepare(args) -> int:
     """The config's sentences split and tokenized into the run folder's cache (what training reads)."""
-    from qt_hard.text.setup import build_run
+    from qt_hard.text.build import build_run
 
     t0 = time.perf_counter()
     cfg = load_cfg(args)
@@ -147,7 +147,7 @@ def cmd_controls(args) -> int:
 
     from qt_hard.encoders import random_encoder
     from qt_hard.paths import data_path
-    from qt_hard.text.setup import build_run
+    from qt_hard.text.build import build_run
     from qt_hard.training.config import to_dict
 
     cfg = load_cfg(args)

@@ -11,7 +11,7 @@ and measures before and after:
 * one SentEval task (default CR): a logistic regression on the frozen sentence embeddings,
   SentEval's 10-fold cross-validation protocol (``StratifiedKFold(shuffle=True,
   random_state=1111)``; L2 strength chosen on an inner split of each training fold); the task is
-  read by ``qt_hard.evaluation.tasks.load_task``.
+  read by ``qt_hard.evaluation.datasets.load_task``.
 
 Prints one JSON object with every number and the arguments, and a last line with the figures.
 
@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     output_folder(args.workdir, "--workdir")
 
-    from qt_hard.evaluation.tasks import load_task
+    from qt_hard.evaluation.datasets import load_task
     from qt_hard.paths import data_path
 
     torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))

@@ -1,4 +1,4 @@
-"""Import a file of ``scripts/`` (or ``eval/``) as a module, for the tests of the experiment launchers
+"""Import a file of ``scripts/`` as a module, for the tests of the experiment launchers
 and benchmarks."""
 
 from __future__ import annotations

@@ -268,7 +268,7 @@ def test_senteval_get_list_and_corruption(hosts, root, monkeypatch, capsys):
     note = (se / "SOURCE.md").read_text()
     assert catalog.SENTEVAL_BINCLASSIF in note and "SHA256SUMS" in note
     # the evaluation's own task reader takes the folder as SentEval's layout
-    from qt_hard.evaluation.tasks import load_task
+    from qt_hard.evaluation.datasets import load_task
 
     trec = load_task("TREC", se)
     assert trec is not None

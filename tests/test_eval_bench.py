@@ -1,4 +1,4 @@
-"""eval/bench_eval.py: the summary (six-task sums, CPU-time width exponents, the accuracy
+"""scripts/bench_eval.py: the summary (six-task sums, CPU-time width exponents, the accuracy
 check) from synthetic rows, and one small real run that resumes instead of re-running."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def _row(task, width, fast, ref, diff):
 
 
 def test_summary_sums_exponents_and_check():
-    be = _scripts.load_script("bench_eval", "eval")
+    be = _scripts.load_script("bench_eval")
     rows = [
         _row("MR", 600, 10.0, 100.0, 0.0),
         _row("MR", 2400, 160.0, 800.0, 0.1),
@@ -49,7 +49,7 @@ def test_summary_sums_exponents_and_check():
 
 def test_small_real_run_and_resume(tmp_path, capsys):
     _scripts.senteval_root_or_skip("CR")
-    be = _scripts.load_script("bench_eval", "eval")
+    be = _scripts.load_script("bench_eval")
     out = tmp_path / "bench.jsonl"
     args = ["--widths", "8,16", "--tasks", "CR", "--reference", "subset", "--check", "--output", str(out)]
     assert be.main(args) == 0
@@ -83,7 +83,7 @@ def test_encoder_projections_one_model_at_every_width():
     error."""
     import numpy as np
 
-    ref = _scripts.load_script("bench_eval", "eval")._reference_module()
+    ref = _scripts.load_script("bench_eval")._reference_module()
     texts = ["a good movie .", "bad", "the plot is thin", "bad", "a very good plot and a bad ending"]
     full = ref.encoder_projections(texts, 32, encoder="bigru", hidden=8)  # 4 x 8 = 32-d model
     part = ref.encoder_projections(texts, 12, encoder="bigru", hidden=8)
@@ -103,7 +103,7 @@ def test_feature_kinds_resume_separately(tmp_path, monkeypatch):
     import numpy as np
 
     _scripts.senteval_root_or_skip("CR")
-    be = _scripts.load_script("bench_eval", "eval")
+    be = _scripts.load_script("bench_eval")
     calls = []
 
     def cheap(kind, texts, width):  # stands in for the 4,800-d encoder: only the bookkeeping is tested

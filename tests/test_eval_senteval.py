@@ -11,7 +11,7 @@ from qt_hard.evaluation.models import EmbeddingCache
 from qt_hard.evaluation.protocol import inner_kfold, kfold_train_test
 from qt_hard.evaluation.report import compare_table, load_results, save_results, senteval_table
 from qt_hard.evaluation.senteval import parse_tasks, run_senteval
-from qt_hard.evaluation.tasks import load_task
+from qt_hard.evaluation.datasets import load_task
 from _synthetic import linear_multiclass
 
 

@@ -16,7 +16,7 @@ from qt_hard.evaluation import similarity as sim
 from qt_hard.evaluation.models import EmbeddingCache
 from qt_hard.evaluation.report import compare_table, similarity_mean, similarity_table
 from qt_hard.evaluation.senteval import run_senteval
-from qt_hard.evaluation.tasks import parse_tasks
+from qt_hard.evaluation.datasets import parse_tasks
 from test_eval_senteval import HashBoW
 
 COSINE = list(sim.COSINE_TASKS)
@@ -354,7 +354,7 @@ def test_sts12_16_equal_senteval_engine_on_the_real_files():
     on the same embeddings: equal within 1e-6 points (the issue asks for 0.1)."""
     from qt_hard.evaluation.models import load_model
     from qt_hard.evaluation.senteval_engine import run_engine
-    from qt_hard.evaluation.tasks import task_sentences
+    from qt_hard.evaluation.datasets import task_sentences
     import _data
 
     _data.dataset("senteval", "STS", "STS12-en-test")  # absent: skipped here, a failure under CI

@@ -7,7 +7,7 @@ from sklearn.model_selection import KFold
 from qt_hard.evaluation.models import EmbeddingCache
 from qt_hard.evaluation.protocol import skipthoughts_kfold, skipthoughts_nested_kfold
 from qt_hard.evaluation.senteval import run_senteval, skipthoughts_order
-from qt_hard.evaluation.tasks import load_task
+from qt_hard.evaluation.datasets import load_task
 
 from test_eval_senteval import tiny_senteval_sizes, HashBoW, _binary_data, senteval_dir  # noqa: F401 (fixture)
 from _synthetic import linear_multiclass

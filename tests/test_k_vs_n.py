@@ -382,7 +382,7 @@ def test_sampling_measurement_on_pair_batches():
     """scripts/k_vs_n_sampling.py on PairTask batches of 12 classes: k drawn in every mode, the
     control removes as many candidates as collision-free sampling, and where the draw count is the
     same for every mask (random keys, k above half the candidates) the streams stay paired."""
-    from qt_hard.text.tasks import PairTask
+    from qt_hard.text.batches import PairTask
 
     S = load_script("k_vs_n_sampling")
     labels = np.repeat(np.arange(12), 10)

@@ -15,8 +15,8 @@ a chained command (``python3 -m venv .venv``, ``.venv/bin/pip install ...``) are
 ``qt-hard``, ``python`` and ``accelerate`` come first on PATH); the test command itself is excluded,
 since CI runs it.
 
-Every command runs with ``bash -c`` in its own temporary folder (``configs/``, ``scripts/`` and
-``eval/`` linked in, ``HF_HOME`` fresh, ``QT_HARD_DATA`` absolute), after the registered overrides
+Every command runs with ``bash -c`` in its own temporary folder (``configs/`` and ``scripts/``
+linked in, ``HF_HOME`` fresh, ``QT_HARD_DATA`` absolute), after the registered overrides
 are applied, and must exit 0 and keep its promises: the files it says it writes and the table it
 says it prints. A command with neither an entry in ``RUNS`` nor a reason in ``SKIPS`` fails, so a new
 hours-long command cannot slip into CI unbounded: when you add a command to the README or a page,
@@ -42,7 +42,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 PAGES = [README] + sorted((ROOT / "docs").rglob("*.md"))  # every page whose commands must run
-LINKED = ("configs", "scripts", "eval")  # repository folders that the commands name relatively
+LINKED = ("configs", "scripts")  # repository folders that the commands name relatively
 SHELL_LANGS = {"bash", "sh", "shell", "console"}
 TEST_COMMAND = "python -m pytest -q"
 
@@ -367,14 +367,14 @@ RUNS = {
     "mkdocs build --strict": Run(
         sub=(("--strict", f'--strict -f {ROOT / "mkdocs.yml"} -d "$PWD/site"'),), writes=("site/index.html",)
     ),
-    "python eval/bench_eval.py --features bigru --widths 256,600,2400 --reference subset --check --feature-cache runs/bench_bigru/cache --output results/bench_eval.jsonl": Run(
+    "python scripts/bench_eval.py --features bigru --widths 256,600,2400 --reference subset --check --feature-cache runs/bench_bigru/cache --output results/bench_eval.jsonl": Run(
         sub=(
             ("--widths 256,600,2400", "--widths 32 --tasks CR --kfold 2"),
             ("results/bench_eval.jsonl", "bench.jsonl"),
         ),
         writes=("bench.jsonl", "runs/bench_bigru/cache/*"),
     ),
-    "python eval/bench_eval.py --widths 256,600,2400 --reference subset --check --output results/bench_eval.jsonl": Run(
+    "python scripts/bench_eval.py --widths 256,600,2400 --reference subset --check --output results/bench_eval.jsonl": Run(
         sub=(
             ("--widths 256,600,2400", "--widths 32 --tasks CR --kfold 2"),
             ("results/bench_eval.jsonl", "bench.jsonl"),

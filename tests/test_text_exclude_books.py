@@ -32,7 +32,7 @@ def tree(tmp_path, **data):
 
 
 def test_excluded_book_gives_no_row_and_no_word(tmp_path):
-    from qt_hard.text.setup import build_run
+    from qt_hard.text.build import build_run
 
     full = build_run(config_from_dict(tree(tmp_path)), tmp_path / "full")
     held = build_run(config_from_dict(tree(tmp_path, exclude_books=[1])), tmp_path / "held")

@@ -131,7 +131,7 @@ def test_every_quick_thoughts_parameter_gets_a_gradient_through_hard_clipped_neg
     # under clip + hard weights: f's and g's embeddings and GRUs must all get finite, non-zero
     # gradients from the objective (and the weights themselves are differentiated, detach=False).
     from qt_hard.text.objectives import Objective
-    from qt_hard.text.setup import build_run
+    from qt_hard.text.build import build_run
 
     cfg = config_from_dict(qt_config(tmp_path))
     torch.manual_seed(0)
@@ -280,7 +280,7 @@ def test_run_note_is_kept_printed_and_read_back_by_eval(tmp_path, capsys):
     """``note`` (free text) is printed when training starts, saved with the run, read back by
     ``qt-hard eval``'s ``run_note`` from the model folder, and may change on --resume."""
     from qt_hard.cli import main
-    from qt_hard.evaluation.cli import run_note
+    from qt_hard.evaluation.run_config import run_note
 
     tree = qt_config(tmp_path, steps=2)
     tree["note"] = "chosen on dev:\n uniform 77.2"

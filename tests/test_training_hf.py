@@ -71,7 +71,7 @@ def test_hf_batches_use_the_model_tokenizer(tmp_path):
     from qt_hard.data.synthetic import latent_class_corpus
     from qt_hard.data.wiki import WikiData
     from qt_hard.encoders.transformer import resolve_model_path
-    from qt_hard.text.setup import build_run
+    from qt_hard.text.build import build_run
 
     tree = hf_tree(tmp_path)
     tree["model"]["max_len"] = 6

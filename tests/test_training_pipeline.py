@@ -115,3 +115,70 @@ def test_toy_pipeline_resume_is_exact(tmp_path):
     assert all(torch.equal(a[k], b[k]) for k in a)
     with open(tmp_path / "cut" / "eval.csv") as fh:
         assert [int(r["step"]) for r in csv.DictReader(fh)] == [5, 10, 12]
+
+
+def test_declared_stats_reach_metrics_csv(tmp_path, monkeypatch):
+    """An objective that declares the statistics it records (``qt_hard.diagnostics.RecordsStats``) is
+    asked for them before each logged step only, and the loop writes those that are metrics.csv
+    columns (the weight statistics) to the logged rows."""
+    import sys
+
+    from qt_hard.diagnostics import RecordsStats
+    from qt_hard.training.loop import train
+
+    get_pipeline("toy")
+    toy = sys.modules["_toy_pipeline"]
+    asked = []
+
+    class Recording(toy.ToyLoss):
+        recorded_stats = ("beta", "not_a_column")
+
+        def __init__(self, negatives):
+            super().__init__(negatives)
+            self.pending = False
+
+        def request_stats(self):
+            self.pending = True
+
+        def __call__(self, module, batch, generator=None):
+            asked.append(self.pending)
+            return super().__call__(module, batch, generator)
+
+        def take_stats(self):
+            out = {"beta": 0.25 * len(asked), "not_a_column": 1.0} if self.pending else None
+            self.pending = False
+            return out
+
+    assert isinstance(Recording("uniform"), RecordsStats)
+    monkeypatch.setattr(toy, "ToyLoss", Recording)
+    out = train(config_from_dict(toy_tree(tmp_path, steps=6, log_every=3)))
+    assert asked == [False, False, True, False, False, True]
+    with open(out / "metrics.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [(int(r["step"]), r["beta"], r["ess_frac"]) for r in rows] == [(3, "0.75", ""), (6, "1.5", "")]
+    assert "not_a_column" not in rows[0]
+
+
+def test_loss_objective_records_its_loss_weight_stats():
+    """A pipeline objective holding a loss of ``qt_hard.losses`` records that loss's weight statistics
+    of the requested batch, once; an object that records nothing has no recorder."""
+    import torch
+
+    from qt_hard.diagnostics import WEIGHT_STATS, stats_recorder
+    from qt_hard.losses import ContrastiveLoss
+    from qt_hard.training.pipeline import LossObjective
+
+    objective = LossObjective()
+    objective.loss = ContrastiveLoss("hard", beta=1.0)
+    assert stats_recorder(objective) is objective
+    assert set(WEIGHT_STATS) <= set(objective.recorded_stats)
+    z1, z2 = torch.randn(8, 4), torch.randn(8, 4)
+    objective.loss(z1, z2)
+    assert objective.take_stats() is None
+    objective.request_stats()
+    objective.loss(z1, z2)
+    stats = objective.take_stats()
+    assert stats["beta"] == 1.0 and 0.0 < stats["ess_frac"] <= 1.0
+    assert set(stats) <= set(objective.recorded_stats)
+    assert objective.take_stats() is None
+    assert stats_recorder(torch.nn.Linear(2, 2)) is None and stats_recorder(object()) is None

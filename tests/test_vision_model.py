@@ -12,7 +12,7 @@ from qt_hard.vision.augment import SimCLRAugment
 from qt_hard.vision.evaluate import knn_accuracy, knn_predict, linear_readout
 from qt_hard.vision.methods import MoCo, MoCoStep
 from qt_hard.vision.resnet import ResNet, SimCLREncoder, make_backbone
-from qt_hard.vision.task import ImageTask
+from qt_hard.vision.batches import ImageTask
 
 
 def _images(n, seed=0, side=32):

@@ -515,7 +515,7 @@ def senteval_file_problems(folder: Path, rel: str) -> list[str]:
     e.g. ``CR/custrev.pos``): missing, a line count other than SentEval's (lines as ``str.splitlines``
     splits them, the way SentEval reads them), or the first line holding bytes no text file of the
     task holds, named by its line number. ``qt-hard data list`` and the task loaders
-    (``qt_hard.evaluation.tasks``) both check with this; an empty list when the file is intact."""
+    (``qt_hard.evaluation.datasets``) both check with this; an empty list when the file is intact."""
     p = folder / rel
     if not p.is_file():
         return [f"{rel} is missing"]

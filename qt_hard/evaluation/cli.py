@@ -69,38 +69,15 @@ def _load_for_senteval(args, tasks, data_dir):
 
 
 def cmd_senteval(args) -> int:
-    from .tasks import parse_tasks
-
+    """``qt-hard eval senteval``: the arguments checked before anything is loaded, the model (and its
+    control rows with ``--controls``) evaluated by :func:`qt_hard.evaluation.senteval.run_senteval`,
+    the tables printed, the result file and the model card written."""
     if args.engine == "senteval":
         return cmd_senteval_engine(args)
-    if args.senteval_path or args.senteval_classifier:
-        raise UsageError("--senteval-path and --senteval-classifier apply to --engine senteval")
-    # The arguments first: a typo fails before torch and scikit-learn are imported.
-    tasks = parse_tasks(args.tasks)
-    _check_counts(args)
-    from qt_hard.paths import check_output_file, data_path
-
-    if args.output:
-        check_output_file(args.output, "--output")
-
-    from .tasks import check_task_files
-
-    data_dir = args.data or data_path("senteval")
-    from .senteval import check_protocol_tasks
-
-    check_protocol_tasks(tasks, args.protocol)
-    check_task_files(tasks, data_dir)  # a missing or damaged task file fails here, before the model is loaded
+    tasks, data_dir, max_iter = _senteval_arguments(args)
     from .models import control_models, unk_rates
-    from .report import (
-        has_similarity,
-        has_transfer,
-        save_results,
-        senteval_table,
-        similarity_mean,
-        similarity_table,
-        six_task_mean,
-        unk_table,
-    )
+    from .report import save_results, senteval_report
+    from .run_config import run_note
     from .senteval import run_senteval
 
     _set_device(args.device)
@@ -108,21 +85,10 @@ def cmd_senteval(args) -> int:
     start = time.perf_counter()
     encoder, cache = _load_for_senteval(args, tasks, data_dir)
     load_s = time.perf_counter() - start
-    if args.max_iter is not None and not args.reference:
-        raise ValueError("--max-iter applies to --reference (the fast solver always converges)")
-    max_iter = None if args.max_iter == 0 else (args.max_iter or 100)
-    results = run_senteval(
-        encoder,
-        tasks,
-        data_dir,
-        kfold=args.kfold,
-        seed=args.seed,
-        fast=not args.reference,
-        cache=cache,
-        log=_log,
-        protocol=args.protocol,
-        max_iter=max_iter,
+    protocol = dict(
+        kfold=args.kfold, seed=args.seed, fast=not args.reference, log=_log, protocol=args.protocol, max_iter=max_iter
     )
+    results = run_senteval(encoder, tasks, data_dir, cache=cache, **protocol)
     if args.cache:
         cache.save(args.cache, args.model)
     name = args.name or args.model
@@ -132,89 +98,75 @@ def cmd_senteval(args) -> int:
         # Same tokenizer, vocabulary and protocol as the model: what training bought, row by row.
         for row, control in control_models(encoder, seed=args.seed).items():
             _log(f"control row: {row}")
-            rows[row] = run_senteval(
-                _on_device(control, args.device),
-                tasks,
-                data_dir,
-                kfold=args.kfold,
-                seed=args.seed,
-                fast=not args.reference,
-                batch_size=args.batch_size,
-                log=_log,
-                protocol=args.protocol,
-                max_iter=max_iter,
-            )
+            control = _on_device(control, args.device)
+            rows[row] = run_senteval(control, tasks, data_dir, batch_size=args.batch_size, **protocol)
             unk[row] = unk[name]
-    transfer, similarity = has_transfer(results), has_similarity(results)
-    if transfer:
-        print(senteval_table(rows))
-        means = {row: six_task_mean(res) for row, res in rows.items()}
-        if len(rows) > 1 and all(m is not None for m in means.values()):
-            print("six-task mean accuracy: " + ", ".join(f"{row} {m:.1f}" for row, m in means.items()))
-    if similarity:
-        if transfer:
-            print()
-        print(
-            "Semantic similarity, Spearman x100 (STS12-16: mean over each year's sets; cos: cosine, test split; "
-            "sup.: SentEval's regression, test split)"
+    print(senteval_report(rows, unk, results, name, note=run_note(args.model)))
+    seconds = {"model_load_seconds": round(load_s, 3), "total_seconds": round(time.perf_counter() - start, 3)}
+    if args.output:
+        save_results(args.output, _senteval_payload(args, name, results, rows, unk[name], data_dir, max_iter, seconds))
+        _log(f"wrote {args.output}")
+    if card_file is not None:
+        from .report import card_with_tables
+
+        card = card_file.read_text(encoding="utf-8")
+        card_file.write_text(
+            card_with_tables(
+                card, rows, results, protocol=args.protocol, kfold=args.kfold, seed=args.seed, tasks=tasks
+            ),
+            encoding="utf-8",
         )
-        print(similarity_table(rows))
-        sims = {row: similarity_mean(res) for row, res in rows.items()}
-        if len(rows) > 1 and all(m is not None for m in sims.values()):
-            print("similarity mean (Spearman): " + ", ".join(f"{row} {m:.1f}" for row, m in sims.items()))
-    note = run_note(args.model)
-    if note:
-        print(f"note ({name}'s run config): {note}")
-    if any(u is not None for u in unk.values()):
-        print()
-        print(unk_table({k: v for k, v in unk.items() if v is not None}))
+        _log(f"wrote the evaluation tables into {card_file}")
+    return 0
+
+
+def _senteval_arguments(args) -> tuple[list[str], Path, int | None]:
+    """(tasks, task folder, lbfgs iteration cap) of ``qt-hard eval senteval`` (the fast engine), every
+    argument checked before torch, scikit-learn or the model is loaded: a typo fails at once."""
+    from qt_hard.paths import check_output_file, data_path
+
+    from .senteval import check_protocol_tasks
+    from .datasets import check_task_files, parse_tasks
+
+    if args.senteval_path or args.senteval_classifier:
+        raise UsageError("--senteval-path and --senteval-classifier apply to --engine senteval")
+    tasks = parse_tasks(args.tasks)
+    _check_counts(args)
+    if args.output:
+        check_output_file(args.output, "--output")
+    data_dir = args.data or data_path("senteval")
+    check_protocol_tasks(tasks, args.protocol)
+    check_task_files(tasks, data_dir)  # a missing or damaged task file fails here, before the model is loaded
+    if args.max_iter is not None and not args.reference:
+        raise ValueError("--max-iter applies to --reference (the fast solver always converges)")
+    return tasks, data_dir, None if args.max_iter == 0 else (args.max_iter or 100)
+
+
+def _senteval_payload(
+    args, name: str, results: dict, rows: dict, unk, data_dir, max_iter: int | None, seconds: dict
+) -> dict:
+    """The result file of the fast engine: the protocol that produced the model's ``results``, the
+    ``seconds`` it took, the results and unknown-word rates, and the control rows of ``rows`` (those
+    not named ``name``)."""
+    if not args.reference:
+        classifier = "batched-newton"
+    elif args.protocol == "skipthoughts":
+        classifier = "sklearn-liblinear"
+    else:
+        classifier = f"sklearn-lbfgs max_iter={max_iter or 'converged'}"
+    protocol = {"name": args.protocol, "kfold": args.kfold, "seed": args.seed, "classifier": classifier}
     payload = {
         "kind": "senteval",
         "model": args.model,
         "name": name,
-        "protocol": {
-            "name": args.protocol,
-            "kfold": args.kfold,
-            "seed": args.seed,
-            "classifier": "batched-newton"
-            if not args.reference
-            else (
-                "sklearn-liblinear"
-                if args.protocol == "skipthoughts"
-                else f"sklearn-lbfgs max_iter={max_iter or 'converged'}"
-            ),
-            "data": str(data_dir),
-        },
-        "model_load_seconds": round(load_s, 3),
-        "total_seconds": round(time.perf_counter() - start, 3),
+        "protocol": {**protocol, "data": str(data_dir)},
+        **seconds,
         "results": results,
-        "unk_rate_percent": unk[name],
+        "unk_rate_percent": unk,
     }
     if args.controls:
         payload["controls"] = {row: res for row, res in rows.items() if row != name}
-    if args.output:
-        save_results(args.output, payload)
-        _log(f"wrote {args.output}")
-    if card_file is not None:
-        from qt_hard.text.card import with_senteval, with_similarity
-
-        card = card_file.read_text(encoding="utf-8")
-        if transfer:
-            card = with_senteval(
-                card,
-                senteval_table(rows)
-                + f"\n\nProtocol: {args.protocol}, {args.kfold}-fold, seed {args.seed} (`qt-hard eval senteval`).",
-            )
-        if similarity:
-            card = with_similarity(
-                card,
-                similarity_table(rows) + "\n\nSpearman x100 (Pearson below): STS12-16 the mean over each year's "
-                "sets; cos the cosine on the test split; sup. SentEval's regression (train, dev, test), seed "
-                f"{args.seed} (`qt-hard eval senteval --tasks {','.join(t for t in tasks if t in results)}`).",
-            )
-        card_file.write_text(card, encoding="utf-8")
-        _log(f"wrote the evaluation tables into {card_file}")
-    return 0
+    return payload
 
 
 def _check_counts(args) -> None:
@@ -232,18 +184,48 @@ def cmd_senteval_engine(args) -> int:
     from the checkout ``--senteval-path``, with :mod:`.senteval_engine`'s ``prepare``/``batcher``.
 
     Every argument (checkout, task folders, CUDA for its PyTorch classifier) is checked before
-    the model is loaded."""
+    the model is loaded (:func:`_engine_arguments`)."""
     from .report import has_similarity, has_transfer, save_results, senteval_table, similarity_table
-    from .senteval import parse_tasks
-    from .senteval_engine import (
-        CUDA_ONLY,
-        DEFAULT_CLASSIFIER,
-        check_checkout,
-        checkout_commit,
-        import_senteval,
-        run_engine,
-        task_path,
+    from .senteval_engine import DEFAULT_CLASSIFIER, import_senteval, run_engine, task_path
+
+    tasks, usepytorch, checkout = _engine_arguments(args)
+    _set_device(args.device)
+    data = args.data or checkout / "data"
+    import_senteval(checkout)
+    # SentEval reports its progress (the C chosen per fold, the dev scores) through logging at
+    # INFO, which Python drops unless configured; its examples configure it the same way.
+    import logging
+
+    logging.basicConfig(format="%(asctime)s : %(message)s", level=logging.INFO)
+    start = time.perf_counter()
+    with task_path(data, tasks) as where:
+        encoder, cache = _load_for_senteval(args, tasks, where / "downstream")
+        load_s = time.perf_counter() - start
+        engine = dict(usepytorch=usepytorch, kfold=args.kfold, seed=args.seed, batch_size=args.batch_size)
+        results = run_engine(encoder, tasks, checkout, data_dir=where, cache=cache, log=_log, **engine)
+    if args.cache:
+        cache.save(args.cache, args.model)
+    name = args.name or args.model
+    classifier = (
+        "pytorch " + ",".join(f"{k}={v}" for k, v in DEFAULT_CLASSIFIER.items()) if usepytorch else "sklearn-LogReg"
     )
+    if has_transfer(results):
+        print(senteval_table({name: results}, engine=f"SentEval ({classifier})"))
+    if has_similarity(results):
+        print(similarity_table({name: results}, engine="SentEval"))
+    if args.output:
+        seconds = {"model_load_seconds": round(load_s, 3), "total_seconds": round(time.perf_counter() - start, 3)}
+        save_results(args.output, _engine_payload(args, name, results, checkout, data, usepytorch, seconds))
+        _log(f"wrote {args.output}")
+    return 0
+
+
+def _engine_arguments(args) -> tuple[list[str], bool, Path]:
+    """(tasks, usepytorch, SentEval checkout) of ``--engine senteval``; the options of the fast engine
+    only, the cosine tasks, and the CUDA its relatedness regression and PyTorch classifier need are
+    refused here, before the model is loaded."""
+    from .senteval import parse_tasks
+    from .senteval_engine import CUDA_ONLY, check_checkout
 
     tasks = parse_tasks(args.tasks)
     _check_counts(args)
@@ -275,84 +257,51 @@ def cmd_senteval_engine(args) -> int:
         )
     usepytorch = (args.senteval_classifier or "pytorch") == "pytorch"
     cuda_only = [t for t in tasks if t in CUDA_ONLY]
-    if cuda_only:
-        import torch
-
-        if not torch.cuda.is_available():
-            raise UsageError(
-                f"--tasks {','.join(cuda_only)}: SentEval's relatedness regression (senteval/tools/relatedness.py) "
-                "asserts CUDA, which this machine lacks; the fast engine runs the same regression on the CPU"
-            )
+    if cuda_only and not _has_cuda():
+        raise UsageError(
+            f"--tasks {','.join(cuda_only)}: SentEval's relatedness regression (senteval/tools/relatedness.py) "
+            "asserts CUDA, which this machine lacks; the fast engine runs the same regression on the CPU"
+        )
     checkout = check_checkout(args.senteval_path)
-    if usepytorch:
-        import torch
-
-        if not torch.cuda.is_available():
-            raise UsageError(
-                "SentEval's PyTorch classifier (usepytorch=True) puts its tensors on CUDA, "
-                "which this machine lacks; pass --senteval-classifier sklearn (usepytorch=False, "
-                "its LogisticRegression path)"
-            )
-    _set_device(args.device)
-    data = args.data or checkout / "data"
-    import_senteval(checkout)
-    # SentEval reports its progress (the C chosen per fold, the dev scores) through logging at
-    # INFO, which Python drops unless configured; its examples configure it the same way.
-    import logging
-
-    logging.basicConfig(format="%(asctime)s : %(message)s", level=logging.INFO)
-    start = time.perf_counter()
-    with task_path(data, tasks) as where:
-        encoder, cache = _load_for_senteval(args, tasks, where / "downstream")
-        load_s = time.perf_counter() - start
-        results = run_engine(
-            encoder,
-            tasks,
-            checkout,
-            data_dir=where,
-            usepytorch=usepytorch,
-            kfold=args.kfold,
-            seed=args.seed,
-            batch_size=args.batch_size,
-            cache=cache,
-            log=_log,
+    if usepytorch and not _has_cuda():
+        raise UsageError(
+            "SentEval's PyTorch classifier (usepytorch=True) puts its tensors on CUDA, "
+            "which this machine lacks; pass --senteval-classifier sklearn (usepytorch=False, "
+            "its LogisticRegression path)"
         )
-    if args.cache:
-        cache.save(args.cache, args.model)
-    name = args.name or args.model
-    classifier = (
-        "pytorch " + ",".join(f"{k}={v}" for k, v in DEFAULT_CLASSIFIER.items()) if usepytorch else "sklearn-LogReg"
-    )
-    if has_transfer(results):
-        print(senteval_table({name: results}, engine=f"SentEval ({classifier})"))
-    if has_similarity(results):
-        print(similarity_table({name: results}, engine="SentEval"))
-    if args.output:
-        save_results(
-            args.output,
-            {
-                "kind": "senteval",
-                "model": args.model,
-                "name": name,
-                "engine": "senteval",
-                "protocol": {
-                    "name": "senteval",
-                    "engine": "facebookresearch/SentEval",
-                    "senteval_path": str(checkout),
-                    "senteval_commit": checkout_commit(checkout),
-                    "usepytorch": usepytorch,
-                    "classifier": dict(DEFAULT_CLASSIFIER) if usepytorch else "sklearn-LogReg",
-                    "kfold": args.kfold,
-                    "seed": args.seed,
-                    "data": str(data),
-                },
-                "model_load_seconds": round(load_s, 3),
-                "total_seconds": round(time.perf_counter() - start, 3),
-                "results": results,
-            },
-        )
-        _log(f"wrote {args.output}")
-    return 0
+    return tasks, usepytorch, checkout
+
+
+def _has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _engine_payload(args, name: str, results: dict, checkout: Path, data, usepytorch: bool, seconds: dict) -> dict:
+    """The result file of ``--engine senteval``: SentEval's checkout and commit, its classifier, the
+    ``seconds`` it took, and the results."""
+    from .senteval_engine import DEFAULT_CLASSIFIER, checkout_commit
+
+    return {
+        "kind": "senteval",
+        "model": args.model,
+        "name": name,
+        "engine": "senteval",
+        "protocol": {
+            "name": "senteval",
+            "engine": "facebookresearch/SentEval",
+            "senteval_path": str(checkout),
+            "senteval_commit": checkout_commit(checkout),
+            "usepytorch": usepytorch,
+            "classifier": dict(DEFAULT_CLASSIFIER) if usepytorch else "sklearn-LogReg",
+            "kfold": args.kfold,
+            "seed": args.seed,
+            "data": str(data),
+        },
+        **seconds,
+        "results": results,
+    }
 
 
 def _card_file(model: str):
@@ -371,66 +320,12 @@ def _card_file(model: str):
     return folder / "README.md"
 
 
-def run_config_of(model_spec: str) -> Path | None:
-    """The ``config.yaml`` of the training run that wrote model folder ``model_spec``: ``qt-hard
-    train`` saves it as OUT/config.yaml next to OUT/final/ (looked for in the folder, then its parent)."""
-    path = Path(model_spec).expanduser()
-    if not path.is_dir():
-        return None
-    for candidate in (path / "config.yaml", path.parent / "config.yaml"):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def run_note(model_spec: str) -> str:
-    """The ``note`` of the training run that wrote ``model_spec`` (its saved config), or ""."""
-    import yaml
-
-    config = run_config_of(model_spec)
-    if config is None:
-        return ""
-    try:
-        note = (yaml.safe_load(config.read_text()) or {}).get("note") or ""
-    except (OSError, yaml.YAMLError):
-        return ""
-    return " ".join(str(note).split())
-
-
-def wiki_split_seed(model_spec: str, explicit: int | None) -> tuple[int, str]:
-    """The seed of the Wiki-N 80/20 split to evaluate on, and where it came from.
-
-    A model trained on Wiki-N by ``qt-hard train`` must be tested on the sentences it did not see:
-    the split of its run (``data.seed`` of its saved config). Another seed would re-split the
-    articles and put training sentences into the test set. An explicit ``--split-seed`` must agree
-    with it; without a run config (MiniLM, ``random:``, other folders) it must be given."""
-    import yaml
-
-    config = run_config_of(model_spec)
-    if config is not None:
-        data = (yaml.safe_load(config.read_text()) or {}).get("data") or {}
-        if data.get("kind") == "wiki":
-            seed = int(data.get("seed", 0))
-            if explicit is not None and explicit != seed:
-                raise UsageError(
-                    f"--split-seed {explicit} differs from data.seed={seed} of the run that trained "
-                    f"{model_spec} ({config}): its test split would hold training sentences"
-                )
-            return seed, f"data.seed of {config}"
-    if explicit is None:
-        where = f"{config} is not a Wiki-N run" if config is not None else "no run config.yaml was found"
-        raise UsageError(
-            f"cannot tell which Wiki-N 80/20 split to test {model_spec!r} on ({where}); pass "
-            f"--split-seed (qt-hard train's default data.seed is 0)"
-        )
-    return explicit, "--split-seed"
-
-
 def cmd_wiki(args) -> int:
     from qt_hard.data.wiki import load_wiki
 
     from .models import EmbeddingCache, load_model
     from .report import save_results, wiki_table
+    from .run_config import wiki_split_seed
     from .wiki import run_wiki
 
     from qt_hard.paths import check_output_file
@@ -442,15 +337,9 @@ def cmd_wiki(args) -> int:
     start = time.perf_counter()
     encoder = load_model(args.model, sentences=lambda: data.train_sentences + data.test_sentences)
     _log(f"Wiki-N split seed {split_seed} ({origin}); classifier seed {args.seed}")
+    classifier = {"epochs": args.epochs, "lr": args.lr, "batch_size": args.batch_size, "seed": args.seed}
     res = run_wiki(
-        encoder,
-        data,
-        args.classes,
-        epochs=args.epochs,
-        lr=args.lr,
-        batch_size=args.batch_size,
-        seed=args.seed,
-        cache=EmbeddingCache(encoder, batch_size=args.encode_batch_size),
+        encoder, data, args.classes, cache=EmbeddingCache(encoder, batch_size=args.encode_batch_size), **classifier
     )
     name = args.name or args.model
     print(wiki_table({name: res}))
@@ -462,10 +351,7 @@ def cmd_wiki(args) -> int:
                 "model": args.model,
                 "name": name,
                 "protocol": {
-                    "epochs": args.epochs,
-                    "lr": args.lr,
-                    "batch_size": args.batch_size,
-                    "seed": args.seed,
+                    **classifier,
                     "split_seed": split_seed,
                     "split_seed_from": origin,
                     "data": str(args.data),
@@ -491,7 +377,16 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("eval", help="downstream evaluation (SentEval tasks, Wiki-N)")
     sub = p.add_subparsers(dest="eval_command", metavar="EVAL")
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+    _add_senteval_engine_options(_add_senteval(sub))
+    _add_wiki(sub)
+    c = sub.add_parser("compare", help="two result JSON files side by side")
+    c.add_argument("a")
+    c.add_argument("b")
+    c.set_defaults(func=cmd_compare)
 
+
+def _add_senteval(sub):
+    """``eval senteval`` and the options of its fast engine; returns its parser."""
     s = sub.add_parser(
         "senteval",
         help="MR CR SUBJ MPQA TREC MRPC (SentEval or skip-thoughts protocol), STS12-16, STS Benchmark, SICK-R",
@@ -570,6 +465,12 @@ def register(subparsers) -> None:
         action="store_true",
         help="write the table into the model card (README.md) of the qt-hard model folder",
     )
+    s.set_defaults(func=cmd_senteval)
+    return s
+
+
+def _add_senteval_engine_options(s) -> None:
+    """The options of ``eval senteval --engine senteval`` (SentEval's own engine)."""
     engines = (
         "fast: qt-hard's own SentEval-protocol evaluator; senteval: facebookresearch/SentEval's engine from the "
         "checkout --senteval-path (its protocol, its classifiers)"
@@ -589,8 +490,10 @@ def register(subparsers) -> None:
         "needs CUDA) or sklearn (usepytorch=False: LogisticRegression, the path the fast "
         "engine reproduces); default pytorch",
     )
-    s.set_defaults(func=cmd_senteval)
 
+
+def _add_wiki(sub) -> None:
+    """``eval wiki``."""
     w = sub.add_parser("wiki", help="Wiki-N mean classifier and linear classifier")
     w.add_argument("--model", required=True)
     w.add_argument("--data", required=True, help="Wiki-N folder")
@@ -610,8 +513,3 @@ def register(subparsers) -> None:
     w.add_argument("--name", default=None)
     w.add_argument("--output", default=None)
     w.set_defaults(func=cmd_wiki)
-
-    c = sub.add_parser("compare", help="two result JSON files side by side")
-    c.add_argument("a")
-    c.add_argument("b")
-    c.set_defaults(func=cmd_compare)

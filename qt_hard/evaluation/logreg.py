@@ -404,6 +404,47 @@ class BatchedLogReg:
                 self.Y = self._targets_from_labels()
 
     def _fit(self, train_mask, C, W0, tol, max_newton, max_cg) -> torch.Tensor:
+        """:meth:`fit` on ``self.Y``: truncated Newton steps until every problem's scaled gradient is
+        below ``tol`` (or ``max_newton`` steps), each a preconditioned CG direction
+        (:meth:`_newton_direction`) and an Armijo line search (:meth:`_line_search`)."""
+        M, C, n_f, W = self._fit_inputs(train_mask, C, W0)
+        F = M.shape[1]
+        scale = C * n_f  # J_f / scale is scikit-learn's objective
+        M32 = M.to(torch.float32)
+
+        Z = self.logits(W)
+        J = self._objective(W, Z, M, C)
+        active = torch.ones(F, dtype=torch.bool, device=self.device)
+        self.n_newton = 0
+        self.n_cg = 0
+        factors, last_cg = None, None
+        last_eta, last_on, last_cols = None, None, 0  # the previous Newton step's CG (set below)
+        for _ in range(max_newton):
+            P = self._probs(Z)
+            g = self._gradient(W, P, M, C)
+            gmax = g.abs().amax(dim=(0, 2)) / scale
+            active = gmax > tol
+            if not active.any():
+                break
+            self.n_newton += 1
+            g = g * active[None, :, None]
+            # Forcing term: loose far from the optimum, tight near it (superlinear convergence).
+            eta = torch.clamp(torch.sqrt(gmax), max=0.1)
+            # CG steps per factor e of residual reduction: a preconditioner that has gone stale
+            # (the curvature moved since its Gram) shows as a rising rate.
+            cg_rate = None if last_cg is None else last_cg / float(torch.log(1.0 / last_eta[last_on]).max())
+            factors = self._current_preconditioners(factors, cg_rate, last_cols, P, M, C)
+            last_eta, last_on = eta, active
+            s, last_cg, last_cols = self._newton_direction(W, g, P, M32, C, factors, eta, active, max_cg)
+            W, Z, J, t = self._line_search(W, Z, J, g, s, M, C, active)
+            if not (active & (t > 0)).any():
+                break
+        self.converged = (~active).cpu()
+        return W.cpu()
+
+    def _fit_inputs(self, train_mask, C, W0):
+        """(train mask, C per problem, training rows per problem, starting weights) of a fit, each
+        checked against the others' shapes; the start projected onto classes summing to zero."""
         dev = self.device
         M = _as_tensor(train_mask, device=dev)
         n = self.X.shape[0]
@@ -430,115 +471,97 @@ class BatchedLogReg:
         if W.shape != (self.p, F, self.H):
             raise ValueError(f"W0 must have shape {(self.p, F, self.H)}, got {tuple(W.shape)}")
         # Classes summing to zero (see _project): moving W0 there lowers the penalty only.
-        W = self._project(W)
-        scale = C * n_f  # J_f / scale is scikit-learn's objective
-        M32 = M.to(torch.float32)
+        return M, C, n_f, self._project(W)
 
-        Z = self.logits(W)
-        J = self._objective(W, Z, M, C)
-        active = torch.ones(F, dtype=torch.bool, device=dev)
-        self.n_newton = 0
-        self.n_cg = 0
-        factors, last_cg = None, None
-        last_eta, last_on, last_cols = None, None, 0  # the previous Newton step's CG (set below)
-        for _ in range(max_newton):
-            P = self._probs(Z)
-            g = self._gradient(W, P, M, C)
-            gmax = g.abs().amax(dim=(0, 2)) / scale
-            active = gmax > tol
-            if not active.any():
+    def _current_preconditioners(self, factors, cg_rate, last_cols: int, P, M, C):
+        """The preconditioner's Cholesky factors for this Newton step: the Gram matrices are kept
+        (across steps and fits) until the CG work their staleness added has cost as much as
+        rebuilding them (rent or buy); only their factors depend on this fit's C. ``factors`` are the
+        previous step's (None at the first), ``cg_rate`` the previous CG's steps per e-fold of
+        residual, ``last_cols`` its column-steps."""
+        if cg_rate is not None and self._base_rate is not None and cg_rate > self._base_rate:
+            self._excess += (1.0 - self._base_rate / cg_rate) * self._cg_cost(last_cols)
+        stale = (
+            cg_rate is not None
+            and self._base_rate is not None
+            and self._excess >= self.refresh_cost * self._refresh_cost(C)
+        )
+        if self._gram is None or self.refresh_cost == 0 or stale:
+            self._refresh_gram(P, M)
+            factors, self._base_rate, self._excess = None, None, 0.0
+        elif self._base_rate is None and cg_rate is not None:
+            self._base_rate = cg_rate
+        if factors is None:
+            factors = self._preconditioners(C)
+        return factors
+
+    def _newton_direction(self, W, g, P, M32, C, factors, eta, active, max_cg):
+        """The truncated Newton direction at ``W``: H s = -g solved by preconditioned CG per problem,
+        to the forcing tolerance ``eta * |g|``. Returns (s, CG steps taken, column-steps taken)."""
+        P32 = P.to(torch.float32)
+        s = torch.zeros_like(W)
+        r = -g
+        zr = self._apply_prec(factors, C, r)
+        d = zr.clone()
+        rz = (r * zr).sum(dim=(0, 2))
+        gnorm = g.norm(dim=(0, 2))
+        cg_on = active.clone()
+        steps = 0
+        cg_each = torch.zeros(g.shape[1], dtype=torch.long, device=self.device)
+        # CG runs on the columns still iterating only: problems converge (and leave the
+        # Newton loop) at different times, and the Hessian-vector product costs the same per
+        # column whether its problem is done or not.
+        cols = None
+        for _ in range(max_cg):
+            on = cg_on.nonzero(as_tuple=True)[0]
+            if len(on) == 0:
                 break
-            self.n_newton += 1
-            g = g * active[None, :, None]
-            # Forcing term: loose far from the optimum, tight near it (superlinear convergence).
-            eta = torch.clamp(torch.sqrt(gmax), max=0.1)
-            # CG steps per factor e of residual reduction: a preconditioner that has gone stale
-            # (the curvature moved since its Gram) shows as a rising rate.
-            cg_rate = None if last_cg is None else last_cg / float(torch.log(1.0 / last_eta[last_on]).max())
-            # ---- preconditioner: the Gram matrices are kept (across steps and fits) until the
-            # CG work their staleness added has cost as much as rebuilding them (rent or buy);
-            # only their Cholesky factors depend on this fit's C ----
-            if cg_rate is not None and self._base_rate is not None and cg_rate > self._base_rate:
-                self._excess += (1.0 - self._base_rate / cg_rate) * self._cg_cost(last_cols)
-            stale = (
-                cg_rate is not None
-                and self._base_rate is not None
-                and self._excess >= self.refresh_cost * self._refresh_cost(C)
-            )
-            if self._gram is None or self.refresh_cost == 0 or stale:
-                self._refresh_gram(P, M)
-                factors, self._base_rate, self._excess = None, None, 0.0
-            elif self._base_rate is None and cg_rate is not None:
-                self._base_rate = cg_rate
-            if factors is None:
-                factors = self._preconditioners(C)
-            # ---- truncated Newton direction: solve H s = -g by preconditioned CG ----
-            P32 = P.to(torch.float32)
-            s = torch.zeros_like(W)
-            r = -g
-            zr = self._apply_prec(factors, C, r)
-            d = zr.clone()
-            rz = (r * zr).sum(dim=(0, 2))
-            gnorm = g.norm(dim=(0, 2))
-            cg_on = active.clone()
-            last_eta, last_on = eta, active
-            last_cg = 0
-            cg_each = torch.zeros(F, dtype=torch.long, device=dev)
-            # CG runs on the columns still iterating only: problems converge (and leave the
-            # Newton loop) at different times, and the Hessian-vector product costs the same per
-            # column whether its problem is done or not.
-            cols = None
-            for _ in range(max_cg):
-                on = cg_on.nonzero(as_tuple=True)[0]
-                if len(on) == 0:
-                    break
-                if cols is None or len(on) != len(cols):  # gather when a column has left
-                    cols = on
-                    Pc, Mc, Cc, tol_c = P32[:, cols], M32[:, cols], C[cols], (eta * gnorm)[cols]
-                self.n_cg += 1
-                last_cg += 1
-                live = cg_on[cols]
-                cg_each[cols] += live
-                dc = d[:, cols]
-                Hd = self._hvp(dc, Pc, Mc, Cc)
-                dHd = (dc * Hd).sum(dim=(0, 2))
-                rz_c = rz[cols]
-                alpha = torch.where(live & (dHd > 0), rz_c / torch.where(dHd > 0, dHd, 1.0), 0.0)
-                s[:, cols] += alpha[None, :, None] * dc
-                r_c = r[:, cols] - alpha[None, :, None] * Hd
-                r[:, cols] = r_c
-                # Stop at the forcing tolerance (inexact Newton, Eisenstat & Walker 1996, SIAM J.
-                # Sci. Comput. 17(1)).
-                still = live & (r_c.norm(dim=(0, 2)) > tol_c)
-                cg_on[cols] = still
-                zr = self._apply_prec(factors, Cc, r_c)
-                rz_new = (r_c * zr).sum(dim=(0, 2))
-                beta = torch.where(still, rz_new / torch.where(rz_c > 0, rz_c, 1.0), 0.0)
-                d[:, cols] = zr + beta[None, :, None] * dc
-                rz[cols] = rz_new
-            last_cols = int(cg_each.sum())  # column-steps of this CG, for the rent-or-buy rule
-            # ---- Armijo backtracking; logits are linear in the step: Z + t * X s ----
-            Zs = self.logits(s)
-            slope = (g * s).sum(dim=(0, 2))  # < 0 for a descent direction
-            t = torch.ones(F, dtype=W.dtype, device=dev)
-            accepted = ~active
-            for _ in range(60):
-                Wt = W + t[None, :, None] * s
-                Jt = self._objective(Wt, Z + t[None, :, None] * Zs, M, C)
-                ok = Jt <= J + 1e-4 * t * slope
-                accepted = accepted | ok
-                if accepted.all():
-                    break
-                t = torch.where(accepted, t, 0.5 * t)
-            # A problem whose line search failed is at the limit of float precision: keep it.
-            t = torch.where(active & accepted, t, 0.0)
-            W = W + t[None, :, None] * s
-            Z = Z + t[None, :, None] * Zs
-            J = self._objective(W, Z, M, C)
-            if not (active & (t > 0)).any():
+            if cols is None or len(on) != len(cols):  # gather when a column has left
+                cols = on
+                Pc, Mc, Cc, tol_c = P32[:, cols], M32[:, cols], C[cols], (eta * gnorm)[cols]
+            self.n_cg += 1
+            steps += 1
+            live = cg_on[cols]
+            cg_each[cols] += live
+            dc = d[:, cols]
+            Hd = self._hvp(dc, Pc, Mc, Cc)
+            dHd = (dc * Hd).sum(dim=(0, 2))
+            rz_c = rz[cols]
+            alpha = torch.where(live & (dHd > 0), rz_c / torch.where(dHd > 0, dHd, 1.0), 0.0)
+            s[:, cols] += alpha[None, :, None] * dc
+            r_c = r[:, cols] - alpha[None, :, None] * Hd
+            r[:, cols] = r_c
+            # Stop at the forcing tolerance (inexact Newton, Eisenstat & Walker 1996, SIAM J.
+            # Sci. Comput. 17(1)).
+            still = live & (r_c.norm(dim=(0, 2)) > tol_c)
+            cg_on[cols] = still
+            zr = self._apply_prec(factors, Cc, r_c)
+            rz_new = (r_c * zr).sum(dim=(0, 2))
+            beta = torch.where(still, rz_new / torch.where(rz_c > 0, rz_c, 1.0), 0.0)
+            d[:, cols] = zr + beta[None, :, None] * dc
+            rz[cols] = rz_new
+        return s, steps, int(cg_each.sum())  # column-steps: for the rent-or-buy rule
+
+    def _line_search(self, W, Z, J, g, s, M, C, active):
+        """Armijo backtracking along ``s`` for the ``active`` problems (logits are linear in the step:
+        Z + t * X s). Returns the new (W, Z, J) and the step lengths t (0 for a problem whose line
+        search failed, at the limit of float precision: it keeps its weights)."""
+        Zs = self.logits(s)
+        slope = (g * s).sum(dim=(0, 2))  # < 0 for a descent direction
+        t = torch.ones(W.shape[1], dtype=W.dtype, device=self.device)
+        accepted = ~active
+        for _ in range(60):
+            Wt = W + t[None, :, None] * s
+            Jt = self._objective(Wt, Z + t[None, :, None] * Zs, M, C)
+            ok = Jt <= J + 1e-4 * t * slope
+            accepted = accepted | ok
+            if accepted.all():
                 break
-        self.converged = (~active).cpu()
-        return W.cpu()
+            t = torch.where(accepted, t, 0.5 * t)
+        t = torch.where(active & accepted, t, 0.0)
+        W = W + t[None, :, None] * s
+        Z = Z + t[None, :, None] * Zs
+        return W, Z, self._objective(W, Z, M, C), t
 
     def full_weights(self, W: torch.Tensor) -> torch.Tensor:
         """Weights (d + 1, F, H) on the original features (undoes the row-space reduction), on the

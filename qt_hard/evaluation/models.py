@@ -129,7 +129,7 @@ def control_models(model, seed: int = 0) -> dict:
 def unk_rates(model, tasks: Sequence[str], data_dir) -> dict[str, float] | None:
     """Share (%) of word tokens of each task's sentences that the model's vocabulary does not know;
     None for models without a word tokenizer (transformers: subwords, no unknown words)."""
-    from .tasks import task_sentences
+    from .datasets import task_sentences
 
     tok = getattr(getattr(model, "featurizer", None), "tokenizer", None)
     if tok is None or not hasattr(tok, "unk_rate"):

@@ -31,6 +31,8 @@ __all__ = [
     "has_similarity",
     "six_task_mean",
     "unk_table",
+    "senteval_report",
+    "card_with_tables",
     "wiki_table",
     "save_results",
     "load_results",
@@ -139,6 +141,60 @@ def unk_table(rows: dict[str, dict]) -> str:
     for name, r in rows.items():
         lines.append(f"| {name} | " + " | ".join(_cell(r.get(t), "{:.1f}") for t in tasks) + " |")
     return "\n".join(lines)
+
+
+def senteval_report(
+    rows: dict[str, dict], unk: dict[str, dict | None], results: dict, name: str, note: str = ""
+) -> str:
+    """What ``qt-hard eval senteval`` prints: the transfer table and the six-task means, the
+    similarity table and its means (each when the model's ``results``, row ``name``, have such
+    tasks), the training run's ``note``, and the unknown-word rates of the rows that have them."""
+    transfer, similarity = has_transfer(results), has_similarity(results)
+    lines = []
+    if transfer:
+        lines.append(senteval_table(rows))
+        means = {row: six_task_mean(res) for row, res in rows.items()}
+        if len(rows) > 1 and all(m is not None for m in means.values()):
+            lines.append("six-task mean accuracy: " + ", ".join(f"{row} {m:.1f}" for row, m in means.items()))
+    if similarity:
+        if transfer:
+            lines.append("")
+        lines.append(
+            "Semantic similarity, Spearman x100 (STS12-16: mean over each year's sets; cos: cosine, test split; "
+            "sup.: SentEval's regression, test split)"
+        )
+        lines.append(similarity_table(rows))
+        sims = {row: similarity_mean(res) for row, res in rows.items()}
+        if len(rows) > 1 and all(m is not None for m in sims.values()):
+            lines.append("similarity mean (Spearman): " + ", ".join(f"{row} {m:.1f}" for row, m in sims.items()))
+    if note:
+        lines.append(f"note ({name}'s run config): {note}")
+    if any(u is not None for u in unk.values()):
+        lines += ["", unk_table({k: v for k, v in unk.items() if v is not None})]
+    return "\n".join(lines)
+
+
+def card_with_tables(
+    card: str, rows: dict[str, dict], results: dict, *, protocol: str, kfold: int, seed: int, tasks: list[str]
+) -> str:
+    """``card`` (a model card's markdown) with its SentEval and similarity sections set to the tables
+    of ``rows``, each when the model's ``results`` have such tasks, with the protocol and the
+    command that produced them."""
+    from qt_hard.text.card import with_senteval, with_similarity
+
+    if has_transfer(results):
+        card = with_senteval(
+            card,
+            senteval_table(rows) + f"\n\nProtocol: {protocol}, {kfold}-fold, seed {seed} (`qt-hard eval senteval`).",
+        )
+    if has_similarity(results):
+        card = with_similarity(
+            card,
+            similarity_table(rows) + "\n\nSpearman x100 (Pearson below): STS12-16 the mean over each year's "
+            "sets; cos the cosine on the test split; sup. SentEval's regression (train, dev, test), seed "
+            f"{seed} (`qt-hard eval senteval --tasks {','.join(t for t in tasks if t in results)}`).",
+        )
+    return card
 
 
 def wiki_table(rows: dict[str, dict]) -> str:

@@ -43,7 +43,7 @@ import numpy as np
 from .models import EmbeddingCache
 from .protocol import SKIPTHOUGHTS_SEED, inner_kfold, kfold_train_test, skipthoughts_kfold, skipthoughts_nested_kfold
 from .similarity import SUPERVISED_TASKS, evaluate_similarity
-from .tasks import (
+from .datasets import (
     TASKS,
     BinaryTask,
     MrpcTask,

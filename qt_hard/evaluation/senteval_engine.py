@@ -52,7 +52,7 @@ from qt_hard.errors import UserError
 
 from . import logreg
 from .models import EmbeddingCache
-from .tasks import words_to_text
+from .datasets import words_to_text
 
 __all__ = [
     "CUDA_ONLY",

@@ -1,4 +1,4 @@
-"""The negatives core (DESIGN.md): candidate sources, the k-sampler, weightings and estimators.
+"""The negatives core (docs/architecture.md): candidate sources, the k-sampler, weightings and estimators.
 
 ``scores``      who is compared with whom: :class:`ContrastScores` and its four builders
 ``sampler``     k negatives per anchor, uniformly without replacement, collision-free option

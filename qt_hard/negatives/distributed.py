@@ -1,5 +1,5 @@
 """All-gather that carries gradients, so that under ``torch.distributed`` (``accelerate launch``,
-``torchrun``) the candidate set is the *global* batch while anchors stay local (DESIGN.md,
+``torchrun``) the candidate set is the *global* batch while anchors stay local (docs/architecture.md,
 "Distributed").
 
 Gradient bookkeeping: process r computes ``loss_r`` on its local anchors against the gathered

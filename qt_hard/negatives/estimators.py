@@ -1,4 +1,4 @@
-"""Estimators of the negative term (DESIGN.md's fourth stage), in log space.
+"""Estimators of the negative term (docs/architecture.md's fourth stage), in log space.
 
 Input: ``log_e`` (A,), the log of the weighted mean ``E_hat = sum_j w_j e^{s_j} / sum_j w_j`` over
 each anchor's negatives, and the positive logits ``pos`` (A, P). Output: (A, P) the log of the

@@ -1,4 +1,4 @@
-"""Candidate sources: who is compared with whom (the first two stages of DESIGN.md's pipeline).
+"""Candidate sources: who is compared with whom (the first two stages of docs/architecture.md's pipeline).
 
 Every objective of the five papers reduces to one table per batch, :class:`ContrastScores`:
 for each of A anchors, the logits of its P positives and of its C candidate negatives, plus masks.

@@ -1,4 +1,4 @@
-"""Weightings: *which* candidates count as negatives and *how much* (DESIGN.md's third stage).
+"""Weightings: *which* candidates count as negatives and *how much* (docs/architecture.md's third stage).
 
 A weighting maps a :class:`~qt_hard.negatives.scores.ContrastScores` and the current candidate mask
 (A, C) to log-weights ``log w`` (A, C): ``-inf`` removes a candidate, finite values tilt the negative

@@ -101,7 +101,7 @@ def check_exclude_books(value, kind: str, max_books: Optional[int]) -> list[int]
     """``data.exclude_books`` as a sorted list of distinct book indices; ``ValueError`` naming the key
     for another data kind, an entry that is not an integer >= 0, a repeated one, or one at or past
     ``max_books``. (Whether each index names an existing book is checked against the folder in
-    ``qt_hard.text.setup.check_data_paths``.)"""
+    ``qt_hard.text.build.check_data_paths``.)"""
     if kind != "books":
         raise ValueError(f"data.exclude_books applies to data.kind books, not {kind!r}")
     items = value if isinstance(value, list) else [value]

@@ -16,7 +16,7 @@ the weights and the logsumexp over candidates all run in float32 (under CPU bf16
 matmul and ``logsumexp`` would otherwise run in bf16, 8 bits of mantissa).
 
 A transformer (model.kind "hf") has no f/g pair: on ordered sentences the one encoder serves as
-both f and g (scores z_i . z_j, symmetric), as ``tasks.two_views`` does for every non-QT model.
+both f and g (scores z_i . z_j, symmetric), as ``batches.two_views`` does for every non-QT model.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from __future__ import annotations
 import torch
 
 from qt_hard.text.config import ObjectiveConfig
-from qt_hard.text.tasks import single_view, two_views
+from qt_hard.text.batches import single_view, two_views
 from qt_hard.training.pipeline import LossObjective
 
 

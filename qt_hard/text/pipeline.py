@@ -2,7 +2,7 @@
 
 Sections: ``model`` (``qt_hard.encoders.config.ModelConfig``), ``data`` and ``objective``
 (``qt_hard.text.config``). ``build`` reads the sentences and builds the encoder and batch task
-(``qt_hard.text.setup``) and the objective (``qt_hard.text.objectives``); the final model is
+(``qt_hard.text.build``) and the objective (``qt_hard.text.objectives``); the final model is
 saved as a sentence-transformers folder with a model card (``qt_hard.encoders.st_folder``,
 ``qt_hard.text.card``), which ``SentenceTransformer(OUT/final)`` and ``qt_hard.load_encoder`` load. With
 ``eval.readouts`` a pair-data run is read out on its held-out split (``qt_hard.text.readouts``);
@@ -24,7 +24,7 @@ class TextPipeline:
     def validate(self, cfg) -> None:
         """Refuse a bad objective and missing data paths before any data is read."""
         from qt_hard.text.objectives import check_objective
-        from qt_hard.text.setup import check_data_paths
+        from qt_hard.text.build import check_data_paths
 
         check_objective(cfg)
         check_data_paths(cfg)
@@ -37,7 +37,7 @@ class TextPipeline:
 
     def build(self, cfg, out: Path) -> PipelineRun:
         from qt_hard.text.objectives import Objective
-        from qt_hard.text.setup import build_run
+        from qt_hard.text.build import build_run
 
         run = build_run(cfg, out)
 

@@ -9,7 +9,8 @@ encoder, then
 * ``linear_acc``: a linear softmax classifier trained ``eval.linear_epochs`` epochs with Adam on the
   training embeddings, the epoch of the smallest training loss kept (``linear_classifier``).
 
-Diagnostics (``eval.diagnostics``), of how collisions act on the loss:
+Collision diagnostics (``eval.diagnostics``; the other meanings of "diagnostics": ``qt_hard.diagnostics``),
+of how collisions act on the loss:
 
 * ``mean_cos_acc``: the mean classifier on L2-normalized embeddings (the paper's reads the norms too);
 * ``test_norm_mean`` / ``test_norm_cv``: the held-out embeddings' norms, their mean and spread
@@ -27,7 +28,7 @@ import time
 import numpy as np
 import torch
 
-from qt_hard.text.tasks import single_view
+from qt_hard.text.batches import single_view
 
 
 def embed_rows(module: torch.nn.Module, batcher, n: int, device, chunk: int = 8192) -> np.ndarray:
@@ -61,7 +62,7 @@ def collision_mass(z_a: torch.Tensor, z_b: torch.Tensor, labels: torch.Tensor, t
 
 
 def make_readouts(cfg, split, task):
-    """``evaluate(module, step) -> dict`` over ``split`` (``qt_hard.text.setup.Split``); ``task``
+    """``evaluate(module, step) -> dict`` over ``split`` (``qt_hard.text.build.Split``); ``task``
     gives the first batch for the diagnostics. The global RNG is left as it was found (the linear
     classifier seeds its own initialization)."""
     from qt_hard.evaluation.wiki import linear_classifier, mean_classifier
@@ -107,7 +108,9 @@ def make_readouts(cfg, split, task):
                     out["vocab_size"] = tables[0].num_embeddings
                 if e.diagnostics:
                     out.update(
-                        _diagnostics(module, split, task, train_emb, test_emb, cfg.objective.temperature, device)
+                        _collision_diagnostics(
+                            module, split, task, train_emb, test_emb, cfg.objective.temperature, device
+                        )
                     )
         finally:
             module.train(was_training)
@@ -117,7 +120,7 @@ def make_readouts(cfg, split, task):
     return evaluate
 
 
-def _diagnostics(module, split, task, train_emb, test_emb, temperature: float, device) -> dict:
+def _collision_diagnostics(module, split, task, train_emb, test_emb, temperature: float, device) -> dict:
     from qt_hard.evaluation.wiki import mean_classifier
 
     def unit(x):

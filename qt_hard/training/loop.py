@@ -9,8 +9,9 @@ Layout of a run folder ``OUT``::
                               + trainer_state_<rank>.pt (step, negatives-sampler generator)
     metrics.csv              step, epoch, loss (mean over the steps since the previous row),
                              grad_norm (before clipping, same window), lr (of the row's last step),
-                             sentences_per_s (CSV tracker), and the weight diagnostics of the
-                             logged step's batch (``DIAGNOSTICS``)
+                             sentences_per_s (CSV tracker), and the weight statistics of the
+                             logged step's batch (``qt_hard.diagnostics.WEIGHT_STATS``), where the
+                             objective records them (``qt_hard.diagnostics.RecordsStats``)
     logs/                    TensorBoard
     final/                   the pipeline's saved model (text: qt_hard.load_encoder)
     eval.json, eval.csv      the pipeline's evaluation of the final model (and every
@@ -44,6 +45,7 @@ from typing import Callable
 
 import torch
 
+from qt_hard.diagnostics import WEIGHT_STATS, stats_recorder
 from qt_hard.pipelines import get_pipeline
 from qt_hard.training.config import Config, ConfigError, save_config, to_dict
 from qt_hard.training.outdir import (
@@ -124,15 +126,10 @@ def _flat_hparams(tree: dict, prefix: str = "") -> dict:
     return out
 
 
-# The objective's weight diagnostics (qt_hard.negatives.NegativeStrategy.diagnostics) of the logged
-# step's batch, in every row of metrics.csv where the objective reports them.
-DIAGNOSTICS = ["beta", "tilt", "ess_frac", "w_ratio_median", "pushed_up_frac", "score_std", "floor_binds_frac"]
-
-
 class CSVTracker:
     """Append-only metrics.csv; on resume, rows after the resumed step are dropped first."""
 
-    FIELDS = ["step", "epoch", "loss", "grad_norm", "lr", "sentences_per_s", "elapsed_s", *DIAGNOSTICS]
+    FIELDS = ["step", "epoch", "loss", "grad_norm", "lr", "sentences_per_s", "elapsed_s", *WEIGHT_STATS]
 
     def __init__(self, path: Path, resume_step: int):
         self.path = path
@@ -181,68 +178,245 @@ def _train(
     raise_on_stop: bool,
     checkpoints: list[Path],
 ) -> Path:
-    """:func:`train` in its locked run folder; ``checkpoints`` as ``check_out_dir`` found them."""
-    from accelerate import Accelerator, PartialState
-    from accelerate.utils import DistributedDataParallelKwargs, parse_flag_from_env, set_seed
+    """:func:`train` in its locked run folder; ``checkpoints`` as ``check_out_dir`` found them.
 
-    out = Path(cfg.out_dir).expanduser()
-    trackers = list(cfg.train.trackers)
-    pipeline = get_pipeline(cfg.pipeline)
-    ddp_kwargs = pipeline.ddp_kwargs(cfg)
-    handlers = [DistributedDataParallelKwargs(**ddp_kwargs)] if ddp_kwargs else []
-    # Checked before the Accelerator exists: its process-wide state would keep the bad setting.
-    check_mixed_precision(cfg.train.mixed_precision, PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU")).device)
-    accelerator = Accelerator(
-        mixed_precision=cfg.train.mixed_precision,
-        log_with="tensorboard" if "tensorboard" in trackers else None,
-        project_dir=str(out),
-        kwargs_handlers=handlers,
-    )
-    rank, world = accelerator.process_index, accelerator.num_processes
-    if cfg.train.batch_size % world:
-        raise ConfigError(f"train.batch_size={cfg.train.batch_size} (global) is not divisible by {world} processes")
-    main = accelerator.is_main_process
-
-    if cfg.train.num_threads:
-        torch.set_num_threads(cfg.train.num_threads)
-    set_tf32(cfg.train.tf32, accelerator.device)
-    if accelerator.device.type == "cpu":
-        keep_freed_memory()
-    # Same seed on every process: identical initial weights (DDP also broadcasts rank 0's).
-    set_seed(cfg.train.seed)
-    with accelerator.main_process_first():
-        run = pipeline.build(cfg, out)
-    module, task, objective = run.module, run.task, run.objective
-    if hasattr(task, "to_device"):  # batches gathered where the model runs (qt_hard.text.tasks)
-        task.to_device(accelerator.device)
-    # Adam's fused kernel (one pass over each parameter instead of torch's dozen foreach passes; the
-    # same update): on a CPU it takes a 2 x 30k x 300 embedding table's step from ~1.3 s to ~0.1 s,
-    # most of a bag-of-words Quick-Thoughts step before (scripts/bench_qt_step.py).
-    optimizer = make_optimizer(module, cfg.train, accelerator.device)
-    module, optimizer = accelerator.prepare(module, optimizer)
-
-    generator = torch.Generator(device=accelerator.device)
-    generator.manual_seed(cfg.train.seed * 1009 + 17 + rank)  # per-process negatives draws
-
-    steps_per_epoch = task.batches_per_epoch()
-    total = cfg.train.steps or max(1, math.ceil(cfg.train.epochs * steps_per_epoch))
-    step = 0
+    The named steps of a run, in order: setup (``_Training``), resume, the run folder's outputs, the
+    steps (each: step, log, checkpoint and evaluation when due), finish."""
+    run = _Training(cfg)
     if resume:
-        ckpt, state = _load_newest(checkpoints, accelerator, rank)
-        step = int(state["step"])
-        generator.set_state(state["generator"])
-        if main:
-            print(f"resumed from {ckpt} at step {step}/{total}")
+        run.resume(checkpoints)
+    run.open_outputs(overwrite)
+    interrupted = run.train_steps(on_step)
+    run.finish(interrupted)
+    if interrupted and raise_on_stop:
+        raise Stopped(
+            run.stop_signum,
+            f"stopped by {signal.Signals(run.stop_signum).name} at step {run.step}/{run.total}; "
+            f"checkpoint saved, continue with --resume",
+        )
+    return run.out
 
-    if main:
-        if overwrite:
-            clear_run(out)
-        save_config(cfg, out / "config.yaml")
-    if "tensorboard" in trackers:
-        accelerator.init_trackers("logs", config=_flat_hparams(to_dict(cfg)))
-    csv_tracker = CSVTracker(out / "metrics.csv", step) if main and "csv" in trackers else None
 
-    def save_checkpoint(at_step: int) -> Path:
+class _Window:
+    """The steps since the previous logged row: their count, summed loss and gradient norm, and
+    when the window (and the run) started."""
+
+    def __init__(self):
+        self.t_start = self.t_window = time.perf_counter()
+        self.steps, self.loss, self.grad = 0, 0.0, 0.0
+
+    def add(self, loss_value: float, grad_norm: float | None) -> None:
+        self.steps += 1
+        self.loss += loss_value
+        self.grad += grad_norm if grad_norm is not None else 0.0
+
+    def close(self) -> tuple[float, float, int, float]:
+        """(summed loss, summed gradient norm, steps, seconds) of the window, which then restarts."""
+        now = time.perf_counter()
+        out = (self.loss, self.grad, self.steps, now - self.t_window)
+        self.t_window, self.steps, self.loss, self.grad = now, 0, 0.0, 0.0
+        return out
+
+
+class _Training:
+    """One run of :func:`train`, built by its first step (setup) and advanced by the others."""
+
+    def __init__(self, cfg: Config):
+        """Setup: the accelerator, the pipeline's module, batches and objective, the optimizer and the
+        negatives generator, all seeded, so that a run is a function of its config."""
+        from accelerate import Accelerator, PartialState
+        from accelerate.utils import DistributedDataParallelKwargs, parse_flag_from_env, set_seed
+
+        self.cfg = cfg
+        self.out = out = Path(cfg.out_dir).expanduser()
+        self.trackers = list(cfg.train.trackers)
+        pipeline = get_pipeline(cfg.pipeline)
+        ddp_kwargs = pipeline.ddp_kwargs(cfg)
+        handlers = [DistributedDataParallelKwargs(**ddp_kwargs)] if ddp_kwargs else []
+        # Checked before the Accelerator exists: its process-wide state would keep the bad setting.
+        check_mixed_precision(
+            cfg.train.mixed_precision, PartialState(cpu=parse_flag_from_env("ACCELERATE_USE_CPU")).device
+        )
+        self.accelerator = accelerator = Accelerator(
+            mixed_precision=cfg.train.mixed_precision,
+            log_with="tensorboard" if "tensorboard" in self.trackers else None,
+            project_dir=str(out),
+            kwargs_handlers=handlers,
+        )
+        self.rank, self.world = accelerator.process_index, accelerator.num_processes
+        if cfg.train.batch_size % self.world:
+            raise ConfigError(
+                f"train.batch_size={cfg.train.batch_size} (global) is not divisible by {self.world} processes"
+            )
+        self.main = accelerator.is_main_process
+
+        if cfg.train.num_threads:
+            torch.set_num_threads(cfg.train.num_threads)
+        set_tf32(cfg.train.tf32, accelerator.device)
+        if accelerator.device.type == "cpu":
+            keep_freed_memory()
+        # Same seed on every process: identical initial weights (DDP also broadcasts rank 0's).
+        set_seed(cfg.train.seed)
+        with accelerator.main_process_first():
+            self.run = pipeline.build(cfg, out)
+        module, self.task, self.objective = self.run.module, self.run.task, self.run.objective
+        if hasattr(self.task, "to_device"):  # batches gathered where the model runs (qt_hard.text.batches)
+            self.task.to_device(accelerator.device)
+        # Adam's fused kernel (one pass over each parameter instead of torch's dozen foreach passes; the
+        # same update): on a CPU it takes a 2 x 30k x 300 embedding table's step from ~1.3 s to ~0.1 s,
+        # most of a bag-of-words Quick-Thoughts step before (scripts/bench_qt_step.py).
+        optimizer = make_optimizer(module, cfg.train, accelerator.device)
+        self.module, self.optimizer = accelerator.prepare(module, optimizer)
+        self.stats = stats_recorder(self.objective)
+
+        self.generator = torch.Generator(device=accelerator.device)
+        self.generator.manual_seed(cfg.train.seed * 1009 + 17 + self.rank)  # per-process negatives draws
+
+        self.steps_per_epoch = self.task.batches_per_epoch()
+        self.total = cfg.train.steps or max(1, math.ceil(cfg.train.epochs * self.steps_per_epoch))
+        self.step = 0
+
+    def resume(self, checkpoints: list[Path]) -> None:
+        """Resume: load the newest of ``checkpoints`` that loads (weights, optimizer, RNG states)
+        and continue from its step with its negatives generator."""
+        ckpt, state = _load_newest(checkpoints, self.accelerator, self.rank)
+        self.step = int(state["step"])
+        self.generator.set_state(state["generator"])
+        if self.main:
+            print(f"resumed from {ckpt} at step {self.step}/{self.total}")
+
+    def open_outputs(self, overwrite: bool) -> None:
+        """The run folder's outputs: an overwritten run's files removed, config.yaml, the trackers
+        (TensorBoard; metrics.csv cut to the resumed step)."""
+        if self.main:
+            if overwrite:
+                clear_run(self.out)
+            save_config(self.cfg, self.out / "config.yaml")
+        if "tensorboard" in self.trackers:
+            self.accelerator.init_trackers("logs", config=_flat_hparams(to_dict(self.cfg)))
+        csv_on = self.main and "csv" in self.trackers
+        self.csv_tracker = CSVTracker(self.out / "metrics.csv", self.step) if csv_on else None
+
+    def train_steps(self, on_step: Callable[[int, float], None] | None) -> bool:
+        """Every step from the current one to the last, with the progress bar (or plain lines where
+        stderr is not a terminal), the logged rows, and the checkpoints and evaluations when due.
+        A SIGINT/SIGTERM to any process checkpoints every process at the end of its step and stops
+        them: returns whether the run stopped so (``stop_signum``: the signal this process got)."""
+        stop = StopRequest()
+        stop.install()
+        from tqdm.auto import tqdm
+
+        show = self.main and self.cfg.train.progress
+        # A bar's \r frames are noise in a log file: where stderr is not a terminal, a plain line at
+        # every log_every steps instead.
+        self.lines_only = show and not sys.stderr.isatty()
+        self.bar = tqdm(
+            total=self.total, initial=self.step, disable=not show or self.lines_only, desc="train", dynamic_ncols=True
+        )
+        self.module.train()
+        self.window = _Window()
+        try:
+            while self.step < self.total:
+                loss_value, grad_norm, lr = self.train_step()
+                self.bar.update(1)
+                if self._logs_at(self.step):
+                    self.log(lr, grad_norm)
+                if on_step is not None:
+                    on_step(self.step, loss_value)
+                if _any_process(stop.requested, self.accelerator):
+                    self.checkpoint(self.step)
+                    if self.main:
+                        print(
+                            f"\nstopped by signal at step {self.step}/{self.total}; checkpoint saved, continue with --resume"
+                        )
+                    return True
+                self.when_due()
+        finally:
+            self.bar.close()
+            stop.uninstall()
+            self.stop_signum = stop.signum
+        return False
+
+    def _logs_at(self, step: int) -> bool:
+        """Whether the row of ``step`` (counted from 1) is logged: every ``log_every`` steps and the last."""
+        return step % max(1, self.cfg.train.log_every) == 0 or step == self.total
+
+    def train_step(self) -> tuple[float, float | None, float]:
+        """Step: one optimizer step on the batch of the current step; (loss, gradient norm before
+        clipping or None without clipping, learning rate). The objective records its weight
+        statistics on the steps that are logged."""
+        cfg = self.cfg.train
+        self.objective.set_progress(self.step / self.total)
+        lr = cfg.lr * lr_factor(self.step, self.total, cfg.lr_schedule, cfg.warmup_steps)
+        set_lr(self.optimizer, lr)
+        if self.stats is not None and self._logs_at(self.step + 1):
+            self.stats.request_stats()
+        batch = accelerator_to(self.task.local_batch(self.step, self.rank, self.world), self.accelerator.device)
+        with self.accelerator.autocast():
+            loss = self.objective(self.module, batch, self.generator)
+        self.accelerator.backward(loss)
+        grad_norm = None
+        if cfg.grad_clip:
+            grad_norm = clip_gradients(self.accelerator, self.module, cfg.grad_clip)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.step += 1
+        loss_value = float(loss.detach())
+        self.window.add(loss_value, grad_norm)
+        return loss_value, grad_norm, lr
+
+    def log(self, lr: float, grad_norm: float | None) -> None:
+        """Log: the window's mean loss and gradient norm, throughput and the weight statistics, to the
+        progress bar or a plain line, TensorBoard and metrics.csv."""
+        loss_sum, grad_sum, steps, seconds = self.window.close()
+        sentences_per_step = self.cfg.train.batch_size * getattr(self.task, "sentences_per_row", 1)
+        speed = sentences_per_step * steps / max(seconds, 1e-9)
+        # One batch's loss swings by +-0.2 on real text: log the window's mean.
+        mean_loss = loss_sum / steps
+        mean_grad = grad_sum / steps if grad_norm is not None else ""
+        row = {
+            "step": self.step,
+            "epoch": round(self.step / self.steps_per_epoch, 4),
+            "loss": mean_loss,
+            "grad_norm": mean_grad,
+            "lr": lr,
+            "sentences_per_s": round(speed, 1),
+            "elapsed_s": round(self.window.t_window - self.window.t_start, 2),
+        }
+        stats = self.stats.take_stats() if self.stats is not None else None
+        if stats:
+            row.update({k: round(v, 6) for k, v in stats.items() if k in WEIGHT_STATS})
+        self.bar.set_postfix(loss=f"{mean_loss:.4f}", sent_s=f"{speed:.0f}")
+        if self.lines_only:
+            print(
+                f"train: step {self.step}/{self.total} loss {mean_loss:.4f} sentences/s {speed:.0f}",
+                file=sys.stderr,
+                flush=True,
+            )
+        if "tensorboard" in self.trackers:
+            logged = {"loss": mean_loss, "sentences_per_s": speed, "lr": lr}
+            if grad_norm is not None:
+                logged["grad_norm"] = mean_grad
+            if stats:
+                logged.update({f"weights/{k}": v for k, v in stats.items() if k in WEIGHT_STATS})
+            self.accelerator.log(logged, step=self.step)
+        if self.csv_tracker is not None:
+            self.csv_tracker.log(row)
+
+    def when_due(self) -> None:
+        """Checkpoint every ``checkpoint_every`` steps and evaluate every ``eval_every`` steps (rows of
+        eval.csv); not at the last step, where :meth:`finish` does both."""
+        step, total = self.step, self.total
+        if self.cfg.train.checkpoint_every and step % self.cfg.train.checkpoint_every == 0 and step < total:
+            self.checkpoint(step)
+        run = self.run
+        if run.evaluate is not None and run.eval_every and step % run.eval_every == 0 and step < total and self.main:
+            _log_eval(self.out / "eval.csv", step, run.evaluate(self.accelerator.unwrap_model(self.module), step))
+
+    def checkpoint(self, at_step: int) -> Path:
+        """Checkpoint: ``OUT/checkpoints/step_XXXXXXX`` (accelerate's state of every process and each
+        process's trainer state), then the oldest beyond ``keep_checkpoints`` removed."""
+        accelerator, main, out = self.accelerator, self.main, self.out
         path = out / "checkpoints" / f"{CHECKPOINT_PREFIX}{at_step:07d}"
         # Written under a temporary name and renamed once every process has written its part: a
         # write cut short (a second Ctrl-C, a killed job) leaves only a .partial folder, which
@@ -256,125 +430,37 @@ def _train(
         # ("Removed shared tensor ... while saving"); load_state would then miss those keys.
         accelerator.save_state(str(partial), safe_serialization=False)
         torch.save(
-            {"step": at_step, "generator": generator.get_state(), "world": world}, partial / f"trainer_state_{rank}.pt"
+            {"step": at_step, "generator": self.generator.get_state(), "world": self.world},
+            partial / f"trainer_state_{self.rank}.pt",
         )
         accelerator.wait_for_everyone()
         if main:
             shutil.rmtree(path, ignore_errors=True)  # a step saved before, e.g. by an earlier stop
             partial.rename(path)
         accelerator.wait_for_everyone()
-        if main and cfg.train.keep_checkpoints > 0:
-            for old in list_checkpoints(out)[: -cfg.train.keep_checkpoints]:
+        if main and self.cfg.train.keep_checkpoints > 0:
+            for old in list_checkpoints(out)[: -self.cfg.train.keep_checkpoints]:
                 shutil.rmtree(old, ignore_errors=True)
         return path
 
-    stop = StopRequest()
-    stop.install()
-    from tqdm.auto import tqdm
-
-    show = main and cfg.train.progress
-    # A bar's \r frames are noise in a log file: where stderr is not a terminal, a plain line at
-    # every log_every steps instead.
-    lines_only = show and not sys.stderr.isatty()
-    bar = tqdm(total=total, initial=step, disable=not show or lines_only, desc="train", dynamic_ncols=True)
-    sentences_per_step = cfg.train.batch_size * getattr(task, "sentences_per_row", 1)
-    module.train()
-    t_start, t_window, window_steps = time.perf_counter(), time.perf_counter(), 0
-    window_loss, window_grad = 0.0, 0.0
-    interrupted = False
-    try:
-        while step < total:
-            objective.set_progress(step / total)
-            lr = cfg.train.lr * lr_factor(step, total, cfg.train.lr_schedule, cfg.train.warmup_steps)
-            set_lr(optimizer, lr)
-            logs_next = (step + 1) % max(1, cfg.train.log_every) == 0 or step + 1 == total
-            if logs_next and hasattr(objective, "request_diagnostics"):
-                objective.request_diagnostics()
-            batch = accelerator_to(task.local_batch(step, rank, world), accelerator.device)
-            with accelerator.autocast():
-                loss = objective(module, batch, generator)
-            accelerator.backward(loss)
-            grad_norm = None
-            if cfg.train.grad_clip:
-                grad_norm = clip_gradients(accelerator, module, cfg.train.grad_clip)
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            step += 1
-            window_steps += 1
-            loss_value = float(loss.detach())
-            window_loss += loss_value
-            window_grad += grad_norm if grad_norm is not None else 0.0
-            bar.update(1)
-            if step % max(1, cfg.train.log_every) == 0 or step == total:
-                now = time.perf_counter()
-                speed = sentences_per_step * window_steps / max(now - t_window, 1e-9)
-                # One batch's loss swings by +-0.2 on real text: log the window's mean.
-                mean_loss = window_loss / window_steps
-                mean_grad = window_grad / window_steps if grad_norm is not None else ""
-                t_window, window_steps, window_loss, window_grad = now, 0, 0.0, 0.0
-                row = {
-                    "step": step,
-                    "epoch": round(step / steps_per_epoch, 4),
-                    "loss": mean_loss,
-                    "grad_norm": mean_grad,
-                    "lr": lr,
-                    "sentences_per_s": round(speed, 1),
-                    "elapsed_s": round(now - t_start, 2),
-                }
-                diag = objective.take_diagnostics() if hasattr(objective, "take_diagnostics") else None
-                if diag:
-                    row.update({k: round(v, 6) for k, v in diag.items() if k in DIAGNOSTICS})
-                bar.set_postfix(loss=f"{mean_loss:.4f}", sent_s=f"{speed:.0f}")
-                if lines_only:
-                    print(
-                        f"train: step {step}/{total} loss {mean_loss:.4f} sentences/s {speed:.0f}",
-                        file=sys.stderr,
-                        flush=True,
+    def finish(self, interrupted: bool) -> None:
+        """Finish: unless ``interrupted``, the last checkpoint, the final model (OUT/final/) and the
+        final evaluation (eval.json); then the trackers end on every process."""
+        accelerator = self.accelerator
+        if not interrupted:
+            self.checkpoint(self.step)
+            accelerator.wait_for_everyone()
+            if self.main:
+                self.run.save(accelerator.unwrap_model(self.module), self.out / "final")
+                print(f"final model saved to {self.out / 'final'}")
+                if self.run.evaluate is not None:
+                    _write_eval(
+                        self.out, self.step, self.run.evaluate(accelerator.unwrap_model(self.module), self.step)
                     )
-                if "tensorboard" in trackers:
-                    logged = {"loss": mean_loss, "sentences_per_s": speed, "lr": lr}
-                    if grad_norm is not None:
-                        logged["grad_norm"] = mean_grad
-                    if diag:
-                        logged.update({f"weights/{k}": v for k, v in diag.items() if k in DIAGNOSTICS})
-                    accelerator.log(logged, step=step)
-                if csv_tracker is not None:
-                    csv_tracker.log(row)
-            if on_step is not None:
-                on_step(step, loss_value)
-            if _any_process(stop.requested, accelerator):
-                interrupted = True
-                save_checkpoint(step)
-                if main:
-                    print(f"\nstopped by signal at step {step}/{total}; checkpoint saved, continue with --resume")
-                break
-            if cfg.train.checkpoint_every and step % cfg.train.checkpoint_every == 0 and step < total:
-                save_checkpoint(step)
-            if run.evaluate is not None and run.eval_every and step % run.eval_every == 0 and step < total and main:
-                _log_eval(out / "eval.csv", step, run.evaluate(accelerator.unwrap_model(module), step))
-    finally:
-        bar.close()
-        stop.uninstall()
-
-    if not interrupted:
-        save_checkpoint(step)
+        # Every process has written its part before the trackers stop; end_training then finishes the
+        # trackers and destroys the process group (accelerate >= 1.x), so no collective may follow it.
         accelerator.wait_for_everyone()
-        if main:
-            run.save(accelerator.unwrap_model(module), out / "final")
-            print(f"final model saved to {out / 'final'}")
-            if run.evaluate is not None:
-                _write_eval(out, step, run.evaluate(accelerator.unwrap_model(module), step))
-    # Every process has written its part before the trackers stop; end_training then finishes the
-    # trackers and destroys the process group (accelerate >= 1.x), so no collective may follow it.
-    accelerator.wait_for_everyone()
-    accelerator.end_training()
-    if interrupted and raise_on_stop:
-        raise Stopped(
-            stop.signum,
-            f"stopped by {signal.Signals(stop.signum).name} at step {step}/{total}; "
-            f"checkpoint saved, continue with --resume",
-        )
-    return out
+        accelerator.end_training()
 
 
 def _load_newest(checkpoints: list[Path], accelerator, rank: int):

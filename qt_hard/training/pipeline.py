@@ -45,7 +45,9 @@ class BatchTask(Protocol):
 class Objective(Protocol):
     """``loss = objective(module, batch, generator)``, a float32 scalar built from the core
     (``qt_hard.losses`` / ``qt_hard.negatives``); ``set_progress(step / total)`` before each step
-    drives schedules. ``generator`` is the loop's checkpointed negatives-sampler generator."""
+    drives schedules. ``generator`` is the loop's checkpointed negatives-sampler generator. An
+    objective that also records statistics of a batch declares them as a
+    :class:`qt_hard.diagnostics.RecordsStats` (:class:`LossObjective` does), and the loop logs them."""
 
     def set_progress(self, progress: float) -> None: ...
 
@@ -56,23 +58,36 @@ class Objective(Protocol):
 
 class LossObjective:
     """Base of the pipelines' objectives that hold one loss module of :mod:`qt_hard.losses` in
-    ``self.loss``: schedules' progress and the weight diagnostics go to it.
+    ``self.loss``: schedules' progress goes to it, and it records its loss's weight statistics.
 
-    ``request_diagnostics()`` asks for the diagnostics of the next call's batch
-    (:meth:`qt_hard.negatives.NegativeStrategy.diagnostics`); ``take_diagnostics()`` returns them
-    (a dict of floats, or None) and forgets them. The loop calls both around the steps it logs."""
+    It is a :class:`qt_hard.diagnostics.RecordsStats`: ``request_stats()`` asks for the weight
+    statistics of the next call's batch (:meth:`qt_hard.negatives.NegativeStrategy.diagnostics`);
+    ``take_stats()`` returns them (a dict of floats, or None) and forgets them. The loop calls both
+    around the steps it logs."""
 
     loss: torch.nn.Module
 
     def set_progress(self, progress: float) -> None:
         self.loss.set_progress(progress)
 
-    def request_diagnostics(self) -> None:
-        self.loss.want_diagnostics = True
+    def _loss_stats(self):
+        from qt_hard.diagnostics import stats_recorder  # torch: imported when a run is built, not with the config
 
-    def take_diagnostics(self) -> dict | None:
-        out, self.loss.last_diagnostics = self.loss.last_diagnostics, None
-        return out
+        return stats_recorder(self.loss)
+
+    @property
+    def recorded_stats(self) -> tuple[str, ...]:
+        recorder = self._loss_stats()
+        return recorder.recorded_stats if recorder is not None else ()
+
+    def request_stats(self) -> None:
+        recorder = self._loss_stats()
+        if recorder is not None:
+            recorder.request_stats()
+
+    def take_stats(self) -> dict[str, float] | None:
+        recorder = self._loss_stats()
+        return recorder.take_stats() if recorder is not None else None
 
 
 @dataclass

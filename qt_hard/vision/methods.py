@@ -15,7 +15,7 @@ No loss is written here: SimCLR's two-view objective is :class:`qt_hard.losses.C
   Alg. 1) is the "ring" strategy on these scores (percentiles over the queue); HCL's App. C.1
   MoCo-v2 + hard is the "hard" strategy (beta 0.2, tau_plus 0).
 
-Batches (see :class:`qt_hard.vision.task.ImageTask`): ``{"images": (b, 3, H, W) uint8, "view1":
+Batches (see :class:`qt_hard.vision.batches.ImageTask`): ``{"images": (b, 3, H, W) uint8, "view1":
 params, "view2": params}``, the augmentation parameters drawn per (seed, step) for the global batch
 and sliced to this process's rows, applied here on the batch's device.
 """

@@ -6,7 +6,7 @@ through the same accelerate loop, trackers, checkpoints and ``--resume`` as the 
 * module: :class:`qt_hard.vision.resnet.SimCLREncoder`, or :class:`qt_hard.vision.methods.MoCo`
   around one (its momentum encoder and queue are buffers/parameters of the module, so they are
   checkpointed and restored with it).
-* task: :class:`qt_hard.vision.task.ImageTask` (batches and augmentation parameters from (seed, step)).
+* task: :class:`qt_hard.vision.batches.ImageTask` (batches and augmentation parameters from (seed, step)).
 * objective: :class:`qt_hard.vision.methods.SimCLRStep` / ``MoCoStep`` around the core's loss.
 * evaluate: the weighted kNN monitor every ``eval.every_epochs`` epochs (``OUT/eval.csv``) and at the
   end, with the linear readout, in ``OUT/eval.json``; ``scripts/vision_table.py`` plots the curves.
@@ -163,7 +163,7 @@ class VisionPipeline:
         return {}
 
     def build(self, cfg, out: Path) -> PipelineRun:
-        from qt_hard.vision.task import ImageTask
+        from qt_hard.vision.batches import ImageTask
 
         train_set = load_split(cfg.data, cfg.data.train_split, cfg.data.max_train)
         step = build_step(cfg)

@@ -596,7 +596,7 @@ def estimate(grid: Grid, cells: list[Cell], cache: Path, device, probe_steps: in
     import torch
 
     from qt_hard.evaluation.wiki import linear_classifier
-    from qt_hard.text.setup import build_run
+    from qt_hard.text.build import build_run
     from qt_hard.training.config import config_from_dict
 
     _single_process(torch.device(device))

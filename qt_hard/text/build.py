@@ -25,7 +25,7 @@ import torch
 from qt_hard.encoders.text import SentenceEncoder, build_module, make_encoder
 from qt_hard.data.books import dataset_column
 from qt_hard.training.config import Config
-from qt_hard.text.tasks import ContextTask, PairTask, TokenBatcher, TokenStore
+from qt_hard.text.batches import ContextTask, PairTask, TokenBatcher, TokenStore
 
 
 @dataclass

@@ -43,7 +43,7 @@ skipped); tasks run in parallel processes with ``--jobs`` (one torch thread each
 a summary JSON (six-task times and speedups per width, each task's classifier-time exponent
 between the two middle widths) and a one-line headline.
 
-    python eval/bench_eval.py --widths 256,600 --tasks CR,TREC \
+    python scripts/bench_eval.py --widths 256,600 --tasks CR,TREC \
         --reference subset --output /tmp/bench_eval.jsonl
 """
 
@@ -66,7 +66,7 @@ sys.path.insert(0, str(ROOT))
 
 from qt_hard.evaluation import protocol  # noqa: E402
 from qt_hard.evaluation.senteval import default_senteval_dir, evaluate_task, parse_tasks  # noqa: E402
-from qt_hard.evaluation.tasks import BinaryTask, TrecTask, load_task  # noqa: E402
+from qt_hard.evaluation.datasets import BinaryTask, TrecTask, load_task  # noqa: E402
 
 
 def _reference_module():

@@ -1,4 +1,4 @@
-"""Batches gathered where the model runs (``qt_hard.text.tasks``): the gathered batches equal the
+"""Batches gathered where the model runs (``qt_hard.text.batches``): the gathered batches equal the
 per-sentence collation they replace, prefetched host batches equal resident ones, shuffled labels
 are a pure function of (seed, step), and W processes together see one process's batch."""
 
@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from qt_hard.encoders.text import HFFeaturizer, WordFeaturizer
-from qt_hard.text.tasks import ContextTask, PairTask, TokenBatcher, TokenStore
+from qt_hard.text.batches import ContextTask, PairTask, TokenBatcher, TokenStore
 
 
 def _store(n=200, seed=0, longest=20):
@@ -70,11 +70,11 @@ def _pair_task(shuffle=False, resident=True, device="cpu"):
 
 
 def test_the_layout_follows_the_size(monkeypatch):
-    from qt_hard.text import tasks
+    from qt_hard.text import batches
 
     _, store = _store()
     assert TokenBatcher(store).padded
-    monkeypatch.setattr(tasks, "PADDED_MAX_BYTES", 100)
+    monkeypatch.setattr(batches, "PADDED_MAX_BYTES", 100)
     small = TokenBatcher(store)
     assert not small.padded and small.nbytes < TokenBatcher(store, padded=True).nbytes
 
