@@ -10,6 +10,8 @@ nothing of ``qt_hard.training``.
 
 from __future__ import annotations
 
+from tests._synthetic import SYNTHETIC_DATA
+
 import json
 import os
 import shutil
@@ -41,14 +43,7 @@ def synthetic(tmp_path, name, model, **objective):
     return {
         "out_dir": str(tmp_path / name),
         "model": model,
-        "data": {
-            "kind": "synthetic",
-            "num_classes": 4,
-            "sentences_per_class": 20,
-            "vocab_size": 40,
-            "min_length": 3,
-            "max_length": 8,
-        },
+        "data": dict(SYNTHETIC_DATA),
         "objective": {"negatives": "uniform", "temperature": 0.5, "normalize": False, "k": 4, **objective},
         "train": {
             "batch_size": 8,

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +24,8 @@ import torch
 import yaml
 
 from test_training import qt_config
+
+from tests._accelerate_launch import accelerate_command
 
 pytestmark = pytest.mark.slow
 
@@ -38,25 +39,7 @@ def _launch(cfg_file, out, nproc, *worker_args, check=True, timeout=600):
     if nproc == 1 and not worker_args:
         cmd = [sys.executable, "-m", "qt_hard.cli", "train", str(cfg_file), f"out_dir={out}"]
     else:
-        launcher = shutil.which("accelerate", path=os.path.dirname(sys.executable)) or "accelerate"
-        cmd = [
-            launcher,
-            "launch",
-            "--multi_gpu",
-            "--num_processes",
-            str(nproc),
-            "--num_machines",
-            "1",
-            "--mixed_precision",
-            "no",
-            "--dynamo_backend",
-            "no",
-            "--main_process_port",
-            "0",
-            str(WORKER),
-            str(_with_out(cfg_file, out)),
-            *worker_args,
-        ]
+        cmd = accelerate_command(nproc, 0, str(WORKER), str(_with_out(cfg_file, out)), *worker_args)
     res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     if check:
         assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]

