@@ -1179,21 +1179,8 @@ def _paired(base: dict, row: dict) -> tuple[float, float, float, int]:
     return statistics.mean(d), report.spread(d), report.spread(base.values()), len(d)
 
 
-@table("readme_claims")
-def _readme_claims(root: Path) -> str:
-    """The README's table of the papers' claims: each verdict with the numbers of the tables it rests on."""
-    fx = {(e.setting, e.what, e.metric): e for f in (_effects_text, _effects_images) for e in f(root)}
-    text = [e for e in fx.values() if "quick-start" in e.setting]
-    (c2, c1, an, cs) = [_paired(e.base, e.row) for e in text]
-    img = [e for e in fx.values() if "SimCLR" in e.setting]
-    hard_img, ot_img = (_paired(e.base, e.row) for e in img)
-    gc = _graph_records(root, "graph_controls")
-
-    def g(row, ds):
-        return {int(r["repeat"]): 100 * float(r["svm_acc"]) for r in gc if r["row"] == row and r["dataset"] == ds}
-
-    hs01 = _paired(g("infograph_lr0.01", "IMDB-BINARY"), g("hscl_b1", "IMDB-BINARY"))
-    hs13 = _paired(g("infograph", "IMDB-BINARY"), g("hscl_b1_lr1e-3", "IMDB-BINARY"))
+def _ring_claims(root: Path) -> tuple[dict, tuple]:
+    """Ring minus uniform, paired by seed: MoCo's (kNN, linear) per results folder, and SimCLR's kNN."""
     ring = {}
     for folder in ("moco_ring_cpu", "moco_ring_gpu"):
         rows = _vision_rows(root, f"results/{folder}")
@@ -1209,12 +1196,11 @@ def _readme_claims(root: Path) -> str:
         {int(r["seed"]): float(r["knn_acc"]) for r in gpu if r["strategy"] == "uniform"},
         {int(r["seed"]): float(r["knn_acc"]) for r in gpu if r["strategy"] == "ring"},
     )
-    ot_gt = [r for r in _graph_records(root, "graph_table.csv") if r["row"] == "ot_e0.1" and r["dataset"] == "ENZYMES"]
-    from qt_hard.experiments.specs import graph_table
+    return ring, ring_simclr
 
-    ot_gap = graph_table.ROWS["ot_e0.1"].paper[graph_table.DATASETS.index("ENZYMES")] - statistics.mean(
-        100 * float(r["svm_acc"]) for r in ot_gt
-    )
+
+def _kvn_claim_rows(root: Path) -> list[list[str]]:
+    """The README claims table's rows for Ash et al., from the k-versus-N ledger's CSV."""
     cells = [r for r in _kvn(root, "results") if r["collision_free"] == "False"]
     best = {}
     for N in sorted({int(r["N"]) for r in cells if r["B"] == "1000"}):
@@ -1242,6 +1228,56 @@ def _readme_claims(root: Path) -> str:
         return _paired(plain, {r["seed"]: float(r["mean_acc"]) for r in _kvn_pick(allc, N, k, cf="True")})[0]
 
     gains = [N for N in (100, 200, 300, 1000) if cf(N, 1000) > 0]
+    return [
+        [
+            "Ash et al.",
+            "the best k grows with N",
+            f"**reproduced** (best k {', '.join(str(k) for k in best.values())} for N = "
+            f"{', '.join(str(n) for n in best)}, B = 1000)",
+            "Wiki-N, 10 + 10 epochs (5x fewer than D.1), 3 seeds",
+            "[k versus N](docs/reproductions/k-vs-n.md)",
+        ],
+        [
+            "Ash et al.",
+            "larger B helps at fixed k",
+            f"**partly**: B = 1000 is the best of 200, 500, 1000 at {'; '.join(big_b)}",
+            "as above",
+            "[k versus N](docs/reproductions/k-vs-n.md)",
+        ],
+        [
+            "Ash et al.",
+            "collision-free sampling helps, most at small N",
+            f"**partly**: the trend at k = 1000; gains only at N = {', '.join(str(n) for n in gains)}; at N = 1000 "
+            f"removing the same-article candidates costs {-cf(1000, 100):.1f} points (k = 100) and "
+            f"{-cf(1000, 1000):.1f} (k = 1000) where removing as many random ones costs nothing",
+            "as above",
+            "[k versus N](docs/reproductions/k-vs-n.md)",
+        ],
+    ]
+
+
+@table("readme_claims")
+def _readme_claims(root: Path) -> str:
+    """The README's table of the papers' claims: each verdict with the numbers of the tables it rests on."""
+    fx = {(e.setting, e.what, e.metric): e for f in (_effects_text, _effects_images) for e in f(root)}
+    text = [e for e in fx.values() if "quick-start" in e.setting]
+    (c2, c1, an, cs) = [_paired(e.base, e.row) for e in text]
+    img = [e for e in fx.values() if "SimCLR" in e.setting]
+    hard_img, ot_img = (_paired(e.base, e.row) for e in img)
+    gc = _graph_records(root, "graph_controls")
+
+    def g(row, ds):
+        return {int(r["repeat"]): 100 * float(r["svm_acc"]) for r in gc if r["row"] == row and r["dataset"] == ds}
+
+    hs01 = _paired(g("infograph_lr0.01", "IMDB-BINARY"), g("hscl_b1", "IMDB-BINARY"))
+    hs13 = _paired(g("infograph", "IMDB-BINARY"), g("hscl_b1_lr1e-3", "IMDB-BINARY"))
+    ring, ring_simclr = _ring_claims(root)
+    ot_gt = [r for r in _graph_records(root, "graph_table.csv") if r["row"] == "ot_e0.1" and r["dataset"] == "ENZYMES"]
+    from qt_hard.experiments.specs import graph_table
+
+    ot_gap = graph_table.ROWS["ot_e0.1"].paper[graph_table.DATASETS.index("ENZYMES")] - statistics.mean(
+        100 * float(r["svm_acc"]) for r in ot_gt
+    )
     rows = [
         [
             "Robinson et al. (HCL)",
@@ -1305,30 +1341,7 @@ def _readme_claims(root: Path) -> str:
             "as above",
             "[OT](docs/reproductions/ot.md)",
         ],
-        [
-            "Ash et al.",
-            "the best k grows with N",
-            f"**reproduced** (best k {', '.join(str(k) for k in best.values())} for N = "
-            f"{', '.join(str(n) for n in best)}, B = 1000)",
-            "Wiki-N, 10 + 10 epochs (5x fewer than D.1), 3 seeds",
-            "[k versus N](docs/reproductions/k-vs-n.md)",
-        ],
-        [
-            "Ash et al.",
-            "larger B helps at fixed k",
-            f"**partly**: B = 1000 is the best of 200, 500, 1000 at {'; '.join(big_b)}",
-            "as above",
-            "[k versus N](docs/reproductions/k-vs-n.md)",
-        ],
-        [
-            "Ash et al.",
-            "collision-free sampling helps, most at small N",
-            f"**partly**: the trend at k = 1000; gains only at N = {', '.join(str(n) for n in gains)}; at N = 1000 "
-            f"removing the same-article candidates costs {-cf(1000, 100):.1f} points (k = 100) and "
-            f"{-cf(1000, 1000):.1f} (k = 1000) where removing as many random ones costs nothing",
-            "as above",
-            "[k versus N](docs/reproductions/k-vs-n.md)",
-        ],
+        *_kvn_claim_rows(root),
     ]
     return "\n".join(report.markdown_table(["paper", "claim", "here", "scale", "page"], rows))
 
