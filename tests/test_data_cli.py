@@ -5,6 +5,22 @@ import json
 from qt_hard.cli import main
 
 
+def wiki_args(dump, articles: int, out) -> list[str]:
+    """``qt-hard data wiki`` of ``articles`` articles of at least 4 sentences from ``dump`` into ``out``."""
+    return [
+        "data",
+        "wiki",
+        "--source",
+        str(dump),
+        "--articles",
+        str(articles),
+        "--sentences",
+        "4",
+        "--out",
+        str(out),
+    ] + ["--no-progress"]
+
+
 def test_data_wiki_cli(tmp_path, capsys):
     dump = tmp_path / "dump.txt"
     dump.write_text(
@@ -16,45 +32,11 @@ def test_data_wiki_cli(tmp_path, capsys):
         )
     )
     out = tmp_path / "w"
-    assert (
-        main(
-            [
-                "data",
-                "wiki",
-                "--source",
-                str(dump),
-                "--articles",
-                "2",
-                "--sentences",
-                "4",
-                "--out",
-                str(out),
-                "--no-progress",
-            ]
-        )
-        == 0
-    )
+    assert main(wiki_args(dump, 2, out)) == 0
     assert "wrote 2 articles (8 sentences)" in capsys.readouterr().out
     assert sorted(p.name for p in out.iterdir()) == ["0000.txt", "0001.txt", "index.tsv"]
     # errors are one line naming the problem, exit status 1
-    assert (
-        main(
-            [
-                "data",
-                "wiki",
-                "--source",
-                str(dump),
-                "--articles",
-                "5",
-                "--sentences",
-                "4",
-                "--out",
-                str(tmp_path / "w2"),
-                "--no-progress",
-            ]
-        )
-        == 1
-    )
+    assert main(wiki_args(dump, 5, tmp_path / "w2")) == 1
     assert "only 2 of 3 articles have >= 4 sentences" in capsys.readouterr().err
     assert (
         main(["data", "wiki", "--source", str(tmp_path / "nope.txt"), "--out", str(tmp_path / "w3"), "--no-progress"])

@@ -4,6 +4,8 @@ with the offline all-MiniLM-L6-v2; the loss is finite and the weights move."""
 
 from __future__ import annotations
 
+from tests._st_training import cpu_training_args
+
 import pytest
 import torch
 
@@ -14,7 +16,6 @@ from datasets import Dataset  # noqa: E402
 from sentence_transformers import (  # noqa: E402
     SentenceTransformer,
     SentenceTransformerTrainer,
-    SentenceTransformerTrainingArguments,
 )
 from sentence_transformers.sentence_transformer.losses import MatryoshkaLoss  # noqa: E402
 from sentence_transformers.util import mine_hard_negatives  # noqa: E402
@@ -37,19 +38,7 @@ def mined():
 
 
 def train(loss_fn, model, data, tmp_path):
-    args = SentenceTransformerTrainingArguments(
-        output_dir=str(tmp_path / "run"),
-        max_steps=2,
-        per_device_train_batch_size=8,
-        learning_rate=1e-4,
-        warmup_steps=0,
-        logging_steps=1,
-        save_strategy="no",
-        report_to="none",
-        use_cpu=True,
-        seed=0,
-        dataloader_num_workers=0,
-    )
+    args = cpu_training_args(tmp_path, max_steps=2)
     before = [p.detach().clone() for p in model.parameters()]
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=data, loss=loss_fn)
     result = trainer.train()

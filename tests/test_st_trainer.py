@@ -4,6 +4,8 @@ with the same embeddings."""
 
 from __future__ import annotations
 
+from tests._st_training import cpu_training_args
+
 import csv
 import os
 
@@ -19,7 +21,6 @@ from datasets import Dataset  # noqa: E402
 from sentence_transformers import (  # noqa: E402
     SentenceTransformer,
     SentenceTransformerTrainer,
-    SentenceTransformerTrainingArguments,
 )
 
 from qt_hard.integrations.sentence_transformers import HardNegativesLoss, LossProgressCallback  # noqa: E402
@@ -60,19 +61,7 @@ def test_trainer_lowers_loss_and_model_reloads(tmp_path):
     loss = HardNegativesLoss(model, negatives="hard", beta=1.0, scale=10.0)
     before = batch_loss(loss, model, anchors, positives)
 
-    args = SentenceTransformerTrainingArguments(
-        output_dir=str(tmp_path / "run"),
-        num_train_epochs=3,
-        per_device_train_batch_size=8,
-        learning_rate=1e-4,
-        warmup_steps=0,
-        logging_steps=1,
-        save_strategy="no",
-        report_to="none",
-        use_cpu=True,
-        seed=0,
-        dataloader_num_workers=0,
-    )
+    args = cpu_training_args(tmp_path, num_train_epochs=3)
     progress = LossProgressCallback(loss)
     trainer = SentenceTransformerTrainer(
         model=model,
