@@ -29,12 +29,9 @@ from qt_hard.training.pipeline import LossObjective
 
 
 def _options(cfg: ObjectiveConfig) -> dict:
-    from qt_hard.schedules import make_schedule
+    from qt_hard.negatives.registry import config_options
 
-    opts = {key: (make_schedule(v) if isinstance(v, dict) else v) for key, v in cfg.options.items()}
-    for reserved in ("k", "include_positive", "temperature", "normalize", "context", "collision_free"):
-        if reserved in opts:
-            raise ValueError(f"objective.options.{reserved}: set it as objective.{reserved} instead")
+    opts = config_options(cfg)
     if cfg.collision_free:
         opts["collision_free"] = True
     return opts
