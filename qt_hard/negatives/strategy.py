@@ -122,7 +122,7 @@ class NegativeStrategy:
         if self.collision_free:
             mask = mask & ~scores.same_label()
         if guarded and self.guard is not None:
-            mask = mask & self.guard.keep(scores)
+            mask = self.guard.keep(scores).logical_and_(mask)  # the guard's table is fresh: and in place
         return mask
 
     def _draw(self, scores: ContrastScores, mask: torch.Tensor, generator: torch.Generator | None):
@@ -193,7 +193,7 @@ class NegativeStrategy:
             )
         else:
             log_e = tilted_log_mean_exp(neg, keep, lw.gamma, lw.gamma_grad, lw.dense, n_support, lw.absolute)
-            log_e = torch.where(empty, torch.zeros_like(log_e), log_e)  # keep NaN out of empty rows
+            log_e = torch.where(empty, 0.0, log_e)  # keep NaN out of empty rows
             if lw.log_scale != 0.0:  # HCL Fig. 14 read literally: beta multiplies the negative term
                 log_e = log_e + lw.log_scale
             q = (n_support if self.count == "support" else n_cand).clamp_min(1).to(neg.dtype)
@@ -205,7 +205,9 @@ class NegativeStrategy:
             else:
                 per_pos = log_neg - pos
         valid = scores.pos_valid & ~empty[:, None]
-        per_pos = torch.where(valid, per_pos, torch.zeros_like(per_pos))
+        if per_pos.shape[1] == 1:  # one positive slot: its loss is the anchor's (the mean over one)
+            return torch.where(valid[:, 0], per_pos[:, 0], 0.0), scores.pos_valid[:, 0]
+        per_pos = torch.where(valid, per_pos, 0.0)
         n_pos = scores.pos_valid.sum(dim=1)
         per_anchor = per_pos.sum(dim=1) / n_pos.clamp_min(1).to(neg.dtype)
         return per_anchor, n_pos > 0
@@ -324,6 +326,8 @@ class NegativeStrategy:
     def __call__(self, scores: ContrastScores, generator: torch.Generator | None = None) -> torch.Tensor:
         """The batch loss: mean over anchors with at least one positive."""
         per_anchor, counted = self.per_anchor(scores, generator)
+        if bool(counted.all()):  # the usual batch: no selection to make (nor to differentiate)
+            return per_anchor.mean()
         if not bool(counted.any()):
             raise ValueError("no anchor in the batch has a positive (check context / doc_ids / batch size)")
         return per_anchor[counted].mean()
