@@ -93,6 +93,18 @@ class _StrategyLoss(nn.Module):
         return repr(self.strategy)
 
 
+def _with_defaults(init: Callable, **defaults) -> Callable:
+    """Constructor ``init`` with other defaults for some of its keywords (its signature says so)."""
+    signature = inspect.signature(init)
+    params = [p.replace(default=defaults.get(p.name, p.default)) for p in signature.parameters.values()]
+
+    def constructor(self, *args, **kwargs):
+        init(self, *args, **{**defaults, **kwargs})
+
+    constructor.__signature__ = signature.replace(parameters=params)
+    return constructor
+
+
 def _function_form(cls: type[_StrategyLoss], name: str, leading: int) -> Callable[..., torch.Tensor]:
     """The function form of loss module ``cls``: ``forward``'s first ``leading`` arguments, the
     constructor's (the strategy first), then keyword-only the rest of both and ``generator``."""
@@ -124,7 +136,25 @@ def _function_form(cls: type[_StrategyLoss], name: str, leading: int) -> Callabl
     return loss
 
 
-class ContrastiveLoss(_StrategyLoss):
+class _PairLoss(_StrategyLoss):
+    """The constructor that :class:`ContrastiveLoss` and :class:`RankingLoss` share."""
+
+    def __init__(
+        self,
+        negatives="uniform",
+        *,
+        temperature: float = 0.5,
+        k: int | None = None,
+        normalize: bool = True,
+        include_positive: bool = True,
+        gather: bool = True,
+        **options,
+    ):
+        super().__init__(negatives, k, include_positive, options)
+        self.temperature, self.normalize, self.gather = temperature, normalize, gather
+
+
+class ContrastiveLoss(_PairLoss):
     """Two-view contrastive loss, averaged over the 2B anchors: ``ContrastiveLoss("hard", beta=1.0)(z1, z2)``.
 
     Args:
@@ -141,20 +171,6 @@ class ContrastiveLoss(_StrategyLoss):
     Call with ``z1, z2``: (B, d) embeddings of the two views of B positive pairs, and ``labels``: (B,)
     labels, for "label" negatives and ``collision_free=True``. Returns the scalar loss.
     """
-
-    def __init__(
-        self,
-        negatives="uniform",
-        *,
-        temperature: float = 0.5,
-        k: int | None = None,
-        normalize: bool = True,
-        include_positive: bool = True,
-        gather: bool = True,
-        **options,
-    ):
-        super().__init__(negatives, k, include_positive, options)
-        self.temperature, self.normalize, self.gather = temperature, normalize, gather
 
     def forward(self, z1: torch.Tensor, z2: torch.Tensor, labels=None) -> torch.Tensor:
         scores = two_view_scores(
@@ -203,7 +219,7 @@ class ContextLoss(_StrategyLoss):
         return self._loss(scores)
 
 
-class RankingLoss(_StrategyLoss):
+class RankingLoss(_PairLoss):
     """Anchors against all positives and explicit negatives of the batch (MNRL layout).
 
     Args:
@@ -218,19 +234,8 @@ class RankingLoss(_StrategyLoss):
     ``extra_candidates`` as negatives (MoCo).
     """
 
-    def __init__(
-        self,
-        negatives="uniform",
-        *,
-        temperature: float = 0.05,
-        k: int | None = None,
-        normalize: bool = True,
-        include_positive: bool = True,
-        gather: bool = True,
-        **options,
-    ):
-        super().__init__(negatives, k, include_positive, options)
-        self.temperature, self.normalize, self.gather = temperature, normalize, gather
+    # The constructor of ContrastiveLoss, with MNRL's temperature as the default.
+    __init__ = _with_defaults(_PairLoss.__init__, temperature=0.05)
 
     def forward(
         self,

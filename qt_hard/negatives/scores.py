@@ -167,6 +167,26 @@ def _check_embeddings(name: str, x: torch.Tensor) -> None:
         raise ValueError(f"{name} is an empty batch")
 
 
+def _table(
+    pos, neg, valid, scale, anchors, cands, normalize, anchor_labels, cand_labels, pos_valid=None, **more
+) -> ContrastScores:
+    """A table with the (detached) embeddings it was made of; every positive slot is real unless
+    ``pos_valid`` says otherwise."""
+    return ContrastScores(
+        pos=pos,
+        pos_valid=torch.ones_like(pos, dtype=torch.bool) if pos_valid is None else pos_valid,
+        neg=neg,
+        neg_valid=valid,
+        scale=scale,
+        anchor_labels=anchor_labels,
+        cand_labels=cand_labels,
+        anchor_emb=anchors.detach(),
+        cand_emb=cands.detach(),
+        normalized=normalize,
+        **more,
+    )
+
+
 def _check_pair(name_x: str, x: torch.Tensor, name_y: str, y: torch.Tensor) -> None:
     _check_embeddings(name_x, x)
     _check_embeddings(name_y, y)
@@ -248,19 +268,7 @@ def two_view_scores(
         all_labels = gather(labels, with_grad=False)[0] if gather_candidates else labels
         anchor_labels = torch.cat([labels, labels])
         cand_labels = torch.cat([all_labels, all_labels])
-    return ContrastScores(
-        pos=pos,
-        pos_valid=torch.ones_like(pos, dtype=torch.bool),
-        neg=neg,
-        neg_valid=valid,
-        scale=scale,
-        anchor_labels=anchor_labels,
-        cand_labels=cand_labels,
-        anchor_emb=anchors.detach(),
-        cand_emb=cands.detach(),
-        normalized=normalize,
-        anchor_column=self_idx,
-    )
+    return _table(pos, neg, valid, scale, anchors, cands, normalize, anchor_labels, cand_labels, anchor_column=self_idx)
 
 
 def one_directional_scores(
@@ -335,21 +343,8 @@ def one_directional_scores(
     if labels is not None:
         all_labels = gather(labels, with_grad=False)[0] if gather_candidates else labels
         cand_labels, known = _candidate_labels(all_labels, cands.shape[0], extra_labels)
-    return ContrastScores(
-        pos=pos,
-        pos_valid=torch.ones_like(pos, dtype=torch.bool),
-        neg=neg,
-        neg_valid=valid,
-        scale=scale,
-        anchor_labels=labels,
-        cand_labels=cand_labels,
-        cand_label_known=known,
-        anchor_emb=anchors.detach(),
-        cand_emb=cands.detach(),
-        cand_owner=owner,
-        anchor_index=target,
-        normalized=normalize,
-    )
+    extra = dict(cand_label_known=known, cand_owner=owner, anchor_index=target)
+    return _table(pos, neg, valid, scale, anchors, cands, normalize, labels, cand_labels, **extra)
 
 
 def _scaled_products(anchors: torch.Tensor, cands: torch.Tensor, scale: float) -> torch.Tensor:
@@ -476,16 +471,7 @@ def context_scores(
     # Only real positives leave the candidate set; a neighbour from another book stays a negative.
     # (Clamped out-of-range slots may alias a real positive's column, so index only valid slots.)
     valid[rows[:, None].expand_as(idx)[pos_valid], idx[pos_valid]] = False
-    return ContrastScores(
-        pos=pos,
-        pos_valid=pos_valid,
-        neg=neg,
-        neg_valid=valid,
-        scale=scale,
-        anchor_emb=f_emb.detach(),
-        cand_emb=all_g.detach(),
-        normalized=normalize,
-    )
+    return _table(pos, neg, valid, scale, f_emb, all_g, normalize, None, None, pos_valid=pos_valid)
 
 
 def node_graph_scores(
@@ -544,15 +530,4 @@ def node_graph_scores(
     if labels is not None:
         cand_labels = gather(labels, with_grad=False)[0] if gather_candidates else labels
         anchor_labels = labels[batch.long()]
-    return ContrastScores(
-        pos=pos,
-        pos_valid=torch.ones_like(pos, dtype=torch.bool),
-        neg=neg,
-        neg_valid=valid,
-        scale=scale,
-        anchor_labels=anchor_labels,
-        cand_labels=cand_labels,
-        anchor_emb=node_emb.detach(),
-        cand_emb=cands.detach(),
-        normalized=normalize,
-    )
+    return _table(pos, neg, valid, scale, node_emb, cands, normalize, anchor_labels, cand_labels)

@@ -44,28 +44,14 @@ class Objective(LossObjective):
         from qt_hard.losses import ContextLoss, ContrastiveLoss
 
         self.pair_data = pair_data
-        opts = _options(cfg)
+        common = dict(temperature=cfg.temperature, k=cfg.k, normalize=cfg.normalize, **_options(cfg))
+        common["include_positive"] = cfg.include_positive
         if pair_data:
-            self.loss = ContrastiveLoss(
-                cfg.negatives,
-                temperature=cfg.temperature,
-                k=cfg.k,
-                normalize=cfg.normalize,
-                include_positive=cfg.include_positive,
-                **opts,
-            )
+            self.loss = ContrastiveLoss(cfg.negatives, **common)
         else:
             if cfg.collision_free:
                 raise ValueError("objective.collision_free needs class labels: use it with pair data (wiki, synthetic)")
-            self.loss = ContextLoss(
-                cfg.negatives,
-                context=cfg.context,
-                temperature=cfg.temperature,
-                k=cfg.k,
-                normalize=cfg.normalize,
-                include_positive=cfg.include_positive,
-                **opts,
-            )
+            self.loss = ContextLoss(cfg.negatives, context=cfg.context, **common)
 
     def __call__(self, module: torch.nn.Module, batch: dict, generator: torch.Generator | None = None) -> torch.Tensor:
         """Scalar float32 loss of one batch (encoders under the caller's autocast, loss in float32)."""
