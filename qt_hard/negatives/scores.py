@@ -334,7 +334,10 @@ def one_directional_scores(
     rows = torch.arange(b, device=anchors.device)
     target = rows + offset
     owner = None if negatives is None else _explicit_owner(B, n_batch, cands.shape[0], anchors.device)
-    pos = (anchors * positives).sum(dim=1, keepdim=True) * scale
+    if cands.shape[0] <= d:  # the positive's column of the table: fewer passes than over (b, d) embeddings
+        pos = neg.gather(1, target[:, None])
+    else:
+        pos = (anchors * positives).sum(dim=1, keepdim=True) * scale
     valid = torch.ones_like(neg, dtype=torch.bool)
     if not in_batch:
         valid[:, :n_batch] = False
