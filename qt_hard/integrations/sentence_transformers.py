@@ -119,96 +119,100 @@ def _warn_hard_floor(estimator, scale: float) -> None:
         )
 
 
+def _bib(kind: str, key: str, title: str, author: str, year: str, booktitle: str = "", eprint: str = "", **more) -> str:
+    """One BibTeX entry (an arXiv ``eprint`` brings its ``archivePrefix``)."""
+    fields = {"title": title, "author": author, "booktitle": booktitle, "year": year, "eprint": eprint}
+    fields.update(archivePrefix="arXiv" if eprint else "", **more)
+    body = "".join(f"      {name}={{{value}}},\n" for name, value in fields.items() if value)
+    return f"\n@{kind}{{{key},\n{body}}}\n"
+
+
+_ICLR = "International Conference on Learning Representations"
 _CITATIONS = {
-    "oord": """
-@misc{oord2018representation,
-      title={Representation Learning with Contrastive Predictive Coding},
-      author={Aaron van den Oord and Yazhe Li and Oriol Vinyals},
-      year={2018},
-      eprint={1807.03748},
-      archivePrefix={arXiv},
-      primaryClass={cs.LG},
+    "oord": _bib(
+        "misc",
+        "oord2018representation",
+        "Representation Learning with Contrastive Predictive Coding",
+        "Aaron van den Oord and Yazhe Li and Oriol Vinyals",
+        "2018",
+        eprint="1807.03748",
+        primaryClass="cs.LG",
+    ),
+    "hard": _bib(
+        "inproceedings",
+        "robinson2021contrastive",
+        "Contrastive Learning with Hard Negative Samples",
+        "Joshua Robinson and Ching-Yao Chuang and Suvrit Sra and Stefanie Jegelka",
+        "2021",
+        booktitle=_ICLR,
+        eprint="2010.04592",
+    ),
+    "ring": _bib(
+        "inproceedings",
+        "wu2021conditional",
+        "Conditional Negative Sampling for Contrastive Learning of Visual Representations",
+        "Mike Wu and Milan Mosse and Chengxu Zhuang and Daniel Yamins and Noah Goodman",
+        "2021",
+        booktitle=_ICLR,
+        eprint="2010.02037",
+    ),
+    "label": _bib(
+        "misc",
+        "jiang2022supervised",
+        "Supervised Contrastive Learning with Hard Negative Samples",
+        "Ruijie Jiang and Thuan Nguyen and Prakash Ishwar and Shuchin Aeron",
+        "2022",
+    ),
+    "ot": _bib(
+        "misc",
+        "jiang2021hard",
+        "Hard Negative Sampling via Regularized Optimal Transport for Contrastive Representation Learning",
+        "Ruijie Jiang and Prakash Ishwar and Shuchin Aeron",
+        "2021",
+    ),
+    "k": _bib(
+        "inproceedings",
+        "ash2022investigating",
+        "Investigating the Role of Negatives in Contrastive Representation Learning",
+        "Jordan T. Ash and Surbhi Goel and Akshay Krishnamurthy and Dipendra Misra",
+        "2022",
+        booktitle="International Conference on Artificial Intelligence and Statistics",
+        eprint="2106.09943",
+    ),
+    "hardness": _bib(
+        "misc",
+        "lan2025llave",
+        "LLaVE: Large Language and Vision Embedding Models with Hardness-Weighted Contrastive Learning",
+        "Zhibin Lan and Liqiang Niu and Fandong Meng and Jie Zhou and Jinsong Su",
+        "2025",
+        eprint="2503.04812",
+    )
+    + _bib(
+        "misc",
+        "vera2025embeddinggemma",
+        "EmbeddingGemma: Powerful and Lightweight Text Representations",
+        "Henrique Schechter Vera and others",
+        "2025",
+        eprint="2509.20354",
+    ),
+    "guard": _bib(
+        "misc",
+        "solatorio2024gistembed",
+        "GISTEmbed: Guided In-sample Selection of Training Negatives for Text Embedding Fine-tuning",
+        "Aivin V. Solatorio",
+        "2024",
+        eprint="2402.16829",
+    )
+    + _bib(
+        "misc",
+        "moreira2024nvretriever",
+        "NV-Retriever: Improving text embedding models with effective hard-negative mining",
+        "Gabriel de Souza P. Moreira and Radek Osmulski and Mengyao Xu and Ronay Ak and Benedikt Schifferer "
+        "and Even Oldridge",
+        "2024",
+        eprint="2407.15831",
+    ),
 }
-""",
-    "hard": """
-@inproceedings{robinson2021contrastive,
-      title={Contrastive Learning with Hard Negative Samples},
-      author={Joshua Robinson and Ching-Yao Chuang and Suvrit Sra and Stefanie Jegelka},
-      booktitle={International Conference on Learning Representations},
-      year={2021},
-      eprint={2010.04592},
-      archivePrefix={arXiv},
-}
-""",
-    "ring": """
-@inproceedings{wu2021conditional,
-      title={Conditional Negative Sampling for Contrastive Learning of Visual Representations},
-      author={Mike Wu and Milan Mosse and Chengxu Zhuang and Daniel Yamins and Noah Goodman},
-      booktitle={International Conference on Learning Representations},
-      year={2021},
-      eprint={2010.02037},
-      archivePrefix={arXiv},
-}
-""",
-    "label": """
-@misc{jiang2022supervised,
-      title={Supervised Contrastive Learning with Hard Negative Samples},
-      author={Ruijie Jiang and Thuan Nguyen and Prakash Ishwar and Shuchin Aeron},
-      year={2022},
-}
-""",
-    "ot": """
-@misc{jiang2021hard,
-      title={Hard Negative Sampling via Regularized Optimal Transport for Contrastive Representation Learning},
-      author={Ruijie Jiang and Prakash Ishwar and Shuchin Aeron},
-      year={2021},
-}
-""",
-    "k": """
-@inproceedings{ash2022investigating,
-      title={Investigating the Role of Negatives in Contrastive Representation Learning},
-      author={Jordan T. Ash and Surbhi Goel and Akshay Krishnamurthy and Dipendra Misra},
-      booktitle={International Conference on Artificial Intelligence and Statistics},
-      year={2022},
-      eprint={2106.09943},
-      archivePrefix={arXiv},
-}
-""",
-}
-_CITATIONS["hardness"] = """
-@misc{lan2025llave,
-      title={LLaVE: Large Language and Vision Embedding Models with Hardness-Weighted Contrastive Learning},
-      author={Zhibin Lan and Liqiang Niu and Fandong Meng and Jie Zhou and Jinsong Su},
-      year={2025},
-      eprint={2503.04812},
-      archivePrefix={arXiv},
-}
-
-@misc{vera2025embeddinggemma,
-      title={EmbeddingGemma: Powerful and Lightweight Text Representations},
-      author={Henrique Schechter Vera and others},
-      year={2025},
-      eprint={2509.20354},
-      archivePrefix={arXiv},
-}
-"""
-_CITATIONS["guard"] = """
-@misc{solatorio2024gistembed,
-      title={GISTEmbed: Guided In-sample Selection of Training Negatives for Text Embedding Fine-tuning},
-      author={Aivin V. Solatorio},
-      year={2024},
-      eprint={2402.16829},
-      archivePrefix={arXiv},
-}
-
-@misc{moreira2024nvretriever,
-      title={NV-Retriever: Improving text embedding models with effective hard-negative mining},
-      author={Gabriel de Souza P. Moreira and Radek Osmulski and Mengyao Xu and Ronay Ak and Benedikt Schifferer and Even Oldridge},
-      year={2024},
-      eprint={2407.15831},
-      archivePrefix={arXiv},
-}
-"""
 _CITATIONS["debiased"] = _CITATIONS["hard"]
 _CITATIONS["threshold"] = _CITATIONS["label"]  # H-UCL(tau), the thresholded hardening of H-SCL
 
