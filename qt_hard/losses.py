@@ -1,7 +1,10 @@
 """The contrastive objectives, assembled from the negatives core.
 
-Functional forms (one line for tests, users and our own checks) and module forms (for training loops,
-with ``set_progress`` for schedules):
+Each objective is defined once, as a module (for training loops, with ``set_progress`` for schedules):
+its constructor takes the strategy and the configuration, its ``forward`` one batch. The function form
+(one line for tests, users and our own checks) is derived from it: the batch's leading tensors, then
+the strategy, then every keyword of the constructor and of ``forward`` and ``generator`` (the
+k-sampler's); it builds the module and calls it once.
 
 * :func:`contrastive_loss` / :class:`ContrastiveLoss`: the two-view objective (SimCLR, HCL, Ash et
   al. D.1). With ``negatives="hard", beta=0, tau_plus=0`` it is SimCLR's NT-Xent; with
@@ -27,6 +30,9 @@ Example::
 
 from __future__ import annotations
 
+import inspect
+from typing import Callable
+
 import torch
 from torch import nn
 
@@ -42,128 +48,6 @@ def _strategy(negatives, k, include_positive, options) -> NegativeStrategy:
             raise ValueError("pass options either to the NegativeStrategy or here, not both")
         return negatives
     return make_strategy(negatives, k=k, include_positive=include_positive, **options)
-
-
-def contrastive_loss(
-    z1: torch.Tensor,
-    z2: torch.Tensor,
-    negatives="uniform",
-    *,
-    temperature: float = 0.5,
-    k: int | None = None,
-    labels=None,
-    normalize: bool = True,
-    include_positive: bool = True,
-    gather: bool = True,
-    generator: torch.Generator | None = None,
-    **options,
-) -> torch.Tensor:
-    """Two-view contrastive loss, averaged over the 2B anchors.
-
-    Args:
-        z1, z2: (B, d) embeddings of the two views of B positive pairs.
-        negatives: "uniform", "debiased", "hard", "ring", "label", "ot", "threshold", or a
-            :class:`NegativeStrategy`.
-        temperature: t; logits are <u, v> / t.
-        k: negatives per anchor drawn from the 2B-2 candidates (None = all).
-        labels: (B,) labels, for "label" negatives and ``collision_free=True``.
-        normalize: L2-normalize the embeddings (False for Quick-Thoughts / bag-of-words / InfoGraph,
-            then name a ``clip`` reading with hard weights).
-        include_positive: False drops e^{s+} from the denominator (Ash et al. D.1).
-        gather: under torch.distributed, candidates from every process.
-        generator: torch.Generator for the k-sampler.
-        **options: strategy options (see :func:`qt_hard.negatives.make_strategy`).
-
-    Returns:
-        Scalar loss tensor.
-    """
-    strategy = _strategy(negatives, k, include_positive, options)
-    scores = two_view_scores(
-        z1, z2, temperature=temperature, labels=labels, normalize=normalize, gather_candidates=gather
-    )
-    return strategy(scores, generator)
-
-
-def context_loss(
-    f_emb: torch.Tensor,
-    g_emb: torch.Tensor,
-    negatives="uniform",
-    *,
-    context: int = 1,
-    temperature: float = 1.0,
-    normalize: bool = False,
-    k: int | None = None,
-    doc_ids=None,
-    include_positive: bool = True,
-    gather: bool = True,
-    generator: torch.Generator | None = None,
-    **options,
-) -> torch.Tensor:
-    """Quick-Thoughts objective on B consecutive sentences (Logeswaran & Lee 2018; HCL App. D.3).
-
-    Args:
-        f_emb, g_emb: (B, d) encodings of the same consecutive sentences by f and g.
-        context: positives are the sentences within 1..context positions (same document).
-        doc_ids: (B,) document ids; no positive pair crosses two documents.
-        Other arguments as :func:`contrastive_loss`.
-    """
-    strategy = _strategy(negatives, k, include_positive, _joint_by_default(negatives, options))
-    scores = context_scores(
-        f_emb,
-        g_emb,
-        context=context,
-        temperature=temperature,
-        normalize=normalize,
-        doc_ids=doc_ids,
-        gather_candidates=gather,
-    )
-    return strategy(scores, generator)
-
-
-def ranking_loss(
-    anchors: torch.Tensor,
-    positives: torch.Tensor,
-    negatives: torch.Tensor | None = None,
-    strategy="uniform",
-    *,
-    temperature: float = 0.05,
-    k: int | None = None,
-    labels=None,
-    normalize: bool = True,
-    include_positive: bool = True,
-    gather: bool = True,
-    extra_candidates: torch.Tensor | None = None,
-    extra_labels=None,
-    in_batch: bool = True,
-    generator: torch.Generator | None = None,
-    **options,
-) -> torch.Tensor:
-    """Anchors against all positives and explicit negatives of the batch (MNRL layout).
-
-    Args:
-        anchors, positives: (B, d); negatives: optional (B, n, d) explicit negatives.
-        strategy: negatives strategy name or object (as ``negatives`` in :func:`contrastive_loss`).
-        temperature: 1 / scale (sentence-transformers' default scale 20 is temperature 0.05).
-        extra_candidates: optional (M, d) shared candidates (e.g. :class:`EmbeddingQueue`).
-        extra_labels: (M,) their class labels, -1 for unknown (``EmbeddingQueue.labels()``); needed
-            with ``labels``.
-        in_batch: False uses only ``extra_candidates`` as negatives (MoCo).
-        Other arguments as :func:`contrastive_loss`.
-    """
-    strat = _strategy(strategy, k, include_positive, options)
-    scores = one_directional_scores(
-        anchors,
-        positives,
-        negatives,
-        temperature=temperature,
-        labels=labels,
-        normalize=normalize,
-        gather_candidates=gather,
-        extra_candidates=extra_candidates,
-        extra_labels=extra_labels,
-        in_batch=in_batch,
-    )
-    return strat(scores, generator)
 
 
 def _joint_by_default(negatives, options: dict) -> dict:
@@ -209,8 +93,51 @@ class _StrategyLoss(nn.Module):
         return repr(self.strategy)
 
 
-class ContrastiveLoss(_StrategyLoss):
-    """Module form of :func:`contrastive_loss`: ``ContrastiveLoss("hard", beta=1.0)(z1, z2)``."""
+def _with_defaults(init: Callable, **defaults) -> Callable:
+    """Constructor ``init`` with other defaults for some of its keywords (its signature says so)."""
+    signature = inspect.signature(init)
+    params = [p.replace(default=defaults.get(p.name, p.default)) for p in signature.parameters.values()]
+
+    def constructor(self, *args, **kwargs):
+        init(self, *args, **{**defaults, **kwargs})
+
+    constructor.__signature__ = signature.replace(parameters=params)
+    return constructor
+
+
+def _function_form(cls: type[_StrategyLoss], name: str, leading: int) -> Callable[..., torch.Tensor]:
+    """The function form of loss module ``cls``: ``forward``'s first ``leading`` arguments, the
+    constructor's (the strategy first), then keyword-only the rest of both and ``generator``."""
+    P = inspect.Parameter
+    batch = list(inspect.signature(cls.forward).parameters.values())[1:]
+    first, *config = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    options = config.pop()  # the constructor's **options
+    params = [p.replace(kind=P.POSITIONAL_OR_KEYWORD) for p in batch[:leading]]
+    params += [first.replace(kind=P.POSITIONAL_OR_KEYWORD)]
+    params += [p.replace(kind=P.KEYWORD_ONLY) for p in (*batch[leading:], *config)]
+    params += [P("generator", P.KEYWORD_ONLY, default=None, annotation="torch.Generator | None"), options]
+    signature = inspect.Signature(params, return_annotation="torch.Tensor")
+    batch_names = {p.name for p in batch}
+
+    def loss(*args, **kwargs) -> torch.Tensor:
+        given = signature.bind(*args, **kwargs).arguments
+        extra = given.pop(options.name, {})
+        generator = given.pop("generator", None)
+        data = {key: given.pop(key) for key in list(given) if key in batch_names}
+        module = cls(**given, **extra)
+        module.generator = generator
+        return module(**data)
+
+    loss.__name__ = loss.__qualname__ = name
+    loss.__module__ = cls.__module__
+    loss.__signature__ = signature
+    loss.__doc__ = f"Function form of :class:`{cls.__name__}`: the module built from the arguments, called once.\n\n"
+    loss.__doc__ += inspect.cleandoc(cls.__doc__ or "")
+    return loss
+
+
+class _PairLoss(_StrategyLoss):
+    """The constructor that :class:`ContrastiveLoss` and :class:`RankingLoss` share."""
 
     def __init__(
         self,
@@ -226,6 +153,25 @@ class ContrastiveLoss(_StrategyLoss):
         super().__init__(negatives, k, include_positive, options)
         self.temperature, self.normalize, self.gather = temperature, normalize, gather
 
+
+class ContrastiveLoss(_PairLoss):
+    """Two-view contrastive loss, averaged over the 2B anchors: ``ContrastiveLoss("hard", beta=1.0)(z1, z2)``.
+
+    Args:
+        negatives: a strategy name of :mod:`qt_hard.negatives.registry` ("uniform", "debiased", "hard",
+            "ring", "label", "ot", "threshold") or a :class:`NegativeStrategy`.
+        temperature: t; logits are <u, v> / t.
+        k: negatives per anchor drawn from the 2B-2 candidates (None = all).
+        normalize: L2-normalize the embeddings (False for Quick-Thoughts / bag-of-words / InfoGraph,
+            then name a ``clip`` reading with hard weights).
+        include_positive: False drops e^{s+} from the denominator (Ash et al. D.1).
+        gather: under torch.distributed, candidates from every process.
+        **options: strategy options (see :func:`qt_hard.negatives.make_strategy`).
+
+    Call with ``z1, z2``: (B, d) embeddings of the two views of B positive pairs, and ``labels``: (B,)
+    labels, for "label" negatives and ``collision_free=True``. Returns the scalar loss.
+    """
+
     def forward(self, z1: torch.Tensor, z2: torch.Tensor, labels=None) -> torch.Tensor:
         scores = two_view_scores(
             z1, z2, temperature=self.temperature, labels=labels, normalize=self.normalize, gather_candidates=self.gather
@@ -234,7 +180,16 @@ class ContrastiveLoss(_StrategyLoss):
 
 
 class ContextLoss(_StrategyLoss):
-    """Module form of :func:`context_loss` (Quick-Thoughts; positives "joint" by default)."""
+    """Quick-Thoughts objective on B consecutive sentences (Logeswaran & Lee 2018; HCL App. D.3); by
+    default the positives share one denominator (``positives="joint"``).
+
+    Args:
+        context: positives are the sentences within 1..context positions (same document).
+        Other arguments as :class:`ContrastiveLoss`.
+
+    Call with ``f_emb, g_emb``: (B, d) encodings of the same consecutive sentences by f and g, and
+    ``doc_ids``: (B,) document ids; no positive pair crosses two documents.
+    """
 
     def __init__(
         self,
@@ -264,28 +219,29 @@ class ContextLoss(_StrategyLoss):
         return self._loss(scores)
 
 
-class RankingLoss(_StrategyLoss):
-    """Module form of :func:`ranking_loss`."""
+class RankingLoss(_PairLoss):
+    """Anchors against all positives and explicit negatives of the batch (MNRL layout).
 
-    def __init__(
-        self,
-        strategy="uniform",
-        *,
-        temperature: float = 0.05,
-        k: int | None = None,
-        normalize: bool = True,
-        include_positive: bool = True,
-        gather: bool = True,
-        **options,
-    ):
-        super().__init__(strategy, k, include_positive, options)
-        self.temperature, self.normalize, self.gather = temperature, normalize, gather
+    Args:
+        negatives: the strategy (as in :class:`ContrastiveLoss`).
+        temperature: 1 / scale (sentence-transformers' default scale 20 is temperature 0.05).
+        Other arguments as :class:`ContrastiveLoss`.
+
+    Call with ``anchors, positives``: (B, d); ``explicit_negatives``: optional (B, n, d) explicit
+    negatives; ``labels``: (B,); ``extra_candidates``: optional (M, d) shared candidates (e.g.
+    :class:`EmbeddingQueue`) with ``extra_labels``: (M,) their class labels, -1 for unknown
+    (``EmbeddingQueue.labels()``; needed with ``labels``); ``in_batch``: False uses only
+    ``extra_candidates`` as negatives (MoCo).
+    """
+
+    # The constructor of ContrastiveLoss, with MNRL's temperature as the default.
+    __init__ = _with_defaults(_PairLoss.__init__, temperature=0.05)
 
     def forward(
         self,
         anchors,
         positives,
-        negatives=None,
+        explicit_negatives=None,
         labels=None,
         extra_candidates=None,
         in_batch: bool = True,
@@ -294,7 +250,7 @@ class RankingLoss(_StrategyLoss):
         scores = one_directional_scores(
             anchors,
             positives,
-            negatives,
+            explicit_negatives,
             temperature=self.temperature,
             labels=labels,
             normalize=self.normalize,
@@ -322,33 +278,20 @@ def _node_mean(per_anchor: torch.Tensor, counted: torch.Tensor) -> torch.Tensor:
     return total / n
 
 
-def local_global_loss(
-    node_emb: torch.Tensor,
-    graph_emb: torch.Tensor,
-    batch,
-    negatives="uniform",
-    *,
-    estimator: str = "jsd",
-    temperature: float = 1.0,
-    labels=None,
-    normalize: bool = False,
-    k: int | None = None,
-    gather: bool = True,
-    generator: torch.Generator | None = None,
-    **options,
-) -> torch.Tensor:
+class LocalGlobalLoss(_StrategyLoss):
     """InfoGraph's local-global objective (Sun et al. 2020, eq. 4-5; Robinson et al. 2021, App. B):
     every node against the graphs of the (global) batch, its own graph the positive, averaged over
-    the nodes.
+    the nodes: ``LocalGlobalLoss("hard", beta=1.0, clip="rescaled")``.
 
     Args:
-        node_emb: (n, d) local-discriminator outputs of the nodes; graph_emb: (g, d) global ones.
-        batch: (n,) graph index of each node (torch_geometric's ``batch``).
         negatives: any strategy name (uniform = InfoGraph, hard = HCL's graph variant with
             ``clip="rescaled"``, label = H-SCL, ot = the OT paper) or a :class:`NegativeStrategy`.
         estimator: "jsd" (the paper), "jsd_code" (the HCL code's form) or "nce".
-        labels: (g,) graph labels for label-aware negatives.
-        Other arguments as :func:`contrastive_loss`.
+        Other arguments as :class:`ContrastiveLoss`.
+
+    Call with ``node_emb``: (n, d) local-discriminator outputs of the nodes; ``graph_emb``: (g, d)
+    global ones; ``batch``: (n,) graph index of each node (torch_geometric's ``batch``); ``labels``:
+    (g,) graph labels for label-aware negatives.
 
     Example::
 
@@ -356,21 +299,6 @@ def local_global_loss(
         >>> float(local_global_loss(h, H, torch.tensor([0, 0, 1, 1, 1, 2, 2]))) > 0
         True
     """
-    strategy = _strategy(negatives, k, True, {"estimator": estimator, **options})
-    scores = node_graph_scores(
-        node_emb,
-        graph_emb,
-        batch,
-        temperature=temperature,
-        labels=labels,
-        normalize=normalize,
-        gather_candidates=gather,
-    )
-    return _node_mean(*strategy.per_anchor(scores, generator))
-
-
-class LocalGlobalLoss(_StrategyLoss):
-    """Module form of :func:`local_global_loss`: ``LocalGlobalLoss("hard", beta=1.0, clip="rescaled")``."""
 
     def __init__(
         self,
@@ -399,3 +327,13 @@ class LocalGlobalLoss(_StrategyLoss):
             gather_candidates=self.gather,
         )
         return self._loss(scores, lambda sc, gen: _node_mean(*self.strategy.per_anchor(sc, gen)))
+
+
+contrastive_loss = _function_form(ContrastiveLoss, "contrastive_loss", leading=2)
+"""Function form of :class:`ContrastiveLoss`: ``contrastive_loss(z1, z2, negatives, *, labels, generator, ...)``."""
+context_loss = _function_form(ContextLoss, "context_loss", leading=2)
+"""Function form of :class:`ContextLoss`: ``context_loss(f_emb, g_emb, negatives, *, doc_ids, generator, ...)``."""
+ranking_loss = _function_form(RankingLoss, "ranking_loss", leading=3)
+"""Function form of :class:`RankingLoss`: ``ranking_loss(anchors, positives, explicit_negatives, negatives, ...)``."""
+local_global_loss = _function_form(LocalGlobalLoss, "local_global_loss", leading=3)
+"""Function form of :class:`LocalGlobalLoss`: ``local_global_loss(node_emb, graph_emb, batch, negatives, ...)``."""

@@ -173,18 +173,22 @@ def test_hardness_composes_with_hard_weights_and_is_checked(model, columns):
         HardNegativesLoss(model, negatives="uniform", hardness_mode="easy", hardness_strength=5.0)
 
 
+def _loss_and_grads(model, loss_fn, feats):
+    """The loss of tokenized ``feats`` and the model's parameter gradients from it."""
+    model.zero_grad()
+    loss = loss_fn(feats, None)
+    loss.backward()
+    return loss.item(), [p.grad.detach().clone() for p in model.parameters() if p.grad is not None]
+
+
 def test_equals_mnrl_through_forward(model, columns):
     """The full sentence-transformers path: tokenized (anchor, positive, neg_1, neg_2) features in,
     same loss and same parameter gradients as MNRL (4 rows, to keep the backward cheap)."""
     feats = features(model, [c[:4] for c in columns])
-    results = []
-    for loss_fn in (MultipleNegativesRankingLoss(model), HardNegativesLoss(model, negatives="uniform")):
-        model.zero_grad()
-        loss = loss_fn(feats, None)
-        loss.backward()
-        grads = [p.grad.detach().clone() for p in model.parameters() if p.grad is not None]
-        results.append((loss.item(), grads))
-    (ref, ref_g), (ours, our_g) = results
+    (ref, ref_g), (ours, our_g) = (
+        _loss_and_grads(model, loss_fn, feats)
+        for loss_fn in (MultipleNegativesRankingLoss(model), HardNegativesLoss(model, negatives="uniform"))
+    )
     assert abs(ours - ref) < TOL
     assert len(ref_g) == len(our_g) > 0
     # Parameter gradients pass back through six float32 transformer layers; the two losses compute
@@ -297,17 +301,13 @@ def test_cached_variant_matches_uncached(model, columns):
     """GradCache: same loss and same parameter gradients as the plain loss, with mini-batches of 3
     rows (so that the 4-row columns are split unevenly)."""
     feats = features(model, [c[:4] for c in columns[:3]])
-    results = []
-    for loss_fn in (
-        HardNegativesLoss(model, negatives="hard", beta=1.0, tau_plus=0.05),
-        CachedHardNegativesLoss(model, negatives="hard", beta=1.0, tau_plus=0.05, mini_batch_size=3),
-    ):
-        model.zero_grad()
-        loss = loss_fn(feats, None)
-        loss.backward()
-        grads = [p.grad.detach().clone() for p in model.parameters() if p.grad is not None]
-        results.append((loss.item(), grads))
-    (plain, plain_g), (cached, cached_g) = results
+    (plain, plain_g), (cached, cached_g) = (
+        _loss_and_grads(model, loss_fn, feats)
+        for loss_fn in (
+            HardNegativesLoss(model, negatives="hard", beta=1.0, tau_plus=0.05),
+            CachedHardNegativesLoss(model, negatives="hard", beta=1.0, tau_plus=0.05, mini_batch_size=3),
+        )
+    )
     assert abs(plain - cached) < 1e-5
     assert len(plain_g) == len(cached_g) > 0
     worst = max((a - b).abs().max().item() for a, b in zip(plain_g, cached_g))

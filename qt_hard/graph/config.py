@@ -64,15 +64,14 @@ class GraphObjectiveConfig:
     options: dict = field(default_factory=dict)
 
     def validate(self) -> None:
-        from qt_hard.negatives.strategy import NAMES
+        from qt_hard.negatives.registry import config_options, strategy_names
 
         if self.estimator not in ESTIMATORS:
             raise ValueError(f"objective.estimator must be {' | '.join(ESTIMATORS)}, got {self.estimator!r}")
-        if self.negatives not in NAMES:
-            raise ValueError(f"objective.negatives must be one of {', '.join(NAMES)}, got {self.negatives!r}")
-        for reserved in ("k", "estimator", "temperature", "normalize"):
-            if reserved in self.options:
-                raise ValueError(f"objective.options.{reserved}: set it as objective.{reserved} instead")
+        if self.negatives not in strategy_names():
+            names = ", ".join(strategy_names())
+            raise ValueError(f"objective.negatives must be one of {names}, got {self.negatives!r}")
+        config_options(self)
 
 
 @dataclass

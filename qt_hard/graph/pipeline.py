@@ -85,9 +85,9 @@ class GraphObjective(LossObjective):
 
     def __init__(self, cfg: GraphObjectiveConfig):
         from qt_hard.losses import LocalGlobalLoss
-        from qt_hard.schedules import make_schedule
+        from qt_hard.negatives.registry import config_options
 
-        opts = {key: (make_schedule(v) if isinstance(v, dict) else v) for key, v in cfg.options.items()}
+        opts = config_options(cfg)
         self.loss = LocalGlobalLoss(
             cfg.negatives,
             estimator=cfg.estimator,

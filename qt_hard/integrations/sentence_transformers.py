@@ -76,101 +76,143 @@ __all__ = [
     "LossProgressCallback",
 ]
 
-# ``beta`` and ``tau_plus`` are forwarded to the core only when set (None = the strategy's own
-# default: beta 1, tau_plus 0 for "hard", 0.1 for "debiased", no debiasing otherwise); an option the
-# chosen strategy does not read is the core's error.
-_USES_BETA = {"hard", "label"}
 
+def _check_arguments(scale, beta, beta_units, guard, guide, options) -> None:
+    """The plugin's own arguments (the core's strategy options are checked by their parts)."""
+    from qt_hard.negatives.registry import option_names
+
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be a positive finite number, got {scale!r}")
+    if "temperature" in options:
+        raise ValueError("pass scale (= 1/temperature), not temperature, as MultipleNegativesRankingLoss does")
+    if beta_units not in ("logit", "cosine"):
+        raise ValueError(f"beta_units must be 'logit' or 'cosine', got {beta_units!r}")
+    if beta_units == "cosine" and beta is not None and (isinstance(beta, bool) or not isinstance(beta, (int, float))):
+        raise ValueError("beta_units='cosine' takes a number; give a schedule in logit units (beta / scale)")
+    if "guard_source" in options:
+        raise ValueError("the guard reads the guide's similarities when guide= is given, the model's otherwise")
+    if guide is not None and guard is None:
+        raise ValueError("guide= is read by the guard: pass guard='absolute' (GISTEmbedLoss's default) or 'relative'")
+    # beta, tau_plus, k and the guard's options are named arguments here; the rest are the core's.
+    known = option_names() - {"k", "beta", "tau_plus", "guard", "guard_margin", "guard_source"}
+    unknown = sorted(set(options) - known - {"generator"})
+    if unknown:
+        raise ValueError(
+            f"unknown option(s) {', '.join(unknown)} for HardNegativesLoss; valid: beta, tau_plus, k, generator, "
+            f"directions, partition_mode, guard, guard_margin, guide, beta_units, {', '.join(sorted(known))}"
+        )
+
+
+def _warn_hard_floor(estimator, scale: float) -> None:
+    """Warn when the debiased estimator's hard floor will bind for every well-matched pair."""
+    from qt_hard.negatives import DebiasedEstimator
+
+    tau_plus = getattr(estimator, "tau_plus", 0)
+    if isinstance(estimator, DebiasedEstimator) and estimator.floor == "hard" and tau_plus != 0 and scale > 5:
+        # Measured on MiniLM/MRPC at scale 20: tau_plus=0.05 puts every anchor on the floor,
+        # loss and gradient exactly 0 for the whole run.
+        logger.warning(
+            "debiasing with floor='hard' at scale %.3g: the estimate (E - tau_plus e^{s+})/(1 - tau_plus) "
+            "falls under the floor e^{-scale} for any well-matched pair, and such anchors get no "
+            "gradient at all; pass floor='smooth', or a smaller scale (HCL uses scale 2)",
+            scale,
+        )
+
+
+def _bib(kind: str, key: str, title: str, author: str, year: str, booktitle: str = "", eprint: str = "", **more) -> str:
+    """One BibTeX entry (an arXiv ``eprint`` brings its ``archivePrefix``)."""
+    fields = {"title": title, "author": author, "booktitle": booktitle, "year": year, "eprint": eprint}
+    fields.update(archivePrefix="arXiv" if eprint else "", **more)
+    body = "".join(f"      {name}={{{value}}},\n" for name, value in fields.items() if value)
+    return f"\n@{kind}{{{key},\n{body}}}\n"
+
+
+_ICLR = "International Conference on Learning Representations"
 _CITATIONS = {
-    "oord": """
-@misc{oord2018representation,
-      title={Representation Learning with Contrastive Predictive Coding},
-      author={Aaron van den Oord and Yazhe Li and Oriol Vinyals},
-      year={2018},
-      eprint={1807.03748},
-      archivePrefix={arXiv},
-      primaryClass={cs.LG},
+    "oord": _bib(
+        "misc",
+        "oord2018representation",
+        "Representation Learning with Contrastive Predictive Coding",
+        "Aaron van den Oord and Yazhe Li and Oriol Vinyals",
+        "2018",
+        eprint="1807.03748",
+        primaryClass="cs.LG",
+    ),
+    "hard": _bib(
+        "inproceedings",
+        "robinson2021contrastive",
+        "Contrastive Learning with Hard Negative Samples",
+        "Joshua Robinson and Ching-Yao Chuang and Suvrit Sra and Stefanie Jegelka",
+        "2021",
+        booktitle=_ICLR,
+        eprint="2010.04592",
+    ),
+    "ring": _bib(
+        "inproceedings",
+        "wu2021conditional",
+        "Conditional Negative Sampling for Contrastive Learning of Visual Representations",
+        "Mike Wu and Milan Mosse and Chengxu Zhuang and Daniel Yamins and Noah Goodman",
+        "2021",
+        booktitle=_ICLR,
+        eprint="2010.02037",
+    ),
+    "label": _bib(
+        "misc",
+        "jiang2022supervised",
+        "Supervised Contrastive Learning with Hard Negative Samples",
+        "Ruijie Jiang and Thuan Nguyen and Prakash Ishwar and Shuchin Aeron",
+        "2022",
+    ),
+    "ot": _bib(
+        "misc",
+        "jiang2021hard",
+        "Hard Negative Sampling via Regularized Optimal Transport for Contrastive Representation Learning",
+        "Ruijie Jiang and Prakash Ishwar and Shuchin Aeron",
+        "2021",
+    ),
+    "k": _bib(
+        "inproceedings",
+        "ash2022investigating",
+        "Investigating the Role of Negatives in Contrastive Representation Learning",
+        "Jordan T. Ash and Surbhi Goel and Akshay Krishnamurthy and Dipendra Misra",
+        "2022",
+        booktitle="International Conference on Artificial Intelligence and Statistics",
+        eprint="2106.09943",
+    ),
+    "hardness": _bib(
+        "misc",
+        "lan2025llave",
+        "LLaVE: Large Language and Vision Embedding Models with Hardness-Weighted Contrastive Learning",
+        "Zhibin Lan and Liqiang Niu and Fandong Meng and Jie Zhou and Jinsong Su",
+        "2025",
+        eprint="2503.04812",
+    )
+    + _bib(
+        "misc",
+        "vera2025embeddinggemma",
+        "EmbeddingGemma: Powerful and Lightweight Text Representations",
+        "Henrique Schechter Vera and others",
+        "2025",
+        eprint="2509.20354",
+    ),
+    "guard": _bib(
+        "misc",
+        "solatorio2024gistembed",
+        "GISTEmbed: Guided In-sample Selection of Training Negatives for Text Embedding Fine-tuning",
+        "Aivin V. Solatorio",
+        "2024",
+        eprint="2402.16829",
+    )
+    + _bib(
+        "misc",
+        "moreira2024nvretriever",
+        "NV-Retriever: Improving text embedding models with effective hard-negative mining",
+        "Gabriel de Souza P. Moreira and Radek Osmulski and Mengyao Xu and Ronay Ak and Benedikt Schifferer "
+        "and Even Oldridge",
+        "2024",
+        eprint="2407.15831",
+    ),
 }
-""",
-    "hard": """
-@inproceedings{robinson2021contrastive,
-      title={Contrastive Learning with Hard Negative Samples},
-      author={Joshua Robinson and Ching-Yao Chuang and Suvrit Sra and Stefanie Jegelka},
-      booktitle={International Conference on Learning Representations},
-      year={2021},
-      eprint={2010.04592},
-      archivePrefix={arXiv},
-}
-""",
-    "ring": """
-@inproceedings{wu2021conditional,
-      title={Conditional Negative Sampling for Contrastive Learning of Visual Representations},
-      author={Mike Wu and Milan Mosse and Chengxu Zhuang and Daniel Yamins and Noah Goodman},
-      booktitle={International Conference on Learning Representations},
-      year={2021},
-      eprint={2010.02037},
-      archivePrefix={arXiv},
-}
-""",
-    "label": """
-@misc{jiang2022supervised,
-      title={Supervised Contrastive Learning with Hard Negative Samples},
-      author={Ruijie Jiang and Thuan Nguyen and Prakash Ishwar and Shuchin Aeron},
-      year={2022},
-}
-""",
-    "ot": """
-@misc{jiang2021hard,
-      title={Hard Negative Sampling via Regularized Optimal Transport for Contrastive Representation Learning},
-      author={Ruijie Jiang and Prakash Ishwar and Shuchin Aeron},
-      year={2021},
-}
-""",
-    "k": """
-@inproceedings{ash2022investigating,
-      title={Investigating the Role of Negatives in Contrastive Representation Learning},
-      author={Jordan T. Ash and Surbhi Goel and Akshay Krishnamurthy and Dipendra Misra},
-      booktitle={International Conference on Artificial Intelligence and Statistics},
-      year={2022},
-      eprint={2106.09943},
-      archivePrefix={arXiv},
-}
-""",
-}
-_CITATIONS["hardness"] = """
-@misc{lan2025llave,
-      title={LLaVE: Large Language and Vision Embedding Models with Hardness-Weighted Contrastive Learning},
-      author={Zhibin Lan and Liqiang Niu and Fandong Meng and Jie Zhou and Jinsong Su},
-      year={2025},
-      eprint={2503.04812},
-      archivePrefix={arXiv},
-}
-
-@misc{vera2025embeddinggemma,
-      title={EmbeddingGemma: Powerful and Lightweight Text Representations},
-      author={Henrique Schechter Vera and others},
-      year={2025},
-      eprint={2509.20354},
-      archivePrefix={arXiv},
-}
-"""
-_CITATIONS["guard"] = """
-@misc{solatorio2024gistembed,
-      title={GISTEmbed: Guided In-sample Selection of Training Negatives for Text Embedding Fine-tuning},
-      author={Aivin V. Solatorio},
-      year={2024},
-      eprint={2402.16829},
-      archivePrefix={arXiv},
-}
-
-@misc{moreira2024nvretriever,
-      title={NV-Retriever: Improving text embedding models with effective hard-negative mining},
-      author={Gabriel de Souza P. Moreira and Radek Osmulski and Mengyao Xu and Ronay Ak and Benedikt Schifferer and Even Oldridge},
-      year={2024},
-      eprint={2407.15831},
-      archivePrefix={arXiv},
-}
-"""
 _CITATIONS["debiased"] = _CITATIONS["hard"]
 _CITATIONS["threshold"] = _CITATIONS["label"]  # H-UCL(tau), the thresholded hardening of H-SCL
 
@@ -358,48 +400,12 @@ class HardNegativesLoss(nn.Module):
         **options: Any,
     ) -> None:
         super().__init__()
-        from qt_hard.negatives import NAMES, NegativeStrategy, check_directions, make_strategy
-        from qt_hard.negatives.strategy import STRATEGY_OPTIONS
+        from qt_hard.negatives import check_directions
 
-        if not (isinstance(negatives, NegativeStrategy) or (isinstance(negatives, str) and negatives in NAMES)):
-            raise ValueError(
-                f"unknown negatives={negatives!r}; expected one of {', '.join(NAMES)} or a NegativeStrategy"
-            )
-        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not (math.isfinite(scale) and scale > 0):
-            raise ValueError(f"scale must be a positive finite number, got {scale!r}")
-        if isinstance(beta, (int, float)) and not isinstance(beta, bool) and not (math.isfinite(beta) and beta >= 0):
-            raise ValueError(f"beta must be a finite number >= 0 (or a schedule), got {beta!r}")
-        if isinstance(tau_plus, (int, float)) and not 0 <= tau_plus < 1:
-            raise ValueError(f"tau_plus must lie in [0, 1) (or be a schedule, or None), got {tau_plus!r}")
-        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-            raise ValueError(f"k must be a positive integer or None (all candidates), got {k!r}")
-        if "temperature" in options:
-            raise ValueError("pass scale (= 1/temperature), not temperature, as MultipleNegativesRankingLoss does")
-        if beta_units not in ("logit", "cosine"):
-            raise ValueError(f"beta_units must be 'logit' or 'cosine', got {beta_units!r}")
-        if (
-            beta_units == "cosine"
-            and beta is not None
-            and (isinstance(beta, bool) or not isinstance(beta, (int, float)))
-        ):
-            raise ValueError("beta_units='cosine' takes a number; give a schedule in logit units (beta / scale)")
-        if "guard_source" in options:
-            raise ValueError("the guard reads the guide's similarities when guide= is given, the model's otherwise")
-        if guide is not None and guard is None:
-            raise ValueError(
-                "guide= is read by the guard: pass guard='absolute' (GISTEmbedLoss's default) or 'relative'"
-            )
+        _check_arguments(scale, beta, beta_units, guard, guide, options)
         self.directions = check_directions(directions, partition_mode)
         self.partition_mode = partition_mode
         self.generator = options.pop("generator", None)
-        known = STRATEGY_OPTIONS - {"k", "beta", "tau_plus", "guard", "guard_margin", "guard_source"}
-        unknown = sorted(set(options) - known)
-        if unknown:
-            raise ValueError(
-                f"unknown option(s) {', '.join(unknown)} for {type(self).__name__}; valid: beta, tau_plus, k, "
-                f"generator, directions, partition_mode, guard, guard_margin, guide, beta_units, {', '.join(sorted(known))}"
-            )
-
         self.model = model
         self.negatives = negatives
         self.beta = beta
@@ -418,44 +424,40 @@ class HardNegativesLoss(nn.Module):
         self._largest_batch = 0  # the largest local batch seen: a smaller one is an epoch's last
         self._warned_short = False
         self._k_generators: dict[torch.device, torch.Generator] = {}
-        # MNRL's joint softmax with doc_to_query holds the positive pair twice: the core's joint-positives form.
-        two_positives = partition_mode == "joint" and "doc_to_query" in self.directions
+        # Built once, so that set_progress moves its schedules (beta annealing, ring band).
+        self.strategy, self._reads = self._build_strategy()
 
-        if isinstance(negatives, NegativeStrategy):
-            if options or k is not None or tau_plus is not None or beta is not None or guard is not None:
+    def _build_strategy(self):
+        """The core strategy of the arguments, and the options it reads (empty for a strategy object)."""
+        from qt_hard.negatives import NegativeStrategy, make_strategy
+        from qt_hard.negatives.registry import options_read
+
+        # MNRL's joint softmax with doc_to_query holds the positive pair twice: the core's joint-positives form.
+        two_positives = self.partition_mode == "joint" and "doc_to_query" in self.directions
+        if isinstance(self.negatives, NegativeStrategy):
+            given = (self.k, self.tau_plus, self.beta, self.guard)
+            if self.options or any(v is not None for v in given):
                 raise ValueError("a NegativeStrategy object carries its own k, guard and options; pass them to it")
-            if two_positives and negatives.positives != "joint":
+            if two_positives and self.negatives.positives != "joint":
                 raise ValueError("doc_to_query in a joint partition needs the strategy's positives='joint'")
-            self.strategy = negatives
-        else:
-            strategy_options = dict(options)
-            if beta is not None:
-                strategy_options["beta"] = beta / self.scale if beta_units == "cosine" else beta
-            if negatives == "label":
-                # H-SCL's hardening is exponential in beta (Jiang et al. Sec. III); beta = 0 is SCL.
-                strategy_options.setdefault("hardening", "exp")
-            if tau_plus is not None:
-                strategy_options["tau_plus"] = tau_plus
-            if guard is not None:
-                strategy_options.update(
-                    guard=guard, guard_margin=guard_margin, guard_source="model" if guide is None else "guide"
-                )
-            if two_positives:
-                if strategy_options.get("positives", "joint") != "joint":
-                    raise ValueError("doc_to_query in a joint partition is MNRL's softmax only with positives='joint'")
-                strategy_options["positives"] = "joint"
-            # Built once, so that set_progress moves its schedules (beta annealing, ring band).
-            self.strategy = make_strategy(negatives, k=k, **strategy_options)
-            debiasing = tau_plus is not None and tau_plus != 0 or (negatives == "debiased" and tau_plus is None)
-            if debiasing and options.get("floor", "hard") == "hard" and self.scale > 5:
-                # Measured on MiniLM/MRPC at scale 20: tau_plus=0.05 puts every anchor on the floor,
-                # loss and gradient exactly 0 for the whole run.
-                logger.warning(
-                    "debiasing with floor='hard' at scale %.3g: the estimate (E - tau_plus e^{s+})/(1 - tau_plus) "
-                    "falls under the floor e^{-scale} for any well-matched pair, and such anchors get no "
-                    "gradient at all; pass floor='smooth', or a smaller scale (HCL uses scale 2)",
-                    self.scale,
-                )
+            return self.negatives, set()
+        options = dict(self.options)
+        if self.beta is not None:
+            options["beta"] = self.beta / self.scale if self.beta_units == "cosine" else self.beta
+        if self.negatives == "label":
+            # H-SCL's hardening is exponential in beta (Jiang et al. Sec. III); beta = 0 is SCL.
+            options.setdefault("hardening", "exp")
+        options["tau_plus"] = self.tau_plus
+        if self.guard is not None:
+            source = "model" if self.guide is None else "guide"
+            options.update(guard=self.guard, guard_margin=self.guard_margin, guard_source=source)
+        if two_positives:
+            if options.get("positives", "joint") != "joint":
+                raise ValueError("doc_to_query in a joint partition is MNRL's softmax only with positives='joint'")
+            options["positives"] = "joint"
+        strategy = make_strategy(self.negatives, k=self.k, **options)
+        _warn_hard_floor(strategy.estimator, self.scale)
+        return strategy, options_read(self.negatives, options)
 
     # -- the loss -------------------------------------------------------------------------------
 
@@ -642,7 +644,7 @@ class HardNegativesLoss(nn.Module):
         config: dict[str, Any] = {
             "negatives": self.strategy_name,
             # beta only means something to the hard / label weights; show it only there.
-            "beta": self.beta if self.negatives in _USES_BETA else None,
+            "beta": self.beta if "beta" in self._reads else None,
             "tau_plus": self.tau_plus,
             "scale": self.scale,
             "k": self.k,

@@ -9,6 +9,8 @@
 ``ot``          Sinkhorn: a log-domain first iteration, then exp-domain scalings
 ``estimators``  plain and debiased (hard or smooth floor), in log space; InfoGraph's JSD
 ``strategy``    :class:`NegativeStrategy` assembling them into the loss; :func:`make_strategy`
+``registry``    one declared part per strategy and per modifier, with its options (names, defaults, checks)
+``topm``        the top-m mask: each anchor keeps its m highest-scoring negatives (a miner's top-m)
 ``guard``       the positive-aware false-negative guard (GISTEmbed / NV-Retriever), model or guide similarities
 ``directions``  MNRL's directions and partition modes (query/doc to query/doc) as tables of the core
 ``queue``       a FIFO memory bank of past embeddings and their labels (MoCo / MoCoRing)
@@ -17,6 +19,7 @@
 
 from .distributed import gather, world
 from .directions import DIRECTIONS, PARTITION_MODES, check_directions, directional_loss, directional_scores
+from . import registry
 from .estimators import DebiasedEstimator, JSDEstimator, PlainEstimator
 from .guard import FalseNegativeGuard, attach_guide
 from .queue import EmbeddingQueue
@@ -70,6 +73,7 @@ __all__ = [
     "directional_loss",
     "make_strategy",
     "NAMES",
+    "registry",
     "EmbeddingQueue",
     "gather",
     "world",

@@ -76,13 +76,13 @@ class FalseNegativeGuard:
         """(A, C) bool: True where the candidate survives the guard."""
         table = self.table(scores)
         # The smallest valid positive (the hardest one) sets the threshold; +inf for no positive.
+        # In logit units (the margin times the scale), so that the (A, C) table is read once, as is.
         pos = table.pos.detach().masked_fill(~scores.pos_valid, float("inf")).amin(dim=1, keepdim=True)
-        pos = pos / table.scale
-        threshold = pos - self.margin if self.rule == "absolute" else pos - pos.abs() * self.margin
-        # inf - inf * 0 is NaN: an anchor without a positive keeps everything.
-        threshold = threshold.nan_to_num(nan=float("inf"), posinf=float("inf"))
-        # On logits, so that the (A, C) table is read once and never divided.
-        return table.neg.detach() <= threshold * table.scale
+        if self.rule == "absolute":
+            threshold = pos - self.margin * table.scale
+        else:  # inf - inf * 0 is NaN: an anchor without a positive keeps everything
+            threshold = (pos - pos.abs() * self.margin).nan_to_num(nan=float("inf"), posinf=float("inf"))
+        return table.neg.detach() <= threshold
 
     def __repr__(self) -> str:
         return f"FalseNegativeGuard(rule={self.rule!r}, margin={self.margin!r}, source={self.source!r})"

@@ -46,12 +46,13 @@ class _TiltedLogMeanExp(torch.autograd.Function):
     @staticmethod
     def forward(ctx, s, keep, gamma, gamma_grad, dense, count, absolute, gamma_t):
         tiny = torch.finfo(s.dtype).tiny
-        x = s if keep is None else s.masked_fill(~keep, NEG_INF)
         if dense is None and absolute is None and gamma >= 0:
             # y = x - rowmax <= 0 with max 0: gamma * y and (1 + gamma) * y need no further shift.
+            # One fresh (A, C) buffer, shifted and exponentiated in place.
+            x = s if keep is None else torch.where(keep, s, NEG_INF)
             m = x.amax(dim=1, keepdim=True)
-            m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
-            y = x - m
+            m = torch.where(torch.isfinite(m), m, 0.0)
+            y = x - m if keep is None else x.sub_(m)
             if gamma == 0:
                 e1 = y.exp_()
                 s1 = e1.sum(dim=1)

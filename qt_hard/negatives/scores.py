@@ -167,6 +167,33 @@ def _check_embeddings(name: str, x: torch.Tensor) -> None:
         raise ValueError(f"{name} is an empty batch")
 
 
+def _table(
+    pos, neg, valid, scale, anchors, cands, normalize, anchor_labels, cand_labels, pos_valid=None, **more
+) -> ContrastScores:
+    """A table with the (detached) embeddings it was made of; every positive slot is real unless
+    ``pos_valid`` says otherwise."""
+    return ContrastScores(
+        pos=pos,
+        pos_valid=torch.ones_like(pos, dtype=torch.bool) if pos_valid is None else pos_valid,
+        neg=neg,
+        neg_valid=valid,
+        scale=scale,
+        anchor_labels=anchor_labels,
+        cand_labels=cand_labels,
+        anchor_emb=anchors.detach(),
+        cand_emb=cands.detach(),
+        normalized=normalize,
+        **more,
+    )
+
+
+def _check_pair(name_x: str, x: torch.Tensor, name_y: str, y: torch.Tensor) -> None:
+    _check_embeddings(name_x, x)
+    _check_embeddings(name_y, y)
+    if x.shape != y.shape:
+        raise ValueError(f"{name_x} and {name_y} must have the same shape, got {tuple(x.shape)} and {tuple(y.shape)}")
+
+
 def _check_temperature(temperature: float) -> float:
     if not temperature > 0:
         raise ValueError(f"temperature must be > 0, got {temperature}")
@@ -206,10 +233,7 @@ def two_view_scores(
         B the global batch), one positive each (the partner view), and each anchor's own view and
         its partner excluded from the candidates, leaving 2B - 2.
     """
-    _check_embeddings("z1", z1)
-    _check_embeddings("z2", z2)
-    if z1.shape != z2.shape:
-        raise ValueError(f"z1 and z2 must have the same shape, got {tuple(z1.shape)} and {tuple(z2.shape)}")
+    _check_pair("z1", z1, "z2", z2)
     scale = _check_temperature(temperature)
     b = z1.shape[0]
     anchors = torch.cat([z1, z2], dim=0)  # (2b, d): z1 then z2
@@ -244,19 +268,7 @@ def two_view_scores(
         all_labels = gather(labels, with_grad=False)[0] if gather_candidates else labels
         anchor_labels = torch.cat([labels, labels])
         cand_labels = torch.cat([all_labels, all_labels])
-    return ContrastScores(
-        pos=pos,
-        pos_valid=torch.ones_like(pos, dtype=torch.bool),
-        neg=neg,
-        neg_valid=valid,
-        scale=scale,
-        anchor_labels=anchor_labels,
-        cand_labels=cand_labels,
-        anchor_emb=anchors.detach(),
-        cand_emb=cands.detach(),
-        normalized=normalize,
-        anchor_column=self_idx,
-    )
+    return _table(pos, neg, valid, scale, anchors, cands, normalize, anchor_labels, cand_labels, anchor_column=self_idx)
 
 
 def one_directional_scores(
@@ -297,98 +309,111 @@ def one_directional_scores(
         [all positives (B), negatives[:, 0] of all pairs (B), ..., negatives[:, n-1] (B), extras (M)],
         B the global batch; the anchor's own positive column is excluded from its candidates.
     """
-    _check_embeddings("anchors", anchors)
-    _check_embeddings("positives", positives)
-    if anchors.shape != positives.shape:
-        raise ValueError(
-            f"anchors and positives must have the same shape, got {tuple(anchors.shape)} and {tuple(positives.shape)}"
-        )
+    _check_pair("anchors", anchors, "positives", positives)
     b, d = anchors.shape
-    if negatives is not None:
-        if negatives.dim() == 2:
-            negatives = negatives.unsqueeze(1)
-        if negatives.dim() != 3 or negatives.shape[0] != b or negatives.shape[2] != d:
-            raise ValueError(f"negatives must be ({b}, n, {d}), got {tuple(negatives.shape)}")
+    negatives = _explicit(negatives, b, d)
+    extra_labels = _extra_labels(extra_candidates, extra_labels, labels, d, anchors.device)
     scale = _check_temperature(temperature)
     norm = (lambda x: F.normalize(x, dim=-1)) if normalize else (lambda x: x)
     anchors, positives = norm(anchors), norm(positives)
     labels = _labels(labels, b, anchors.device)
-
-    if gather_candidates:
-        all_pos, offset = gather(positives)
-    else:
-        all_pos, offset = positives, 0
+    all_pos, offset = gather(positives) if gather_candidates else (positives, 0)
     B = all_pos.shape[0]
     blocks = [all_pos]
     if negatives is not None:
-        negatives = norm(negatives)
-        all_neg = gather(negatives)[0] if gather_candidates else negatives
+        all_neg = gather(norm(negatives))[0] if gather_candidates else norm(negatives)
         # Column-major over the explicit negatives: block j holds negative j of every pair, so the
         # positives stay in columns 0..B-1 and anchor i's positive is column offset + i after the
         # gather, never one of the hard negatives.
         blocks.extend(all_neg[:, j] for j in range(all_neg.shape[1]))
     n_batch = sum(x.shape[0] for x in blocks)
     if extra_candidates is not None:
-        if extra_candidates.dim() != 2 or extra_candidates.shape[1] != d:
-            raise ValueError(f"extra_candidates must be (M, {d}), got {tuple(extra_candidates.shape)}")
         blocks.append(norm(extra_candidates))
-        if extra_labels is not None:
-            extra_labels = torch.as_tensor(extra_labels, device=anchors.device)
-            if extra_labels.shape != (extra_candidates.shape[0],) or extra_labels.is_floating_point():
-                raise ValueError(
-                    f"extra_labels must be ({extra_candidates.shape[0]},) integer labels, "
-                    f"got dtype {extra_labels.dtype} shape {tuple(extra_labels.shape)}"
-                )
-        elif labels is not None:
-            raise ValueError(
-                "labels with extra_candidates need extra_labels (their classes, -1 for unknown; "
-                "EmbeddingQueue.labels()), or label-aware negatives would keep same-class rows"
-            )
-    elif extra_labels is not None:
-        raise ValueError("extra_labels without extra_candidates")
-    cands = torch.cat(blocks, dim=0)
-    neg = (anchors * scale) @ cands.T
+    cands = blocks[0] if len(blocks) == 1 else torch.cat(blocks, dim=0)
+    neg = _scaled_products(anchors, cands, scale)
     rows = torch.arange(b, device=anchors.device)
     target = rows + offset
-    owner = None
-    if negatives is not None:
-        # Block j of the explicit negatives holds pair 0..B-1's j-th negative: column B + j*B + p.
-        owner = torch.full((cands.shape[0],), -1, dtype=torch.long, device=anchors.device)
-        n_explicit = n_batch - B
-        owner[B:n_batch] = torch.arange(B, device=anchors.device).repeat(n_explicit // B)
-    pos = ((anchors * positives).sum(dim=1) * scale).unsqueeze(1)
+    owner = None if negatives is None else _explicit_owner(B, n_batch, cands.shape[0], anchors.device)
+    if cands.shape[0] <= d:  # the positive's column of the table: fewer passes than over (b, d) embeddings
+        pos = neg.gather(1, target[:, None])
+    else:
+        pos = (anchors * positives).sum(dim=1, keepdim=True) * scale
     valid = torch.ones_like(neg, dtype=torch.bool)
     if not in_batch:
         valid[:, :n_batch] = False
     valid[rows, target] = False
-
-    anchor_labels = cand_labels = known = None
+    cand_labels, known = None, None
     if labels is not None:
         all_labels = gather(labels, with_grad=False)[0] if gather_candidates else labels
-        anchor_labels = labels
-        cand_labels = torch.full((cands.shape[0],), -1, dtype=labels.dtype, device=labels.device)
-        cand_labels[:B] = all_labels
-        known = torch.zeros(cands.shape[0], dtype=torch.bool, device=labels.device)
-        known[:B] = True
+        cand_labels, known = _candidate_labels(all_labels, cands.shape[0], extra_labels)
+    extra = dict(cand_label_known=known, cand_owner=owner, anchor_index=target)
+    return _table(pos, neg, valid, scale, anchors, cands, normalize, labels, cand_labels, **extra)
+
+
+def _scaled_products(anchors: torch.Tensor, cands: torch.Tensor, scale: float) -> torch.Tensor:
+    """``scale * anchors @ cands.T``, the scale applied to the smaller of the (A, d) side and the (A, C)
+    table (it costs a pass over it forward and backward)."""
+    if anchors.shape[1] <= cands.shape[0]:
+        return (anchors * scale) @ cands.T
+    return (anchors @ cands.T) * scale
+
+
+def _explicit_owner(B: int, n_batch: int, n_cands: int, device) -> torch.Tensor:
+    """(C,) the global pair index of each explicit negative column, -1 for the others: block j of the
+    explicit negatives holds pair 0..B-1's j-th negative, column B + j*B + p."""
+    owner = torch.full((n_cands,), -1, dtype=torch.long, device=device)
+    owner[B:n_batch] = torch.arange(B, device=device).repeat((n_batch - B) // B)
+    return owner
+
+
+def _explicit(negatives: torch.Tensor | None, b: int, d: int) -> torch.Tensor | None:
+    """The explicit negatives as (b, n, d) (a (b, d) tensor is one per pair)."""
+    if negatives is None:
+        return None
+    if negatives.dim() == 2:
+        negatives = negatives.unsqueeze(1)
+    if negatives.dim() != 3 or negatives.shape[0] != b or negatives.shape[2] != d:
+        raise ValueError(f"negatives must be ({b}, n, {d}), got {tuple(negatives.shape)}")
+    return negatives
+
+
+def _extra_labels(extra_candidates, extra_labels, labels, d: int, device) -> torch.Tensor | None:
+    """Check the extra candidates (M, d) and return their labels (M,) as a tensor, or None."""
+    if extra_candidates is None:
         if extra_labels is not None:
-            m = extra_labels.shape[0]
-            cand_labels[cands.shape[0] - m :] = extra_labels.to(labels.dtype)
-            known[cands.shape[0] - m :] = extra_labels >= 0
-    return ContrastScores(
-        pos=pos,
-        pos_valid=torch.ones_like(pos, dtype=torch.bool),
-        neg=neg,
-        neg_valid=valid,
-        scale=scale,
-        anchor_labels=anchor_labels,
-        cand_labels=cand_labels,
-        cand_label_known=known,
-        anchor_emb=anchors.detach(),
-        cand_emb=cands.detach(),
-        cand_owner=owner,
-        anchor_index=target,
-        normalized=normalize,
-    )
+            raise ValueError("extra_labels without extra_candidates")
+        return None
+    if extra_candidates.dim() != 2 or extra_candidates.shape[1] != d:
+        raise ValueError(f"extra_candidates must be (M, {d}), got {tuple(extra_candidates.shape)}")
+    if extra_labels is None:
+        if labels is not None:
+            raise ValueError(
+                "labels with extra_candidates need extra_labels (their classes, -1 for unknown; "
+                "EmbeddingQueue.labels()), or label-aware negatives would keep same-class rows"
+            )
+        return None
+    extra_labels = torch.as_tensor(extra_labels, device=device)
+    if extra_labels.shape != (extra_candidates.shape[0],) or extra_labels.is_floating_point():
+        raise ValueError(
+            f"extra_labels must be ({extra_candidates.shape[0]},) integer labels, "
+            f"got dtype {extra_labels.dtype} shape {tuple(extra_labels.shape)}"
+        )
+    return extra_labels
+
+
+def _candidate_labels(all_labels: torch.Tensor, n_cands: int, extra_labels: torch.Tensor | None):
+    """(C,) candidate labels and (C,) whether each is known: the B positives carry their pair's label,
+    the explicit negatives none, the extra candidates theirs (negative = unknown)."""
+    B = all_labels.shape[0]
+    cand_labels = torch.full((n_cands,), -1, dtype=all_labels.dtype, device=all_labels.device)
+    cand_labels[:B] = all_labels
+    known = torch.zeros(n_cands, dtype=torch.bool, device=all_labels.device)
+    known[:B] = True
+    if extra_labels is not None:
+        m = extra_labels.shape[0]
+        cand_labels[n_cands - m :] = extra_labels.to(all_labels.dtype)
+        known[n_cands - m :] = extra_labels >= 0
+    return cand_labels, known
 
 
 def context_scores(
@@ -419,10 +444,7 @@ def context_scores(
         the batch or the document are invalid), C = B candidates, the sentence itself and its valid
         positives excluded.
     """
-    _check_embeddings("f_emb", f_emb)
-    _check_embeddings("g_emb", g_emb)
-    if f_emb.shape != g_emb.shape:
-        raise ValueError(f"f_emb and g_emb must have the same shape, got {tuple(f_emb.shape)} and {tuple(g_emb.shape)}")
+    _check_pair("f_emb", f_emb, "g_emb", g_emb)
     if not isinstance(context, int) or context < 1:
         raise ValueError(f"context must be a positive integer, got {context!r}")
     scale = _check_temperature(temperature)
@@ -452,16 +474,7 @@ def context_scores(
     # Only real positives leave the candidate set; a neighbour from another book stays a negative.
     # (Clamped out-of-range slots may alias a real positive's column, so index only valid slots.)
     valid[rows[:, None].expand_as(idx)[pos_valid], idx[pos_valid]] = False
-    return ContrastScores(
-        pos=pos,
-        pos_valid=pos_valid,
-        neg=neg,
-        neg_valid=valid,
-        scale=scale,
-        anchor_emb=f_emb.detach(),
-        cand_emb=all_g.detach(),
-        normalized=normalize,
-    )
+    return _table(pos, neg, valid, scale, f_emb, all_g, normalize, None, None, pos_valid=pos_valid)
 
 
 def node_graph_scores(
@@ -520,15 +533,4 @@ def node_graph_scores(
     if labels is not None:
         cand_labels = gather(labels, with_grad=False)[0] if gather_candidates else labels
         anchor_labels = labels[batch.long()]
-    return ContrastScores(
-        pos=pos,
-        pos_valid=torch.ones_like(pos, dtype=torch.bool),
-        neg=neg,
-        neg_valid=valid,
-        scale=scale,
-        anchor_labels=anchor_labels,
-        cand_labels=cand_labels,
-        anchor_emb=node_emb.detach(),
-        cand_emb=cands.detach(),
-        normalized=normalize,
-    )
+    return _table(pos, neg, valid, scale, node_emb, cands, normalize, anchor_labels, cand_labels)

@@ -48,24 +48,14 @@ from typing import Sequence
 
 import torch
 
-from ..schedules import make_schedule
-from .estimators import DebiasedEstimator, JSDEstimator, PlainEstimator
+from . import registry
+from .estimators import DebiasedEstimator, PlainEstimator
 from .guard import FalseNegativeGuard
 from .logmeanexp import tilted_log_mean_exp
 from .sampler import _check as check_k
 from .sampler import count_rows, sample_k_indices
 from .scores import ContrastScores
-from .weightings import (
-    HardnessTilt,
-    HardWeighting,
-    LogWeights,
-    OTWeighting,
-    RingWeighting,
-    SameLabelMask,
-    ThresholdWeighting,
-    UniformWeighting,
-    Weighting,
-)
+from .weightings import LogWeights, UniformWeighting, Weighting
 
 
 class NegativeStrategy:
@@ -110,7 +100,8 @@ class NegativeStrategy:
             raise ValueError(f"count must be 'auto', 'candidates' or 'support', got {count!r}")
         if k is not None and (not isinstance(k, int) or isinstance(k, bool) or k < 1):
             raise ValueError(f"k must be a positive integer or None (all candidates), got {k!r}")
-        self.weightings = [w for w in weightings if not isinstance(w, UniformWeighting)]
+        kept = [w for w in weightings if not isinstance(w, UniformWeighting)]
+        self.weightings = sorted(kept, key=lambda w: w.on_support)  # miners last, over the others' support
         self.estimator = estimator if estimator is not None else PlainEstimator()
         self.k = k
         self.collision_free = collision_free
@@ -131,7 +122,7 @@ class NegativeStrategy:
         if self.collision_free:
             mask = mask & ~scores.same_label()
         if guarded and self.guard is not None:
-            mask = mask & self.guard.keep(scores)
+            mask = self.guard.keep(scores).logical_and_(mask)  # the guard's table is fresh: and in place
         return mask
 
     def _draw(self, scores: ContrastScores, mask: torch.Tensor, generator: torch.Generator | None):
@@ -174,7 +165,9 @@ class NegativeStrategy:
         """The composed factored log-weights of the negatives over ``mask``."""
         total = LogWeights()
         for w in self.weightings:
-            total = total + w.weigh(scores, mask, self.progress)
+            # A weighting that selects among the negatives (a miner) sees the support the others left.
+            over = mask & total.keep if w.on_support and total.keep is not None else mask
+            total = total + w.weigh(scores, over, self.progress)
         return total
 
     def per_anchor(self, scores: ContrastScores, generator: torch.Generator | None = None):
@@ -200,7 +193,7 @@ class NegativeStrategy:
             )
         else:
             log_e = tilted_log_mean_exp(neg, keep, lw.gamma, lw.gamma_grad, lw.dense, n_support, lw.absolute)
-            log_e = torch.where(empty, torch.zeros_like(log_e), log_e)  # keep NaN out of empty rows
+            log_e = torch.where(empty, 0.0, log_e)  # keep NaN out of empty rows
             if lw.log_scale != 0.0:  # HCL Fig. 14 read literally: beta multiplies the negative term
                 log_e = log_e + lw.log_scale
             q = (n_support if self.count == "support" else n_cand).clamp_min(1).to(neg.dtype)
@@ -212,7 +205,9 @@ class NegativeStrategy:
             else:
                 per_pos = log_neg - pos
         valid = scores.pos_valid & ~empty[:, None]
-        per_pos = torch.where(valid, per_pos, torch.zeros_like(per_pos))
+        if per_pos.shape[1] == 1:  # one positive slot: its loss is the anchor's (the mean over one)
+            return torch.where(valid[:, 0], per_pos[:, 0], 0.0), scores.pos_valid[:, 0]
+        per_pos = torch.where(valid, per_pos, 0.0)
         n_pos = scores.pos_valid.sum(dim=1)
         per_anchor = per_pos.sum(dim=1) / n_pos.clamp_min(1).to(neg.dtype)
         return per_anchor, n_pos > 0
@@ -331,6 +326,8 @@ class NegativeStrategy:
     def __call__(self, scores: ContrastScores, generator: torch.Generator | None = None) -> torch.Tensor:
         """The batch loss: mean over anchors with at least one positive."""
         per_anchor, counted = self.per_anchor(scores, generator)
+        if bool(counted.all()):  # the usual batch: no selection to make (nor to differentiate)
+            return per_anchor.mean()
         if not bool(counted.any()):
             raise ValueError("no anchor in the batch has a positive (check context / doc_ids / batch size)")
         return per_anchor[counted].mean()
@@ -367,207 +364,26 @@ def _per_inner_product(grad: torch.Tensor, inside: torch.Tensor, anchor_column) 
 
 
 POSITIVE_FORMS = ("per_positive", "joint")
-NAMES = ("uniform", "debiased", "hard", "ring", "label", "ot", "threshold")
-
-# Every option of make_strategy beyond the four that any strategy takes (k, collision_free,
-# include_positive, count), with its default.
-OPTION_DEFAULTS = {
-    "tau_plus": None,
-    "floor": "hard",
-    "beta": 1.0,
-    "clip": "auto",
-    "detach": False,
-    "lower": 0.0,
-    "upper": 100.0,
-    "hardening": None,
-    "tau": None,
-    "level": None,
-    "epsilon": 0.5,
-    "cost": "sqeuclidean",
-    "kappa": 0.0,
-    "sinkhorn_iters": 20,
-    "marginals": "uniform",
-    "coupling": "full",
-    "estimator": "nce",
-    "hardness_mode": None,
-    "hardness_strength": None,
-    "guard": None,
-    "guard_margin": 0.0,
-    "guard_source": "model",
-}
-STRATEGY_OPTIONS = frozenset({"k", "collision_free", "include_positive", "count", "positives", *OPTION_DEFAULTS})
+NAMES = tuple(registry.STRATEGIES)  # the built-in strategies; registry.strategy_names() adds discovered ones
+options_read = registry.options_read
 
 
-def options_read(negatives: str, options: dict) -> set[str]:
-    """The options of ``OPTION_DEFAULTS`` that strategy ``negatives`` reads, given the switches among
-    ``options`` (label's ``hardening``, OT's ``cost`` and ``marginals``, debiasing's ``tau_plus``)."""
-    hardening = options.get("hardening")
-    read = {"tau_plus", "estimator", "guard"}
-    if options.get("guard") is not None:
-        read |= {"guard_margin", "guard_source"}  # the false-negative guard composes with every strategy
-    nce = options.get("estimator", "nce") == "nce"
-    if nce:
-        read.add("hardness_mode")  # MNRL's tilt composes with every strategy of the NCE estimator
-        if options.get("hardness_mode") is not None:
-            read.add("hardness_strength")
-    if nce and (negatives in ("hard", "debiased") or options.get("tau_plus") is not None):
-        read.add("floor")  # the debiased NCE estimator exists (the JSD estimator has no floor)
-    if negatives == "hard":
-        read |= {"beta", "clip", "detach"}
-    elif negatives == "ring":
-        read |= {"lower", "upper"}
-    elif negatives == "label":
-        read.add("hardening")
-        if hardening == "exp":
-            read |= {"beta", "clip", "detach"}
-        elif hardening == "threshold":
-            read |= {"tau", "level"}
-    elif negatives == "threshold":
-        read |= {"tau", "level"}
-    elif negatives == "ot":
-        read |= {"epsilon", "cost", "marginals", "coupling"}
-        if options.get("cost", "sqeuclidean") == "exp":
-            read.add("kappa")
-        if options.get("marginals", "uniform") == "uniform":
-            read.add("sinkhorn_iters")
-    return read
-
-
-def _threshold(o: dict) -> ThresholdWeighting:
-    if (o["tau"] is None) == (o["level"] is None):
-        raise ValueError(
-            "thresholded negatives need exactly one of tau (on e^logit) or level (on the "
-            "similarity, e.g. the H-SCL schedule of eq. 4)"
-        )
-    return ThresholdWeighting(tau=o["tau"], level=o["level"])
-
-
-def make_strategy(
-    negatives="uniform",
-    *,
-    k: int | None = None,
-    collision_free: bool = False,
-    include_positive: bool = True,
-    count: str = "auto",
-    positives: str = "per_positive",
-    **options,
-) -> NegativeStrategy:
+def make_strategy(negatives="uniform", **options) -> NegativeStrategy:
     """Build a strategy from a name and keyword options (the functional and config entry point).
 
-    Names and the options each one reads (defaults in ``OPTION_DEFAULTS``):
-        "uniform": InfoNCE / NT-Xent.
-        "debiased": Chuang et al. 2020 (tau_plus, default 0.1).
-        "hard": HCL, Robinson et al. 2021 (beta, tau_plus default 0 = no debiasing, but the e^{-1/t}
-            floor of their code is kept unless floor="none"; clip names the reading of the weights for
-            unnormalized embeddings, one of "none", "rescaled", "fig14", "graph_code", "clamp", or "auto" (the
-            default: "none" for normalized embeddings, the chosen reading for raw inner products), see
-            :class:`~qt_hard.negatives.weightings.HardWeighting`; detach).
-        "ring": Wu et al. 2021 (lower, upper percentiles).
-        "label": H-SCL, Jiang et al. 2022: same-label candidates dropped; hardening None, "exp"
-            (beta, clip, detach) or "threshold" (tau on e^logit, or level on the similarity).
-        "threshold": the thresholded hardening 1(e^s >= tau) without labels (H-UCL(tau)); tau or level.
-        "ot": entropic OT coupling, Jiang, Ishwar & Aeron 2023 (epsilon, cost, kappa with cost="exp",
-            sinkhorn_iters with marginals="uniform", coupling "full" or "drawn" for k, see
-            :class:`OTWeighting`).
-    Any strategy takes k, collision_free, include_positive, count, positives ("per_positive" or
-    "joint", see :class:`NegativeStrategy`), estimator and tau_plus (debiasing); floor when the NCE
-    estimator debiases.
-    guard ("absolute" or "relative") with guard_margin (cosine units, default 0) and guard_source
-    ("model" or "guide"): the positive-aware false-negative guard of GISTEmbed / NV-Retriever
-    (:class:`~qt_hard.negatives.guard.FalseNegativeGuard`), on any strategy; it acts before the k-sampler.
-    hardness_mode ("in_batch_negatives", "hard_negatives" or "all_negatives") with hardness_strength
-    (alpha >= 0, required with it): sentence-transformers' MNRL hardness weighting, ``alpha *
-    stop_grad(cos)`` added to the chosen negatives' logits, unnormalized (:class:`HardnessTilt`); any
-    strategy with the NCE estimator.
-    estimator: "nce" (the contrastive loss above, plain or debiased by tau_plus, with floor "hard",
-    "smooth" or "none"), "jsd"
-    (InfoGraph's Jensen-Shannon estimator, :class:`JSDEstimator`, debiased by tau_plus without a floor)
-    or "jsd_code" (the official HCL graph code's form of it; see :class:`JSDEstimator`).
-    An option the chosen strategy does not read is an error that names it (so is an unknown one);
-    ``None`` stands for "not given". A :class:`NegativeStrategy` is returned as is (options must then
-    be empty).
+    ``negatives`` names a strategy of :mod:`qt_hard.negatives.registry` (uniform, debiased, hard, ring,
+    label, threshold, ot); ``options`` are the options of that strategy and of the modifiers that
+    compose with every strategy (estimator and tau_plus, the guard, MNRL's hardness tilt, ...), each
+    validated by its part's constructor (:func:`qt_hard.negatives.registry.option_table` lists them).
+    ``k``, ``collision_free``, ``include_positive``, ``count`` and ``positives`` are
+    :class:`NegativeStrategy`'s own. An option the chosen parts do not read is an error that names it
+    (so is an unknown one); ``None`` stands for "not given". A :class:`NegativeStrategy` is returned as
+    is (options must then be empty).
     """
+    structural = {key: options.pop(key) for key in registry.STRUCTURAL if key in options}
     if isinstance(negatives, NegativeStrategy):
         if options:
             raise ValueError("a NegativeStrategy carries its own options; pass them to it, not here")
         return negatives
-    if not isinstance(negatives, str) or negatives not in NAMES:
-        raise ValueError(
-            f"unknown negatives {negatives!r}; choose one of {', '.join(NAMES)} or pass a NegativeStrategy"
-        )
-    unknown = sorted(set(options) - set(OPTION_DEFAULTS))
-    if unknown:
-        raise TypeError(f"unknown option(s) {', '.join(unknown)}; valid: {', '.join(sorted(STRATEGY_OPTIONS))}")
-    given = {key: v for key, v in options.items() if v is not None}
-    unread = sorted(set(given) - options_read(negatives, given))
-    if unread:
-        which = f"negatives={negatives!r}" + (
-            f" with hardening={given.get('hardening')!r}" if negatives == "label" else ""
-        )
-        raise ValueError(
-            f"option(s) {', '.join(unread)} do not apply to {which} (it reads "
-            f"{', '.join(sorted(options_read(negatives, given)))})"
-        )
-    o = {**OPTION_DEFAULTS, **given}
-    for key in ("beta", "tau_plus", "lower", "upper", "tau", "level", "epsilon"):
-        o[key] = make_schedule(o[key])
-    tau_plus = o["tau_plus"]
-    weightings: list[Weighting] = []
-    if negatives == "hard":
-        weightings.append(HardWeighting(o["beta"], clip=o["clip"], detach=o["detach"]))
-        if tau_plus is None:
-            tau_plus = 0.0  # HCL's criterion: the floor applies even without debiasing
-    elif negatives == "debiased":
-        if tau_plus is None:
-            tau_plus = 0.1
-    elif negatives == "ring":
-        weightings.append(RingWeighting(o["lower"], o["upper"]))
-    elif negatives == "label":
-        weightings.append(SameLabelMask())
-        if o["hardening"] == "exp":
-            weightings.append(HardWeighting(o["beta"], clip=o["clip"], detach=o["detach"]))
-        elif o["hardening"] == "threshold":
-            weightings.append(_threshold(o))
-        elif o["hardening"] is not None:
-            raise ValueError(f"hardening must be None, 'exp' or 'threshold', got {o['hardening']!r}")
-    elif negatives == "threshold":
-        weightings.append(_threshold(o))
-    elif negatives == "ot":
-        weightings.append(
-            OTWeighting(
-                o["epsilon"],
-                cost=o["cost"],
-                kappa=o["kappa"],
-                iters=o["sinkhorn_iters"],
-                marginals=o["marginals"],
-                coupling=o["coupling"],
-            )
-        )
-    if o["hardness_mode"] is not None:
-        if o["hardness_strength"] is None:
-            raise ValueError(
-                "hardness_mode needs hardness_strength (alpha: Lan et al. 2025 use 9 on in-batch "
-                "negatives, EmbeddingGemma 5 on hard negatives)"
-            )
-        weightings.append(HardnessTilt(make_schedule(o["hardness_strength"]), o["hardness_mode"]))
-    if o["estimator"] in ("jsd", "jsd_code"):
-        est = JSDEstimator(
-            0.0 if tau_plus is None else tau_plus, variant="paper" if o["estimator"] == "jsd" else "code"
-        )
-    elif o["estimator"] == "nce":
-        est = DebiasedEstimator(tau_plus, floor=o["floor"]) if tau_plus is not None else PlainEstimator()
-    else:
-        raise ValueError(f"estimator must be 'nce', 'jsd' or 'jsd_code', got {o['estimator']!r}")
-    guard = None
-    if o["guard"] is not None:
-        guard = FalseNegativeGuard(o["guard"], o["guard_margin"], o["guard_source"])
-    return NegativeStrategy(
-        weightings,
-        est,
-        k=k,
-        collision_free=collision_free,
-        include_positive=include_positive,
-        count=count,
-        positives=positives,
-        guard=guard,
-    )
+    built = registry.assemble(negatives, options)
+    return NegativeStrategy(built.weightings, built.estimator, guard=built.guard, **structural)

@@ -108,11 +108,16 @@ class LogWeights:
 
 class Weighting:
     """Base class. ``restricts_support`` marks weightings whose negative set is a *subset* summed
-    over (Ring's ``logsumexp(ring)``), which makes "support" the natural count of negatives.
+    over (Ring's ``logsumexp(ring)``), which makes "support" the natural count of negatives;
+    ``on_support`` those that choose among the negatives the others leave (given that support as
+    their mask, and applied after them).
 
     Subclasses implement :meth:`weigh` (factored) or, for a custom table, just :meth:`log_weights`."""
 
     restricts_support = False
+    # True for a weighting that selects among the negatives the earlier weightings leave (a miner's
+    # top-m): it is given the candidate mask intersected with their support, and composes last.
+    on_support = False
 
     def weigh(self, scores: ContrastScores, mask: torch.Tensor, progress: float) -> LogWeights:
         """Factored log-weights over the (A, C) candidates allowed by ``mask``."""

@@ -29,12 +29,9 @@ from qt_hard.training.pipeline import LossObjective
 
 
 def _options(cfg: ObjectiveConfig) -> dict:
-    from qt_hard.schedules import make_schedule
+    from qt_hard.negatives.registry import config_options
 
-    opts = {key: (make_schedule(v) if isinstance(v, dict) else v) for key, v in cfg.options.items()}
-    for reserved in ("k", "include_positive", "temperature", "normalize", "context", "collision_free"):
-        if reserved in opts:
-            raise ValueError(f"objective.options.{reserved}: set it as objective.{reserved} instead")
+    opts = config_options(cfg)
     if cfg.collision_free:
         opts["collision_free"] = True
     return opts
@@ -47,28 +44,14 @@ class Objective(LossObjective):
         from qt_hard.losses import ContextLoss, ContrastiveLoss
 
         self.pair_data = pair_data
-        opts = _options(cfg)
+        common = dict(temperature=cfg.temperature, k=cfg.k, normalize=cfg.normalize, **_options(cfg))
+        common["include_positive"] = cfg.include_positive
         if pair_data:
-            self.loss = ContrastiveLoss(
-                cfg.negatives,
-                temperature=cfg.temperature,
-                k=cfg.k,
-                normalize=cfg.normalize,
-                include_positive=cfg.include_positive,
-                **opts,
-            )
+            self.loss = ContrastiveLoss(cfg.negatives, **common)
         else:
             if cfg.collision_free:
                 raise ValueError("objective.collision_free needs class labels: use it with pair data (wiki, synthetic)")
-            self.loss = ContextLoss(
-                cfg.negatives,
-                context=cfg.context,
-                temperature=cfg.temperature,
-                k=cfg.k,
-                normalize=cfg.normalize,
-                include_positive=cfg.include_positive,
-                **opts,
-            )
+            self.loss = ContextLoss(cfg.negatives, context=cfg.context, **common)
 
     def __call__(self, module: torch.nn.Module, batch: dict, generator: torch.Generator | None = None) -> torch.Tensor:
         """Scalar float32 loss of one batch (encoders under the caller's autocast, loss in float32)."""

@@ -41,6 +41,7 @@ def build_encoder(model_cfg: VisionModelConfig) -> torch.nn.Module:
 def build_step(cfg):
     """The objective of a config (the loss always from ``qt_hard.losses``)."""
     from qt_hard.losses import ContrastiveLoss, RankingLoss
+    from qt_hard.negatives.registry import config_options
     from qt_hard.vision.augment import SimCLRAugment
     from qt_hard.vision.methods import MoCoStep, SimCLRStep
 
@@ -56,10 +57,7 @@ def build_step(cfg):
         jitter_p=d.jitter_p,
         gray_p=d.gray_p,
     )
-    for reserved in ("k", "temperature", "normalize", "include_positive"):
-        if reserved in o.options:
-            raise ValueError(f"objective.options.{reserved}: set it as objective.{reserved} instead")
-    common = dict(temperature=o.temperature, k=o.k, include_positive=o.include_positive, **o.options)
+    common = dict(temperature=o.temperature, k=o.k, include_positive=o.include_positive, **config_options(o))
     if cfg.model.method == "moco":
         return MoCoStep(RankingLoss(o.negatives, **common), augment)
     return SimCLRStep(ContrastiveLoss(o.negatives, **common), augment)

@@ -1,0 +1,435 @@
+"""The one registry of the negatives' named parts: strategies, weightings, filters and estimators.
+
+A *part* is a dataclass whose fields are the keyword options it reads, typed and validated in its
+constructor (a ``ValueError`` that names the option). Two roles:
+
+* a **strategy** is chosen by name (``negatives="hard"``): uniform, debiased, hard, ring, label,
+  threshold, ot. Exactly one per loss.
+* a **modifier** composes with every strategy and is switched on by its own options: the estimator
+  (``estimator``, ``tau_plus``, ``floor``), the false-negative guard (``guard``), MNRL's hardness tilt
+  (``hardness_mode``), and any part another module of :mod:`qt_hard.negatives` registers.
+
+Everything that names strategies or options reads this registry: :func:`make_strategy`, the
+sentence-transformers plugin, each pipeline's ``objective.options`` (:func:`config_options`), the
+CLI's config checks (through the losses) and the docs' option table (:func:`option_table`). A new
+weighting is one module of :mod:`qt_hard.negatives` that defines a :class:`Part` subclass with
+:func:`register`: the registry imports every module of the package before it answers (discovery), so
+configs, the plugin and the docs see it without being edited.
+
+``None`` stands for "not given" everywhere. An option the chosen parts do not read (given their
+switches, e.g. label's ``hardening``) is an error that names it; so is an unknown one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar
+
+from ..schedules import make_schedule
+from .estimators import DebiasedEstimator, JSDEstimator, PlainEstimator
+from .guard import FalseNegativeGuard
+from .weightings import (
+    HardnessTilt,
+    HardWeighting,
+    OTWeighting,
+    RingWeighting,
+    SameLabelMask,
+    ThresholdWeighting,
+    Weighting,
+)
+
+# The strategy's structural arguments (NegativeStrategy's own keywords), given beside the parts' options.
+STRUCTURAL = ("k", "collision_free", "include_positive", "count", "positives")
+
+
+def option(default: Any = None, doc: str = "", *, when: Callable | None = None, schedule: bool = False):
+    """A part's option: its default, one line for the docs' table, ``when(given, strategy)`` (read only
+    if true; ``given`` the options given, ``strategy`` the chosen strategy's class) and whether a number
+    may be a ``qt_hard.schedules`` schedule (a mapping with a ``schedule`` key becomes one)."""
+    return field(default=default, metadata={"doc": doc, "when": when, "schedule": schedule})
+
+
+@dataclass
+class Part:
+    """A registered part: its fields are its options. Subclasses validate in :meth:`check` and add
+    what they build to the strategy under assembly in :meth:`contribute`."""
+
+    name: ClassVar[str]
+    role: ClassVar[str] = "modifier"
+    paper: ClassVar[str] = ""
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            if f.metadata.get("schedule"):
+                setattr(self, f.name, make_schedule(getattr(self, f.name)))
+        self.check()
+
+    def check(self) -> None:
+        """Validate the options (``ValueError`` naming the option) and build what the part adds, as
+        ``self.weightings`` (a list of :class:`Weighting`) unless :meth:`contribute` says otherwise."""
+        self.weightings: list[Weighting] = []
+
+    def contribute(self, built: "Assembly") -> None:
+        """Add the part's weightings (or the estimator, the guard) to ``built``."""
+        built.weightings.extend(self.weightings)
+
+    @classmethod
+    def reads(cls, given: dict, strategy: type) -> set[str]:
+        """The options this part reads, given the options given and the chosen strategy."""
+        return {
+            f.name for f in dataclasses.fields(cls) if f.metadata["when"] is None or f.metadata["when"](given, strategy)
+        }
+
+
+@dataclass
+class Strategy(Part):
+    """A part chosen by name. ``default_tau_plus`` is its debiasing default (None: none); ``switches`` are the
+    options whose values decide what else it reads (named in its errors)."""
+
+    role: ClassVar[str] = "strategy"
+    default_tau_plus: ClassVar[float | None] = None
+    switches: ClassVar[tuple[str, ...]] = ()
+
+
+@dataclass
+class Assembly:
+    """What the parts build: the weightings (composed in order), the estimator and the guard."""
+
+    strategy: type
+    weightings: list = field(default_factory=list)
+    estimator: Any = None
+    guard: FalseNegativeGuard | None = None
+
+
+STRATEGIES: dict[str, type[Strategy]] = {}
+MODIFIERS: dict[str, type[Part]] = {}
+_discovered = False
+
+
+def register(cls: type[Part]) -> type[Part]:
+    """Class decorator: add a part to the registry (strategies by name; modifiers in order)."""
+    table = STRATEGIES if cls.role == "strategy" else MODIFIERS
+    if cls.name in table and table[cls.name] is not cls:
+        raise ValueError(f"a part named {cls.name!r} is already registered ({table[cls.name].__qualname__})")
+    for f in dataclasses.fields(cls):
+        for other in (*STRATEGIES.values(), *MODIFIERS.values()):
+            theirs = {g.name: g.default for g in dataclasses.fields(other)}
+            if f.name in theirs and theirs[f.name] != f.default and other is not cls:
+                raise ValueError(f"option {f.name!r} of {cls.__name__} has another default in {other.__name__}")
+    table[cls.name] = cls
+    return cls
+
+
+def discover() -> None:
+    """Import every module of :mod:`qt_hard.negatives` once, so that the parts they register are known."""
+    global _discovered
+    if _discovered:
+        return
+    _discovered = True
+    package = importlib.import_module(__package__)
+    for module in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{__package__}.{module.name}")
+
+
+def strategy_names() -> tuple[str, ...]:
+    discover()
+    return tuple(STRATEGIES)
+
+
+def parts() -> list[type[Part]]:
+    """Every registered part, strategies first."""
+    discover()
+    return [*STRATEGIES.values(), *MODIFIERS.values()]
+
+
+def option_defaults() -> dict[str, Any]:
+    """Every option of every part, with its default."""
+    return {f.name: f.default for cls in parts() for f in dataclasses.fields(cls)}
+
+
+def option_names() -> frozenset[str]:
+    """Every keyword the strategy builder takes: the parts' options and the structural arguments."""
+    return frozenset({*STRUCTURAL, *option_defaults()})
+
+
+def strategy_class(negatives) -> type[Strategy]:
+    names = strategy_names()
+    if not isinstance(negatives, str) or negatives not in names:
+        raise ValueError(
+            f"unknown negatives {negatives!r}; choose one of {', '.join(names)} or pass a NegativeStrategy"
+        )
+    return STRATEGIES[negatives]
+
+
+def options_read(negatives: str, options: dict) -> set[str]:
+    """The options that strategy ``negatives`` and the modifiers read, given the switches among ``options``."""
+    strategy = strategy_class(negatives)
+    given = {key: v for key, v in options.items() if v is not None}
+    return set().union(*(cls.reads(given, strategy) for cls in (strategy, *MODIFIERS.values())))
+
+
+def check_options(negatives: str, options: dict) -> dict:
+    """The options given (None dropped), after refusing unknown ones (``TypeError``) and those the
+    chosen parts do not read (``ValueError``); both name the options."""
+    strategy = strategy_class(negatives)
+    unknown = sorted(set(options) - set(option_defaults()))
+    if unknown:
+        raise TypeError(f"unknown option(s) {', '.join(unknown)}; valid: {', '.join(sorted(option_names()))}")
+    given = {key: v for key, v in options.items() if v is not None}
+    read = options_read(negatives, given)
+    unread = sorted(set(given) - read)
+    if unread:
+        which = f"negatives={negatives!r}" + "".join(f" with {s}={given.get(s)!r}" for s in strategy.switches)
+        raise ValueError(f"option(s) {', '.join(unread)} do not apply to {which} (it reads {', '.join(sorted(read))})")
+    return given
+
+
+def assemble(negatives: str, options: dict) -> Assembly:
+    """Check ``options`` and build every part: the strategy's weightings, then each modifier's."""
+    given = check_options(negatives, options)
+    strategy = strategy_class(negatives)
+    built = Assembly(strategy)
+    for cls in (strategy, *MODIFIERS.values()):
+        names = {f.name for f in dataclasses.fields(cls)}
+        cls(**{key: v for key, v in given.items() if key in names}).contribute(built)
+    return built
+
+
+def config_options(cfg) -> dict:
+    """A pipeline config's ``objective.options`` as the core's keyword options: mappings with a
+    ``schedule`` key become schedules, and a key that is one of the config's own fields (or a loss
+    argument: k, temperature, normalize, include_positive) is refused, naming where it goes."""
+    own = {f.name for f in dataclasses.fields(cfg)} | {"k", "temperature", "normalize", "include_positive"}
+    for key in cfg.options:
+        if key in own - {"options"}:
+            raise ValueError(f"objective.options.{key}: set it as objective.{key} instead")
+    return {key: (make_schedule(v) if isinstance(v, dict) else v) for key, v in cfg.options.items()}
+
+
+def option_table() -> str:
+    """The Markdown table of every registered part and its options (the docs' option table)."""
+    lines = ["| part | role | options (default) | what it is |", "|---|---|---|---|"]
+    for cls in parts():
+        opts = ", ".join(
+            f"`{f.name}` ({f.default!r})" + (f": {f.metadata['doc']}" if f.metadata["doc"] else "")
+            for f in dataclasses.fields(cls)
+        )
+        doc = (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+        role = "`negatives`" if cls.role == "strategy" else "any strategy"
+        lines.append(f"| `{cls.name}` | {role} | {opts or '-'} | {doc} |")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------- strategies
+def _nce(given: dict, strategy: type) -> bool:
+    return given.get("estimator", "nce") == "nce"
+
+
+def _hardening(value: str) -> Callable:
+    return lambda given, strategy: given.get("hardening") == value
+
+
+def _one_threshold(tau, level) -> None:
+    if (tau is None) == (level is None):
+        raise ValueError(
+            "thresholded negatives need exactly one of tau (on e^logit) or level (on the "
+            "similarity, e.g. the H-SCL schedule of eq. 4)"
+        )
+
+
+_BETA_DOC = "concentration of the weights exp(beta * logit), >= 0"
+_CLIP_DOC = "the reading of the weights on raw inner products (HardWeighting)"
+
+
+@register
+@dataclass
+class Uniform(Strategy):
+    """InfoNCE / NT-Xent: every allowed candidate weighs the same."""
+
+    name: ClassVar[str] = "uniform"
+
+
+@register
+@dataclass
+class Debiased(Strategy):
+    """Chuang et al. 2020: uniform weights, the debiased estimator (tau_plus 0.1 unless given)."""
+
+    name: ClassVar[str] = "debiased"
+    default_tau_plus: ClassVar[float | None] = 0.1
+
+
+@register
+@dataclass
+class Hard(Strategy):
+    """HCL, Robinson et al. 2021 eq. 5-6: importance weights exp(beta * s), the floored estimator
+    (tau_plus 0 unless given: HCL's criterion keeps its floor without debiasing)."""
+
+    name: ClassVar[str] = "hard"
+    default_tau_plus: ClassVar[float | None] = 0.0
+    beta: Any = option(1.0, _BETA_DOC, schedule=True)
+    clip: str = option("auto", _CLIP_DOC)
+    detach: bool = option(False, "stop gradients through the weights")
+
+    def check(self):
+        self.weightings = [HardWeighting(self.beta, clip=self.clip, detach=self.detach)]
+
+
+@register
+@dataclass
+class Ring(Strategy):
+    """Ring, Wu et al. 2021 sec. 4: the candidates between two similarity percentiles."""
+
+    name: ClassVar[str] = "ring"
+    lower: Any = option(0.0, "lower percentile in [0, 100)", schedule=True)
+    upper: Any = option(100.0, "upper percentile in (0, 100]", schedule=True)
+
+    def check(self):
+        numbers = all(isinstance(v, (int, float)) for v in (self.lower, self.upper))
+        if numbers and not 0.0 <= self.lower < self.upper <= 100.0:
+            raise ValueError(f"ring percentiles need 0 <= lower < upper <= 100, got [{self.lower}, {self.upper}]")
+        self.weightings = [RingWeighting(self.lower, self.upper)]
+
+
+@register
+@dataclass
+class Label(Strategy):
+    """H-SCL, Jiang et al. 2022: same-label candidates dropped, hardened by ``hardening``."""
+
+    name: ClassVar[str] = "label"
+    switches: ClassVar[tuple[str, ...]] = ("hardening",)
+    hardening: str | None = option(None, "None, 'exp' (beta, clip, detach) or 'threshold' (tau or level)")
+    beta: Any = option(1.0, _BETA_DOC, when=_hardening("exp"), schedule=True)
+    clip: str = option("auto", _CLIP_DOC, when=_hardening("exp"))
+    detach: bool = option(False, "stop gradients through the weights", when=_hardening("exp"))
+    tau: Any = option(None, "threshold on e^logit", when=_hardening("threshold"), schedule=True)
+    level: Any = option(None, "threshold on the similarity (H-SCL eq. 4)", when=_hardening("threshold"), schedule=True)
+
+    def check(self):
+        self.weightings = [SameLabelMask()]
+        if self.hardening == "exp":
+            self.weightings.append(HardWeighting(self.beta, clip=self.clip, detach=self.detach))
+        elif self.hardening == "threshold":
+            _one_threshold(self.tau, self.level)
+            self.weightings.append(ThresholdWeighting(tau=self.tau, level=self.level))
+        elif self.hardening is not None:
+            raise ValueError(f"hardening must be None, 'exp' or 'threshold', got {self.hardening!r}")
+
+
+@register
+@dataclass
+class Threshold(Strategy):
+    """H-UCL(tau): the thresholded hardening 1(e^s >= tau) without labels (Jiang et al. 2022 sec. III-A)."""
+
+    name: ClassVar[str] = "threshold"
+    tau: Any = option(None, "threshold on e^logit", schedule=True)
+    level: Any = option(None, "threshold on the similarity (H-SCL eq. 4)", schedule=True)
+
+    def check(self):
+        _one_threshold(self.tau, self.level)
+        self.weightings = [ThresholdWeighting(tau=self.tau, level=self.level)]
+
+
+@register
+@dataclass
+class OT(Strategy):
+    """Entropic OT coupling, Jiang, Ishwar & Aeron 2023 eq. 5 (:class:`OTWeighting`)."""
+
+    name: ClassVar[str] = "ot"
+    epsilon: Any = option(0.5, "entropic regularization > 0", schedule=True)
+    cost: str = option("sqeuclidean", "'sqeuclidean' or 'exp'")
+    kappa: float = option(0.0, "offset of the 'exp' cost", when=lambda given, s: given.get("cost") == "exp")
+    sinkhorn_iters: int = option(
+        20, "Sinkhorn iterations", when=lambda given, s: given.get("marginals", "uniform") == "uniform"
+    )
+    marginals: str = option("uniform", "'uniform' (the OT problem) or 'none' (the Gibbs kernel)")
+    coupling: str = option("full", "with k: 'full' (solved on the full table) or 'drawn'")
+
+    def check(self):
+        if isinstance(self.epsilon, (int, float)) and not self.epsilon > 0:
+            raise ValueError(f"OT epsilon must be > 0, got {self.epsilon}")
+        args = (self.epsilon, self.cost, self.kappa, self.sinkhorn_iters, self.marginals, self.coupling)
+        self.weightings = [OTWeighting(*args)]
+
+
+# ----------------------------------------------------------------------------------------- modifiers
+def _floor_read(given: dict, strategy: type) -> bool:
+    return _nce(given, strategy) and (strategy.default_tau_plus is not None or given.get("tau_plus") is not None)
+
+
+@register
+@dataclass
+class Estimation(Part):
+    """The estimator of the negative term: NCE (plain, or debiased by tau_plus with a floor; Chuang et
+    al. 2020 eq. 6) or InfoGraph's Jensen-Shannon form (``"jsd"``; ``"jsd_code"`` the HCL code's)."""
+
+    name: ClassVar[str] = "estimator"
+    estimator: str = option("nce", "'nce', 'jsd' or 'jsd_code'")
+    tau_plus: Any = option(None, "class prior of the debiased estimator, in [0, 1)", schedule=True)
+    floor: str = option("hard", "'hard', 'smooth' or 'none' (debiased NCE)", when=_floor_read)
+
+    def check(self):
+        if self.estimator not in ("nce", "jsd", "jsd_code"):
+            raise ValueError(f"estimator must be 'nce', 'jsd' or 'jsd_code', got {self.estimator!r}")
+        if isinstance(self.tau_plus, (int, float)) and not 0.0 <= self.tau_plus < 1.0:
+            raise ValueError(f"tau_plus must lie in [0, 1), got {self.tau_plus!r}")
+
+    def contribute(self, built):
+        tau_plus = built.strategy.default_tau_plus if self.tau_plus is None else self.tau_plus
+        if self.estimator != "nce":
+            variant = "paper" if self.estimator == "jsd" else "code"
+            built.estimator = JSDEstimator(0.0 if tau_plus is None else tau_plus, variant=variant)
+        elif tau_plus is not None:
+            built.estimator = DebiasedEstimator(tau_plus, floor=self.floor)
+        else:
+            built.estimator = PlainEstimator()
+
+
+@register
+@dataclass
+class Guard(Part):
+    """The positive-aware false-negative guard of GISTEmbed / NV-Retriever (:class:`FalseNegativeGuard`),
+    before the k-sampler."""
+
+    name: ClassVar[str] = "guard"
+    guard: str | None = option(None, "'absolute' or 'relative'")
+    guard_margin: float = option(0.0, "margin in cosine units", when=lambda given, s: given.get("guard") is not None)
+    guard_source: str = option(
+        "model", "'model' or 'guide' (attach_guide)", when=lambda given, s: given.get("guard") is not None
+    )
+
+    def check(self):
+        self.built = (
+            None if self.guard is None else FalseNegativeGuard(self.guard, self.guard_margin, self.guard_source)
+        )
+
+    def contribute(self, built):
+        built.guard = self.built
+
+
+@register
+@dataclass
+class Hardness(Part):
+    """sentence-transformers' MNRL hardness weighting (Lan et al. 2025 eq. 5; :class:`HardnessTilt`),
+    with the NCE estimator."""
+
+    name: ClassVar[str] = "hardness"
+    hardness_mode: str | None = option(None, "'in_batch_negatives', 'hard_negatives' or 'all_negatives'", when=_nce)
+    hardness_strength: Any = option(
+        None,
+        "alpha >= 0, required with hardness_mode",
+        when=lambda given, s: _nce(given, s) and given.get("hardness_mode") is not None,
+        schedule=True,
+    )
+
+    def check(self):
+        self.weightings = []
+        if self.hardness_mode is not None:
+            if self.hardness_strength is None:
+                raise ValueError(
+                    "hardness_mode needs hardness_strength (alpha: Lan et al. 2025 use 9 on in-batch "
+                    "negatives, EmbeddingGemma 5 on hard negatives)"
+                )
+            self.weightings = [HardnessTilt(self.hardness_strength, self.hardness_mode)]
