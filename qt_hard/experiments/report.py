@@ -36,19 +36,19 @@ __all__ = [
 ]
 
 
-def spread(values: Iterable[float], ddof: int = 1) -> float:
-    """The sample standard deviation (ddof 1) of ``values``; 0.0 for fewer than two. ``ddof=0``: the
-    population one, only for tables whose quoted numbers were made with it."""
+def spread(values: Iterable[float]) -> float:
+    """The spread of every comparison: the sample standard deviation (ddof 1) of ``values``; 0.0 for
+    fewer than two."""
     vals = [float(v) for v in values]
     if len(vals) < 2:
         return 0.0
-    return statistics.stdev(vals) if ddof == 1 else statistics.pstdev(vals)
+    return statistics.stdev(vals)
 
 
-def mean_spread(values: Iterable[float], ddof: int = 1) -> tuple[float, float]:
+def mean_spread(values: Iterable[float]) -> tuple[float, float]:
     """(mean, :func:`spread`) of a non-empty sequence of numbers."""
     vals = [float(v) for v in values]
-    return statistics.mean(vals), spread(vals, ddof)
+    return statistics.mean(vals), spread(vals)
 
 
 def fmt_mean_spread(values: Iterable, digits: int = 1) -> str:

@@ -666,12 +666,12 @@ def print_plan(grid: Grid, cells: list[Cell], notes: list[str], done: set[str], 
 
 
 def _mean_by(rows, keys, metric):
-    """{key tuple: (mean, std, n)} of a metric over seeds. The std is the population one (ddof 0):
-    the figures' summary and the tables of docs/reproductions/k-vs-n.md were made with it."""
+    """{key tuple: (mean, spread, n)} of a metric over seeds; the spread is the report module's (the
+    sample std, ddof 1), as on the pages; 0 for one seed."""
     groups: dict = {}
     for r in rows:
         groups.setdefault(tuple(r[k] for k in keys), []).append(float(r[metric]))
-    return {k: (*report.mean_spread(v, ddof=0), len(v)) for k, v in groups.items()}
+    return {k: (*report.mean_spread(v), len(v)) for k, v in groups.items()}
 
 
 def _parse(rows):
@@ -904,7 +904,7 @@ def diagnose(results: Path) -> str:
         cells = []
         for col, _ in DIAG_COLUMNS:
             digits = 2 if col.endswith("acc") or col in ("final_loss", "test_norm_mean") else 4
-            m, sd = report.mean_spread((x[col] for x in g), ddof=0)  # as the docs' tables quote it
+            m, sd = report.mean_spread(x[col] for x in g)
             cells.append(f"{m:.{digits}f} ± {sd:.{digits}f}")
         out.append(
             f"| {key[0]} | {key[1]} | {key[2]} | {names.get(key[3], key[3])} | {len(g)} | " + " | ".join(cells) + " |"
