@@ -504,7 +504,7 @@ def summarize(records: list[dict], recipe: dict | None = None, memory: list[dict
         sd = s["std"] if s["std"] is not None else [None] * len(heads)
         cells = [f"{m:.2f}" + (f" ± {d:.2f}" if d is not None else "") for m, d in zip(s["mean"], sd)]
         lines.append(f"| {row_label(row)} (`{row}`) | {s['n']} | " + " | ".join(cells) + " |")
-    diffs, beats, spread = {}, [], None
+    diffs, beats, pending, spread = {}, [], [], None
     if BASELINE in stats:
         base = by[BASELINE]
         spread = stats[BASELINE]["std"]
@@ -527,21 +527,30 @@ def summarize(records: list[dict], recipe: dict | None = None, memory: list[dict
             d = np.stack([by[row][s] - base[s] for s in shared]).mean(0)
             diffs[row] = d
             beyond = (np.abs(d) > spread) if spread is not None else np.zeros(len(d), bool)
-            if beyond[0] and d[0] > 0:
+            if len(shared) < len(base):  # judged once it has every seed MNRL has
+                pending.append(row)
+            elif beyond[0] and d[0] > 0:
                 beats.append(row)
             cells = [f"{x:+.2f}" + ("*" if b else "") for x, b in zip(d, beyond)]
             lines.append(f"| {row_label(row)} (`{row}`) | {len(shared)} | " + " | ".join(cells) + " |")
         if spread is None:
             lines += ["", "MNRL has one seed so far: no seed spread to judge the differences by."]
         else:
-            worse = [r for r, d in diffs.items() if d[0] < 0 and abs(d[0]) > spread[0]]
+            worse = [r for r, d in diffs.items() if r not in pending and d[0] < 0 and abs(d[0]) > spread[0]]
             lines += [
                 "",
                 f"Beat MNRL on the STS12-16 mean by more than its seed spread ({spread[0]:.2f}): "
                 + (", ".join(f"`{r}` ({diffs[r][0]:+.2f})" for r in beats) or "no row")
                 + ". Below it by more than the spread: "
                 + (", ".join(f"`{r}` ({diffs[r][0]:+.2f})" for r in worse) or "no row")
-                + ".",
+                + "."
+                + (
+                    f" Not judged yet (fewer seeds than MNRL's {len(base)}): "
+                    + ", ".join(f"`{r}`" for r in pending)
+                    + "."
+                    if pending
+                    else ""
+                ),
             ]
     if memory:
         lines += [

@@ -105,6 +105,8 @@ def _regenerate_st_compare(folder: Path, out: Path) -> list[str]:
     """The fine-tuning comparison's table and CSV (scripts/st_compare.py's summary)."""
     from _scripts import load_script
 
+    if (folder / "memory.jsonl").is_file():  # the second ledger: peak memory of a row and its cached form
+        shutil.copy(folder / "memory.jsonl", out / "memory.jsonl")
     load_script("st_compare").write_summary(out)
     return ["results.csv", "table.md"]
 

@@ -99,6 +99,7 @@ def test_summary_pairs_by_seed_and_judges_by_mnrl_spread(sc):
     recs += [_rec("ot", s, 52.0 + s) for s in range(3)]
     recs += [_rec("ring", s, 50.5 + s) for s in range(3)]
     recs += [_rec("debiased", s, 47.0 + s) for s in range(3)]
+    recs += [_rec("gist", 0, 60.0)]  # one seed of three: far above MNRL, but not judged yet
     recs += [_rec("before", None, 40.0)]
     table, parts = sc.summarize(recs)
     assert parts["spread"][0] == pytest.approx(1.0)
@@ -109,6 +110,7 @@ def test_summary_pairs_by_seed_and_judges_by_mnrl_spread(sc):
     assert "| ring, lower 0->85, upper 95 (`ring`) | 3 | +0.50 |" in table
     assert "Below it by more than the spread: `debiased` (-3.00)" in table
     assert "before (starting model)" in table and "`before`) | 3" not in table
+    assert "gist" not in parts["beats"] and "Not judged yet (fewer seeds than MNRL's 3): `gist`." in table
 
 
 def test_tiny_grid_writes_resumes_and_summarizes(sc, root, tmp_path, capsys):
