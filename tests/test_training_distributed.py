@@ -1,9 +1,11 @@
 """Two processes (CPU, gloo, ``accelerate launch``) with the default trackers (TensorBoard + CSV).
 
-* They train to the same weights as one process on the same global batch: the global batch of B
-  consecutive sentences is split into two consecutive halves, the core gathers the candidates (with
-  gradients) so both processes score against the whole batch, and DDP averages the gradients.
-  Both exit 0, and metrics.csv and the TensorBoard events are written once, by the main process.
+* They train like one process on the same global batch: the global batch of B consecutive
+  sentences is split into two consecutive halves, the core gathers the candidates (with gradients)
+  so both processes score against the whole batch, and DDP averages the gradients. Every step's
+  logged loss (the global batch's) and gradient norm equal one process's, and so do the final
+  weights up to float32 rounding amplified by Adam (see ``_relative_gaps``). Both exit 0, and
+  metrics.csv and the TensorBoard events are written once, by the main process.
 * SIGTERM to one rank only: every rank stops at the same step with one checkpoint, and ``--resume``
   on two processes ends with the weights of an uninterrupted run.
 * An exception on one rank takes the other down at once instead of leaving it in a collective.
@@ -61,9 +63,30 @@ def _weights(out):
     return qt_hard.load_encoder(out / "final").module.state_dict()
 
 
-def _csv_steps(out):
+def _csv_rows(out):
     with open(out / "metrics.csv") as fh:
-        return [int(r["step"]) for r in csv.DictReader(fh)]
+        return list(csv.DictReader(fh))
+
+
+def _csv_steps(out):
+    return [int(r["step"]) for r in _csv_rows(out)]
+
+
+def _csv_series(out, key):
+    return torch.tensor([float(r[key]) for r in _csv_rows(out)], dtype=torch.float64)
+
+
+def _relative_gaps(a, b):
+    """||a - b|| / ||b|| of each tensor of two state dicts.
+
+    Norms, not elements: the word embeddings start at S2V's uniform(-0.1, 0.1), so the sentence
+    vectors start nearly equal and the candidates' gradients are differences of nearly equal terms.
+    Two processes add the same terms in another order (the gather's all-reduce, DDP's average), so a
+    gradient element differs by float32 rounding; where that element is of the order of Adam's eps
+    (1e-8), Adam's step lr * m / (sqrt(v) + eps) turns a 1% difference in it into a difference of
+    a few 1e-5 in one weight (lr = 0.01). Those few weights move a tensor's norm by about 1e-5 of it;
+    another batch (the half-batch guard), or candidates that are not gathered, move it by tenths."""
+    return {key: float((a[key] - b[key]).norm() / b[key].norm()) for key in b}
 
 
 def _event_writers(out):
@@ -90,8 +113,13 @@ def test_two_processes_equal_one_process(tmp_path, negatives):
     _launch(cfg_file, tmp_path / "one", 1)
     _launch(cfg_file, tmp_path / "two", 2)
     one, two = _weights(tmp_path / "one"), _weights(tmp_path / "two")
-    for key in one:
-        torch.testing.assert_close(two[key], one[key], rtol=1e-4, atol=1e-5, msg=key)
+    # The logged loss is the global batch's (the processes' mean), the gradient norm DDP's averaged one.
+    for key, rtol in (("loss", 1e-5), ("grad_norm", 1e-3)):
+        torch.testing.assert_close(
+            _csv_series(tmp_path / "two", key), _csv_series(tmp_path / "one", key), rtol=rtol, atol=0, msg=key
+        )
+    gaps = _relative_gaps(two, one)
+    assert one.keys() == two.keys() and max(gaps.values()) < 1e-3, gaps
     # Written once, by the main process: one CSV row per step, and as many TensorBoard event files
     # as one process writes, all from one process id.
     n_one, pids_one = _event_writers(tmp_path / "one")
@@ -107,7 +135,10 @@ def test_two_processes_equal_one_process(tmp_path, negatives):
         half_file.write_text(yaml.safe_dump(half))
         _launch(half_file, tmp_path / "half", 1)
         alone = _weights(tmp_path / "half")
-        assert not torch.allclose(alone["f.rnn.weight_hh_l0"], one["f.rnn.weight_hh_l0"], atol=1e-4)
+        assert min(_relative_gaps(alone, one).values()) > 1e-2
+        assert not torch.allclose(
+            _csv_series(tmp_path / "half", "loss"), _csv_series(tmp_path / "one", "loss"), rtol=1e-3
+        )
 
 
 def test_sigterm_to_one_rank_stops_every_rank_at_one_step_and_resume_is_exact(tmp_path):

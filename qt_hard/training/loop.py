@@ -7,11 +7,13 @@ Layout of a run folder ``OUT``::
     config.yaml              the resolved config (after overrides)
     checkpoints/step_XXXXXXX/ accelerator.save_state (model, optimizer, RNG of every process)
                               + trainer_state_<rank>.pt (step, negatives-sampler generator)
-    metrics.csv              step, epoch, loss (mean over the steps since the previous row),
+    metrics.csv              step, epoch, loss (the global batch's loss, mean over the steps since
+                             the previous row; under several processes the mean of their losses),
                              grad_norm (before clipping, same window), lr (of the row's last step),
                              sentences_per_s (CSV tracker), and the weight statistics of the
                              logged step's batch (``qt_hard.diagnostics.WEIGHT_STATS``), where the
-                             objective records them (``qt_hard.diagnostics.RecordsStats``)
+                             objective records them (``qt_hard.diagnostics.RecordsStats``; the main
+                             process's anchors under several processes)
     logs/                    TensorBoard
     final/                   the pipeline's saved model (text: qt_hard.load_encoder)
     eval.json, eval.csv      the pipeline's evaluation of the final model (and every
@@ -369,6 +371,7 @@ class _Training:
         """Log: the window's mean loss and gradient norm, throughput and the weight statistics, to the
         progress bar or a plain line, TensorBoard and metrics.csv."""
         loss_sum, grad_sum, steps, seconds = self.window.close()
+        loss_sum = self._global_mean(loss_sum)
         sentences_per_step = self.cfg.train.batch_size * getattr(self.task, "sentences_per_row", 1)
         speed = sentences_per_step * steps / max(seconds, 1e-9)
         # One batch's loss swings by +-0.2 on real text: log the window's mean.
@@ -402,6 +405,16 @@ class _Training:
             self.accelerator.log(logged, step=self.step)
         if self.csv_tracker is not None:
             self.csv_tracker.log(row)
+
+    def _global_mean(self, value: float) -> float:
+        """``value`` averaged over the processes (itself under one). Each process's loss is the mean over
+        its own anchors of an equal share of the global batch, so the mean of the processes' losses is
+        the loss one process computes on the whole batch; the main process's own value would be the
+        loss of its share only. A collective: every process logs at the same steps."""
+        if self.world == 1:
+            return value
+        t = torch.tensor([value], dtype=torch.float64, device=self.accelerator.device)
+        return float(self.accelerator.reduce(t, reduction="mean").item())
 
     def when_due(self) -> None:
         """Checkpoint every ``checkpoint_every`` steps and evaluate every ``eval_every`` steps (rows of
