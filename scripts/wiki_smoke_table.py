@@ -90,7 +90,9 @@ def main(argv=None) -> int:
             },
         )
         print(line, flush=True)
-        print(f"{row}: mean {res['results']['mean_classifier']['acc']:.1f} / linear {res['results']['linear']['acc']:.1f}")
+        print(
+            f"{row}: mean {res['results']['mean_classifier']['acc']:.1f} / linear {res['results']['linear']['acc']:.1f}"
+        )
     return 0
 
 
