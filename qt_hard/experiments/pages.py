@@ -942,6 +942,96 @@ def _ci_timing(root: Path) -> str:
     )
 
 
+def _measured(r: dict) -> str:
+    """A benchmark row's context cells: the UTC date, the commit, threads and the 1-minute load average."""
+    return f"{r['utc'][:10]}, {r['commit']}, {r['threads']} thread(s), load {r['load_average_1min']:.1f}"
+
+
+@table("bench_augment", spread=False)
+def _bench_augment(root: Path) -> str:
+    """Images/s of SimCLR's batch augmentation, ours against kornia's, one line per run of the script."""
+    runs: dict[tuple, dict] = {}
+    for r in _jsonl(root / "results" / "bench_augment.jsonl"):
+        runs.setdefault((r["utc"], r["commit"]), {})[r["impl"].split(" ")[0]] = r
+    body = []
+    for run in runs.values():
+        ours, kornia = run["qt_hard"], run.get("kornia", {})
+        other = kornia.get("images_per_s")
+        body.append(
+            [
+                f"{ours['batch']} of {ours['size']}x{ours['size']}, {ours['device']}",
+                f"{ours['images_per_s']:,.0f}",
+                f"{other:,.0f} ({kornia['impl']})" if other else "not installed",
+                f"{ours['images_per_s'] / other:.2f}x" if other else "",
+                _measured(ours),
+            ]
+        )
+    head = ["batch", "ours, images/s", "kornia, images/s", "ours / kornia", "date, commit, threads, load"]
+    return _captioned(
+        "Best of the repeats, one line per run of the script, from `results/bench_augment.jsonl` (machine: "
+        f"{next(iter(runs.values()))['qt_hard']['machine']}).",
+        head,
+        body,
+        "lrrrl",
+    )
+
+
+@table("bench_encode", spread=False)
+def _bench_encode(root: Path) -> str:
+    """Sentences/s of ``encode`` and of the evaluation's ``EmbeddingCache``, three repetitions a run."""
+    rows = _jsonl(root / "results" / "bench_encode.jsonl")
+    body = [
+        [
+            f"`{r['model'] or r['config']}`, {r['dim']}-d, {r['n']:,} MR sentences",
+            ", ".join(f"{x:,}" for x in r["encode_sent_s"]),
+            ", ".join(f"{x:,}" for x in r["embedding_cache_sent_s"]),
+            _measured(r),
+        ]
+        for r in rows
+    ]
+    head = ["model", "`encode`, sentences/s", "`EmbeddingCache`, sentences/s", "date, commit, threads, load"]
+    return _captioned(
+        f"Three repetitions each, from `results/bench_encode.jsonl` (machine: {rows[0]['machine']}); command "
+        f"of the last row: `{rows[-1]['command']}`.",
+        head,
+        body,
+        "lrrl",
+    )
+
+
+WIKI_SMOKE_ROWS = {
+    "bow_trained": "`configs/bow_wiki_smoke.yaml` trained (256 pairs a step, k = 100, 200 steps)",
+    "bow_untrained": "the same architecture untrained",
+    "hf_trained": "MiniLM fine-tuned by `configs/hf_wiki_smoke.yaml` (40 steps of 16 pairs, D.1 loss, t = 0.05)",
+    "minilm": "MiniLM untouched",
+}
+
+
+@table("wiki_smoke", spread=False)
+def _wiki_smoke(root: Path) -> str:
+    """The Wiki-50 smoke models and their controls: each row's newest line of ``results/wiki_smoke.jsonl``."""
+    newest = {r["row"]: r for r in _jsonl(root / "results" / "wiki_smoke.jsonl")}
+    body = [
+        [
+            label,
+            f"{newest[row]['mean_classifier_acc']:.1f} / {newest[row]['linear_acc']:.1f}",
+            ", then ".join(f"`{c}` ({s:.0f} s)" for c, s in zip(newest[row]["commands"], newest[row]["wall_seconds"])),
+            _measured(newest[row]),
+        ]
+        for row, label in WIKI_SMOKE_ROWS.items()
+        if row in newest
+    ]
+    head = ["model", "Wiki-50 mean / linear classifier (%)", "commands (wall s)", "date, commit, threads, load"]
+    return _captioned(
+        "Top-1 on the run's 80/20 split of Wiki-50 (split seed 0), each row's newest line of "
+        f"`results/wiki_smoke.jsonl` (machine: {next(iter(newest.values()))['machine']}), written by "
+        "`python scripts/wiki_smoke_table.py --out results/wiki_smoke.jsonl`.",
+        head,
+        body,
+        "lrll",
+    )
+
+
 @dataclass(frozen=True)
 class Effect:
     """One measured effect: ``runs`` (row -> seed -> value) of a baseline and a row."""
