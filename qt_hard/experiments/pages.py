@@ -301,6 +301,60 @@ def _eval_similarity(root: Path) -> str:
     )
 
 
+def _engine_runs(root: Path, *names: str) -> list[dict]:
+    folder = root / "results" / "senteval_engine"
+    return [json.loads((folder / f"{name}.json").read_text()) for name in names]
+
+
+def _acc_dev(r: dict) -> str:
+    return f"{r['acc']:.2f} ({r['devacc']:.2f})"
+
+
+def _minus(a: dict, b: dict) -> str:
+    """a - b, test accuracy (dev accuracy)."""
+    return f"{a['acc'] - b['acc']:+.2f} ({a['devacc'] - b['devacc']:+.2f})"
+
+
+@table("senteval_engine_minilm", spread=False)
+def _senteval_engine_minilm(root: Path) -> str:
+    """MiniLM on CR and MRPC under the fast engine, SentEval's engine and the ``--reference`` loop."""
+    names = ("minilm_cr_mrpc_fast", "minilm_cr_mrpc_senteval", "minilm_cr_mrpc_reference")
+    fast, engine, ref = _engine_runs(root, *names)
+    body = []
+    for task in ("CR", "MRPC"):
+        a, b, c = (run["results"][task] for run in (fast, engine, ref))
+        body.append([f"{task} acc (dev)", _acc_dev(a), _acc_dev(b), _acc_dev(c), _minus(b, a)])
+    a, b, c = (run["results"]["MRPC"] for run in (fast, engine, ref))
+    body.append(["MRPC F1", f"{a['f1']:.2f}", f"{b['f1']:.2f}", f"{c['f1']:.2f}", f"{b['f1'] - a['f1']:+.2f}"])
+    encoding = sum(r["encode_seconds"] for r in fast["results"].values())
+    walls = [f"{run['meta']['wall_seconds']:.1f} s" for run in (fast, engine, ref)]
+    body.append(["wall time of the run", f"{walls[0]} ({encoding:.0f} s of it encoding)", *walls[1:], ""])
+    head = ["task, metric", "fast engine", "SentEval engine (`sklearn`)", "`--reference`", "SentEval - fast"]
+    files = ", ".join(f"`{n}.json`" for n in names)
+    return _captioned(f"From `results/senteval_engine/`: {files}.", head, body, "lrrrr")
+
+
+@table("senteval_engine_bow", spread=False)
+def _senteval_engine_bow(root: Path) -> str:
+    """``random:bow`` on the six tasks under the fast engine and SentEval's, per task, with seconds."""
+    fast, engine = _engine_runs(root, "random_bow_six_tasks_fast", "random_bow_six_tasks_senteval")
+    body = []
+    for task in ("MR", "CR", "SUBJ", "MPQA", "TREC", "MRPC"):
+        a, b = fast["results"][task], engine["results"][task]
+        body.append([task, _acc_dev(a), _acc_dev(b), _minus(b, a), f"{a['seconds']:.1f}", f"{b['seconds']:.1f}"])
+    a, b = fast["results"]["MRPC"], engine["results"]["MRPC"]
+    body.append(["MRPC F1", f"{a['f1']:.2f}", f"{b['f1']:.2f}", f"{b['f1'] - a['f1']:+.2f}", "", ""])
+    head = ["task", "fast acc (dev)", "SentEval acc (dev)", "SentEval - fast", "fast seconds", "SentEval seconds"]
+    return _captioned(
+        "From `results/senteval_engine/random_bow_six_tasks_fast.json` and `random_bow_six_tasks_senteval.json` "
+        f"(wall time of the runs: fast {fast['meta']['wall_seconds']:.1f} s, SentEval "
+        f"{engine['meta']['wall_seconds']:.1f} s).",
+        head,
+        body,
+        "lrrrrr",
+    )
+
+
 @table("protocol_differences")
 def _protocol_differences(root: Path) -> str:
     """Skip-thoughts minus SentEval protocol on the same trained runs, per task and the six-task mean."""
