@@ -791,6 +791,87 @@ def _kvn_vocab_steps(root: Path) -> str:
     return _lines("k = 100, B = 1000; mean ± spread over seeds:", "", _kvn_table(items, cols))
 
 
+def _span(values, unit: str = " s") -> str:
+    """``a-b`` (rounded to the second) of ``values``, or one value where they round alike."""
+    lo, hi = round(min(values)), round(max(values))
+    return f"{lo:,}{unit}" if lo == hi else f"{lo:,}-{hi:,}{unit}"
+
+
+def _kvn_cost_cell(cells: list[dict], parts: bool = False, total: bool = False, by_n: bool = False) -> str:
+    """Wall seconds a cell (per N with ``by_n``; train and readouts with ``parts``; the sum in minutes
+    with ``total``) of the cells of one study."""
+
+    def one(group):
+        text = _span([float(r["wall_s"]) for r in group]) + (" a cell" if len(group) > 1 else "")
+        if parts:
+            train, readouts = _span([float(r["train_s"]) for r in group]), _span([float(r["eval_s"]) for r in group])
+            text += f" (train {train}, readouts {readouts})"
+        return text
+
+    if by_n:
+        ns = sorted({int(r["N"]) for r in cells})
+        text = "; ".join(f"N = {n}: {one([r for r in cells if int(r['N']) == n])}" for n in ns)
+    else:
+        text = one(cells)
+    if total:
+        text += f", {sum(float(r['wall_s']) for r in cells) / 60:.0f} min in all"
+    return text
+
+
+@table("kvn_cost", spread=False)
+def _kvn_cost(root: Path) -> str:
+    """Each k-versus-N study's cells: how many, where they ran, their wall seconds (from the cells' CSVs)."""
+    grid = _kvn(root, "results")
+    gpu, cpu = [r for r in grid if r["device"] == "cuda"], [r for r in grid if r["device"] == "cpu"]
+    shuffled = _kvn(root, "collisions_1000")
+    one_worker = "2-core CPU, one worker of one thread"
+
+    def hours(cells):
+        return f"{sum(float(r['wall_s']) for r in cells) / 3600:.1f} cell-hours"
+
+    rows = [
+        (f"the grid's {len(gpu)} GPU cells", "one H100 shared by 10 to 12 workers", f"{hours(gpu)} of worker time"),
+        (f"the grid's {len(cpu)} CPU cells", one_worker, f"{hours(cpu)} ({_kvn_cost_cell(cpu, by_n=True)})"),
+        ("the collisions study", one_worker, _kvn_cost_cell(_kvn(root, "collisions"), total=True)),
+        (
+            "the N = 1000 shuffled control",
+            one_worker,
+            _kvn_cost_cell([r for r in shuffled if r["device"] == "cpu"], parts=True, total=True),
+        ),
+        ("the vocabulary control", "the same", _kvn_cost_cell(_kvn(root, "vocab"), parts=True, by_n=True)),
+        ("the step-count control", "the same", _kvn_cost_cell(_kvn(root, "steps_100"), parts=True)),
+        (
+            "D.1's budget, B = 1000 row",
+            "one H200 shared by 10 workers (and, in the same call, MoCo runs)",
+            _kvn_cost_cell(_kvn(root, "b1000_long"), by_n=True),
+        ),
+        (
+            "the N = 1000 shuffled control at k = 1000",
+            "the same call, 3 workers",
+            _kvn_cost_cell([r for r in shuffled if r["device"] == "cuda"]),
+        ),
+    ]
+    files = {
+        "the collisions study": "collisions",
+        "the vocabulary control": "vocab",
+        "the step-count control": "steps_100",
+        "D.1's budget, B = 1000 row": "b1000_long",
+    }
+    counts = {
+        name: len(_kvn(root, f)) for name, f in {**files, "the N = 1000 shuffled control": "collisions_1000"}.items()
+    }
+    counts["the N = 1000 shuffled control"] = sum(1 for r in shuffled if r["device"] == "cpu")
+    counts["the N = 1000 shuffled control at k = 1000"] = sum(1 for r in shuffled if r["device"] == "cuda")
+    body = [[f"{what}, {counts[what]} cells" if what in counts else what, where, wall] for what, where, wall in rows]
+    return _captioned(
+        "Wall seconds of each cell (`wall_s`; train: `train_s`, readouts: `eval_s`) from the cells' CSVs in "
+        "`results/k_vs_n/` (`results.csv`, `collisions.csv`, `collisions_1000.csv`, `vocab.csv`, `steps_100.csv`, "
+        "`b1000_long.csv`).",
+        ["what", "machine", "wall time"],
+        body,
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # fine-tuning with sentence-transformers (scripts/st_compare.py's summary)
 
