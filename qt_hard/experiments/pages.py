@@ -422,6 +422,80 @@ def _subj_mpqa(root: Path) -> str:
     )
 
 
+@table("qt_cost", spread=False)
+def _qt_cost(root: Path) -> str:
+    """The Quick-Thoughts tables' runs: how many, where they ran, their training and evaluation seconds."""
+    res = root / "results"
+
+    def spans(recs: list[dict], protocols: dict[str, str]) -> str:
+        trained: dict = {}
+        for r in recs:  # a run's second protocol reads its final/ without training: train_s 0
+            trained[(r["row"], r["seed"])] = max(trained.get((r["row"], r["seed"]), 0.0), float(r["train_s"]))
+        train = _span([t for t in trained.values() if t > 0])  # 0: trained by an earlier call of the script
+        evals = [
+            f"{label} {_span([float(r['eval_s']) for r in recs if r['protocol'] == p])}"
+            for p, label in protocols.items()
+        ]
+        return f"training {train} a run; evaluation: {', '.join(evals)}"
+
+    def runs(recs: list[dict]) -> str:
+        n, protocols = len({(r["row"], r["seed"]) for r in recs}), len({r["protocol"] for r in recs})
+        return f"{n} runs" + (f" x {protocols} protocols" if protocols > 1 else "")
+
+    readings = _latest(res / "readings", _qt_key())
+    similarity = _latest(res / "qt_similarity", _qt_key())
+    cpu, gpu = _csv(res / "qt_table.csv"), _csv(res / "qt_table_gpu.csv")
+    both = {"senteval": "SentEval", "skipthoughts": "skip-thoughts"}
+    controls = json.loads((res / "qt_similarity" / "quickstart_controls.json").read_text())
+    minilm = json.loads((res / "qt_similarity" / "minilm.json").read_text())
+    body = [
+        [
+            f"readings, {runs(readings)}",
+            "2-core CPU, one thread a run, two runs at a time (two copies of each command sharing the folder)",
+            spans(readings, {"senteval": "transfer"}),
+            "`results/readings/` (ledger with each run's machine, date and commit; `metrics/` holds each run's "
+            "`metrics.csv`)",
+        ],
+        [
+            f"similarity, {runs(similarity)}",
+            "the same",
+            spans(similarity, {"senteval": "transfer", "similarity": "similarity"}),
+            "`results/qt_similarity/` (ledger with machine, date and commit)",
+        ],
+        [
+            "the quick start's controls",
+            "2-core CPU",
+            f"{controls['total_seconds']:.0f} s",
+            "`results/qt_similarity/quickstart_controls.json`",
+        ],
+        [
+            "MiniLM on the similarity tasks",
+            "2-core CPU",
+            f"{minilm['total_seconds']:.0f} s",
+            "`results/qt_similarity/minilm.json` (the README's similarity command with the two supervised tasks added)",
+        ],
+        [f"CPU scale, {runs(cpu)}", "2-core CPU", spans(cpu, both), "`results/qt_table.csv`"],
+        [
+            f"S2V's sizes, {runs(gpu)}",
+            "one H100, two or three runs sharing it",
+            spans(gpu, both) + " (on the GPU)",
+            "`results/qt_table_gpu.csv`",
+        ],
+    ]
+    return _captioned(
+        "Seconds from each run's record (`train_s`, `eval_s`; an evaluation file's `total_seconds`); the CPU "
+        "runs shared the machine with other jobs, so their times are upper bounds.",
+        ["run", "machine", "wall time", "results"],
+        body,
+    )
+
+
+def _qt_key():
+    from qt_hard.experiments.specs import qt_table
+
+    return qt_table.KEY
+
+
 @table("quickstart_transfer")
 def _quickstart_transfer(root: Path) -> str:
     """The quick start's objective over its seeds, its seed 0, and its two control rows."""
