@@ -72,6 +72,8 @@ class Run:
         return f"{command} {self.add}" if self.add else command
 
 
+ENCODE = r"encode: \d+ sentences/s"  # bench_encode.py's headline
+
 # The commands' CI budgets: the whole module takes a few minutes on 2 cores (see README, Results).
 # Quick-Thoughts runs read 1 book instead of 8 (tokenizing 19k sentences alone takes ~35 s), train
 # a few steps, and SentEval runs its smallest task, CR, with 2 outer folds (the six-task table's
@@ -361,10 +363,7 @@ RUNS = {
         prints=(r"augmentation on cpu: ours \d+ images/s",),
     ),
     "python scripts/bench_encode.py --threads 1 --out results/bench_encode.jsonl": Run(
-        sub=(("results/bench_encode.jsonl", "bench.jsonl"),),
-        add="--n 200",
-        writes=("bench.jsonl",),
-        prints=(r"encode: \d+ sentences/s",),
+        sub=(("results/bench_encode.jsonl", "bench.jsonl"),), add="--n 200", writes=("bench.jsonl",), prints=(ENCODE,)
     ),
     # Documentation pages: the quick start without its data step, the site, the tables' commands on
     # one task / dataset / strategy, a few steps or epochs.
