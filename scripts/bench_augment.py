@@ -1,15 +1,15 @@
 """Images/s of SimCLR's batch augmentation: ours (plain torch, ``qt_hard.vision.augment``) against
 kornia's equivalent pipeline where kornia is installed, side by side on the same batches.
 
-    python scripts/bench_augment.py [--batch 512] [--size 32] [--repeats 5] [--device cpu] [--threads 1]
+    python scripts/bench_augment.py [--batch 512] [--size 32] [--repeats 5] [--device cpu] [--threads 1] [--out F.jsonl]
 
-Prints one JSON object per implementation, then a headline with the ratio (ours / kornia).
+Prints one JSON object per implementation (appended to ``--out`` with machine, date, commit, torch, threads,
+load average and command), then a headline with the ratio (ours / kornia).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 import torch
@@ -45,6 +45,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--out", default=None, help="append each row, with machine, date and commit, to this JSONL")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     from qt_hard.vision.augment import SimCLRAugment
@@ -73,8 +74,15 @@ def main(argv=None) -> int:
         "threads": args.threads,
         "torch": torch.__version__,
     }
+    if args.out:
+        from pathlib import Path
+
+        from qt_hard.experiments.ledger import measurement_stamp
+        from qt_hard.experiments.report import append_json_line
+
+        common.update(measurement_stamp(Path(__file__).resolve().parent))
     for r in rows:
-        print(json.dumps({**common, **r}))
+        print(append_json_line(args.out, {**common, **r}))
     if rows[1]["images_per_s"]:
         ratio = rows[0]["images_per_s"] / rows[1]["images_per_s"]
         print(

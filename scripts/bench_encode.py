@@ -4,9 +4,10 @@
 The model has the sizes of a training config (default configs/qt_books.yaml: GRU pair 128/256),
 random weights and a vocabulary built from the sentences; pass --model to time a saved one.
 
-    python scripts/bench_encode.py [--config configs/qt_books.yaml | --model OUT/final] [--n 5000]
+    python scripts/bench_encode.py [--config configs/qt_books.yaml | --model OUT/final] [--n 5000] [--out F.jsonl]
 
-Prints one JSON line; the last line is the median encode speed.
+Prints one JSON line (appended to ``--out`` with machine, date, commit, torch, threads, load average and
+command); the last line is the median encode speed.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=5000)
     ap.add_argument("--batch-size", type=int, default=128)
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    ap.add_argument("--out", default=None, help="append the row, with machine, date and commit, to this JSONL")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -54,17 +56,24 @@ def main() -> None:
         t = time.perf_counter()
         EmbeddingCache(enc, batch_size=64).embed(lines)
         cached.append(round(len(lines) / (time.perf_counter() - t)))
-    print(
-        json.dumps(
-            {
-                "n": len(lines),
-                "torch_threads": torch.get_num_threads(),
-                "dim": enc.dim,
-                "encode_sent_s": direct,
-                "embedding_cache_sent_s": cached,
-            }
-        )
-    )
+    row = {
+        "n": len(lines),
+        "config": None if args.model else args.config,
+        "model": args.model,
+        "batch_size": args.batch_size,
+        "torch_threads": torch.get_num_threads(),
+        "dim": enc.dim,
+        "encode_sent_s": direct,
+        "embedding_cache_sent_s": cached,
+    }
+    if args.out:
+        from pathlib import Path
+
+        from qt_hard.experiments.ledger import measurement_stamp
+        from qt_hard.experiments.report import append_json_line
+
+        append_json_line(args.out, {**row, **measurement_stamp(Path(__file__).resolve().parent)})
+    print(json.dumps(row))
     print(f"encode: {int(np.median(direct))} sentences/s")
 
 

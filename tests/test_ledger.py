@@ -153,3 +153,15 @@ def test_commit_is_dirty_for_code_changes_but_not_for_result_files(tmp_path):
     assert git_commit(tmp_path / "results") == clean
     (tmp_path / "code.py").write_text("x = 2\n")
     assert git_commit(tmp_path / "results") == clean + "+dirty"
+
+
+def test_measurement_stamp_adds_torch_threads_load_and_the_command():
+    import torch
+
+    from qt_hard.experiments.ledger import measurement_stamp
+
+    s = measurement_stamp(Path(__file__).resolve().parent, ["scripts/bench_x.py", "--out", "a b.jsonl"])
+    assert {"machine", "utc", "commit"} <= set(s)
+    assert s["torch"] == torch.__version__ and s["threads"] == torch.get_num_threads()
+    assert isinstance(s["load_average_1min"], float) and s["load_average_1min"] >= 0
+    assert s["command"] == "python scripts/bench_x.py --out 'a b.jsonl'"

@@ -72,6 +72,8 @@ class Run:
         return f"{command} {self.add}" if self.add else command
 
 
+ENCODE = r"encode: \d+ sentences/s"  # bench_encode.py's headline
+
 # The commands' CI budgets: the whole module takes a few minutes on 2 cores (see README, Results).
 # Quick-Thoughts runs read 1 book instead of 8 (tokenizing 19k sentences alone takes ~35 s), train
 # a few steps, and SentEval runs its smallest task, CR, with 2 outer folds (the six-task table's
@@ -355,6 +357,14 @@ RUNS = {
         prints=(r"\| MNRL \(`mnrl`\) \| 1 \|", r"Difference to MNRL, paired by seed"),
     ),
     "python scripts/bench_augment.py --device cpu --threads 1": Run(add="--batch 64 --repeats 1"),
+    "python scripts/bench_augment.py --device cpu --threads 1 --batch 512 --repeats 3 --out results/bench_augment.jsonl": Run(
+        sub=(("--batch 512 --repeats 3", "--batch 64 --repeats 1"), ("results/bench_augment.jsonl", "bench.jsonl")),
+        writes=("bench.jsonl",),
+        prints=(r"augmentation on cpu: ours \d+ images/s",),
+    ),
+    "python scripts/bench_encode.py --threads 1 --out results/bench_encode.jsonl": Run(
+        sub=(("results/bench_encode.jsonl", "bench.jsonl"),), add="--n 200", writes=("bench.jsonl",), prints=(ENCODE,)
+    ),
     # Documentation pages: the quick start without its data step, the site, the tables' commands on
     # one task / dataset / strategy, a few steps or epochs.
     "qt-hard train configs/qt_books_smoke.yaml --out runs/qt_smoke && qt-hard eval senteval --model runs/qt_smoke --controls": Run(
@@ -508,6 +518,9 @@ SKIPS = {
     "command above; the same evaluation of the quick start's model with its controls runs as the evaluation guide's "
     "similarity command",
     "python scripts/st_compare.py --model minilm --out runs/st_compare_minilm --steps 34 --batch-size 64 --lr 2e-5 --scale 20 --max-seq-length 64 --seeds 0,1,2": "MiniLM cells take minutes each on 2 cores (each evaluation encodes ~30k sentences); the bag-of-words command above runs the same code",
+    "python scripts/wiki_smoke_table.py --out results/wiki_smoke.jsonl": "long: fine-tunes MiniLM 40 steps and "
+    "encodes Wiki-50 with MiniLM twice (minutes on 2 cores); its bag-of-words rows' train and eval wiki commands run "
+    "as the registered commands above",
     "python -m pytest -q -m commands -n 2 --dist loadgroup": "this marker itself (.ci/run runs it)",
     "python -m pytest -q -m slow": "the slow suite (multi-process training, real data at scale), run on its own",
     "accelerate launch --num_processes 4 -m qt_hard.cli train configs/qt_books.yaml": "four GPUs and the full books corpus; its CPU form (the next README line) runs here",

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from qt_hard.errors import UserError
 
-__all__ = ["Ledger", "LedgerError", "git_commit", "provenance"]
+__all__ = ["Ledger", "LedgerError", "git_commit", "measurement_stamp", "provenance"]
 
 FORMAT = 1
 
@@ -270,4 +270,23 @@ def provenance(where: str | os.PathLike) -> dict:
         "machine": f"{platform.machine()} {os.cpu_count()} cores {platform.processor() or ''}".strip(),
         "utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "commit": git_commit(where),
+    }
+
+
+def measurement_stamp(where: str | os.PathLike, argv: list[str] | None = None) -> dict:
+    """A benchmark row's context: :func:`provenance`, torch's version and thread count, the system's
+    1-minute load average (other processes lengthen a timing, so a row says how busy the machine was)
+    and the command that produced it (``argv``, default ``sys.argv``)."""
+    import shlex
+    import sys
+
+    import torch
+
+    argv = sys.argv if argv is None else argv
+    return {
+        **provenance(where),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "load_average_1min": round(os.getloadavg()[0], 2),
+        "command": shlex.join(["python", *argv]),
     }

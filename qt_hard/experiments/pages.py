@@ -301,6 +301,60 @@ def _eval_similarity(root: Path) -> str:
     )
 
 
+def _engine_runs(root: Path, *names: str) -> list[dict]:
+    folder = root / "results" / "senteval_engine"
+    return [json.loads((folder / f"{name}.json").read_text()) for name in names]
+
+
+def _acc_dev(r: dict) -> str:
+    return f"{r['acc']:.2f} ({r['devacc']:.2f})"
+
+
+def _minus(a: dict, b: dict) -> str:
+    """a - b, test accuracy (dev accuracy)."""
+    return f"{a['acc'] - b['acc']:+.2f} ({a['devacc'] - b['devacc']:+.2f})"
+
+
+@table("senteval_engine_minilm", spread=False)
+def _senteval_engine_minilm(root: Path) -> str:
+    """MiniLM on CR and MRPC under the fast engine, SentEval's engine and the ``--reference`` loop."""
+    names = ("minilm_cr_mrpc_fast", "minilm_cr_mrpc_senteval", "minilm_cr_mrpc_reference")
+    fast, engine, ref = _engine_runs(root, *names)
+    body = []
+    for task in ("CR", "MRPC"):
+        a, b, c = (run["results"][task] for run in (fast, engine, ref))
+        body.append([f"{task} acc (dev)", _acc_dev(a), _acc_dev(b), _acc_dev(c), _minus(b, a)])
+    a, b, c = (run["results"]["MRPC"] for run in (fast, engine, ref))
+    body.append(["MRPC F1", f"{a['f1']:.2f}", f"{b['f1']:.2f}", f"{c['f1']:.2f}", f"{b['f1'] - a['f1']:+.2f}"])
+    encoding = sum(r["encode_seconds"] for r in fast["results"].values())
+    walls = [f"{run['meta']['wall_seconds']:.1f} s" for run in (fast, engine, ref)]
+    body.append(["wall time of the run", f"{walls[0]} ({encoding:.0f} s of it encoding)", *walls[1:], ""])
+    head = ["task, metric", "fast engine", "SentEval engine (`sklearn`)", "`--reference`", "SentEval - fast"]
+    files = ", ".join(f"`{n}.json`" for n in names)
+    return _captioned(f"From `results/senteval_engine/`: {files}.", head, body, "lrrrr")
+
+
+@table("senteval_engine_bow", spread=False)
+def _senteval_engine_bow(root: Path) -> str:
+    """``random:bow`` on the six tasks under the fast engine and SentEval's, per task, with seconds."""
+    fast, engine = _engine_runs(root, "random_bow_six_tasks_fast", "random_bow_six_tasks_senteval")
+    body = []
+    for task in ("MR", "CR", "SUBJ", "MPQA", "TREC", "MRPC"):
+        a, b = fast["results"][task], engine["results"][task]
+        body.append([task, _acc_dev(a), _acc_dev(b), _minus(b, a), f"{a['seconds']:.1f}", f"{b['seconds']:.1f}"])
+    a, b = fast["results"]["MRPC"], engine["results"]["MRPC"]
+    body.append(["MRPC F1", f"{a['f1']:.2f}", f"{b['f1']:.2f}", f"{b['f1'] - a['f1']:+.2f}", "", ""])
+    head = ["task", "fast acc (dev)", "SentEval acc (dev)", "SentEval - fast", "fast seconds", "SentEval seconds"]
+    return _captioned(
+        "From `results/senteval_engine/random_bow_six_tasks_fast.json` and `random_bow_six_tasks_senteval.json` "
+        f"(wall time of the runs: fast {fast['meta']['wall_seconds']:.1f} s, SentEval "
+        f"{engine['meta']['wall_seconds']:.1f} s).",
+        head,
+        body,
+        "lrrrrr",
+    )
+
+
 @table("protocol_differences")
 def _protocol_differences(root: Path) -> str:
     """Skip-thoughts minus SentEval protocol on the same trained runs, per task and the six-task mean."""
@@ -366,6 +420,80 @@ def _subj_mpqa(root: Path) -> str:
         "",
         f"SUBJ is above MPQA for every encoder here, by {min(gaps):.1f} to {max(gaps):.1f} points.",
     )
+
+
+@table("qt_cost", spread=False)
+def _qt_cost(root: Path) -> str:
+    """The Quick-Thoughts tables' runs: how many, where they ran, their training and evaluation seconds."""
+    res = root / "results"
+
+    def spans(recs: list[dict], protocols: dict[str, str]) -> str:
+        trained: dict = {}
+        for r in recs:  # a run's second protocol reads its final/ without training: train_s 0
+            trained[(r["row"], r["seed"])] = max(trained.get((r["row"], r["seed"]), 0.0), float(r["train_s"]))
+        train = _span([t for t in trained.values() if t > 0])  # 0: trained by an earlier call of the script
+        evals = [
+            f"{label} {_span([float(r['eval_s']) for r in recs if r['protocol'] == p])}"
+            for p, label in protocols.items()
+        ]
+        return f"training {train} a run; evaluation: {', '.join(evals)}"
+
+    def runs(recs: list[dict]) -> str:
+        n, protocols = len({(r["row"], r["seed"]) for r in recs}), len({r["protocol"] for r in recs})
+        return f"{n} runs" + (f" x {protocols} protocols" if protocols > 1 else "")
+
+    readings = _latest(res / "readings", _qt_key())
+    similarity = _latest(res / "qt_similarity", _qt_key())
+    cpu, gpu = _csv(res / "qt_table.csv"), _csv(res / "qt_table_gpu.csv")
+    both = {"senteval": "SentEval", "skipthoughts": "skip-thoughts"}
+    controls = json.loads((res / "qt_similarity" / "quickstart_controls.json").read_text())
+    minilm = json.loads((res / "qt_similarity" / "minilm.json").read_text())
+    body = [
+        [
+            f"readings, {runs(readings)}",
+            "2-core CPU, one thread a run, two runs at a time (two copies of each command sharing the folder)",
+            spans(readings, {"senteval": "transfer"}),
+            "`results/readings/` (ledger with each run's machine, date and commit; `metrics/` holds each run's "
+            "`metrics.csv`)",
+        ],
+        [
+            f"similarity, {runs(similarity)}",
+            "the same",
+            spans(similarity, {"senteval": "transfer", "similarity": "similarity"}),
+            "`results/qt_similarity/` (ledger with machine, date and commit)",
+        ],
+        [
+            "the quick start's controls",
+            "2-core CPU",
+            f"{controls['total_seconds']:.0f} s",
+            "`results/qt_similarity/quickstart_controls.json`",
+        ],
+        [
+            "MiniLM on the similarity tasks",
+            "2-core CPU",
+            f"{minilm['total_seconds']:.0f} s",
+            "`results/qt_similarity/minilm.json` (the README's similarity command with the two supervised tasks added)",
+        ],
+        [f"CPU scale, {runs(cpu)}", "2-core CPU", spans(cpu, both), "`results/qt_table.csv`"],
+        [
+            f"S2V's sizes, {runs(gpu)}",
+            "one H100, two or three runs sharing it",
+            spans(gpu, both) + " (on the GPU)",
+            "`results/qt_table_gpu.csv`",
+        ],
+    ]
+    return _captioned(
+        "Seconds from each run's record (`train_s`, `eval_s`; an evaluation file's `total_seconds`); the CPU "
+        "runs shared the machine with other jobs, so their times are upper bounds.",
+        ["run", "machine", "wall time", "results"],
+        body,
+    )
+
+
+def _qt_key():
+    from qt_hard.experiments.specs import qt_table
+
+    return qt_table.KEY
 
 
 @table("quickstart_transfer")
@@ -737,6 +865,87 @@ def _kvn_vocab_steps(root: Path) -> str:
     return _lines("k = 100, B = 1000; mean ± spread over seeds:", "", _kvn_table(items, cols))
 
 
+def _span(values, unit: str = " s") -> str:
+    """``a-b`` (rounded to the second) of ``values``, or one value where they round alike."""
+    lo, hi = round(min(values)), round(max(values))
+    return f"{lo:,}{unit}" if lo == hi else f"{lo:,}-{hi:,}{unit}"
+
+
+def _kvn_cost_cell(cells: list[dict], parts: bool = False, total: bool = False, by_n: bool = False) -> str:
+    """Wall seconds a cell (per N with ``by_n``; train and readouts with ``parts``; the sum in minutes
+    with ``total``) of the cells of one study."""
+
+    def one(group):
+        text = _span([float(r["wall_s"]) for r in group]) + (" a cell" if len(group) > 1 else "")
+        if parts:
+            train, readouts = _span([float(r["train_s"]) for r in group]), _span([float(r["eval_s"]) for r in group])
+            text += f" (train {train}, readouts {readouts})"
+        return text
+
+    if by_n:
+        ns = sorted({int(r["N"]) for r in cells})
+        text = "; ".join(f"N = {n}: {one([r for r in cells if int(r['N']) == n])}" for n in ns)
+    else:
+        text = one(cells)
+    if total:
+        text += f", {sum(float(r['wall_s']) for r in cells) / 60:.0f} min in all"
+    return text
+
+
+@table("kvn_cost", spread=False)
+def _kvn_cost(root: Path) -> str:
+    """Each k-versus-N study's cells: how many, where they ran, their wall seconds (from the cells' CSVs)."""
+    grid = _kvn(root, "results")
+    gpu, cpu = [r for r in grid if r["device"] == "cuda"], [r for r in grid if r["device"] == "cpu"]
+    shuffled = _kvn(root, "collisions_1000")
+    one_worker = "2-core CPU, one worker of one thread"
+
+    def hours(cells):
+        return f"{sum(float(r['wall_s']) for r in cells) / 3600:.1f} cell-hours"
+
+    rows = [
+        (f"the grid's {len(gpu)} GPU cells", "one H100 shared by 10 to 12 workers", f"{hours(gpu)} of worker time"),
+        (f"the grid's {len(cpu)} CPU cells", one_worker, f"{hours(cpu)} ({_kvn_cost_cell(cpu, by_n=True)})"),
+        ("the collisions study", one_worker, _kvn_cost_cell(_kvn(root, "collisions"), total=True)),
+        (
+            "the N = 1000 shuffled control",
+            one_worker,
+            _kvn_cost_cell([r for r in shuffled if r["device"] == "cpu"], parts=True, total=True),
+        ),
+        ("the vocabulary control", "the same", _kvn_cost_cell(_kvn(root, "vocab"), parts=True, by_n=True)),
+        ("the step-count control", "the same", _kvn_cost_cell(_kvn(root, "steps_100"), parts=True)),
+        (
+            "D.1's budget, B = 1000 row",
+            "one H200 shared by 10 workers (and, in the same call, MoCo runs)",
+            _kvn_cost_cell(_kvn(root, "b1000_long"), by_n=True),
+        ),
+        (
+            "the N = 1000 shuffled control at k = 1000",
+            "the same call, 3 workers",
+            _kvn_cost_cell([r for r in shuffled if r["device"] == "cuda"]),
+        ),
+    ]
+    files = {
+        "the collisions study": "collisions",
+        "the vocabulary control": "vocab",
+        "the step-count control": "steps_100",
+        "D.1's budget, B = 1000 row": "b1000_long",
+    }
+    counts = {
+        name: len(_kvn(root, f)) for name, f in {**files, "the N = 1000 shuffled control": "collisions_1000"}.items()
+    }
+    counts["the N = 1000 shuffled control"] = sum(1 for r in shuffled if r["device"] == "cpu")
+    counts["the N = 1000 shuffled control at k = 1000"] = sum(1 for r in shuffled if r["device"] == "cuda")
+    body = [[f"{what}, {counts[what]} cells" if what in counts else what, where, wall] for what, where, wall in rows]
+    return _captioned(
+        "Wall seconds of each cell (`wall_s`; train: `train_s`, readouts: `eval_s`) from the cells' CSVs in "
+        "`results/k_vs_n/` (`results.csv`, `collisions.csv`, `collisions_1000.csv`, `vocab.csv`, `steps_100.csv`, "
+        "`b1000_long.csv`).",
+        ["what", "machine", "wall time"],
+        body,
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # fine-tuning with sentence-transformers (scripts/st_compare.py's summary)
 
@@ -939,6 +1148,96 @@ def _ci_timing(root: Path) -> str:
         f"`bash .ci/run` on a clean clone, from `results/ci_timing.jsonl` ({rows[0]['machine']}):",
         "",
         report.markdown_table(head, body, "lrrr"),
+    )
+
+
+def _measured(r: dict) -> str:
+    """A benchmark row's context cells: the UTC date, the commit, threads and the 1-minute load average."""
+    return f"{r['utc'][:10]}, {r['commit']}, {r['threads']} thread(s), load {r['load_average_1min']:.1f}"
+
+
+@table("bench_augment", spread=False)
+def _bench_augment(root: Path) -> str:
+    """Images/s of SimCLR's batch augmentation, ours against kornia's, one line per run of the script."""
+    runs: dict[tuple, dict] = {}
+    for r in _jsonl(root / "results" / "bench_augment.jsonl"):
+        runs.setdefault((r["utc"], r["commit"]), {})[r["impl"].split(" ")[0]] = r
+    body = []
+    for run in runs.values():
+        ours, kornia = run["qt_hard"], run.get("kornia", {})
+        other = kornia.get("images_per_s")
+        body.append(
+            [
+                f"{ours['batch']} of {ours['size']}x{ours['size']}, {ours['device']}",
+                f"{ours['images_per_s']:,.0f}",
+                f"{other:,.0f} ({kornia['impl']})" if other else "not installed",
+                f"{ours['images_per_s'] / other:.2f}x" if other else "",
+                _measured(ours),
+            ]
+        )
+    head = ["batch", "ours, images/s", "kornia, images/s", "ours / kornia", "date, commit, threads, load"]
+    return _captioned(
+        "Best of the repeats, one line per run of the script, from `results/bench_augment.jsonl` (machine: "
+        f"{next(iter(runs.values()))['qt_hard']['machine']}).",
+        head,
+        body,
+        "lrrrl",
+    )
+
+
+@table("bench_encode", spread=False)
+def _bench_encode(root: Path) -> str:
+    """Sentences/s of ``encode`` and of the evaluation's ``EmbeddingCache``, three repetitions a run."""
+    rows = _jsonl(root / "results" / "bench_encode.jsonl")
+    body = [
+        [
+            f"`{r['model'] or r['config']}`, {r['dim']}-d, {r['n']:,} MR sentences",
+            ", ".join(f"{x:,}" for x in r["encode_sent_s"]),
+            ", ".join(f"{x:,}" for x in r["embedding_cache_sent_s"]),
+            _measured(r),
+        ]
+        for r in rows
+    ]
+    head = ["model", "`encode`, sentences/s", "`EmbeddingCache`, sentences/s", "date, commit, threads, load"]
+    return _captioned(
+        f"Three repetitions each, from `results/bench_encode.jsonl` (machine: {rows[0]['machine']}); command "
+        f"of the last row: `{rows[-1]['command']}`.",
+        head,
+        body,
+        "lrrl",
+    )
+
+
+WIKI_SMOKE_ROWS = {
+    "bow_trained": "`configs/bow_wiki_smoke.yaml` trained (256 pairs a step, k = 100, 200 steps)",
+    "bow_untrained": "the same architecture untrained",
+    "hf_trained": "MiniLM fine-tuned by `configs/hf_wiki_smoke.yaml` (40 steps of 16 pairs, D.1 loss, t = 0.05)",
+    "minilm": "MiniLM untouched",
+}
+
+
+@table("wiki_smoke", spread=False)
+def _wiki_smoke(root: Path) -> str:
+    """The Wiki-50 smoke models and their controls: each row's newest line of ``results/wiki_smoke.jsonl``."""
+    newest = {r["row"]: r for r in _jsonl(root / "results" / "wiki_smoke.jsonl")}
+    body = [
+        [
+            label,
+            f"{newest[row]['mean_classifier_acc']:.1f} / {newest[row]['linear_acc']:.1f}",
+            ", then ".join(f"`{c}` ({s:.0f} s)" for c, s in zip(newest[row]["commands"], newest[row]["wall_seconds"])),
+            _measured(newest[row]),
+        ]
+        for row, label in WIKI_SMOKE_ROWS.items()
+        if row in newest
+    ]
+    head = ["model", "Wiki-50 mean / linear classifier (%)", "commands (wall s)", "date, commit, threads, load"]
+    return _captioned(
+        "Top-1 on the run's 80/20 split of Wiki-50 (split seed 0), each row's newest line of "
+        f"`results/wiki_smoke.jsonl` (machine: {next(iter(newest.values()))['machine']}), written by "
+        "`python scripts/wiki_smoke_table.py --out results/wiki_smoke.jsonl`.",
+        head,
+        body,
+        "lrll",
     )
 
 
