@@ -10,6 +10,7 @@ load average and command), then a headline with the ratio (ours / kornia).
 from __future__ import annotations
 
 import argparse
+import json
 import time
 
 import torch
@@ -82,7 +83,7 @@ def main(argv=None) -> int:
 
         common.update(measurement_stamp(Path(__file__).resolve().parent))
     for r in rows:
-        print(append_json_line(args.out, {**common, **r}))
+        print(append_json_line(args.out, {**common, **r}) if args.out else json.dumps({**common, **r}))
     if rows[1]["images_per_s"]:
         ratio = rows[0]["images_per_s"] / rows[1]["images_per_s"]
         print(
