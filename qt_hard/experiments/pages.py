@@ -998,7 +998,7 @@ def _loss_cost(root: Path) -> str:
         body[-1].append(f"{max(r['largest_tensor_vs_inputs'] for r in mine.values()):.1f}")
     r0 = rows[0]
     loads = [x for r in rows for x in r.get("load_average", [])[:1]]
-    load = f", 1-minute load average {min(loads):.1f}-{max(loads):.1f} while it ran" if loads else ""
+    load = f", 1-minute load average {min(loads):.1f}-{max(loads):.1f}" if loads else ""
     return _lines(
         f"Ratio of each strategy's seconds per forward + backward to plain `F.cross_entropy` NT-Xent on the same (2B, "
         f"{r0['d']}) embeddings (baseline s: its median seconds), from `{LOSS_BENCH}`: {r0['device']}, torch "
