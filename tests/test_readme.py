@@ -518,9 +518,9 @@ SKIPS = {
     "command above; the same evaluation of the quick start's model with its controls runs as the evaluation guide's "
     "similarity command",
     "python scripts/st_compare.py --model minilm --out runs/st_compare_minilm --steps 34 --batch-size 64 --lr 2e-5 --scale 20 --max-seq-length 64 --seeds 0,1,2": "MiniLM cells take minutes each on 2 cores (each evaluation encodes ~30k sentences); the bag-of-words command above runs the same code",
-    "python scripts/wiki_smoke_table.py --out results/wiki_smoke.jsonl": "long: fine-tunes MiniLM 40 steps and "
+    "python scripts/wiki_smoke_table.py --out results/wiki_smoke.jsonl": "fine-tunes MiniLM 40 steps and "
     "encodes Wiki-50 with MiniLM twice (minutes on 2 cores); its bag-of-words rows' train and eval wiki commands run "
-    "as the registered commands above",
+    "as the registered commands above, and tests/test_wiki_smoke_table.py runs the script with its commands stubbed",
     "python -m pytest -q -m commands -n 2 --dist loadgroup": "this marker itself (.ci/run runs it)",
     "python -m pytest -q -m slow": "the slow suite (multi-process training, real data at scale), run on its own",
     "accelerate launch --num_processes 4 -m qt_hard.cli train configs/qt_books.yaml": "four GPUs and the full books corpus; its CPU form (the next README line) runs here",
