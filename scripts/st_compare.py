@@ -658,8 +658,12 @@ def main(argv: list[str] | None = None) -> int:
     rows = [r for r in args.rows.split(",") if r]
     for r in rows:
         parse_row(r)
-    if args.memory:
-        parse_row(args.memory)
+    if args.memory and not args.memory_probe and parse_row(args.memory)[1:] != (False, False):
+        # the probe samples training pairs and measures the row beside its +cached form itself
+        raise SystemExit(
+            f"--memory {args.memory}: give a row without +mined or +cached; the probe trains on the pairs and "
+            "measures the row and its +cached form"
+        )
     if (args.memory or any(parse_row(r)[2] for r in rows)) and is_static(load_start(args.model)):
         raise SystemExit(
             f"--model {args.model} is a StaticEmbedding: its inputs do not split along the batch, so the +cached "

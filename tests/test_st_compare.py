@@ -71,6 +71,16 @@ def test_every_default_row_builds_its_loss(sc, tmp_path):
         sc.parse_row("mnrl+mined+mined")
 
 
+def test_memory_refuses_a_suffixed_row(sc, tmp_path):
+    """The memory probe trains on the pairs and measures ROW and ROW+cached: a +mined or +cached ROW
+    would be measured as something else, so it is refused by name."""
+    spec = toy_model(tmp_path / "m", {"a", "b"})
+    for row in ("hard_b1+mined", "hard_b1+cached"):
+        with pytest.raises(SystemExit, match=rf"--memory {row.replace('+', chr(92) + '+')}: give a row without"):
+            sc.main(["--model", spec, "--out", str(tmp_path / "o"), "--memory", row])
+    assert not (tmp_path / "o" / "memory.jsonl").exists()
+
+
 def test_cached_rows_build_the_gradcache_losses(sc):
     from sentence_transformers.sentence_transformer import losses
 
