@@ -275,7 +275,7 @@ def provenance(where: str | os.PathLike) -> dict:
 
 def measurement_stamp(where: str | os.PathLike, argv: list[str] | None = None) -> dict:
     """A benchmark row's context: :func:`provenance`, torch's version and thread count, the system's
-    1-minute load average (a timing's context) and the command that produced it (``argv``, default ``sys.argv``)."""
+    1-minute load average at the time and the command that produced it (``argv``, default ``sys.argv``)."""
     import shlex
     import sys
 

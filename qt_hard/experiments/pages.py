@@ -997,12 +997,10 @@ def _loss_cost(root: Path) -> str:
         body.append([str(B), k, f"{base:.4f}", *(f"{mine[s]['ratio']:.2f}" if s in mine else "-" for s in strategies)])
         body[-1].append(f"{max(r['largest_tensor_vs_inputs'] for r in mine.values()):.1f}")
     r0 = rows[0]
-    loads = [x for r in rows for x in r.get("load_average", [])[:1]]
-    load = f", 1-minute load average {min(loads):.1f}-{max(loads):.1f}" if loads else ""
     return _lines(
         f"Ratio of each strategy's seconds per forward + backward to plain `F.cross_entropy` NT-Xent on the same (2B, "
         f"{r0['d']}) embeddings (baseline s: its median seconds), from `{LOSS_BENCH}`: {r0['device']}, torch "
-        f"{r0['torch']}, {r0['threads']} thread(s), {r0['machine']}{load}, commit {r0['commit']}, {r0['utc'][:10]}. "
+        f"{r0['torch']}, {r0['threads']} thread(s), {r0['machine']}, commit {r0['commit']}, {r0['utc'][:10]}. "
         "Command: `python scripts/bench_losses.py --batch-sizes 256,1024 --reps 5 --out results/bench_losses_cpu.jsonl`.",
         "",
         report.markdown_table(
