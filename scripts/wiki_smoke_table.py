@@ -66,8 +66,8 @@ def main(argv=None) -> int:
     unknown = [r for r in rows if r not in ROWS]
     if unknown:
         p.error(f"--rows: unknown {', '.join(unknown)}; known: {', '.join(ROWS)}")
-    if "bow_untrained" in rows or "minilm" in rows or "hf_trained" in rows:
-        if "bow_trained" not in rows and not (Path(args.runs) / "bow" / "cache" / "wiki_50_200").is_dir():
+    if set(rows) - {"bow_trained"} and "bow_trained" not in rows:
+        if not (Path(args.runs) / "bow" / "cache" / "wiki_50_200").is_dir():
             p.error("--rows: every row reads the Wiki-50 that bow_trained builds; include bow_trained first")
     runs = output_folder(args.runs, "--runs")
     runs.mkdir(parents=True, exist_ok=True)
@@ -76,23 +76,21 @@ def main(argv=None) -> int:
         stamp = measurement_stamp(Path(__file__).resolve().parent)
         argvs, result = commands(row, runs)
         seconds = [_run(a) for a in argvs]
-        res = json.loads(result.read_text())
+        res = json.loads(result.read_text())["results"]
         shown = [shlex.join(["qt-hard", *a[3:]]) for a in argvs]
         line = append_json_line(
             args.out,
             {
                 "row": row,
-                "mean_classifier_acc": res["results"]["mean_classifier"]["acc"],
-                "linear_acc": res["results"]["linear"]["acc"],
+                "mean_classifier_acc": res["mean_classifier"]["acc"],
+                "linear_acc": res["linear"]["acc"],
                 "commands": shown,
                 "wall_seconds": seconds,
                 **stamp,
             },
         )
         print(line, flush=True)
-        print(
-            f"{row}: mean {res['results']['mean_classifier']['acc']:.1f} / linear {res['results']['linear']['acc']:.1f}"
-        )
+        print(f"{row}: mean {res['mean_classifier']['acc']:.1f} / linear {res['linear']['acc']:.1f}")
     return 0
 
 

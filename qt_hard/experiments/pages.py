@@ -903,40 +903,43 @@ def _kvn_cost(root: Path) -> str:
     def hours(cells):
         return f"{sum(float(r['wall_s']) for r in cells) / 3600:.1f} cell-hours"
 
+    collisions, vocab, steps, long = (_kvn(root, f) for f in ("collisions", "vocab", "steps_100", "b1000_long"))
+    shuffled_cpu = [r for r in shuffled if r["device"] == "cpu"]
+    shuffled_gpu = [r for r in shuffled if r["device"] == "cuda"]
+    # (what, its cells where the row names their count, machine, wall time)
     rows = [
-        (f"the grid's {len(gpu)} GPU cells", "one H100 shared by 10 to 12 workers", f"{hours(gpu)} of worker time"),
-        (f"the grid's {len(cpu)} CPU cells", one_worker, f"{hours(cpu)} ({_kvn_cost_cell(cpu, by_n=True)})"),
-        ("the collisions study", one_worker, _kvn_cost_cell(_kvn(root, "collisions"), total=True)),
+        (
+            f"the grid's {len(gpu)} GPU cells",
+            None,
+            "one H100 shared by 10 to 12 workers",
+            f"{hours(gpu)} of worker time",
+        ),
+        (f"the grid's {len(cpu)} CPU cells", None, one_worker, f"{hours(cpu)} ({_kvn_cost_cell(cpu, by_n=True)})"),
+        ("the collisions study", collisions, one_worker, _kvn_cost_cell(collisions, total=True)),
         (
             "the N = 1000 shuffled control",
+            shuffled_cpu,
             one_worker,
-            _kvn_cost_cell([r for r in shuffled if r["device"] == "cpu"], parts=True, total=True),
+            _kvn_cost_cell(shuffled_cpu, parts=True, total=True),
         ),
-        ("the vocabulary control", "the same", _kvn_cost_cell(_kvn(root, "vocab"), parts=True, by_n=True)),
-        ("the step-count control", "the same", _kvn_cost_cell(_kvn(root, "steps_100"), parts=True)),
+        ("the vocabulary control", vocab, "the same", _kvn_cost_cell(vocab, parts=True, by_n=True)),
+        ("the step-count control", steps, "the same", _kvn_cost_cell(steps, parts=True)),
         (
             "D.1's budget, B = 1000 row",
+            long,
             "one H200 shared by 10 workers (and, in the same call, MoCo runs)",
-            _kvn_cost_cell(_kvn(root, "b1000_long"), by_n=True),
+            _kvn_cost_cell(long, by_n=True),
         ),
         (
             "the N = 1000 shuffled control at k = 1000",
+            shuffled_gpu,
             "the same call, 3 workers",
-            _kvn_cost_cell([r for r in shuffled if r["device"] == "cuda"]),
+            _kvn_cost_cell(shuffled_gpu),
         ),
     ]
-    files = {
-        "the collisions study": "collisions",
-        "the vocabulary control": "vocab",
-        "the step-count control": "steps_100",
-        "D.1's budget, B = 1000 row": "b1000_long",
-    }
-    counts = {
-        name: len(_kvn(root, f)) for name, f in {**files, "the N = 1000 shuffled control": "collisions_1000"}.items()
-    }
-    counts["the N = 1000 shuffled control"] = sum(1 for r in shuffled if r["device"] == "cpu")
-    counts["the N = 1000 shuffled control at k = 1000"] = sum(1 for r in shuffled if r["device"] == "cuda")
-    body = [[f"{what}, {counts[what]} cells" if what in counts else what, where, wall] for what, where, wall in rows]
+    body = [
+        [what if cells is None else f"{what}, {len(cells)} cells", where, wall] for what, cells, where, wall in rows
+    ]
     return _captioned(
         "Wall seconds of each cell (`wall_s`; train: `train_s`, readouts: `eval_s`) from the cells' CSVs in "
         "`results/k_vs_n/` (`results.csv`, `collisions.csv`, `collisions_1000.csv`, `vocab.csv`, `steps_100.csv`, "
