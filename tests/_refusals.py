@@ -12,7 +12,8 @@ Placeholders: ``{cfg}`` a tiny Quick-Thoughts config on two small books; ``{out}
 output folder; ``{data}`` a SentEval folder holding a copy of CR (and of STS and SICK); ``{model}`` a trained tiny
 model; ``{file}`` an existing plain file; ``{run}`` a folder holding a finished run; ``{ckpt}``
 a run with a checkpoint (its config saved); ``{books}`` a folder of books; ``{json}`` a file
-that is not JSON; ``{binary}`` 1 KiB of every byte value; ``{empty}`` an empty file. A row's ``setup`` names the damage done to a copy first (see the test).
+that is not JSON; ``{binary}`` 1 KiB of every byte value; ``{empty}`` an empty file; ``{beir}`` a folder in BEIR's layout
+(three documents, two queries, ``qrels/test.tsv``). A row's ``setup`` names the damage done to a copy first (see the test).
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ PLACEHOLDERS = {
     "json": "NOT_JSON",
     "binary": "BINARY_FILE",
     "empty": "EMPTY.yaml",
+    "beir": "BEIR",
 }
 SETUPS = {
     "truncated_xz": "BOOKS/broken.txt.xz cut to half its bytes",
@@ -83,6 +85,13 @@ SETUPS = {
     "binary_cr": "SENTEVAL/CR/custrev.neg's first line replaced by the control bytes 0x00-0x08, 0x0e-0x1b, 0x1f",
     "missing_sts": "SENTEVAL/STS/STS12-en-test/STS.gs.MSRpar.txt removed",
     "truncate_sick": "`truncate -s 1000 SENTEVAL/SICK/SICK_test_annotated.txt`",
+    "beir:no_corpus": "BEIR/corpus.jsonl deleted",
+    "beir:unknown_query": "a line `q9, d1, 1` appended to BEIR/qrels/test.tsv",
+    "beir:unknown_doc": "a line `q1, d9, 1` appended to BEIR/qrels/test.tsv",
+    "beir:duplicate_doc": "BEIR/corpus.jsonl's first line appended again",
+    "beir:empty_corpus": "BEIR/corpus.jsonl emptied",
+    "beir:latin1_corpus": "BEIR/corpus.jsonl's second document written in latin-1",
+    "beir:header_only": "BEIR/qrels/test.tsv cut to its header",
 }
 
 
@@ -115,7 +124,8 @@ def render() -> str:
         "`tests/test_refusals.py` runs every row through the real command; this page is generated from",
         "the same table (`tests/refusals.yaml`; `python tests/_refusals.py` rewrites it). Names in capitals",
         "stand for the files of the row (`OUT` its output folder, `CONFIG.yaml` a Quick-Thoughts config,",
-        "`MODEL` a saved model, `SENTEVAL` a SentEval folder, `RUN` a folder holding a run).",
+        "`MODEL` a saved model, `SENTEVAL` a SentEval folder, `RUN` a folder holding a run, `BEIR` a folder",
+        "in BEIR's layout).",
         "",
         "| input | command | what happens | the one-line error begins |",
         "|---|---|---|---|",

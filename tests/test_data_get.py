@@ -705,3 +705,60 @@ def test_real_sts_copy_passes_the_layout_checks():
     for split, want in catalog.STSB_COLUMNS_SHA256.items():
         lines = (se / "STS" / "STSBenchmark" / f"sts-{split}.csv").read_bytes().decode().split("\n")[:-1]
         assert catalog.untokenized_digest(lines, (0, 1, 2, 3, 4)) == want
+
+
+def serve_scifact(hosts: LocalHosts, monkeypatch, drop: str | None = None) -> bytes:
+    """A small scifact.zip in BEIR's layout (3 abstracts, 3 claims, CRLF qrels), its md5 pinned and
+    the expected counts set to its own; ``drop`` leaves that member out."""
+    import json
+
+    docs = [{"_id": str(i), "title": f"T{i}", "text": f"abstract {i}"} for i in (4, 7, 9)]
+    claims = [{"_id": str(i), "text": f"claim {i}"} for i in (1, 2, 3)]
+    members = {
+        "corpus.jsonl": "".join(json.dumps(d) + "\n" for d in docs),
+        "queries.jsonl": "".join(json.dumps(c) + "\n" for c in claims),
+        "qrels/train.tsv": "query-id\tcorpus-id\tscore\r\n1\t4\t1\r\n2\t7\t1\r\n",
+        "qrels/test.tsv": "query-id\tcorpus-id\tscore\r\n3\t9\t1\r\n",
+    }
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, text in members.items():
+            if name != drop:
+                zf.writestr(f"scifact/{name}", text)
+    archive = buf.getvalue()
+    hosts.put(catalog.SCIFACT_URL, archive)
+    src = catalog.Source(catalog.SCIFACT_URL, md5=hashlib.md5(archive).hexdigest(), size=len(archive))
+    monkeypatch.setitem(catalog.SOURCES["scifact"], "scifact.zip", src)
+    monkeypatch.setattr(catalog, "SCIFACT_COUNTS", {"corpus": 3, "queries": 3, "train": 2, "test": 1})
+    return archive
+
+
+def test_scifact_is_installed_in_beir_layout_and_listed(hosts, root, monkeypatch, capsys):
+    from qt_hard.data.beir import load_beir
+
+    serve_scifact(hosts, monkeypatch)
+    assert catalog.status("scifact", root).state == "missing"
+    assert _get("scifact") == 0
+    folder = root / "beir" / "scifact"
+    data = load_beir(folder, ("train", "test"))
+    assert data.doc_ids == ["4", "7", "9"] and data.qrels["test"] == {"3": {"9": 1}}
+    assert (folder / "SHA256SUMS").is_file() and catalog.SCIFACT_URL in (folder / "SOURCE.md").read_text()
+    capsys.readouterr()
+    assert main(["data", "list"]) == 0
+    assert any(ln.startswith("scifact") and "present" in ln for ln in capsys.readouterr().out.splitlines())
+    assert _get("scifact") == 0  # present: nothing fetched again
+    assert "nothing fetched" in capsys.readouterr().out
+
+
+def test_scifact_with_a_wrong_checksum_or_a_missing_file_is_refused(hosts, root, monkeypatch, capsys):
+    serve_scifact(hosts, monkeypatch)
+    path = hosts.root / catalog.SCIFACT_URL.split("://", 1)[1]
+    path.write_bytes(path.read_bytes()[:-10] + b"0123456789")  # same size, other bytes
+    assert _get("scifact") == 2
+    assert "md5 mismatch" in capsys.readouterr().err
+    assert not (root / "beir" / "scifact").exists()
+    serve_scifact(hosts, monkeypatch, drop="qrels/test.tsv")
+    assert _get("scifact") == 2
+    err = capsys.readouterr().err.strip()
+    assert "has no scifact/qrels/test.tsv" in err and "\n" not in err
+    assert not (root / "beir" / "scifact").exists()

@@ -86,8 +86,49 @@ def _damage(kind: str, place: dict, where: Path) -> None:
         else:
             (books / "latin.txt").write_bytes("Caf\xe9 au lait. Il fait beau.\n".encode("latin-1"))
         place["books"] = str(books)
+    elif kind.startswith("beir:"):
+        beir = where / "beir"
+        shutil.copytree(place["beir"], beir)
+        _damage_beir(kind.split(":", 1)[1], beir)
+        place["beir"] = str(beir)
     else:
         raise AssertionError(f"unknown setup {kind!r}")
+
+
+def write_beir(folder: Path) -> Path:
+    """A folder in BEIR's layout: three documents, two queries, three test judgements (CRLF, as BEIR's)."""
+    import json
+
+    (folder / "qrels").mkdir(parents=True)
+    docs = [("d1", "Cats", "Cats purr."), ("d2", "Dogs", "Dogs bark."), ("d3", "Birds", "Birds sing.")]
+    (folder / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": i, "title": t, "text": x}) + "\n" for i, t, x in docs)
+    )
+    (folder / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in (("q1", "purring"), ("q2", "barking")))
+    )
+    (folder / "qrels" / "test.tsv").write_bytes(b"query-id\tcorpus-id\tscore\r\nq1\td1\t1\r\nq2\td2\t1\r\n")
+    return folder
+
+
+def _damage_beir(kind: str, beir: Path) -> None:
+    corpus, qrels = beir / "corpus.jsonl", beir / "qrels" / "test.tsv"
+    if kind == "no_corpus":
+        corpus.unlink()
+    elif kind in ("unknown_query", "unknown_doc"):
+        qrels.write_bytes(qrels.read_bytes() + (b"q9\td1\t1\r\n" if kind == "unknown_query" else b"q1\td9\t1\r\n"))
+    elif kind == "duplicate_doc":
+        lines = corpus.read_bytes().splitlines(keepends=True)
+        corpus.write_bytes(b"".join(lines) + lines[0])
+    elif kind == "empty_corpus":
+        corpus.write_bytes(b"")
+    elif kind == "latin1_corpus":
+        lines = corpus.read_bytes().splitlines(keepends=True)
+        corpus.write_bytes(lines[0] + '{"_id": "d2", "title": "Caf\u00e9", "text": "x"}\n'.encode("latin-1") + lines[2])
+    elif kind == "header_only":
+        qrels.write_bytes(qrels.read_bytes().splitlines(keepends=True)[0])
+    else:
+        raise AssertionError(f"unknown BEIR damage {kind!r}")
 
 
 @pytest.fixture(scope="module")
@@ -119,6 +160,7 @@ def world(tmp_path_factory):
         for folder in ("STS", "SICK"):  # the similarity rows' files, where the data root has them
             if (cr.parent / folder).is_dir():
                 shutil.copytree(cr.parent / folder, data / folder)
+    write_beir(base / "beir")
     (base / "dataroot").mkdir()
     (base / "cwd").mkdir()
     place = {
@@ -132,6 +174,7 @@ def world(tmp_path_factory):
         "json": str(base / "not.json"),
         "binary": str(base / "binary.bin"),
         "empty": str(base / "empty.yaml"),
+        "beir": str(base / "beir"),
     }
     return base, place, cr is not None
 

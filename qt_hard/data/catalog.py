@@ -78,6 +78,7 @@ BOOKS_BASE = "https://raw.githubusercontent.com/rcdm-uga/Gutenberg_Text/a0b16d35
 WIKI_BASE = "https://raw.githubusercontent.com/jason-feng/wikiVisual/1c0fac92f29f17c1603bfffbe864e0dfdff66897/text"
 WIKI_FILES = tuple(f"{part}/wiki_{i:02d}" for part in ("AA", "AB", "AC", "AD") for i in range(100))
 BOOKCORPUS_HUB = "bookcorpus/bookcorpus"
+SCIFACT_URL = "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/scifact.zip"
 
 _NO_SUM = "no published checksum, and the reference copy came from another mirror: layout checked"
 
@@ -134,6 +135,10 @@ SOURCES: dict[str, dict[str, Source]] = {
     "wikipedia": {
         # 400 WikiExtractor files; the concatenated subset and its index are verified by sha256.
         "<text/XX/wiki_NN>": Source(f"{WIKI_BASE}/<XX/wiki_NN>", note="output sha256 (WIKI_OUTPUT_SHA256)"),
+    },
+    "scifact": {
+        # md5 published in BEIR's README (the datasets table); the size is the archive's.
+        "scifact.zip": Source(SCIFACT_URL, md5="5f7d1de60b170fc8027bb7898e2efca1", size=2_816_079),
     },
     "bookcorpus": {
         "hub": Source(
@@ -784,6 +789,48 @@ def _check_cifar10(folder: Path, deep: bool = False) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------------
+# scifact (BEIR's layout)
+
+SCIFACT_FILES = ("corpus.jsonl", "queries.jsonl", "qrels/train.tsv", "qrels/test.tsv")
+# documents, queries, and the judgement lines of each split (BEIR's scifact)
+SCIFACT_COUNTS = {"corpus": 5183, "queries": 1109, "train": 919, "test": 339}
+
+
+def _build_scifact(tmp: Path, opts: Options) -> None:
+    archive = _fetch(opts, "scifact", SOURCES["scifact"]["scifact.zip"])
+    with _open_zip(archive) as zf:
+        for name in SCIFACT_FILES:
+            try:
+                data = zf.read(f"scifact/{name}")
+            except KeyError:
+                raise DownloadError(f"{archive.name} has no scifact/{name}") from None
+            _write(tmp / name, data)
+    problems = _check_scifact(tmp)
+    if problems:
+        raise DownloadError("scifact: " + "; ".join(problems))
+
+
+def _check_scifact(folder: Path) -> list[str]:
+    """The four files there, readable as a BEIR folder (every id resolves), with BEIR's counts."""
+    from qt_hard.errors import UserError
+    from qt_hard.data.beir import load_beir
+
+    missing = [f for f in SCIFACT_FILES if not (folder / f).is_file()]
+    if missing:
+        return [f"missing {', '.join(missing)}"]
+    try:
+        data = load_beir(folder, ("train", "test"))
+    except UserError as err:
+        return [str(err)]
+    have = {
+        "corpus": len(data.doc_ids),
+        "queries": len(data.queries),
+        **{s: sum(len(d) for d in data.qrels[s].values()) for s in ("train", "test")},
+    }
+    return [f"{k}: {have[k]} entries, expected {n}" for k, n in SCIFACT_COUNTS.items() if have[k] != n]
+
+
+# ------------------------------------------------------------------------------------------------
 # books
 
 
@@ -1041,6 +1088,14 @@ DATASETS: dict[str, Dataset] = {
             lambda f: _check_cifar10(f, deep=True),
         ),
         Dataset(
+            "scifact",
+            "BEIR's SciFact in BEIR's layout: 5,183 abstracts, 1,109 claims, train and test qrels (3 MB zip)",
+            "CC BY-NC 2.0 (SciFact, Wadden et al. 2020); cite BEIR (Thakur et al. 2021)",
+            _build_scifact,
+            _check_scifact,
+            home="beir/scifact",
+        ),
+        Dataset(
             "bookcorpus",
             "BookCorpus (74 M sentences) through `datasets`, written as Parquet shards",
             "see the Hugging Face dataset card (Smashwords books; research use)",
@@ -1153,7 +1208,7 @@ def get(name: str, opts: Options, force: bool = False) -> Status:
                 sources = SOURCES[name] if name != "tu" else {f"{part}.zip": SOURCES[name][f"{part}.zip"]}
                 install(target, _with_note(ds.part_build(part), ds, opts, sources))
     else:
-        install(opts.root / name, _with_note(ds.build, ds, opts, SOURCES[name]), keep=ds.keep)
+        install(opts.root / (ds.home or name), _with_note(ds.build, ds, opts, SOURCES[name]), keep=ds.keep)
     shutil.rmtree(opts.downloads / name, ignore_errors=True)
     after = status(name, opts.root)
     if after.state != "present":

@@ -5,6 +5,7 @@
 * ``qt-hard eval senteval --engine senteval --senteval-path SENTEVAL_CLONE --model SPEC
   [--senteval-classifier pytorch|sklearn] [--data DIR] [--tasks ...] [--output res.json]``
 * ``qt-hard eval wiki --model SPEC --data WIKI_DIR --classes N [--split-seed S] [--seed S] [--output res.json]``
+* ``qt-hard eval retrieval --model SPEC [--data BEIR_DIR] [--split test] [--controls] [--output res.json]``
 * ``qt-hard eval compare A.json B.json``
 """
 
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from qt_hard.errors import UserError
 
-__all__ = ["register", "cmd_senteval", "cmd_senteval_engine", "cmd_wiki", "cmd_compare"]
+__all__ = ["register", "cmd_senteval", "cmd_senteval_engine", "cmd_wiki", "cmd_retrieval", "cmd_compare"]
 
 
 class UsageError(UserError, ValueError):
@@ -364,6 +365,71 @@ def cmd_wiki(args) -> int:
     return 0
 
 
+def cmd_retrieval(args) -> int:
+    """``qt-hard eval retrieval``: the folder and every argument checked before the model is loaded, the
+    whole corpus ranked for the split's judged queries (:mod:`.retrieval`), the table printed and the
+    result file written."""
+    from qt_hard.paths import check_output_file, data_path
+
+    from .models import EmbeddingCache, control_models, load_model, load_tokenizer
+    from .report import retrieval_table, save_results
+    from qt_hard.data.beir import load_beir
+
+    if args.batch_size < 1:
+        from qt_hard.errors import ArgumentError
+
+        raise ArgumentError(f"--batch-size must be >= 1, got {args.batch_size}")
+    if args.output:
+        check_output_file(args.output, "--output")
+    folder = Path(args.data) if args.data else data_path("beir", "scifact")
+    data = load_beir(folder, (args.split,))  # a damaged folder fails here, before the model is loaded
+    start = time.perf_counter()
+    tokenizer = load_tokenizer(args.tokenizer) if args.tokenizer else None
+    texts = lambda: data.doc_texts + list(data.queries.values())  # a random: model's vocabulary
+    encoder = _on_device(load_model(args.model, sentences=texts, tokenizer=tokenizer), args.device)
+    load_s = time.perf_counter() - start
+    name = args.name or args.model
+    models = {name: encoder}
+    if args.controls:
+        models.update(control_models(encoder, seed=args.seed))
+    rows = {}
+    for row, model in models.items():
+        _log(f"ranking {len(data.doc_ids)} documents for {len(data.judged_queries(args.split))} queries: {row}")
+        res = _retrieve(EmbeddingCache(_on_device(model, args.device), batch_size=args.batch_size), data, args.split)
+        rows[row] = res
+    print(retrieval_table(rows, args.split))
+    if args.output:
+        payload = {
+            "kind": "retrieval",
+            "model": args.model,
+            "name": name,
+            "protocol": {
+                "data": str(folder),
+                "split": args.split,
+                "documents": len(data.doc_ids),
+                "document_text": "(title + ' ' + text).strip()",
+                "score": "cosine",
+                "ranking": "exact, the whole corpus; ties by corpus id",
+            },
+            "model_load_seconds": round(load_s, 3),
+            "total_seconds": round(time.perf_counter() - start, 3),
+            "results": rows[name],
+        }
+        if args.controls:
+            payload["controls"] = {row: res for row, res in rows.items() if row != name}
+        save_results(args.output, payload)
+        _log(f"wrote {args.output}")
+    return 0
+
+
+def _retrieve(cache, data, split: str) -> dict:
+    """One model's metrics on ``split``, with its encoding and ranking seconds."""
+    from .retrieval import evaluate_retrieval
+
+    res = evaluate_retrieval(cache, data)
+    return {**res[split], **{k: v for k, v in res["_timing"].items()}}
+
+
 def cmd_compare(args) -> int:
     from .report import compare_table, load_results
 
@@ -374,11 +440,12 @@ def cmd_compare(args) -> int:
 
 def register(subparsers) -> None:
     """Add ``eval`` with its ``senteval``, ``wiki`` and ``compare`` subcommands."""
-    p = subparsers.add_parser("eval", help="downstream evaluation (SentEval tasks, Wiki-N)")
+    p = subparsers.add_parser("eval", help="downstream evaluation (SentEval tasks, Wiki-N, retrieval)")
     sub = p.add_subparsers(dest="eval_command", metavar="EVAL")
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
     _add_senteval_engine_options(_add_senteval(sub))
     _add_wiki(sub)
+    _add_retrieval(sub)
     c = sub.add_parser("compare", help="two result JSON files side by side")
     c.add_argument("a")
     c.add_argument("b")
@@ -513,3 +580,37 @@ def _add_wiki(sub) -> None:
     w.add_argument("--name", default=None)
     w.add_argument("--output", default=None)
     w.set_defaults(func=cmd_wiki)
+
+
+def _add_retrieval(sub) -> None:
+    """``eval retrieval``."""
+    r = sub.add_parser(
+        "retrieval", help="nDCG@10, MRR@10, Recall@100, MAP@100, Acc@1 on a folder in BEIR's layout (cosine, exact)"
+    )
+    r.add_argument(
+        "--model", required=True, help="qt-hard model folder, sentence-transformers folder, 'minilm' or 'random:CONFIG'"
+    )
+    r.add_argument(
+        "--data",
+        default=None,
+        help="a BEIR folder: corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv (default $QT_HARD_DATA/beir/scifact)",
+    )
+    r.add_argument("--split", default="test", help="the qrels file to evaluate, qrels/SPLIT.tsv (default test)")
+    r.add_argument("--batch-size", type=int, default=64, help="encoding batch size")
+    r.add_argument("--name", default=None, help="row name in the table (default: the model spec)")
+    r.add_argument("--output", default=None, help="write the results as JSON here")
+    r.add_argument(
+        "--controls",
+        action="store_true",
+        help="also rank with the model's control rows on its own tokenizer: the same architecture untrained and "
+        "random:bow (word models)",
+    )
+    r.add_argument(
+        "--tokenizer",
+        default=None,
+        help="for random: models, the vocabulary of this tokenizer.json or model folder (default: fitted on the "
+        "corpus and queries)",
+    )
+    r.add_argument("--seed", type=int, default=0, help="seed of the control rows' random weights")
+    r.add_argument("--device", default="cpu", help="cpu or cuda: where the model encodes")
+    r.set_defaults(func=cmd_retrieval)

@@ -207,6 +207,28 @@ def wiki_table(rows: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+RETRIEVAL_COLUMNS = (
+    ("ndcg@10", "nDCG@10"),
+    ("mrr@10", "MRR@10"),
+    ("recall@100", "Recall@100"),
+    ("map@100", "MAP@100"),
+    ("accuracy@1", "Acc@1"),
+)
+
+
+def retrieval_table(rows: dict[str, dict], split: str) -> str:
+    """Rows (name -> metrics of :func:`qt_hard.evaluation.retrieval.evaluate_retrieval`) as a Markdown
+    table of the headline metrics (x100) with the query count and the encoding seconds."""
+    lines = [
+        f"| Model ({split}) | " + " | ".join(h for _, h in RETRIEVAL_COLUMNS) + " | queries | encode s |",
+        "|---|" + "---:|" * (len(RETRIEVAL_COLUMNS) + 2),
+    ]
+    for name, res in rows.items():
+        cells = [f"{res[k]:.2f}" for k, _ in RETRIEVAL_COLUMNS]
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {res['queries']} | {res.get('encode_seconds', 0):.1f} |")
+    return "\n".join(lines)
+
+
 def save_results(path, payload: dict) -> None:
     path = Path(path)
     if path.parent and not path.parent.exists():
@@ -247,6 +269,8 @@ def _metrics(data: dict) -> dict[str, float]:
         return out
     if data["kind"] == "wiki":
         return {k: v["acc"] for k, v in res.items() if isinstance(v, dict) and "acc" in v}
+    if data["kind"] == "retrieval":
+        return {k: v for k, v in res.items() if isinstance(v, (int, float)) and k != "queries"}
     raise ValueError(f"unknown result kind {data['kind']!r}")
 
 
