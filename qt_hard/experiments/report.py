@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import os
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "PairedVerdict",
     "beyond_spread",
+    "paired_verdict",
     "fmt_mean_spread",
     "heatmap",
     "markdown_table",
@@ -63,6 +67,49 @@ def fmt_mean_spread(values: Iterable, digits: int = 1) -> str:
 def paired_differences(base: Mapping, row: Mapping) -> list[float]:
     """Per seed that both have (in seed order): ``row[seed] - base[seed]``."""
     return [float(row[s]) - float(base[s]) for s in sorted(set(base) & set(row))]
+
+
+@dataclass(frozen=True)
+class PairedVerdict:
+    """A row judged against its baseline by the paired differences over seeds (row - baseline, per
+    seed both have): their mean, the 95% t-interval of the mean (Student's t with n - 1 degrees of
+    freedom; None below 3 pairs), the pair count and the verdict: ``"better"`` / ``"worse"`` when the
+    interval lies above / below 0, ``"level"`` when it holds 0, ``"not judged"`` below 3 pairs."""
+
+    mean: float | None
+    low: float | None
+    high: float | None
+    n: int
+    verdict: str
+
+    def cell(self, digits: int = 2) -> str:
+        """``"+0.26 [-0.27, +0.79]"``; the mean alone below 3 pairs; "-" without a pair."""
+        if self.mean is None:
+            return "-"
+        if self.low is None:
+            return f"{self.mean:+.{digits}f}"
+        return f"{self.mean:+.{digits}f} [{self.low:+.{digits}f}, {self.high:+.{digits}f}]"
+
+
+MIN_PAIRS = 3
+
+
+def paired_verdict(base: Mapping, row: Mapping, confidence: float = 0.95) -> PairedVerdict:
+    """The verdict of ``row`` ({seed: value}) against ``base`` ({seed: value}) on the seeds both
+    have: see :class:`PairedVerdict`. The interval is ``mean ± t_{(1+c)/2, n-1} * sd / sqrt(n)``, sd
+    the sample std (ddof 1) of the differences."""
+    d = paired_differences(base, row)
+    if not d:
+        return PairedVerdict(None, None, None, 0, "not judged")
+    m = statistics.mean(d)
+    if len(d) < MIN_PAIRS:
+        return PairedVerdict(m, None, None, len(d), "not judged")
+    from scipy.stats import t
+
+    half = float(t.ppf((1 + confidence) / 2, len(d) - 1)) * statistics.stdev(d) / math.sqrt(len(d))
+    low, high = m - half, m + half
+    verdict = "better" if low > 0 else "worse" if high < 0 else "level"
+    return PairedVerdict(m, low, high, len(d), verdict)
 
 
 def beyond_spread(baseline: str, base: Mapping, rows: Mapping[str, Mapping], metric: str) -> str:

@@ -424,6 +424,9 @@ class HardNegativesLoss(nn.Module):
         self._largest_batch = 0  # the largest local batch seen: a smaller one is an epoch's last
         self._warned_short = False
         self._k_generators: dict[torch.device, torch.Generator] = {}
+        # Set record_guard to keep, per call, each table's (before, kept) candidate masks in last_guard.
+        self.record_guard = False
+        self.last_guard: list[tuple[Tensor, Tensor]] | None = None
         # Built once, so that set_progress moves its schedules (beta annealing, ring band).
         self.strategy, self._reads = self._build_strategy()
 
@@ -561,6 +564,9 @@ class HardNegativesLoss(nn.Module):
             )
             tables = [attach_guide(t, g) for t, g in zip(tables, guides)]
         strategy = self._strategy_for(tables, batch)
+        if self.record_guard:
+            # What the guard removed in this batch, per direction's table (read by audits of the guard).
+            self.last_guard = [strategy.guard_masks(t) for t in tables]
         return directional_loss(strategy, tables, self.k_generator(anchors.device) if strategy.k is not None else None)
 
     def _strategy_for(self, tables, batch: int):

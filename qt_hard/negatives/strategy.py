@@ -125,6 +125,16 @@ class NegativeStrategy:
             mask = self.guard.keep(scores).logical_and_(mask)  # the guard's table is fresh: and in place
         return mask
 
+    @torch.no_grad()
+    def guard_masks(self, scores: ContrastScores) -> tuple[torch.Tensor, torch.Tensor]:
+        """(A, C) bool masks of the candidates before the guard (valid, and of another class when
+        collision-free) and of those it keeps: what the guard removed is ``before & ~kept``. Without a
+        guard the two are equal."""
+        before = self._allowed(scores, guarded=False)
+        if self.guard is None:
+            return before, before.clone()
+        return before, before & self.guard.keep(scores)
+
     def _draw(self, scores: ContrastScores, mask: torch.Tensor, generator: torch.Generator | None):
         """The k-sampler's stage: (scores, mask, candidate count (A,), support base or None).
 
@@ -297,8 +307,7 @@ class NegativeStrategy:
             out["pushed_up_frac"] = float((g < 0).float().mean()) if g.numel() else float("nan")
         out["floor_binds_frac"] = self._floor_binds(sel, log_w, absolute, lw.log_scale, rows)
         if self.guard is not None:
-            before = self._allowed(base, guarded=False)
-            kept = before & self.guard.keep(base)
+            before, kept = self.guard_masks(base)
             total = int(before.sum())
             out["guard_removed_frac"] = 1.0 - int(kept.sum()) / total if total else float("nan")
         hard = [w for w in self.weightings if hasattr(w, "beta_at")]

@@ -1,0 +1,425 @@
+"""Retrieval fine-tuning on BEIR SciFact from all-MiniLM-L6-v2: which negatives, judged on dev, reported on test.
+
+**Data** (``$QT_HARD_DATA/beir/scifact``, BEIR's layout; :mod:`qt_hard.evaluation.retrieval`). The 809 train
+claims of ``qrels/train.tsv`` are split once: their ids sorted as strings and shuffled with
+``random.Random(SPLIT_SEED)``, the first ``round(DEV_FRACTION * 809)`` are the **dev** claims, the rest the
+**training** claims (no claim in both). Training pairs are (claim, cited abstract) for every training
+judgement; an abstract is ``title + " " + text``. Dev is ranked against the whole corpus with the dev claims'
+train judgements; **test** is BEIR's ``qrels/test.tsv``. Choices read dev only; test is reported.
+
+**Recipe** (chosen on dev, :func:`select_recipe`): MNRL at scale 20, batch 32, a constant learning rate after
+``WARMUP_STEPS`` warm-up steps (so a run stopped at step s equals the prefix of a longer one), the training
+inputs at the model's own 256 tokens. Learning rates and step counts are tried with seed 0; the recipe with
+the best dev nDCG@10 is used by every row.
+
+**Mined negatives** (:func:`mine`): ``sentence_transformers.util.mine_hard_negatives`` with the starting model
+over the whole corpus for the training pairs, ``relative_margin=MINE_MARGIN``, one negative per pair, the
+hardest left (``sampling_strategy="top"``); every cited abstract of a claim is excluded from its candidates.
+Kept as ids in ``OUT/mined.jsonl`` (claim, positive, negative); the same command regenerates it.
+
+**Rows** (:data:`ROWS`; ``+mined`` trains on the mined triplets, ``+cached`` is the GradCache form):
+MNRL; hard beta 0.5 and 1 (``HardNegativesLoss``, logit units); hard beta 1 with the false-negative guard on
+the model's cosines, absolute or relative margin 0.05, and relative 0.05 on the frozen starting model's
+cosines (the guide); ``GISTEmbedLoss`` with its defaults; GIST's filter alone: uniform negatives at MNRL's
+scale with the guard GISTEmbed uses (absolute margin 0 on the frozen guide's cosines), without GIST's
+temperature and its anchor-anchor / positive-positive terms.
+
+**The guard is audited.** Every batch of a ``HardNegativesLoss`` row records, over the query-to-document
+candidates, how many the guard removed (``guard_removed_frac``) and how many of the removed are true
+positives by the judgements, a cited abstract of the same claim (``guard_removed_tp_frac``), and how many
+true positives were among the candidates at all (``candidates_tp``).
+
+**Verdicts** (:func:`summarize`): each row's paired difference over seeds against MNRL and against MNRL on
+the mined triplets, with its 95% t-interval (:func:`qt_hard.experiments.report.paired_verdict`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from pathlib import Path
+
+from qt_hard.errors import ArgumentError
+
+__all__ = [
+    "DEV_FRACTION",
+    "ROWS",
+    "Scifact",
+    "dev_split",
+    "mine",
+    "parse_row",
+    "run_cell",
+    "select_recipe",
+    "summarize",
+]
+
+DEV_FRACTION = 0.2
+SPLIT_SEED = 0
+MINE_MARGIN = 0.05
+GUARD_MARGIN = 0.05
+WARMUP_STEPS = 2
+BASE_RECIPE = {"batch_size": 32, "scale": 20.0, "scheduler": "constant_with_warmup", "warmup_steps": WARMUP_STEPS}
+MINILM = "minilm"
+
+_HARD = {"negatives": "hard", "beta": 1.0}
+ROWS = {
+    "mnrl": ("MNRL", {"loss": "mnrl", "kwargs": {}}),
+    "hard_b0.5": ("hard, beta 0.5", {"loss": "hnl", "kwargs": {"negatives": "hard", "beta": 0.5}}),
+    "hard_b1": ("hard, beta 1", {"loss": "hnl", "kwargs": dict(_HARD)}),
+    "hard_b1_guard_abs": (
+        f"hard, beta 1, guard absolute {GUARD_MARGIN}",
+        {"loss": "hnl", "kwargs": {**_HARD, "guard": "absolute", "guard_margin": GUARD_MARGIN}},
+    ),
+    "hard_b1_guard_rel": (
+        f"hard, beta 1, guard relative {GUARD_MARGIN}",
+        {"loss": "hnl", "kwargs": {**_HARD, "guard": "relative", "guard_margin": GUARD_MARGIN}},
+    ),
+    "hard_b1_guard_guide": (
+        f"hard, beta 1, guard relative {GUARD_MARGIN} on the frozen start",
+        {"loss": "hnl", "guide": True, "kwargs": {**_HARD, "guard": "relative", "guard_margin": GUARD_MARGIN}},
+    ),
+    "gist": ("GISTEmbedLoss (defaults)", {"loss": "gist", "kwargs": {}}),
+    "gist_filter": (
+        "GIST's filter alone (uniform, guard absolute 0 on the frozen start)",
+        {"loss": "hnl", "guide": True, "kwargs": {"guard": "absolute", "guard_margin": 0.0}},
+    ),
+}
+DEFAULT_ROWS = (
+    "mnrl",
+    "mnrl+mined",
+    "hard_b0.5",
+    "hard_b1",
+    "hard_b0.5+mined",
+    "hard_b1+mined",
+    "hard_b1_guard_abs+mined",
+    "hard_b1_guard_rel+mined",
+    "hard_b1_guard_guide+mined",
+    "gist+mined",
+    "gist_filter+mined",
+)
+BASELINES = ("mnrl", "mnrl+mined")
+KEY = ("row", "seed")
+# (record field, table heading); dev first: it is what rows are chosen by.
+DEV_METRICS = (("dev_ndcg@10", "dev nDCG@10"),)
+TEST_METRICS = (("test_ndcg@10", "nDCG@10"), ("test_mrr@10", "MRR@10"), ("test_recall@100", "R@100"))
+
+
+def parse_row(name: str) -> tuple[str, bool, bool]:
+    """(base row, mined, cached) of ``NAME[+mined][+cached]``; an ArgumentError for an unknown name."""
+    base, *suffixes = name.split("+")
+    if base not in ROWS or any(s not in ("mined", "cached") for s in suffixes) or len(set(suffixes)) < len(suffixes):
+        raise ArgumentError(
+            f"--rows: unknown row {name!r}; rows are {', '.join(ROWS)}, each optionally +mined, +cached"
+        )
+    return base, "mined" in suffixes, "cached" in suffixes
+
+
+def row_label(name: str) -> str:
+    if name == "before":
+        return "before (all-MiniLM-L6-v2)"
+    base, mined, cached = parse_row(name)
+    return ROWS[base][0] + (", mined" if mined else "") + (", cached" if cached else "")
+
+
+# -------------------------------------------------------------------------------------------- data
+def dev_split(train_qrels: dict) -> tuple[list[str], list[str]]:
+    """(training claims, dev claims) of the train judgements: see the module docstring."""
+    claims = sorted(train_qrels)
+    random.Random(SPLIT_SEED).shuffle(claims)
+    n_dev = round(DEV_FRACTION * len(claims))
+    return sorted(claims[n_dev:]), sorted(claims[:n_dev])
+
+
+class Scifact:
+    """The folder read once: training pairs (ids), the dev and test judgements, texts by id."""
+
+    def __init__(self, folder: str | os.PathLike):
+        from qt_hard.data.beir import load_beir
+
+        self.data = load_beir(folder, ("train", "test"))
+        train = self.data.qrels["train"]
+        self.train_claims, self.dev_claims = dev_split(train)
+        self.doc_text = dict(zip(self.data.doc_ids, self.data.doc_texts))
+        self.pairs = [(q, d) for q in self.train_claims for d, s in train[q].items() if s > 0]
+        self.relevant = {q: {d for d, s in docs.items() if s > 0} for q, docs in train.items()}
+        self.eval_qrels = {"dev": {q: train[q] for q in self.dev_claims}, "test": self.data.qrels["test"]}
+
+    def summary(self) -> dict:
+        return {
+            "training_claims": len(self.train_claims),
+            "dev_claims": len(self.dev_claims),
+            "training_pairs": len(self.pairs),
+            "test_claims": len(self.eval_qrels["test"]),
+            "corpus": len(self.data.doc_ids),
+            "dev_fraction": DEV_FRACTION,
+            "split_seed": SPLIT_SEED,
+        }
+
+    def texts(self, rows) -> list[tuple[str, ...]]:
+        """(claim text, doc text[, doc text]) of id rows (claim, doc[, doc])."""
+        return [(self.data.queries[r[0]], *(self.doc_text[d] for d in r[1:])) for r in rows]
+
+
+def mine(sf: Scifact, path: Path, threads: int = 1) -> list[tuple[str, str, str]]:
+    """The mined (claim, positive, negative) id triplets in ``path``, mined first when missing (one
+    writer at a time; see the module docstring)."""
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.parent / ".mined.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.is_file():
+            _mine_into(sf, path, threads)
+    rows = [tuple(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines()]
+    return rows
+
+
+def _mine_into(sf: Scifact, path: Path, threads: int) -> None:
+    import torch
+    from datasets import Dataset
+    from sentence_transformers.util import mine_hard_negatives
+
+    from .st_finetuning import load_start
+
+    torch.set_num_threads(threads)
+    texts = sf.texts(sf.pairs)
+    data = Dataset.from_dict({"anchor": [t[0] for t in texts], "positive": [t[1] for t in texts]})
+    mined = mine_hard_negatives(
+        data,
+        load_start(MINILM),
+        corpus=sf.data.doc_texts,
+        relative_margin=MINE_MARGIN,
+        num_negatives=1,
+        sampling_strategy="top",
+        output_format="triplet",
+        batch_size=64,
+        verbose=False,
+    )
+    first_id: dict[str, str] = {}
+    for d, t in zip(sf.data.doc_ids, sf.data.doc_texts):
+        first_id.setdefault(t, d)
+    by_text = {(sf.data.queries[q], sf.doc_text[d]): (q, d) for q, d in sf.pairs}
+    tmp = path.with_name(path.name + ".partial")
+    with tmp.open("w", encoding="utf-8") as fh:
+        for r in mined:
+            q, d = by_text[(r["anchor"], r["positive"])]
+            fh.write(json.dumps([q, d, first_id[r["negative"]]]) + "\n")
+    os.replace(tmp, path)
+
+
+# -------------------------------------------------------------------------------------------- loss
+def build_loss(row: str, model, recipe: dict):
+    """The loss of ``row`` for ``model`` under ``recipe`` (scale, mini-batch of ``+cached``)."""
+    from sentence_transformers.sentence_transformer import losses
+
+    from qt_hard.integrations.sentence_transformers import CachedHardNegativesLoss, HardNegativesLoss
+
+    from .st_finetuning import frozen_guide
+
+    base, _, cached = parse_row(row)
+    spec = ROWS[base][1]
+    cache_kw = {"mini_batch_size": recipe.get("mini_batch_size", 32)} if cached else {}
+    if spec["loss"] == "mnrl":
+        cls = losses.CachedMultipleNegativesRankingLoss if cached else losses.MultipleNegativesRankingLoss
+        return cls(model, scale=recipe["scale"], **cache_kw)
+    if spec["loss"] == "gist":
+        cls = losses.CachedGISTEmbedLoss if cached else losses.GISTEmbedLoss
+        return cls(model, frozen_guide(MINILM, None), **cache_kw)
+    guide = {"guide": frozen_guide(MINILM, None)} if spec.get("guide") else {}
+    cls = CachedHardNegativesLoss if cached else HardNegativesLoss
+    return cls(model, scale=recipe["scale"], **spec["kwargs"], **guide, **cache_kw)
+
+
+class GuardAudit:
+    """Counts, over every training batch of a ``HardNegativesLoss``, the query-to-document candidates
+    before the guard, those it removed, and which of them are true positives of the anchor's claim.
+
+    The dataset's ``label`` column holds each row's index; the loss receives it as its labels (a
+    label-free strategy ignores them), and the candidate columns are ``[positives (B), negative 1 of
+    every row (B), ...]`` (:func:`qt_hard.negatives.scores.one_directional_scores`)."""
+
+    def __init__(self, loss, rows: list[tuple[str, ...]], relevant: dict[str, set]):
+        self.rows, self.relevant = rows, relevant
+        self.counts = {"candidates": 0, "removed": 0, "removed_tp": 0, "candidates_tp": 0, "batches": 0}
+        self._labels = None
+        loss.record_guard = True
+        loss.register_forward_pre_hook(self._before)
+        loss.register_forward_hook(self._after)
+
+    def _before(self, module, args):
+        self._labels = args[1] if len(args) > 1 else None
+
+    def _after(self, module, args, output):
+        import torch
+
+        if module.last_guard is None or self._labels is None:
+            return
+        before, kept = module.last_guard[0]  # query_to_doc
+        idx = self._labels.tolist()
+        b = len(idx)
+        cols = [self.rows[i][1] for i in idx]
+        for m in range(2, len(self.rows[idx[0]])):
+            cols += [self.rows[i][m] for i in idx]
+        tp = torch.tensor([[c in self.relevant[self.rows[i][0]] for c in cols] for i in idx], dtype=torch.bool)
+        tp = tp[:, : before.shape[1]]
+        removed = before & ~kept
+        c = self.counts
+        c["candidates"] += int(before.sum())
+        c["removed"] += int(removed.sum())
+        c["removed_tp"] += int((removed & tp).sum())
+        c["candidates_tp"] += int((before & tp).sum())
+        c["batches"] += 1
+        module.last_guard = None
+        assert b == before.shape[0]
+
+    def record(self) -> dict:
+        c = self.counts
+        return {
+            "guard_audit": dict(c),
+            "guard_removed_frac": c["removed"] / c["candidates"] if c["candidates"] else None,
+            "guard_removed_tp_frac": c["removed_tp"] / c["removed"] if c["removed"] else None,
+        }
+
+
+# -------------------------------------------------------------------------------------------- cell
+def evaluate(model, sf: Scifact, eval_max_seq_length: int) -> dict:
+    """dev and test retrieval metrics (x100) of ``model``, from one encoding of the corpus."""
+    from qt_hard.evaluation.models import EmbeddingCache
+    from qt_hard.evaluation.retrieval import evaluate_retrieval
+
+    from .st_finetuning import STEncoder
+
+    model.eval()
+    model.max_seq_length = eval_max_seq_length
+    res = evaluate_retrieval(EmbeddingCache(STEncoder(model)), sf.data, sf.eval_qrels)
+    out = {f"{split}_{k}": v for split in ("dev", "test") for k, v in res[split].items() if k != "queries"}
+    out["eval_s"] = res["_timing"]["total_seconds"]
+    return out
+
+
+def _eval_callback(steps, sf: Scifact, eval_len: int, on_record):
+    """A trainer callback that measures dev and test at ``steps`` and hands ``on_record(step, record)``
+    the result (the recipe choice); the RNG state is restored after each evaluation, so that the run
+    goes on as it would without it."""
+    from transformers import TrainerCallback
+
+    class EvalAt(TrainerCallback):
+        def on_step_end(self, args, state, control, model=None, **kw):
+            import torch
+
+            if state.global_step not in steps:
+                return
+            rng = torch.get_rng_state()
+            train_len = model.max_seq_length
+            rec = evaluate(model, sf, eval_len)
+            model.max_seq_length = train_len
+            model.train()
+            torch.set_rng_state(rng)
+            on_record(state.global_step, rec)
+
+    return EvalAt()
+
+
+def run_cell(row: str, seed: int, ctx: dict, eval_steps=(), on_eval=None) -> dict:
+    """One record: ``before`` (the starting model) or ``row`` fine-tuned with ``seed`` under
+    ``ctx["recipe"]``; with ``eval_steps`` (recipe choice) dev and test are also measured at those steps."""
+    import torch
+
+    from qt_hard.experiments.ledger import provenance
+
+    from .st_finetuning import finetune, load_start, train_dataset
+
+    sf: Scifact = ctx["scifact"]
+    t0 = time.perf_counter()
+    torch.manual_seed(seed if seed is not None else 0)
+    model = load_start(MINILM)
+    eval_len = model.max_seq_length
+    info: dict = {"steps": 0}
+    if row != "before":
+        _, mined, _ = parse_row(row)
+        rows = ctx["mined"]() if mined else sf.pairs
+        loss = build_loss(row, model, ctx["recipe"])
+        audit = GuardAudit(loss, rows, sf.relevant) if hasattr(loss, "record_guard") else None
+        callbacks = [_eval_callback(set(eval_steps), sf, eval_len, on_eval)] if eval_steps else []
+        data = train_dataset(sf.texts(rows), {"label": list(range(len(rows)))})
+        info = finetune(model, loss, ctx["recipe"], data, seed, ctx["workdir"] / f"{row}_s{seed}", callbacks)
+        info["train_rows"] = len(rows)
+        if audit is not None:
+            info.update(audit.record())
+    info.update(evaluate(model, sf, eval_len))
+    return {"row": row, "seed": seed, **info, "wall_s": round(time.perf_counter() - t0, 1), **provenance(ctx["root"])}
+
+
+def select_recipe(records: list[dict]) -> dict:
+    """The recipe record with the best dev nDCG@10 (ties: fewer steps, then the smaller rate)."""
+    if not records:
+        raise ArgumentError("no recipe records to choose from: run --select first")
+    best = max(records, key=lambda r: (r["dev_ndcg@10"], -r["steps"], -r["lr"]))
+    return {"lr": best["lr"], "steps": best["steps"], "rule": "best dev nDCG@10 of MNRL, seed 0"}
+
+
+# ----------------------------------------------------------------------------------------- summary
+def summarize(records: list[dict], recipe: dict | None = None) -> str:
+    """The Markdown tables: mean ± sample std over seeds per row (dev first, then test), the guard
+    audit, and each row's paired difference on dev and test nDCG@10 against both baselines with its
+    95% t-interval and verdict."""
+    from qt_hard.experiments.report import markdown_table, mean_spread, paired_verdict
+
+    by: dict = {}
+    for r in records:
+        by.setdefault(r["row"], {})[r["seed"]] = r
+    order = [
+        "before",
+        *[r for r in DEFAULT_ROWS if r in by],
+        *sorted(r for r in by if r not in (*DEFAULT_ROWS, "before")),
+    ]
+    order = [r for r in order if r in by]
+    metrics = (*DEV_METRICS, *TEST_METRICS)
+    lines = []
+    if recipe:
+        lines += [
+            "Recipe (chosen on dev): " + ", ".join(f"{k} {v}" for k, v in recipe.items()) + ". Retrieval x100 over "
+            "the whole corpus; mean ± sample std (ddof 1) over seeds.",
+            "",
+        ]
+    body = []
+    for row in order:
+        runs = by[row]
+        cells = []
+        for m, _ in metrics:
+            vals = [runs[s][m] for s in runs]
+            mean, sd = mean_spread(vals)
+            cells.append(f"{mean:.2f}" + (f" ± {sd:.2f}" if len(vals) > 1 else ""))
+        removed = [runs[s].get("guard_removed_frac") for s in runs]
+        tp = [runs[s].get("guard_removed_tp_frac") for s in runs]
+        guard = "-" if all(v is None for v in removed) else _guard_cell(removed, tp)
+        body.append([f"{row_label(row)} (`{row}`)", str(len(runs)), *cells, guard])
+    heads = ["row", "seeds", *(h for _, h in metrics), "guard removed (true positives)"]
+    lines += markdown_table(heads, body, "lr" + "r" * (len(metrics) + 1))
+    for base in BASELINES:
+        if base not in by:
+            continue
+        lines += ["", f"Paired by seed against `{base}` (row - baseline; mean [95% t-interval]; verdict):", ""]
+        rows = []
+        for row in order:
+            if row in (base, "before") or (base == "mnrl+mined") != ("+mined" in row):
+                continue
+            cells = []
+            for m in ("dev_ndcg@10", "test_ndcg@10"):
+                v = paired_verdict({s: r[m] for s, r in by[base].items()}, {s: r[m] for s, r in by[row].items()})
+                cells += [v.cell(), v.verdict]
+            rows.append([f"`{row}`", str(len(set(by[row]) & set(by[base]))), *cells])
+        lines += markdown_table(["row", "pairs", "dev nDCG@10", "dev", "test nDCG@10", "test"], rows, "lrrlrl")
+    return "\n".join(lines)
+
+
+def _guard_cell(removed, tp) -> str:
+    import statistics
+
+    r = [v for v in removed if v is not None]
+    t = [v for v in tp if v is not None]
+    share = statistics.mean(r) * 100
+    acted = "did not act" if share < 0.05 else f"{share:.2f}%"
+    return acted + (f" ({statistics.mean(t) * 100:.0f}%)" if t else "")

