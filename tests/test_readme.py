@@ -303,6 +303,7 @@ RUNS = {
     "qt-hard data get books": Run(prints=(r"books: present",)),
     "qt-hard data get wikipedia": Run(prints=(r"wikipedia: present",)),
     "qt-hard data get cifar10": Run(prints=(r"cifar10: present",)),
+    "qt-hard data get scifact": Run(prints=(r"scifact: present",)),
     # Graphs: 2 epochs of MUTAG (the papers' 200 take minutes a cell).
     "qt-hard train configs/infograph_mutag.yaml --out runs/ig_mutag train.progress=false": Run(
         add="train.epochs=2", writes=("runs/ig_mutag/final/*", "runs/ig_mutag/eval.json"), prints=(r"eval: svm_acc=",)
@@ -461,6 +462,9 @@ RUNS = {
     "qt-hard eval wiki --model random:bow --data data/wiki10 --classes 10 --split-seed 0": Run(
         needs=("data/wiki10",), prints=(r"(?m)^\| random:bow \| 10 \| \d+\.\d \| \d+\.\d \|$",)
     ),
+    "qt-hard eval retrieval --model random:bow --data $QT_HARD_DATA/beir/scifact": Run(
+        prints=(r"(?m)^\| random:bow \| \d+\.\d\d \| \d+\.\d\d \| \d+\.\d\d \| \d+\.\d\d \| \d+\.\d\d \| 300 \|",)
+    ),
     "qt-hard eval compare minilm.json random_bow.json": Run(
         needs=("minilm.json", "random_bow.json"),
         prints=(
@@ -483,6 +487,11 @@ RUNS = {
 
 # README command -> why CI does not run it.
 SKIPS = {
+    "qt-hard eval retrieval --model minilm --data $QT_HARD_DATA/beir/scifact --output minilm_scifact.json": "encodes "
+    "5,183 abstracts with MiniLM (CPU-minutes); tests/test_retrieval.py runs the same path against the evaluator on "
+    "a slice, and the random:bow example runs the whole folder",
+    "python scripts/bench_retrieval.py --out results/bench_retrieval.jsonl": "encodes SciFact's corpus with MiniLM "
+    "twice (CPU-minutes); tests/test_retrieval.py runs both sides on a slice",
     "git clone https://github.com/facebookresearch/SentEval": "needs network (GitHub); SentEval's interface is run "
     "with a stand-in engine package in tests/test_eval_senteval_engine.py",
     "cd SentEval/data/downstream && ./get_transfer_data.bash && cd -": "SentEval's download script needs network",
@@ -529,6 +538,11 @@ SKIPS = {
 # A distinctive line of each README Python snippet -> how it runs (``add``/``sub`` as above).
 # Python snippets that cannot run here, by a distinctive line, with the reason (as SKIPS).
 PYTHON_SKIPS = {
+    "qt-hard eval retrieval --model minilm --data $QT_HARD_DATA/beir/scifact --output minilm_scifact.json": "encodes "
+    "5,183 abstracts with MiniLM (CPU-minutes); tests/test_retrieval.py runs the same path against the evaluator on "
+    "a slice, and the random:bow example runs the whole folder",
+    "python scripts/bench_retrieval.py --out results/bench_retrieval.jsonl": "encodes SciFact's corpus with MiniLM "
+    "twice (CPU-minutes); tests/test_retrieval.py runs both sides on a slice",
     'params = {"task_path": PATH_TO_DATA, "usepytorch": True, "kfold": 10}': "SentEval's own example "
     "configuration, quoted (PATH_TO_DATA is SentEval's placeholder)",
     "results = senteval.engine.SE(params, batcher, prepare).eval": "needs a SentEval checkout (network); "

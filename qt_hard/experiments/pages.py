@@ -1244,6 +1244,30 @@ def _wiki_smoke(root: Path) -> str:
     )
 
 
+@table("retrieval_bench", spread=False)
+def _retrieval_bench(root: Path) -> str:
+    """qt-hard's retrieval evaluation beside InformationRetrievalEvaluator: the newest run of
+    ``results/bench_retrieval.jsonl`` (its rows share one ``utc``)."""
+    path = root / "results" / "bench_retrieval.jsonl"
+    rows = _jsonl(path) if path.is_file() else []
+    if not rows:
+        return "No measurement yet: run the command above."
+    newest = [r for r in rows if r["utc"] == rows[-1]["utc"]]
+    body = [
+        [f"`{r['case']}`", f"{r['ndcg@10']:.2f}", f"{r['seconds_median']:.1f}", f"{r['ratio']:.3f} of {r['ratio_of']}"]
+        for r in newest
+    ]
+    r = newest[0]
+    return _captioned(
+        f"SciFact test ({r['docs']} documents), {len(r['seconds'])} round(s) alternating, the median; "
+        f"`{r['command']}` on {r['machine']}, torch {r['torch']}, {r['threads']} thread(s) pinned, "
+        f"{_measured(r)}.",
+        ["side", "nDCG@10", "seconds", "time ratio"],
+        body,
+        "lrrl",
+    )
+
+
 @dataclass(frozen=True)
 class Effect:
     """One measured effect: ``runs`` (row -> seed -> value) of a baseline and a row."""
