@@ -83,6 +83,11 @@ SETUPS = {
     "binary_cr": "SENTEVAL/CR/custrev.neg's first line replaced by the control bytes 0x00-0x08, 0x0e-0x1b, 0x1f",
     "missing_sts": "SENTEVAL/STS/STS12-en-test/STS.gs.MSRpar.txt removed",
     "truncate_sick": "`truncate -s 1000 SENTEVAL/SICK/SICK_test_annotated.txt`",
+    "ckpt_config_cut": "RUN/config.yaml cut before its train section",
+    "cache_cut": "FILE an embedding cache cut to half its bytes",
+    "bom_cr": "the bytes EF BB BF put before SENTEVAL/CR/custrev.pos",
+    "model_config_cut": "the config.yaml beside MODEL cut short mid-list",
+    "link_loop": "FILE a symbolic link to itself",
 }
 
 
