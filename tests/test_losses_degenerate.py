@@ -39,7 +39,11 @@ def test_non_finite_inputs_raise(call, name):
         lambda: contrastive_loss(torch.randn(1, 8), torch.randn(1, 8), "uniform"),
         lambda: contrastive_loss(torch.randn(1, 8), torch.randn(1, 8), "hard", beta=1.0, tau_plus=0.1),
         lambda: contrastive_loss(
-            torch.randn(3, 8), torch.randn(3, 8), "uniform", labels=torch.zeros(3, dtype=torch.long), collision_free=True
+            torch.randn(3, 8),
+            torch.randn(3, 8),
+            "uniform",
+            labels=torch.zeros(3, dtype=torch.long),
+            collision_free=True,
         ),
         lambda: ranking_loss(torch.randn(1, 8), torch.randn(1, 8), None, "uniform"),
         lambda: local_global_loss(torch.randn(3, 8), torch.randn(1, 8), torch.tensor([0, 0, 0])),

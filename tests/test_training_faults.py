@@ -81,7 +81,7 @@ def _wiki_dump(path: Path, topic: str) -> Path:
     return path
 
 
-def test_overwrite_with_a_new_wiki_source_builds_from_it(cfg, tmp_path):
+def test_overwrite_with_a_new_wiki_source_builds_from_it(cfg, tmp_path, capsys):
     """The issue's fifth example: ``--overwrite`` with a new Wiki source kept training on the Wiki-N
     cached from the old one (the cache was named by article count and sentence minimum only)."""
     out = tmp_path / "wiki_run"
@@ -94,6 +94,12 @@ def test_overwrite_with_a_new_wiki_source_builds_from_it(cfg, tmp_path):
     assert sorted(titles.values()) == ["apple 0", "banana 0"], titles
     saved = yaml.safe_load((out / "config.yaml").read_text())
     assert saved["data"]["wiki_source"] == str(b)
+
+    # The token cache of the build, cut short as a kill mid-write once left it: refused, not a traceback.
+    tokens = max((out / "cache" / "wiki_tokens").glob("wiki-tokens-*"), key=lambda p: p.stat().st_mtime_ns)
+    tokens.write_bytes(tokens.read_bytes()[:100])
+    assert main(["train", str(cfg), "--out", str(out), "--overwrite", *wiki, f"data.wiki_source={b}"]) == 2
+    assert f"token cache {tokens} is damaged" in _one_line(capsys)
 
 
 def _run_with_checkpoints(cfg, out: Path, steps: int = 2) -> None:

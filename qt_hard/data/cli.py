@@ -58,7 +58,9 @@ def register(subparsers) -> None:
     )
     w.add_argument("--keep-all", action="store_true", help="write every sentence, not the first M")
     w.add_argument("--out", required=True, help="output folder")
-    w.add_argument("--overwrite", action="store_true", help="replace a non-empty output folder")
+    w.add_argument(
+        "--overwrite", action="store_true", help="replace the Wiki-N in --out (only a folder data wiki wrote)"
+    )
     w.add_argument("--no-progress", action="store_true", help="no progress bar")
     w.set_defaults(func=_wiki)
 

@@ -155,13 +155,13 @@ def cmd_senteval(args) -> int:
     if card_file is not None:
         from .report import card_with_tables
 
+        from qt_hard.files import write_text
+
         card = card_file.read_text(encoding="utf-8")
-        card_file.write_text(
-            card_with_tables(
-                card, rows, results, protocol=args.protocol, kfold=args.kfold, seed=args.seed, tasks=tasks
-            ),
-            encoding="utf-8",
+        tables = card_with_tables(
+            card, rows, results, protocol=args.protocol, kfold=args.kfold, seed=args.seed, tasks=tasks
         )
+        write_text(card_file, tables, "model card")
         _log(f"wrote the evaluation tables into {card_file}")
     _save_cache(args, cache, f"written to {args.output}" if args.output else "printed above")
     return 0
@@ -462,7 +462,8 @@ def _add_senteval(sub):
     s.add_argument(
         "--cache",
         default=None,
-        help="embedding cache file (.npz): read if present, written after the run; only for fixed models (not random:)",
+        help="embedding cache file (.npz): read if present and made from the same weights, written whole "
+        "after the results; only for fixed models (not random:)",
     )
     s.add_argument(
         "--protocol",

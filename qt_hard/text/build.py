@@ -83,19 +83,27 @@ def _read_token_cache(cache: Path, n_texts: int):
     from qt_hard.errors import DataCorruptError, UserError
 
     try:
-        tok, store = WordTokenizer.load(cache / "tokenizer.json"), TokenStore.load(cache / "tokens")
-        ok = len(store.offsets) == n_texts + 1 and int(store.offsets[-1]) == len(store.flat)
-    except UserError as err:
-        reason = str(err)
-        ok = False
-    except (OSError, ValueError, EOFError) as err:
+        tok = WordTokenizer.load(cache / "tokenizer.json")
+    except (UserError, OSError, ValueError) as err:
         reason = " ".join(str(err).split())[:120] or type(err).__name__
-        ok = False
-    else:
+        raise DataCorruptError(f"token cache {cache} is damaged ({reason}); delete it and it is made again") from None
+    return tok, _read_token_store(cache, n_texts)
+
+
+def _read_token_store(cache: Path, n_texts: int) -> TokenStore:
+    """The ``TokenStore`` of a token cache folder, checked: files missing or cut short, or another
+    corpus's sentence count, are refused in one line naming the folder."""
+    from qt_hard.errors import DataCorruptError
+
+    try:
+        store = TokenStore.load(cache / "tokens")
+        ok = len(store.offsets) == n_texts + 1 and int(store.offsets[-1]) == len(store.flat)
         reason = f"{len(store.offsets) - 1} sentences, expected {n_texts}"
+    except (OSError, ValueError, EOFError) as err:
+        ok, reason = False, " ".join(str(err).split())[:120] or type(err).__name__
     if not ok:
         raise DataCorruptError(f"token cache {cache} is damaged ({reason}); delete it and it is made again")
-    return tok, store
+    return store
 
 
 def _text_key(texts) -> str:
@@ -119,15 +127,13 @@ def _hf_parts(cfg: Config, cache_root: Path, texts):
     feat = encoder.featurizer
     key = _key([resolve_model_path(cfg.model.hf_path), cfg.model.max_len, len(texts), _text_key(texts)])
     cache = cache_root / f"hf_tokens_{key}"
-    if (cache / "tokens_offsets.npy").is_file():
-        store = TokenStore.load(cache / "tokens")
-    else:
+    if not cache.is_dir():
         ids = []
         for start in range(0, len(texts), 10_000):  # bounded memory for a large corpus
             ids.extend(feat.ids_many(texts[start : start + 10_000]))
-        cache.mkdir(parents=True, exist_ok=True)
-        TokenStore.from_lists(ids).save(cache / "tokens")
-        store = TokenStore.load(cache / "tokens")
+        with atomic_folder(cache, "token cache", replace=False) as tmp:  # whole or not at all
+            TokenStore.from_lists(ids).save(tmp / "tokens")
+    store = _read_token_store(cache, len(texts))
     # Padded as the model's tokenizer pads (HFFeaturizer.collate), with its attention mask.
     pad_id = feat.tokenizer.pad_token_id
     batcher = TokenBatcher(

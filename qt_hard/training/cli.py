@@ -95,7 +95,8 @@ def register(subparsers) -> None:
     p.add_argument(
         "--overwrite",
         action="store_true",
-        help="replace the run already in out_dir (its files are removed when training starts)",
+        help="replace the run already in out_dir (its files are removed when training starts; only a "
+        "folder that holds a qt-hard run config)",
     )
-    p.add_argument("--out", help="output folder (same as out_dir=...)")
+    p.add_argument("--out", help="output folder (same as out_dir=...; a path as typed, never a YAML value)")
     p.set_defaults(func=run_train)
