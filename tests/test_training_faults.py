@@ -217,3 +217,18 @@ def test_unallocatable_sizes_are_refused_before_allocation(cfg, tmp_path, capsys
     line = _one_line(capsys)
     assert line.startswith(f"qt-hard: error: {setting}: ") and "would need" in line and "of memory" in line
     assert not out.exists()
+
+
+def test_a_grid_cell_that_goes_nan_records_nothing(cfg, tmp_path):
+    """An experiment grid's cell runs through the same loop: a NaN stops it with the one-line error
+    (a UserError, which the scripts print as one line), and the ledger gets no record of it."""
+    from qt_hard.errors import NonFiniteError
+    from qt_hard.experiments.ledger import Ledger
+    from qt_hard.experiments.runner import run_claimed, train_run
+    from qt_hard.training.config import load_config
+
+    cell = load_config(cfg, [f"out_dir={tmp_path / 'cell'}", "train.lr=1e30", "train.steps=3"])
+    ledger = Ledger(tmp_path / "grid", ("row",), {"grid": "tiny"})
+    with pytest.raises(NonFiniteError, match="training stopped at step 2/3"):
+        run_claimed(ledger, ("hard",), lambda: {"row": "hard", "dir": str(train_run(cell))})
+    assert ledger.records() == [] and not list((tmp_path / "grid" / "claims").iterdir())
