@@ -98,6 +98,9 @@ def test_cache_is_keyed_by_the_weights(world, tmp_path, capsys):
     assert _eval(data, model, "--output", str(tmp_path / "fresh.json")) == 0  # no cache at all
     b, fresh = (json.loads((tmp_path / n).read_text())["results"]["CR"] for n in ("b.json", "fresh.json"))
     assert b["acc"] == fresh["acc"]
+    # a cache of another model spec is refused before the model loads (it was a ValueError traceback)
+    assert _eval(data, model.parent, "--cache", str(cache)) == 2
+    assert "holds the embeddings of model" in _one_line(capsys)
 
 
 def test_cache_that_cannot_be_written_costs_no_result(world, tmp_path, capsys, monkeypatch):
