@@ -9,7 +9,8 @@ function, so this file only wires them together:
 
 A user error (``qt_hard.errors.UserError``: a config key that does not exist, a missing data
 folder, a wrong model path, more negatives than candidates; or a command line argparse refuses)
-prints one line, ``qt-hard: error: ...``, and exits with status 2. ``--debug`` (or
+prints one line, ``qt-hard: error: ...``, and exits with status 2; so does an allocation the
+memory refuses. ``--debug`` (or
 ``QT_HARD_DEBUG=1``) shows its traceback; any other exception is a bug and always shows its
 traceback. SIGINT or SIGTERM outside training (which checkpoints first, see ``qt_hard.training``)
 stops the command with one line and status 130 or 143; results are written only at the end, so a
@@ -109,7 +110,22 @@ def main(argv: list[str] | None = None) -> int:
         # One line, as argparse reports its own usage errors; the message already says what to do.
         print(f"qt-hard: error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
+    except (MemoryError, RuntimeError) as err:
+        # A size no check foresaw, refused by the allocator itself: one line that says so.
+        if not out_of_memory(err) or debug or os.environ.get("QT_HARD_DEBUG", "") not in ("", "0"):
+            raise
+        reason = " ".join(str(err).split())[:300] or type(err).__name__
+        print(f"qt-hard: error: out of memory ({reason}); lower the batch, model or data sizes", file=sys.stderr)
+        return 2
     return int(result or 0)
+
+
+def out_of_memory(err: BaseException) -> bool:
+    """Whether ``err`` is an allocator's refusal: Python's or numpy's ``MemoryError``, torch's CPU
+    allocator ("can't allocate memory") or CUDA's ``OutOfMemoryError``."""
+    if isinstance(err, MemoryError) or type(err).__name__ == "OutOfMemoryError":
+        return True
+    return isinstance(err, RuntimeError) and "can't allocate memory" in str(err)
 
 
 if __name__ == "__main__":

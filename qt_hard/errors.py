@@ -58,3 +58,18 @@ class MissingFileError(UserError, FileNotFoundError):
 class OutputLocationError(UserError, ValueError):
     """An output path that cannot be written: a folder where a file goes, a file where a folder
     goes, or a place the file system refuses; checked before any work is done."""
+
+
+class WriteFailedError(UserError, OSError):
+    """A file or folder that could not be written whole (a full disk, a quota, a read-only file
+    system): the message names it and says that nothing earlier was replaced."""
+
+
+class NonFiniteError(UserError, ValueError):
+    """A NaN or infinite value where a number is needed: loss inputs, a training loss or gradient,
+    embeddings to evaluate. The message says where it was found."""
+
+
+class AllocationError(UserError, MemoryError):
+    """A size that cannot be allocated on this machine, refused before the allocation with the
+    number of bytes it would need."""

@@ -18,6 +18,13 @@ k-sampler's); it builds the module and calls it once.
 * :func:`local_global_loss` / :class:`LocalGlobalLoss`: InfoGraph (Sun et al. 2020; HCL App. B),
   nodes against graphs with the Jensen-Shannon estimator (``estimator="jsd"``) by default.
 
+Degenerate batches are refused, never scored: embeddings that hold NaN or an infinity raise
+:class:`~qt_hard.errors.NonFiniteError` and a batch in which no anchor has a negative (one pair,
+one graph, one class under ``collision_free``) raises
+:class:`~qt_hard.errors.NotEnoughCandidatesError`; both are ``ValueError``. As with any torch loss, the
+result has a gradient only when an input requires one (``loss.backward()`` on embeddings without
+``requires_grad`` is autograd's own error).
+
 Example::
 
     >>> import torch
@@ -39,6 +46,21 @@ from torch import nn
 from .negatives.distributed import world
 from .negatives.scores import context_scores, node_graph_scores, one_directional_scores, two_view_scores
 from .negatives.strategy import NegativeStrategy, make_strategy
+
+
+def check_finite(**tensors) -> None:
+    """``NonFiniteError`` (a ValueError) naming the first of ``tensors`` (name -> tensor or None) that
+    holds NaN or an infinity; one device-to-host read for all of them."""
+    floats = {k: t for k, t in tensors.items() if torch.is_tensor(t) and t.is_floating_point()}
+    if not floats:
+        return
+    finite = torch.stack([torch.isfinite(t).all() for t in floats.values()])
+    if bool(finite.all()):
+        return
+    from .errors import NonFiniteError
+
+    name = list(floats)[int((~finite).nonzero()[0])]
+    raise NonFiniteError(f"{name} holds NaN or infinite values; a contrastive loss of them would be NaN")
 
 
 def _strategy(negatives, k, include_positive, options) -> NegativeStrategy:
@@ -170,9 +192,13 @@ class ContrastiveLoss(_PairLoss):
 
     Call with ``z1, z2``: (B, d) embeddings of the two views of B positive pairs, and ``labels``: (B,)
     labels, for "label" negatives and ``collision_free=True``. Returns the scalar loss.
+
+    Raises ``ValueError`` for embeddings holding NaN or an infinity (``NonFiniteError``) and for a batch
+    in which no anchor has a negative (``NotEnoughCandidatesError``).
     """
 
     def forward(self, z1: torch.Tensor, z2: torch.Tensor, labels=None) -> torch.Tensor:
+        check_finite(z1=z1, z2=z2)
         scores = two_view_scores(
             z1, z2, temperature=self.temperature, labels=labels, normalize=self.normalize, gather_candidates=self.gather
         )
@@ -189,6 +215,9 @@ class ContextLoss(_StrategyLoss):
 
     Call with ``f_emb, g_emb``: (B, d) encodings of the same consecutive sentences by f and g, and
     ``doc_ids``: (B,) document ids; no positive pair crosses two documents.
+
+    Raises ``ValueError`` for embeddings holding NaN or an infinity (``NonFiniteError``) and for a batch
+    in which no anchor has a negative (``NotEnoughCandidatesError``).
     """
 
     def __init__(
@@ -207,6 +236,7 @@ class ContextLoss(_StrategyLoss):
         self.context, self.temperature, self.normalize, self.gather = context, temperature, normalize, gather
 
     def forward(self, f_emb: torch.Tensor, g_emb: torch.Tensor, doc_ids=None) -> torch.Tensor:
+        check_finite(f_emb=f_emb, g_emb=g_emb)
         scores = context_scores(
             f_emb,
             g_emb,
@@ -232,6 +262,9 @@ class RankingLoss(_PairLoss):
     :class:`EmbeddingQueue`) with ``extra_labels``: (M,) their class labels, -1 for unknown
     (``EmbeddingQueue.labels()``; needed with ``labels``); ``in_batch``: False uses only
     ``extra_candidates`` as negatives (MoCo).
+
+    Raises ``ValueError`` for embeddings holding NaN or an infinity (``NonFiniteError``) and for a batch
+    in which no anchor has a negative (``NotEnoughCandidatesError``).
     """
 
     # The constructor of ContrastiveLoss, with MNRL's temperature as the default.
@@ -247,6 +280,12 @@ class RankingLoss(_PairLoss):
         in_batch: bool = True,
         extra_labels=None,
     ) -> torch.Tensor:
+        check_finite(
+            anchors=anchors,
+            positives=positives,
+            explicit_negatives=explicit_negatives,
+            extra_candidates=extra_candidates,
+        )
         scores = one_directional_scores(
             anchors,
             positives,
@@ -293,6 +332,9 @@ class LocalGlobalLoss(_StrategyLoss):
     global ones; ``batch``: (n,) graph index of each node (torch_geometric's ``batch``); ``labels``:
     (g,) graph labels for label-aware negatives.
 
+    Raises ``ValueError`` for embeddings holding NaN or an infinity (``NonFiniteError``) and for a batch
+    in which no anchor has a negative (``NotEnoughCandidatesError``).
+
     Example::
 
         >>> h, H = torch.randn(7, 4), torch.randn(3, 4)
@@ -317,6 +359,7 @@ class LocalGlobalLoss(_StrategyLoss):
         self.temperature, self.normalize, self.gather = temperature, normalize, gather
 
     def forward(self, node_emb: torch.Tensor, graph_emb: torch.Tensor, batch, labels=None) -> torch.Tensor:
+        check_finite(node_emb=node_emb, graph_emb=graph_emb)
         scores = node_graph_scores(
             node_emb,
             graph_emb,

@@ -34,15 +34,36 @@ def user_cache_root() -> Path:
     return base / "qt-hard"
 
 
+def is_link_loop(path: str | Path) -> bool:
+    """Whether ``path`` is (or passes through) a loop of symbolic links: ``exists()`` reads it as
+    missing, so a command would try to create it and fail with a traceback."""
+    import errno
+
+    try:
+        os.stat(path)
+    except OSError as err:
+        return err.errno == errno.ELOOP
+    return False
+
+
+def refuse_link_loop(path: str | Path, what: str) -> None:
+    """``DataMissingError`` naming ``what`` when ``path`` is a loop of symbolic links."""
+    if is_link_loop(path):
+        raise DataMissingError(f"{what} {path} is a loop of symbolic links; point it at a real folder")
+
+
 def default_data_root() -> Path:
     """The root ``qt-hard data get`` writes to: the first of the two rules above (may not exist)."""
     env = os.environ.get("QT_HARD_DATA")
     if env:
         root = Path(env).expanduser()
+        refuse_link_loop(root, "QT_HARD_DATA")
         if root.exists() and not root.is_dir():
             raise DataMissingError(f"QT_HARD_DATA={env!r} is not a directory")
         return root
-    return user_cache_root()
+    root = user_cache_root()
+    refuse_link_loop(root, "the data root")
+    return root
 
 
 def data_root(required: bool = False) -> Path | None:
@@ -67,6 +88,7 @@ def data_path(*parts: str, required: bool = True) -> Path | None:
     p = root.joinpath(*parts)
     if p.exists():
         return p
+    refuse_link_loop(p, "data path")
     if not required:
         return p if root.is_dir() else None
     raise DataMissingError(f"{p} does not exist (data root {root}); {get_command(parts[0])}")
@@ -77,11 +99,116 @@ def get_command(dataset: str) -> str:
     return f"fetch it with `qt-hard data get {dataset}`"
 
 
-def check_output_file(path: str | Path, flag: str) -> Path:
+# Files that make a folder a saved model (qt-hard's or sentence-transformers'); an output never lands in
+# one. (A weights file alone does not: an output beside a stray model.safetensors is harmless, and one
+# on it is refused as a file of another kind.)
+MODEL_FILES = ("encoder.json", "modules.json", "config_sentence_transformers.json")
+# What ``qt-hard train`` writes into a run folder (``qt_hard.training.outdir.RUN_FILES`` and its caches):
+# a run folder is one holding ``config.yaml`` and one of the others; its entries are never another
+# command's output.
+RUN_ENTRIES = ("config.yaml", "metrics.csv", "final", "checkpoints", "eval.json", "eval.csv", "logs", "cache")
+
+
+def _real(path: Path) -> Path:
+    """``path`` absolute with its existing symbolic links resolved (it need not exist)."""
+    return Path(os.path.realpath(path.expanduser()))
+
+
+def is_model_folder(folder: Path) -> bool:
+    """Whether ``folder`` holds a saved model (one of ``MODEL_FILES``)."""
+    return folder.is_dir() and any((folder / name).is_file() for name in MODEL_FILES)
+
+
+def is_run_folder(folder: Path) -> bool:
+    """Whether ``folder`` holds a training run: its ``config.yaml`` and another entry a run writes."""
+    return (folder / "config.yaml").is_file() and any((folder / n).exists() for n in RUN_ENTRIES[1:])
+
+
+def is_result_file(path: Path) -> bool:
+    """Whether ``path`` is a result file qt-hard wrote: a JSON object with ``kind`` and ``results``."""
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            head = fh.read(1)
+            if head != "{":
+                return False
+            data = json.loads(head + fh.read())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(data, dict) and "kind" in data and "results" in data
+
+
+def guard_output(
+    path: str | Path,
+    flag: str,
+    *,
+    inputs: dict | None = None,
+    replaceable=None,
+    kind: str = "result file",
+    folder: bool = False,
+    may_hold_inputs: bool = False,
+    owners: bool = True,
+) -> Path:
+    """Refuse, before any work, an output path that would destroy something: the one guard of every
+    command's path flags (``flag`` names the option in the message). Refused are
+
+    * an output equal to one of ``inputs`` (``{what: path}``: the model, the data, a source file),
+      inside one of them, or (a ``folder`` output that is replaced whole, unless ``may_hold_inputs``)
+      holding one;
+    * (with ``owners``, as for a command's flags) an output inside a saved model folder
+      (``MODEL_FILES``), or on a run folder's own entries (``RUN_ENTRIES``: its config, metrics,
+      checkpoints, final model, caches); a run building its own cache leaves this out;
+    * an existing file that is not a ``kind`` qt-hard wrote (``replaceable(path)`` is false; by
+      default :func:`is_result_file`): a command writes over its own earlier output only.
+
+    Returns the path (``~`` expanded). The caller checks that it can be created
+    (:func:`check_output_file` does both for a file)."""
+    from qt_hard.errors import OutputLocationError
+
+    out = Path(path).expanduser()
+    real = _real(out)
+    for what, given in (inputs or {}).items():
+        if given is None:
+            continue
+        src = _real(Path(given))
+        if real == src:
+            raise OutputLocationError(f"{flag} {out} is {what} {given}, which this command reads; write elsewhere")
+        if src in real.parents:
+            raise OutputLocationError(
+                f"{flag} {out} is inside {what} {given}, which this command reads; write elsewhere"
+            )
+        if folder and not may_hold_inputs and real in src.parents:
+            raise OutputLocationError(f"{flag} {out} holds {what} {given}, which this command reads; write elsewhere")
+    candidates = ([real] if folder else []) + list(real.parents)
+    for owner in candidates if owners else []:
+        if is_model_folder(owner):
+            where = "is a saved model" if owner == real else f"is inside the saved model {owner}"
+            raise OutputLocationError(f"{flag} {out} {where}; write outside the model folder")
+        if is_run_folder(owner) and owner != real:
+            entry = real.relative_to(owner).parts[0]
+            if entry in RUN_ENTRIES:
+                raise OutputLocationError(
+                    f"{flag} {out} is the run's own {owner / entry} (qt-hard train writes it); write elsewhere"
+                )
+    if not folder and out.is_file():
+        ok = is_result_file if replaceable is None else replaceable
+        if not ok(out):
+            raise OutputLocationError(
+                f"{flag} {out} exists and is not a {kind} qt-hard wrote; refused to write over it "
+                "(remove it or pick another name)"
+            )
+    return out
+
+
+def check_output_file(
+    path: str | Path, flag: str, *, inputs: dict | None = None, replaceable=None, kind: str = "result file"
+) -> Path:
     """Refuse, before any work, an output file (``flag`` names the option) that could not be written
-    at the end: a folder, a file under a file, a place the file system refuses. A missing parent is
-    fine (the writer creates it); a trial file or folder is created and removed, so nothing is left.
-    Returns the path."""
+    at the end, or that :func:`guard_output` refuses: a folder, a file under a file, a place the file
+    system refuses, a model's or a run's own file, one of the command's ``inputs``, an existing file
+    that is not a ``kind`` qt-hard wrote. A missing parent is fine (the writer creates it); a trial
+    file or folder is created and removed, so nothing is left. Returns the path."""
     import tempfile
 
     from qt_hard.errors import OutputLocationError
@@ -89,6 +216,7 @@ def check_output_file(path: str | Path, flag: str) -> Path:
     path = Path(path).expanduser()
     if path.is_dir():
         raise OutputLocationError(f"{flag} {path} is a folder; give a file name")
+    guard_output(path, flag, inputs=inputs, replaceable=replaceable, kind=kind)
     parent = path.parent
     existing = parent
     while not existing.exists():

@@ -68,9 +68,14 @@ def seed_list(text: str, flag: str = "--seeds") -> list[int]:
 
 
 def output_folder(path: str | Path, flag: str = "--out") -> Path:
-    """Refuse, before anything is written, an output folder that is a file or cannot be created
-    (a trial folder is made and removed, so nothing is left). Returns the path; it is not created."""
+    """Refuse, before anything is written, an output folder that is a file, cannot be created (a
+    trial folder is made and removed, so nothing is left), or that ``qt_hard.paths.guard_output``
+    refuses (a saved model, a run's own entry). Returns the path; it is not created."""
+    from qt_hard.paths import guard_output
+
     out = Path(path).expanduser()
+    # The one guard of every path flag: never inside a saved model or on a run's own entries.
+    guard_output(out, flag, folder=True, may_hold_inputs=True)
     if out.exists():
         if not out.is_dir():
             raise OutputLocationError(f"{flag} {out} is a file, not a folder")

@@ -119,7 +119,7 @@ def main(argv=None) -> int:
             grid = spec.load_grid(args.grid, **ov)
             spec.prepare(grid.data, [c.N for c in spec.expand(grid)[0]], Path(args.cache))
             return 0
-        check_output_file(args.results, "--results")
+        check_output_file(args.results, "--results", replaceable=spec.is_results_csv, kind="results CSV")
         run = {"max_cells": args.max_cells, "checkpoint_every": args.checkpoint_every, "no_prepare": args.no_prepare}
         spec.run(
             args.cmd,

@@ -92,6 +92,11 @@ SETUPS = {
     "beir:empty_corpus": "BEIR/corpus.jsonl emptied",
     "beir:latin1_corpus": "BEIR/corpus.jsonl's second document written in latin-1",
     "beir:header_only": "BEIR/qrels/test.tsv cut to its header",
+    "ckpt_config_cut": "RUN/config.yaml cut before its train section",
+    "cache_cut": "FILE an embedding cache cut to half its bytes",
+    "bom_cr": "the bytes EF BB BF put before SENTEVAL/CR/custrev.pos",
+    "model_config_cut": "the config.yaml beside MODEL cut short mid-list",
+    "link_loop": "FILE a symbolic link to itself",
 }
 
 

@@ -140,3 +140,23 @@ def test_graph_objective_options_are_checked_before_any_graph_is_read(capsys, tm
     line = _one_line_error(capsys)
     assert "config section 'objective'" in line and "bogus" in line
     assert not (tmp_path / "r").exists()
+
+
+def test_an_allocation_the_memory_refuses_is_one_line(capsys, monkeypatch):
+    """What no size check foresaw: the allocator's refusal (Python's MemoryError, torch's "can't
+    allocate memory") is one line and status 2; any other RuntimeError keeps its traceback."""
+    from qt_hard.evaluation import cli as evaluation_cli
+
+    def oom(args):
+        raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 8 bytes")
+
+    monkeypatch.setattr(evaluation_cli, "cmd_compare", oom)
+    assert main(["eval", "compare", "a.json", "b.json"]) == 2
+    assert "out of memory" in _one_line_error(capsys)
+
+    def bug(args):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(evaluation_cli, "cmd_compare", bug)
+    with pytest.raises(RuntimeError, match="a bug"):
+        main(["eval", "compare", "a.json", "b.json"])

@@ -35,12 +35,12 @@ def test_data_wiki_cli(tmp_path, capsys):
     assert main(wiki_args(dump, 2, out)) == 0
     assert "wrote 2 articles (8 sentences)" in capsys.readouterr().out
     assert sorted(p.name for p in out.iterdir()) == ["0000.txt", "0001.txt", "index.tsv"]
-    # errors are one line naming the problem, exit status 1
-    assert main(wiki_args(dump, 5, tmp_path / "w2")) == 1
-    assert "only 2 of 3 articles have >= 4 sentences" in capsys.readouterr().err
+    # errors are one line naming the problem, exit status 2 (as every qt-hard refusal)
+    assert main(wiki_args(dump, 5, tmp_path / "w2")) == 2
+    assert "qt-hard: error: " in (err := capsys.readouterr().err) and "only 2 of 3 articles have >= 4 sentences" in err
     assert (
         main(["data", "wiki", "--source", str(tmp_path / "nope.txt"), "--out", str(tmp_path / "w3"), "--no-progress"])
-        == 1
+        == 2
     )
     assert "no such WikiExtractor dump" in capsys.readouterr().err
 
@@ -52,4 +52,4 @@ def test_data_books_cli(tmp_path, capsys):
     assert main(["data", "books", str(d), "--cache-dir", str(tmp_path / "c")]) == 0
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert report["books"] == 1 and report["sentences"] == 3 and report["skipped"] == []
-    assert main(["data", "books", str(tmp_path / "missing")]) == 1
+    assert main(["data", "books", str(tmp_path / "missing")]) == 2

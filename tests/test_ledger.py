@@ -165,3 +165,53 @@ def test_measurement_stamp_adds_torch_threads_load_and_the_command():
     assert s["torch"] == torch.__version__ and s["threads"] == torch.get_num_threads()
     assert isinstance(s["load_average_1min"], float) and s["load_average_1min"] >= 0
     assert s["command"] == "python scripts/bench_x.py --out 'a b.jsonl'"
+
+
+def test_invalid_bytes_and_a_record_missing_a_field_are_named(tmp_path):
+    """A ledger with bytes that are not UTF-8 raised UnicodeDecodeError (a traceback); a record
+    without a key field or a field the tables read surfaced later as a KeyError."""
+    led = Ledger(tmp_path, KEY, SETUP, fields=("acc",))
+    led.append({"row": "uniform", "seed": 0, "acc": 70.0})
+    path = tmp_path / "results.jsonl"
+    good = path.read_bytes()
+    path.write_bytes(good + b'{"row": "hard", "seed": 1, "acc": 7\xff}\n')
+    with pytest.raises(LedgerError, match=r"results\.jsonl:3: not UTF-8 text"):
+        Ledger(tmp_path, KEY).records()
+    path.write_bytes(good + b'{"row": "hard", "acc": 71.0}\n')
+    with pytest.raises(LedgerError, match=r"results\.jsonl:3: the record lacks the field\(s\) \['seed'\]"):
+        Ledger(tmp_path, KEY).done()
+    path.write_bytes(good + b'{"row": "hard", "seed": 1}\n')
+    with pytest.raises(LedgerError, match=r"results\.jsonl:3: the record lacks the field\(s\) \['acc'\]"):
+        Ledger(tmp_path, KEY, fields=("acc",)).latest()
+    with pytest.raises(LedgerError, match="lacks the field"):
+        led.append({"row": "hard", "seed": 2})
+
+
+def test_a_failed_append_leaves_the_ledger_as_it_was(tmp_path, monkeypatch):
+    """A full disk during an append: a one-line LedgerError, and no part of the record stays (a short
+    write continues; a failing one is cut back)."""
+    import errno
+    import os
+
+    led = Ledger(tmp_path, KEY, SETUP)
+    led.append({"row": "uniform", "seed": 0, "acc": 70.0})
+    before = (tmp_path / "results.jsonl").read_bytes()
+    real_write = os.write
+    calls = []
+
+    def half_then_full(fd, data):
+        calls.append(len(data))
+        if len(calls) == 1:
+            return real_write(fd, bytes(data[: len(data) // 2]))  # a short write
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "write", half_then_full)
+    with pytest.raises(LedgerError, match="could not be appended .No space left on device"):
+        led.append({"row": "hard", "seed": 0, "acc": 71.0})
+    monkeypatch.setattr(os, "write", real_write)
+    assert (tmp_path / "results.jsonl").read_bytes() == before
+    calls.clear()
+    monkeypatch.setattr(os, "write", lambda fd, data: (calls.append(1), real_write(fd, bytes(data[:7])))[1])
+    led.append({"row": "hard", "seed": 0, "acc": 71.0})  # short writes only: continued to the end
+    monkeypatch.setattr(os, "write", real_write)
+    assert len(calls) > 1 and [r["row"] for r in Ledger(tmp_path, KEY).records()] == ["uniform", "hard"]

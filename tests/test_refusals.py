@@ -91,6 +91,35 @@ def _damage(kind: str, place: dict, where: Path) -> None:
         shutil.copytree(place["beir"], beir)
         _damage_beir(kind.split(":", 1)[1], beir)
         place["beir"] = str(beir)
+    elif kind == "ckpt_config_cut":
+        copy = where / "ckpt"
+        shutil.copytree(place["ckpt"], copy)
+        text = (copy / "config.yaml").read_text()
+        (copy / "config.yaml").write_text(text[: text.index("\ntrain:") + 1])
+        place["ckpt"] = str(copy)
+    elif kind == "cache_cut":
+        import numpy as np
+
+        cache = where / "emb.npz"
+        with open(cache, "wb") as fh:
+            np.savez(fh, texts=np.array(["a"], dtype=object), embeddings=np.zeros((1, 2)), model=np.array("m"))
+        cache.write_bytes(cache.read_bytes()[: cache.stat().st_size // 2])
+        place["file"] = str(cache)
+    elif kind == "bom_cr":
+        copy = where / "senteval"
+        shutil.copytree(place["data"], copy)
+        pos = copy / "CR" / "custrev.pos"
+        pos.write_bytes(b"\xef\xbb\xbf" + pos.read_bytes())
+        place["data"] = str(copy)
+    elif kind == "model_config_cut":
+        copy = where / "model"
+        shutil.copytree(place["model"], copy)
+        (where / "config.yaml").write_text("data: {kind: wiki, seed: [0\n")
+        place["model"] = str(copy)
+    elif kind == "link_loop":
+        loop = where / "loop"
+        loop.symlink_to(loop)
+        place["file"] = str(loop)
     else:
         raise AssertionError(f"unknown setup {kind!r}")
 

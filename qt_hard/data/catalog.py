@@ -17,6 +17,7 @@ check where a folder has no manifest (the reference copy).
 
 from __future__ import annotations
 
+import codecs
 import csv
 import hashlib
 import lzma
@@ -291,7 +292,8 @@ def sts_file_problems(folder: Path, rel: str, part_dir: Path | None = None) -> l
     if not p.is_file():
         return [f"{rel} is missing"]
     try:
-        lines = p.read_bytes().decode("utf-8").splitlines()
+        # A UTF-8 byte-order mark is text's signature, not a character: read as the loaders read it.
+        lines = p.read_bytes().decode("utf-8-sig").splitlines()
     except UnicodeDecodeError as err:
         return [f"{rel} is not UTF-8 text (byte {err.start})"]
     problems = []
@@ -525,9 +527,14 @@ def senteval_file_problems(folder: Path, rel: str) -> list[str]:
     if not p.is_file():
         return [f"{rel} is missing"]
     utf8 = rel.startswith("MRPC")
-    text = p.read_bytes().decode("utf-8-sig" if utf8 else "latin-1", errors="replace")
+    raw = p.read_bytes()
+    text = raw.decode("utf-8-sig" if utf8 else "latin-1", errors="replace")
     lines = text.splitlines()
     problems = []
+    if not utf8 and raw.startswith(codecs.BOM_UTF8):
+        # SentEval reads these files as latin-1, where the mark is three characters glued to the first
+        # word: a file re-saved with it would score differently without a word said.
+        problems.append(f"{rel} starts with a UTF-8 byte-order mark (SentEval's latin-1 file has none)")
     want = SENTEVAL_LINES[rel]
     if len(lines) != want:
         problems.append(f"{rel} has {len(lines)} lines, expected {want}")

@@ -58,7 +58,9 @@ def register(subparsers) -> None:
     )
     w.add_argument("--keep-all", action="store_true", help="write every sentence, not the first M")
     w.add_argument("--out", required=True, help="output folder")
-    w.add_argument("--overwrite", action="store_true", help="replace a non-empty output folder")
+    w.add_argument(
+        "--overwrite", action="store_true", help="replace the Wiki-N in --out (only a folder data wiki wrote)"
+    )
     w.add_argument("--no-progress", action="store_true", help="no progress bar")
     w.set_defaults(func=_wiki)
 
@@ -76,11 +78,12 @@ def _root(args):
     from pathlib import Path
 
     from qt_hard.errors import ArgumentError
-    from qt_hard.paths import default_data_root
+    from qt_hard.paths import default_data_root, refuse_link_loop
 
     if not args.root:
         return default_data_root()
     root = Path(args.root).expanduser()
+    refuse_link_loop(root, "--root")
     if root.exists() and not root.is_dir():
         raise ArgumentError(f"--root {root} is a file, not a folder")
     return root
@@ -123,12 +126,16 @@ def _list(args) -> int:
 
 def _wiki(args) -> int:
     from qt_hard.data.wiki import build_wiki
+    from qt_hard.errors import ArgumentError, UserError
 
     source = args.source
     if source is None:
         from qt_hard.paths import data_path
 
         source = str(data_path("wikipedia", "enwiki_wikiextractor_ge200sent.txt.xz"))
+    from qt_hard.paths import guard_output
+
+    guard_output(args.out, "--out", inputs={"the source dump": source}, folder=True)
     try:
         report = build_wiki(
             source,
@@ -139,27 +146,35 @@ def _wiki(args) -> int:
             overwrite=args.overwrite,
             progress=not args.no_progress,
         )
+    except UserError:
+        raise
     except (FileNotFoundError, FileExistsError, ValueError) as err:
-        print(f"qt-hard data wiki: error: {err}", file=sys.stderr)
-        return 1
+        raise ArgumentError(str(err)) from None
     print(report)
     return 0
 
 
 def _books(args) -> int:
     from qt_hard.data.books import books_metadata, load_books
+    from qt_hard.errors import ArgumentError, UserError
 
     path = args.path
     if path is None:
         from qt_hard.paths import data_path
 
         path = str(data_path("books"))
+    if args.cache_dir:
+        from qt_hard.paths import guard_output
+
+        # The cache folder only gains a books-<key>/ entry: it may hold the books, not lie inside them.
+        guard_output(args.cache_dir, "--cache-dir", inputs={"the books": path}, folder=True, may_hold_inputs=True)
     t0 = time.perf_counter()
     try:
         ds = load_books(path, max_books=args.max_books, cache_dir=args.cache_dir, num_proc=args.num_proc, progress=True)
+    except UserError:
+        raise
     except (FileNotFoundError, ValueError) as err:
-        print(f"qt-hard data books: error: {err}", file=sys.stderr)
-        return 1
+        raise ArgumentError(str(err)) from None
     dt = time.perf_counter() - t0
     meta = books_metadata(ds)
     print(

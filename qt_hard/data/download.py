@@ -18,6 +18,7 @@ the original hosts.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import http.client
 import os
@@ -165,6 +166,10 @@ def _stream(url: str, part: Path, have: int, progress: bool, timeout: float, lab
 # installing a folder atomically
 
 
+# The errors of a write that no retry will mend: a full disk, a quota, a file too large, a read-only place.
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+
+
 def install(target: str | os.PathLike, build: Callable[[Path], None], keep: tuple[str, ...] = ()) -> Path:
     """Run ``build(tmp)`` on an empty temporary folder beside ``target``, then rename it to ``target``.
 
@@ -177,8 +182,15 @@ def install(target: str | os.PathLike, build: Callable[[Path], None], keep: tupl
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     try:
-        build(tmp)
-        write_manifest(tmp)
+        try:
+            build(tmp)
+            write_manifest(tmp)
+        except OSError as err:
+            if err.errno in WRITE_ERRNOS:  # a full disk or a quota: one line, the old copy kept
+                from qt_hard.files import write_failed
+
+                raise write_failed(err, target, "dataset folder") from None
+            raise
         if target.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
             os.replace(target, old / target.name)

@@ -18,8 +18,6 @@ import json
 import lzma
 import os
 import re
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,7 +62,7 @@ def iter_wiki_articles(source: str | os.PathLike) -> Iterator[WikiArticle]:
     memory). The title line that WikiExtractor repeats after ``<doc>`` is left out."""
     path = Path(source).expanduser()
     if not path.is_file():
-        raise FileNotFoundError(f"no such WikiExtractor dump: {path}")
+        raise DataMissingError(f"no such WikiExtractor dump: {path}")
     current: WikiArticle | None = None
     seen_title = False
     n_docs = 0
@@ -81,7 +79,9 @@ def iter_wiki_articles(source: str | os.PathLike) -> Iterator[WikiArticle]:
                         )
                         seen_title = False
                     elif line.strip():
-                        raise ValueError(f"{path}:{lineno}: text outside a <doc> block (not a WikiExtractor dump?)")
+                        raise DataCorruptError(
+                            f"{path}:{lineno}: text outside a <doc> block (not a WikiExtractor dump?)"
+                        )
                     continue
                 if line.strip() == "</doc>":
                     n_docs += 1
@@ -97,13 +97,13 @@ def iter_wiki_articles(source: str | os.PathLike) -> Iterator[WikiArticle]:
                         continue
                 current.paragraphs.append(text)
     except UnicodeDecodeError as err:
-        raise ValueError(f"{path}: not valid UTF-8 ({err})") from err
+        raise DataCorruptError(f"{path}: not valid UTF-8 ({err})") from err
     except (lzma.LZMAError, EOFError) as err:
-        raise ValueError(f"{path}: not a valid .xz file ({err})") from err
+        raise DataCorruptError(f"{path}: not a valid .xz file ({err})") from err
     if current is not None:
-        raise ValueError(f"{path}: the last <doc> block (id {current.page_id}) has no </doc>")
+        raise DataCorruptError(f"{path}: the last <doc> block (id {current.page_id}) has no </doc>")
     if n_docs == 0:
-        raise ValueError(f"{path}: no <doc> blocks (empty or not a WikiExtractor dump)")
+        raise DataCorruptError(f"{path}: no <doc> blocks (empty or not a WikiExtractor dump)")
 
 
 def is_heading(paragraph: str) -> bool:
@@ -160,63 +160,98 @@ def build_wiki(
     ``out_dir/NNNN.txt``: its first ``sentences`` sentences, one per line (all of them with
     ``keep_all``), as the original Wiki-3029 has 200 per article. ``index.tsv`` lists label,
     page id, title, sentences in the article and sentences written. Reading stops once enough
-    articles are found. The folder is written whole or not at all; an existing non-empty
-    ``out_dir`` is an error unless ``overwrite``.
+    articles are found. The folder is written whole or not at all
+    (:func:`qt_hard.files.atomic_folder`); an existing non-empty ``out_dir`` is an error unless
+    ``overwrite``, which replaces only a Wiki-N folder this function wrote (its ``index.tsv``).
+    ``out_dir`` may not be, hold or lie inside the dump (``qt_hard.paths.guard_output``).
     """
+    from qt_hard.errors import OutputExistsError
+    from qt_hard.files import atomic_folder
+    from qt_hard.paths import guard_output
+
     if articles < 1 or sentences < 1:
-        raise ValueError(f"articles and sentences must be >= 1, got {articles}, {sentences}")
+        raise ArgumentError(f"articles and sentences must be >= 1, got {articles}, {sentences}")
+    source = Path(source_dump).expanduser()
+    if not source.is_file():
+        raise DataMissingError(f"no such WikiExtractor dump: {source}")
     out = Path(out_dir).expanduser()
-    if out.exists() and any(out.iterdir()):
-        if not overwrite:
-            raise FileExistsError(f"{out} exists and is not empty (pass overwrite=True)")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
-    width = max(4, len(str(articles - 1)))
+    # Ownership (a model's or a run's own folders) is the command's check (qt_hard.data.cli): a run
+    # builds its Wiki-N into its own cache.
+    guard_output(out, "--out", inputs={"the source dump": source}, folder=True, owners=False)
+    if out.exists() and not out.is_dir():
+        raise OutputExistsError(f"--out {out} is a file, not a folder")
+    replacing = out.exists() and any(out.iterdir())
+    if replacing and not overwrite:
+        raise OutputExistsError(f"--out {out} exists and is not empty (pass --overwrite to replace the Wiki-N there)")
+    if replacing and not _is_wiki_folder(out):
+        raise OutputExistsError(
+            f"--out {out} holds files but no Wiki-N written by qt-hard data wiki (no index.tsv); "
+            "--overwrite replaces only such a folder: pick another --out"
+        )
     t0 = time.perf_counter()
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=articles, unit="article", desc="Wiki articles")
-    scanned = short = written_sents = 0
-    index_rows = []
     try:
-        for art in iter_wiki_articles(source_dump):
-            scanned += 1
-            sents = art.sentences()
-            if len(sents) < sentences:
-                short += 1
-                if bar is not None:
-                    bar.set_postfix(scanned=scanned, too_short=short, refresh=False)
-                continue
-            label = len(index_rows)
-            keep = sents if keep_all else sents[:sentences]
-            name = f"{label:0{width}d}.txt"
-            (stage / name).write_text("\n".join(keep) + "\n", encoding="utf-8")
-            written_sents += len(keep)
-            index_rows.append((label, art.page_id, art.title.replace("\t", " "), len(sents), len(keep), name))
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix(scanned=scanned, too_short=short, refresh=False)
-            if len(index_rows) == articles:
-                break
-        if len(index_rows) < articles:
-            raise ValueError(
-                f"{source_dump}: only {len(index_rows)} of {scanned} articles have >= {sentences} "
-                f"sentences; {articles} were asked for"
-            )
-        with open(stage / "index.tsv", "w", encoding="utf-8") as f:
-            f.write("label\tpage_id\ttitle\tsentences_in_article\tsentences_written\tfile\n")
-            for row in index_rows:
-                f.write("\t".join(map(str, row)) + "\n")
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(stage, out)
+        with atomic_folder(out, "Wiki-N folder") as stage:
+            counts = _write_articles(source, stage, articles, sentences, keep_all, bar)
     finally:
         if bar is not None:
             bar.close()
-        shutil.rmtree(stage, ignore_errors=True)
-    return WikiBuildReport(str(out), len(index_rows), scanned, short, written_sents, time.perf_counter() - t0)
+    if replacing:
+        print(f"--overwrite: replaced the Wiki-N in {out}", flush=True)
+    return WikiBuildReport(str(out), articles, *counts, time.perf_counter() - t0)
+
+
+INDEX_HEADER = "label\tpage_id\ttitle\tsentences_in_article\tsentences_written\tfile"
+
+
+def _is_wiki_folder(folder: Path) -> bool:
+    """Whether ``folder`` holds a Wiki-N that :func:`build_wiki` wrote (its ``index.tsv`` header)."""
+    try:
+        with open(folder / "index.tsv", encoding="utf-8") as fh:
+            return fh.readline().rstrip("\n") == INDEX_HEADER
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _write_articles(source: Path, stage: Path, articles: int, sentences: int, keep_all: bool, bar):
+    """The articles of :func:`build_wiki` and their ``index.tsv`` written into ``stage``; returns
+    (articles scanned, too short, sentences written)."""
+    width = max(4, len(str(articles - 1)))
+    scanned = short = written_sents = 0
+    index_rows = []
+    for art in iter_wiki_articles(source):
+        scanned += 1
+        sents = art.sentences()
+        if len(sents) < sentences:
+            short += 1
+            if bar is not None:
+                bar.set_postfix(scanned=scanned, too_short=short, refresh=False)
+            continue
+        label = len(index_rows)
+        keep = sents if keep_all else sents[:sentences]
+        name = f"{label:0{width}d}.txt"
+        (stage / name).write_text("\n".join(keep) + "\n", encoding="utf-8")
+        written_sents += len(keep)
+        index_rows.append((label, art.page_id, art.title.replace("\t", " "), len(sents), len(keep), name))
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(scanned=scanned, too_short=short, refresh=False)
+        if len(index_rows) == articles:
+            break
+    if len(index_rows) < articles:
+        raise ArgumentError(
+            f"{source}: only {len(index_rows)} of {scanned} articles have >= {sentences} "
+            f"sentences; {articles} were asked for"
+        )
+    with open(stage / "index.tsv", "w", encoding="utf-8") as f:
+        f.write(INDEX_HEADER + "\n")
+        for row in index_rows:
+            f.write("\t".join(map(str, row)) + "\n")
+    return scanned, short, written_sents
 
 
 # --------------------------------------------------------------------------------------------
@@ -266,15 +301,34 @@ def _tokens_cached(
     h = hashlib.sha256(json.dumps([TOKENIZER_VERSION, lower, key_parts]).encode()).hexdigest()[:20]
     path = cache_dir / f"wiki-tokens-{h}.npz" if cache_dir is not None else None
     if path is not None and path.exists():
-        z = np.load(path, allow_pickle=False)
-        return json.loads(str(z["itos"])), z["flat"], z["offsets"]
+        return _read_tokens(path, len(sentences))
     itos, flat_arr, offsets = _tokenize_all(sentences, lower, num_proc)
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp.npz")
-        np.savez(tmp, itos=np.asarray(json.dumps(itos)), flat=flat_arr, offsets=offsets)
-        os.replace(tmp, path)
+        from qt_hard.files import atomic_path
+
+        with atomic_path(path, "token cache") as tmp:
+            with open(tmp, "wb") as fh:
+                np.savez(fh, itos=np.asarray(json.dumps(itos)), flat=flat_arr, offsets=offsets)
     return itos, flat_arr, offsets
+
+
+def _read_tokens(path: Path, n_sentences: int) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """A token cache written by :func:`_tokens_cached`, checked whole (its arrays and their sizes); a
+    damaged one is refused in one line naming it."""
+    import zipfile
+
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            itos, flat, offsets = json.loads(str(z["itos"])), z["flat"], z["offsets"]
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
+        reason = " ".join(str(err).split())[:120] or type(err).__name__
+        raise DataCorruptError(f"token cache {path} is damaged ({reason}); delete it and it is made again") from None
+    if len(offsets) != n_sentences + 1 or (len(offsets) and int(offsets[-1]) != len(flat)):
+        raise DataCorruptError(
+            f"token cache {path} is damaged ({len(offsets) - 1} sentences, expected {n_sentences}); "
+            "delete it and it is made again"
+        )
+    return itos, flat, offsets
 
 
 def _tokenize_chunk(args) -> tuple[list[str], np.ndarray, np.ndarray]:

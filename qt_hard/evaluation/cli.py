@@ -49,11 +49,9 @@ def _on_device(encoder, device: str):
 def _load_for_senteval(args, tasks, data_dir):
     """The ``--model`` encoder on ``--device`` and its embedding cache (read from ``--cache`` when
     the file exists); ``data_dir`` holds the task folders (a random: model's vocabulary)."""
-    from .models import EmbeddingCache, load_model, load_tokenizer
+    from .models import EmbeddingCache, load_model, load_tokenizer, read_cache_header, weights_identity
     from .senteval import task_sentences
 
-    if args.cache and args.model.startswith("random:"):
-        raise ValueError("--cache is for fixed models; a random: model's vocabulary depends on the tasks")
     tokenizer = load_tokenizer(args.tokenizer) if args.tokenizer else None
     if args.model.startswith("random:") and tokenizer is None:
         _log(
@@ -64,9 +62,59 @@ def _load_for_senteval(args, tasks, data_dir):
         load_model(args.model, sentences=lambda: task_sentences(tasks, data_dir), tokenizer=tokenizer), args.device
     )
     cache = EmbeddingCache(encoder, batch_size=args.batch_size)
-    if args.cache and os.path.exists(args.cache):
-        _log(f"read {cache.load(args.cache, args.model)} cached embeddings from {args.cache}")
+    if args.cache:
+        # Keyed by the weights loaded now: a model retrained into the same folder is another model.
+        cache.weights = weights_identity(args.model)
+        if os.path.exists(args.cache):
+            if read_cache_header(args.cache)[1] != cache.weights:
+                _log(f"note: {args.cache} was made from other weights of {args.model}; not read, written anew")
+            else:
+                _log(f"read {cache.load(args.cache, args.model, cache.weights)} cached embeddings from {args.cache}")
     return encoder, cache
+
+
+def _check_paths(args, data_dir) -> None:
+    """``--output`` and ``--cache`` through the output guard (``qt_hard.paths.guard_output``) before
+    anything is loaded: neither may land on the data, the tokenizer, each other, a model's or a run's
+    own files, or a file that is not of their kind; an existing ``--cache`` must be a whole cache of
+    ``--model``. So the evaluation never runs only to find that its result cannot be written."""
+    from qt_hard.paths import check_output_file
+
+    from .models import is_embedding_cache, read_cache_header
+
+    inputs = {"the data folder": data_dir, "the --tokenizer": args.tokenizer}
+    if args.output:
+        check_output_file(args.output, "--output", inputs={**inputs, "the --cache file": args.cache})
+    if args.cache:
+        if args.model.startswith("random:"):
+            raise UsageError("--cache is for fixed models; a random: model's vocabulary depends on the tasks")
+        if os.path.exists(args.cache):
+            stored = read_cache_header(args.cache)[0]  # a damaged cache is refused here, in one line
+            if stored != args.model:
+                raise UsageError(
+                    f"--cache {args.cache} holds the embeddings of model {stored!r}, not {args.model!r}; "
+                    "pass another --cache"
+                )
+        check_output_file(
+            args.cache,
+            "--cache",
+            inputs={**inputs, "the --output file": args.output},
+            replaceable=is_embedding_cache,
+            kind="embedding cache",
+        )
+
+
+def _save_cache(args, cache, written: str) -> None:
+    """Write ``--cache`` after the results (``written`` says where they went), so that a cache that
+    cannot be written costs no result."""
+    from qt_hard.errors import WriteFailedError
+
+    if not args.cache:
+        return
+    try:
+        cache.save(args.cache, args.model, getattr(cache, "weights", None))
+    except WriteFailedError as err:
+        raise WriteFailedError(f"{err}; the results were {written}") from None
 
 
 def cmd_senteval(args) -> int:
@@ -90,8 +138,6 @@ def cmd_senteval(args) -> int:
         kfold=args.kfold, seed=args.seed, fast=not args.reference, log=_log, protocol=args.protocol, max_iter=max_iter
     )
     results = run_senteval(encoder, tasks, data_dir, cache=cache, **protocol)
-    if args.cache:
-        cache.save(args.cache, args.model)
     name = args.name or args.model
     rows = {name: results}
     unk = {name: unk_rates(encoder, tasks, data_dir)}
@@ -110,21 +156,22 @@ def cmd_senteval(args) -> int:
     if card_file is not None:
         from .report import card_with_tables
 
+        from qt_hard.files import write_text
+
         card = card_file.read_text(encoding="utf-8")
-        card_file.write_text(
-            card_with_tables(
-                card, rows, results, protocol=args.protocol, kfold=args.kfold, seed=args.seed, tasks=tasks
-            ),
-            encoding="utf-8",
+        tables = card_with_tables(
+            card, rows, results, protocol=args.protocol, kfold=args.kfold, seed=args.seed, tasks=tasks
         )
+        write_text(card_file, tables, "model card")
         _log(f"wrote the evaluation tables into {card_file}")
+    _save_cache(args, cache, f"written to {args.output}" if args.output else "printed above")
     return 0
 
 
 def _senteval_arguments(args) -> tuple[list[str], Path, int | None]:
     """(tasks, task folder, lbfgs iteration cap) of ``qt-hard eval senteval`` (the fast engine), every
     argument checked before torch, scikit-learn or the model is loaded: a typo fails at once."""
-    from qt_hard.paths import check_output_file, data_path
+    from qt_hard.paths import data_path
 
     from .senteval import check_protocol_tasks
     from .datasets import check_task_files, parse_tasks
@@ -133,9 +180,8 @@ def _senteval_arguments(args) -> tuple[list[str], Path, int | None]:
         raise UsageError("--senteval-path and --senteval-classifier apply to --engine senteval")
     tasks = parse_tasks(args.tasks)
     _check_counts(args)
-    if args.output:
-        check_output_file(args.output, "--output")
     data_dir = args.data or data_path("senteval")
+    _check_paths(args, data_dir)
     check_protocol_tasks(tasks, args.protocol)
     check_task_files(tasks, data_dir)  # a missing or damaged task file fails here, before the model is loaded
     if args.max_iter is not None and not args.reference:
@@ -204,8 +250,6 @@ def cmd_senteval_engine(args) -> int:
         load_s = time.perf_counter() - start
         engine = dict(usepytorch=usepytorch, kfold=args.kfold, seed=args.seed, batch_size=args.batch_size)
         results = run_engine(encoder, tasks, checkout, data_dir=where, cache=cache, log=_log, **engine)
-    if args.cache:
-        cache.save(args.cache, args.model)
     name = args.name or args.model
     classifier = (
         "pytorch " + ",".join(f"{k}={v}" for k, v in DEFAULT_CLASSIFIER.items()) if usepytorch else "sklearn-LogReg"
@@ -218,6 +262,7 @@ def cmd_senteval_engine(args) -> int:
         seconds = {"model_load_seconds": round(load_s, 3), "total_seconds": round(time.perf_counter() - start, 3)}
         save_results(args.output, _engine_payload(args, name, results, checkout, data, usepytorch, seconds))
         _log(f"wrote {args.output}")
+    _save_cache(args, cache, f"written to {args.output}" if args.output else "printed above")
     return 0
 
 
@@ -230,10 +275,6 @@ def _engine_arguments(args) -> tuple[list[str], bool, Path]:
 
     tasks = parse_tasks(args.tasks)
     _check_counts(args)
-    if args.output:
-        from qt_hard.paths import check_output_file
-
-        check_output_file(args.output, "--output")
     fast_only = [
         flag
         for flag, given in (
@@ -264,6 +305,7 @@ def _engine_arguments(args) -> tuple[list[str], bool, Path]:
             "asserts CUDA, which this machine lacks; the fast engine runs the same regression on the CPU"
         )
     checkout = check_checkout(args.senteval_path)
+    _check_paths(args, args.data or checkout / "data")
     if usepytorch and not _has_cuda():
         raise UsageError(
             "SentEval's PyTorch classifier (usepytorch=True) puts its tensors on CUDA, "
@@ -332,7 +374,7 @@ def cmd_wiki(args) -> int:
     from qt_hard.paths import check_output_file
 
     if args.output:
-        check_output_file(args.output, "--output")
+        check_output_file(args.output, "--output", inputs={"the Wiki-N folder": args.data})
     split_seed, origin = wiki_split_seed(args.model, args.split_seed)
     data = load_wiki(args.data, classes=args.classes, seed=split_seed)
     start = time.perf_counter()
@@ -379,9 +421,12 @@ def cmd_retrieval(args) -> int:
         from qt_hard.errors import ArgumentError
 
         raise ArgumentError(f"--batch-size must be >= 1, got {args.batch_size}")
-    if args.output:
-        check_output_file(args.output, "--output")
     folder = Path(args.data) if args.data else data_path("beir", "scifact")
+    if args.output:
+        inputs = {"the BEIR folder": folder, "the --tokenizer": args.tokenizer}
+        if not args.model.startswith("random:") and args.model != "minilm":
+            inputs["the model"] = args.model
+        check_output_file(args.output, "--output", inputs=inputs)
     data = load_beir(folder, (args.split,))  # a damaged folder fails here, before the model is loaded
     start = time.perf_counter()
     tokenizer = load_tokenizer(args.tokenizer) if args.tokenizer else None
@@ -487,7 +532,8 @@ def _add_senteval(sub):
     s.add_argument(
         "--cache",
         default=None,
-        help="embedding cache file (.npz): read if present, written after the run; only for fixed models (not random:)",
+        help="embedding cache file (.npz): read if present and made from the same weights, written whole "
+        "after the results; only for fixed models (not random:)",
     )
     s.add_argument(
         "--protocol",

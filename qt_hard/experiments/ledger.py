@@ -57,16 +57,24 @@ class Ledger:
             record; a folder holding another setup raises :class:`LedgerError`. ``None`` opens
             the folder as it is, for reading only (:attr:`setup` is then the stored one).
         name: the file name.
+        fields: the fields every record must have besides the key (what the tables read); a record
+            without one is a damaged ledger, refused naming its line.
     """
 
     def __init__(
-        self, folder: str | os.PathLike, key: Sequence[str], setup: dict | None = None, name: str = "results.jsonl"
+        self,
+        folder: str | os.PathLike,
+        key: Sequence[str],
+        setup: dict | None = None,
+        name: str = "results.jsonl",
+        fields: Sequence[str] = (),
     ):
         if not key:
             raise ValueError("a ledger needs at least one key field")
         self.folder = Path(folder)
         self.path = self.folder / name
         self.key = tuple(key)
+        self.fields = tuple(fields)
         self._read_only = setup is None
         stored = self._stored_setup()
         if setup is None:
@@ -80,11 +88,21 @@ class Ledger:
 
     # ------------------------------------------------------------------ reading
     def _lines(self) -> list[str]:
-        """The complete lines of the file (a last line without its newline is left out)."""
+        """The complete lines of the file (a last line without its newline is left out); a line that
+        is not UTF-8 text is a ``LedgerError`` naming it."""
         if not self.path.is_file():
             return []
-        text = self.path.read_text(encoding="utf-8")
-        return text[: text.rfind("\n") + 1].splitlines()
+        raw = self.path.read_bytes()
+        lines = raw[: raw.rfind(b"\n") + 1].split(b"\n")[:-1]
+        out = []
+        for no, line in enumerate(lines, start=1):
+            try:
+                out.append(line.decode("utf-8"))
+            except UnicodeDecodeError as err:
+                raise LedgerError(
+                    f"{self.path}:{no}: not UTF-8 text (byte {err.start} of the line); the ledger is damaged"
+                ) from None
+        return out
 
     def _stored_setup(self) -> dict | None:
         lines = self._lines()
@@ -111,6 +129,9 @@ class Ledger:
                 raise LedgerError(f"{self.path}:{no}: not a JSON record ({err.msg})") from None
             if not isinstance(rec, dict):
                 raise LedgerError(f"{self.path}:{no}: not a JSON object")
+            missing = [k for k in (*self.key, *self.fields) if k not in rec]
+            if missing:
+                raise LedgerError(f"{self.path}:{no}: the record lacks the field(s) {missing}; the ledger is damaged")
             out.append(rec)
         return out
 
@@ -139,6 +160,9 @@ class Ledger:
         if self._read_only:
             raise LedgerError(f"{self.path} was opened without a setup (read only)")
         self.key_of(record)
+        missing = [k for k in self.fields if k not in record]
+        if missing:
+            raise LedgerError(f"record lacks the field(s) {missing}: {record!r}")
         line = json.dumps(record, sort_keys=True) + "\n"
         if "\n" in line[:-1]:  # json.dumps escapes newlines inside strings; this cannot happen
             raise LedgerError("a record must serialize to one line")
@@ -154,11 +178,29 @@ class Ledger:
                     raise LedgerError(f"{self.path} holds results of another setup; use another output folder")
             else:
                 line = json.dumps({"ledger": FORMAT, "setup": self.setup}, sort_keys=True) + "\n" + line
-            os.write(fd, line.encode("utf-8"))
-            os.fsync(fd)
+            self._write_whole(fd, size, line.encode("utf-8"))
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
+
+    def _write_whole(self, fd: int, size: int, data: bytes) -> None:
+        """Append ``data`` (whole lines) at ``size`` and ``fsync``; should the write fail (a full disk,
+        a quota), the file is cut back to ``size``, so that no part of the record stays, and the
+        failure is a ``LedgerError`` (a one-line refusal) naming the file."""
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]  # a short write continues where it stopped
+            os.fsync(fd)
+        except OSError as err:
+            try:
+                os.ftruncate(fd, size)
+            except OSError:
+                pass  # the torn tail is cut by the next append and ignored by readers
+            raise LedgerError(
+                f"{self.path}: the record could not be appended ({err.strerror or err}); the ledger holds "
+                "the records before it, and a rerun runs this cell again"
+            ) from None
 
     @staticmethod
     def _cut_torn_tail(fd: int, size: int) -> int:

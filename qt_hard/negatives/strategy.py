@@ -182,8 +182,10 @@ class NegativeStrategy:
 
     def per_anchor(self, scores: ContrastScores, generator: torch.Generator | None = None):
         """Per-anchor losses (A,) and which anchors count (A,) bool (those with a positive)."""
+        allowed = self._allowed(scores)
+        self._refuse_no_negative(scores, allowed)
         # With k only the drawn columns matter from here on: work on (A, k), not (A, C).
-        scores, mask, n_cand, base = self._draw(scores, self._allowed(scores), generator)
+        scores, mask, n_cand, base = self._draw(scores, allowed, generator)
         neg, pos = scores.neg, scores.pos
         if neg.dtype in (torch.float16, torch.bfloat16):  # log-sum-exps over candidates need float32
             neg, pos = neg.float(), pos.float()
@@ -221,6 +223,23 @@ class NegativeStrategy:
         n_pos = scores.pos_valid.sum(dim=1)
         per_anchor = per_pos.sum(dim=1) / n_pos.clamp_min(1).to(neg.dtype)
         return per_anchor, n_pos > 0
+
+    def _refuse_no_negative(self, scores: ContrastScores, allowed: torch.Tensor) -> None:
+        """``NotEnoughCandidatesError`` (a ValueError) when no anchor of the batch has a single negative
+        candidate (a batch of one pair, one graph, or one class under ``collision_free``): its loss
+        would be a meaningless 0. The guard's removals do not count here; an anchor the guard leaves
+        without negatives is an anchor of a batch that had some."""
+        if self.guard is not None:
+            allowed = self._allowed(scores, guarded=False)
+        if allowed.numel() and bool(allowed.any()):
+            return
+        from qt_hard.errors import NotEnoughCandidatesError
+
+        raise NotEnoughCandidatesError(
+            f"the batch has no negative: none of its {allowed.shape[0]} anchors has a candidate that is not its "
+            "own positive" + (" or of its own class" if self.collision_free else "") + "; a contrastive loss needs "
+            "at least two pairs (or graphs, or classes) in a batch"
+        )
 
     def _joint(self, pos, pos_valid, log_e, q, empty, scale):
         """Per-anchor losses of the joint form (module docstring): one denominator for all positives."""

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from qt_hard.encoders.text import SentenceEncoder, build_module, make_encoder
+from qt_hard.files import atomic_folder
 from qt_hard.data.books import dataset_column
 from qt_hard.training.config import Config
 from qt_hard.text.batches import ContextTask, PairTask, TokenBatcher, TokenStore
@@ -58,8 +59,8 @@ def _vocab_and_store(cfg: Config, cache: Path, texts):
     (:mod:`qt_hard.data.wordlevel`); both are cached in ``cache``."""
     from qt_hard.data.wordlevel import WordTokenizer
 
-    if (cache / "tokenizer.json").is_file() and (cache / "tokens_offsets.npy").is_file():
-        return WordTokenizer.load(cache / "tokenizer.json"), TokenStore.load(cache / "tokens")
+    if cache.is_dir():
+        return _read_token_cache(cache, len(texts))
     tok = WordTokenizer.train(
         texts, min_count=cfg.data.min_count, max_size=cfg.data.max_vocab, lower=cfg.model.lower, length=len(texts)
     )
@@ -68,10 +69,41 @@ def _vocab_and_store(cfg: Config, cache: Path, texts):
         ids.extend(x[: cfg.model.max_len] for x in tok.encode_batch(texts[start : start + 50_000]))
     store = TokenStore.from_lists(ids)
     del ids
-    cache.mkdir(parents=True, exist_ok=True)
-    store.save(cache / "tokens")
-    tok.save(cache / "tokenizer.json")
+    # Whole or not at all: a kill or a full disk mid-write leaves no cache that looks complete.
+    with atomic_folder(cache, "token cache", replace=False) as tmp:
+        store.save(tmp / "tokens")
+        tok.save(tmp / "tokenizer.json")
     return tok, TokenStore.load(cache / "tokens")
+
+
+def _read_token_cache(cache: Path, n_texts: int):
+    """(WordTokenizer, TokenStore) of a token cache folder, checked: a damaged one (a file missing or
+    cut short, another corpus's sentence count) is refused in one line naming it."""
+    from qt_hard.data.wordlevel import WordTokenizer
+    from qt_hard.errors import DataCorruptError, UserError
+
+    try:
+        tok = WordTokenizer.load(cache / "tokenizer.json")
+    except (UserError, OSError, ValueError) as err:
+        reason = " ".join(str(err).split())[:120] or type(err).__name__
+        raise DataCorruptError(f"token cache {cache} is damaged ({reason}); delete it and it is made again") from None
+    return tok, _read_token_store(cache, n_texts)
+
+
+def _read_token_store(cache: Path, n_texts: int) -> TokenStore:
+    """The ``TokenStore`` of a token cache folder, checked: files missing or cut short, or another
+    corpus's sentence count, are refused in one line naming the folder."""
+    from qt_hard.errors import DataCorruptError
+
+    try:
+        store = TokenStore.load(cache / "tokens")
+        ok = len(store.offsets) == n_texts + 1 and int(store.offsets[-1]) == len(store.flat)
+        reason = f"{len(store.offsets) - 1} sentences, expected {n_texts}"
+    except (OSError, ValueError, EOFError) as err:
+        ok, reason = False, " ".join(str(err).split())[:120] or type(err).__name__
+    if not ok:
+        raise DataCorruptError(f"token cache {cache} is damaged ({reason}); delete it and it is made again")
+    return store
 
 
 def _text_key(texts) -> str:
@@ -95,15 +127,13 @@ def _hf_parts(cfg: Config, cache_root: Path, texts):
     feat = encoder.featurizer
     key = _key([resolve_model_path(cfg.model.hf_path), cfg.model.max_len, len(texts), _text_key(texts)])
     cache = cache_root / f"hf_tokens_{key}"
-    if (cache / "tokens_offsets.npy").is_file():
-        store = TokenStore.load(cache / "tokens")
-    else:
+    if not cache.is_dir():
         ids = []
         for start in range(0, len(texts), 10_000):  # bounded memory for a large corpus
             ids.extend(feat.ids_many(texts[start : start + 10_000]))
-        cache.mkdir(parents=True, exist_ok=True)
-        TokenStore.from_lists(ids).save(cache / "tokens")
-        store = TokenStore.load(cache / "tokens")
+        with atomic_folder(cache, "token cache", replace=False) as tmp:  # whole or not at all
+            TokenStore.from_lists(ids).save(tmp / "tokens")
+    store = _read_token_store(cache, len(texts))
     # Padded as the model's tokenizer pads (HFFeaturizer.collate), with its attention mask.
     pad_id = feat.tokenizer.pad_token_id
     batcher = TokenBatcher(
@@ -228,9 +258,12 @@ def build_run(cfg: Config, out: Path) -> Run:
                 cfg.model.max_len,
                 len(ds),
                 TOKENIZER_VERSION,
-                "no-added-tokens",
+                "no-added-tokens",  # since a literal "<pad>" no longer encodes to id 0
+                # The sentence cache it is made from, whose name is keyed by the books' paths, sizes and
+                # times: a book edited in place is another corpus, never served old tokens.
+                sorted(Path(f["filename"]).parent.name for f in ds.cache_files),
             ]
-        )  # since a literal "<pad>" no longer encodes to id 0
+        )
         # Whole-column Arrow reads: ds["doc_id"] converts row by row in datasets 4+ (minutes on all books).
         doc_ids = dataset_column(ds, "doc_id", numpy=True).astype(np.int64)
         if cfg.model.kind == "hf":
@@ -277,14 +310,22 @@ def _pair_run(cfg: Config, wd, cache_root: Path) -> Run:
 
 def _wiki_run(cfg: Config, out: Path, cache_root: Path) -> Run:
     from qt_hard.data.wiki import build_wiki, load_wiki, wiki_prefix
+    from qt_hard.files import file_key
     from qt_hard.paths import data_path
 
+    def default_source() -> str:
+        return cfg.data.wiki_source or str(data_path("wikipedia", "enwiki_wikiextractor_ge200sent.txt.xz"))
+
+    source = None
     if cfg.data.path:
         wiki_dir = Path(cfg.data.path)
     else:
-        wiki_dir = cache_root / f"wiki_{cfg.data.articles}_{cfg.data.min_sentences}"
+        source = default_source()
+        # Named by what it is built from (the dump's path, size and time, the two sizes), so that
+        # another source, or the same file changed, never reuses an old build.
+        wiki_dir = cache_root / f"wiki_{cfg.data.articles}_{cfg.data.min_sentences}_{file_key(source)}"
     if not wiki_dir.exists():
-        source = cfg.data.wiki_source or str(data_path("wikipedia", "enwiki_wikiextractor_ge200sent.txt.xz"))
+        source = source or default_source()
         print(f"building Wiki-{cfg.data.articles} from {source} into {wiki_dir}")
         build_wiki(source, wiki_dir, articles=cfg.data.articles, sentences=cfg.data.min_sentences, progress=_bars(cfg))
     token_cache = Path(cfg.data.token_cache) if cfg.data.token_cache else cache_root / "wiki_tokens"

@@ -163,3 +163,37 @@ class EvalConfig:
     def validate(self) -> None:
         if self.every < 0 or self.linear_epochs < 1 or self.linear_batch < 1:
             raise ValueError("eval.every must be >= 0, eval.linear_epochs and eval.linear_batch >= 1")
+
+
+# Bytes per entry of the loss's (anchors, candidates) tables: float32 scores plus the masks, weights,
+# log-sum-exp terms and gradients computed over them (about eight such tables at the peak).
+SCORE_TABLE_BYTES = 4 * 8
+# Bytes per weight of an embedding table while training: the weight, its gradient and Adam's two moments.
+TRAINED_WEIGHT_BYTES = 4 * 4
+# Bytes of one word of a sentence held as Python text (a str object and its list slot).
+WORD_BYTES = 64
+
+
+def memory_needs(cfg) -> dict[str, tuple[str, int]]:
+    """The largest allocations of a text run that its config alone decides, as
+    ``{what: (setting, bytes)}`` for :func:`qt_hard.sizes.refuse_unallocatable`: the loss's score
+    tables of one batch, the synthetic corpus, the word embedding tables (their vocabulary at least
+    its two special tokens where the data decides it)."""
+    d, m, B = cfg.data, cfg.model, cfg.train.batch_size
+    pair = d.kind in ("wiki", "synthetic")
+    anchors = 2 * B if pair else B
+    needs = {"the score tables of one batch": ("train.batch_size", anchors * anchors * SCORE_TABLE_BYTES)}
+    vocab = d.max_vocab or 2
+    if d.kind == "synthetic":
+        words = d.num_classes * d.sentences_per_class * d.max_length
+        needs["the synthetic corpus"] = ("data.num_classes x data.sentences_per_class", words * WORD_BYTES)
+        needs["the synthetic word distributions"] = (
+            "data.num_classes x data.vocab_size",
+            d.num_classes * d.vocab_size * 8,
+        )
+        vocab = d.vocab_size
+    width = {"bow": getattr(m, "dim", 0), "qt": 2 * getattr(m, "embed_dim", 0)}.get(m.kind, 0)
+    if width:
+        setting = "model.dim" if m.kind == "bow" else "model.embed_dim"
+        needs["the word embedding table"] = (setting, vocab * width * TRAINED_WEIGHT_BYTES)
+    return needs

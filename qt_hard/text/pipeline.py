@@ -23,9 +23,12 @@ class TextPipeline:
 
     def validate(self, cfg) -> None:
         """Refuse a bad objective and missing data paths before any data is read."""
-        from qt_hard.text.objectives import check_objective
+        from qt_hard.sizes import refuse_unallocatable
         from qt_hard.text.build import check_data_paths
+        from qt_hard.text.config import memory_needs
+        from qt_hard.text.objectives import check_objective
 
+        refuse_unallocatable(memory_needs(cfg))  # before the objective's probe allocates a batch's scores
         check_objective(cfg)
         check_data_paths(cfg)
         if cfg.eval.readouts and cfg.data.kind not in ("wiki", "synthetic"):

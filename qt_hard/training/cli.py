@@ -21,12 +21,12 @@ def run_train(args: argparse.Namespace) -> int:
     from qt_hard.training.outdir import check_out_dir
 
     overrides = list(args.overrides)
-    if args.out:
+    if args.out:  # a text key: the path as typed, never a YAML value (qt_hard.training.config)
         overrides.append(f"out_dir={args.out}")
     # Keys, types and numbers; then the output folder; then the pipeline's own check (the
     # objective, built by the core, and the data paths): all before any data is read.
     cfg = load_config(args.config, overrides, check_pipeline=False)
-    check_out_dir(cfg, resume=args.resume, overwrite=args.overwrite)
+    check_out_dir(cfg, resume=args.resume, overwrite=args.overwrite, config_file=args.config)
     validate(cfg)
     if cfg.note:
         print(f"note: {cfg.note.strip()}", flush=True)
@@ -95,7 +95,8 @@ def register(subparsers) -> None:
     p.add_argument(
         "--overwrite",
         action="store_true",
-        help="replace the run already in out_dir (its files are removed when training starts)",
+        help="replace the run already in out_dir (its files are removed when training starts; only a "
+        "folder that holds a qt-hard run config)",
     )
-    p.add_argument("--out", help="output folder (same as out_dir=...)")
+    p.add_argument("--out", help="output folder (same as out_dir=...; a path as typed, never a YAML value)")
     p.set_defaults(func=run_train)

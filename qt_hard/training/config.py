@@ -226,12 +226,63 @@ def parse_override(text: str) -> tuple[str, Any]:
     return key, value
 
 
+def _is_text_key(tree: dict, dotted: str) -> bool:
+    """Whether config key ``dotted`` holds text (``str`` or ``Optional[str]``: paths, names), given
+    the pipeline that ``tree`` names; False for a key that does not exist (its error comes later)."""
+    parts = dotted.split(".")
+    try:
+        sections = {"train": TrainConfig, **pipeline_sections(str(tree.get("pipeline", "text")))}
+    except ConfigError:
+        return False
+    hints = get_type_hints(Config)
+    cls = None
+    for i, part in enumerate(parts):
+        if cls is None:
+            if i > 0:
+                return False
+            if part in sections and len(parts) > 1:
+                cls = sections[part]
+                continue
+            tp = hints.get(part) if part in ("out_dir", "note", "pipeline") else None
+        else:
+            names = {f.name: f for f in dataclasses.fields(cls)}
+            if part not in names:
+                return False
+            tp = get_type_hints(cls)[part]
+            if dataclasses.is_dataclass(tp) and i < len(parts) - 1:
+                cls = tp
+                continue
+        if i != len(parts) - 1:
+            return False
+        args = [a for a in get_args(tp) if a is not type(None)] if get_origin(tp) is Union else [tp]
+        return args == [str]
+    return False
+
+
+def _text_value(raw: str) -> str | None:
+    """An override's text for a text key, as typed: never read as YAML, so that ``exp #2`` keeps its
+    ``#`` and ``2024-01-05`` stays a folder name rather than a date. A quoted value loses its quotes;
+    ``null``, ``~`` and nothing stand for None."""
+    text = raw.strip()
+    if text in ("", "null", "~", "Null", "NULL"):
+        return None
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return str(yaml.safe_load(text))
+    return text
+
+
 def config_from_dict(tree: dict, overrides: list[str] | tuple[str, ...] = (), check_pipeline: bool = True) -> Config:
     """Config from a nested dict plus dotted overrides (applied in order); ``check_pipeline=False``
-    leaves out the pipeline's own check (``validate``), for a caller that runs it later."""
+    leaves out the pipeline's own check (``validate``), for a caller that runs it later. An override
+    of a text key (a path, a name) takes its value as typed (:func:`_text_value`), other keys read it
+    as YAML."""
     tree = yaml.safe_load(yaml.safe_dump(tree or {}))  # deep copy of plain data
     for text in overrides:
-        key, value = parse_override(text)
+        key, _, raw = text.partition("=")
+        if key.strip() and _is_text_key(tree, key.strip()):
+            key, value = key.strip(), _text_value(raw)
+        else:
+            key, value = parse_override(text)
         _set_dotted(tree, key, value)
     cfg = _build_config(tree)
     validate(cfg, check_pipeline)
@@ -342,7 +393,7 @@ def to_dict(cfg: Config) -> dict:
 
 
 def save_config(cfg: Config, path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
-    return path
+    """Write ``cfg`` as YAML to ``path``, whole or not at all (:func:`qt_hard.files.write_text`)."""
+    from qt_hard.files import write_text
+
+    return write_text(path, yaml.safe_dump(to_dict(cfg), sort_keys=False), "run config")

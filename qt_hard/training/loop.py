@@ -48,6 +48,8 @@ from typing import Callable
 import torch
 
 from qt_hard.diagnostics import WEIGHT_STATS, stats_recorder
+from qt_hard.errors import NonFiniteError, WriteFailedError
+from qt_hard.files import sync_tree, write_failed, write_text
 from qt_hard.pipelines import get_pipeline
 from qt_hard.training.config import Config, ConfigError, save_config, to_dict
 from qt_hard.training.outdir import (
@@ -58,7 +60,7 @@ from qt_hard.training.outdir import (
     list_checkpoints,
     run_folder_lock,
 )
-from qt_hard.training.optim import clip_gradients, lr_factor, make_optimizer, set_lr, set_tf32
+from qt_hard.training.optim import clip_gradients, gradient_norm, lr_factor, make_optimizer, set_lr, set_tf32
 
 
 class Stopped(Exception):
@@ -139,14 +141,25 @@ class CSVTracker:
         if resume_step > 0 and path.is_file():
             with path.open() as fh:
                 rows = [r for r in csv.DictReader(fh) if int(r["step"]) <= resume_step]
-        with path.open("w", newline="") as fh:
-            w = csv.DictWriter(fh, self.FIELDS)
-            w.writeheader()
-            w.writerows(rows)
+        write_text(path, _csv_text(self.FIELDS, rows), "metrics file")
 
     def log(self, row: dict) -> None:
-        with self.path.open("a", newline="") as fh:
-            csv.DictWriter(fh, self.FIELDS).writerow({k: row.get(k, "") for k in self.FIELDS})
+        try:
+            with self.path.open("a", newline="") as fh:
+                csv.DictWriter(fh, self.FIELDS).writerow({k: row.get(k, "") for k in self.FIELDS})
+        except OSError as err:
+            raise write_failed(err, self.path, "metrics file") from None
+
+
+def _csv_text(fields, rows) -> str:
+    """``rows`` (dicts) as CSV text with the header ``fields``."""
+    import io
+
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, fields)
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue()
 
 
 def train(
@@ -354,18 +367,43 @@ class _Training:
         if self.stats is not None and self._logs_at(self.step + 1):
             self.stats.request_stats()
         batch = accelerator_to(self.task.local_batch(self.step, self.rank, self.world), self.accelerator.device)
-        with self.accelerator.autocast():
-            loss = self.objective(self.module, batch, self.generator)
+        try:
+            with self.accelerator.autocast():
+                loss = self.objective(self.module, batch, self.generator)
+        except NonFiniteError as err:  # the loss refuses non-finite embeddings (qt_hard.losses)
+            raise NonFiniteError(
+                f"training stopped at step {self.step + 1}/{self.total}: {err}; no final model was written"
+            ) from None
         self.accelerator.backward(loss)
         grad_norm = None
         if cfg.grad_clip:
             grad_norm = clip_gradients(self.accelerator, self.module, cfg.grad_clip)
+        loss_value = float(loss.detach())
+        self._refuse_non_finite(loss_value, grad_norm)
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.step += 1
-        loss_value = float(loss.detach())
         self.window.add(loss_value, grad_norm)
         return loss_value, grad_norm, lr
+
+    def _refuse_non_finite(self, loss_value: float, grad_norm: float | None) -> None:
+        """Stop before the optimizer step when the step's loss or gradient norm is NaN or infinite:
+        the weights (and every checkpoint) stay those of the last good step, and the run ends with
+        ``NonFiniteError`` naming the step. Under fp16 the gradient is left to the loss scaler, which
+        skips a step with an infinite gradient by design. Every process stops at the same step."""
+        if grad_norm is None and self.cfg.train.mixed_precision != "fp16":
+            grad_norm = gradient_norm(self.module)
+        checked = [loss_value] + ([grad_norm] if self.cfg.train.mixed_precision != "fp16" else [])
+        bad = not all(math.isfinite(v) for v in checked)
+        if not _any_process(bad, self.accelerator):
+            return
+        last = list_checkpoints(self.out)
+        kept = f"the last good checkpoint is {last[-1].name}" if last else "no checkpoint was written yet"
+        raise NonFiniteError(
+            f"training stopped at step {self.step + 1}/{self.total}: the loss is {loss_value:.4g} and the gradient "
+            f"norm {grad_norm if grad_norm is not None else float('nan'):.4g} (not finite); no final model was "
+            f"written and {kept} (lower train.lr or check the data)"
+        )
 
     def log(self, lr: float, grad_norm: float | None) -> None:
         """Log: the window's mean loss and gradient norm, throughput and the weight statistics, to the
@@ -438,14 +476,25 @@ class _Training:
         if main:
             shutil.rmtree(partial, ignore_errors=True)
         accelerator.wait_for_everyone()
-        # Pickled, not safetensors: on a GPU, cuDNN packs a GRU's weights into one flat buffer, so
-        # its parameters share storage and accelerate's safetensors path drops all but one of them
-        # ("Removed shared tensor ... while saving"); load_state would then miss those keys.
-        accelerator.save_state(str(partial), safe_serialization=False)
-        torch.save(
-            {"step": at_step, "generator": self.generator.get_state(), "world": self.world},
-            partial / f"trainer_state_{self.rank}.pt",
-        )
+        try:
+            # Pickled, not safetensors: on a GPU, cuDNN packs a GRU's weights into one flat buffer, so
+            # its parameters share storage and accelerate's safetensors path drops all but one of them
+            # ("Removed shared tensor ... while saving"); load_state would then miss those keys.
+            accelerator.save_state(str(partial), safe_serialization=False)
+            torch.save(
+                {"step": at_step, "generator": self.generator.get_state(), "world": self.world},
+                partial / f"trainer_state_{self.rank}.pt",
+            )
+            # On disk before the rename: a crash right after it must not leave a checkpoint of empty files.
+            sync_tree(partial)
+        except (OSError, RuntimeError) as err:  # a full disk: torch's writer raises RuntimeError
+            shutil.rmtree(partial, ignore_errors=True)
+            if isinstance(err, RuntimeError) and not _is_write_error(err):
+                raise
+            raise WriteFailedError(
+                f"checkpoint {path} could not be written ({_write_reason(err)}); the earlier checkpoints are "
+                "kept, continue with --resume once there is room"
+            ) from None
         accelerator.wait_for_everyone()
         if main:
             shutil.rmtree(path, ignore_errors=True)  # a step saved before, e.g. by an earlier stop
@@ -493,7 +542,18 @@ def _load_newest(checkpoints: list[Path], accelerator, rank: int):
         try:
             accelerator.load_state(str(ckpt))
             state = torch.load(ckpt / f"trainer_state_{rank}.pt", weights_only=False)
-        except (RuntimeError, OSError, EOFError, KeyError, ValueError, pickle.UnpicklingError) as err:
+            _check_trainer_state(state, ckpt)
+        except (
+            RuntimeError,
+            OSError,
+            EOFError,
+            KeyError,
+            ValueError,
+            TypeError,
+            AttributeError,
+            IndexError,
+            pickle.UnpicklingError,
+        ) as err:
             error = " ".join(str(err).split())[:200] or type(err).__name__
         if not _any_process(error is not None, accelerator):
             return ckpt, state
@@ -501,6 +561,30 @@ def _load_newest(checkpoints: list[Path], accelerator, rank: int):
         if accelerator.is_main_process:
             print(f"--resume: skipped {ckpt} (it does not load: {reasons[-1].split(': ', 1)[1]})", file=sys.stderr)
     raise CheckpointError(f"--resume: no checkpoint under {checkpoints[0].parent} loads ({'; '.join(reasons)})")
+
+
+def _check_trainer_state(state, ckpt: Path) -> None:
+    """A trainer state that is not what :meth:`_Training.checkpoint` wrote for this checkpoint (another
+    file copied over it, another step's): ``ValueError`` saying what is wrong."""
+    if not isinstance(state, dict) or not {"step", "generator"} <= set(state):
+        raise ValueError(f"{ckpt.name}: its trainer state is not a qt-hard trainer state (no step and generator)")
+    step = int(state["step"])
+    if step != int(ckpt.name[len(CHECKPOINT_PREFIX) :]):
+        raise ValueError(f"{ckpt.name}: its trainer state is of step {step}")
+    if not isinstance(state["generator"], torch.Tensor):
+        raise ValueError(f"{ckpt.name}: its trainer state's generator is not a generator state")
+
+
+def _is_write_error(err: BaseException) -> bool:
+    """Whether a RuntimeError of torch's file writer reports a failed write (it wraps the OS error)."""
+    text = str(err).lower()
+    return any(m in text for m in ("no space left", "file write failed", "unexpected pos", "errno", "quota"))
+
+
+def _write_reason(err: BaseException) -> str:
+    if isinstance(err, OSError) and err.strerror:
+        return err.strerror
+    return " ".join(str(err).split())[:160] or type(err).__name__
 
 
 def keep_freed_memory() -> bool:
@@ -549,17 +633,16 @@ def _log_eval(path: Path, step: int, metrics: dict) -> None:
         with path.open() as fh:
             rows = [r for r in csv.DictReader(fh) if int(r["step"]) < step]
     fields = list(dict.fromkeys([*(rows[0].keys() if rows else []), *row]))
-    with path.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fields)
-        w.writeheader()
-        w.writerows(rows + [row])
+    write_text(path, _csv_text(fields, rows + [row]), "evaluation file")
 
 
 def _write_eval(out: Path, step: int, metrics: dict) -> None:
     """``OUT/eval.json``: the pipeline's evaluation of the final model; a summary line printed."""
     import json
 
-    (out / "eval.json").write_text(json.dumps({"step": step, **metrics}, indent=1, default=str) + "\n")
+    write_text(
+        out / "eval.json", json.dumps({"step": step, **metrics}, indent=1, default=str) + "\n", "evaluation file"
+    )
     scalars = {k: v for k, v in metrics.items() if isinstance(v, (int, float))}
     print("eval: " + ", ".join(f"{k}={v:.4g}" for k, v in scalars.items()))
     _log_eval(out / "eval.csv", step, metrics)

@@ -75,6 +75,18 @@ def make_gradients_sparse(module: torch.nn.Module) -> None:
         m.sparse = True
 
 
+def gradient_norm(module: torch.nn.Module) -> float:
+    """The global L2 norm of the gradients (sparse ones by their values), without changing them; NaN
+    or infinite when a gradient is (what the training loop checks before each optimizer step)."""
+    norms = []
+    for p in module.parameters():
+        if p.grad is None:
+            continue
+        g = p.grad.coalesce()._values() if p.grad.is_sparse else p.grad
+        norms.append(torch.linalg.vector_norm(g, dtype=torch.float32))
+    return float(torch.linalg.vector_norm(torch.stack(norms))) if norms else 0.0
+
+
 def clip_gradients(accelerator, module: torch.nn.Module, max_norm: float) -> float:
     """Clip the global gradient norm to ``max_norm``; returns the norm before clipping."""
     params = [p for p in module.parameters() if p.grad is not None]

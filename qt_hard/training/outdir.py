@@ -82,21 +82,37 @@ def resume_differences(saved: dict, given: dict) -> list[str]:
     return bad
 
 
-def check_out_dir(cfg: Config, resume: bool = False, overwrite: bool = False) -> list[Path]:
+def check_out_dir(
+    cfg: Config, resume: bool = False, overwrite: bool = False, config_file: str | Path | None = None
+) -> list[Path]:
     """Refuse, before anything is read or written, an output folder that cannot hold this run:
-    a file, a path that cannot be created, a folder holding a run (without ``resume`` or
-    ``overwrite``), ``resume`` without a checkpoint or with a config that differs from the run's
-    beyond ``RESUME_MAY_CHANGE``, a folder another run is training into. Returns the complete
-    checkpoints (oldest first)."""
-    import yaml
-
+    a file, a path that cannot be created, a place ``qt_hard.paths.guard_output`` refuses (inside a
+    saved model, on a run's own entries, inside the data it reads), the folder whose
+    ``config.yaml`` is the ``config_file`` being read (training would write over it), a folder
+    holding a run (without ``resume`` or ``overwrite``), ``overwrite`` of a folder that holds files
+    of a run but no readable run config, ``resume`` without a checkpoint, with a saved config that
+    cannot be read, or with a config that differs from the run's beyond ``RESUME_MAY_CHANGE``, a
+    folder another run is training into. Returns the complete checkpoints (oldest first)."""
     from qt_hard.errors import CheckpointError, OutputExistsError
+    from qt_hard.paths import guard_output
 
     out = Path(cfg.out_dir).expanduser()
     if resume and overwrite:
         raise OutputExistsError("--resume continues the run in out_dir and --overwrite replaces it: pass one")
     if out.exists() and not out.is_dir():
         raise OutputExistsError(f"out_dir {out} is a file, not a folder: pick another --out")
+    data = getattr(cfg, "data", None)
+    inputs = {
+        "the data folder": getattr(data, "path", None),
+        "the data source": getattr(data, "wiki_source", None),
+    }
+    # A run's folder may hold its data (a Wiki-N built under OUT/cache): --overwrite removes only RUN_FILES.
+    guard_output(out, "out_dir", inputs=inputs, folder=True, may_hold_inputs=True)
+    if config_file is not None and not resume and _same_file(Path(config_file), out / "config.yaml"):
+        raise OutputExistsError(
+            f"the config file {config_file} is out_dir's config.yaml, which training writes; "
+            "copy it elsewhere or pick another --out"
+        )
     probe = out
     while not probe.exists():
         probe = probe.parent
@@ -114,14 +130,19 @@ def check_out_dir(cfg: Config, resume: bool = False, overwrite: bool = False) ->
                 f"out_dir {out} already holds a run ({', '.join(held)}); pass --resume to continue it, "
                 f"--overwrite to replace it, or pick another --out"
             )
+        if held and not _holds_run_config(out):
+            raise OutputExistsError(
+                f"out_dir {out} holds {', '.join(held)} but no readable run config.yaml: --overwrite replaces "
+                "only a folder that holds a qt-hard run; remove those files yourself or pick another --out"
+            )
         return checkpoints
     if not checkpoints:
         raise CheckpointError(f"--resume: no checkpoint under {out / 'checkpoints'} (only complete ones count)")
     saved_file = out / "config.yaml"
     if not saved_file.is_file():
         raise CheckpointError(f"--resume: {saved_file} is missing, so the config cannot be checked against the run's")
-    saved = read_yaml_mapping(saved_file, "--resume: the run's config")
-    given = yaml.safe_load(yaml.safe_dump(to_dict(cfg)))
+    saved = _saved_config(saved_file)
+    given = _plain(cfg)
     bad = resume_differences(saved, given)
     if bad:
         raise CheckpointError(
@@ -129,6 +150,48 @@ def check_out_dir(cfg: Config, resume: bool = False, overwrite: bool = False) ->
             f"{', '.join(RESUME_MAY_CHANGE[1:])} may change, and {', '.join(RESUME_MAY_GROW)} may grow"
         )
     return checkpoints
+
+
+def _plain(cfg: Config) -> dict:
+    """``cfg`` as plain data, as its saved ``config.yaml`` reads back."""
+    import yaml
+
+    return yaml.safe_load(yaml.safe_dump(to_dict(cfg)))
+
+
+def _saved_config(saved_file: Path) -> dict:
+    """The run's saved config, every key filled (defaults included), as plain data; a
+    ``CheckpointError`` when it cannot be read as a config (damaged, cut short, foreign keys): a
+    resume could then not be checked against the run."""
+    from qt_hard.errors import CheckpointError
+    from qt_hard.training.config import ConfigError, config_from_dict
+
+    try:
+        tree = read_yaml_mapping(saved_file, "the run's config")
+        return _plain(config_from_dict(tree, check_pipeline=False))
+    except ConfigError as err:
+        raise CheckpointError(
+            f"--resume: the run's {saved_file} cannot be read as a config ({' '.join(str(err).split())[:300]}), "
+            "so a resume cannot be checked against the run; start a new run instead"
+        ) from None
+
+
+def _holds_run_config(out: Path) -> bool:
+    """Whether ``out/config.yaml`` reads as a qt-hard run config (YAML with a ``train`` section)."""
+    from qt_hard.training.config import ConfigError
+
+    try:
+        tree = read_yaml_mapping(out / "config.yaml", "config")
+    except ConfigError:
+        return False
+    return isinstance(tree.get("train"), dict) and "out_dir" in tree
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _check_creatable(out: Path, existing: Path) -> None:
@@ -209,7 +272,11 @@ def run_folder_lock(out: Path):
 
 
 def clear_run(out: Path) -> None:
-    """--overwrite: remove the old run's files (not the token cache) when training starts."""
+    """--overwrite: remove the old run's files (not the token cache) when training starts, saying
+    which (``check_out_dir`` has made sure the folder holds a run)."""
+    held = [name for name in RUN_FILES if (out / name).exists()]
+    if held:
+        print(f"--overwrite: replacing the run in {out} ({', '.join(held)})", flush=True)
     for name in RUN_FILES:
         path = out / name
         if path.is_dir():

@@ -83,7 +83,7 @@ def cell_dir(out: Path, row: str, ds: str, rep: int) -> Path:
 def ledger(out: Path, epochs: float | None = None, overrides: list[str] | None = None) -> Ledger:
     """The folder's results; with ``epochs`` (and ``overrides``) for this setup, else read only."""
     setup = None if epochs is None else {"config": CONFIG, "epochs": epochs, "overrides": list(overrides or [])}
-    return Ledger(out, KEY, setup)
+    return Ledger(out, KEY, setup, fields=("svm_acc",))
 
 
 def check_cells(rows: list[str], datasets: list[str], extra: list[str]) -> None:

@@ -191,6 +191,13 @@ def cell_id(grid: Grid, cell: Cell) -> str:
 
 
 def wiki_dir(cache: Path, spec: DataSpec) -> Path:
+    """The Wiki folder built for ``spec``; a given ``source`` adds its identity (path, size, time) to
+    the name, so that another dump never reuses an old build (the default dump keeps the plain name
+    its caches were made under)."""
+    if spec.source:
+        from qt_hard.files import file_key
+
+        return cache / f"wiki_{spec.articles}_{spec.min_sentences}_{file_key(spec.source)}"
     return cache / f"wiki_{spec.articles}_{spec.min_sentences}"
 
 
@@ -412,6 +419,15 @@ def open_results(results: Path, grid: Grid | None = None) -> Ledger:
     if not path.is_file() and Path(results).is_file():
         raise LedgerError(f"{results} has no ledger {path.name} beside it; give the grid another --results")
     return Ledger(path.parent, KEY, None if grid is None else setup_of(grid), name=path.name)
+
+
+def is_results_csv(path: Path) -> bool:
+    """Whether ``path`` is a results CSV that :func:`export` wrote (its header is ``COLUMNS``)."""
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            return next(csv.reader(fh), None) == list(COLUMNS)
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return False
 
 
 def read_results(results: Path) -> list[dict]:
