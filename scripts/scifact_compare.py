@@ -48,7 +48,7 @@ def select(args, out: Path, ctx: dict) -> None:
     from qt_hard.experiments.ledger import Ledger, provenance
 
     steps = sorted(seed_list(args.select_steps, "--select-steps"))
-    setup = {"model": spec.MINILM, "row": "mnrl", "seed": 0, "base_recipe": spec.BASE_RECIPE, "data": ctx["summary"]}
+    setup = {"model": spec.MINILM, "row": "mnrl", "seed": 0, "base_recipe": ctx["base_recipe"], "data": ctx["summary"]}
     ledger = Ledger(out, ("lr", "steps"), setup, name="recipe.jsonl")
     for lr in _floats(args.lrs, "--lrs"):
         if all((lr, s) in ledger.done() for s in steps):
@@ -56,7 +56,7 @@ def select(args, out: Path, ctx: dict) -> None:
         with ledger.claim(("lr", lr)) as mine:
             if not mine:
                 continue
-            recipe = {**spec.BASE_RECIPE, "lr": lr, "steps": max(steps)}
+            recipe = {**ctx["base_recipe"], "lr": lr, "steps": max(steps)}
 
             def keep(step, rec, lr=lr):
                 row = {"lr": lr, "steps": step, **rec, **provenance(ROOT)}
@@ -93,6 +93,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", default=",".join(spec.DEFAULT_ROWS), help="NAME[+mined][+cached], comma-separated")
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--threads", type=int, default=1, help="torch threads of this process")
+    ap.add_argument("--batch-size", type=int, default=spec.BASE_RECIPE["batch_size"], help="pairs a step")
+    ap.add_argument(
+        "--max-seq-length", type=int, default=None, help="cut the training inputs (default: the model's own, 256)"
+    )
     ap.add_argument("--select", action="store_true", help="choose the learning rate and steps of MNRL on dev")
     ap.add_argument("--lrs", default="2e-5,5e-5,1e-4", help="--select: learning rates")
     ap.add_argument("--select-steps", default="22,44", help="--select: steps at which dev is measured")
@@ -110,8 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         spec.parse_row(r)
     seeds = seed_list(args.seeds)
-    if args.threads < 1:
-        raise SystemExit(f"--threads must be >= 1, got {args.threads}")
+    for flag, v, low in (("--threads", args.threads, 1), ("--batch-size", args.batch_size, 2)):
+        if v < low:
+            raise SystemExit(f"{flag} must be >= {low}, got {v}")
     from qt_hard.paths import data_path
 
     folder = Path(args.data) if args.data else data_path("beir", "scifact")
@@ -120,7 +125,11 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
+    base_recipe = {**spec.BASE_RECIPE, "batch_size": args.batch_size}
+    if args.max_seq_length is not None:
+        base_recipe["max_seq_length"] = args.max_seq_length
     ctx = {
+        "base_recipe": base_recipe,
         "scifact": sf,
         "summary": sf.summary(),
         "root": ROOT,
@@ -142,7 +151,7 @@ def run_grid(out: Path, rows: list[str], seeds: list[int], ctx: dict) -> int:
     from qt_hard.experiments.runner import run_claimed
 
     choice = chosen_recipe(out)
-    recipe = {**spec.BASE_RECIPE, "lr": choice["lr"], "steps": choice["steps"]}
+    recipe = {**ctx["base_recipe"], "lr": choice["lr"], "steps": choice["steps"]}
     setup = {
         "model": spec.MINILM,
         "recipe": recipe,

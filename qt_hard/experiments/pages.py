@@ -1244,6 +1244,27 @@ def _wiki_smoke(root: Path) -> str:
     )
 
 
+@table("scifact", spread=False)
+def _scifact(root: Path) -> str:
+    """The SciFact retrieval comparison from ``results/scifact``: the recipe chosen on dev, each row's
+    dev and test metrics over seeds, the guard audit, and the paired verdicts against both baselines."""
+    from qt_hard.experiments.specs import scifact
+
+    folder = root / "results" / "scifact"
+    records = _latest(folder, scifact.KEY)
+    if not records:
+        return "Not measured yet: the recipe and the grid run with the commands above."
+    from qt_hard.experiments.ledger import Ledger
+
+    setup = Ledger(folder, scifact.KEY).setup or {}
+    machines = sorted({r["machine"] for r in records})
+    return (
+        scifact.summarize(records, setup.get("recipe"))
+        + f"\n\n`results/scifact/results.jsonl`: {len(records)} runs on {', '.join(machines)}, one torch thread a process, "
+        f"{sum(r['wall_s'] for r in records) / 3600:.1f} hours of cell time in all."
+    )
+
+
 @table("retrieval_bench", spread=False)
 def _retrieval_bench(root: Path) -> str:
     """qt-hard's retrieval evaluation beside InformationRetrievalEvaluator: the newest run of

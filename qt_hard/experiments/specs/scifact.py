@@ -335,7 +335,9 @@ def run_cell(row: str, seed: int, ctx: dict, eval_steps=(), on_eval=None) -> dic
     t0 = time.perf_counter()
     torch.manual_seed(seed if seed is not None else 0)
     model = load_start(MINILM)
-    eval_len = model.max_seq_length
+    eval_len = model.max_seq_length  # evaluated at the model's own length whatever training cut
+    if ctx.get("recipe", {}).get("max_seq_length"):
+        model.max_seq_length = ctx["recipe"]["max_seq_length"]
     info: dict = {"steps": 0}
     if row != "before":
         _, mined, _ = parse_row(row)
