@@ -93,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", default=",".join(spec.DEFAULT_ROWS), help="NAME[+mined][+cached], comma-separated")
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--threads", type=int, default=1, help="torch threads of this process")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda: where the models train and encode")
     ap.add_argument("--batch-size", type=int, default=spec.BASE_RECIPE["batch_size"], help="pairs a step")
     ap.add_argument(
         "--max-seq-length", type=int, default=None, help="cut the training inputs (default: the model's own, 256)"
@@ -102,8 +103,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--select-steps", default="22,44", help="--select: steps at which dev is measured")
     ap.add_argument("--mine", action="store_true", help="mine the hard negatives (OUT/mined.jsonl) and stop")
     ap.add_argument("--summary-only", action="store_true", help="write and print the table of what is there")
+    ap.add_argument(
+        "--write-slice",
+        default=None,
+        metavar="DIR",
+        help="write a small BEIR folder cut from --data (12 train and 4 test claims, 12 other abstracts) and stop",
+    )
     args = ap.parse_args(argv)
 
+    if args.write_slice:
+        from qt_hard.paths import data_path
+
+        src = Path(args.data) if args.data else data_path("beir", "scifact")
+        print(spec.write_slice(src, output_folder(args.write_slice, "--write-slice"), train=12, test=4, others=12))
+        return 0
     out = output_folder(args.out)
     if args.summary_only:
         if not (out / "results.jsonl").is_file():
@@ -126,6 +139,11 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(args.threads)
     base_recipe = {**spec.BASE_RECIPE, "batch_size": args.batch_size}
+    if args.device != "cpu":  # recorded: runs on another device differ by rounding, so they are another setup
+        from qt_hard.evaluation.logreg import check_device
+
+        check_device(args.device, "--device")
+        base_recipe["device"] = args.device
     if args.max_seq_length is not None:
         base_recipe["max_seq_length"] = args.max_seq_length
     ctx = {
@@ -134,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         "summary": sf.summary(),
         "root": ROOT,
         "workdir": Path("runs") / "scifact_work",
-        "mined": lambda: spec.mine(sf, out / "mined.jsonl", args.threads),
+        "mined": lambda: spec.mine(sf, out / "mined.jsonl", args.threads, args.device),
+        "device": args.device,
     }
     if args.select:
         select(args, out, ctx)

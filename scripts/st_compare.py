@@ -20,6 +20,10 @@ Rows (``ROWS``; ``--rows`` picks them, comma-separated):
 * ``debiased``: ``negatives="debiased"``, tau+ 0.1, the smooth floor (the guide's advice at scale 20);
 * ``ring``: ring negatives with Wu et al.'s schedule (``lower`` 0 -> 85 over the first half, ``upper`` 95);
 * ``ot``: entropic optimal-transport negatives, epsilon 0.5;
+* ``gist_filter``: GIST's filter alone: uniform negatives at ``--scale`` with the guard GISTEmbed uses (absolute
+  margin 0 on a frozen copy of the starting model's cosines), without GIST's temperature and its anchor-anchor /
+  positive-positive terms; a guarded run records the share of candidates its guard removed
+  (``guard_removed_frac``) and the share of those the pool pairs with the same anchor (``guard_removed_tp_frac``);
 
 and two suffixes: ``+mined`` trains on (anchor, positive, negative) triplets mined once with the
 starting model (``sentence_transformers.util.mine_hard_negatives``, relative margin ``--mine-margin``,
@@ -71,6 +75,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # runnable from a checkout without installing the package
 
 from qt_hard.experiments.specs.st_finetuning import (  # noqa: E402
+    GuardAudit,
     STEncoder,
     frozen_guide,
     is_static,
@@ -114,8 +119,12 @@ ROWS = {
     ),
     "ring": ("ring, lower 0->85, upper 95", {"loss": "hnl", "kwargs": {"negatives": "ring", **RING}}),
     "ot": ("OT, epsilon 0.5", {"loss": "hnl", "kwargs": {"negatives": "ot", "epsilon": 0.5}}),
+    "gist_filter": (
+        "GIST's filter alone (uniform, guard absolute 0 on the frozen start)",
+        {"loss": "hnl", "guide": True, "kwargs": {"guard": "absolute", "guard_margin": 0.0}},
+    ),
 }
-MINED_ROWS = ("mnrl", "gist", "hard_b1", "hard_b1_guard_rel")
+MINED_ROWS = ("mnrl", "gist", "hard_b1", "hard_b1_guard_rel", "gist_filter")
 DEFAULT_ROWS = [*ROWS, *(f"{r}+mined" for r in MINED_ROWS)]
 BASELINE = "mnrl"
 BEFORE = "before"
@@ -183,6 +192,8 @@ def build_loss(row: str, model, model_spec: str, recipe: dict, mini_batch_size: 
             transformers_tokenizer(model)
         return cls(model, frozen_guide(model_spec, recipe.get("max_seq_length")), **kwargs, **cache_kw)
     cls = CachedHardNegativesLoss if cached else HardNegativesLoss
+    if spec.get("guide"):
+        kwargs["guide"] = frozen_guide(model_spec, recipe.get("max_seq_length"))
     return cls(model, scale=recipe["scale"], **kwargs, **cache_kw)
 
 
@@ -269,7 +280,19 @@ def finetune(row: str, seed: int, model_spec: str, recipe: dict, rows, workdir: 
     torch.manual_seed(seed)
     model = load_start(model_spec, recipe.get("max_seq_length"))
     loss = build_loss(row, model, model_spec, recipe, mini_batch_size)
-    return model, st_finetune(model, loss, recipe, train_dataset(rows), seed, workdir)
+    # The guard's work is recorded per run; a candidate is a true positive when the pool pairs its
+    # text with the same anchor. The row index rides in the label column, which the losses ignore.
+    relevant: dict[str, set] = {}
+    for r in rows:
+        relevant.setdefault(r[0], set()).add(r[1])
+    # A StaticEmbedding's features have no batch axis to check labels against: its runs go unaudited.
+    audited = hasattr(loss, "record_guard") and getattr(loss, "guard", None) is not None and not is_static(model)
+    audit = GuardAudit(loss, rows, relevant) if audited else None
+    data = train_dataset(rows, {"label": list(range(len(rows)))} if audited else None)
+    info = st_finetune(model, loss, recipe, data, seed, workdir)
+    if audit is not None:
+        info.update(audit.record())
+    return model, info
 
 
 def run_cell(row: str, seed: int, ctx: dict) -> dict:

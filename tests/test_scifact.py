@@ -23,22 +23,9 @@ def slice_folder(tmp_path_factory):
         if os.environ.get("CI"):
             pytest.fail("the SciFact folder (beir/scifact) is missing from the data root")
         pytest.skip("no beir/scifact under the data root")
-    dst = tmp_path_factory.mktemp("scifact") / "slice"
-    (dst / "qrels").mkdir(parents=True)
-    keep_claims, cited = set(), set()
-    for split, n in (("train", 12), ("test", 4)):
-        lines = (src / "qrels" / f"{split}.tsv").read_text().splitlines()
-        claims = sorted({ln.split("\t")[0] for ln in lines[1:]})[:n]
-        rows = [ln for ln in lines[1:] if ln.split("\t")[0] in claims]
-        (dst / "qrels" / f"{split}.tsv").write_text(lines[0] + "\n" + "\n".join(rows) + "\n")
-        keep_claims |= set(claims)
-        cited |= {ln.split("\t")[1] for ln in rows}
-    docs = [json.loads(x) for x in (src / "corpus.jsonl").read_text().splitlines()]
-    keep = [d for d in docs if d["_id"] in cited] + [d for d in docs if d["_id"] not in cited][:12]
-    (dst / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in keep))
-    qs = [json.loads(x) for x in (src / "queries.jsonl").read_text().splitlines()]
-    (dst / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in qs if q["_id"] in keep_claims))
-    return dst
+    from qt_hard.experiments.specs.scifact import write_slice
+
+    return write_slice(src, tmp_path_factory.mktemp("scifact") / "slice", train=12, test=4, others=12)
 
 
 def test_recipe_on_dev_then_a_guarded_mined_row(slice_folder, tmp_path, capsys):

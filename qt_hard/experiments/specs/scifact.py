@@ -53,6 +53,7 @@ __all__ = [
     "run_cell",
     "select_recipe",
     "summarize",
+    "write_slice",
 ]
 
 DEV_FRACTION = 0.2
@@ -162,7 +163,30 @@ class Scifact:
         return [(self.data.queries[r[0]], *(self.doc_text[d] for d in r[1:])) for r in rows]
 
 
-def mine(sf: Scifact, path: Path, threads: int = 1) -> list[tuple[str, str, str]]:
+def write_slice(src: str | os.PathLike, dst: str | os.PathLike, train: int, test: int, others: int) -> Path:
+    """A small BEIR folder cut from ``src``: the first ``train`` and ``test`` claims (by id) of each
+    split with their judgements, their cited abstracts and the first ``others`` other abstracts (the
+    dry runs and the tests of this comparison)."""
+    src, dst = Path(src), Path(dst)
+    (dst / "qrels").mkdir(parents=True)
+    keep_claims, cited = set(), set()
+    for split, n in (("train", train), ("test", test)):
+        lines = (src / "qrels" / f"{split}.tsv").read_text(encoding="utf-8").splitlines()
+        claims = sorted({ln.split("\t")[0] for ln in lines[1:]})[:n]
+        rows = [ln for ln in lines[1:] if ln.split("\t")[0] in claims]
+        (dst / "qrels" / f"{split}.tsv").write_text(lines[0] + "\n" + "\n".join(rows) + "\n", encoding="utf-8")
+        keep_claims |= set(claims)
+        cited |= {ln.split("\t")[1] for ln in rows}
+    docs = [json.loads(x) for x in (src / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
+    keep = [d for d in docs if d["_id"] in cited] + [d for d in docs if d["_id"] not in cited][:others]
+    (dst / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in keep), encoding="utf-8")
+    queries = [json.loads(x) for x in (src / "queries.jsonl").read_text(encoding="utf-8").splitlines()]
+    text = "".join(json.dumps(q) + "\n" for q in queries if q["_id"] in keep_claims)
+    (dst / "queries.jsonl").write_text(text, encoding="utf-8")
+    return dst
+
+
+def mine(sf: Scifact, path: Path, threads: int = 1, device: str = "cpu") -> list[tuple[str, str, str]]:
     """The mined (claim, positive, negative) id triplets in ``path``, mined first when missing (one
     writer at a time; see the module docstring)."""
     import fcntl
@@ -171,12 +195,12 @@ def mine(sf: Scifact, path: Path, threads: int = 1) -> list[tuple[str, str, str]
     with open(path.parent / ".mined.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not path.is_file():
-            _mine_into(sf, path, threads)
+            _mine_into(sf, path, threads, device)
     rows = [tuple(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines()]
     return rows
 
 
-def _mine_into(sf: Scifact, path: Path, threads: int) -> None:
+def _mine_into(sf: Scifact, path: Path, threads: int, device: str) -> None:
     import torch
     from datasets import Dataset
     from sentence_transformers.util import mine_hard_negatives
@@ -188,7 +212,7 @@ def _mine_into(sf: Scifact, path: Path, threads: int) -> None:
     data = Dataset.from_dict({"anchor": [t[0] for t in texts], "positive": [t[1] for t in texts]})
     mined = mine_hard_negatives(
         data,
-        load_start(MINILM),
+        load_start(MINILM, device=device),
         corpus=sf.data.doc_texts,
         relative_margin=MINE_MARGIN,
         num_negatives=1,
@@ -226,61 +250,10 @@ def build_loss(row: str, model, recipe: dict):
         return cls(model, scale=recipe["scale"], **cache_kw)
     if spec["loss"] == "gist":
         cls = losses.CachedGISTEmbedLoss if cached else losses.GISTEmbedLoss
-        return cls(model, frozen_guide(MINILM, None), **cache_kw)
-    guide = {"guide": frozen_guide(MINILM, None)} if spec.get("guide") else {}
+        return cls(model, frozen_guide(MINILM, None, str(model.device)), **cache_kw)
+    guide = {"guide": frozen_guide(MINILM, None, str(model.device))} if spec.get("guide") else {}
     cls = CachedHardNegativesLoss if cached else HardNegativesLoss
     return cls(model, scale=recipe["scale"], **spec["kwargs"], **guide, **cache_kw)
-
-
-class GuardAudit:
-    """Counts, over every training batch of a ``HardNegativesLoss``, the query-to-document candidates
-    before the guard, those it removed, and which of them are true positives of the anchor's claim.
-
-    The dataset's ``label`` column holds each row's index; the loss receives it as its labels (a
-    label-free strategy ignores them), and the candidate columns are ``[positives (B), negative 1 of
-    every row (B), ...]`` (:func:`qt_hard.negatives.scores.one_directional_scores`)."""
-
-    def __init__(self, loss, rows: list[tuple[str, ...]], relevant: dict[str, set]):
-        self.rows, self.relevant = rows, relevant
-        self.counts = {"candidates": 0, "removed": 0, "removed_tp": 0, "candidates_tp": 0, "batches": 0}
-        self._labels = None
-        loss.record_guard = True
-        loss.register_forward_pre_hook(self._before)
-        loss.register_forward_hook(self._after)
-
-    def _before(self, module, args):
-        self._labels = args[1] if len(args) > 1 else None
-
-    def _after(self, module, args, output):
-        import torch
-
-        if module.last_guard is None or self._labels is None:
-            return
-        before, kept = module.last_guard[0]  # query_to_doc
-        idx = self._labels.tolist()
-        b = len(idx)
-        cols = [self.rows[i][1] for i in idx]
-        for m in range(2, len(self.rows[idx[0]])):
-            cols += [self.rows[i][m] for i in idx]
-        tp = torch.tensor([[c in self.relevant[self.rows[i][0]] for c in cols] for i in idx], dtype=torch.bool)
-        tp = tp[:, : before.shape[1]]
-        removed = before & ~kept
-        c = self.counts
-        c["candidates"] += int(before.sum())
-        c["removed"] += int(removed.sum())
-        c["removed_tp"] += int((removed & tp).sum())
-        c["candidates_tp"] += int((before & tp).sum())
-        c["batches"] += 1
-        module.last_guard = None
-        assert b == before.shape[0]
-
-    def record(self) -> dict:
-        c = self.counts
-        return {
-            "guard_audit": dict(c),
-            "guard_removed_frac": c["removed"] / c["candidates"] if c["candidates"] else None,
-            "guard_removed_tp_frac": c["removed_tp"] / c["removed"] if c["removed"] else None,
-        }
 
 
 # -------------------------------------------------------------------------------------------- cell
@@ -329,12 +302,12 @@ def run_cell(row: str, seed: int, ctx: dict, eval_steps=(), on_eval=None) -> dic
 
     from qt_hard.experiments.ledger import provenance
 
-    from .st_finetuning import finetune, load_start, train_dataset
+    from .st_finetuning import GuardAudit, finetune, load_start, train_dataset
 
     sf: Scifact = ctx["scifact"]
     t0 = time.perf_counter()
     torch.manual_seed(seed if seed is not None else 0)
-    model = load_start(MINILM)
+    model = load_start(MINILM, device=ctx.get("device", "cpu"))
     eval_len = model.max_seq_length  # evaluated at the model's own length whatever training cut
     if ctx.get("recipe", {}).get("max_seq_length"):
         model.max_seq_length = ctx["recipe"]["max_seq_length"]

