@@ -43,7 +43,7 @@ def test_check_names_a_stale_block_and_write_makes_it_current(tmp_path, monkeypa
     assert "stale: docs/page.md: demo" in capsys.readouterr().out
     assert pages.main(["--write", "--root", str(root)]) == 0
     text = (root / "docs" / "page.md").read_text()
-    assert "| a |\n|---|\n| 1 |\n\nSpread: " in text and "(comparisons.md#the-spread)" in text
+    assert "| a |\n|---|\n| 1 |\n\nSpread: " in text and "(comparisons.md#the-verdict)" in text
     assert pages.main(["--check", "--root", str(root)]) == 0
     (root / "n.txt").write_text("| a |\n|---|\n| 2 |\n")  # the result file changed: the page is stale again
     assert pages.stale(root) == [(root / "docs" / "page.md", "demo")]
