@@ -59,6 +59,7 @@ import csv
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -465,6 +466,7 @@ def summarize(records: list[dict], recipe: dict | None = None, memory: list[dict
                     "",
                     report.verdict_sentence(f"`{b}`", base_runs, mine, "STS12-16 mean", label=lambda r: f"`{r}`"),
                 ]
+        lines += ["", *dev_lines(records)]
     if memory:
         lines += [
             "",
@@ -481,6 +483,56 @@ def summarize(records: list[dict], recipe: dict | None = None, memory: list[dict
     beats = [r for r, v in verdicts.items() if v.verdict == "better"]
     parts = {"stats": stats, "diffs": diffs, "spread": spread, "verdicts": verdicts, "baselines": bases}
     return "\n".join(lines), {**parts, "beats": beats}
+
+
+DEV_METRIC = "dev score (STS-B dev and SICK-R dev cosine Spearman x100, averaged)"
+
+
+def dev_runs(records: list[dict]) -> dict:
+    """row -> seed -> the dev mean of a run: (``stsb_dev`` + ``sickr_dev``) / 2, the split the choices
+    read (the test columns never choose)."""
+    out: dict = {}
+    for r in sorted(records, key=lambda r: row_order(r["row"])):
+        if r["row"] != BEFORE and r.get("stsb_dev") is not None and r.get("sickr_dev") is not None:
+            out.setdefault(r["row"], {})[r["seed"]] = (r["stsb_dev"] + r["sickr_dev"]) / 2
+    return out
+
+
+def choose(records: list[dict]) -> report.Choice:
+    """The row this comparison recommends, chosen on dev alone (``report.choose_on_dev`` over
+    :func:`dev_runs`, each row against :func:`baseline_of`); MNRL where no row is better on dev."""
+    return report.choose_on_dev(dev_runs(records), baseline_of, BASELINE, DEV_METRIC)
+
+
+def dev_lines(records: list[dict]) -> list[str]:
+    """The dev table (each row's dev mean against its baseline's, paired by seed: mean [95% interval]
+    and verdict) and the line naming the row chosen on it, with that row's test effect."""
+    dev = dev_runs(records)
+    body = []
+    for row, vals in dev.items():
+        base = baseline_of(row)
+        if base not in dev:
+            continue
+        v = report.paired_verdict(dev[base], vals)
+        body.append([f"`{row}`", f"`{base}`", str(v.n), f"{statistics.mean(vals.values()):.2f}", v.cell(), v.verdict])
+    if not body:
+        return []
+    c = choose(records)
+    said = c.sentence(label=lambda r: f"`{r}`")
+    base = baseline_of(c.row)
+    if base is not None:
+        test = {k: {r["seed"]: r["sts_mean"] for r in records if r["row"] == k} for k in (c.row, base)}
+        t = report.paired_verdict(test[base], test[c.row])
+        said += f" On test, against `{base}` on the STS12-16 mean: {t.cell()}, {t.verdict}."
+    return [
+        f"Dev, the split the choice reads: the {DEV_METRIC}, each row against its baseline paired by seed:",
+        "",
+        *report.markdown_table(
+            ["Row", "baseline", "pairs", "dev score", "difference [95% interval]", "verdict"], body, "llrrrl"
+        ),
+        "",
+        said,
+    ]
 
 
 CSV_FIELDS = [

@@ -176,3 +176,17 @@ def test_paired_table_gives_each_cell_its_interval_and_marks_those_that_exclude_
     assert lines[3] == "| *spread of uniform (3-4 seeds)* | | 0.2 | 0.0 |"
     two = report.paired_table("uniform", {"uniform": {0: [1.0], 1: [2.0]}, "x": {0: [3.0], 1: [3.5]}}, ["a"])[0]
     assert two[2] == "| x | 2 | +1.75 |"  # the mean alone: not judged
+
+
+def test_the_choice_on_dev_takes_the_best_row_among_those_better_than_their_baseline():
+    dev = {
+        "uniform": {0: 70.0, 1: 71.0, 2: 72.0},
+        "steady": {0: 70.5, 1: 71.5, 2: 72.5},  # +0.5 every seed: better
+        "noisy": {0: 74.0, 1: 69.0, 2: 75.0},  # the highest mean, but its interval holds 0: level
+    }
+    pick = report.choose_on_dev(dev, lambda r: None if r == "uniform" else "uniform", "uniform", "dev accuracy")
+    assert (pick.row, pick.dev, pick.verdict.verdict) == ("steady", pytest.approx(71.5), "better")
+    assert pick.sentence().startswith("Chosen on dev (the highest mean dev accuracy over seeds among the rows")
+    assert "steady (dev mean 71.50; against its baseline on dev +0.50 [+0.50, +0.50], better)." in pick.sentence()
+    none = report.choose_on_dev({k: dev[k] for k in ("uniform", "noisy")}, lambda r: "uniform", "uniform", "x")
+    assert (none.row, none.verdict) == ("uniform", None) and none.sentence().endswith("uniform (dev mean 71.00).")

@@ -190,3 +190,20 @@ def test_tiny_grid_writes_resumes_and_summarizes(sc, root, tmp_path, capsys):
     capsys.readouterr()
     assert sc.main(["--out", str(out), "--summary-only"]) == 0
     assert "`hard_b1+mined`" in capsys.readouterr().out
+
+
+def test_the_recommended_row_is_chosen_on_dev_against_its_same_data_baseline(sc):
+    def rec(row, seed, test, dev):
+        return {**_rec(row, seed, test), "stsb_dev": dev, "sickr_dev": dev}
+
+    recs = [rec("mnrl", s, 50.0 + s, 60.0 + s) for s in range(3)]
+    recs += [rec("hard_b1", s, 55.0 + s, 60.0 + s) for s in range(3)]  # far better on test, level on dev
+    recs += [rec("mnrl+mined", s, 50.0 + s, 61.0 + s) for s in range(3)]  # +1 on dev against mnrl
+    recs += [rec("hard_b1+mined", s, 50.0 + s, 61.5 + s) for s in range(3)]  # +0.5 against mnrl+mined
+    choice = sc.choose(recs)
+    assert (choice.row, choice.verdict.mean) == ("hard_b1+mined", pytest.approx(0.5))
+    table = sc.summarize(recs)[0]
+    assert "| `hard_b1` | `mnrl` | 3 | 61.00 | +0.00 [+0.00, +0.00] | level |" in table
+    assert "Chosen on dev (" in table and "`hard_b1+mined` (dev mean 62.50;" in table
+    only_test = [r for r in recs if r["row"] in ("mnrl", "hard_b1")]
+    assert sc.choose(only_test).row == "mnrl"  # the test columns never choose

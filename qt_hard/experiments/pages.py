@@ -247,7 +247,26 @@ def _readme_text_results(root: Path) -> str:
     minilm = json.loads((folder / "minilm.json").read_text())["results"]
     minilm_transfer = json.loads((root / "results" / "minilm_senteval_protocol.json").read_text())["results"]
     body.append(["all-MiniLM-L6-v2", f"{_six_mean(minilm_transfer):.2f}", f"{_sim_parts(minilm)[-1]:.2f}"])
-    return "\n".join(report.markdown_table(["model", "transfer", "similarity"], body, "lrr"))
+    return _lines(
+        report.markdown_table(["model", "transfer", "similarity"], body, "lrr"),
+        "",
+        "The quick start's objective, from the readings table's 5 seeds (`results/readings/`): "
+        + _quickstart_choice(root).sentence(),
+    )
+
+
+def _quickstart_choice(root: Path) -> report.Choice:
+    """The quick start's objective as the readings ledger's dev accuracies choose it (the rule of
+    :func:`.report.choose_on_dev`, uniform the baseline)."""
+    from qt_hard.experiments.specs import qt_table
+
+    dev: dict = {}
+    for r in _qt_ledger(root, "readings"):
+        if r.get("protocol") == "senteval" and r.get("devacc"):
+            dev.setdefault(r["row"], {})[r["seed"]] = statistics.mean(r["devacc"][t] for t in qt_table.TASKS)
+    return report.choose_on_dev(
+        dev, lambda r: None if r == "uniform" else "uniform", "uniform", "SentEval dev six-task accuracy"
+    )
 
 
 def _six_row(label: str, results: dict, digits: int = 2, f1: bool = False) -> list[str]:
@@ -1001,6 +1020,37 @@ def _st_compare(root: Path, folder: str) -> tuple[str, dict]:
 
 
 table("st_compare_bow")(lambda root: _st_compare(root, "bow")[0])
+
+
+@table("st_recipe_choice", spread=False)
+def _st_recipe_choice(root: Path) -> str:
+    """The bag-of-words start's recipe, chosen on dev: MNRL, seed 0, one folder per (lr, steps)."""
+    from qt_hard.experiments.ledger import Ledger
+
+    st = _script(root, "st_compare")
+    body, scores, before = [], {}, None
+    for folder in sorted((root / "results" / "st_compare" / "bow_recipe").iterdir()):
+        led = Ledger(folder, st.KEY)
+        recipe, recs = (led.setup or {}).get("recipe") or {}, led.latest()
+        dev = st.dev_runs(recs)[st.BASELINE]
+        scores[folder.name] = statistics.mean(dev.values())
+        before = next(((r["stsb_dev"] + r["sickr_dev"]) / 2 for r in recs if r["row"] == st.BEFORE), before)
+        body.append(
+            [f"{recipe['lr']:g}", str(recipe["steps"]), str(len(dev)), f"{scores[folder.name]:.2f}", folder.name]
+        )
+    best = max(scores, key=scores.get)
+    for row in body:
+        row[-1] = "**chosen**" if row[-1] == best else ""
+    return _captioned(
+        f"MNRL from the bag of words, one seed per recipe; {st.DEV_METRIC}; rule: the highest dev score "
+        f"(the test columns are not read). The starting model's dev score: {before:.2f}. From "
+        "`results/st_compare/bow_recipe/`.",
+        ["lr", "steps", "seeds", "dev score", ""],
+        body,
+        "rrrrl",
+    )
+
+
 table("st_compare_minilm")(lambda root: _st_compare(root, "minilm")[0])
 
 

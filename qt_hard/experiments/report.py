@@ -21,12 +21,14 @@ import io
 import math
 import os
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
     "MIN_PAIRS",
+    "Choice",
+    "choose_on_dev",
     "PairedVerdict",
     "paired_verdict",
     "fmt_mean_spread",
@@ -114,6 +116,49 @@ def paired_verdict(base: Mapping, row: Mapping, confidence: float = 0.95) -> Pai
     low, high = m - half, m + half
     verdict = "better" if low > 0 else "worse" if high < 0 else "level"
     return PairedVerdict(m, low, high, len(d), verdict)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A row chosen on dev (:func:`choose_on_dev`): its name, its mean dev metric over seeds, its
+    verdict against its baseline on that metric (None for the default row), and the rule's words."""
+
+    row: str
+    dev: float
+    verdict: PairedVerdict | None
+    rule: str
+
+    def sentence(self, label=str, digits: int = 2) -> str:
+        """``"Chosen on dev (RULE): ROW (dev mean M; against its baseline on dev +x [a, b], better)."``"""
+        said = f"{label(self.row)} (dev mean {self.dev:.{digits}f}"
+        if self.verdict is not None:
+            said += f"; against its baseline on dev {self.verdict.cell(digits)}, {self.verdict.verdict}"
+        return f"Chosen on dev ({self.rule}): {said})."
+
+
+def choose_on_dev(
+    dev: Mapping[str, Mapping], baseline_of: Callable[[str], str | None], default: str, metric: str
+) -> Choice:
+    """The row a recommendation takes, chosen on dev only: of ``dev`` (row -> seed -> dev metric), the
+    row with the highest mean among those **better** than their baseline (``baseline_of(row)``, on
+    the same data) on that metric by :func:`paired_verdict`; ``default`` (the baseline a reader would
+    use anyway) where no row is. Test scores play no part."""
+    better = {}
+    for row, vals in dev.items():
+        base = baseline_of(row)
+        if base is None or base not in dev:
+            continue
+        v = paired_verdict(dev[base], vals)
+        if v.verdict == "better":
+            better[row] = (statistics.mean(vals.values()), v)
+    rule = (
+        f"the highest mean {metric} over seeds among the rows better than their baseline on it (paired 95% "
+        f"interval above 0); {default} where no row is"
+    )
+    if not better:
+        return Choice(default, statistics.mean(dev[default].values()), None, rule)
+    row = max(better, key=lambda r: better[r][0])
+    return Choice(row, better[row][0], better[row][1], rule)
 
 
 def verdict_sentence(

@@ -327,6 +327,10 @@ def summarize(records: list[dict], protocol: str, paper: dict, field: str = "acc
             "",
             report.verdict_sentence("uniform", avg["uniform"], {r: avg[r] for r in diffs}, "six-task mean"),
         ]
+        if field == "devacc":  # the split a choice reads
+            rule = "SentEval dev six-task accuracy"
+            choice = report.choose_on_dev(avg, lambda r: None if r == "uniform" else "uniform", "uniform", rule)
+            lines += ["", choice.sentence()]
     return "\n".join(lines), {"stats": stats, "diffs": diffs}
 
 
