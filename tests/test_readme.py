@@ -483,6 +483,8 @@ RUNS = {
 
 # README command -> why CI does not run it.
 SKIPS = {
+    "python -m qt_hard.experiments.pages --write": "rewrites the checkout's own pages; the --check above runs, and "
+    "tests/test_pages.py runs --write on a temporary root",
     "git clone https://github.com/facebookresearch/SentEval": "needs network (GitHub); SentEval's interface is run "
     "with a stand-in engine package in tests/test_eval_senteval_engine.py",
     "cd SentEval/data/downstream && ./get_transfer_data.bash && cd -": "SentEval's download script needs network",

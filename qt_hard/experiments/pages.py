@@ -50,25 +50,38 @@ class UnknownBlock(ValueError):
 @dataclass(frozen=True)
 class Block:
     """One registered table: ``make(root)`` is its Markdown; ``spread``: it compares runs, so its
-    block ends with the link to the spread's definition."""
+    block ends with the link to the spread's definition; ``root_links``: its links are written from
+    the checkout's root (``docs/...``) and each page gets them relative to itself."""
 
     make: Callable[[Path], str]
     spread: bool = True
+    root_links: bool = False
 
 
 REGISTRY: dict[str, Block] = {}
+ROOT_LINK = re.compile(r"\]\((?P<path>(?:docs|results)/[^)#\s]*)(?P<anchor>#[^)\s]*)?\)")
 
 
-def table(name: str, spread: bool = True):
+def table(name: str, spread: bool = True, root_links: bool = False):
     """Register ``fn(root) -> markdown`` under ``name``."""
 
     def put(fn):
         if name in REGISTRY:
             raise ValueError(f"block {name} registered twice")
-        REGISTRY[name] = Block(fn, spread)
+        REGISTRY[name] = Block(fn, spread, root_links)
         return fn
 
     return put
+
+
+def _relink(text: str, root: Path, page: Path) -> str:
+    """``text``'s root-relative links (``](docs/x.md#a)``) made relative to ``page``'s folder."""
+
+    def sub(m):
+        rel = os.path.relpath(root / m.group("path"), page.parent).replace(os.sep, "/")
+        return f"]({rel}{m.group('anchor') or ''})"
+
+    return ROOT_LINK.sub(sub, text)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1487,6 +1500,19 @@ def _effects_graphs(root: Path) -> list[Effect]:
                 ("label", "all", 128),
             )
         )
+    for ds in ("IMDB-BINARY", "IMDB-MULTI"):
+        out.append(
+            Effect(
+                f"graphs_hscl_lr1e-3_{ds}",
+                "graphs with labels (H-SCL, lr 1e-3)",
+                f"H-SCL, beta 1 vs uniform, {graph_table.SHORT[ds]}",
+                "SVM accuracy",
+                pick("infograph", ds),
+                pick("hscl_b1_lr1e-3", ds),
+                "reproductions/hscl.md#the-learning-rate-control-10-repeats-one-code",
+                ("label", "all", 128),
+            )
+        )
     return out
 
 
@@ -1594,6 +1620,123 @@ def _said(v: report.PairedVerdict, digits: int = 2) -> str:
     return f"{v.verdict}, {v.cell(digits)}" + (f" ({v.n} seeds)" if v.verdict == "not judged" else "")
 
 
+# --------------------------------------------------------------------------------------------
+# the decision page's answers: one line of effects per setting, under the page's own prose
+
+
+def _effect_line(root: Path, items: list[tuple[str, str]]) -> str:
+    """One line: for each (effect key, short name) the effect's paired mean [95% interval], its seeds
+    and its verdict, the name linking the effect's table."""
+    fx = {e.key: e for e in _effects(root)}
+    parts = []
+    for key, short in items:
+        v = fx[key].verdict
+        parts.append(f"[{short}]({fx[key].link}) {v.cell()}, {v.n} seeds, **{v.verdict}**")
+    return "Effect: " + "; ".join(parts) + "."
+
+
+def _answer(items: list[tuple[str, str]]):
+    return lambda root: _effect_line(root, items)
+
+
+table("answer-text", spread=False)(
+    _answer(
+        [
+            ("text_hard2-clamp_transfer", "transfer (six-task test mean) vs uniform"),
+            ("text_hard2-clamp_similarity", "similarity mean"),
+        ]
+    )
+)
+table("answer-graphs", spread=False)(
+    _answer(
+        [
+            ("graphs_hard_MUTAG", "hard vs uniform, MUTAG"),
+            ("graphs_hscl_lr1e-3_IMDB-BINARY", "H-SCL vs uniform, IMDB-B"),
+            ("graphs_hscl_lr1e-3_IMDB-MULTI", "IMDB-M"),
+        ]
+    )
+)
+table("answer-images", spread=False)(
+    _answer([("images_simclr_hard", "SimCLR, hard vs uniform, kNN"), ("images_moco_ring_cpu", "MoCo, ring vs uniform")])
+)
+table("answer-k", spread=False)(
+    _answer(
+        [
+            ("k_100", "k = 50 vs all, N = 100"),
+            ("k_1000", "k = 998 vs all, N = 1000"),
+            ("collision_free_1000", "collision-free vs plain, N = 1000"),
+        ]
+    )
+)
+
+
+@table("answer-similarity", spread=False)
+def _answer_similarity(root: Path) -> str:
+    """The sentence-transformers choice from each start, on dev, with the chosen row's test effect."""
+    from qt_hard.experiments.ledger import Ledger
+
+    st = _script(root, "st_compare")
+    parts = []
+    for folder, start in (("minilm", "all-MiniLM-L6-v2"), ("bow", "the quick start's bag of words")):
+        recs = Ledger(root / "results" / "st_compare" / folder, st.KEY).latest()
+        c = st.choose(recs)
+        if c.verdict is None:
+            parts.append(f"from {start}, `{c.row}` (no row better on dev)")
+            continue
+        base = st.baseline_of(c.row)
+        test = {k: {r["seed"]: r["sts_mean"] for r in recs if r["row"] == k} for k in (base, c.row)}
+        t = report.paired_verdict(test[base], test[c.row])
+        parts.append(
+            f"from {start}, `{c.row}`: vs `{base}` on dev {c.verdict.cell()}, **{c.verdict.verdict}**; on "
+            f"STS12-16 test {t.cell()}, **{t.verdict}**"
+        )
+    return (
+        "[Chosen on dev](guides/sentence-transformers.md#fine-tuning-comparison-which-loss-to-start-with) "
+        "(3 seeds): " + "; ".join(parts) + "."
+    )
+
+
+SCIFACT_LEDGER = "results/scifact/results.jsonl"
+
+
+@table("scifact-answer", spread=False)
+def _scifact_answer(root: Path) -> str:
+    """Retrieval fine-tuning on SciFact: "not measured yet" until its ledger exists; then the row
+    chosen on dev nDCG@10 (each row against MNRL on the same data) and its test nDCG@10 effect."""
+    path = root / SCIFACT_LEDGER
+    if not path.is_file():
+        return f"Not measured yet: `{SCIFACT_LEDGER}` does not exist."
+    from qt_hard.experiments.specs import scifact
+
+    recs = _latest(path.parent, scifact.KEY)
+
+    def baseline_of(row):
+        if row in ("before", scifact.BASELINES[0]):
+            return None
+        return scifact.BASELINES[1] if "+mined" in row and row != scifact.BASELINES[1] else scifact.BASELINES[0]
+
+    def runs(metric):
+        out: dict = {}
+        for r in recs:
+            if r.get(metric) is not None and r["row"] != "before":
+                out.setdefault(r["row"], {})[r["seed"]] = float(r[metric])
+        return out
+
+    dev, test = runs("dev_ndcg@10"), runs("test_ndcg@10")
+    if scifact.BASELINES[0] not in dev:
+        return f"Not measured yet: `{SCIFACT_LEDGER}` has no `{scifact.BASELINES[0]}` row."
+    c = report.choose_on_dev(dev, baseline_of, scifact.BASELINES[0], "dev nDCG@10")
+    said = f"Chosen on dev nDCG@10 (each row against MNRL on the same data): `{c.row}`"
+    if c.verdict is None:
+        return said + f", no row is better than its baseline on dev ({len(recs)} records in `{SCIFACT_LEDGER}`)."
+    base = baseline_of(c.row)
+    t = report.paired_verdict(test.get(base, {}), test.get(c.row, {}))
+    return (
+        said + f": against `{base}` on dev {c.verdict.cell()}, **{c.verdict.verdict}**; on test nDCG@10 "
+        f"{t.cell()}, **{t.verdict}** (`{SCIFACT_LEDGER}`)."
+    )
+
+
 def _ring_claims(root: Path) -> tuple[dict, report.PairedVerdict]:
     """Ring against uniform, paired by seed: MoCo's (kNN, linear) verdicts per results folder, and
     SimCLR's kNN verdict."""
@@ -1685,7 +1828,7 @@ def _kvn_claim_rows(root: Path) -> list[list[str]]:
     ]
 
 
-@table("readme_claims")
+@table("readme_claims", root_links=True)
 def _readme_claims(root: Path) -> str:
     """The README's table of the papers' claims: each verdict with the paired intervals of the tables it
     rests on."""
@@ -1850,6 +1993,8 @@ def body_of(name: str, root: Path, page: Path, cache: dict | None = None) -> str
     if name not in cache:
         cache[name] = REGISTRY[name].make(root).rstrip("\n")
     text = cache[name]
+    if REGISTRY[name].root_links:
+        text = _relink(text, root, page)
     if REGISTRY[name].spread:
         text += "\n\n" + _spread_link(root, page)
     return f"\n{text}\n\n"
