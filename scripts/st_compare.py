@@ -467,6 +467,8 @@ def summarize(records: list[dict], recipe: dict | None = None, memory: list[dict
                     report.verdict_sentence(f"`{b}`", base_runs, mine, "STS12-16 mean", label=lambda r: f"`{r}`"),
                 ]
         lines += ["", *dev_lines(records)]
+    if note := report.commits_note(records):
+        lines += ["", note]
     if memory:
         lines += [
             "",

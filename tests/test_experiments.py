@@ -190,3 +190,9 @@ def test_the_choice_on_dev_takes_the_best_row_among_those_better_than_their_base
     assert "steady (dev mean 71.50; against its baseline on dev +0.50 [+0.50, +0.50], better)." in pick.sentence()
     none = report.choose_on_dev({k: dev[k] for k in ("uniform", "noisy")}, lambda r: "uniform", "uniform", "x")
     assert (none.row, none.verdict) == ("uniform", None) and none.sentence().endswith("uniform (dev mean 71.00).")
+
+
+def test_a_table_whose_records_span_commits_says_so():
+    assert report.commits_note([{"commit": "abc1234"}, {"commit": "abc1234"}, {"seed": 0}]) == ""
+    note = report.commits_note([{"commit": "abc1234"}, {"commit": "abc1234+dirty"}, {"commit": "def5678"}])
+    assert note.startswith("The records span 3 commits of the code (abc1234, abc1234+dirty, def5678)")

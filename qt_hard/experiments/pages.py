@@ -590,11 +590,13 @@ def _graph_block(root: Path, source: str, rows: list[str], datasets: list[str]) 
 
     recs = _graph_records(root, source)
     summary = graph_table.summarize(recs, rows, datasets)
+    note = report.commits_note(r for r in recs if r["row"] in rows and r["dataset"] in datasets)
     return _lines(
         f"SVM accuracy (%), mean ± spread over repeats (n: repeats), from `results/{source}`; the papers' "
         "numbers as printed in the table named.",
         "",
         graph_table.table_lines(summary, rows, datasets),
+        *(["", note] if note else []),
     )
 
 
@@ -1956,7 +1958,28 @@ def _readme_claims(root: Path) -> str:
         ],
         *_kvn_claim_rows(root),
     ]
-    return "\n".join(report.markdown_table(["paper", "claim", "here", "scale", "page"], rows))
+    spans = []
+    for folder, recs in (
+        ("readings", readings),
+        ("qt_similarity", _qt_ledger(root, "qt_similarity")),
+        ("graph_controls", gc),
+    ):
+        commits = {r["commit"] for r in recs if r.get("commit")}
+        if len(commits) > 1:
+            spans.append(f"`results/{folder}/` {len(commits)}")
+    return _lines(
+        report.markdown_table(["paper", "claim", "here", "scale", "page"], rows),
+        *(
+            [
+                "",
+                "The records behind these claims span several commits of the code (per ledger: "
+                + ", ".join(spans)
+                + "); each record names its own.",
+            ]
+            if spans
+            else []
+        ),
+    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ __all__ = [
     "MIN_PAIRS",
     "Choice",
     "choose_on_dev",
+    "commits_note",
     "PairedVerdict",
     "paired_verdict",
     "fmt_mean_spread",
@@ -159,6 +160,18 @@ def choose_on_dev(
         return Choice(default, statistics.mean(dev[default].values()), None, rule)
     row = max(better, key=lambda r: better[r][0])
     return Choice(row, better[row][0], better[row][1], rule)
+
+
+def commits_note(records: Iterable[Mapping]) -> str:
+    """The line under a table whose ``records`` ran on more than one commit of the code: how many and
+    which (a ``+dirty`` commit, with uncommitted code changes, counts as its own); "" for one."""
+    commits = sorted({str(r["commit"]) for r in records if r.get("commit")})
+    if len(commits) < 2:
+        return ""
+    return (
+        f"The records span {len(commits)} commits of the code ({', '.join(commits)}); each record names its own, "
+        "and a row's numbers may come from different code."
+    )
 
 
 def verdict_sentence(

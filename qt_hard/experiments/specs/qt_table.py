@@ -331,6 +331,8 @@ def summarize(records: list[dict], protocol: str, paper: dict, field: str = "acc
             rule = "SentEval dev six-task accuracy"
             choice = report.choose_on_dev(avg, lambda r: None if r == "uniform" else "uniform", "uniform", rule)
             lines += ["", choice.sentence()]
+    if note := report.commits_note(r for runs in by.values() for r in runs.values()):
+        lines += ["", note]
     return "\n".join(lines), {"stats": stats, "diffs": diffs}
 
 
@@ -423,6 +425,9 @@ def summarize_similarity(records: list[dict], field: str = "spearman") -> tuple[
                 label=lambda k: row_spec(k)[0],
             ),
         ]
+    commits = [r for r in records if r.get("protocol") == "similarity" and r["row"] in by]
+    if note := report.commits_note(commits):
+        lines += ["", note]
     return "\n".join(lines), {"stats": stats, "diffs": diffs, "spread": spread, "verdict": verdict}
 
 
