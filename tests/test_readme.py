@@ -461,6 +461,7 @@ RUNS = {
     "qt-hard eval wiki --model random:bow --data data/wiki10 --classes 10 --split-seed 0": Run(
         needs=("data/wiki10",), prints=(r"(?m)^\| random:bow \| 10 \| \d+\.\d \| \d+\.\d \|$",)
     ),
+    "qt-hard eval retrieval --model random:bow": Run(prints=(r"(?m)^\| random:bow \| \d+\.\d\d \|",)),
     "qt-hard eval compare minilm.json random_bow.json": Run(
         needs=("minilm.json", "random_bow.json"),
         prints=(
