@@ -3,7 +3,7 @@
 Each area of the library registers its own subcommand through a ``register(subparsers)``
 function, so this file only wires them together:
 
-* ``qt-hard train CONFIG.yaml [key=value ...]``  (qt_hard.training.cli; text or graph per the config)
+* ``qt-hard train CONFIG.yaml [key=value ...]``  (qt_hard.training.cli; text, graph or image per the config)
 * ``qt-hard eval senteval|wiki|compare ...``       (qt_hard.evaluation.cli)
 * ``qt-hard data get|list|wiki|books ...``         (qt_hard.data.cli)
 
@@ -70,7 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
     from qt_hard.evaluation import cli as evaluation_cli
     from qt_hard.training import cli as training_cli
 
-    parser = OneLineParser(prog="qt-hard", description=__doc__.splitlines()[0])
+    parser = OneLineParser(
+        prog="qt-hard",
+        description="Contrastive embeddings with pluggable negatives: the text, graph and image pipelines' "
+        "training, their evaluation, and the data sets they read.",
+    )
     parser.add_argument(
         "--debug", action="store_true", help="show the traceback of user errors too (or set QT_HARD_DEBUG=1)"
     )

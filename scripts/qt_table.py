@@ -42,7 +42,7 @@ Spearman and Pearson x100 per task; a run whose ``final/`` is there is evaluated
 (``--protocol senteval,similarity`` on a finished table adds the similarity records only). Its
 summary (``OUT/table_similarity.md``, printed) gives mean +- sample std over seeds per task and of
 the similarity mean (STS12-16 mean, STS-B cos and SICK-R cos), each row's difference to uniform
-paired by seed, and whether that difference exceeds uniform's seed spread. ``--eval-device`` is where the
+paired by seed, and its verdict (the 95% t-interval of the paired differences). ``--eval-device`` is where the
 classifiers are solved (``qt_hard.evaluation.logreg``'s device: ``cpu``, or ``cuda`` for the same
 solver on a GPU); the encoder runs on the GPU whenever there is one. Each record says which.
 """

@@ -43,8 +43,9 @@ Resumable: every finished (row, seed) is a line of ``OUT/results.jsonl`` (``qt_h
 recipe per folder), skipped on the next call; several processes may share one OUT (each claims the
 cell it runs). Each record has its machine, UTC time, commit and wall time. The summary
 (``OUT/table.md``, printed; ``OUT/results.csv``, one row per run): mean ± sample std (ddof 1) over
-seeds per row, each row's difference to ``mnrl`` paired by seed, and which rows beat it by more than
-its spread (the sample std of ``mnrl`` over seeds).
+seeds per row, and each row's difference to MNRL trained on the same data (``mnrl`` for a row on the
+pairs, ``mnrl+mined`` for a row on the mined triplets) paired by seed, with its 95% t-interval and
+verdict (``qt_hard.experiments.report.paired_verdict``).
 
 ``--memory ROW --memory-batch B`` measures the peak resident memory of a few training steps of the row
 and of its ``+cached`` form at batch ``B``, each in a fresh process (``OUT/memory.jsonl``).
@@ -62,6 +63,7 @@ import csv
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -74,6 +76,7 @@ os.environ.setdefault("WANDB_DISABLED", "true")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # runnable from a checkout without installing the package
 
+from qt_hard.experiments import report  # noqa: E402
 from qt_hard.experiments.specs.st_finetuning import (  # noqa: E402
     GuardAudit,
     STEncoder,
@@ -127,6 +130,7 @@ ROWS = {
 MINED_ROWS = ("mnrl", "gist", "hard_b1", "hard_b1_guard_rel", "gist_filter")
 DEFAULT_ROWS = [*ROWS, *(f"{r}+mined" for r in MINED_ROWS)]
 BASELINE = "mnrl"
+MINED_BASELINE = "mnrl+mined"
 BEFORE = "before"
 KEY = ("row", "seed")
 STS_YEARS = ("STS12", "STS13", "STS14", "STS15", "STS16")
@@ -163,6 +167,18 @@ def row_order(name: str) -> tuple:
         return (-1, 0, 0, 0)
     base, mined, cached = parse_row(name)
     return (int(mined), list(ROWS).index(base), int(cached), 0)
+
+
+def baseline_of(row: str) -> str | None:
+    """The row ``row`` is judged against: MNRL trained on the same data, ``mnrl+mined`` for a row on
+    the mined triplets and ``mnrl`` for one on the pairs (the data and the batch order differ between
+    the two, so a mined row is never paired with MNRL on the pairs); ``mnrl+mined`` itself against
+    ``mnrl`` (the effect of the mining); None for ``mnrl`` and ``before``."""
+    if row in (BASELINE, BEFORE):
+        return None
+    if row == MINED_BASELINE:
+        return BASELINE
+    return MINED_BASELINE if parse_row(row)[1] else BASELINE
 
 
 # ------------------------------------------------------------------------------------------- model
@@ -398,8 +414,11 @@ def measure_memory(args, out: Path, recipe: dict, setup: dict) -> None:
 # ------------------------------------------------------------------------------------------ summary
 def summarize(records: list[dict], recipe: dict | None = None, memory: list[dict] | None = None) -> tuple[str, dict]:
     """The Markdown table: mean ± sample std (ddof 1) over seeds per row of ``METRICS``; then each row's
-    difference to ``mnrl`` paired by seed, * where its size exceeds mnrl's seed spread (the sample std
-    over seeds) in that column, and the rows whose headline difference exceeds the spread."""
+    difference to its baseline (:func:`baseline_of`: MNRL on the same data) paired by seed, the
+    headline's with its 95% t-interval and verdict (:func:`qt_hard.experiments.report.paired_verdict`),
+    * where a column's interval excludes 0, and per baseline the sentence that groups the rows by
+    verdict. ``parts``: stats, diffs, MNRL's spread, verdicts (row -> PairedVerdict of the headline),
+    baselines (row -> its baseline) and beats (the rows judged better)."""
     import numpy as np
 
     by: dict = {}
@@ -424,54 +443,55 @@ def summarize(records: list[dict], recipe: dict | None = None, memory: list[dict
         sd = s["std"] if s["std"] is not None else [None] * len(heads)
         cells = [f"{m:.2f}" + (f" ± {d:.2f}" if d is not None else "") for m, d in zip(s["mean"], sd)]
         lines.append(f"| {row_label(row)} (`{row}`) | {s['n']} | " + " | ".join(cells) + " |")
-    diffs, beats, pending, spread = {}, [], [], None
-    if BASELINE in stats:
-        base = by[BASELINE]
+    diffs, verdicts, bases, spread = {}, {}, {}, None
+    if BASELINE in stats and any(baseline_of(r) in by for r in stats):
         spread = stats[BASELINE]["std"]
+        body = []
+        for row in stats:
+            base = baseline_of(row)
+            if base is None or base not in by or not set(by[row]) & set(by[base]):
+                continue
+            judged = [
+                report.paired_verdict({s: v[i] for s, v in by[base].items()}, {s: v[i] for s, v in by[row].items()})
+                for i in range(len(heads))
+            ]
+            diffs[row], verdicts[row], bases[row] = np.array([v.mean for v in judged]), judged[0], base
+            marks = ["*" if v.verdict in ("better", "worse") else "" for v in judged]
+            cells = [judged[0].cell() + marks[0], judged[0].verdict]
+            cells += [f"{v.mean:+.2f}{m}" for v, m in zip(judged[1:], marks[1:])]
+            body.append([f"`{row}`", f"`{base}`", str(judged[0].n), *cells])
+        context = [
+            f"`{b}` {', '.join(f'{h} {x:.2f}' for h, x in zip(heads, stats[b]['std']))}"
+            for b in (BASELINE, MINED_BASELINE)
+            if b in stats and stats[b]["std"] is not None
+        ]
         lines += [
             "",
-            "Difference to MNRL, paired by seed (mean over the shared seeds of row - MNRL); * where its size exceeds "
-            "MNRL's seed spread (sample std over seeds) in that column"
-            + (f" ({', '.join(f'{h} {x:.2f}' for h, x in zip(heads, spread))})" if spread is not None else "")
-            + ":",
+            "Difference to each row's baseline, MNRL trained on the same data (`mnrl` for rows on the pairs, "
+            "`mnrl+mined` for rows on the mined triplets; `mnrl+mined` itself against `mnrl`: the effect of the "
+            "mining), paired by seed: the STS12-16 mean with its 95% t-interval and verdict (better or worse only "
+            "when the interval excludes 0; not judged below 3 pairs), the other columns the mean, * where the "
+            "interval excludes 0. The baselines' seed spreads, for context: "
+            + ("; ".join(context) or "none yet (one seed)")
+            + ".",
             "",
-            "| Row | shared seeds | " + " | ".join(heads) + " |",
-            "|---|---:|" + "---:|" * len(heads),
+            *report.markdown_table(
+                ["Row", "baseline", "pairs", f"{heads[0]} [95% interval]", "verdict", *heads[1:]],
+                body,
+                "llrrl" + "r" * (len(heads) - 1),
+            ),
         ]
-        for row in stats:
-            if row in (BASELINE, BEFORE):
-                continue
-            shared = sorted(set(by[row]) & set(base))
-            if not shared:
-                continue
-            d = np.stack([by[row][s] - base[s] for s in shared]).mean(0)
-            diffs[row] = d
-            beyond = (np.abs(d) > spread) if spread is not None else np.zeros(len(d), bool)
-            if len(shared) < len(base):  # judged once it has every seed MNRL has
-                pending.append(row)
-            elif beyond[0] and d[0] > 0:
-                beats.append(row)
-            cells = [f"{x:+.2f}" + ("*" if b else "") for x, b in zip(d, beyond)]
-            lines.append(f"| {row_label(row)} (`{row}`) | {len(shared)} | " + " | ".join(cells) + " |")
-        if spread is None:
-            lines += ["", "MNRL has one seed so far: no seed spread to judge the differences by."]
-        else:
-            worse = [r for r, d in diffs.items() if r not in pending and d[0] < 0 and abs(d[0]) > spread[0]]
-            lines += [
-                "",
-                f"Beat MNRL on the STS12-16 mean by more than its seed spread ({spread[0]:.2f}): "
-                + (", ".join(f"`{r}` ({diffs[r][0]:+.2f})" for r in beats) or "no row")
-                + ". Below it by more than the spread: "
-                + (", ".join(f"`{r}` ({diffs[r][0]:+.2f})" for r in worse) or "no row")
-                + "."
-                + (
-                    f" Not judged yet (fewer seeds than MNRL's {len(base)}): "
-                    + ", ".join(f"`{r}`" for r in pending)
-                    + "."
-                    if pending
-                    else ""
-                ),
-            ]
+        for b in (BASELINE, MINED_BASELINE):
+            mine = {r: {s: v[0] for s, v in by[r].items()} for r in bases if bases[r] == b}
+            if mine:
+                base_runs = {s: v[0] for s, v in by[b].items()}
+                lines += [
+                    "",
+                    report.verdict_sentence(f"`{b}`", base_runs, mine, "STS12-16 mean", label=lambda r: f"`{r}`"),
+                ]
+        lines += ["", *dev_lines(records)]
+    if note := report.commits_note(records):
+        lines += ["", note]
     if memory:
         lines += [
             "",
@@ -485,7 +505,59 @@ def summarize(records: list[dict], recipe: dict | None = None, memory: list[dict
                 f"| `{m['row']}` | {m['batch']} | {m['steps']} | {m['peak_rss_mb_before_steps']:.0f} | "
                 f"{m['peak_rss_mb']:.0f} | {m['step_s']} |"
             )
-    return "\n".join(lines), {"stats": stats, "diffs": diffs, "spread": spread, "beats": beats}
+    beats = [r for r, v in verdicts.items() if v.verdict == "better"]
+    parts = {"stats": stats, "diffs": diffs, "spread": spread, "verdicts": verdicts, "baselines": bases}
+    return "\n".join(lines), {**parts, "beats": beats}
+
+
+DEV_METRIC = "dev score (STS-B dev and SICK-R dev cosine Spearman x100, averaged)"
+
+
+def dev_runs(records: list[dict]) -> dict:
+    """row -> seed -> the dev mean of a run: (``stsb_dev`` + ``sickr_dev``) / 2, the split the choices
+    read (the test columns never choose)."""
+    out: dict = {}
+    for r in sorted(records, key=lambda r: row_order(r["row"])):
+        if r["row"] != BEFORE and r.get("stsb_dev") is not None and r.get("sickr_dev") is not None:
+            out.setdefault(r["row"], {})[r["seed"]] = (r["stsb_dev"] + r["sickr_dev"]) / 2
+    return out
+
+
+def choose(records: list[dict]) -> report.Choice:
+    """The row this comparison recommends, chosen on dev alone (``report.choose_on_dev`` over
+    :func:`dev_runs`, each row against :func:`baseline_of`); MNRL where no row is better on dev."""
+    return report.choose_on_dev(dev_runs(records), baseline_of, BASELINE, DEV_METRIC)
+
+
+def dev_lines(records: list[dict]) -> list[str]:
+    """The dev table (each row's dev mean against its baseline's, paired by seed: mean [95% interval]
+    and verdict) and the line naming the row chosen on it, with that row's test effect."""
+    dev = dev_runs(records)
+    body = []
+    for row, vals in dev.items():
+        base = baseline_of(row)
+        if base not in dev:
+            continue
+        v = report.paired_verdict(dev[base], vals)
+        body.append([f"`{row}`", f"`{base}`", str(v.n), f"{statistics.mean(vals.values()):.2f}", v.cell(), v.verdict])
+    if not body:
+        return []
+    c = choose(records)
+    said = c.sentence(label=lambda r: f"`{r}`")
+    base = baseline_of(c.row)
+    if base is not None:
+        test = {k: {r["seed"]: r["sts_mean"] for r in records if r["row"] == k} for k in (c.row, base)}
+        t = report.paired_verdict(test[base], test[c.row])
+        said += f" On test, against `{base}` on the STS12-16 mean: {t.cell()}, {t.verdict}."
+    return [
+        f"Dev, the split the choice reads: the {DEV_METRIC}, each row against its baseline paired by seed:",
+        "",
+        *report.markdown_table(
+            ["Row", "baseline", "pairs", "dev score", "difference [95% interval]", "verdict"], body, "llrrrl"
+        ),
+        "",
+        said,
+    ]
 
 
 CSV_FIELDS = [

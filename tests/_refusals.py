@@ -115,6 +115,11 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+def _code(text: str) -> str:
+    """``text`` as one Markdown code span: fenced by two backticks and spaces when it holds one."""
+    return f"`` {text} ``" if "`" in text else f"`{text}`"
+
+
 def render() -> str:
     """``docs/refusals.md``: the table above as Markdown."""
     lines = [
@@ -127,7 +132,7 @@ def render() -> str:
         "the configured batch size, so a typo fails in seconds rather than after the books are prepared.",
         "",
         "`tests/test_refusals.py` runs every row through the real command; this page is generated from",
-        "the same table (`tests/refusals.yaml`; `python tests/_refusals.py` rewrites it). Names in capitals",
+        "the same table (`tests/refusals.yaml`; [contributing](contributing.md)). Names in capitals",
         "stand for the files of the row (`OUT` its output folder, `CONFIG.yaml` a Quick-Thoughts config,",
         "`MODEL` a saved model, `SENTEVAL` a SentEval folder, `RUN` a folder holding a run, `BEIR` a folder",
         "in BEIR's layout).",
@@ -139,7 +144,7 @@ def render() -> str:
         given = _words(row.input) + (f" ({SETUPS[row.setup]})" if row.setup else "")
         command = "qt-hard " + " ".join(a if a and " " not in a else repr(a) for a in (_words(x) for x in row.args))
         error = "qt-hard: error: " + _words(row.error)
-        lines.append(f"| {_cell(given)} | `{_cell(command)}` | {_cell(row.what)} | `{_cell(error)}` |")
+        lines.append(f"| {_cell(given)} | {_code(_cell(command))} | {_cell(row.what)} | {_code(_cell(error))} |")
     lines += [
         "",
         "Interruptions are not errors: a run stopped by SIGINT or SIGTERM writes a checkpoint and exits",

@@ -91,6 +91,14 @@ def test_cli_page_has_every_command_with_an_example():
             assert re.search(rf"```console\n\$ {re.escape(command)}( |\n)", found[command]), f"{command}: no example"
 
 
+def test_no_help_text_carries_rst_markup_and_the_top_level_names_every_pipeline():
+    """``--help`` is read in a terminal: no ``double backticks`` from docstrings."""
+    texts = {command: help_text(command) for command, _ in commands()}
+    assert [c for c, t in texts.items() if "``" in t] == []
+    assert "text, graph and image" in texts["qt-hard"]
+    assert "train a model (text, graph or image pipeline)" in texts["qt-hard"]
+
+
 def test_a_stale_help_block_is_rewritten():
     stale = "<!-- help: qt-hard data list -->\n```text\nold\n```\n<!-- /help -->"
     new = cli_page(f"intro\n\n{stale}\n")

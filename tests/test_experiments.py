@@ -25,16 +25,19 @@ def test_spread_is_the_sample_std_and_differences_are_paired_by_seed():
     assert report.fmt_mean_spread([71.0, 73.0, ""]) == "72.0 ± 1.4" and report.fmt_mean_spread([None]) == "-"
 
 
-def test_beyond_the_spread_names_the_rows_whose_mean_paired_difference_exceeds_it():
+def test_the_verdict_sentence_groups_rows_by_their_paired_interval_not_by_the_spread():
     base = {0: 70.0, 1: 70.2, 2: 70.4}  # spread 0.2
-    rows = {"up": {0: 70.5, 1: 70.7}, "level": {0: 70.1, 1: 70.3, 2: 70.5}}
-    text = report.beyond_spread("uniform", base, rows, "six-task mean")
-    assert text == (
-        "Beat uniform on the six-task mean by more than uniform's seed spread (sample std of its six-task "
-        "mean, 0.20): up."
-    )
-    assert report.beyond_spread("uniform", base, {"level": rows["level"]}, "x").startswith("No row beats uniform")
-    assert report.beyond_spread("uniform", {0: 70.0}, rows, "x").startswith("Uniform has one seed so far")
+    rows = {
+        "up": {0: 70.5, 1: 70.7, 2: 70.9},  # +0.5 at every seed: better
+        "noisy": {0: 72.0, 1: 69.9, 2: 71.5},  # mean +0.93, beyond the spread, but the interval holds 0
+        "short": {0: 75.0, 1: 75.0},  # two pairs: not judged
+    }
+    text = report.verdict_sentence("uniform", base, rows, "six-task mean")
+    assert "**better**: up +0.50 [+0.50, +0.50]" in text
+    assert "**level**: noisy +0.93 [" in text and "**not judged**: short +4.90 (2 paired)" in text
+    assert "2-3 pairs" in text and text.endswith("uniform's seed spread, for context: 0.20.")
+    assert report.verdict_sentence("uniform", base, {"x": {9: 1.0}}, "m") == "No row shares a seed with uniform yet."
+    assert report.verdict_sentence("uniform", {0: 70.0}, {"x": {0: 71.0}}, "m").endswith("uniform has one seed.")
 
 
 def test_markdown_table_alignment_and_empty_cells():
@@ -161,11 +164,35 @@ def test_every_result_table_is_regenerated_or_listed():
     assert all((RESULTS / rel).is_file() for rel in NO_LEDGER)
 
 
-def test_paired_table_marks_the_differences_beyond_the_baseline_spread():
+def test_paired_table_gives_each_cell_its_interval_and_marks_those_that_exclude_zero():
     runs = {
-        "uniform": {0: [70.0, 50.0], 1: [70.2, 50.0], 2: [70.4, None]},  # spreads 0.2 and 0.0
-        "hard": {0: [70.5, 50.0], 1: [70.7, 51.0], 3: [99.0, 99.0]},  # seed 3 has no partner
+        "uniform": {0: [70.0, 50.0], 1: [70.2, 50.0], 2: [70.4, None], 3: [70.0, 50.0]},
+        "hard": {0: [70.5, 50.0], 1: [70.7, 51.0], 2: [70.9, 50.0], 3: [70.6, 50.0], 4: [99.0, 99.0]},
     }
     lines, spreads = report.paired_table("uniform", runs, ["a", "b"], digits=1)
-    assert spreads == [pytest.approx(0.2), 0.0]
-    assert lines[2] == "| hard | 2 | +0.5 ± 0.0* | +0.5 ± 0.7* |"
+    assert spreads == [pytest.approx(report.spread([70.0, 70.2, 70.4, 70.0])), 0.0]
+    # a: +0.5, +0.5, +0.5, +0.6 over 4 pairs, an interval above 0; b: 0, +1, 0 over 3 pairs, holding 0
+    assert lines[2] == "| hard | 3-4 | +0.5 [+0.4, +0.6]* | +0.3 [-1.1, +1.8] |"
+    assert lines[3] == "| *spread of uniform (3-4 seeds)* | | 0.2 | 0.0 |"
+    two = report.paired_table("uniform", {"uniform": {0: [1.0], 1: [2.0]}, "x": {0: [3.0], 1: [3.5]}}, ["a"])[0]
+    assert two[2] == "| x | 2 | +1.75 |"  # the mean alone: not judged
+
+
+def test_the_choice_on_dev_takes_the_best_row_among_those_better_than_their_baseline():
+    dev = {
+        "uniform": {0: 70.0, 1: 71.0, 2: 72.0},
+        "steady": {0: 70.5, 1: 71.5, 2: 72.5},  # +0.5 every seed: better
+        "noisy": {0: 74.0, 1: 69.0, 2: 75.0},  # the highest mean, but its interval holds 0: level
+    }
+    pick = report.choose_on_dev(dev, lambda r: None if r == "uniform" else "uniform", "uniform", "dev accuracy")
+    assert (pick.row, pick.dev, pick.verdict.verdict) == ("steady", pytest.approx(71.5), "better")
+    assert pick.sentence().startswith("Chosen on dev (the highest mean dev accuracy over seeds among the rows")
+    assert "steady (dev mean 71.50; against its baseline on dev +0.50 [+0.50, +0.50], better)." in pick.sentence()
+    none = report.choose_on_dev({k: dev[k] for k in ("uniform", "noisy")}, lambda r: "uniform", "uniform", "x")
+    assert (none.row, none.verdict) == ("uniform", None) and none.sentence().endswith("uniform (dev mean 71.00).")
+
+
+def test_a_table_whose_records_span_commits_says_so():
+    assert report.commits_note([{"commit": "abc1234"}, {"commit": "abc1234"}, {"seed": 0}]) == ""
+    note = report.commits_note([{"commit": "abc1234"}, {"commit": "abc1234+dirty"}, {"commit": "def5678"}])
+    assert note.startswith("The records span 3 commits of the code (abc1234, abc1234+dirty, def5678)")

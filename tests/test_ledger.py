@@ -120,12 +120,23 @@ def test_claims_exclude_live_holders_and_take_over_dead_ones(tmp_path):
     assert sorted(p.name for p in claims.iterdir()) == ["hard__1"]
 
 
-def test_provenance_names_machine_time_and_commit(tmp_path, monkeypatch):
+def test_provenance_names_machine_time_commit_and_library_versions(tmp_path, monkeypatch):
     from qt_hard.ledger import git_commit, provenance
 
     here = Path(__file__).resolve().parent
     p = provenance(here)
-    assert set(p) == {"machine", "utc", "commit"} and p["utc"].endswith("Z")
+    assert set(p) == {"machine", "utc", "commit", "versions"} and p["utc"].endswith("Z")
+    import numpy
+    import sentence_transformers
+    import torch
+    import transformers
+
+    assert p["versions"] == {
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "sentence-transformers": sentence_transformers.__version__,
+        "numpy": numpy.__version__,
+    }
     assert git_commit(tmp_path) == "unknown"  # no checkout there
     monkeypatch.setenv("QT_HARD_GIT_COMMIT", "abc1234")
     assert git_commit(tmp_path) == "abc1234"

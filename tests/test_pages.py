@@ -1,8 +1,10 @@
 """qt_hard.experiments.pages: every generated block of README.md and docs/ is what its result files
-give today, an unknown block name is an error, and the command names each stale block."""
+give today, an unknown block name is an error, the command names each stale block, and no page types
+a claims or results table outside a generated block."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -43,7 +45,7 @@ def test_check_names_a_stale_block_and_write_makes_it_current(tmp_path, monkeypa
     assert "stale: docs/page.md: demo" in capsys.readouterr().out
     assert pages.main(["--write", "--root", str(root)]) == 0
     text = (root / "docs" / "page.md").read_text()
-    assert "| a |\n|---|\n| 1 |\n\nSpread: " in text and "(comparisons.md#the-spread)" in text
+    assert "| a |\n|---|\n| 1 |\n\nSpread: " in text and "(comparisons.md#the-verdict)" in text
     assert pages.main(["--check", "--root", str(root)]) == 0
     (root / "n.txt").write_text("| a |\n|---|\n| 2 |\n")  # the result file changed: the page is stale again
     assert pages.stale(root) == [(root / "docs" / "page.md", "demo")]
@@ -59,3 +61,68 @@ def test_an_unknown_or_unclosed_block_is_an_error(tmp_path, monkeypatch, capsys,
         pages.stale(root)
     assert pages.main(["--check", "--root", str(root)]) == 1
     assert "error: " in capsys.readouterr().err
+
+
+# A claims or results table: a header naming a claim, verdict or effect, or a cell holding a measured
+# result (mean ± spread, a [low, high] interval, a bold verdict). Only generated blocks may hold one.
+FENCE = re.compile(r"^```.*?^```", re.S | re.M)
+RESULT_HEAD = re.compile(r"\b(claim|verdict|effect)\b", re.I)
+RESULT_CELL = re.compile(
+    r"\d\s*±\s*\d|\[[+-]\d[\d.]*, [+-]\d[\d.]*\]|\*\*(reproduced|partly|not reproduced|not judged|better|worse|level)\*\*",
+    re.I,
+)
+
+
+def hand_typed_result_tables(text: str) -> list[str]:
+    """The header line of each Markdown table outside the generated blocks (and code fences) that
+    carries a claim or a result."""
+    text = FENCE.sub("", pages.BLOCK.sub("", text))
+    found, table = [], []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("|"):
+            table.append(line)
+            continue
+        if table and (RESULT_HEAD.search(table[0]) or RESULT_CELL.search("\n".join(table[2:]))):
+            found.append(table[0])
+        table = []
+    return found
+
+
+def test_no_page_types_a_claims_or_results_table_by_hand():
+    typed = {
+        str(page.relative_to(ROOT)): found
+        for page in pages.page_files(ROOT)
+        if (found := hand_typed_result_tables(page.read_text(encoding="utf-8")))
+    }
+    assert typed == {}, "results tables typed by hand; generate them (qt_hard.experiments.pages)"
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        "| paper | claim | here |\n|---|---|---|\n| HCL | hard helps | **partly**: +0.4 |\n",
+        "| row | MR |\n|---|---:|\n| hard | 70.1 ± 0.2 |\n",
+        "| row | kNN |\n|---|---:|\n| ring | -1.38 [-2.90, +0.15] |\n",
+    ],
+)
+def test_a_hand_typed_results_table_is_found_and_a_generated_one_is_not(table):
+    assert hand_typed_result_tables(f"# Page\n\n{table}\nText.\n") == [table.splitlines()[0]]
+    generated = f"# Page\n\n<!-- generated: demo -->\n\n{table}\n<!-- /generated -->\n"
+    assert hand_typed_result_tables(generated) == []
+    assert hand_typed_result_tables("| option | meaning |\n|---|---|\n| `k` | 64 negatives |\n") == []
+
+
+def test_the_retrieval_answer_waits_for_its_ledger_then_reads_the_choice_from_dev(tmp_path):
+    from qt_hard.experiments.ledger import Ledger
+
+    make = pages.REGISTRY["scifact-answer"].make
+    assert make(tmp_path).startswith("Not measured yet: `results/scifact/results.jsonl` does not exist")
+    led = Ledger(tmp_path / "results" / "scifact", ("row", "seed"), setup={"recipe": {}})
+    for s in range(3):  # hard beta 1 on mined triplets: +1 on dev against MNRL on them, level on test
+        led.append({"row": "mnrl", "seed": s, "dev_ndcg@10": 60.0 + s, "test_ndcg@10": 60.0 + s})
+        led.append({"row": "mnrl+mined", "seed": s, "dev_ndcg@10": 61.0 + s, "test_ndcg@10": 61.0 + s})
+        d = (0.5, -0.5, 0.0)[s]
+        led.append({"row": "hard_b1+mined", "seed": s, "dev_ndcg@10": 62.0 + s, "test_ndcg@10": 61.0 + s + d})
+    text = make(tmp_path)
+    assert "`hard_b1+mined`: against `mnrl+mined` on dev +1.00 [+1.00, +1.00], **better**" in text
+    assert "on test nDCG@10 +0.00 [-1.24, +1.24], **level**" in text

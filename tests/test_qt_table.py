@@ -55,7 +55,8 @@ def test_results_append_read_summary_and_plot(qt_table, tmp_path):
     table, parts = qt_table.summarize(recs, "senteval", {})
     assert "70.1 ± 0.1" in table and "+1.0" in table
     assert parts["diffs"]["hard1"]["mean"] == pytest.approx([1.0] * 6)
-    assert table.splitlines()[-1].startswith("Beat uniform") and table.splitlines()[-1].endswith(": hard1.")
+    assert table.splitlines()[-1].startswith("Against uniform on the six-task mean")
+    assert "**better**: hard1 +1.00 [+1.00, +1.00]" in table.splitlines()[-1]
     qt_table.plot(parts, {}, tmp_path / "d.png")
     assert (tmp_path / "d.png").stat().st_size > 1000
     assert "No objective" not in qt_table.summarize(recs, "senteval", {})[0]
@@ -83,7 +84,7 @@ def test_summary_of_a_single_seed(qt_table, tmp_path):
     assert "70.0 ± 0.0" in table and parts["stats"]["uniform"]["n"] == 1
     hard = {"row": "hard1", "seed": 0, "protocol": "senteval", "acc": {t: v + 0.1 for t, v in acc.items()}}
     table = qt_table.summarize([rec, hard], "senteval", {})[0]
-    assert table.splitlines()[-1].startswith("Uniform has one seed so far")  # no claim without a spread
+    assert "**not judged**: hard1 +0.10 (1 paired)" in table.splitlines()[-1]  # no claim from one pair
 
 
 def test_unknown_protocol_is_a_clear_error(qt_table):
@@ -195,25 +196,25 @@ def _sim_record(qt_table, row, seed, base):
     return {"row": row, "seed": seed, "protocol": "similarity", "spearman": spear, "pearson": spear}
 
 
-def test_similarity_summary_pairs_by_seed_and_judges_by_uniforms_spread(qt_table):
+def test_similarity_summary_pairs_by_seed_and_judges_by_the_paired_interval(qt_table):
     recs = [_sim_record(qt_table, "uniform", s, 50.0) for s in range(3)]
     recs += [_sim_record(qt_table, "hard1-rescaled-anneal", s, 51.0) for s in range(3)]
     recs += [_sim_record(qt_table, "hard2", s, 50.0 + 0.05 * (s - 1)) for s in (0, 1)]  # two seeds only
+    # +0.3 on average, above uniform's spread of 0.1, but per seed +0.9, -0.5, +0.5: the interval holds 0
+    recs += [_sim_record(qt_table, "hard1", s, 50.0 + d) for s, d in enumerate((0.9, -0.5, 0.5))]
     table, parts = qt_table.summarize_similarity(recs)
     # the similarity mean: (mean of STS12-16 + STS-B cos + SICK-R cos) / 3 = (52 + 55 + 56) / 3 for uniform seed 0
     assert parts["stats"]["uniform"]["mean"][-1] == pytest.approx((52.1 + 55.1 + 56.1) / 3)
     assert parts["spread"][-1] == pytest.approx(0.1)  # uniform's seeds: 0.0, 0.1, 0.2 apart
     assert parts["diffs"]["hard1-rescaled-anneal"] == pytest.approx([1.0] * 10)
-    assert parts["verdict"] == {"hard2": "within", "hard1-rescaled-anneal": "higher"} or parts["verdict"] == {
-        "hard1-rescaled-anneal": "higher",
-        "hard2": "within",
-    }
+    assert parts["verdict"] == {"hard1": "level", "hard1-rescaled-anneal": "better", "hard2": "not judged"}
     # hard2 is paired on its own two seeds: (50 - 0.05 - 50) and (50 + 0.1 - 50.1) -> -0.025
     assert parts["diffs"]["hard2"][0] == pytest.approx(-0.025)
     assert "50.1 ± 0.1" in table and "+1.00*" in table and "| 2 |" in table
-    assert "beyond its seed spread" in table.splitlines()[-1]
+    assert "+1.00 [+1.00, +1.00]* | better |" in table and "| level |" in table
+    assert table.splitlines()[-1].startswith("Against uniform on the Sim. mean, paired by seed")
     one = qt_table.summarize_similarity(recs[:1] + recs[3:4])[0]
-    assert one.splitlines()[-1].startswith("Uniform has one seed so far")
+    assert "**not judged**" in one.splitlines()[-1]
     assert callable(qt_table.protocol("similarity").evaluate) and callable(qt_table.protocol("similarity").report)
 
 

@@ -102,25 +102,48 @@ def _rec(row, seed, head, other=0.0):
     return {"row": row, "seed": seed, "sts_mean": head, "stsb": other, "sickr": other, "mrpc_top1": other}
 
 
-def test_summary_pairs_by_seed_and_judges_by_mnrl_spread(sc):
-    # MNRL over three seeds: 50, 51, 52 (sample std 1.0). "ot" is +2 on every seed: beyond the spread.
-    # "ring" has a larger mean difference unpaired than paired: +0.5 each seed, within the spread.
+def test_summary_pairs_by_seed_and_judges_by_the_paired_interval(sc):
+    # MNRL over three seeds: 50, 51, 52 (sample std 1.0). "ot" is +2 on every seed: better. "ring" is
+    # +0.5 on every seed: within MNRL's spread, but the paired interval excludes 0: better too.
+    # "debiased" is +1.5 on average, beyond the spread, but per seed +4, -2, +2.5: level.
     recs = [_rec("mnrl", s, 50.0 + s) for s in range(3)]
     recs += [_rec("ot", s, 52.0 + s) for s in range(3)]
     recs += [_rec("ring", s, 50.5 + s) for s in range(3)]
-    recs += [_rec("debiased", s, 47.0 + s) for s in range(3)]
-    recs += [_rec("gist", 0, 60.0)]  # one seed of three: far above MNRL, but not judged yet
+    recs += [_rec("debiased", s, 50.0 + s + d) for s, d in enumerate((4.0, -2.0, 2.5))]
+    recs += [_rec("gist", 0, 60.0)]  # one seed of three: far above MNRL, but not judged
     recs += [_rec("before", None, 40.0)]
     table, parts = sc.summarize(recs)
     assert parts["spread"][0] == pytest.approx(1.0)
     assert parts["diffs"]["ot"][0] == pytest.approx(2.0) and parts["diffs"]["ring"][0] == pytest.approx(0.5)
-    assert parts["beats"] == ["ot"]
+    assert parts["beats"] == ["ring", "ot"]
+    assert {r: v.verdict for r, v in parts["verdicts"].items()} == {
+        "gist": "not judged",
+        "debiased": "level",
+        "ring": "better",
+        "ot": "better",
+    }
     assert "| MNRL (`mnrl`) | 3 | 51.00 ± 1.00 |" in table
-    assert "| OT, epsilon 0.5 (`ot`) | 3 | +2.00* |" in table
-    assert "| ring, lower 0->85, upper 95 (`ring`) | 3 | +0.50 |" in table
-    assert "Below it by more than the spread: `debiased` (-3.00)" in table
+    assert "| `ot` | `mnrl` | 3 | +2.00 [+2.00, +2.00]* | better |" in table
+    assert "**not judged**: `gist` +10.00 (1 paired)" in table
     assert "before (starting model)" in table and "`before`) | 3" not in table
-    assert "gist" not in parts["beats"] and "Not judged yet (fewer seeds than MNRL's 3): `gist`." in table
+
+
+def test_a_row_on_mined_triplets_is_judged_against_mnrl_on_the_same_triplets(sc):
+    assert sc.baseline_of("hard_b1") == "mnrl" and sc.baseline_of("hard_b1+cached") == "mnrl"
+    assert sc.baseline_of("hard_b1+mined") == "mnrl+mined" and sc.baseline_of("gist+mined+cached") == "mnrl+mined"
+    assert sc.baseline_of("mnrl+mined") == "mnrl" and sc.baseline_of("mnrl") is None
+    # MNRL on the triplets is 2 above MNRL on the pairs; hard on the triplets 0.5 above that, every seed.
+    recs = [_rec("mnrl", s, 50.0 + s) for s in range(3)]
+    recs += [_rec("mnrl+mined", s, 52.0 + s) for s in range(3)]
+    recs += [_rec("hard_b1+mined", s, 52.5 + s) for s in range(3)]
+    table, parts = sc.summarize(recs)
+    assert parts["baselines"] == {"mnrl+mined": "mnrl", "hard_b1+mined": "mnrl+mined"}
+    assert parts["diffs"]["hard_b1+mined"][0] == pytest.approx(0.5)  # not +2.5: against the same triplets
+    assert "| `hard_b1+mined` | `mnrl+mined` | 3 | +0.50 [+0.50, +0.50]* | better |" in table
+    against_mined = table.split("Against `mnrl+mined`")[1]
+    assert (
+        "`hard_b1+mined` +0.50" in against_mined and "`mnrl+mined`'s seed spread, for context: 1.00." in against_mined
+    )
 
 
 def test_tiny_grid_writes_resumes_and_summarizes(sc, root, tmp_path, capsys):
@@ -156,9 +179,10 @@ def test_tiny_grid_writes_resumes_and_summarizes(sc, root, tmp_path, capsys):
         sc.main([*base[:-1], "0.02", "--rows", "mnrl", "--seeds", "0"])
     table = (out / "table.md").read_text()
     recs = {(r["row"], r["seed"]): r for r in led.records()}
-    diff = np.mean([recs[("hard_b1+mined", s)]["sts_mean"] - recs[("mnrl", s)]["sts_mean"] for s in range(3)])
     assert "| hard, beta 1, mined triplets (`hard_b1+mined`) | 3 |" in table
-    assert f"| hard, beta 1, mined triplets (`hard_b1+mined`) | 3 | {diff:+.2f}" in table
+    # no MNRL on the mined triplets in this folder: the mined row has no same-data baseline, so it is
+    # not paired with MNRL on the pairs
+    assert "| `hard_b1+mined` |" not in table and "Difference to each row's baseline" not in table
     with open(out / "results.csv") as fh:
         rows = list(csv.DictReader(fh))
     assert len(rows) == n + 2 and rows[0]["row"] == "before"
@@ -166,3 +190,20 @@ def test_tiny_grid_writes_resumes_and_summarizes(sc, root, tmp_path, capsys):
     capsys.readouterr()
     assert sc.main(["--out", str(out), "--summary-only"]) == 0
     assert "`hard_b1+mined`" in capsys.readouterr().out
+
+
+def test_the_recommended_row_is_chosen_on_dev_against_its_same_data_baseline(sc):
+    def rec(row, seed, test, dev):
+        return {**_rec(row, seed, test), "stsb_dev": dev, "sickr_dev": dev}
+
+    recs = [rec("mnrl", s, 50.0 + s, 60.0 + s) for s in range(3)]
+    recs += [rec("hard_b1", s, 55.0 + s, 60.0 + s) for s in range(3)]  # far better on test, level on dev
+    recs += [rec("mnrl+mined", s, 50.0 + s, 61.0 + s) for s in range(3)]  # +1 on dev against mnrl
+    recs += [rec("hard_b1+mined", s, 50.0 + s, 61.5 + s) for s in range(3)]  # +0.5 against mnrl+mined
+    choice = sc.choose(recs)
+    assert (choice.row, choice.verdict.mean) == ("hard_b1+mined", pytest.approx(0.5))
+    table = sc.summarize(recs)[0]
+    assert "| `hard_b1` | `mnrl` | 3 | 61.00 | +0.00 [+0.00, +0.00] | level |" in table
+    assert "Chosen on dev (" in table and "`hard_b1+mined` (dev mean 62.50;" in table
+    only_test = [r for r in recs if r["row"] in ("mnrl", "hard_b1")]
+    assert sc.choose(only_test).row == "mnrl"  # the test columns never choose

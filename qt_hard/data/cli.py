@@ -18,7 +18,9 @@ import time
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "data", help="fetch, check and build data sets (get, list, wiki, books)", description=__doc__.splitlines()[0]
+        "data",
+        help="fetch, check and build data sets (get, list, wiki, books)",
+        description="qt-hard data ...: fetch and build data sets on disk.",
     )
     sub = p.add_subparsers(dest="data_command", metavar="DATA_COMMAND")
 

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from qt_hard.errors import UserError
 
-__all__ = ["Ledger", "LedgerError", "git_commit", "measurement_stamp", "provenance"]
+__all__ = ["VERSIONED", "Ledger", "LedgerError", "git_commit", "library_versions", "measurement_stamp", "provenance"]
 
 FORMAT = 1
 
@@ -302,9 +302,28 @@ def git_commit(where: str | os.PathLike) -> str:
     return head.stdout.strip() + ("+dirty" if dirty else "")
 
 
+# The libraries whose versions a measurement depends on, as their distributions are named.
+VERSIONED = ("torch", "transformers", "sentence-transformers", "numpy")
+
+
+def library_versions() -> dict:
+    """{distribution: version} of :data:`VERSIONED` as installed (read from the package metadata,
+    nothing imported); "not installed" for one that is not."""
+    from importlib import metadata
+
+    out = {}
+    for name in VERSIONED:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
 def provenance(where: str | os.PathLike) -> dict:
-    """Where and when a record was measured: the machine, the UTC time, the code's commit
-    (:func:`git_commit` of ``where``)."""
+    """Where, when and with what a record was measured: the machine, the UTC time, the code's commit
+    (:func:`git_commit` of ``where``) and the versions of the libraries it ran on
+    (:func:`library_versions`)."""
     import platform
     from datetime import datetime, timezone
 
@@ -312,6 +331,7 @@ def provenance(where: str | os.PathLike) -> dict:
         "machine": f"{platform.machine()} {os.cpu_count()} cores {platform.processor() or ''}".strip(),
         "utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "commit": git_commit(where),
+        "versions": library_versions(),
     }
 
 

@@ -1,11 +1,14 @@
 """What every experiment table reports, computed one way: mean ± spread over seeds, differences to a
-baseline row paired by seed, the sentence that says which rows beat the baseline by more than its
-spread, Markdown tables for the docs to include, CSV files written whole, and the figures' plumbing.
+baseline row paired by seed, the verdict of each row against its baseline, Markdown tables for the
+docs to include, CSV files written whole, and the figures' plumbing.
 
-* **spread**: the sample standard deviation (ddof 1) over seeds, 0.0 with fewer than two values;
-* **paired difference** of a row to the baseline: per seed both have, row minus baseline; a row is
-  **beyond the spread** when the mean of its paired differences exceeds the spread of the baseline
-  row's metric.
+* **spread**: the sample standard deviation (ddof 1) over seeds, 0.0 with fewer than two values; a
+  context column beside a verdict, never the rule of one;
+* **paired difference** of a row to the baseline: per seed both have, row minus baseline;
+* **verdict** (:func:`paired_verdict`): the mean of the paired differences with its 95% Student-t
+  interval; "better" / "worse" only when the interval excludes 0, "level" when it holds 0, "not
+  judged" below 3 pairs. The baseline of a row is one trained on the same data (a row on mined
+  triplets has the baseline on those triplets).
 
 Means and spreads are taken with :mod:`statistics` (exactly rounded), so a table regenerated from the
 same records is the same text to the last digit.
@@ -18,13 +21,16 @@ import io
 import math
 import os
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "MIN_PAIRS",
+    "Choice",
+    "choose_on_dev",
+    "commits_note",
     "PairedVerdict",
-    "beyond_spread",
     "paired_verdict",
     "fmt_mean_spread",
     "heatmap",
@@ -35,6 +41,7 @@ __all__ = [
     "plot_differences",
     "pyplot",
     "spread",
+    "verdict_sentence",
     "write_csv",
     "write_text",
 ]
@@ -112,28 +119,100 @@ def paired_verdict(base: Mapping, row: Mapping, confidence: float = 0.95) -> Pai
     return PairedVerdict(m, low, high, len(d), verdict)
 
 
-def beyond_spread(baseline: str, base: Mapping, rows: Mapping[str, Mapping], metric: str) -> str:
-    """The sentence that judges ``rows`` (name -> {seed: value}) against ``baseline``'s values
-    ``base`` ({seed: value}) on ``metric``: the rows whose mean paired difference exceeds the spread
-    of ``base``; with one baseline seed, that there is no spread to judge by."""
-    if len(base) < 2:
-        return f"{baseline.capitalize()} has one seed so far: no seed spread to judge the differences by."
-    sd = spread(base.values())
-    better = [name for name, vals in rows.items() if (d := paired_differences(base, vals)) and statistics.mean(d) > sd]
-    what = f"{baseline}'s seed spread (sample std of its {metric}, {sd:.2f})"
-    if better:
-        return f"Beat {baseline} on the {metric} by more than {what}: {', '.join(better)}."
-    return f"No row beats {baseline} on the {metric} by more than {what}."
+@dataclass(frozen=True)
+class Choice:
+    """A row chosen on dev (:func:`choose_on_dev`): its name, its mean dev metric over seeds, its
+    verdict against its baseline on that metric (None for the default row), and the rule's words."""
+
+    row: str
+    dev: float
+    verdict: PairedVerdict | None
+    rule: str
+
+    def sentence(self, label=str, digits: int = 2) -> str:
+        """``"Chosen on dev (RULE): ROW (dev mean M; against its baseline on dev +x [a, b], better)."``"""
+        said = f"{label(self.row)} (dev mean {self.dev:.{digits}f}"
+        if self.verdict is not None:
+            said += f"; against its baseline on dev {self.verdict.cell(digits)}, {self.verdict.verdict}"
+        return f"Chosen on dev ({self.rule}): {said})."
+
+
+def choose_on_dev(
+    dev: Mapping[str, Mapping], baseline_of: Callable[[str], str | None], default: str, metric: str
+) -> Choice:
+    """The row a recommendation takes, chosen on dev only: of ``dev`` (row -> seed -> dev metric), the
+    row with the highest mean among those **better** than their baseline (``baseline_of(row)``, on
+    the same data) on that metric by :func:`paired_verdict`; ``default`` (the baseline a reader would
+    use anyway) where no row is. Test scores play no part."""
+    better = {}
+    for row, vals in dev.items():
+        base = baseline_of(row)
+        if base is None or base not in dev:
+            continue
+        v = paired_verdict(dev[base], vals)
+        if v.verdict == "better":
+            better[row] = (statistics.mean(vals.values()), v)
+    rule = (
+        f"the highest mean {metric} over seeds among the rows better than their baseline on it (paired 95% "
+        f"interval above 0); {default} where no row is"
+    )
+    if not better:
+        return Choice(default, statistics.mean(dev[default].values()), None, rule)
+    row = max(better, key=lambda r: better[r][0])
+    return Choice(row, better[row][0], better[row][1], rule)
+
+
+def commits_note(records: Iterable[Mapping]) -> str:
+    """The line under a table whose ``records`` ran on more than one commit of the code: how many and
+    which (a ``+dirty`` commit, with uncommitted code changes, counts as its own); "" for one."""
+    commits = sorted({str(r["commit"]) for r in records if r.get("commit")})
+    if len(commits) < 2:
+        return ""
+    return (
+        f"The records span {len(commits)} commits of the code ({', '.join(commits)}); each record names its own, "
+        "and a row's numbers may come from different code."
+    )
+
+
+def verdict_sentence(
+    baseline: str, base: Mapping, rows: Mapping[str, Mapping], metric: str, digits: int = 2, label=str
+) -> str:
+    """The sentence under a table that judges ``rows`` (name -> {seed: value}) against ``baseline``'s
+    values ``base`` ({seed: value}) on ``metric``, by :func:`paired_verdict`: the rows grouped by
+    verdict, each with its mean difference and 95% interval, and the baseline's spread as context.
+    Rows without a seed in common with the baseline are left out."""
+    groups: dict[str, list[str]] = {"better": [], "level": [], "worse": [], "not judged": []}
+    counts = set()
+    for name, vals in rows.items():
+        v = paired_verdict(base, vals)
+        if v.n == 0:
+            continue
+        counts.add(v.n)
+        groups[v.verdict].append(f"{label(name)} {v.cell(digits)}" + (f" ({v.n} paired)" if v.n < MIN_PAIRS else ""))
+    if not counts:
+        return f"No row shares a seed with {baseline} yet."
+    n = f"{min(counts)}" if len(counts) == 1 else f"{min(counts)}-{max(counts)}"
+    said = "; ".join(f"**{k}**: {', '.join(g)}" for k, g in groups.items() if g)
+    context = (
+        f"{baseline}'s seed spread, for context: {spread(base.values()):.{digits}f}"
+        if len(base) > 1
+        else f"{baseline} has one seed"
+    )
+    return (
+        f"Against {baseline} on the {metric}, paired by seed ({n} pairs; mean difference [95% t-interval]; better or "
+        f"worse only when the interval excludes 0, not judged below {MIN_PAIRS} pairs): {said}. {context}."
+    )
 
 
 def paired_table(
     baseline: str, runs: Mapping[str, Mapping], heads: Sequence[str], label=str, digits: int = 2
 ) -> tuple[list[str], list[float]]:
     """Each row's difference to ``baseline``, paired by seed, per column: ``runs`` is row -> seed ->
-    a value per column of ``heads`` (None where that seed has none). A cell is the mean ± the sample
-    std of the per-seed differences over the seeds both have in that column, with * where the mean's
-    size exceeds the baseline's spread in that column (none is marked with fewer than two baseline
-    seeds); "-" without a shared seed. Returns the table's lines and the baseline's spreads."""
+    a value per column of ``heads`` (None where that seed has none). A cell is the mean of the
+    per-seed differences over the seeds both have in that column with its 95% t-interval
+    (:func:`paired_verdict`; the mean alone below 3 pairs), with * where the interval excludes 0;
+    "-" without a shared seed. The last line gives the baseline's spread per column, for context.
+    Returns the table's lines and the baseline's spreads."""
     base = runs[baseline]
     cols = range(len(heads))
     have = [{s: v[i] for s, v in base.items() if v[i] is not None} for i in cols]
@@ -144,18 +223,17 @@ def paired_table(
             continue
         cells, counts = [], set()
         for i in cols:
-            d = paired_differences(have[i], {s: v[i] for s, v in vals.items() if v[i] is not None})
-            if not d:
-                cells.append("-")
-                continue
-            counts.add(len(d))
-            m = statistics.mean(d)
-            star = "*" if len(have[i]) > 1 and abs(m) > spreads[i] else ""
-            cells.append(f"{m:+.{digits}f} ± {spread(d):.{digits}f}{star}")
+            v = paired_verdict(have[i], {s: x[i] for s, x in vals.items() if x[i] is not None})
+            if v.n:
+                counts.add(v.n)
+            cells.append(v.cell(digits) + ("*" if v.verdict in ("better", "worse") else ""))
         if counts:
             n = f"{min(counts)}" if len(counts) == 1 else f"{min(counts)}-{max(counts)}"
             body.append([label(row), n, *cells])
-    return markdown_table(["row", "shared seeds", *heads], body, "lr" + "r" * len(heads)), spreads
+    sizes = sorted({len(h) for h in have})
+    seeds = f"{sizes[0]}" if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]}"
+    body.append([f"*spread of {label(baseline)} ({seeds} seeds)*", "", *(f"{x:.{digits}f}" for x in spreads)])
+    return markdown_table(["row", "pairs", *heads], body, "lr" + "r" * len(heads)), spreads
 
 
 def markdown_table(head: Sequence[str], rows: Iterable[Sequence[str]], align: str = "") -> list[str]:

@@ -190,12 +190,12 @@ class HardWeighting(Weighting):
 
     For unnormalized embeddings (Quick-Thoughts, bag of words, InfoGraph) the paper "clips" the scores
     (App. D.2, D.3, Fig. 14), and its sources disagree on what that means. ``clip`` names the reading,
-    each after its source (``B`` is a bound over the batch's allowed scores):
+    each after its source (``R`` is a bound over the batch's allowed scores, not the batch size):
 
     * ``"none"``: the plain tilt ``w = exp(beta s)`` (the official image code; normalized embeddings).
-    * ``"rescaled"``: ``w = exp(beta * 2 s / B)``, ``B = max |s|`` detached (:func:`clip_bound`): the
+    * ``"rescaled"``: ``w = exp(beta * 2 s / R)``, ``R = max |s|`` detached (:func:`clip_bound`): the
       official graph code's form with the *paper's* sign (``+2 s``) and the bound a constant. The tilt
-      in logit units, ``2 beta / B``, grows as the scores shrink, so it never fades: at initialisation
+      in logit units, ``2 beta / R``, grows as the scores shrink, so it never fades: at initialisation
       (scores near 0) it is steepest.
     * ``"fig14"``: Fig. 14's pseudocode read literally. There ``neg`` is the *exp* of the inner
       products; ``reweight = 2 neg / max(|neg.max()|, |neg.min()|)`` then ``reweight = beta *
@@ -204,7 +204,7 @@ class HardWeighting(Weighting):
       weighted negative term (``E_hat`` becomes ``beta E_hat`` before debiasing: ``log_scale = log
       beta``). beta = 0 removes the negatives; the reading has no concentration parameter.
     * ``"graph_code"``: the official graph code exactly (joshr17/HCL ``gan_losses.py``, ``JSD_hard``):
-      ``w = exp(beta * (-2 s / B))`` with ``B = max(s.max(), |s.min()|)`` *with* its gradient
+      ``w = exp(beta * (-2 s / R))`` with ``R = max(s.max(), |s.min()|)`` *with* its gradient
       (:func:`graph_code_bound`). Note the sign: it favours *easy* negatives, against App. B.2.
     * ``"clamp"``: App. D.2's words, "clip all the inner products to live in the interval [-2, 2]
       while computing the reweighting", read as a clip of each value (TensorFlow's

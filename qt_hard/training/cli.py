@@ -76,8 +76,9 @@ def exit_at_once_on_error(fn, *args, **kwargs):
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "train",
-        help="train a model (text or graph pipeline) from a YAML config",
-        description=__doc__.splitlines()[0],
+        help="train a model (text, graph or image pipeline) from a YAML config",
+        description="qt-hard train CONFIG.yaml [section.key=value ...] [--resume]: train the config's model "
+        "(text, graph or image pipeline).",
     )
     p.add_argument("config", help="YAML config (see configs/)")
     p.add_argument(

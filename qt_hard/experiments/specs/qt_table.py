@@ -277,8 +277,9 @@ def _by_row(records: list[dict], protocol: str, field: str) -> dict:
 def summarize(records: list[dict], protocol: str, paper: dict, field: str = "acc") -> tuple[str, dict]:
     """The table of ``field`` ("acc": test accuracy; "devacc": SentEval's dev accuracy, the mean of the
     inner validation folds, for choosing among rows without the test folds): mean ± spread per task
-    and of the six-task mean, the paper's rows, the differences to uniform paired by seed, and the
-    rows beyond uniform's spread. Returns the text and ``{"stats", "diffs"}``."""
+    and of the six-task mean, the paper's rows, the differences to uniform paired by seed (the six-task
+    mean's with its 95% t-interval), and each row's verdict on the six-task mean
+    (:func:`.report.paired_verdict`). Returns the text and ``{"stats", "diffs"}``."""
     by = _by_row(records, protocol, field)
     avg = {row: {s: sum(r[field].values()) / len(TASKS) for s, r in runs.items()} for row, runs in by.items()}
     stats = {}
@@ -315,16 +316,23 @@ def summarize(records: list[dict], protocol: str, paper: dict, field: str = "acc
             d = diffs[row]["mean"]
             pd = [paper[row][t] - paper["uniform"][t] for t in TASKS] if row in paper and "uniform" in paper else None
             cells = [f"{x:+.1f}" + (f" [{y:+.1f}]" if pd else "") for x, y in zip(d, pd or [0] * len(TASKS))]
-            mean_d = report.paired_differences(avg["uniform"], avg[row])
-            body.append([row_spec(row)[0], *cells, f"{sum(mean_d) / len(mean_d):+.2f}"])
+            v = report.paired_verdict(avg["uniform"], avg[row])
+            body.append([row_spec(row)[0], *cells, v.cell(), v.verdict])
         lines += [
             "",
-            "Difference to uniform (ours: mean over seeds of the differences paired by seed; paper in brackets):",
+            "Difference to uniform (ours: mean over seeds of the differences paired by seed, paper in brackets; "
+            "the six-task mean's with its 95% t-interval and verdict):",
             "",
-            *report.markdown_table(["Objective", *TASKS, "mean"], body, "l" + "r" * (len(TASKS) + 1)),
+            *report.markdown_table(["Objective", *TASKS, "mean", "verdict"], body, "l" + "r" * (len(TASKS) + 1) + "l"),
             "",
-            report.beyond_spread("uniform", avg["uniform"], {r: avg[r] for r in diffs}, "six-task mean"),
+            report.verdict_sentence("uniform", avg["uniform"], {r: avg[r] for r in diffs}, "six-task mean"),
         ]
+        if field == "devacc":  # the split a choice reads
+            rule = "SentEval dev six-task accuracy"
+            choice = report.choose_on_dev(avg, lambda r: None if r == "uniform" else "uniform", "uniform", rule)
+            lines += ["", choice.sentence()]
+    if note := report.commits_note(r for runs in by.values() for r in runs.values()):
+        lines += ["", note]
     return "\n".join(lines), {"stats": stats, "diffs": diffs}
 
 
@@ -357,9 +365,10 @@ def _similarity_values(r: dict, field: str) -> list[float]:
 
 def summarize_similarity(records: list[dict], field: str = "spearman") -> tuple[str, dict]:
     """The similarity table: per row mean ± spread over seeds of ``field`` x100 per task and of the
-    similarity mean; then each row's difference to uniform paired by seed and, per column, whether
-    its size exceeds uniform's spread (the verdict on the similarity mean: higher, lower or within).
-    Returns the text and ``{"stats", "diffs", "spread", "verdict"}`` (lists in ``SIM_HEADS`` order)."""
+    similarity mean; then each row's difference to uniform paired by seed, * where its 95% t-interval
+    excludes 0 (:func:`.report.paired_verdict`), and the verdict on the similarity mean: better,
+    worse, level or not judged. Returns the text and ``{"stats", "diffs", "spread", "verdict"}``
+    (lists in ``SIM_HEADS`` order)."""
     by: dict = {}
     for r in records:
         if r.get("protocol") == "similarity" and all((r.get(field) or {}).get(t) is not None for t in SIM_TASKS):
@@ -387,33 +396,38 @@ def summarize_similarity(records: list[dict], field: str = "spearman") -> tuple[
     ]
     diffs, verdict, spread = {}, {}, None
     if "uniform" in stats:
-        base, spread, judged = by["uniform"], stats["uniform"]["std"], stats["uniform"]["n"] > 1
+        base, spread = by["uniform"], stats["uniform"]["std"]
         body = []
         for row, runs in by.items():
             shared = sorted(set(runs) & set(base))
             if row == "uniform" or not shared:
                 continue
-            d = [statistics.mean(report.paired_differences(_column(base, i), _column(runs, i))) for i in cols]
-            beyond = [judged and abs(x) > sd for x, sd in zip(d, spread)]
-            diffs[row] = d
-            verdict[row] = "higher" if beyond[-1] and d[-1] > 0 else "lower" if beyond[-1] else "within"
-            body.append([row_spec(row)[0], str(len(shared)), *(f"{x:+.2f}" + "*" * b for x, b in zip(d, beyond))])
+            judged = [report.paired_verdict(_column(base, i), _column(runs, i)) for i in cols]
+            diffs[row] = [v.mean for v in judged]
+            verdict[row] = judged[-1].verdict
+            marks = ["*" if v.verdict in ("better", "worse") else "" for v in judged]
+            cells = [f"{v.mean:+.2f}{m}" for v, m in zip(judged[:-1], marks)]
+            body.append([row_spec(row)[0], str(len(shared)), *cells, judged[-1].cell() + marks[-1], verdict[row]])
         lines += [
             "",
-            "Difference to uniform, paired by seed (mean over the shared seeds of row - uniform); * where its size "
-            "exceeds uniform's seed spread (sample std over seeds) in that column:",
+            "Difference to uniform, paired by seed (mean over the shared seeds of row - uniform); * where its 95% "
+            f"t-interval excludes 0; the {SIM_MEAN}'s with that interval and its verdict:",
             "",
-            *report.markdown_table(["Objective", "shared seeds", *SIM_HEADS], body, "lr" + "r" * len(SIM_HEADS)),
+            *report.markdown_table(
+                ["Objective", "pairs", *SIM_HEADS, "verdict"], body, "lr" + "r" * len(SIM_HEADS) + "l"
+            ),
             "",
+            report.verdict_sentence(
+                "uniform",
+                _column(base, len(SIM_HEADS) - 1),
+                {k: _column(by[k], len(SIM_HEADS) - 1) for k in diffs},
+                SIM_MEAN,
+                label=lambda k: row_spec(k)[0],
+            ),
         ]
-        if not judged:
-            lines.append("Uniform has one seed so far: no seed spread to judge the differences by.")
-        else:
-            said = [
-                f"{row_spec(k)[0]}: {v} ({diffs[k][-1]:+.2f} against a spread of {spread[-1]:.2f})"
-                for k, v in verdict.items()
-            ]
-            lines.append(f"{SIM_MEAN} against uniform beyond its seed spread: " + ("; ".join(said) or "no other row"))
+    commits = [r for r in records if r.get("protocol") == "similarity" and r["row"] in by]
+    if note := report.commits_note(commits):
+        lines += ["", note]
     return "\n".join(lines), {"stats": stats, "diffs": diffs, "spread": spread, "verdict": verdict}
 
 
