@@ -54,7 +54,8 @@ def test_recipe_on_dev_then_a_guarded_mined_row(slice_folder, tmp_path, capsys):
     records = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()[1:]]
     assert [(r["row"], r["seed"]) for r in records] == [("before", None), ("hard_b1_guard_rel+mined", 0)]
     audit = records[1]["guard_audit"]
-    assert audit["batches"] == records[1]["steps"] and audit["candidates"] > 0
+    assert records[1]["steps"] == chosen["steps"] and audit["batches"] == records[1]["steps"]
+    assert audit["candidates"] > 0
     assert records[1]["guard_removed_frac"] == audit["removed"] / audit["candidates"]
     assert {"dev_ndcg@10", "test_ndcg@10", "test_recall@100"} <= set(records[1])
     capsys.readouterr()
