@@ -627,6 +627,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1, help="torch threads of this process")
     ap.add_argument("--data-dir", default=None, help="SentEval data folder (default $QT_HARD_DATA/senteval)")
     ap.add_argument("--summary-only", action="store_true", help="write and print the table of what is there")
+    ap.add_argument(
+        "--mine",
+        action="store_true",
+        help="write OUT/mined.jsonl (the +mined rows' triplets) and stop; the same bytes again",
+    )
     ap.add_argument("--memory", default=None, metavar="ROW", help="measure ROW and ROW+cached peak memory")
     ap.add_argument("--memory-batch", type=int, default=512)
     ap.add_argument("--memory-steps", type=int, default=3)
@@ -696,6 +701,11 @@ def main(argv: list[str] | None = None) -> int:
         "mini_batch_size": args.mini_batch_size,
     }
     ledger = Ledger(out, KEY, setup)
+    if args.mine:
+        print(
+            f"{len(mined_triplets(out, pairs, args.model, args.mine_margin))} mined triplets in {out / 'mined.jsonl'}"
+        )
+        return 0
     if args.memory:
         measure_memory(args, out, recipe, setup)
         print(write_summary(out))
