@@ -1373,25 +1373,37 @@ def _scifact(root: Path) -> str:
 
 @table("retrieval_bench", spread=False)
 def _retrieval_bench(root: Path) -> str:
-    """qt-hard's retrieval evaluation beside InformationRetrievalEvaluator: the newest run of
-    ``results/bench_retrieval.jsonl`` (its rows share one ``utc``)."""
+    """qt-hard's retrieval evaluation beside InformationRetrievalEvaluator: every run of
+    ``results/bench_retrieval.jsonl`` (a run's rows share one ``utc``), newest last."""
     path = root / "results" / "bench_retrieval.jsonl"
     rows = _jsonl(path) if path.is_file() else []
     if not rows:
         return "No measurement yet: run the command above."
-    newest = [r for r in rows if r["utc"] == rows[-1]["utc"]]
-    body = [
-        [f"`{r['case']}`", f"{r['ndcg@10']:.2f}", f"{r['seconds_median']:.1f}", f"{r['ratio']:.3f} of {r['ratio_of']}"]
-        for r in newest
-    ]
-    r = newest[0]
+    runs: dict[str, list] = {}
+    for r in rows:
+        runs.setdefault(r["utc"], []).append(r)
+    body = []
+    for run in runs.values():
+        r = run[0]
+        corpus = "whole corpus" if r["docs"] == "all" else f"first {r['docs']} documents + the judged"
+        for x in run:
+            body.append(
+                [
+                    f"`{x['case']}`",
+                    corpus,
+                    f"{x['ndcg@10']:.2f}",
+                    f"{x['seconds_median']:.1f} ({len(x['seconds'])} round(s))",
+                    f"{x['ratio']:.3f} of {x['ratio_of']}",
+                    _measured(x),
+                ]
+            )
+    r = rows[-1]
     return _captioned(
-        f"SciFact test ({r['docs']} documents), {len(r['seconds'])} round(s) alternating, the median; "
-        f"`{r['command']}` on {r['machine']}, torch {r['torch']}, {r['threads']} thread(s) pinned, "
-        f"{_measured(r)}.",
-        ["side", "nDCG@10", "seconds", "time ratio"],
+        f"SciFact test; the sides alternate and each time is the median of its rounds; `{r['command']}` (with "
+        f"`--docs` and `--reps` as the rows say) on {r['machine']}, torch {r['torch']}, threads pinned.",
+        ["side", "corpus", "nDCG@10", "seconds", "time ratio", "date, commit, threads, load"],
         body,
-        "lrrl",
+        "llrrll",
     )
 
 
