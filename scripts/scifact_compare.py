@@ -176,7 +176,12 @@ def run_grid(out: Path, rows: list[str], seeds: list[int], ctx: dict) -> int:
         "recipe": recipe,
         "recipe_rule": choice["rule"],
         "data": ctx["summary"],
-        "mined": {"relative_margin": spec.MINE_MARGIN, "num_negatives": 1, "sampling_strategy": "top"},
+        "mined": {
+            "relative_margin": spec.MINE_MARGIN,
+            "range_max": spec.MINE_RANGE,
+            "num_negatives": 1,
+            "sampling_strategy": "top",
+        },
     }
     ledger = Ledger(out, spec.KEY, setup)
     ctx = {**ctx, "recipe": recipe}
