@@ -52,6 +52,7 @@ from . import registry
 from .estimators import DebiasedEstimator, PlainEstimator
 from .guard import FalseNegativeGuard
 from .logmeanexp import tilted_log_mean_exp
+from .papers import Paper
 from .sampler import _check as check_k
 from .sampler import count_rows, sample_k_indices
 from .scores import ContrastScores
@@ -80,6 +81,9 @@ class NegativeStrategy:
             an anchor it leaves with fewer than k candidates keeps all of them (its Q is their number);
             every other anchor draws k. An anchor it leaves with none contributes 0, as an empty
             threshold set does.
+        papers: the :class:`~qt_hard.negatives.papers.Paper` s of the parts it was assembled from
+            (:func:`make_strategy` passes those of the parts that act); see :attr:`papers`.
+        needs_labels: whether a part it was assembled from reads class labels; see :attr:`needs_labels`.
     """
 
     def __init__(
@@ -93,6 +97,8 @@ class NegativeStrategy:
         count: str = "auto",
         positives: str = "per_positive",
         guard: FalseNegativeGuard | None = None,
+        papers: Sequence[Paper] = (),
+        needs_labels: bool = False,
     ):
         if positives not in POSITIVE_FORMS:
             raise ValueError(f"positives must be one of {', '.join(POSITIVE_FORMS)}, got {positives!r}")
@@ -111,7 +117,21 @@ class NegativeStrategy:
         self.count = count
         self.positives = positives
         self.guard = guard
+        self.parts_papers = tuple(papers)
+        self.parts_need_labels = bool(needs_labels)
         self.progress = 0.0
+
+    @property
+    def papers(self) -> tuple[Paper, ...]:
+        """The papers of what the loss computes: those of its parts, then Ash et al.'s when a structural
+        option of theirs is set (k, collision_free, include_positive=False), each once."""
+        structural = self.k is not None or self.collision_free or not self.include_positive
+        return tuple(dict.fromkeys((*self.parts_papers, *(registry.STRUCTURAL_PAPER,) * structural)))
+
+    @property
+    def needs_labels(self) -> bool:
+        """Whether the loss reads class labels (a part that needs them, or collision-free sampling)."""
+        return self.parts_need_labels or self.collision_free
 
     def set_progress(self, progress: float) -> None:
         """Training progress in [0, 1]; schedules among the parameters are evaluated at it."""
@@ -373,7 +393,6 @@ def _per_inner_product(grad: torch.Tensor, inside: torch.Tensor, anchor_column) 
 
 
 POSITIVE_FORMS = ("per_positive", "joint")
-NAMES = tuple(registry.STRATEGIES)  # the built-in strategies; registry.strategy_names() adds discovered ones
 options_read = registry.options_read
 
 
@@ -381,7 +400,8 @@ def make_strategy(negatives="uniform", **options) -> NegativeStrategy:
     """Build a strategy from a name and keyword options (the functional and config entry point).
 
     ``negatives`` names a strategy of :mod:`qt_hard.negatives.registry` (uniform, debiased, hard, ring,
-    label, threshold, ot); ``options`` are the options of that strategy and of the modifiers that
+    label, threshold, ot, and any registered later: :func:`~qt_hard.negatives.registry.strategy_names`);
+    ``options`` are the options of that strategy and of the modifiers that
     compose with every strategy (estimator and tau_plus, the guard, MNRL's hardness tilt, ...), each
     validated by its part's constructor (:func:`qt_hard.negatives.registry.option_table` lists them).
     ``k``, ``collision_free``, ``include_positive``, ``count`` and ``positives`` are
@@ -395,4 +415,11 @@ def make_strategy(negatives="uniform", **options) -> NegativeStrategy:
             raise ValueError("a NegativeStrategy carries its own options; pass them to it, not here")
         return negatives
     built = registry.assemble(negatives, options)
-    return NegativeStrategy(built.weightings, built.estimator, guard=built.guard, **structural)
+    return NegativeStrategy(
+        built.weightings,
+        built.estimator,
+        guard=built.guard,
+        papers=built.papers,
+        needs_labels=built.needs_labels,
+        **structural,
+    )

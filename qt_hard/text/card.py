@@ -13,28 +13,8 @@ import re
 
 import yaml
 
-# negatives name -> the paper that defines it (authors, title, venue).
-PAPERS = {
-    "uniform": "van den Oord, Li & Vinyals, *Representation Learning with Contrastive Predictive Coding* (2018): InfoNCE",
-    "hard": "Robinson, Chuang, Sra & Jegelka, *Contrastive Learning with Hard Negative Samples* (ICLR 2021)",
-    "debiased": "Chuang, Robinson, Lin, Torralba & Jegelka, *Debiased Contrastive Learning* (NeurIPS 2020)",
-    "ring": "Wu, Mosse, Zhuang, Yamins & Goodman, *Conditional Negative Sampling for Contrastive Learning of "
-    "Visual Representations* (ICLR 2021)",
-    "label": "Jiang, Nguyen, Ishwar & Aeron, *Supervised Contrastive Learning with Hard Negative Samples* (2022)",
-    "ot": "Jiang, Ishwar & Aeron, *Hard Negative Sampling via Regularized Optimal Transport for Contrastive "
-    "Representation Learning*",
-}
-PAPERS["threshold"] = PAPERS["label"]
-ASH = (
-    "Ash, Goel, Krishnamurthy & Misra, *Investigating the Role of Negatives in Contrastive Representation "
-    "Learning* (AISTATS 2022)"
-)
 QUICK_THOUGHTS = (
     "Logeswaran & Lee, *An Efficient Framework for Learning Sentence Representations* (Quick-Thoughts, ICLR 2018)"
-)
-HARDNESS = (
-    "Lan et al., *LLaVE: ... Hardness-Weighted Contrastive Learning* (2025), Eq. 5, and Schechter Vera et "
-    "al., *EmbeddingGemma* (2025): sentence-transformers' MNRL `hardness_mode`"
 )
 SENTEVAL_START = "<!-- senteval -->"
 SENTEVAL_END = "<!-- /senteval -->"
@@ -66,16 +46,20 @@ def _architecture(cfg, modules: list[str]) -> str:
 
 
 def _papers(cfg) -> list[str]:
+    """The objective's papers, as its strategy names them (each acting part's paper in the registry, and
+    Ash et al. for k, collision-free sampling or the positive left out of the denominator), then the
+    model's and the data's."""
+    from qt_hard.negatives import make_strategy
+    from qt_hard.negatives.papers import ASH_2022
+    from qt_hard.negatives.registry import config_options
+
     o = cfg.objective
-    papers = [PAPERS.get(o.negatives, PAPERS["uniform"])]
-    if o.negatives == "hard" and (o.options or {}).get("tau_plus"):
-        papers.append(PAPERS["debiased"])
+    structural = dict(k=o.k, include_positive=o.include_positive, collision_free=o.collision_free)
+    papers = [p.reference() for p in make_strategy(o.negatives, **structural, **config_options(o)).papers]
     if cfg.model.kind == "qt" or cfg.data.kind in ("books", "bookcorpus"):
         papers.append(QUICK_THOUGHTS)
-    if o.k is not None or not o.include_positive or cfg.model.kind == "bow":
-        papers.append(ASH)
-    if (o.options or {}).get("hardness_mode"):
-        papers.append(HARDNESS)
+    if cfg.model.kind == "bow":  # Ash et al.'s bag-of-words encoder
+        papers.append(ASH_2022.reference())
     return list(dict.fromkeys(papers))
 
 
