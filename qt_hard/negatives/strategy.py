@@ -39,6 +39,13 @@ one positive the two forms coincide.
 Everything is computed on logits in log space; ``exp(score)`` is never materialized. The weighted
 log-mean-exp is one fused autograd function (:mod:`.logmeanexp`) on the factored weights, and with
 k-sampling every stage after the sampler works on the (A, k) drawn columns only.
+
+When nothing reweights, filters or samples (no weighting, the plain estimator, no k, no guard, no
+collision removal, the positive in the denominator: :attr:`NegativeStrategy.plain_softmax`), ``Q_i E_hat_i``
+is the plain sum of e^{s_j} over the valid negatives and ``l_i`` is InfoNCE, the cross-entropy of one
+softmax over the anchor's positive and negatives: the loss is then one ``F.cross_entropy`` over the
+table's logits (:meth:`ContrastScores.softmax`; the table itself where its builder marked it, as the
+MNRL layout's), the same numbers as the general path.
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ import dataclasses
 from typing import Sequence
 
 import torch
+import torch.nn.functional as F
 
 from . import registry
 from .estimators import DebiasedEstimator, PlainEstimator
@@ -129,6 +137,30 @@ class NegativeStrategy:
         return tuple(dict.fromkeys((*self.parts_papers, *(registry.STRUCTURAL_PAPER,) * structural)))
 
     @property
+    def plain_softmax(self) -> bool:
+        """True when nothing reweights, filters or samples: no weighting, the plain NCE estimator, no k,
+        no guard, no collision removal, e^{s+} in the denominator. The loss is then one cross-entropy
+        over the table's logits wherever the table is one softmax per anchor (module docstring)."""
+        return (
+            not self.weightings
+            and type(self.estimator) is PlainEstimator
+            and self.k is None
+            and self.guard is None
+            and not self.collision_free
+            and self.include_positive
+        )
+
+    def _softmax(self, scores: ContrastScores) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """(logits, target) of the cross-entropy that is this strategy's loss on ``scores``, or None where
+        the general path computes it (not :attr:`plain_softmax`, or a table of several positive slots)."""
+        if not self.plain_softmax:
+            return None
+        softmax = scores.softmax()
+        if softmax is not None and softmax[0].dtype in (torch.float16, torch.bfloat16):
+            return softmax[0].float(), softmax[1]  # as the general path: log-sum-exps in float32
+        return softmax
+
+    @property
     def needs_labels(self) -> bool:
         """Whether the loss reads class labels (a part that needs them, or collision-free sampling)."""
         return self.parts_need_labels or self.collision_free
@@ -202,6 +234,10 @@ class NegativeStrategy:
 
     def per_anchor(self, scores: ContrastScores, generator: torch.Generator | None = None):
         """Per-anchor losses (A,) and which anchors count (A,) bool (those with a positive)."""
+        softmax = self._softmax(scores)
+        if softmax is not None:  # every anchor has its positive (ContrastScores.softmax)
+            per_anchor = F.cross_entropy(*softmax, reduction="none")
+            return per_anchor, torch.ones_like(per_anchor, dtype=torch.bool)
         # With k only the drawn columns matter from here on: work on (A, k), not (A, C).
         scores, mask, n_cand, base = self._draw(scores, self._allowed(scores), generator)
         neg, pos = scores.neg, scores.pos
@@ -354,6 +390,9 @@ class NegativeStrategy:
 
     def __call__(self, scores: ContrastScores, generator: torch.Generator | None = None) -> torch.Tensor:
         """The batch loss: mean over anchors with at least one positive."""
+        softmax = self._softmax(scores)
+        if softmax is not None:
+            return F.cross_entropy(*softmax)
         per_anchor, counted = self.per_anchor(scores, generator)
         if bool(counted.all()):  # the usual batch: no selection to make (nor to differentiate)
             return per_anchor.mean()
