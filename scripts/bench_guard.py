@@ -143,6 +143,7 @@ def main(argv=None):
         for n_neg in (int(x) for x in args.negatives.split(",")):
             for name in args.cases.split(","):
                 row = {**bench(name, CASES[name], b, args.dim, n_neg, args.reps), **meta}
+                row["load_average_1min"] = round(os.getloadavg()[0], 2)  # other work shares the cores
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     if args.out:
