@@ -125,7 +125,7 @@ def test_summary_pairs_by_seed_and_judges_by_mnrl_spread(sc):
 
 def test_tiny_grid_writes_resumes_and_summarizes(sc, root, tmp_path, capsys):
     from qt_hard.data.similarity_pool import training_pool
-    from qt_hard.ledger import Ledger
+    from qt_hard.experiments.ledger import Ledger
 
     pairs = training_pool(root).pairs[:48]
     words = {w for a, b in pairs for w in (a + " " + b).lower().split()}
