@@ -3,23 +3,19 @@
 A Hugging Face model card: YAML front matter (``library_name: sentence-transformers``, tags,
 ``pipeline_tag``), then usage with plain sentence-transformers, the architecture (its modules), the
 objective with the papers it implements, the data, the full run config as YAML, and a SentEval table
-when one is given (:func:`with_senteval` adds or replaces it later; :func:`with_similarity` does the same
-for the semantic-similarity table, a section of its own so that either evaluation keeps the other's).
+when one is given (``qt_hard.evaluation.report``'s :func:`with_senteval` adds or replaces it later,
+:func:`with_similarity` the semantic-similarity table: the evaluation writes its sections into a card).
 """
 
 from __future__ import annotations
 
-import re
-
 import yaml
+
+from qt_hard.evaluation.report import with_senteval
 
 QUICK_THOUGHTS = (
     "Logeswaran & Lee, *An Efficient Framework for Learning Sentence Representations* (Quick-Thoughts, ICLR 2018)"
 )
-SENTEVAL_START = "<!-- senteval -->"
-SENTEVAL_END = "<!-- /senteval -->"
-SIMILARITY_START = "<!-- similarity -->"
-SIMILARITY_END = "<!-- /similarity -->"
 
 
 def _architecture(cfg, modules: list[str]) -> str:
@@ -153,22 +149,3 @@ def model_card(cfg, modules: list[str], senteval: str | None = None) -> str:
     ]
     card = "\n".join(lines)
     return with_senteval(card, senteval) if senteval else card
-
-
-def with_senteval(card: str, table: str) -> str:
-    """``card`` with its SentEval section set to ``table`` (markdown), replacing an earlier one."""
-    return _with_section(card, table, SENTEVAL_START, SENTEVAL_END, "SentEval")
-
-
-def with_similarity(card: str, table: str) -> str:
-    """``card`` with its semantic-similarity section (STS12-16, STS Benchmark, SICK-R) set to ``table``,
-    replacing an earlier one; the SentEval section is left as it is."""
-    return _with_section(card, table, SIMILARITY_START, SIMILARITY_END, "Semantic similarity")
-
-
-def _with_section(card: str, table: str, start: str, end: str, title: str) -> str:
-    section = f"{start}\n## {title}\n\n{table.strip()}\n{end}\n"
-    pattern = re.compile(re.escape(start) + r".*?" + re.escape(end) + r"\n?", re.S)
-    if pattern.search(card):
-        return pattern.sub(lambda _: section, card)
-    return card.rstrip("\n") + "\n\n" + section
