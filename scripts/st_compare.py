@@ -39,7 +39,7 @@ their dev Spearman), and the MRPC test retrieval top-1 of ``scripts/st_finetune.
 sentence of a test paraphrase pair retrieves, by cosine, among all second sentences; x100).
 ``before`` is the starting model, measured once.
 
-Resumable: every finished (row, seed) is a line of ``OUT/results.jsonl`` (``qt_hard.ledger``; one
+Resumable: every finished (row, seed) is a line of ``OUT/results.jsonl`` (``qt_hard.experiments.ledger``; one
 recipe per folder), skipped on the next call; several processes may share one OUT (each claims the
 cell it runs). Each record has its machine, UTC time, commit and wall time. The summary
 (``OUT/table.md``, printed; ``OUT/results.csv``, one row per run): mean ± sample std (ddof 1) over
@@ -313,7 +313,7 @@ def finetune(row: str, seed: int, model_spec: str, recipe: dict, rows, workdir: 
 
 def run_cell(row: str, seed: int, ctx: dict) -> dict:
     """One ledger record: ``before`` (the starting model evaluated) or a row fine-tuned with ``seed``."""
-    from qt_hard.ledger import provenance
+    from qt_hard.experiments.ledger import provenance
 
     t0 = time.perf_counter()
     if row == BEFORE:
@@ -369,7 +369,7 @@ def memory_probe(args) -> dict:
 
 
 def measure_memory(args, out: Path, recipe: dict, setup: dict) -> None:
-    from qt_hard.ledger import Ledger, provenance
+    from qt_hard.experiments.ledger import Ledger, provenance
 
     ledger = Ledger(out, ("row", "batch"), setup, name="memory.jsonl")
     base = parse_row(args.memory)[0]
@@ -596,7 +596,7 @@ def write_csv(records: list[dict], path: Path) -> None:
 
 
 def write_summary(out: Path) -> str:
-    from qt_hard.ledger import Ledger
+    from qt_hard.experiments.ledger import Ledger
 
     ledger = Ledger(out, KEY)
     records = ledger.latest()
@@ -677,7 +677,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from qt_hard.data.similarity_pool import mrpc_pairs
     from qt_hard.evaluation.senteval import default_senteval_dir
-    from qt_hard.ledger import Ledger
+    from qt_hard.experiments.ledger import Ledger
 
     torch.set_num_threads(args.threads)
     data_dir = Path(args.data_dir) if args.data_dir else default_senteval_dir()

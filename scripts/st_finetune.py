@@ -107,6 +107,18 @@ def evaluate(model, held_out, task) -> dict[str, float]:
     return out
 
 
+def loss_arguments(args, variant: str) -> dict:
+    """HardNegativesLoss's arguments for one variant: ``--beta`` where the strategy reads a beta (as the
+    loss builds it, with its paper's defaults), ``--tau-plus`` where given (else the strategy's own)."""
+    from qt_hard.negatives import registry
+
+    kwargs = dict(negatives=variant, scale=args.scale, k=args.k, tau_plus=args.tau_plus)
+    as_built = dict(registry.strategy_class(variant).paper_defaults)
+    if args.beta is not None and "beta" in registry.options_read(variant, as_built):
+        kwargs["beta"] = args.beta
+    return kwargs
+
+
 def finetune(args, variant: str, train_pairs) -> tuple[object, dict]:
     from datasets import Dataset
     from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
@@ -116,12 +128,7 @@ def finetune(args, variant: str, train_pairs) -> tuple[object, dict]:
 
     torch.manual_seed(args.seed)
     model = load_model(args.max_seq_length)
-    kwargs = dict(negatives=variant, scale=args.scale, k=args.k)
-    if variant in ("hard", "label"):
-        kwargs["beta"] = args.beta
-    if variant in ("hard", "debiased", "label"):
-        kwargs["tau_plus"] = args.tau_plus
-    loss = HardNegativesLoss(model, **kwargs)
+    loss = HardNegativesLoss(model, **loss_arguments(args, variant))
     train = Dataset.from_dict({"anchor": [a for a, _ in train_pairs], "positive": [b for _, b in train_pairs]})
     targs = SentenceTransformerTrainingArguments(
         output_dir=str(Path(args.workdir) / variant),
@@ -156,8 +163,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = ScriptParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=1024, help="MRPC train paraphrase pairs to fine-tune on")
     parser.add_argument("--negatives", nargs="+", default=["uniform", "hard"], help="variants to fine-tune")
-    parser.add_argument("--beta", type=float, default=1.0)
-    parser.add_argument("--tau-plus", type=float, default=0.0)
+    parser.add_argument("--beta", type=float, default=None, help="hard weights' beta (default: each strategy's, 1)")
+    parser.add_argument(
+        "--tau-plus", type=float, default=None, help="debiasing prior (default: each strategy's: hard 0, debiased 0.1)"
+    )
     parser.add_argument("--scale", type=float, default=20.0)
     parser.add_argument("--k", type=int, default=None)
     parser.add_argument("--batch-size", type=int, default=32)
@@ -170,13 +179,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # The arguments, before the data or the model is read.
     from qt_hard.errors import ArgumentError
-    from qt_hard.negatives.strategy import NAMES
+    from qt_hard.negatives.registry import strategy_names
 
     if args.task not in ("MR", "CR", "SUBJ", "MPQA"):
         raise ArgumentError(f"--task {args.task}: only the cross-validated binary tasks (MR, CR, SUBJ, MPQA)")
-    unknown = [n for n in args.negatives if n not in NAMES]
+    names = strategy_names()
+    unknown = [n for n in args.negatives if n not in names]
     if unknown:
-        raise ArgumentError(f"--negatives: unknown {', '.join(unknown)}; choose from {', '.join(NAMES)}")
+        raise ArgumentError(f"--negatives: unknown {', '.join(unknown)}; choose from {', '.join(names)}")
     if args.pairs < 2 or args.batch_size < 2:
         raise ArgumentError(
             f"--pairs and --batch-size must be >= 2 (a contrastive batch needs negatives), got {args.pairs}, "

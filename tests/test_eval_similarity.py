@@ -185,7 +185,7 @@ def _eval(*args):
 def test_cli_table_json_compare_and_card(sim_dir, tmp_path, capsys):
     from qt_hard.data.wordlevel import WordTokenizer
     from qt_hard.encoders import random_encoder
-    from qt_hard.text.card import with_senteval
+    from qt_hard.evaluation.report import with_senteval
 
     tok = WordTokenizer.train(["man woman dog cat plays runs the a is on"], min_count=1)
     model = tmp_path / "qt" / "final"

@@ -107,3 +107,77 @@ def test_the_graph_reads_relative_and_deferred_imports():
 
 def test_no_import_cycles():
     assert cycles(import_graph()) == []
+
+
+# The layers of the package, lowest first. A module imports modules of its own layer and of lower ones,
+# never of a higher one (a deferred import counts). A module belongs to the longest name it starts with,
+# except the package root, which is ``qt_hard/__init__.py`` alone: it re-exports the encoders and sits
+# with them.
+LAYERS = [
+    (
+        "qt_hard.errors",
+        "qt_hard.paths",
+        "qt_hard.files",
+        "qt_hard.sizes",
+        "qt_hard.threads",
+        "qt_hard.schedules",
+        "qt_hard.diagnostics",
+    ),
+    ("qt_hard.negatives", "qt_hard.data"),  # the negatives core; corpora
+    ("qt_hard.losses", "qt_hard.encoders", "qt_hard"),  # objectives assembled from the core; models
+    ("qt_hard.pipelines", "qt_hard.training"),  # the loop and the pipeline interface it reads
+    ("qt_hard.evaluation",),  # downstream evaluation of a saved model
+    ("qt_hard.text", "qt_hard.vision", "qt_hard.graph", "qt_hard.integrations"),  # pipelines; the plugin
+    ("qt_hard.experiments",),  # specs, grids, ledgers, report
+    ("qt_hard.cli", "qt_hard.script_cli"),  # the commands
+]
+PIPELINES = ("qt_hard.text", "qt_hard.vision", "qt_hard.graph")
+
+
+def layer_of(module: str, layers=LAYERS) -> tuple[int, str] | None:
+    """(layer index, the name the module belongs to), or None for a module of no layer."""
+    best = None
+    for i, names in enumerate(layers):
+        for name in names:
+            inside = module == name or ("." in name and module.startswith(name + "."))  # a root: itself
+            if inside and (best is None or len(name) > len(best[1])):
+                best = (i, name)
+    return best
+
+
+def upward_imports(graph: dict[str, set[str]], layers=LAYERS) -> list[str]:
+    """The imports that run up the layers, as "a (layer) -> b (layer)"."""
+    out = []
+    for module, targets in sorted(graph.items()):
+        mine = layer_of(module, layers)
+        for target in sorted(targets):
+            theirs = layer_of(target, layers)
+            if mine and theirs and theirs[0] > mine[0]:
+                out.append(f"{module} ({mine[1]}) -> {target} ({theirs[1]})")
+    return out
+
+
+def test_the_layer_check_reads_prefixes_and_flags_an_upward_import():
+    layers = [("p.a", "p"), ("p.b",), ("p.c",)]
+    assert layer_of("p", layers) == (0, "p") and layer_of("p.b.x", layers) == (1, "p.b")
+    assert layer_of("p.z", layers) is None  # only the root itself belongs to "p"
+    graph = {"p.b.x": {"p.a.y", "p.c"}, "p.a.y": {"p"}, "p.c": {"p.b.x"}}
+    assert upward_imports(graph, layers) == ["p.b.x (p.b) -> p.c (p.c)"]
+
+
+def test_every_module_has_a_layer_and_no_import_runs_up_the_layers():
+    graph = import_graph()
+    assert [m for m in sorted(graph) if layer_of(m) is None] == []
+    assert upward_imports(graph) == []
+
+
+def test_the_pipelines_never_import_each_other():
+    graph = import_graph()
+    crossing = [
+        f"{m} -> {t}"
+        for m, targets in graph.items()
+        for t in targets
+        if (mine := layer_of(m)) and (theirs := layer_of(t))
+        if mine[1] in PIPELINES and theirs[1] in PIPELINES and mine[1] != theirs[1]
+    ]
+    assert crossing == []

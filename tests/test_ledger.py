@@ -1,4 +1,4 @@
-"""qt_hard.ledger: whole-line appends, a torn last line, the setup check, finished keys, claims."""
+"""qt_hard.experiments.ledger: whole-line appends, a torn last line, the setup check, finished keys, claims."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from qt_hard.ledger import Ledger, LedgerError
+from qt_hard.experiments.ledger import Ledger, LedgerError
 
 KEY = ("row", "seed")
 SETUP = {"config": "configs/x.yaml", "epochs": 20, "overrides": ["a=1"]}
@@ -121,7 +121,7 @@ def test_claims_exclude_live_holders_and_take_over_dead_ones(tmp_path):
 
 
 def test_provenance_names_machine_time_commit_and_library_versions(tmp_path, monkeypatch):
-    from qt_hard.ledger import git_commit, provenance
+    from qt_hard.experiments.ledger import git_commit, provenance
 
     here = Path(__file__).resolve().parent
     p = provenance(here)
@@ -145,7 +145,7 @@ def test_provenance_names_machine_time_commit_and_library_versions(tmp_path, mon
 def test_commit_is_dirty_for_code_changes_but_not_for_result_files(tmp_path):
     import subprocess
 
-    from qt_hard.ledger import git_commit
+    from qt_hard.experiments.ledger import git_commit
 
     def git(*args):
         subprocess.run(

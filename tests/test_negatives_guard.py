@@ -21,6 +21,7 @@ from qt_hard.negatives import (
     make_strategy,
     node_graph_scores,
     one_directional_scores,
+    registry,
     two_view_scores,
 )
 
@@ -173,22 +174,16 @@ def _layout(name, seed=0):
     )
 
 
-STRATEGIES = [
-    ("uniform", {}),
-    ("hard", dict(beta=1.5)),
-    ("debiased", dict(tau_plus=0.05, floor="smooth")),
-    ("ring", dict(lower=10.0, upper=90.0)),
-    ("label", dict(hardening="exp", beta=1.0)),
-    ("ot", dict(epsilon=0.5)),
-]
+# Every registered part's example but the guard's own.
+STRATEGIES = [(part, negatives, options) for part, negatives, options in registry.examples() if "guard" not in options]
 
 
 # Label-aware negatives need a layout whose anchors carry labels.
 CASES = [
-    pytest.param(layout, negatives, options, id=f"{negatives}-{layout}")
+    pytest.param(layout, negatives, options, id=f"{part}-{layout}")
     for layout in LAYOUTS
-    for negatives, options in STRATEGIES
-    if negatives != "label" or _layout(layout).anchor_labels is not None
+    for part, negatives, options in STRATEGIES
+    if not make_strategy(negatives, **options).needs_labels or _layout(layout).anchor_labels is not None
 ]
 
 

@@ -14,6 +14,7 @@ from qt_hard.negatives import (
     OTWeighting,
     Weighting,
     make_strategy,
+    registry,
     sample_k_negatives,
     two_view_scores,
 )
@@ -132,18 +133,18 @@ def test_collision_free_differs_from_plain_only_by_the_removed_candidates(k):
 
 
 # ---------------------------------------------------------------- gradients
-@pytest.mark.parametrize(
-    "name,opts",
-    [
-        ("uniform", {}),
-        ("debiased", {"tau_plus": 0.1}),
-        ("hard", {"beta": 1.0, "tau_plus": 0.1}),
-        ("ring", {"lower": 10, "upper": 90}),  # (clip: its bound is a detached batch statistic, no gradcheck)
-        ("label", {"hardening": "exp", "beta": 1.0}),
-        ("uniform", {"include_positive": False}),
-        ("debiased", {"tau_plus": 0.3, "floor": "smooth"}),
-    ],
-)
+PARTS = {cls.name: cls for cls in registry.parts()}
+# Every registered part's example whose autograd gradient is the loss's derivative (OT's coupling and
+# MNRL's hardness tilt are held fixed: a finite difference sees them move), and two structural forms.
+# (clip: its bound is a detached batch statistic, no gradcheck.)
+GRADCHECK = [
+    pytest.param(negatives, options, id=part)
+    for part, negatives, options in registry.examples()
+    if PARTS[part].true_gradient and registry.strategy_class(negatives).true_gradient
+] + [("uniform", {"include_positive": False}), ("debiased", {"tau_plus": 0.3, "floor": "smooth"})]
+
+
+@pytest.mark.parametrize("name,opts", GRADCHECK)
 def test_gradcheck(name, opts):
     z1, z2 = pair(4, 3, seed=5)
     z1.requires_grad_(), z2.requires_grad_()
@@ -218,18 +219,19 @@ def test_sampler_rejects_bad_k():
     beta=st.floats(0.0, 10.0),
     tau_plus=st.floats(0.0, 0.5),
     normalize=st.booleans(),
-    name=st.sampled_from(["uniform", "debiased", "hard", "ring", "ot", "label"]),
+    example=st.sampled_from(registry.examples()),  # every registered part
     floor=st.sampled_from(["hard", "smooth", "none"]),
     clip=st.sampled_from(["none", "rescaled", "fig14", "graph_code", "clamp"]),
     seed=st.integers(0, 10_000),
 )
-def test_finite_loss_and_gradients(b, d, norm, t, beta, tau_plus, normalize, name, floor, clip, seed):
+def test_finite_loss_and_gradients(b, d, norm, t, beta, tau_plus, normalize, example, floor, clip, seed):
     g = torch.Generator().manual_seed(seed)
     z1 = torch.randn(b, d, generator=g)
     z1 = (z1 / z1.norm(dim=1, keepdim=True).clamp_min(1e-6) * norm).requires_grad_()
     z2 = (torch.randn(b, d, generator=g) * norm).requires_grad_()
     labels = torch.arange(b) % 2
-    opts = dict(beta=beta, tau_plus=tau_plus, floor=floor, clip=clip, lower=20, upper=90, epsilon=0.5, hardening="exp")
+    _, name, options = example
+    opts = {**options, **dict(beta=beta, tau_plus=tau_plus, floor=floor, clip=clip)}
     opts = {key: v for key, v in opts.items() if key in options_read(name, opts)}  # others are errors
     loss = contrastive_loss(z1, z2, name, temperature=t, normalize=normalize, labels=labels, **opts)
     assert torch.isfinite(loss)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from qt_hard.negatives import make_strategy, registry, two_view_scores
+from qt_hard.negatives import make_strategy, papers, registry, two_view_scores
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -86,3 +86,133 @@ def test_a_part_name_is_registered_once():
 
     with pytest.raises(ValueError, match="already registered"):
         registry.register(Clash)
+
+
+# ------------------------------------------------------------------------------------------------
+# Every reader asks the registry: each part with an example reaches the builder, the configs, the
+# sentence-transformers plugin, the docs' table and the citations without being named anywhere.
+EXAMPLES = [pytest.param(part, negatives, options, id=part) for part, negatives, options in registry.examples()]
+PARTS = {cls.name: cls for cls in registry.parts()}
+
+
+def _acting_parts(negatives, options):
+    """The classes of the parts that act in the strategy built from ``negatives`` and ``options``."""
+    return [type(part) for part in registry.assemble(negatives, options).acting]
+
+
+def test_every_strategy_and_every_modifier_has_an_example():
+    names = [part for part, _, _ in registry.examples()]
+    assert set(registry.strategy_names()) <= set(names)
+    assert {"estimator", "guard", "hardness"} <= set(names)
+
+
+@pytest.mark.parametrize("part, negatives, options", EXAMPLES)
+def test_the_example_is_built_with_its_parts_papers_and_label_needs(part, negatives, options):
+    strategy = make_strategy(negatives, **options)
+    acting = _acting_parts(negatives, options)
+    assert PARTS[part] in acting  # the example switches the part on
+    for cls in acting:
+        assert cls.paper, f"{cls.name} declares no paper"
+        assert any(p in strategy.papers for p in cls.paper)  # the estimator cites one of its two
+    assert strategy.needs_labels == any(cls.needs_labels for cls in acting)
+
+
+@pytest.mark.parametrize("part, negatives, options", EXAMPLES)
+def test_the_example_is_a_valid_config_with_its_papers_on_the_model_card_and_a_row_of_the_docs_table(
+    part, negatives, options
+):
+    from qt_hard.text.card import model_card
+    from qt_hard.training.config import config_from_dict
+
+    data = {"kind": "synthetic"} if make_strategy(negatives, **options).needs_labels else {}
+    cfg = config_from_dict({"data": data, "objective": {"negatives": negatives, "options": options}})
+    card = model_card(cfg, ["StaticEmbedding"])
+    assert all(p.reference() in card for p in PARTS[part].paper if p in make_strategy(negatives, **options).papers)
+    assert any(p.reference() in card for p in PARTS[part].paper)
+    row = next(line for line in registry.option_table().splitlines() if line.startswith(f"| `{part}` |"))
+    for key, value in options.items():
+        assert f"{key}={value!r}" in row
+    assert all(p.cite() in row for p in PARTS[part].paper)
+
+
+@pytest.mark.parametrize("part, negatives, options", EXAMPLES)
+def test_the_example_reaches_the_sentence_transformers_plugin(part, negatives, options):
+    from torch import nn
+
+    from qt_hard.integrations.sentence_transformers import HardNegativesLoss
+
+    loss = HardNegativesLoss(nn.Identity(), negatives=negatives, **options)
+    g = torch.Generator().manual_seed(2)
+    columns = [torch.randn(6, 4, generator=g, dtype=torch.float64) for _ in range(3)]
+    labels = torch.tensor([0, 1, 0, 1, 2, 2]) if loss.needs_labels else None
+    value = loss.compute_loss_from_embeddings(columns, labels)
+    assert torch.isfinite(value)
+    if loss.needs_labels:
+        with pytest.raises(ValueError, match="needs class labels"):
+            loss.compute_loss_from_embeddings(columns, None)
+    for cls in _acting_parts(negatives, {**registry.strategy_class(negatives).paper_defaults, **options}):
+        assert any(p.bibtex() in loss.citation for p in cls.paper)
+
+
+def test_a_strategy_registered_later_is_asked_for_everywhere(monkeypatch, tmp_path):
+    """A strategy that no module names (registered here, as a new module of the package would be): the
+    builder, the plugin (its label needs, its citation), the configs and the scripts find it."""
+    from torch import nn
+
+    from qt_hard.integrations.sentence_transformers import HardNegativesLoss
+    from qt_hard.negatives import SameLabelMask
+    from qt_hard.training.config import config_from_dict
+
+    @dataclasses.dataclass
+    class Lot(registry.Strategy):
+        """Same-label candidates dropped (a stand-in for a new label-aware strategy)."""
+
+        name = "lot"
+        paper = (papers.Paper("doe2031", "Negatives by Lot", ("Doe, Jane",), "2031"),)
+        needs_labels = True
+        example = {}
+
+        def check(self):
+            self.weightings = [SameLabelMask()]
+
+    registry.discover()
+    monkeypatch.setitem(registry.STRATEGIES, "lot", Lot)
+    assert "lot" in registry.strategy_names() and "lot" in registry.option_table()
+    strategy = make_strategy("lot")
+    paper = Lot.paper[0]
+    assert strategy.needs_labels and strategy.papers == (paper,)
+    loss = HardNegativesLoss(nn.Identity(), negatives="lot")
+    assert loss.needs_labels and loss.citation == paper.bibtex()
+    g = torch.Generator().manual_seed(0)
+    a, p = torch.randn(4, 3, generator=g), torch.randn(4, 3, generator=g)
+    with pytest.raises(ValueError, match="needs class labels"):
+        loss.compute_loss_from_embeddings([a, p], None)
+    assert torch.isfinite(loss.compute_loss_from_embeddings([a, p], torch.tensor([0, 1, 0, 1])))
+    config_from_dict({"data": {"kind": "synthetic"}, "objective": {"negatives": "lot"}})
+    script = _script("st_finetune")
+    with pytest.raises(Exception, match="--negatives: unknown nope"):
+        script.main(["--negatives", "nope", "--workdir", str(tmp_path / "o")])
+    with pytest.raises(Exception, match="--pairs and --batch-size"):  # the name passed; the next check refuses
+        script.main(["--negatives", "lot", "--pairs", "1", "--workdir", str(tmp_path / "o")])
+
+
+def _script(name):
+    spec = importlib.util.spec_from_file_location(f"script_{name}", ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_strategy_cites_each_acting_part_once_and_ash_for_the_structural_options():
+    assert make_strategy("uniform").papers == (papers.OORD_2018,)
+    assert make_strategy("hard").papers == (papers.ROBINSON_2021,)  # tau_plus 0: no debiasing
+    assert make_strategy("hard", tau_plus=0.1).papers == (papers.ROBINSON_2021, papers.CHUANG_2020)
+    assert make_strategy("debiased").papers == (papers.CHUANG_2020,)  # the strategy and its estimator: once
+    assert make_strategy("uniform", estimator="jsd").papers == (papers.OORD_2018, papers.SUN_2020)
+    for structural in (dict(k=2), dict(collision_free=True), dict(include_positive=False)):
+        assert make_strategy("uniform", **structural).papers == (papers.OORD_2018, papers.ASH_2022)
+    assert papers.ROBINSON_2021.cite() == "Robinson et al. 2021"
+    assert papers.SOLATORIO_2024.cite() == "Solatorio 2024"
+    assert papers.ROBINSON_2021.reference().startswith("Robinson, Chuang, Sra & Jegelka, *Contrastive Learning")
+    entry = papers.ASH_2022.bibtex()
+    assert entry.startswith("\n@inproceedings{ash2022investigating,\n") and "archivePrefix={arXiv}" in entry

@@ -147,19 +147,33 @@ def test_top_m_must_be_a_positive_integer(bad):
         make_strategy("uniform", top_m=bad)
 
 
-def test_found_by_the_registry_for_configs_the_plugin_and_the_docs():
+def test_found_by_the_registry_for_configs_the_plugin_the_docs_the_citations_and_the_property_tests():
+    """Nothing outside this file and topm.py names top_m: every reader finds it in the registry."""
     from torch import nn
 
     from qt_hard.integrations.sentence_transformers import HardNegativesLoss
+    from qt_hard.negatives.topm import MUSGRAVE_2020
+    from qt_hard.text.card import model_card
     from qt_hard.training.config import config_from_dict
 
-    assert "`top_m` (None)" in registry.option_table() and "top_m" in registry.option_names()
-    config_from_dict({"objective": {"negatives": "hard", "options": {"top_m": 4}}})
+    row = next(line for line in registry.option_table().splitlines() if line.startswith("| `top_m` |"))
+    assert "`top_m` (None)" in row and "`top_m=3`" in row and "Musgrave et al. 2020" in row
+    assert "top_m" in registry.option_names()
+    # registry.examples() is what the property and equivalence tests parametrize over (gradcheck, finite
+    # losses and gradients, the guard's equivalence), and the registry's own tests (configs, model card,
+    # plugin and citation for every example).
+    assert ("top_m", "uniform", {"top_m": 3}) in registry.examples()
+    assert make_strategy("hard", top_m=3).papers == (*make_strategy("hard").papers, MUSGRAVE_2020)
+    assert MUSGRAVE_2020 not in make_strategy("hard").papers  # cited only where it acts
+    cfg = config_from_dict({"objective": {"negatives": "hard", "options": {"top_m": 4}}})
+    assert MUSGRAVE_2020.reference() in model_card(cfg, ["StaticEmbedding"])
     with pytest.raises(ValueError, match="top_m"):
         config_from_dict({"objective": {"negatives": "hard", "options": {"top_m": 0}}})
     g = torch.Generator().manual_seed(1)
     a, p = torch.randn(6, 4, generator=g, dtype=torch.float64), torch.randn(6, 4, generator=g, dtype=torch.float64)
-    got = HardNegativesLoss(nn.Identity(), scale=2.0, top_m=2).compute_loss_from_embeddings([a, p])
+    loss = HardNegativesLoss(nn.Identity(), scale=2.0, top_m=2)
+    assert MUSGRAVE_2020.bibtex() in loss.citation
+    got = loss.compute_loss_from_embeddings([a, p])
     u, v = (x / x.norm(dim=1, keepdim=True) for x in (a, p))
     cos = (u @ v.T).tolist()
     ref = sum(anchor_loss(cos[i][i], [c for j, c in enumerate(cos[i]) if j != i], 2) for i in range(6)) / 6

@@ -553,11 +553,6 @@ SKIPS = {
 # A distinctive line of each README Python snippet -> how it runs (``add``/``sub`` as above).
 # Python snippets that cannot run here, by a distinctive line, with the reason (as SKIPS).
 PYTHON_SKIPS = {
-    "qt-hard eval retrieval --model minilm --data $QT_HARD_DATA/beir/scifact --output minilm_scifact.json": "encodes "
-    "5,183 abstracts with MiniLM (CPU-minutes); tests/test_retrieval.py runs the same path against the evaluator on "
-    "a slice, and the random:bow example runs the whole folder",
-    "python scripts/bench_retrieval.py --out results/bench_retrieval.jsonl": "encodes SciFact's corpus with MiniLM "
-    "twice (CPU-minutes); tests/test_retrieval.py runs both sides on a slice",
     'params = {"task_path": PATH_TO_DATA, "usepytorch": True, "kfold": 10}': "SentEval's own example "
     "configuration, quoted (PATH_TO_DATA is SentEval's placeholder)",
     "results = senteval.engine.SE(params, batcher, prepare).eval": "needs a SentEval checkout (network); "

@@ -148,7 +148,7 @@ def test_a_row_on_mined_triplets_is_judged_against_mnrl_on_the_same_triplets(sc)
 
 def test_tiny_grid_writes_resumes_and_summarizes(sc, root, tmp_path, capsys):
     from qt_hard.data.similarity_pool import training_pool
-    from qt_hard.ledger import Ledger
+    from qt_hard.experiments.ledger import Ledger
 
     pairs = training_pool(root).pairs[:48]
     words = {w for a, b in pairs for w in (a + " " + b).lower().split()}

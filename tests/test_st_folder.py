@@ -155,7 +155,7 @@ def test_model_card_names_the_loss_papers_and_config(tmp_path):
     assert "Contrastive Learning with Hard Negative Samples" in card and "Quick-Thoughts" in card
     assert "```yaml" in card and "beta: 1.0" in card and "clip: rescaled" in card and "encoder: bow" in card
     assert "## SentEval" not in card  # none computed at training time
-    from qt_hard.text.card import with_senteval
+    from qt_hard.evaluation.report import with_senteval
 
     once = with_senteval(card, "| Model | CR |\n|---|---|\n| m | 70.0 |")
     twice = with_senteval(once, "| Model | CR |\n|---|---|\n| m | 71.0 |")

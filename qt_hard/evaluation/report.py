@@ -17,6 +17,7 @@ or ``"kind": "wiki"`` with ``results`` = ``{"mean_classifier": {"acc": ..}, "lin
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from qt_hard.errors import ArgumentError, MissingFileError
@@ -174,14 +175,38 @@ def senteval_report(
     return "\n".join(lines)
 
 
+# A model card's sections that evaluations write (and rewrite) between these markers.
+SENTEVAL_START = "<!-- senteval -->"
+SENTEVAL_END = "<!-- /senteval -->"
+SIMILARITY_START = "<!-- similarity -->"
+SIMILARITY_END = "<!-- /similarity -->"
+
+
+def with_senteval(card: str, table: str) -> str:
+    """``card`` with its SentEval section set to ``table`` (markdown), replacing an earlier one."""
+    return _with_section(card, table, SENTEVAL_START, SENTEVAL_END, "SentEval")
+
+
+def with_similarity(card: str, table: str) -> str:
+    """``card`` with its semantic-similarity section (STS12-16, STS Benchmark, SICK-R) set to ``table``,
+    replacing an earlier one; the SentEval section is left as it is."""
+    return _with_section(card, table, SIMILARITY_START, SIMILARITY_END, "Semantic similarity")
+
+
+def _with_section(card: str, table: str, start: str, end: str, title: str) -> str:
+    section = f"{start}\n## {title}\n\n{table.strip()}\n{end}\n"
+    pattern = re.compile(re.escape(start) + r".*?" + re.escape(end) + r"\n?", re.S)
+    if pattern.search(card):
+        return pattern.sub(lambda _: section, card)
+    return card.rstrip("\n") + "\n\n" + section
+
+
 def card_with_tables(
     card: str, rows: dict[str, dict], results: dict, *, protocol: str, kfold: int, seed: int, tasks: list[str]
 ) -> str:
     """``card`` (a model card's markdown) with its SentEval and similarity sections set to the tables
     of ``rows``, each when the model's ``results`` have such tasks, with the protocol and the
     command that produced them."""
-    from qt_hard.text.card import with_senteval, with_similarity
-
     if has_transfer(results):
         card = with_senteval(
             card,

@@ -119,104 +119,6 @@ def _warn_hard_floor(estimator, scale: float) -> None:
         )
 
 
-def _bib(kind: str, key: str, title: str, author: str, year: str, booktitle: str = "", eprint: str = "", **more) -> str:
-    """One BibTeX entry (an arXiv ``eprint`` brings its ``archivePrefix``)."""
-    fields = {"title": title, "author": author, "booktitle": booktitle, "year": year, "eprint": eprint}
-    fields.update(archivePrefix="arXiv" if eprint else "", **more)
-    body = "".join(f"      {name}={{{value}}},\n" for name, value in fields.items() if value)
-    return f"\n@{kind}{{{key},\n{body}}}\n"
-
-
-_ICLR = "International Conference on Learning Representations"
-_CITATIONS = {
-    "oord": _bib(
-        "misc",
-        "oord2018representation",
-        "Representation Learning with Contrastive Predictive Coding",
-        "Aaron van den Oord and Yazhe Li and Oriol Vinyals",
-        "2018",
-        eprint="1807.03748",
-        primaryClass="cs.LG",
-    ),
-    "hard": _bib(
-        "inproceedings",
-        "robinson2021contrastive",
-        "Contrastive Learning with Hard Negative Samples",
-        "Joshua Robinson and Ching-Yao Chuang and Suvrit Sra and Stefanie Jegelka",
-        "2021",
-        booktitle=_ICLR,
-        eprint="2010.04592",
-    ),
-    "ring": _bib(
-        "inproceedings",
-        "wu2021conditional",
-        "Conditional Negative Sampling for Contrastive Learning of Visual Representations",
-        "Mike Wu and Milan Mosse and Chengxu Zhuang and Daniel Yamins and Noah Goodman",
-        "2021",
-        booktitle=_ICLR,
-        eprint="2010.02037",
-    ),
-    "label": _bib(
-        "misc",
-        "jiang2022supervised",
-        "Supervised Contrastive Learning with Hard Negative Samples",
-        "Ruijie Jiang and Thuan Nguyen and Prakash Ishwar and Shuchin Aeron",
-        "2022",
-    ),
-    "ot": _bib(
-        "misc",
-        "jiang2021hard",
-        "Hard Negative Sampling via Regularized Optimal Transport for Contrastive Representation Learning",
-        "Ruijie Jiang and Prakash Ishwar and Shuchin Aeron",
-        "2021",
-    ),
-    "k": _bib(
-        "inproceedings",
-        "ash2022investigating",
-        "Investigating the Role of Negatives in Contrastive Representation Learning",
-        "Jordan T. Ash and Surbhi Goel and Akshay Krishnamurthy and Dipendra Misra",
-        "2022",
-        booktitle="International Conference on Artificial Intelligence and Statistics",
-        eprint="2106.09943",
-    ),
-    "hardness": _bib(
-        "misc",
-        "lan2025llave",
-        "LLaVE: Large Language and Vision Embedding Models with Hardness-Weighted Contrastive Learning",
-        "Zhibin Lan and Liqiang Niu and Fandong Meng and Jie Zhou and Jinsong Su",
-        "2025",
-        eprint="2503.04812",
-    )
-    + _bib(
-        "misc",
-        "vera2025embeddinggemma",
-        "EmbeddingGemma: Powerful and Lightweight Text Representations",
-        "Henrique Schechter Vera and others",
-        "2025",
-        eprint="2509.20354",
-    ),
-    "guard": _bib(
-        "misc",
-        "solatorio2024gistembed",
-        "GISTEmbed: Guided In-sample Selection of Training Negatives for Text Embedding Fine-tuning",
-        "Aivin V. Solatorio",
-        "2024",
-        eprint="2402.16829",
-    )
-    + _bib(
-        "misc",
-        "moreira2024nvretriever",
-        "NV-Retriever: Improving text embedding models with effective hard-negative mining",
-        "Gabriel de Souza P. Moreira and Radek Osmulski and Mengyao Xu and Ronay Ak and Benedikt Schifferer "
-        "and Even Oldridge",
-        "2024",
-        eprint="2407.15831",
-    ),
-}
-_CITATIONS["debiased"] = _CITATIONS["hard"]
-_CITATIONS["threshold"] = _CITATIONS["label"]  # H-UCL(tau), the thresholded hardening of H-SCL
-
-
 def _embed(model: nn.Module, sentence_features: Iterable[dict[str, Tensor]]) -> list[Tensor]:
     """One ``(B, d)`` ``sentence_embedding`` per input column, anchor column first."""
     features = list(sentence_features)
@@ -345,7 +247,8 @@ class HardNegativesLoss(nn.Module):
         1. (anchor, positive) pairs, (anchor, positive, negative) triplets or (anchor, positive,
            negative_1, ..., negative_n) n-tuples (``mine_hard_negatives``' ``"triplet"`` and ``"n-tuple"``
            output formats).
-        2. A ``label`` column of class ids for ``negatives="label"`` or ``collision_free=True``.
+        2. A ``label`` column of class ids where the strategy needs labels (``negatives="label"``,
+           ``collision_free=True``: :attr:`needs_labels`).
 
     Inputs:
         +-------------------------------------------------+-------------------------------------+
@@ -444,12 +347,13 @@ class HardNegativesLoss(nn.Module):
             if two_positives and self.negatives.positives != "joint":
                 raise ValueError("doc_to_query in a joint partition needs the strategy's positives='joint'")
             return self.negatives, set()
-        options = dict(self.options)
+        from qt_hard.negatives.registry import strategy_class
+
+        # The strategy as its paper defines it, where the core's default is a plainer special case
+        # (H-SCL's exponential hardening for "label"); an option given here wins.
+        options = {**strategy_class(self.negatives).paper_defaults, **self.options}
         if self.beta is not None:
             options["beta"] = self.beta / self.scale if self.beta_units == "cosine" else self.beta
-        if self.negatives == "label":
-            # H-SCL's hardening is exponential in beta (Jiang et al. Sec. III); beta = 0 is SCL.
-            options.setdefault("hardening", "exp")
         options["tau_plus"] = self.tau_plus
         if self.guard is not None:
             source = "model" if self.guide is None else "guide"
@@ -474,7 +378,8 @@ class HardNegativesLoss(nn.Module):
 
     @property
     def needs_labels(self) -> bool:
-        return self.negatives == "label" or bool(getattr(self.strategy, "collision_free", False))
+        """Whether the strategy reads class labels (a part that needs them, or collision-free sampling)."""
+        return self.strategy.needs_labels
 
     def set_progress(self, progress: float) -> None:
         """Training progress in [0, 1], read by schedule-valued options (beta annealing, ring band)."""
@@ -669,15 +574,10 @@ class HardNegativesLoss(nn.Module):
 
     @property
     def citation(self) -> str:
-        name = self.strategy_name
-        entries = [_CITATIONS.get(name, _CITATIONS["oord"])]
-        if self.k is not None or self.options.get("collision_free"):
-            entries.append(_CITATIONS["k"])
-        if self.options.get("hardness_mode") is not None:
-            entries.append(_CITATIONS["hardness"])
-        if self.guard is not None:
-            entries.append(_CITATIONS["guard"])
-        return "".join(entries)
+        """BibTeX of the papers the strategy computes (``NegativeStrategy.papers``: each acting part's
+        ``paper`` in the registry, and Ash et al. for ``k`` / ``collision_free``); a strategy object built
+        by hand cites the ``papers`` it was given."""
+        return "".join(p.bibtex() for p in self.strategy.papers)
 
 
 class LossProgressCallback(TrainerCallback):

@@ -9,7 +9,9 @@
 ``ot``          Sinkhorn: a log-domain first iteration, then exp-domain scalings
 ``estimators``  plain and debiased (hard or smooth floor), in log space; InfoGraph's JSD
 ``strategy``    :class:`NegativeStrategy` assembling them into the loss; :func:`make_strategy`
-``registry``    one declared part per strategy and per modifier, with its options (names, defaults, checks)
+``registry``    one declared part per strategy and per modifier, with its options (names, defaults, checks),
+                papers, label needs and example
+``papers``      the papers the parts implement (BibTeX, short and one-line references)
 ``topm``        the top-m mask: each anchor keeps its m highest-scoring negatives (a miner's top-m)
 ``guard``       the positive-aware false-negative guard (GISTEmbed / NV-Retriever), model or guide similarities
 ``directions``  MNRL's directions and partition modes (query/doc to query/doc) as tables of the core
@@ -26,7 +28,7 @@ from .queue import EmbeddingQueue
 from .logmeanexp import tilted_log_mean_exp
 from .sampler import count_rows, sample_k_indices, sample_k_negatives
 from .scores import ContrastScores, context_scores, node_graph_scores, one_directional_scores, two_view_scores
-from .strategy import NAMES, NegativeStrategy, make_strategy
+from .strategy import NegativeStrategy, make_strategy
 from .weightings import (
     HardnessTilt,
     HardWeighting,
@@ -72,7 +74,6 @@ __all__ = [
     "directional_scores",
     "directional_loss",
     "make_strategy",
-    "NAMES",
     "registry",
     "EmbeddingQueue",
     "gather",

@@ -30,7 +30,6 @@ MNRL's hardness tilt touches only the query-to-document block (``ContrastScores.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
 import torch
@@ -99,8 +98,9 @@ def directional_scores(
         return [q2d]
     if partition_mode == "per_direction":  # directions are query_to_doc and doc_to_query
         d2q = one_directional_scores(positives, anchors, None, labels=labels, **kw)
-        no_tilt = torch.zeros(d2q.neg.shape[1], dtype=torch.bool, device=d2q.neg.device)
-        return [q2d, dataclasses.replace(d2q, tilt_columns=no_tilt)]
+        # Set on the fresh table (not replaced): it keeps its builder's softmax mark.
+        d2q.tilt_columns = torch.zeros(d2q.neg.shape[1], dtype=torch.bool, device=d2q.neg.device)
+        return [q2d, d2q]
     return [_joint(q2d, anchors, positives, negatives, directions, labels, **kw)]
 
 

@@ -9,10 +9,18 @@ constructor (a ``ValueError`` that names the option). Two roles:
   (``estimator``, ``tau_plus``, ``floor``), the false-negative guard (``guard``), MNRL's hardness tilt
   (``hardness_mode``), and any part another module of :mod:`qt_hard.negatives` registers.
 
+A part declares, besides its options, everything a reader of the registry asks about it: its ``name``,
+the ``paper`` that defines it (cited by the assembled strategy when the part acts: the plugin's
+``citation``, the model cards), whether it ``needs_labels``, the options of an ``example`` (the tests run
+every part with them, the docs' table shows them), the ``paper_defaults`` that make a strategy its
+paper's method where the core's default is a plainer special case, and whether autograd's gradient is
+the loss's ``true_gradient`` (False where weights that move with the scores are held fixed).
+
 Everything that names strategies or options reads this registry: :func:`make_strategy`, the
 sentence-transformers plugin, each pipeline's ``objective.options`` (:func:`config_options`), the
-CLI's config checks (through the losses) and the docs' option table (:func:`option_table`). A new
-weighting is one module of :mod:`qt_hard.negatives` that defines a :class:`Part` subclass with
+CLI's config checks (through the losses), the scripts (:func:`strategy_names`), the model cards (through
+the strategy's ``papers``), the docs' option table (:func:`option_table`) and the tests (:func:`examples`).
+A new weighting is one module of :mod:`qt_hard.negatives` that defines a :class:`Part` subclass with
 :func:`register`: the registry imports every module of the package before it answers (discovery), so
 configs, the plugin and the docs see it without being edited.
 
@@ -31,6 +39,21 @@ from typing import Any, Callable, ClassVar
 from ..schedules import make_schedule
 from .estimators import DebiasedEstimator, JSDEstimator, PlainEstimator
 from .guard import FalseNegativeGuard
+from .papers import (
+    ASH_2022,
+    CHUANG_2020,
+    JIANG_2022,
+    JIANG_OT,
+    LAN_2025,
+    MOREIRA_2024,
+    OORD_2018,
+    ROBINSON_2021,
+    SOLATORIO_2024,
+    SUN_2020,
+    VERA_2025,
+    WU_2021,
+    Paper,
+)
 from .weightings import (
     HardnessTilt,
     HardWeighting,
@@ -43,6 +66,8 @@ from .weightings import (
 
 # The strategy's structural arguments (NegativeStrategy's own keywords), given beside the parts' options.
 STRUCTURAL = ("k", "collision_free", "include_positive", "count", "positives")
+# The paper of k, collision_free and include_positive=False (Ash et al. sec. 5 and App. D.1).
+STRUCTURAL_PAPER = ASH_2022
 
 
 def option(default: Any = None, doc: str = "", *, when: Callable | None = None, schedule: bool = False):
@@ -55,11 +80,20 @@ def option(default: Any = None, doc: str = "", *, when: Callable | None = None, 
 @dataclass
 class Part:
     """A registered part: its fields are its options. Subclasses validate in :meth:`check` and add
-    what they build to the strategy under assembly in :meth:`contribute`."""
+    what they build to the strategy under assembly in :meth:`contribute`.
+
+    Class attributes (the module docstring): ``name``; ``role``; ``paper``, the papers that define it (a
+    tuple, cited when the part :meth:`acts`); ``needs_labels`` (class labels of the anchors and
+    candidates, when it acts); ``example``, options that switch it on with typical values (a strategy's
+    beside its name); ``paper_defaults``; ``true_gradient``."""
 
     name: ClassVar[str]
     role: ClassVar[str] = "modifier"
-    paper: ClassVar[str] = ""
+    paper: ClassVar[tuple[Paper, ...]] = ()
+    needs_labels: ClassVar[bool] = False
+    example: ClassVar[dict] = {}
+    paper_defaults: ClassVar[dict] = {}
+    true_gradient: ClassVar[bool] = True
 
     def __post_init__(self):
         for f in dataclasses.fields(self):
@@ -75,6 +109,15 @@ class Part:
     def contribute(self, built: "Assembly") -> None:
         """Add the part's weightings (or the estimator, the guard) to ``built``."""
         built.weightings.extend(self.weightings)
+
+    def acts(self, built: "Assembly") -> bool:
+        """Whether the part, built into ``built``, changes the loss: a strategy always, a modifier when it
+        adds a weighting (a modifier that builds something else says so)."""
+        return self.role == "strategy" or bool(self.weightings)
+
+    def cites(self, built: "Assembly") -> tuple[Paper, ...]:
+        """The papers of what the part built into ``built``: its ``paper`` when it acts."""
+        return self.paper if self.acts(built) else ()
 
     @classmethod
     def reads(cls, given: dict, strategy: type) -> set[str]:
@@ -96,12 +139,16 @@ class Strategy(Part):
 
 @dataclass
 class Assembly:
-    """What the parts build: the weightings (composed in order), the estimator and the guard."""
+    """What the parts build: the weightings (composed in order), the estimator and the guard; the parts
+    that act, with what they declare: their papers and whether any needs labels."""
 
     strategy: type
     weightings: list = field(default_factory=list)
     estimator: Any = None
     guard: FalseNegativeGuard | None = None
+    acting: list = field(default_factory=list)
+    papers: list = field(default_factory=list)
+    needs_labels: bool = False
 
 
 STRATEGIES: dict[str, type[Strategy]] = {}
@@ -135,6 +182,7 @@ def discover() -> None:
 
 
 def strategy_names() -> tuple[str, ...]:
+    """The names a strategy is chosen by, discovered ones included (ask here, never a copy taken earlier)."""
     discover()
     return tuple(STRATEGIES)
 
@@ -143,6 +191,19 @@ def parts() -> list[type[Part]]:
     """Every registered part, strategies first."""
     discover()
     return [*STRATEGIES.values(), *MODIFIERS.values()]
+
+
+def examples() -> list[tuple[str, str, dict]]:
+    """``(part name, negatives, options)`` of every part with an example: a strategy with its own
+    options, a modifier's options on the uniform strategy (what composes with every strategy is tried on
+    the plainest). The property and equivalence tests run each."""
+    out = []
+    for cls in parts():
+        if cls.role == "strategy":
+            out.append((cls.name, cls.name, dict(cls.example)))
+        elif cls.example:
+            out.append((cls.name, Uniform.name, dict(cls.example)))
+    return out
 
 
 def option_defaults() -> dict[str, Any]:
@@ -194,7 +255,12 @@ def assemble(negatives: str, options: dict) -> Assembly:
     built = Assembly(strategy)
     for cls in (strategy, *MODIFIERS.values()):
         names = {f.name for f in dataclasses.fields(cls)}
-        cls(**{key: v for key, v in given.items() if key in names}).contribute(built)
+        part = cls(**{key: v for key, v in given.items() if key in names})
+        part.contribute(built)
+        if part.acts(built):
+            built.acting.append(part)
+            built.papers.extend(part.cites(built))
+            built.needs_labels = built.needs_labels or part.needs_labels
     return built
 
 
@@ -210,16 +276,22 @@ def config_options(cfg) -> dict:
 
 
 def option_table() -> str:
-    """The Markdown table of every registered part and its options (the docs' option table)."""
-    lines = ["| part | role | options (default) | what it is |", "|---|---|---|---|"]
+    """The Markdown table of every registered part: its options, an example, what it is and its papers
+    (the docs' option table)."""
+    lines = ["| part | role | options (default) | example | what it is | paper |", "|---|---|---|---|---|---|"]
     for cls in parts():
         opts = ", ".join(
             f"`{f.name}` ({f.default!r})" + (f": {f.metadata['doc']}" if f.metadata["doc"] else "")
             for f in dataclasses.fields(cls)
         )
-        doc = (cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+        doc = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())
         role = "`negatives`" if cls.role == "strategy" else "any strategy"
-        lines.append(f"| `{cls.name}` | {role} | {opts or '-'} | {doc} |")
+        if cls.needs_labels:
+            role += ", needs labels"
+        given = ({"negatives": cls.name} if cls.role == "strategy" else {}) | cls.example
+        example = f"`{', '.join(f'{key}={v!r}' for key, v in given.items())}`" if given else "-"
+        papers = "; ".join(p.cite() for p in cls.paper) or "-"
+        lines.append(f"| `{cls.name}` | {role} | {opts or '-'} | {example} | {doc} | {papers} |")
     return "\n".join(lines) + "\n"
 
 
@@ -250,6 +322,7 @@ class Uniform(Strategy):
     """InfoNCE / NT-Xent: every allowed candidate weighs the same."""
 
     name: ClassVar[str] = "uniform"
+    paper: ClassVar[tuple[Paper, ...]] = (OORD_2018,)
 
 
 @register
@@ -258,6 +331,8 @@ class Debiased(Strategy):
     """Chuang et al. 2020: uniform weights, the debiased estimator (tau_plus 0.1 unless given)."""
 
     name: ClassVar[str] = "debiased"
+    paper: ClassVar[tuple[Paper, ...]] = (CHUANG_2020,)
+    example: ClassVar[dict] = {"tau_plus": 0.1}
     default_tau_plus: ClassVar[float | None] = 0.1
 
 
@@ -268,6 +343,8 @@ class Hard(Strategy):
     (tau_plus 0 unless given: HCL's criterion keeps its floor without debiasing)."""
 
     name: ClassVar[str] = "hard"
+    paper: ClassVar[tuple[Paper, ...]] = (ROBINSON_2021,)
+    example: ClassVar[dict] = {"beta": 1.0, "tau_plus": 0.1}
     default_tau_plus: ClassVar[float | None] = 0.0
     beta: Any = option(1.0, _BETA_DOC, schedule=True)
     clip: str = option("auto", _CLIP_DOC)
@@ -283,6 +360,8 @@ class Ring(Strategy):
     """Ring, Wu et al. 2021 sec. 4: the candidates between two similarity percentiles."""
 
     name: ClassVar[str] = "ring"
+    paper: ClassVar[tuple[Paper, ...]] = (WU_2021,)
+    example: ClassVar[dict] = {"lower": 10.0, "upper": 90.0}
     lower: Any = option(0.0, "lower percentile in [0, 100)", schedule=True)
     upper: Any = option(100.0, "upper percentile in (0, 100]", schedule=True)
 
@@ -299,6 +378,11 @@ class Label(Strategy):
     """H-SCL, Jiang et al. 2022: same-label candidates dropped, hardened by ``hardening``."""
 
     name: ClassVar[str] = "label"
+    paper: ClassVar[tuple[Paper, ...]] = (JIANG_2022,)
+    needs_labels: ClassVar[bool] = True
+    example: ClassVar[dict] = {"hardening": "exp", "beta": 1.0}
+    # H-SCL's hardening is exponential in beta (Jiang et al. Sec. III); the core's default (None) is SCL.
+    paper_defaults: ClassVar[dict] = {"hardening": "exp"}
     switches: ClassVar[tuple[str, ...]] = ("hardening",)
     hardening: str | None = option(None, "None, 'exp' (beta, clip, detach) or 'threshold' (tau or level)")
     beta: Any = option(1.0, _BETA_DOC, when=_hardening("exp"), schedule=True)
@@ -324,6 +408,8 @@ class Threshold(Strategy):
     """H-UCL(tau): the thresholded hardening 1(e^s >= tau) without labels (Jiang et al. 2022 sec. III-A)."""
 
     name: ClassVar[str] = "threshold"
+    paper: ClassVar[tuple[Paper, ...]] = (JIANG_2022,)
+    example: ClassVar[dict] = {"level": 0.0}
     tau: Any = option(None, "threshold on e^logit", schedule=True)
     level: Any = option(None, "threshold on the similarity (H-SCL eq. 4)", schedule=True)
 
@@ -338,6 +424,9 @@ class OT(Strategy):
     """Entropic OT coupling, Jiang, Ishwar & Aeron 2023 eq. 5 (:class:`OTWeighting`)."""
 
     name: ClassVar[str] = "ot"
+    paper: ClassVar[tuple[Paper, ...]] = (JIANG_OT,)
+    example: ClassVar[dict] = {"epsilon": 0.5}
+    true_gradient: ClassVar[bool] = False  # the coupling is solved on detached costs
     epsilon: Any = option(0.5, "entropic regularization > 0", schedule=True)
     cost: str = option("sqeuclidean", "'sqeuclidean' or 'exp'")
     kappa: float = option(0.0, "offset of the 'exp' cost", when=lambda given, s: given.get("cost") == "exp")
@@ -366,6 +455,8 @@ class Estimation(Part):
     al. 2020 eq. 6) or InfoGraph's Jensen-Shannon form (``"jsd"``; ``"jsd_code"`` the HCL code's)."""
 
     name: ClassVar[str] = "estimator"
+    paper: ClassVar[tuple[Paper, ...]] = (CHUANG_2020, SUN_2020)
+    example: ClassVar[dict] = {"tau_plus": 0.1, "floor": "smooth"}
     estimator: str = option("nce", "'nce', 'jsd' or 'jsd_code'")
     tau_plus: Any = option(None, "class prior of the debiased estimator, in [0, 1)", schedule=True)
     floor: str = option("hard", "'hard', 'smooth' or 'none' (debiased NCE)", when=_floor_read)
@@ -386,6 +477,18 @@ class Estimation(Part):
         else:
             built.estimator = PlainEstimator()
 
+    def _debiases(self, built) -> bool:
+        tau_plus = built.strategy.default_tau_plus if self.tau_plus is None else self.tau_plus
+        return tau_plus is not None and (callable(tau_plus) or tau_plus != 0)
+
+    def acts(self, built):
+        """Unless it is the plain NCE estimator (no debiasing, or tau_plus 0)."""
+        return self.estimator != "nce" or self._debiases(built)
+
+    def cites(self, built):
+        """Chuang et al. when it debiases (tau_plus in effect and not 0), InfoGraph for the JSD forms."""
+        return (CHUANG_2020,) * self._debiases(built) + (SUN_2020,) * (self.estimator != "nce")
+
 
 @register
 @dataclass
@@ -394,6 +497,8 @@ class Guard(Part):
     before the k-sampler."""
 
     name: ClassVar[str] = "guard"
+    paper: ClassVar[tuple[Paper, ...]] = (SOLATORIO_2024, MOREIRA_2024)
+    example: ClassVar[dict] = {"guard": "absolute", "guard_margin": 0.1}
     guard: str | None = option(None, "'absolute' or 'relative'")
     guard_margin: float = option(0.0, "margin in cosine units", when=lambda given, s: given.get("guard") is not None)
     guard_source: str = option(
@@ -408,6 +513,9 @@ class Guard(Part):
     def contribute(self, built):
         built.guard = self.built
 
+    def acts(self, built):
+        return self.built is not None
+
 
 @register
 @dataclass
@@ -416,6 +524,9 @@ class Hardness(Part):
     with the NCE estimator."""
 
     name: ClassVar[str] = "hardness"
+    paper: ClassVar[tuple[Paper, ...]] = (LAN_2025, VERA_2025)
+    example: ClassVar[dict] = {"hardness_mode": "in_batch_negatives", "hardness_strength": 9.0}
+    true_gradient: ClassVar[bool] = False  # the tilt alpha * cos is a stop-gradient term
     hardness_mode: str | None = option(None, "'in_batch_negatives', 'hard_negatives' or 'all_negatives'", when=_nce)
     hardness_strength: Any = option(
         None,

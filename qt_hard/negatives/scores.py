@@ -23,7 +23,7 @@ local, and candidate indices are global.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -69,6 +69,9 @@ class ContrastScores:
             read by the false-negative guard with ``source="guide"`` (GISTEmbed); else None.
         tilt_columns: (C,) bool, the columns MNRL's hardness tilt may touch (its query-to-document
             block when the table joins several directions, :mod:`.directions`); None = every column.
+
+    A builder whose ``neg`` already is each anchor's whole softmax says so with :meth:`mark_softmax`
+    (:meth:`softmax` then hands ``neg`` to the cross-entropy as it is).
     """
 
     pos: torch.Tensor
@@ -93,6 +96,40 @@ class ContrastScores:
     anchor_column: torch.Tensor | None = None
     guide: "ContrastScores | None" = None
     tilt_columns: torch.Tensor | None = None
+    # (target, neg, pos, neg_valid and the masks' and table's versions) as mark_softmax found them. Not
+    # an __init__ field: dataclasses.replace, select() and a new table start without it.
+    _softmax_mark: tuple | None = field(default=None, init=False, repr=False, compare=False)
+
+    def mark_softmax(self, target: torch.Tensor) -> "ContrastScores":
+        """Declare ``neg`` each anchor's whole softmax (a builder does, once the table is made): column
+        ``target[i]`` (A,) of ``neg`` holds anchor i's one positive logit (``pos[i, 0]``) and is its only
+        invalid column; every other column is a valid negative. Returns the table.
+
+        The mark holds only while ``neg``, ``pos`` and ``neg_valid`` are the tensors it was made on, unedited:
+        a table whose fields are replaced (``dataclasses.replace``, assignment) or whose ``neg`` or
+        ``neg_valid`` is changed in place is read by :meth:`softmax` from its masks again."""
+        self._softmax_mark = (target, self.neg, self.pos, self.neg_valid, self.neg_valid._version, self.neg._version)
+        return self
+
+    def softmax(self) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """The table as one softmax per anchor: ``(logits (A, L), target (A,))`` such that
+        ``F.cross_entropy(logits, target, reduction="none")[i] = -s+_i + log(e^{s+_i} + sum_j e^{s_ij})``,
+        the sum over anchor i's valid negatives (InfoNCE, van den Oord et al. 2018 eq. 4).
+
+        A table marked by its builder (:meth:`mark_softmax`) is its own logits, ``(neg, target)``. Any other
+        table with one positive slot, real for every anchor, gives ``[pos | neg with -inf at the invalid
+        candidates]`` and target 0. None where the table is not one softmax per anchor: several positive
+        slots (each positive its own softmax, or the joint form), or an anchor without its positive."""
+        mark = self._softmax_mark
+        if mark is not None:
+            target, neg, pos, valid, valid_version, neg_version = mark
+            same = neg is self.neg and pos is self.pos and valid is self.neg_valid
+            if same and valid._version == valid_version and neg._version == neg_version:
+                return self.neg, target
+        if self.pos.shape[1] != 1 or not bool(self.pos_valid.all()):
+            return None
+        logits = torch.cat([self.pos, self.neg.masked_fill(~self.neg_valid, float("-inf"))], dim=1)
+        return logits, torch.zeros(logits.shape[0], dtype=torch.long, device=logits.device)
 
     def own_explicit(self) -> torch.Tensor | None:
         """(A, C) bool: the candidate is one of the anchor's own explicit negatives; None when the
@@ -347,7 +384,9 @@ def one_directional_scores(
         all_labels = gather(labels, with_grad=False)[0] if gather_candidates else labels
         cand_labels, known = _candidate_labels(all_labels, cands.shape[0], extra_labels)
     extra = dict(cand_label_known=known, cand_owner=owner, anchor_index=target)
-    return _table(pos, neg, valid, scale, anchors, cands, normalize, labels, cand_labels, **extra)
+    table = _table(pos, neg, valid, scale, anchors, cands, normalize, labels, cand_labels, **extra)
+    # In-batch, the anchor's own positive is its one excluded column: the table is its softmax as it is.
+    return table.mark_softmax(target) if in_batch else table
 
 
 def _scaled_products(anchors: torch.Tensor, cands: torch.Tensor, scale: float) -> torch.Tensor:
@@ -533,4 +572,5 @@ def node_graph_scores(
     if labels is not None:
         cand_labels = gather(labels, with_grad=False)[0] if gather_candidates else labels
         anchor_labels = labels[batch.long()]
-    return _table(pos, neg, valid, scale, node_emb, cands, normalize, anchor_labels, cand_labels)
+    table = _table(pos, neg, valid, scale, node_emb, cands, normalize, anchor_labels, cand_labels)
+    return table.mark_softmax(batch.long() + offset)  # the node's own graph is its one excluded column

@@ -39,6 +39,13 @@ one positive the two forms coincide.
 Everything is computed on logits in log space; ``exp(score)`` is never materialized. The weighted
 log-mean-exp is one fused autograd function (:mod:`.logmeanexp`) on the factored weights, and with
 k-sampling every stage after the sampler works on the (A, k) drawn columns only.
+
+When nothing reweights, filters or samples (no weighting, the plain estimator, no k, no guard, no
+collision removal, the positive in the denominator: :attr:`NegativeStrategy.plain_softmax`), ``Q_i E_hat_i``
+is the plain sum of e^{s_j} over the valid negatives and ``l_i`` is InfoNCE, the cross-entropy of one
+softmax over the anchor's positive and negatives: the loss is then one ``F.cross_entropy`` over the
+table's logits (:meth:`ContrastScores.softmax`; the table itself where its builder marked it, as the
+MNRL layout's), the same numbers as the general path.
 """
 
 from __future__ import annotations
@@ -47,11 +54,13 @@ import dataclasses
 from typing import Sequence
 
 import torch
+import torch.nn.functional as F
 
 from . import registry
 from .estimators import DebiasedEstimator, PlainEstimator
 from .guard import FalseNegativeGuard
 from .logmeanexp import tilted_log_mean_exp
+from .papers import Paper
 from .sampler import _check as check_k
 from .sampler import count_rows, sample_k_indices
 from .scores import ContrastScores
@@ -80,6 +89,9 @@ class NegativeStrategy:
             an anchor it leaves with fewer than k candidates keeps all of them (its Q is their number);
             every other anchor draws k. An anchor it leaves with none contributes 0, as an empty
             threshold set does.
+        papers: the :class:`~qt_hard.negatives.papers.Paper` s of the parts it was assembled from
+            (:func:`make_strategy` passes those of the parts that act); see :attr:`papers`.
+        needs_labels: whether a part it was assembled from reads class labels; see :attr:`needs_labels`.
     """
 
     def __init__(
@@ -93,6 +105,8 @@ class NegativeStrategy:
         count: str = "auto",
         positives: str = "per_positive",
         guard: FalseNegativeGuard | None = None,
+        papers: Sequence[Paper] = (),
+        needs_labels: bool = False,
     ):
         if positives not in POSITIVE_FORMS:
             raise ValueError(f"positives must be one of {', '.join(POSITIVE_FORMS)}, got {positives!r}")
@@ -111,7 +125,45 @@ class NegativeStrategy:
         self.count = count
         self.positives = positives
         self.guard = guard
+        self.parts_papers = tuple(papers)
+        self.parts_need_labels = bool(needs_labels)
         self.progress = 0.0
+
+    @property
+    def papers(self) -> tuple[Paper, ...]:
+        """The papers of what the loss computes: those of its parts, then Ash et al.'s when a structural
+        option of theirs is set (k, collision_free, include_positive=False), each once."""
+        structural = self.k is not None or self.collision_free or not self.include_positive
+        return tuple(dict.fromkeys((*self.parts_papers, *(registry.STRUCTURAL_PAPER,) * structural)))
+
+    @property
+    def plain_softmax(self) -> bool:
+        """True when nothing reweights, filters or samples: no weighting, the plain NCE estimator, no k,
+        no guard, no collision removal, e^{s+} in the denominator. The loss is then one cross-entropy
+        over the table's logits wherever the table is one softmax per anchor (module docstring)."""
+        return (
+            not self.weightings
+            and type(self.estimator) is PlainEstimator
+            and self.k is None
+            and self.guard is None
+            and not self.collision_free
+            and self.include_positive
+        )
+
+    def _softmax(self, scores: ContrastScores) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """(logits, target) of the cross-entropy that is this strategy's loss on ``scores``, or None where
+        the general path computes it (not :attr:`plain_softmax`, or a table of several positive slots)."""
+        if not self.plain_softmax:
+            return None
+        softmax = scores.softmax()
+        if softmax is not None and softmax[0].dtype in (torch.float16, torch.bfloat16):
+            return softmax[0].float(), softmax[1]  # as the general path: log-sum-exps in float32
+        return softmax
+
+    @property
+    def needs_labels(self) -> bool:
+        """Whether the loss reads class labels (a part that needs them, or collision-free sampling)."""
+        return self.parts_need_labels or self.collision_free
 
     def set_progress(self, progress: float) -> None:
         """Training progress in [0, 1]; schedules among the parameters are evaluated at it."""
@@ -182,6 +234,11 @@ class NegativeStrategy:
 
     def per_anchor(self, scores: ContrastScores, generator: torch.Generator | None = None):
         """Per-anchor losses (A,) and which anchors count (A,) bool (those with a positive)."""
+        softmax = self._softmax(scores)
+        if softmax is not None:  # every anchor has its positive (ContrastScores.softmax)
+            self._refuse_no_negative(scores, scores.neg_valid)
+            per_anchor = F.cross_entropy(*softmax, reduction="none")
+            return per_anchor, torch.ones_like(per_anchor, dtype=torch.bool)
         allowed = self._allowed(scores)
         self._refuse_no_negative(scores, allowed)
         # With k only the drawn columns matter from here on: work on (A, k), not (A, C).
@@ -353,6 +410,10 @@ class NegativeStrategy:
 
     def __call__(self, scores: ContrastScores, generator: torch.Generator | None = None) -> torch.Tensor:
         """The batch loss: mean over anchors with at least one positive."""
+        softmax = self._softmax(scores)
+        if softmax is not None:
+            self._refuse_no_negative(scores, scores.neg_valid)
+            return F.cross_entropy(*softmax)
         per_anchor, counted = self.per_anchor(scores, generator)
         if bool(counted.all()):  # the usual batch: no selection to make (nor to differentiate)
             return per_anchor.mean()
@@ -392,7 +453,6 @@ def _per_inner_product(grad: torch.Tensor, inside: torch.Tensor, anchor_column) 
 
 
 POSITIVE_FORMS = ("per_positive", "joint")
-NAMES = tuple(registry.STRATEGIES)  # the built-in strategies; registry.strategy_names() adds discovered ones
 options_read = registry.options_read
 
 
@@ -400,7 +460,8 @@ def make_strategy(negatives="uniform", **options) -> NegativeStrategy:
     """Build a strategy from a name and keyword options (the functional and config entry point).
 
     ``negatives`` names a strategy of :mod:`qt_hard.negatives.registry` (uniform, debiased, hard, ring,
-    label, threshold, ot); ``options`` are the options of that strategy and of the modifiers that
+    label, threshold, ot, and any registered later: :func:`~qt_hard.negatives.registry.strategy_names`);
+    ``options`` are the options of that strategy and of the modifiers that
     compose with every strategy (estimator and tau_plus, the guard, MNRL's hardness tilt, ...), each
     validated by its part's constructor (:func:`qt_hard.negatives.registry.option_table` lists them).
     ``k``, ``collision_free``, ``include_positive``, ``count`` and ``positives`` are
@@ -414,4 +475,11 @@ def make_strategy(negatives="uniform", **options) -> NegativeStrategy:
             raise ValueError("a NegativeStrategy carries its own options; pass them to it, not here")
         return negatives
     built = registry.assemble(negatives, options)
-    return NegativeStrategy(built.weightings, built.estimator, guard=built.guard, **structural)
+    return NegativeStrategy(
+        built.weightings,
+        built.estimator,
+        guard=built.guard,
+        papers=built.papers,
+        needs_labels=built.needs_labels,
+        **structural,
+    )

@@ -21,6 +21,7 @@ from typing import ClassVar
 
 import torch
 
+from .papers import Paper
 from .registry import Part, option, register
 from .weightings import LogWeights, Weighting
 
@@ -51,12 +52,23 @@ class TopMMask(Weighting):
         return LogWeights(keep=keep)
 
 
+MUSGRAVE_2020 = Paper(
+    "musgrave2020pytorch",
+    "PyTorch Metric Learning",
+    ("Musgrave, Kevin", "Belongie, Serge", "Lim, Ser-Nam"),
+    "2020",
+    eprint="2008.09164",
+)
+
+
 @register
 @dataclass
 class TopM(Part):
     """A miner's top-m (pytorch-metric-learning): each anchor keeps its m highest-scoring negatives."""
 
     name: ClassVar[str] = "top_m"
+    paper: ClassVar[tuple[Paper, ...]] = (MUSGRAVE_2020,)
+    example: ClassVar[dict] = {"top_m": 3}
     top_m: int | None = option(None, "negatives kept per anchor, its highest-scoring (None: all)")
 
     def check(self):

@@ -3,43 +3,19 @@
 A Hugging Face model card: YAML front matter (``library_name: sentence-transformers``, tags,
 ``pipeline_tag``), then usage with plain sentence-transformers, the architecture (its modules), the
 objective with the papers it implements, the data, the full run config as YAML, and a SentEval table
-when one is given (:func:`with_senteval` adds or replaces it later; :func:`with_similarity` does the same
-for the semantic-similarity table, a section of its own so that either evaluation keeps the other's).
+when one is given (``qt_hard.evaluation.report``'s :func:`with_senteval` adds or replaces it later,
+:func:`with_similarity` the semantic-similarity table: the evaluation writes its sections into a card).
 """
 
 from __future__ import annotations
 
-import re
-
 import yaml
 
-# negatives name -> the paper that defines it (authors, title, venue).
-PAPERS = {
-    "uniform": "van den Oord, Li & Vinyals, *Representation Learning with Contrastive Predictive Coding* (2018): InfoNCE",
-    "hard": "Robinson, Chuang, Sra & Jegelka, *Contrastive Learning with Hard Negative Samples* (ICLR 2021)",
-    "debiased": "Chuang, Robinson, Lin, Torralba & Jegelka, *Debiased Contrastive Learning* (NeurIPS 2020)",
-    "ring": "Wu, Mosse, Zhuang, Yamins & Goodman, *Conditional Negative Sampling for Contrastive Learning of "
-    "Visual Representations* (ICLR 2021)",
-    "label": "Jiang, Nguyen, Ishwar & Aeron, *Supervised Contrastive Learning with Hard Negative Samples* (2022)",
-    "ot": "Jiang, Ishwar & Aeron, *Hard Negative Sampling via Regularized Optimal Transport for Contrastive "
-    "Representation Learning*",
-}
-PAPERS["threshold"] = PAPERS["label"]
-ASH = (
-    "Ash, Goel, Krishnamurthy & Misra, *Investigating the Role of Negatives in Contrastive Representation "
-    "Learning* (AISTATS 2022)"
-)
+from qt_hard.evaluation.report import with_senteval
+
 QUICK_THOUGHTS = (
     "Logeswaran & Lee, *An Efficient Framework for Learning Sentence Representations* (Quick-Thoughts, ICLR 2018)"
 )
-HARDNESS = (
-    "Lan et al., *LLaVE: ... Hardness-Weighted Contrastive Learning* (2025), Eq. 5, and Schechter Vera et "
-    "al., *EmbeddingGemma* (2025): sentence-transformers' MNRL `hardness_mode`"
-)
-SENTEVAL_START = "<!-- senteval -->"
-SENTEVAL_END = "<!-- /senteval -->"
-SIMILARITY_START = "<!-- similarity -->"
-SIMILARITY_END = "<!-- /similarity -->"
 
 
 def _architecture(cfg, modules: list[str]) -> str:
@@ -66,16 +42,20 @@ def _architecture(cfg, modules: list[str]) -> str:
 
 
 def _papers(cfg) -> list[str]:
+    """The objective's papers, as its strategy names them (each acting part's paper in the registry, and
+    Ash et al. for k, collision-free sampling or the positive left out of the denominator), then the
+    model's and the data's."""
+    from qt_hard.negatives import make_strategy
+    from qt_hard.negatives.papers import ASH_2022
+    from qt_hard.negatives.registry import config_options
+
     o = cfg.objective
-    papers = [PAPERS.get(o.negatives, PAPERS["uniform"])]
-    if o.negatives == "hard" and (o.options or {}).get("tau_plus"):
-        papers.append(PAPERS["debiased"])
+    structural = dict(k=o.k, include_positive=o.include_positive, collision_free=o.collision_free)
+    papers = [p.reference() for p in make_strategy(o.negatives, **structural, **config_options(o)).papers]
     if cfg.model.kind == "qt" or cfg.data.kind in ("books", "bookcorpus"):
         papers.append(QUICK_THOUGHTS)
-    if o.k is not None or not o.include_positive or cfg.model.kind == "bow":
-        papers.append(ASH)
-    if (o.options or {}).get("hardness_mode"):
-        papers.append(HARDNESS)
+    if cfg.model.kind == "bow":  # Ash et al.'s bag-of-words encoder
+        papers.append(ASH_2022.reference())
     return list(dict.fromkeys(papers))
 
 
@@ -169,22 +149,3 @@ def model_card(cfg, modules: list[str], senteval: str | None = None) -> str:
     ]
     card = "\n".join(lines)
     return with_senteval(card, senteval) if senteval else card
-
-
-def with_senteval(card: str, table: str) -> str:
-    """``card`` with its SentEval section set to ``table`` (markdown), replacing an earlier one."""
-    return _with_section(card, table, SENTEVAL_START, SENTEVAL_END, "SentEval")
-
-
-def with_similarity(card: str, table: str) -> str:
-    """``card`` with its semantic-similarity section (STS12-16, STS Benchmark, SICK-R) set to ``table``,
-    replacing an earlier one; the SentEval section is left as it is."""
-    return _with_section(card, table, SIMILARITY_START, SIMILARITY_END, "Semantic similarity")
-
-
-def _with_section(card: str, table: str, start: str, end: str, title: str) -> str:
-    section = f"{start}\n## {title}\n\n{table.strip()}\n{end}\n"
-    pattern = re.compile(re.escape(start) + r".*?" + re.escape(end) + r"\n?", re.S)
-    if pattern.search(card):
-        return pattern.sub(lambda _: section, card)
-    return card.rstrip("\n") + "\n\n" + section

@@ -388,7 +388,7 @@ DIAG_CELL = ("cell_id", "N", "k", "B", "collision_free", "seed", "mean_acc")
 
 def ledger_path(results: Path) -> Path:
     """The ledger of a results CSV: ``NAME.jsonl`` beside ``NAME.csv`` (one JSON line per finished
-    cell, ``qt_hard.ledger``); the CSV and ``NAME.diag.jsonl`` are derived from it."""
+    cell, ``qt_hard.experiments.ledger``); the CSV and ``NAME.diag.jsonl`` are derived from it."""
     results = Path(results)
     if results.suffix != ".csv":
         raise LedgerError(f"{results}: the results are named by their CSV (NAME.csv; the ledger is NAME.jsonl)")
