@@ -262,3 +262,17 @@ def test_guard_audit_counts_removed_candidates_and_true_positives():
     rec = audit.record()
     assert rec["guard_removed_frac"] == pytest.approx(removed / total)
     assert rec["guard_removed_tp_frac"] == pytest.approx(removed_tp / removed)
+
+
+def test_output_onto_the_folder_it_reads_is_refused(tmp_path, capsys):
+    from qt_hard.cli import main
+
+    beir = write_beir(tmp_path / "b")
+    before = (beir / "corpus.jsonl").read_bytes()
+    args = ["eval", "retrieval", "--model", "random:bow", "--data", str(beir), "--output"]
+    assert main([*args, str(beir / "corpus.jsonl")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("qt-hard: error: --output") and "BEIR folder" in err[0]
+    assert (beir / "corpus.jsonl").read_bytes() == before
+    assert main([*args, str(tmp_path / "r.json")]) == 0
+    assert main([*args, str(tmp_path / "r.json")]) == 0  # its own earlier result is replaced
