@@ -313,7 +313,10 @@ def split_books(
                 sizes = [Path(f).stat().st_size for f in files]
                 order = sorted(range(len(jobs)), key=lambda i: -sizes[i])
                 ctx = mp.get_context("fork" if hasattr(os, "fork") else "spawn")
-                pool = stack.enter_context(ctx.Pool(nproc))  # terminated on leaving, also on an error
+                from qt_hard.workers import leave_signals_to_parent
+
+                # Terminated on leaving, also on an error; its workers leave signals to this process.
+                pool = stack.enter_context(ctx.Pool(nproc, initializer=leave_signals_to_parent))
                 results = pool.imap_unordered(_book_rows, [jobs[i] for i in order], chunksize=1)
             for doc_id, sents in results:
                 by_doc[doc_id] = sents
