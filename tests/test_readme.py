@@ -469,6 +469,11 @@ RUNS = {
         ),
     ),
     "qt-hard data books --max-books 1 --cache-dir cache": Run(writes=("cache/books-*",), prints=(r'"books": 1, ',)),
+    # Cells side by side: the benchmark's dry run (toy cell, N = 1, 2, 4 on the CPU).
+    "DRY=1 python scripts/bench_side_by_side.py --out runs/side_by_side_dry": Run(
+        writes=("runs/side_by_side_dry/shared/cache", "runs/side_by_side_dry/n4/cell3/final"),
+        prints=(r"side by side on cpu .*N=1 .*N=2 .*N=4 ",),
+    ),
     # S2V's model on a GPU: the device script's dry run (toy model and data, CPU) is the one that runs.
     "DRY=1 OUT=runs/device_s2v_dry bash scripts/device_s2v.sh": Run(
         writes=(
@@ -510,6 +515,7 @@ SKIPS = {
     "at toy size",
     "QT_HARD_DATA=/path/to/data bash scripts/device_s2v_prepare.sh": "/path/to/data is a placeholder; it packs a "
     "55 MB carry of the data root, which the dry run of scripts/device_s2v.sh does without (it reads the data root)",
+    "python scripts/bench_side_by_side.py --device cuda --cells 1,2,4,8 --output results/bench_side_by_side_gpu.jsonl": "needs a GPU; its DRY=1 form runs the same code on the CPU",
     "OUT=device_out bash scripts/device_s2v.sh": "needs a GPU machine and the carry of scripts/device_s2v_prepare.sh; "
     "its DRY=1 form runs the same steps here",
     "python scripts/qt_table.py --out runs/sim --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1,2 --rows uniform,hard1-rescaled-anneal,hard2-clamp --protocol senteval,similarity": "nine quick-start trainings "

@@ -630,6 +630,44 @@ def _s2v_speed_gpu(root: Path) -> str:
     )
 
 
+@table("bench_side_by_side", spread=False)
+def _bench_side_by_side(root: Path) -> str:
+    """Aggregate sentences/s of N cells side by side (scripts/bench_side_by_side.py), per result file."""
+    parts = []
+    for path in sorted((root / "results").glob("bench_side_by_side_*.jsonl")):
+        rows = [r for r in _jsonl(path) if "aggregate_sentences_per_s" in r]
+        if not rows:
+            continue
+        r0 = rows[0]
+        body = [
+            [
+                str(r["cells"]),
+                f"{r['aggregate_sentences_per_s']:,.0f}",
+                f"{r['ratio_to_one']:.2f}",
+                ", ".join(f"{x:,.0f}" for x in r["per_cell_sentences_per_s"]),
+                f"{r['peak_rss_mib_per_cell']:,}",
+                f"{r['gpu_peak_reserved_mib_per_cell']:,}" if "gpu_peak_reserved_mib_per_cell" in r else "",
+            ]
+            for r in rows
+        ]
+        size = "toy size (`--dry`: 16-unit GRU pair, one book)" if r0["dry"] else "`configs/qt_s2v.yaml`, 60 books"
+        parts += [
+            f"From `results/{path.name}`: {r0['device']}, {size}, batch {r0['batch_size']}, {r0['threads_per_cell']} "
+            f"thread(s) a cell, {r0['steps'] - r0['warmup']} timed steps a cell after {r0['warmup']}; "
+            f"{r0['machine']}, load average {r0['load_average_1min']} at the start, commit {r0['commit']}, "
+            f"{r0['utc'][:10]}. Command: `{r0['command']}`.",
+            "",
+            *report.markdown_table(
+                ["cells", "aggregate sentences/s", "vs 1 cell", "each cell (median step)", "peak RSS a cell (MiB)"]
+                + ["GPU memory a cell (MiB, reserved)"],
+                body,
+                "rrrrrr",
+            ),
+            "",
+        ]
+    return _lines(*parts[:-1])
+
+
 def _json_lines(path: Path) -> list[str]:
     """The lines of a captured stdout that are JSON objects (the rest are the loop's messages and the
     script's headline)."""
