@@ -17,13 +17,13 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 import torch
 
 from qt_hard.encoders.text import SentenceEncoder, build_module, make_encoder
-from qt_hard.data.books import dataset_column
+from qt_hard.data.books import dataset_column, text_chunks
 from qt_hard.training.config import Config
 from qt_hard.text.batches import ContextTask, PairTask, TokenBatcher, TokenStore
 
@@ -52,26 +52,29 @@ def _key(obj) -> str:
     return hashlib.sha1(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
-def _vocab_and_store(cfg: Config, cache: Path, texts):
-    """(WordTokenizer, TokenStore) for ``texts``: the word-level tokenizer is fitted on them by
-    ``tokenizers``' own trainer (``data.min_count``, ``data.max_vocab``) and encodes them in Rust
-    (:mod:`qt_hard.data.wordlevel`); both are cached in ``cache``."""
+def _vocab_and_store(cfg: Config, cache: Path, chunks: Callable[[], Iterable[list[str]]], n: int):
+    """(WordTokenizer, TokenStore) of ``n`` sentences that ``chunks()`` yields a list at a time: the
+    word-level tokenizer is fitted on them by ``tokenizers``' own trainer (``data.min_count``,
+    ``data.max_vocab``) and encodes them in Rust (:mod:`qt_hard.data.wordlevel`); both are cached in
+    ``cache``. The sentences are read twice, a chunk at a time, and the ids written as they come, so
+    preparing holds one chunk of sentences and ids, never the corpus's; a cached store is loaded
+    without reading a sentence (its flat ids memory-mapped)."""
     from qt_hard.data.wordlevel import WordTokenizer
 
     if (cache / "tokenizer.json").is_file() and (cache / "tokens_offsets.npy").is_file():
         return WordTokenizer.load(cache / "tokenizer.json"), TokenStore.load(cache / "tokens")
     tok = WordTokenizer.train(
-        texts, min_count=cfg.data.min_count, max_size=cfg.data.max_vocab, lower=cfg.model.lower, length=len(texts)
+        (t for chunk in chunks() for t in chunk),
+        min_count=cfg.data.min_count,
+        max_size=cfg.data.max_vocab,
+        lower=cfg.model.lower,
+        length=n,
     )
-    ids = []
-    for start in range(0, len(texts), 50_000):  # bounded memory for the Rust encodings
-        ids.extend(x[: cfg.model.max_len] for x in tok.encode_batch(texts[start : start + 50_000]))
-    store = TokenStore.from_lists(ids)
-    del ids
     cache.mkdir(parents=True, exist_ok=True)
-    store.save(cache / "tokens")
+    max_len = cfg.model.max_len
+    store = TokenStore.write(cache / "tokens", ([x[:max_len] for x in tok.encode_batch(c)] for c in chunks()))
     tok.save(cache / "tokenizer.json")
-    return tok, TokenStore.load(cache / "tokens")
+    return tok, store
 
 
 def _text_key(texts) -> str:
@@ -236,7 +239,7 @@ def build_run(cfg: Config, out: Path) -> Run:
         if cfg.model.kind == "hf":
             module, batcher, wrap = _hf_parts(cfg, cache_root, dataset_column(ds, "text"))
             return Run(module, ContextTask(batcher, doc_ids, B, seed), False, wrap)
-        tok, store = _vocab_and_store(cfg, cache_root / f"tokens_{key}", dataset_column(ds, "text"))
+        tok, store = _vocab_and_store(cfg, cache_root / f"tokens_{key}", lambda: text_chunks(ds), len(ds))
         vocab = tok.vocab()
         task = ContextTask(_word_batcher(cfg, store), doc_ids, B, seed)
         return _word_run(cfg, vocab, task, pair_data=False, tokenizer=tok)
