@@ -12,12 +12,13 @@ For each multiple K (``--multiples``), in processes of their own (one at a time)
   ``data.path`` the K-times folder, no book held out) built from an empty cache by the training code
   (:func:`qt_hard.text.build.build_run`): the books split into sentences (a process pool, the Arrow
   cache), the vocabulary fitted and the token ids written. Wall seconds, CPU seconds (the process and
-  its splitting workers), peak RSS of the preparing process (the workers' are reported apart), the
-  seconds and peak RSS after splitting, the token arrays' bytes and the cache's bytes on disk.
+  its splitting workers), peak RSS of the preparing process (the workers' are reported apart) and its
+  peak anonymous memory (``AnonPeak``: RSS less the pages of memory-mapped files), the seconds and
+  peaks after splitting, the token arrays' bytes and the cache's bytes on disk.
 * ``startup``: a training run from that prepared cache (the cache linked into a fresh run folder), its
   model shrunk to 16-d words and states so that the data's share is what is timed: seconds from the
   call of ``train`` to the start of its first step (the second step's duration taken off the first
-  step's end), and the process's peak RSS.
+  step's end), and the process's peak RSS and anonymous memory.
 
 A JSON row per (K, part) is printed (with the machine, torch's threads, the load average, the command
 and the commit: ``measurement_stamp``) and appended to ``--output``; the last line is a headline of
@@ -106,6 +107,41 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
+class AnonPeak:
+    """The largest anonymous resident memory (``RssAnon`` of ``/proc/self/status``, MiB) of this
+    process, sampled every 50 ms by a thread: the peak RSS also counts the pages of memory-mapped
+    files that were read (the Arrow cache, the token arrays), which the kernel may drop at any time;
+    this is the memory the process itself holds. None where ``/proc`` has no such line."""
+
+    def __init__(self):
+        import threading
+
+        self.peak = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _sample(self):
+        try:
+            with open("/proc/self/status") as fh:
+                for line in fh:
+                    if line.startswith("RssAnon:"):
+                        mib = int(line.split()[1]) / 1024
+                        self.peak = mib if self.peak is None else max(self.peak, mib)
+        except OSError:
+            pass
+
+    def _run(self):
+        while not self._stop.wait(0.05):
+            self._sample()
+
+    def stop(self) -> float | None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        return None if self.peak is None else round(self.peak)
+
+
 def part_prepare(args) -> dict:
     """The data built from an empty cache, in this process: seconds and peak RSS after splitting and
     at the end, the corpus's sentences, tokens and bytes."""
@@ -114,9 +150,10 @@ def part_prepare(args) -> dict:
 
     out = Path(args.run)
     cfg = _config(args, Path(args.data), out)
+    anon = AnonPeak()
     t0 = time.perf_counter()
     ds = load_books(cfg.data.path, cache_dir=out / "cache" / "books")  # the splitting, as build_run calls it
-    split_s, split_rss = time.perf_counter() - t0, _peak_rss_mb()
+    split_s, split_rss, split_anon = time.perf_counter() - t0, _peak_rss_mb(), anon.peak
     sentences = len(ds)
     del ds
     run = build_run(cfg, out)
@@ -129,8 +166,10 @@ def part_prepare(args) -> dict:
         "token_bytes": token_bytes,
         "split_s": round(split_s, 1),
         "split_peak_rss_mb": round(split_rss),
+        "split_peak_anon_mb": None if split_anon is None else round(split_anon),
         "prepare_s": round(wall, 1),
         "peak_rss_mb": round(_peak_rss_mb()),
+        "peak_anon_mb": anon.stop(),
         "cache_bytes": _du(out / "cache"),
     }
 
@@ -142,6 +181,7 @@ def part_startup(args) -> dict:
     out = Path(args.run)
     cfg = _config(args, Path(args.data), out, [*TINY_MODEL, "train.steps=2", "train.log_every=1"])
     stamps: list[float] = []
+    anon = AnonPeak()
     t0 = time.perf_counter()
     train(cfg, on_step=lambda step, loss: stamps.append(time.perf_counter()))
     step = stamps[1] - stamps[0]
@@ -149,6 +189,7 @@ def part_startup(args) -> dict:
         "startup_s": round(stamps[0] - step - t0, 2),
         "step_s": round(step, 3),
         "peak_rss_mb": round(_peak_rss_mb()),
+        "peak_anon_mb": anon.stop(),
     }
 
 
@@ -238,7 +279,8 @@ def main(argv=None) -> int:
         "corpus scale: "
         + "; ".join(
             f"x{r['multiple']} {r['sentences'] / 1e6:.2f}M sentences: prepare {r['prepare_s']:.0f}s "
-            f"({r['prepare_s'] / r['sentences'] * 1e6:.0f} s/M), peak RSS {r['peak_rss_mb'] / 1024:.1f} GiB"
+            f"({r['prepare_s'] / r['sentences'] * 1e6:.0f} s/M), peak RSS {r['peak_rss_mb'] / 1024:.1f} GiB "
+            f"(anonymous {r['peak_anon_mb'] / 1024:.1f})"
             + (f", start-up {start[r['multiple']]['startup_s']:.1f}s" if r["multiple"] in start else "")
             for r in prep
         )
