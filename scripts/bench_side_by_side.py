@@ -184,9 +184,9 @@ def main(argv=None) -> int:
         rows.append({**summary, **meta})
         for r in rows[-(n + 1) :]:
             print(json.dumps(r), flush=True)
-    if args.output:
-        with open(args.output, "a", encoding="utf-8") as fh:
-            fh.writelines(json.dumps(r) + "\n" for r in rows)
+        if args.output:  # each round's rows as it ends: a run stopped at a deadline keeps them
+            with open(args.output, "a", encoding="utf-8") as fh:
+                fh.writelines(json.dumps(r) + "\n" for r in rows[-(n + 1) :])
     heads = [r for r in rows if "aggregate_sentences_per_s" in r]
     print(
         f"side by side on {meta['device']} (s2v_gru{' DRY' if args.dry else ''}, batch {per_step}, "

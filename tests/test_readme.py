@@ -469,6 +469,16 @@ RUNS = {
         ),
     ),
     "qt-hard data books --max-books 1 --cache-dir cache": Run(writes=("cache/books-*",), prints=(r'"books": 1, ',)),
+    # The namesake at width: the device script's dry run (toy cells side by side on the CPU, paired table).
+    "DRY=1 OUT=runs/device_namesake_dry bash scripts/device_namesake.sh": Run(
+        writes=(
+            "runs/device_namesake_dry/side_by_side_gpu.jsonl",
+            "runs/device_namesake_dry/results.jsonl",
+            "runs/device_namesake_dry/scores.jsonl",
+            "runs/device_namesake_dry/namesake_table.md",
+        ),
+        prints=(r"table exit 0", r"six-task mean difference to uniform: hard2-clamp", r"failed: none"),
+    ),
     # Cells side by side: the benchmark's dry run (toy cell, N = 1, 2, 4 on the CPU).
     "DRY=1 python scripts/bench_side_by_side.py --out runs/side_by_side_dry": Run(
         writes=("runs/side_by_side_dry/shared/cache", "runs/side_by_side_dry/n4/cell3/final"),
@@ -516,6 +526,8 @@ SKIPS = {
     "QT_HARD_DATA=/path/to/data bash scripts/device_s2v_prepare.sh": "/path/to/data is a placeholder; it packs a "
     "55 MB carry of the data root, which the dry run of scripts/device_s2v.sh does without (it reads the data root)",
     "python scripts/bench_side_by_side.py --device cuda --cells 1,2,4,8 --output results/bench_side_by_side_gpu.jsonl": "needs a GPU; its DRY=1 form runs the same code on the CPU",
+    "OUT=device_out bash scripts/device_namesake.sh": "needs a GPU machine and the carry of "
+    "scripts/device_s2v_prepare.sh; its DRY=1 form runs the same steps here",
     "OUT=device_out bash scripts/device_s2v.sh": "needs a GPU machine and the carry of scripts/device_s2v_prepare.sh; "
     "its DRY=1 form runs the same steps here",
     "python scripts/qt_table.py --out runs/sim --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1,2 --rows uniform,hard1-rescaled-anneal,hard2-clamp --protocol senteval,similarity": "nine quick-start trainings "
