@@ -526,6 +526,9 @@ SKIPS = {
     "QT_HARD_DATA=/path/to/data bash scripts/device_s2v_prepare.sh": "/path/to/data is a placeholder; it packs a "
     "55 MB carry of the data root, which the dry run of scripts/device_s2v.sh does without (it reads the data root)",
     "python scripts/bench_side_by_side.py --device cuda --cells 1,2,4,8 --output results/bench_side_by_side_gpu.jsonl": "needs a GPU; its DRY=1 form runs the same code on the CPU",
+    "nice -n 5 python scripts/bench_threads.py --config configs/qt_books_smoke.yaml --threads 1,2 --steps 150": "prepares "
+    "all 352 books and trains 600 steps of the quick start (minutes on 2 cores); its rows are "
+    "results/bench_threads_quickstart.jsonl",
     "OUT=device_out bash scripts/device_namesake.sh": "needs a GPU machine and the carry of "
     "scripts/device_s2v_prepare.sh; its DRY=1 form runs the same steps here",
     "OUT=device_out bash scripts/device_s2v.sh": "needs a GPU machine and the carry of scripts/device_s2v_prepare.sh; "
