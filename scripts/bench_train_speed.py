@@ -34,7 +34,6 @@ import argparse
 import itertools
 import json
 import os
-import shutil
 import statistics
 import sys
 import time
@@ -138,9 +137,9 @@ def loop_rate(cfg, warmup: int) -> float:
     def on_step(step, loss):
         stamps.append(time.perf_counter())  # the loss was read as a float: the step has finished
 
-    for part in ("checkpoints", "final", "logs"):  # the data cache under cache/ stays
-        shutil.rmtree(Path(cfg.out_dir) / part, ignore_errors=True)
-    train(cfg, on_step=on_step)
+    # Every round trains into the case's folder again: the previous round's run there is replaced
+    # (``overwrite`` leaves the data cache under cache/, so tokens and Wiki-N are built once).
+    train(cfg, on_step=on_step, overwrite=True)
     return _rate(cfg, stamps[warmup:])
 
 

@@ -80,7 +80,7 @@ if [ "$DRY" = 1 ]; then
     TASKS=CR
     CURVE_ARGS=(--kfold 2)
     PREC_ARGS=(--steps 12 --warmup 2 --allow-cpu --precisions fp32 bf16)
-    BENCH_ARGS=(--steps 8 --rounds 1 --warmup 2 --threads 1
+    BENCH_ARGS=(--steps 8 --rounds 2 --warmup 2 --threads 1
         --case-set bow_wiki1000:data.classes=20 --case-set bow_wiki1000:train.batch_size=64
         --case-set s2v_gru:model.embed_dim=16 --case-set s2v_gru:model.hidden_dim=16
         --case-set s2v_gru:data.max_books=1 --case-set s2v_gru:data.exclude_books=null

@@ -7,7 +7,8 @@
 # Writes
 #   gpu_carry_s2v/books.tar       books/ (the .txt.xz books as they are, already compressed)
 #   gpu_carry_s2v/rest.tar.xz     senteval/ with the six tasks of the curve (MR CR SUBJ MPQA TREC MRPC,
-#                                 SOURCE.md) and wiki_1000_200/, Wiki-3029's first 1,000 articles as
+#                                 SOURCE.md), STS/ (STS12-16 of scripts/namesake_table.py, the STS
+#                                 Benchmark) and wiki_1000_200/, Wiki-3029's first 1,000 articles as
 #                                 build_wiki writes them (the bag-of-words speed case's data: the whole
 #                                 Wikipedia dump does not fit the carry)
 #   gpu_carry_s2v/CONTENTS.txt    what is there, with sizes
@@ -31,9 +32,9 @@ import sys
 from qt_hard.data.wiki import build_wiki
 print(build_wiki(sys.argv[1], sys.argv[2], articles=1000, sentences=200))
 PYEOF
-echo "== rest.tar.xz (six SentEval tasks, Wiki-1000)"
+echo "== rest.tar.xz (six SentEval tasks, STS, Wiki-1000)"
 mkdir -p "$STAGE/senteval"
-for t in MR CR SUBJ MPQA TREC MRPC SOURCE.md; do cp -r "$QT_HARD_DATA/senteval/$t" "$STAGE/senteval/"; done
+for t in MR CR SUBJ MPQA TREC MRPC STS SOURCE.md; do cp -r "$QT_HARD_DATA/senteval/$t" "$STAGE/senteval/"; done
 tar -C "$STAGE" -cf - senteval wiki_1000_200 | xz -T2 -6 >"$CARRY/rest.tar.xz"
 {
     echo "gpu_carry_s2v for scripts/device_s2v.sh (made by scripts/device_s2v_prepare.sh from $QT_HARD_DATA)"

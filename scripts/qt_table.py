@@ -45,6 +45,15 @@ the similarity mean (STS12-16 mean, STS-B cos and SICK-R cos), each row's differ
 paired by seed, and its verdict (the 95% t-interval of the paired differences). ``--eval-device`` is where the
 classifiers are solved (``qt_hard.evaluation.logreg``'s device: ``cpu``, or ``cuda`` for the same
 solver on a GPU); the encoder runs on the GPU whenever there is one. Each record says which.
+
+``--workers N`` trains and evaluates N cells (row, seed) at once, each in a process of its own, all on
+``--device`` (``auto``: the GPU where there is one; ``cuda``: N processes sharing one GPU; ``cpu``);
+the books are split and tokenized once into ``OUT/cache`` before they start, and every run only reads
+that cache (``qt_hard.experiments.runner``). Give each cell its share of the CPU cores
+(``--set train.num_threads=...``).
+
+    python scripts/qt_table.py --out runs/qt_s2v_rows --config configs/qt_s2v.yaml --workers 6 --device cuda \
+        --rows uniform,hard1-clamp,hard2-clamp --seeds 0,1 --eval-device cuda --set train.num_threads=2
 """
 
 from __future__ import annotations
@@ -53,8 +62,11 @@ import sys
 from functools import partial
 from pathlib import Path
 
+import os
+
+from qt_hard.errors import UserError
 from qt_hard.experiments.grid import comma_list
-from qt_hard.experiments.runner import run_claimed
+from qt_hard.experiments.runner import DEVICES, check_device, in_processes, prepare_shared_cache, run_claimed
 from qt_hard.experiments.specs import qt_table as spec
 from qt_hard.script_cli import ScriptParser, output_folder, run_script, seed_list
 
@@ -79,7 +91,11 @@ def main(argv=None) -> int:
         "--paper", default=None, help="the paper's text, whose Table 2 rows join the table (left out without it)"
     )
     ap.add_argument("--summary-only", action="store_true", help="print the table of the finished runs only")
+    ap.add_argument("--workers", type=int, default=1, help="cells trained at once, each in a process of its own")
+    ap.add_argument("--device", default="auto", help=f"where the cells train: {' | '.join(DEVICES)} (default auto)")
     args = ap.parse_args(argv)
+    if args.workers < 1:
+        raise SystemExit(f"--workers {args.workers}: give at least 1")
 
     # Every argument is checked before anything is written.
     out = output_folder(args.out)
@@ -100,7 +116,8 @@ def main(argv=None) -> int:
             raise SystemExit(f"--data {args.data}: no SentEval task folders in it (MR/ is missing)")
         try:
             logreg.check_device(args.eval_device, "--eval-device")
-        except ValueError as err:
+            check_device(args.device)
+        except (ValueError, UserError) as err:
             raise SystemExit(str(err)) from None
     out.mkdir(parents=True, exist_ok=True)
     if not args.summary_only:
@@ -111,10 +128,16 @@ def main(argv=None) -> int:
         data = args.data or default_senteval_dir()
         # Seeds outermost: every row gets a seed early. Several processes may run on one OUT: each
         # cell is claimed by the process that runs it.
-        for seed in seeds:
-            for row in rows:
-                if any((row, seed, p) not in led.done() for p in protocols):
-                    run_claimed(led, (row, seed), partial(spec.run_cell, led, args, row, seed, protocols, data))
+        todo = [
+            (row, seed) for seed in seeds for row in rows if any((row, seed, p) not in led.done() for p in protocols)
+        ]
+        if todo and args.workers > 1:
+            # Split and tokenized once, here: the cells side by side only read OUT/cache.
+            prepare_shared_cache(load_config(args.config, list(args.set)), out)
+            os.environ["QT_HARD_EVAL_DEVICE"] = args.eval_device  # the workers' solver device
+        jobs = [(led, cell, partial(spec.run_cell, led, args, *cell, protocols, data)) for cell in todo]
+        for _ in in_processes(run_claimed, jobs, args.workers, fresh=True, device=args.device):
+            pass
     paper = spec.paper_rows(Path(args.paper) if args.paper else None)
     if not paper:
         print("note: the paper's Table 2 was not found; its rows are left out", file=sys.stderr)

@@ -40,3 +40,17 @@ def test_case_set_must_name_a_case(capsys):
     with pytest.raises(SystemExit):
         B.main(["--cases", "bow_wiki", "--case-set", "nope:train.lr=1"])
     assert "expected CASE:KEY=VALUE" in capsys.readouterr().err
+
+
+def test_a_second_round_runs_beside_the_first(tmp_path, capsys):
+    """Every round's loop run trains into the case's folder again (the data cache there is reused):
+    the second round must not find the first round's run there and stop."""
+    import json
+
+    argv = ["--cases", "bow_wiki", "--steps", "6", "--warmup", "2", "--rounds", "2", "--out", str(tmp_path)]
+    argv += ["data.kind=synthetic", "data.num_classes=8", "train.batch_size=16", "objective.k=8", "model.dim=16"]
+    assert B.main(argv) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    runs = [(r["path"], r["round"]) for r in rows if "path" in r]
+    assert runs == [("loop", 0), ("bare", 0), ("loop", 1), ("bare", 1)]
+    assert rows[-1]["rounds"] == 2 and rows[-1]["ratio"] > 0

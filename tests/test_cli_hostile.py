@@ -440,3 +440,28 @@ def test_a_signal_stops_a_script_with_one_line(signum, capsys):
         assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert err == [f"stopped by {signum.name}; finished cells are kept, a rerun continues"]
+
+
+def test_a_zero_byte_book_among_many_stops_training_with_one_line(tmp_path, monkeypatch, capfd):
+    """Enough books for the splitting pool, one of them empty: the command refuses with its one line,
+    and the pool's workers, ended when the parent leaves the pool, print nothing (they leave SIGINT
+    and SIGTERM to the parent instead of inheriting the command's handlers). Three runs, since a
+    worker's traceback depends on where it was when the pool was terminated."""
+    from test_training import qt_config
+
+    import qt_hard.data.books as B
+
+    monkeypatch.setattr(B, "default_num_proc", lambda: 2)  # a pool even on a 1-CPU machine
+    books = tmp_path / "library"
+    books.mkdir()
+    for i in range(B._POOL_MIN_BOOKS + 2):
+        (books / f"book_{i:02d}.txt").write_text(f"Book {i} begins. It goes on. It ends.\n", encoding="utf-8")
+    (books / "book_05.txt").write_bytes(b"")
+    tree = qt_config(tmp_path, steps=2)
+    tree["data"]["path"] = str(books)
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump(tree))
+    for attempt in range(3):
+        status = cli_main(["train", str(cfg), "--out", str(tmp_path / f"run{attempt}")])
+        err = [line for line in capfd.readouterr().err.splitlines() if line.strip()]
+        assert status == 2 and err == [f"qt-hard: error: {books / 'book_05.txt'}: the book is empty"], err

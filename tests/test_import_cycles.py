@@ -119,6 +119,7 @@ LAYERS = [
         "qt_hard.paths",
         "qt_hard.files",
         "qt_hard.sizes",
+        "qt_hard.workers",
         "qt_hard.threads",
         "qt_hard.schedules",
         "qt_hard.diagnostics",

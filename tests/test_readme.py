@@ -473,6 +473,21 @@ RUNS = {
         ),
     ),
     "qt-hard data books --max-books 1 --cache-dir cache": Run(writes=("cache/books-*",), prints=(r'"books": 1, ',)),
+    # The namesake at width: the device script's dry run (toy cells side by side on the CPU, paired table).
+    "DRY=1 OUT=runs/device_namesake_dry bash scripts/device_namesake.sh": Run(
+        writes=(
+            "runs/device_namesake_dry/side_by_side_gpu.jsonl",
+            "runs/device_namesake_dry/results.jsonl",
+            "runs/device_namesake_dry/scores.jsonl",
+            "runs/device_namesake_dry/namesake_table.md",
+        ),
+        prints=(r"table exit 0", r"six-task mean difference to uniform: hard2-clamp", r"failed: none"),
+    ),
+    # Cells side by side: the benchmark's dry run (toy cell, N = 1, 2, 4 on the CPU).
+    "DRY=1 python scripts/bench_side_by_side.py --out runs/side_by_side_dry": Run(
+        writes=("runs/side_by_side_dry/shared/cache", "runs/side_by_side_dry/n4/cell3/final"),
+        prints=(r"side by side on cpu .*N=1 .*N=2 .*N=4 ",),
+    ),
     # S2V's model on a GPU: the device script's dry run (toy model and data, CPU) is the one that runs.
     "DRY=1 OUT=runs/device_s2v_dry bash scripts/device_s2v.sh": Run(
         writes=(
@@ -481,7 +496,8 @@ RUNS = {
             "runs/device_s2v_dry/curve.csv",
             "runs/device_s2v_dry/curve.png",
         ),
-        prints=(r"curve exit 0", r"failed: none"),
+        # two rounds of the speed bench, as on the GPU (each round's loop run into the same folder)
+        prints=(r"speed bench exit 0 at \d+s: loop/bare on .* x 2 rounds", r"curve exit 0", r"failed: none"),
     ),
 }
 
@@ -533,6 +549,12 @@ SKIPS = {
     "at toy size",
     "QT_HARD_DATA=/path/to/data bash scripts/device_s2v_prepare.sh": "/path/to/data is a placeholder; it packs a "
     "55 MB carry of the data root, which the dry run of scripts/device_s2v.sh does without (it reads the data root)",
+    "python scripts/bench_side_by_side.py --device cuda --cells 1,2,4,8 --output results/bench_side_by_side_gpu.jsonl": "needs a GPU; its DRY=1 form runs the same code on the CPU",
+    "nice -n 5 python scripts/bench_threads.py --config configs/qt_books_smoke.yaml --threads 1,2 --steps 150": "prepares "
+    "all 352 books and trains 600 steps of the quick start (minutes on 2 cores); its rows are "
+    "results/bench_threads_quickstart.jsonl",
+    "OUT=device_out bash scripts/device_namesake.sh": "needs a GPU machine and the carry of "
+    "scripts/device_s2v_prepare.sh; its DRY=1 form runs the same steps here",
     "OUT=device_out bash scripts/device_s2v.sh": "needs a GPU machine and the carry of scripts/device_s2v_prepare.sh; "
     "its DRY=1 form runs the same steps here",
     "python scripts/qt_table.py --out runs/sim --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1,2 --rows uniform,hard1-rescaled-anneal,hard2-clamp --protocol senteval,similarity": "nine quick-start trainings "

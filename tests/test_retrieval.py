@@ -227,7 +227,7 @@ class _Table(torch.nn.Module):
 def test_guard_audit_counts_removed_candidates_and_true_positives():
     import torch
 
-    from qt_hard.experiments.specs.scifact import GuardAudit
+    from qt_hard.experiments.specs.st_finetuning import GuardAudit
     from qt_hard.integrations.sentence_transformers import HardNegativesLoss
 
     names = ["c1", "c2", "c3", "dA", "dB", "dC", "dX", "dY", "dZ"]

@@ -138,3 +138,43 @@ def test_cuda_batches_equal_cpu_batches(resident):
         else:
             assert batch["a"]["ids"].is_pinned()
         _equal(batch, cpu.local_batch(step, 0, 1))
+
+
+def test_a_store_written_chunk_by_chunk_is_the_store_of_the_lists(tmp_path):
+    rng = np.random.default_rng(3)
+    lists = [rng.integers(0, 500, size=rng.integers(0, 9)).tolist() for _ in range(1000)]
+    chunks = [lists[i : i + 137] for i in range(0, len(lists), 137)]
+    written = TokenStore.write(tmp_path / "w", iter(chunks))
+    ref = TokenStore.from_lists(lists)
+    assert np.array_equal(written.flat, ref.flat) and np.array_equal(written.offsets, ref.offsets)
+    assert isinstance(written.flat, np.memmap) and not (tmp_path / "w_flat.bin").exists()
+    empty = TokenStore.write(tmp_path / "e", iter([]))
+    assert len(empty) == 0 and empty.flat.size == 0
+
+
+def test_a_run_from_the_prepared_cache_reads_no_sentence(tmp_path, monkeypatch):
+    """Preparing reads the sentences a chunk at a time (never the whole column at once); a second
+    build from the prepared cache reads none of them (its start-up does not grow with the corpus)."""
+    from test_training import qt_config
+
+    import qt_hard.data.books as books
+    from qt_hard.text import build
+    from qt_hard.training.config import config_from_dict
+
+    cfg = config_from_dict(qt_config(tmp_path, steps=2))
+    whole = books.dataset_column
+
+    def no_text_column(ds, name, numpy=False):
+        assert name != "text", "the whole text column was read"
+        return whole(ds, name, numpy)
+
+    monkeypatch.setattr(build, "dataset_column", no_text_column)
+    sizes = []
+    monkeypatch.setattr(
+        build, "text_chunks", lambda ds: (sizes.append(len(c)) or c for c in books.text_chunks(ds, 100))
+    )
+    first = build.build_run(cfg, tmp_path / "run")
+    assert sizes and max(sizes) == 100 and sum(sizes) == 2 * first.task.n  # fitted, then encoded
+    sizes.clear()
+    second = build.build_run(cfg, tmp_path / "run")
+    assert sizes == [] and np.array_equal(second.task.batcher.store.flat, first.task.batcher.store.flat)

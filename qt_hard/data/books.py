@@ -286,18 +286,16 @@ def default_num_proc() -> int:
 _POOL_MIN_BOOKS = 8
 
 
-def split_books(
+def book_rows(
     files: Sequence[Path], min_sentences: int = 2, num_proc: int | None = None, progress: bool = False
-) -> tuple[list[str], list[int], list[int], list[int]]:
-    """Split books into sentences: (texts, doc_ids, sent_ids, sentences per book), rows in book order.
-
-    ``num_proc`` worker processes (default: the usable CPUs) each split whole books, the largest files
-    first so that no worker is left with a long book at the end; the rows are put back in file order.
-    A book with fewer than ``min_sentences`` sentences gives no row and a count of 0.
+) -> Iterator[tuple[int, list[str]]]:
+    """(doc_id, sentences) of each book, in file order, as the books are split: no more than the
+    books being split and those finished ahead of the oldest are held, so a corpus of any size is
+    split in bounded memory. ``num_proc`` worker processes (default: the usable CPUs) each split
+    whole books. A book with fewer than ``min_sentences`` sentences gives no sentences.
     """
     jobs = [(i, str(f), min_sentences) for i, f in enumerate(files)]
     nproc = min(num_proc or default_num_proc(), len(jobs))
-    by_doc: dict[int, list[str]] = {}
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -310,24 +308,32 @@ def split_books(
             else:
                 import multiprocessing as mp
 
-                sizes = [Path(f).stat().st_size for f in files]
-                order = sorted(range(len(jobs)), key=lambda i: -sizes[i])
+                from qt_hard.workers import leave_signals_to_parent
+
                 ctx = mp.get_context("fork" if hasattr(os, "fork") else "spawn")
-                pool = stack.enter_context(ctx.Pool(nproc))  # terminated on leaving, also on an error
-                results = pool.imap_unordered(_book_rows, [jobs[i] for i in order], chunksize=1)
+                # Terminated on leaving, also on an error; its workers leave signals to this process.
+                pool = stack.enter_context(ctx.Pool(nproc, initializer=leave_signals_to_parent))
+                # In file order, one book a task: the rows can be written as they come.
+                results = pool.imap(_book_rows, jobs, chunksize=1)
             for doc_id, sents in results:
-                by_doc[doc_id] = sents
                 if bar is not None:
                     bar.update(1)
+                yield doc_id, sents
     finally:
         if bar is not None:
             bar.close()
+
+
+def split_books(
+    files: Sequence[Path], min_sentences: int = 2, num_proc: int | None = None, progress: bool = False
+) -> tuple[list[str], list[int], list[int], list[int]]:
+    """Split books into sentences: (texts, doc_ids, sent_ids, sentences per book), rows in book order
+    (:func:`book_rows`, collected in memory)."""
     texts: list[str] = []
     doc: list[int] = []
     sent: list[int] = []
     counts: list[int] = []
-    for i in range(len(jobs)):
-        sents = by_doc[i]
+    for i, sents in book_rows(files, min_sentences, num_proc, progress):
         counts.append(len(sents))
         texts.extend(sents)
         doc.extend([i] * len(sents))
@@ -370,7 +376,6 @@ def load_books(
     """
     try:
         from datasets import Dataset, DatasetInfo, load_from_disk
-        from datasets.table import InMemoryTable
     except ImportError:  # a machine without `datasets` (e.g. a bare GPU box): plain files instead
         return _load_books_plain(path_or_dir, max_books, cache_dir, min_sentences, num_proc, progress)
 
@@ -382,32 +387,35 @@ def load_books(
         return load_from_disk(str(target))
 
     # A bad book (empty, not UTF-8, broken .xz) raises a BookError that names it from the worker
-    # that reads it, and the pool stops.
-    texts, doc, sent, counts = split_books(files, min_sentences, num_proc, progress)
-    skipped = [str(files[i]) for i, c in enumerate(counts) if c == 0]
-    if len(skipped) == len(files):
-        raise BookError(f"no book in {path_or_dir} has {min_sentences} or more sentences: " + ", ".join(skipped[:5]))
-    for s in skipped:
-        warnings.warn(f"{s}: fewer than {min_sentences} sentences, left out", stacklevel=2)
+    # that reads it, and the pool stops. The rows go to an Arrow file book by book (memory bounded
+    # by a few books, whatever the corpus), which is then saved as the cache.
+    from datasets.arrow_writer import ArrowWriter
 
-    import numpy as np
-    import pyarrow as pa
-
-    table = pa.table(
-        {
-            "text": pa.array(texts, type=pa.string()),
-            "doc_id": pa.array(np.asarray(doc, dtype=np.int32)),
-            "sent_id": pa.array(np.asarray(sent, dtype=np.int32)),
-        }
-    )
-    del texts, doc, sent
     root.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
     stack = contextlib.ExitStack()
     try:
         stack.enter_context(_progress_bars(progress))
-        ds = Dataset(
-            InMemoryTable(table),
+        counts: list[int] = []
+        writer = ArrowWriter(features=_features(), path=str(work / "rows.arrow"))
+        try:
+            for doc_id, sents in book_rows(files, min_sentences, num_proc, progress):
+                counts.append(len(sents))
+                if sents:
+                    n = len(sents)
+                    writer.write_batch({"text": sents, "doc_id": [doc_id] * n, "sent_id": list(range(n))})
+            writer.finalize()
+        finally:
+            writer.close()
+        skipped = [str(files[i]) for i, c in enumerate(counts) if c == 0]
+        if len(skipped) == len(files):
+            raise BookError(
+                f"no book in {path_or_dir} has {min_sentences} or more sentences: " + ", ".join(skipped[:5])
+            )
+        for s in skipped:
+            warnings.warn(f"{s}: fewer than {min_sentences} sentences, left out", stacklevel=2)
+        ds = Dataset.from_file(
+            str(work / "rows.arrow"),
             info=DatasetInfo(features=_features(), description=f"qt_hard.data.books cache {target}"),
         )
         staged = work / "final"
@@ -421,7 +429,7 @@ def load_books(
             "rows": len(ds),
         }
         (staged / "books.json").write_text(json.dumps(meta, indent=1))
-        del ds, table
+        del ds
         if target.exists():  # a half-written copy from an interrupted run
             shutil.rmtree(target)
         os.replace(staged, target)
@@ -539,6 +547,20 @@ def dataset_column(ds, name: str, numpy: bool = False):
     if numpy:
         return ds.with_format("numpy", columns=[name])[:][name]
     return ds.with_format(None, columns=[name])[:][name]
+
+
+def text_chunks(ds, size: int = 50_000) -> Iterator[list[str]]:
+    """The ``text`` column of a :func:`load_books` dataset (or a ``SentenceTable``) in lists of
+    ``size`` sentences, read a slice at a time: the corpus's sentences are never all Python strings
+    at once."""
+    if isinstance(ds, SentenceTable):
+        texts = ds["text"]
+        for start in range(0, len(texts), size):
+            yield texts[start : start + size]
+        return
+    view = ds.with_format(None, columns=["text"])
+    for start in range(0, len(ds), size):
+        yield view[start : start + size]["text"]
 
 
 def _doc_counts(ds, n_docs: int) -> list[int]:

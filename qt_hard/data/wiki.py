@@ -358,7 +358,9 @@ def _tokenize_all(sentences: list[str], lower: bool, num_proc: int):
 
         step = max(1, len(sentences) // (num_proc * 8))
         chunks = [(sentences[i : i + step], lower) for i in range(0, len(sentences), step)]
-        with mp.get_context("spawn").Pool(num_proc) as pool:
+        from qt_hard.workers import leave_signals_to_parent
+
+        with mp.get_context("spawn").Pool(num_proc, initializer=leave_signals_to_parent) as pool:
             parts = pool.map(_tokenize_chunk, chunks)
     stoi: dict[str, int] = {}
     flats, lens = [], []

@@ -573,6 +573,140 @@ def _s2v_controls(root: Path) -> str:
     )
 
 
+def _s2v_gpu_meta(root: Path) -> dict:
+    return json.loads((root / "results" / "s2v_curve_gpu" / "meta.json").read_text())
+
+
+@table("s2v_curve_gpu", spread=False)
+def _s2v_curve_gpu(root: Path) -> str:
+    """The learning curve of ``configs/qt_s2v.yaml`` on a GPU (``scripts/device_s2v.sh``) beside its
+    two controls: six tasks, their mean, the held-out next-sentence top-1 and uniform loss."""
+    from qt_hard.experiments.specs import qt_table
+
+    folder = root / "results" / "s2v_curve_gpu"
+    points = _csv(folder / "curve.csv")
+    controls = json.loads((root / "results" / "s2v_controls.json").read_text())["rows"]
+    for p in points:  # the curve read its control means from this same file
+        for key in ("untrained", "bow2400"):
+            if abs(float(p[f"control_{key}_mean"]) - _six_mean(controls[key]["results"])) > 0.01:
+                raise ValueError(f"{folder / 'curve.csv'}: control_{key}_mean is not results/s2v_controls.json's")
+    body = []
+    for p in points:
+        label = (
+            f"step {int(p['step']):,} ({float(p['epoch']):.2f} epochs; last logged loss {float(p['train_loss']):.3f})"
+        )
+        cells = [f"{float(p[t]):.1f}" for t in qt_table.TASKS]
+        held = [f"{float(p['heldout_next_top1']):.3f}", f"{float(p['heldout_uniform_loss']):.3f}"]
+        body.append([label, *cells, f"{float(p['six_task_mean']):.2f}", *held])
+    for key, label in (
+        ("untrained", "control: the same architecture untrained"),
+        ("bow2400", "control: `random:bow2400`"),
+    ):
+        res = controls[key]["results"]
+        body.append([label, *(f"{res[t]['acc']:.1f}" for t in qt_table.TASKS), f"{_six_mean(res):.2f}", "", ""])
+    meta = _s2v_gpu_meta(root)
+    p0 = points[0]
+    head = ["point", *qt_table.TASKS, "mean", "held-out top-1", "held-out loss"]
+    return _lines(
+        f"Test accuracy (%), SentEval's protocol, of one run of `configs/qt_s2v.yaml` (uniform, {p0['precision']}, "
+        f"seed 0, batch 400; {int(points[-1]['sentences_seen']):,} sentences seen) at its three evaluation points, "
+        "and the held-out next-sentence top-1 (chance 1/63) and uniform loss on books 8-10, which training leaves "
+        f"out. Measured on {meta['machine']}, commit {meta['commit']}; from `results/s2v_curve_gpu/curve.csv` "
+        "(provenance in its `meta.json`); controls from `results/s2v_controls.json`.",
+        "",
+        report.markdown_table(head, body, "l" + "r" * 9),
+    )
+
+
+@table("s2v_speed_gpu", spread=False)
+def _s2v_speed_gpu(root: Path) -> str:
+    """``scripts/device_s2v.sh``'s speed parts: the config's rate in three precisions, and the loop
+    against a bare step (each run's headline row) for the two GPU cases."""
+    folder = root / "results" / "s2v_curve_gpu"
+    meta = _s2v_gpu_meta(root)
+    prec = _jsonl(folder / "precision.jsonl")
+    runs = [r for r in map(json.loads, _json_lines(folder / "bench_train_speed_gpu.jsonl")) if "ratio" in r]
+    body = [
+        [
+            f"`configs/qt_s2v.yaml`, {r['precision']}, batch {r['batch_size']}",
+            f"{r['sentences_per_s']:,.0f}",
+            f"{r['mean_loss']:.4f} ({'within' if r['passed'] else 'outside'} {r['tolerance']:.0%} of float32's)",
+        ]
+        for r in prec
+    ]
+    labels = {"bow_wiki1000": "bag of words, Wiki-1000, B 1,000", "s2v_gru": "`s2v_gru` (qt_s2v on 60 books), B 400"}
+    ratio_rows = []
+    for case in dict.fromkeys(r["case"] for r in runs):
+        mine = [r for r in runs if r["case"] == case]
+        ratios = sorted(r["ratio"] for r in mine)
+        loops = [r["loop_sentences_per_s"] for r in mine]
+        ratio_rows.append(
+            [
+                labels.get(case, case),
+                str(len(mine)),
+                f"{min(loops):,.0f}-{max(loops):,.0f}",
+                f"{ratios[0]:.2f}-{ratios[-1]:.2f} (median {statistics.median(ratios):.2f})",
+            ]
+        )
+    steps = {r["steps"] for r in runs}
+    return _lines(
+        f"Measured on {meta['machine']}, torch {prec[0]['torch']}, commit {meta['commit']}; from "
+        "`results/s2v_curve_gpu/precision.jsonl` and `bench_train_speed_gpu.jsonl` (provenance in its `meta.json`).",
+        "",
+        "Sentences/s of the median step over 200 steps through the loop, and the mean logged loss over them:",
+        "",
+        report.markdown_table(["config, precision", "sentences/s", "mean loss"], body, "lrl"),
+        "",
+        f"The loop against a bare step, runs of one round of {'/'.join(map(str, sorted(steps)))} steps:",
+        "",
+        report.markdown_table(["case", "runs", "loop sentences/s", "loop / bare"], ratio_rows, "lrrr"),
+    )
+
+
+@table("bench_side_by_side", spread=False)
+def _bench_side_by_side(root: Path) -> str:
+    """Aggregate sentences/s of N cells side by side (scripts/bench_side_by_side.py), per result file."""
+    parts = []
+    for path in sorted((root / "results").glob("bench_side_by_side_*.jsonl")):
+        rows = [r for r in _jsonl(path) if "aggregate_sentences_per_s" in r]
+        if not rows:
+            continue
+        r0 = rows[0]
+        body = [
+            [
+                str(r["cells"]),
+                f"{r['aggregate_sentences_per_s']:,.0f}",
+                f"{r['ratio_to_one']:.2f}",
+                ", ".join(f"{x:,.0f}" for x in r["per_cell_sentences_per_s"]),
+                f"{r['peak_rss_mib_per_cell']:,}",
+                f"{r['gpu_peak_reserved_mib_per_cell']:,}" if "gpu_peak_reserved_mib_per_cell" in r else "",
+            ]
+            for r in rows
+        ]
+        size = "toy size (`--dry`: 16-unit GRU pair, one book)" if r0["dry"] else "`configs/qt_s2v.yaml`, 60 books"
+        parts += [
+            f"From `results/{path.name}`: {r0['device']}, {size}, batch {r0['batch_size']}, {r0['threads_per_cell']} "
+            f"thread(s) a cell, {r0['steps'] - r0['warmup']} timed steps a cell after {r0['warmup']}; "
+            f"{r0['machine']}, load average {r0['load_average_1min']} at the start, commit {r0['commit']}, "
+            f"{r0['utc'][:10]}. Command: `{r0['command']}`.",
+            "",
+            *report.markdown_table(
+                ["cells", "aggregate sentences/s", "vs 1 cell", "each cell (median step)", "peak RSS a cell (MiB)"]
+                + ["GPU memory a cell (MiB, reserved)"],
+                body,
+                "rrrrrr",
+            ),
+            "",
+        ]
+    return _lines(*parts[:-1])
+
+
+def _json_lines(path: Path) -> list[str]:
+    """The lines of a captured stdout that are JSON objects (the rest are the loop's messages and the
+    script's headline)."""
+    return [line for line in path.read_text(encoding="utf-8").splitlines() if line.startswith("{")]
+
+
 # --------------------------------------------------------------------------------------------
 # graphs (graph_table spec)
 

@@ -5,6 +5,13 @@ share a grid's cells, with the time a cell's steps take.
 
 A cell is the unit of resumption: its record in the ledger means finished (never run again); its
 run folder's checkpoint means started (resumed); a claim file means another live process runs it.
+
+Cells side by side: :func:`in_processes` runs N cells at once, each in a process of its own, all on
+one ``device`` (``cpu``, or ``cuda``: N processes sharing one GPU, which a small model leaves mostly
+idle when it trains alone). Their data is prepared once, before the workers start
+(:func:`prepare_shared_cache`), and each cell's run folder links that cache
+(:func:`link_shared_cache`): the cells only read it (Arrow files and token arrays are memory-mapped,
+so the processes share those pages).
 """
 
 from __future__ import annotations
@@ -19,14 +26,22 @@ from pathlib import Path
 from qt_hard.experiments.ledger import Ledger
 
 __all__ = [
+    "DEVICES",
+    "check_device",
     "estimate_line",
     "in_processes",
+    "link_shared_cache",
+    "prepare_shared_cache",
     "read_eval",
     "read_metrics",
     "run_claimed",
     "step_seconds",
     "train_run",
+    "use_device",
 ]
+
+# Where the cells of a grid train: ``auto`` leaves it to accelerate (the GPU when there is one).
+DEVICES = ("auto", "cpu", "cuda")
 
 
 def train_run(cfg, finished: str = "eval.json", on_step=None, must_finish: bool = True) -> Path | None:
@@ -77,11 +92,41 @@ def run_claimed(ledger: Ledger, claim: Sequence, work: Callable[[], dict | list 
     return records
 
 
-def in_processes(fn: Callable, jobs: Sequence[tuple], workers: int = 1, fresh: bool = False) -> Iterator:
+def check_device(device: str, option: str = "--device") -> str:
+    """``device`` if it is one of ``DEVICES`` and this machine has it, else a one-line ``UserError``
+    naming ``option``."""
+    from qt_hard.errors import DeviceUnavailableError, UserError
+
+    if device not in DEVICES:
+        raise UserError(f"{option} {device}: choose one of {', '.join(DEVICES)}")
+    if device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise DeviceUnavailableError(f"{option} cuda: torch sees no CUDA device on this machine")
+    return device
+
+
+def use_device(device: str | None) -> None:
+    """Make the cells this process trains run on ``device``: ``cpu`` hides every GPU from it (set
+    before CUDA starts, in a fresh worker) and tells accelerate to use the CPU; ``cuda`` and
+    ``auto`` (or None) leave accelerate its default, the current GPU where there is one, so that
+    the workers of ``in_processes(..., device="cuda")`` share that GPU."""
+    if device == "cpu":
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
+        os.environ["ACCELERATE_USE_CPU"] = "true"
+
+
+def in_processes(
+    fn: Callable, jobs: Sequence[tuple], workers: int = 1, fresh: bool = False, device: str | None = None
+) -> Iterator:
     """``fn(*job)`` for every job, as they finish: in this process with one worker, else in
-    ``workers`` spawned processes (``fresh``: a new process per job, so that no process-wide state
-    of one run, accelerate's included, reaches the next). ``fn`` must be importable by name."""
+    ``workers`` spawned processes running side by side (``fresh``: a new process per job, so that no
+    process-wide state of one run, accelerate's included, reaches the next). ``device`` (one of
+    ``DEVICES``; None: as ``auto``) is where their cells train (:func:`use_device`; with one worker,
+    this process). ``fn`` must be importable by name."""
     if workers <= 1:
+        use_device(device)
         for job in jobs:
             yield fn(*job)
         return
@@ -89,9 +134,40 @@ def in_processes(fn: Callable, jobs: Sequence[tuple], workers: int = 1, fresh: b
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     ctx = mp.get_context("spawn")
-    with ProcessPoolExecutor(workers, mp_context=ctx, max_tasks_per_child=1 if fresh else None) as ex:
+    with ProcessPoolExecutor(
+        workers,
+        mp_context=ctx,
+        max_tasks_per_child=1 if fresh else None,
+        initializer=use_device,
+        initargs=(device,),
+    ) as ex:
         for fut in as_completed([ex.submit(fn, *job) for job in jobs]):
             yield fut.result()
+
+
+def prepare_shared_cache(cfg, folder: str | os.PathLike) -> Path:
+    """Build the data of ``cfg`` (its pipeline's own preparation: sentences split, vocabulary
+    fitted, token ids written) into ``folder/cache`` once, before cells that share it start, so
+    that none of them prepares it and all of them only read it. Returns the cache folder. The cells'
+    configs must agree with ``cfg`` on what keys the cache (the data and tokenizer settings), or
+    each would build a copy of its own next to it."""
+    from qt_hard.pipelines import get_pipeline
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    run = get_pipeline(cfg.pipeline).build(cfg, folder)
+    del run  # the data stays on disk; the module built with it is not needed
+    return folder / "cache"
+
+
+def link_shared_cache(run_dir: str | os.PathLike, cache: str | os.PathLike) -> Path:
+    """``run_dir/cache`` as a link to the shared ``cache`` (made once; a real folder there is kept)."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    link = run_dir / "cache"
+    if not link.exists() and not link.is_symlink():
+        link.symlink_to(Path(cache).resolve(), target_is_directory=True)
+    return link
 
 
 def step_seconds(cfg) -> tuple[float, int]:

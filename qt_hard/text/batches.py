@@ -50,6 +50,37 @@ class TokenStore:
     def __getitem__(self, i: int) -> np.ndarray:
         return self.flat[self.offsets[i] : self.offsets[i + 1]]
 
+    @classmethod
+    def write(cls, prefix, id_chunks) -> "TokenStore":
+        """Write the ids of ``id_chunks`` (an iterable of lists of id lists, sentences in order) as
+        ``save`` would, a chunk at a time: the flat ids go to disk as they come, so memory holds one
+        chunk and the offsets, never the corpus's id lists. Returns the store loaded back (the flat
+        ids memory-mapped)."""
+        import os
+
+        raw = f"{prefix}_flat.bin"
+        lengths = []
+        with open(raw, "wb") as fh:
+            for chunk in id_chunks:
+                n = np.fromiter((len(x) for x in chunk), dtype=np.int64, count=len(chunk))
+                flat = np.fromiter(itertools.chain.from_iterable(chunk), dtype=np.int32, count=int(n.sum()))
+                fh.write(flat.tobytes())
+                lengths.append(n)
+        lengths = np.concatenate(lengths) if lengths else np.zeros(0, dtype=np.int64)
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        total = int(offsets[-1])
+        # The .npy form of the raw ids, copied through in blocks (the header needs the total first).
+        out = np.lib.format.open_memmap(f"{prefix}_flat.npy", mode="w+", dtype=np.int32, shape=(total,))
+        src = np.memmap(raw, dtype=np.int32, mode="r", shape=(total,)) if total else np.zeros(0, np.int32)
+        for start in range(0, total, 1 << 24):
+            out[start : start + (1 << 24)] = src[start : start + (1 << 24)]
+        out.flush()
+        del out, src
+        os.remove(raw)
+        np.save(f"{prefix}_offsets.npy", offsets)  # last: its presence marks a complete store
+        return cls.load(prefix)
+
     def save(self, prefix) -> None:
         np.save(f"{prefix}_flat.npy", self.flat)
         np.save(f"{prefix}_offsets.npy", self.offsets)

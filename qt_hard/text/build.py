@@ -17,14 +17,14 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 import torch
 
 from qt_hard.encoders.text import SentenceEncoder, build_module, make_encoder
+from qt_hard.data.books import dataset_column, text_chunks
 from qt_hard.files import atomic_folder
-from qt_hard.data.books import dataset_column
 from qt_hard.training.config import Config
 from qt_hard.text.batches import ContextTask, PairTask, TokenBatcher, TokenStore
 
@@ -53,25 +53,29 @@ def _key(obj) -> str:
     return hashlib.sha1(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
-def _vocab_and_store(cfg: Config, cache: Path, texts):
-    """(WordTokenizer, TokenStore) for ``texts``: the word-level tokenizer is fitted on them by
-    ``tokenizers``' own trainer (``data.min_count``, ``data.max_vocab``) and encodes them in Rust
-    (:mod:`qt_hard.data.wordlevel`); both are cached in ``cache``."""
+def _vocab_and_store(cfg: Config, cache: Path, chunks: Callable[[], Iterable[list[str]]], n: int):
+    """(WordTokenizer, TokenStore) of ``n`` sentences that ``chunks()`` yields a list at a time: the
+    word-level tokenizer is fitted on them by ``tokenizers``' own trainer (``data.min_count``,
+    ``data.max_vocab``) and encodes them in Rust (:mod:`qt_hard.data.wordlevel`); both are cached in
+    ``cache``. The sentences are read twice, a chunk at a time, and the ids written as they come, so
+    preparing holds one chunk of sentences and ids, never the corpus's; a cached store is loaded
+    without reading a sentence (its flat ids memory-mapped)."""
     from qt_hard.data.wordlevel import WordTokenizer
 
     if cache.is_dir():
-        return _read_token_cache(cache, len(texts))
+        return _read_token_cache(cache, n)
     tok = WordTokenizer.train(
-        texts, min_count=cfg.data.min_count, max_size=cfg.data.max_vocab, lower=cfg.model.lower, length=len(texts)
+        (t for chunk in chunks() for t in chunk),
+        min_count=cfg.data.min_count,
+        max_size=cfg.data.max_vocab,
+        lower=cfg.model.lower,
+        length=n,
     )
-    ids = []
-    for start in range(0, len(texts), 50_000):  # bounded memory for the Rust encodings
-        ids.extend(x[: cfg.model.max_len] for x in tok.encode_batch(texts[start : start + 50_000]))
-    store = TokenStore.from_lists(ids)
-    del ids
-    # Whole or not at all: a kill or a full disk mid-write leaves no cache that looks complete.
+    max_len = cfg.model.max_len
+    # Whole or not at all: a kill or a full disk mid-write leaves no cache that looks complete; the ids are
+    # written a chunk at a time as they come.
     with atomic_folder(cache, "token cache", replace=False) as tmp:
-        store.save(tmp / "tokens")
+        TokenStore.write(tmp / "tokens", ([x[:max_len] for x in tok.encode_batch(c)] for c in chunks()))
         tok.save(tmp / "tokenizer.json")
     return tok, TokenStore.load(cache / "tokens")
 
@@ -269,7 +273,7 @@ def build_run(cfg: Config, out: Path) -> Run:
         if cfg.model.kind == "hf":
             module, batcher, wrap = _hf_parts(cfg, cache_root, dataset_column(ds, "text"))
             return Run(module, ContextTask(batcher, doc_ids, B, seed), False, wrap)
-        tok, store = _vocab_and_store(cfg, cache_root / f"tokens_{key}", dataset_column(ds, "text"))
+        tok, store = _vocab_and_store(cfg, cache_root / f"tokens_{key}", lambda: text_chunks(ds), len(ds))
         vocab = tok.vocab()
         task = ContextTask(_word_batcher(cfg, store), doc_ids, B, seed)
         return _word_run(cfg, vocab, task, pair_data=False, tokenizer=tok)

@@ -1,0 +1,18 @@
+"""Worker processes of the library's process pools (book splitting, Wiki tokenizing).
+
+A forked worker inherits its parent's signal handlers: under the command line, SIGTERM and SIGINT
+raise ``qt_hard.cli.Interrupted``, so a pool terminated after a failure (``Pool.terminate`` sends
+SIGTERM to each worker) would print a traceback from every worker. ``leave_signals_to_parent`` is
+the pools' initializer: a worker dies on SIGTERM without a word and ignores SIGINT (a Ctrl-C reaches
+the whole process group), so that the parent alone decides, reports once and ends the pool.
+"""
+
+from __future__ import annotations
+
+import signal
+
+
+def leave_signals_to_parent() -> None:
+    """In a pool's worker: SIGTERM ends it at once (the default action), SIGINT is ignored."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)

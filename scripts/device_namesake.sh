@@ -1,0 +1,191 @@
+#!/bin/bash
+# The namesake at S2V's width on one GPU machine, in one call of at most ~560 s: Quick-Thoughts
+# (configs/qt_s2v.yaml) with uniform, hard1-clamp and hard2-clamp negatives, 2 seeds each, the cells side
+# by side on the one GPU, to about 2.5 epochs (the peak region of the learning curve in
+# results/s2v_curve_gpu/); every part under its own deadline, its results copied to $OUT as soon as it ends:
+#
+#   0. unpack gpu_carry_s2v/ (scripts/device_s2v_prepare.sh: the books, SentEval's six tasks and STS12-16,
+#      the Wiki-1000 folder) into $WORK/data; at once, in the background, the config's books split and
+#      tokenized into the table's shared cache (scripts/s2v_curve.py prepare).
+#   a. side by side (PROBE_S, default 120 s): scripts/bench_side_by_side.py --device cuda --cells 1,3,6:
+#      aggregate sentences/s of N cells sharing the GPU -> $OUT/side_by_side_gpu.jsonl. From its rates,
+#      the seeds that fit: 2 seeds (6 cells) when 6 cells of STEPS steps fit TRAIN_S at the 6-cell rate,
+#      else 1 seed (3 cells); when even that does not fit, the steps are cut to what 3 cells train in
+#      TRAIN_S (the summary says so). STEPS: EPOCHS (default 2.5) epochs of the prepared corpus.
+#   b. the table (until DEADLINE - SCORE_RESERVE_S): scripts/qt_table.py --workers <cells> --device cuda,
+#      each cell trained in TF32 and evaluated on the six tasks (SentEval protocol, solver on the GPU)
+#      -> $OUT/results.jsonl (the ledger), table.md.
+#   c. the readouts and the paired table (SCORE_RESERVE_S, default 60 s): scripts/namesake_table.py score
+#      (STS12-16, held-out next-sentence top-1 and loss on books 8-10) and table (each row's difference to
+#      uniform paired by seed, 95% t-intervals) -> $OUT/scores.jsonl, namesake_table.md.
+#
+# Run from the repository root, with $OUT an empty folder:
+#
+#   bash scripts/device_namesake.sh                 # env: PY (python3), DEADLINE (560 s), DRY=1
+#
+# Needs what scripts/device_s2v.sh needs. Also in $OUT: logs/ (each part's log), summary.txt. The scratch
+# folder is $WORK (default a new temporary folder, removed at the end; KEEP_WORK=1 keeps it). The commit
+# recorded with every row is $QT_HARD_GIT_COMMIT (else the checkout's). Exits 1 when a part failed.
+#
+# DRY=1: the same steps at toy size on a machine without a GPU, reading $QT_HARD_DATA when there is no
+# carry (a 16-unit GRU pair on 3 books, book 2 held out, batch 32; uniform and hard2-clamp; a probe of
+# 1 and 2 cells, 6 steps a cell, 2 folds; a deadline of 840 s, since a busy small CPU is slow).
+set -u
+START=$(date +%s)
+PY=${PY:-python3}
+DRY=${DRY:-0}
+DEADLINE=${DEADLINE:-560}
+[ "$DRY" = 1 ] && DEADLINE=${DRY_DEADLINE:-840}
+PROBE_S=${PROBE_S:-120}
+TRAIN_S=${TRAIN_S:-330}
+SCORE_RESERVE_S=${SCORE_RESERVE_S:-60}
+EVAL_S=${EVAL_S:-25}   # a cell's evaluation after its training (six tasks on the GPU)
+EPOCHS=${EPOCHS:-2.5}
+ROWS=${ROWS:-uniform,hard1-clamp,hard2-clamp}
+CARRY=${CARRY:-gpu_carry_s2v}
+OWN_WORK=0
+[ -z "${WORK:-}" ] && WORK=$(mktemp -d "${TMPDIR:-/tmp}/device_namesake.XXXXXX") && OWN_WORK=1
+: "${OUT:?set OUT to the folder the results are written into}"
+elapsed() { echo $(($(date +%s) - START)); }
+left() { local l=$((DEADLINE - $(elapsed))); [ "$l" -gt 5 ] && echo "$l" || echo 5; }
+within() { local l; l=$(left); [ "$1" -lt "$l" ] && echo "$1" || echo "$l"; }
+
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+if [ -z "${QT_HARD_GIT_COMMIT:-}" ]; then
+    QT_HARD_GIT_COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+    [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && QT_HARD_GIT_COMMIT+="+dirty"
+fi
+export QT_HARD_GIT_COMMIT MPLBACKEND=Agg HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1
+LOGS=$OUT/logs
+FAILED=""
+TABLE=$WORK/table
+mkdir -p "$OUT" "$LOGS" "$WORK/data" "$TABLE"
+
+DEVICE=cuda
+SET=(train.tf32=true train.num_threads=2 train.checkpoint_every=1000)
+PROBE=(--cells 1,3,6 --steps 40 --warmup 10)
+CELLS_ONE=3          # cells of one seed (the three rows)
+EXTRA=()
+HELD=(--first 8 --last 11)
+if [ "$DRY" = 1 ]; then
+    DEVICE=cpu
+    SET=(model.embed_dim=16 model.hidden_dim=16 data.max_books=3 'data.exclude_books=[2]' train.batch_size=32
+        data.max_vocab=5000 train.num_threads=1 train.checkpoint_every=0)
+    PROBE=(--dry --cells 1,2 --steps 12 --warmup 3)
+    PROBE_S=${DRY_PROBE_S:-300}
+    EXTRA=(--kfold 2)
+    HELD=(--first 2 --last 3 --blocks 4 --block-size 16)
+    ROWS=uniform,hard2-clamp
+    CELLS_ONE=2
+    TRAIN_S=${DRY_TRAIN_S:-60}
+    EPOCHS=0.05
+    export OMP_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false
+fi
+SETARGS=()
+for s in "${SET[@]}"; do SETARGS+=(--set "$s"); done
+
+echo "== $(date -u +%FT%TZ) device_namesake (DRY=$DRY, deadline ${DEADLINE}s, commit $QT_HARD_GIT_COMMIT)"
+nvidia-smi -L 2>/dev/null || echo "no nvidia-smi"
+
+# ---------------------------------------------------------------- 0. data
+unxz() { # xz -dc, or Python's lzma where xz is missing
+    if command -v xz >/dev/null; then xz -dc "$1"; else
+        "$PY" -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' "$1"; fi
+}
+if [ -f "$CARRY/books.tar" ]; then
+    tar -C "$WORK/data" -xf "$CARRY/books.tar" || echo "!! books.tar did not unpack"
+    unxz "$CARRY/rest.tar.xz" | tar -C "$WORK/data" -xf - || echo "!! rest.tar.xz did not unpack"
+    export QT_HARD_DATA=$WORK/data
+elif [ "$DRY" = 1 ]; then
+    : "${QT_HARD_DATA:?DRY=1 without $CARRY reads the data root: set QT_HARD_DATA}"
+else
+    echo "error: no $CARRY/books.tar (make it with scripts/device_s2v_prepare.sh)" >&2
+    exit 1
+fi
+# The table's shared cache (OUT/cache of qt_table.py), split and tokenized while the probe runs.
+"$PY" scripts/s2v_curve.py prepare --config configs/qt_s2v.yaml --out "$TABLE" --set "${SET[@]}" >"$LOGS/prepare.log" 2>&1 &
+PREP=$!
+[ "$DRY" = 1 ] && wait "$PREP"  # one at a time on a small CPU
+
+# ---------------------------------------------------------------- a. side by side
+timeout -k 5 "$(within "$PROBE_S")" "$PY" scripts/bench_side_by_side.py --device "$DEVICE" "${PROBE[@]}" \
+    --out "$WORK/probe" --output "$OUT/side_by_side_gpu.jsonl" >"$LOGS/probe.log" 2>&1 || FAILED+=" probe"
+PROBED=$(grep '^side by side on' "$LOGS/probe.log" | tail -1)
+echo "probe at $(elapsed)s: ${PROBED:-no headline (the rates of the rounds that ended are in side_by_side_gpu.jsonl)}"
+wait "$PREP" || FAILED+=" prepare"
+BATCHES=$(sed -n 's/.* \([0-9]*\) batches an epoch.*/\1/p' "$LOGS/prepare.log" | tail -1)
+echo "prepare at $(elapsed)s: $(tail -1 "$LOGS/prepare.log")"
+# Seeds and steps from the probe's aggregate rates (sentences/s at N cells) and the time left.
+read -r SEEDS STEPS NOTE < <("$PY" - "$OUT/side_by_side_gpu.jsonl" "${BATCHES:-0}" "$EPOCHS" "$TRAIN_S" "$(left)" \
+    "$SCORE_RESERVE_S" "$EVAL_S" "$CELLS_ONE" <<'EOF'
+import json, sys
+path, batches, epochs, train_s, left, reserve, eval_s, one = sys.argv[1:]
+rates, batch = {}, 400
+try:
+    for line in open(path):
+        r = json.loads(line)
+        if "aggregate_sentences_per_s" in r:
+            rates[r["cells"]] = r["aggregate_sentences_per_s"]
+            batch = r["batch_size"]
+except OSError:
+    pass
+one = int(one)
+budget = min(float(train_s), float(left) - float(reserve) - float(eval_s))
+steps = max(3, int(float(epochs) * int(batches))) if int(batches) else 300
+def rate(n):  # the probe's rate at n cells, else the nearest measured below it
+    below = [k for k in rates if k <= n]
+    return rates[max(below)] if below else None
+for seeds in (2, 1):
+    r = rate(seeds * one)
+    if r and seeds * one * steps * batch / r <= budget:
+        print(seeds, steps, f"{seeds}_seeds_fit_{epochs}_epochs")
+        break
+else:
+    r = rate(one)
+    cut = max(3, int(budget * r / (one * batch))) if r else 3
+    print(1, min(steps, cut), f"1_seed,_steps_cut_to_fit_{int(budget)}s")
+EOF
+)
+SEED_LIST=0
+[ "${SEEDS:-1}" -ge 2 ] && SEED_LIST=0,1
+WORKERS=$((${SEEDS:-1} * CELLS_ONE))
+echo "table: rows $ROWS, seeds $SEED_LIST, $WORKERS cells side by side, $STEPS steps each ($NOTE), $(left)s left"
+
+# ---------------------------------------------------------------- b. the table
+timeout -k 10 "$(($(left) - SCORE_RESERVE_S))" "$PY" scripts/qt_table.py --out "$TABLE" --config configs/qt_s2v.yaml \
+    --rows "$ROWS" --seeds "$SEED_LIST" --workers "$WORKERS" --device "$DEVICE" --protocol senteval \
+    --eval-device "$DEVICE" "${SETARGS[@]}" --set "train.steps=$STEPS" "${EXTRA[@]+"${EXTRA[@]}"}" >"$LOGS/table.log" 2>&1
+rc=$?
+echo "table exit $rc at $(elapsed)s"
+[ "$rc" = 0 ] || FAILED+=" table"
+cp "$TABLE/results.jsonl" "$TABLE/table.md" "$OUT/" 2>/dev/null
+
+# ---------------------------------------------------------------- c. readouts and the paired table
+timeout -k 5 "$(left)" "$PY" scripts/namesake_table.py score --out "$TABLE" --device "$DEVICE" "${HELD[@]}" \
+    >"$LOGS/score.log" 2>&1 || FAILED+=" score"
+"$PY" scripts/namesake_table.py table --out "$TABLE" >"$LOGS/namesake_table.log" 2>&1 || FAILED+=" namesake_table"
+cp "$TABLE/scores.jsonl" "$TABLE/namesake_table.md" "$OUT/" 2>/dev/null
+for d in "$TABLE"/runs/*/; do  # each run's config and logged rows (not its weights)
+    name=$(basename "$d")
+    mkdir -p "$OUT/runs/$name"
+    cp "$d/config.yaml" "$d/metrics.csv" "$OUT/runs/$name/" 2>/dev/null
+done
+
+# ---------------------------------------------------------------- summary
+{
+    GPU=$(nvidia-smi -L 2>/dev/null | head -1)
+    echo "== device_namesake (DRY=$DRY) on ${GPU:-cpu}, commit $QT_HARD_GIT_COMMIT"
+    echo "-- side by side: ${PROBED:-none}"
+    echo "-- table: rows $ROWS, seeds $SEED_LIST, $WORKERS cells, $STEPS steps ($NOTE)"
+    cat "$OUT/namesake_table.md" 2>/dev/null
+    tail -1 "$LOGS/namesake_table.log" 2>/dev/null
+    echo "== $(elapsed)s in all; failed:${FAILED:- none}"
+} >"$OUT/summary.txt"
+echo "-- logs (tails)"
+for f in "$LOGS"/*.log; do
+    echo "[${f##*/}]"
+    tail -4 "$f" | cut -c1-300
+done
+cat "$OUT/summary.txt"
+[ "$OWN_WORK" = 1 ] && [ "${KEEP_WORK:-0}" != 1 ] && rm -rf "$WORK"
+[ -z "$FAILED" ]

@@ -1,0 +1,35 @@
+"""scripts/namesake_table.py: the paired differences to uniform and their 95% t-intervals."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from _scripts import load_script
+
+N = load_script("namesake_table")
+
+
+def test_t_interval_of_the_mean_difference():
+    lo, hi = N.t_interval([1.0, 2.0, 3.0])
+    half = 4.302652729911275 / math.sqrt(3)  # t(0.975, 2 degrees of freedom) x sd 1 / sqrt(3)
+    assert (lo, hi) == pytest.approx((2 - half, 2 + half))
+    assert N.t_interval([0.5]) is None
+
+
+def test_the_table_pairs_by_seed_and_skips_missing_readouts():
+    runs = {
+        "uniform": {0: [76.0, 40.0, 0.10, 3.50], 1: [77.0, 42.0, 0.12, 3.40]},
+        "hard2-clamp": {0: [77.0, 41.0, 0.11, None], 1: [79.0, 45.0, 0.12, 3.30], 2: [90.0, 50.0, 0.2, 3.0]},
+        "hard1-clamp": {1: [77.5, 42.5, 0.13, 3.45]},
+    }
+    text, headline = N.table(runs, "uniform")
+    lines = text.splitlines()
+    hard2 = next(line for line in lines if line.startswith("| hard2-clamp | 1-2 |"))
+    lo, hi = N.t_interval([1.0, 2.0])
+    assert f"+1.50 [{lo:+.2f}, {hi:+.2f}]" in hard2  # seeds 0 and 1 only: seed 2 has no uniform pair
+    assert "-0.100 (one seed)" in hard2  # the loss of seed 0 is missing: one pair left
+    assert "| hard1-clamp | 1 | +0.50 (one seed) |" in text
+    assert headline == "six-task mean difference to uniform: hard2-clamp " + hard2.split(" | ")[2] + "; " + (
+        "hard1-clamp +0.50 (one seed)"
+    )

@@ -1,0 +1,75 @@
+"""qt_hard.experiments.runner: cells side by side, each in a process of its own, on one device,
+reading one data cache prepared before they start; and scripts/qt_table.py's --workers/--device."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from qt_hard.errors import UserError
+from qt_hard.experiments import runner
+
+
+def _snapshot(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")}
+
+
+def test_cells_side_by_side_share_the_prepared_cache_read_only(tmp_path):
+    from _runner_cells import train_linked
+    from test_training import qt_config
+
+    from qt_hard.training.config import config_from_dict
+
+    tree = qt_config(tmp_path, steps=2)
+    cache = runner.prepare_shared_cache(config_from_dict(tree), tmp_path / "shared")
+    assert any(cache.glob("tokens_*/tokens_flat.npy")) and any(cache.glob("books/books-*"))
+    before = _snapshot(cache)
+    jobs = [(tree, str(tmp_path / f"cell{i}"), str(cache)) for i in range(2)]
+    seen = list(runner.in_processes(train_linked, jobs, workers=2, fresh=True, device="cpu"))
+    assert len({s["pid"] for s in seen}) == 2  # each cell its own process
+    assert all(s["saved"] and s["accelerate_cpu"] == "true" and s["cuda_visible"] == "" for s in seen)
+    assert _snapshot(cache) == before  # nothing written to the shared cache, nothing prepared twice
+    for i in range(2):
+        assert (tmp_path / f"cell{i}" / "cache").resolve() == cache.resolve()
+
+
+def test_a_device_is_checked(monkeypatch):
+    import torch
+
+    assert runner.check_device("cpu") == "cpu"
+    with pytest.raises(UserError, match="--device gpu: choose one of auto, cpu, cuda"):
+        runner.check_device("gpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(UserError, match="--device cuda: torch sees no CUDA device"):
+        runner.check_device("cuda")
+
+
+def test_qt_table_runs_its_cells_side_by_side_after_preparing_the_cache(tmp_path, monkeypatch):
+    """--workers 3 --device cpu: the cache is prepared once in OUT/cache before the cells start, and
+    every (row, seed) goes to in_processes with 3 workers on the CPU (run here in this process)."""
+    from _scripts import load_script
+    from test_training import qt_config
+
+    script = load_script("qt_table")
+    cfg = tmp_path / "toy.yaml"
+    cfg.write_text(yaml.safe_dump(qt_config(tmp_path, steps=2)))
+    out = tmp_path / "table"
+    calls, prepared = [], []
+    monkeypatch.setattr(script, "prepare_shared_cache", lambda c, folder: prepared.append(Path(folder)))
+
+    def in_processes(fn, jobs, workers, fresh, device):
+        calls.append(([job[1] for job in jobs], workers, device))
+        return iter(())
+
+    monkeypatch.setattr(script, "in_processes", in_processes)
+    monkeypatch.setattr(script.spec, "write_report", lambda *a, **k: None)
+    monkeypatch.setattr(sys, "argv", ["qt_table.py"])
+    argv = ["--out", str(out), "--config", str(cfg), "--seeds", "0,1", "--rows", "uniform,hard2-clamp"]
+    assert script.main([*argv, "--workers", "3", "--device", "cpu"]) == 0
+    assert prepared == [out]
+    assert calls == [([("uniform", 0), ("hard2-clamp", 0), ("uniform", 1), ("hard2-clamp", 1)], 3, "cpu")]
+    with pytest.raises(SystemExit, match="--device tpu: choose one of"):
+        script.main([*argv, "--device", "tpu"])
