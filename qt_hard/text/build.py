@@ -14,6 +14,7 @@ every objective applies to every encoder.
 from __future__ import annotations
 
 import hashlib
+import shutil
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -325,13 +326,20 @@ def _wiki_run(cfg: Config, out: Path, cache_root: Path) -> Run:
         wiki_dir = Path(cfg.data.path)
     else:
         source = default_source()
-        # Named by what it is built from (the dump's path, size and time, the two sizes), so that
-        # another source, or the same file changed, never reuses an old build.
-        wiki_dir = cache_root / f"wiki_{cfg.data.articles}_{cfg.data.min_sentences}_{file_key(source)}"
+        # A stable name (``eval wiki --data RUN/cache/wiki_N_M``) holding the identity of what it was
+        # built from (the dump's path, size and time): another source, or the same file changed, is
+        # built again in its place, never served the old build.
+        wiki_dir = cache_root / f"wiki_{cfg.data.articles}_{cfg.data.min_sentences}"
+        key = file_key(source)
+        stamp = wiki_dir / ".source_key"
+        if wiki_dir.exists() and (not stamp.is_file() or stamp.read_text(encoding="utf-8") != key):
+            shutil.rmtree(wiki_dir)
     if not wiki_dir.exists():
         source = source or default_source()
         print(f"building Wiki-{cfg.data.articles} from {source} into {wiki_dir}")
         build_wiki(source, wiki_dir, articles=cfg.data.articles, sentences=cfg.data.min_sentences, progress=_bars(cfg))
+        if not cfg.data.path:
+            (wiki_dir / ".source_key").write_text(file_key(source), encoding="utf-8")
     token_cache = Path(cfg.data.token_cache) if cfg.data.token_cache else cache_root / "wiki_tokens"
     if cfg.data.classes is None:
         wd = load_wiki(
