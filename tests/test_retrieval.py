@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 
 import numpy as np
 import pytest
@@ -109,14 +108,9 @@ def test_evaluate_encodes_each_text_once_and_breaks_ties_by_id(tmp_path):
 @pytest.fixture(scope="module")
 def scifact_slice(tmp_path_factory):
     """A slice of the real SciFact: 40 test claims, their cited abstracts and 40 others."""
-    from qt_hard.paths import data_root
+    import _data
 
-    root = data_root()
-    src = root / "beir" / "scifact" if root is not None else None
-    if src is None or not (src / "corpus.jsonl").is_file():
-        if os.environ.get("CI"):
-            pytest.fail("the SciFact folder (beir/scifact) is missing from the data root")
-        pytest.skip("no beir/scifact under the data root")
+    src = _data.dataset("beir", "scifact")  # skipped without it, failed under CI
     dst = tmp_path_factory.mktemp("scifact") / "slice"
     (dst / "qrels").mkdir(parents=True)
     lines = (src / "qrels" / "test.tsv").read_text().splitlines()

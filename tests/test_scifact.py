@@ -5,7 +5,6 @@ guard audit, the ledger resumed, the table with its paired verdicts."""
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
@@ -15,14 +14,9 @@ from _scripts import load_script
 @pytest.fixture(scope="module")
 def slice_folder(tmp_path_factory):
     """12 train claims and 4 test claims of SciFact, their cited abstracts and 12 others."""
-    from qt_hard.paths import data_root
+    import _data
 
-    root = data_root()
-    src = root / "beir" / "scifact" if root is not None else None
-    if src is None or not (src / "corpus.jsonl").is_file():
-        if os.environ.get("CI"):
-            pytest.fail("the SciFact folder (beir/scifact) is missing from the data root")
-        pytest.skip("no beir/scifact under the data root")
+    src = _data.dataset("beir", "scifact")  # skipped without it, failed under CI
     from qt_hard.experiments.specs.scifact import write_slice
 
     return write_slice(src, tmp_path_factory.mktemp("scifact") / "slice", train=12, test=4, others=12)
