@@ -83,6 +83,7 @@ from qt_hard.experiments.specs.st_finetuning import (  # noqa: E402
     frozen_guide,
     is_static,
     load_start,
+    mine_triplets,
     train_dataset,
     transformers_tokenizer,
 )
@@ -233,25 +234,11 @@ def mined_triplets(out: Path, pairs, model_spec: str, margin: float) -> list[tup
     with open(out / ".mined.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not path.is_file():
-            from datasets import Dataset
-            from sentence_transformers.util import mine_hard_negatives
-
-            model = load_start(model_spec)
-            data = Dataset.from_dict({"anchor": [a for a, _ in pairs], "positive": [b for _, b in pairs]})
-            mined = mine_hard_negatives(
-                data,
-                model,
-                relative_margin=margin,
-                num_negatives=1,
-                sampling_strategy="top",
-                output_format="triplet",
-                batch_size=64,
-                verbose=False,
-            )
+            mined = mine_triplets(pairs, load_start(model_spec), margin)
             tmp = path.with_suffix(".tmp")
             with tmp.open("w", encoding="utf-8") as fh:
-                for r in mined:
-                    fh.write(json.dumps([r["anchor"], r["positive"], r["negative"]]) + "\n")
+                for triplet in mined:
+                    fh.write(json.dumps(list(triplet)) + "\n")
             os.replace(tmp, path)
     return [tuple(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines()]
 

@@ -206,25 +206,12 @@ def mine(sf: Scifact, path: Path, threads: int = 1, device: str = "cpu") -> list
 
 def _mine_into(sf: Scifact, path: Path, threads: int, device: str) -> None:
     import torch
-    from datasets import Dataset
-    from sentence_transformers.util import mine_hard_negatives
 
-    from .st_finetuning import load_start
+    from .st_finetuning import load_start, mine_triplets
 
     torch.set_num_threads(threads)
-    texts = sf.texts(sf.pairs)
-    data = Dataset.from_dict({"anchor": [t[0] for t in texts], "positive": [t[1] for t in texts]})
-    mined = mine_hard_negatives(
-        data,
-        load_start(MINILM, device=device),
-        corpus=sf.data.doc_texts,
-        relative_margin=MINE_MARGIN,
-        range_max=MINE_RANGE,
-        num_negatives=1,
-        sampling_strategy="top",
-        output_format="triplet",
-        batch_size=64,
-        verbose=False,
+    mined = mine_triplets(
+        sf.texts(sf.pairs), load_start(MINILM, device=device), MINE_MARGIN, sf.data.doc_texts, MINE_RANGE
     )
     first_id: dict[str, str] = {}
     for d, t in zip(sf.data.doc_ids, sf.data.doc_texts):
@@ -232,9 +219,9 @@ def _mine_into(sf: Scifact, path: Path, threads: int, device: str) -> None:
     by_text = {(sf.data.queries[q], sf.doc_text[d]): (q, d) for q, d in sf.pairs}
     tmp = path.with_name(path.name + ".partial")
     with tmp.open("w", encoding="utf-8") as fh:
-        for r in mined:
-            q, d = by_text[(r["anchor"], r["positive"])]
-            fh.write(json.dumps([q, d, first_id[r["negative"]]]) + "\n")
+        for anchor, positive, negative in mined:
+            q, d = by_text[(anchor, positive)]
+            fh.write(json.dumps([q, d, first_id[negative]]) + "\n")
     os.replace(tmp, path)
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "is_static",
     "jsonable",
     "load_start",
+    "mine_triplets",
     "train_dataset",
     "transformers_tokenizer",
 ]
@@ -66,6 +67,30 @@ def transformers_tokenizer(model):
 
     static.tokenizer = _Tokenizer(tokenizer_object=raw)
     return model
+
+
+def mine_triplets(pairs, model, margin: float, corpus=None, range_max: int | None = None) -> list[tuple[str, str, str]]:
+    """(anchor, positive, negative) texts mined with ``model`` for the (anchor, positive) ``pairs``:
+    ``sentence_transformers.util.mine_hard_negatives`` with ``relative_margin=margin``, one negative per
+    pair, the hardest left, among ``corpus`` (default: the pairs' positives) and the ``range_max`` closest
+    (default: sentence-transformers'); a pair without a candidate below the margin gets none."""
+    from datasets import Dataset
+    from sentence_transformers.util import mine_hard_negatives
+
+    data = Dataset.from_dict({"anchor": [p[0] for p in pairs], "positive": [p[1] for p in pairs]})
+    mined = mine_hard_negatives(
+        data,
+        model,
+        corpus=corpus,
+        range_max=range_max,
+        relative_margin=margin,
+        num_negatives=1,
+        sampling_strategy="top",
+        output_format="triplet",
+        batch_size=64,
+        verbose=False,
+    )
+    return [(r["anchor"], r["positive"], r["negative"]) for r in mined]
 
 
 def frozen_guide(spec: str, max_seq_length: int | None, device: str = "cpu"):
