@@ -178,7 +178,8 @@ cp "$RUN/config.yaml" "$OUT/curve_config.yaml" 2>/dev/null
 
 # ---------------------------------------------------------------- summary
 {
-    echo "== device_s2v (DRY=$DRY) on $(nvidia-smi -L 2>/dev/null | head -1 || echo cpu), commit $QT_HARD_GIT_COMMIT"
+    GPU=$(nvidia-smi -L 2>/dev/null | head -1)  # empty without a GPU (head succeeds even then)
+    echo "== device_s2v (DRY=$DRY) on ${GPU:-cpu}, commit $QT_HARD_GIT_COMMIT"
     echo "-- speed (loop/bare):"
     tail -1 "$OUT/bench_train_speed_gpu.jsonl" 2>/dev/null
     echo "-- precision:"

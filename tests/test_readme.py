@@ -553,6 +553,9 @@ SKIPS = {
     "nice -n 5 python scripts/bench_threads.py --config configs/qt_books_smoke.yaml --threads 1,2 --steps 150": "prepares "
     "all 352 books and trains 600 steps of the quick start (minutes on 2 cores); its rows are "
     "results/bench_threads_quickstart.jsonl",
+    "nice -n 5 python scripts/bench_corpus_scale.py --multiples 1,4,16 --work /tmp/corpus_scale --output results/corpus_scale.jsonl": "prepares 16 times the local books from an empty cache (over an hour of a busy 2-core CPU, GBs "
+    "on disk); tests/test_bench_scale.py checks its synthetic multiples, and the streaming preparation is tested in "
+    "tests/test_text_batches.py",
     "OUT=device_out bash scripts/device_namesake.sh": "needs a GPU machine and the carry of "
     "scripts/device_s2v_prepare.sh; its DRY=1 form runs the same steps here",
     "OUT=device_out bash scripts/device_s2v.sh": "needs a GPU machine and the carry of scripts/device_s2v_prepare.sh; "

@@ -17,7 +17,9 @@ def _snapshot(folder: Path) -> dict:
     return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")}
 
 
-def test_cells_side_by_side_share_the_prepared_cache_read_only(tmp_path):
+def _cells(tmp_path, workers: int) -> tuple[list[dict], Path, dict]:
+    """Two toy cells run by ``in_processes`` on the CPU from one prepared cache: what each saw, the
+    cache, and the cache's files before the cells ran."""
     from _runner_cells import train_linked
     from test_training import qt_config
 
@@ -28,12 +30,31 @@ def test_cells_side_by_side_share_the_prepared_cache_read_only(tmp_path):
     assert any(cache.glob("tokens_*/tokens_flat.npy")) and any(cache.glob("books/books-*"))
     before = _snapshot(cache)
     jobs = [(tree, str(tmp_path / f"cell{i}"), str(cache)) for i in range(2)]
-    seen = list(runner.in_processes(train_linked, jobs, workers=2, fresh=True, device="cpu"))
-    assert len({s["pid"] for s in seen}) == 2  # each cell its own process
-    assert all(s["saved"] and s["accelerate_cpu"] == "true" and s["cuda_visible"] == "" for s in seen)
-    assert _snapshot(cache) == before  # nothing written to the shared cache, nothing prepared twice
+    seen = list(runner.in_processes(train_linked, jobs, workers=workers, fresh=True, device="cpu"))
     for i in range(2):
         assert (tmp_path / f"cell{i}" / "cache").resolve() == cache.resolve()
+    return seen, cache, before
+
+
+def test_cells_share_the_prepared_cache_read_only(tmp_path, monkeypatch):
+    """One worker (in this process): both cells train from the cache prepared before them and leave
+    it as it was (nothing written, nothing prepared twice)."""
+    for var in ("ACCELERATE_USE_CPU", "CUDA_VISIBLE_DEVICES"):  # set here by use_device: restored afterwards
+        monkeypatch.setenv(var, "")
+        monkeypatch.delenv(var)
+    seen, cache, before = _cells(tmp_path, workers=1)
+    assert all(s["saved"] and s["accelerate_cpu"] == "true" for s in seen)  # device="cpu", here
+    assert _snapshot(cache) == before
+
+
+@pytest.mark.slow
+def test_cells_side_by_side_each_in_a_process_of_its_own(tmp_path):
+    """Two workers: each cell in a spawned process of its own, told to use the CPU, and the shared
+    cache untouched (about half a minute of process start-up on 2 cores)."""
+    seen, cache, before = _cells(tmp_path, workers=2)
+    assert len({s["pid"] for s in seen}) == 2
+    assert all(s["saved"] and s["accelerate_cpu"] == "true" and s["cuda_visible"] == "" for s in seen)
+    assert _snapshot(cache) == before
 
 
 def test_a_device_is_checked(monkeypatch):
