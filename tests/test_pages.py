@@ -118,6 +118,8 @@ def test_the_retrieval_answer_waits_for_its_ledger_then_reads_the_choice_from_de
     make = pages.REGISTRY["scifact-answer"].make
     assert make(tmp_path).startswith("Not measured yet: `results/scifact/results.jsonl` does not exist")
     led = Ledger(tmp_path / "results" / "scifact", ("row", "seed"), setup={"recipe": {}})
+    led.append({"row": "mnrl", "seed": 9, "dev_ndcg@10": 70.0, "test_ndcg@10": 70.0})
+    assert make(tmp_path).startswith("Not judged yet: no row has 3 seeds paired with its baseline")
     for s in range(3):  # hard beta 1 on mined triplets: +1 on dev against MNRL on them, level on test
         led.append({"row": "mnrl", "seed": s, "dev_ndcg@10": 60.0 + s, "test_ndcg@10": 60.0 + s})
         led.append({"row": "mnrl+mined", "seed": s, "dev_ndcg@10": 61.0 + s, "test_ndcg@10": 61.0 + s})

@@ -2005,6 +2005,12 @@ def _scifact_answer(root: Path) -> str:
     dev, test = runs("dev_ndcg@10"), runs("test_ndcg@10")
     if scifact.BASELINES[0] not in dev:
         return f"Not measured yet: `{SCIFACT_LEDGER}` has no `{scifact.BASELINES[0]}` row."
+    judged = [r for r in dev if baseline_of(r) in dev and len(set(dev[r]) & set(dev[baseline_of(r)])) >= 3]
+    if not judged:
+        return (
+            f"Not judged yet: no row has 3 seeds paired with its baseline in `{SCIFACT_LEDGER}` "
+            f"({len(recs)} records; rows so far: {', '.join(f'`{r}`' for r in sorted(dev))})."
+        )
     c = report.choose_on_dev(dev, baseline_of, scifact.BASELINES[0], "dev nDCG@10")
     said = f"Chosen on dev nDCG@10 (each row against MNRL on the same data): `{c.row}`"
     if c.verdict is None:

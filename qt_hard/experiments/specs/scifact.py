@@ -368,7 +368,6 @@ def summarize(records: list[dict], recipe: dict | None = None) -> str:
     for base in BASELINES:
         if base not in by:
             continue
-        lines += ["", f"Paired by seed against `{base}` (row - baseline; mean [95% t-interval]; verdict):", ""]
         rows = []
         for row in order:
             if row in (base, "before") or (base == "mnrl+mined") != ("+mined" in row):
@@ -378,6 +377,9 @@ def summarize(records: list[dict], recipe: dict | None = None) -> str:
                 v = paired_verdict({s: r[m] for s, r in by[base].items()}, {s: r[m] for s, r in by[row].items()})
                 cells += [v.cell(), v.verdict]
             rows.append([f"`{row}`", str(len(set(by[row]) & set(by[base]))), *cells])
+        if not rows:
+            continue
+        lines += ["", f"Paired by seed against `{base}` (row - baseline; mean [95% t-interval]; verdict):", ""]
         lines += markdown_table(["row", "pairs", "dev nDCG@10", "dev", "test nDCG@10", "test"], rows, "lrrlrl")
     return "\n".join(lines)
 
