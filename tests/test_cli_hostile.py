@@ -167,7 +167,7 @@ def _script(name, argv, monkeypatch, capsys):
         (
             "qt_table",
             ["--out", "{tmp}/o", "--rows", "uniform", "--set", "train.lr=abc"],
-            "error: config key 'train.lr' must be a number, got 'abc'",
+            "error: train.lr: expected a number, got 'abc'",
         ),
         (
             "qt_table",
@@ -200,7 +200,7 @@ def _script(name, argv, monkeypatch, capsys):
         (
             "graph_table",
             ["--out", "{tmp}/o", "--rows", "infograph", "--datasets", "MUTAG", "--repeats", "1", "train.lr=abc"],
-            "error: config key 'train.lr' must be a number, got 'abc'",
+            "error: train.lr: expected a number, got 'abc'",
         ),
         (
             "graph_table",

@@ -4,7 +4,7 @@ setup (Sun et al. 2020; Robinson et al. 2021, App. D.2): GIN K = 3, hidden 32, b
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Literal, Optional
 
 from qt_hard.graph.evaluate import C_GRID
 
@@ -24,11 +24,7 @@ class GraphDataConfig:
     name: str = "MUTAG"
     path: Optional[str] = None
     node_attributes: bool = False
-    degree_features: str = "auto"
-
-    def validate(self) -> None:
-        if self.degree_features not in ("auto", "always", "never"):
-            raise ValueError(f"data.degree_features must be auto | always | never, got {self.degree_features!r}")
+    degree_features: Literal["auto", "always", "never"] = "auto"
 
 
 @dataclass

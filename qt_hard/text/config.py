@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Literal, Optional
 
 DATA_KINDS = ("books", "bookcorpus", "wiki", "synthetic")
 
@@ -40,7 +40,7 @@ class DataConfig:
           keep their ``doc_id``, so a batch never pairs sentences across the gap.
     """
 
-    kind: str = "synthetic"
+    kind: Literal[DATA_KINDS] = "synthetic"
     path: Optional[str] = None
     max_books: Optional[int] = None
     max_sentences: Optional[int] = None
@@ -62,8 +62,6 @@ class DataConfig:
     exclude_books: Optional[list] = None
 
     def validate(self) -> None:
-        if self.kind not in DATA_KINDS:
-            raise ValueError(f"data.kind must be {' | '.join(DATA_KINDS)}, got {self.kind!r}")
         if self.exclude_books is not None:
             self.exclude_books = check_exclude_books(self.exclude_books, self.kind, self.max_books)
         if self.shuffle_labels and self.kind not in ("wiki", "synthetic"):
