@@ -31,7 +31,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainValidator, Str
 from qt_hard.errors import ConfigError
 
 
-def _parse_number(value: Any) -> Any:
+def parse_number(value: Any) -> Any:
     if isinstance(value, str):
         try:
             return float(value)
@@ -50,9 +50,9 @@ def _yaml_word(value: Any) -> Any:
 
 def _one_of(choices: tuple) -> PlainValidator:
     def check(value: Any) -> Any:
-        value = _yaml_word(value)
-        if isinstance(value, str) and value in choices:
-            return value
+        word = _yaml_word(value)
+        if isinstance(word, str) and word in choices:
+            return word
         raise ValueError(f"expected one of {', '.join(map(str, choices))}, got {value!r}")
 
     return PlainValidator(check)
@@ -62,7 +62,7 @@ def _comma_list(value: Any) -> Any:
     return [item for item in value.split(",") if item] if isinstance(value, str) else value
 
 
-Number = Annotated[float, Strict(), BeforeValidator(_parse_number)]
+Number = Annotated[float, Strict(), BeforeValidator(parse_number)]
 Integer = Annotated[int, Strict(), BeforeValidator(_whole_number)]
 Flag = Annotated[bool, Strict()]
 Text = Annotated[str, Strict(), BeforeValidator(_yaml_word)]
@@ -146,11 +146,11 @@ _EXPECTED = {
 }
 
 
-def describe(err: ValidationError, prefix: str) -> str:
-    """One line for the first error of ``err``: the key path under ``prefix``, what was expected, what
-    was given."""
+def describe(err: ValidationError, prefix: str, skip: int = 0) -> str:
+    """One line for the first error of ``err``: the key path under ``prefix`` (the error's location
+    less its first ``skip`` parts, a union's tag say), what was expected, what was given."""
     first = err.errors(include_url=False)[0]
-    path = ".".join(str(part) for part in (prefix, *first["loc"]) if part != "")
+    path = ".".join(str(part) for part in (prefix, *first["loc"][skip:]) if part != "")
     kind, ctx = first["type"], first.get("ctx") or {}
     if kind == "extra_forbidden":
         return f"unknown config key {path!r}"

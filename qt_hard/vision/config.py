@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Optional
 
+from qt_hard.negatives.config import NegativesConfig
+
 METHODS = ("simclr", "moco")
 DATASETS = ("cifar10", "cifar100", "stl10")
 
@@ -76,18 +78,15 @@ class VisionDataConfig:
 
 
 @dataclass
-class VisionObjectiveConfig:
+class VisionObjectiveConfig(NegativesConfig):
     """The loss from ``qt_hard.losses``: SimCLR uses ``ContrastiveLoss`` (two views), MoCo
-    ``RankingLoss`` against the queue. ``options`` go to the strategy (beta, tau_plus, lower, upper,
-    epsilon, ...; a mapping with a ``schedule`` key is a ``qt_hard.schedules`` schedule).
+    ``RankingLoss`` against the queue; the shared negatives section
+    (:class:`~qt_hard.negatives.config.NegativesConfig`) and the fields below.
     include_positive: False drops e^{s+} from the denominator, as MoCoRing's Alg. 1 pseudocode
     writes it (``loss = -dps + logsumexp(ring_dps)``; Wu et al. 2021)."""
 
-    negatives: str = "uniform"
     temperature: float = 0.5
-    k: Optional[int] = None
     include_positive: bool = True
-    options: dict = field(default_factory=dict)
 
 
 @dataclass
