@@ -39,6 +39,8 @@ class ModelConfig:
     hf_path: Optional[str] = None
 
     def validate(self) -> None:
+        if self.kind not in MODEL_KINDS:  # a config read from YAML is typed; this guards one built in code
+            raise ValueError(f"model.kind must be one of {MODEL_KINDS}, got {self.kind!r}")
         if self.kind == "hf" and not self.hf_path:
             raise ValueError("model.kind 'hf' needs model.hf_path (a local model directory)")
         for name in ("dim", "embed_dim", "hidden_dim", "max_len"):

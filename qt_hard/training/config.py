@@ -8,7 +8,9 @@ the pipeline (``qt_hard.pipelines``) whose dataclasses define the ``model``, ``d
 is read (:mod:`qt_hard.config_types`: each dataclass's annotations, ``Literal`` modes included, read
 through pydantic): an unknown key raises ``ConfigError`` naming it (and the keys that do exist), a
 value of the wrong type one naming its key path (``train.lr: expected a number, got 'abc'``); so
-does a section the chosen pipeline does not declare. ``save_config`` writes the resolved config next to the checkpoints.
+does a section the chosen pipeline does not declare. The objective's negatives are one type for
+every pipeline (:class:`qt_hard.negatives.config.NegativesConfig`). ``save_config`` writes the
+resolved config next to the checkpoints.
 """
 
 from __future__ import annotations
