@@ -36,7 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runnable from
 from qt_hard.experiments.grid import cells, comma_list  # noqa: E402
 from qt_hard.experiments.runner import in_processes  # noqa: E402
 from qt_hard.experiments.specs import graph_table as spec  # noqa: E402
-from qt_hard.script_cli import ScriptParser, output_folder, run_script  # noqa: E402
+from qt_hard.script_cli import ScriptParser, run_script  # noqa: E402
+from qt_hard.paths import output_folder  # noqa: E402
 
 
 def main(argv=None) -> int:

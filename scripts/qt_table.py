@@ -68,7 +68,9 @@ from qt_hard.errors import UserError
 from qt_hard.experiments.grid import comma_list
 from qt_hard.experiments.runner import DEVICES, check_device, in_processes, prepare_shared_cache, run_claimed
 from qt_hard.experiments.specs import qt_table as spec
-from qt_hard.script_cli import ScriptParser, output_folder, run_script, seed_list
+from qt_hard.script_cli import ScriptParser, run_script
+from qt_hard.paths import output_folder
+from qt_hard.experiments.grid import seed_list
 
 
 def main(argv=None) -> int:

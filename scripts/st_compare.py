@@ -88,7 +88,9 @@ from qt_hard.experiments.specs.st_finetuning import (  # noqa: E402
     transformers_tokenizer,
 )
 from qt_hard.experiments.specs.st_finetuning import finetune as st_finetune  # noqa: E402
-from qt_hard.script_cli import ScriptParser, output_folder, run_script, seed_list  # noqa: E402
+from qt_hard.script_cli import ScriptParser, run_script  # noqa: E402
+from qt_hard.paths import output_folder  # noqa: E402
+from qt_hard.experiments.grid import seed_list  # noqa: E402
 
 GUARD_MARGIN = 0.05
 RING = {"lower": {"schedule": "linear", "start": 0.0, "end": 85.0, "until": 0.5}, "upper": 95.0}

@@ -503,14 +503,12 @@ RUNS = {
 
 # README command -> why CI does not run it.
 SKIPS = {
-    "python scripts/scifact_compare.py --out results/scifact --select --lrs 2e-5,5e-5,1e-4 --select-steps 22,44": "three "
+    "qt-hard grid run scifact-recipe --out results/scifact --lrs 2e-5,5e-5,1e-4 --select-steps 22,44": "three "
     "MiniLM trainings on SciFact with four evaluations of its corpus (CPU-hours); tests/test_scifact.py runs the "
-    "same script on a slice of SciFact",
-    "python scripts/scifact_compare.py --out results/scifact --mine": "encodes SciFact's corpus with MiniLM "
-    "(CPU-minutes); tests/test_scifact.py mines a slice",
-    "python scripts/scifact_compare.py --out results/scifact --seeds 0,1,2": "the grid: hours of CPU; "
+    "same command on a slice of SciFact",
+    "qt-hard grid run scifact --out results/scifact --seeds 0,1,2 --workers 2": "the grid: hours of CPU; "
     "tests/test_scifact.py runs its cells on a slice",
-    "python scripts/scifact_compare.py --out results/scifact --rows mnrl,mnrl+mined --seeds 3,4": "the grid's "
+    "qt-hard grid run scifact --out results/scifact --rows mnrl,mnrl+mined --seeds 3,4": "the grid's "
     "extra seeds: an hour of CPU; tests/test_scifact.py runs its cells on a slice",
     "qt-hard eval retrieval --model minilm --data $QT_HARD_DATA/beir/scifact --output minilm_scifact.json": "encodes "
     "5,183 abstracts with MiniLM (CPU-minutes); tests/test_retrieval.py runs the same path against the evaluator on "
