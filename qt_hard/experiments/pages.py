@@ -2200,7 +2200,8 @@ def _kvn_claim_rows(root: Path) -> list[list[str]]:
             "Ash et al.",
             "the best k grows with N",
             f"**reproduced**: the best k is {', '.join(str(k) for k in best.values())} for N = "
-            f"{', '.join(str(n) for n in best)} (B = 1000); k = 50 against all 1,998 candidates at N = 100: "
+            f"{', '.join(str(n) for n in best)} (B = 1000, so 1,998 = 2B - 2 is all in-batch candidates); k = 50 "
+            "against all 1,998 in-batch candidates at N = 100: "
             f"{_said(k_fx['k_100'])}; k = 998 at N = 1000: {_said(k_fx['k_1000'])}",
             "Wiki-N, 10 + 10 epochs (5x fewer than D.1), 3 seeds",
             "[k versus N](docs/reproductions/k-vs-n.md)",
@@ -2317,7 +2318,7 @@ def _readme_claims(root: Path) -> str:
             "hard > debiased > SimCLR on images",
             f"**not judged**: on a 5,085-image CIFAR-10 subset hard is {hard_img.mean:+.1f} kNN points over SimCLR, "
             f"paired by seed, over {hard_img.n} seeds, fewer than a verdict needs; HCL itself found no gain on full "
-            "CIFAR-10 at N = 510",
+            "CIFAR-10 with 510 negatives per anchor",
             "ResNet-18, 40 epochs, 2 seeds",
             "[HCL](docs/reproductions/hcl-images.md)",
         ],
