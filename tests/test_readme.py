@@ -281,9 +281,12 @@ RUNS = {
     f'qt-hard eval senteval --model "{MINILM_DIR}" --name minilm-folder --tasks CR': Run(
         add=FAST_SENTEVAL, prints=(cr_row("minilm-folder"),)
     ),
-    "qt-hard eval wiki --model runs/bow_wiki_smoke/final --data runs/bow_wiki_smoke/cache/wiki_50_200 --classes 50": Run(
+    "qt-hard data wiki --articles 50 --out data/wiki50": Run(
+        writes=("data/wiki50/index.tsv", "data/wiki50/0049.txt"), prints=(r"wrote 50 articles \(10000 sentences\)",)
+    ),
+    "qt-hard eval wiki --model runs/bow_wiki_smoke/final --data data/wiki50 --classes 50": Run(
         add="--epochs 2",
-        needs=("runs/bow_wiki_smoke",),
+        needs=("runs/bow_wiki_smoke", "data/wiki50"),
         prints=(r"(?m)^\| runs/bow_wiki_smoke/final \| 50 \| \d+\.\d \| \d+\.\d \|$",),
     ),
     # Similarity: the MiniLM reference row and a trained model with its controls, on STS16.
@@ -611,6 +614,7 @@ PRODUCTS = {
     "runs/qt": f"qt-hard train configs/qt_books.yaml --out runs/qt {ONE_BOOK} {SMALL_BATCH} train.steps=2 train.progress=false",
     "random_bow.json": "qt-hard eval senteval --model random:bow --tasks CR --kfold 2 --output random_bow.json",
     "data/wiki10": "qt-hard data wiki --articles 10 --out data/wiki10",
+    "data/wiki50": "qt-hard data wiki --articles 50 --out data/wiki50",
 }
 
 

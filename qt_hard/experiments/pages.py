@@ -1296,22 +1296,133 @@ table("st_compare_minilm")(lambda root: _st_compare(root, "minilm")[0])
 
 LOSS_BENCH = "results/bench_losses_cpu.jsonl"
 GUARD_BENCH = "results/bench_guard.jsonl"
+ST_BENCH = "results/bench_st_losses.jsonl"
 
 
-def _loss_ratio(root: Path, strategy: str, k, B: int, mined: bool = False) -> str:
+def _loss_ratio(root: Path, strategy: str, k, B: int) -> str:
     """The loss-cost ratio of a row as it trained: ``strategy`` at ``k`` and batch size ``B`` from the
-    loss benchmark's rows; for ("st", case, B, mined) the plugin's ``case`` over MNRL at batch ``B``
-    from the guard benchmark (``mined``: with a mined negative per pair). "-" where no benchmark row
-    matches the row's strategy, k and batch size."""
-    if strategy == "st":
-        path = root / GUARD_BENCH
-        rows = _jsonl(path) if path.is_file() else []
-        rows = [r for r in rows if r["case"] == k and bool(r["explicit_negatives"]) == mined and r["B"] == B]
-    else:
-        path = root / LOSS_BENCH
-        rows = _jsonl(path) if path.is_file() else []
-        rows = [r for r in rows if r["strategy"] == strategy and str(r["k"]) == str(k) and r["B"] == B]
+    loss benchmark's rows; "-" where no benchmark row matches the row's strategy, k and batch size."""
+    path = root / LOSS_BENCH
+    rows = _jsonl(path) if path.is_file() else []
+    rows = [r for r in rows if r["strategy"] == strategy and str(r["k"]) == str(k) and r["B"] == B]
     return f"x{rows[-1]['ratio']:.2f}" if rows else "-"
+
+
+def st_bench_run(root: Path) -> list[dict]:
+    """The rows of the newest run of ``scripts/bench_st_losses.py`` (one run: every ratio measured
+    side by side); [] without the file."""
+    path = root / ST_BENCH
+    rows = _jsonl(path) if path.is_file() else []
+    return [r for r in rows if (r["utc"], r["command"]) == (rows[-1]["utc"], rows[-1]["command"])] if rows else []
+
+
+def st_trained_as(records: list[dict], row: str, recipe: dict | None) -> tuple | None:
+    """(loss class, configuration as JSON, batch size, columns) of ``row`` as it trained: the ``loss``
+    and ``loss_config`` its records name (None when they disagree or are missing), the batch size of
+    its ledger's ``recipe``, and 3 columns for a ``+mined`` row (anchor, positive, mined negative),
+    else 2."""
+    keys = {(r.get("loss"), json.dumps(r.get("loss_config"), sort_keys=True)) for r in records if r.get("row") == row}
+    batch = (recipe or {}).get("batch_size")
+    if len(keys) != 1 or None in next(iter(keys)) or batch is None:
+        return None
+    loss, config = next(iter(keys))
+    return loss, config, int(batch), 3 if "mined" in row.split("+")[1:] else 2
+
+
+def st_cost_case(bench: list[dict], trained: tuple | None) -> dict | None:
+    """The benchmark case that measured exactly the loss a row trained with: the same class and
+    configuration, batch size and columns; None where no case matches (the cost is then "-")."""
+    if trained is None:
+        return None
+    loss, config, batch, columns = trained
+    hits = [
+        r
+        for r in bench
+        if (r["loss"], json.dumps(r["loss_config"], sort_keys=True), r["B"], r["columns"])
+        == (loss, config, batch, columns)
+    ]
+    return hits[-1] if hits else None
+
+
+def _st_ledgers(root: Path) -> dict[str, tuple[list[dict], dict]]:
+    """comparison -> (latest records, recipe) of the sentence-transformers ledgers."""
+    from qt_hard.experiments.ledger import Ledger
+
+    st = _script(root, "st_compare")
+    from qt_hard.experiments.specs import scifact
+
+    out = {}
+    for name, folder, key in (
+        ("bow", root / "results" / "st_compare" / "bow", st.KEY),
+        ("minilm", root / "results" / "st_compare" / "minilm", st.KEY),
+        ("scifact", root / "results" / "scifact", scifact.KEY),
+    ):
+        if (folder / "results.jsonl").is_file():
+            led = Ledger(folder, key)
+            out[name] = (led.latest(), (led.setup or {}).get("recipe") or {})
+    return out
+
+
+def _st_effect_cost(root: Path, folder: str, row: str, base: str) -> str:
+    """The loss cost of ``row`` over its baseline ``base`` as both trained in ``folder``: the row's case
+    over MNRL on the same columns, or over MNRL on the pairs where the baseline trained on the pairs and
+    the row on mined triplets (both from one run of the benchmark)."""
+    records, recipe = _st_ledgers(root).get(folder, ([], {}))
+    trained = st_trained_as(records, row, recipe)
+    base_trained = st_trained_as(records, base, recipe)
+    case = st_cost_case(st_bench_run(root), trained)
+    if case is None or base_trained is None:
+        return "-"
+    return f"x{case['ratio'] if base_trained[3] == trained[3] else case['ratio_vs_pairs']:.2f}"
+
+
+_ST_COST_COLUMNS = (
+    ("bow", "STS, from the bag of words"),
+    ("minilm", "STS, from all-MiniLM-L6-v2"),
+    ("scifact", "SciFact"),
+)
+
+
+@table("st_loss_cost", spread=False)
+def _st_loss_cost(root: Path) -> str:
+    """Each sentence-transformers comparison row's loss over MNRL's, as the row trained (loss and
+    configuration from its records, its comparison's batch size, its columns)."""
+    ledgers = _st_ledgers(root)
+    bench = st_bench_run(root)
+    rows = list(dict.fromkeys(r["row"] for records, _ in ledgers.values() for r in records if r["row"] != "before"))
+    st = _script(root, "st_compare")
+    rows.sort(key=lambda r: (r.count("+"), "mined" in r, st.row_order(r) if r.split("+")[0] in st.ROWS else (9, r)))
+    names = [(n, h) for n, h in _ST_COST_COLUMNS if n in ledgers]
+    head = ["row", "columns", *(f"{h} (B = {ledgers[n][1].get('batch_size', '?')})" for n, h in names)]
+    body = []
+    for row in rows:
+        cells = []
+        for n, _ in names:
+            records, recipe = ledgers[n]
+            if not any(r["row"] == row for r in records):
+                cells.append("")
+                continue
+            case = st_cost_case(bench, st_trained_as(records, row, recipe))
+            cells.append("-" if case is None else f"x{case['ratio']:.2f}")
+        body.append([f"`{row}`", "pairs + mined negative" if "mined" in row.split("+")[1:] else "pairs", *cells])
+    if not bench:
+        return _captioned(
+            f"No run of `scripts/bench_st_losses.py` in `{ST_BENCH}` yet.", head, body, "ll" + "r" * len(names)
+        )
+    r0 = bench[0]
+    load = sorted({r["load_average_1min"] for r in bench})
+    caption = (
+        "Loss cost: the row's loss, forward + backward on fixed (B, "
+        f"{r0['d']}) embeddings, over sentence-transformers' MNRL on the same batch size and columns, the "
+        "median of interleaved blocks; the case is the one with the loss class and configuration the row's "
+        'records name, its comparison\'s batch size B and its columns. "-": no case matches (GIST, a guard '
+        "with a guide and the cached forms need the encoder inside the loss); blank: the row was not trained in "
+        "that comparison. The `mnrl` and `mnrl+mined` rows are MNRL against itself: the run's noise. From "
+        f"`{ST_BENCH}`: `{r0['command']}` on {r0['machine']}, torch {r0['torch']}, {r0['threads']} thread(s), "
+        f"commit {r0['commit']}, {r0['utc'][:10]}, {r0['run_wall_s']:.0f} s of wall time, 1-minute load "
+        f"average {load[0]}{'' if len(load) == 1 else f'-{load[-1]}'}."
+    )
+    return _captioned(caption, head, body, "ll" + "r" * len(names))
 
 
 @table("loss_cost", spread=False)
@@ -1669,7 +1780,7 @@ class Effect:
     base: dict
     row: dict
     link: str
-    cost: tuple = ()  # (strategy, k, B) of the loss benchmark, or ("st", case, B, mined) of the plugin's
+    cost: tuple = ()  # (strategy, k, B) of the loss benchmark, or ("st", comparison, row, baseline)
 
     @property
     def verdict(self) -> report.PairedVerdict:
@@ -1736,13 +1847,8 @@ def _effects_text(root: Path) -> list[Effect]:
     return out
 
 
-# (row, the plugin's case in the guard benchmark or None): the rows the decision page reports
-_ST_ROWS = (
-    ("hard_b1", "hard"),
-    ("hard_b1_guard_rel", "hard+guard_relative"),
-    ("mnrl+mined", None),
-    ("hard_b1+mined", "hard"),
-)
+# the rows the decision page reports
+_ST_ROWS = ("hard_b1", "hard_b1_guard_rel", "mnrl+mined", "hard_b1+mined")
 
 
 def _effects_st(root: Path) -> list[Effect]:
@@ -1752,9 +1858,9 @@ def _effects_st(root: Path) -> list[Effect]:
     out = []
     for folder, start in (("minilm", "all-MiniLM-L6-v2"), ("bow", "the quick start's bag of words")):
         led = Ledger(root / "results" / "st_compare" / folder, st.KEY)
-        recs, batch = led.latest(), ((led.setup or {}).get("recipe") or {}).get("batch_size")
+        recs = led.latest()
         have = {r["row"] for r in recs}
-        for row, case in _ST_ROWS:
+        for row in _ST_ROWS:
             base = st.baseline_of(row)
             if row not in have or base not in have:
                 continue
@@ -1767,7 +1873,7 @@ def _effects_st(root: Path) -> list[Effect]:
                     _by_seed(recs, base, lambda r: r["sts_mean"]),
                     _by_seed(recs, row, lambda r: r["sts_mean"]),
                     "guides/sentence-transformers.md#fine-tuning-comparison-which-loss-to-start-with",
-                    ("st", case, batch, "+mined" in row) if case else (),
+                    ("st", folder, row, base),
                 )
             )
     return out
@@ -1907,7 +2013,9 @@ def _which_negatives(root: Path) -> str:
         "excludes 0, level when it holds 0, not judged below 3 pairs; baseline spread: the sample std of the "
         "baseline's metric over its seeds, for context; loss cost: the row's loss, forward and backward, over "
         f"its baseline's at the row's batch size and k, from `{LOSS_BENCH}` or, for sentence-transformers, "
-        f'`{GUARD_BENCH}` (CPU, one thread; "-" where no benchmark case matches the row as it trained). Each '
+        f"`{ST_BENCH}` (the case with the loss, configuration, batch size and columns the row trained with, over "
+        "MNRL on its baseline's columns, measured in one run; the table under the sentence-transformers guide's "
+        'comparisons). CPU, one thread; "-" where no benchmark case matches the row as it trained. Each '
         "comparison links its table."
     ]
     head = ["comparison", "metric", "effect [95% interval]", "pairs", "verdict", "baseline spread", "loss cost"]
@@ -1915,7 +2023,13 @@ def _which_negatives(root: Path) -> str:
     for e in _effects(root):
         v = e.verdict
         sd = f"{report.spread(e.base.values()):.2f}" if len(e.base) > 1 else "-"
-        cost = _loss_ratio(root, *e.cost) if e.cost else "-"
+        cost = (
+            "-"
+            if not e.cost
+            else _st_effect_cost(root, *e.cost[1:])
+            if e.cost[0] == "st"
+            else _loss_ratio(root, *e.cost)
+        )
         cells = [f"[{e.what}]({e.link})", e.metric, v.cell(), str(v.n), v.verdict, sd, cost]
         groups.setdefault(e.setting, []).append(cells)
     for setting, body in groups.items():
@@ -2114,7 +2228,8 @@ def _kvn_claim_rows(root: Path) -> list[list[str]]:
             "Ash et al.",
             "the best k grows with N",
             f"**reproduced**: the best k is {', '.join(str(k) for k in best.values())} for N = "
-            f"{', '.join(str(n) for n in best)} (B = 1000); k = 50 against all 1,998 candidates at N = 100: "
+            f"{', '.join(str(n) for n in best)} (B = 1000, so 1,998 = 2B - 2 is all in-batch candidates); k = 50 "
+            "against all 1,998 in-batch candidates at N = 100: "
             f"{_said(k_fx['k_100'])}; k = 998 at N = 1000: {_said(k_fx['k_1000'])}",
             "Wiki-N, 10 + 10 epochs (5x fewer than D.1), 3 seeds",
             "[k versus N](docs/reproductions/k-vs-n.md)",
@@ -2231,7 +2346,7 @@ def _readme_claims(root: Path) -> str:
             "hard > debiased > SimCLR on images",
             f"**not judged**: on a 5,085-image CIFAR-10 subset hard is {hard_img.mean:+.1f} kNN points over SimCLR, "
             f"paired by seed, over {hard_img.n} seeds, fewer than a verdict needs; HCL itself found no gain on full "
-            "CIFAR-10 at N = 510",
+            "CIFAR-10 with 510 negatives per anchor",
             "ResNet-18, 40 epochs, 2 seeds",
             "[HCL](docs/reproductions/hcl-images.md)",
         ],
