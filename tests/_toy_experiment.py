@@ -41,7 +41,7 @@ class Toy(Experiment):
             time.sleep(0.05)
         return {"row": row, "seed": seed, "value": 10 * seed + len(row)}
 
-    def tables(self, records, setup) -> dict[str, str]:
+    def tables(self, records, setup, out) -> dict[str, str]:
         lines = ["| row | seed | value |", "|---|---:|---:|"]
         lines += [
             f"| {r['row']} | {r['seed']} | {r['value']} |" for r in sorted(records, key=lambda r: (r["row"], r["seed"]))

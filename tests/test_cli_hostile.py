@@ -109,6 +109,11 @@ def test_the_processes_of_one_launched_run_share_its_folder(tmp_path, monkeypatc
 def _script(name, argv, monkeypatch, capsys):
     from qt_hard.script_cli import run_script
 
+    if name.startswith("grid:"):  # an experiment of `qt-hard grid run`
+        from qt_hard.cli import main
+
+        status = main(["grid", "run", name[len("grid:") :], *argv])
+        return status, [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     mod = load_script(name)
     monkeypatch.setattr(sys, "argv", [f"{name}.py", *argv])
     status = run_script(mod.main) if name in ("qt_table", "qt_heldout") else run_script(mod.main, argv)
@@ -144,12 +149,16 @@ def _script(name, argv, monkeypatch, capsys):
         ("st_finetune", ["--batch-size", "1", "--workdir", "{tmp}/o"], "error: --pairs and --batch-size must be"),
         ("st_finetune", ["--workdir", "{tmp}/file.txt"], "error: --workdir {tmp}/file.txt is a file"),
         (
-            "st_compare",
+            "grid:st-compare",
             ["--model", "{tmp}/o", "--out", "{tmp}/r"],
-            "error: --model {tmp}/o: not a sentence-transformers",
+            "qt-hard: error: --model {tmp}/o: not a sentence-transformers",
         ),
-        ("st_compare", ["--model", "minilm", "--out", "{tmp}/r", "--rows", "mnrl,bogus"], "error: --rows: unknown row"),
-        ("st_compare", ["--out", "{tmp}/file.txt", "--summary-only"], "error: --out {tmp}/file.txt is a file"),
+        (
+            "grid:st-compare",
+            ["--model", "minilm", "--out", "{tmp}/r", "--rows", "mnrl,bogus"],
+            "qt-hard: error: --rows: unknown row",
+        ),
+        ("grid:st-compare", ["--out", "{tmp}/file.txt", "--summary-only"], "qt-hard: error: --out {tmp}/file.txt is a"),
         ("qt_heldout", ["{tmp}/no_model"], "error: no saved encoder at {tmp}/no_model"),
         ("qt_heldout", ["{tmp}/o", "--first", "5", "--last", "2"], "error: need 0 <= --first < --last"),
         ("qt_heldout", ["{tmp}/model"], "error: no saved encoder at {tmp}/model: encoder.json is missing"),

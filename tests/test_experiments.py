@@ -100,13 +100,24 @@ def _regenerate_vision(folder: Path, out: Path) -> list[str]:
 
 
 def _regenerate_st_compare(folder: Path, out: Path) -> list[str]:
-    """The fine-tuning comparison's table and CSV (scripts/st_compare.py's summary)."""
-    from _scripts import load_script
+    """The fine-tuning comparison's table and CSV (``qt-hard grid run st-compare --summary-only``)."""
+    from qt_hard.experiments.gridrun import experiment, write_tables
 
     if (folder / "memory.jsonl").is_file():  # the second ledger: peak memory of a row and its cached form
         shutil.copy(folder / "memory.jsonl", out / "memory.jsonl")
-    load_script("st_compare").write_summary(out)
+    write_tables(experiment("st-compare"), out)
     return ["results.csv", "table.md"]
+
+
+def _regenerate_scifact(folder: Path, out: Path) -> list[str]:
+    """The retrieval comparison's table and its recipe choice (``qt-hard grid run scifact --summary-only``
+    and ``scifact-recipe --summary-only``)."""
+    from qt_hard.experiments.gridrun import experiment, write_tables
+
+    shutil.copy(folder / "recipe.jsonl", out / "recipe.jsonl")
+    write_tables(experiment("scifact-recipe"), out)
+    write_tables(experiment("scifact"), out)
+    return ["recipe.md", "table.md"]
 
 
 ST_COMPARE = sorted(p.parent.relative_to(RESULTS).as_posix() for p in (RESULTS / "st_compare").rglob("results.jsonl"))
@@ -118,6 +129,7 @@ FOLDERS = {
     "graph_controls": _regenerate_graph,
     "moco_ring_cpu": _regenerate_vision,
     "moco_ring_gpu": _regenerate_vision,
+    "scifact": _regenerate_scifact,
 }
 KVN = sorted(p.stem for p in (RESULTS / "k_vs_n").glob("*.jsonl") if not p.name.endswith(".diag.jsonl"))
 
@@ -148,7 +160,7 @@ def test_every_result_table_is_regenerated_or_listed():
     regenerated |= {
         f"{d}/{f}"
         for d in FOLDERS
-        for f in ("results.csv", "table.md", "table_dev.md", "table_similarity.md", "table.json")
+        for f in ("results.csv", "table.md", "table_dev.md", "table_similarity.md", "table.json", "recipe.md")
     }
     for path in sorted(RESULTS.rglob("*")):
         rel = path.relative_to(RESULTS).as_posix()

@@ -88,7 +88,8 @@ def test_two_commands_on_one_folder_never_run_the_same_cell(tmp_path):
     deadline = time.monotonic() + 120
     # Each holds a cell of its own before any cell ends: both are running, on different cells.
     while len(list((out / "claims").glob("[!.]*"))) < 2 if (out / "claims").is_dir() else True:
-        assert time.monotonic() < deadline and all(p.poll() is None for p in procs)
+        assert time.monotonic() < deadline, "the two commands never held a cell each"
+        assert all(p.poll() is None for p in procs), [p.stderr.read().decode() for p in procs if p.poll() is not None]
         time.sleep(0.05)
     go.touch()
     for p in procs:
@@ -145,3 +146,15 @@ def test_a_failed_write_stops_in_one_line_and_keeps_every_finished_record(tmp_pa
     monkeypatch.setattr(ledger_module.os, "write", real)
     assert main(["grid", "run", "toy", "--out", str(out)]) == 0
     assert len(records(out)) == 6 and ran(out)["a_0"] == 1 and ran(out)["ccc_0"] == 2  # only the lost cell again
+
+
+def test_a_folder_another_command_creates_meanwhile_is_not_refused(tmp_path):
+    """Two commands started together on one new --out: the one whose trial folder finds the other's
+    real folder there goes on, and a trial never removes a folder another process has begun to fill."""
+    from qt_hard.paths import creation_refused
+
+    out = tmp_path / "new" / "deeper"
+    (tmp_path / "new").mkdir()  # made by the other command between this one's check and its trial
+    assert creation_refused(out, tmp_path) is None and (tmp_path / "new").is_dir()
+    (tmp_path / "file").write_text("x")
+    assert creation_refused(tmp_path / "file" / "o", tmp_path) == f"{tmp_path / 'file'}: a file appeared there"

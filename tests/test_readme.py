@@ -353,7 +353,7 @@ RUNS = {
         prints=(r"vision table \(2 runs",),
     ),
     # The fine-tuning comparison from the quick-start model: two steps, 64 pairs, MNRL, one seed.
-    "python scripts/st_compare.py --model runs/qt_smoke/final --out runs/st_compare_bow --steps 140 --batch-size 64 --lr 0.05 --scale 20 --seeds 0,1,2": Run(
+    "qt-hard grid run st-compare --model runs/qt_smoke/final --out runs/st_compare_bow --steps 140 --batch-size 64 --lr 0.05 --scale 20 --seeds 0,1,2": Run(
         sub=(("--steps 140", "--steps 2"), ("--seeds 0,1,2", "--seeds 0")),
         add="--pairs 64 --rows mnrl",
         needs=("runs/qt_smoke",),
@@ -567,7 +567,7 @@ SKIPS = {
     "qt-hard eval senteval --model runs/sim/runs/hard2-clamp_s0/final --controls --tasks STS12,STS13,STS14,STS15,STS16,STSBenchmark-cos,SICKRelatedness-cos,STSBenchmark,SICKRelatedness": "needs runs/sim of the "
     "command above; the same evaluation of the quick start's model with its controls runs as the evaluation guide's "
     "similarity command",
-    "python scripts/st_compare.py --model minilm --out runs/st_compare_minilm --steps 34 --batch-size 64 --lr 2e-5 --scale 20 --max-seq-length 64 --seeds 0,1,2": "MiniLM cells take minutes each on 2 cores (each evaluation encodes ~30k sentences); the bag-of-words command above runs the same code",
+    "qt-hard grid run st-compare --model minilm --out runs/st_compare_minilm --steps 34 --batch-size 64 --lr 2e-5 --scale 20 --max-seq-length 64 --seeds 0,1,2": "MiniLM cells take minutes each on 2 cores (each evaluation encodes ~30k sentences); the bag-of-words command above runs the same code",
     "python scripts/wiki_smoke_table.py --out results/wiki_smoke.jsonl": "fine-tunes MiniLM 40 steps and "
     "encodes Wiki-50 with MiniLM twice (minutes on 2 cores); its bag-of-words rows' train and eval wiki commands run "
     "as the registered commands above, and tests/test_wiki_smoke_table.py runs the script with its commands stubbed",

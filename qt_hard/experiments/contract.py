@@ -97,9 +97,10 @@ class Experiment:
         raise NotImplementedError
 
     # ---------------------------------------------------------------------------- the report
-    def tables(self, records: list[dict], setup: dict | None) -> dict[str, str]:
+    def tables(self, records: list[dict], setup: dict | None, out: Path) -> dict[str, str]:
         """The experiment's tables from its newest records: ``{file name: text}``, written into the
-        results folder; the first is printed."""
+        results folder ``out`` (which an experiment with several ledgers reads too); the first is
+        printed. Empty when there is nothing to show yet."""
         return {}
 
     def progress(self, record: dict) -> str:

@@ -33,6 +33,8 @@ log = logging.getLogger("qt_hard.experiments")
 EXPERIMENTS = {
     "scifact": "qt_hard.experiments.specs.scifact",
     "scifact-recipe": "qt_hard.experiments.specs.scifact",
+    "st-compare": "qt_hard.experiments.specs.st_compare",
+    "st-compare-memory": "qt_hard.experiments.specs.st_compare",
 }
 
 
@@ -69,14 +71,14 @@ def run_grid(exp: Experiment, args: argparse.Namespace) -> int:
     from qt_hard.paths import output_folder
 
     out = output_folder(args.out)
+    if args.summary_only:  # reads the ledger alone: the other options are not needed
+        if not (out / exp.ledger_name).is_file():
+            raise ArgumentError(f"--out {out}: no {exp.ledger_name} to summarize")
+        return write_tables(exp, out)
     rows, seeds = _rows_and_seeds(exp, args)
     if args.workers < 1:
         raise ArgumentError(f"--workers {args.workers}: give at least 1")
     exp.check(args)
-    if args.summary_only:
-        if not (out / exp.ledger_name).is_file():
-            raise ArgumentError(f"--out {out}: no {exp.ledger_name} to summarize")
-        return write_tables(exp, out)
     check_device(args.device)
     setup = exp.setup(args, out)
     ledger = Ledger(out, exp.key, setup, name=exp.ledger_name)
@@ -118,7 +120,7 @@ def write_tables(exp: Experiment, out: Path) -> int:
     from qt_hard.files import write_text
 
     ledger = Ledger(out, exp.key, name=exp.ledger_name)
-    tables = exp.tables(ledger.latest(), ledger.setup)
+    tables = exp.tables(ledger.latest(), ledger.setup, out)
     for i, (name, text) in enumerate(tables.items()):
         write_text(out / name, text.rstrip("\n") + "\n", "table")
         if i == 0:

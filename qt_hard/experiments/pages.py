@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import importlib.util
 import json
 import os
 import re
@@ -103,14 +102,6 @@ def _latest(folder: Path, key, name: str = "results.jsonl") -> list[dict]:
     if not (folder / name).is_file():
         return []
     return Ledger(folder, key, name=name).latest()
-
-
-def _script(root: Path, name: str):
-    """A script of ``scripts/`` as a module (its summary code is the one that writes its tables)."""
-    spec = importlib.util.spec_from_file_location(f"_pages_{name}", root / "scripts" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _captioned(caption: str, head, body, align: str = "") -> str:
@@ -1244,13 +1235,17 @@ def _kvn_cost(root: Path) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# fine-tuning with sentence-transformers (scripts/st_compare.py's summary)
+# fine-tuning with sentence-transformers (the st-compare experiment's summary)
+def _st_spec():
+    from qt_hard.experiments.specs import st_compare
+
+    return st_compare
 
 
 def _st_compare(root: Path, folder: str) -> tuple[str, dict]:
     from qt_hard.experiments.ledger import Ledger
 
-    st = _script(root, "st_compare")
+    st = _st_spec()
     led = Ledger(root / "results" / "st_compare" / folder, st.KEY)
     return st.summarize(led.latest(), (led.setup or {}).get("recipe"))
 
@@ -1263,7 +1258,7 @@ def _st_recipe_choice(root: Path) -> str:
     """The bag-of-words start's recipe, chosen on dev: MNRL, seed 0, one folder per (lr, steps)."""
     from qt_hard.experiments.ledger import Ledger
 
-    st = _script(root, "st_compare")
+    st = _st_spec()
     body, scores, before = [], {}, None
     for folder in sorted((root / "results" / "st_compare" / "bow_recipe").iterdir()):
         led = Ledger(folder, st.KEY)
@@ -1348,7 +1343,7 @@ def _st_ledgers(root: Path) -> dict[str, tuple[list[dict], dict]]:
     """comparison -> (latest records, recipe) of the sentence-transformers ledgers."""
     from qt_hard.experiments.ledger import Ledger
 
-    st = _script(root, "st_compare")
+    st = _st_spec()
     from qt_hard.experiments.specs import scifact
 
     out = {}
@@ -1390,7 +1385,7 @@ def _st_loss_cost(root: Path) -> str:
     ledgers = _st_ledgers(root)
     bench = st_bench_run(root)
     rows = list(dict.fromkeys(r["row"] for records, _ in ledgers.values() for r in records if r["row"] != "before"))
-    st = _script(root, "st_compare")
+    st = _st_spec()
     rows.sort(key=lambda r: (r.count("+"), "mined" in r, st.row_order(r) if r.split("+")[0] in st.ROWS else (9, r)))
     names = [(n, h) for n, h in _ST_COST_COLUMNS if n in ledgers]
     head = ["row", "columns", *(f"{h} (B = {ledgers[n][1].get('batch_size', '?')})" for n, h in names)]
@@ -1694,7 +1689,7 @@ def _grid_tables(root: Path, name: str, folder: str) -> tuple[dict[str, str], li
         return {}, []
     ledger = Ledger(path, exp.key, name=exp.ledger_name)
     records = ledger.latest()
-    return (exp.tables(records, ledger.setup) if records else {}), records
+    return (exp.tables(records, ledger.setup, path) if records else {}), records
 
 
 def _cell_hours(records: list[dict], fields=("wall_s",)) -> float:
@@ -1854,7 +1849,7 @@ _ST_ROWS = ("hard_b1", "hard_b1_guard_rel", "mnrl+mined", "hard_b1+mined")
 def _effects_st(root: Path) -> list[Effect]:
     from qt_hard.experiments.ledger import Ledger
 
-    st = _script(root, "st_compare")
+    st = _st_spec()
     out = []
     for folder, start in (("minilm", "all-MiniLM-L6-v2"), ("bow", "the quick start's bag of words")):
         led = Ledger(root / "results" / "st_compare" / folder, st.KEY)
@@ -2097,7 +2092,7 @@ def _answer_similarity(root: Path) -> str:
     """The sentence-transformers choice from each start, on dev, with the chosen row's test effect."""
     from qt_hard.experiments.ledger import Ledger
 
-    st = _script(root, "st_compare")
+    st = _st_spec()
     parts = []
     for folder, start in (("minilm", "all-MiniLM-L6-v2"), ("bow", "the quick start's bag of words")):
         recs = Ledger(root / "results" / "st_compare" / folder, st.KEY).latest()

@@ -504,7 +504,7 @@ class RecipeChoice(_Common):
         keep(max(steps), {k: v for k, v in rec.items() if k.startswith(("dev_", "test_", "train_")) or k == "eval_s"})
         return records
 
-    def tables(self, records, setup) -> dict[str, str]:
+    def tables(self, records, setup, out) -> dict[str, str]:
         from qt_hard.experiments.report import markdown_table
 
         body = [
@@ -566,7 +566,7 @@ class Comparison(_Common):
         row, seed = cell.claim
         return run_cell(row, seed, self.cell_context(args, out, setup["recipe"]))
 
-    def tables(self, records, setup) -> dict[str, str]:
+    def tables(self, records, setup, out) -> dict[str, str]:
         return {"table.md": summarize(records, (setup or {}).get("recipe"))}
 
     def progress(self, record: dict) -> str:
