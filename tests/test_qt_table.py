@@ -1,4 +1,4 @@
-"""The QT table (``qt_hard.experiments.specs.qt_table``, ``scripts/qt_table.py``): the paper's rows,
+"""The QT table (``qt_hard.experiments.specs.qt_table``, ``qt-hard grid run qt-table``): the paper's rows,
 atomic result lines, the summary and the plot (no training)."""
 
 import json
@@ -258,11 +258,11 @@ def test_similarity_protocol_on_a_toy_run_then_added_without_training(qt_table, 
     cfg = tmp_path / "toy.yaml"
     cfg.write_text(yaml.safe_dump(qt_config(tmp_path, steps=2)))
     out = tmp_path / "table"
-    base = ["qt_table.py", "--out", str(out), "--config", str(cfg), "--seeds", "0", "--rows", "uniform"]
+    base = ["grid", "run", "qt-table", "--out", str(out), "--config", str(cfg), "--seeds", "0", "--rows", "uniform"]
     base += ["--data", str(data), "--kfold", "2"]
-    script = load_script("qt_table")
-    monkeypatch.setattr(sys, "argv", [*base, "--protocol", "similarity"])
-    assert script.main() == 0
+    from qt_hard.cli import main
+
+    assert main([*base, "--protocol", "similarity"]) == 0
     recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()[1:]]
     assert [(r["row"], r["protocol"]) for r in recs] == [("uniform", "similarity")]
     assert set(recs[0]["spearman"]) == set(qt_table.SIM_TASKS) and recs[0]["sim_mean"] is not None
@@ -271,8 +271,7 @@ def test_similarity_protocol_on_a_toy_run_then_added_without_training(qt_table, 
     import qt_hard.training.loop as loop
 
     monkeypatch.setattr(loop, "train", lambda *a, **k: (_ for _ in ()).throw(AssertionError("trained again")))
-    monkeypatch.setattr(sys, "argv", [*base, "--protocol", "senteval,similarity"])
-    assert script.main() == 0
+    assert main([*base, "--protocol", "senteval,similarity"]) == 0
     recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()[1:]]
     assert [r["protocol"] for r in recs] == ["similarity", "senteval"]
     assert "STS12" in capsys.readouterr().out

@@ -214,12 +214,12 @@ RUNS = {
         add=f"--tasks CR {FAST_SENTEVAL}", needs=("runs/qt_smoke",), prints=(cr_row("random:bow"),)
     ),
     # Table 2 at our scale: one row, one seed, 3 steps on 1 book, CR with 2 folds.
-    "python scripts/qt_table.py --out runs/qt_table --seeds 0,1,2": Run(
+    "qt-hard grid run qt-table --out runs/qt_table --seeds 0,1,2": Run(
         sub=(("--seeds 0,1,2", f"--seeds 0 --rows uniform --kfold 2 --set train.steps=3 --set {ONE_BOOK}"),),
         writes=("runs/qt_table/*",),
     ),
-    "python scripts/qt_table.py --out runs/qt_table --summary-only": Run(needs=("runs/qt_table",)),
-    "python scripts/qt_table.py --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1 --rows uniform,hard1-rescaled,hard1-fig14,hard1-graph_code,hard2-rescaled,hard2-fig14,hard2-graph_code,hard2-none,uniform-floor,hard1-rescaled-floor": readings_run(
+    "qt-hard grid run qt-table --out runs/qt_table --summary-only": Run(needs=("runs/qt_table",)),
+    "qt-hard grid run qt-table --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1 --rows uniform,hard1-rescaled,hard1-fig14,hard1-graph_code,hard2-rescaled,hard2-fig14,hard2-graph_code,hard2-none,uniform-floor,hard1-rescaled-floor": readings_run(
         "--seeds 0,1",
         "uniform,hard1-rescaled,hard1-fig14,hard1-graph_code,hard2-rescaled,hard2-fig14,hard2-graph_code,hard2-none,uniform-floor,hard1-rescaled-floor",
         "hard2-graph_code-floor",
@@ -228,20 +228,20 @@ RUNS = {
         diagnostics=True,
     ),
     # the quick start trains the anneal row; the warm-up row's schedule runs here
-    "python scripts/qt_table.py --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1,2,3,4 --rows uniform,hard1-rescaled,hard1-rescaled-anneal,hard1-rescaled-warmup": readings_run(
+    "qt-hard grid run qt-table --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1,2,3,4 --rows uniform,hard1-rescaled,hard1-rescaled-anneal,hard1-rescaled-warmup": readings_run(
         "--seeds 0,1,2,3,4",
         "uniform,hard1-rescaled,hard1-rescaled-anneal,hard1-rescaled-warmup",
         "hard1-rescaled-warmup",
         r"Hard \(beta=1, warmup, rescaled\)",
         diagnostics=True,
     ),
-    "python scripts/qt_table.py --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 2 --rows hard1-fig14,hard2-fig14": readings_run(
+    "qt-hard grid run qt-table --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 2 --rows hard1-fig14,hard2-fig14": readings_run(
         "--seeds 2", "hard1-fig14,hard2-fig14", "hard1-fig14", r"Hard \(beta=1, fig14\)"
     ),
-    "python scripts/qt_table.py --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1,2,3,4 --rows hard1-clamp,hard2-clamp": readings_run(
+    "qt-hard grid run qt-table --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1,2,3,4 --rows hard1-clamp,hard2-clamp": readings_run(
         "--seeds 0,1,2,3,4", "hard1-clamp,hard2-clamp", "hard2-clamp", r"Hard \(beta=2, clamp\)"
     ),
-    "python scripts/qt_table.py --out runs/qt_table --protocol skipthoughts": Run(
+    "qt-hard grid run qt-table --out runs/qt_table --protocol skipthoughts": Run(
         add=f"--seeds 0 --rows uniform --kfold 2 --set train.steps=3 --set {ONE_BOOK}", writes=("runs/qt_table/*",)
     ),
     # The engine guide's fast-path rows: CR alone, the MiniLM rows reading the shared embedding cache.
@@ -544,7 +544,7 @@ SKIPS = {
     "python scripts/k_vs_n.py run configs/k_vs_n_collisions.yaml --cache runs/k_vs_n/cache --results runs/k_vs_n/collisions.csv --epochs 10 --linear-epochs 10 --device cpu": "Wiki-300 cells: the prepared Wiki-3029 cache and about 4 CPU-minutes a cell; the synthetic grid above runs the same code, the shuffled mode in tests/test_k_vs_n.py",
     "python scripts/k_vs_n.py diagnose runs/k_vs_n/collisions.csv": "needs the collisions study's results (the command above); diagnose runs on a synthetic grid in tests/test_k_vs_n.py",
     "python scripts/k_vs_n_sampling.py --cache runs/k_vs_n/cache --N 1000 --k 100,1000 --steps 80": "needs the prepared Wiki-3029 cache; its measurement runs on PairTask batches in tests/test_k_vs_n.py",
-    "python scripts/qt_table.py --out runs/qt_table_gpu --seeds 0,1,2 --protocol senteval,skipthoughts --eval-device cuda --set model.encoder=gru --set model.embed_dim=300 --set model.hidden_dim=1200 --set data.max_books=null --set data.min_count=5 --set data.max_vocab=50000 --set train.lr=0.0005 --set train.num_threads=null --set train.steps=1500": "needs a CUDA GPU (--eval-device cuda) and ~15 GPU-minutes; the CPU form above runs the same script",
+    "qt-hard grid run qt-table --out runs/qt_table_gpu --seeds 0,1,2 --protocol senteval,skipthoughts --eval-device cuda --set model.encoder=gru --set model.embed_dim=300 --set model.hidden_dim=1200 --set data.max_books=null --set data.min_count=5 --set data.max_vocab=50000 --set train.lr=0.0005 --set train.num_threads=null --set train.steps=1500": "needs a CUDA GPU (--eval-device cuda) and ~15 GPU-minutes; the CPU form above runs the same script",
     "python scripts/s2v_curve.py controls --output results/s2v_controls.json": "two 2,400-d evaluations of six tasks "
     "(CPU-minutes each) after tokenizing all books; the dry run of scripts/device_s2v.sh runs the same subcommand "
     "at toy size",
@@ -561,7 +561,7 @@ SKIPS = {
     "scripts/device_s2v_prepare.sh; its DRY=1 form runs the same steps here",
     "OUT=device_out bash scripts/device_s2v.sh": "needs a GPU machine and the carry of scripts/device_s2v_prepare.sh; "
     "its DRY=1 form runs the same steps here",
-    "python scripts/qt_table.py --out runs/sim --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1,2 --rows uniform,hard1-rescaled-anneal,hard2-clamp --protocol senteval,similarity": "nine quick-start trainings "
+    "qt-hard grid run qt-table --out runs/sim --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1,2 --rows uniform,hard1-rescaled-anneal,hard2-clamp --protocol senteval,similarity": "nine quick-start trainings "
     "(CPU-hours); its similarity protocol's two supervised regressions alone take over a minute on any model, so it "
     "runs on a toy data folder in tests/test_qt_table.py (test_similarity_protocol_on_a_toy_run_then_added_without_training)",
     "qt-hard eval senteval --model runs/sim/runs/hard2-clamp_s0/final --controls --tasks STS12,STS13,STS14,STS15,STS16,STSBenchmark-cos,SICKRelatedness-cos,STSBenchmark,SICKRelatedness": "needs runs/sim of the "
@@ -608,7 +608,7 @@ PRODUCTS = {
     "runs/hf_wiki_smoke": "qt-hard train configs/hf_wiki_smoke.yaml",
     "qt.json": "qt-hard eval senteval --model runs/qt_smoke/final --tasks MR,CR,SUBJ,MPQA,TREC,MRPC --output qt.json --card",
     "minilm.json": "qt-hard eval senteval --model minilm --output minilm.json",
-    "runs/qt_table": "python scripts/qt_table.py --out runs/qt_table --seeds 0,1,2",
+    "runs/qt_table": "qt-hard grid run qt-table --out runs/qt_table --seeds 0,1,2",
     "runs/simclr_smoke": "qt-hard train configs/simclr_cifar10_smoke.yaml --out runs/simclr_smoke",
     "kvn": "python scripts/k_vs_n.py run configs/k_vs_n_synthetic.yaml --cache /tmp/kvn/cache --results /tmp/kvn/results.csv --device cpu",
     "runs/qt": f"qt-hard train configs/qt_books.yaml --out runs/qt {ONE_BOOK} {SMALL_BATCH} train.steps=2 train.progress=false",

@@ -4,5 +4,5 @@ its outputs and appends its record, with the worker pool and time estimates (:mo
 report: mean ± spread, differences paired by seed, Markdown tables and figures (:mod:`.report`).
 
 Each table of the docs is a spec in :mod:`.specs` (base config, rows, readout, the paper's rows);
-``scripts/qt_table.py``, ``k_vs_n.py``, ``graph_table.py`` and ``vision_table.py`` are their command
+``qt-hard grid run qt-table``, ``k_vs_n.py``, ``graph_table.py`` and ``vision_table.py`` are their command
 lines."""

@@ -13,7 +13,7 @@ and is skipped once its records are there. The experiment says
   (:meth:`Experiment.prepare`);
 * how one cell runs (:meth:`Experiment.run`), in this process or in a worker of its own;
 * its tables from the records (:meth:`Experiment.tables`), written beside the ledger and read by the
-  docs' generated blocks.
+  docs' generated blocks (figures, where it draws them, are drawn there too).
 
 The grid owns everything else: the loop over cells, the workers side by side, the claims, the
 resume, the progress lines and the summary. Rows are named by each experiment (``--rows``) and
@@ -97,6 +97,10 @@ class Experiment:
         raise NotImplementedError
 
     # ---------------------------------------------------------------------------- the report
+    def configure(self, args: argparse.Namespace) -> None:
+        """Read the options the tables need (called before :meth:`tables` by the command,
+        ``--summary-only`` included; the docs' pages call :meth:`tables` without it)."""
+
     def tables(self, records: list[dict], setup: dict | None, out: Path) -> dict[str, str]:
         """The experiment's tables from its newest records: ``{file name: text}``, written into the
         results folder ``out`` (which an experiment with several ledgers reads too); the first is

@@ -35,6 +35,7 @@ EXPERIMENTS = {
     "scifact-recipe": "qt_hard.experiments.specs.scifact",
     "st-compare": "qt_hard.experiments.specs.st_compare",
     "st-compare-memory": "qt_hard.experiments.specs.st_compare",
+    "qt-table": "qt_hard.experiments.specs.qt_table",
 }
 
 
@@ -74,7 +75,7 @@ def run_grid(exp: Experiment, args: argparse.Namespace) -> int:
     if args.summary_only:  # reads the ledger alone: the other options are not needed
         if not (out / exp.ledger_name).is_file():
             raise ArgumentError(f"--out {out}: no {exp.ledger_name} to summarize")
-        return write_tables(exp, out)
+        return write_tables(exp, out, args)
     rows, seeds = _rows_and_seeds(exp, args)
     if args.workers < 1:
         raise ArgumentError(f"--workers {args.workers}: give at least 1")
@@ -91,7 +92,7 @@ def run_grid(exp: Experiment, args: argparse.Namespace) -> int:
     for records in in_processes(run_cell, jobs, args.workers, fresh=args.workers > 1, device=args.device):
         for rec in records or []:
             log.info("%s: %s", exp.name, exp.progress(rec))
-    return write_tables(exp, out)
+    return write_tables(exp, out, args)
 
 
 def run_cell(module: str, name: str, args: argparse.Namespace, out: str, setup: dict, cell: Cell) -> list[dict] | None:
@@ -113,18 +114,19 @@ def run_cell(module: str, name: str, args: argparse.Namespace, out: str, setup: 
     return records
 
 
-def write_tables(exp: Experiment, out: Path) -> int:
-    """The experiment's tables from the ledger's newest records, written into ``out``; the first
-    printed."""
+def write_tables(exp: Experiment, out: Path, args: argparse.Namespace | None = None) -> int:
+    """The experiment's tables from the ledger's newest records, written into ``out`` (the
+    Markdown ones printed); ``args``, the command's options, reach :meth:`Experiment.configure`."""
     from qt_hard.experiments.ledger import Ledger
     from qt_hard.files import write_text
 
+    if args is not None:
+        exp.configure(args)
     ledger = Ledger(out, exp.key, name=exp.ledger_name)
     tables = exp.tables(ledger.latest(), ledger.setup, out)
-    for i, (name, text) in enumerate(tables.items()):
+    for name, text in tables.items():
         write_text(out / name, text.rstrip("\n") + "\n", "table")
-        if i == 0:
-            print(text.rstrip("\n"))
+    print("\n\n".join(text.rstrip("\n") for name, text in tables.items() if name.endswith(".md")))
     return 0
 
 
