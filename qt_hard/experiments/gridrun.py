@@ -76,20 +76,21 @@ def run_grid(exp: Experiment, args: argparse.Namespace) -> int:
     if args.summary_only:
         if not (out / exp.ledger_name).is_file():
             raise ArgumentError(f"--out {out}: no {exp.ledger_name} to summarize")
-        return write_tables(exp, out)
+        return write_tables(exp, out, args)
     check_device(args.device)
     setup = exp.setup(args, out)
-    ledger = Ledger(out, exp.key, setup, name=exp.ledger_name)
+    ledger = Ledger(out, exp.key, setup, name=exp.ledger_name, fields=exp.fields)
     cells = exp.cells(args, rows, seeds)
     todo = [c for c in cells if not c.done(ledger.done())]
     log.info("%s: %d cells, %d done, %d to run (%s)", exp.name, len(cells), len(cells) - len(todo), len(todo), out)
     if todo:
         exp.prepare(args, out, todo)
-    jobs = [(type(exp).__module__, exp.name, args, str(out), setup, cell) for cell in todo]
+    picklable = argparse.Namespace(**{k: v for k, v in vars(args).items() if k != "func"})  # for the workers
+    jobs = [(type(exp).__module__, exp.name, picklable, str(out), setup, cell) for cell in todo]
     for records in in_processes(run_cell, jobs, args.workers, fresh=args.workers > 1, device=args.device):
         for rec in records or []:
             log.info("%s: %s", exp.name, exp.progress(rec))
-    return write_tables(exp, out)
+    return write_tables(exp, out, args)
 
 
 def run_cell(module: str, name: str, args: argparse.Namespace, out: str, setup: dict, cell: Cell) -> list[dict] | None:
@@ -98,7 +99,7 @@ def run_cell(module: str, name: str, args: argparse.Namespace, out: str, setup: 
     from qt_hard.experiments.ledger import Ledger
 
     exp = experiment(name, module)
-    ledger = Ledger(out, exp.key, setup, name=exp.ledger_name)
+    ledger = Ledger(out, exp.key, setup, name=exp.ledger_name, fields=exp.fields)
     with ledger.claim(cell.claim) as mine:
         if not mine or cell.done(ledger.done()):
             return None
@@ -111,18 +112,21 @@ def run_cell(module: str, name: str, args: argparse.Namespace, out: str, setup: 
     return records
 
 
-def write_tables(exp: Experiment, out: Path) -> int:
+def write_tables(exp: Experiment, out: Path, args: argparse.Namespace | None = None) -> int:
     """The experiment's tables from the ledger's newest records, written into ``out``; the first
-    printed."""
+    printed; then its figures (with the command's ``args``)."""
     from qt_hard.experiments.ledger import Ledger
     from qt_hard.files import write_text
 
     ledger = Ledger(out, exp.key, name=exp.ledger_name)
-    tables = exp.tables(ledger.latest(), ledger.setup)
+    records = ledger.latest()
+    tables = exp.tables(records, ledger.setup)
     for i, (name, text) in enumerate(tables.items()):
         write_text(out / name, text.rstrip("\n") + "\n", "table")
         if i == 0:
             print(text.rstrip("\n"))
+    if args is not None:
+        exp.figures(args, out, records, ledger.setup)
     return 0
 
 
