@@ -136,8 +136,6 @@ def _script(name, argv, monkeypatch, capsys):
             ["run", "configs/k_vs_n_synthetic.yaml", "--results", "{tmp}/file.txt/r.csv"],
             "error: --results {tmp}/file.txt/r.csv cannot be written",
         ),
-        ("graph_table", ["--out", "{tmp}/o", "--rows", "bogus"], "error: graph_table.py: unknown rows"),
-        ("graph_table", ["--out", "{tmp}/file.txt", "--rows", "infograph"], "error: --out {tmp}/file.txt is a file"),
         ("vision_table", ["--out", "{tmp}/o", "--seeds", "x"], "error: --seeds must be"),
         ("vision_table", ["--out", "{tmp}/o", "--config", "{tmp}/binary.yaml"], "error: config file {tmp}/binary"),
         ("st_finetune", ["--task", "NOPE", "--workdir", "{tmp}/o"], "error: --task NOPE"),
@@ -195,18 +193,6 @@ def _script(name, argv, monkeypatch, capsys):
             + ["--no-estimate", "--max-cells", "0"],
             "error: {root}/wikipedia does not exist",
         ),
-        ("graph_table", ["--out", "{tmp}/o", "--datasets", "NOPE"], "error: graph_table.py: unknown rows/datasets"),
-        ("graph_table", ["--out", "{tmp}/o", "--repeats", "x"], "error: graph_table.py: argument --repeats"),
-        (
-            "graph_table",
-            ["--out", "{tmp}/o", "--rows", "infograph", "--datasets", "MUTAG", "--repeats", "1", "train.lr=abc"],
-            "error: config key 'train.lr' must be a number, got 'abc'",
-        ),
-        (
-            "graph_table",
-            ["--out", "{tmp}/o", "--rows", "infograph", "--datasets", "MUTAG", "--repeats", "1", "--epochs", "1"],
-            "error: {root}/tu does not exist",
-        ),
         ("vision_table", ["--out", "{tmp}/o", "--strategies", "bogus"], "error: vision_table.py: unknown strategies"),
         (
             "vision_table",
@@ -229,8 +215,6 @@ def test_scripts_refuse_in_one_line_and_write_nothing(name, argv, expected, tmp_
     # so that a cache or ledger written before the refusal shows up in the listing.
     root = tmp_path / "dataroot"
     root.mkdir()
-    if name == "graph_table" and any("=" in a for a in argv):
-        (root / "tu").mkdir()  # the graph table checks its data folder first, then each cell's config
     monkeypatch.setenv("QT_HARD_DATA", str(root))
     monkeypatch.setenv("QT_HARD_CACHE", str(tmp_path / "qt_cache"))
     monkeypatch.chdir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

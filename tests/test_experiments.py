@@ -86,7 +86,10 @@ def _regenerate_graph(folder: Path, out: Path) -> list[str]:
     names = {v: k for k, v in graph_table.SHORT.items()}
     datasets = [names[c.strip()] for c in lines[0].split("|")[2:-2]]
     rows = [line.split("|")[1].strip() for line in lines[2:] if line.startswith("| ")]
-    graph_table.write_report(out, rows, datasets, out / "fig.png")
+    from qt_hard.cli import main
+
+    args = ["--rows", ",".join(rows), "--datasets", ",".join(datasets), "--plot", str(out / "fig.png")]
+    assert main(["grid", "run", "graph-table", "--out", str(out), "--summary-only", *args]) == 0
     return ["results.csv", "table.json", "table.md"]
 
 

@@ -314,7 +314,7 @@ RUNS = {
     "qt-hard train configs/infograph_mutag.yaml --out runs/hcl_mutag objective.negatives=hard objective.options.beta=1 objective.options.clip=rescaled": Run(
         add="train.epochs=2 train.progress=false", writes=("runs/hcl_mutag/eval.json",), prints=(r"eval: svm_acc=",)
     ),
-    "python scripts/graph_table.py --out runs/graph_table --workers 2": Run(
+    "qt-hard grid run graph-table --out runs/graph_table --workers 2": Run(
         sub=(("--workers 2", "--datasets MUTAG --rows infograph --repeats 1 --epochs 2 --workers 1"),),
         writes=("runs/graph_table/results.csv", "runs/graph_table/table.json"),
         prints=(r"graph table: 1 cells",),
@@ -395,15 +395,15 @@ RUNS = {
         ),
         writes=("bench.jsonl",),
     ),
-    "python scripts/graph_table.py --out runs/graph_table --workers 15": Run(
+    "qt-hard grid run graph-table --out runs/graph_table --workers 15": Run(
         sub=(("--workers 15", "--datasets MUTAG --rows infograph --repeats 1 --epochs 2 --workers 1"),),
         writes=("runs/graph_table/results.csv",),
         prints=(r"graph table: 1 cells",),
     ),
-    "python scripts/graph_table.py --out runs/gt_ot_lr --rows ot_e0.1 --datasets ENZYMES --repeats 2 --workers 2 train.lr=0.001": Run(
+    "qt-hard grid run graph-table --out runs/gt_ot_lr --rows ot_e0.1 --datasets ENZYMES --repeats 2 --workers 2 train.lr=0.001": Run(
         sub=(("--repeats 2 --workers 2", "--repeats 1 --epochs 2 --workers 1"),), writes=("runs/gt_ot_lr/results.csv",)
     ),
-    "python scripts/graph_table.py --out runs/graph_controls --rows infograph,infograph_lr0.01,hscl_b1,hscl_b1_lr1e-3,infograph_code,hcl_code_b1,hcl_code_b2,hcl_code_b10 --datasets MUTAG,PTC_MR,IMDB-BINARY,ENZYMES,IMDB-MULTI --workers 15": Run(
+    "qt-hard grid run graph-table --out runs/graph_controls --rows infograph,infograph_lr0.01,hscl_b1,hscl_b1_lr1e-3,infograph_code,hcl_code_b1,hcl_code_b2,hcl_code_b10 --datasets MUTAG,PTC_MR,IMDB-BINARY,ENZYMES,IMDB-MULTI --workers 15": Run(
         # one code-faithful cell; every row's config loads in tests/test_graph_table.py
         sub=(
             (
@@ -415,14 +415,14 @@ RUNS = {
         prints=(r"graph table: 1 cells",),
     ),
     # The controls' 10 repeats: one 2-epoch cell of one row (the H-SCL rate row; the paper-form row).
-    "python scripts/graph_table.py --out runs/graph_controls --rows infograph,infograph_lr0.01,hscl_b1,hscl_b1_lr1e-3 --datasets MUTAG,PTC_MR,IMDB-BINARY,ENZYMES,IMDB-MULTI --repeats 10 --workers 15": Run(
+    "qt-hard grid run graph-table --out runs/graph_controls --rows infograph,infograph_lr0.01,hscl_b1,hscl_b1_lr1e-3 --datasets MUTAG,PTC_MR,IMDB-BINARY,ENZYMES,IMDB-MULTI --repeats 10 --workers 15": Run(
         sub=(
             ("--rows infograph,infograph_lr0.01,hscl_b1,", "--rows "),
             ("--datasets MUTAG,PTC_MR,IMDB-BINARY,ENZYMES,IMDB-MULTI --repeats 10 --workers 15", ONE_GRAPH_REPEAT[1]),
         ),
         prints=(r"graph table: 1 cells",),
     ),
-    "python scripts/graph_table.py --out runs/graph_controls --rows infograph_code,hcl_code_b1,hcl_code_b2,hcl_code_b10,hard_b1,hard_b2,hard_b10 --datasets MUTAG,PTC_MR --repeats 10 --workers 2": Run(
+    "qt-hard grid run graph-table --out runs/graph_controls --rows infograph_code,hcl_code_b1,hcl_code_b2,hcl_code_b10,hard_b1,hard_b2,hard_b10 --datasets MUTAG,PTC_MR --repeats 10 --workers 2": Run(
         sub=(
             ("--rows infograph_code,hcl_code_b1,hcl_code_b2,hcl_code_b10,hard_b1,hard_b2,", "--rows "),
             ("--datasets MUTAG,PTC_MR --repeats 10 --workers 2", ONE_GRAPH_REPEAT[1]),

@@ -33,6 +33,7 @@ log = logging.getLogger("qt_hard.experiments")
 EXPERIMENTS = {
     "scifact": "qt_hard.experiments.specs.scifact",
     "scifact-recipe": "qt_hard.experiments.specs.scifact",
+    "graph-table": "qt_hard.experiments.specs.graph_table",
 }
 
 

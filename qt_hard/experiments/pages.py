@@ -795,15 +795,14 @@ def _json_lines(path: Path) -> list[str]:
 
 
 # --------------------------------------------------------------------------------------------
-# graphs (graph_table spec)
+# graphs (qt-hard grid run graph-table)
 
 
 def _graph_records(root: Path, source: str) -> list[dict]:
-    """``source``: a ledger folder under results/ (its latest records) or a CSV of cells."""
-    from qt_hard.experiments.specs import graph_table
-
+    """``source``: a results folder of ``qt-hard grid run graph-table`` under results/ (its latest
+    records) or a CSV of cells."""
     path = root / "results" / source
-    return _csv(path) if path.suffix == ".csv" else _latest(path, graph_table.KEY)
+    return _csv(path) if path.suffix == ".csv" else _grid_tables(root, "graph-table", f"results/{source}")[1]
 
 
 def _graph_block(root: Path, source: str, rows: list[str], datasets: list[str]) -> str:
