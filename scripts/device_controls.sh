@@ -13,8 +13,8 @@
 #      which draws another model from the same seed, so each comparison here is within one code. When
 #      gpu_carry/graph_seed.jsonl is there (a graph-table ledger of the same setup: 200 epochs, no
 #      overrides), its records are written into the ledger first and their cells are not run again.
-#   2. MoCo-v2 against MoCoRing on the GPU: scripts/vision_table.py, configs/moco_cifar10.yaml
-#      (ResNet-18), strategies uniform,ring, seeds 0,1, train.epochs=40, train.mixed_precision=bf16,
+#   2. MoCo-v2 against MoCoRing on the GPU: qt-hard grid run vision-table, configs/moco_cifar10.yaml
+#      (ResNet-18), rows uniform,ring, seeds 0,1, train.epochs=40, train.mixed_precision=bf16,
 #      as VISION_COPIES (default 2) copies of the command on one results folder, each claiming the
 #      cell it trains. MOCO_QUEUE=n sets model.queue_size (default: the config's 4,096).
 #   3. k versus N, the B = 1000 row (all in-batch negatives) at 50 + 50 epochs on the GPU:
@@ -168,8 +168,8 @@ has vision || VISION_COPIES=0
 for i in $(seq 1 "$VISION_COPIES"); do
     seeds=0,1
     [ $((i % 2)) = 0 ] && seeds=1,0 # the copies start on different seeds (each seed's random-init file is written once)
-    OMP_NUM_THREADS=2 timeout -k 10 "$(left)" "$PY" scripts/vision_table.py --config configs/moco_cifar10.yaml \
-        --out "$VOUT" --strategies uniform,ring --seeds "$seeds" --set "${VSET[@]}" >"$LOGS/vision_$i.log" 2>&1 &
+    OMP_NUM_THREADS=2 timeout -k 10 "$(left)" "$PY" -m qt_hard.cli grid run vision-table --config configs/moco_cifar10.yaml \
+        --out "$VOUT" --rows uniform,ring --seeds "$seeds" --set "${VSET[@]}" >"$LOGS/vision_$i.log" 2>&1 &
     VPIDS+=($!)
     sleep 2
 done
@@ -237,8 +237,8 @@ echo "parts done at $(elapsed)s"
 timeout 25 "$PY" -m qt_hard.cli grid run graph-table --out "$GOUT" --rows "$GROWS" --datasets "$GDATA" --summary-only \
     >"$LOGS/graph_table.txt" 2>&1 &
 S1=$!
-timeout 30 "$PY" scripts/vision_table.py --config configs/moco_cifar10.yaml --out "$VOUT" \
-    --strategies uniform,ring --seeds 0,1 --set "${VSET[@]}" --report-only >"$LOGS/vision_table.txt" 2>&1 &
+timeout 30 "$PY" -m qt_hard.cli grid run vision-table --config configs/moco_cifar10.yaml --out "$VOUT" \
+    --rows uniform,ring --seeds 0,1 --set "${VSET[@]}" --report-only >"$LOGS/vision_table.txt" 2>&1 &
 S2=$!
 timeout 25 "$PY" - "$KCSV" >"$LOGS/k_vs_n_table.txt" 2>&1 <<'EOF' &
 import csv, statistics as st, sys
@@ -268,7 +268,7 @@ wait $S1 $S2 $S3
     echo "== graph controls (SVM accuracy %, mean ± sample std over repeats)"
     grep -E '^\||^graph table|cells' "$LOGS/graph_table.txt" | tail -20
     echo "== MoCo-v2 (uniform) against MoCoRing (ring), ResNet-18, 40 epochs, bf16, queue ${MOCO_QUEUE:-4096 (config)}"
-    grep -E '^\||^vision table|^no finished' "$LOGS/vision_table.txt" | tail -8
+    grep -E '^\||^MoCo|^no finished' "$LOGS/vision_table.txt" | tail -8
     echo "== k versus N, B = 1000, all in-batch negatives"
     tail -8 "$LOGS/k_vs_n_table.txt"
     echo "== $(elapsed)s in all"

@@ -136,8 +136,6 @@ def _script(name, argv, monkeypatch, capsys):
             ["run", "configs/k_vs_n_synthetic.yaml", "--results", "{tmp}/file.txt/r.csv"],
             "error: --results {tmp}/file.txt/r.csv cannot be written",
         ),
-        ("vision_table", ["--out", "{tmp}/o", "--seeds", "x"], "error: --seeds must be"),
-        ("vision_table", ["--out", "{tmp}/o", "--config", "{tmp}/binary.yaml"], "error: config file {tmp}/binary"),
         ("st_finetune", ["--task", "NOPE", "--workdir", "{tmp}/o"], "error: --task NOPE"),
         ("st_finetune", ["--batch-size", "1", "--workdir", "{tmp}/o"], "error: --pairs and --batch-size must be"),
         ("st_finetune", ["--workdir", "{tmp}/file.txt"], "error: --workdir {tmp}/file.txt is a file"),
@@ -193,15 +191,8 @@ def _script(name, argv, monkeypatch, capsys):
             + ["--no-estimate", "--max-cells", "0"],
             "error: {root}/wikipedia does not exist",
         ),
-        ("vision_table", ["--out", "{tmp}/o", "--strategies", "bogus"], "error: vision_table.py: unknown strategies"),
-        (
-            "vision_table",
-            ["--out", "{tmp}/o", "--config", "configs/simclr_cifar10_smoke.yaml", "--seeds", "0"],
-            "error: {root}/cifar10 does not exist",
-        ),
         ("st_finetune", ["--negatives", "bogus", "--workdir", "{tmp}/o"], "error: --negatives: unknown bogus"),
         ("st_finetune", ["--workdir", "{tmp}/o", "--pairs", "8"], "error: {root}/senteval/MRPC does not exist"),
-        ("vision_table", ["--out", "{tmp}/file.txt"], "error: --out {tmp}/file.txt is a file, not a folder"),
     ],
 )
 def test_scripts_refuse_in_one_line_and_write_nothing(name, argv, expected, tmp_path, monkeypatch, capsys):

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from qt_hard.experiments import report
+from qt_hard.experiments.ledger import Ledger
 from qt_hard.experiments.specs import graph_table, k_vs_n, qt_table, vision_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,11 +95,18 @@ def _regenerate_graph(folder: Path, out: Path) -> list[str]:
 
 
 def _regenerate_vision(folder: Path, out: Path) -> list[str]:
-    """With the command the committed table names on its last line (its strategies and seeds)."""
+    """With the command the committed table names on its last line (its strategies and seeds; the
+    tables made before ``qt-hard grid run vision-table`` name the script's ``--strategies``)."""
+    from qt_hard.files import write_text
+
     command = (folder / "table.md").read_text().splitlines()[-1][len("command: ") :]
-    strategies, seeds = (re.search(rf"--{k} (\S+)", command).group(1).split(",") for k in ("strategies", "seeds"))
+    strategies, seeds = (
+        re.search(rf"--{k} (\S+)", command).group(1).split(",") for k in ("(?:strategies|rows)", "seeds")
+    )
     setup = json.loads((folder / "results.jsonl").read_text().splitlines()[0])["setup"]
-    vision_table.write_report(out, setup["config"], setup["overrides"], strategies, [int(s) for s in seeds], command)
+    records = Ledger(out, vision_table.KEY).latest()
+    for name, text in vision_table.table_files(records, setup, strategies, [int(s) for s in seeds], command).items():
+        write_text(out / name, text.rstrip("\n") + "\n")  # as the grid command writes its tables
     return ["results.csv", "table.md"]
 
 

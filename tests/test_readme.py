@@ -337,20 +337,20 @@ RUNS = {
         add="train.steps=2 eval.linear_epochs=2",
         writes=("runs/simclr_2proc/eval.json",),
     ),
-    "python scripts/vision_table.py --config configs/simclr_cifar10_cpu.yaml --out runs/vision_table_cpu --seeds 0,1": Run(
+    "qt-hard grid run vision-table --config configs/simclr_cifar10_cpu.yaml --out runs/vision_table_cpu --seeds 0,1": Run(
         sub=(
             ("simclr_cifar10_cpu.yaml", "simclr_cifar10_smoke.yaml"),
             (
                 "--seeds 0,1",
-                "--strategies uniform --seeds 0 --set train.steps=2 data.max_train=256 data.max_test=64 eval.linear_epochs=2",
+                "--rows uniform --seeds 0 --set train.steps=2 data.max_train=256 data.max_test=64 eval.linear_epochs=2",
             ),
         ),
-        prints=(r"vision table \(1 runs",),
+        prints=(r"(?m)^\| uniform \| \d+\.\d",),
     ),
-    "python scripts/vision_table.py --config configs/moco_cifar10_cpu.yaml --out runs/moco_cpu --strategies uniform,ring --seeds 0,1,2": Run(
+    "qt-hard grid run vision-table --config configs/moco_cifar10_cpu.yaml --out runs/moco_cpu --rows uniform,ring --seeds 0,1,2": Run(
         sub=(("--seeds 0,1,2", f"--seeds 0 --set {TINY_VISION} model.queue_size=128"),),
         writes=("runs/moco_cpu/results.csv", "runs/moco_cpu/table.md"),
-        prints=(r"vision table \(2 runs",),
+        prints=(r"(?m)^\| uniform \| \d+\.\d", r"(?m)^\| ring \| \d+\.\d"),
     ),
     # The fine-tuning comparison from the quick-start model: two steps, 64 pairs, MNRL, one seed.
     "python scripts/st_compare.py --model runs/qt_smoke/final --out runs/st_compare_bow --steps 140 --batch-size 64 --lr 0.05 --scale 20 --seeds 0,1,2": Run(
@@ -429,7 +429,7 @@ RUNS = {
         ),
         prints=(r"graph table: 1 cells",),
     ),
-    "python scripts/vision_table.py --config configs/moco_cifar10.yaml --out runs/moco_gpu --strategies uniform,ring --seeds 0,1 --set train.epochs=40 train.mixed_precision=bf16 model.queue_size=1024": Run(
+    "qt-hard grid run vision-table --config configs/moco_cifar10.yaml --out runs/moco_gpu --rows uniform,ring --seeds 0,1 --set train.epochs=40 train.mixed_precision=bf16 model.queue_size=1024": Run(
         sub=(
             (
                 "--seeds 0,1 --set train.epochs=40 train.mixed_precision=bf16 model.queue_size=1024",
@@ -437,11 +437,11 @@ RUNS = {
             ),
         ),
         writes=("runs/moco_gpu/results.csv", "runs/moco_gpu/table.md"),
-        prints=(r"vision table \(2 runs",),
+        prints=(r"(?m)^\| uniform \| \d+\.\d", r"(?m)^\| ring \| \d+\.\d"),
     ),
-    "python scripts/vision_table.py --out runs/vision_gpu --seeds 0,1 --set train.epochs=40 train.mixed_precision=bf16": Run(
-        sub=(("--seeds 0,1", "--strategies uniform --seeds 0"), ("train.epochs=40", f"train.epochs=1 {TINY_VISION}")),
-        prints=(r"vision table \(1 runs",),
+    "qt-hard grid run vision-table --out runs/vision_gpu --seeds 0,1 --set train.epochs=40 train.mixed_precision=bf16": Run(
+        sub=(("--seeds 0,1", "--rows uniform --seeds 0"), ("train.epochs=40", f"train.epochs=1 {TINY_VISION}")),
+        prints=(r"(?m)^\| uniform \| \d+\.\d",),
     ),
     # k versus N: the data-free grid, one seed, one epoch each (its own folder instead of /tmp/kvn).
     "python scripts/k_vs_n.py run configs/k_vs_n_synthetic.yaml --cache /tmp/kvn/cache --results /tmp/kvn/results.csv --device cpu": Run(

@@ -34,6 +34,7 @@ EXPERIMENTS = {
     "scifact": "qt_hard.experiments.specs.scifact",
     "scifact-recipe": "qt_hard.experiments.specs.scifact",
     "graph-table": "qt_hard.experiments.specs.graph_table",
+    "vision-table": "qt_hard.experiments.specs.vision_table",
 }
 
 

@@ -887,14 +887,14 @@ table("graph_controls_hscl_diff")(
 
 
 # --------------------------------------------------------------------------------------------
-# images (vision_table spec)
+# images (qt-hard grid run vision-table)
 
 
 def _vision_rows(root: Path, source: str) -> list[dict]:
-    from qt_hard.experiments.specs import vision_table
-
+    """``source``: a results folder of ``qt-hard grid run vision-table`` (its latest records) or a CSV
+    of cells."""
     path = root / source
-    return _csv(path) if path.suffix == ".csv" else _latest(path, vision_table.KEY)
+    return _csv(path) if path.suffix == ".csv" else _grid_tables(root, "vision-table", source)[1]
 
 
 def _vision_block(root: Path, source: str, strategies: list[str]) -> str:
