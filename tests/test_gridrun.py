@@ -68,6 +68,15 @@ def test_every_cell_once_then_a_rerun_runs_nothing(tmp_path, capsys):
     assert (out / "table.md").read_bytes() == before  # the table regenerates byte for byte
 
 
+def test_workers_run_every_cell_once_each_in_a_process_of_its_own(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["grid", "run", "toy", "--out", str(out), "--workers", "2"]) == 0  # the options reach the workers
+    cells = sorted((r, s) for s in (0, 1) for r in ("a", "bb", "ccc"))
+    assert sorted((r["row"], r["seed"]) for r in records(out)) == cells
+    pids = {int(p.name.split("_")[2]) for p in (out / "ran").iterdir()}
+    assert set(ran(out).values()) == {1} and os.getpid() not in pids
+
+
 def test_refusals_are_one_line_and_write_nothing(tmp_path, capsys):
     out = tmp_path / "o"
     assert main(["grid", "run", "toy", "--out", str(out), "--rows", "zz"]) == 2

@@ -61,10 +61,10 @@ def test_results_append_read_summary_and_plot(qt_table, tmp_path):
     assert (tmp_path / "d.png").stat().st_size > 1000
     assert "No objective" not in qt_table.summarize(recs, "senteval", {})[0]
     assert qt_table.summarize(recs, "skipthoughts", {})[1]["stats"] == {}
-    qt_table.write_csv(recs, tmp_path / "results.csv")
     import csv
+    import io
 
-    rows = list(csv.DictReader((tmp_path / "results.csv").open()))
+    rows = list(csv.DictReader(io.StringIO(qt_table.csv_text(recs))))
     assert [(r["row"], r["seed"]) for r in rows] == [
         ("uniform", "0"),
         ("uniform", "1"),
@@ -229,23 +229,23 @@ def test_the_report_of_a_ledger_of_both_protocols(qt_table, tmp_path, capsys):
             led.append({"row": row, "seed": seed, "protocol": "senteval", "acc": acc, "devacc": acc})
             led.append({**_sim_record(qt_table, row, seed, base - 20), "sim_mean": base - 20 + seed})
     recs = qt_table.ledger(tmp_path, None).latest()
-    qt_table.write_report(tmp_path, ["senteval", "similarity"], {})
+    from qt_hard.experiments.gridrun import experiment, write_tables
+
+    write_tables(experiment("qt-table"), tmp_path)
     sim = (tmp_path / "table_similarity.md").read_text()
     assert sim == qt_table.summarize_similarity(recs)[0] + "\n"
     assert "| Hard (beta=1, clamp) | 2 |" in sim and "| 50.5 ± 0.7 |\n" in sim  # uniform's stored sim_mean: 50, 51
     assert "| Hard (beta=1, clamp) (ours) | 2 |" in (tmp_path / "table.md").read_text()
     lines = (tmp_path / "results.csv").read_text().splitlines()
     assert len(lines) == 5 and all(",senteval," in line for line in lines[1:])
-    assert "4 runs under similarity" in capsys.readouterr().out
+    assert sim.rstrip("\n") in capsys.readouterr().out
 
 
 def test_similarity_protocol_on_a_toy_run_then_added_without_training(qt_table, tmp_path, monkeypatch, capsys):
     """Train a 2-step toy run under --protocol similarity; then --protocol senteval,similarity on the
     same folder evaluates the transfer tasks from final/ without training again."""
-    import sys
 
     import yaml
-    from _scripts import load_script
     from _similarity import use_sizes, write_similarity
     from test_eval_senteval import fixture_lines, write_senteval
     from test_training import qt_config

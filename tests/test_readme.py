@@ -314,7 +314,7 @@ RUNS = {
     "qt-hard train configs/infograph_mutag.yaml --out runs/hcl_mutag objective.negatives=hard objective.options.beta=1 objective.options.clip=rescaled": Run(
         add="train.epochs=2 train.progress=false", writes=("runs/hcl_mutag/eval.json",), prints=(r"eval: svm_acc=",)
     ),
-    "python scripts/graph_table.py --out runs/graph_table --workers 2": Run(
+    "qt-hard grid run graph-table --out runs/graph_table --workers 2": Run(
         sub=(("--workers 2", "--datasets MUTAG --rows infograph --repeats 1 --epochs 2 --workers 1"),),
         writes=("runs/graph_table/results.csv", "runs/graph_table/table.json"),
         prints=(r"graph table: 1 cells",),
@@ -337,20 +337,20 @@ RUNS = {
         add="train.steps=2 eval.linear_epochs=2",
         writes=("runs/simclr_2proc/eval.json",),
     ),
-    "python scripts/vision_table.py --config configs/simclr_cifar10_cpu.yaml --out runs/vision_table_cpu --seeds 0,1": Run(
+    "qt-hard grid run vision-table --config configs/simclr_cifar10_cpu.yaml --out runs/vision_table_cpu --seeds 0,1": Run(
         sub=(
             ("simclr_cifar10_cpu.yaml", "simclr_cifar10_smoke.yaml"),
             (
                 "--seeds 0,1",
-                "--strategies uniform --seeds 0 --set train.steps=2 data.max_train=256 data.max_test=64 eval.linear_epochs=2",
+                "--rows uniform --seeds 0 --set train.steps=2 data.max_train=256 data.max_test=64 eval.linear_epochs=2",
             ),
         ),
-        prints=(r"vision table \(1 runs",),
+        prints=(r"(?m)^\| uniform \| \d+\.\d",),
     ),
-    "python scripts/vision_table.py --config configs/moco_cifar10_cpu.yaml --out runs/moco_cpu --strategies uniform,ring --seeds 0,1,2": Run(
+    "qt-hard grid run vision-table --config configs/moco_cifar10_cpu.yaml --out runs/moco_cpu --rows uniform,ring --seeds 0,1,2": Run(
         sub=(("--seeds 0,1,2", f"--seeds 0 --set {TINY_VISION} model.queue_size=128"),),
         writes=("runs/moco_cpu/results.csv", "runs/moco_cpu/table.md"),
-        prints=(r"vision table \(2 runs",),
+        prints=(r"(?m)^\| uniform \| \d+\.\d", r"(?m)^\| ring \| \d+\.\d"),
     ),
     # The fine-tuning comparison from the quick-start model: two steps, 64 pairs, MNRL, one seed.
     "qt-hard grid run st-compare --model runs/qt_smoke/final --out runs/st_compare_bow --steps 140 --batch-size 64 --lr 0.05 --scale 20 --seeds 0,1,2": Run(
@@ -395,15 +395,15 @@ RUNS = {
         ),
         writes=("bench.jsonl",),
     ),
-    "python scripts/graph_table.py --out runs/graph_table --workers 15": Run(
+    "qt-hard grid run graph-table --out runs/graph_table --workers 15": Run(
         sub=(("--workers 15", "--datasets MUTAG --rows infograph --repeats 1 --epochs 2 --workers 1"),),
         writes=("runs/graph_table/results.csv",),
         prints=(r"graph table: 1 cells",),
     ),
-    "python scripts/graph_table.py --out runs/gt_ot_lr --rows ot_e0.1 --datasets ENZYMES --repeats 2 --workers 2 train.lr=0.001": Run(
+    "qt-hard grid run graph-table --out runs/gt_ot_lr --rows ot_e0.1 --datasets ENZYMES --repeats 2 --workers 2 train.lr=0.001": Run(
         sub=(("--repeats 2 --workers 2", "--repeats 1 --epochs 2 --workers 1"),), writes=("runs/gt_ot_lr/results.csv",)
     ),
-    "python scripts/graph_table.py --out runs/graph_controls --rows infograph,infograph_lr0.01,hscl_b1,hscl_b1_lr1e-3,infograph_code,hcl_code_b1,hcl_code_b2,hcl_code_b10 --datasets MUTAG,PTC_MR,IMDB-BINARY,ENZYMES,IMDB-MULTI --workers 15": Run(
+    "qt-hard grid run graph-table --out runs/graph_controls --rows infograph,infograph_lr0.01,hscl_b1,hscl_b1_lr1e-3,infograph_code,hcl_code_b1,hcl_code_b2,hcl_code_b10 --datasets MUTAG,PTC_MR,IMDB-BINARY,ENZYMES,IMDB-MULTI --workers 15": Run(
         # one code-faithful cell; every row's config loads in tests/test_graph_table.py
         sub=(
             (
@@ -415,21 +415,21 @@ RUNS = {
         prints=(r"graph table: 1 cells",),
     ),
     # The controls' 10 repeats: one 2-epoch cell of one row (the H-SCL rate row; the paper-form row).
-    "python scripts/graph_table.py --out runs/graph_controls --rows infograph,infograph_lr0.01,hscl_b1,hscl_b1_lr1e-3 --datasets MUTAG,PTC_MR,IMDB-BINARY,ENZYMES,IMDB-MULTI --repeats 10 --workers 15": Run(
+    "qt-hard grid run graph-table --out runs/graph_controls --rows infograph,infograph_lr0.01,hscl_b1,hscl_b1_lr1e-3 --datasets MUTAG,PTC_MR,IMDB-BINARY,ENZYMES,IMDB-MULTI --repeats 10 --workers 15": Run(
         sub=(
             ("--rows infograph,infograph_lr0.01,hscl_b1,", "--rows "),
             ("--datasets MUTAG,PTC_MR,IMDB-BINARY,ENZYMES,IMDB-MULTI --repeats 10 --workers 15", ONE_GRAPH_REPEAT[1]),
         ),
         prints=(r"graph table: 1 cells",),
     ),
-    "python scripts/graph_table.py --out runs/graph_controls --rows infograph_code,hcl_code_b1,hcl_code_b2,hcl_code_b10,hard_b1,hard_b2,hard_b10 --datasets MUTAG,PTC_MR --repeats 10 --workers 2": Run(
+    "qt-hard grid run graph-table --out runs/graph_controls --rows infograph_code,hcl_code_b1,hcl_code_b2,hcl_code_b10,hard_b1,hard_b2,hard_b10 --datasets MUTAG,PTC_MR --repeats 10 --workers 2": Run(
         sub=(
             ("--rows infograph_code,hcl_code_b1,hcl_code_b2,hcl_code_b10,hard_b1,hard_b2,", "--rows "),
             ("--datasets MUTAG,PTC_MR --repeats 10 --workers 2", ONE_GRAPH_REPEAT[1]),
         ),
         prints=(r"graph table: 1 cells",),
     ),
-    "python scripts/vision_table.py --config configs/moco_cifar10.yaml --out runs/moco_gpu --strategies uniform,ring --seeds 0,1 --set train.epochs=40 train.mixed_precision=bf16 model.queue_size=1024": Run(
+    "qt-hard grid run vision-table --config configs/moco_cifar10.yaml --out runs/moco_gpu --rows uniform,ring --seeds 0,1 --set train.epochs=40 train.mixed_precision=bf16 model.queue_size=1024": Run(
         sub=(
             (
                 "--seeds 0,1 --set train.epochs=40 train.mixed_precision=bf16 model.queue_size=1024",
@@ -437,11 +437,11 @@ RUNS = {
             ),
         ),
         writes=("runs/moco_gpu/results.csv", "runs/moco_gpu/table.md"),
-        prints=(r"vision table \(2 runs",),
+        prints=(r"(?m)^\| uniform \| \d+\.\d", r"(?m)^\| ring \| \d+\.\d"),
     ),
-    "python scripts/vision_table.py --out runs/vision_gpu --seeds 0,1 --set train.epochs=40 train.mixed_precision=bf16": Run(
-        sub=(("--seeds 0,1", "--strategies uniform --seeds 0"), ("train.epochs=40", f"train.epochs=1 {TINY_VISION}")),
-        prints=(r"vision table \(1 runs",),
+    "qt-hard grid run vision-table --out runs/vision_gpu --seeds 0,1 --set train.epochs=40 train.mixed_precision=bf16": Run(
+        sub=(("--seeds 0,1", "--rows uniform --seeds 0"), ("train.epochs=40", f"train.epochs=1 {TINY_VISION}")),
+        prints=(r"(?m)^\| uniform \| \d+\.\d",),
     ),
     # k versus N: the data-free grid, one seed, one epoch each (its own folder instead of /tmp/kvn).
     "python scripts/k_vs_n.py run configs/k_vs_n_synthetic.yaml --cache /tmp/kvn/cache --results /tmp/kvn/results.csv --device cpu": Run(

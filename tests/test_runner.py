@@ -3,7 +3,6 @@ reading one data cache prepared before they start; and the qt-table grid's --wor
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest

@@ -13,7 +13,7 @@ and is skipped once its records are there. The experiment says
   (:meth:`Experiment.prepare`);
 * how one cell runs (:meth:`Experiment.run`), in this process or in a worker of its own;
 * its tables from the records (:meth:`Experiment.tables`), written beside the ledger and read by the
-  docs' generated blocks (figures, where it draws them, are drawn there too).
+  docs' generated blocks, and its figures (:meth:`Experiment.figures`), drawn beside them.
 
 The grid owns everything else: the loop over cells, the workers side by side, the claims, the
 resume, the progress lines and the summary. Rows are named by each experiment (``--rows``) and
@@ -54,6 +54,7 @@ class Experiment:
         name: the command's name for it (``qt-hard grid run NAME``).
         help: one line for ``--help``.
         key: the record fields that identify a record in the ledger.
+        fields: the fields every record must have besides the key (what the tables read).
         ledger_name: the ledger's file name in the results folder.
         default_out: ``--out`` when none is given.
         rows: the rows run when ``--rows`` is not given (empty: the experiment has no rows).
@@ -63,6 +64,7 @@ class Experiment:
     name: str = ""
     help: str = ""
     key: tuple[str, ...] = ("row", "seed")
+    fields: tuple[str, ...] = ()
     ledger_name: str = "results.jsonl"
     default_out: str = ""
     rows: Sequence[str] = ()
@@ -106,6 +108,9 @@ class Experiment:
         results folder ``out`` (which an experiment with several ledgers reads too); the first is
         printed. Empty when there is nothing to show yet."""
         return {}
+
+    def figures(self, args: argparse.Namespace, out: Path, records: list[dict], setup: dict | None) -> None:
+        """Draw the experiment's figures from its newest records (after the tables; none by default)."""
 
     def progress(self, record: dict) -> str:
         """The line logged when one of its records is appended."""

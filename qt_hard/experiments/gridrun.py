@@ -36,6 +36,8 @@ EXPERIMENTS = {
     "st-compare": "qt_hard.experiments.specs.st_compare",
     "st-compare-memory": "qt_hard.experiments.specs.st_compare",
     "qt-table": "qt_hard.experiments.specs.qt_table",
+    "graph-table": "qt_hard.experiments.specs.graph_table",
+    "vision-table": "qt_hard.experiments.specs.vision_table",
 }
 
 
@@ -82,13 +84,14 @@ def run_grid(exp: Experiment, args: argparse.Namespace) -> int:
     exp.check(args)
     check_device(args.device)
     setup = exp.setup(args, out)
-    ledger = Ledger(out, exp.key, setup, name=exp.ledger_name)
+    ledger = Ledger(out, exp.key, setup, name=exp.ledger_name, fields=exp.fields)
     cells = exp.cells(args, rows, seeds)
     todo = [c for c in cells if not c.done(ledger.done())]
     log.info("%s: %d cells, %d done, %d to run (%s)", exp.name, len(cells), len(cells) - len(todo), len(todo), out)
     if todo:
         exp.prepare(args, out, todo)
-    jobs = [(type(exp).__module__, exp.name, args, str(out), setup, cell) for cell in todo]
+    picklable = argparse.Namespace(**{k: v for k, v in vars(args).items() if k != "func"})  # for the workers
+    jobs = [(type(exp).__module__, exp.name, picklable, str(out), setup, cell) for cell in todo]
     for records in in_processes(run_cell, jobs, args.workers, fresh=args.workers > 1, device=args.device):
         for rec in records or []:
             log.info("%s: %s", exp.name, exp.progress(rec))
@@ -101,7 +104,7 @@ def run_cell(module: str, name: str, args: argparse.Namespace, out: str, setup: 
     from qt_hard.experiments.ledger import Ledger
 
     exp = experiment(name, module)
-    ledger = Ledger(out, exp.key, setup, name=exp.ledger_name)
+    ledger = Ledger(out, exp.key, setup, name=exp.ledger_name, fields=exp.fields)
     with ledger.claim(cell.claim) as mine:
         if not mine or cell.done(ledger.done()):
             return None
@@ -116,17 +119,21 @@ def run_cell(module: str, name: str, args: argparse.Namespace, out: str, setup: 
 
 def write_tables(exp: Experiment, out: Path, args: argparse.Namespace | None = None) -> int:
     """The experiment's tables from the ledger's newest records, written into ``out`` (the
-    Markdown ones printed); ``args``, the command's options, reach :meth:`Experiment.configure`."""
+    Markdown ones printed), then its figures; ``args``, the command's options, reach
+    :meth:`Experiment.configure` and :meth:`Experiment.figures`."""
     from qt_hard.experiments.ledger import Ledger
     from qt_hard.files import write_text
 
     if args is not None:
         exp.configure(args)
     ledger = Ledger(out, exp.key, name=exp.ledger_name)
-    tables = exp.tables(ledger.latest(), ledger.setup, out)
+    records = ledger.latest()
+    tables = exp.tables(records, ledger.setup, out)
     for name, text in tables.items():
         write_text(out / name, text.rstrip("\n") + "\n", "table")
     print("\n\n".join(text.rstrip("\n") for name, text in tables.items() if name.endswith(".md")))
+    if args is not None:
+        exp.figures(args, out, records, ledger.setup)
     return 0
 
 

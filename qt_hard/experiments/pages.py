@@ -786,15 +786,14 @@ def _json_lines(path: Path) -> list[str]:
 
 
 # --------------------------------------------------------------------------------------------
-# graphs (graph_table spec)
+# graphs (qt-hard grid run graph-table)
 
 
 def _graph_records(root: Path, source: str) -> list[dict]:
-    """``source``: a ledger folder under results/ (its latest records) or a CSV of cells."""
-    from qt_hard.experiments.specs import graph_table
-
+    """``source``: a results folder of ``qt-hard grid run graph-table`` under results/ (its latest
+    records) or a CSV of cells."""
     path = root / "results" / source
-    return _csv(path) if path.suffix == ".csv" else _latest(path, graph_table.KEY)
+    return _csv(path) if path.suffix == ".csv" else _grid_tables(root, "graph-table", f"results/{source}")[1]
 
 
 def _graph_block(root: Path, source: str, rows: list[str], datasets: list[str]) -> str:
@@ -879,14 +878,14 @@ table("graph_controls_hscl_diff")(
 
 
 # --------------------------------------------------------------------------------------------
-# images (vision_table spec)
+# images (qt-hard grid run vision-table)
 
 
 def _vision_rows(root: Path, source: str) -> list[dict]:
-    from qt_hard.experiments.specs import vision_table
-
+    """``source``: a results folder of ``qt-hard grid run vision-table`` (its latest records) or a CSV
+    of cells."""
     path = root / source
-    return _csv(path) if path.suffix == ".csv" else _latest(path, vision_table.KEY)
+    return _csv(path) if path.suffix == ".csv" else _grid_tables(root, "vision-table", source)[1]
 
 
 def _vision_block(root: Path, source: str, strategies: list[str]) -> str:

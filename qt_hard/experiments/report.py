@@ -30,6 +30,7 @@ __all__ = [
     "Choice",
     "choose_on_dev",
     "commits_note",
+    "csv_text",
     "PairedVerdict",
     "paired_verdict",
     "fmt_mean_spread",
@@ -268,7 +269,7 @@ def csv_text(fields: Sequence[str], rows: Iterable[Mapping], lineterminator: str
 
 
 def write_csv(path: str | os.PathLike, fields: Sequence[str], rows: Iterable[Mapping], lineterminator: str = "\r\n"):
-    """A CSV of ``rows`` (their ``fields``, other keys ignored), written whole (:func:`write_text`)."""
+    """A CSV of ``rows`` (:func:`csv_text`), written whole (:func:`write_text`)."""
     return write_text(path, csv_text(fields, rows, lineterminator))
 
 

@@ -129,11 +129,13 @@ def ledger(out: Path, setup: dict | None) -> Ledger:
 @dataclass(frozen=True)
 class Protocol:
     """``evaluate(encoder, kfold, data, cache)``: the readout fields of a run's record (``cache``, an
-    ``EmbeddingCache`` shared by the protocols of one run); ``report(records, protocol, paper, out)``:
-    the protocol's tables from the records (``{file name: text}``), its figures drawn into ``out``."""
+    ``EmbeddingCache`` shared by the protocols of one run); ``report(records, protocol, paper)``: the
+    protocol's tables from the records (``{file name: text}``); ``figures(records, protocol, paper,
+    out)``: its figures, drawn into ``out`` (None: it has none)."""
 
     evaluate: Callable
     report: Callable
+    figures: Callable | None = None
 
 
 def _six_tasks(protocol: str) -> Callable:
@@ -153,14 +155,21 @@ def _six_tasks(protocol: str) -> Callable:
     return evaluate
 
 
-def report_six_tasks(records: list[dict], protocol: str, paper: dict, out: Path) -> dict[str, str]:
+def _suffix(protocol: str) -> str:
+    return "" if protocol == "senteval" else f"_{protocol}"
+
+
+def report_six_tasks(records: list[dict], protocol: str, paper: dict) -> dict[str, str]:
     """``table.md`` and ``table_dev.md`` (``_<protocol>`` before ``.md`` except for senteval), the dev
-    table first; ``differences.png`` likewise, drawn into ``out``."""
-    suffix = "" if protocol == "senteval" else f"_{protocol}"
-    table, parts = summarize(records, protocol, paper)
+    table first."""
+    table = summarize(records, protocol, paper)[0]
     dev_table = summarize(records, protocol, paper, field="devacc")[0]
-    plot(parts, paper, out / f"differences{suffix}.png")
-    return {f"table_dev{suffix}.md": dev_table, f"table{suffix}.md": table}
+    return {f"table_dev{_suffix(protocol)}.md": dev_table, f"table{_suffix(protocol)}.md": table}
+
+
+def plot_six_tasks(records: list[dict], protocol: str, paper: dict, out: Path) -> None:
+    """``differences.png`` (``_<protocol>`` likewise): the per-task differences to uniform."""
+    plot(summarize(records, protocol, paper)[1], paper, out / f"differences{_suffix(protocol)}.png")
 
 
 def _similarity(enc, kfold, data, cache=None) -> dict:
@@ -179,14 +188,14 @@ def _similarity(enc, kfold, data, cache=None) -> dict:
     }
 
 
-def report_similarity(records: list[dict], protocol: str, paper: dict, out: Path) -> dict[str, str]:
+def report_similarity(records: list[dict], protocol: str, paper: dict) -> dict[str, str]:
     """``table_similarity.md`` (:func:`summarize_similarity`)."""
     return {"table_similarity.md": summarize_similarity(records)[0]}
 
 
 PROTOCOLS = {
-    "senteval": Protocol(_six_tasks("senteval"), report_six_tasks),
-    "skipthoughts": Protocol(_six_tasks("skipthoughts"), report_six_tasks),
+    "senteval": Protocol(_six_tasks("senteval"), report_six_tasks, plot_six_tasks),
+    "skipthoughts": Protocol(_six_tasks("skipthoughts"), report_six_tasks, plot_six_tasks),
     "similarity": Protocol(_similarity, report_similarity),
 }
 
@@ -517,15 +526,25 @@ def plot_diagnostics(out: Path, path: Path, seed: int = 0) -> bool:
     return True
 
 
-def report_files(records: list[dict], paper: dict, out: Path) -> dict[str, str]:
+def _protocols_of(records: list[dict]) -> list[str]:
+    return [name for name in PROTOCOLS if any(r.get("protocol") == name for r in records)]
+
+
+def report_files(records: list[dict], paper: dict) -> dict[str, str]:
     """From the records alone: ``results.csv`` and the tables of every protocol they hold (in
-    ``PROTOCOLS``' order), their figures and the diagnostics figure drawn into ``out``."""
+    ``PROTOCOLS``' order)."""
     files = {"results.csv": csv_text(records)}
-    for name in PROTOCOLS:
-        if any(r.get("protocol") == name for r in records):
-            files.update(protocol(name).report(records, name, paper, out))
-    plot_diagnostics(out, out / "diagnostics.png")
+    for name in _protocols_of(records):
+        files.update(protocol(name).report(records, name, paper))
     return files
+
+
+def draw_figures(records: list[dict], paper: dict, out: Path) -> None:
+    """Each protocol's figures and the weight diagnostics (``diagnostics.png``), drawn into ``out``."""
+    for name in _protocols_of(records):
+        if protocol(name).figures is not None:
+            protocol(name).figures(records, name, paper, out)
+    plot_diagnostics(out, out / "diagnostics.png")
 
 
 # --------------------------------------------------------------------------------------------
@@ -614,7 +633,10 @@ class Table2(Experiment):
             logging.getLogger(__name__).info("note: the paper's Table 2 was not found; its rows are left out")
 
     def tables(self, records, setup, out: Path) -> dict[str, str]:
-        return report_files(records, self.paper, out)
+        return report_files(records, self.paper)
+
+    def figures(self, args, out: Path, records, setup) -> None:
+        draw_figures(records, self.paper, out)
 
     def progress(self, record: dict) -> str:
         return f"{record['row']} seed {record['seed']} under {record['protocol']}"
