@@ -167,3 +167,21 @@ def test_a_folder_another_command_creates_meanwhile_is_not_refused(tmp_path):
     assert creation_refused(out, tmp_path) is None and (tmp_path / "new").is_dir()
     (tmp_path / "file").write_text("x")
     assert creation_refused(tmp_path / "file" / "o", tmp_path) == f"{tmp_path / 'file'}: a file appeared there"
+
+
+def test_every_record_names_the_commit_the_command_started_with(tmp_path, monkeypatch):
+    """The checkout may move on while a grid runs (a merge, a commit of records): the records keep
+    the commit of the code the command loaded."""
+    import qt_hard.experiments.ledger as ledger_module
+
+    out = tmp_path / "out"
+    later = iter(["abc1234", "def5678", "def5678", "def5678"])  # the checkout's commit at each call
+
+    def git_commit(where):  # as the real one: the variable first
+        return os.environ.get("QT_HARD_GIT_COMMIT") or next(later)
+
+    monkeypatch.setattr(ledger_module, "git_commit", git_commit)
+    monkeypatch.delenv("QT_HARD_GIT_COMMIT", raising=False)
+    assert main(["grid", "run", "toy", "--out", str(out), "--seeds", "0"]) == 0
+    assert {r["commit"] for r in records(out)} == {"abc1234"}
+    assert "QT_HARD_GIT_COMMIT" not in os.environ  # restored after the command

@@ -68,7 +68,22 @@ def experiment(name: str, module: str | None = None) -> Experiment:
 
 # ------------------------------------------------------------------------------------------ the loop
 def run_grid(exp: Experiment, args: argparse.Namespace) -> int:
-    """Check, plan, prepare, run the cells to run, write the tables (see the module docstring)."""
+    """Check, plan, prepare, run the cells to run, write the tables (see the module docstring).
+    Every record names the commit of the code this command started with (``QT_HARD_GIT_COMMIT``
+    for its workers too), not the checkout's at the moment the record is appended: a long grid
+    keeps running the code it loaded while the checkout moves on."""
+    from qt_hard.experiments.ledger import git_commit
+
+    started = os.environ.get("QT_HARD_GIT_COMMIT")
+    os.environ["QT_HARD_GIT_COMMIT"] = started or git_commit(Path(__file__).resolve().parent)
+    try:
+        return _run_grid(exp, args)
+    finally:
+        if started is None:
+            os.environ.pop("QT_HARD_GIT_COMMIT", None)
+
+
+def _run_grid(exp: Experiment, args: argparse.Namespace) -> int:
     from qt_hard.experiments.ledger import Ledger
     from qt_hard.experiments.runner import check_device, in_processes
     from qt_hard.paths import output_folder
