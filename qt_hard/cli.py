@@ -68,6 +68,7 @@ def signals_stop_the_command():
 def build_parser() -> argparse.ArgumentParser:
     from qt_hard.data import cli as data_cli
     from qt_hard.evaluation import cli as evaluation_cli
+    from qt_hard.experiments import gridrun as grid_cli
     from qt_hard.training import cli as training_cli
 
     parser = OneLineParser(
@@ -79,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--debug", action="store_true", help="show the traceback of user errors too (or set QT_HARD_DEBUG=1)"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for area in (training_cli, evaluation_cli, data_cli):
+    for area in (training_cli, evaluation_cli, data_cli, grid_cli):
         area.register(sub)
     return parser
 

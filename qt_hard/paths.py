@@ -18,7 +18,7 @@ import os
 import sys
 from pathlib import Path
 
-from qt_hard.errors import DataMissingError
+from qt_hard.errors import DataMissingError, OutputLocationError
 
 
 def user_cache_root() -> Path:
@@ -243,7 +243,37 @@ def creation_refused(out: Path, existing: Path) -> str | None:
     first = existing / out.relative_to(existing).parts[0]
     try:
         first.mkdir()
-        first.rmdir()
+    except FileExistsError:
+        # Another process (a second command on the same folder) made it meanwhile: it can be created.
+        return None if first.is_dir() else f"{first}: a file appeared there"
     except OSError as err:
         return f"{first}: {err.strerror}"
+    try:
+        first.rmdir()
+    except OSError:
+        pass  # another process has begun to fill it: it stays, as that process needs it
     return None
+
+
+def output_folder(path: str | Path, flag: str = "--out") -> Path:
+    """Refuse, before anything is written, an output folder that is a file, cannot be created (a
+    trial folder is made and removed, so nothing is left), or that ``qt_hard.paths.guard_output``
+    refuses (a saved model, a run's own entry). Returns the path; it is not created."""
+    out = Path(path).expanduser()
+    # The one guard of every path flag: never inside a saved model or on a run's own entries.
+    guard_output(out, flag, folder=True, may_hold_inputs=True)
+    if out.exists():
+        if not out.is_dir():
+            raise OutputLocationError(f"{flag} {out} is a file, not a folder")
+        if not os.access(out, os.W_OK | os.X_OK):
+            raise OutputLocationError(f"{flag} {out} is not writable")
+        return out
+    existing = out.parent
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise OutputLocationError(f"{flag} {out} cannot be created ({existing} is a file, not a folder)")
+    refused = creation_refused(out, existing)
+    if refused:
+        raise OutputLocationError(f"{flag} {out} cannot be created ({refused})")
+    return out

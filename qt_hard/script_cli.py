@@ -6,8 +6,9 @@ file, no traceback, nothing written; SIGINT or SIGTERM stop it with one line and
     if __name__ == "__main__":
         sys.exit(run_script(main))
 
-``ScriptParser`` is argparse with one-line refusals; ``seed_list``, ``output_folder`` and
-``readable_yaml`` check the inputs every table script takes, before anything is written.
+``ScriptParser`` is argparse with one-line refusals; ``readable_yaml`` checks a config or grid file
+before anything is written (``qt_hard.paths.output_folder`` and ``qt_hard.experiments.grid.seed_list``
+check the output folder and the seeds).
 """
 
 from __future__ import annotations
@@ -20,8 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from qt_hard.cli import Interrupted, signals_stop_the_command
-from qt_hard.errors import ArgumentError, OutputLocationError, UserError
-from qt_hard.paths import creation_refused
+from qt_hard.errors import UserError
 
 
 class ScriptParser(argparse.ArgumentParser):
@@ -54,43 +54,6 @@ def run_script(main: Callable[..., int | None], *args) -> int:
             print(f"error: {' '.join(message.split())}", file=sys.stderr)
             return 2
         raise
-
-
-def seed_list(text: str, flag: str = "--seeds") -> list[int]:
-    """``"0,1,2"`` as integers; an :class:`ArgumentError` naming ``flag`` for anything else."""
-    try:
-        seeds = [int(s) for s in text.split(",") if s.strip() != ""]
-    except ValueError:
-        raise ArgumentError(f"{flag} must be comma-separated integers, got {text!r}") from None
-    if not seeds:
-        raise ArgumentError(f"{flag}: no seeds given")
-    return seeds
-
-
-def output_folder(path: str | Path, flag: str = "--out") -> Path:
-    """Refuse, before anything is written, an output folder that is a file, cannot be created (a
-    trial folder is made and removed, so nothing is left), or that ``qt_hard.paths.guard_output``
-    refuses (a saved model, a run's own entry). Returns the path; it is not created."""
-    from qt_hard.paths import guard_output
-
-    out = Path(path).expanduser()
-    # The one guard of every path flag: never inside a saved model or on a run's own entries.
-    guard_output(out, flag, folder=True, may_hold_inputs=True)
-    if out.exists():
-        if not out.is_dir():
-            raise OutputLocationError(f"{flag} {out} is a file, not a folder")
-        if not os.access(out, os.W_OK | os.X_OK):
-            raise OutputLocationError(f"{flag} {out} is not writable")
-        return out
-    existing = out.parent
-    while not existing.exists():
-        existing = existing.parent
-    if not existing.is_dir():
-        raise OutputLocationError(f"{flag} {out} cannot be created ({existing} is a file, not a folder)")
-    refused = creation_refused(out, existing)
-    if refused:
-        raise OutputLocationError(f"{flag} {out} cannot be created ({refused})")
-    return out
 
 
 def readable_yaml(path: str | Path, flag: str) -> dict:

@@ -61,7 +61,8 @@ from pathlib import Path
 
 from qt_hard.experiments.specs import k_vs_n as spec
 from qt_hard.paths import check_output_file
-from qt_hard.script_cli import ScriptParser, run_script, seed_list
+from qt_hard.script_cli import ScriptParser, run_script
+from qt_hard.experiments.grid import seed_list
 
 
 def main(argv=None) -> int:

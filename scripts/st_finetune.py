@@ -34,7 +34,8 @@ os.environ.setdefault("WANDB_DISABLED", "true")
 
 import numpy as np  # noqa: E402
 
-from qt_hard.script_cli import ScriptParser, output_folder, run_script  # noqa: E402
+from qt_hard.script_cli import ScriptParser, run_script  # noqa: E402
+from qt_hard.paths import output_folder  # noqa: E402
 import torch  # noqa: E402
 
 

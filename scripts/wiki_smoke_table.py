@@ -26,7 +26,8 @@ from pathlib import Path
 
 from qt_hard.experiments.ledger import measurement_stamp
 from qt_hard.experiments.report import append_json_line
-from qt_hard.script_cli import ScriptParser, output_folder, run_script
+from qt_hard.script_cli import ScriptParser, run_script
+from qt_hard.paths import output_folder
 
 ROWS = ("bow_trained", "bow_untrained", "hf_trained", "minilm")
 

@@ -7,9 +7,9 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from qt_hard.errors import UserError
+from qt_hard.errors import ArgumentError, UserError
 
-__all__ = ["GridError", "Row", "cells", "comma_list"]
+__all__ = ["GridError", "Row", "cells", "comma_list", "seed_list"]
 
 
 class GridError(UserError, ValueError):
@@ -36,3 +36,14 @@ def comma_list(text: str, cast=str) -> list:
 def cells(*axes: Sequence) -> list[tuple]:
     """The cells of the axes' product, the first axis outermost."""
     return list(itertools.product(*axes))
+
+
+def seed_list(text: str, flag: str = "--seeds") -> list[int]:
+    """``"0,1,2"`` as integers; an :class:`ArgumentError` naming ``flag`` for anything else."""
+    try:
+        seeds = [int(s) for s in text.split(",") if s.strip() != ""]
+    except ValueError:
+        raise ArgumentError(f"{flag} must be comma-separated integers, got {text!r}") from None
+    if not seeds:
+        raise ArgumentError(f"{flag}: no seeds given")
+    return seeds

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import importlib.util
 import json
 import os
 import re
@@ -103,14 +102,6 @@ def _latest(folder: Path, key, name: str = "results.jsonl") -> list[dict]:
     if not (folder / name).is_file():
         return []
     return Ledger(folder, key, name=name).latest()
-
-
-def _script(root: Path, name: str):
-    """A script of ``scripts/`` as a module (its summary code is the one that writes its tables)."""
-    spec = importlib.util.spec_from_file_location(f"_pages_{name}", root / "scripts" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _captioned(caption: str, head, body, align: str = "") -> str:
@@ -795,15 +786,14 @@ def _json_lines(path: Path) -> list[str]:
 
 
 # --------------------------------------------------------------------------------------------
-# graphs (graph_table spec)
+# graphs (qt-hard grid run graph-table)
 
 
 def _graph_records(root: Path, source: str) -> list[dict]:
-    """``source``: a ledger folder under results/ (its latest records) or a CSV of cells."""
-    from qt_hard.experiments.specs import graph_table
-
+    """``source``: a results folder of ``qt-hard grid run graph-table`` under results/ (its latest
+    records) or a CSV of cells."""
     path = root / "results" / source
-    return _csv(path) if path.suffix == ".csv" else _latest(path, graph_table.KEY)
+    return _csv(path) if path.suffix == ".csv" else _grid_tables(root, "graph-table", f"results/{source}")[1]
 
 
 def _graph_block(root: Path, source: str, rows: list[str], datasets: list[str]) -> str:
@@ -888,14 +878,14 @@ table("graph_controls_hscl_diff")(
 
 
 # --------------------------------------------------------------------------------------------
-# images (vision_table spec)
+# images (qt-hard grid run vision-table)
 
 
 def _vision_rows(root: Path, source: str) -> list[dict]:
-    from qt_hard.experiments.specs import vision_table
-
+    """``source``: a results folder of ``qt-hard grid run vision-table`` (its latest records) or a CSV
+    of cells."""
     path = root / source
-    return _csv(path) if path.suffix == ".csv" else _latest(path, vision_table.KEY)
+    return _csv(path) if path.suffix == ".csv" else _grid_tables(root, "vision-table", source)[1]
 
 
 def _vision_block(root: Path, source: str, strategies: list[str]) -> str:
@@ -1244,13 +1234,17 @@ def _kvn_cost(root: Path) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# fine-tuning with sentence-transformers (scripts/st_compare.py's summary)
+# fine-tuning with sentence-transformers (the st-compare experiment's summary)
+def _st_spec():
+    from qt_hard.experiments.specs import st_compare
+
+    return st_compare
 
 
 def _st_compare(root: Path, folder: str) -> tuple[str, dict]:
     from qt_hard.experiments.ledger import Ledger
 
-    st = _script(root, "st_compare")
+    st = _st_spec()
     led = Ledger(root / "results" / "st_compare" / folder, st.KEY)
     return st.summarize(led.latest(), (led.setup or {}).get("recipe"))
 
@@ -1263,7 +1257,7 @@ def _st_recipe_choice(root: Path) -> str:
     """The bag-of-words start's recipe, chosen on dev: MNRL, seed 0, one folder per (lr, steps)."""
     from qt_hard.experiments.ledger import Ledger
 
-    st = _script(root, "st_compare")
+    st = _st_spec()
     body, scores, before = [], {}, None
     for folder in sorted((root / "results" / "st_compare" / "bow_recipe").iterdir()):
         led = Ledger(folder, st.KEY)
@@ -1296,22 +1290,133 @@ table("st_compare_minilm")(lambda root: _st_compare(root, "minilm")[0])
 
 LOSS_BENCH = "results/bench_losses_cpu.jsonl"
 GUARD_BENCH = "results/bench_guard.jsonl"
+ST_BENCH = "results/bench_st_losses.jsonl"
 
 
-def _loss_ratio(root: Path, strategy: str, k, B: int, mined: bool = False) -> str:
+def _loss_ratio(root: Path, strategy: str, k, B: int) -> str:
     """The loss-cost ratio of a row as it trained: ``strategy`` at ``k`` and batch size ``B`` from the
-    loss benchmark's rows; for ("st", case, B, mined) the plugin's ``case`` over MNRL at batch ``B``
-    from the guard benchmark (``mined``: with a mined negative per pair). "-" where no benchmark row
-    matches the row's strategy, k and batch size."""
-    if strategy == "st":
-        path = root / GUARD_BENCH
-        rows = _jsonl(path) if path.is_file() else []
-        rows = [r for r in rows if r["case"] == k and bool(r["explicit_negatives"]) == mined and r["B"] == B]
-    else:
-        path = root / LOSS_BENCH
-        rows = _jsonl(path) if path.is_file() else []
-        rows = [r for r in rows if r["strategy"] == strategy and str(r["k"]) == str(k) and r["B"] == B]
+    loss benchmark's rows; "-" where no benchmark row matches the row's strategy, k and batch size."""
+    path = root / LOSS_BENCH
+    rows = _jsonl(path) if path.is_file() else []
+    rows = [r for r in rows if r["strategy"] == strategy and str(r["k"]) == str(k) and r["B"] == B]
     return f"x{rows[-1]['ratio']:.2f}" if rows else "-"
+
+
+def st_bench_run(root: Path) -> list[dict]:
+    """The rows of the newest run of ``scripts/bench_st_losses.py`` (one run: every ratio measured
+    side by side); [] without the file."""
+    path = root / ST_BENCH
+    rows = _jsonl(path) if path.is_file() else []
+    return [r for r in rows if (r["utc"], r["command"]) == (rows[-1]["utc"], rows[-1]["command"])] if rows else []
+
+
+def st_trained_as(records: list[dict], row: str, recipe: dict | None) -> tuple | None:
+    """(loss class, configuration as JSON, batch size, columns) of ``row`` as it trained: the ``loss``
+    and ``loss_config`` its records name (None when they disagree or are missing), the batch size of
+    its ledger's ``recipe``, and 3 columns for a ``+mined`` row (anchor, positive, mined negative),
+    else 2."""
+    keys = {(r.get("loss"), json.dumps(r.get("loss_config"), sort_keys=True)) for r in records if r.get("row") == row}
+    batch = (recipe or {}).get("batch_size")
+    if len(keys) != 1 or None in next(iter(keys)) or batch is None:
+        return None
+    loss, config = next(iter(keys))
+    return loss, config, int(batch), 3 if "mined" in row.split("+")[1:] else 2
+
+
+def st_cost_case(bench: list[dict], trained: tuple | None) -> dict | None:
+    """The benchmark case that measured exactly the loss a row trained with: the same class and
+    configuration, batch size and columns; None where no case matches (the cost is then "-")."""
+    if trained is None:
+        return None
+    loss, config, batch, columns = trained
+    hits = [
+        r
+        for r in bench
+        if (r["loss"], json.dumps(r["loss_config"], sort_keys=True), r["B"], r["columns"])
+        == (loss, config, batch, columns)
+    ]
+    return hits[-1] if hits else None
+
+
+def _st_ledgers(root: Path) -> dict[str, tuple[list[dict], dict]]:
+    """comparison -> (latest records, recipe) of the sentence-transformers ledgers."""
+    from qt_hard.experiments.ledger import Ledger
+
+    st = _st_spec()
+    from qt_hard.experiments.specs import scifact
+
+    out = {}
+    for name, folder, key in (
+        ("bow", root / "results" / "st_compare" / "bow", st.KEY),
+        ("minilm", root / "results" / "st_compare" / "minilm", st.KEY),
+        ("scifact", root / "results" / "scifact", scifact.KEY),
+    ):
+        if (folder / "results.jsonl").is_file():
+            led = Ledger(folder, key)
+            out[name] = (led.latest(), (led.setup or {}).get("recipe") or {})
+    return out
+
+
+def _st_effect_cost(root: Path, folder: str, row: str, base: str) -> str:
+    """The loss cost of ``row`` over its baseline ``base`` as both trained in ``folder``: the row's case
+    over MNRL on the same columns, or over MNRL on the pairs where the baseline trained on the pairs and
+    the row on mined triplets (both from one run of the benchmark)."""
+    records, recipe = _st_ledgers(root).get(folder, ([], {}))
+    trained = st_trained_as(records, row, recipe)
+    base_trained = st_trained_as(records, base, recipe)
+    case = st_cost_case(st_bench_run(root), trained)
+    if case is None or base_trained is None:
+        return "-"
+    return f"x{case['ratio'] if base_trained[3] == trained[3] else case['ratio_vs_pairs']:.2f}"
+
+
+_ST_COST_COLUMNS = (
+    ("bow", "STS, from the bag of words"),
+    ("minilm", "STS, from all-MiniLM-L6-v2"),
+    ("scifact", "SciFact"),
+)
+
+
+@table("st_loss_cost", spread=False)
+def _st_loss_cost(root: Path) -> str:
+    """Each sentence-transformers comparison row's loss over MNRL's, as the row trained (loss and
+    configuration from its records, its comparison's batch size, its columns)."""
+    ledgers = _st_ledgers(root)
+    bench = st_bench_run(root)
+    rows = list(dict.fromkeys(r["row"] for records, _ in ledgers.values() for r in records if r["row"] != "before"))
+    st = _st_spec()
+    rows.sort(key=lambda r: (r.count("+"), "mined" in r, st.row_order(r) if r.split("+")[0] in st.ROWS else (9, r)))
+    names = [(n, h) for n, h in _ST_COST_COLUMNS if n in ledgers]
+    head = ["row", "columns", *(f"{h} (B = {ledgers[n][1].get('batch_size', '?')})" for n, h in names)]
+    body = []
+    for row in rows:
+        cells = []
+        for n, _ in names:
+            records, recipe = ledgers[n]
+            if not any(r["row"] == row for r in records):
+                cells.append("")
+                continue
+            case = st_cost_case(bench, st_trained_as(records, row, recipe))
+            cells.append("-" if case is None else f"x{case['ratio']:.2f}")
+        body.append([f"`{row}`", "pairs + mined negative" if "mined" in row.split("+")[1:] else "pairs", *cells])
+    if not bench:
+        return _captioned(
+            f"No run of `scripts/bench_st_losses.py` in `{ST_BENCH}` yet.", head, body, "ll" + "r" * len(names)
+        )
+    r0 = bench[0]
+    load = sorted({r["load_average_1min"] for r in bench})
+    caption = (
+        "Loss cost: the row's loss, forward + backward on fixed (B, "
+        f"{r0['d']}) embeddings, over sentence-transformers' MNRL on the same batch size and columns, the "
+        "median of interleaved blocks; the case is the one with the loss class and configuration the row's "
+        'records name, its comparison\'s batch size B and its columns. "-": no case matches (GIST, a guard '
+        "with a guide and the cached forms need the encoder inside the loss); blank: the row was not trained in "
+        "that comparison. The `mnrl` and `mnrl+mined` rows are MNRL against itself: the run's noise. From "
+        f"`{ST_BENCH}`: `{r0['command']}` on {r0['machine']}, torch {r0['torch']}, {r0['threads']} thread(s), "
+        f"commit {r0['commit']}, {r0['utc'][:10]}, {r0['run_wall_s']:.0f} s of wall time, 1-minute load "
+        f"average {load[0]}{'' if len(load) == 1 else f'-{load[-1]}'}."
+    )
+    return _captioned(caption, head, body, "ll" + "r" * len(names))
 
 
 @table("loss_cost", spread=False)
@@ -1571,24 +1676,52 @@ def _wiki_smoke(root: Path) -> str:
     )
 
 
+def _grid_tables(root: Path, name: str, folder: str) -> tuple[dict[str, str], list[dict]]:
+    """The tables experiment ``name`` writes from its ledger in ``root/folder`` (``qt-hard grid run
+    NAME --summary-only`` writes the same), and the records they read; empty without the ledger."""
+    from qt_hard.experiments.gridrun import experiment
+    from qt_hard.experiments.ledger import Ledger
+
+    exp = experiment(name)
+    path = root / folder
+    if not (path / exp.ledger_name).is_file():
+        return {}, []
+    ledger = Ledger(path, exp.key, name=exp.ledger_name)
+    records = ledger.latest()
+    return (exp.tables(records, ledger.setup, path) if records else {}), records
+
+
+def _cell_hours(records: list[dict], fields=("wall_s",)) -> float:
+    return sum(float(r.get(f) or 0.0) for r in records for f in fields) / 3600
+
+
 @table("scifact", spread=False)
 def _scifact(root: Path) -> str:
     """The SciFact retrieval comparison from ``results/scifact``: the recipe chosen on dev, each row's
     dev and test metrics over seeds, the guard audit, and the paired verdicts against both baselines."""
-    from qt_hard.experiments.specs import scifact
-
-    folder = root / "results" / "scifact"
-    records = _latest(folder, scifact.KEY)
+    tables, records = _grid_tables(root, "scifact", "results/scifact")
     if not records:
         return "Not measured yet: the recipe and the grid run with the commands above."
-    from qt_hard.experiments.ledger import Ledger
-
-    setup = Ledger(folder, scifact.KEY).setup or {}
     machines = sorted({r["machine"] for r in records})
     return (
-        scifact.summarize(records, setup.get("recipe"))
+        tables["table.md"]
         + f"\n\n`results/scifact/results.jsonl`: {len(records)} runs on {', '.join(machines)}, one torch thread a process, "
-        f"{sum(r['wall_s'] for r in records) / 3600:.1f} hours of cell time in all."
+        f"{_cell_hours(records):.1f} hours of cell time in all."
+    )
+
+
+@table("scifact-recipe", spread=False)
+def _scifact_recipe(root: Path) -> str:
+    """The recipe choice on dev (``results/scifact/recipe.jsonl``): dev nDCG@10 of MNRL, seed 0, at each
+    learning rate and step count tried, and the choice."""
+    tables, records = _grid_tables(root, "scifact-recipe", "results/scifact")
+    if not records:
+        return "Not measured yet: `qt-hard grid run scifact-recipe` above chooses it."
+    machines = sorted({r["machine"] for r in records})
+    return (
+        tables["recipe.md"]
+        + f"\n\n`results/scifact/recipe.jsonl`: MNRL, seed 0, on {', '.join(machines)}, one torch thread, "
+        f"{_cell_hours(records, ('train_s', 'eval_s')):.1f} hours of training and evaluation in all."
     )
 
 
@@ -1641,7 +1774,7 @@ class Effect:
     base: dict
     row: dict
     link: str
-    cost: tuple = ()  # (strategy, k, B) of the loss benchmark, or ("st", case, B, mined) of the plugin's
+    cost: tuple = ()  # (strategy, k, B) of the loss benchmark, or ("st", comparison, row, baseline)
 
     @property
     def verdict(self) -> report.PairedVerdict:
@@ -1708,25 +1841,20 @@ def _effects_text(root: Path) -> list[Effect]:
     return out
 
 
-# (row, the plugin's case in the guard benchmark or None): the rows the decision page reports
-_ST_ROWS = (
-    ("hard_b1", "hard"),
-    ("hard_b1_guard_rel", "hard+guard_relative"),
-    ("mnrl+mined", None),
-    ("hard_b1+mined", "hard"),
-)
+# the rows the decision page reports
+_ST_ROWS = ("hard_b1", "hard_b1_guard_rel", "mnrl+mined", "hard_b1+mined")
 
 
 def _effects_st(root: Path) -> list[Effect]:
     from qt_hard.experiments.ledger import Ledger
 
-    st = _script(root, "st_compare")
+    st = _st_spec()
     out = []
     for folder, start in (("minilm", "all-MiniLM-L6-v2"), ("bow", "the quick start's bag of words")):
         led = Ledger(root / "results" / "st_compare" / folder, st.KEY)
-        recs, batch = led.latest(), ((led.setup or {}).get("recipe") or {}).get("batch_size")
+        recs = led.latest()
         have = {r["row"] for r in recs}
-        for row, case in _ST_ROWS:
+        for row in _ST_ROWS:
             base = st.baseline_of(row)
             if row not in have or base not in have:
                 continue
@@ -1739,7 +1867,7 @@ def _effects_st(root: Path) -> list[Effect]:
                     _by_seed(recs, base, lambda r: r["sts_mean"]),
                     _by_seed(recs, row, lambda r: r["sts_mean"]),
                     "guides/sentence-transformers.md#fine-tuning-comparison-which-loss-to-start-with",
-                    ("st", case, batch, "+mined" in row) if case else (),
+                    ("st", folder, row, base),
                 )
             )
     return out
@@ -1879,7 +2007,9 @@ def _which_negatives(root: Path) -> str:
         "excludes 0, level when it holds 0, not judged below 3 pairs; baseline spread: the sample std of the "
         "baseline's metric over its seeds, for context; loss cost: the row's loss, forward and backward, over "
         f"its baseline's at the row's batch size and k, from `{LOSS_BENCH}` or, for sentence-transformers, "
-        f'`{GUARD_BENCH}` (CPU, one thread; "-" where no benchmark case matches the row as it trained). Each '
+        f"`{ST_BENCH}` (the case with the loss, configuration, batch size and columns the row trained with, over "
+        "MNRL on its baseline's columns, measured in one run; the table under the sentence-transformers guide's "
+        'comparisons). CPU, one thread; "-" where no benchmark case matches the row as it trained. Each '
         "comparison links its table."
     ]
     head = ["comparison", "metric", "effect [95% interval]", "pairs", "verdict", "baseline spread", "loss cost"]
@@ -1887,7 +2017,13 @@ def _which_negatives(root: Path) -> str:
     for e in _effects(root):
         v = e.verdict
         sd = f"{report.spread(e.base.values()):.2f}" if len(e.base) > 1 else "-"
-        cost = _loss_ratio(root, *e.cost) if e.cost else "-"
+        cost = (
+            "-"
+            if not e.cost
+            else _st_effect_cost(root, *e.cost[1:])
+            if e.cost[0] == "st"
+            else _loss_ratio(root, *e.cost)
+        )
         cells = [f"[{e.what}]({e.link})", e.metric, v.cell(), str(v.n), v.verdict, sd, cost]
         groups.setdefault(e.setting, []).append(cells)
     for setting, body in groups.items():
@@ -1955,7 +2091,7 @@ def _answer_similarity(root: Path) -> str:
     """The sentence-transformers choice from each start, on dev, with the chosen row's test effect."""
     from qt_hard.experiments.ledger import Ledger
 
-    st = _script(root, "st_compare")
+    st = _st_spec()
     parts = []
     for folder, start in (("minilm", "all-MiniLM-L6-v2"), ("bow", "the quick start's bag of words")):
         recs = Ledger(root / "results" / "st_compare" / folder, st.KEY).latest()
@@ -2086,7 +2222,8 @@ def _kvn_claim_rows(root: Path) -> list[list[str]]:
             "Ash et al.",
             "the best k grows with N",
             f"**reproduced**: the best k is {', '.join(str(k) for k in best.values())} for N = "
-            f"{', '.join(str(n) for n in best)} (B = 1000); k = 50 against all 1,998 candidates at N = 100: "
+            f"{', '.join(str(n) for n in best)} (B = 1000, so 1,998 = 2B - 2 is all in-batch candidates); k = 50 "
+            "against all 1,998 in-batch candidates at N = 100: "
             f"{_said(k_fx['k_100'])}; k = 998 at N = 1000: {_said(k_fx['k_1000'])}",
             "Wiki-N, 10 + 10 epochs (5x fewer than D.1), 3 seeds",
             "[k versus N](docs/reproductions/k-vs-n.md)",
@@ -2203,7 +2340,7 @@ def _readme_claims(root: Path) -> str:
             "hard > debiased > SimCLR on images",
             f"**not judged**: on a 5,085-image CIFAR-10 subset hard is {hard_img.mean:+.1f} kNN points over SimCLR, "
             f"paired by seed, over {hard_img.n} seeds, fewer than a verdict needs; HCL itself found no gain on full "
-            "CIFAR-10 at N = 510",
+            "CIFAR-10 with 510 negatives per anchor",
             "ResNet-18, 40 epochs, 2 seeds",
             "[HCL](docs/reproductions/hcl-images.md)",
         ],

@@ -43,9 +43,11 @@ import time
 from pathlib import Path
 
 from qt_hard.errors import ArgumentError
+from qt_hard.experiments.contract import Cell, Experiment
 
 __all__ = [
     "DEV_FRACTION",
+    "EXPERIMENTS",
     "ROWS",
     "Scifact",
     "dev_split",
@@ -322,7 +324,7 @@ def run_cell(row: str, seed: int, ctx: dict, eval_steps=(), on_eval=None) -> dic
 def select_recipe(records: list[dict]) -> dict:
     """The recipe record with the best dev nDCG@10 (ties: fewer steps, then the smaller rate)."""
     if not records:
-        raise ArgumentError("no recipe records to choose from: run --select first")
+        raise ArgumentError("no recipe records to choose from: run `qt-hard grid run scifact-recipe` first")
     best = max(records, key=lambda r: (r["dev_ndcg@10"], -r["steps"], -r["lr"]))
     return {"lr": best["lr"], "steps": best["steps"], "rule": "best dev nDCG@10 of MNRL, seed 0"}
 
@@ -392,3 +394,194 @@ def _guard_cell(removed, tp) -> str:
     share = statistics.mean(r) * 100
     acted = "did not act" if share < 0.05 else f"{share:.2f}%"
     return acted + (f" ({statistics.mean(t) * 100:.0f}%)" if t else "")
+
+
+# --------------------------------------------------------------------------------------- the contract
+MINED_SETUP = {"relative_margin": MINE_MARGIN, "range_max": MINE_RANGE, "num_negatives": 1, "sampling_strategy": "top"}
+
+
+class _Common(Experiment):
+    """The options and the per-process context the recipe choice and the grid share."""
+
+    default_out = "runs/scifact"
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--data", default=None, help="BEIR SciFact folder (default $QT_HARD_DATA/beir/scifact)")
+        parser.add_argument("--threads", type=int, default=1, help="torch threads of each process")
+        parser.add_argument("--batch-size", type=int, default=BASE_RECIPE["batch_size"], help="pairs a step")
+        parser.add_argument(
+            "--max-seq-length", type=int, default=None, help="cut the training inputs (default: the model's own, 256)"
+        )
+
+    def check(self, args) -> None:
+        for flag, v, low in (("--threads", args.threads, 1), ("--batch-size", args.batch_size, 2)):
+            if v < low:
+                raise ArgumentError(f"{flag} must be >= {low}, got {v}")
+        self.context(args)  # the folder is read and checked before anything is trained
+
+    def context(self, args) -> dict:
+        """The data and settings of this process (read once a process)."""
+        if getattr(self, "_ctx", None) is None or self._ctx["args"] is not args:
+            from qt_hard.paths import data_path
+
+            sf = Scifact(Path(args.data) if args.data else data_path("beir", "scifact"))
+            self._ctx = {"args": args, "scifact": sf, "device": _device(args.device)}
+        return self._ctx
+
+    def base_recipe(self, args) -> dict:
+        recipe = {**BASE_RECIPE, "batch_size": args.batch_size}
+        dev = _device(args.device)
+        if dev != "cpu":  # recorded: runs on another device differ by rounding, so they are another setup
+            recipe["device"] = dev
+        if args.max_seq_length is not None:
+            recipe["max_seq_length"] = args.max_seq_length
+        return recipe
+
+    def cell_context(self, args, out: Path, recipe: dict) -> dict:
+        import torch
+
+        torch.set_num_threads(args.threads)
+        ctx = self.context(args)
+        sf = ctx["scifact"]
+        return {
+            **ctx,
+            "recipe": recipe,
+            "root": Path(__file__).resolve().parents[3],
+            "workdir": Path("runs") / "scifact_work",
+            "mined": lambda: mine(sf, out / "mined.jsonl", args.threads, ctx["device"]),
+        }
+
+
+def _device(device: str) -> str:
+    """``cuda`` or ``cpu`` for the grid's ``--device`` (``auto``: the GPU where there is one)."""
+    if device == "auto":
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+class RecipeChoice(_Common):
+    """MNRL, seed 0, once per learning rate; dev and test measured at each of ``--select-steps``
+    (``OUT/recipe.jsonl``). :func:`select_recipe` reads the choice, on dev."""
+
+    name = "scifact-recipe"
+    help = "SciFact: choose MNRL's learning rate and steps on dev (seed 0)"
+    key = ("lr", "steps")
+    ledger_name = "recipe.jsonl"
+    seeds = ""
+
+    def add_arguments(self, parser) -> None:
+        super().add_arguments(parser)
+        parser.add_argument("--lrs", default="2e-5,5e-5,1e-4", help="learning rates, comma-separated")
+        parser.add_argument("--select-steps", default="22,44", help="steps at which dev is measured")
+
+    def check(self, args) -> None:
+        from qt_hard.experiments.grid import seed_list
+
+        self.lrs = _positive_floats(args.lrs, "--lrs")
+        self.steps = sorted(seed_list(args.select_steps, "--select-steps"))
+        super().check(args)
+
+    def setup(self, args, out: Path) -> dict:
+        data = self.context(args)["scifact"].summary()
+        return {"model": MINILM, "row": "mnrl", "seed": 0, "base_recipe": self.base_recipe(args), "data": data}
+
+    def cells(self, args, rows, seeds) -> list[Cell]:
+        return [Cell(("lr", lr), tuple((lr, s) for s in self.steps)) for lr in self.lrs]
+
+    def run(self, args, out: Path, setup: dict, cell: Cell) -> list[dict]:
+        from qt_hard.experiments.ledger import provenance
+
+        lr, steps = cell.claim[1], [k[1] for k in cell.keys]
+        ctx = self.cell_context(args, out, {**setup["base_recipe"], "lr": lr, "steps": max(steps)})
+        records = []
+
+        def keep(step, rec):
+            records.append({"lr": lr, "steps": step, **rec, **provenance(ctx["root"])})
+
+        rec = run_cell("mnrl", 0, ctx, eval_steps=steps[:-1], on_eval=keep)
+        keep(max(steps), {k: v for k, v in rec.items() if k.startswith(("dev_", "test_", "train_")) or k == "eval_s"})
+        return records
+
+    def tables(self, records, setup, out) -> dict[str, str]:
+        from qt_hard.experiments.report import markdown_table
+
+        body = [
+            [f"{r['lr']:g}", str(r["steps"]), f"{r['dev_ndcg@10']:.2f}"]
+            for r in sorted(records, key=lambda r: (r["lr"], r["steps"]))
+        ]
+        choice = select_recipe(records)
+        lines = markdown_table(["lr", "steps", "dev nDCG@10"], body, "rrr")
+        lines += ["", f"Chosen: lr {choice['lr']:g}, {choice['steps']} steps ({choice['rule']})."]
+        edges = [
+            what
+            for what, field in (("the largest learning rate", "lr"), ("the most steps", "steps"))
+            if choice[field] == max(r[field] for r in records)
+        ]
+        if edges:
+            lines[-1] += (
+                f" The choice lies at the edge of the range tried ({' and '.join(edges)}): "
+                "a wider range could choose another recipe."
+            )
+        return {"recipe.md": "\n".join(lines)}
+
+    def progress(self, record: dict) -> str:
+        return f"lr {record['lr']:g} at step {record['steps']}: dev nDCG@10 {record['dev_ndcg@10']:.2f}"
+
+
+class Comparison(_Common):
+    """The rows x seeds under the recipe chosen on dev, after the starting model's ``before`` row
+    (``OUT/results.jsonl``; the mined triplets built first when a row needs them)."""
+
+    name = "scifact"
+    help = "SciFact: fine-tune all-MiniLM-L6-v2 with each row's negatives; judged on dev, reported on test"
+    key = KEY
+    rows = DEFAULT_ROWS
+
+    def check_row(self, name: str) -> None:
+        parse_row(name)
+
+    def setup(self, args, out: Path) -> dict:
+        from qt_hard.experiments.ledger import Ledger
+
+        if not (out / "recipe.jsonl").is_file():
+            raise ArgumentError(
+                f"--out {out}: no recipe.jsonl; choose the recipe on dev first (grid run scifact-recipe)"
+            )
+        choice = select_recipe(Ledger(out, ("lr", "steps"), name="recipe.jsonl").latest())
+        recipe = {**self.base_recipe(args), "lr": choice["lr"], "steps": choice["steps"]}
+        data = self.context(args)["scifact"].summary()
+        return {"model": MINILM, "recipe": recipe, "recipe_rule": choice["rule"], "data": data, "mined": MINED_SETUP}
+
+    def cells(self, args, rows, seeds) -> list[Cell]:
+        return [Cell(("before", None)), *super().cells(args, rows, seeds)]
+
+    def prepare(self, args, out: Path, todo: list[Cell]) -> None:
+        if any(c.claim[0] != "before" and parse_row(c.claim[0])[1] for c in todo):
+            ctx = self.cell_context(args, out, {})
+            ctx["mined"]()  # mined once, here, before the workers read it
+
+    def run(self, args, out: Path, setup: dict, cell: Cell) -> dict:
+        row, seed = cell.claim
+        return run_cell(row, seed, self.cell_context(args, out, setup["recipe"]))
+
+    def tables(self, records, setup, out) -> dict[str, str]:
+        return {"table.md": summarize(records, (setup or {}).get("recipe"))}
+
+    def progress(self, record: dict) -> str:
+        keys = ("dev_ndcg@10", "test_ndcg@10", "guard_removed_frac", "wall_s")
+        return f"{record['row']} seed {record['seed']}: " + ", ".join(f"{k} {record.get(k)}" for k in keys)
+
+
+def _positive_floats(text: str, flag: str) -> list[float]:
+    try:
+        vals = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ArgumentError(f"{flag} must be comma-separated numbers, got {text!r}") from None
+    if not vals or any(v <= 0 for v in vals):
+        raise ArgumentError(f"{flag} must be positive numbers, got {text!r}")
+    return vals
+
+
+EXPERIMENTS = (RecipeChoice(), Comparison())

@@ -1,0 +1,117 @@
+"""The experiment contract: what an experiment declares so that one command, ``qt-hard grid run``
+(:mod:`qt_hard.experiments.gridrun`), runs any of them the same way.
+
+An experiment is a grid of **cells**. Each cell is claimed by the process that runs it, produces
+one or more **records** appended to the experiment's ledger (:class:`~qt_hard.experiments.ledger.Ledger`)
+and is skipped once its records are there. The experiment says
+
+* which options it takes beyond the grid's own (:meth:`Experiment.add_arguments`) and checks them
+  before anything is written (:meth:`Experiment.check`);
+* what every record of one results folder shares (:meth:`Experiment.setup`: a folder never mixes two
+  setups);
+* its cells, in the order they run (:meth:`Experiment.cells`), and what is built once before them
+  (:meth:`Experiment.prepare`);
+* how one cell runs (:meth:`Experiment.run`), in this process or in a worker of its own;
+* its tables from the records (:meth:`Experiment.tables`), written beside the ledger and read by the
+  docs' generated blocks, and its figures (:meth:`Experiment.figures`), drawn beside them.
+
+The grid owns everything else: the loop over cells, the workers side by side, the claims, the
+resume, the progress lines and the summary. Rows are named by each experiment (``--rows``) and
+checked by :meth:`Experiment.check_row`; seeds are ``--seeds``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["Cell", "Experiment"]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One unit of work: ``claim`` names it among the processes sharing a folder (and its run
+    folder); ``keys`` are the ledger keys it writes (by default the claim alone): the cell is done
+    when every one of them has a record."""
+
+    claim: tuple
+    keys: tuple[tuple, ...] = field(default=())
+
+    def __post_init__(self):
+        if not self.keys:
+            object.__setattr__(self, "keys", (tuple(self.claim),))
+
+    def done(self, finished: set) -> bool:
+        return all(tuple(k) in finished for k in self.keys)
+
+
+class Experiment:
+    """The base of every experiment (subclass it; see the module docstring).
+
+    Class attributes:
+        name: the command's name for it (``qt-hard grid run NAME``).
+        help: one line for ``--help``.
+        key: the record fields that identify a record in the ledger.
+        fields: the fields every record must have besides the key (what the tables read).
+        ledger_name: the ledger's file name in the results folder.
+        default_out: ``--out`` when none is given.
+        rows: the rows run when ``--rows`` is not given (empty: the experiment has no rows).
+        seeds: the default ``--seeds``.
+    """
+
+    name: str = ""
+    help: str = ""
+    key: tuple[str, ...] = ("row", "seed")
+    fields: tuple[str, ...] = ()
+    ledger_name: str = "results.jsonl"
+    default_out: str = ""
+    rows: Sequence[str] = ()
+    seeds: str = "0,1,2"
+
+    # ---------------------------------------------------------------------------- options
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """Add the experiment's own options (the grid adds --out, --rows, --seeds, --workers,
+        --device and --summary-only)."""
+
+    def check_row(self, name: str) -> None:
+        """Refuse an unknown row with an ``ArgumentError`` naming ``--rows``."""
+
+    def check(self, args: argparse.Namespace) -> None:
+        """Refuse bad options in one line, before anything is written (rows are checked already)."""
+
+    # ---------------------------------------------------------------------------- the grid
+    def setup(self, args: argparse.Namespace, out: Path) -> dict:
+        """What every record of the folder shares (JSON); a folder of another setup is refused."""
+        raise NotImplementedError
+
+    def cells(self, args: argparse.Namespace, rows: list[str], seeds: list[int]) -> list[Cell]:
+        """The cells in the order they run: seeds outermost, so every row gets a seed early."""
+        return [Cell((row, seed)) for seed in seeds for row in rows]
+
+    def prepare(self, args: argparse.Namespace, out: Path, todo: list[Cell]) -> None:
+        """What the cells to run share, built once before them in this process (data, caches)."""
+
+    def run(self, args: argparse.Namespace, out: Path, setup: dict, cell: Cell) -> dict | list[dict] | None:
+        """Run one cell and return its record(s); None when it stopped early (a signal), leaving
+        what it can resume from."""
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------------------- the report
+    def configure(self, args: argparse.Namespace) -> None:
+        """Read the options the tables need (called before :meth:`tables` by the command,
+        ``--summary-only`` included; the docs' pages call :meth:`tables` without it)."""
+
+    def tables(self, records: list[dict], setup: dict | None, out: Path) -> dict[str, str]:
+        """The experiment's tables from its newest records: ``{file name: text}``, written into the
+        results folder ``out`` (which an experiment with several ledgers reads too); the first is
+        printed. Empty when there is nothing to show yet."""
+        return {}
+
+    def figures(self, args: argparse.Namespace, out: Path, records: list[dict], setup: dict | None) -> None:
+        """Draw the experiment's figures from its newest records (after the tables; none by default)."""
+
+    def progress(self, record: dict) -> str:
+        """The line logged when one of its records is appended."""
+        return " ".join(f"{k}={record.get(k)}" for k in self.key)

@@ -1,0 +1,243 @@
+"""``qt-hard grid run NAME``: any experiment of the contract (:mod:`qt_hard.experiments.contract`) run
+the one way, and ``qt-hard grid list``.
+
+    qt-hard grid run scifact --out results/scifact --seeds 0,1,2 --workers 2
+    qt-hard grid run scifact --out results/scifact --summary-only
+
+The command checks every option before anything is written, opens the ledger with the experiment's
+setup (another setup in the folder is refused), lists the cells still to run, builds what they share
+once, then runs them (``--workers N``: N at once, each in a process of its own, on ``--device``),
+each claimed so that several commands on one folder never run the same cell, each record appended
+whole as its cell ends. A rerun skips what is done; a signal stops it with the finished cells kept.
+The experiment's tables are then written beside the ledger (``--summary-only``: only that).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+from pathlib import Path
+
+from qt_hard.errors import ArgumentError, UserError
+from qt_hard.experiments.contract import Cell, Experiment
+
+__all__ = ["EXPERIMENTS", "experiment", "register", "registered", "run_cell", "run_grid", "write_tables"]
+
+log = logging.getLogger("qt_hard.experiments")
+
+# Name -> the module whose ``EXPERIMENTS`` holds it; imported when the command is built (the spec
+# modules import nothing heavy at their top).
+EXPERIMENTS = {
+    "scifact": "qt_hard.experiments.specs.scifact",
+    "scifact-recipe": "qt_hard.experiments.specs.scifact",
+    "st-compare": "qt_hard.experiments.specs.st_compare",
+    "st-compare-memory": "qt_hard.experiments.specs.st_compare",
+    "qt-table": "qt_hard.experiments.specs.qt_table",
+    "graph-table": "qt_hard.experiments.specs.graph_table",
+    "vision-table": "qt_hard.experiments.specs.vision_table",
+}
+
+
+def registered() -> dict[str, str]:
+    """Every experiment name -> its module: the library's, and those of the modules listed in
+    ``$QT_HARD_EXPERIMENTS`` (comma-separated module names, each with an ``EXPERIMENTS`` sequence):
+    an experiment of one's own runs through the same command without editing the library."""
+    names = dict(EXPERIMENTS)
+    for module in filter(None, os.environ.get("QT_HARD_EXPERIMENTS", "").split(",")):
+        try:
+            found = importlib.import_module(module.strip()).EXPERIMENTS
+        except (ImportError, AttributeError) as err:
+            raise UserError(f"QT_HARD_EXPERIMENTS: {module}: {err}") from None
+        names.update({e.name: module.strip() for e in found})
+    return names
+
+
+def experiment(name: str, module: str | None = None) -> Experiment:
+    """The registered experiment ``name`` (from ``module`` when given); an ``ArgumentError`` listing
+    the names otherwise."""
+    if module is None:
+        names = registered()
+        if name not in names:
+            raise ArgumentError(f"unknown experiment {name!r}; experiments are {', '.join(sorted(names))}")
+        module = names[name]
+    return next(e for e in importlib.import_module(module).EXPERIMENTS if e.name == name)
+
+
+# ------------------------------------------------------------------------------------------ the loop
+def run_grid(exp: Experiment, args: argparse.Namespace) -> int:
+    """Check, plan, prepare, run the cells to run, write the tables (see the module docstring).
+    Every record names the commit of the code this command started with (``QT_HARD_GIT_COMMIT``
+    for its workers too), not the checkout's at the moment the record is appended: a long grid
+    keeps running the code it loaded while the checkout moves on."""
+    from qt_hard.experiments.ledger import git_commit
+
+    started = os.environ.get("QT_HARD_GIT_COMMIT")
+    os.environ["QT_HARD_GIT_COMMIT"] = started or git_commit(Path(__file__).resolve().parent)
+    try:
+        return _run_grid(exp, args)
+    finally:
+        if started is None:
+            os.environ.pop("QT_HARD_GIT_COMMIT", None)
+
+
+def _run_grid(exp: Experiment, args: argparse.Namespace) -> int:
+    from qt_hard.experiments.ledger import Ledger
+    from qt_hard.experiments.runner import check_device, in_processes
+    from qt_hard.paths import output_folder
+
+    out = output_folder(args.out)
+    if args.summary_only:  # reads the ledger alone: the other options are not needed
+        if not (out / exp.ledger_name).is_file():
+            raise ArgumentError(f"--out {out}: no {exp.ledger_name} to summarize")
+        return write_tables(exp, out, args)
+    rows, seeds = _rows_and_seeds(exp, args)
+    if args.workers < 1:
+        raise ArgumentError(f"--workers {args.workers}: give at least 1")
+    exp.check(args)
+    check_device(args.device)
+    setup = exp.setup(args, out)
+    ledger = Ledger(out, exp.key, setup, name=exp.ledger_name, fields=exp.fields)
+    cells = exp.cells(args, rows, seeds)
+    todo = [c for c in cells if not c.done(ledger.done())]
+    log.info("%s: %d cells, %d done, %d to run (%s)", exp.name, len(cells), len(cells) - len(todo), len(todo), out)
+    if todo:
+        exp.prepare(args, out, todo)
+    picklable = argparse.Namespace(**{k: v for k, v in vars(args).items() if k != "func"})  # for the workers
+    jobs = [(type(exp).__module__, exp.name, picklable, str(out), setup, cell) for cell in todo]
+    for records in in_processes(run_cell, jobs, args.workers, fresh=args.workers > 1, device=args.device):
+        for rec in records or []:
+            log.info("%s: %s", exp.name, exp.progress(rec))
+    return write_tables(exp, out, args)
+
+
+def run_cell(module: str, name: str, args: argparse.Namespace, out: str, setup: dict, cell: Cell) -> list[dict] | None:
+    """One cell under its claim (in this process or a worker's): skipped when another process holds
+    it or its records appeared meanwhile; its records appended as it ends. Returns them."""
+    from qt_hard.experiments.ledger import Ledger
+
+    exp = experiment(name, module)
+    ledger = Ledger(out, exp.key, setup, name=exp.ledger_name, fields=exp.fields)
+    with ledger.claim(cell.claim) as mine:
+        if not mine or cell.done(ledger.done()):
+            return None
+        records = exp.run(args, Path(out), setup, cell)
+        if records is None:
+            return None
+        records = records if isinstance(records, list) else [records]
+        for rec in records:
+            ledger.append(rec)
+    return records
+
+
+def write_tables(exp: Experiment, out: Path, args: argparse.Namespace | None = None) -> int:
+    """The experiment's tables from the ledger's newest records, written into ``out`` (the
+    Markdown ones printed), then its figures; ``args``, the command's options, reach
+    :meth:`Experiment.configure` and :meth:`Experiment.figures`."""
+    from qt_hard.experiments.ledger import Ledger
+    from qt_hard.files import write_text
+
+    if args is not None:
+        exp.configure(args)
+    ledger = Ledger(out, exp.key, name=exp.ledger_name)
+    records = ledger.latest()
+    tables = exp.tables(records, ledger.setup, out)
+    for name, text in tables.items():
+        write_text(out / name, text.rstrip("\n") + "\n", "table")
+    print("\n\n".join(text.rstrip("\n") for name, text in tables.items() if name.endswith(".md")))
+    if args is not None:
+        exp.figures(args, out, records, ledger.setup)
+    return 0
+
+
+def _rows_and_seeds(exp: Experiment, args) -> tuple[list[str], list[int]]:
+    from qt_hard.experiments.grid import comma_list
+    from qt_hard.experiments.grid import seed_list
+
+    rows = comma_list(args.rows) if exp.rows else []
+    if exp.rows and not rows:
+        raise ArgumentError("--rows: give at least one row")
+    for r in rows:
+        exp.check_row(r)
+    return rows, (seed_list(args.seeds) if exp.seeds else [])
+
+
+# ------------------------------------------------------------------------------------------ the command
+def register(sub) -> None:
+    """``qt-hard grid run NAME ...`` (one subcommand an experiment, with its own options) and
+    ``qt-hard grid list``."""
+    from qt_hard.experiments.runner import DEVICES
+
+    grid = sub.add_parser("grid", help="run an experiment's grid of cells (resumable), or list the experiments")
+    grid_sub = grid.add_subparsers(dest="grid_command", metavar="ACTION")
+    lister = grid_sub.add_parser("list", help="the experiments and what each measures")
+    lister.set_defaults(func=_list)
+    runner = grid_sub.add_parser("run", help="run (or resume) an experiment's cells and write its tables")
+    specs = runner.add_subparsers(dest="experiment", metavar="EXPERIMENT")
+    try:
+        names = registered()
+    except UserError as err:  # reported by the grid's commands, not by every other command
+        names = {}
+        lister.set_defaults(func=lambda args, err=err: _raise(err))
+        runner.set_defaults(func=lambda args, err=err: _raise(err))
+    for name in names:
+        exp = experiment(name)
+        p = specs.add_parser(name, help=exp.help, description=exp.help)
+        p.add_argument("--out", default=exp.default_out or f"runs/{name}", help="results folder (the ledger)")
+        if exp.rows:
+            p.add_argument("--rows", default=",".join(exp.rows), help="rows to run, comma-separated")
+        if exp.seeds:
+            p.add_argument("--seeds", default=exp.seeds, help="seeds, comma-separated")
+        p.add_argument("--workers", type=int, default=1, help="cells run at once, each in a process of its own")
+        p.add_argument("--device", default="auto", help=f"where the cells run: {' | '.join(DEVICES)}")
+        p.add_argument("--summary-only", action="store_true", help="only write the tables of what is there")
+        exp.add_arguments(p)
+        p.set_defaults(func=lambda args, exp=exp: _run(exp, args))
+    grid.set_defaults(func=lambda args: grid.print_help() or 2)
+    if names:
+        runner.set_defaults(func=lambda args: runner.print_help() or 2)
+
+
+def _raise(err: Exception):
+    raise err
+
+
+def _run(exp: Experiment, args) -> int:
+    _log_to_stderr()
+    try:
+        return run_grid(exp, args)
+    except SystemExit as stop:  # a spec's own refusal, raised as SystemExit("message")
+        if isinstance(stop.code, str):
+            raise UserError(stop.code) from None
+        raise
+
+
+def _list(args) -> int:
+    for name in registered():
+        print(f"{name:16s} {experiment(name).help}")
+    return 0
+
+
+def _log_to_stderr() -> None:
+    """The grid's progress lines on stderr, one a record (the CLI configures the package's logger)."""
+    logger = logging.getLogger("qt_hard")
+    if not logger.handlers:
+        handler = _Stderr()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+
+
+class _Stderr(logging.StreamHandler):
+    """A handler writing to whatever ``sys.stderr`` is when a line is logged (not the stream of the
+    moment it was made: a caller may replace it, as pytest's capture does)."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value):
+        pass

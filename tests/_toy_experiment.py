@@ -1,0 +1,54 @@
+"""A toy experiment of the grid contract for the grid command's tests: each cell sleeps ``--sleep``
+seconds, leaves a marker file naming itself and its process (so a test counts how often each cell
+ran), and records ``value = 10 * seed + len(row)``."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from qt_hard.experiments.contract import Experiment
+
+
+class Toy(Experiment):
+    name = "toy"
+    help = "a toy grid for the tests"
+    rows = ("a", "bb", "ccc")
+    seeds = "0,1"
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--sleep", type=float, default=0.0)
+        parser.add_argument("--wait-for", default=None, help="a file each cell waits for (at most a minute)")
+
+    def check_row(self, name: str) -> None:
+        from qt_hard.errors import ArgumentError
+
+        if name not in self.rows:
+            raise ArgumentError(f"--rows: unknown row {name!r}")
+
+    def setup(self, args, out: Path) -> dict:
+        return {"toy": 1}
+
+    def run(self, args, out: Path, setup: dict, cell):
+        row, seed = cell.claim
+        marks = out / "ran"
+        marks.mkdir(exist_ok=True)
+        (marks / f"{row}_{seed}_{os.getpid()}_{time.monotonic_ns()}").touch()
+        time.sleep(args.sleep)
+        deadline = time.monotonic() + 60
+        while args.wait_for and not Path(args.wait_for).exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        from qt_hard.experiments.ledger import provenance
+
+        return {"row": row, "seed": seed, "value": 10 * seed + len(row), **provenance(out)}
+
+    def tables(self, records, setup, out) -> dict[str, str]:
+        lines = ["| row | seed | value |", "|---|---:|---:|"]
+        lines += [
+            f"| {r['row']} | {r['seed']} | {r['value']} |" for r in sorted(records, key=lambda r: (r["row"], r["seed"]))
+        ]
+        return {"table.md": "\n".join(lines)}
+
+
+EXPERIMENTS = (Toy(),)
