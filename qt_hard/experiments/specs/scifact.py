@@ -363,7 +363,8 @@ def summarize(records: list[dict], recipe: dict | None = None) -> str:
             cells.append(f"{mean:.2f}" + (f" ± {sd:.2f}" if len(vals) > 1 else ""))
         removed = [runs[s].get("guard_removed_frac") for s in runs]
         tp = [runs[s].get("guard_removed_tp_frac") for s in runs]
-        guard = "-" if all(v is None for v in removed) else _guard_cell(removed, tp)
+        guarded = row != "before" and "guard" in ROWS[parse_row(row)[0]][1]["kwargs"]
+        guard = _guard_cell(removed, tp) if guarded and any(v is not None for v in removed) else "-"
         body.append([f"{row_label(row)} (`{row}`)", str(len(runs)), *cells, guard])
     heads = ["row", "seeds", *(h for _, h in metrics), "guard removed (true positives)"]
     lines += markdown_table(heads, body, "lr" + "r" * (len(metrics) + 1))
