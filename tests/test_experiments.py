@@ -65,6 +65,7 @@ NO_LEDGER = {
     "s2v_curve_gpu/curve.csv": "the learning curve as scripts/device_s2v.sh wrote it on a GPU machine (meta.json)",
     "s2v_curve_gpu/metrics.csv": "that curve's training run's own logged rows",
     "s2v_curve_gpu/README.md": "how the files of s2v_curve_gpu/ were made",
+    "scifact/README.md": "the commands behind the retrieval comparison's ledgers",
 }
 # Copies of per-run files (a run's metrics.csv or eval.csv) kept beside a ledger: they are the runs'
 # own logs, read by the figures, not derived from the ledger.
