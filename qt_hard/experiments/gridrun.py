@@ -117,19 +117,11 @@ def run_cell(module: str, name: str, args: argparse.Namespace, out: str, setup: 
     """One cell under its claim (in this process or a worker's): skipped when another process holds
     it or its records appeared meanwhile; its records appended as it ends. Returns them."""
     from qt_hard.experiments.ledger import Ledger
+    from qt_hard.experiments.runner import run_claimed
 
     exp = experiment(name, module)
     ledger = Ledger(out, exp.key, setup, name=exp.ledger_name, fields=exp.fields)
-    with ledger.claim(cell.claim) as mine:
-        if not mine or cell.done(ledger.done()):
-            return None
-        records = exp.run(args, Path(out), setup, cell)
-        if records is None:
-            return None
-        records = records if isinstance(records, list) else [records]
-        for rec in records:
-            ledger.append(rec)
-    return records
+    return run_claimed(ledger, cell.claim, lambda: exp.run(args, Path(out), setup, cell), cell.keys)
 
 
 def write_tables(exp: Experiment, out: Path, args: argparse.Namespace | None = None) -> int:

@@ -1695,18 +1695,27 @@ def _cell_hours(records: list[dict], fields=("wall_s",)) -> float:
     return sum(float(r.get(f) or 0.0) for r in records for f in fields) / 3600
 
 
+def _grid_block(root: Path, name: str, table: str, missing: str, caption: str, hours=("wall_s",)) -> str:
+    """Experiment ``name``'s table file ``table`` from its ledger in ``results/scifact``, captioned with
+    the ledger's file, its machines and its hours of cell time; ``missing`` before it exists."""
+    tables, records = _grid_tables(root, name, "results/scifact")
+    if not records:
+        return missing
+    machines = ", ".join(sorted({r["machine"] for r in records}))
+    return tables[table] + "\n\n" + caption.format(n=len(records), machines=machines, hours=_cell_hours(records, hours))
+
+
 @table("scifact", spread=False)
 def _scifact(root: Path) -> str:
     """The SciFact retrieval comparison from ``results/scifact``: the recipe chosen on dev, each row's
     dev and test metrics over seeds, the guard audit, and the paired verdicts against both baselines."""
-    tables, records = _grid_tables(root, "scifact", "results/scifact")
-    if not records:
-        return "Not measured yet: the recipe and the grid run with the commands above."
-    machines = sorted({r["machine"] for r in records})
-    return (
-        tables["table.md"]
-        + f"\n\n`results/scifact/results.jsonl`: {len(records)} runs on {', '.join(machines)}, one torch thread a process, "
-        f"{_cell_hours(records):.1f} hours of cell time in all."
+    return _grid_block(
+        root,
+        "scifact",
+        "table.md",
+        "Not measured yet: the recipe and the grid run with the commands above.",
+        "`results/scifact/results.jsonl`: {n} runs on {machines}, one torch thread a process, "
+        "{hours:.1f} hours of cell time in all.",
     )
 
 
@@ -1714,14 +1723,14 @@ def _scifact(root: Path) -> str:
 def _scifact_recipe(root: Path) -> str:
     """The recipe choice on dev (``results/scifact/recipe.jsonl``): dev nDCG@10 of MNRL, seed 0, at each
     learning rate and step count tried, and the choice."""
-    tables, records = _grid_tables(root, "scifact-recipe", "results/scifact")
-    if not records:
-        return "Not measured yet: `qt-hard grid run scifact-recipe` above chooses it."
-    machines = sorted({r["machine"] for r in records})
-    return (
-        tables["recipe.md"]
-        + f"\n\n`results/scifact/recipe.jsonl`: MNRL, seed 0, on {', '.join(machines)}, one torch thread, "
-        f"{_cell_hours(records, ('train_s', 'eval_s')):.1f} hours of training and evaluation in all."
+    return _grid_block(
+        root,
+        "scifact-recipe",
+        "recipe.md",
+        "Not measured yet: `qt-hard grid run scifact-recipe` above chooses it.",
+        "`results/scifact/recipe.jsonl`: MNRL, seed 0, on {machines}, one torch thread, "
+        "{hours:.1f} hours of training and evaluation in all.",
+        hours=("train_s", "eval_s"),
     )
 
 
