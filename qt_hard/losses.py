@@ -115,18 +115,6 @@ class _StrategyLoss(nn.Module):
         return repr(self.strategy)
 
 
-def _with_defaults(init: Callable, **defaults) -> Callable:
-    """Constructor ``init`` with other defaults for some of its keywords (its signature says so)."""
-    signature = inspect.signature(init)
-    params = [p.replace(default=defaults.get(p.name, p.default)) for p in signature.parameters.values()]
-
-    def constructor(self, *args, **kwargs):
-        init(self, *args, **{**defaults, **kwargs})
-
-    constructor.__signature__ = signature.replace(parameters=params)
-    return constructor
-
-
 def _function_form(cls: type[_StrategyLoss], name: str, leading: int) -> Callable[..., torch.Tensor]:
     """The function form of loss module ``cls``: ``forward``'s first ``leading`` arguments, the
     constructor's (the strategy first), then keyword-only the rest of both and ``generator``."""
@@ -267,8 +255,27 @@ class RankingLoss(_PairLoss):
     in which no anchor has a negative (``NotEnoughCandidatesError``).
     """
 
-    # The constructor of ContrastiveLoss, with MNRL's temperature as the default.
-    __init__ = _with_defaults(_PairLoss.__init__, temperature=0.05)
+    def __init__(
+        self,
+        negatives="uniform",
+        *,
+        temperature: float = 0.05,
+        k: int | None = None,
+        normalize: bool = True,
+        include_positive: bool = True,
+        gather: bool = True,
+        **options,
+    ):
+        # The constructor of ContrastiveLoss, with MNRL's temperature (scale 20) as the default.
+        super().__init__(
+            negatives,
+            temperature=temperature,
+            k=k,
+            normalize=normalize,
+            include_positive=include_positive,
+            gather=gather,
+            **options,
+        )
 
     def forward(
         self,
