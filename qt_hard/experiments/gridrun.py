@@ -207,8 +207,10 @@ def _run(exp: Experiment, args) -> int:
 
 
 def _list(args) -> int:
-    for name in registered():
-        print(f"{name:16s} {experiment(name).help}")
+    names = registered()
+    width = max(map(len, names), default=0)
+    for name in names:
+        print(f"{name:{width}s}  {experiment(name).help}")
     return 0
 
 

@@ -681,11 +681,13 @@ class Memory(_Common):
 
     def add_arguments(self, parser) -> None:
         super().add_arguments(parser)
-        parser.add_argument("--memory", required=True, metavar="ROW", help="the row (without +mined or +cached)")
+        parser.add_argument("--memory", default=None, metavar="ROW", help="the row (without +mined or +cached)")
         parser.add_argument("--memory-batch", type=int, default=512)
         parser.add_argument("--memory-steps", type=int, default=3)
 
     def check(self, args) -> None:
+        if args.memory is None:
+            raise ArgumentError("--memory: give the row to measure (without +mined or +cached)")
         if parse_row(args.memory)[1:] != (False, False):
             # the probe samples training pairs and measures the row beside its +cached form itself
             raise ArgumentError(
