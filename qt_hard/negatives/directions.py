@@ -118,44 +118,54 @@ def _joint(q2d, anchors, positives, negatives, directions, labels, *, temperatur
     if labels is not None:
         all_labels = gather(labels, with_grad=False)[0] if gather_candidates else labels
 
-    neg, valid, cand_labels, known = [q2d.neg], [q2d.neg_valid], [q2d.cand_labels], [q2d.cand_label_known]
-    c1 = q2d.neg.shape[1]
+    # Each block: (logits (b, C_k), valid (b, C_k), candidate labels, whether they are known).
+    blocks = [(q2d.neg, q2d.neg_valid, q2d.cand_labels, q2d.cand_label_known)]
     pos = q2d.pos
-
-    def query_block(side: torch.Tensor):
-        s = (side * scale) @ q_all.T  # (b, B) against every query of the (global) batch
-        v = torch.ones_like(s, dtype=torch.bool)
-        v[rows, me] = False  # q_i itself (query_to_query) or the positive pair (doc_to_query)
-        neg.append(s)
-        valid.append(v)
-        cand_labels.append(all_labels)
-        known.append(None if labels is None else torch.ones(q_all.shape[0], dtype=torch.bool, device=q.device))
-        return s
-
     if "query_to_query" in directions:
-        query_block(q)
+        blocks.append(_query_block(q, q_all, rows, me, scale, all_labels))
     if "doc_to_query" in directions:
-        s = query_block(d)
+        blocks.append(_query_block(d, q_all, rows, me, scale, all_labels))
+        s = blocks[-1][0]
         pos = torch.cat([pos, s[rows, me][:, None]], dim=1)  # the positive pair, seen from the document
     if "doc_to_doc" in directions:
-        d_all = gather(d)[0] if gather_candidates else d
-        docs = [d_all]
-        if negatives is not None:
-            n = norm(negatives if negatives.dim() == 3 else negatives.unsqueeze(1))
-            n_all = gather(n)[0] if gather_candidates else n
-            docs.extend(n_all[:, j] for j in range(n_all.shape[1]))
-        s = (d * scale) @ torch.cat(docs, dim=0).T
-        column = torch.arange(s.shape[1], device=q.device)
-        own = column[None, :] == me[:, None]  # the pair's own document
-        if q2d.cand_owner is not None:
-            own = own | (q2d.cand_owner[None, :] == me[:, None])  # and its own explicit negatives
-        neg.append(s)
-        valid.append(q2d.neg_valid.new_ones(s.shape) & ~own)
-        cand_labels.append(q2d.cand_labels)
-        known.append(q2d.cand_label_known)
+        blocks.append(_doc_block(q2d, d, negatives, norm, me, scale, gather_candidates))
+    return _joint_table(q2d, pos, blocks, labels is not None, normalize)
 
+
+def _query_block(side, q_all, rows, me, scale, all_labels):
+    """The query_to_query (``side`` = q) or doc_to_query (``side`` = d) block: (b, B) logits against every
+    query of the (global) batch, without column ``me[i]``, with the queries' labels."""
+    s = (side * scale) @ q_all.T  # (b, B) against every query of the (global) batch
+    v = torch.ones_like(s, dtype=torch.bool)
+    v[rows, me] = False  # q_i itself (query_to_query) or the positive pair (doc_to_query)
+    known = None if all_labels is None else torch.ones(q_all.shape[0], dtype=torch.bool, device=side.device)
+    return s, v, all_labels, known
+
+
+def _doc_block(q2d, d, negatives, norm, me, scale, gather_candidates):
+    """The doc_to_doc block: d_i against the query_to_doc candidates (every document, then the explicit
+    negatives), without the pair's own document and its own explicit negatives."""
+    d_all = gather(d)[0] if gather_candidates else d
+    docs = [d_all]
+    if negatives is not None:
+        n = norm(negatives if negatives.dim() == 3 else negatives.unsqueeze(1))
+        n_all = gather(n)[0] if gather_candidates else n
+        docs.extend(n_all[:, j] for j in range(n_all.shape[1]))
+    s = (d * scale) @ torch.cat(docs, dim=0).T
+    column = torch.arange(s.shape[1], device=d.device)
+    own = column[None, :] == me[:, None]  # the pair's own document
+    if q2d.cand_owner is not None:
+        own = own | (q2d.cand_owner[None, :] == me[:, None])  # and its own explicit negatives
+    return s, q2d.neg_valid.new_ones(s.shape) & ~own, q2d.cand_labels, q2d.cand_label_known
+
+
+def _joint_table(q2d, pos, blocks, labelled: bool, normalize: bool) -> ContrastScores:
+    """The blocks side by side as one table; MNRL's tilt touches the first (query_to_doc) block only."""
+    neg, valid, cand_labels, known = (list(x) for x in zip(*blocks))
+    b = pos.shape[0]
+    c1 = q2d.neg.shape[1]
     total = sum(x.shape[1] for x in neg)
-    device = q.device
+    device = q2d.neg.device
     cand_owner = None
     if q2d.cand_owner is not None:
         cand_owner = torch.cat([q2d.cand_owner, torch.full((total - c1,), -1, dtype=torch.long, device=device)])
@@ -167,10 +177,10 @@ def _joint(q2d, anchors, positives, negatives, directions, labels, *, temperatur
         pos_valid=torch.ones_like(pos, dtype=torch.bool),
         neg=torch.cat(neg, dim=1),
         neg_valid=torch.cat(valid, dim=1),
-        scale=scale,
+        scale=q2d.scale,
         anchor_labels=q2d.anchor_labels,
-        cand_labels=None if labels is None else torch.cat(cand_labels),
-        cand_label_known=None if labels is None else torch.cat(known),
+        cand_labels=torch.cat(cand_labels) if labelled else None,
+        cand_label_known=torch.cat(known) if labelled else None,
         # Unit vectors: ||a - c||^2 = 2 - 2 cos whichever side the anchor is (OT's cost); raw inner
         # products mix two anchors' norms in one row, so OT gets no norms there (it says so).
         anchor_sqnorm=torch.ones(b, device=device) if normalize else None,

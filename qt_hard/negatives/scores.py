@@ -354,6 +354,23 @@ def one_directional_scores(
     norm = (lambda x: F.normalize(x, dim=-1)) if normalize else (lambda x: x)
     anchors, positives = norm(anchors), norm(positives)
     labels = _labels(labels, b, anchors.device)
+    cands, offset, B, n_batch = _mnrl_candidates(positives, negatives, extra_candidates, norm, gather_candidates)
+    neg = _scaled_products(anchors, cands, scale)
+    rows = torch.arange(b, device=anchors.device)
+    target = rows + offset
+    owner = None if negatives is None else _explicit_owner(B, n_batch, cands.shape[0], anchors.device)
+    pos = _own_positive(anchors, positives, neg, target, scale)
+    valid = _mnrl_valid(neg, rows, target, n_batch, in_batch)
+    cand_labels, known = _mnrl_labels(labels, gather_candidates, cands.shape[0], extra_labels)
+    extra = dict(cand_label_known=known, cand_owner=owner, anchor_index=target)
+    table = _table(pos, neg, valid, scale, anchors, cands, normalize, labels, cand_labels, **extra)
+    # In-batch, the anchor's own positive is its one excluded column: the table is its softmax as it is.
+    return table.mark_softmax(target) if in_batch else table
+
+
+def _mnrl_candidates(positives, negatives, extra_candidates, norm, gather_candidates):
+    """The (C, d) candidates of :func:`one_directional_scores` in its column order, with this process's
+    offset into the global batch, B (the global batch) and the number of in-batch columns."""
     all_pos, offset = gather(positives) if gather_candidates else (positives, 0)
     B = all_pos.shape[0]
     blocks = [all_pos]
@@ -367,26 +384,34 @@ def one_directional_scores(
     if extra_candidates is not None:
         blocks.append(norm(extra_candidates))
     cands = blocks[0] if len(blocks) == 1 else torch.cat(blocks, dim=0)
-    neg = _scaled_products(anchors, cands, scale)
-    rows = torch.arange(b, device=anchors.device)
-    target = rows + offset
-    owner = None if negatives is None else _explicit_owner(B, n_batch, cands.shape[0], anchors.device)
-    if cands.shape[0] <= d:  # the positive's column of the table: fewer passes than over (b, d) embeddings
-        pos = neg.gather(1, target[:, None])
-    else:
-        pos = (anchors * positives).sum(dim=1, keepdim=True) * scale
+    return cands, offset, B, n_batch
+
+
+def _own_positive(anchors, positives, neg, target, scale: float) -> torch.Tensor:
+    """(b, 1) each anchor's positive logit, ``scale * <a_i, p_i>``: read from column ``target[i]`` of the
+    (b, C) table ``neg`` or computed from the (b, d) embeddings, whichever is fewer passes."""
+    if neg.shape[1] <= anchors.shape[1]:  # C <= d: the table's column is the cheaper read
+        return neg.gather(1, target[:, None])
+    return (anchors * positives).sum(dim=1, keepdim=True) * scale
+
+
+def _mnrl_valid(neg, rows, target, n_batch: int, in_batch: bool) -> torch.Tensor:
+    """(b, C) bool, the candidates each anchor may take as negatives: all but its own positive (column
+    ``target[i]``), and only the extra candidates when not ``in_batch``."""
     valid = torch.ones_like(neg, dtype=torch.bool)
     if not in_batch:
         valid[:, :n_batch] = False
     valid[rows, target] = False
-    cand_labels, known = None, None
-    if labels is not None:
-        all_labels = gather(labels, with_grad=False)[0] if gather_candidates else labels
-        cand_labels, known = _candidate_labels(all_labels, cands.shape[0], extra_labels)
-    extra = dict(cand_label_known=known, cand_owner=owner, anchor_index=target)
-    table = _table(pos, neg, valid, scale, anchors, cands, normalize, labels, cand_labels, **extra)
-    # In-batch, the anchor's own positive is its one excluded column: the table is its softmax as it is.
-    return table.mark_softmax(target) if in_batch else table
+    return valid
+
+
+def _mnrl_labels(labels, gather_candidates: bool, n_cands: int, extra_labels):
+    """(C,) candidate labels and (C,) whether each is known (:func:`_candidate_labels`), or (None, None)
+    without labels."""
+    if labels is None:
+        return None, None
+    all_labels = gather(labels, with_grad=False)[0] if gather_candidates else labels
+    return _candidate_labels(all_labels, n_cands, extra_labels)
 
 
 def _scaled_products(anchors: torch.Tensor, cands: torch.Tensor, scale: float) -> torch.Tensor:

@@ -340,48 +340,14 @@ class NegativeStrategy:
           (``log w = tilt * s + const``), where the strategy has hard weights.
         """
         state = generator.get_state() if generator is not None else None
-
-        def fresh():  # a generator at the caller's state, on the caller's device (the sampler draws there)
-            if state is None:
-                return None
-            g = torch.Generator(device=generator.device)
-            g.set_state(state)
-            return g
-
         neg = scores.neg.detach().float().clone()
         base = dataclasses.replace(scores, neg=neg, pos=scores.pos.detach().float(), full=None, full_allowed=None)
-        sel, mask, _, _ = self._draw(base, self._allowed(base), fresh())
-        lw = self.weigh(sel, mask)
-        # Absolute multipliers (hardness_mode) scale each negative's term like a weight that is not
-        # normalized: the terms' relative sizes, which the diagnostics describe, are w_j e^{A_j}.
-        absolute = lw.absolute
-        log_w = dataclasses.replace(lw, absolute=None).materialize(sel.neg, mask)
-        if absolute is not None:
-            log_w = log_w + absolute
-        inside = torch.isfinite(log_w)
-        n = inside.sum(dim=1)
-        rows = n > 0
-        q = torch.softmax(log_w[rows], dim=1)
-        ess = 1.0 / q.pow(2).sum(dim=1)
-        lw_rows = log_w[rows]
-        top = lw_rows.amax(dim=1)
-        bottom = lw_rows.masked_fill(~inside[rows], float("inf")).amin(dim=1)
-        out = {
-            "ess_frac": float((ess / n[rows].to(ess.dtype)).mean()) if bool(rows.any()) else float("nan"),
-            "w_ratio_median": float((top - bottom).exp().median()) if bool(rows.any()) else float("nan"),
-            "score_std": float(sel.neg[inside].std()) if int(inside.sum()) > 1 else float("nan"),
-        }
-        # The total gradient of the batch loss with respect to each drawn negative's logit.
-        with torch.enable_grad():
-            leaf = neg.clone().requires_grad_()
-            per_anchor, counted = self.per_anchor(dataclasses.replace(base, neg=leaf), fresh())
-            grad = torch.autograd.grad(per_anchor[counted].mean(), leaf)[0] if bool(counted.any()) else None
-        if grad is not None:
-            if sel.cand_index is not None:  # the drawn entries, placed in the full table
-                inside = torch.zeros_like(grad, dtype=torch.bool).scatter_(1, sel.cand_index, inside)
-            g = _per_inner_product(grad, inside, base.anchor_column)
-            out["pushed_up_frac"] = float((g < 0).float().mean()) if g.numel() else float("nan")
-        out["floor_binds_frac"] = self._floor_binds(sel, log_w, absolute, lw.log_scale, rows)
+        sel, lw, log_w = self._diagnostic_weights(base, _generator_at(generator, state))
+        out, inside, rows = _weight_spread(sel, log_w)
+        pushed_up = self._pushed_up_frac(base, neg, sel, inside, _generator_at(generator, state))
+        if pushed_up is not None:
+            out["pushed_up_frac"] = pushed_up
+        out["floor_binds_frac"] = self._floor_binds(sel, log_w, lw.absolute, lw.log_scale, rows)
         if self.guard is not None:
             before, kept = self.guard_masks(base)
             total = int(before.sum())
@@ -391,6 +357,34 @@ class NegativeStrategy:
             out["beta"] = hard[0].beta_at(self.progress)
             out["tilt"] = float(lw.gamma.detach() if torch.is_tensor(lw.gamma) else lw.gamma)
         return out
+
+    def _diagnostic_weights(self, base: ContrastScores, generator: torch.Generator | None):
+        """The drawn table, its LogWeights and (A, C') the log-weights of each drawn negative's term
+        (``-inf`` outside the support), absolute multipliers included."""
+        sel, mask, _, _ = self._draw(base, self._allowed(base), generator)
+        lw = self.weigh(sel, mask)
+        # Absolute multipliers (hardness_mode) scale each negative's term like a weight that is not
+        # normalized: the terms' relative sizes, which the diagnostics describe, are w_j e^{A_j}.
+        absolute = lw.absolute
+        log_w = dataclasses.replace(lw, absolute=None).materialize(sel.neg, mask)
+        if absolute is not None:
+            log_w = log_w + absolute
+        return sel, lw, log_w
+
+    def _pushed_up_frac(self, base, neg, sel, inside, generator: torch.Generator | None) -> float | None:
+        """The fraction of distinct inner products among the drawn negatives ``inside`` whose total
+        gradient of the batch loss is negative (pushes the score up); None when no anchor counts."""
+        # The total gradient of the batch loss with respect to each drawn negative's logit.
+        with torch.enable_grad():
+            leaf = neg.clone().requires_grad_()
+            per_anchor, counted = self.per_anchor(dataclasses.replace(base, neg=leaf), generator)
+            grad = torch.autograd.grad(per_anchor[counted].mean(), leaf)[0] if bool(counted.any()) else None
+        if grad is None:
+            return None
+        if sel.cand_index is not None:  # the drawn entries, placed in the full table
+            inside = torch.zeros_like(grad, dtype=torch.bool).scatter_(1, sel.cand_index, inside)
+        g = _per_inner_product(grad, inside, base.anchor_column)
+        return float((g < 0).float().mean()) if g.numel() else float("nan")
 
     def _floor_binds(self, sel, log_w, absolute, log_scale: float, rows: torch.Tensor) -> float:
         """Fraction of anchors whose per-negative term is raised to the estimator's floor (``log_w``
@@ -428,6 +422,35 @@ class NegativeStrategy:
             f"count={self.count!r}, positives={self.positives!r}"
             + (f", guard={self.guard!r})" if self.guard is not None else ")")
         )
+
+
+def _generator_at(generator: torch.Generator | None, state) -> torch.Generator | None:
+    """A new generator at ``state`` (the caller's, saved), on ``generator``'s device (the sampler draws
+    there); None without one."""
+    if state is None:
+        return None
+    g = torch.Generator(device=generator.device)
+    g.set_state(state)
+    return g
+
+
+def _weight_spread(sel: ContrastScores, log_w: torch.Tensor):
+    """``ess_frac``, ``w_ratio_median`` and ``score_std`` of :meth:`NegativeStrategy.diagnostics` from the
+    (A, C') log-weights ``log_w``, with the (A, C') support and the (A,) anchors that have one."""
+    inside = torch.isfinite(log_w)
+    n = inside.sum(dim=1)
+    rows = n > 0
+    q = torch.softmax(log_w[rows], dim=1)
+    ess = 1.0 / q.pow(2).sum(dim=1)
+    lw_rows = log_w[rows]
+    top = lw_rows.amax(dim=1)
+    bottom = lw_rows.masked_fill(~inside[rows], float("inf")).amin(dim=1)
+    out = {
+        "ess_frac": float((ess / n[rows].to(ess.dtype)).mean()) if bool(rows.any()) else float("nan"),
+        "w_ratio_median": float((top - bottom).exp().median()) if bool(rows.any()) else float("nan"),
+        "score_std": float(sel.neg[inside].std()) if int(inside.sum()) > 1 else float("nan"),
+    }
+    return out, inside, rows
 
 
 def _per_inner_product(grad: torch.Tensor, inside: torch.Tensor, anchor_column) -> torch.Tensor:
