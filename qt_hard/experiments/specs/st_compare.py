@@ -366,6 +366,35 @@ def summarize(records: list[dict], recipe: dict | None = None, memory: list[dict
     * where a column's interval excludes 0, and per baseline the sentence that groups the rows by
     verdict. ``parts``: stats, diffs, MNRL's spread, verdicts (row -> PairedVerdict of the headline),
     baselines (row -> its baseline) and beats (the rows judged better)."""
+    by, stats = _seed_stats(records)
+    heads = [h for _, h in METRICS]
+    lines = _stats_table(stats, recipe)
+    diffs, verdicts, bases, spread = {}, {}, {}, None
+    if BASELINE in stats and any(baseline_of(r) in by for r in stats):
+        spread = stats[BASELINE]["std"]
+        body, diffs, verdicts, bases = _paired_rows(by, stats, len(heads))
+        lines += _difference_table(stats, heads, body)
+        for b in (BASELINE, MINED_BASELINE):
+            mine = {r: {s: v[0] for s, v in by[r].items()} for r in bases if bases[r] == b}
+            if mine:
+                base_runs = {s: v[0] for s, v in by[b].items()}
+                lines += [
+                    "",
+                    report.verdict_sentence(f"`{b}`", base_runs, mine, "STS12-16 mean", label=lambda r: f"`{r}`"),
+                ]
+        lines += ["", *dev_lines(records)]
+    if note := report.commits_note(records):
+        lines += ["", note]
+    if memory:
+        lines += _memory_table(memory)
+    beats = [r for r, v in verdicts.items() if v.verdict == "better"]
+    parts = {"stats": stats, "diffs": diffs, "spread": spread, "verdicts": verdicts, "baselines": bases}
+    return "\n".join(lines), {**parts, "beats": beats}
+
+
+def _seed_stats(records: list[dict]) -> tuple[dict, dict]:
+    """``by`` (row -> seed -> the ``METRICS`` values) and ``stats`` (row, in ``row_order`` -> n, mean, sample
+    std (ddof 1; None for one seed))."""
     import numpy as np
 
     by: dict = {}
@@ -375,6 +404,11 @@ def summarize(records: list[dict], recipe: dict | None = None, memory: list[dict
     for row in sorted(by, key=row_order):
         m = np.stack(list(by[row].values()))
         stats[row] = {"n": len(m), "mean": m.mean(0), "std": m.std(0, ddof=1) if len(m) > 1 else None}
+    return by, stats
+
+
+def _stats_table(stats: dict, recipe: dict | None) -> list[str]:
+    """The recipe line (where given) and the table of mean ± sample std per row."""
     heads = [h for _, h in METRICS]
     lines = []
     if recipe:
@@ -390,71 +424,71 @@ def summarize(records: list[dict], recipe: dict | None = None, memory: list[dict
         sd = s["std"] if s["std"] is not None else [None] * len(heads)
         cells = [f"{m:.2f}" + (f" ± {d:.2f}" if d is not None else "") for m, d in zip(s["mean"], sd)]
         lines.append(f"| {row_label(row)} (`{row}`) | {s['n']} | " + " | ".join(cells) + " |")
-    diffs, verdicts, bases, spread = {}, {}, {}, None
-    if BASELINE in stats and any(baseline_of(r) in by for r in stats):
-        spread = stats[BASELINE]["std"]
-        body = []
-        for row in stats:
-            base = baseline_of(row)
-            if base is None or base not in by or not set(by[row]) & set(by[base]):
-                continue
-            judged = [
-                report.paired_verdict({s: v[i] for s, v in by[base].items()}, {s: v[i] for s, v in by[row].items()})
-                for i in range(len(heads))
-            ]
-            diffs[row], verdicts[row], bases[row] = np.array([v.mean for v in judged]), judged[0], base
-            marks = ["*" if v.verdict in ("better", "worse") else "" for v in judged]
-            cells = [judged[0].cell() + marks[0], judged[0].verdict]
-            cells += [f"{v.mean:+.2f}{m}" for v, m in zip(judged[1:], marks[1:])]
-            body.append([f"`{row}`", f"`{base}`", str(judged[0].n), *cells])
-        context = [
-            f"`{b}` {', '.join(f'{h} {x:.2f}' for h, x in zip(heads, stats[b]['std']))}"
-            for b in (BASELINE, MINED_BASELINE)
-            if b in stats and stats[b]["std"] is not None
+    return lines
+
+
+def _paired_rows(by: dict, stats: dict, n_metrics: int) -> tuple[list, dict, dict, dict]:
+    """Each row against its baseline, paired by seed: the table's body rows, and per row the mean
+    differences, the headline's PairedVerdict and the baseline (rows without a shared seed are left out)."""
+    import numpy as np
+
+    body, diffs, verdicts, bases = [], {}, {}, {}
+    for row in stats:
+        base = baseline_of(row)
+        if base is None or base not in by or not set(by[row]) & set(by[base]):
+            continue
+        judged = [
+            report.paired_verdict({s: v[i] for s, v in by[base].items()}, {s: v[i] for s, v in by[row].items()})
+            for i in range(n_metrics)
         ]
-        lines += [
-            "",
-            "Difference to each row's baseline, MNRL trained on the same data (`mnrl` for rows on the pairs, "
-            "`mnrl+mined` for rows on the mined triplets; `mnrl+mined` itself against `mnrl`: the effect of the "
-            "mining), paired by seed: the STS12-16 mean with its 95% t-interval and verdict (better or worse only "
-            "when the interval excludes 0; not judged below 3 pairs), the other columns the mean, * where the "
-            "interval excludes 0. The baselines' seed spreads, for context: "
-            + ("; ".join(context) or "none yet (one seed)")
-            + ".",
-            "",
-            *report.markdown_table(
-                ["Row", "baseline", "pairs", f"{heads[0]} [95% interval]", "verdict", *heads[1:]],
-                body,
-                "llrrl" + "r" * (len(heads) - 1),
-            ),
-        ]
-        for b in (BASELINE, MINED_BASELINE):
-            mine = {r: {s: v[0] for s, v in by[r].items()} for r in bases if bases[r] == b}
-            if mine:
-                base_runs = {s: v[0] for s, v in by[b].items()}
-                lines += [
-                    "",
-                    report.verdict_sentence(f"`{b}`", base_runs, mine, "STS12-16 mean", label=lambda r: f"`{r}`"),
-                ]
-        lines += ["", *dev_lines(records)]
-    if note := report.commits_note(records):
-        lines += ["", note]
-    if memory:
-        lines += [
-            "",
-            "Peak resident memory of a few training steps, each in a fresh process (MB; `ru_maxrss`):",
-            "",
-            "| Row | batch | steps | peak RSS before the steps | peak RSS | s / step |",
-            "|---|---:|---:|---:|---:|---:|",
-        ]
-        for m in memory:
-            lines.append(
-                f"| `{m['row']}` | {m['batch']} | {m['steps']} | {m['peak_rss_mb_before_steps']:.0f} | "
-                f"{m['peak_rss_mb']:.0f} | {m['step_s']} |"
-            )
-    beats = [r for r, v in verdicts.items() if v.verdict == "better"]
-    parts = {"stats": stats, "diffs": diffs, "spread": spread, "verdicts": verdicts, "baselines": bases}
-    return "\n".join(lines), {**parts, "beats": beats}
+        diffs[row], verdicts[row], bases[row] = np.array([v.mean for v in judged]), judged[0], base
+        marks = ["*" if v.verdict in ("better", "worse") else "" for v in judged]
+        cells = [judged[0].cell() + marks[0], judged[0].verdict]
+        cells += [f"{v.mean:+.2f}{m}" for v, m in zip(judged[1:], marks[1:])]
+        body.append([f"`{row}`", f"`{base}`", str(judged[0].n), *cells])
+    return body, diffs, verdicts, bases
+
+
+def _difference_table(stats: dict, heads: list[str], body: list) -> list[str]:
+    """The paragraph on the paired differences (with the baselines' seed spreads) and their table."""
+    context = [
+        f"`{b}` {', '.join(f'{h} {x:.2f}' for h, x in zip(heads, stats[b]['std']))}"
+        for b in (BASELINE, MINED_BASELINE)
+        if b in stats and stats[b]["std"] is not None
+    ]
+    return [
+        "",
+        "Difference to each row's baseline, MNRL trained on the same data (`mnrl` for rows on the pairs, "
+        "`mnrl+mined` for rows on the mined triplets; `mnrl+mined` itself against `mnrl`: the effect of the "
+        "mining), paired by seed: the STS12-16 mean with its 95% t-interval and verdict (better or worse only "
+        "when the interval excludes 0; not judged below 3 pairs), the other columns the mean, * where the "
+        "interval excludes 0. The baselines' seed spreads, for context: "
+        + ("; ".join(context) or "none yet (one seed)")
+        + ".",
+        "",
+        *report.markdown_table(
+            ["Row", "baseline", "pairs", f"{heads[0]} [95% interval]", "verdict", *heads[1:]],
+            body,
+            "llrrl" + "r" * (len(heads) - 1),
+        ),
+    ]
+
+
+def _memory_table(memory: list[dict]) -> list[str]:
+    """The table of peak resident memory per memory record (``qt-hard grid run st-compare-memory``)."""
+    lines = [
+        "",
+        "Peak resident memory of a few training steps, each in a fresh process (MB; `ru_maxrss`):",
+        "",
+        "| Row | batch | steps | peak RSS before the steps | peak RSS | s / step |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for m in memory:
+        lines.append(
+            f"| `{m['row']}` | {m['batch']} | {m['steps']} | {m['peak_rss_mb_before_steps']:.0f} | "
+            f"{m['peak_rss_mb']:.0f} | {m['step_s']} |"
+        )
+    return lines
 
 
 DEV_METRIC = "dev score (STS-B dev and SICK-R dev cosine Spearman x100, averaged)"
