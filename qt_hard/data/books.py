@@ -375,7 +375,7 @@ def load_books(
     progress bars while building.
     """
     try:
-        from datasets import Dataset, DatasetInfo, load_from_disk
+        from datasets import load_from_disk
     except ImportError:  # a machine without `datasets` (e.g. a bare GPU box): plain files instead
         return _load_books_plain(path_or_dir, max_books, cache_dir, min_sentences, num_proc, progress)
 
@@ -389,54 +389,72 @@ def load_books(
     # A bad book (empty, not UTF-8, broken .xz) raises a BookError that names it from the worker
     # that reads it, and the pool stops. The rows go to an Arrow file book by book (memory bounded
     # by a few books, whatever the corpus), which is then saved as the cache.
-    from datasets.arrow_writer import ArrowWriter
-
     root.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
     stack = contextlib.ExitStack()
     try:
         stack.enter_context(_progress_bars(progress))
-        counts: list[int] = []
-        writer = ArrowWriter(features=_features(), path=str(work / "rows.arrow"))
-        try:
-            for doc_id, sents in book_rows(files, min_sentences, num_proc, progress):
-                counts.append(len(sents))
-                if sents:
-                    n = len(sents)
-                    writer.write_batch({"text": sents, "doc_id": [doc_id] * n, "sent_id": list(range(n))})
-            writer.finalize()
-        finally:
-            writer.close()
-        skipped = [str(files[i]) for i, c in enumerate(counts) if c == 0]
-        if len(skipped) == len(files):
-            raise BookError(
-                f"no book in {path_or_dir} has {min_sentences} or more sentences: " + ", ".join(skipped[:5])
-            )
-        for s in skipped:
-            warnings.warn(f"{s}: fewer than {min_sentences} sentences, left out", stacklevel=2)
-        ds = Dataset.from_file(
-            str(work / "rows.arrow"),
-            info=DatasetInfo(features=_features(), description=f"qt_hard.data.books cache {target}"),
-        )
-        staged = work / "final"
-        ds.save_to_disk(str(staged))
-        meta = {
-            "files": [str(f) for f in files],
-            "sentences_per_book": counts,
-            "skipped": skipped,
-            "min_sentences": min_sentences,
-            "splitter": SPLITTER_VERSION,
-            "rows": len(ds),
-        }
-        (staged / "books.json").write_text(json.dumps(meta, indent=1))
-        del ds
-        if target.exists():  # a half-written copy from an interrupted run
-            shutil.rmtree(target)
-        os.replace(staged, target)
+        counts = _write_book_rows(files, min_sentences, num_proc, progress, work / "rows.arrow")
+        skipped = _skipped_books(files, counts, path_or_dir, min_sentences)
+        _save_books_cache(work, target, files, counts, skipped, min_sentences)
     finally:
         stack.close()
         shutil.rmtree(work, ignore_errors=True)
     return load_from_disk(str(target))
+
+
+def _write_book_rows(files: Sequence[Path], min_sentences: int, num_proc, progress: bool, path: Path) -> list[int]:
+    """Write the books' rows to the Arrow file ``path`` book by book; the sentences of each book."""
+    from datasets.arrow_writer import ArrowWriter
+
+    counts: list[int] = []
+    writer = ArrowWriter(features=_features(), path=str(path))
+    try:
+        for doc_id, sents in book_rows(files, min_sentences, num_proc, progress):
+            counts.append(len(sents))
+            if sents:
+                n = len(sents)
+                writer.write_batch({"text": sents, "doc_id": [doc_id] * n, "sent_id": list(range(n))})
+        writer.finalize()
+    finally:
+        writer.close()
+    return counts
+
+
+def _skipped_books(files: Sequence[Path], counts: list[int], path_or_dir, min_sentences: int) -> list[str]:
+    """The books left out (no sentences kept), each with a warning to :func:`load_books`' caller;
+    BookError when that is every book."""
+    skipped = [str(files[i]) for i, c in enumerate(counts) if c == 0]
+    if len(skipped) == len(files):
+        raise BookError(f"no book in {path_or_dir} has {min_sentences} or more sentences: " + ", ".join(skipped[:5]))
+    for s in skipped:
+        warnings.warn(f"{s}: fewer than {min_sentences} sentences, left out", stacklevel=3)
+    return skipped
+
+
+def _save_books_cache(work: Path, target: Path, files, counts, skipped, min_sentences: int) -> None:
+    """Save ``work/rows.arrow`` as the dataset with its ``books.json``, then move it to ``target``."""
+    from datasets import Dataset, DatasetInfo
+
+    ds = Dataset.from_file(
+        str(work / "rows.arrow"),
+        info=DatasetInfo(features=_features(), description=f"qt_hard.data.books cache {target}"),
+    )
+    staged = work / "final"
+    ds.save_to_disk(str(staged))
+    meta = {
+        "files": [str(f) for f in files],
+        "sentences_per_book": counts,
+        "skipped": skipped,
+        "min_sentences": min_sentences,
+        "splitter": SPLITTER_VERSION,
+        "rows": len(ds),
+    }
+    (staged / "books.json").write_text(json.dumps(meta, indent=1))
+    del ds
+    if target.exists():  # a half-written copy from an interrupted run
+        shutil.rmtree(target)
+    os.replace(staged, target)
 
 
 class SentenceTable:
@@ -622,29 +640,8 @@ def load_hf_bookcorpus(
 
     if dataset is None:
         dataset = load_dataset(name, split=split, data_files=data_files, cache_dir=cache_dir, **load_kwargs)
-    if "text" not in dataset.column_names:
-        raise ValueError(f"{name}: expected a 'text' column, found {dataset.column_names}")
-    if max_rows is not None:
-        dataset = dataset.select(range(min(max_rows, len(dataset))))
-    extra = [c for c in dataset.column_names if c != "text"]
-    if extra:
-        dataset = dataset.remove_columns(extra)
-    n = len(dataset)
-    if n == 0:
-        raise ValueError(f"{name}: the dataset is empty")
-
-    if boundary_pattern is None:
-        starts = np.zeros(n, dtype=bool)
-    else:
-        pat = re.compile(boundary_pattern, re.IGNORECASE)
-
-        def flag(batch):
-            return {"_start": [bool(pat.search(t or "")) for t in batch["text"]]}
-
-        flagged = dataset.map(flag, batched=True, batch_size=10_000, num_proc=num_proc, desc="finding book boundaries")
-        starts = np.asarray(dataset_column(flagged, "_start", numpy=True), dtype=bool)
-        del flagged
-    doc_id, sent_id = _doc_ids_from_starts(starts, min_doc_rows)
+    dataset = _text_column_only(dataset, name, max_rows)
+    doc_id, sent_id = _doc_ids_from_starts(_boundary_flags(dataset, boundary_pattern, num_proc), min_doc_rows)
 
     fp = hashlib.sha256(f"{dataset._fingerprint}|{boundary_pattern}|{min_doc_rows}".encode()).hexdigest()[:16]
 
@@ -664,6 +661,38 @@ def load_hf_bookcorpus(
         new_fingerprint=fp,
         desc="numbering sentences",
     )
+
+
+def _text_column_only(dataset, name: str, max_rows: int | None):
+    """The first ``max_rows`` rows of ``dataset`` with its ``text`` column alone (ValueError without
+    one, or when no row is left)."""
+    if "text" not in dataset.column_names:
+        raise ValueError(f"{name}: expected a 'text' column, found {dataset.column_names}")
+    if max_rows is not None:
+        dataset = dataset.select(range(min(max_rows, len(dataset))))
+    extra = [c for c in dataset.column_names if c != "text"]
+    if extra:
+        dataset = dataset.remove_columns(extra)
+    if len(dataset) == 0:
+        raise ValueError(f"{name}: the dataset is empty")
+    return dataset
+
+
+def _boundary_flags(dataset, boundary_pattern: str | None, num_proc: int | None):
+    """(n,) bool, the rows that match ``boundary_pattern`` (case-insensitive; none when it is None)."""
+    import numpy as np
+
+    if boundary_pattern is None:
+        return np.zeros(len(dataset), dtype=bool)
+    pat = re.compile(boundary_pattern, re.IGNORECASE)
+
+    def flag(batch):
+        return {"_start": [bool(pat.search(t or "")) for t in batch["text"]]}
+
+    flagged = dataset.map(flag, batched=True, batch_size=10_000, num_proc=num_proc, desc="finding book boundaries")
+    starts = np.asarray(dataset_column(flagged, "_start", numpy=True), dtype=bool)
+    del flagged
+    return starts
 
 
 def _doc_ids_from_starts(starts, min_doc_rows: int):
