@@ -114,62 +114,11 @@ def evaluate_task(
     emb = (lambda texts: _l2_normalize(cache.embed(texts))) if st else cache.embed
     enc_before = cache.seconds
     if isinstance(task, BinaryTask):
-        if st:
-            order = skipthoughts_order(len(task.labels))
-            X = emb([words_to_text(task.samples[i]) for i in order])
-            t0 = time.perf_counter()
-            res = skipthoughts_nested_kfold(X, task.labels[order], kfold=kfold, fast=fast)
-        else:
-            X = emb(task.texts())
-            t0 = time.perf_counter()
-            res = inner_kfold(X, task.labels, 2, kfold=kfold, seed=seed, fast=fast, max_iter=max_iter)
+        res, t0 = _classify_binary(task, emb, st, kfold, seed, fast, max_iter)
     elif isinstance(task, TrecTask):
-        if st:
-            order = skipthoughts_order(len(task.train_labels))
-            Xtr = emb([words_to_text(task.train[i]) for i in order])
-            ytr = task.train_labels[order]
-        else:
-            Xtr, ytr = emb(_texts(task.train)), task.train_labels
-        Xte = emb(_texts(task.test))
-        t0 = time.perf_counter()
-        if st:
-            res = skipthoughts_kfold(Xtr, ytr, Xte, task.test_labels, 6, kfold=kfold, fast=fast)
-        else:
-            res = kfold_train_test(
-                Xtr, ytr, Xte, task.test_labels, 6, kfold=kfold, seed=seed, fast=fast, max_iter=max_iter
-            )
+        res, t0 = _classify_trec(task, emb, st, kfold, seed, fast, max_iter)
     elif isinstance(task, MrpcTask):
-        A, B = emb(_texts(task.train_a)), emb(_texts(task.train_b))
-        tA, tB = emb(_texts(task.test_a)), emb(_texts(task.test_b))
-        # MRPC features in both protocols: np.c_[|u - v|, u * v].
-        Ftr = np.c_[np.abs(A - B), A * B]
-        Fte = np.c_[np.abs(tA - tB), tA * tB]
-        t0 = time.perf_counter()
-        if st:
-            res = skipthoughts_kfold(
-                Ftr,
-                task.train_labels,
-                Fte,
-                task.test_labels,
-                2,
-                kfold=kfold,
-                fast=fast,
-                f1=True,
-                shuffle_seed=SKIPTHOUGHTS_SEED,
-            )
-        else:
-            res = kfold_train_test(
-                Ftr,
-                task.train_labels,
-                Fte,
-                task.test_labels,
-                2,
-                kfold=kfold,
-                seed=seed,
-                fast=fast,
-                f1=True,
-                max_iter=max_iter,
-            )
+        res, t0 = _classify_mrpc(task, emb, st, kfold, seed, fast, max_iter)
     else:
         raise TypeError(f"not a SentEval task: {type(task).__name__}")
     res["classify_seconds"] = round(time.perf_counter() - t0, 3)
@@ -177,6 +126,77 @@ def evaluate_task(
     res["seconds"] = round(res["classify_seconds"] + res["encode_seconds"], 3)
     res.pop("fold_acc", None)
     return res
+
+
+# Each task's step of evaluate_task: embed with ``emb``, then classify (skip-thoughts' protocol when
+# ``st``); returns the classifier's result and the perf_counter time its classification started.
+
+
+def _classify_binary(task, emb, st: bool, kfold: int, seed: int, fast: bool, max_iter: int | None):
+    """A binary task (MR, CR, SUBJ, MPQA): nested k-fold cross-validation on its sentences."""
+    if st:
+        order = skipthoughts_order(len(task.labels))
+        X = emb([words_to_text(task.samples[i]) for i in order])
+        t0 = time.perf_counter()
+        res = skipthoughts_nested_kfold(X, task.labels[order], kfold=kfold, fast=fast)
+    else:
+        X = emb(task.texts())
+        t0 = time.perf_counter()
+        res = inner_kfold(X, task.labels, 2, kfold=kfold, seed=seed, fast=fast, max_iter=max_iter)
+    return res, t0
+
+
+def _classify_trec(task, emb, st: bool, kfold: int, seed: int, fast: bool, max_iter: int | None):
+    """TREC: six classes, k-fold model selection on the train split, then the test split."""
+    if st:
+        order = skipthoughts_order(len(task.train_labels))
+        Xtr = emb([words_to_text(task.train[i]) for i in order])
+        ytr = task.train_labels[order]
+    else:
+        Xtr, ytr = emb(_texts(task.train)), task.train_labels
+    Xte = emb(_texts(task.test))
+    t0 = time.perf_counter()
+    if st:
+        res = skipthoughts_kfold(Xtr, ytr, Xte, task.test_labels, 6, kfold=kfold, fast=fast)
+    else:
+        res = kfold_train_test(Xtr, ytr, Xte, task.test_labels, 6, kfold=kfold, seed=seed, fast=fast, max_iter=max_iter)
+    return res, t0
+
+
+def _classify_mrpc(task, emb, st: bool, kfold: int, seed: int, fast: bool, max_iter: int | None):
+    """MRPC: paraphrase pairs as np.c_[|u - v|, u * v], accuracy and F1 on the test split."""
+    A, B = emb(_texts(task.train_a)), emb(_texts(task.train_b))
+    tA, tB = emb(_texts(task.test_a)), emb(_texts(task.test_b))
+    # MRPC features in both protocols: np.c_[|u - v|, u * v].
+    Ftr = np.c_[np.abs(A - B), A * B]
+    Fte = np.c_[np.abs(tA - tB), tA * tB]
+    t0 = time.perf_counter()
+    if st:
+        res = skipthoughts_kfold(
+            Ftr,
+            task.train_labels,
+            Fte,
+            task.test_labels,
+            2,
+            kfold=kfold,
+            fast=fast,
+            f1=True,
+            shuffle_seed=SKIPTHOUGHTS_SEED,
+        )
+    else:
+        res = kfold_train_test(
+            Ftr,
+            task.train_labels,
+            Fte,
+            task.test_labels,
+            2,
+            kfold=kfold,
+            seed=seed,
+            fast=fast,
+            f1=True,
+            max_iter=max_iter,
+        )
+    return res, t0
 
 
 def check_protocol_tasks(tasks: Sequence[str], protocol: str) -> None:
