@@ -519,6 +519,15 @@ def _add_senteval(sub):
         help="SentEval data folder (default $QT_HARD_DATA/senteval; with --engine senteval, the checkout's data/)",
     )
     s.add_argument("--output", default=None, help="write the results as JSON here")
+    _add_senteval_folds_and_cache(s)
+    _add_senteval_protocol(s)
+    _add_senteval_controls_and_device(s)
+    s.set_defaults(func=cmd_senteval)
+    return s
+
+
+def _add_senteval_folds_and_cache(s) -> None:
+    """``eval senteval``'s folds and seed, encoding batch, row name and embedding cache."""
     s.add_argument(
         "--kfold",
         type=int,
@@ -535,6 +544,10 @@ def _add_senteval(sub):
         help="embedding cache file (.npz): read if present and made from the same weights, written whole "
         "after the results; only for fixed models (not random:)",
     )
+
+
+def _add_senteval_protocol(s) -> None:
+    """``eval senteval``'s protocol (SentEval's or skip-thoughts') and its reference solver."""
     s.add_argument(
         "--protocol",
         choices=("senteval", "skipthoughts"),
@@ -555,6 +568,10 @@ def _add_senteval(sub):
         help="with --reference under --protocol senteval: lbfgs iteration cap "
         "(default 100 as SentEval; 0: run to convergence)",
     )
+
+
+def _add_senteval_controls_and_device(s) -> None:
+    """``eval senteval``'s control rows, their tokenizer, the device and the model card."""
     s.add_argument(
         "--controls",
         action="store_true",
@@ -578,8 +595,6 @@ def _add_senteval(sub):
         action="store_true",
         help="write the table into the model card (README.md) of the qt-hard model folder",
     )
-    s.set_defaults(func=cmd_senteval)
-    return s
 
 
 def _add_senteval_engine_options(s) -> None:
