@@ -128,6 +128,26 @@ def _as_tensor(a, dtype=torch.float64, device=None) -> torch.Tensor:
     return torch.as_tensor(np.asarray(a), dtype=dtype, device=device)
 
 
+def _checked_problem(X, y, n_classes: int, reduce, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """X (n, d) as a float64 tensor and y (n,) as a long tensor on ``device``, after
+    :class:`BatchedLogReg`'s checks of X, y, ``n_classes`` and ``reduce`` (ValueError otherwise)."""
+    X = _as_tensor(X, device=device)
+    if X.ndim != 2 or X.shape[0] == 0:
+        raise ValueError(f"X must be a non-empty (n, d) matrix, got shape {tuple(X.shape)}")
+    if not torch.isfinite(X).all():
+        raise ValueError("X contains NaN or infinite values")
+    y = torch.as_tensor(np.asarray(y), dtype=torch.long, device=device)
+    if y.shape != (X.shape[0],):
+        raise ValueError(f"y must have shape ({X.shape[0]},), got {tuple(y.shape)}")
+    if n_classes < 2:
+        raise ValueError(f"n_classes must be at least 2, got {n_classes}")
+    if y.min() < 0 or y.max() >= n_classes:
+        raise ValueError(f"labels must lie in [0, {n_classes}), got [{int(y.min())}, {int(y.max())}]")
+    if reduce not in ("auto", True, False):
+        raise ValueError(f"reduce must be 'auto', True or False, got {reduce!r}")
+    return X, y
+
+
 class BatchedLogReg:
     """F logistic regressions on the rows of one feature matrix (see module docstring).
 
@@ -155,32 +175,12 @@ class BatchedLogReg:
         device: str | torch.device | None = None,
     ):
         self.device = check_device(DEFAULT_DEVICE if device is None else device)
-        X = _as_tensor(X, device=self.device)
-        if X.ndim != 2 or X.shape[0] == 0:
-            raise ValueError(f"X must be a non-empty (n, d) matrix, got shape {tuple(X.shape)}")
-        if not torch.isfinite(X).all():
-            raise ValueError("X contains NaN or infinite values")
-        y = torch.as_tensor(np.asarray(y), dtype=torch.long, device=self.device)
-        if y.shape != (X.shape[0],):
-            raise ValueError(f"y must have shape ({X.shape[0]},), got {tuple(y.shape)}")
-        if n_classes < 2:
-            raise ValueError(f"n_classes must be at least 2, got {n_classes}")
-        if y.min() < 0 or y.max() >= n_classes:
-            raise ValueError(f"labels must lie in [0, {n_classes}), got [{int(y.min())}, {int(y.max())}]")
-        if reduce not in ("auto", True, False):
-            raise ValueError(f"reduce must be 'auto', True or False, got {reduce!r}")
+        X, y = _checked_problem(X, y, n_classes, reduce, self.device)
         n, d = X.shape
         self.d = d
         self.Q = None  # (Householder reflectors, their scales) of X^T's QR, when reduced
         if reduce is True or (reduce == "auto" and d >= n):
-            # X^T = Q R  =>  X = R^T Q^T: the rows of R^T are the rows of X in the orthonormal
-            # basis Q of their span (n <= d coordinates instead of d).
-            # Only R is formed: Q stays as its Householder reflectors (geqrf), applied to the
-            # few weight columns by ormqr when mapping back. Forming Q (orgqr) cost as much again
-            # (MRPC at 2,400-d, X^T 4,800 x 4,076: 4.4 s for geqrf, 3.9 s more for Q).
-            a, tau = torch.geqrf(X.T)
-            self.Q = (a, tau)
-            X = torch.triu(a[:n]).T
+            X = self._row_space(X)
         # The intercept is a constant feature (penalized or not, see R below).
         self.X = torch.cat([X, torch.ones(n, 1, dtype=X.dtype, device=self.device)], dim=1)
         # float32 copy for the Hessian-vector products and the preconditioner's Gram matrix, and
@@ -205,6 +205,18 @@ class BatchedLogReg:
         self._excess = 0.0  # modelled CG work that staleness added since the last refresh
         self.n_gram = 0
         self.n_factor = 0
+
+    def _row_space(self, X: torch.Tensor) -> torch.Tensor:
+        """(n, min(n, d)) the rows of X (n, d) in an orthonormal basis of their span; keeps it in ``self.Q``."""
+        n = X.shape[0]
+        # X^T = Q R  =>  X = R^T Q^T: the rows of R^T are the rows of X in the orthonormal
+        # basis Q of their span (n <= d coordinates instead of d).
+        # Only R is formed: Q stays as its Householder reflectors (geqrf), applied to the
+        # few weight columns by ormqr when mapping back. Forming Q (orgqr) cost as much again
+        # (MRPC at 2,400-d, X^T 4,800 x 4,076: 4.4 s for geqrf, 3.9 s more for Q).
+        a, tau = torch.geqrf(X.T)
+        self.Q = (a, tau)
+        return torch.triu(a[:n]).T
 
     def _targets_from_labels(self) -> torch.Tensor:
         if self.H == 1:

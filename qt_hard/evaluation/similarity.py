@@ -347,28 +347,11 @@ def fit_relatedness(
         model = torch.nn.Sequential(torch.nn.Linear(X.shape[1], N_CLASSES), torch.nn.Softmax(dim=-1))
         optimizer = torch.optim.Adam(model.parameters(), weight_decay=0.0)
         loss_fn = torch.nn.MSELoss()
-
-        def expected(Z):
-            model.eval()
-            with torch.no_grad():
-                probs = np.concatenate(
-                    [model(Z[i : i + BATCH_SIZE]).numpy() for i in range(0, len(Z), BATCH_SIZE)], axis=0
-                )
-            return probs @ r
-
         epoch, best, best_epoch, misses, kept = 0, -1.0, 0, 0, None
         while epoch <= MAX_EPOCH:
-            model.train()
-            for _ in range(EPOCHS_PER_ROUND):
-                perm = rng.permutation(len(X))
-                for i in range(0, len(X), BATCH_SIZE):
-                    idx = torch.from_numpy(perm[i : i + BATCH_SIZE]).long()
-                    loss = loss_fn(model(X[idx]), Y[idx])
-                    optimizer.zero_grad()
-                    loss.backward()
-                    optimizer.step()
+            _train_round(model, optimizer, loss_fn, X, Y, rng)
             epoch += EPOCHS_PER_ROUND
-            yhat = expected(dev)
+            yhat = _expected_scores(model, dev, r)
             pr = float(pearsonr(yhat, dev_scores)[0]) if np.ptp(yhat) > 0 else 0.0
             pr = 0.0 if pr != pr else pr
             if pr > best:
@@ -378,7 +361,33 @@ def fit_relatedness(
                     break
                 misses += 1
         model.load_state_dict(kept)
-        return {"devpearson": best, "yhat": expected(test), "epochs": best_epoch, "epochs_run": epoch}
+        return {"devpearson": best, "yhat": _expected_scores(model, test, r), "epochs": best_epoch, "epochs_run": epoch}
+
+
+def _train_round(model, optimizer, loss_fn, X, Y, rng: np.random.RandomState) -> None:
+    """EPOCHS_PER_ROUND epochs of mini-batch MSE between the model's (n, N_CLASSES) class probabilities and
+    the targets ``Y``, each epoch in a new permutation drawn from ``rng``."""
+    import torch
+
+    model.train()
+    for _ in range(EPOCHS_PER_ROUND):
+        perm = rng.permutation(len(X))
+        for i in range(0, len(X), BATCH_SIZE):
+            idx = torch.from_numpy(perm[i : i + BATCH_SIZE]).long()
+            loss = loss_fn(model(X[idx]), Y[idx])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+
+def _expected_scores(model, Z, r: np.ndarray) -> np.ndarray:
+    """(n,) the expected score ``sum_k r_k p_k`` of each row of ``Z`` (n, 2d) under the model, in batches."""
+    import torch
+
+    model.eval()
+    with torch.no_grad():
+        probs = np.concatenate([model(Z[i : i + BATCH_SIZE]).numpy() for i in range(0, len(Z), BATCH_SIZE)], axis=0)
+    return probs @ r
 
 
 def evaluate_relatedness(task: RelatednessTask, cache, seed: int = 1111) -> dict:
