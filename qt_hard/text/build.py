@@ -219,70 +219,89 @@ def without_books(ds, excluded):
 def build_run(cfg: Config, out: Path) -> Run:
     """Load the data named by ``cfg.data`` and build the encoder and batch task."""
     kind = cfg.data.kind
-    B, seed = cfg.train.batch_size, cfg.train.seed
     cache_root = out / "cache"
     if kind in ("books", "bookcorpus"):
-        from qt_hard.paths import data_path
-
-        if kind == "books":
-            from qt_hard.data.books import load_books
-
-            root = cfg.data.path or str(data_path("books"))
-            ds = load_books(root, max_books=cfg.data.max_books, cache_dir=cache_root / "books", progress=_bars(cfg))
-            ds = without_books(ds, cfg.data.exclude_books)
-        else:
-            from qt_hard.data.books import load_hf_bookcorpus
-
-            local = cfg.data.path or data_path("bookcorpus", required=False)
-            if local is not None and Path(local).is_dir():
-                # `qt-hard data get bookcorpus` wrote Parquet shards under the data root.
-                from qt_hard.data.catalog import bookcorpus_files
-
-                ds = load_hf_bookcorpus(
-                    "parquet",
-                    data_files=bookcorpus_files(local),
-                    cache_dir=cache_root / "bookcorpus",
-                    max_rows=cfg.data.max_sentences,
-                )
-            else:
-                ds = load_hf_bookcorpus(cache_dir=cache_root / "bookcorpus", max_rows=cfg.data.max_sentences)
-        if cfg.data.max_sentences is not None:
-            ds = ds.select(range(min(cfg.data.max_sentences, len(ds))))
-        from qt_hard.data.wordlevel import TOKENIZER_VERSION
-
-        key = _key(
-            [
-                kind,
-                cfg.data.path,
-                cfg.data.max_books,
-                *([cfg.data.exclude_books] if cfg.data.exclude_books else []),  # older caches keep their key
-                cfg.data.max_sentences,
-                cfg.data.min_count,
-                cfg.data.max_vocab,
-                cfg.model.lower,
-                cfg.model.max_len,
-                len(ds),
-                TOKENIZER_VERSION,
-                "no-added-tokens",  # since a literal "<pad>" no longer encodes to id 0
-                # The sentence cache it is made from, whose name is keyed by the books' paths, sizes and
-                # times: a book edited in place is another corpus, never served old tokens.
-                sorted(Path(f["filename"]).parent.name for f in ds.cache_files),
-            ]
-        )
-        # Whole-column Arrow reads: ds["doc_id"] converts row by row in datasets 4+ (minutes on all books).
-        doc_ids = dataset_column(ds, "doc_id", numpy=True).astype(np.int64)
-        if cfg.model.kind == "hf":
-            module, batcher, wrap = _hf_parts(cfg, cache_root, dataset_column(ds, "text"))
-            return Run(module, ContextTask(batcher, doc_ids, B, seed), False, wrap)
-        tok, store = _vocab_and_store(cfg, cache_root / f"tokens_{key}", lambda: text_chunks(ds), len(ds))
-        vocab = tok.vocab()
-        task = ContextTask(_word_batcher(cfg, store), doc_ids, B, seed)
-        return _word_run(cfg, vocab, task, pair_data=False, tokenizer=tok)
+        return _books_run(cfg, cache_root)
     if kind == "wiki":
         return _wiki_run(cfg, out, cache_root)
     if kind == "synthetic":
         return _synthetic_run(cfg, cache_root)
     raise ValueError(f"unknown data.kind {kind!r}")
+
+
+def _books_run(cfg: Config, cache_root: Path) -> Run:
+    """The Quick-Thoughts run on ordered sentences (local books or BookCorpus): the batches are runs of
+    consecutive sentences, their neighbours in the same book the positives (:class:`ContextTask`)."""
+    B, seed = cfg.train.batch_size, cfg.train.seed
+    ds = _book_sentences(cfg, cache_root)
+    key = _book_tokens_key(cfg, ds)
+    # Whole-column Arrow reads: ds["doc_id"] converts row by row in datasets 4+ (minutes on all books).
+    doc_ids = dataset_column(ds, "doc_id", numpy=True).astype(np.int64)
+    if cfg.model.kind == "hf":
+        module, batcher, wrap = _hf_parts(cfg, cache_root, dataset_column(ds, "text"))
+        return Run(module, ContextTask(batcher, doc_ids, B, seed), False, wrap)
+    tok, store = _vocab_and_store(cfg, cache_root / f"tokens_{key}", lambda: text_chunks(ds), len(ds))
+    vocab = tok.vocab()
+    task = ContextTask(_word_batcher(cfg, store), doc_ids, B, seed)
+    return _word_run(cfg, vocab, task, pair_data=False, tokenizer=tok)
+
+
+def _book_sentences(cfg: Config, cache_root: Path):
+    """The sentence dataset of ``cfg.data`` (the local books, less the excluded ones, or BookCorpus: the
+    Parquet shards under the data root, else the hub's), cut to ``max_sentences``."""
+    from qt_hard.paths import data_path
+
+    if cfg.data.kind == "books":
+        from qt_hard.data.books import load_books
+
+        root = cfg.data.path or str(data_path("books"))
+        ds = load_books(root, max_books=cfg.data.max_books, cache_dir=cache_root / "books", progress=_bars(cfg))
+        ds = without_books(ds, cfg.data.exclude_books)
+    else:
+        from qt_hard.data.books import load_hf_bookcorpus
+
+        local = cfg.data.path or data_path("bookcorpus", required=False)
+        if local is not None and Path(local).is_dir():
+            # `qt-hard data get bookcorpus` wrote Parquet shards under the data root.
+            from qt_hard.data.catalog import bookcorpus_files
+
+            ds = load_hf_bookcorpus(
+                "parquet",
+                data_files=bookcorpus_files(local),
+                cache_dir=cache_root / "bookcorpus",
+                max_rows=cfg.data.max_sentences,
+            )
+        else:
+            ds = load_hf_bookcorpus(cache_dir=cache_root / "bookcorpus", max_rows=cfg.data.max_sentences)
+    if cfg.data.max_sentences is not None:
+        ds = ds.select(range(min(cfg.data.max_sentences, len(ds))))
+    return ds
+
+
+def _book_tokens_key(cfg: Config, ds) -> str:
+    """The key of the token cache of the sentences ``ds``: the data and tokenizer settings and the
+    sentence cache they were read from."""
+    from qt_hard.data.wordlevel import TOKENIZER_VERSION
+
+    return _key(
+        [
+            cfg.data.kind,
+            cfg.data.path,
+            cfg.data.max_books,
+            *([cfg.data.exclude_books] if cfg.data.exclude_books else []),  # older caches keep their key
+            cfg.data.max_sentences,
+            cfg.data.min_count,
+            cfg.data.max_vocab,
+            cfg.model.lower,
+            cfg.model.max_len,
+            len(ds),
+            TOKENIZER_VERSION,
+            "no-added-tokens",  # since a literal "<pad>" no longer encodes to id 0
+            # The sentence cache it is made from, whose name is keyed by the books' paths, sizes and
+            # times: a book edited in place is another corpus, never served old tokens.
+            sorted(Path(f["filename"]).parent.name for f in ds.cache_files),
+        ]
+    )
 
 
 def _pair_run(cfg: Config, wd, cache_root: Path) -> Run:

@@ -79,8 +79,6 @@ def _data(cfg) -> str:
 def model_card(cfg, modules: list[str], senteval: str | None = None) -> str:
     """Markdown of the model card of a run with config ``cfg`` (a training ``Config``) whose saved model
     consists of ``modules`` (class names); ``senteval`` a markdown table, if one was computed."""
-    from qt_hard.training.config import to_dict
-
     o = cfg.objective
     loss = (
         "ContextLoss (Quick-Thoughts layout)"
@@ -88,6 +86,13 @@ def model_card(cfg, modules: list[str], senteval: str | None = None) -> str:
         else "ContrastiveLoss (two-view layout)"
     )
     options = ", ".join(f"{k}={v}" for k, v in (o.options or {}).items()) or "none"
+    card = "\n".join(_front_and_usage(cfg, modules) + _card_sections(cfg, modules, loss, options))
+    return with_senteval(card, senteval) if senteval else card
+
+
+def _front_and_usage(cfg, modules: list[str]) -> list[str]:
+    """The card's lines up to its sections: the Hub front matter, the title and how to load the model."""
+    o = cfg.objective
     lines = [
         "---",
         "library_name: sentence-transformers",
@@ -121,7 +126,16 @@ def model_card(cfg, modules: list[str], senteval: str | None = None) -> str:
             "QuickThoughtsModule` (qt-hard must be installed); `qt_hard.load_encoder` reads the folder too.",
             "",
         ]
-    lines += [
+    return lines
+
+
+def _card_sections(cfg, modules: list[str], loss: str, options: str) -> list[str]:
+    """The card's sections: Model, Objective (``loss``, the objective's ``options`` and the papers), Data
+    and the training config as YAML."""
+    from qt_hard.training.config import to_dict
+
+    o = cfg.objective
+    return [
         "## Model",
         "",
         _architecture(cfg, modules),
@@ -147,5 +161,3 @@ def model_card(cfg, modules: list[str], senteval: str | None = None) -> str:
         "```",
         "",
     ]
-    card = "\n".join(lines)
-    return with_senteval(card, senteval) if senteval else card
