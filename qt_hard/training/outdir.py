@@ -93,7 +93,7 @@ def check_out_dir(
     of a run but no readable run config, ``resume`` without a checkpoint, with a saved config that
     cannot be read, or with a config that differs from the run's beyond ``RESUME_MAY_CHANGE``, a
     folder another run is training into. Returns the complete checkpoints (oldest first)."""
-    from qt_hard.errors import CheckpointError, OutputExistsError
+    from qt_hard.errors import OutputExistsError
     from qt_hard.paths import guard_output
 
     out = Path(cfg.out_dir).expanduser()
@@ -113,6 +113,19 @@ def check_out_dir(
             f"the config file {config_file} is out_dir's config.yaml, which training writes; "
             "copy it elsewhere or pick another --out"
         )
+    _check_writable(out)
+    checkpoints = list_checkpoints(out)
+    if not resume:
+        _check_no_run_held(out, overwrite)
+        return checkpoints
+    _check_resumable(cfg, out, checkpoints)
+    return checkpoints
+
+
+def _check_writable(out: Path) -> None:
+    """Refuse an out_dir that cannot be created where it is missing, or that another run is training into."""
+    from qt_hard.errors import OutputExistsError
+
     probe = out
     while not probe.exists():
         probe = probe.parent
@@ -122,20 +135,31 @@ def check_out_dir(
         _check_creatable(out, probe)
     else:
         _check_not_in_use(out)
-    checkpoints = list_checkpoints(out)
-    if not resume:
-        held = [name for name in RUN_FILES if (out / name).exists()]
-        if held and not overwrite:
-            raise OutputExistsError(
-                f"out_dir {out} already holds a run ({', '.join(held)}); pass --resume to continue it, "
-                f"--overwrite to replace it, or pick another --out"
-            )
-        if held and not _holds_run_config(out):
-            raise OutputExistsError(
-                f"out_dir {out} holds {', '.join(held)} but no readable run config.yaml: --overwrite replaces "
-                "only a folder that holds a qt-hard run; remove those files yourself or pick another --out"
-            )
-        return checkpoints
+
+
+def _check_no_run_held(out: Path, overwrite: bool) -> None:
+    """Refuse, for a new run, a folder holding a run's files (without ``overwrite``), or, with it, one
+    whose files are not a readable run's."""
+    from qt_hard.errors import OutputExistsError
+
+    held = [name for name in RUN_FILES if (out / name).exists()]
+    if held and not overwrite:
+        raise OutputExistsError(
+            f"out_dir {out} already holds a run ({', '.join(held)}); pass --resume to continue it, "
+            f"--overwrite to replace it, or pick another --out"
+        )
+    if held and not _holds_run_config(out):
+        raise OutputExistsError(
+            f"out_dir {out} holds {', '.join(held)} but no readable run config.yaml: --overwrite replaces "
+            "only a folder that holds a qt-hard run; remove those files yourself or pick another --out"
+        )
+
+
+def _check_resumable(cfg: Config, out: Path, checkpoints: list[Path]) -> None:
+    """Refuse ``--resume`` without a checkpoint, without a readable saved config, or with a config that
+    differs from the saved one beyond ``RESUME_MAY_CHANGE`` and ``RESUME_MAY_GROW``."""
+    from qt_hard.errors import CheckpointError
+
     if not checkpoints:
         raise CheckpointError(f"--resume: no checkpoint under {out / 'checkpoints'} (only complete ones count)")
     saved_file = out / "config.yaml"
@@ -149,7 +173,6 @@ def check_out_dir(
             f"--resume: the config differs from the run's {saved_file} in {'; '.join(bad)}. On resume only "
             f"{', '.join(RESUME_MAY_CHANGE[1:])} may change, and {', '.join(RESUME_MAY_GROW)} may grow"
         )
-    return checkpoints
 
 
 def _plain(cfg: Config) -> dict:
