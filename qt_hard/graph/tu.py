@@ -110,6 +110,16 @@ def read_tu(root: str | Path, name: str, node_attributes: bool = False, degree_f
     labels = _read_rows(f("graph_labels"), int, 1)[:, 0]
     edges = _read_rows(f("A"), int, 2)
     n, g = len(indicator), len(labels)
+    _check_graph_ids(indicator, g, f)
+    graph_of_node = indicator - 1
+    edge_index = _edge_index(edges, graph_of_node, f)
+    feats = _node_features(f, n, edge_index, node_attributes, degree_features)
+    classes, y = np.unique(labels, return_inverse=True)
+    return TUGraphs(name, edge_index, graph_of_node, y.astype(np.int64), classes, np.concatenate(feats, axis=1))
+
+
+def _check_graph_ids(indicator: np.ndarray, g: int, f) -> None:
+    """Refuse graph ids (one per node) that are not sorted and 1..G without gaps, G the graph labels' count."""
     if indicator.min() != 1 or np.any(np.diff(indicator) < 0) or np.any(np.diff(indicator) > 1):
         bad = (
             int(np.flatnonzero((np.diff(indicator) < 0) | (np.diff(indicator) > 1))[0]) + 2
@@ -119,12 +129,17 @@ def read_tu(root: str | Path, name: str, node_attributes: bool = False, degree_f
         raise TUFormatError(f"{f('graph_indicator')}, line {bad}: graph ids must be sorted and run 1..G without gaps")
     if indicator[-1] != g:
         raise TUFormatError(f"{f('graph_indicator')}: {indicator[-1]} graphs, but {f('graph_labels')} has {g} lines")
+
+
+def _edge_index(edges: np.ndarray, graph_of_node: np.ndarray, f) -> np.ndarray:
+    """(2, E) the edges of the (m, 2) 1-based rows of DS_A.txt, 0-based, in both directions, without
+    self-loops and duplicates, sorted; refuses a node id out of range or an edge between two graphs."""
+    n = len(graph_of_node)
     out = (edges < 1) | (edges > n)
     if out.any():
         ln = int(np.flatnonzero(out.any(axis=1))[0]) + 1
         raise TUFormatError(f"{f('A')}, line {ln}: node id outside 1..{n}")
     src, dst = edges[:, 0] - 1, edges[:, 1] - 1
-    graph_of_node = indicator - 1
     cross = graph_of_node[src] != graph_of_node[dst]
     if cross.any():
         ln = int(np.flatnonzero(cross)[0]) + 1
@@ -132,8 +147,12 @@ def read_tu(root: str | Path, name: str, node_attributes: bool = False, degree_f
     # Both directions, no self-loops, no duplicates (PyG's read_tu_data: remove_self_loops + coalesce).
     keep = src != dst
     key = np.unique(np.concatenate([src[keep] * n + dst[keep], dst[keep] * n + src[keep]]))
-    edge_index = np.stack([key // n, key % n])
+    return np.stack([key // n, key % n])
 
+
+def _node_features(f, n: int, edge_index: np.ndarray, node_attributes: bool, degree_features: str) -> list[np.ndarray]:
+    """The (n, *) feature blocks of the nodes, to be concatenated: one-hot node labels, the node
+    attributes, one-hot degrees (as ``node_attributes`` and ``degree_features`` ask), or a constant 1."""
     feats = []
     has_labels = f("node_labels").is_file()
     if has_labels:
@@ -152,5 +171,4 @@ def read_tu(root: str | Path, name: str, node_attributes: bool = False, degree_f
         feats.append(np.eye(int(deg.max()) + 1, dtype=np.float32)[deg])
     if not feats:
         feats.append(np.ones((n, 1), dtype=np.float32))
-    classes, y = np.unique(labels, return_inverse=True)
-    return TUGraphs(name, edge_index, graph_of_node, y.astype(np.int64), classes, np.concatenate(feats, axis=1))
+    return feats

@@ -368,17 +368,8 @@ def summarize_similarity(records: list[dict], field: str = "spearman") -> tuple[
     excludes 0 (:func:`.report.paired_verdict`), and the verdict on the similarity mean: better,
     worse, level or not judged. Returns the text and ``{"stats", "diffs", "spread", "verdict"}``
     (lists in ``SIM_HEADS`` order)."""
-    by: dict = {}
-    for r in records:
-        if r.get("protocol") == "similarity" and all((r.get(field) or {}).get(t) is not None for t in SIM_TASKS):
-            by.setdefault(r["row"], {})[r["seed"]] = _similarity_values(r, field)
-    by = {row: by[row] for row in sorted(by, key=row_order)}
-    cols = range(len(SIM_HEADS))
-    stats = {}
-    for row, runs in by.items():
-        cells = [report.mean_spread(v[i] for v in runs.values()) for i in cols]
-        stats[row] = {"n": len(runs), "mean": [m for m, _ in cells], "std": [s for _, s in cells]}
-        stats[row]["seeds"] = sorted(runs)
+    by = _similarity_runs(records, field)
+    stats = _similarity_stats(by)
     lines = [
         f"Semantic similarity, {field.capitalize()} x100 (STS12-16: mean over each year's sets; cos: cosine on "
         "the test split; sup.: SentEval's regression, test). Mean ± sample std (ddof 1) over seeds; "
@@ -395,39 +386,66 @@ def summarize_similarity(records: list[dict], field: str = "spearman") -> tuple[
     ]
     diffs, verdict, spread = {}, {}, None
     if "uniform" in stats:
-        base, spread = by["uniform"], stats["uniform"]["std"]
-        body = []
-        for row, runs in by.items():
-            shared = sorted(set(runs) & set(base))
-            if row == "uniform" or not shared:
-                continue
-            judged = [report.paired_verdict(_column(base, i), _column(runs, i)) for i in cols]
-            diffs[row] = [v.mean for v in judged]
-            verdict[row] = judged[-1].verdict
-            marks = ["*" if v.verdict in ("better", "worse") else "" for v in judged]
-            cells = [f"{v.mean:+.2f}{m}" for v, m in zip(judged[:-1], marks)]
-            body.append([row_spec(row)[0], str(len(shared)), *cells, judged[-1].cell() + marks[-1], verdict[row]])
-        lines += [
-            "",
-            "Difference to uniform, paired by seed (mean over the shared seeds of row - uniform); * where its 95% "
-            f"t-interval excludes 0; the {SIM_MEAN}'s with that interval and its verdict:",
-            "",
-            *report.markdown_table(
-                ["Objective", "pairs", *SIM_HEADS, "verdict"], body, "lr" + "r" * len(SIM_HEADS) + "l"
-            ),
-            "",
-            report.verdict_sentence(
-                "uniform",
-                _column(base, len(SIM_HEADS) - 1),
-                {k: _column(by[k], len(SIM_HEADS) - 1) for k in diffs},
-                SIM_MEAN,
-                label=lambda k: row_spec(k)[0],
-            ),
-        ]
+        spread = stats["uniform"]["std"]
+        difference_lines, diffs, verdict = _similarity_differences(by)
+        lines += difference_lines
     commits = [r for r in records if r.get("protocol") == "similarity" and r["row"] in by]
     if note := report.commits_note(commits):
         lines += ["", note]
     return "\n".join(lines), {"stats": stats, "diffs": diffs, "spread": spread, "verdict": verdict}
+
+
+def _similarity_runs(records: list[dict], field: str) -> dict:
+    """row (in ``row_order``) -> seed -> a record's ``SIM_HEADS`` values of ``field`` (:func:`_similarity_values`),
+    over the similarity records that have every task."""
+    by: dict = {}
+    for r in records:
+        if r.get("protocol") == "similarity" and all((r.get(field) or {}).get(t) is not None for t in SIM_TASKS):
+            by.setdefault(r["row"], {})[r["seed"]] = _similarity_values(r, field)
+    return {row: by[row] for row in sorted(by, key=row_order)}
+
+
+def _similarity_stats(by: dict) -> dict:
+    """row -> n, mean and spread (:func:`.report.mean_spread`) per ``SIM_HEADS`` column, and the seeds."""
+    stats = {}
+    for row, runs in by.items():
+        cells = [report.mean_spread(v[i] for v in runs.values()) for i in range(len(SIM_HEADS))]
+        stats[row] = {"n": len(runs), "mean": [m for m, _ in cells], "std": [s for _, s in cells]}
+        stats[row]["seeds"] = sorted(runs)
+    return stats
+
+
+def _similarity_differences(by: dict) -> tuple[list[str], dict, dict]:
+    """Each row against uniform, paired by seed: the lines of the difference table and its verdict
+    sentence, the mean differences per row and the verdict on the similarity mean per row."""
+    base = by["uniform"]
+    diffs, verdict, body = {}, {}, []
+    for row, runs in by.items():
+        shared = sorted(set(runs) & set(base))
+        if row == "uniform" or not shared:
+            continue
+        judged = [report.paired_verdict(_column(base, i), _column(runs, i)) for i in range(len(SIM_HEADS))]
+        diffs[row] = [v.mean for v in judged]
+        verdict[row] = judged[-1].verdict
+        marks = ["*" if v.verdict in ("better", "worse") else "" for v in judged]
+        cells = [f"{v.mean:+.2f}{m}" for v, m in zip(judged[:-1], marks)]
+        body.append([row_spec(row)[0], str(len(shared)), *cells, judged[-1].cell() + marks[-1], verdict[row]])
+    lines = [
+        "",
+        "Difference to uniform, paired by seed (mean over the shared seeds of row - uniform); * where its 95% "
+        f"t-interval excludes 0; the {SIM_MEAN}'s with that interval and its verdict:",
+        "",
+        *report.markdown_table(["Objective", "pairs", *SIM_HEADS, "verdict"], body, "lr" + "r" * len(SIM_HEADS) + "l"),
+        "",
+        report.verdict_sentence(
+            "uniform",
+            _column(base, len(SIM_HEADS) - 1),
+            {k: _column(by[k], len(SIM_HEADS) - 1) for k in diffs},
+            SIM_MEAN,
+            label=lambda k: row_spec(k)[0],
+        ),
+    ]
+    return lines, diffs, verdict
 
 
 def _column(runs: dict, i: int) -> dict:
