@@ -1672,14 +1672,30 @@ def _wiki_smoke(root: Path) -> str:
         if row in newest
     ]
     head = ["model", "Wiki-50 mean / linear classifier (%)", "commands (wall s)", "date, commit, threads, load"]
-    return _captioned(
-        "Top-1 on the run's 80/20 split of Wiki-50 (split seed 0), each row's newest line of "
+    built = {r.get("data_command") for r in newest.values()}  # one Wiki-50 under every row, or none named
+    source = f", built by `{next(iter(built))}`" if len(built) == 1 and None not in built else ""
+    caption = (
+        f"Top-1 on the run's 80/20 split of Wiki-50 (split seed 0){source}; each row's newest line of "
         f"`results/wiki_smoke.jsonl` (machine: {next(iter(newest.values()))['machine']}), written by "
-        "`python scripts/wiki_smoke_table.py --out results/wiki_smoke.jsonl`.",
-        head,
-        body,
-        "lrll",
+        "`python scripts/wiki_smoke_table.py --out results/wiki_smoke.jsonl`."
     )
+    if "hf_trained" in newest and "minilm" in newest:
+        caption += " " + _fine_tune_against_base(newest["hf_trained"], newest["minilm"])
+    return _captioned(caption, head, body, "lrll")
+
+
+def _fine_tune_against_base(tuned: dict, base: dict) -> str:
+    """Where the MiniLM smoke fine-tune ends against the untouched MiniLM, on both classifiers."""
+    sides = [
+        "above" if tuned[k] > base[k] else "below" if tuned[k] < base[k] else "level with"
+        for k in ("mean_classifier_acc", "linear_acc")
+    ]
+    where = (
+        f"{sides[0]} the untouched model on both classifiers"
+        if sides[0] == sides[1]
+        else (f"{sides[0]} the untouched model on the mean classifier and {sides[1]} it on the linear one")
+    )
+    return f"The fine-tune (a smoke run, not a recipe) ends {where}."
 
 
 def _grid_tables(root: Path, name: str, folder: str) -> tuple[dict[str, str], list[dict]]:
