@@ -14,6 +14,10 @@ class UserError(Exception):
     """A problem in the user's input or files; the message says what to change."""
 
 
+class ConfigError(UserError, ValueError):
+    """A config file, section or override that does not fit the schema; the message names the key."""
+
+
 class DataMissingError(UserError, FileNotFoundError):
     """A dataset is not under the data root; the message names the ``qt-hard data get`` command."""
 

@@ -1,10 +1,11 @@
 """The contrastive objectives, assembled from the negatives core.
 
 Each objective is defined once, as a module (for training loops, with ``set_progress`` for schedules):
-its constructor takes the strategy and the configuration, its ``forward`` one batch. The function form
-(one line for tests, users and our own checks) is derived from it: the batch's leading tensors, then
-the strategy, then every keyword of the constructor and of ``forward`` and ``generator`` (the
-k-sampler's); it builds the module and calls it once.
+its constructor takes the strategy and the configuration, its ``forward`` one batch. Its function form
+(one line for tests, users and our own checks) takes the batch's leading tensors, then the strategy,
+then keyword-only the rest of the batch, the constructor's keywords, ``generator`` (the k-sampler's)
+and the strategy's options; it builds the module and calls it once, so the two forms give the same
+numbers by construction.
 
 * :func:`contrastive_loss` / :class:`ContrastiveLoss`: the two-view objective (SimCLR, HCL, Ash et
   al. D.1). With ``negatives="hard", beta=0, tau_plus=0`` it is SimCLR's NT-Xent; with
@@ -37,8 +38,7 @@ Example::
 
 from __future__ import annotations
 
-import inspect
-from typing import Callable
+from typing import Any
 
 import torch
 from torch import nn
@@ -113,49 +113,6 @@ class _StrategyLoss(nn.Module):
 
     def extra_repr(self) -> str:
         return repr(self.strategy)
-
-
-def _with_defaults(init: Callable, **defaults) -> Callable:
-    """Constructor ``init`` with other defaults for some of its keywords (its signature says so)."""
-    signature = inspect.signature(init)
-    params = [p.replace(default=defaults.get(p.name, p.default)) for p in signature.parameters.values()]
-
-    def constructor(self, *args, **kwargs):
-        init(self, *args, **{**defaults, **kwargs})
-
-    constructor.__signature__ = signature.replace(parameters=params)
-    return constructor
-
-
-def _function_form(cls: type[_StrategyLoss], name: str, leading: int) -> Callable[..., torch.Tensor]:
-    """The function form of loss module ``cls``: ``forward``'s first ``leading`` arguments, the
-    constructor's (the strategy first), then keyword-only the rest of both and ``generator``."""
-    P = inspect.Parameter
-    batch = list(inspect.signature(cls.forward).parameters.values())[1:]
-    first, *config = list(inspect.signature(cls.__init__).parameters.values())[1:]
-    options = config.pop()  # the constructor's **options
-    params = [p.replace(kind=P.POSITIONAL_OR_KEYWORD) for p in batch[:leading]]
-    params += [first.replace(kind=P.POSITIONAL_OR_KEYWORD)]
-    params += [p.replace(kind=P.KEYWORD_ONLY) for p in (*batch[leading:], *config)]
-    params += [P("generator", P.KEYWORD_ONLY, default=None, annotation="torch.Generator | None"), options]
-    signature = inspect.Signature(params, return_annotation="torch.Tensor")
-    batch_names = {p.name for p in batch}
-
-    def loss(*args, **kwargs) -> torch.Tensor:
-        given = signature.bind(*args, **kwargs).arguments
-        extra = given.pop(options.name, {})
-        generator = given.pop("generator", None)
-        data = {key: given.pop(key) for key in list(given) if key in batch_names}
-        module = cls(**given, **extra)
-        module.generator = generator
-        return module(**data)
-
-    loss.__name__ = loss.__qualname__ = name
-    loss.__module__ = cls.__module__
-    loss.__signature__ = signature
-    loss.__doc__ = f"Function form of :class:`{cls.__name__}`: the module built from the arguments, called once.\n\n"
-    loss.__doc__ += inspect.cleandoc(cls.__doc__ or "")
-    return loss
 
 
 class _PairLoss(_StrategyLoss):
@@ -267,8 +224,27 @@ class RankingLoss(_PairLoss):
     in which no anchor has a negative (``NotEnoughCandidatesError``).
     """
 
-    # The constructor of ContrastiveLoss, with MNRL's temperature as the default.
-    __init__ = _with_defaults(_PairLoss.__init__, temperature=0.05)
+    def __init__(
+        self,
+        negatives="uniform",
+        *,
+        temperature: float = 0.05,
+        k: int | None = None,
+        normalize: bool = True,
+        include_positive: bool = True,
+        gather: bool = True,
+        **options,
+    ):
+        # The constructor of ContrastiveLoss, with MNRL's temperature (scale 20) as the default.
+        super().__init__(
+            negatives,
+            temperature=temperature,
+            k=k,
+            normalize=normalize,
+            include_positive=include_positive,
+            gather=gather,
+            **options,
+        )
 
     def forward(
         self,
@@ -372,11 +348,233 @@ class LocalGlobalLoss(_StrategyLoss):
         return self._loss(scores, lambda sc, gen: _node_mean(*self.strategy.per_anchor(sc, gen)))
 
 
-contrastive_loss = _function_form(ContrastiveLoss, "contrastive_loss", leading=2)
-"""Function form of :class:`ContrastiveLoss`: ``contrastive_loss(z1, z2, negatives, *, labels, generator, ...)``."""
-context_loss = _function_form(ContextLoss, "context_loss", leading=2)
-"""Function form of :class:`ContextLoss`: ``context_loss(f_emb, g_emb, negatives, *, doc_ids, generator, ...)``."""
-ranking_loss = _function_form(RankingLoss, "ranking_loss", leading=3)
-"""Function form of :class:`RankingLoss`: ``ranking_loss(anchors, positives, explicit_negatives, negatives, ...)``."""
-local_global_loss = _function_form(LocalGlobalLoss, "local_global_loss", leading=3)
-"""Function form of :class:`LocalGlobalLoss`: ``local_global_loss(node_emb, graph_emb, batch, negatives, ...)``."""
+def contrastive_loss(
+    z1: torch.Tensor,
+    z2: torch.Tensor,
+    negatives: str | NegativeStrategy = "uniform",
+    *,
+    labels: torch.Tensor | None = None,
+    temperature: float = 0.5,
+    k: int | None = None,
+    normalize: bool = True,
+    include_positive: bool = True,
+    gather: bool = True,
+    generator: torch.Generator | None = None,
+    **options: Any,
+) -> torch.Tensor:
+    """Two-view contrastive loss of B positive pairs, averaged over the 2B anchors: the function form
+    of :class:`ContrastiveLoss` (the module built from the arguments and called once).
+
+    Each view is an anchor whose partner view is its positive and whose candidates are the other 2B-2
+    views; with logits ``s = <u, v> / t`` its loss is ``-s+ + log(e^{s+} + Q * E_hat)``, ``Q`` its
+    negatives (2B-2, or ``k``) and ``E_hat`` the strategy's estimate of the mean of ``e^{s_j}`` over
+    them (weighted, and debiased by ``tau_plus``): Robinson et al. (2021), eq. 4 and Fig. 13 (HCL's
+    ``criterion`` with ``"hard"``); ``"uniform"`` is SimCLR's NT-Xent; ``include_positive=False`` drops
+    ``e^{s+}`` from the denominator (Ash et al. 2022, D.1).
+
+    Args:
+        z1, z2: (B, d) embeddings of the two views of B positive pairs.
+        negatives: a strategy name of :mod:`qt_hard.negatives.registry` or a :class:`NegativeStrategy`.
+        labels: (B,) labels, for "label" negatives and ``collision_free=True``.
+        temperature, k, normalize, include_positive, gather: as :class:`ContrastiveLoss`.
+        generator: the random generator of the k-sampler (None: torch's default one).
+        **options: strategy options (see :func:`qt_hard.negatives.make_strategy`).
+
+    Returns the scalar loss. Raises ``ValueError`` for embeddings holding NaN or an infinity
+    (``NonFiniteError``) and for a batch in which no anchor has a negative (``NotEnoughCandidatesError``).
+
+    Example::
+
+        >>> z1, z2 = torch.randn(8, 16), torch.randn(8, 16)
+        >>> contrastive_loss(z1, z2, "hard", beta=1.0, tau_plus=0.1).shape
+        torch.Size([])
+    """
+    module = ContrastiveLoss(
+        negatives,
+        temperature=temperature,
+        k=k,
+        normalize=normalize,
+        include_positive=include_positive,
+        gather=gather,
+        **options,
+    )
+    module.generator = generator
+    return module(z1, z2, labels)
+
+
+def context_loss(
+    f_emb: torch.Tensor,
+    g_emb: torch.Tensor,
+    negatives: str | NegativeStrategy = "uniform",
+    *,
+    doc_ids: torch.Tensor | None = None,
+    context: int = 1,
+    temperature: float = 1.0,
+    normalize: bool = False,
+    k: int | None = None,
+    include_positive: bool = True,
+    gather: bool = True,
+    generator: torch.Generator | None = None,
+    **options: Any,
+) -> torch.Tensor:
+    """Quick-Thoughts objective on B consecutive sentences (Logeswaran & Lee 2018; Robinson et al. 2021,
+    App. D.3): the function form of :class:`ContextLoss` (the module built from the arguments and called
+    once).
+
+    Sentence i is an anchor with logits ``s_ij = <f(s_i), g(s_j)> / t`` against every other sentence j;
+    the P_i sentences within ``context`` positions of it in the same document are its positives, the
+    rest its candidate negatives. By default the positives share one denominator (``positives="joint"``,
+    S2V's ``build_loss``): ``-(1/P_i) sum_p s+_p + log(sum_p e^{s+_p} + Q * E_hat)``, ``Q`` the
+    negatives and ``E_hat`` the strategy's estimate of the mean of ``e^{s_j}`` over them (Robinson et
+    al. 2021, eq. 4); ``positives="per_positive"`` gives each positive ``-s+ + log(e^{s+} + Q * E_hat)``
+    and averages them.
+
+    Args:
+        f_emb, g_emb: (B, d) encodings of the same B consecutive sentences by f and by g.
+        negatives: a strategy name of :mod:`qt_hard.negatives.registry` or a :class:`NegativeStrategy`.
+        doc_ids: (B,) document ids; no positive pair crosses two documents (None: one document).
+        context: positives are the sentences within 1..context positions.
+        temperature, normalize, k, include_positive, gather: as :class:`ContrastiveLoss`.
+        generator: the random generator of the k-sampler (None: torch's default one).
+        **options: strategy options (see :func:`qt_hard.negatives.make_strategy`).
+
+    Returns the scalar loss. Raises ``ValueError`` for embeddings holding NaN or an infinity
+    (``NonFiniteError``) and for a batch in which no anchor has a negative (``NotEnoughCandidatesError``).
+
+    Example::
+
+        >>> f, g = torch.randn(6, 16), torch.randn(6, 16)
+        >>> context_loss(f, g, "hard", beta=1.0, clip="rescaled", context=2).shape
+        torch.Size([])
+    """
+    module = ContextLoss(
+        negatives,
+        context=context,
+        temperature=temperature,
+        normalize=normalize,
+        k=k,
+        include_positive=include_positive,
+        gather=gather,
+        **options,
+    )
+    module.generator = generator
+    return module(f_emb, g_emb, doc_ids)
+
+
+def ranking_loss(
+    anchors: torch.Tensor,
+    positives: torch.Tensor,
+    explicit_negatives: torch.Tensor | None = None,
+    negatives: str | NegativeStrategy = "uniform",
+    *,
+    labels: torch.Tensor | None = None,
+    extra_candidates: torch.Tensor | None = None,
+    in_batch: bool = True,
+    extra_labels: torch.Tensor | None = None,
+    temperature: float = 0.05,
+    k: int | None = None,
+    normalize: bool = True,
+    include_positive: bool = True,
+    gather: bool = True,
+    generator: torch.Generator | None = None,
+    **options: Any,
+) -> torch.Tensor:
+    """Anchors against all positives and explicit negatives of the batch (MNRL layout), averaged over the
+    B anchors: the function form of :class:`RankingLoss` (the module built from the arguments, called once).
+
+    Anchor i's positive is ``positives[i]``; its candidate negatives are the other positives, every
+    explicit negative and any ``extra_candidates`` (a queue: MoCo, Wu et al. 2021, Alg. 1). With logits
+    ``s = <a, c> / t`` its loss is ``-s+ + log(e^{s+} + Q * E_hat)`` (Robinson et al. 2021, eq. 4),
+    ``E_hat`` the strategy's estimate over its Q negatives; ``"uniform"`` is MNRL's cross-entropy.
+
+    Args:
+        anchors, positives: (B, d); explicit_negatives: optional (B, n, d) explicit negatives.
+        negatives: a strategy name of :mod:`qt_hard.negatives.registry` or a :class:`NegativeStrategy`.
+        labels: (B,) labels, for "label" negatives and ``collision_free=True``.
+        extra_candidates: optional (M, d) shared candidates (e.g. :class:`EmbeddingQueue`).
+        in_batch: False uses only ``extra_candidates`` as negatives (MoCo).
+        extra_labels: (M,) class labels of ``extra_candidates``, -1 for unknown (needed with ``labels``).
+        temperature: 1 / scale (sentence-transformers' default scale 20 is temperature 0.05).
+        k, normalize, include_positive, gather: as :class:`ContrastiveLoss`.
+        generator: the random generator of the k-sampler (None: torch's default one).
+        **options: strategy options (see :func:`qt_hard.negatives.make_strategy`).
+
+    Returns the scalar loss. Raises ``ValueError`` for embeddings holding NaN or an infinity
+    (``NonFiniteError``) and for a batch in which no anchor has a negative (``NotEnoughCandidatesError``).
+
+    Example::
+
+        >>> a, p, n = torch.randn(4, 16), torch.randn(4, 16), torch.randn(4, 2, 16)
+        >>> ranking_loss(a, p, n, "hard", beta=0.5).shape
+        torch.Size([])
+    """
+    module = RankingLoss(
+        negatives,
+        temperature=temperature,
+        k=k,
+        normalize=normalize,
+        include_positive=include_positive,
+        gather=gather,
+        **options,
+    )
+    module.generator = generator
+    return module(anchors, positives, explicit_negatives, labels, extra_candidates, in_batch, extra_labels)
+
+
+def local_global_loss(
+    node_emb: torch.Tensor,
+    graph_emb: torch.Tensor,
+    batch: torch.Tensor,
+    negatives: str | NegativeStrategy = "uniform",
+    *,
+    labels: torch.Tensor | None = None,
+    estimator: str = "jsd",
+    temperature: float = 1.0,
+    normalize: bool = False,
+    k: int | None = None,
+    gather: bool = True,
+    generator: torch.Generator | None = None,
+    **options: Any,
+) -> torch.Tensor:
+    """InfoGraph's local-global objective (Sun et al. 2020, eq. 4-5; Robinson et al. 2021, App. B),
+    averaged over the nodes: the function form of :class:`LocalGlobalLoss` (the module built from the
+    arguments and called once).
+
+    Every node u is an anchor against the graphs of the (global) batch, its own graph the positive, with
+    logits ``s = <h_u, H(G')> / t`` (the discriminator T of App. B.1). The Jensen-Shannon estimator
+    (``estimator="jsd"``) gives the node ``sp(-s+) + E_q sp(s)``, ``sp`` the softplus and ``E_q`` the
+    mean over its negative graphs under the strategy's weights (uniform: InfoGraph; ``"hard"``:
+    ``q(G') ~ exp(beta s)``, HCL App. B.2); ``estimator="nce"`` is the softmax form
+    ``-s+ + log(e^{s+} + Q * E_hat)`` of :func:`contrastive_loss`.
+
+    Args:
+        node_emb: (n, d) local-discriminator outputs of the nodes.
+        graph_emb: (g, d) global ones.
+        batch: (n,) graph index of each node (torch_geometric's ``batch``).
+        negatives: a strategy name of :mod:`qt_hard.negatives.registry` or a :class:`NegativeStrategy`.
+        labels: (g,) graph labels, for label-aware negatives.
+        estimator: "jsd" (the paper), "jsd_code" (the HCL code's form) or "nce".
+        temperature, normalize, k, gather: as :class:`ContrastiveLoss`.
+        generator: the random generator of the k-sampler (None: torch's default one).
+        **options: strategy options (see :func:`qt_hard.negatives.make_strategy`).
+
+    Returns the scalar loss. Raises ``ValueError`` for embeddings holding NaN or an infinity
+    (``NonFiniteError``) and for a batch in which no anchor has a negative (``NotEnoughCandidatesError``).
+
+    Example::
+
+        >>> h, H = torch.randn(7, 4), torch.randn(3, 4)
+        >>> float(local_global_loss(h, H, torch.tensor([0, 0, 1, 1, 1, 2, 2]))) > 0
+        True
+    """
+    module = LocalGlobalLoss(
+        negatives,
+        estimator=estimator,
+        temperature=temperature,
+        normalize=normalize,
+        k=k,
+        gather=gather,
+        **options,
+    )
+    module.generator = generator
+    return module(node_emb, graph_emb, batch, labels)

@@ -243,9 +243,15 @@ def creation_refused(out: Path, existing: Path) -> str | None:
     first = existing / out.relative_to(existing).parts[0]
     try:
         first.mkdir()
-        first.rmdir()
+    except FileExistsError:
+        # Another process (a second command on the same folder) made it meanwhile: it can be created.
+        return None if first.is_dir() else f"{first}: a file appeared there"
     except OSError as err:
         return f"{first}: {err.strerror}"
+    try:
+        first.rmdir()
+    except OSError:
+        pass  # another process has begun to fill it: it stays, as that process needs it
     return None
 
 

@@ -1,7 +1,7 @@
 """Loss cost of every sentence-transformers comparison row as it trained: its loss over MNRL's, forward +
 backward on fixed embeddings, all cases interleaved in one run.
 
-The rows are those of the STS comparison (``scripts/st_compare.py``) and of the SciFact comparison
+The rows are those of the STS comparison (``qt-hard grid run st-compare``) and of the SciFact comparison
 (``qt_hard.experiments.specs.scifact``). Each row's loss is built by its comparison's own ``build_loss``
 (its strategy and options, the recipe's scale) at the batch size its comparison trained at (the
 ``recipe`` of its ledger's setup under ``results/``, else the comparison's default; ``--batch-size``
@@ -31,7 +31,6 @@ load average, command and the run's wall time) and a one-line headline.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import statistics
 import sys
@@ -45,10 +44,9 @@ SPECS = ("sts", "scifact")
 
 
 def _st_compare():
-    spec = importlib.util.spec_from_file_location("_bench_st_compare", ROOT / "scripts" / "st_compare.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    from qt_hard.experiments.specs import st_compare
+
+    return st_compare
 
 
 def _setup_recipe(ledger_file: Path) -> dict:

@@ -2,19 +2,19 @@
 # Three result grids at once on one GPU machine (16 CPU cores, one GPU), in one call of at most
 # ~560 s, every part under its own time limit so that the results are always packed:
 #
-#   1. graph controls (CPU cores only): scripts/graph_table.py, each method at both learning rates
+#   1. graph controls (CPU cores only): qt-hard grid run graph-table, each method at both learning rates
 #      (infograph, infograph_lr0.01, hscl_b1, hscl_b1_lr1e-3) and HCL as its code computes it beside
 #      that code's uniform row (infograph_code, hcl_code_b1, hcl_code_b2, hcl_code_b10); GRAPH_ROWS
-#      replaces the list. The script's default repeats and epochs (200), GRAPH_WORKERS (default 6)
+#      replaces the list. The table's default repeats and epochs (200), GRAPH_WORKERS (default 6)
 #      single-threaded processes, datasets in the order MUTAG, PTC_MR, IMDB-BINARY, ENZYMES,
 #      IMDB-MULTI (the cells are claimed in that order, repeat by repeat, so what the time allows is
 #      the cheap datasets whole). The rows that results/graph_table.csv already has (infograph,
 #      hscl_b1, infograph_code) run again: those cells were made by an earlier state of the code,
 #      which draws another model from the same seed, so each comparison here is within one code. When
-#      gpu_carry/graph_seed.jsonl is there (a graph_table ledger of the same setup: 200 epochs, no
+#      gpu_carry/graph_seed.jsonl is there (a graph-table ledger of the same setup: 200 epochs, no
 #      overrides), its records are written into the ledger first and their cells are not run again.
-#   2. MoCo-v2 against MoCoRing on the GPU: scripts/vision_table.py, configs/moco_cifar10.yaml
-#      (ResNet-18), strategies uniform,ring, seeds 0,1, train.epochs=40, train.mixed_precision=bf16,
+#   2. MoCo-v2 against MoCoRing on the GPU: qt-hard grid run vision-table, configs/moco_cifar10.yaml
+#      (ResNet-18), rows uniform,ring, seeds 0,1, train.epochs=40, train.mixed_precision=bf16,
 #      as VISION_COPIES (default 2) copies of the command on one results folder, each claiming the
 #      cell it trains. MOCO_QUEUE=n sets model.queue_size (default: the config's 4,096).
 #   3. k versus N, the B = 1000 row (all in-batch negatives) at 50 + 50 epochs on the GPU:
@@ -115,7 +115,7 @@ export QT_HARD_DATA=$WORK/data
 echo "unpacked in $(elapsed)s: $(ls "$QT_HARD_DATA"/tu | tr '\n' ' ')"
 
 # ---------------------------------------------------------------- graph: seed the ledger
-# The records of gpu_carry/graph_seed.jsonl (a graph_table ledger of this setup: 200 epochs, no
+# The records of gpu_carry/graph_seed.jsonl (a graph-table ledger of this setup: 200 epochs, no
 # overrides), so that their cells are not run again; in a dry run into a scratch folder, to check it.
 if [ -f "$CARRY/graph_seed.jsonl" ]; then
     SEED_INTO=$GOUT
@@ -123,11 +123,12 @@ if [ -f "$CARRY/graph_seed.jsonl" ]; then
     "$PY" - "$SEED_INTO" "$CARRY/graph_seed.jsonl" <<'EOF' 2>&1 | tee "$LOGS/graph_seed.log"
 import json, sys
 from pathlib import Path
-sys.path.insert(0, "scripts")
-import graph_table as gt
+from qt_hard.experiments.ledger import Ledger
+from qt_hard.experiments.specs import graph_table as gt
 
 out, seed = Path(sys.argv[1]), Path(sys.argv[2])
-led = gt.ledger(out, 200, [])  # the setup the CLI writes at its default --epochs, no overrides
+# the setup the command writes at its default --epochs, no overrides
+led = Ledger(out, gt.KEY, {"config": gt.CONFIG, "epochs": 200, "overrides": []}, fields=gt.GraphTable.fields)
 lines = seed.read_text().splitlines()
 head = json.loads(lines[0])
 if head.get("setup") != led.setup:
@@ -142,12 +143,12 @@ for line in lines[1:]:
             n += 1
 print(f"graph ledger {led.path}: {n} cells seeded from {seed}, {len(done)} in all")
 EOF
-    [ "$DRY" = 1 ] && "$PY" scripts/graph_table.py --out "$SEED_INTO" --rows "infograph_code,$GROWS" --no-run 2>&1 | grep -E '^\|' | tail -8
+    [ "$DRY" = 1 ] && "$PY" -m qt_hard.cli grid run graph-table --out "$SEED_INTO" --rows "infograph_code,$GROWS" --summary-only 2>&1 | grep -E '^\|' | tail -8
 fi
 
 # ---------------------------------------------------------------- the three parts, at once
-# GRAPH_JOBS: invocations of graph_table.py on the one ledger at once, "WORKERS|ROWS|DATASETS|REPEATS"
-# separated by ";" (an empty field takes the default above; REPEATS empty: the script's default).
+# GRAPH_JOBS: invocations of the graph table on the one ledger at once, "WORKERS|ROWS|DATASETS|REPEATS"
+# separated by ";" (an empty field takes the default above; REPEATS empty: the table's default).
 # Each claims its cells, so jobs that overlap never run a cell twice.
 GPIDS=()
 IFS=';' read -r -a GJOBS <<<"${GRAPH_JOBS:-$GRAPH_WORKERS|||}"
@@ -157,7 +158,7 @@ for j in "${!GJOBS[@]}"; do
     IFS='|' read -r gw gr gd grep_ <<<"${GJOBS[$j]}"
     rep=()
     [ -n "$grep_" ] && rep=(--repeats "$grep_")
-    OMP_NUM_THREADS=1 timeout -k 10 "$(left)" "$PY" scripts/graph_table.py --out "$GOUT" --rows "${gr:-$GROWS}" \
+    OMP_NUM_THREADS=1 timeout -k 10 "$(left)" "$PY" -m qt_hard.cli grid run graph-table --out "$GOUT" --rows "${gr:-$GROWS}" \
         --datasets "${gd:-$GDATA}" --workers "${gw:-$GRAPH_WORKERS}" "${rep[@]}" "${GARGS[@]}" >"$LOGS/graph_$j.log" 2>&1 &
     GPIDS+=($!)
     sleep 1
@@ -167,8 +168,8 @@ has vision || VISION_COPIES=0
 for i in $(seq 1 "$VISION_COPIES"); do
     seeds=0,1
     [ $((i % 2)) = 0 ] && seeds=1,0 # the copies start on different seeds (each seed's random-init file is written once)
-    OMP_NUM_THREADS=2 timeout -k 10 "$(left)" "$PY" scripts/vision_table.py --config configs/moco_cifar10.yaml \
-        --out "$VOUT" --strategies uniform,ring --seeds "$seeds" --set "${VSET[@]}" >"$LOGS/vision_$i.log" 2>&1 &
+    OMP_NUM_THREADS=2 timeout -k 10 "$(left)" "$PY" -m qt_hard.cli grid run vision-table --config configs/moco_cifar10.yaml \
+        --out "$VOUT" --rows uniform,ring --seeds "$seeds" --set "${VSET[@]}" >"$LOGS/vision_$i.log" 2>&1 &
     VPIDS+=($!)
     sleep 2
 done
@@ -233,11 +234,11 @@ for p in "${VPIDS[@]+"${VPIDS[@]}"}"; do wait "$p"; echo "vision copy exit $?"; 
 echo "parts done at $(elapsed)s"
 
 # ---------------------------------------------------------------- tables (each under a short limit)
-timeout 25 "$PY" scripts/graph_table.py --out "$GOUT" --rows "$GROWS" --datasets "$GDATA" --no-run \
+timeout 25 "$PY" -m qt_hard.cli grid run graph-table --out "$GOUT" --rows "$GROWS" --datasets "$GDATA" --summary-only \
     >"$LOGS/graph_table.txt" 2>&1 &
 S1=$!
-timeout 30 "$PY" scripts/vision_table.py --config configs/moco_cifar10.yaml --out "$VOUT" \
-    --strategies uniform,ring --seeds 0,1 --set "${VSET[@]}" --report-only >"$LOGS/vision_table.txt" 2>&1 &
+timeout 30 "$PY" -m qt_hard.cli grid run vision-table --config configs/moco_cifar10.yaml --out "$VOUT" \
+    --rows uniform,ring --seeds 0,1 --set "${VSET[@]}" --report-only >"$LOGS/vision_table.txt" 2>&1 &
 S2=$!
 timeout 25 "$PY" - "$KCSV" >"$LOGS/k_vs_n_table.txt" 2>&1 <<'EOF' &
 import csv, statistics as st, sys
@@ -267,7 +268,7 @@ wait $S1 $S2 $S3
     echo "== graph controls (SVM accuracy %, mean ± sample std over repeats)"
     grep -E '^\||^graph table|cells' "$LOGS/graph_table.txt" | tail -20
     echo "== MoCo-v2 (uniform) against MoCoRing (ring), ResNet-18, 40 epochs, bf16, queue ${MOCO_QUEUE:-4096 (config)}"
-    grep -E '^\||^vision table|^no finished' "$LOGS/vision_table.txt" | tail -8
+    grep -E '^\||^MoCo|^no finished' "$LOGS/vision_table.txt" | tail -8
     echo "== k versus N, B = 1000, all in-batch negatives"
     tail -8 "$LOGS/k_vs_n_table.txt"
     echo "== $(elapsed)s in all"

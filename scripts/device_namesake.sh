@@ -12,7 +12,7 @@
 #      the seeds that fit: 2 seeds (6 cells) when 6 cells of STEPS steps fit TRAIN_S at the 6-cell rate,
 #      else 1 seed (3 cells); when even that does not fit, the steps are cut to what 3 cells train in
 #      TRAIN_S (the summary says so). STEPS: EPOCHS (default 2.5) epochs of the prepared corpus.
-#   b. the table (until DEADLINE - SCORE_RESERVE_S): scripts/qt_table.py --workers <cells> --device cuda,
+#   b. the table (until DEADLINE - SCORE_RESERVE_S): qt-hard grid run qt-table --workers <cells> --device cuda,
 #      each cell trained in TF32 and evaluated on the six tasks (SentEval protocol, solver on the GPU)
 #      -> $OUT/results.jsonl (the ledger), table.md.
 #   c. the readouts and the paired table (SCORE_RESERVE_S, default 60 s): scripts/namesake_table.py score
@@ -102,7 +102,7 @@ else
     echo "error: no $CARRY/books.tar (make it with scripts/device_s2v_prepare.sh)" >&2
     exit 1
 fi
-# The table's shared cache (OUT/cache of qt_table.py), split and tokenized while the probe runs.
+# The table's shared cache (OUT/cache of the qt-table grid), split and tokenized while the probe runs.
 "$PY" scripts/s2v_curve.py prepare --config configs/qt_s2v.yaml --out "$TABLE" --set "${SET[@]}" >"$LOGS/prepare.log" 2>&1 &
 PREP=$!
 [ "$DRY" = 1 ] && wait "$PREP"  # one at a time on a small CPU
@@ -152,7 +152,7 @@ WORKERS=$((${SEEDS:-1} * CELLS_ONE))
 echo "table: rows $ROWS, seeds $SEED_LIST, $WORKERS cells side by side, $STEPS steps each ($NOTE), $(left)s left"
 
 # ---------------------------------------------------------------- b. the table
-timeout -k 10 "$(($(left) - SCORE_RESERVE_S))" "$PY" scripts/qt_table.py --out "$TABLE" --config configs/qt_s2v.yaml \
+timeout -k 10 "$(($(left) - SCORE_RESERVE_S))" "$PY" -m qt_hard.cli grid run qt-table --out "$TABLE" --config configs/qt_s2v.yaml \
     --rows "$ROWS" --seeds "$SEED_LIST" --workers "$WORKERS" --device "$DEVICE" --protocol senteval \
     --eval-device "$DEVICE" "${SETARGS[@]}" --set "train.steps=$STEPS" "${EXTRA[@]+"${EXTRA[@]}"}" >"$LOGS/table.log" 2>&1
 rc=$?

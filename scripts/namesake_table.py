@@ -1,6 +1,6 @@
 """The namesake at S2V's width: each row's difference to uniform, paired by seed, with 95% t-intervals.
 
-Reads a ``scripts/qt_table.py`` folder (``OUT/results.jsonl``: each run's six SentEval tasks under the
+Reads a ``qt-hard grid run qt-table`` folder (``OUT/results.jsonl``: each run's six SentEval tasks under the
 SentEval protocol; ``OUT/runs/<row>_s<seed>/final``: the trained encoders) and adds, per run, two
 readouts that need no classifier:
 
@@ -193,7 +193,7 @@ def main(argv=None) -> int:
     ap = ScriptParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("score", help="STS12-16 and the held-out readouts of every run")
-    s.add_argument("--out", required=True, help="the qt_table.py folder")
+    s.add_argument("--out", required=True, help="the qt-table grid's folder")
     s.add_argument("--device", default=None, help="where the encoders run (default: cuda where there is one)")
     s.add_argument("--data", default=None, help="SentEval folder (default $QT_HARD_DATA/senteval)")
     s.add_argument("--first", type=int, default=8, help="first held-out book (0-based)")
@@ -201,7 +201,7 @@ def main(argv=None) -> int:
     s.add_argument("--blocks", type=int, default=30)
     s.add_argument("--block-size", type=int, default=64)
     t = sub.add_parser("table", help="the paired table of the scored runs")
-    t.add_argument("--out", required=True, help="the qt_table.py folder")
+    t.add_argument("--out", required=True, help="the qt-table grid's folder")
     t.add_argument("--baseline", default="uniform")
     args = ap.parse_args(argv)
     return cmd_score(args) if args.cmd == "score" else cmd_table(args)

@@ -39,9 +39,11 @@ class Toy(Experiment):
         deadline = time.monotonic() + 60
         while args.wait_for and not Path(args.wait_for).exists() and time.monotonic() < deadline:
             time.sleep(0.05)
-        return {"row": row, "seed": seed, "value": 10 * seed + len(row)}
+        from qt_hard.experiments.ledger import provenance
 
-    def tables(self, records, setup) -> dict[str, str]:
+        return {"row": row, "seed": seed, "value": 10 * seed + len(row), **provenance(out)}
+
+    def tables(self, records, setup, out) -> dict[str, str]:
         lines = ["| row | seed | value |", "|---|---:|---:|"]
         lines += [
             f"| {r['row']} | {r['seed']} | {r['value']} |" for r in sorted(records, key=lambda r: (r["row"], r["seed"]))

@@ -109,6 +109,11 @@ def test_the_processes_of_one_launched_run_share_its_folder(tmp_path, monkeypatc
 def _script(name, argv, monkeypatch, capsys):
     from qt_hard.script_cli import run_script
 
+    if name.startswith("grid:"):  # an experiment of `qt-hard grid run`
+        from qt_hard.cli import main
+
+        status = main(["grid", "run", name[len("grid:") :], *argv])
+        return status, [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     mod = load_script(name)
     monkeypatch.setattr(sys, "argv", [f"{name}.py", *argv])
     status = run_script(mod.main) if name in ("qt_table", "qt_heldout") else run_script(mod.main, argv)
@@ -118,16 +123,32 @@ def _script(name, argv, monkeypatch, capsys):
 @pytest.mark.parametrize(
     "name,argv,expected",
     [
-        ("qt_table", ["--out", "{tmp}/o", "--seeds", "a,b", "--rows", "uniform"], "error: --seeds must be"),
-        ("qt_table", ["--out", "{tmp}/o", "--rows", "bogus"], "error: unknown row 'bogus'"),
-        ("qt_table", ["--out", "{tmp}/o", "--config", "{tmp}/binary.yaml"], "error: config file {tmp}/binary.yaml is"),
-        ("qt_table", ["--out", "{tmp}/file.txt"], "error: --out {tmp}/file.txt is a file, not a folder"),
-        ("qt_table", ["--out", "{tmp}/o", "--kfold", "x"], "error: qt_table.py: argument --kfold"),
-        ("qt_table", ["--out", "{tmp}/o", "--protocol", "bogus"], "error: --protocol bogus: no such protocol"),
         (
-            "qt_table",
+            "grid:qt-table",
+            ["--out", "{tmp}/o", "--seeds", "a,b", "--rows", "uniform"],
+            "qt-hard: error: --seeds must be",
+        ),
+        ("grid:qt-table", ["--out", "{tmp}/o", "--rows", "bogus"], "qt-hard: error: unknown row 'bogus'"),
+        (
+            "grid:qt-table",
+            ["--out", "{tmp}/o", "--config", "{tmp}/binary.yaml"],
+            "qt-hard: error: config file {tmp}/binary.yaml is",
+        ),
+        ("grid:qt-table", ["--out", "{tmp}/file.txt"], "qt-hard: error: --out {tmp}/file.txt is a file, not a folder"),
+        (
+            "grid:qt-table",
+            ["--out", "{tmp}/o", "--kfold", "x"],
+            "qt-hard: error: qt-hard grid run qt-table: argument --kfold",
+        ),
+        (
+            "grid:qt-table",
+            ["--out", "{tmp}/o", "--protocol", "bogus"],
+            "qt-hard: error: --protocol bogus: no such protocol",
+        ),
+        (
+            "grid:qt-table",
             ["--out", "{tmp}/o", "--rows", "uniform", "--eval-device", "bogus"],
-            "error: --eval-device 'bogus'",
+            "qt-hard: error: --eval-device 'bogus'",
         ),
         ("k_vs_n", ["run", "{tmp}/binary.yaml", "--results", "{tmp}/o/r.csv"], "error: grid {tmp}/binary.yaml is"),
         ("k_vs_n", ["run", "configs/k_vs_n_synthetic.yaml", "--seeds", "x"], "error: --seeds must be"),
@@ -136,43 +157,43 @@ def _script(name, argv, monkeypatch, capsys):
             ["run", "configs/k_vs_n_synthetic.yaml", "--results", "{tmp}/file.txt/r.csv"],
             "error: --results {tmp}/file.txt/r.csv cannot be written",
         ),
-        ("graph_table", ["--out", "{tmp}/o", "--rows", "bogus"], "error: graph_table.py: unknown rows"),
-        ("graph_table", ["--out", "{tmp}/file.txt", "--rows", "infograph"], "error: --out {tmp}/file.txt is a file"),
-        ("vision_table", ["--out", "{tmp}/o", "--seeds", "x"], "error: --seeds must be"),
-        ("vision_table", ["--out", "{tmp}/o", "--config", "{tmp}/binary.yaml"], "error: config file {tmp}/binary"),
         ("st_finetune", ["--task", "NOPE", "--workdir", "{tmp}/o"], "error: --task NOPE"),
         ("st_finetune", ["--batch-size", "1", "--workdir", "{tmp}/o"], "error: --pairs and --batch-size must be"),
         ("st_finetune", ["--workdir", "{tmp}/file.txt"], "error: --workdir {tmp}/file.txt is a file"),
         (
-            "st_compare",
+            "grid:st-compare",
             ["--model", "{tmp}/o", "--out", "{tmp}/r"],
-            "error: --model {tmp}/o: not a sentence-transformers",
+            "qt-hard: error: --model {tmp}/o: not a sentence-transformers",
         ),
-        ("st_compare", ["--model", "minilm", "--out", "{tmp}/r", "--rows", "mnrl,bogus"], "error: --rows: unknown row"),
-        ("st_compare", ["--out", "{tmp}/file.txt", "--summary-only"], "error: --out {tmp}/file.txt is a file"),
+        (
+            "grid:st-compare",
+            ["--model", "minilm", "--out", "{tmp}/r", "--rows", "mnrl,bogus"],
+            "qt-hard: error: --rows: unknown row",
+        ),
+        ("grid:st-compare", ["--out", "{tmp}/file.txt", "--summary-only"], "qt-hard: error: --out {tmp}/file.txt is a"),
         ("qt_heldout", ["{tmp}/no_model"], "error: no saved encoder at {tmp}/no_model"),
         ("qt_heldout", ["{tmp}/o", "--first", "5", "--last", "2"], "error: need 0 <= --first < --last"),
         ("qt_heldout", ["{tmp}/model"], "error: no saved encoder at {tmp}/model: encoder.json is missing"),
         (
-            "qt_table",
+            "grid:qt-table",
             ["--out", "{tmp}/o", "--config", "{tmp}/nope.yaml"],
-            "error: config file {tmp}/nope.yaml does not",
+            "qt-hard: error: config file {tmp}/nope.yaml does not",
         ),
         (
-            "qt_table",
+            "grid:qt-table",
             ["--out", "{tmp}/o", "--config", "{tmp}/not.yaml"],
-            "error: config file {tmp}/not.yaml is not val",
+            "qt-hard: error: config file {tmp}/not.yaml is not val",
         ),
-        ("qt_table", ["--out", "/proc/qt_hard.out"], "error: --out /proc/qt_hard.out cannot be created"),
+        ("grid:qt-table", ["--out", "/proc/qt_hard.out"], "qt-hard: error: --out /proc/qt_hard.out cannot be created"),
         (
-            "qt_table",
+            "grid:qt-table",
             ["--out", "{tmp}/o", "--rows", "uniform", "--set", "train.lr=abc"],
-            "error: config key 'train.lr' must be a number, got 'abc'",
+            "qt-hard: error: train.lr: expected a number, got 'abc'",
         ),
         (
-            "qt_table",
+            "grid:qt-table",
             ["--out", "{tmp}/o", "--rows", "uniform", "--data", "{tmp}/no_senteval"],
-            "error: --data {tmp}/no_senteval: no SentEval task folders in it",
+            "qt-hard: error: --data {tmp}/no_senteval: no SentEval task folders in it",
         ),
         (
             "k_vs_n",
@@ -195,27 +216,8 @@ def _script(name, argv, monkeypatch, capsys):
             + ["--no-estimate", "--max-cells", "0"],
             "error: {root}/wikipedia does not exist",
         ),
-        ("graph_table", ["--out", "{tmp}/o", "--datasets", "NOPE"], "error: graph_table.py: unknown rows/datasets"),
-        ("graph_table", ["--out", "{tmp}/o", "--repeats", "x"], "error: graph_table.py: argument --repeats"),
-        (
-            "graph_table",
-            ["--out", "{tmp}/o", "--rows", "infograph", "--datasets", "MUTAG", "--repeats", "1", "train.lr=abc"],
-            "error: config key 'train.lr' must be a number, got 'abc'",
-        ),
-        (
-            "graph_table",
-            ["--out", "{tmp}/o", "--rows", "infograph", "--datasets", "MUTAG", "--repeats", "1", "--epochs", "1"],
-            "error: {root}/tu does not exist",
-        ),
-        ("vision_table", ["--out", "{tmp}/o", "--strategies", "bogus"], "error: vision_table.py: unknown strategies"),
-        (
-            "vision_table",
-            ["--out", "{tmp}/o", "--config", "configs/simclr_cifar10_smoke.yaml", "--seeds", "0"],
-            "error: {root}/cifar10 does not exist",
-        ),
         ("st_finetune", ["--negatives", "bogus", "--workdir", "{tmp}/o"], "error: --negatives: unknown bogus"),
         ("st_finetune", ["--workdir", "{tmp}/o", "--pairs", "8"], "error: {root}/senteval/MRPC does not exist"),
-        ("vision_table", ["--out", "{tmp}/file.txt"], "error: --out {tmp}/file.txt is a file, not a folder"),
     ],
 )
 def test_scripts_refuse_in_one_line_and_write_nothing(name, argv, expected, tmp_path, monkeypatch, capsys):
@@ -229,8 +231,6 @@ def test_scripts_refuse_in_one_line_and_write_nothing(name, argv, expected, tmp_
     # so that a cache or ledger written before the refusal shows up in the listing.
     root = tmp_path / "dataroot"
     root.mkdir()
-    if name == "graph_table" and any("=" in a for a in argv):
-        (root / "tu").mkdir()  # the graph table checks its data folder first, then each cell's config
     monkeypatch.setenv("QT_HARD_DATA", str(root))
     monkeypatch.setenv("QT_HARD_CACHE", str(tmp_path / "qt_cache"))
     monkeypatch.chdir(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from qt_hard.experiments import report
-from qt_hard.experiments.specs import graph_table, k_vs_n, qt_table, vision_table
+from qt_hard.experiments.ledger import Ledger
+from qt_hard.experiments.gridrun import experiment, write_tables
+from qt_hard.experiments.specs import graph_table, k_vs_n, vision_table
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
@@ -63,6 +65,7 @@ NO_LEDGER = {
     "s2v_curve_gpu/curve.csv": "the learning curve as scripts/device_s2v.sh wrote it on a GPU machine (meta.json)",
     "s2v_curve_gpu/metrics.csv": "that curve's training run's own logged rows",
     "s2v_curve_gpu/README.md": "how the files of s2v_curve_gpu/ were made",
+    "scifact/README.md": "the commands behind the retrieval comparison's ledgers",
 }
 # Copies of per-run files (a run's metrics.csv or eval.csv) kept beside a ledger: they are the runs'
 # own logs, read by the figures, not derived from the ledger.
@@ -70,13 +73,13 @@ RUN_LOGS = re.compile(r"^(readings/metrics/.*\.csv|moco_ring_gpu/eval_.*\.csv)$"
 
 
 def _regenerate_qt(folder: Path, out: Path) -> list[str]:
-    qt_table.write_report(out, ["senteval"], {})
+    write_tables(experiment("qt-table"), out)
     return ["results.csv", "table.md", "table_dev.md"]
 
 
 def _regenerate_qt_similarity(folder: Path, out: Path) -> list[str]:
     """Transfer and similarity records of the same runs: both protocols' tables."""
-    qt_table.write_report(out, ["senteval", "similarity"], {})
+    write_tables(experiment("qt-table"), out)
     return ["results.csv", "table.md", "table_dev.md", "table_similarity.md"]
 
 
@@ -86,27 +89,48 @@ def _regenerate_graph(folder: Path, out: Path) -> list[str]:
     names = {v: k for k, v in graph_table.SHORT.items()}
     datasets = [names[c.strip()] for c in lines[0].split("|")[2:-2]]
     rows = [line.split("|")[1].strip() for line in lines[2:] if line.startswith("| ")]
-    graph_table.write_report(out, rows, datasets, out / "fig.png")
+    from qt_hard.cli import main
+
+    args = ["--rows", ",".join(rows), "--datasets", ",".join(datasets), "--plot", str(out / "fig.png")]
+    assert main(["grid", "run", "graph-table", "--out", str(out), "--summary-only", *args]) == 0
     return ["results.csv", "table.json", "table.md"]
 
 
 def _regenerate_vision(folder: Path, out: Path) -> list[str]:
-    """With the command the committed table names on its last line (its strategies and seeds)."""
+    """With the command the committed table names on its last line (its strategies and seeds; the
+    tables made before ``qt-hard grid run vision-table`` name the script's ``--strategies``)."""
+    from qt_hard.files import write_text
+
     command = (folder / "table.md").read_text().splitlines()[-1][len("command: ") :]
-    strategies, seeds = (re.search(rf"--{k} (\S+)", command).group(1).split(",") for k in ("strategies", "seeds"))
+    strategies, seeds = (
+        re.search(rf"--{k} (\S+)", command).group(1).split(",") for k in ("(?:strategies|rows)", "seeds")
+    )
     setup = json.loads((folder / "results.jsonl").read_text().splitlines()[0])["setup"]
-    vision_table.write_report(out, setup["config"], setup["overrides"], strategies, [int(s) for s in seeds], command)
+    records = Ledger(out, vision_table.KEY).latest()
+    for name, text in vision_table.table_files(records, setup, strategies, [int(s) for s in seeds], command).items():
+        write_text(out / name, text.rstrip("\n") + "\n")  # as the grid command writes its tables
     return ["results.csv", "table.md"]
 
 
 def _regenerate_st_compare(folder: Path, out: Path) -> list[str]:
-    """The fine-tuning comparison's table and CSV (scripts/st_compare.py's summary)."""
-    from _scripts import load_script
+    """The fine-tuning comparison's table and CSV (``qt-hard grid run st-compare --summary-only``)."""
+    from qt_hard.experiments.gridrun import experiment, write_tables
 
     if (folder / "memory.jsonl").is_file():  # the second ledger: peak memory of a row and its cached form
         shutil.copy(folder / "memory.jsonl", out / "memory.jsonl")
-    load_script("st_compare").write_summary(out)
+    write_tables(experiment("st-compare"), out)
     return ["results.csv", "table.md"]
+
+
+def _regenerate_scifact(folder: Path, out: Path) -> list[str]:
+    """The retrieval comparison's table and its recipe choice (``qt-hard grid run scifact --summary-only``
+    and ``scifact-recipe --summary-only``)."""
+    from qt_hard.experiments.gridrun import experiment, write_tables
+
+    shutil.copy(folder / "recipe.jsonl", out / "recipe.jsonl")
+    write_tables(experiment("scifact-recipe"), out)
+    write_tables(experiment("scifact"), out)
+    return ["recipe.md", "table.md"]
 
 
 ST_COMPARE = sorted(p.parent.relative_to(RESULTS).as_posix() for p in (RESULTS / "st_compare").rglob("results.jsonl"))
@@ -118,6 +142,7 @@ FOLDERS = {
     "graph_controls": _regenerate_graph,
     "moco_ring_cpu": _regenerate_vision,
     "moco_ring_gpu": _regenerate_vision,
+    "scifact": _regenerate_scifact,
 }
 KVN = sorted(p.stem for p in (RESULTS / "k_vs_n").glob("*.jsonl") if not p.name.endswith(".diag.jsonl"))
 
@@ -148,7 +173,7 @@ def test_every_result_table_is_regenerated_or_listed():
     regenerated |= {
         f"{d}/{f}"
         for d in FOLDERS
-        for f in ("results.csv", "table.md", "table_dev.md", "table_similarity.md", "table.json")
+        for f in ("results.csv", "table.md", "table_dev.md", "table_similarity.md", "table.json", "recipe.md")
     }
     for path in sorted(RESULTS.rglob("*")):
         rel = path.relative_to(RESULTS).as_posix()

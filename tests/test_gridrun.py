@@ -68,6 +68,15 @@ def test_every_cell_once_then_a_rerun_runs_nothing(tmp_path, capsys):
     assert (out / "table.md").read_bytes() == before  # the table regenerates byte for byte
 
 
+def test_workers_run_every_cell_once_each_in_a_process_of_its_own(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["grid", "run", "toy", "--out", str(out), "--workers", "2"]) == 0  # the options reach the workers
+    cells = sorted((r, s) for s in (0, 1) for r in ("a", "bb", "ccc"))
+    assert sorted((r["row"], r["seed"]) for r in records(out)) == cells
+    pids = {int(p.name.split("_")[2]) for p in (out / "ran").iterdir()}
+    assert set(ran(out).values()) == {1} and os.getpid() not in pids
+
+
 def test_refusals_are_one_line_and_write_nothing(tmp_path, capsys):
     out = tmp_path / "o"
     assert main(["grid", "run", "toy", "--out", str(out), "--rows", "zz"]) == 2
@@ -88,7 +97,8 @@ def test_two_commands_on_one_folder_never_run_the_same_cell(tmp_path):
     deadline = time.monotonic() + 120
     # Each holds a cell of its own before any cell ends: both are running, on different cells.
     while len(list((out / "claims").glob("[!.]*"))) < 2 if (out / "claims").is_dir() else True:
-        assert time.monotonic() < deadline and all(p.poll() is None for p in procs)
+        assert time.monotonic() < deadline, "the two commands never held a cell each"
+        assert all(p.poll() is None for p in procs), [p.stderr.read().decode() for p in procs if p.poll() is not None]
         time.sleep(0.05)
     go.touch()
     for p in procs:
@@ -145,3 +155,33 @@ def test_a_failed_write_stops_in_one_line_and_keeps_every_finished_record(tmp_pa
     monkeypatch.setattr(ledger_module.os, "write", real)
     assert main(["grid", "run", "toy", "--out", str(out)]) == 0
     assert len(records(out)) == 6 and ran(out)["a_0"] == 1 and ran(out)["ccc_0"] == 2  # only the lost cell again
+
+
+def test_a_folder_another_command_creates_meanwhile_is_not_refused(tmp_path):
+    """Two commands started together on one new --out: the one whose trial folder finds the other's
+    real folder there goes on, and a trial never removes a folder another process has begun to fill."""
+    from qt_hard.paths import creation_refused
+
+    out = tmp_path / "new" / "deeper"
+    (tmp_path / "new").mkdir()  # made by the other command between this one's check and its trial
+    assert creation_refused(out, tmp_path) is None and (tmp_path / "new").is_dir()
+    (tmp_path / "file").write_text("x")
+    assert creation_refused(tmp_path / "file" / "o", tmp_path) == f"{tmp_path / 'file'}: a file appeared there"
+
+
+def test_every_record_names_the_commit_the_command_started_with(tmp_path, monkeypatch):
+    """The checkout may move on while a grid runs (a merge, a commit of records): the records keep
+    the commit of the code the command loaded."""
+    import qt_hard.experiments.ledger as ledger_module
+
+    out = tmp_path / "out"
+    later = iter(["abc1234", "def5678", "def5678", "def5678"])  # the checkout's commit at each call
+
+    def git_commit(where):  # as the real one: the variable first
+        return os.environ.get("QT_HARD_GIT_COMMIT") or next(later)
+
+    monkeypatch.setattr(ledger_module, "git_commit", git_commit)
+    monkeypatch.delenv("QT_HARD_GIT_COMMIT", raising=False)
+    assert main(["grid", "run", "toy", "--out", str(out), "--seeds", "0"]) == 0
+    assert {r["commit"] for r in records(out)} == {"abc1234"}
+    assert "QT_HARD_GIT_COMMIT" not in os.environ  # restored after the command

@@ -48,16 +48,19 @@ def test_options_that_are_read_still_work():
 
 def test_config_options_not_read_by_the_strategy_are_errors(tmp_path):
     """A hard config switched to ring keeps its beta/clip options: that is an error naming them."""
-    from qt_hard.training.config import config_from_dict
+    from qt_hard.text.config import ObjectiveConfig
     from qt_hard.text.objectives import Objective
+    from qt_hard.training.config import config_from_dict
 
-    tree = {"objective": {"negatives": "ring", "options": {"beta": 1.0, "clip": "rescaled", "lower": 10}}}
-    # Refused when the config is read (before any data), and by the objective's own builder.
+    options = {"beta": 1.0, "clip": "rescaled", "lower": 10}
+    tree = {"objective": {"negatives": "ring", "options": options}}
+    # Refused when the config is read (before any data, the pipeline's check or not), and by the
+    # objective's own builder.
+    for check_pipeline in (True, False):
+        with pytest.raises(ValueError, match="objective.options.beta: not an option of negatives='ring'"):
+            config_from_dict(tree, check_pipeline=check_pipeline)
     with pytest.raises(ValueError, match="beta, clip do not apply to negatives='ring'"):
-        config_from_dict(tree)
-    cfg = config_from_dict(tree, check_pipeline=False)
-    with pytest.raises(ValueError, match="beta, clip do not apply to negatives='ring'"):
-        Objective(cfg.objective, pair_data=True)
+        Objective(ObjectiveConfig(negatives="ring", options=options), pair_data=True)
 
 
 # ---------------------------------------------------------------- H-SCL threshold at the loss's temperature

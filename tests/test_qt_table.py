@@ -1,4 +1,4 @@
-"""The QT table (``qt_hard.experiments.specs.qt_table``, ``scripts/qt_table.py``): the paper's rows,
+"""The QT table (``qt_hard.experiments.specs.qt_table``, ``qt-hard grid run qt-table``): the paper's rows,
 atomic result lines, the summary and the plot (no training)."""
 
 import json
@@ -61,10 +61,10 @@ def test_results_append_read_summary_and_plot(qt_table, tmp_path):
     assert (tmp_path / "d.png").stat().st_size > 1000
     assert "No objective" not in qt_table.summarize(recs, "senteval", {})[0]
     assert qt_table.summarize(recs, "skipthoughts", {})[1]["stats"] == {}
-    qt_table.write_csv(recs, tmp_path / "results.csv")
     import csv
+    import io
 
-    rows = list(csv.DictReader((tmp_path / "results.csv").open()))
+    rows = list(csv.DictReader(io.StringIO(qt_table.csv_text(recs))))
     assert [(r["row"], r["seed"]) for r in rows] == [
         ("uniform", "0"),
         ("uniform", "1"),
@@ -229,23 +229,23 @@ def test_the_report_of_a_ledger_of_both_protocols(qt_table, tmp_path, capsys):
             led.append({"row": row, "seed": seed, "protocol": "senteval", "acc": acc, "devacc": acc})
             led.append({**_sim_record(qt_table, row, seed, base - 20), "sim_mean": base - 20 + seed})
     recs = qt_table.ledger(tmp_path, None).latest()
-    qt_table.write_report(tmp_path, ["senteval", "similarity"], {})
+    from qt_hard.experiments.gridrun import experiment, write_tables
+
+    write_tables(experiment("qt-table"), tmp_path)
     sim = (tmp_path / "table_similarity.md").read_text()
     assert sim == qt_table.summarize_similarity(recs)[0] + "\n"
     assert "| Hard (beta=1, clamp) | 2 |" in sim and "| 50.5 ± 0.7 |\n" in sim  # uniform's stored sim_mean: 50, 51
     assert "| Hard (beta=1, clamp) (ours) | 2 |" in (tmp_path / "table.md").read_text()
     lines = (tmp_path / "results.csv").read_text().splitlines()
     assert len(lines) == 5 and all(",senteval," in line for line in lines[1:])
-    assert "4 runs under similarity" in capsys.readouterr().out
+    assert sim.rstrip("\n") in capsys.readouterr().out
 
 
 def test_similarity_protocol_on_a_toy_run_then_added_without_training(qt_table, tmp_path, monkeypatch, capsys):
     """Train a 2-step toy run under --protocol similarity; then --protocol senteval,similarity on the
     same folder evaluates the transfer tasks from final/ without training again."""
-    import sys
 
     import yaml
-    from _scripts import load_script
     from _similarity import use_sizes, write_similarity
     from test_eval_senteval import fixture_lines, write_senteval
     from test_training import qt_config
@@ -258,11 +258,11 @@ def test_similarity_protocol_on_a_toy_run_then_added_without_training(qt_table, 
     cfg = tmp_path / "toy.yaml"
     cfg.write_text(yaml.safe_dump(qt_config(tmp_path, steps=2)))
     out = tmp_path / "table"
-    base = ["qt_table.py", "--out", str(out), "--config", str(cfg), "--seeds", "0", "--rows", "uniform"]
+    base = ["grid", "run", "qt-table", "--out", str(out), "--config", str(cfg), "--seeds", "0", "--rows", "uniform"]
     base += ["--data", str(data), "--kfold", "2"]
-    script = load_script("qt_table")
-    monkeypatch.setattr(sys, "argv", [*base, "--protocol", "similarity"])
-    assert script.main() == 0
+    from qt_hard.cli import main
+
+    assert main([*base, "--protocol", "similarity"]) == 0
     recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()[1:]]
     assert [(r["row"], r["protocol"]) for r in recs] == [("uniform", "similarity")]
     assert set(recs[0]["spearman"]) == set(qt_table.SIM_TASKS) and recs[0]["sim_mean"] is not None
@@ -271,8 +271,7 @@ def test_similarity_protocol_on_a_toy_run_then_added_without_training(qt_table, 
     import qt_hard.training.loop as loop
 
     monkeypatch.setattr(loop, "train", lambda *a, **k: (_ for _ in ()).throw(AssertionError("trained again")))
-    monkeypatch.setattr(sys, "argv", [*base, "--protocol", "senteval,similarity"])
-    assert script.main() == 0
+    assert main([*base, "--protocol", "senteval,similarity"]) == 0
     recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()[1:]]
     assert [r["protocol"] for r in recs] == ["similarity", "senteval"]
     assert "STS12" in capsys.readouterr().out

@@ -129,6 +129,14 @@ def readings_run(seeds: str, rows: str, row: str, *prints: str, diagnostics: boo
     )
 
 
+def _summary(folder: str, printed: str) -> Run:
+    """A ``--summary-only`` example on ``folder``: run on a copy of the committed ledger, so that the
+    tables it writes stay out of the checkout."""
+    copy = folder.replace("/", "_")
+    first = ("qt-hard grid run", f"cp -r {ROOT / folder} {copy} && qt-hard grid run")
+    return Run(sub=(first, (f"--out {folder}", f"--out {copy}")), prints=(printed,))
+
+
 RUNS = {
     # The docs' generated tables against their result files (qt_hard.experiments.pages; a second).
     "python -m qt_hard.experiments.pages --check": Run(prints=(r"generated blocks, 0 stale",)),
@@ -213,12 +221,12 @@ RUNS = {
         add=f"--tasks CR {FAST_SENTEVAL}", needs=("runs/qt_smoke",), prints=(cr_row("random:bow"),)
     ),
     # Table 2 at our scale: one row, one seed, 3 steps on 1 book, CR with 2 folds.
-    "python scripts/qt_table.py --out runs/qt_table --seeds 0,1,2": Run(
+    "qt-hard grid run qt-table --out runs/qt_table --seeds 0,1,2": Run(
         sub=(("--seeds 0,1,2", f"--seeds 0 --rows uniform --kfold 2 --set train.steps=3 --set {ONE_BOOK}"),),
         writes=("runs/qt_table/*",),
     ),
-    "python scripts/qt_table.py --out runs/qt_table --summary-only": Run(needs=("runs/qt_table",)),
-    "python scripts/qt_table.py --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1 --rows uniform,hard1-rescaled,hard1-fig14,hard1-graph_code,hard2-rescaled,hard2-fig14,hard2-graph_code,hard2-none,uniform-floor,hard1-rescaled-floor": readings_run(
+    "qt-hard grid run qt-table --out runs/qt_table --summary-only": Run(needs=("runs/qt_table",)),
+    "qt-hard grid run qt-table --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1 --rows uniform,hard1-rescaled,hard1-fig14,hard1-graph_code,hard2-rescaled,hard2-fig14,hard2-graph_code,hard2-none,uniform-floor,hard1-rescaled-floor": readings_run(
         "--seeds 0,1",
         "uniform,hard1-rescaled,hard1-fig14,hard1-graph_code,hard2-rescaled,hard2-fig14,hard2-graph_code,hard2-none,uniform-floor,hard1-rescaled-floor",
         "hard2-graph_code-floor",
@@ -227,20 +235,20 @@ RUNS = {
         diagnostics=True,
     ),
     # the quick start trains the anneal row; the warm-up row's schedule runs here
-    "python scripts/qt_table.py --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1,2,3,4 --rows uniform,hard1-rescaled,hard1-rescaled-anneal,hard1-rescaled-warmup": readings_run(
+    "qt-hard grid run qt-table --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1,2,3,4 --rows uniform,hard1-rescaled,hard1-rescaled-anneal,hard1-rescaled-warmup": readings_run(
         "--seeds 0,1,2,3,4",
         "uniform,hard1-rescaled,hard1-rescaled-anneal,hard1-rescaled-warmup",
         "hard1-rescaled-warmup",
         r"Hard \(beta=1, warmup, rescaled\)",
         diagnostics=True,
     ),
-    "python scripts/qt_table.py --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 2 --rows hard1-fig14,hard2-fig14": readings_run(
+    "qt-hard grid run qt-table --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 2 --rows hard1-fig14,hard2-fig14": readings_run(
         "--seeds 2", "hard1-fig14,hard2-fig14", "hard1-fig14", r"Hard \(beta=1, fig14\)"
     ),
-    "python scripts/qt_table.py --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1,2,3,4 --rows hard1-clamp,hard2-clamp": readings_run(
+    "qt-hard grid run qt-table --out runs/readings --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1,2,3,4 --rows hard1-clamp,hard2-clamp": readings_run(
         "--seeds 0,1,2,3,4", "hard1-clamp,hard2-clamp", "hard2-clamp", r"Hard \(beta=2, clamp\)"
     ),
-    "python scripts/qt_table.py --out runs/qt_table --protocol skipthoughts": Run(
+    "qt-hard grid run qt-table --out runs/qt_table --protocol skipthoughts": Run(
         add=f"--seeds 0 --rows uniform --kfold 2 --set train.steps=3 --set {ONE_BOOK}", writes=("runs/qt_table/*",)
     ),
     # The engine guide's fast-path rows: CR alone, the MiniLM rows reading the shared embedding cache.
@@ -313,7 +321,7 @@ RUNS = {
     "qt-hard train configs/infograph_mutag.yaml --out runs/hcl_mutag objective.negatives=hard objective.options.beta=1 objective.options.clip=rescaled": Run(
         add="train.epochs=2 train.progress=false", writes=("runs/hcl_mutag/eval.json",), prints=(r"eval: svm_acc=",)
     ),
-    "python scripts/graph_table.py --out runs/graph_table --workers 2": Run(
+    "qt-hard grid run graph-table --out runs/graph_table --workers 2": Run(
         sub=(("--workers 2", "--datasets MUTAG --rows infograph --repeats 1 --epochs 2 --workers 1"),),
         writes=("runs/graph_table/results.csv", "runs/graph_table/table.json"),
         prints=(r"graph table: 1 cells",),
@@ -335,23 +343,23 @@ RUNS = {
         add="train.steps=2 eval.linear_epochs=2",
         writes=("runs/simclr_2proc/eval.json",),
     ),
-    "python scripts/vision_table.py --config configs/simclr_cifar10_cpu.yaml --out runs/vision_table_cpu --seeds 0,1": Run(
+    "qt-hard grid run vision-table --config configs/simclr_cifar10_cpu.yaml --out runs/vision_table_cpu --seeds 0,1": Run(
         sub=(
             ("simclr_cifar10_cpu.yaml", "simclr_cifar10_smoke.yaml"),
             (
                 "--seeds 0,1",
-                "--strategies uniform --seeds 0 --set train.steps=2 data.max_train=256 data.max_test=64 eval.linear_epochs=2",
+                "--rows uniform --seeds 0 --set train.steps=2 data.max_train=256 data.max_test=64 eval.linear_epochs=2",
             ),
         ),
-        prints=(r"vision table \(1 runs",),
+        prints=(r"(?m)^\| uniform \| \d+\.\d",),
     ),
-    "python scripts/vision_table.py --config configs/moco_cifar10_cpu.yaml --out runs/moco_cpu --strategies uniform,ring --seeds 0,1,2": Run(
+    "qt-hard grid run vision-table --config configs/moco_cifar10_cpu.yaml --out runs/moco_cpu --rows uniform,ring --seeds 0,1,2": Run(
         sub=(("--seeds 0,1,2", f"--seeds 0 --set {TINY_VISION} model.queue_size=128"),),
         writes=("runs/moco_cpu/results.csv", "runs/moco_cpu/table.md"),
-        prints=(r"vision table \(2 runs",),
+        prints=(r"(?m)^\| uniform \| \d+\.\d", r"(?m)^\| ring \| \d+\.\d"),
     ),
     # The fine-tuning comparison from the quick-start model: two steps, 64 pairs, MNRL, one seed.
-    "python scripts/st_compare.py --model runs/qt_smoke/final --out runs/st_compare_bow --steps 140 --batch-size 64 --lr 0.05 --scale 20 --seeds 0,1,2": Run(
+    "qt-hard grid run st-compare --model runs/qt_smoke/final --out runs/st_compare_bow --steps 140 --batch-size 64 --lr 0.05 --scale 20 --seeds 0,1,2": Run(
         sub=(("--steps 140", "--steps 2"), ("--seeds 0,1,2", "--seeds 0")),
         add="--pairs 64 --rows mnrl",
         needs=("runs/qt_smoke",),
@@ -393,15 +401,15 @@ RUNS = {
         ),
         writes=("bench.jsonl",),
     ),
-    "python scripts/graph_table.py --out runs/graph_table --workers 15": Run(
+    "qt-hard grid run graph-table --out runs/graph_table --workers 15": Run(
         sub=(("--workers 15", "--datasets MUTAG --rows infograph --repeats 1 --epochs 2 --workers 1"),),
         writes=("runs/graph_table/results.csv",),
         prints=(r"graph table: 1 cells",),
     ),
-    "python scripts/graph_table.py --out runs/gt_ot_lr --rows ot_e0.1 --datasets ENZYMES --repeats 2 --workers 2 train.lr=0.001": Run(
+    "qt-hard grid run graph-table --out runs/gt_ot_lr --rows ot_e0.1 --datasets ENZYMES --repeats 2 --workers 2 train.lr=0.001": Run(
         sub=(("--repeats 2 --workers 2", "--repeats 1 --epochs 2 --workers 1"),), writes=("runs/gt_ot_lr/results.csv",)
     ),
-    "python scripts/graph_table.py --out runs/graph_controls --rows infograph,infograph_lr0.01,hscl_b1,hscl_b1_lr1e-3,infograph_code,hcl_code_b1,hcl_code_b2,hcl_code_b10 --datasets MUTAG,PTC_MR,IMDB-BINARY,ENZYMES,IMDB-MULTI --workers 15": Run(
+    "qt-hard grid run graph-table --out runs/graph_controls --rows infograph,infograph_lr0.01,hscl_b1,hscl_b1_lr1e-3,infograph_code,hcl_code_b1,hcl_code_b2,hcl_code_b10 --datasets MUTAG,PTC_MR,IMDB-BINARY,ENZYMES,IMDB-MULTI --workers 15": Run(
         # one code-faithful cell; every row's config loads in tests/test_graph_table.py
         sub=(
             (
@@ -413,21 +421,21 @@ RUNS = {
         prints=(r"graph table: 1 cells",),
     ),
     # The controls' 10 repeats: one 2-epoch cell of one row (the H-SCL rate row; the paper-form row).
-    "python scripts/graph_table.py --out runs/graph_controls --rows infograph,infograph_lr0.01,hscl_b1,hscl_b1_lr1e-3 --datasets MUTAG,PTC_MR,IMDB-BINARY,ENZYMES,IMDB-MULTI --repeats 10 --workers 15": Run(
+    "qt-hard grid run graph-table --out runs/graph_controls --rows infograph,infograph_lr0.01,hscl_b1,hscl_b1_lr1e-3 --datasets MUTAG,PTC_MR,IMDB-BINARY,ENZYMES,IMDB-MULTI --repeats 10 --workers 15": Run(
         sub=(
             ("--rows infograph,infograph_lr0.01,hscl_b1,", "--rows "),
             ("--datasets MUTAG,PTC_MR,IMDB-BINARY,ENZYMES,IMDB-MULTI --repeats 10 --workers 15", ONE_GRAPH_REPEAT[1]),
         ),
         prints=(r"graph table: 1 cells",),
     ),
-    "python scripts/graph_table.py --out runs/graph_controls --rows infograph_code,hcl_code_b1,hcl_code_b2,hcl_code_b10,hard_b1,hard_b2,hard_b10 --datasets MUTAG,PTC_MR --repeats 10 --workers 2": Run(
+    "qt-hard grid run graph-table --out runs/graph_controls --rows infograph_code,hcl_code_b1,hcl_code_b2,hcl_code_b10,hard_b1,hard_b2,hard_b10 --datasets MUTAG,PTC_MR --repeats 10 --workers 2": Run(
         sub=(
             ("--rows infograph_code,hcl_code_b1,hcl_code_b2,hcl_code_b10,hard_b1,hard_b2,", "--rows "),
             ("--datasets MUTAG,PTC_MR --repeats 10 --workers 2", ONE_GRAPH_REPEAT[1]),
         ),
         prints=(r"graph table: 1 cells",),
     ),
-    "python scripts/vision_table.py --config configs/moco_cifar10.yaml --out runs/moco_gpu --strategies uniform,ring --seeds 0,1 --set train.epochs=40 train.mixed_precision=bf16 model.queue_size=1024": Run(
+    "qt-hard grid run vision-table --config configs/moco_cifar10.yaml --out runs/moco_gpu --rows uniform,ring --seeds 0,1 --set train.epochs=40 train.mixed_precision=bf16 model.queue_size=1024": Run(
         sub=(
             (
                 "--seeds 0,1 --set train.epochs=40 train.mixed_precision=bf16 model.queue_size=1024",
@@ -435,11 +443,11 @@ RUNS = {
             ),
         ),
         writes=("runs/moco_gpu/results.csv", "runs/moco_gpu/table.md"),
-        prints=(r"vision table \(2 runs",),
+        prints=(r"(?m)^\| uniform \| \d+\.\d", r"(?m)^\| ring \| \d+\.\d"),
     ),
-    "python scripts/vision_table.py --out runs/vision_gpu --seeds 0,1 --set train.epochs=40 train.mixed_precision=bf16": Run(
-        sub=(("--seeds 0,1", "--strategies uniform --seeds 0"), ("train.epochs=40", f"train.epochs=1 {TINY_VISION}")),
-        prints=(r"vision table \(1 runs",),
+    "qt-hard grid run vision-table --out runs/vision_gpu --seeds 0,1 --set train.epochs=40 train.mixed_precision=bf16": Run(
+        sub=(("--seeds 0,1", "--rows uniform --seeds 0"), ("train.epochs=40", f"train.epochs=1 {TINY_VISION}")),
+        prints=(r"(?m)^\| uniform \| \d+\.\d",),
     ),
     # k versus N: the data-free grid, one seed, one epoch each (its own folder instead of /tmp/kvn).
     "python scripts/k_vs_n.py run configs/k_vs_n_synthetic.yaml --cache /tmp/kvn/cache --results /tmp/kvn/results.csv --device cpu": Run(
@@ -474,6 +482,29 @@ RUNS = {
         ),
     ),
     "qt-hard data books --max-books 1 --cache-dir cache": Run(writes=("cache/books-*",), prints=(r'"books": 1, ',)),
+    # The grid command's examples: each experiment's tables rewritten from a copy of its committed ledger.
+    "qt-hard grid list": Run(prints=(r"(?m)^scifact-recipe +SciFact", r"(?m)^vision-table ")),
+    "qt-hard grid run scifact --out results/scifact --summary-only": _summary(
+        "results/scifact", r"\| before \(all-MiniLM-L6-v2\) \(`before`\) \| 1 \| 67\.63 \|"
+    ),
+    "qt-hard grid run scifact-recipe --out results/scifact --summary-only": _summary(
+        "results/scifact", r"Chosen: lr 0\.0001, 44 steps"
+    ),
+    "qt-hard grid run st-compare --out results/st_compare/minilm --summary-only": _summary(
+        "results/st_compare/minilm", r"\| MNRL \(`mnrl`\) \| 3 \| 77\.74"
+    ),
+    "qt-hard grid run st-compare-memory --out results/st_compare/minilm --summary-only": _summary(
+        "results/st_compare/minilm", r"\| `hard_b1\+cached` \| 512 \| 3 \|"
+    ),
+    "qt-hard grid run qt-table --out results/readings --summary-only": _summary(
+        "results/readings", r"\| QT \(beta=0, tau\+=0\) \(ours\) \| 5 \|"
+    ),
+    "qt-hard grid run graph-table --out results/graph_controls --rows infograph,hscl_b1 --datasets MUTAG,PTC_MR --summary-only": _summary(
+        "results/graph_controls", r"\| hscl_b1 \| 87\.4 ± 1\.3 \(n=10\) \|"
+    ),
+    "qt-hard grid run vision-table --config configs/moco_cifar10_cpu.yaml --out results/moco_ring_cpu --rows uniform,ring --seeds 0,1 --summary-only": _summary(
+        "results/moco_ring_cpu", r"\| ring \| 41\.2 ± 0\.1 \|"
+    ),
     # The namesake at width: the device script's dry run (toy cells side by side on the CPU, paired table).
     "DRY=1 OUT=runs/device_namesake_dry bash scripts/device_namesake.sh": Run(
         writes=(
@@ -542,7 +573,7 @@ SKIPS = {
     "python scripts/k_vs_n.py run configs/k_vs_n_collisions.yaml --cache runs/k_vs_n/cache --results runs/k_vs_n/collisions.csv --epochs 10 --linear-epochs 10 --device cpu": "Wiki-300 cells: the prepared Wiki-3029 cache and about 4 CPU-minutes a cell; the synthetic grid above runs the same code, the shuffled mode in tests/test_k_vs_n.py",
     "python scripts/k_vs_n.py diagnose runs/k_vs_n/collisions.csv": "needs the collisions study's results (the command above); diagnose runs on a synthetic grid in tests/test_k_vs_n.py",
     "python scripts/k_vs_n_sampling.py --cache runs/k_vs_n/cache --N 1000 --k 100,1000 --steps 80": "needs the prepared Wiki-3029 cache; its measurement runs on PairTask batches in tests/test_k_vs_n.py",
-    "python scripts/qt_table.py --out runs/qt_table_gpu --seeds 0,1,2 --protocol senteval,skipthoughts --eval-device cuda --set model.encoder=gru --set model.embed_dim=300 --set model.hidden_dim=1200 --set data.max_books=null --set data.min_count=5 --set data.max_vocab=50000 --set train.lr=0.0005 --set train.num_threads=null --set train.steps=1500": "needs a CUDA GPU (--eval-device cuda) and ~15 GPU-minutes; the CPU form above runs the same script",
+    "qt-hard grid run qt-table --out runs/qt_table_gpu --seeds 0,1,2 --protocol senteval,skipthoughts --eval-device cuda --set model.encoder=gru --set model.embed_dim=300 --set model.hidden_dim=1200 --set data.max_books=null --set data.min_count=5 --set data.max_vocab=50000 --set train.lr=0.0005 --set train.num_threads=null --set train.steps=1500": "needs a CUDA GPU (--eval-device cuda) and ~15 GPU-minutes; the CPU form above runs the same script",
     "python scripts/s2v_curve.py controls --output results/s2v_controls.json": "two 2,400-d evaluations of six tasks "
     "(CPU-minutes each) after tokenizing all books; the dry run of scripts/device_s2v.sh runs the same subcommand "
     "at toy size",
@@ -559,13 +590,13 @@ SKIPS = {
     "scripts/device_s2v_prepare.sh; its DRY=1 form runs the same steps here",
     "OUT=device_out bash scripts/device_s2v.sh": "needs a GPU machine and the carry of scripts/device_s2v_prepare.sh; "
     "its DRY=1 form runs the same steps here",
-    "python scripts/qt_table.py --out runs/sim --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1,2 --rows uniform,hard1-rescaled-anneal,hard2-clamp --protocol senteval,similarity": "nine quick-start trainings "
+    "qt-hard grid run qt-table --out runs/sim --config configs/qt_books_smoke.yaml --set train.progress=false --seeds 0,1,2 --rows uniform,hard1-rescaled-anneal,hard2-clamp --protocol senteval,similarity": "nine quick-start trainings "
     "(CPU-hours); its similarity protocol's two supervised regressions alone take over a minute on any model, so it "
     "runs on a toy data folder in tests/test_qt_table.py (test_similarity_protocol_on_a_toy_run_then_added_without_training)",
     "qt-hard eval senteval --model runs/sim/runs/hard2-clamp_s0/final --controls --tasks STS12,STS13,STS14,STS15,STS16,STSBenchmark-cos,SICKRelatedness-cos,STSBenchmark,SICKRelatedness": "needs runs/sim of the "
     "command above; the same evaluation of the quick start's model with its controls runs as the evaluation guide's "
     "similarity command",
-    "python scripts/st_compare.py --model minilm --out runs/st_compare_minilm --steps 34 --batch-size 64 --lr 2e-5 --scale 20 --max-seq-length 64 --seeds 0,1,2": "MiniLM cells take minutes each on 2 cores (each evaluation encodes ~30k sentences); the bag-of-words command above runs the same code",
+    "qt-hard grid run st-compare --model minilm --out runs/st_compare_minilm --steps 34 --batch-size 64 --lr 2e-5 --scale 20 --max-seq-length 64 --seeds 0,1,2": "MiniLM cells take minutes each on 2 cores (each evaluation encodes ~30k sentences); the bag-of-words command above runs the same code",
     "python scripts/wiki_smoke_table.py --out results/wiki_smoke.jsonl": "fine-tunes MiniLM 40 steps and "
     "encodes Wiki-50 with MiniLM twice (minutes on 2 cores); its bag-of-words rows' train and eval wiki commands run "
     "as the registered commands above, and tests/test_wiki_smoke_table.py runs the script with its commands stubbed",
@@ -606,7 +637,7 @@ PRODUCTS = {
     "runs/hf_wiki_smoke": "qt-hard train configs/hf_wiki_smoke.yaml",
     "qt.json": "qt-hard eval senteval --model runs/qt_smoke/final --tasks MR,CR,SUBJ,MPQA,TREC,MRPC --output qt.json --card",
     "minilm.json": "qt-hard eval senteval --model minilm --output minilm.json",
-    "runs/qt_table": "python scripts/qt_table.py --out runs/qt_table --seeds 0,1,2",
+    "runs/qt_table": "qt-hard grid run qt-table --out runs/qt_table --seeds 0,1,2",
     "runs/simclr_smoke": "qt-hard train configs/simclr_cifar10_smoke.yaml --out runs/simclr_smoke",
     "kvn": "python scripts/k_vs_n.py run configs/k_vs_n_synthetic.yaml --cache /tmp/kvn/cache --results /tmp/kvn/results.csv --device cpu",
     "runs/qt": f"qt-hard train configs/qt_books.yaml --out runs/qt {ONE_BOOK} {SMALL_BATCH} train.steps=2 train.progress=false",

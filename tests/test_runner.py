@@ -1,9 +1,8 @@
 """qt_hard.experiments.runner: cells side by side, each in a process of its own, on one device,
-reading one data cache prepared before they start; and scripts/qt_table.py's --workers/--device."""
+reading one data cache prepared before they start; and the qt-table grid's --workers/--device."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -68,29 +67,30 @@ def test_a_device_is_checked(monkeypatch):
         runner.check_device("cuda")
 
 
-def test_qt_table_runs_its_cells_side_by_side_after_preparing_the_cache(tmp_path, monkeypatch):
+def test_qt_table_runs_its_cells_side_by_side_after_preparing_the_cache(tmp_path, monkeypatch, capsys):
     """--workers 3 --device cpu: the cache is prepared once in OUT/cache before the cells start, and
     every (row, seed) goes to in_processes with 3 workers on the CPU (run here in this process)."""
-    from _scripts import load_script
     from test_training import qt_config
 
-    script = load_script("qt_table")
+    from qt_hard.cli import main
+    from qt_hard.experiments import gridrun
+
     cfg = tmp_path / "toy.yaml"
     cfg.write_text(yaml.safe_dump(qt_config(tmp_path, steps=2)))
     out = tmp_path / "table"
     calls, prepared = [], []
-    monkeypatch.setattr(script, "prepare_shared_cache", lambda c, folder: prepared.append(Path(folder)))
+    monkeypatch.setattr(runner, "prepare_shared_cache", lambda c, folder: prepared.append(Path(folder)))
 
     def in_processes(fn, jobs, workers, fresh, device):
-        calls.append(([job[1] for job in jobs], workers, device))
+        calls.append(([job[-1].claim for job in jobs], workers, device))
         return iter(())
 
-    monkeypatch.setattr(script, "in_processes", in_processes)
-    monkeypatch.setattr(script.spec, "write_report", lambda *a, **k: None)
-    monkeypatch.setattr(sys, "argv", ["qt_table.py"])
-    argv = ["--out", str(out), "--config", str(cfg), "--seeds", "0,1", "--rows", "uniform,hard2-clamp"]
-    assert script.main([*argv, "--workers", "3", "--device", "cpu"]) == 0
+    monkeypatch.setattr(runner, "in_processes", in_processes)
+    monkeypatch.setattr(gridrun, "write_tables", lambda *a, **k: 0)
+    argv = ["grid", "run", "qt-table", "--out", str(out), "--config", str(cfg), "--seeds", "0,1"]
+    argv += ["--rows", "uniform,hard2-clamp"]
+    assert main([*argv, "--workers", "3", "--device", "cpu"]) == 0
     assert prepared == [out]
     assert calls == [([("uniform", 0), ("hard2-clamp", 0), ("uniform", 1), ("hard2-clamp", 1)], 3, "cpu")]
-    with pytest.raises(SystemExit, match="--device tpu: choose one of"):
-        script.main([*argv, "--device", "tpu"])
+    assert main([*argv, "--device", "tpu"]) == 2
+    assert "--device tpu: choose one of" in capsys.readouterr().err

@@ -72,3 +72,18 @@ def test_the_grid_needs_a_recipe_chosen_on_dev_first(slice_folder, tmp_path, cap
 
     assert main(["grid", "run", "scifact", "--out", str(tmp_path / "o"), "--data", str(slice_folder)]) == 2
     assert "no recipe.jsonl; choose the recipe on dev first" in capsys.readouterr().err
+
+
+def test_the_guard_column_speaks_only_of_rows_with_a_guard():
+    """An unguarded HardNegativesLoss row is audited too (its removed share is 0): the table shows
+    "-" for it, and "did not act" only for a guard that removed nothing."""
+    from qt_hard.experiments.specs.scifact import summarize
+
+    def rec(row, removed):
+        metrics = {m: 70.0 for m in ("dev_ndcg@10", "test_ndcg@10", "test_mrr@10", "test_recall@100")}
+        return {"row": row, "seed": 0, **metrics, "guard_removed_frac": removed, "guard_removed_tp_frac": None}
+
+    table = summarize([rec("hard_b1+mined", 0.0), rec("hard_b1_guard_rel+mined", 0.0), rec("gist_filter+mined", 0.01)])
+    assert "(`hard_b1+mined`) | 1 | 70.00 | 70.00 | 70.00 | 70.00 | - |" in table
+    assert "(`hard_b1_guard_rel+mined`) | 1 | 70.00 | 70.00 | 70.00 | 70.00 | did not act |" in table
+    assert "(`gist_filter+mined`) | 1 | 70.00 | 70.00 | 70.00 | 70.00 | 1.00% |" in table

@@ -1,4 +1,4 @@
-"""scripts/st_compare.py: the rows' losses, the paired summary, and a tiny grid end to end (a toy
+"""The st-compare experiment (``qt-hard grid run st-compare``): the rows' losses, the paired summary, and a tiny grid end to end (a toy
 StaticEmbedding model, a few pairs, two steps): records, resume, table and CSV."""
 
 from __future__ import annotations
@@ -8,14 +8,22 @@ import json
 
 import numpy as np
 import pytest
-from _scripts import load_script
+
+from qt_hard.cli import main
+from qt_hard.errors import ArgumentError
 
 st = pytest.importorskip("sentence_transformers")
 
 
 @pytest.fixture(scope="module")
 def sc():
-    return load_script("st_compare")
+    from qt_hard.experiments.specs import st_compare
+
+    return st_compare
+
+
+def grid(*argv, experiment="st-compare") -> int:
+    return main(["grid", "run", experiment, *argv])
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +65,7 @@ def test_every_default_row_builds_its_loss(sc, tmp_path):
     }
     for row, cls in expect.items():
         assert type(sc.build_loss(row, model, spec, recipe)) is cls, row
-    with pytest.raises(SystemExit, match=r"row mnrl\+cached: a \+cached row needs"):
+    with pytest.raises(ArgumentError, match=r"row mnrl\+cached: a \+cached row needs"):
         sc.build_loss("mnrl+cached", model, spec, recipe)
     sym = sc.build_loss("mnrl_sym", model, spec, recipe)
     assert tuple(sym.directions) == ("query_to_doc", "doc_to_query") and sym.partition_mode == "per_direction"
@@ -65,19 +73,19 @@ def test_every_default_row_builds_its_loss(sc, tmp_path):
     assert guard["guard"] == "absolute" and guard["guard_margin"] == sc.GUARD_MARGIN
     for row in sc.DEFAULT_ROWS:
         sc.build_loss(row, model, spec, recipe)  # each default row's options are accepted by its loss
-    with pytest.raises(SystemExit, match="unknown row 'hard_b9'"):
+    with pytest.raises(ArgumentError, match="unknown row 'hard_b9'"):
         sc.parse_row("hard_b9")
-    with pytest.raises(SystemExit, match="unknown row"):
+    with pytest.raises(ArgumentError, match="unknown row"):
         sc.parse_row("mnrl+mined+mined")
 
 
-def test_memory_refuses_a_suffixed_row(sc, tmp_path):
+def test_memory_refuses_a_suffixed_row(sc, tmp_path, capsys):
     """The memory probe trains on the pairs and measures ROW and ROW+cached: a +mined or +cached ROW
     would be measured as something else, so it is refused by name."""
     spec = toy_model(tmp_path / "m", {"a", "b"})
     for row in ("hard_b1+mined", "hard_b1+cached"):
-        with pytest.raises(SystemExit, match=rf"--memory {row.replace('+', chr(92) + '+')}: give a row without"):
-            sc.main(["--model", spec, "--out", str(tmp_path / "o"), "--memory", row])
+        assert grid("--model", spec, "--out", str(tmp_path / "o"), "--memory", row, experiment="st-compare-memory") == 2
+        assert capsys.readouterr().err.startswith(f"qt-hard: error: --memory {row}: give a row without")
     assert not (tmp_path / "o" / "memory.jsonl").exists()
 
 
@@ -155,7 +163,8 @@ def test_tiny_grid_writes_resumes_and_summarizes(sc, root, tmp_path, capsys):
     spec = toy_model(tmp_path / "m", words)
     out = tmp_path / "grid"
     base = ["--model", spec, "--out", str(out), "--pairs", "48", "--steps", "2", "--batch-size", "8", "--lr", "0.01"]
-    assert sc.main([*base, "--rows", "mnrl,hard_b1+mined", "--seeds", "0,1"]) == 0
+    base = [*base, "--data-dir", str(root)]
+    assert grid(*base, "--rows", "mnrl,hard_b1+mined", "--seeds", "0,1") == 0
     led = Ledger(out, sc.KEY)
     keys = sorted(led.done(), key=str)
     assert keys == sorted(
@@ -172,11 +181,13 @@ def test_tiny_grid_writes_resumes_and_summarizes(sc, root, tmp_path, capsys):
     assert recs[("hard_b1+mined", 0)]["train_rows"] == len(mined) > 0 and all(len(t) == 3 for t in mined)
     # a second call with one more seed runs only the new cells
     n = len(led.records())
-    assert sc.main([*base, "--rows", "mnrl,hard_b1+mined", "--seeds", "0,1,2"]) == 0
+    assert grid(*base, "--rows", "mnrl,hard_b1+mined", "--seeds", "0,1,2") == 0
     assert len(led.records()) == n + 2
     # another recipe in the same folder is refused
-    with pytest.raises(Exception, match="another setup"):
-        sc.main([*base[:-1], "0.02", "--rows", "mnrl", "--seeds", "0"])
+    capsys.readouterr()
+    other = [*base[: base.index("--lr") + 1], "0.02", *base[base.index("--lr") + 2 :]]
+    assert grid(*other, "--rows", "mnrl", "--seeds", "0") == 2
+    assert "holds results of another setup" in capsys.readouterr().err
     table = (out / "table.md").read_text()
     recs = {(r["row"], r["seed"]): r for r in led.records()}
     assert "| hard, beta 1, mined triplets (`hard_b1+mined`) | 3 |" in table
@@ -188,7 +199,7 @@ def test_tiny_grid_writes_resumes_and_summarizes(sc, root, tmp_path, capsys):
     assert len(rows) == n + 2 and rows[0]["row"] == "before"
     assert float(rows[1]["sts_mean"]) == pytest.approx(recs[("mnrl", 0)]["sts_mean"])
     capsys.readouterr()
-    assert sc.main(["--out", str(out), "--summary-only"]) == 0
+    assert grid("--out", str(out), "--summary-only") == 0
     assert "`hard_b1+mined`" in capsys.readouterr().out
 
 

@@ -7,7 +7,7 @@ Shared by training (``qt_hard.training.config``) and by the saved-model format, 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Literal, Optional
 
 MODEL_KINDS = ("bow", "qt", "hf")
 
@@ -29,9 +29,9 @@ class ModelConfig:
                 pooling), or ``minilm``.
     """
 
-    kind: str = "bow"
+    kind: Literal[MODEL_KINDS] = "bow"
     dim: int = 768
-    encoder: str = "gru"
+    encoder: Literal["gru", "bigru", "bow"] = "gru"
     embed_dim: int = 128
     hidden_dim: int = 256
     max_len: int = 64
@@ -39,7 +39,7 @@ class ModelConfig:
     hf_path: Optional[str] = None
 
     def validate(self) -> None:
-        if self.kind not in MODEL_KINDS:
+        if self.kind not in MODEL_KINDS:  # a config read from YAML is typed; this guards one built in code
             raise ValueError(f"model.kind must be one of {MODEL_KINDS}, got {self.kind!r}")
         if self.kind == "hf" and not self.hf_path:
             raise ValueError("model.kind 'hf' needs model.hf_path (a local model directory)")

@@ -13,7 +13,7 @@ and is skipped once its records are there. The experiment says
   (:meth:`Experiment.prepare`);
 * how one cell runs (:meth:`Experiment.run`), in this process or in a worker of its own;
 * its tables from the records (:meth:`Experiment.tables`), written beside the ledger and read by the
-  docs' generated blocks.
+  docs' generated blocks, and its figures (:meth:`Experiment.figures`), drawn beside them.
 
 The grid owns everything else: the loop over cells, the workers side by side, the claims, the
 resume, the progress lines and the summary. Rows are named by each experiment (``--rows``) and
@@ -54,6 +54,7 @@ class Experiment:
         name: the command's name for it (``qt-hard grid run NAME``).
         help: one line for ``--help``.
         key: the record fields that identify a record in the ledger.
+        fields: the fields every record must have besides the key (what the tables read).
         ledger_name: the ledger's file name in the results folder.
         default_out: ``--out`` when none is given.
         rows: the rows run when ``--rows`` is not given (empty: the experiment has no rows).
@@ -63,6 +64,7 @@ class Experiment:
     name: str = ""
     help: str = ""
     key: tuple[str, ...] = ("row", "seed")
+    fields: tuple[str, ...] = ()
     ledger_name: str = "results.jsonl"
     default_out: str = ""
     rows: Sequence[str] = ()
@@ -97,10 +99,18 @@ class Experiment:
         raise NotImplementedError
 
     # ---------------------------------------------------------------------------- the report
-    def tables(self, records: list[dict], setup: dict | None) -> dict[str, str]:
+    def configure(self, args: argparse.Namespace) -> None:
+        """Read the options the tables need (called before :meth:`tables` by the command,
+        ``--summary-only`` included; the docs' pages call :meth:`tables` without it)."""
+
+    def tables(self, records: list[dict], setup: dict | None, out: Path) -> dict[str, str]:
         """The experiment's tables from its newest records: ``{file name: text}``, written into the
-        results folder; the first is printed."""
+        results folder ``out`` (which an experiment with several ledgers reads too); the first is
+        printed. Empty when there is nothing to show yet."""
         return {}
+
+    def figures(self, args: argparse.Namespace, out: Path, records: list[dict], setup: dict | None) -> None:
+        """Draw the experiment's figures from its newest records (after the tables; none by default)."""
 
     def progress(self, record: dict) -> str:
         """The line logged when one of its records is appended."""

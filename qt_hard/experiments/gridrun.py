@@ -33,6 +33,11 @@ log = logging.getLogger("qt_hard.experiments")
 EXPERIMENTS = {
     "scifact": "qt_hard.experiments.specs.scifact",
     "scifact-recipe": "qt_hard.experiments.specs.scifact",
+    "st-compare": "qt_hard.experiments.specs.st_compare",
+    "st-compare-memory": "qt_hard.experiments.specs.st_compare",
+    "qt-table": "qt_hard.experiments.specs.qt_table",
+    "graph-table": "qt_hard.experiments.specs.graph_table",
+    "vision-table": "qt_hard.experiments.specs.vision_table",
 }
 
 
@@ -63,66 +68,79 @@ def experiment(name: str, module: str | None = None) -> Experiment:
 
 # ------------------------------------------------------------------------------------------ the loop
 def run_grid(exp: Experiment, args: argparse.Namespace) -> int:
-    """Check, plan, prepare, run the cells to run, write the tables (see the module docstring)."""
+    """Check, plan, prepare, run the cells to run, write the tables (see the module docstring).
+    Every record names the commit of the code this command started with (``QT_HARD_GIT_COMMIT``
+    for its workers too), not the checkout's at the moment the record is appended: a long grid
+    keeps running the code it loaded while the checkout moves on."""
+    from qt_hard.experiments.ledger import git_commit
+
+    started = os.environ.get("QT_HARD_GIT_COMMIT")
+    os.environ["QT_HARD_GIT_COMMIT"] = started or git_commit(Path(__file__).resolve().parent)
+    try:
+        return _run_grid(exp, args)
+    finally:
+        if started is None:
+            os.environ.pop("QT_HARD_GIT_COMMIT", None)
+
+
+def _run_grid(exp: Experiment, args: argparse.Namespace) -> int:
     from qt_hard.experiments.ledger import Ledger
     from qt_hard.experiments.runner import check_device, in_processes
     from qt_hard.paths import output_folder
 
     out = output_folder(args.out)
+    if args.summary_only:  # reads the ledger alone: the other options are not needed
+        if not (out / exp.ledger_name).is_file():
+            raise ArgumentError(f"--out {out}: no {exp.ledger_name} to summarize")
+        return write_tables(exp, out, args)
     rows, seeds = _rows_and_seeds(exp, args)
     if args.workers < 1:
         raise ArgumentError(f"--workers {args.workers}: give at least 1")
     exp.check(args)
-    if args.summary_only:
-        if not (out / exp.ledger_name).is_file():
-            raise ArgumentError(f"--out {out}: no {exp.ledger_name} to summarize")
-        return write_tables(exp, out)
     check_device(args.device)
     setup = exp.setup(args, out)
-    ledger = Ledger(out, exp.key, setup, name=exp.ledger_name)
+    ledger = Ledger(out, exp.key, setup, name=exp.ledger_name, fields=exp.fields)
     cells = exp.cells(args, rows, seeds)
     todo = [c for c in cells if not c.done(ledger.done())]
     log.info("%s: %d cells, %d done, %d to run (%s)", exp.name, len(cells), len(cells) - len(todo), len(todo), out)
     if todo:
         exp.prepare(args, out, todo)
-    jobs = [(type(exp).__module__, exp.name, args, str(out), setup, cell) for cell in todo]
+    picklable = argparse.Namespace(**{k: v for k, v in vars(args).items() if k != "func"})  # for the workers
+    jobs = [(type(exp).__module__, exp.name, picklable, str(out), setup, cell) for cell in todo]
     for records in in_processes(run_cell, jobs, args.workers, fresh=args.workers > 1, device=args.device):
         for rec in records or []:
             log.info("%s: %s", exp.name, exp.progress(rec))
-    return write_tables(exp, out)
+    return write_tables(exp, out, args)
 
 
 def run_cell(module: str, name: str, args: argparse.Namespace, out: str, setup: dict, cell: Cell) -> list[dict] | None:
     """One cell under its claim (in this process or a worker's): skipped when another process holds
     it or its records appeared meanwhile; its records appended as it ends. Returns them."""
     from qt_hard.experiments.ledger import Ledger
+    from qt_hard.experiments.runner import run_claimed
 
     exp = experiment(name, module)
-    ledger = Ledger(out, exp.key, setup, name=exp.ledger_name)
-    with ledger.claim(cell.claim) as mine:
-        if not mine or cell.done(ledger.done()):
-            return None
-        records = exp.run(args, Path(out), setup, cell)
-        if records is None:
-            return None
-        records = records if isinstance(records, list) else [records]
-        for rec in records:
-            ledger.append(rec)
-    return records
+    ledger = Ledger(out, exp.key, setup, name=exp.ledger_name, fields=exp.fields)
+    return run_claimed(ledger, cell.claim, lambda: exp.run(args, Path(out), setup, cell), cell.keys)
 
 
-def write_tables(exp: Experiment, out: Path) -> int:
-    """The experiment's tables from the ledger's newest records, written into ``out``; the first
-    printed."""
+def write_tables(exp: Experiment, out: Path, args: argparse.Namespace | None = None) -> int:
+    """The experiment's tables from the ledger's newest records, written into ``out`` (the
+    Markdown ones printed), then its figures; ``args``, the command's options, reach
+    :meth:`Experiment.configure` and :meth:`Experiment.figures`."""
     from qt_hard.experiments.ledger import Ledger
     from qt_hard.files import write_text
 
+    if args is not None:
+        exp.configure(args)
     ledger = Ledger(out, exp.key, name=exp.ledger_name)
-    tables = exp.tables(ledger.latest(), ledger.setup)
-    for i, (name, text) in enumerate(tables.items()):
+    records = ledger.latest()
+    tables = exp.tables(records, ledger.setup, out)
+    for name, text in tables.items():
         write_text(out / name, text.rstrip("\n") + "\n", "table")
-        if i == 0:
-            print(text.rstrip("\n"))
+    print("\n\n".join(text.rstrip("\n") for name, text in tables.items() if name.endswith(".md")))
+    if args is not None:
+        exp.figures(args, out, records, ledger.setup)
     return 0
 
 
@@ -189,8 +207,10 @@ def _run(exp: Experiment, args) -> int:
 
 
 def _list(args) -> int:
-    for name in registered():
-        print(f"{name:16s} {experiment(name).help}")
+    names = registered()
+    width = max(map(len, names), default=0)
+    for name in names:
+        print(f"{name:{width}s}  {experiment(name).help}")
     return 0
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import importlib.util
 import json
 import os
 import re
@@ -103,14 +102,6 @@ def _latest(folder: Path, key, name: str = "results.jsonl") -> list[dict]:
     if not (folder / name).is_file():
         return []
     return Ledger(folder, key, name=name).latest()
-
-
-def _script(root: Path, name: str):
-    """A script of ``scripts/`` as a module (its summary code is the one that writes its tables)."""
-    spec = importlib.util.spec_from_file_location(f"_pages_{name}", root / "scripts" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _captioned(caption: str, head, body, align: str = "") -> str:
@@ -840,15 +831,14 @@ def _json_lines(path: Path) -> list[str]:
 
 
 # --------------------------------------------------------------------------------------------
-# graphs (graph_table spec)
+# graphs (qt-hard grid run graph-table)
 
 
 def _graph_records(root: Path, source: str) -> list[dict]:
-    """``source``: a ledger folder under results/ (its latest records) or a CSV of cells."""
-    from qt_hard.experiments.specs import graph_table
-
+    """``source``: a results folder of ``qt-hard grid run graph-table`` under results/ (its latest
+    records) or a CSV of cells."""
     path = root / "results" / source
-    return _csv(path) if path.suffix == ".csv" else _latest(path, graph_table.KEY)
+    return _csv(path) if path.suffix == ".csv" else _grid_tables(root, "graph-table", f"results/{source}")[1]
 
 
 def _graph_block(root: Path, source: str, rows: list[str], datasets: list[str]) -> str:
@@ -933,14 +923,14 @@ table("graph_controls_hscl_diff")(
 
 
 # --------------------------------------------------------------------------------------------
-# images (vision_table spec)
+# images (qt-hard grid run vision-table)
 
 
 def _vision_rows(root: Path, source: str) -> list[dict]:
-    from qt_hard.experiments.specs import vision_table
-
+    """``source``: a results folder of ``qt-hard grid run vision-table`` (its latest records) or a CSV
+    of cells."""
     path = root / source
-    return _csv(path) if path.suffix == ".csv" else _latest(path, vision_table.KEY)
+    return _csv(path) if path.suffix == ".csv" else _grid_tables(root, "vision-table", source)[1]
 
 
 def _vision_block(root: Path, source: str, strategies: list[str]) -> str:
@@ -1289,13 +1279,17 @@ def _kvn_cost(root: Path) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# fine-tuning with sentence-transformers (scripts/st_compare.py's summary)
+# fine-tuning with sentence-transformers (the st-compare experiment's summary)
+def _st_spec():
+    from qt_hard.experiments.specs import st_compare
+
+    return st_compare
 
 
 def _st_compare(root: Path, folder: str) -> tuple[str, dict]:
     from qt_hard.experiments.ledger import Ledger
 
-    st = _script(root, "st_compare")
+    st = _st_spec()
     led = Ledger(root / "results" / "st_compare" / folder, st.KEY)
     return st.summarize(led.latest(), (led.setup or {}).get("recipe"))
 
@@ -1308,7 +1302,7 @@ def _st_recipe_choice(root: Path) -> str:
     """The bag-of-words start's recipe, chosen on dev: MNRL, seed 0, one folder per (lr, steps)."""
     from qt_hard.experiments.ledger import Ledger
 
-    st = _script(root, "st_compare")
+    st = _st_spec()
     body, scores, before = [], {}, None
     for folder in sorted((root / "results" / "st_compare" / "bow_recipe").iterdir()):
         led = Ledger(folder, st.KEY)
@@ -1393,7 +1387,7 @@ def _st_ledgers(root: Path) -> dict[str, tuple[list[dict], dict]]:
     """comparison -> (latest records, recipe) of the sentence-transformers ledgers."""
     from qt_hard.experiments.ledger import Ledger
 
-    st = _script(root, "st_compare")
+    st = _st_spec()
     from qt_hard.experiments.specs import scifact
 
     out = {}
@@ -1435,7 +1429,7 @@ def _st_loss_cost(root: Path) -> str:
     ledgers = _st_ledgers(root)
     bench = st_bench_run(root)
     rows = list(dict.fromkeys(r["row"] for records, _ in ledgers.values() for r in records if r["row"] != "before"))
-    st = _script(root, "st_compare")
+    st = _st_spec()
     rows.sort(key=lambda r: (r.count("+"), "mined" in r, st.row_order(r) if r.split("+")[0] in st.ROWS else (9, r)))
     names = [(n, h) for n, h in _ST_COST_COLUMNS if n in ledgers]
     head = ["row", "columns", *(f"{h} (B = {ledgers[n][1].get('batch_size', '?')})" for n, h in names)]
@@ -1755,25 +1749,34 @@ def _grid_tables(root: Path, name: str, folder: str) -> tuple[dict[str, str], li
         return {}, []
     ledger = Ledger(path, exp.key, name=exp.ledger_name)
     records = ledger.latest()
-    return (exp.tables(records, ledger.setup) if records else {}), records
+    return (exp.tables(records, ledger.setup, path) if records else {}), records
 
 
 def _cell_hours(records: list[dict], fields=("wall_s",)) -> float:
     return sum(float(r.get(f) or 0.0) for r in records for f in fields) / 3600
 
 
+def _grid_block(root: Path, name: str, table: str, missing: str, caption: str, hours=("wall_s",)) -> str:
+    """Experiment ``name``'s table file ``table`` from its ledger in ``results/scifact``, captioned with
+    the ledger's file, its machines and its hours of cell time; ``missing`` before it exists."""
+    tables, records = _grid_tables(root, name, "results/scifact")
+    if not records:
+        return missing
+    machines = ", ".join(sorted({r["machine"] for r in records}))
+    return tables[table] + "\n\n" + caption.format(n=len(records), machines=machines, hours=_cell_hours(records, hours))
+
+
 @table("scifact", spread=False)
 def _scifact(root: Path) -> str:
     """The SciFact retrieval comparison from ``results/scifact``: the recipe chosen on dev, each row's
     dev and test metrics over seeds, the guard audit, and the paired verdicts against both baselines."""
-    tables, records = _grid_tables(root, "scifact", "results/scifact")
-    if not records:
-        return "Not measured yet: the recipe and the grid run with the commands above."
-    machines = sorted({r["machine"] for r in records})
-    return (
-        tables["table.md"]
-        + f"\n\n`results/scifact/results.jsonl`: {len(records)} runs on {', '.join(machines)}, one torch thread a process, "
-        f"{_cell_hours(records):.1f} hours of cell time in all."
+    return _grid_block(
+        root,
+        "scifact",
+        "table.md",
+        "Not measured yet: the recipe and the grid run with the commands above.",
+        "`results/scifact/results.jsonl`: {n} runs on {machines}, one torch thread a process, "
+        "{hours:.1f} hours of cell time in all.",
     )
 
 
@@ -1781,14 +1784,14 @@ def _scifact(root: Path) -> str:
 def _scifact_recipe(root: Path) -> str:
     """The recipe choice on dev (``results/scifact/recipe.jsonl``): dev nDCG@10 of MNRL, seed 0, at each
     learning rate and step count tried, and the choice."""
-    tables, records = _grid_tables(root, "scifact-recipe", "results/scifact")
-    if not records:
-        return "Not measured yet: `qt-hard grid run scifact-recipe` above chooses it."
-    machines = sorted({r["machine"] for r in records})
-    return (
-        tables["recipe.md"]
-        + f"\n\n`results/scifact/recipe.jsonl`: MNRL, seed 0, on {', '.join(machines)}, one torch thread, "
-        f"{_cell_hours(records, ('train_s', 'eval_s')):.1f} hours of training and evaluation in all."
+    return _grid_block(
+        root,
+        "scifact-recipe",
+        "recipe.md",
+        "Not measured yet: `qt-hard grid run scifact-recipe` above chooses it.",
+        "`results/scifact/recipe.jsonl`: MNRL, seed 0, on {machines}, one torch thread, "
+        "{hours:.1f} hours of training and evaluation in all.",
+        hours=("train_s", "eval_s"),
     )
 
 
@@ -1915,7 +1918,7 @@ _ST_ROWS = ("hard_b1", "hard_b1_guard_rel", "mnrl+mined", "hard_b1+mined")
 def _effects_st(root: Path) -> list[Effect]:
     from qt_hard.experiments.ledger import Ledger
 
-    st = _script(root, "st_compare")
+    st = _st_spec()
     out = []
     for folder, start in (("minilm", "all-MiniLM-L6-v2"), ("bow", "the quick start's bag of words")):
         led = Ledger(root / "results" / "st_compare" / folder, st.KEY)
@@ -2158,7 +2161,7 @@ def _answer_similarity(root: Path) -> str:
     """The sentence-transformers choice from each start, on dev, with the chosen row's test effect."""
     from qt_hard.experiments.ledger import Ledger
 
-    st = _script(root, "st_compare")
+    st = _st_spec()
     parts = []
     for folder, start in (("minilm", "all-MiniLM-L6-v2"), ("bow", "the quick start's bag of words")):
         recs = Ledger(root / "results" / "st_compare" / folder, st.KEY).latest()

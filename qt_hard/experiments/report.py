@@ -30,6 +30,7 @@ __all__ = [
     "Choice",
     "choose_on_dev",
     "commits_note",
+    "csv_text",
     "PairedVerdict",
     "paired_verdict",
     "fmt_mean_spread",
@@ -258,13 +259,18 @@ def write_text(path: str | os.PathLike, text: str) -> Path:
     return path
 
 
-def write_csv(path: str | os.PathLike, fields: Sequence[str], rows: Iterable[Mapping], lineterminator: str = "\r\n"):
-    """A CSV of ``rows`` (their ``fields``, other keys ignored), written whole (:func:`write_text`)."""
+def csv_text(fields: Sequence[str], rows: Iterable[Mapping], lineterminator: str = "\r\n") -> str:
+    """A CSV of ``rows`` (their ``fields``, other keys ignored), as text."""
     buf = io.StringIO()
     w = csv.DictWriter(buf, list(fields), extrasaction="ignore", lineterminator=lineterminator)
     w.writeheader()
     w.writerows(rows)
-    return write_text(path, buf.getvalue())
+    return buf.getvalue()
+
+
+def write_csv(path: str | os.PathLike, fields: Sequence[str], rows: Iterable[Mapping], lineterminator: str = "\r\n"):
+    """A CSV of ``rows`` (:func:`csv_text`), written whole (:func:`write_text`)."""
+    return write_text(path, csv_text(fields, rows, lineterminator))
 
 
 def pyplot():

@@ -75,13 +75,15 @@ def read_metrics(run_dir: str | os.PathLike) -> list[dict]:
         return list(csv.DictReader(fh))
 
 
-def run_claimed(ledger: Ledger, claim: Sequence, work: Callable[[], dict | list | None], key=None) -> list | None:
+def run_claimed(
+    ledger: Ledger, claim: Sequence, work: Callable[[], dict | list | None], keys: Sequence[tuple] = ()
+) -> list | None:
     """Run one cell unless another process holds it: under ``ledger.claim(claim)``, skipped when
-    ``key`` (a cell key) has a record already, else ``work()`` returns the cell's record (or a list
-    of them, or None when it stopped early), each appended. Returns the records, or None when the
-    cell was held, finished, or stopped."""
+    every one of ``keys`` (the ledger keys the cell writes) has a record already, else ``work()``
+    returns the cell's record (or a list of them, or None when it stopped early), each appended.
+    Returns the records, or None when the cell was held, finished, or stopped."""
     with ledger.claim(claim) as mine:
-        if not mine or (key is not None and tuple(key) in ledger.done()):
+        if not mine or (keys and all(tuple(k) in ledger.done() for k in keys)):
             return None
         records = work()
         if records is None:

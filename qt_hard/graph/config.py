@@ -4,11 +4,11 @@ setup (Sun et al. 2020; Robinson et al. 2021, App. D.2): GIN K = 3, hidden 32, b
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Literal, Optional
 
 from qt_hard.graph.evaluate import C_GRID
-
-ESTIMATORS = ("jsd", "jsd_code", "nce")
+from qt_hard.negatives.config import NegativesConfig
+from qt_hard.negatives.registry import Estimator
 
 
 @dataclass
@@ -24,11 +24,7 @@ class GraphDataConfig:
     name: str = "MUTAG"
     path: Optional[str] = None
     node_attributes: bool = False
-    degree_features: str = "auto"
-
-    def validate(self) -> None:
-        if self.degree_features not in ("auto", "always", "never"):
-            raise ValueError(f"data.degree_features must be auto | always | never, got {self.degree_features!r}")
+    degree_features: Literal["auto", "always", "never"] = "auto"
 
 
 @dataclass
@@ -46,32 +42,18 @@ class GraphModelConfig:
 
 
 @dataclass
-class GraphObjectiveConfig:
-    """``qt_hard.losses.LocalGlobalLoss``: nodes against the graphs of the (global) batch.
+class GraphObjectiveConfig(NegativesConfig):
+    """``qt_hard.losses.LocalGlobalLoss``: nodes against the graphs of the (global) batch; the shared
+    negatives section (:class:`~qt_hard.negatives.config.NegativesConfig`) with the graph defaults.
 
     negatives: uniform (InfoGraph) | hard (HCL; options.clip names the reading, e.g. rescaled) | label (H-SCL: same-label
         graphs dropped; options.hardening: exp with beta) | ot (options.epsilon) | ring | debiased | ...
-    estimator: jsd (paper; debiased by options.tau_plus) | jsd_code (the HCL code's form) | nce.
-    options: keyword options of the core (beta, clip, tau_plus, epsilon, hardening, ...); a mapping
-        with a ``schedule`` key becomes a ``qt_hard.schedules`` object.
+    estimator: jsd (paper; debiased by options.tau_plus; the graph default) | jsd_code (the HCL code's form) | nce.
     """
 
-    negatives: str = "uniform"
-    estimator: str = "jsd"
+    estimator: Estimator = "jsd"
     temperature: float = 1.0
     normalize: bool = False
-    k: Optional[int] = None
-    options: dict = field(default_factory=dict)
-
-    def validate(self) -> None:
-        from qt_hard.negatives.registry import config_options, strategy_names
-
-        if self.estimator not in ESTIMATORS:
-            raise ValueError(f"objective.estimator must be {' | '.join(ESTIMATORS)}, got {self.estimator!r}")
-        if self.negatives not in strategy_names():
-            names = ", ".join(strategy_names())
-            raise ValueError(f"objective.negatives must be one of {names}, got {self.negatives!r}")
-        config_options(self)
 
 
 @dataclass

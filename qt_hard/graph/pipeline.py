@@ -90,7 +90,6 @@ class GraphObjective(LossObjective):
         opts = config_options(cfg)
         self.loss = LocalGlobalLoss(
             cfg.negatives,
-            estimator=cfg.estimator,
             temperature=cfg.temperature,
             normalize=cfg.normalize,
             k=cfg.k,

@@ -34,11 +34,11 @@ import dataclasses
 import importlib
 import pkgutil
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Literal
 
 from ..schedules import make_schedule
-from .estimators import DebiasedEstimator, JSDEstimator, PlainEstimator
-from .guard import FalseNegativeGuard
+from .estimators import FLOORS, DebiasedEstimator, JSDEstimator, PlainEstimator
+from .guard import GUARD_RULES, GUARD_SOURCES, FalseNegativeGuard
 from .papers import (
     ASH_2022,
     CHUANG_2020,
@@ -55,6 +55,8 @@ from .papers import (
     Paper,
 )
 from .weightings import (
+    CLIP_READINGS,
+    HARDNESS_MODES,
     HardnessTilt,
     HardWeighting,
     OTWeighting,
@@ -66,6 +68,10 @@ from .weightings import (
 
 # The strategy's structural arguments (NegativeStrategy's own keywords), given beside the parts' options.
 STRUCTURAL = ("k", "collision_free", "include_positive", "count", "positives")
+# The values of the options that name a mode (their parts' annotations; the configs read them as Literal).
+CLIPS = ("auto", *CLIP_READINGS)
+ESTIMATORS = ("nce", "jsd", "jsd_code")
+Estimator = Literal[ESTIMATORS]
 # The paper of k, collision_free and include_positive=False (Ash et al. sec. 5 and App. D.1).
 STRUCTURAL_PAPER = ASH_2022
 
@@ -265,14 +271,16 @@ def assemble(negatives: str, options: dict) -> Assembly:
 
 
 def config_options(cfg) -> dict:
-    """A pipeline config's ``objective.options`` as the core's keyword options: mappings with a
-    ``schedule`` key become schedules, and a key that is one of the config's own fields (or a loss
-    argument: k, temperature, normalize, include_positive) is refused, naming where it goes."""
+    """A pipeline config's negatives (``qt_hard.negatives.config.NegativesConfig``) as the core's keyword
+    options: ``objective.options`` (mappings with a ``schedule`` key become schedules) and the
+    estimator; a key of ``options`` that is one of the config's own fields (or a loss argument: k,
+    temperature, normalize, include_positive) is refused, naming where it goes."""
     own = {f.name for f in dataclasses.fields(cfg)} | {"k", "temperature", "normalize", "include_positive"}
     for key in cfg.options:
         if key in own - {"options"}:
             raise ValueError(f"objective.options.{key}: set it as objective.{key} instead")
-    return {key: (make_schedule(v) if isinstance(v, dict) else v) for key, v in cfg.options.items()}
+    options = {key: (make_schedule(v) if isinstance(v, dict) else v) for key, v in cfg.options.items()}
+    return {**options, "estimator": cfg.estimator}
 
 
 def option_table() -> str:
@@ -347,7 +355,7 @@ class Hard(Strategy):
     example: ClassVar[dict] = {"beta": 1.0, "tau_plus": 0.1}
     default_tau_plus: ClassVar[float | None] = 0.0
     beta: Any = option(1.0, _BETA_DOC, schedule=True)
-    clip: str = option("auto", _CLIP_DOC)
+    clip: Literal[CLIPS] = option("auto", _CLIP_DOC)
     detach: bool = option(False, "stop gradients through the weights")
 
     def check(self):
@@ -384,9 +392,11 @@ class Label(Strategy):
     # H-SCL's hardening is exponential in beta (Jiang et al. Sec. III); the core's default (None) is SCL.
     paper_defaults: ClassVar[dict] = {"hardening": "exp"}
     switches: ClassVar[tuple[str, ...]] = ("hardening",)
-    hardening: str | None = option(None, "None, 'exp' (beta, clip, detach) or 'threshold' (tau or level)")
+    hardening: Literal["exp", "threshold"] | None = option(
+        None, "None, 'exp' (beta, clip, detach) or 'threshold' (tau or level)"
+    )
     beta: Any = option(1.0, _BETA_DOC, when=_hardening("exp"), schedule=True)
-    clip: str = option("auto", _CLIP_DOC, when=_hardening("exp"))
+    clip: Literal[CLIPS] = option("auto", _CLIP_DOC, when=_hardening("exp"))
     detach: bool = option(False, "stop gradients through the weights", when=_hardening("exp"))
     tau: Any = option(None, "threshold on e^logit", when=_hardening("threshold"), schedule=True)
     level: Any = option(None, "threshold on the similarity (H-SCL eq. 4)", when=_hardening("threshold"), schedule=True)
@@ -428,13 +438,13 @@ class OT(Strategy):
     example: ClassVar[dict] = {"epsilon": 0.5}
     true_gradient: ClassVar[bool] = False  # the coupling is solved on detached costs
     epsilon: Any = option(0.5, "entropic regularization > 0", schedule=True)
-    cost: str = option("sqeuclidean", "'sqeuclidean' or 'exp'")
+    cost: Literal["sqeuclidean", "exp"] = option("sqeuclidean", "'sqeuclidean' or 'exp'")
     kappa: float = option(0.0, "offset of the 'exp' cost", when=lambda given, s: given.get("cost") == "exp")
     sinkhorn_iters: int = option(
         20, "Sinkhorn iterations", when=lambda given, s: given.get("marginals", "uniform") == "uniform"
     )
-    marginals: str = option("uniform", "'uniform' (the OT problem) or 'none' (the Gibbs kernel)")
-    coupling: str = option("full", "with k: 'full' (solved on the full table) or 'drawn'")
+    marginals: Literal["uniform", "none"] = option("uniform", "'uniform' (the OT problem) or 'none' (the Gibbs kernel)")
+    coupling: Literal["full", "drawn"] = option("full", "with k: 'full' (solved on the full table) or 'drawn'")
 
     def check(self):
         if isinstance(self.epsilon, (int, float)) and not self.epsilon > 0:
@@ -457,9 +467,9 @@ class Estimation(Part):
     name: ClassVar[str] = "estimator"
     paper: ClassVar[tuple[Paper, ...]] = (CHUANG_2020, SUN_2020)
     example: ClassVar[dict] = {"tau_plus": 0.1, "floor": "smooth"}
-    estimator: str = option("nce", "'nce', 'jsd' or 'jsd_code'")
+    estimator: Estimator = option("nce", "'nce', 'jsd' or 'jsd_code'")
     tau_plus: Any = option(None, "class prior of the debiased estimator, in [0, 1)", schedule=True)
-    floor: str = option("hard", "'hard', 'smooth' or 'none' (debiased NCE)", when=_floor_read)
+    floor: Literal[FLOORS] = option("hard", "'hard', 'smooth' or 'none' (debiased NCE)", when=_floor_read)
 
     def check(self):
         if self.estimator not in ("nce", "jsd", "jsd_code"):
@@ -499,9 +509,9 @@ class Guard(Part):
     name: ClassVar[str] = "guard"
     paper: ClassVar[tuple[Paper, ...]] = (SOLATORIO_2024, MOREIRA_2024)
     example: ClassVar[dict] = {"guard": "absolute", "guard_margin": 0.1}
-    guard: str | None = option(None, "'absolute' or 'relative'")
+    guard: Literal[GUARD_RULES] | None = option(None, "'absolute' or 'relative'")
     guard_margin: float = option(0.0, "margin in cosine units", when=lambda given, s: given.get("guard") is not None)
-    guard_source: str = option(
+    guard_source: Literal[GUARD_SOURCES] = option(
         "model", "'model' or 'guide' (attach_guide)", when=lambda given, s: given.get("guard") is not None
     )
 
@@ -527,7 +537,9 @@ class Hardness(Part):
     paper: ClassVar[tuple[Paper, ...]] = (LAN_2025, VERA_2025)
     example: ClassVar[dict] = {"hardness_mode": "in_batch_negatives", "hardness_strength": 9.0}
     true_gradient: ClassVar[bool] = False  # the tilt alpha * cos is a stop-gradient term
-    hardness_mode: str | None = option(None, "'in_batch_negatives', 'hard_negatives' or 'all_negatives'", when=_nce)
+    hardness_mode: Literal[HARDNESS_MODES] | None = option(
+        None, "'in_batch_negatives', 'hard_negatives' or 'all_negatives'", when=_nce
+    )
     hardness_strength: Any = option(
         None,
         "alpha >= 0, required with hardness_mode",

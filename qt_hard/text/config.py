@@ -4,8 +4,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Optional
+from dataclasses import dataclass
+from typing import Literal, Optional
+
+from qt_hard.negatives.config import NegativesConfig
 
 DATA_KINDS = ("books", "bookcorpus", "wiki", "synthetic")
 
@@ -40,7 +42,7 @@ class DataConfig:
           keep their ``doc_id``, so a batch never pairs sentences across the gap.
     """
 
-    kind: str = "synthetic"
+    kind: Literal[DATA_KINDS] = "synthetic"
     path: Optional[str] = None
     max_books: Optional[int] = None
     max_sentences: Optional[int] = None
@@ -62,8 +64,6 @@ class DataConfig:
     exclude_books: Optional[list] = None
 
     def validate(self) -> None:
-        if self.kind not in DATA_KINDS:
-            raise ValueError(f"data.kind must be {' | '.join(DATA_KINDS)}, got {self.kind!r}")
         if self.exclude_books is not None:
             self.exclude_books = check_exclude_books(self.exclude_books, self.kind, self.max_books)
         if self.shuffle_labels and self.kind not in ("wiki", "synthetic"):
@@ -122,24 +122,23 @@ def check_exclude_books(value, kind: str, max_books: Optional[int]) -> list[int]
 
 
 @dataclass
-class ObjectiveConfig:
-    """The contrastive objective, always assembled by ``qt_hard.losses``.
+class ObjectiveConfig(NegativesConfig):
+    """The contrastive objective, always assembled by ``qt_hard.losses``: the shared negatives section
+    (``negatives``, ``estimator``, ``k``, ``options``: :class:`~qt_hard.negatives.config.NegativesConfig`)
+    and the text pipeline's own fields.
 
     Quick-Thoughts data uses ``context_loss`` (context = +-c neighbours); pair data (wiki,
     synthetic) uses ``contrastive_loss`` (include_positive=False is Ash et al.'s D.1 form).
-    options: extra keyword options of the core (beta, tau_plus, clip, lower, upper, ...).
     """
 
-    negatives: str = "uniform"
     temperature: float = 1.0
-    k: Optional[int] = None
     normalize: bool = False
     include_positive: bool = False
     collision_free: bool = False
     context: int = 1
-    options: dict = field(default_factory=dict)
 
     def validate(self) -> None:
+        super().validate()
         if self.context < 1:
             raise ValueError(f"objective.context must be >= 1, got {self.context}")
 

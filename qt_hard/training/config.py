@@ -1,12 +1,16 @@
-"""Training configuration: plain dataclasses, loaded from YAML, overridden by dotted keys.
+"""Training configuration: typed dataclasses, loaded from YAML, overridden by dotted keys.
 
     cfg = load_config("configs/qt_books.yaml", ["train.lr=0.001", "objective.negatives=hard"])
 
 The loop owns ``out_dir`` and ``train``; the top-level ``pipeline`` key (default ``text``) names
 the pipeline (``qt_hard.pipelines``) whose dataclasses define the ``model``, ``data``,
-``objective`` (and optionally ``eval``) sections. Every section and key is checked: an unknown
-key raises ``ConfigError`` naming it (and the keys that do exist); so does a section the chosen
-pipeline does not declare. ``save_config`` writes the resolved config next to the checkpoints.
+``objective`` (and optionally ``eval``) sections. Every section and key is checked when the config
+is read (:mod:`qt_hard.config_types`: each dataclass's annotations, ``Literal`` modes included, read
+through pydantic): an unknown key raises ``ConfigError`` naming it (and the keys that do exist), a
+value of the wrong type one naming its key path (``train.lr: expected a number, got 'abc'``); so
+does a section the chosen pipeline does not declare. The objective's negatives are one type for
+every pipeline (:class:`qt_hard.negatives.config.NegativesConfig`). ``save_config`` writes the
+resolved config next to the checkpoints.
 """
 
 from __future__ import annotations
@@ -15,20 +19,20 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Union, get_args, get_origin, get_type_hints
+from typing import Any, Literal, Optional, Union, get_args, get_origin, get_type_hints
 
 import yaml
+from pydantic import TypeAdapter, ValidationError
 
-from qt_hard.errors import UserError
-
-
-class ConfigError(UserError, ValueError):
-    """A config file or override that does not fit the schema."""
+from qt_hard.config_types import Text, describe, read_section
+from qt_hard.errors import ConfigError
 
 
 # The optimizers and learning-rate schedules of ``qt_hard.training.optim`` (named here: no torch import).
 OPTIMIZERS = ("adam", "adamw", "sparse_adam")
 LR_SCHEDULES = ("constant", "linear", "cosine")
+PRECISIONS = ("no", "fp16", "bf16")
+TRACKERS = ("tensorboard", "csv")
 
 
 @dataclass
@@ -55,16 +59,16 @@ class TrainConfig:
     lr: float = 1e-3
     weight_decay: float = 0.0
     grad_clip: Optional[float] = 2.5
-    mixed_precision: str = "no"
+    mixed_precision: Literal[PRECISIONS] = "no"
     seed: int = 0
     checkpoint_every: int = 0
     keep_checkpoints: int = 2
     log_every: int = 10
-    trackers: list = field(default_factory=lambda: ["tensorboard", "csv"])
+    trackers: list[Literal[TRACKERS]] = field(default_factory=lambda: list(TRACKERS))
     progress: bool = True
     num_threads: Optional[int] = None
-    optimizer: str = "adam"
-    lr_schedule: str = "constant"
+    optimizer: Literal[OPTIMIZERS] = "adam"
+    lr_schedule: Literal[LR_SCHEDULES] = "constant"
     warmup_steps: int = 0
     tf32: bool = True
 
@@ -110,59 +114,12 @@ def pipeline_sections(name: str) -> dict:
     return sections
 
 
-def _coerce(value: Any, tp: Any, key: str) -> Any:
-    """Check/convert a YAML value to the annotated type; errors name the key."""
-    origin = get_origin(tp)
-    if origin is Union:
-        args = [a for a in get_args(tp) if a is not type(None)]
-        if value is None:
-            return None
-        return _coerce(value, args[0], key)
-    if tp is bool:
-        if isinstance(value, bool):
-            return value
-        raise ConfigError(f"config key {key!r} must be true/false, got {value!r}")
-    if tp is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        raise ConfigError(f"config key {key!r} must be an integer, got {value!r}")
-    if tp is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, str):  # PyYAML reads "1e-3" (no dot) as a string
-            try:
-                return float(value)
-            except ValueError:
-                pass
-        raise ConfigError(f"config key {key!r} must be a number, got {value!r}")
-    if tp is str:
-        if isinstance(value, str):
-            return value
-        if isinstance(value, bool):  # YAML 1.1 reads a bare no / yes (mixed_precision: no) as a boolean
-            return "yes" if value else "no"
-        raise ConfigError(f"config key {key!r} must be a string, got {value!r}")
-    if tp is dict or origin is dict:
-        if value is None:
-            return {}
-        if isinstance(value, dict):
-            return dict(value)
-        raise ConfigError(f"config key {key!r} must be a mapping, got {value!r}")
-    if tp is list or origin is list:
-        if isinstance(value, str):
-            return [v for v in value.split(",") if v]
-        if isinstance(value, list):
-            return list(value)
-        raise ConfigError(f"config key {key!r} must be a list, got {value!r}")
-    return value
-
-
 def _build_config(tree: dict) -> Config:
-    """The top level: the pipeline's sections first, so that their keys are checked too."""
+    """The top level: the pipeline's sections first, so that their keys are checked too; each section
+    is read by :func:`qt_hard.config_types.read_section` (typed, one-line errors naming the key)."""
     if not isinstance(tree, dict):
         raise ConfigError(f"config top level must be a mapping, got {tree!r}")
-    pipeline = _coerce(tree.get("pipeline", "text"), str, "pipeline")
+    pipeline = _top_level_text(tree, "pipeline", "text")
     sections = pipeline_sections(pipeline)
     loop_keys = {"out_dir", "pipeline", "train", "note"}
     unknown = sorted(set(tree) - loop_keys - set(sections))
@@ -171,33 +128,18 @@ def _build_config(tree: dict) -> Config:
             f"unknown config key {unknown[0]!r} (pipeline {pipeline!r}); "
             f"known keys: {sorted(loop_keys | set(sections))}"
         )
-    kwargs = {name: _build(cls, tree.get(name) or {}, name) for name, cls in sections.items()}
+    kwargs = {name: read_section(cls, tree.get(name), name) for name, cls in sections.items()}
     for key in ("out_dir", "note"):
         if key in tree:
-            kwargs[key] = _coerce(tree[key], str, key)
-    return Config(pipeline=pipeline, train=_build(TrainConfig, tree.get("train") or {}, "train"), **kwargs)
+            kwargs[key] = _top_level_text(tree, key, None)
+    return Config(pipeline=pipeline, train=read_section(TrainConfig, tree.get("train"), "train"), **kwargs)
 
 
-def _build(cls, data: dict, prefix: str):
-    if not isinstance(data, dict):
-        raise ConfigError(f"config section {prefix or 'top level'!r} must be a mapping, got {data!r}")
-    hints = get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        where = f" in section {prefix!r}" if prefix else ""
-        raise ConfigError(
-            f"unknown config key {'.'.join(filter(None, [prefix, unknown[0]]))!r}{where}; known keys: {sorted(names)}"
-        )
-    kwargs = {}
-    for name, value in data.items():
-        key = f"{prefix}.{name}" if prefix else name
-        tp = hints[name]
-        if dataclasses.is_dataclass(tp):
-            kwargs[name] = _build(tp, value or {}, key)
-        else:
-            kwargs[name] = _coerce(value, tp, key)
-    return cls(**kwargs)
+def _top_level_text(tree: dict, key: str, default: str | None) -> str:
+    try:
+        return TypeAdapter(Text).validate_python(tree.get(key, default))
+    except ValidationError as err:
+        raise ConfigError(describe(err, key)) from None
 
 
 def _set_dotted(tree: dict, dotted: str, value: Any) -> None:
@@ -369,22 +311,10 @@ def _check_train(t: TrainConfig) -> None:
         raise ConfigError(f"train.weight_decay must be >= 0, got {t.weight_decay}")
     if t.steps is not None and t.steps < 1:
         raise ConfigError(f"train.steps must be >= 1, got {t.steps}")
-    _check_choice("train.optimizer", t.optimizer, OPTIMIZERS)
-    _check_choice("train.lr_schedule", t.lr_schedule, LR_SCHEDULES)
     if t.warmup_steps < 0:
         raise ConfigError(f"train.warmup_steps must be >= 0, got {t.warmup_steps}")
     if t.optimizer == "sparse_adam" and t.weight_decay:
         raise ConfigError("train.optimizer=sparse_adam has no weight decay; set train.weight_decay=0 or use adamw")
-    if t.mixed_precision not in ("no", "fp16", "bf16"):
-        raise ConfigError(f"train.mixed_precision must be no | fp16 | bf16, got {t.mixed_precision!r}")
-    unknown_trackers = set(t.trackers) - {"tensorboard", "csv"}
-    if unknown_trackers:
-        raise ConfigError(f"train.trackers: unknown tracker(s) {sorted(unknown_trackers)} (tensorboard, csv)")
-
-
-def _check_choice(key: str, value: str, accepted: tuple) -> None:
-    if value not in accepted:
-        raise ConfigError(f"config key {key!r}: unknown value {value!r}; accepted: {', '.join(accepted)}")
 
 
 def to_dict(cfg: Config) -> dict:

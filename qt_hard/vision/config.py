@@ -8,7 +8,9 @@ decay (1e-6).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Literal, Optional
+
+from qt_hard.negatives.config import NegativesConfig
 
 METHODS = ("simclr", "moco")
 DATASETS = ("cifar10", "cifar100", "stl10")
@@ -25,7 +27,7 @@ class VisionModelConfig:
         on CPUs too). Off by default: SimCLR with one process needs nothing.
     """
 
-    method: str = "simclr"
+    method: Literal[METHODS] = "simclr"
     arch: str = "resnet18"
     width: Optional[int] = None
     proj_dim: int = 128
@@ -36,8 +38,6 @@ class VisionModelConfig:
     def validate(self) -> None:
         from qt_hard.vision.resnet import ARCHS
 
-        if self.method not in METHODS:
-            raise ValueError(f"model.method must be {' | '.join(METHODS)}, got {self.method!r}")
         if self.arch not in ARCHS:
             raise ValueError(f"model.arch must be one of {', '.join(ARCHS)}, got {self.arch!r}")
         if self.width is not None and self.width < 1:
@@ -60,7 +60,7 @@ class VisionDataConfig:
     scale: the crop's area range; jitter: (brightness, contrast, saturation, hue); jitter_p, gray_p.
     """
 
-    name: str = "cifar10"
+    name: Literal[DATASETS] = "cifar10"
     path: Optional[str] = None
     train_split: str = "train"
     test_split: str = "test"
@@ -73,25 +73,20 @@ class VisionDataConfig:
     gray_p: float = 0.2
 
     def validate(self) -> None:
-        if self.name not in DATASETS:
-            raise ValueError(f"data.name must be {' | '.join(DATASETS)}, got {self.name!r}")
         if len(self.scale) != 2 or len(self.jitter) != 4:
             raise ValueError(f"data.scale needs 2 numbers and data.jitter 4, got {self.scale}, {self.jitter}")
 
 
 @dataclass
-class VisionObjectiveConfig:
+class VisionObjectiveConfig(NegativesConfig):
     """The loss from ``qt_hard.losses``: SimCLR uses ``ContrastiveLoss`` (two views), MoCo
-    ``RankingLoss`` against the queue. ``options`` go to the strategy (beta, tau_plus, lower, upper,
-    epsilon, ...; a mapping with a ``schedule`` key is a ``qt_hard.schedules`` schedule).
+    ``RankingLoss`` against the queue; the shared negatives section
+    (:class:`~qt_hard.negatives.config.NegativesConfig`) and the fields below.
     include_positive: False drops e^{s+} from the denominator, as MoCoRing's Alg. 1 pseudocode
     writes it (``loss = -dps + logsumexp(ring_dps)``; Wu et al. 2021)."""
 
-    negatives: str = "uniform"
     temperature: float = 0.5
-    k: Optional[int] = None
     include_positive: bool = True
-    options: dict = field(default_factory=dict)
 
 
 @dataclass

@@ -9,7 +9,7 @@ through the same accelerate loop, trackers, checkpoints and ``--resume`` as the 
 * task: :class:`qt_hard.vision.batches.ImageTask` (batches and augmentation parameters from (seed, step)).
 * objective: :class:`qt_hard.vision.methods.SimCLRStep` / ``MoCoStep`` around the core's loss.
 * evaluate: the weighted kNN monitor every ``eval.every_epochs`` epochs (``OUT/eval.csv``) and at the
-  end, with the linear readout, in ``OUT/eval.json``; ``scripts/vision_table.py`` plots the curves.
+  end, with the linear readout, in ``OUT/eval.json``; ``qt-hard grid run vision-table`` plots the curves.
 * save: ``OUT/final/encoder.pt`` (state dict) and ``OUT/final/vision.json`` (how to rebuild it);
   :func:`load_image_encoder` reads them back.
 """

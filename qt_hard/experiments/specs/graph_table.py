@@ -1,9 +1,22 @@
-"""The graph table (``scripts/graph_table.py``): InfoGraph with uniform, hard (HCL), label-aware hard
-(H-SCL) and entropic-OT negatives on TU datasets, SVM accuracy over repeats, beside the papers' rows.
+"""The graph table (``qt-hard grid run graph-table``): InfoGraph with uniform, hard (HCL), label-aware
+hard (H-SCL) and entropic-OT negatives on TU datasets, SVM accuracy over repeats, beside the papers' rows.
 
-Base config ``configs/infograph_mutag.yaml``; a cell is (row, dataset, repeat), trained with
-``train.seed = repeat`` in ``OUT/runs/<row>/<dataset>/r<repeat>/``; its readout is ``eval.json``'s
-SVM accuracy and the last logged loss."""
+    qt-hard grid run graph-table --out runs/graph_table --workers 2
+    qt-hard grid run graph-table --out runs/graph_table --datasets MUTAG --rows infograph,hard_b1 --epochs 20
+
+Base config ``configs/infograph_mutag.yaml``; a cell is (row, dataset, repeat), one ``qt-hard train``
+run with the row's overrides and ``train.seed = repeat`` in ``OUT/runs/<row>/<dataset>/r<repeat>/``
+(an unfinished cell resumes from its checkpoint); its readout is ``eval.json``'s SVM accuracy and the
+last logged loss. The ledger's setup is the config, ``--epochs`` and the extra overrides. The tables:
+``OUT/table.md`` (mean ± sample std over repeats, percent, in the order of ``--rows`` and
+``--datasets``, beside the papers' numbers, and a one-line headline), ``OUT/table.json`` and
+``OUT/results.csv`` (one row per cell); the figure, HCL Fig. 3's layout, goes to ``--plot``.
+
+The rows, each with its own paper's settings (``ROWS``): ``infograph`` (uniform, JSD, lr 1e-3),
+``infograph_code`` (the HCL code's JSD form, tau+ 0.5), ``hard_b{1,2,10}`` (HCL), ``hscl_b{1,2,10}``
+(H-SCL, lr 0.01), the learning-rate controls ``infograph_lr0.01`` and ``hscl_b1_lr1e-3``,
+``hcl_code_b{1,2,10}`` (HCL as its released graph code computes it) and ``ot_e0.1`` (entropic OT,
+epsilon 0.1, the HCL code's JSD form)."""
 
 from __future__ import annotations
 
@@ -12,10 +25,11 @@ import os
 import time
 from pathlib import Path
 
+from qt_hard.errors import ArgumentError
 from qt_hard.experiments import report
-from qt_hard.experiments.grid import Row
-from qt_hard.experiments.ledger import Ledger, provenance
-from qt_hard.experiments.runner import read_eval, read_metrics, run_claimed, train_run
+from qt_hard.experiments.contract import Cell, Experiment
+from qt_hard.experiments.grid import Row, comma_list
+from qt_hard.experiments.runner import read_eval, read_metrics, train_run
 
 ROOT = Path(__file__).resolve().parents[3]
 CONFIG = "configs/infograph_mutag.yaml"
@@ -80,12 +94,6 @@ def cell_dir(out: Path, row: str, ds: str, rep: int) -> Path:
     return Path(out) / "runs" / row / ds / f"r{rep}"
 
 
-def ledger(out: Path, epochs: float | None = None, overrides: list[str] | None = None) -> Ledger:
-    """The folder's results; with ``epochs`` (and ``overrides``) for this setup, else read only."""
-    setup = None if epochs is None else {"config": CONFIG, "epochs": epochs, "overrides": list(overrides or [])}
-    return Ledger(out, KEY, setup, fields=("svm_acc",))
-
-
 def check_cells(rows: list[str], datasets: list[str], extra: list[str]) -> None:
     """Refuse, before anything is written, what would stop a cell: no graph data folder, overrides
     the config does not take, a dataset without its files (one config per dataset, first row)."""
@@ -95,19 +103,6 @@ def check_cells(rows: list[str], datasets: list[str], extra: list[str]) -> None:
     data_path("tu")
     for ds in datasets:
         load_config(ROOT / CONFIG, [*ROWS[rows[0]].overrides, f"data.name={ds}", *extra])
-
-
-def run_cell(out, row, ds, rep, epochs, extra, use_gpu) -> dict | None:
-    """Train one cell (in a fresh worker process) and append its record; None when another
-    process holds the cell or it has its record."""
-    key = (row, ds, rep)
-    recs = run_claimed(
-        ledger(Path(out), epochs, extra),
-        key,
-        lambda: {**train_cell(out, row, ds, rep, epochs, extra, use_gpu), **provenance(ROOT)},
-        key=key,
-    )
-    return recs[0] if recs else None
 
 
 def train_cell(out, row, ds, rep, epochs, extra, use_gpu) -> dict:
@@ -204,16 +199,89 @@ def plot(table: dict, datasets: list[str], path: Path) -> None:
     plt.close(fig)
 
 
-def write_report(out: Path, rows: list[str], datasets: list[str], plot_path: Path | None = None) -> tuple:
-    """From the ledger alone: ``results.csv`` (a row per cell), ``table.json``, ``table.md`` (the
-    table, printed, and its headline) and the figure; returns the records and the headline."""
-    results = ledger(out).latest()
-    report.write_csv(out / "results.csv", FIELDS, results, lineterminator="\n")
+def table_files(results: list[dict], rows: list[str], datasets: list[str]) -> dict[str, str]:
+    """From the records alone: ``table.md`` (the table in the order of ``rows`` and ``datasets``, and
+    its headline), ``table.json`` (the summary) and ``results.csv`` (a row per cell)."""
     table = summarize(results, rows, datasets)
-    lines = table_lines(table, rows, datasets)
-    print("\n".join(lines))
-    line = headline(results, table, rows, datasets)
-    (out / "table.json").write_text(json.dumps(table, indent=1) + "\n")
-    report.write_text(out / "table.md", "\n".join([*lines, line]) + "\n")
-    plot(table, datasets, plot_path or out / "graph_fig3.png")
-    return results, line
+    lines = [*table_lines(table, rows, datasets), headline(results, table, rows, datasets)]
+    return {
+        "table.md": "\n".join(lines),
+        "table.json": json.dumps(table, indent=1),
+        "results.csv": report.csv_text(FIELDS, results, "\n"),
+    }
+
+
+# --------------------------------------------------------------------------------------- the contract
+class GraphTable(Experiment):
+    """Rows x datasets x repeats of InfoGraph (see the module docstring); ``--rows`` and ``--datasets``
+    also give the tables' order (``--summary-only`` included)."""
+
+    name = "graph-table"
+    help = "InfoGraph with uniform, hard, H-SCL and OT negatives on TU datasets beside the papers' graph tables"
+    key = KEY
+    fields = ("svm_acc",)
+    default_out = "runs/graph_table"
+    rows = tuple(ROWS)
+    seeds = ""  # repeats instead, per dataset
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--datasets", default=",".join(DATASETS), help=f"comma list of {', '.join(DATASETS)}")
+        parser.add_argument(
+            "--repeats", type=int, default=None, help="repeats per dataset (default 5 MUTAG/PTC_MR, 3 others)"
+        )
+        parser.add_argument("--epochs", type=float, default=200, help="training epochs (papers: 200)")
+        parser.add_argument("--gpu", action="store_true", help="let accelerate use a GPU (default: CPU workers)")
+        parser.add_argument("--plot", default=None, help="PNG of Fig. 3's layout (default OUT/graph_fig3.png)")
+        parser.add_argument("overrides", nargs="*", help="extra config overrides for every cell, e.g. eval.folds=5")
+
+    def check_row(self, name: str) -> None:
+        if name not in ROWS:
+            raise ArgumentError(f"--rows: unknown row {name!r}; rows are {', '.join(ROWS)}")
+
+    def check(self, args) -> None:
+        rows, datasets = comma_list(args.rows), comma_list(args.datasets)
+        unknown = [d for d in datasets if d not in DATASETS]
+        if unknown or not datasets:
+            raise ArgumentError(f"--datasets: unknown {unknown or 'none given'}; datasets are {', '.join(DATASETS)}")
+        if args.repeats is not None and args.repeats < 1:
+            raise ArgumentError(f"--repeats {args.repeats}: give at least 1")
+        check_cells(rows, datasets, list(args.overrides))
+
+    def configure(self, args) -> None:
+        self.asked = (comma_list(args.rows), comma_list(args.datasets))  # the tables' order
+
+    def setup(self, args, out: Path) -> dict:
+        return {"config": CONFIG, "epochs": args.epochs, "overrides": list(args.overrides)}
+
+    def cells(self, args, rows, seeds) -> list[Cell]:
+        datasets = comma_list(args.datasets)
+        reps = {ds: range(args.repeats or REPEATS.get(ds, 3)) for ds in datasets}
+        return [Cell((row, ds, rep)) for ds in datasets for rep in reps[ds] for row in rows]
+
+    def run(self, args, out: Path, setup: dict, cell: Cell) -> dict:
+        from qt_hard.experiments.ledger import provenance
+
+        row, ds, rep = cell.claim
+        use_gpu = args.gpu or args.device == "cuda"
+        return {**train_cell(out, row, ds, rep, setup["epochs"], setup["overrides"], use_gpu), **provenance(ROOT)}
+
+    def order(self, records: list[dict]) -> tuple[list[str], list[str]]:
+        """The rows and datasets the command asked for, else those of the records (``ROWS``' and
+        ``DATASETS``' order)."""
+        if getattr(self, "asked", None):
+            return self.asked
+        rows = [r for r in ROWS if any(x["row"] == r for x in records)]
+        return rows, [d for d in DATASETS if any(x["dataset"] == d for x in records)]
+
+    def tables(self, records, setup, out) -> dict[str, str]:
+        return table_files(records, *self.order(records))
+
+    def figures(self, args, out: Path, records, setup) -> None:
+        rows, datasets = self.order(records)
+        plot(summarize(records, rows, datasets), datasets, Path(args.plot) if args.plot else out / "graph_fig3.png")
+
+    def progress(self, record: dict) -> str:
+        return json.dumps(record)
+
+
+EXPERIMENTS = (GraphTable(),)

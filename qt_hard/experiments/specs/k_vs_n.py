@@ -546,7 +546,7 @@ def worker(
             cid = cell_id(grid, cell)
             if (cid,) in ledger.done():
                 continue
-            rec = run_claimed(ledger, (results.stem, cid), partial(work, cell, cid), key=(cid,))
+            rec = run_claimed(ledger, (results.stem, cid), partial(work, cell, cid), keys=[(cid,)])
             if stopped:
                 print(f"[{os.getpid()}] stopped by a signal in cell {cid}; its checkpoint resumes it", flush=True)
                 return ran

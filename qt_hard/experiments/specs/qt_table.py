@@ -1,4 +1,4 @@
-"""Table 2 of Robinson et al. (2021) at our scale (``scripts/qt_table.py``): Quick-Thoughts with
+"""Table 2 of Robinson et al. (2021) at our scale (``qt-hard grid run qt-table``): Quick-Thoughts with
 uniform, debiased and hard negatives, several seeds, SentEval's six tasks.
 
 * **base config**: the script's ``--config`` with its ``--set`` overrides (the ledger's setup);
@@ -25,6 +25,7 @@ from pathlib import Path
 
 from qt_hard.evaluation.similarity import SIMILARITY_TASKS
 from qt_hard.experiments import report
+from qt_hard.experiments.contract import Cell, Experiment
 from qt_hard.experiments.grid import GridError
 from qt_hard.experiments.ledger import Ledger, provenance
 from qt_hard.experiments.runner import read_metrics, train_run
@@ -128,11 +129,13 @@ def ledger(out: Path, setup: dict | None) -> Ledger:
 @dataclass(frozen=True)
 class Protocol:
     """``evaluate(encoder, kfold, data, cache)``: the readout fields of a run's record (``cache``, an
-    ``EmbeddingCache`` shared by the protocols of one run); ``report(records, protocol, paper, out)``:
-    writes the protocol's tables and figures from the records and prints them."""
+    ``EmbeddingCache`` shared by the protocols of one run); ``report(records, protocol, paper)``: the
+    protocol's tables from the records (``{file name: text}``); ``figures(records, protocol, paper,
+    out)``: its figures, drawn into ``out`` (None: it has none)."""
 
     evaluate: Callable
     report: Callable
+    figures: Callable | None = None
 
 
 def _six_tasks(protocol: str) -> Callable:
@@ -152,20 +155,21 @@ def _six_tasks(protocol: str) -> Callable:
     return evaluate
 
 
-def report_six_tasks(records: list[dict], protocol: str, paper: dict, out: Path) -> None:
-    """``table.md`` and ``table_dev.md`` (``_<protocol>`` before ``.md`` except for senteval),
-    ``differences.png`` likewise; prints the dev table, the test table and a count."""
-    suffix = "" if protocol == "senteval" else f"_{protocol}"
-    table_path, plot_path = out / f"table{suffix}.md", out / f"differences{suffix}.png"
-    table, parts = summarize(records, protocol, paper)
-    table_path.write_text(table + "\n")
+def _suffix(protocol: str) -> str:
+    return "" if protocol == "senteval" else f"_{protocol}"
+
+
+def report_six_tasks(records: list[dict], protocol: str, paper: dict) -> dict[str, str]:
+    """``table.md`` and ``table_dev.md`` (``_<protocol>`` before ``.md`` except for senteval), the dev
+    table first."""
+    table = summarize(records, protocol, paper)[0]
     dev_table = summarize(records, protocol, paper, field="devacc")[0]
-    (out / f"table_dev{suffix}.md").write_text(dev_table + "\n")
-    print(dev_table + "\n")
-    plot(parts, paper, plot_path)
-    print(table)
-    n = sum(s["n"] for s in parts["stats"].values())
-    print(f"{n} runs under {protocol} in {out / 'results.jsonl'}; table {table_path}, plot {plot_path}")
+    return {f"table_dev{_suffix(protocol)}.md": dev_table, f"table{_suffix(protocol)}.md": table}
+
+
+def plot_six_tasks(records: list[dict], protocol: str, paper: dict, out: Path) -> None:
+    """``differences.png`` (``_<protocol>`` likewise): the per-task differences to uniform."""
+    plot(summarize(records, protocol, paper)[1], paper, out / f"differences{_suffix(protocol)}.png")
 
 
 def _similarity(enc, kfold, data, cache=None) -> dict:
@@ -184,18 +188,14 @@ def _similarity(enc, kfold, data, cache=None) -> dict:
     }
 
 
-def report_similarity(records: list[dict], protocol: str, paper: dict, out: Path) -> None:
-    """``table_similarity.md`` (:func:`summarize_similarity`), printed with a count."""
-    table = summarize_similarity(records)[0]
-    report.write_text(out / "table_similarity.md", table + "\n")
-    print(table)
-    n = sum(1 for r in records if r.get("protocol") == protocol)
-    print(f"{n} runs under {protocol} in {out / 'results.jsonl'}; table {out / 'table_similarity.md'}")
+def report_similarity(records: list[dict], protocol: str, paper: dict) -> dict[str, str]:
+    """``table_similarity.md`` (:func:`summarize_similarity`)."""
+    return {"table_similarity.md": summarize_similarity(records)[0]}
 
 
 PROTOCOLS = {
-    "senteval": Protocol(_six_tasks("senteval"), report_six_tasks),
-    "skipthoughts": Protocol(_six_tasks("skipthoughts"), report_six_tasks),
+    "senteval": Protocol(_six_tasks("senteval"), report_six_tasks, plot_six_tasks),
+    "skipthoughts": Protocol(_six_tasks("skipthoughts"), report_six_tasks, plot_six_tasks),
     "similarity": Protocol(_similarity, report_similarity),
 }
 
@@ -257,7 +257,6 @@ def run_cell(led: Ledger, args, row: str, seed: int, protocols: list[str], data)
         rec.update(train_s=round(t1 - t0, 1), eval_s=round(time.perf_counter() - t2, 1), encode_device=enc_device)
         rec.update(solver_device=args.eval_device, config=args.config, overrides=args.set)
         records.append({**rec, **provenance(Path(__file__).resolve().parent)})
-        print(json.dumps(records[-1]), flush=True)
     return records
 
 
@@ -451,7 +450,7 @@ CSV_FIELDS = [
 ]
 
 
-def write_csv(records: list[dict], path: Path) -> None:
+def csv_text(records: list[dict]) -> str:
     """One row per finished (objective, seed, protocol) of a six-task protocol: accuracies, six-task
     mean, dev means, times."""
 
@@ -467,8 +466,8 @@ def write_csv(records: list[dict], path: Path) -> None:
         }
 
     six = [r for r in records if "acc" in r]
-    report.write_csv(
-        path, CSV_FIELDS, [row(r) for r in sorted(six, key=lambda r: (r["protocol"], row_order(r["row"]), r["seed"]))]
+    return report.csv_text(
+        CSV_FIELDS, [row(r) for r in sorted(six, key=lambda r: (r["protocol"], row_order(r["row"]), r["seed"]))]
     )
 
 
@@ -527,11 +526,120 @@ def plot_diagnostics(out: Path, path: Path, seed: int = 0) -> bool:
     return True
 
 
-def write_report(out: Path, protocols: list[str], paper: dict) -> None:
-    """From the ledger alone: ``results.csv``, each protocol's report, the diagnostics figure."""
-    records = ledger(out, None).latest() if (out / "results.jsonl").is_file() else []
-    write_csv(records, out / "results.csv")
-    for name in protocols:
-        protocol(name).report(records, name, paper, out)
-    if plot_diagnostics(out, out / "diagnostics.png"):
-        print(f"weight diagnostics: {out / 'diagnostics.png'}")
+def _protocols_of(records: list[dict]) -> list[str]:
+    return [name for name in PROTOCOLS if any(r.get("protocol") == name for r in records)]
+
+
+def report_files(records: list[dict], paper: dict) -> dict[str, str]:
+    """From the records alone: ``results.csv`` and the tables of every protocol they hold (in
+    ``PROTOCOLS``' order)."""
+    files = {"results.csv": csv_text(records)}
+    for name in _protocols_of(records):
+        files.update(protocol(name).report(records, name, paper))
+    return files
+
+
+def draw_figures(records: list[dict], paper: dict, out: Path) -> None:
+    """Each protocol's figures and the weight diagnostics (``diagnostics.png``), drawn into ``out``."""
+    for name in _protocols_of(records):
+        if protocol(name).figures is not None:
+            protocol(name).figures(records, name, paper, out)
+    plot_diagnostics(out, out / "diagnostics.png")
+
+
+# --------------------------------------------------------------------------------------------
+# the contract: qt-hard grid run qt-table
+
+
+class Table2(Experiment):
+    """The rows x seeds of Table 2 at our scale, each cell trained once and read out under every
+    ``--protocol`` (one record a protocol); see the module docstring."""
+
+    name = "qt-table"
+    help = "Table 2 of Robinson et al. (2021): Quick-Thoughts with uniform, debiased and hard negatives"
+    key = KEY
+    rows = tuple(ROWS)
+    default_out = "runs/qt_table"
+    paper: dict = {}
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--config", default="configs/qt_table.yaml", help="base training config")
+        parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
+        parser.add_argument(
+            "--protocol",
+            default="senteval",
+            help=f"{' | '.join(PROTOCOLS)}, or several comma-separated (each run evaluated under each)",
+        )
+        parser.add_argument("--eval-device", default="cpu", help="where the classifiers are solved: cpu or cuda")
+        parser.add_argument("--kfold", type=int, default=10)
+        parser.add_argument("--data", default=None, help="SentEval data folder (default $QT_HARD_DATA/senteval)")
+        parser.add_argument("--paper", default=None, help="the paper's text, whose Table 2 rows join the table")
+
+    def check_row(self, name: str) -> None:
+        row_spec(name)
+
+    def check(self, args) -> None:
+        from qt_hard.evaluation import logreg
+        from qt_hard.experiments.grid import comma_list
+        from qt_hard.training.config import load_config
+
+        self.protocols = comma_list(args.protocol)
+        if not self.protocols:
+            raise GridError("--protocol: give at least one protocol")
+        for p in self.protocols:
+            protocol(p)
+        load_config(args.config, list(args.set), check_pipeline=False)  # the file, its keys and values
+        if args.data and not (Path(args.data) / "MR").is_dir():
+            raise GridError(f"--data {args.data}: no SentEval task folders in it (MR/ is missing)")
+        logreg.check_device(args.eval_device, "--eval-device")
+
+    def setup(self, args, out: Path) -> dict:
+        # Finished runs are skipped by (row, seed, protocol): results of another budget in the same
+        # OUT would be skipped as if they were this one's, so the ledger refuses to mix setups.
+        return {"config": args.config, "overrides": sorted(args.set)}
+
+    def cells(self, args, rows, seeds) -> list[Cell]:
+        from qt_hard.experiments.grid import comma_list
+
+        protocols = comma_list(args.protocol)
+        return [Cell((row, seed), tuple((row, seed, p) for p in protocols)) for seed in seeds for row in rows]
+
+    def prepare(self, args, out: Path, todo: list[Cell]) -> None:
+        import os
+
+        from qt_hard.evaluation import logreg
+
+        logreg.DEFAULT_DEVICE = args.eval_device
+        os.environ["QT_HARD_EVAL_DEVICE"] = args.eval_device  # the workers' solver device
+        if args.workers > 1:  # split and tokenized once, here: the cells side by side only read OUT/cache
+            from qt_hard.experiments.runner import prepare_shared_cache
+            from qt_hard.training.config import load_config
+
+            prepare_shared_cache(load_config(args.config, list(args.set)), out)
+
+    def run(self, args, out: Path, setup: dict, cell: Cell) -> list[dict]:
+        from qt_hard.evaluation.senteval import default_senteval_dir
+        from qt_hard.experiments.grid import comma_list
+
+        led = ledger(out, setup)
+        data = args.data or default_senteval_dir()
+        return run_cell(led, args, *cell.claim, comma_list(args.protocol), data)
+
+    def configure(self, args) -> None:
+        import logging
+
+        self.paper = paper_rows(Path(args.paper) if getattr(args, "paper", None) else None)
+        if getattr(args, "paper", None) and not self.paper:
+            logging.getLogger(__name__).info("note: the paper's Table 2 was not found; its rows are left out")
+
+    def tables(self, records, setup, out: Path) -> dict[str, str]:
+        return report_files(records, self.paper)
+
+    def figures(self, args, out: Path, records, setup) -> None:
+        draw_figures(records, self.paper, out)
+
+    def progress(self, record: dict) -> str:
+        return f"{record['row']} seed {record['seed']} under {record['protocol']}"
+
+
+EXPERIMENTS = (Table2(),)

@@ -363,7 +363,8 @@ def summarize(records: list[dict], recipe: dict | None = None) -> str:
             cells.append(f"{mean:.2f}" + (f" ± {sd:.2f}" if len(vals) > 1 else ""))
         removed = [runs[s].get("guard_removed_frac") for s in runs]
         tp = [runs[s].get("guard_removed_tp_frac") for s in runs]
-        guard = "-" if all(v is None for v in removed) else _guard_cell(removed, tp)
+        guarded = row != "before" and "guard" in ROWS[parse_row(row)[0]][1]["kwargs"]
+        guard = _guard_cell(removed, tp) if guarded and any(v is not None for v in removed) else "-"
         body.append([f"{row_label(row)} (`{row}`)", str(len(runs)), *cells, guard])
     heads = ["row", "seeds", *(h for _, h in metrics), "guard removed (true positives)"]
     lines += markdown_table(heads, body, "lr" + "r" * (len(metrics) + 1))
@@ -504,7 +505,7 @@ class RecipeChoice(_Common):
         keep(max(steps), {k: v for k, v in rec.items() if k.startswith(("dev_", "test_", "train_")) or k == "eval_s"})
         return records
 
-    def tables(self, records, setup) -> dict[str, str]:
+    def tables(self, records, setup, out) -> dict[str, str]:
         from qt_hard.experiments.report import markdown_table
 
         body = [
@@ -566,7 +567,7 @@ class Comparison(_Common):
         row, seed = cell.claim
         return run_cell(row, seed, self.cell_context(args, out, setup["recipe"]))
 
-    def tables(self, records, setup) -> dict[str, str]:
+    def tables(self, records, setup, out) -> dict[str, str]:
         return {"table.md": summarize(records, (setup or {}).get("recipe"))}
 
     def progress(self, record: dict) -> str:

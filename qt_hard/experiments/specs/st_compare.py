@@ -27,7 +27,7 @@ Rows (``ROWS``; ``--rows`` picks them, comma-separated):
 
 and two suffixes: ``+mined`` trains on (anchor, positive, negative) triplets mined once with the
 starting model (``sentence_transformers.util.mine_hard_negatives``, relative margin ``--mine-margin``,
-one negative per pair, the hardest left; written to ``OUT/mined.jsonl``); ``+cached`` is the GradCache
+one negative per pair, the hardest left; written to ``OUT/mined.jsonl`` before the first ``+mined`` cell); ``+cached`` is the GradCache
 form of the row (``CachedMultipleNegativesRankingLoss``, ``CachedGISTEmbedLoss`` or
 ``CachedHardNegativesLoss``, mini-batches of ``--mini-batch-size``): the same loss and gradients.
 
@@ -47,37 +47,31 @@ seeds per row, and each row's difference to MNRL trained on the same data (``mnr
 pairs, ``mnrl+mined`` for a row on the mined triplets) paired by seed, with its 95% t-interval and
 verdict (``qt_hard.experiments.report.paired_verdict``).
 
-``--memory ROW --memory-batch B`` measures the peak resident memory of a few training steps of the row
-and of its ``+cached`` form at batch ``B``, each in a fresh process (``OUT/memory.jsonl``).
+``qt-hard grid run st-compare-memory --memory ROW --memory-batch B`` measures the peak resident memory of a
+few training steps of the row and of its ``+cached`` form at batch ``B``, each in a fresh process
+(``OUT/memory.jsonl``, beside the comparison's records, under the same setup).
 
-    python scripts/st_compare.py --model runs/qt_smoke/final --out runs/st_compare_bow \\
+    qt-hard grid run st-compare --model runs/qt_smoke/final --out runs/st_compare_bow \\
         --steps 140 --batch-size 64 --lr 0.05 --seeds 0,1,2
-    python scripts/st_compare.py --model minilm --out runs/st_compare_minilm --steps 34 --batch-size 64 \\
+    qt-hard grid run st-compare --model minilm --out runs/st_compare_minilm --steps 34 --batch-size 64 \\
         --lr 2e-5 --max-seq-length 64
-    python scripts/st_compare.py --out runs/st_compare_bow --summary-only
+    qt-hard grid run st-compare --out runs/st_compare_bow --summary-only
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import json
-import os
 import resource
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("WANDB_DISABLED", "true")
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # runnable from a checkout without installing the package
-
-from qt_hard.experiments import report  # noqa: E402
-from qt_hard.experiments.specs.st_finetuning import (  # noqa: E402
+from qt_hard.errors import ArgumentError
+from qt_hard.experiments import report
+from qt_hard.experiments.contract import Cell, Experiment
+from qt_hard.experiments.specs.st_finetuning import (
     GuardAudit,
     STEncoder,
     frozen_guide,
@@ -87,11 +81,9 @@ from qt_hard.experiments.specs.st_finetuning import (  # noqa: E402
     train_dataset,
     transformers_tokenizer,
 )
-from qt_hard.experiments.specs.st_finetuning import finetune as st_finetune  # noqa: E402
-from qt_hard.script_cli import ScriptParser, run_script  # noqa: E402
-from qt_hard.paths import output_folder  # noqa: E402
-from qt_hard.experiments.grid import seed_list  # noqa: E402
+from qt_hard.experiments.specs.st_finetuning import finetune as st_finetune
 
+ROOT = Path(__file__).resolve().parents[3]
 GUARD_MARGIN = 0.05
 RING = {"lower": {"schedule": "linear", "start": 0.0, "end": 85.0, "until": 0.5}, "upper": 95.0}
 # row -> (label, {"loss": "mnrl" | "gist" | "hnl", "kwargs": ...}); "hnl" is HardNegativesLoss.
@@ -148,11 +140,11 @@ METRICS = (
 
 
 def parse_row(name: str) -> tuple[str, bool, bool]:
-    """(base row, mined, cached) of ``NAME[+mined][+cached]``; SystemExit for an unknown name."""
+    """(base row, mined, cached) of ``NAME[+mined][+cached]``; ``ArgumentError`` for an unknown name."""
     parts = name.split("+")
     base, suffixes = parts[0], parts[1:]
     if base not in ROWS or any(s not in ("mined", "cached") for s in suffixes) or len(set(suffixes)) < len(suffixes):
-        raise SystemExit(
+        raise ArgumentError(
             f"--rows: unknown row {name!r}; rows are {', '.join(ROWS)}, each optionally +mined and/or +cached"
         )
     return base, "mined" in suffixes, "cached" in suffixes
@@ -193,7 +185,7 @@ def build_loss(row: str, model, model_spec: str, recipe: dict, mini_batch_size: 
 
     base, _, cached = parse_row(row)
     if cached and is_static(model):
-        raise SystemExit(
+        raise ArgumentError(
             f"row {row}: a +cached row needs a model whose inputs split along the batch (a transformer); a "
             "StaticEmbedding's do not (and a bag of words needs no GradCache)"
         )
@@ -241,7 +233,7 @@ def mined_triplets(out: Path, pairs, model_spec: str, margin: float) -> list[tup
             with tmp.open("w", encoding="utf-8") as fh:
                 for triplet in mined:
                     fh.write(json.dumps(list(triplet)) + "\n")
-            os.replace(tmp, path)
+            tmp.replace(path)
     return [tuple(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
@@ -328,24 +320,24 @@ def run_cell(row: str, seed: int, ctx: dict) -> dict:
 
 
 # ------------------------------------------------------------------------------------------- memory
-def memory_probe(args) -> dict:
-    """A few training steps of ``args.memory`` at ``args.memory_batch`` in this process; its peak
+def memory_probe(probe: dict) -> dict:
+    """A few training steps of ``probe["row"]`` at ``probe["batch"]`` in this (fresh) process; its peak
     resident memory (``ru_maxrss``) before and after them."""
     import random
 
     import torch
 
-    recipe = json.loads(args.recipe_json)
-    torch.set_num_threads(args.threads)
-    model = load_start(args.model, recipe.get("max_seq_length"))
-    loss = build_loss(args.memory, model, args.model, recipe, args.mini_batch_size)
-    pairs, _ = pool_pairs(Path(args.data_dir))
+    recipe = probe["recipe"]
+    torch.set_num_threads(probe["threads"])
+    model = load_start(probe["model"], recipe.get("max_seq_length"))
+    loss = build_loss(probe["row"], model, probe["model"], recipe, probe["mini_batch_size"])
+    pairs, _ = pool_pairs(Path(probe["data_dir"]))
     rng = random.Random(0)
     opt = torch.optim.AdamW(model.parameters(), lr=recipe["lr"])
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t = time.perf_counter()
-    for _ in range(args.memory_steps):
-        batch = rng.sample(pairs, args.memory_batch)
+    for _ in range(probe["steps"]):
+        batch = rng.sample(pairs, probe["batch"])
         feats = [model.tokenize([p[i] for p in batch]) for i in (0, 1)]
         opt.zero_grad()
         loss(feats, None).backward()
@@ -353,51 +345,17 @@ def memory_probe(args) -> dict:
     return {
         "peak_rss_mb_before_steps": round(rss0 / 1024, 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "step_s": round((time.perf_counter() - t) / args.memory_steps, 2),
+        "step_s": round((time.perf_counter() - t) / probe["steps"], 2),
     }
 
 
-def measure_memory(args, out: Path, recipe: dict, setup: dict) -> None:
-    from qt_hard.experiments.ledger import Ledger, provenance
+def in_fresh_process(fn, *args):
+    """``fn(*args)`` in a process of its own (spawned), so that its peak memory is its own."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
 
-    ledger = Ledger(out, ("row", "batch"), setup, name="memory.jsonl")
-    base = parse_row(args.memory)[0]
-    for row in (base, f"{base}+cached"):
-        if (row, args.memory_batch) in ledger.done():
-            continue
-        cmd = [
-            sys.executable,
-            __file__,
-            "--model",
-            args.model,
-            "--memory-probe",
-            "--memory",
-            row,
-            "--memory-batch",
-            str(args.memory_batch),
-            "--memory-steps",
-            str(args.memory_steps),
-            "--recipe-json",
-            json.dumps(recipe),
-            "--data-dir",
-            str(args.data_dir),
-            "--threads",
-            str(args.threads),
-            "--mini-batch-size",
-            str(args.mini_batch_size),
-        ]
-        done = subprocess.run(cmd, capture_output=True, text=True)
-        if done.returncode != 0:
-            raise SystemExit(f"memory probe of {row} failed: {done.stderr.strip().splitlines()[-1:]}")
-        rec = {
-            "row": row,
-            "batch": args.memory_batch,
-            "steps": args.memory_steps,
-            **json.loads(done.stdout.strip().splitlines()[-1]),
-            **provenance(ROOT),
-        }
-        ledger.append(rec)
-        print(json.dumps(rec), flush=True)
+    with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as ex:
+        return ex.submit(fn, *args).result()
 
 
 # ------------------------------------------------------------------------------------------ summary
@@ -572,168 +530,200 @@ CSV_FIELDS = [
 ]
 
 
-def write_csv(records: list[dict], path: Path) -> None:
-    tmp = path.with_suffix(".csv.tmp")
-    with tmp.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, CSV_FIELDS)
-        w.writeheader()
-        for r in sorted(records, key=lambda r: (row_order(r["row"]), r["seed"] if r["seed"] is not None else -1)):
-            row = {k: r.get(k) for k in CSV_FIELDS}
-            row.update({y: r["spearman"][y] for y in STS_YEARS}, label=row_label(r["row"]))
-            w.writerow(row)
-    os.replace(tmp, path)
+def csv_text(records: list[dict]) -> str:
+    """One CSV row per run (``CSV_FIELDS``), in the table's order."""
+    fh = io.StringIO()
+    w = csv.DictWriter(fh, CSV_FIELDS)
+    w.writeheader()
+    for r in sorted(records, key=lambda r: (row_order(r["row"]), r["seed"] if r["seed"] is not None else -1)):
+        row = {k: r.get(k) for k in CSV_FIELDS}
+        row.update({y: r["spearman"][y] for y in STS_YEARS}, label=row_label(r["row"]))
+        w.writerow(row)
+    return fh.getvalue()
 
 
-def write_summary(out: Path) -> str:
-    from qt_hard.experiments.ledger import Ledger
+# --------------------------------------------------------------------------------------- the contract
+class _Common(Experiment):
+    """The options, checks, setup and per-process data the comparison and its memory probe share
+    (one setup per folder: the probe's records sit beside the comparison's)."""
 
-    ledger = Ledger(out, KEY)
-    records = ledger.latest()
-    mem_path = out / "memory.jsonl"
-    memory = Ledger(out, ("row", "batch"), name="memory.jsonl").latest() if mem_path.is_file() else []
-    table = summarize(records, (ledger.setup or {}).get("recipe"), memory)[0]
-    (out / "table.md").write_text(table + "\n")
-    write_csv(records, out / "results.csv")
-    return table
+    default_out = "runs/st_compare"
 
-
-# --------------------------------------------------------------------------------------------- main
-def main(argv: list[str] | None = None) -> int:
-    ap = ScriptParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default=None, help="starting model: a sentence-transformers folder, or minilm")
-    ap.add_argument("--out", default="runs/st_compare", help="results folder (one recipe per folder)")
-    ap.add_argument("--rows", default=",".join(DEFAULT_ROWS), help="rows: NAME[+mined][+cached], comma-separated")
-    ap.add_argument("--seeds", default="0,1,2")
-    ap.add_argument("--steps", type=int, default=140, help="optimizer steps of every run")
-    ap.add_argument("--batch-size", type=int, default=64)
-    ap.add_argument("--lr", type=float, default=0.05)
-    ap.add_argument("--scale", type=float, default=20.0, help="MNRL's scale (1 / temperature) for every row but gist")
-    ap.add_argument("--warmup-ratio", type=float, default=0.1)
-    ap.add_argument("--max-seq-length", type=int, default=None, help="cut training inputs (default: the model's own)")
-    ap.add_argument("--pairs", type=int, default=None, help="use the first N pairs of the pool (default: all)")
-    ap.add_argument("--mine-margin", type=float, default=0.05, help="mine_hard_negatives' relative_margin")
-    ap.add_argument("--mini-batch-size", type=int, default=32, help="the +cached rows' mini-batch")
-    ap.add_argument("--threads", type=int, default=1, help="torch threads of this process")
-    ap.add_argument("--data-dir", default=None, help="SentEval data folder (default $QT_HARD_DATA/senteval)")
-    ap.add_argument("--summary-only", action="store_true", help="write and print the table of what is there")
-    ap.add_argument(
-        "--mine",
-        action="store_true",
-        help="write OUT/mined.jsonl (the +mined rows' triplets) and stop; the same bytes again",
-    )
-    ap.add_argument("--memory", default=None, metavar="ROW", help="measure ROW and ROW+cached peak memory")
-    ap.add_argument("--memory-batch", type=int, default=512)
-    ap.add_argument("--memory-steps", type=int, default=3)
-    ap.add_argument("--memory-probe", action="store_true", help=argparse_hidden())
-    ap.add_argument("--recipe-json", default=None, help=argparse_hidden())
-    args = ap.parse_args(argv)
-
-    if args.memory_probe:  # the child process of --memory
-        print(json.dumps(memory_probe(args)))
-        return 0
-    out = output_folder(args.out)
-    if args.summary_only:
-        if not (out / "results.jsonl").is_file():
-            raise SystemExit(f"--out {out}: no results.jsonl to summarize")
-        print(write_summary(out))
-        return 0
-    if args.model is None:
-        raise SystemExit("--model: give the starting model (a sentence-transformers folder, or minilm)")
-    if args.model != "minilm" and not (Path(args.model) / "modules.json").is_file():
-        raise SystemExit(f"--model {args.model}: not a sentence-transformers folder (no modules.json)")
-    rows = [r for r in args.rows.split(",") if r]
-    for r in rows:
-        parse_row(r)
-    if args.memory and not args.memory_probe and parse_row(args.memory)[1:] != (False, False):
-        # the probe samples training pairs and measures the row beside its +cached form itself
-        raise SystemExit(
-            f"--memory {args.memory}: give a row without +mined or +cached; the probe trains on the pairs and "
-            "measures the row and its +cached form"
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--model", default=None, help="starting model: a sentence-transformers folder, or minilm")
+        parser.add_argument("--steps", type=int, default=140, help="optimizer steps of every run")
+        parser.add_argument("--batch-size", type=int, default=64)
+        parser.add_argument("--lr", type=float, default=0.05)
+        parser.add_argument(
+            "--scale", type=float, default=20.0, help="MNRL's scale (1 / temperature), all rows but gist"
         )
-    if (args.memory or any(parse_row(r)[2] for r in rows)) and is_static(load_start(args.model)):
-        raise SystemExit(
-            f"--model {args.model} is a StaticEmbedding: its inputs do not split along the batch, so the +cached "
-            "rows and --memory do not apply to it"
+        parser.add_argument("--warmup-ratio", type=float, default=0.1)
+        parser.add_argument(
+            "--max-seq-length", type=int, default=None, help="cut training inputs (default: the model's)"
         )
-    seeds = seed_list(args.seeds)
-    for flag, v in (("--steps", args.steps), ("--batch-size", args.batch_size), ("--threads", args.threads)):
-        if v < 1:
-            raise SystemExit(f"{flag} must be >= 1, got {v}")
-    if args.batch_size < 2:
-        raise SystemExit("--batch-size must be >= 2 (a contrastive batch needs negatives)")
+        parser.add_argument("--pairs", type=int, default=None, help="use the first N pairs of the pool (default: all)")
+        parser.add_argument("--mine-margin", type=float, default=0.05, help="mine_hard_negatives' relative_margin")
+        parser.add_argument("--mini-batch-size", type=int, default=32, help="the +cached rows' mini-batch")
+        parser.add_argument("--threads", type=int, default=1, help="torch threads of each process")
+        parser.add_argument("--data-dir", default=None, help="SentEval data folder (default $QT_HARD_DATA/senteval)")
 
-    import torch
+    def check(self, args) -> None:
+        if args.model is None:
+            raise ArgumentError("--model: give the starting model (a sentence-transformers folder, or minilm)")
+        if args.model != "minilm" and not (Path(args.model) / "modules.json").is_file():
+            raise ArgumentError(f"--model {args.model}: not a sentence-transformers folder (no modules.json)")
+        for flag, v in (("--steps", args.steps), ("--batch-size", args.batch_size), ("--threads", args.threads)):
+            if v < 1:
+                raise ArgumentError(f"{flag} must be >= 1, got {v}")
+        if args.batch_size < 2:
+            raise ArgumentError("--batch-size must be >= 2 (a contrastive batch needs negatives)")
+        pairs = self.context(args)["pairs"]
+        if len(pairs) < args.batch_size:
+            raise ArgumentError(f"--batch-size {args.batch_size} exceeds the {len(pairs)} training pairs")
 
-    from qt_hard.data.similarity_pool import mrpc_pairs
-    from qt_hard.evaluation.senteval import default_senteval_dir
-    from qt_hard.experiments.ledger import Ledger
+    def context(self, args) -> dict:
+        """The pool, its bookkeeping and the MRPC test pairs of this process (read once a process)."""
+        if getattr(self, "_ctx", None) is None or self._ctx["args"] is not args:
+            from qt_hard.data.similarity_pool import mrpc_pairs
+            from qt_hard.evaluation.senteval import default_senteval_dir
 
-    torch.set_num_threads(args.threads)
-    data_dir = Path(args.data_dir) if args.data_dir else default_senteval_dir()
-    args.data_dir = str(data_dir)
-    pairs, pool_summary = pool_pairs(data_dir, args.pairs)
-    if len(pairs) < args.batch_size:
-        raise SystemExit(f"--batch-size {args.batch_size} exceeds the {len(pairs)} training pairs")
-    recipe = {
-        "steps": args.steps,
-        "batch_size": args.batch_size,
-        "lr": args.lr,
-        "scale": args.scale,
-        "warmup_ratio": args.warmup_ratio,
-        "max_seq_length": args.max_seq_length,
-    }
-    setup = {
-        "model": args.model,
-        "recipe": recipe,
-        "pool": {"pairs": len(pairs), **pool_summary},
-        "mined": {"relative_margin": args.mine_margin, "num_negatives": 1, "sampling_strategy": "top"},
-        "mini_batch_size": args.mini_batch_size,
-    }
-    ledger = Ledger(out, KEY, setup)
-    if args.mine:
-        print(
-            f"{len(mined_triplets(out, pairs, args.model, args.mine_margin))} mined triplets in {out / 'mined.jsonl'}"
-        )
-        return 0
-    if args.memory:
-        measure_memory(args, out, recipe, setup)
-        print(write_summary(out))
-        return 0
-    ctx = {
-        "model": args.model,
-        "recipe": recipe,
-        "pairs": pairs,
-        "mined": lambda: mined_triplets(out, pairs, args.model, args.mine_margin),
-        "workdir": out / "work",
-        "data_dir": data_dir,
-        "mrpc_test": mrpc_pairs(data_dir / "MRPC" / "msr_paraphrase_test.txt"),
-        "mini_batch_size": args.mini_batch_size,
-        "threads": args.threads,
-        "eval_max_seq_length": load_start(args.model).max_seq_length if args.max_seq_length is not None else None,
-    }
-    # "before" first, then seeds outermost: every row gets a seed before any row gets its next.
-    cells = [(BEFORE, None)] + [(row, seed) for seed in seeds for row in rows]
-    for row, seed in cells:
-        if (row, seed) in ledger.done():
-            continue
-        with ledger.claim((row, seed)) as mine:
-            if not mine or (row, seed) in ledger.done():
-                continue
-            rec = run_cell(row, seed, ctx)
-            ledger.append(rec)
-            print(
-                json.dumps({k: rec[k] for k in ("row", "seed", "sts_mean", "stsb", "sickr", "mrpc_top1", "wall_s")}),
-                flush=True,
+            data_dir = Path(args.data_dir) if args.data_dir else default_senteval_dir()
+            pairs, summary = pool_pairs(data_dir, args.pairs)
+            mrpc = mrpc_pairs(data_dir / "MRPC" / "msr_paraphrase_test.txt")
+            self._ctx = {"args": args, "data_dir": data_dir, "pairs": pairs, "pool": summary, "mrpc_test": mrpc}
+        return self._ctx
+
+    def recipe(self, args) -> dict:
+        keys = ("steps", "batch_size", "lr", "scale", "warmup_ratio", "max_seq_length")
+        return {k: getattr(args, k) for k in keys}
+
+    def setup(self, args, out: Path) -> dict:
+        ctx = self.context(args)
+        return {
+            "model": args.model,
+            "recipe": self.recipe(args),
+            "pool": {"pairs": len(ctx["pairs"]), **ctx["pool"]},
+            "mined": {"relative_margin": args.mine_margin, "num_negatives": 1, "sampling_strategy": "top"},
+            "mini_batch_size": args.mini_batch_size,
+        }
+
+    def tables(self, records, setup, out: Path) -> dict[str, str]:
+        """``table.md`` (with the memory ledger's rows when the folder has one) and ``results.csv``."""
+        from qt_hard.experiments.ledger import Ledger
+
+        comparison = Ledger(out, KEY).latest() if (out / "results.jsonl").is_file() else []
+        memory = Ledger(out, ("row", "batch"), name="memory.jsonl").latest() if (out / "memory.jsonl").is_file() else []
+        if not comparison:
+            return {}
+        table = summarize(comparison, (setup or {}).get("recipe"), memory)[0]
+        return {"table.md": table, "results.csv": csv_text(comparison)}
+
+
+class Comparison(_Common):
+    """``before`` (the starting model, measured once), then the rows x seeds (``OUT/results.jsonl``)."""
+
+    name = "st-compare"
+    help = "Fine-tune one sentence-transformers model with each row's loss; STS and MRPC, chosen on dev"
+    key = KEY
+    rows = DEFAULT_ROWS
+
+    def check_row(self, name: str) -> None:
+        parse_row(name)
+
+    def check(self, args) -> None:
+        super().check(args)
+        cached = any(parse_row(r)[2] for r in args.rows.split(",") if r)
+        if cached and is_static(load_start(args.model)):
+            raise ArgumentError(
+                f"--model {args.model} is a StaticEmbedding: its inputs do not split along the batch, so the "
+                "+cached rows do not apply to it"
             )
-    print(write_summary(out))
-    return 0
+
+    def cells(self, args, rows, seeds) -> list[Cell]:
+        return [Cell((BEFORE, None)), *super().cells(args, rows, seeds)]
+
+    def prepare(self, args, out: Path, todo: list[Cell]) -> None:
+        if any(c.claim[0] != BEFORE and parse_row(c.claim[0])[1] for c in todo):
+            mined_triplets(out, self.context(args)["pairs"], args.model, args.mine_margin)  # once, before the cells
+
+    def run(self, args, out: Path, setup: dict, cell: Cell) -> dict:
+        import torch
+
+        torch.set_num_threads(args.threads)
+        ctx = self.context(args)
+        eval_len = load_start(args.model).max_seq_length if args.max_seq_length is not None else None
+        cell_ctx = {
+            **ctx,
+            "model": args.model,
+            "recipe": setup["recipe"],
+            "mined": lambda: mined_triplets(out, ctx["pairs"], args.model, args.mine_margin),
+            "workdir": out / "work",
+            "mini_batch_size": args.mini_batch_size,
+            "threads": args.threads,
+            "eval_max_seq_length": eval_len,
+        }
+        return run_cell(*cell.claim, cell_ctx)
+
+    def progress(self, record: dict) -> str:
+        keys = ("sts_mean", "stsb", "sickr", "mrpc_top1", "wall_s")
+        return f"{record['row']} seed {record['seed']}: " + ", ".join(f"{k} {record.get(k)}" for k in keys)
 
 
-def argparse_hidden():
-    import argparse
+class Memory(_Common):
+    """Peak resident memory of a few training steps of ``--memory`` and of its ``+cached`` form at
+    ``--memory-batch``, each in a fresh process (``OUT/memory.jsonl``)."""
 
-    return argparse.SUPPRESS
+    name = "st-compare-memory"
+    help = "Peak memory of a row and of its +cached form at one batch size, each in a fresh process"
+    key = ("row", "batch")
+    ledger_name = "memory.jsonl"
+    seeds = ""
+
+    def add_arguments(self, parser) -> None:
+        super().add_arguments(parser)
+        parser.add_argument("--memory", default=None, metavar="ROW", help="the row (without +mined or +cached)")
+        parser.add_argument("--memory-batch", type=int, default=512)
+        parser.add_argument("--memory-steps", type=int, default=3)
+
+    def check(self, args) -> None:
+        if args.memory is None:
+            raise ArgumentError("--memory: give the row to measure (without +mined or +cached)")
+        if parse_row(args.memory)[1:] != (False, False):
+            # the probe samples training pairs and measures the row beside its +cached form itself
+            raise ArgumentError(
+                f"--memory {args.memory}: give a row without +mined or +cached; the probe trains on the pairs "
+                "and measures the row and its +cached form"
+            )
+        super().check(args)
+        if is_static(load_start(args.model)):
+            raise ArgumentError(
+                f"--model {args.model} is a StaticEmbedding: its inputs do not split along the batch, so the "
+                "+cached rows and --memory do not apply to it"
+            )
+
+    def cells(self, args, rows, seeds) -> list[Cell]:
+        base = parse_row(args.memory)[0]
+        return [Cell((row, args.memory_batch)) for row in (base, f"{base}+cached")]
+
+    def run(self, args, out: Path, setup: dict, cell: Cell) -> dict:
+        from qt_hard.experiments.ledger import provenance
+
+        row, batch = cell.claim
+        probe = {
+            "row": row,
+            "batch": batch,
+            "steps": args.memory_steps,
+            "recipe": setup["recipe"],
+            "model": args.model,
+            "data_dir": str(self.context(args)["data_dir"]),
+            "threads": args.threads,
+            "mini_batch_size": args.mini_batch_size,
+        }
+        measured = in_fresh_process(memory_probe, probe)
+        return {"row": row, "batch": batch, "steps": args.memory_steps, **measured, **provenance(ROOT)}
+
+    def progress(self, record: dict) -> str:
+        return f"{record['row']} at batch {record['batch']}: peak {record['peak_rss_mb']} MB"
 
 
-if __name__ == "__main__":
-    sys.exit(run_script(main))
+EXPERIMENTS = (Comparison(), Memory())

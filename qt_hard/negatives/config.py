@@ -1,0 +1,156 @@
+"""The negatives of every pipeline's objective: one config type, built from the registry's parts.
+
+:class:`NegativesConfig` is the part of a config's ``objective`` section that the text, graph and vision
+pipelines share: the strategy (``negatives``), the estimator of the negative term (``estimator``, a field
+in every pipeline), ``k`` and the parts' ``options``. Each pipeline's objective section subclasses it
+with its own fields (temperature, include_positive, ...)::
+
+    objective:
+      negatives: hard
+      estimator: nce
+      options: {beta: 1.0, clip: rescaled, tau_plus: 0.1}
+
+When the config is read, :meth:`NegativesConfig.validate` checks the section against
+:func:`negatives_schema`: a pydantic union discriminated by ``negatives`` with one member per registered
+strategy, whose ``options`` model holds the options of that strategy and of every modifier, typed from
+the parts' annotations (a ``schedule`` option: a number, or a mapping with a ``schedule`` key). Then the
+parts are built once from the options, so that what their constructors refuse (an option the chosen
+switches do not read, ``tau_plus`` outside [0, 1), a ring band out of order) is refused at load as
+well. Every error is one line naming the key path (``objective.options.beta: expected a number, got
+'x'``). A strategy registered by a module of :mod:`qt_hard.negatives` is in the union without an edit
+here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, Optional, Union, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, TypeAdapter, ValidationError, create_model
+
+from qt_hard.config_types import parse_number, config_type, describe
+from qt_hard.errors import ConfigError
+from qt_hard.schedules import make_schedule
+
+from . import registry
+from .registry import Estimator
+
+# Arguments of the losses that a pipeline's objective section holds as its own fields, never as options.
+LOSS_ARGUMENTS = ("k", "temperature", "normalize", "include_positive", "collision_free")
+
+
+def _scheduled(value: Any) -> Any:
+    """A schedulable option: a number (or text that parses as one) or a schedule mapping, kept as given."""
+    if isinstance(value, dict):
+        make_schedule(value)  # refuses an unknown schedule or its bad parameters, naming them
+        return dict(value)
+    number = parse_number(value)
+    if isinstance(number, bool) or not isinstance(number, (int, float)):
+        raise ValueError(f"expected a number (or a mapping with a 'schedule' key), got {value!r}")
+    return number
+
+
+Scheduled = Annotated[Any, PlainValidator(_scheduled)]
+
+
+def _option_type(part: type, f: dataclasses.Field) -> Any:
+    if f.metadata.get("schedule"):
+        return Optional[Scheduled] if f.default is None else Scheduled
+    return config_type(get_type_hints(part)[f.name])
+
+
+@functools.cache
+def _options_model(strategy: type, modifiers: tuple[type, ...]) -> type[BaseModel]:
+    """The options that ``strategy`` with ``modifiers`` takes, typed; the estimator is the section's own."""
+    fields = {}
+    for part in (strategy, *modifiers):
+        for f in dataclasses.fields(part):
+            if f.name != "estimator":
+                fields[f.name] = (_option_type(part, f), None)
+    return create_model(f"{strategy.__name__}Options", __config__=ConfigDict(extra="forbid"), **fields)
+
+
+@functools.cache
+def _schema(strategies: tuple[type, ...], modifiers: tuple[type, ...]) -> Any:
+    members = [
+        create_model(
+            f"{cls.__name__}Negatives",
+            negatives=(Literal[cls.name], ...),
+            options=(_options_model(cls, modifiers), ...),
+        )
+        for cls in strategies
+    ]
+    return Annotated[Union[tuple(members)], Field(discriminator="negatives")]
+
+
+def negatives_schema() -> Any:
+    """The pydantic type of ``{negatives, options}``: a union discriminated by the strategy's name, one
+    member per registered strategy (discovered ones included)."""
+    registry.discover()
+    return _schema(tuple(registry.STRATEGIES.values()), tuple(registry.MODIFIERS.values()))
+
+
+@functools.cache
+def _adapter(schema: Any) -> TypeAdapter:
+    return TypeAdapter(schema)
+
+
+def _schema_error(err: ValidationError, negatives: str, prefix: str) -> str:
+    first = err.errors(include_url=False)[0]
+    if first["type"] == "union_tag_invalid":
+        names = ", ".join(registry.strategy_names())
+        return f"{prefix}.negatives: unknown strategy {negatives!r}; choose one of {names}"
+    if first["type"] == "extra_forbidden":
+        key = ".".join(str(part) for part in first["loc"][2:])
+        strategy = registry.STRATEGIES[negatives]
+        valid = ", ".join(sorted(_options_model(strategy, tuple(registry.MODIFIERS.values())).model_fields))
+        return f"{prefix}.options.{key}: not an option of negatives={negatives!r} (its options: {valid})"
+    return describe(err, prefix, skip=1)
+
+
+def read_negatives(cfg: NegativesConfig, prefix: str = "objective") -> dict:
+    """The options of ``cfg`` validated (typed, only those given), after refusing what does not fit the
+    registry: ``ConfigError`` naming the key path (module docstring)."""
+    own = {f.name for f in dataclasses.fields(cfg)} | set(LOSS_ARGUMENTS)
+    options = {} if cfg.options is None else cfg.options
+    if not isinstance(options, dict):
+        raise ConfigError(f"{prefix}.options: expected a mapping, got {options!r}")
+    for key in options:
+        if key in own - {"options"}:
+            raise ConfigError(f"{prefix}.options.{key}: set it as {prefix}.{key} instead")
+    try:
+        typed = _adapter(negatives_schema()).validate_python({"negatives": cfg.negatives, "options": options})
+    except ValidationError as err:
+        raise ConfigError(_schema_error(err, cfg.negatives, prefix)) from None
+    given = typed.options.model_dump(exclude_unset=True)
+    try:
+        registry.assemble(cfg.negatives, {**given, "estimator": cfg.estimator})
+    except (ValueError, TypeError) as err:
+        raise ConfigError(f"{prefix}.options (negatives={cfg.negatives!r}): {err}") from None
+    return given
+
+
+@dataclass
+class NegativesConfig:
+    """Which negatives, with which weights: the strategy's name, the estimator, ``k`` and the options of
+    the registry's parts (module docstring). A pipeline's objective section subclasses it.
+
+    negatives: a registered strategy (``qt_hard.negatives.registry.strategy_names()``).
+    estimator: nce (InfoNCE, debiased by ``options.tau_plus``) | jsd (InfoGraph's Jensen-Shannon form) |
+        jsd_code (the HCL graph code's form).
+    k: negatives drawn per anchor, without replacement (None: all candidates).
+    options: keyword options of the parts (beta, clip, tau_plus, lower, upper, epsilon, guard, top_m, ...);
+        a mapping with a ``schedule`` key is a ``qt_hard.schedules`` schedule.
+    """
+
+    negatives: str = "uniform"
+    estimator: Estimator = "nce"
+    k: Optional[int] = None
+    options: dict = field(default_factory=dict)
+
+    def validate(self) -> None:
+        """Refuse an unknown strategy, an unknown option, one the strategy does not read, or a value of
+        the wrong type or out of range; keep the options as validated."""
+        self.options = read_negatives(self)
