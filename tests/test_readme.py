@@ -187,10 +187,9 @@ RUNS = {
     "qt-hard data wiki --source $QT_HARD_DATA/wikipedia/enwiki_wikiextractor_ge200sent.txt.xz --articles 3029 --sentences 200 --out data/wiki3029": Run(
         sub=(("--articles 3029", "--articles 3"),), writes=("data/wiki3029/*",)
     ),
-    # The README's multi-process command as written exits 0 (5 steps, 1 book),
-    # on a free port (CI runs beside other jobs that may hold accelerate's default 29500).
-    "ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 -m qt_hard.cli train configs/qt_books_smoke.yaml --out runs/qt_smoke_2proc": Run(
-        sub=(("--num_processes 2", "--num_processes 2 --main_process_port 0"),),
+    # The README's multi-process command as written exits 0 (5 steps, 1 book); --standalone takes a free
+    # port (CI runs beside other jobs that may hold the default 29500).
+    "ACCELERATE_USE_CPU=true torchrun --standalone --nproc_per_node 2 -m qt_hard.cli train configs/qt_books_smoke.yaml --out runs/qt_smoke_2proc": Run(
         add=f"train.steps=5 {ONE_BOOK}",
         writes=(
             "runs/qt_smoke_2proc/final/encoder.json",
@@ -340,8 +339,7 @@ RUNS = {
     'qt-hard train configs/moco_cifar10.yaml objective.negatives=hard objective.options="{beta: 0.2, tau_plus: 0.0}"': Run(
         add=f"{TINY_VISION} model.queue_size=256", writes=("runs/*/eval.json",)
     ),
-    "ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 -m qt_hard.cli train configs/simclr_cifar10_smoke.yaml model.sync_bn=true --out runs/simclr_2proc": Run(
-        sub=(("--num_processes 2", "--num_processes 2 --main_process_port 0"),),
+    "ACCELERATE_USE_CPU=true torchrun --standalone --nproc_per_node 2 -m qt_hard.cli train configs/simclr_cifar10_smoke.yaml model.sync_bn=true --out runs/simclr_2proc": Run(
         add="train.steps=2 eval.linear_epochs=2",
         writes=("runs/simclr_2proc/eval.json",),
     ),
@@ -612,7 +610,7 @@ SKIPS = {
     "as the registered commands above, and tests/test_wiki_smoke_table.py runs the script with its commands stubbed",
     "python -m pytest -q -m commands -n 2 --dist loadgroup": "this marker itself (.ci/run runs it)",
     "python -m pytest -q -m slow": "the slow suite (multi-process training, real data at scale), run on its own",
-    "accelerate launch --num_processes 4 -m qt_hard.cli train configs/qt_books.yaml": "four GPUs and the full books corpus; its CPU form (the next README line) runs here",
+    "accelerate launch --multi_gpu --num_processes 4 -m qt_hard.cli train configs/qt_books.yaml": "four GPUs and the full books corpus; its CPU form (the guide's next command) runs here",
 }
 
 # A distinctive line of each README Python snippet -> how it runs (``add``/``sub`` as above).
@@ -977,7 +975,9 @@ def test_readme_has_the_documented_commands():
     assert commands[0] == QUICK_START
     assert {s.page for s in SNIPPETS} > {"README.md", "docs/getting-started.md"}
     assert TEST_COMMAND not in commands and not any("venv" in c or "pip install" in c for c in commands)
-    assert any(c.startswith("ACCELERATE_USE_CPU=true accelerate launch") for c in commands)
+    assert any(c.startswith("ACCELERATE_USE_CPU=true torchrun --standalone") for c in commands)
+    # --multi_gpu only on a GPU command: accelerate's CPU flag and its multi-GPU launcher never together.
+    assert not [c for c in commands if "--multi_gpu" in c and "ACCELERATE_USE_CPU" in c]
     assert sum(s.kind == "py" for s in SNIPPETS) >= 3
 
 
