@@ -12,12 +12,17 @@ previous one:
 * on any failure the temporary file or folder is removed, and an ``OSError`` (a full disk, a
   quota, a read-only file system) becomes :class:`~qt_hard.errors.WriteFailedError`, one line
   naming what could not be written.
+
+A cache that several processes may want at once (the ranks of one launch, or runs sharing a token
+cache) is built under :func:`build_lock`: the first process builds it, the others wait and then
+read the finished one; none reads or replaces a cache that another is building.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,7 +30,16 @@ from typing import Iterator
 
 from qt_hard.errors import WriteFailedError
 
-__all__ = ["PARTIAL", "atomic_path", "atomic_folder", "file_key", "write_text", "write_failed", "sync_tree"]
+__all__ = [
+    "PARTIAL",
+    "atomic_path",
+    "atomic_folder",
+    "file_key",
+    "write_text",
+    "write_failed",
+    "sync_tree",
+    "build_lock",
+]
 
 PARTIAL = ".partial-"
 
@@ -132,6 +146,39 @@ def atomic_folder(path: str | os.PathLike, what: str = "folder", replace: bool =
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextmanager
+def build_lock(path: str | os.PathLike, what: str = "cache") -> Iterator[None]:
+    """Hold an exclusive lock on ``path``'s build while the block runs: one process at a time builds
+    (or checks, then builds) the cache at ``path``; the others block here until it is done.
+
+    The lock is an ``flock`` of ``.NAME.lock`` beside ``path`` (left in place: removing it would let
+    a waiting process and a newcomer lock two different files). The caller checks for a finished
+    ``path`` again inside the block, so a process that waited reads what the first one built
+    instead of building it again. A process that has to wait says so once on stderr. Without
+    ``fcntl`` (not POSIX) the block runs unlocked."""
+    path = Path(path)
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = path.with_name(f".{path.name}.lock")
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as err:
+        raise write_failed(err, lock, f"lock of {what}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"waiting for another process to finish the {what} {path}", file=sys.stderr, flush=True)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing drops the lock
 
 
 def file_key(path: str | os.PathLike) -> str:

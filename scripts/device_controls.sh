@@ -18,7 +18,7 @@
 #      as VISION_COPIES (default 2) copies of the command on one results folder, each claiming the
 #      cell it trains. MOCO_QUEUE=n sets model.queue_size (default: the config's 4,096).
 #   3. k versus N, the B = 1000 row (all in-batch negatives) at 50 + 50 epochs on the GPU:
-#      scripts/k_vs_n.py run configs/k_vs_n_b1000_long.yaml (N = 100, 1000; seeds 0-4), KVN_WORKERS
+#      qt-hard grid run k-vs-n configs/k_vs_n_b1000_long.yaml (N = 100, 1000; seeds 0-4), KVN_WORKERS
 #      (default 10) worker processes of one thread; and, from SHUF_AFTER seconds (default 100, when the
 #      N = 100 cells are done), the shuffled control at N = 1000 (configs/k_vs_n_collisions_1000.yaml,
 #      10 + 10 epochs, 3 workers) continuing results/k_vs_n/collisions_1000.jsonl (its k = 100 cells
@@ -188,7 +188,7 @@ tokenize_wiki(cache / "wiki_3029_200", None, cache_dir=cache / "tokens", num_pro
 after = set((cache / "tokens").glob("*.npz"))
 print(f"token cache {'hit' if after == before else 'MISSED: tokenized again'} ({time.perf_counter() - t0:.1f}s)", flush=True)
 EOF
-    OMP_NUM_THREADS=1 timeout -k 10 "$(left)" "$PY" scripts/k_vs_n.py run configs/k_vs_n_b1000_long.yaml \
+    OMP_NUM_THREADS=1 timeout -k 10 "$(left)" "$PY" -m qt_hard.cli grid run k-vs-n configs/k_vs_n_b1000_long.yaml \
         --cache "$KVN_ROOT/cache" --results "$KCSV" --no-estimate --no-prepare "${KARGS[@]}"
     echo "k_vs_n exit $?"
 ) >"$LOGS/k_vs_n.log" 2>&1 &
@@ -200,7 +200,7 @@ SARGS=(--epochs 10 --linear-epochs 10 --device cuda --workers 3 --threads 1)
 [ "$DRY" = 1 ] && SARGS=(--epochs 1 --linear-epochs 1 --seeds 0 --device cpu --workers 1 --threads 1 --max-cells 1)
 has kvn && (
     sleep "${SHUF_AFTER:-100}"
-    OMP_NUM_THREADS=1 timeout -k 10 "$(left)" "$PY" scripts/k_vs_n.py run configs/k_vs_n_collisions_1000.yaml \
+    OMP_NUM_THREADS=1 timeout -k 10 "$(left)" "$PY" -m qt_hard.cli grid run k-vs-n configs/k_vs_n_collisions_1000.yaml \
         --cache "$KVN_ROOT/cache" --results "$SCSV" --no-estimate --no-prepare "${SARGS[@]}"
     echo "shuffled control exit $?"
 ) >"$LOGS/k_vs_n_shuffled.log" 2>&1 &
@@ -243,10 +243,11 @@ S2=$!
 timeout 25 "$PY" - "$KCSV" >"$LOGS/k_vs_n_table.txt" 2>&1 <<'EOF' &
 import csv, statistics as st, sys
 from pathlib import Path
-sys.path.insert(0, "scripts")
-import k_vs_n
+from qt_hard.cli import main
+from qt_hard.experiments.specs.k_vs_n import ledger_path
 res = Path(sys.argv[1])
-k_vs_n.export(res)
+if ledger_path(res).is_file():
+    main(["grid", "run", "k-vs-n", "--results", str(res), "--summary-only"])  # the CSV from the ledger
 rows = list(csv.DictReader(open(res))) if res.is_file() else []
 old = [r for r in csv.DictReader(open("results/k_vs_n/results.csv")) if r["k"] == "" and r["B"] == "1000" and r["collision_free"] == "False"]
 def ms(v):

@@ -7,7 +7,7 @@
 # Writes
 #   gpu_carry/data.tar.xz        tu/ (MUTAG, PTC_MR, ENZYMES, IMDB-BINARY, IMDB-MULTI, SOURCE.md) and
 #                                cifar10/ of the data root, as the data root's own layout
-#   gpu_carry/kvn_cache.tar.xz   the k-versus-N cache folder (`k_vs_n.py prepare` output): the Wiki
+#   gpu_carry/kvn_cache.tar.xz   the k-versus-N cache folder (what `qt-hard grid run k-vs-n ... --plan` builds): the Wiki
 #                                folder wiki_3029_200/ and its word-token cache tokens/, plus the
 #                                prepared marker. The folder holds the FIRST 1,000 ARTICLES of Wiki-3029
 #                                only (build_wiki takes articles in dump order, so they are Wiki-3029's
@@ -50,7 +50,7 @@ from qt_hard.data.wiki import build_wiki
 print(build_wiki(sys.argv[1], sys.argv[2], articles=1000, sentences=200))
 EOF
 find "$WIKI" -exec touch -h -d "@$MTIME" {} +
-"$PY" scripts/k_vs_n.py prepare configs/k_vs_n_b1000_long.yaml --cache "$KVN_ROOT/cache"
+"$PY" -m qt_hard.cli grid run k-vs-n configs/k_vs_n_b1000_long.yaml --cache "$KVN_ROOT/cache" --plan --no-estimate
 "$PY" - "$KVN_ROOT/cache" <<'EOF'
 import sys
 from pathlib import Path

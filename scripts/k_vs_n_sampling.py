@@ -109,7 +109,11 @@ def measure_sampling(labels: np.ndarray, tasks: dict, k: int, steps: int, seed: 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cache", required=True, help="the k-versus-N cache folder (scripts/k_vs_n.py prepare)")
+    ap.add_argument(
+        "--cache",
+        required=True,
+        help="the k-versus-N cache folder (qt-hard grid run k-vs-n GRID.yaml --plan builds it)",
+    )
     ap.add_argument("--articles", type=int, default=3029)
     ap.add_argument("--min-sentences", type=int, default=200)
     ap.add_argument("--N", type=int, default=1000)
@@ -123,7 +127,9 @@ def main(argv=None) -> int:
     cache = Path(args.cache)
     wiki_dir = cache / f"wiki_{args.articles}_{args.min_sentences}"
     if not wiki_dir.is_dir():
-        sys.exit(f"error: no prepared Wiki folder {wiki_dir}: run scripts/k_vs_n.py prepare first")
+        sys.exit(
+            f"error: no prepared Wiki folder {wiki_dir}: build it first with qt-hard grid run k-vs-n configs/k_vs_n.yaml --cache CACHE --plan"
+        )
     _, labels, tasks = batches(wiki_dir, cache / "tokens", args.N, args.B, args.seed, args.min_count, args.split_seed)
     out = {"N": args.N, "B": args.B, "seed": args.seed, "sampling": []}
     for k in (int(x) for x in args.k.split(",")):

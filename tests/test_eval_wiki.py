@@ -189,26 +189,28 @@ def test_cli_wiki_split_seed_must_be_known_and_agree(tmp_path, monkeypatch, caps
     assert len(err) == 1 and "--split-seed 0 differs from data.seed=3" in err[0]
 
 
-def test_readme_eval_wiki_reads_the_folder_training_writes():
-    """The README's `eval wiki` quick start must point at the Wiki-N folder that `qt-hard train
-    configs/bow_wiki_smoke.yaml` builds (OUT/cache/wiki_<articles>_<min_sentences>)."""
+def test_readme_eval_wiki_reads_the_wiki_n_training_reads():
+    """The README's `eval wiki` quick start reads the model `qt-hard train configs/bow_wiki_smoke.yaml`
+    writes, and a Wiki-N folder the README builds with `qt-hard data wiki` with the config's articles
+    and minimum sentences (the same classes and sentences the run trained on)."""
     import shlex
     from pathlib import Path
 
+    from qt_hard.cli import build_parser
     from qt_hard.training.config import load_config
 
     repo = Path(__file__).resolve().parents[1]
     cfg = load_config(repo / "configs" / "bow_wiki_smoke.yaml")
-    lines = [
-        ln
-        for ln in (repo / "README.md").read_text().splitlines()
-        if ln.startswith("qt-hard eval wiki") and "bow_wiki_smoke" in ln
-    ]
-    assert lines, "the README has no eval wiki quick start for bow_wiki_smoke"
-    for line in lines:
+    readme = (repo / "README.md").read_text().splitlines()
+    evals = [ln for ln in readme if ln.startswith("qt-hard eval wiki") and "bow_wiki_smoke" in ln]
+    builds = {}
+    for ln in readme:
+        if ln.startswith("qt-hard data wiki"):
+            args = build_parser().parse_args(shlex.split(ln.split("#")[0])[1:])
+            builds[Path(args.out)] = (args.articles, args.sentences)
+    assert evals, "the README has no eval wiki quick start for bow_wiki_smoke"
+    for line in evals:
         argv = shlex.split(line.split("#")[0])
         data = Path(argv[argv.index("--data") + 1])
-        model = Path(argv[argv.index("--model") + 1])
-        out = Path(cfg.out_dir)
-        assert model == out / "final"
-        assert data == out / "cache" / f"wiki_{cfg.data.articles}_{cfg.data.min_sentences}"
+        assert Path(argv[argv.index("--model") + 1]) == Path(cfg.out_dir) / "final"
+        assert builds.get(data) == (cfg.data.articles, cfg.data.min_sentences), (data, builds)

@@ -1,6 +1,6 @@
-"""The k-versus-N ablation (``qt_hard.experiments.specs.k_vs_n``, ``scripts/k_vs_n.py``): grid
-expansion, the results ledger (claims, setup, a CSV without its ledger refused), kill-and-resume,
-plots (tiny synthetic grids)."""
+"""The k-versus-N ablation (``qt_hard.experiments.specs.k_vs_n``, ``qt-hard grid run k-vs-n``): grid
+expansion, the results ledger (claims, setup, a CSV without its ledger refused, the committed ledgers
+opened by their commands), kill-and-resume, the plan, plots (tiny synthetic grids)."""
 
 from __future__ import annotations
 
@@ -21,10 +21,11 @@ import pytest
 from tests._signals import signal_at
 from _scripts import load_script
 
+from qt_hard.cli import main
 from qt_hard.experiments.specs import k_vs_n as K
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "scripts" / "k_vs_n.py"
+COMMAND = [sys.executable, "-m", "qt_hard.cli", "grid", "run", "k-vs-n"]
 
 TINY = """
 data: {kind: synthetic, min_count: 1, sentences_per_class: 30, vocab_size: 120, split_seed: 0}
@@ -45,6 +46,12 @@ def _grid(tmp_path, epochs=2) -> Path:
 def _env():
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONPATH=str(ROOT))
     return env
+
+
+def grid_run(grid: Path, results: Path, *extra: str) -> int:
+    """``qt-hard grid run k-vs-n`` in this process, on the CPU's default device, one thread."""
+    argv = [str(grid), "--results", str(results), "--cache", str(results.parent / "cache"), "--threads", "1"]
+    return main(["grid", "run", "k-vs-n", *argv, "--no-estimate", *extra])
 
 
 def _metrics(path: Path) -> dict:
@@ -96,13 +103,13 @@ def test_killed_grid_resumes_to_identical_results_and_plots(tmp_path):
     common = ["--cache", str(cache), "--device", "cpu", "--threads", "1", "--no-estimate"]
     # Uninterrupted reference, in this process.
     ref = tmp_path / "ref.csv"
-    K.run("run", str(grid), {}, str(ref), str(cache), "cpu", threads=1, no_estimate=True)
+    assert grid_run(grid, ref) == 0
     expected = _metrics(ref)
     assert len(expected) == n_cells
 
     # Killed (SIGKILL: no chance to clean up) while a cell is in progress, after >= 1 finished.
     res = tmp_path / "res.csv"
-    cmd = [sys.executable, str(SCRIPT), "run", str(grid), "--results", str(res), *common]
+    cmd = [*COMMAND, str(grid), "--results", str(res), *common]
     proc = subprocess.Popen(cmd, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.time() + 300
     killed_at = None
@@ -132,10 +139,11 @@ def test_killed_grid_resumes_to_identical_results_and_plots(tmp_path):
         assert list(csv.DictReader(fh)) == rows
 
     # A second run of a finished grid runs nothing.
-    assert K.worker(str(grid), {}, str(res), str(cache), "cpu", 1) == 0
+    before = K.ledger_path(res).read_bytes()
+    assert grid_run(grid, res) == 0 and K.ledger_path(res).read_bytes() == before
 
-    # Plots from the CSV alone.
-    figs = K.plot(res, tmp_path / "figs")
+    # Plots from the records alone.
+    figs = K.plot(K.open_results(res).latest(), tmp_path / "figs")
     names = {p.name for p in figs}
     for metric in ("mean_acc", "linear_acc"):
         assert f"k_vs_n_{metric}.png" in names and f"collisions_{metric}.png" in names
@@ -291,7 +299,7 @@ blocks:
 
 @pytest.fixture(scope="module")
 def shuffled_grid(tmp_path_factory):
-    """The three collision modes of one cell, run by ``worker`` while this process holds the
+    """The three collision modes of one cell, run by the grid command while this process holds the
     claim of the first cell (skipped), then with a dead process's claim on it (taken over)."""
     tmp = tmp_path_factory.mktemp("shuffled")
     grid_path = tmp / "g.yaml"
@@ -305,13 +313,13 @@ def shuffled_grid(tmp_path_factory):
     with ledger.claim((res.stem, first)) as mine:
         assert mine
         (claim,) = _claims(res)
-        assert K.worker(str(grid_path), {}, str(res), str(cache), "cpu", 1) == 2
+        assert grid_run(grid_path, res) == 0
     assert (first,) not in ledger.done() and len(ledger.done()) == 2 and not _claims(res)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     claim.write_text(json.dumps({"host": socket.gethostname(), "pid": dead.pid}))
-    assert K.worker(str(grid_path), {}, str(res), str(cache), "cpu", 1) == 1
-    assert (first,) in ledger.done() and not _claims(res)
+    assert grid_run(grid_path, res) == 0
+    assert (first,) in ledger.done() and len(ledger.done()) == 3 and not _claims(res)
     return grid_path, res
 
 
@@ -342,7 +350,7 @@ def test_shuffled_control_removes_matched_random_candidates_and_writes_diagnosti
     summary = K.summarize(parsed)
     assert set(summary["mean_acc"]["shuffled_control_gain"][4]) == {4}
     assert set(summary["mean_acc"]["collision_free_gain"][4]) == {4}
-    table = K.diagnose(res).splitlines()
+    table = K.diagnose(K.open_results(res).latest()).splitlines()
     assert len(table) == 2 + 3 and "same-class softmax mass" in table[0]
     assert [line.split(" | ")[3] for line in table[2:]] == [
         "none (plain)",
@@ -363,7 +371,7 @@ def test_a_results_file_holds_one_setup(shuffled_grid, tmp_path):
         K.open_results(res.with_suffix(".tsv"))
 
 
-def test_a_csv_without_its_ledger_is_refused(shuffled_grid, tmp_path):
+def test_a_csv_without_its_ledger_is_refused(shuffled_grid, tmp_path, capsys):
     """A results CSV with no ledger beside it (written before the ledger) is neither read as empty
     nor rewritten: the grid refuses it, naming the file, and leaves it as it was."""
     grid_path, res = shuffled_grid
@@ -373,9 +381,64 @@ def test_a_csv_without_its_ledger_is_refused(shuffled_grid, tmp_path):
     for grid in (K.load_grid(grid_path), None):
         with pytest.raises(K.LedgerError, match=r"res\.csv has no ledger res\.jsonl"):
             K.open_results(legacy, grid)
-    with pytest.raises(K.LedgerError, match="no ledger"):
-        K.worker(str(grid_path), {}, str(legacy), str(tmp_path / "no-cache"), "cpu", 1)
+    assert grid_run(grid_path, legacy) == 2
+    assert "res.csv has no ledger res.jsonl beside it" in capsys.readouterr().err.splitlines()[-1]
     assert legacy.read_bytes() == before and not K.ledger_path(legacy).exists()
+
+
+def test_the_plan_runs_nothing_and_max_cells_stops_the_grid(shuffled_grid, tmp_path, capsys):
+    """``--plan`` prints the cells (and what is finished) and runs none; ``--max-cells 1`` runs one;
+    ``--summary-only`` reads the results alone (no grid YAML), ``--diagnose`` adds the diagnostics
+    table; a run without the grid YAML is refused."""
+    grid_path, res = shuffled_grid
+    out = tmp_path / "r.csv"
+    assert grid_run(grid_path, out, "--plan") == 0
+    assert "grid: 3 cells (0 already finished, 3 to run)" in capsys.readouterr().out
+    assert not K.open_results(out).done()
+    assert grid_run(grid_path, out, "--max-cells", "1") == 0 and len(K.open_results(out).done()) == 1
+    assert main(["grid", "run", "k-vs-n", "--results", str(out)]) == 2
+    assert "give the grid YAML" in capsys.readouterr().err
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    shutil.copy(K.ledger_path(res), copy / "res.jsonl")
+    assert main(["grid", "run", "k-vs-n", "--results", str(copy / "res.csv"), "--summary-only", "--diagnose"]) == 0
+    assert (copy / "res.csv").read_bytes() == res.read_bytes()
+    table = (copy / "res.diagnostics.md").read_text()
+    assert table.rstrip("\n") in capsys.readouterr().out and "same-class softmax mass" in table
+
+
+# The commands of the committed ledgers (docs/reproductions/k-vs-n.md): the grid and its overrides.
+COMMITTED = {
+    "results": ("configs/k_vs_n.yaml", "10", "10"),
+    "rerun_cpu": ("configs/k_vs_n.yaml", "10", "10"),
+    "rerun_cpu_old_loop": ("configs/k_vs_n.yaml", "10", "10"),
+    "collisions": ("configs/k_vs_n_collisions.yaml", "10", "10"),
+    "collisions_1000": ("configs/k_vs_n_collisions_1000.yaml", "10", "10"),
+    "vocab": ("configs/k_vs_n_vocab.yaml", "10", "10"),
+    "steps_100": ("configs/k_vs_n_steps.yaml", "100", "10"),
+    "b1000_long": ("configs/k_vs_n_b1000_long.yaml", "50", "50"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMMITTED))
+def test_a_committed_ledger_opens_with_the_setup_its_command_makes(name, monkeypatch):
+    """The setup the grid command builds from a committed ledger's grid YAML and options is the one
+    stored in the ledger, and every recorded cell is a cell of that grid (a rerun skips it)."""
+    import argparse
+
+    monkeypatch.chdir(ROOT)
+    config, epochs, linear = COMMITTED[name]
+    results = ROOT / "results" / "k_vs_n" / f"{name}.csv"
+    parser = argparse.ArgumentParser()
+    K.KversusN().add_arguments(parser)
+    args = parser.parse_args([config, "--results", str(results), "--epochs", epochs, "--linear-epochs", linear])
+    exp = K.KversusN()
+    stored = K.open_results(results)
+    assert exp.setup(args, results.parent) == stored.setup
+    K.open_results(results, K.grid_of(args))  # the ledger accepts the setup
+    ids = {cell.keys[0] for cell in exp.cells(args, [], [])}
+    assert stored.done() <= ids and stored.done()
+    assert sorted(COMMITTED) == sorted(p.stem for p in results.parent.glob("*.jsonl") if ".diag" not in p.name)
 
 
 def test_sampling_measurement_on_pair_batches():

@@ -187,10 +187,9 @@ RUNS = {
     "qt-hard data wiki --source $QT_HARD_DATA/wikipedia/enwiki_wikiextractor_ge200sent.txt.xz --articles 3029 --sentences 200 --out data/wiki3029": Run(
         sub=(("--articles 3029", "--articles 3"),), writes=("data/wiki3029/*",)
     ),
-    # The README's multi-process command as written exits 0 (5 steps, 1 book),
-    # on a free port (CI runs beside other jobs that may hold accelerate's default 29500).
-    "ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 -m qt_hard.cli train configs/qt_books_smoke.yaml --out runs/qt_smoke_2proc": Run(
-        sub=(("--num_processes 2", "--num_processes 2 --main_process_port 0"),),
+    # The README's multi-process command as written exits 0 (5 steps, 1 book); --standalone takes a free
+    # port (CI runs beside other jobs that may hold the default 29500).
+    "ACCELERATE_USE_CPU=true torchrun --standalone --nproc_per_node 2 -m qt_hard.cli train configs/qt_books_smoke.yaml --out runs/qt_smoke_2proc": Run(
         add=f"train.steps=5 {ONE_BOOK}",
         writes=(
             "runs/qt_smoke_2proc/final/encoder.json",
@@ -340,8 +339,7 @@ RUNS = {
     'qt-hard train configs/moco_cifar10.yaml objective.negatives=hard objective.options="{beta: 0.2, tau_plus: 0.0}"': Run(
         add=f"{TINY_VISION} model.queue_size=256", writes=("runs/*/eval.json",)
     ),
-    "ACCELERATE_USE_CPU=true accelerate launch --multi_gpu --num_processes 2 -m qt_hard.cli train configs/simclr_cifar10_smoke.yaml model.sync_bn=true --out runs/simclr_2proc": Run(
-        sub=(("--num_processes 2", "--num_processes 2 --main_process_port 0"),),
+    "ACCELERATE_USE_CPU=true torchrun --standalone --nproc_per_node 2 -m qt_hard.cli train configs/simclr_cifar10_smoke.yaml model.sync_bn=true --out runs/simclr_2proc": Run(
         add="train.steps=2 eval.linear_epochs=2",
         writes=("runs/simclr_2proc/eval.json",),
     ),
@@ -452,13 +450,13 @@ RUNS = {
         prints=(r"(?m)^\| uniform \| \d+\.\d",),
     ),
     # k versus N: the data-free grid, one seed, one epoch each (its own folder instead of /tmp/kvn).
-    "python scripts/k_vs_n.py run configs/k_vs_n_synthetic.yaml --cache /tmp/kvn/cache --results /tmp/kvn/results.csv --device cpu": Run(
+    "qt-hard grid run k-vs-n configs/k_vs_n_synthetic.yaml --cache /tmp/kvn/cache --results /tmp/kvn/results.csv --device cpu": Run(
         sub=(("/tmp/kvn", "kvn"),),
         add="--seeds 0 --epochs 1 --linear-epochs 1 --no-estimate",
         writes=("kvn/results.csv",),
-        prints=(r"0 of \d+ cells left",),
+        prints=(r"grid: \d+ cells \(0 already finished, \d+ to run\)",),
     ),
-    "python scripts/k_vs_n.py plot /tmp/kvn/results.csv --out /tmp/kvn/figures": Run(
+    "qt-hard grid run k-vs-n --results /tmp/kvn/results.csv --summary-only --figures /tmp/kvn/figures": Run(
         sub=(("/tmp/kvn", "kvn"),), needs=("kvn",), writes=("kvn/figures/*.png", "kvn/figures/k_vs_n_summary.json")
     ),
     # The CLI reference's examples, as written (a few seconds in all); its train, data get and data
@@ -506,6 +504,14 @@ RUNS = {
     ),
     "qt-hard grid run vision-table --config configs/moco_cifar10_cpu.yaml --out results/moco_ring_cpu --rows uniform,ring --seeds 0,1 --summary-only": _summary(
         "results/moco_ring_cpu", r"\| ring \| 41\.2 ± 0\.1 \|"
+    ),
+    "qt-hard grid run k-vs-n --results results/k_vs_n/collisions.csv --summary-only --diagnose": Run(
+        sub=(
+            ("qt-hard grid run", f"cp -r {ROOT / 'results/k_vs_n'} results_k_vs_n && qt-hard grid run"),
+            ("--results results/k_vs_n/", "--results results_k_vs_n/"),
+        ),
+        writes=("results_k_vs_n/collisions.diagnostics.md",),
+        prints=(r"\| 300 \| 100 \| 1000 \| same-class \(collision-free\) \| 3 \| 41\.39 ± 0\.10 \|",),
     ),
     # The namesake at width: the device script's dry run (toy cells side by side on the CPU, paired table).
     "DRY=1 OUT=runs/device_namesake_dry bash scripts/device_namesake.sh": Run(
@@ -565,15 +571,15 @@ SKIPS = {
     "the download path is tested against a local server (tests/test_data_get.py)",
     "qt-hard data get bookcorpus": "needs the Hugging Face hub (network); the Parquet path is tested in tests/test_data_get.py",
     "qt-hard data get bookcorpus --source DIR": "DIR is a placeholder; tests/test_data_get.py runs it on a Parquet folder",
-    "python scripts/k_vs_n.py prepare configs/k_vs_n.yaml --cache runs/k_vs_n/cache": "tokenizes Wiki-3029 (over 30 min on 2 cores); the synthetic grid above runs the same code",
-    "python scripts/k_vs_n.py run configs/k_vs_n.yaml --cache runs/k_vs_n/cache --results runs/k_vs_n/results.csv --workers 8 --device cuda": "the real grid: a GPU and hours of cell time",
-    "python scripts/k_vs_n.py plot runs/k_vs_n/results.csv --out docs/figures/k_vs_n": "needs the real grid's results",
-    "python scripts/k_vs_n.py run configs/k_vs_n_collisions_1000.yaml --cache runs/k_vs_n/cache --results runs/k_vs_n/collisions_1000.csv --epochs 10 --linear-epochs 10 --device cpu --threads 1 --no-estimate --max-cells 3": "Wiki-1000 cells: the prepared Wiki-3029 cache and about 15 CPU-minutes a cell; the synthetic grid above runs the same code, the shuffled mode in tests/test_k_vs_n.py",
-    "python scripts/k_vs_n.py run configs/k_vs_n_vocab.yaml --cache runs/k_vs_n/cache --results runs/k_vs_n/vocab.csv --epochs 10 --linear-epochs 10 --device cpu --threads 1 --no-estimate --max-cells 4": "needs the prepared Wiki-3029 cache (tokenizing it takes over 30 min); data.vocab_classes is tested on a small Wiki folder in tests/test_k_vs_n.py",
-    "python scripts/k_vs_n.py run configs/k_vs_n_steps.yaml --cache runs/k_vs_n/cache --results runs/k_vs_n/steps_100.csv --epochs 100 --linear-epochs 10 --device cpu --threads 1 --no-estimate --max-cells 2": "needs the prepared Wiki-3029 cache and about 10 CPU-minutes a cell; the synthetic grid above runs the same code",
-    "python scripts/k_vs_n.py run configs/k_vs_n_b1000_long.yaml --cache runs/k_vs_n/cache --results runs/k_vs_n/b1000_long.csv --epochs 50 --linear-epochs 50 --device cuda --workers 10 --threads 1": "Wiki-1000 cells at 50 + 50 epochs on a GPU (the prepared Wiki-3029 cache; 5 GPU-minutes a cell); the synthetic grid above runs the same code on the CPU",
-    "python scripts/k_vs_n.py run configs/k_vs_n_collisions.yaml --cache runs/k_vs_n/cache --results runs/k_vs_n/collisions.csv --epochs 10 --linear-epochs 10 --device cpu": "Wiki-300 cells: the prepared Wiki-3029 cache and about 4 CPU-minutes a cell; the synthetic grid above runs the same code, the shuffled mode in tests/test_k_vs_n.py",
-    "python scripts/k_vs_n.py diagnose runs/k_vs_n/collisions.csv": "needs the collisions study's results (the command above); diagnose runs on a synthetic grid in tests/test_k_vs_n.py",
+    "qt-hard grid run k-vs-n configs/k_vs_n.yaml --cache runs/k_vs_n/cache --plan --no-estimate": "tokenizes Wiki-3029 (over 30 min on 2 cores); the synthetic grid above runs the same code",
+    "qt-hard grid run k-vs-n configs/k_vs_n.yaml --cache runs/k_vs_n/cache --results runs/k_vs_n/results.csv --workers 8 --device cuda": "the real grid: a GPU and hours of cell time",
+    "qt-hard grid run k-vs-n --results runs/k_vs_n/results.csv --summary-only --figures docs/figures/k_vs_n": "needs the real grid's results",
+    "qt-hard grid run k-vs-n configs/k_vs_n_collisions_1000.yaml --cache runs/k_vs_n/cache --results runs/k_vs_n/collisions_1000.csv --epochs 10 --linear-epochs 10 --device cpu --threads 1 --no-estimate --max-cells 3": "Wiki-1000 cells: the prepared Wiki-3029 cache and about 15 CPU-minutes a cell; the synthetic grid above runs the same code, the shuffled mode in tests/test_k_vs_n.py",
+    "qt-hard grid run k-vs-n configs/k_vs_n_vocab.yaml --cache runs/k_vs_n/cache --results runs/k_vs_n/vocab.csv --epochs 10 --linear-epochs 10 --device cpu --threads 1 --no-estimate --max-cells 4": "needs the prepared Wiki-3029 cache (tokenizing it takes over 30 min); data.vocab_classes is tested on a small Wiki folder in tests/test_k_vs_n.py",
+    "qt-hard grid run k-vs-n configs/k_vs_n_steps.yaml --cache runs/k_vs_n/cache --results runs/k_vs_n/steps_100.csv --epochs 100 --linear-epochs 10 --device cpu --threads 1 --no-estimate --max-cells 2": "needs the prepared Wiki-3029 cache and about 10 CPU-minutes a cell; the synthetic grid above runs the same code",
+    "qt-hard grid run k-vs-n configs/k_vs_n_b1000_long.yaml --cache runs/k_vs_n/cache --results runs/k_vs_n/b1000_long.csv --epochs 50 --linear-epochs 50 --device cuda --workers 10 --threads 1": "Wiki-1000 cells at 50 + 50 epochs on a GPU (the prepared Wiki-3029 cache; 5 GPU-minutes a cell); the synthetic grid above runs the same code on the CPU",
+    "qt-hard grid run k-vs-n configs/k_vs_n_collisions.yaml --cache runs/k_vs_n/cache --results runs/k_vs_n/collisions.csv --epochs 10 --linear-epochs 10 --device cpu": "Wiki-300 cells: the prepared Wiki-3029 cache and about 4 CPU-minutes a cell; the synthetic grid above runs the same code, the shuffled mode in tests/test_k_vs_n.py",
+    "qt-hard grid run k-vs-n --results runs/k_vs_n/collisions.csv --summary-only --diagnose": "needs the collisions study's results (the command above); diagnose runs on a synthetic grid in tests/test_k_vs_n.py",
     "python scripts/k_vs_n_sampling.py --cache runs/k_vs_n/cache --N 1000 --k 100,1000 --steps 80": "needs the prepared Wiki-3029 cache; its measurement runs on PairTask batches in tests/test_k_vs_n.py",
     "qt-hard grid run qt-table --out runs/qt_table_gpu --seeds 0,1,2 --protocol senteval,skipthoughts --eval-device cuda --set model.encoder=gru --set model.embed_dim=300 --set model.hidden_dim=1200 --set data.max_books=null --set data.min_count=5 --set data.max_vocab=50000 --set train.lr=0.0005 --set train.num_threads=null --set train.steps=1500": "needs a CUDA GPU (--eval-device cuda) and ~15 GPU-minutes; the CPU form above runs the same script",
     "python scripts/s2v_curve.py controls --output results/s2v_controls.json": "two 2,400-d evaluations of six tasks "
@@ -604,7 +610,7 @@ SKIPS = {
     "as the registered commands above, and tests/test_wiki_smoke_table.py runs the script with its commands stubbed",
     "python -m pytest -q -m commands -n 2 --dist loadgroup": "this marker itself (.ci/run runs it)",
     "python -m pytest -q -m slow": "the slow suite (multi-process training, real data at scale), run on its own",
-    "accelerate launch --num_processes 4 -m qt_hard.cli train configs/qt_books.yaml": "four GPUs and the full books corpus; its CPU form (the next README line) runs here",
+    "accelerate launch --multi_gpu --num_processes 4 -m qt_hard.cli train configs/qt_books.yaml": "four GPUs and the full books corpus; its CPU form (the guide's next command) runs here",
 }
 
 # A distinctive line of each README Python snippet -> how it runs (``add``/``sub`` as above).
@@ -641,7 +647,7 @@ PRODUCTS = {
     "minilm.json": "qt-hard eval senteval --model minilm --output minilm.json",
     "runs/qt_table": "qt-hard grid run qt-table --out runs/qt_table --seeds 0,1,2",
     "runs/simclr_smoke": "qt-hard train configs/simclr_cifar10_smoke.yaml --out runs/simclr_smoke",
-    "kvn": "python scripts/k_vs_n.py run configs/k_vs_n_synthetic.yaml --cache /tmp/kvn/cache --results /tmp/kvn/results.csv --device cpu",
+    "kvn": "qt-hard grid run k-vs-n configs/k_vs_n_synthetic.yaml --cache /tmp/kvn/cache --results /tmp/kvn/results.csv --device cpu",
     "runs/qt": f"qt-hard train configs/qt_books.yaml --out runs/qt {ONE_BOOK} {SMALL_BATCH} train.steps=2 train.progress=false",
     "random_bow.json": "qt-hard eval senteval --model random:bow --tasks CR --kfold 2 --output random_bow.json",
     "data/wiki10": "qt-hard data wiki --articles 10 --out data/wiki10",
@@ -969,7 +975,9 @@ def test_readme_has_the_documented_commands():
     assert commands[0] == QUICK_START
     assert {s.page for s in SNIPPETS} > {"README.md", "docs/getting-started.md"}
     assert TEST_COMMAND not in commands and not any("venv" in c or "pip install" in c for c in commands)
-    assert any(c.startswith("ACCELERATE_USE_CPU=true accelerate launch") for c in commands)
+    assert any(c.startswith("ACCELERATE_USE_CPU=true torchrun --standalone") for c in commands)
+    # --multi_gpu only on a GPU command: accelerate's CPU flag and its multi-GPU launcher never together.
+    assert not [c for c in commands if "--multi_gpu" in c and "ACCELERATE_USE_CPU" in c]
     assert sum(s.kind == "py" for s in SNIPPETS) >= 3
 
 

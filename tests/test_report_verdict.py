@@ -65,5 +65,5 @@ def test_scifact_summary_pairs_mined_rows_with_the_mined_baseline():
     against_mined = text.split("against `mnrl+mined`")[1]
     # +1 on dev with no variation: better; on test the differences -0.1, 0, +0.1: level.
     assert "| `hard_b1+mined` | 3 | +1.00 [+1.00, +1.00] | better | +0.00 [-0.25, +0.25] | level |" in against_mined
-    against_mnrl = text.split("against `mnrl+mined`")[0].split("against `mnrl`")[1]
-    assert "hard_b1+mined" not in against_mnrl  # a row on other data is not paired with MNRL on pairs
+    # A row on other data is not paired with MNRL on the pairs: with no row on the pairs, no such table.
+    assert "against `mnrl` (" not in text

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from qt_hard.errors import DataCorruptError, DataMissingError
+from qt_hard.files import build_lock
 
 from .tokenize import SPLITTER_VERSION, split_sentences
 
@@ -383,9 +384,23 @@ def load_books(
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir() / "books"
     key = _cache_key(files, {"min_sentences": min_sentences})
     target = root / f"books-{key}"
-    if (target / "dataset_info.json").exists() and (target / "books.json").exists():
+    if _arrow_cache_done(target):
         return load_from_disk(str(target))
+    # One process builds, the others (ranks of one launch, runs sharing the cache) wait and read it.
+    with build_lock(target, "book cache"):
+        if not _arrow_cache_done(target):
+            _build_arrow_cache(files, root, target, path_or_dir, min_sentences, num_proc, progress)
+    return load_from_disk(str(target))
 
+
+def _arrow_cache_done(target: Path) -> bool:
+    """Whether ``target`` holds a finished Arrow book cache (both files are renamed in together)."""
+    return (target / "dataset_info.json").exists() and (target / "books.json").exists()
+
+
+def _build_arrow_cache(files, root: Path, target: Path, path_or_dir, min_sentences: int, num_proc, progress) -> None:
+    """Split ``files`` into sentences and save them as the Arrow cache ``target`` (under
+    :func:`qt_hard.files.build_lock`)."""
     # A bad book (empty, not UTF-8, broken .xz) raises a BookError that names it from the worker
     # that reads it, and the pool stops. The rows go to an Arrow file book by book (memory bounded
     # by a few books, whatever the corpus), which is then saved as the cache.
@@ -400,7 +415,6 @@ def load_books(
     finally:
         stack.close()
         shutil.rmtree(work, ignore_errors=True)
-    return load_from_disk(str(target))
 
 
 def _write_book_rows(files: Sequence[Path], min_sentences: int, num_proc, progress: bool, path: Path) -> list[int]:
@@ -428,7 +442,7 @@ def _skipped_books(files: Sequence[Path], counts: list[int], path_or_dir, min_se
     if len(skipped) == len(files):
         raise BookError(f"no book in {path_or_dir} has {min_sentences} or more sentences: " + ", ".join(skipped[:5]))
     for s in skipped:
-        warnings.warn(f"{s}: fewer than {min_sentences} sentences, left out", stacklevel=3)
+        warnings.warn(f"{s}: fewer than {min_sentences} sentences, left out", stacklevel=4)
     return skipped
 
 
@@ -501,15 +515,24 @@ def _load_books_plain(
     files = find_books(path_or_dir, max_books)
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir() / "books"
     target = root / f"books-plain-{_cache_key(files, {'min_sentences': min_sentences})}"
-    meta_file = target / "books.json"
-    if meta_file.is_file():
-        z = np.load(target / "ids.npz")
-        text = (target / "sentences.txt").read_text(encoding="utf-8").split("\n")[: len(z["doc_id"])]
-        return SentenceTable(text, z["doc_id"], z["sent_id"], [{"filename": str(target / "ids.npz")}])
+    if not (target / "books.json").is_file():
+        with build_lock(target, "book cache"):  # one process builds, the others wait and read it
+            if not (target / "books.json").is_file():
+                _build_plain_cache(files, root, target, path_or_dir, min_sentences, num_proc, progress)
+    z = np.load(target / "ids.npz")
+    text = (target / "sentences.txt").read_text(encoding="utf-8").split("\n")[: len(z["doc_id"])]
+    return SentenceTable(text, z["doc_id"], z["sent_id"], [{"filename": str(target / "ids.npz")}])
+
+
+def _build_plain_cache(files, root: Path, target: Path, path_or_dir, min_sentences: int, num_proc, progress) -> None:
+    """The plain-file book cache ``target`` of :func:`_load_books_plain` (under
+    :func:`qt_hard.files.build_lock`)."""
+    import numpy as np
+
     text, doc, sent, counts = split_books(files, min_sentences, num_proc, progress)
     for f, c in zip(files, counts):
         if c == 0:
-            warnings.warn(f"{f}: fewer than {min_sentences} sentences, left out", stacklevel=3)
+            warnings.warn(f"{f}: fewer than {min_sentences} sentences, left out", stacklevel=4)
     if not text:
         raise BookError(f"no book in {path_or_dir} has {min_sentences} or more sentences")
     staged = Path(tempfile.mkdtemp(prefix=".build-", dir=_mkdir(root)))
@@ -523,10 +546,9 @@ def _load_books_plain(
         "rows": len(text),
     }
     (staged / "books.json").write_text(json.dumps(meta, indent=1))
-    if target.exists():
+    if target.exists():  # a half-written copy from an interrupted run
         shutil.rmtree(target)
     os.replace(staged, target)
-    return SentenceTable(text, doc, sent, [{"filename": str(target / "ids.npz")}])
 
 
 def _mkdir(p: Path) -> Path:

@@ -300,12 +300,16 @@ def _tokens_cached(
     """All sentences as ids into a raw token list: (raw_itos, flat ids, offsets)."""
     h = hashlib.sha256(json.dumps([TOKENIZER_VERSION, lower, key_parts]).encode()).hexdigest()[:20]
     path = cache_dir / f"wiki-tokens-{h}.npz" if cache_dir is not None else None
-    if path is not None and path.exists():
+    if path is None:
+        return _tokenize_all(sentences, lower, num_proc)
+    if path.exists():
         return _read_tokens(path, len(sentences))
-    itos, flat_arr, offsets = _tokenize_all(sentences, lower, num_proc)
-    if path is not None:
-        from qt_hard.files import atomic_path
+    from qt_hard.files import atomic_path, build_lock
 
+    with build_lock(path, "token cache"):  # one process tokenizes, the others wait and read its file
+        if path.exists():
+            return _read_tokens(path, len(sentences))
+        itos, flat_arr, offsets = _tokenize_all(sentences, lower, num_proc)
         with atomic_path(path, "token cache") as tmp:
             with open(tmp, "wb") as fh:
                 np.savez(fh, itos=np.asarray(json.dumps(itos)), flat=flat_arr, offsets=offsets)

@@ -3,7 +3,7 @@
 its outputs and appends its record, with the worker pool and time estimates (:mod:`.runner`), and the
 report: mean ± spread, differences paired by seed, Markdown tables and figures (:mod:`.report`).
 
-Each table of the docs is a spec in :mod:`.specs` (base config, rows, readout, the paper's rows).
-Those of the experiment contract (:mod:`.contract`) run through ``qt-hard grid run NAME``
-(:mod:`.gridrun`: SciFact's, the sentence-transformers comparison, Table 2 at our scale, the graph
-table, the image table); ``k_vs_n.py`` is the command line of the other."""
+Each table of the docs is a spec in :mod:`.specs` (base config, rows, readout, the paper's rows), an
+experiment of the contract (:mod:`.contract`) run through ``qt-hard grid run NAME`` (:mod:`.gridrun`:
+SciFact's, the sentence-transformers comparison, Table 2 at our scale, the graph table, the image
+table, the k-versus-N grid)."""

@@ -17,7 +17,10 @@ and is skipped once its records are there. The experiment says
 
 The grid owns everything else: the loop over cells, the workers side by side, the claims, the
 resume, the progress lines and the summary. Rows are named by each experiment (``--rows``) and
-checked by :meth:`Experiment.check_row`; seeds are ``--seeds``.
+checked by :meth:`Experiment.check_row`; seeds are ``--seeds``. The results are a folder (``--out``)
+holding the ledger :attr:`Experiment.ledger_name`, unless the experiment names them otherwise
+(:attr:`Experiment.out_option`, :meth:`Experiment.location`: k-versus-N's ``--results NAME.csv``, whose
+ledger is ``NAME.jsonl`` beside it, so that several grids share one folder).
 """
 
 from __future__ import annotations
@@ -59,6 +62,8 @@ class Experiment:
         default_out: ``--out`` when none is given.
         rows: the rows run when ``--rows`` is not given (empty: the experiment has no rows).
         seeds: the default ``--seeds``.
+        out_option: the option naming the results; the grid adds ``--out`` itself, any other one is
+            the experiment's own (:meth:`add_arguments`), read by :meth:`location`.
     """
 
     name: str = ""
@@ -69,6 +74,7 @@ class Experiment:
     default_out: str = ""
     rows: Sequence[str] = ()
     seeds: str = "0,1,2"
+    out_option: str = "--out"
 
     # ---------------------------------------------------------------------------- options
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
@@ -82,6 +88,13 @@ class Experiment:
         """Refuse bad options in one line, before anything is written (rows are checked already)."""
 
     # ---------------------------------------------------------------------------- the grid
+    def location(self, args: argparse.Namespace) -> tuple[Path, str]:
+        """The results folder and the ledger's file name in it, refused in one line (naming
+        :attr:`out_option`) where they could not be written: ``--out`` and :attr:`ledger_name`."""
+        from qt_hard.paths import output_folder
+
+        return output_folder(args.out), self.ledger_name
+
     def setup(self, args: argparse.Namespace, out: Path) -> dict:
         """What every record of the folder shares (JSON); a folder of another setup is refused."""
         raise NotImplementedError
@@ -90,8 +103,9 @@ class Experiment:
         """The cells in the order they run: seeds outermost, so every row gets a seed early."""
         return [Cell((row, seed)) for seed in seeds for row in rows]
 
-    def prepare(self, args: argparse.Namespace, out: Path, todo: list[Cell]) -> None:
-        """What the cells to run share, built once before them in this process (data, caches)."""
+    def prepare(self, args: argparse.Namespace, out: Path, todo: list[Cell]) -> list[Cell] | None:
+        """What the cells to run share, built once before them in this process (data, caches).
+        Returns the cells to run now when not all of ``todo`` (a plan runs none), else None."""
 
     def run(self, args: argparse.Namespace, out: Path, setup: dict, cell: Cell) -> dict | list[dict] | None:
         """Run one cell and return its record(s); None when it stopped early (a signal), leaving

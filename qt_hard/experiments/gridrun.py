@@ -38,6 +38,7 @@ EXPERIMENTS = {
     "qt-table": "qt_hard.experiments.specs.qt_table",
     "graph-table": "qt_hard.experiments.specs.graph_table",
     "vision-table": "qt_hard.experiments.specs.vision_table",
+    "k-vs-n": "qt_hard.experiments.specs.k_vs_n",
 }
 
 
@@ -86,46 +87,49 @@ def run_grid(exp: Experiment, args: argparse.Namespace) -> int:
 def _run_grid(exp: Experiment, args: argparse.Namespace) -> int:
     from qt_hard.experiments.ledger import Ledger
     from qt_hard.experiments.runner import check_device, in_processes
-    from qt_hard.paths import output_folder
 
-    out = output_folder(args.out)
+    out, name = exp.location(args)
     if args.summary_only:  # reads the ledger alone: the other options are not needed
-        if not (out / exp.ledger_name).is_file():
-            raise ArgumentError(f"--out {out}: no {exp.ledger_name} to summarize")
-        return write_tables(exp, out, args)
+        if not (out / name).is_file():
+            given = getattr(args, exp.out_option[2:].replace("-", "_"))
+            raise ArgumentError(f"{exp.out_option} {given}: no {name} to summarize")
+        return write_tables(exp, out, args, name)
     rows, seeds = _rows_and_seeds(exp, args)
     if args.workers < 1:
         raise ArgumentError(f"--workers {args.workers}: give at least 1")
     exp.check(args)
     check_device(args.device)
     setup = exp.setup(args, out)
-    ledger = Ledger(out, exp.key, setup, name=exp.ledger_name, fields=exp.fields)
+    ledger = Ledger(out, exp.key, setup, name=name, fields=exp.fields)
     cells = exp.cells(args, rows, seeds)
     todo = [c for c in cells if not c.done(ledger.done())]
     log.info("%s: %d cells, %d done, %d to run (%s)", exp.name, len(cells), len(cells) - len(todo), len(todo), out)
-    if todo:
-        exp.prepare(args, out, todo)
+    picked = exp.prepare(args, out, todo) if todo else None
+    todo = todo if picked is None else picked
     picklable = argparse.Namespace(**{k: v for k, v in vars(args).items() if k != "func"})  # for the workers
-    jobs = [(type(exp).__module__, exp.name, picklable, str(out), setup, cell) for cell in todo]
+    jobs = [(type(exp).__module__, exp.name, picklable, str(out), name, setup, cell) for cell in todo]
     for records in in_processes(run_cell, jobs, args.workers, fresh=args.workers > 1, device=args.device):
         for rec in records or []:
             log.info("%s: %s", exp.name, exp.progress(rec))
-    return write_tables(exp, out, args)
+    return write_tables(exp, out, args, name)
 
 
-def run_cell(module: str, name: str, args: argparse.Namespace, out: str, setup: dict, cell: Cell) -> list[dict] | None:
+def run_cell(
+    module: str, name: str, args: argparse.Namespace, out: str, ledger_name: str, setup: dict, cell: Cell
+) -> list[dict] | None:
     """One cell under its claim (in this process or a worker's): skipped when another process holds
     it or its records appeared meanwhile; its records appended as it ends. Returns them."""
     from qt_hard.experiments.ledger import Ledger
     from qt_hard.experiments.runner import run_claimed
 
     exp = experiment(name, module)
-    ledger = Ledger(out, exp.key, setup, name=exp.ledger_name, fields=exp.fields)
+    ledger = Ledger(out, exp.key, setup, name=ledger_name, fields=exp.fields)
     return run_claimed(ledger, cell.claim, lambda: exp.run(args, Path(out), setup, cell), cell.keys)
 
 
-def write_tables(exp: Experiment, out: Path, args: argparse.Namespace | None = None) -> int:
-    """The experiment's tables from the ledger's newest records, written into ``out`` (the
+def write_tables(exp: Experiment, out: Path, args: argparse.Namespace | None = None, name: str | None = None) -> int:
+    """The experiment's tables from the ledger's newest records (the ledger ``name`` in ``out``, by
+    default :attr:`~qt_hard.experiments.contract.Experiment.ledger_name`), written into ``out`` (the
     Markdown ones printed), then its figures; ``args``, the command's options, reach
     :meth:`Experiment.configure` and :meth:`Experiment.figures`."""
     from qt_hard.experiments.ledger import Ledger
@@ -133,7 +137,7 @@ def write_tables(exp: Experiment, out: Path, args: argparse.Namespace | None = N
 
     if args is not None:
         exp.configure(args)
-    ledger = Ledger(out, exp.key, name=exp.ledger_name)
+    ledger = Ledger(out, exp.key, name=name or exp.ledger_name)
     records = ledger.latest()
     tables = exp.tables(records, ledger.setup, out)
     for name, text in tables.items():
@@ -177,7 +181,8 @@ def register(sub) -> None:
     for name in names:
         exp = experiment(name)
         p = specs.add_parser(name, help=exp.help, description=exp.help)
-        p.add_argument("--out", default=exp.default_out or f"runs/{name}", help="results folder (the ledger)")
+        if exp.out_option == "--out":
+            p.add_argument("--out", default=exp.default_out or f"runs/{name}", help="results folder (the ledger)")
         if exp.rows:
             p.add_argument("--rows", default=",".join(exp.rows), help="rows to run, comma-separated")
         if exp.seeds:

@@ -546,6 +546,51 @@ def _quickstart_transfer(root: Path) -> str:
     return _captioned(caption, ["model", *qt_table.TASKS, "mean"], body, "l" + "r" * 7)
 
 
+@table("quickstart_wall", spread=False)
+def _quickstart_wall(root: Path) -> str:
+    """The README's first command end to end (``results/quickstart_wall.jsonl``, its newest line) and
+    the wall times of the readings ledger's runs of the quick start's objective."""
+    r = _jsonl(root / "results" / "quickstart_wall.jsonl")[-1]
+    recs = [x for x in _qt_ledger(root, "readings") if x["row"] == "hard2-clamp" and x.get("protocol") == "senteval"]
+    spans = [
+        f"{name} {min(x[key] for x in recs):.0f}-{max(x[key] for x in recs):.0f} s"
+        for name, key in (("training", "train_s"), ("evaluation", "eval_s"))
+        if all(key in x for x in recs)
+    ]
+    readings = (
+        f" The objective changes the cost of a step little: the readings ledger's {len(recs)} runs of "
+        f"`hard2-clamp` (`results/readings/`; machine {recs[0]['machine']}) took {' and '.join(spans)}."
+        if recs and spans
+        else ""
+    )
+    return (
+        f"The README's first command, end to end: {r['total_s']} s in all (preparing the books {r['books_s']} s, "
+        f"training {r['train_s']} s, the three evaluations {r['eval_s']} s), {_threads(r['threads'])}, the "
+        f"config's objective then {r['objective_then']}; on {r['machine']} beside {r['load']}, at commit "
+        f"{r['commit']} (`results/quickstart_wall.jsonl`; {r['note']}).{readings}\n"
+    )
+
+
+def _threads(n: int) -> str:
+    return "one torch thread" if n == 1 else f"{n} torch threads"
+
+
+@table("quickstart_threads", spread=False)
+def _quickstart_threads(root: Path) -> str:
+    """One thread against two for the quick-start config: the summary lines of
+    ``results/bench_threads_quickstart.jsonl`` (the lines with a ``ratio``) of its newest run."""
+    rows = [r for r in _jsonl(root / "results" / "bench_threads_quickstart.jsonl") if "ratio" in r]
+    newest = [r for r in rows if r["utc"] == rows[-1]["utc"]]
+    by = {r["num_threads"]: r for r in newest}
+    one, two = by[1], by[2]
+    return (
+        f"{one['steps']} steps of this config ran at {two['sentences_per_s']:.0f} sentences/s with two threads "
+        f"against {one['sentences_per_s']:.0f} with one ({two['ratio']:.2f} times), on {one['machine']} with a "
+        f"1-minute load average of {one['load_average_1min']:.1f} from other work ({one['utc'][:10]}, commit "
+        f"{one['commit']}; `scripts/bench_threads.py`, `results/bench_threads_quickstart.jsonl`).\n"
+    )
+
+
 @table("s2v_controls", spread=False)
 def _s2v_controls(root: Path) -> str:
     rows = json.loads((root / "results" / "s2v_controls.json").read_text())["rows"]
@@ -1666,14 +1711,30 @@ def _wiki_smoke(root: Path) -> str:
         if row in newest
     ]
     head = ["model", "Wiki-50 mean / linear classifier (%)", "commands (wall s)", "date, commit, threads, load"]
-    return _captioned(
-        "Top-1 on the run's 80/20 split of Wiki-50 (split seed 0), each row's newest line of "
+    built = {r.get("data_command") for r in newest.values()}  # one Wiki-50 under every row, or none named
+    source = f", built by `{next(iter(built))}`" if len(built) == 1 and None not in built else ""
+    caption = (
+        f"Top-1 on the run's 80/20 split of Wiki-50 (split seed 0){source}; each row's newest line of "
         f"`results/wiki_smoke.jsonl` (machine: {next(iter(newest.values()))['machine']}), written by "
-        "`python scripts/wiki_smoke_table.py --out results/wiki_smoke.jsonl`.",
-        head,
-        body,
-        "lrll",
+        "`python scripts/wiki_smoke_table.py --out results/wiki_smoke.jsonl`."
     )
+    if "hf_trained" in newest and "minilm" in newest:
+        caption += " " + _fine_tune_against_base(newest["hf_trained"], newest["minilm"])
+    return _captioned(caption, head, body, "lrll")
+
+
+def _fine_tune_against_base(tuned: dict, base: dict) -> str:
+    """Where the MiniLM smoke fine-tune ends against the untouched MiniLM, on both classifiers."""
+    sides = [
+        "above" if tuned[k] > base[k] else "below" if tuned[k] < base[k] else "level with"
+        for k in ("mean_classifier_acc", "linear_acc")
+    ]
+    where = (
+        f"{sides[0]} the untouched model on both classifiers"
+        if sides[0] == sides[1]
+        else (f"{sides[0]} the untouched model on the mean classifier and {sides[1]} it on the linear one")
+    )
+    return f"The fine-tune (a smoke run, not a recipe) ends {where}."
 
 
 def _grid_tables(root: Path, name: str, folder: str) -> tuple[dict[str, str], list[dict]]:

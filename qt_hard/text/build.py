@@ -25,7 +25,7 @@ import torch
 
 from qt_hard.encoders.text import SentenceEncoder, build_module, make_encoder
 from qt_hard.data.books import dataset_column, text_chunks
-from qt_hard.files import atomic_folder
+from qt_hard.files import atomic_folder, build_lock, write_text
 from qt_hard.training.config import Config
 from qt_hard.text.batches import ContextTask, PairTask, TokenBatcher, TokenStore
 
@@ -63,22 +63,24 @@ def _vocab_and_store(cfg: Config, cache: Path, chunks: Callable[[], Iterable[lis
     without reading a sentence (its flat ids memory-mapped)."""
     from qt_hard.data.wordlevel import WordTokenizer
 
-    if cache.is_dir():
-        return _read_token_cache(cache, n)
-    tok = WordTokenizer.train(
-        (t for chunk in chunks() for t in chunk),
-        min_count=cfg.data.min_count,
-        max_size=cfg.data.max_vocab,
-        lower=cfg.model.lower,
-        length=n,
-    )
-    max_len = cfg.model.max_len
-    # Whole or not at all: a kill or a full disk mid-write leaves no cache that looks complete; the ids are
-    # written a chunk at a time as they come.
-    with atomic_folder(cache, "token cache", replace=False) as tmp:
-        TokenStore.write(tmp / "tokens", ([x[:max_len] for x in tok.encode_batch(c)] for c in chunks()))
-        tok.save(tmp / "tokenizer.json")
-    return tok, TokenStore.load(cache / "tokens")
+    if not cache.is_dir():
+        # One process builds, the others (ranks of one launch, runs sharing the cache) wait and read it.
+        with build_lock(cache, "token cache"):
+            if not cache.is_dir():
+                tok = WordTokenizer.train(
+                    (t for chunk in chunks() for t in chunk),
+                    min_count=cfg.data.min_count,
+                    max_size=cfg.data.max_vocab,
+                    lower=cfg.model.lower,
+                    length=n,
+                )
+                max_len = cfg.model.max_len
+                # Whole or not at all: a kill or a full disk mid-write leaves no cache that looks complete;
+                # the ids are written a chunk at a time as they come.
+                with atomic_folder(cache, "token cache", replace=False) as tmp:
+                    TokenStore.write(tmp / "tokens", ([x[:max_len] for x in tok.encode_batch(c)] for c in chunks()))
+                    tok.save(tmp / "tokenizer.json")
+    return _read_token_cache(cache, n)
 
 
 def _read_token_cache(cache: Path, n_texts: int):
@@ -133,11 +135,13 @@ def _hf_parts(cfg: Config, cache_root: Path, texts):
     key = _key([resolve_model_path(cfg.model.hf_path), cfg.model.max_len, len(texts), _text_key(texts)])
     cache = cache_root / f"hf_tokens_{key}"
     if not cache.is_dir():
-        ids = []
-        for start in range(0, len(texts), 10_000):  # bounded memory for a large corpus
-            ids.extend(feat.ids_many(texts[start : start + 10_000]))
-        with atomic_folder(cache, "token cache", replace=False) as tmp:  # whole or not at all
-            TokenStore.from_lists(ids).save(tmp / "tokens")
+        with build_lock(cache, "token cache"):  # one process builds, the others wait and read it
+            if not cache.is_dir():
+                ids = []
+                for start in range(0, len(texts), 10_000):  # bounded memory for a large corpus
+                    ids.extend(feat.ids_many(texts[start : start + 10_000]))
+                with atomic_folder(cache, "token cache", replace=False) as tmp:  # whole or not at all
+                    TokenStore.from_lists(ids).save(tmp / "tokens")
     store = _read_token_store(cache, len(texts))
     # Padded as the model's tokenizer pads (HFFeaturizer.collate), with its attention mask.
     pad_id = feat.tokenizer.pad_token_id
@@ -345,20 +349,33 @@ def _wiki_run(cfg: Config, out: Path, cache_root: Path) -> Run:
         wiki_dir = Path(cfg.data.path)
     else:
         source = default_source()
-        # A stable name (``eval wiki --data RUN/cache/wiki_N_M``) holding the identity of what it was
-        # built from (the dump's path, size and time): another source, or the same file changed, is
-        # built again in its place, never served the old build.
+        # A stable name holding the identity of what it was built from (the dump's path, size and
+        # time): another source, or the same file changed, is built again in its place, never served
+        # the old build.
         wiki_dir = cache_root / f"wiki_{cfg.data.articles}_{cfg.data.min_sentences}"
-        key = file_key(source)
+    key = file_key(source) if source is not None else None
+
+    def ready() -> bool:
+        # A run's own build counts once it carries the stamp of this source; a given data.path as it is.
+        if not wiki_dir.exists() or key is None:
+            return wiki_dir.exists()
         stamp = wiki_dir / ".source_key"
-        if wiki_dir.exists() and (not stamp.is_file() or stamp.read_text(encoding="utf-8") != key):
-            shutil.rmtree(wiki_dir)
-    if not wiki_dir.exists():
-        source = source or default_source()
-        print(f"building Wiki-{cfg.data.articles} from {source} into {wiki_dir}")
-        build_wiki(source, wiki_dir, articles=cfg.data.articles, sentences=cfg.data.min_sentences, progress=_bars(cfg))
-        if not cfg.data.path:
-            (wiki_dir / ".source_key").write_text(file_key(source), encoding="utf-8")
+        return stamp.is_file() and stamp.read_text(encoding="utf-8") == key
+
+    if not ready():
+        # One process builds, the others (ranks of one launch, runs sharing the folder) wait and read
+        # it: none removes or reads a folder that another is still building or stamping.
+        with build_lock(wiki_dir, "Wiki-N folder"):
+            if not ready():
+                if wiki_dir.exists():  # built from another source, or never stamped
+                    shutil.rmtree(wiki_dir)
+                source = source or default_source()
+                print(f"building Wiki-{cfg.data.articles} from {source} into {wiki_dir}")
+                build_wiki(
+                    source, wiki_dir, articles=cfg.data.articles, sentences=cfg.data.min_sentences, progress=_bars(cfg)
+                )
+                if key is not None:
+                    write_text(wiki_dir / ".source_key", key, "Wiki-N source stamp")
     token_cache = Path(cfg.data.token_cache) if cfg.data.token_cache else cache_root / "wiki_tokens"
     if cfg.data.classes is None:
         wd = load_wiki(

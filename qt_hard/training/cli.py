@@ -1,8 +1,8 @@
 """``qt-hard train CONFIG.yaml [section.key=value ...] [--resume]``.
 
-Under several processes: ``accelerate launch --num_processes N -m qt_hard.cli train CONFIG.yaml``
-(CPU: add ``--multi_gpu`` and set ``ACCELERATE_USE_CPU=true``); ``train.batch_size`` is the global
-batch, split evenly over the processes.
+Under several processes: ``accelerate launch --num_processes N -m qt_hard.cli train CONFIG.yaml`` on
+N GPUs; on CPUs ``ACCELERATE_USE_CPU=true torchrun --standalone --nproc_per_node N -m qt_hard.cli train
+CONFIG.yaml``. ``train.batch_size`` is the global batch, split evenly over the processes.
 """
 
 from __future__ import annotations
@@ -49,7 +49,8 @@ def run_train(args: argparse.Namespace) -> int:
 
 def exit_at_once_on_error(fn, *args, **kwargs):
     """``fn(*args, **kwargs)``; under a launcher with several processes (``WORLD_SIZE`` > 1), an
-    exception prints its traceback and ends this process at once with status 1.
+    exception prints its traceback (a user error: its one-line message) and ends this process at
+    once with status 1.
 
     A normal exit can block: at interpreter shutdown the process group's destructor and any
     non-daemon thread wait, while the peers sit in a collective (gloo waits 30 minutes) for the
@@ -62,12 +63,17 @@ def exit_at_once_on_error(fn, *args, **kwargs):
         return fn(*args, **kwargs)
     except Stopped:  # every process stopped at the same step after the checkpoint: a normal exit
         raise
-    except BaseException:
+    except BaseException as err:
         if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
             raise
+        from qt_hard.errors import UserError
+
         rank = os.environ.get("RANK", "?")
         print(f"[rank {rank}] training failed; ending this process so that the others stop too:", file=sys.stderr)
-        traceback.print_exc()
+        if isinstance(err, UserError):  # the message says what to change: one line, as without a launcher
+            print(f"qt-hard: {err}", file=sys.stderr)
+        else:
+            traceback.print_exc()
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(1)

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 import shutil
 import signal
 import sys
@@ -259,6 +260,7 @@ class _Training:
             kwargs_handlers=handlers,
         )
         self.rank, self.world = accelerator.process_index, accelerator.num_processes
+        check_launch(self.world)
         if cfg.train.batch_size % self.world:
             raise ConfigError(
                 f"train.batch_size={cfg.train.batch_size} (global) is not divisible by {self.world} processes"
@@ -613,6 +615,20 @@ def check_mixed_precision(mode: str, device: torch.device) -> None:
         raise ConfigError(
             "train.mixed_precision=fp16 needs a GPU; on a CPU accelerate trains in float32 "
             "without autocast. Use train.mixed_precision=bf16 (CPU autocast) or 'no'."
+        )
+
+
+def check_launch(processes: int) -> None:
+    """A launcher that started several processes (``WORLD_SIZE``) whose accelerator sees one: on a
+    machine without a GPU accelerate joins processes only when told to use the CPU, and each would
+    otherwise train its own copy into the same folder and caches. Refused on every process."""
+    launched = int(os.environ.get("WORLD_SIZE", "1") or 1)
+    if launched > 1 and processes == 1:
+        raise ConfigError(
+            f"launched as {launched} processes (WORLD_SIZE={launched}), but accelerate found no device to "
+            "run them together on and would train separate copies into one folder; on CPUs set "
+            "ACCELERATE_USE_CPU=true (e.g. ACCELERATE_USE_CPU=true torchrun --standalone --nproc_per_node "
+            f"{launched} -m qt_hard.cli train CONFIG)"
         )
 
 

@@ -132,7 +132,10 @@ def _check_writable(out: Path) -> None:
     if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
         raise OutputExistsError(f"out_dir {out} cannot be created ({probe} is not a writable folder)")
     if probe != out:  # permissions do not tell every refusal (a superuser, a read-only or special file system)
-        _check_creatable(out, probe)
+        # Under a launcher only the main process tries (it creates the folder, run_folder_lock): another
+        # rank's trial folder would collide with it.
+        if int(os.environ.get("RANK", "0")) == 0:
+            _check_creatable(out, probe)
     else:
         _check_not_in_use(out)
 

@@ -1,5 +1,10 @@
-"""The k-versus-N ablation (``scripts/k_vs_n.py``): Ash, Goel, Krishnamurthy, Misra (AISTATS 2022),
-section 5, Fig. 3; App. D.1, Figs. 5-7.
+"""The k-versus-N ablation (``qt-hard grid run k-vs-n GRID.yaml``): Ash, Goel, Krishnamurthy, Misra
+(AISTATS 2022), section 5, Fig. 3; App. D.1, Figs. 5-7.
+
+    qt-hard grid run k-vs-n configs/k_vs_n.yaml --cache runs/k_vs_n/cache --plan      # cells + estimate
+    qt-hard grid run k-vs-n configs/k_vs_n.yaml --cache runs/k_vs_n/cache \\
+        --results runs/k_vs_n/results.csv --workers 4 --device cuda
+    qt-hard grid run k-vs-n --results runs/k_vs_n/results.csv --summary-only --figures docs/figures
 
 * **grid**: a YAML of ``data``, ``train``, ``seeds`` and ``blocks`` (:func:`load_grid`); a block
   crosses lists of N (classes), k (negatives), B (batch) and collision modes; a :class:`Cell` is one
@@ -8,14 +13,24 @@ section 5, Fig. 3; App. D.1, Figs. 5-7.
 * **base config**: :func:`cell_tree`, App. D.1's bag of words on Wiki-N (or the synthetic corpus);
 * **readout**: the pipeline's readouts (mean and linear classifier, diagnostics) in ``eval.json`` and
   the last epoch's loss in ``metrics.csv`` (:func:`cell_metrics`);
-* **results**: the ledger ``NAME.jsonl`` beside ``--results NAME.csv``, the CSV and ``NAME.diag.jsonl``
-  derived from it (:func:`export`), the figures and the summary from the records alone.
+* **results**: the ledger ``NAME.jsonl`` beside ``--results NAME.csv`` (several grids share one
+  folder, each its own ledger), the CSV and ``NAME.diag.jsonl`` derived from it
+  (:func:`results_files`), the figures and the summary from the records alone;
+* **the experiment** (:class:`KversusN`): the grid command's contract, each cell claimed as
+  ``(NAME, cell id)`` and run in ``NAME.csv.cells/<cell id>/``.
+
+Wiki-N is built by ``qt_hard.data.wiki.build_wiki`` from ``$QT_HARD_DATA/wikipedia`` (4,715 articles
+with at least 200 sentences from a 2015 WikiExtractor dump), *not* the CURL release of Saunshi et al.
+(2019) that the paper used: numbers are comparable in trend, not digit for digit. The cache folder is
+built once before the cells (:func:`prepare`: the Wiki folder, tokenized whole), so a machine without
+nltk runs the grid from a carried cache. Under ``accelerate launch`` every process runs the command
+as an independent worker on the GPU of its ``LOCAL_RANK`` (a bag-of-words cell is far too small to
+gain from data parallelism); rank 0 alone tokenizes and prints the plan, the others wait for it.
 """
 
 from __future__ import annotations
 
 import csv
-import fcntl
 import hashlib
 import io
 import itertools
@@ -24,16 +39,17 @@ import os
 import socket
 import time
 from dataclasses import asdict, dataclass, replace
-from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from qt_hard.errors import ArgumentError
 from qt_hard.experiments import report
+from qt_hard.experiments.contract import Cell as GridCell
+from qt_hard.experiments.contract import Experiment
+from qt_hard.experiments.grid import seed_list
 from qt_hard.experiments.ledger import Ledger, LedgerError, git_commit
-from qt_hard.experiments.runner import estimate_line, in_processes, read_eval, read_metrics, run_claimed, step_seconds
-from qt_hard.experiments.runner import train_run
+from qt_hard.experiments.runner import estimate_line, read_eval, read_metrics, step_seconds, train_run
 from qt_hard.training.config import ConfigError
 
 # --------------------------------------------------------------------------------------------
@@ -449,29 +465,18 @@ def _diag_line(record: dict) -> dict:
     return {**{k: record[k] for k in DIAG_CELL}, **record["diagnostics"]}
 
 
-def export(results: Path) -> None:
-    """Write the CSV (``COLUMNS``, one row per finished cell, its last record) and, when any
-    record has them, the diagnostics lines from the ledger, each whole (a temporary file renamed
-    into place), under the ledger file's lock, so that the last of several writers writes the
-    newest state."""
-    path = ledger_path(results)
-    if not path.is_file():
-        return
-    with open(path, "rb") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # Ledger.append takes the same lock
-        records = Ledger(path.parent, KEY, name=path.name).latest()
-        buf = io.StringIO()
-        w = csv.DictWriter(buf, COLUMNS)
-        w.writeheader()
-        w.writerows(_csv_row(r) for r in records)
-        outputs = {Path(results): buf.getvalue()}
-        diag = [json.dumps(_diag_line(r), sort_keys=True) + "\n" for r in records if "diagnostics" in r]
-        if diag:
-            outputs[diagnostics_path(results)] = "".join(diag)
-        for target, text in outputs.items():
-            tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-            tmp.write_text(text, newline="")
-            os.replace(tmp, target)
+def results_files(records: list[dict], name: str) -> dict[str, str]:
+    """From the records alone: ``NAME.csv`` (``COLUMNS``, one row per finished cell, its last record)
+    and, when any record has them, the diagnostics lines ``NAME.diag.jsonl``."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, COLUMNS)
+    w.writeheader()
+    w.writerows(_csv_row(r) for r in records)
+    files = {f"{name}.csv": buf.getvalue()}
+    diag = [json.dumps(_diag_line(r), sort_keys=True) + "\n" for r in records if "diagnostics" in r]
+    if diag:
+        files[f"{name}.diag.jsonl"] = "".join(diag)
+    return files
 
 
 def _row(grid: Grid, cell: Cell, cid: str, metrics: dict, wall: float, device, threads: int, commit: str) -> dict:
@@ -495,72 +500,6 @@ def cell_dir(results: Path, cid: str) -> Path:
     """A cell's run folder beside the results CSV; only its checkpoints (while it runs) and its
     config, metrics and readouts (after) are kept."""
     return Path(results).with_name(Path(results).name + ".cells") / cid
-
-
-def worker(
-    grid_path: str,
-    overrides: dict,
-    results: str,
-    cache: str,
-    device: str | None,
-    threads: int,
-    max_cells: int | None = None,
-    checkpoint_every: int = 0,
-) -> int:
-    """Claim and run cells until none is left; returns how many this process ran.
-
-    A cell is claimed through the ledger (``Ledger.claim``: a file under ``claims/`` beside the
-    CSV naming host and pid; a claim of a process of this host that is gone is taken over) and
-    skipped when another live process holds it or its record is there. Passes over the grid
-    repeat while one of them ran a cell, so a cell whose holder died meanwhile is taken too."""
-    import shutil
-
-    import torch
-
-    torch.set_num_threads(max(1, threads))
-    dev = _device(device)
-    _single_process(dev)
-    grid = load_grid(grid_path, **overrides)
-    cells, _ = expand(grid)
-    results = Path(results)
-    ledger = open_results(results, grid)
-    commit = git_commit(Path(__file__).resolve().parent)
-    ran, before, stopped = 0, -1, []
-
-    def work(cell, cid):
-        out = cell_dir(results, cid)
-        t0 = time.perf_counter()
-        metrics = run_cell(cell_tree(grid, cell, Path(cache), out, threads, checkpoint_every))
-        if metrics is None:
-            stopped.append(cid)
-            return None
-        for part in ("checkpoints", "final"):  # the table of a 768-d bag of words: not kept per cell
-            shutil.rmtree(out / part, ignore_errors=True)
-        return _row(grid, cell, cid, metrics, time.perf_counter() - t0, dev, threads, commit)
-
-    while ran != before:
-        before = ran
-        for cell in cells:
-            if max_cells is not None and ran >= max_cells:
-                return ran
-            cid = cell_id(grid, cell)
-            if (cid,) in ledger.done():
-                continue
-            rec = run_claimed(ledger, (results.stem, cid), partial(work, cell, cid), keys=[(cid,)])
-            if stopped:
-                print(f"[{os.getpid()}] stopped by a signal in cell {cid}; its checkpoint resumes it", flush=True)
-                return ran
-            if rec is None:  # held by another process, or finished since the check above
-                continue
-            export(results)
-            ran += 1
-            print(
-                f"[{os.getpid()}] N={cell.N} k={cell.k} B={cell.B} cf={cell.collision_free} seed={cell.seed}: "
-                f"mean {rec[0]['mean_acc']:.2f} linear {rec[0]['linear_acc']:.2f} "
-                f"({rec[0]['wall_s']:.1f}s, {rec[0]['sentences_per_s']:.0f} sent/s)",
-                flush=True,
-            )
-    return ran
 
 
 def _single_process(dev) -> None:
@@ -848,13 +787,13 @@ def _fig_collisions(plt, rows, B0, metric, title):
     return fig
 
 
-def plot(results: Path, out_dir: Path) -> list[Path]:
-    """Fig. 3 left / center / right (and App. Figs. 5-7) for both readouts, as small PNGs, and the
-    summary (:func:`summarize`) as JSON."""
+def plot(records: list[dict], out_dir: Path) -> list[Path]:
+    """Fig. 3 left / center / right (and App. Figs. 5-7) for both readouts from the ledger's records,
+    as small PNGs, and the summary (:func:`summarize`) as JSON."""
     plt = report.pyplot()
-    rows = _parse(read_results(results))
+    rows = _parse([_csv_row(r) for r in records])
     if not rows:
-        raise ArgumentError(f"{results}: no finished cells to plot")
+        raise ArgumentError("no finished cells to plot")
     out_dir.mkdir(parents=True, exist_ok=True)
     B0 = _main_B(rows)
     epochs = sorted({(r["epochs"], r["linear_epochs"]) for r in rows})
@@ -891,13 +830,13 @@ DIAG_COLUMNS = (
 )
 
 
-def diagnose(results: Path) -> str:
+def diagnose(records: list[dict]) -> str:
     """A markdown table of the cells that have diagnostics (their records' ``diagnostics``, also
-    ``RESULTS.diag.jsonl``): per (N, k, B, collision_free), the mean ± std over seeds of both
+    ``NAME.diag.jsonl``): per (N, k, B, collision_free), the mean ± std over seeds of both
     readouts, the cosine mean classifier, the final loss, the softmax mass and share of
     same-class candidates, and the embedding norms."""
     groups: dict = {}
-    for rec in open_results(results).latest():
+    for rec in records:
         if "diagnostics" not in rec:  # a cell run before the readouts had diagnostics
             continue
         r = _csv_row(rec)
@@ -910,7 +849,7 @@ def diagnose(results: Path) -> str:
         }
         groups.setdefault(key, []).append(vals)
     if not groups:
-        raise ArgumentError(f"{results}: no finished cell has diagnostics")
+        raise ArgumentError("--diagnose: no finished cell has diagnostics")
     order = {"False": 0, "True": 1, SHUFFLED: 2}
     head = "| N | k | B | collisions removed | seeds | " + " | ".join(t for _, t in DIAG_COLUMNS) + " |"
     out = [head, "|" + "---|" * (5 + len(DIAG_COLUMNS))]
@@ -928,49 +867,177 @@ def diagnose(results: Path) -> str:
     return "\n".join(out)
 
 
-def run(
-    cmd: str,
-    grid_path: str,
-    overrides: dict,
-    results: str,
-    cache: str,
-    device: str = "auto",
-    workers: int = 1,
-    threads: int | None = None,
-    max_cells: int | None = None,
-    checkpoint_every: int = 0,
-    no_prepare: bool = False,
-    no_estimate: bool = False,
-) -> int:
-    """``plan`` (the cells and the time estimate) or ``run`` (the plan, then ``workers`` processes
-    claiming cells, then the CSV). Under ``accelerate launch`` (or torchrun) every process is one
-    worker; rank 0 alone tokenizes and prints the plan, the others wait for the caches."""
-    grid = load_grid(grid_path, **overrides)
-    cells, notes = expand(grid)
-    ledger = open_results(Path(results), grid)  # before any work: a ledger of another setup stops here
-    rank = int(os.environ.get("RANK", "0"))
-    marker = _prepared_marker(Path(cache), grid.data)
-    while not marker.exists() and rank > 0:
+# --------------------------------------------------------------------------------------------
+# the experiment: `qt-hard grid run k-vs-n GRID.yaml`
+
+
+def grid_of(args) -> Grid:
+    """The grid YAML of the command with its overrides (``--epochs``, ``--linear-epochs``,
+    ``--optimizer``, ``--seeds``)."""
+    seeds = seed_list(args.seeds) if args.seeds is not None else None
+    return load_grid(args.grid, args.epochs, args.linear_epochs, args.optimizer, seeds)
+
+
+def _threads(args) -> int:
+    """Torch threads per worker: ``--threads``, else the CPU cores shared by the workers."""
+    return args.threads or max(1, (os.cpu_count() or 1) // max(1, args.workers))
+
+
+def prepare_cache(grid: Grid, cells: list[Cell], cache: Path, no_prepare: bool) -> None:
+    """The cells' Wiki-N caches, built once (:func:`prepare`); under ``accelerate launch`` the
+    processes of rank above 0 wait for rank 0 to build them."""
+    marker = _prepared_marker(cache, grid.data)
+    while not marker.exists() and int(os.environ.get("RANK", "0")) > 0:
         time.sleep(5)
     if not marker.exists():
         if no_prepare:
-            raise SystemExit(f"no prepared Wiki folder under {cache}: run `prepare` first")
-        prepare(grid.data, [c.N for c in cells], Path(cache))
-    import torch
+            raise ArgumentError(f"--no-prepare: no prepared Wiki folder under {cache}; run without it once")
+        prepare(grid.data, [c.N for c in cells], cache)
 
-    workers = max(1, workers)
-    threads = threads or max(1, (os.cpu_count() or 1) // workers)
-    torch.set_num_threads(threads)
-    done = {cid for (cid,) in ledger.done()}
-    if rank == 0:
-        est = None if no_estimate else estimate(grid, cells, Path(cache), _device(device))
-        print_plan(grid, cells, notes, done, est, workers)
-    if cmd == "plan":
-        return 0
-    t0 = time.perf_counter()
-    job = (grid_path, overrides, results, str(cache), device, threads, max_cells, checkpoint_every)
-    ran = sum(in_processes(worker, [job] * workers, workers))
-    export(Path(results))
-    left = len(cells) - len(ledger.done() & {(cell_id(grid, c),) for c in cells})
-    print(f"ran {ran} cells in {time.perf_counter() - t0:.1f}s; {left} of {len(cells)} cells left")
-    return 0
+
+def _add_options(parser) -> None:
+    parser.add_argument("grid", nargs="?", help="grid YAML (configs/k_vs_n*.yaml); not needed with --summary-only")
+    parser.add_argument(
+        "--results",
+        default="runs/k_vs_n/results.csv",
+        help="results CSV NAME.csv, derived from its ledger NAME.jsonl beside it; cells are claimed in "
+        "claims/ beside it (a claim of another host is never taken over, so results carried to a fresh "
+        "machine travel without claims/)",
+    )
+    parser.add_argument("--cache", default="runs/k_vs_n/cache", help="Wiki-N token caches (built before the cells)")
+    parser.add_argument("--epochs", type=int, help="NCE epochs, replacing the grid's (D.1: 50)")
+    parser.add_argument("--linear-epochs", type=int, help="linear-classifier epochs, replacing the grid's (D.1: 50)")
+    parser.add_argument("--optimizer", choices=["adam", "sparse_adam"], help="replacing the grid's")
+    parser.add_argument("--seeds", help="comma-separated seeds, replacing the grid's")
+    parser.add_argument("--threads", type=int, help="torch threads per worker (default: CPU cores / workers)")
+    parser.add_argument(
+        "--plan", action="store_true", help="build the caches, print the cells and the estimate, run none"
+    )
+    parser.add_argument("--no-estimate", action="store_true", help="skip the timing probe of the plan")
+    parser.add_argument("--max-cells", type=int, help="stop after this many cells")
+    parser.add_argument("--no-prepare", action="store_true", help="fail instead of building missing caches")
+    parser.add_argument(
+        "--checkpoint-every", type=int, default=0, help="steps between a cell's checkpoints (0: only on a signal)"
+    )
+    parser.add_argument(
+        "--diagnose", action="store_true", help="also the table of the cells' diagnostics, NAME.diagnostics.md"
+    )
+    parser.add_argument("--figures", help="folder of the figures and k_vs_n_summary.json (default: none drawn)")
+
+
+class KversusN(Experiment):
+    """Every cell one bag-of-words NCE training on Wiki-N with App. D.1's settings (768-d,
+    temperature 1, unnormalized, no positive in the denominator, Adam lr 0.01, gradient clip 2.5,
+    tokens seen fewer than 50 times -> UNK, 80/20 split per article), ``k`` negatives per anchor
+    out of the 2(B-1) candidates of a batch of B pairs (optionally collision-free), then both
+    readouts. The ledger's setup is the grid's data and train settings (after the overrides): a
+    grid grown by a seed or a block goes on in the same file, another budget is refused."""
+
+    name = "k-vs-n"
+    help = "Ash et al.'s k versus N: bag-of-words NCE on Wiki-N over N, k, B and collision-free sampling"
+    key = KEY
+    seeds = ""  # the grid YAML's, or --seeds
+    out_option = "--results"
+
+    def add_arguments(self, parser) -> None:
+        _add_options(parser)
+
+    def location(self, args) -> tuple[Path, str]:
+        from qt_hard.paths import check_output_file
+
+        results = check_output_file(args.results, "--results", replaceable=is_results_csv, kind="results CSV")
+        path = ledger_path(results)
+        if not path.is_file() and results.is_file():
+            raise LedgerError(f"{results} has no ledger {path.name} beside it; give the grid another --results")
+        return path.parent, path.name
+
+    def check(self, args) -> None:
+        if args.grid is None:
+            raise ArgumentError("give the grid YAML (only --summary-only reads the results alone)")
+        for flag, value, least in (("--threads", args.threads, 1), ("--max-cells", args.max_cells, 0)):
+            if value is not None and value < least:
+                raise ArgumentError(f"{flag} {value}: give at least {least}")
+        if args.checkpoint_every < 0:
+            raise ArgumentError(f"--checkpoint-every {args.checkpoint_every}: give at least 0")
+        grid = grid_of(args)
+        expand(grid)
+        cache = Path(args.cache)
+        if grid.data.kind == "wiki" and not grid.data.source and not _prepared_marker(cache, grid.data).exists():
+            if not wiki_dir(cache, grid.data).exists():
+                from qt_hard.paths import data_path
+
+                data_path("wikipedia")  # the dump the caches are built from
+
+    def setup(self, args, out: Path) -> dict:
+        return setup_of(grid_of(args))
+
+    def cells(self, args, rows, seeds) -> list[GridCell]:
+        grid, name = grid_of(args), Path(args.results).stem
+        return [GridCell((name, cid), ((cid,),)) for cid in (cell_id(grid, c) for c in expand(grid)[0])]
+
+    def prepare(self, args, out: Path, todo: list[GridCell]) -> list[GridCell] | None:
+        """The caches, then the plan (rank 0): the cells, what is done, the estimate."""
+        import torch
+
+        grid = grid_of(args)
+        cells, notes = expand(grid)
+        prepare_cache(grid, cells, Path(args.cache), args.no_prepare)
+        torch.set_num_threads(_threads(args))
+        if int(os.environ.get("RANK", "0")) == 0:
+            est = None if args.no_estimate else estimate(grid, cells, Path(args.cache), _device(args.device))
+            left = {c.keys[0][0] for c in todo}
+            done = {cell_id(grid, c) for c in cells} - left
+            print_plan(grid, cells, notes, done, est, args.workers)
+        if args.plan:
+            return []
+        return None if args.max_cells is None else todo[: args.max_cells]
+
+    def run(self, args, out: Path, setup: dict, cell: GridCell) -> dict:
+        import shutil
+
+        import torch
+
+        grid, cid = grid_of(args), cell.keys[0][0]
+        which = next(c for c in expand(grid)[0] if cell_id(grid, c) == cid)
+        threads, dev = _threads(args), _device(args.device)
+        torch.set_num_threads(threads)
+        _single_process(dev)
+        folder = cell_dir(Path(args.results), cid)
+        t0 = time.perf_counter()
+        metrics = run_cell(cell_tree(grid, which, Path(args.cache), folder, threads, args.checkpoint_every))
+        if metrics is None:
+            raise SystemExit(f"stopped by a signal in cell {cid}; run the same command again to resume it")
+        for part in ("checkpoints", "final"):  # the table of a 768-d bag of words: not kept per cell
+            shutil.rmtree(folder / part, ignore_errors=True)
+        commit = git_commit(Path(__file__).resolve().parent)
+        return _row(grid, which, cid, metrics, time.perf_counter() - t0, dev, threads, commit)
+
+    def configure(self, args) -> None:
+        self.results_name = Path(args.results).stem
+        self.diagnose = args.diagnose
+
+    def tables(self, records, setup, out: Path) -> dict[str, str]:
+        if not records:  # a CSV without records would stand without its ledger (a plan writes none)
+            return {}
+        name = getattr(self, "results_name", "results")
+        files = results_files(records, name)
+        if getattr(self, "diagnose", False):
+            files[f"{name}.diagnostics.md"] = diagnose(records)
+        return files
+
+    def figures(self, args, out: Path, records, setup) -> None:
+        if args.figures:
+            for path in plot(records, Path(args.figures)):
+                print(path)
+            print(json.dumps(summarize(_parse([_csv_row(r) for r in records])), default=str))
+
+    def progress(self, record: dict) -> str:
+        r = record
+        return (
+            f"N={r['N']} k={r['k']} B={r['B']} cf={r['collision_free']} seed={r['seed']}: "
+            f"mean {r['mean_acc']:.2f} linear {r['linear_acc']:.2f} "
+            f"({r['wall_s']:.1f}s, {r['sentences_per_s']:.0f} sent/s)"
+        )
+
+
+EXPERIMENTS = (KversusN(),)
