@@ -153,8 +153,9 @@ def build_lock(path: str | os.PathLike, what: str = "cache") -> Iterator[None]:
     """Hold an exclusive lock on ``path``'s build while the block runs: one process at a time builds
     (or checks, then builds) the cache at ``path``; the others block here until it is done.
 
-    The lock is an ``flock`` of ``.NAME.lock`` beside ``path`` (left in place: removing it would let
-    a waiting process and a newcomer lock two different files). The caller checks for a finished
+    The lock is an ``flock`` of ``.NAME.lock`` beside ``path`` (left in place after a build: removing it
+    would let a waiting process and a newcomer lock two different files; a build that fails removes
+    the lock it made and the folders made for it, so that a refused command leaves nothing). The caller checks for a finished
     ``path`` again inside the block, so a process that waited reads what the first one built
     instead of building it again. A process that has to wait says so once on stderr. Without
     ``fcntl`` (not POSIX) the block runs unlocked."""
@@ -164,8 +165,10 @@ def build_lock(path: str | os.PathLike, what: str = "cache") -> Iterator[None]:
     except ImportError:
         yield
         return
+    made = [d for d in (path.parent, *path.parent.parents) if not d.exists()]  # deepest first
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = path.with_name(f".{path.name}.lock")
+    new_lock = not lock.exists()
     try:
         fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as err:
@@ -177,6 +180,17 @@ def build_lock(path: str | os.PathLike, what: str = "cache") -> Iterator[None]:
             print(f"waiting for another process to finish the {what} {path}", file=sys.stderr, flush=True)
             fcntl.flock(fd, fcntl.LOCK_EX)
         yield
+    except BaseException:
+        # A build refused (a bad book, a signal) leaves nothing behind: not the lock this process
+        # made, nor the folders made for it (a process still waiting on the lock builds on its own).
+        if new_lock:
+            lock.unlink(missing_ok=True)
+            for folder in made:
+                try:
+                    folder.rmdir()
+                except OSError:
+                    break
+        raise
     finally:
         os.close(fd)  # closing drops the lock
 

@@ -141,3 +141,26 @@ def test_processes_that_accelerate_does_not_join_are_refused(monkeypatch):
     check_launch(2)
     monkeypatch.setenv("WORLD_SIZE", "1")
     check_launch(1)
+
+
+def test_a_failed_build_leaves_nothing_behind(tmp_path):
+    """A refused build (a bad book) under a new run folder leaves neither the lock nor the folders
+    made for it; a lock that was there before stays."""
+    import pytest
+
+    from qt_hard.files import build_lock
+
+    out = tmp_path / "run"
+    with pytest.raises(ValueError, match="bad book"):
+        with build_lock(out / "cache" / "books-abc"):
+            raise ValueError("bad book")
+    assert list(tmp_path.iterdir()) == []
+    (out / "cache").mkdir(parents=True)
+    (out / "cache" / ".books-abc.lock").touch()
+    with pytest.raises(ValueError):
+        with build_lock(out / "cache" / "books-abc"):
+            raise ValueError("bad book")
+    assert (out / "cache" / ".books-abc.lock").is_file()
+    with build_lock(out / "cache" / "books-def"):
+        pass
+    assert (out / "cache" / ".books-def.lock").is_file()  # a finished build keeps its lock
