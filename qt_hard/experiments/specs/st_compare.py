@@ -685,7 +685,9 @@ class Comparison(_Common):
 
         torch.set_num_threads(args.threads)
         ctx = self.context(args)
-        eval_len = load_start(args.model).max_seq_length if args.max_seq_length is not None else None
+        if args.max_seq_length is not None and "eval_len" not in ctx:  # the starting model's own, read once
+            ctx["eval_len"] = load_start(args.model).max_seq_length
+        eval_len = ctx.get("eval_len")
         cell_ctx = {
             **ctx,
             "model": args.model,
