@@ -102,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from qt_hard import logs
+
+    logs.configure()
     try:
         with signals_stop_the_command():
             result = args.func(args)

@@ -20,15 +20,17 @@ read the finished one; none reads or replaces a cache that another is building.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
-import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 from qt_hard.errors import WriteFailedError
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "PARTIAL",
@@ -177,7 +179,7 @@ def build_lock(path: str | os.PathLike, what: str = "cache") -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            print(f"waiting for another process to finish the {what} {path}", file=sys.stderr, flush=True)
+            log.info("waiting for another process to finish the %s %s", what, path)
             fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     except BaseException:

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from qt_hard import logs
 from qt_hard.cli import Interrupted, signals_stop_the_command
 from qt_hard.errors import UserError
 
@@ -36,6 +37,7 @@ def run_script(main: Callable[..., int | None], *args) -> int:
     message becomes one line ``error: ...`` and status 2, a signal one line and 128 + its number.
     Any other exception is a bug and keeps its traceback."""
     debug = os.environ.get("QT_HARD_DEBUG", "") not in ("", "0")
+    logs.configure()
     try:
         with signals_stop_the_command():
             return int(main(*args) or 0)

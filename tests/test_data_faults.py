@@ -32,7 +32,7 @@ def test_data_wiki_never_deletes_its_source(tmp_path, capsys):
     assert main([*args, "--out", str(folder / "w" / "x")]) == 0  # beside the dump: fine
     # --overwrite replaces only a Wiki-N it wrote, and says so
     assert main([*args, "--out", str(folder / "w" / "x"), "--overwrite"]) == 0
-    assert "replaced the Wiki-N" in capsys.readouterr().out
+    assert "replaced the Wiki-N" in capsys.readouterr().err
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "notes.txt").write_text("mine\n")

@@ -124,6 +124,7 @@ LAYERS = [
         "qt_hard.schedules",
         "qt_hard.diagnostics",
         "qt_hard.config_types",
+        "qt_hard.logs",
     ),
     ("qt_hard.negatives", "qt_hard.data"),  # the negatives core; corpora
     ("qt_hard.losses", "qt_hard.encoders", "qt_hard"),  # objectives assembled from the core; models

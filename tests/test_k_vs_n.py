@@ -393,7 +393,7 @@ def test_the_plan_runs_nothing_and_max_cells_stops_the_grid(shuffled_grid, tmp_p
     grid_path, res = shuffled_grid
     out = tmp_path / "r.csv"
     assert grid_run(grid_path, out, "--plan") == 0
-    assert "grid: 3 cells (0 already finished, 3 to run)" in capsys.readouterr().out
+    assert "grid: 3 cells (0 already finished, 3 to run)" in capsys.readouterr().err
     assert not K.open_results(out).done()
     assert grid_run(grid_path, out, "--max-cells", "1") == 0 and len(K.open_results(out).done()) == 1
     assert main(["grid", "run", "k-vs-n", "--results", str(out)]) == 2

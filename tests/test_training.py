@@ -288,7 +288,7 @@ def test_run_note_is_kept_printed_and_read_back_by_eval(tmp_path, capsys):
     cfg_file.write_text(yaml.safe_dump(tree))
     out = tmp_path / "noted"
     assert main(["train", str(cfg_file), "--out", str(out)]) == 0
-    assert "note: chosen on dev:\n uniform 77.2" in capsys.readouterr().out
+    assert "note: chosen on dev:\n uniform 77.2" in capsys.readouterr().err
     assert run_note(str(out / "final")) == run_note(str(out)) == "chosen on dev: uniform 77.2"
     assert run_note(str(tmp_path)) == ""  # no run config there
     with pytest.raises(ConfigError, match="note"):

@@ -139,7 +139,7 @@ def test_overwrite_replaces_only_a_run(cfg, tmp_path, capsys):
     assert main(["train", str(cfg), "--out", str(run)]) == 0
     capsys.readouterr()
     assert main(["train", str(cfg), "--out", str(run), "--overwrite"]) == 0
-    assert f"--overwrite: replacing the run in {run}" in capsys.readouterr().out
+    assert f"--overwrite: replacing the run in {run}" in capsys.readouterr().err
 
 
 def test_out_never_lands_on_a_model_or_the_config(cfg, tmp_path, capsys):

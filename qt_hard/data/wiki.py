@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import logging
 import lzma
 import os
 import re
@@ -29,6 +30,8 @@ from ..errors import ArgumentError, DataCorruptError, DataMissingError
 from .tokenize import SPLITTER_VERSION, split_sentences
 from .wordlevel import TOKENIZER_VERSION, word_tokens
 from .vocab import Vocab
+
+log = logging.getLogger(__name__)
 
 _DOC_OPEN = re.compile(r"^<doc\s+([^>]*)>\s*$")
 _ATTR = re.compile(r'(\w+)="([^"]*)"')
@@ -201,7 +204,7 @@ def build_wiki(
         if bar is not None:
             bar.close()
     if replacing:
-        print(f"--overwrite: replaced the Wiki-N in {out}", flush=True)
+        log.info("--overwrite: replaced the Wiki-N in %s", out)
     return WikiBuildReport(str(out), articles, *counts, time.perf_counter() - t0)
 
 
@@ -753,11 +756,11 @@ def prepare_wiki(
     folder = Path(folder)
     if not folder.exists():
         source = source or str(data_path("wikipedia", "enwiki_wikiextractor_ge200sent.txt.xz"))
-        print(f"building Wiki-{articles} from {source} into {folder}", flush=True)
-        print(build_wiki(source, folder, articles=articles, sentences=min_sentences), flush=True)
+        log.info("building Wiki-%d from %s into %s", articles, source, folder)
+        log.info("%s", build_wiki(source, folder, articles=articles, sentences=min_sentences))
     sentences, labels, _, _ = tokenize_wiki(folder, None, cache_dir=token_dir, num_proc=os.cpu_count())
     found = labels[-1] + 1
     if classes > found:
         raise ArgumentError(f"{folder} has {found} articles; the grid asks for N={classes}")
-    print(f"tokenized {len(sentences)} sentences of {found} articles in {time.perf_counter() - t0:.1f}s", flush=True)
+    log.info("tokenized %d sentences of %d articles in %.1fs", len(sentences), found, time.perf_counter() - t0)
     return found

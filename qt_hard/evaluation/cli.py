@@ -11,8 +11,8 @@
 
 from __future__ import annotations
 
+import logging
 import os
-import sys
 import time
 from pathlib import Path
 
@@ -20,13 +20,11 @@ from qt_hard.errors import UserError
 
 __all__ = ["register", "cmd_senteval", "cmd_senteval_engine", "cmd_wiki", "cmd_retrieval", "cmd_compare"]
 
+log = logging.getLogger(__name__)
+
 
 class UsageError(UserError, ValueError):
     """Options of ``qt-hard eval`` that do not go together."""
-
-
-def _log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 def _set_device(device: str) -> None:
@@ -54,7 +52,7 @@ def _load_for_senteval(args, tasks, data_dir):
 
     tokenizer = load_tokenizer(args.tokenizer) if args.tokenizer else None
     if args.model.startswith("random:") and tokenizer is None:
-        _log(
+        log.info(
             "note: random: without --tokenizer fits its vocabulary on the evaluated sentences (test "
             "folds included); pass --tokenizer MODEL for a control row with a trained model's vocabulary"
         )
@@ -67,9 +65,11 @@ def _load_for_senteval(args, tasks, data_dir):
         cache.weights = weights_identity(args.model)
         if os.path.exists(args.cache):
             if read_cache_header(args.cache)[1] != cache.weights:
-                _log(f"note: {args.cache} was made from other weights of {args.model}; not read, written anew")
+                log.info(f"note: {args.cache} was made from other weights of {args.model}; not read, written anew")
             else:
-                _log(f"read {cache.load(args.cache, args.model, cache.weights)} cached embeddings from {args.cache}")
+                log.info(
+                    f"read {cache.load(args.cache, args.model, cache.weights)} cached embeddings from {args.cache}"
+                )
     return encoder, cache
 
 
@@ -135,7 +135,12 @@ def cmd_senteval(args) -> int:
     encoder, cache = _load_for_senteval(args, tasks, data_dir)
     load_s = time.perf_counter() - start
     protocol = dict(
-        kfold=args.kfold, seed=args.seed, fast=not args.reference, log=_log, protocol=args.protocol, max_iter=max_iter
+        kfold=args.kfold,
+        seed=args.seed,
+        fast=not args.reference,
+        log=log.info,
+        protocol=args.protocol,
+        max_iter=max_iter,
     )
     results = run_senteval(encoder, tasks, data_dir, cache=cache, **protocol)
     name = args.name or args.model
@@ -144,7 +149,7 @@ def cmd_senteval(args) -> int:
     if args.controls:
         # Same tokenizer, vocabulary and protocol as the model: what training bought, row by row.
         for row, control in control_models(encoder, seed=args.seed).items():
-            _log(f"control row: {row}")
+            log.info(f"control row: {row}")
             control = _on_device(control, args.device)
             rows[row] = run_senteval(control, tasks, data_dir, batch_size=args.batch_size, **protocol)
             unk[row] = unk[name]
@@ -152,7 +157,7 @@ def cmd_senteval(args) -> int:
     seconds = {"model_load_seconds": round(load_s, 3), "total_seconds": round(time.perf_counter() - start, 3)}
     if args.output:
         save_results(args.output, _senteval_payload(args, name, results, rows, unk[name], data_dir, max_iter, seconds))
-        _log(f"wrote {args.output}")
+        log.info(f"wrote {args.output}")
     if card_file is not None:
         from .report import card_with_tables
 
@@ -163,7 +168,7 @@ def cmd_senteval(args) -> int:
             card, rows, results, protocol=args.protocol, kfold=args.kfold, seed=args.seed, tasks=tasks
         )
         write_text(card_file, tables, "model card")
-        _log(f"wrote the evaluation tables into {card_file}")
+        log.info(f"wrote the evaluation tables into {card_file}")
     _save_cache(args, cache, f"written to {args.output}" if args.output else "printed above")
     return 0
 
@@ -249,7 +254,7 @@ def cmd_senteval_engine(args) -> int:
         encoder, cache = _load_for_senteval(args, tasks, where / "downstream")
         load_s = time.perf_counter() - start
         engine = dict(usepytorch=usepytorch, kfold=args.kfold, seed=args.seed, batch_size=args.batch_size)
-        results = run_engine(encoder, tasks, checkout, data_dir=where, cache=cache, log=_log, **engine)
+        results = run_engine(encoder, tasks, checkout, data_dir=where, cache=cache, log=log.info, **engine)
     name = args.name or args.model
     classifier = (
         "pytorch " + ",".join(f"{k}={v}" for k, v in DEFAULT_CLASSIFIER.items()) if usepytorch else "sklearn-LogReg"
@@ -261,7 +266,7 @@ def cmd_senteval_engine(args) -> int:
     if args.output:
         seconds = {"model_load_seconds": round(load_s, 3), "total_seconds": round(time.perf_counter() - start, 3)}
         save_results(args.output, _engine_payload(args, name, results, checkout, data, usepytorch, seconds))
-        _log(f"wrote {args.output}")
+        log.info(f"wrote {args.output}")
     _save_cache(args, cache, f"written to {args.output}" if args.output else "printed above")
     return 0
 
@@ -379,7 +384,7 @@ def cmd_wiki(args) -> int:
     data = load_wiki(args.data, classes=args.classes, seed=split_seed)
     start = time.perf_counter()
     encoder = load_model(args.model, sentences=lambda: data.train_sentences + data.test_sentences)
-    _log(f"Wiki-N split seed {split_seed} ({origin}); classifier seed {args.seed}")
+    log.info(f"Wiki-N split seed {split_seed} ({origin}); classifier seed {args.seed}")
     classifier = {"epochs": args.epochs, "lr": args.lr, "batch_size": args.batch_size, "seed": args.seed}
     res = run_wiki(
         encoder, data, args.classes, cache=EmbeddingCache(encoder, batch_size=args.encode_batch_size), **classifier
@@ -403,7 +408,7 @@ def cmd_wiki(args) -> int:
                 "results": res,
             },
         )
-        _log(f"wrote {args.output}")
+        log.info(f"wrote {args.output}")
     return 0
 
 
@@ -439,7 +444,7 @@ def cmd_retrieval(args) -> int:
         models.update(control_models(encoder, seed=args.seed))
     rows = {}
     for row, model in models.items():
-        _log(f"ranking {len(data.doc_ids)} documents for {len(data.judged_queries(args.split))} queries: {row}")
+        log.info(f"ranking {len(data.doc_ids)} documents for {len(data.judged_queries(args.split))} queries: {row}")
         res = _retrieve(EmbeddingCache(_on_device(model, args.device), batch_size=args.batch_size), data, args.split)
         rows[row] = res
     print(retrieval_table(rows, args.split))
@@ -463,7 +468,7 @@ def cmd_retrieval(args) -> int:
         if args.controls:
             payload["controls"] = {row: res for row, res in rows.items() if row != name}
         save_results(args.output, payload)
-        _log(f"wrote {args.output}")
+        log.info(f"wrote {args.output}")
     return 0
 
 

@@ -18,15 +18,15 @@ import argparse
 import importlib
 import logging
 import os
-import sys
 from pathlib import Path
 
+from qt_hard import logs
 from qt_hard.errors import ArgumentError, UserError
 from qt_hard.experiments.contract import Cell, Experiment
 
 __all__ = ["EXPERIMENTS", "experiment", "register", "registered", "run_cell", "run_grid", "write_tables"]
 
-log = logging.getLogger("qt_hard.experiments")
+log = logging.getLogger(__name__)
 
 # Name -> the module whose ``EXPERIMENTS`` holds it; imported when the command is built (the spec
 # modules import nothing heavy at their top).
@@ -202,7 +202,7 @@ def _raise(err: Exception):
 
 
 def _run(exp: Experiment, args) -> int:
-    _log_to_stderr()
+    logs.configure(timestamps=True)
     try:
         return run_grid(exp, args)
     except SystemExit as stop:  # a spec's own refusal, raised as SystemExit("message")
@@ -217,26 +217,3 @@ def _list(args) -> int:
     for name in names:
         print(f"{name:{width}s}  {experiment(name).help}")
     return 0
-
-
-def _log_to_stderr() -> None:
-    """The grid's progress lines on stderr, one a record (the CLI configures the package's logger)."""
-    logger = logging.getLogger("qt_hard")
-    if not logger.handlers:
-        handler = _Stderr()
-        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-
-
-class _Stderr(logging.StreamHandler):
-    """A handler writing to whatever ``sys.stderr`` is when a line is logged (not the stream of the
-    moment it was made: a caller may replace it, as pytest's capture does)."""
-
-    @property
-    def stream(self):
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, value):
-        pass

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from qt_hard import logs
 from qt_hard.experiments.ledger import Ledger
 
 __all__ = [
@@ -119,6 +120,14 @@ def use_device(device: str | None) -> None:
         os.environ["ACCELERATE_USE_CPU"] = "true"
 
 
+def _start_worker(device: str | None, logging_state: tuple[int, bool] | None) -> None:
+    """A spawned worker's start: its device (:func:`use_device`) and, where the parent configured
+    the package's messages, the same configuration (a spawned process inherits none)."""
+    use_device(device)
+    if logging_state is not None:
+        logs.configure(*logging_state)
+
+
 def in_processes(
     fn: Callable, jobs: Sequence[tuple], workers: int = 1, fresh: bool = False, device: str | None = None
 ) -> Iterator:
@@ -140,8 +149,8 @@ def in_processes(
         workers,
         mp_context=ctx,
         max_tasks_per_child=1 if fresh else None,
-        initializer=use_device,
-        initargs=(device,),
+        initializer=_start_worker,
+        initargs=(device, logs.configured()),
     ) as ex:
         for fut in as_completed([ex.submit(fn, *job) for job in jobs]):
             yield fut.result()

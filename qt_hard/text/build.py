@@ -14,6 +14,7 @@ every objective applies to every encoder.
 from __future__ import annotations
 
 import hashlib
+import logging
 import shutil
 import json
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ from qt_hard.data.books import dataset_column, text_chunks
 from qt_hard.files import atomic_folder, build_lock, write_text
 from qt_hard.training.config import Config
 from qt_hard.text.batches import ContextTask, PairTask, TokenBatcher, TokenStore
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -370,7 +373,7 @@ def _wiki_run(cfg: Config, out: Path, cache_root: Path) -> Run:
                 if wiki_dir.exists():  # built from another source, or never stamped
                     shutil.rmtree(wiki_dir)
                 source = source or default_source()
-                print(f"building Wiki-{cfg.data.articles} from {source} into {wiki_dir}")
+                log.info("building Wiki-%d from %s into %s", cfg.data.articles, source, wiki_dir)
                 build_wiki(
                     source, wiki_dir, articles=cfg.data.articles, sentences=cfg.data.min_sentences, progress=_bars(cfg)
                 )

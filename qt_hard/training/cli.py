@@ -8,10 +8,13 @@ CONFIG.yaml``. ``train.batch_size`` is the global batch, split evenly over the p
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import sys
 import traceback
+
+log = logging.getLogger(__name__)
 
 
 def run_train(args: argparse.Namespace) -> int:
@@ -29,7 +32,7 @@ def run_train(args: argparse.Namespace) -> int:
     check_out_dir(cfg, resume=args.resume, overwrite=args.overwrite, config_file=args.config)
     validate(cfg)
     if cfg.note:
-        print(f"note: {cfg.note.strip()}", flush=True)
+        log.info("note: %s", cfg.note.strip())
     # torch is imported here, after the config is known to be good
     from qt_hard.training.loop import SecondSignal, Stopped, train
 

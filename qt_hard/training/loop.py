@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import csv
 import math
+import logging
 import os
 import shutil
 import signal
@@ -62,6 +63,8 @@ from qt_hard.training.outdir import (
     run_folder_lock,
 )
 from qt_hard.training.optim import clip_gradients, gradient_norm, lr_factor, make_optimizer, set_lr, set_tf32
+
+log = logging.getLogger(__name__)
 
 
 class Stopped(Exception):
@@ -300,7 +303,7 @@ class _Training:
         self.step = int(state["step"])
         self.generator.set_state(state["generator"])
         if self.main:
-            print(f"resumed from {ckpt} at step {self.step}/{self.total}")
+            log.info("resumed from %s at step %d/%d", ckpt, self.step, self.total)
 
     def open_outputs(self, overwrite: bool) -> None:
         """The run folder's outputs: an overwritten run's files removed, config.yaml, the trackers
@@ -343,8 +346,10 @@ class _Training:
                 if _any_process(stop.requested, self.accelerator):
                     self.checkpoint(self.step)
                     if self.main:
-                        print(
-                            f"\nstopped by signal at step {self.step}/{self.total}; checkpoint saved, continue with --resume"
+                        log.warning(
+                            "stopped by signal at step %d/%d; checkpoint saved, continue with --resume",
+                            self.step,
+                            self.total,
                         )
                     return True
                 self.when_due()
@@ -431,11 +436,7 @@ class _Training:
             row.update({k: round(v, 6) for k, v in stats.items() if k in WEIGHT_STATS})
         self.bar.set_postfix(loss=f"{mean_loss:.4f}", sent_s=f"{speed:.0f}")
         if self.lines_only:
-            print(
-                f"train: step {self.step}/{self.total} loss {mean_loss:.4f} sentences/s {speed:.0f}",
-                file=sys.stderr,
-                flush=True,
-            )
+            log.info("train: step %d/%d loss %.4f sentences/s %.0f", self.step, self.total, mean_loss, speed)
         if "tensorboard" in self.trackers:
             logged = {"loss": mean_loss, "sentences_per_s": speed, "lr": lr}
             if grad_norm is not None:
@@ -516,7 +517,7 @@ class _Training:
             accelerator.wait_for_everyone()
             if self.main:
                 self.run.save(accelerator.unwrap_model(self.module), self.out / "final")
-                print(f"final model saved to {self.out / 'final'}")
+                log.info("final model saved to %s", self.out / "final")
                 if self.run.evaluate is not None:
                     _write_eval(
                         self.out, self.step, self.run.evaluate(accelerator.unwrap_model(self.module), self.step)
@@ -561,7 +562,7 @@ def _load_newest(checkpoints: list[Path], accelerator, rank: int):
             return ckpt, state
         reasons.append(f"{ckpt.name}: {error or 'another process could not load it'}")
         if accelerator.is_main_process:
-            print(f"--resume: skipped {ckpt} (it does not load: {reasons[-1].split(': ', 1)[1]})", file=sys.stderr)
+            log.warning("--resume: skipped %s (it does not load: %s)", ckpt, reasons[-1].split(": ", 1)[1])
     raise CheckpointError(f"--resume: no checkpoint under {checkpoints[0].parent} loads ({'; '.join(reasons)})")
 
 

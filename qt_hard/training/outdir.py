@@ -10,6 +10,7 @@ saved ``config.yaml`` beyond ``RESUME_MAY_CHANGE`` / ``RESUME_MAY_GROW``.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -17,6 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from qt_hard.training.config import Config, read_yaml_mapping, to_dict
+
+log = logging.getLogger(__name__)
 
 CHECKPOINT_PREFIX = "step_"
 PARTIAL_SUFFIX = ".partial"
@@ -302,7 +305,7 @@ def clear_run(out: Path) -> None:
     which (``check_out_dir`` has made sure the folder holds a run)."""
     held = [name for name in RUN_FILES if (out / name).exists()]
     if held:
-        print(f"--overwrite: replacing the run in {out} ({', '.join(held)})", flush=True)
+        log.info("--overwrite: replacing the run in %s (%s)", out, ", ".join(held))
     for name in RUN_FILES:
         path = out / name
         if path.is_dir():

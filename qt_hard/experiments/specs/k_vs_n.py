@@ -35,6 +35,7 @@ import hashlib
 import io
 import itertools
 import json
+import logging
 import os
 import socket
 import time
@@ -51,6 +52,8 @@ from qt_hard.experiments.grid import seed_list
 from qt_hard.experiments.ledger import Ledger, LedgerError, git_commit
 from qt_hard.experiments.runner import estimate_line, read_eval, read_metrics, step_seconds, train_run
 from qt_hard.training.config import ConfigError
+
+log = logging.getLogger(__name__)
 
 # --------------------------------------------------------------------------------------------
 # the grid
@@ -599,21 +602,21 @@ def estimate(grid: Grid, cells: list[Cell], cache: Path, device, probe_steps: in
 def print_plan(grid: Grid, cells: list[Cell], notes: list[str], done: set[str], est: dict | None, workers: int) -> None:
     ids = [cell_id(grid, c) for c in cells]
     todo = [c for c, i in zip(cells, ids) if i not in done]
-    print(
+    log.info(
         f"grid: {len(cells)} cells ({len(cells) - len(todo)} already finished, {len(todo)} to run); "
         f"epochs {grid.train.epochs} NCE + {grid.train.linear_epochs} linear, optimizer {grid.train.optimizer}, "
         f"seeds {grid.seeds}, data {grid.data.kind} (min count {grid.data.min_count})"
     )
     for name, b in grid.blocks.items():
-        print(
+        log.info(
             f"  block {name}: N={b['N']} k={b['k']} B={b.get('B', [1000])} "
             f"collision_free={b.get('collision_free', [False])}"
         )
     for n in notes:
-        print(f"  note: {n}")
+        log.info(f"  note: {n}")
     if est is not None:
-        print(f"  probe: seconds per step {est['step_s']}; per linear epoch {est['linear_epoch_s']}")
-        print(estimate_line([s for s, i in zip(est["per_cell_s"], ids) if i not in done], workers), flush=True)
+        log.info(f"  probe: seconds per step {est['step_s']}; per linear epoch {est['linear_epoch_s']}")
+        log.info(estimate_line([s for s, i in zip(est["per_cell_s"], ids) if i not in done], workers))
 
 
 # --------------------------------------------------------------------------------------------
