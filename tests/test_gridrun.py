@@ -68,6 +68,31 @@ def test_every_cell_once_then_a_rerun_runs_nothing(tmp_path, capsys):
     assert (out / "table.md").read_bytes() == before  # the table regenerates byte for byte
 
 
+def test_redo_runs_the_asked_cells_again_and_the_tables_read_the_newest(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["grid", "run", "toy", "--out", str(out)]) == 0
+    before = (out / "table.md").read_bytes()
+    assert main(["grid", "run", "toy", "--out", str(out), "--rows", "a,bb", "--seeds", "0", "--redo"]) == 0
+    assert ran(out) == Counter({"a_0": 2, "bb_0": 2, "ccc_0": 1, "a_1": 1, "bb_1": 1, "ccc_1": 1})
+    assert [(r["row"], r["seed"]) for r in records(out)][-2:] == [("a", 0), ("bb", 0)]  # the old records stay
+    assert (out / "table.md").read_bytes() == before  # one row a cell, the newest record's
+    assert len(Ledger(out, ("row", "seed")).latest()) == 6
+    assert "2 cells, 2 done, 2 to run again (--redo)" in capsys.readouterr().err
+
+
+def test_a_cell_run_again_skips_only_what_another_command_reran(tmp_path):
+    from qt_hard.experiments.runner import run_claimed
+
+    ledger = Ledger(tmp_path, ("row", "seed"), {"toy": 1})
+    ledger.append({"row": "a", "seed": 0, "value": 1})
+    since = len(ledger.records())
+    work = lambda: {"row": "a", "seed": 0, "value": 2}  # noqa: E731
+    assert run_claimed(ledger, ("a", 0), work, [("a", 0)]) is None  # done: skipped without --redo
+    assert run_claimed(ledger, ("a", 0), work, [("a", 0)], since) == [work()]  # run again
+    assert run_claimed(ledger, ("a", 0), work, [("a", 0)], since) is None  # another command reran it
+    assert [r["value"] for r in ledger.records()] == [1, 2]
+
+
 def test_workers_run_every_cell_once_each_in_a_process_of_its_own(tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["grid", "run", "toy", "--out", str(out), "--workers", "2"]) == 0  # the options reach the workers

@@ -102,12 +102,17 @@ def _run_grid(exp: Experiment, args: argparse.Namespace) -> int:
     setup = exp.setup(args, out)
     ledger = Ledger(out, exp.key, setup, name=name, fields=exp.fields)
     cells = exp.cells(args, rows, seeds)
-    todo = [c for c in cells if not c.done(ledger.done())]
-    log.info("%s: %d cells, %d done, %d to run (%s)", exp.name, len(cells), len(cells) - len(todo), len(todo), out)
+    # --redo runs the asked cells again: their new records supersede the old ones in the tables
+    # (the ledger keeps both); only what another command reran meanwhile is skipped.
+    since = len(ledger.records()) if args.redo else None
+    done = [c for c in cells if c.done(ledger.done())]
+    todo = cells if args.redo else [c for c in cells if c not in done]
+    again = " again (--redo)" if args.redo else ""
+    log.info("%s: %d cells, %d done, %d to run%s (%s)", exp.name, len(cells), len(done), len(todo), again, out)
     picked = exp.prepare(args, out, todo) if todo else None
     todo = todo if picked is None else picked
     picklable = argparse.Namespace(**{k: v for k, v in vars(args).items() if k != "func"})  # for the workers
-    jobs = [(type(exp).__module__, exp.name, picklable, str(out), name, setup, cell) for cell in todo]
+    jobs = [(type(exp).__module__, exp.name, picklable, str(out), name, setup, cell, since) for cell in todo]
     for records in in_processes(run_cell, jobs, args.workers, fresh=args.workers > 1, device=args.device):
         for rec in records or []:
             log.info("%s: %s", exp.name, exp.progress(rec))
@@ -115,16 +120,24 @@ def _run_grid(exp: Experiment, args: argparse.Namespace) -> int:
 
 
 def run_cell(
-    module: str, name: str, args: argparse.Namespace, out: str, ledger_name: str, setup: dict, cell: Cell
+    module: str,
+    name: str,
+    args: argparse.Namespace,
+    out: str,
+    ledger_name: str,
+    setup: dict,
+    cell: Cell,
+    since: int | None = None,
 ) -> list[dict] | None:
     """One cell under its claim (in this process or a worker's): skipped when another process holds
-    it or its records appeared meanwhile; its records appended as it ends. Returns them."""
+    it or its records appeared meanwhile (after the ledger's first ``since`` records, for a cell run
+    again); its records appended as it ends. Returns them."""
     from qt_hard.experiments.ledger import Ledger
     from qt_hard.experiments.runner import run_claimed
 
     exp = experiment(name, module)
     ledger = Ledger(out, exp.key, setup, name=ledger_name, fields=exp.fields)
-    return run_claimed(ledger, cell.claim, lambda: exp.run(args, Path(out), setup, cell), cell.keys)
+    return run_claimed(ledger, cell.claim, lambda: exp.run(args, Path(out), setup, cell), cell.keys, since)
 
 
 def write_tables(exp: Experiment, out: Path, args: argparse.Namespace | None = None, name: str | None = None) -> int:
@@ -190,6 +203,11 @@ def register(sub) -> None:
         p.add_argument("--workers", type=int, default=1, help="cells run at once, each in a process of its own")
         p.add_argument("--device", default="auto", help=f"where the cells run: {' | '.join(DEVICES)}")
         p.add_argument("--summary-only", action="store_true", help="only write the tables of what is there")
+        p.add_argument(
+            "--redo",
+            action="store_true",
+            help="run the cells of --rows and --seeds again where they have records; the tables read the newest",
+        )
         exp.add_arguments(p)
         p.set_defaults(func=lambda args, exp=exp: _run(exp, args))
     grid.set_defaults(func=lambda args: grid.print_help() or 2)

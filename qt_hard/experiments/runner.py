@@ -77,14 +77,23 @@ def read_metrics(run_dir: str | os.PathLike) -> list[dict]:
 
 
 def run_claimed(
-    ledger: Ledger, claim: Sequence, work: Callable[[], dict | list | None], keys: Sequence[tuple] = ()
+    ledger: Ledger,
+    claim: Sequence,
+    work: Callable[[], dict | list | None],
+    keys: Sequence[tuple] = (),
+    since: int | None = None,
 ) -> list | None:
     """Run one cell unless another process holds it: under ``ledger.claim(claim)``, skipped when
-    every one of ``keys`` (the ledger keys the cell writes) has a record already, else ``work()``
-    returns the cell's record (or a list of them, or None when it stopped early), each appended.
-    Returns the records, or None when the cell was held, finished, or stopped."""
+    every one of ``keys`` (the ledger keys the cell writes) has a record already (with ``since``, a
+    record among those appended after the ledger's first ``since``: a cell run again skips only
+    what another process ran again meanwhile), else ``work()`` returns the cell's record (or a list
+    of them, or None when it stopped early), each appended. Returns the records, or None when the
+    cell was held, finished, or stopped."""
     with ledger.claim(claim) as mine:
-        if not mine or (keys and all(tuple(k) in ledger.done() for k in keys)):
+        if not mine:
+            return None
+        done = ledger.done() if since is None else {ledger.key_of(r) for r in ledger.records()[since:]}
+        if keys and all(tuple(k) in done for k in keys):
             return None
         records = work()
         if records is None:
