@@ -9,7 +9,7 @@ import json
 import pytest
 from _scripts import load_script
 
-from qt_hard.experiments import pages
+from docgen import pages
 
 HARD = {"beta": 1.0, "negatives": "hard", "scale": 20.0}
 MNRL = {"scale": 20.0, "similarity_fct": "cos_sim"}

@@ -9,13 +9,13 @@ A page (Markdown under ``docs/``, and ``README.md``) holds blocks::
     <!-- /generated -->
 
 and ``REGISTRY`` maps each NAME to a function of the checkout's root that returns the block's
-Markdown, computed by the specs' own table code (:mod:`.report`, :mod:`.specs`) from the ledgers,
-CSVs and benchmark JSONL under ``results/``. Every block that compares runs ends with a link to the
-definitions of the spread and the verdict (``docs/comparisons.md``): :func:`.report.spread` and
-:func:`.report.paired_verdict`.
+Markdown, computed by the specs' own table code (``qt_hard.experiments.report``,
+``qt_hard.experiments.specs``) from the ledgers, CSVs and benchmark JSONL under ``results/``. Every
+block that compares runs ends with a link to the definitions of the spread and the verdict
+(``docs/comparisons.md``): ``report.spread`` and ``report.paired_verdict``.
 
-    python -m qt_hard.experiments.pages --check   # exit 1 naming each stale block (or an unknown NAME)
-    python -m qt_hard.experiments.pages --write   # rewrite every block from its files
+    python -m docgen --check   # exit 1 naming each stale block (or an unknown NAME)
+    python -m docgen --write   # rewrite every block from its files
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from qt_hard.experiments import report
 
 __all__ = ["REGISTRY", "Block", "UnknownBlock", "blocks", "main", "page_files", "render", "stale"]
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(r"^<!-- generated: (?P<name>[^\s>]+) -->\n(?P<body>.*?)^<!-- /generated -->", re.S | re.M)
 OPENING = re.compile(r"^<!-- generated:", re.M)
 SPREAD_PAGE = "docs/comparisons.md"
@@ -2541,7 +2541,7 @@ def stale(root: Path = ROOT) -> list[tuple[Path, str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m qt_hard.experiments.pages", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m docgen", description=__doc__.splitlines()[0])
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--check", action="store_true", help="exit 1 naming each stale block")
     what.add_argument("--write", action="store_true", help="rewrite every block from its files")
