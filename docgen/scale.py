@@ -60,67 +60,56 @@ def _corpus_rows(path: Path) -> list[dict]:
     return [(r, start.get(r["multiple"])) for r in rows if r["part"] == "prepare"]
 
 
-@table("corpus_scale", spread=False)
-def _corpus_scale(root: Path) -> str:
-    """Preparing K times the local books from an empty cache, and the start-up from it
-    (scripts/bench_corpus_scale.py), with the extrapolation to BookCorpus's sentences."""
+def _gib(mib) -> str:
+    return "-" if mib is None else f"{mib / 1024:.2f}"
 
-    def gib(mib) -> str:
-        return "-" if mib is None else f"{mib / 1024:.2f}"
 
-    body = []
-    files = [
-        ("", root / "results" / "corpus_scale.jsonl"),
-        ("before, ", root / "results" / "corpus_scale_before.jsonl"),
+def _corpus_line(label: str, r: dict, st: dict | None) -> list[str]:
+    """One table line: a multiple's prepare row ``r`` and its start-up row ``st`` (or None)."""
+    m = r["sentences"] / 1e6
+    return [
+        f"{label}x{r['multiple']}",
+        f"{m:.2f} M",
+        f"{r['prepare_s']:,.0f} ({r['split_s']:,.0f})",
+        f"{r['cpu_s']:,.0f}",
+        f"{r['cpu_s'] / m:.0f}",
+        _gib(r["peak_rss_mb"]),
+        _gib(r.get("peak_anon_mb")),
+        f"{r['token_bytes'] / 2**30:.2f}",
+        f"{r['cache_bytes'] / 2**30:.2f}",
+        f"{st['startup_s']:.1f} ({st['cpu_s']:.1f})" if st else "",
+        _gib(st.get("peak_anon_mb")) if st else "",
+        f"{r['load_average_1min']:.1f}",
+        r["commit"],
     ]
-    for label, path in files:
-        for r, st in _corpus_rows(path) if path.is_file() else []:
-            m = r["sentences"] / 1e6
-            body.append(
-                [
-                    f"{label}x{r['multiple']}",
-                    f"{m:.2f} M",
-                    f"{r['prepare_s']:,.0f} ({r['split_s']:,.0f})",
-                    f"{r['cpu_s']:,.0f}",
-                    f"{r['cpu_s'] / m:.0f}",
-                    gib(r["peak_rss_mb"]),
-                    gib(r.get("peak_anon_mb")),
-                    f"{r['token_bytes'] / 2**30:.2f}",
-                    f"{r['cache_bytes'] / 2**30:.2f}",
-                    f"{st['startup_s']:.1f} ({st['cpu_s']:.1f})" if st else "",
-                    gib(st.get("peak_anon_mb")) if st else "",
-                    f"{r['load_average_1min']:.1f}",
-                    r["commit"],
-                ]
-            )
-    head = ["corpus", "sentences", "prepare s (splitting)", "CPU s", "CPU s / M", "peak RSS GiB", "peak anon. GiB"]
-    head += [
-        "token arrays GiB",
-        "cache on disk GiB",
-        "start-up s (process CPU s)",
-        "start-up anon. GiB",
-        "load",
-        "commit",
-    ]
-    now = _corpus_rows(root / "results" / "corpus_scale.jsonl")
+
+
+_CORPUS_HEAD = [
+    "corpus",
+    "sentences",
+    "prepare s (splitting)",
+    "CPU s",
+    "CPU s / M",
+    "peak RSS GiB",
+    "peak anon. GiB",
+    "token arrays GiB",
+    "cache on disk GiB",
+    "start-up s (process CPU s)",
+    "start-up anon. GiB",
+    "load",
+    "commit",
+]
+
+
+def _corpus_extrapolation(now: list) -> str:
+    """BookCorpus's cost, extrapolated linearly from the largest multiple of ``now`` (its anonymous
+    memory along the line through the smallest and the largest)."""
     (small, _), (big, big_start) = now[0], now[-1]
     n_small, n_big = small["sentences"], big["sentences"]
     scale = BOOKCORPUS_SENTENCES / n_big
     slope = (big["peak_anon_mb"] - small["peak_anon_mb"]) / (n_big - n_small)  # MiB a sentence
     anon_74 = small["peak_anon_mb"] + slope * (BOOKCORPUS_SENTENCES - n_small)
-    r0 = now[0][0]
-    before = len(body) > len(now)
-    return join_lines(
-        f"From `results/corpus_scale.jsonl` ({r0['machine']}, torch {r0['torch']}, {r0['utc'][:10]}; command "
-        f"`{r0['command']}`)"
-        + (", and the same script on the code before it (`results/corpus_scale_before.jsonl`)" if before else "")
-        + ". Wall seconds follow the machine's load (load: the 1-minute load average when the script started; other "
-        "work shared the two cores), CPU seconds (the process and its splitting workers) much less. Peak RSS and "
-        "anonymous memory (RSS less the read pages of memory-mapped files) of the preparing process; start-up: from "
-        "the call of `train` to its first step, with a 16-d model, from the prepared cache.",
-        "",
-        report.markdown_table(head, body, "lrrrrrrrrrrrl"),
-        "",
+    return (
         f"Extrapolated to BookCorpus's {BOOKCORPUS_SENTENCES:,} sentences ({scale:.1f} times the x{big['multiple']} "
         f"corpus), linearly from the x{big['multiple']} row: preparing takes about "
         f"{big['cpu_s'] * scale / 3600:.1f} CPU-hours ({big['prepare_s'] * scale / 3600:.1f} h of wall time on this "
@@ -133,5 +122,35 @@ def _corpus_scale(root: Path) -> str:
             f"({big_start['cpu_s']:.0f} CPU s), holding {big_start['peak_anon_mb'] / 1024:.1f} GiB of anonymous memory."
             if big_start
             else "."
-        ),
+        )
+    )
+
+
+@table("corpus_scale", spread=False)
+def _corpus_scale(root: Path) -> str:
+    """Preparing K times the local books from an empty cache, and the start-up from it
+    (scripts/bench_corpus_scale.py), with the extrapolation to BookCorpus's sentences."""
+    body = []
+    files = [
+        ("", root / "results" / "corpus_scale.jsonl"),
+        ("before, ", root / "results" / "corpus_scale_before.jsonl"),
+    ]
+    for label, path in files:
+        for r, st in _corpus_rows(path) if path.is_file() else []:
+            body.append(_corpus_line(label, r, st))
+    now = _corpus_rows(root / "results" / "corpus_scale.jsonl")
+    r0 = now[0][0]
+    before = len(body) > len(now)
+    return join_lines(
+        f"From `results/corpus_scale.jsonl` ({r0['machine']}, torch {r0['torch']}, {r0['utc'][:10]}; command "
+        f"`{r0['command']}`)"
+        + (", and the same script on the code before it (`results/corpus_scale_before.jsonl`)" if before else "")
+        + ". Wall seconds follow the machine's load (load: the 1-minute load average when the script started; other "
+        "work shared the two cores), CPU seconds (the process and its splitting workers) much less. Peak RSS and "
+        "anonymous memory (RSS less the read pages of memory-mapped files) of the preparing process; start-up: from "
+        "the call of `train` to its first step, with a 16-d model, from the prepared cache.",
+        "",
+        report.markdown_table(_CORPUS_HEAD, body, "lrrrrrrrrrrrl"),
+        "",
+        _corpus_extrapolation(now),
     )

@@ -162,26 +162,28 @@ def six_row(label: str, results: dict, digits: int = 2, f1: bool = False) -> lis
     return [label, *cells, f"{six_mean(results):.2f}"]
 
 
+def _cost_spans(recs: list[dict], protocols: dict[str, str]) -> str:
+    """The training seconds a run and the evaluation seconds per protocol of a QT table's records."""
+    trained: dict = {}
+    for r in recs:  # a run's second protocol reads its final/ without training: train_s 0
+        trained[(r["row"], r["seed"])] = max(trained.get((r["row"], r["seed"]), 0.0), float(r["train_s"]))
+    train = span([t for t in trained.values() if t > 0])  # 0: trained by an earlier call of the script
+    evals = [
+        f"{label} {span([float(r['eval_s']) for r in recs if r['protocol'] == p])}" for p, label in protocols.items()
+    ]
+    return f"training {train} a run; evaluation: {', '.join(evals)}"
+
+
+def _cost_runs(recs: list[dict]) -> str:
+    """How many runs (row, seed) a QT table's records hold, and how many protocols each."""
+    n, protocols = len({(r["row"], r["seed"]) for r in recs}), len({r["protocol"] for r in recs})
+    return f"{n} runs" + (f" x {protocols} protocols" if protocols > 1 else "")
+
+
 @table("qt_cost", spread=False)
 def _qt_cost(root: Path) -> str:
     """The Quick-Thoughts tables' runs: how many, where they ran, their training and evaluation seconds."""
     res = root / "results"
-
-    def spans(recs: list[dict], protocols: dict[str, str]) -> str:
-        trained: dict = {}
-        for r in recs:  # a run's second protocol reads its final/ without training: train_s 0
-            trained[(r["row"], r["seed"])] = max(trained.get((r["row"], r["seed"]), 0.0), float(r["train_s"]))
-        train = span([t for t in trained.values() if t > 0])  # 0: trained by an earlier call of the script
-        evals = [
-            f"{label} {span([float(r['eval_s']) for r in recs if r['protocol'] == p])}"
-            for p, label in protocols.items()
-        ]
-        return f"training {train} a run; evaluation: {', '.join(evals)}"
-
-    def runs(recs: list[dict]) -> str:
-        n, protocols = len({(r["row"], r["seed"]) for r in recs}), len({r["protocol"] for r in recs})
-        return f"{n} runs" + (f" x {protocols} protocols" if protocols > 1 else "")
-
     readings = latest_records(res / "readings", qt_table.KEY)
     similarity = latest_records(res / "qt_similarity", qt_table.KEY)
     cpu, gpu = read_csv(res / "qt_table.csv"), read_csv(res / "qt_table_gpu.csv")
@@ -190,16 +192,16 @@ def _qt_cost(root: Path) -> str:
     minilm = json.loads((res / "qt_similarity" / "minilm.json").read_text())
     body = [
         [
-            f"readings, {runs(readings)}",
+            f"readings, {_cost_runs(readings)}",
             "2-core CPU, one thread a run, two runs at a time (two copies of each command sharing the folder)",
-            spans(readings, {"senteval": "transfer"}),
+            _cost_spans(readings, {"senteval": "transfer"}),
             "`results/readings/` (ledger with each run's machine, date and commit; `metrics/` holds each run's "
             "`metrics.csv`)",
         ],
         [
-            f"similarity, {runs(similarity)}",
+            f"similarity, {_cost_runs(similarity)}",
             "the same",
-            spans(similarity, {"senteval": "transfer", "similarity": "similarity"}),
+            _cost_spans(similarity, {"senteval": "transfer", "similarity": "similarity"}),
             "`results/qt_similarity/` (ledger with machine, date and commit)",
         ],
         [
@@ -214,11 +216,11 @@ def _qt_cost(root: Path) -> str:
             f"{minilm['total_seconds']:.0f} s",
             "`results/qt_similarity/minilm.json` (the README's similarity command with the two supervised tasks added)",
         ],
-        [f"CPU scale, {runs(cpu)}", "2-core CPU", spans(cpu, both), "`results/qt_table.csv`"],
+        [f"CPU scale, {_cost_runs(cpu)}", "2-core CPU", _cost_spans(cpu, both), "`results/qt_table.csv`"],
         [
-            f"S2V's sizes, {runs(gpu)}",
+            f"S2V's sizes, {_cost_runs(gpu)}",
             "one H100, two or three runs sharing it",
-            spans(gpu, both) + " (on the GPU)",
+            _cost_spans(gpu, both) + " (on the GPU)",
             "`results/qt_table_gpu.csv`",
         ],
     ]
