@@ -12,7 +12,7 @@ data get wikipedia``; kept and reused when it is there), as the README builds it
 
 Each row, with its commands, their wall seconds, the Wiki-50 build command (``data_command``; its wall
 seconds in ``data_seconds``, null when an earlier build was reused) and the machine's context (commit,
-torch, threads, load average), is appended to ``--out``; ``python -m qt_hard.experiments.pages --write`` renders the table.
+torch, threads, load average), is appended to ``--out``; ``python -m docgen --write`` renders the table.
 
     python scripts/wiki_smoke_table.py --out results/wiki_smoke.jsonl [--runs runs/wiki_smoke]
 """

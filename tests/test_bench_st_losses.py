@@ -9,7 +9,7 @@ import json
 import pytest
 from _scripts import load_script
 
-from qt_hard.experiments import pages
+from docgen import finetune
 
 HARD = {"beta": 1.0, "negatives": "hard", "scale": 20.0}
 MNRL = {"scale": 20.0, "similarity_fct": "cos_sim"}
@@ -40,10 +40,10 @@ def _records(row, loss="HardNegativesLoss", config=HARD, seeds=(0, 1, 2)):
 
 
 def test_a_row_finds_the_case_of_its_loss_batch_and_columns():
-    trained = pages.st_trained_as(_records("hard_b1"), "hard_b1", {"batch_size": 64})
-    assert pages.st_cost_case(BENCH, trained)["ratio"] == 1.31
-    mined = pages.st_trained_as(_records("hard_b1+mined"), "hard_b1+mined", {"batch_size": 64})
-    assert mined[3] == 3 and pages.st_cost_case(BENCH, mined)["ratio"] == 1.12
+    trained = finetune.trained_as(_records("hard_b1"), "hard_b1", {"batch_size": 64})
+    assert finetune.cost_case(BENCH, trained)["ratio"] == 1.31
+    mined = finetune.trained_as(_records("hard_b1+mined"), "hard_b1+mined", {"batch_size": 64})
+    assert mined[3] == 3 and finetune.cost_case(BENCH, mined)["ratio"] == 1.12
 
 
 @pytest.mark.parametrize(
@@ -59,23 +59,23 @@ def test_a_row_finds_the_case_of_its_loss_batch_and_columns():
     ],
 )
 def test_a_row_without_a_matching_case_gets_none(row, records, recipe):
-    assert pages.st_cost_case(BENCH, pages.st_trained_as(records, row, recipe)) is None
+    assert finetune.cost_case(BENCH, finetune.trained_as(records, row, recipe)) is None
 
 
 def test_mined_columns_do_not_match_a_pairs_case():
     bench = [c for c in BENCH if c["columns"] == 2]
-    trained = pages.st_trained_as(_records("hard_b1+mined"), "hard_b1+mined", {"batch_size": 64})
-    assert pages.st_cost_case(bench, trained) is None
+    trained = finetune.trained_as(_records("hard_b1+mined"), "hard_b1+mined", {"batch_size": 64})
+    assert finetune.cost_case(bench, trained) is None
 
 
 def test_the_page_reads_the_newest_run_only(tmp_path):
     (tmp_path / "results").mkdir()
     old = {**BENCH[0], "ratio": 9.0, "utc": "2020-01-01T00:00:00Z", "command": "python x"}
     new = [{**c, "utc": "2021-01-01T00:00:00Z", "command": "python x"} for c in BENCH]
-    (tmp_path / pages.ST_BENCH).write_text("".join(json.dumps(r) + "\n" for r in [old, *new]))
-    run = pages.st_bench_run(tmp_path)
+    (tmp_path / finetune.ST_BENCH).write_text("".join(json.dumps(r) + "\n" for r in [old, *new]))
+    run = finetune.bench_run(tmp_path)
     assert len(run) == len(BENCH) and all(r["ratio"] != 9.0 for r in run)
-    assert pages.st_bench_run(tmp_path / "nowhere") == []
+    assert finetune.bench_run(tmp_path / "nowhere") == []
 
 
 def test_a_tiny_run_divides_its_own_medians(tmp_path, capsys):

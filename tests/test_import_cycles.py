@@ -3,7 +3,8 @@
 Every ``import`` / ``from ... import`` statement counts, the ones deferred into a function too (a
 deferred import hides a cycle from the interpreter, not from a reader), except those under
 ``if TYPE_CHECKING:``. An edge goes to the module named (``from pkg import sub`` to ``pkg.sub`` when
-that is a module, else to ``pkg``), not to the packages above it."""
+that is a module, else to ``pkg``), not to the packages above it. The docs tool at the root
+(``docgen/``, not installed) reads ``qt_hard``; no module of ``qt_hard`` imports it."""
 
 from __future__ import annotations
 
@@ -184,3 +185,32 @@ def test_the_pipelines_never_import_each_other():
         if mine[1] in PIPELINES and theirs[1] in PIPELINES and mine[1] != theirs[1]
     ]
     assert crossing == []
+
+
+DOCS_TOOL = "docgen"  # the docs tool at the root of the checkout: above every layer, outside the package
+
+
+def imports_of(path: Path, top: str) -> list[str]:
+    """The modules named ``top`` or under it that the source at ``path`` imports, anywhere in it
+    (deferred and ``TYPE_CHECKING`` imports included)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.split(".")[0] == top]
+        elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == top:
+            found.append(node.module)
+    return sorted(found)
+
+
+def test_the_docs_tool_check_reads_deferred_imports(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text("import docgenx\nimport docgen\n\n\ndef f():\n    from docgen.pages import table\n")
+    assert imports_of(source, DOCS_TOOL) == ["docgen", "docgen.pages"]
+
+
+def test_no_module_of_the_package_imports_the_docs_tool():
+    """``docgen/`` fills the pages from what ``qt_hard`` returns and is not installed with it: an
+    import the other way would break the installed package."""
+    assert (PACKAGE.parent / DOCS_TOOL / "__init__.py").is_file()  # the name checked is the tool's
+    found = [f"{mod} -> {name}" for mod, (path, _) in _modules().items() for name in imports_of(path, DOCS_TOOL)]
+    assert found == []

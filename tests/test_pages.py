@@ -1,4 +1,4 @@
-"""qt_hard.experiments.pages: every generated block of README.md and docs/ is what its result files
+"""docgen (the docs tool): every generated block of README.md and docs/ is what its result files
 give today, an unknown block name is an error, the command names each stale block, and no page types
 a claims or results table outside a generated block."""
 
@@ -9,30 +9,30 @@ from pathlib import Path
 
 import pytest
 
-from qt_hard.experiments import pages
+import docgen
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_every_generated_block_is_its_regeneration():
     """A page whose table drifted from its ledger, CSV or JSONL fails here (fix: --write)."""
-    assert pages.stale(ROOT) == [], "stale blocks; run `python -m qt_hard.experiments.pages --write`"
+    assert docgen.stale(ROOT) == [], "stale blocks; run `python -m docgen --write`"
 
 
 def test_every_block_on_the_pages_is_registered_and_the_pages_use_them():
-    used = {name for page in pages.page_files(ROOT) for name, _ in pages.blocks(page.read_text(encoding="utf-8"))}
-    assert used <= set(pages.REGISTRY)
+    used = {name for page in docgen.page_files(ROOT) for name, _ in docgen.blocks(page.read_text(encoding="utf-8"))}
+    assert used <= set(docgen.REGISTRY)
     for page in (
         "docs/which-negatives.md",
         "docs/reproductions/hcl-text.md",
         "docs/reproductions/k-vs-n.md",
         "README.md",
     ):
-        assert pages.blocks((ROOT / page).read_text(encoding="utf-8")), page
+        assert docgen.blocks((ROOT / page).read_text(encoding="utf-8")), page
 
 
 def _demo_root(tmp_path: Path, monkeypatch, body: str) -> Path:
-    monkeypatch.setitem(pages.REGISTRY, "demo", pages.Block(lambda root: (root / "n.txt").read_text()))
+    monkeypatch.setitem(docgen.REGISTRY, "demo", docgen.Block(lambda root: (root / "n.txt").read_text()))
     (tmp_path / "n.txt").write_text("| a |\n|---|\n| 1 |\n")
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "page.md").write_text(f"# Page\n\n<!-- generated: demo -->\n{body}<!-- /generated -->\n")
@@ -41,14 +41,14 @@ def _demo_root(tmp_path: Path, monkeypatch, body: str) -> Path:
 
 def test_check_names_a_stale_block_and_write_makes_it_current(tmp_path, monkeypatch, capsys):
     root = _demo_root(tmp_path, monkeypatch, "\nold\n\n")
-    assert pages.main(["--check", "--root", str(root)]) == 1
+    assert docgen.main(["--check", "--root", str(root)]) == 1
     assert "stale: docs/page.md: demo" in capsys.readouterr().out
-    assert pages.main(["--write", "--root", str(root)]) == 0
+    assert docgen.main(["--write", "--root", str(root)]) == 0
     text = (root / "docs" / "page.md").read_text()
     assert "| a |\n|---|\n| 1 |\n\nSpread: " in text and "(comparisons.md#the-verdict)" in text
-    assert pages.main(["--check", "--root", str(root)]) == 0
+    assert docgen.main(["--check", "--root", str(root)]) == 0
     (root / "n.txt").write_text("| a |\n|---|\n| 2 |\n")  # the result file changed: the page is stale again
-    assert pages.stale(root) == [(root / "docs" / "page.md", "demo")]
+    assert docgen.stale(root) == [(root / "docs" / "page.md", "demo")]
 
 
 @pytest.mark.parametrize(
@@ -57,9 +57,9 @@ def test_check_names_a_stale_block_and_write_makes_it_current(tmp_path, monkeypa
 def test_an_unknown_or_unclosed_block_is_an_error(tmp_path, monkeypatch, capsys, text):
     root = _demo_root(tmp_path, monkeypatch, "\n")
     (root / "README.md").write_text(text)
-    with pytest.raises(pages.UnknownBlock):
-        pages.stale(root)
-    assert pages.main(["--check", "--root", str(root)]) == 1
+    with pytest.raises(docgen.UnknownBlock):
+        docgen.stale(root)
+    assert docgen.main(["--check", "--root", str(root)]) == 1
     assert "error: " in capsys.readouterr().err
 
 
@@ -76,7 +76,7 @@ RESULT_CELL = re.compile(
 def hand_typed_result_tables(text: str) -> list[str]:
     """The header line of each Markdown table outside the generated blocks (and code fences) that
     carries a claim or a result."""
-    text = FENCE.sub("", pages.BLOCK.sub("", text))
+    text = FENCE.sub("", docgen.BLOCK.sub("", text))
     found, table = [], []
     for line in [*text.splitlines(), ""]:
         if line.startswith("|"):
@@ -91,10 +91,10 @@ def hand_typed_result_tables(text: str) -> list[str]:
 def test_no_page_types_a_claims_or_results_table_by_hand():
     typed = {
         str(page.relative_to(ROOT)): found
-        for page in pages.page_files(ROOT)
+        for page in docgen.page_files(ROOT)
         if (found := hand_typed_result_tables(page.read_text(encoding="utf-8")))
     }
-    assert typed == {}, "results tables typed by hand; generate them (qt_hard.experiments.pages)"
+    assert typed == {}, "results tables typed by hand; generate them (python -m docgen)"
 
 
 @pytest.mark.parametrize(
@@ -115,7 +115,7 @@ def test_a_hand_typed_results_table_is_found_and_a_generated_one_is_not(table):
 def test_the_retrieval_answer_waits_for_its_ledger_then_reads_the_choice_from_dev(tmp_path):
     from qt_hard.experiments.ledger import Ledger
 
-    make = pages.REGISTRY["scifact-answer"].make
+    make = docgen.REGISTRY["scifact-answer"].make
     assert make(tmp_path).startswith("Not measured yet: `results/scifact/results.jsonl` does not exist")
     led = Ledger(tmp_path / "results" / "scifact", ("row", "seed"), setup={"recipe": {}})
     led.append({"row": "mnrl", "seed": 9, "dev_ndcg@10": 70.0, "test_ndcg@10": 70.0})

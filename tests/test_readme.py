@@ -42,7 +42,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 PAGES = [README] + sorted((ROOT / "docs").rglob("*.md"))  # every page whose commands must run
-LINKED = ("configs", "scripts")  # repository folders that the commands name relatively
+LINKED = ("configs", "scripts", "docgen")  # repository folders that the commands name relatively
 SHELL_LANGS = {"bash", "sh", "shell", "console"}
 TEST_COMMAND = "python -m pytest -q"
 
@@ -138,8 +138,8 @@ def _summary(folder: str, printed: str) -> Run:
 
 
 RUNS = {
-    # The docs' generated tables against their result files (qt_hard.experiments.pages; a second).
-    "python -m qt_hard.experiments.pages --check": Run(prints=(r"generated blocks, 0 stale",)),
+    # The docs' generated tables against their result files (docgen, the docs tool; a second).
+    "python -m docgen --check": Run(prints=(r"generated blocks, 0 stale",)),
     "python scripts/bench_losses.py --batch-sizes 256,1024 --reps 5 --out /tmp/bench_losses.jsonl": Run(
         # two strategies at a batch of 16, one repetition: the script's path and its --out rows, in seconds
         sub=(
@@ -559,7 +559,7 @@ SKIPS = {
     "installed, and tests/test_check_table_widths.py runs it on a small site",
     "python scripts/check_table_widths.py --site site --screenshot which-negatives/index.html=first-screen.png": "needs "
     "a built site/ and Chromium; tests/test_check_table_widths.py takes a screenshot of a small site",
-    "python -m qt_hard.experiments.pages --write": "rewrites the checkout's own pages; the --check above runs, and "
+    "python -m docgen --write": "rewrites the checkout's own pages; the --check above runs, and "
     "tests/test_pages.py runs --write on a temporary root",
     "git clone https://github.com/facebookresearch/SentEval": "needs network (GitHub); SentEval's interface is run "
     "with a stand-in engine package in tests/test_eval_senteval_engine.py",

@@ -115,7 +115,7 @@ class Experiment:
     # ---------------------------------------------------------------------------- the report
     def configure(self, args: argparse.Namespace) -> None:
         """Read the options the tables need (called before :meth:`tables` by the command,
-        ``--summary-only`` included; the docs' pages call :meth:`tables` without it)."""
+        ``--summary-only`` included; the docs tool, ``docgen/``, calls :meth:`tables` without it)."""
 
     def tables(self, records: list[dict], setup: dict | None, out: Path) -> dict[str, str]:
         """The experiment's tables from its newest records: ``{file name: text}``, written into the

@@ -1,0 +1,137 @@
+"""Retrieval on SciFact: the grid's and the recipe's tables from their ledger, the retrieval
+benchmark, and the decision page's answer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from qt_hard.experiments import report
+from qt_hard.experiments.specs import scifact
+
+from docgen.markdown import captioned, measured_on
+from docgen.pages import table
+from docgen.results import grid_tables, latest_records, read_jsonl
+
+
+def _cell_hours(records: list[dict], fields=("wall_s",)) -> float:
+    return sum(float(r.get(f) or 0.0) for r in records for f in fields) / 3600
+
+
+def _grid_block(root: Path, name: str, table: str, missing: str, caption: str, hours=("wall_s",)) -> str:
+    """Experiment ``name``'s table file ``table`` from its ledger in ``results/scifact``, captioned with
+    the ledger's file, its machines and its hours of cell time; ``missing`` before it exists."""
+    tables, records = grid_tables(root, name, "results/scifact")
+    if not records:
+        return missing
+    machines = ", ".join(sorted({r["machine"] for r in records}))
+    return tables[table] + "\n\n" + caption.format(n=len(records), machines=machines, hours=_cell_hours(records, hours))
+
+
+@table("scifact", spread=False)
+def _scifact(root: Path) -> str:
+    """The SciFact retrieval comparison from ``results/scifact``: the recipe chosen on dev, each row's
+    dev and test metrics over seeds, the guard audit, and the paired verdicts against both baselines."""
+    return _grid_block(
+        root,
+        "scifact",
+        "table.md",
+        "Not measured yet: the recipe and the grid run with the commands above.",
+        "`results/scifact/results.jsonl`: {n} runs on {machines}, one torch thread a process, "
+        "{hours:.1f} hours of cell time in all.",
+    )
+
+
+@table("scifact-recipe", spread=False)
+def _scifact_recipe(root: Path) -> str:
+    """The recipe choice on dev (``results/scifact/recipe.jsonl``): dev nDCG@10 of MNRL, seed 0, at each
+    learning rate and step count tried, and the choice."""
+    return _grid_block(
+        root,
+        "scifact-recipe",
+        "recipe.md",
+        "Not measured yet: `qt-hard grid run scifact-recipe` above chooses it.",
+        "`results/scifact/recipe.jsonl`: MNRL, seed 0, on {machines}, one torch thread, "
+        "{hours:.1f} hours of training and evaluation in all.",
+        hours=("train_s", "eval_s"),
+    )
+
+
+@table("retrieval_bench", spread=False)
+def _retrieval_bench(root: Path) -> str:
+    """qt-hard's retrieval evaluation beside InformationRetrievalEvaluator: every run of
+    ``results/bench_retrieval.jsonl`` (a run's rows share one ``utc``), newest last."""
+    path = root / "results" / "bench_retrieval.jsonl"
+    rows = read_jsonl(path) if path.is_file() else []
+    if not rows:
+        return "No measurement yet: run the command above."
+    runs: dict[str, list] = {}
+    for r in rows:
+        runs.setdefault(r["utc"], []).append(r)
+    body = []
+    for run in runs.values():
+        r = run[0]
+        corpus = "whole corpus" if r["docs"] == "all" else f"first {r['docs']} documents + the judged"
+        for x in run:
+            body.append(
+                [
+                    f"`{x['case']}`",
+                    corpus,
+                    f"{x['ndcg@10']:.2f}",
+                    f"{x['seconds_median']:.1f} ({len(x['seconds'])} round(s))",
+                    f"{x['ratio']:.3f} of {x['ratio_of']}",
+                    measured_on(x),
+                ]
+            )
+    r = rows[-1]
+    return captioned(
+        f"SciFact test; the sides alternate and each time is the median of its rounds; `{r['command']}` (with "
+        f"`--docs` and `--reps` as the rows say) on {r['machine']}, torch {r['torch']}, threads pinned.",
+        ["side", "corpus", "nDCG@10", "seconds", "time ratio", "date, commit, threads, load"],
+        body,
+        "llrrll",
+    )
+
+
+SCIFACT_LEDGER = "results/scifact/results.jsonl"
+
+
+@table("scifact-answer", spread=False)
+def _scifact_answer(root: Path) -> str:
+    """Retrieval fine-tuning on SciFact: "not measured yet" until its ledger exists; then the row
+    chosen on dev nDCG@10 (each row against MNRL on the same data) and its test nDCG@10 effect."""
+    path = root / SCIFACT_LEDGER
+    if not path.is_file():
+        return f"Not measured yet: `{SCIFACT_LEDGER}` does not exist."
+    recs = latest_records(path.parent, scifact.KEY)
+
+    def baseline_of(row):
+        if row in ("before", scifact.BASELINES[0]):
+            return None
+        return scifact.BASELINES[1] if "+mined" in row and row != scifact.BASELINES[1] else scifact.BASELINES[0]
+
+    def runs(metric):
+        out: dict = {}
+        for r in recs:
+            if r.get(metric) is not None and r["row"] != "before":
+                out.setdefault(r["row"], {})[r["seed"]] = float(r[metric])
+        return out
+
+    dev, test = runs("dev_ndcg@10"), runs("test_ndcg@10")
+    if scifact.BASELINES[0] not in dev:
+        return f"Not measured yet: `{SCIFACT_LEDGER}` has no `{scifact.BASELINES[0]}` row."
+    judged = [r for r in dev if baseline_of(r) in dev and len(set(dev[r]) & set(dev[baseline_of(r)])) >= 3]
+    if not judged:
+        return (
+            f"Not judged yet: no row has 3 seeds paired with its baseline in `{SCIFACT_LEDGER}` "
+            f"({len(recs)} records; rows so far: {', '.join(f'`{r}`' for r in sorted(dev))})."
+        )
+    c = report.choose_on_dev(dev, baseline_of, scifact.BASELINES[0], "dev nDCG@10")
+    said = f"Chosen on dev nDCG@10 (each row against MNRL on the same data): `{c.row}`"
+    if c.verdict is None:
+        return said + f", no row is better than its baseline on dev ({len(recs)} records in `{SCIFACT_LEDGER}`)."
+    base = baseline_of(c.row)
+    t = report.paired_verdict(test.get(base, {}), test.get(c.row, {}))
+    return (
+        said + f": against `{base}` on dev {c.verdict.cell()}, **{c.verdict.verdict}**; on test nDCG@10 "
+        f"{t.cell()}, **{t.verdict}** (`{SCIFACT_LEDGER}`)."
+    )
