@@ -57,12 +57,20 @@ def signals_stop_the_command():
     def stop(signum, frame):
         raise Interrupted(signum)
 
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    with stop_signals_handled_by(stop):
+        yield
+
+
+@contextmanager
+def stop_signals_handled_by(handler):
+    """While the block runs, ``handler(signum, frame)`` handles SIGINT and SIGTERM (main thread only);
+    the previous handlers come back afterwards, however the block ends."""
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        for sig, prev in previous.items():
+            signal.signal(sig, prev)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -52,6 +52,18 @@ def write_failed(err: OSError, path: str | os.PathLike, what: str) -> WriteFaile
     return WriteFailedError(f"{what} {path} could not be written ({reason}); nothing earlier was replaced")
 
 
+@contextmanager
+def _named_write_failure(path: Path, what: str) -> Iterator[None]:
+    """While the block runs, an ``OSError`` becomes :func:`write_failed` of ``what`` at ``path`` (one
+    already a ``WriteFailedError`` goes on as it is)."""
+    try:
+        yield
+    except WriteFailedError:
+        raise
+    except OSError as err:
+        raise write_failed(err, path, what) from None
+
+
 def _fsync_path(path: Path, directory: bool = False) -> None:
     fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0))
     try:
@@ -90,17 +102,14 @@ def atomic_path(path: str | os.PathLike, what: str = "file") -> Iterator[Path]:
     path = Path(path)
     tmp = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(_temporary_name(path))
-        yield tmp
-        _fsync_path(tmp)
-        os.replace(tmp, path)
-        tmp = None
-        _sync_parent(path)
-    except OSError as err:
-        if isinstance(err, WriteFailedError):
-            raise
-        raise write_failed(err, path, what) from None
+        with _named_write_failure(path, what):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(_temporary_name(path))
+            yield tmp
+            _fsync_path(tmp)
+            os.replace(tmp, path)
+            tmp = None
+            _sync_parent(path)
     finally:
         if tmp is not None:
             try:
@@ -125,26 +134,23 @@ def atomic_folder(path: str | os.PathLike, what: str = "folder", replace: bool =
     path = Path(path)
     tmp = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}{PARTIAL}", dir=path.parent))
-        yield tmp
-        sync_tree(tmp)
-        old = None
-        if path.exists():
-            if not replace:
-                return
-            # Moved aside, not deleted first: until the new folder is in place the old one is whole.
-            old = path.with_name(f".{path.name}.old-{os.getpid()}-{os.urandom(3).hex()}")
-            os.replace(path, old)
-        os.replace(tmp, path)
-        tmp = None
-        _sync_parent(path)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except OSError as err:
-        if isinstance(err, WriteFailedError):
-            raise
-        raise write_failed(err, path, what) from None
+        with _named_write_failure(path, what):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}{PARTIAL}", dir=path.parent))
+            yield tmp
+            sync_tree(tmp)
+            old = None
+            if path.exists():
+                if not replace:
+                    return
+                # Moved aside, not deleted first: until the new folder is in place the old one is whole.
+                old = path.with_name(f".{path.name}.old-{os.getpid()}-{os.urandom(3).hex()}")
+                os.replace(path, old)
+            os.replace(tmp, path)
+            tmp = None
+            _sync_parent(path)
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -171,10 +177,8 @@ def build_lock(path: str | os.PathLike, what: str = "cache") -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = path.with_name(f".{path.name}.lock")
     new_lock = not lock.exists()
-    try:
+    with _named_write_failure(lock, f"lock of {what}"):
         fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as err:
-        raise write_failed(err, lock, f"lock of {what}") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -38,6 +38,8 @@ Example::
 
 from __future__ import annotations
 
+import functools
+import inspect
 from typing import Any
 
 import torch
@@ -147,11 +149,8 @@ class ContrastiveLoss(_PairLoss):
         gather: under torch.distributed, candidates from every process.
         **options: strategy options (see :func:`qt_hard.negatives.make_strategy`).
 
-    Call with ``z1, z2``: (B, d) embeddings of the two views of B positive pairs, and ``labels``: (B,)
-    labels, for "label" negatives and ``collision_free=True``. Returns the scalar loss.
-
-    Raises ``ValueError`` for embeddings holding NaN or an infinity (``NonFiniteError``) and for a batch
-    in which no anchor has a negative (``NotEnoughCandidatesError``).
+    Called with the batch of :func:`contrastive_loss` (``z1, z2``: (B, d); ``labels``), it returns the scalar
+    loss, and raises, as that function does.
     """
 
     def forward(self, z1: torch.Tensor, z2: torch.Tensor, labels=None) -> torch.Tensor:
@@ -170,11 +169,8 @@ class ContextLoss(_StrategyLoss):
         context: positives are the sentences within 1..context positions (same document).
         Other arguments as :class:`ContrastiveLoss`.
 
-    Call with ``f_emb, g_emb``: (B, d) encodings of the same consecutive sentences by f and g, and
-    ``doc_ids``: (B,) document ids; no positive pair crosses two documents.
-
-    Raises ``ValueError`` for embeddings holding NaN or an infinity (``NonFiniteError``) and for a batch
-    in which no anchor has a negative (``NotEnoughCandidatesError``).
+    Called with the batch of :func:`context_loss` (``f_emb, g_emb``: (B, d); ``doc_ids``), it returns the
+    scalar loss, and raises, as that function does.
     """
 
     def __init__(
@@ -214,14 +210,9 @@ class RankingLoss(_PairLoss):
         temperature: 1 / scale (sentence-transformers' default scale 20 is temperature 0.05).
         Other arguments as :class:`ContrastiveLoss`.
 
-    Call with ``anchors, positives``: (B, d); ``explicit_negatives``: optional (B, n, d) explicit
-    negatives; ``labels``: (B,); ``extra_candidates``: optional (M, d) shared candidates (e.g.
-    :class:`EmbeddingQueue`) with ``extra_labels``: (M,) their class labels, -1 for unknown
-    (``EmbeddingQueue.labels()``; needed with ``labels``); ``in_batch``: False uses only
-    ``extra_candidates`` as negatives (MoCo).
-
-    Raises ``ValueError`` for embeddings holding NaN or an infinity (``NonFiniteError``) and for a batch
-    in which no anchor has a negative (``NotEnoughCandidatesError``).
+    Called with the batch of :func:`ranking_loss` (``anchors, positives``: (B, d); ``explicit_negatives``,
+    ``labels``, ``extra_candidates``, ``in_batch``, ``extra_labels``), it returns the scalar loss, and
+    raises, as that function does.
     """
 
     def __init__(
@@ -304,12 +295,8 @@ class LocalGlobalLoss(_StrategyLoss):
         estimator: "jsd" (the paper), "jsd_code" (the HCL code's form) or "nce".
         Other arguments as :class:`ContrastiveLoss`.
 
-    Call with ``node_emb``: (n, d) local-discriminator outputs of the nodes; ``graph_emb``: (g, d)
-    global ones; ``batch``: (n,) graph index of each node (torch_geometric's ``batch``); ``labels``:
-    (g,) graph labels for label-aware negatives.
-
-    Raises ``ValueError`` for embeddings holding NaN or an infinity (``NonFiniteError``) and for a batch
-    in which no anchor has a negative (``NotEnoughCandidatesError``).
+    Called with the batch of :func:`local_global_loss` (``node_emb``: (n, d), ``graph_emb``: (g, d),
+    ``batch``: (n,); ``labels``), it returns the node-averaged loss, and raises, as that function does.
 
     Example::
 
@@ -348,6 +335,24 @@ class LocalGlobalLoss(_StrategyLoss):
         return self._loss(scores, lambda sc, gen: _node_mean(*self.strategy.per_anchor(sc, gen)))
 
 
+@functools.cache
+def _split_of(cls: type[_StrategyLoss]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the constructor's keywords, ``**options`` left out; ``forward``'s arguments) of a module, by name."""
+    init = [p.name for p in inspect.signature(cls).parameters.values() if p.kind is not p.VAR_KEYWORD]
+    forward = [p.name for p in inspect.signature(cls.forward).parameters.values()][1:]
+    return tuple(init), tuple(forward)
+
+
+def _call_once(cls: type[_StrategyLoss], arguments: dict[str, Any]) -> torch.Tensor:
+    """The body of every function form: its ``arguments`` (its own ``locals()``, named as ``cls``'s
+    constructor and ``forward`` name them, plus ``generator`` and ``options``) build ``cls`` once, with
+    ``generator`` as the k-sampler's, and the module is called once on the batch. Returns the loss."""
+    init, forward = _split_of(cls)
+    module = cls(**{name: arguments[name] for name in init}, **arguments["options"])
+    module.generator = arguments["generator"]
+    return module(*(arguments[name] for name in forward))
+
+
 def contrastive_loss(
     z1: torch.Tensor,
     z2: torch.Tensor,
@@ -374,11 +379,9 @@ def contrastive_loss(
 
     Args:
         z1, z2: (B, d) embeddings of the two views of B positive pairs.
-        negatives: a strategy name of :mod:`qt_hard.negatives.registry` or a :class:`NegativeStrategy`.
         labels: (B,) labels, for "label" negatives and ``collision_free=True``.
-        temperature, k, normalize, include_positive, gather: as :class:`ContrastiveLoss`.
+        negatives, temperature, k, normalize, include_positive, gather, **options: as :class:`ContrastiveLoss`.
         generator: the random generator of the k-sampler (None: torch's default one).
-        **options: strategy options (see :func:`qt_hard.negatives.make_strategy`).
 
     Returns the scalar loss. Raises ``ValueError`` for embeddings holding NaN or an infinity
     (``NonFiniteError``) and for a batch in which no anchor has a negative (``NotEnoughCandidatesError``).
@@ -389,17 +392,7 @@ def contrastive_loss(
         >>> contrastive_loss(z1, z2, "hard", beta=1.0, tau_plus=0.1).shape
         torch.Size([])
     """
-    module = ContrastiveLoss(
-        negatives,
-        temperature=temperature,
-        k=k,
-        normalize=normalize,
-        include_positive=include_positive,
-        gather=gather,
-        **options,
-    )
-    module.generator = generator
-    return module(z1, z2, labels)
+    return _call_once(ContrastiveLoss, locals())
 
 
 def context_loss(
@@ -431,12 +424,10 @@ def context_loss(
 
     Args:
         f_emb, g_emb: (B, d) encodings of the same B consecutive sentences by f and by g.
-        negatives: a strategy name of :mod:`qt_hard.negatives.registry` or a :class:`NegativeStrategy`.
         doc_ids: (B,) document ids; no positive pair crosses two documents (None: one document).
-        context: positives are the sentences within 1..context positions.
-        temperature, normalize, k, include_positive, gather: as :class:`ContrastiveLoss`.
+        negatives, context, temperature, normalize, k, include_positive, gather, **options: as
+            :class:`ContextLoss` (positives are the sentences within 1..``context`` positions).
         generator: the random generator of the k-sampler (None: torch's default one).
-        **options: strategy options (see :func:`qt_hard.negatives.make_strategy`).
 
     Returns the scalar loss. Raises ``ValueError`` for embeddings holding NaN or an infinity
     (``NonFiniteError``) and for a batch in which no anchor has a negative (``NotEnoughCandidatesError``).
@@ -447,18 +438,7 @@ def context_loss(
         >>> context_loss(f, g, "hard", beta=1.0, clip="rescaled", context=2).shape
         torch.Size([])
     """
-    module = ContextLoss(
-        negatives,
-        context=context,
-        temperature=temperature,
-        normalize=normalize,
-        k=k,
-        include_positive=include_positive,
-        gather=gather,
-        **options,
-    )
-    module.generator = generator
-    return module(f_emb, g_emb, doc_ids)
+    return _call_once(ContextLoss, locals())
 
 
 def ranking_loss(
@@ -489,15 +469,14 @@ def ranking_loss(
 
     Args:
         anchors, positives: (B, d); explicit_negatives: optional (B, n, d) explicit negatives.
-        negatives: a strategy name of :mod:`qt_hard.negatives.registry` or a :class:`NegativeStrategy`.
         labels: (B,) labels, for "label" negatives and ``collision_free=True``.
         extra_candidates: optional (M, d) shared candidates (e.g. :class:`EmbeddingQueue`).
         in_batch: False uses only ``extra_candidates`` as negatives (MoCo).
-        extra_labels: (M,) class labels of ``extra_candidates``, -1 for unknown (needed with ``labels``).
-        temperature: 1 / scale (sentence-transformers' default scale 20 is temperature 0.05).
-        k, normalize, include_positive, gather: as :class:`ContrastiveLoss`.
+        extra_labels: (M,) class labels of ``extra_candidates``, -1 for unknown (``EmbeddingQueue.labels()``;
+            needed with ``labels``).
+        negatives, temperature, k, normalize, include_positive, gather, **options: as :class:`RankingLoss`
+            (temperature: 1 / scale; sentence-transformers' default scale 20 is temperature 0.05).
         generator: the random generator of the k-sampler (None: torch's default one).
-        **options: strategy options (see :func:`qt_hard.negatives.make_strategy`).
 
     Returns the scalar loss. Raises ``ValueError`` for embeddings holding NaN or an infinity
     (``NonFiniteError``) and for a batch in which no anchor has a negative (``NotEnoughCandidatesError``).
@@ -508,17 +487,7 @@ def ranking_loss(
         >>> ranking_loss(a, p, n, "hard", beta=0.5).shape
         torch.Size([])
     """
-    module = RankingLoss(
-        negatives,
-        temperature=temperature,
-        k=k,
-        normalize=normalize,
-        include_positive=include_positive,
-        gather=gather,
-        **options,
-    )
-    module.generator = generator
-    return module(anchors, positives, explicit_negatives, labels, extra_candidates, in_batch, extra_labels)
+    return _call_once(RankingLoss, locals())
 
 
 def local_global_loss(
@@ -551,12 +520,10 @@ def local_global_loss(
         node_emb: (n, d) local-discriminator outputs of the nodes.
         graph_emb: (g, d) global ones.
         batch: (n,) graph index of each node (torch_geometric's ``batch``).
-        negatives: a strategy name of :mod:`qt_hard.negatives.registry` or a :class:`NegativeStrategy`.
         labels: (g,) graph labels, for label-aware negatives.
-        estimator: "jsd" (the paper), "jsd_code" (the HCL code's form) or "nce".
-        temperature, normalize, k, gather: as :class:`ContrastiveLoss`.
+        negatives, estimator, temperature, normalize, k, gather, **options: as :class:`LocalGlobalLoss`
+            (estimator: "jsd", the paper; "jsd_code", the HCL code's form; or "nce").
         generator: the random generator of the k-sampler (None: torch's default one).
-        **options: strategy options (see :func:`qt_hard.negatives.make_strategy`).
 
     Returns the scalar loss. Raises ``ValueError`` for embeddings holding NaN or an infinity
     (``NonFiniteError``) and for a batch in which no anchor has a negative (``NotEnoughCandidatesError``).
@@ -567,14 +534,4 @@ def local_global_loss(
         >>> float(local_global_loss(h, H, torch.tensor([0, 0, 1, 1, 1, 2, 2]))) > 0
         True
     """
-    module = LocalGlobalLoss(
-        negatives,
-        estimator=estimator,
-        temperature=temperature,
-        normalize=normalize,
-        k=k,
-        gather=gather,
-        **options,
-    )
-    module.generator = generator
-    return module(node_emb, graph_emb, batch, labels)
+    return _call_once(LocalGlobalLoss, locals())

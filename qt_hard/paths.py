@@ -218,9 +218,7 @@ def check_output_file(
         raise OutputLocationError(f"{flag} {path} is a folder; give a file name")
     guard_output(path, flag, inputs=inputs, replaceable=replaceable, kind=kind)
     parent = path.parent
-    existing = parent
-    while not existing.exists():
-        existing = existing.parent
+    existing = nearest_existing(parent)
     if not existing.is_dir():
         raise OutputLocationError(f"{flag} {path} cannot be written ({existing} is a file, not a folder)")
     try:
@@ -234,6 +232,14 @@ def check_output_file(
     except OSError as err:
         raise OutputLocationError(f"{flag} {path} cannot be written ({err.strerror})") from None
     return path
+
+
+def nearest_existing(path: Path) -> Path:
+    """``path`` itself when it exists, else its nearest ancestor that does (where creating it starts)."""
+    existing = path
+    while not existing.exists():
+        existing = existing.parent
+    return existing
 
 
 def creation_refused(out: Path, existing: Path) -> str | None:
@@ -268,9 +274,7 @@ def output_folder(path: str | Path, flag: str = "--out") -> Path:
         if not os.access(out, os.W_OK | os.X_OK):
             raise OutputLocationError(f"{flag} {out} is not writable")
         return out
-    existing = out.parent
-    while not existing.exists():
-        existing = existing.parent
+    existing = nearest_existing(out.parent)
     if not existing.is_dir():
         raise OutputLocationError(f"{flag} {out} cannot be created ({existing} is a file, not a folder)")
     refused = creation_refused(out, existing)

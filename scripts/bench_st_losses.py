@@ -58,6 +58,29 @@ def _setup_recipe(ledger_file: Path) -> dict:
     return (first.get("setup") or {}).get("recipe") or {}
 
 
+def _spec_cases(name: str, spec, recipe: dict, build) -> tuple[list[dict], list[str]]:
+    """(rows, skipped) of one comparison's default rows (``spec``: its module) at ``recipe``'s batch size:
+    a row whose loss needs the encoder or a guide model (``+cached``, GIST, a guard with a guide) is
+    skipped as ``name:row``; ``build(row, model, recipe)`` builds the loss of any other."""
+    rows, skipped = [], []
+    for row in spec.DEFAULT_ROWS:
+        base, mined, cached = spec.parse_row(row)
+        loss = spec.ROWS[base][1]
+        if cached or loss["loss"] == "gist" or loss.get("guide"):
+            skipped.append(f"{name}:{row}")
+            continue
+        rows.append(
+            {
+                "spec": name,
+                "row": row,
+                "B": recipe["batch_size"],
+                "columns": 3 if mined else 2,
+                "build": lambda model, row=row: build(row, model, recipe),
+            }
+        )
+    return rows, skipped
+
+
 def comparison_rows(specs=SPECS, batch_size: int | None = None) -> tuple[list[dict], list[str]]:
     """(rows, skipped): each row a dict with ``spec``, ``row``, ``B``, ``columns``, ``recipe`` and
     ``build`` (a function of the model returning the row's loss); ``skipped``: ``spec:row`` of the rows
@@ -76,28 +99,18 @@ def comparison_rows(specs=SPECS, batch_size: int | None = None) -> tuple[list[di
         scale = next(iter(scales - {None}), 20.0)
         for B in sorted({batch_size} if batch_size else batches or {64}):
             recipe = {"batch_size": B, "scale": scale}
-            for row in st.DEFAULT_ROWS:
-                base, mined, cached = st.parse_row(row)
-                spec = st.ROWS[base][1]
-                if cached or spec["loss"] == "gist" or spec.get("guide"):
-                    skipped.append(f"sts:{row}")
-                    continue
-                build = lambda model, row=row, recipe=recipe: st.build_loss(row, model, "", recipe)  # noqa: E731
-                out.append({"spec": "sts", "row": row, "B": B, "columns": 3 if mined else 2, "build": build})
+            rows, skips = _spec_cases(
+                "sts", st, recipe, lambda row, model, recipe: st.build_loss(row, model, "", recipe)
+            )
+            out += rows
+            skipped += skips
     if "scifact" in specs:
         recipe = {**scifact.BASE_RECIPE, **_setup_recipe(ROOT / "results" / "scifact" / "results.jsonl")}
         if batch_size:
             recipe["batch_size"] = batch_size
-        for row in scifact.DEFAULT_ROWS:
-            base, mined, cached = scifact.parse_row(row)
-            spec = scifact.ROWS[base][1]
-            if cached or spec["loss"] == "gist" or spec.get("guide"):
-                skipped.append(f"scifact:{row}")
-                continue
-            build = lambda model, row=row, recipe=recipe: scifact.build_loss(row, model, recipe)  # noqa: E731
-            out.append(
-                {"spec": "scifact", "row": row, "B": recipe["batch_size"], "columns": 3 if mined else 2, "build": build}
-            )
+        rows, skips = _spec_cases("scifact", scifact, recipe, scifact.build_loss)
+        out += rows
+        skipped += skips
     return out, skipped
 
 

@@ -66,16 +66,8 @@ VPIDS=()
 KPID=""
 SPID=""
 : "${OUT:?set OUT to the folder the results are packed into}"
-elapsed() { echo $(($(date +%s) - START)); }
-left() { local l=$((DEADLINE - $(elapsed))); [ "$l" -gt 5 ] && echo "$l" || echo 5; }
-
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
-if [ -z "${QT_HARD_GIT_COMMIT:-}" ]; then
-    QT_HARD_GIT_COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-    [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && QT_HARD_GIT_COMMIT+="+dirty"
-fi
-export QT_HARD_GIT_COMMIT
-export TOKENIZERS_PARALLELISM=false MPLBACKEND=Agg
+source "${BASH_SOURCE%/*}/_device.sh"  # the helpers the device scripts share (listed at its top)
+export TOKENIZERS_PARALLELISM=false
 
 LOGS=$WORK/logs
 GOUT=$WORK/graph_controls
@@ -99,16 +91,9 @@ if [ "$DRY" = 1 ]; then
     KARGS=(--epochs 1 --linear-epochs 1 --seeds 0 --device cpu --workers 1 --threads 1 --max-cells 1)
 fi
 
-echo "== $(date -u +%FT%TZ) device_controls (DRY=$DRY, deadline ${DEADLINE}s, commit $QT_HARD_GIT_COMMIT)"
-nvidia-smi -L 2>/dev/null || echo "no nvidia-smi"
-"$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else '')"
-echo "cpus $(nproc); python $("$PY" -V 2>&1)"
+banner device_controls
 
 # ---------------------------------------------------------------- unpack the carry
-unxz() { # xz -dc, or Python's lzma where xz is missing
-    if command -v xz >/dev/null; then xz -dc "$1"; else
-        "$PY" -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' "$1"; fi
-}
 unxz "$CARRY/data.tar.xz" | tar -C "$WORK/data" -xf - || echo "!! data.tar.xz did not unpack"
 unxz "$CARRY/kvn_cache.tar.xz" | tar -C "$KVN_ROOT" -xf - || echo "!! kvn_cache.tar.xz did not unpack"
 export QT_HARD_DATA=$WORK/data
@@ -290,9 +275,5 @@ echo "== packed $(tar -tzf "$OUT/device_controls.tar.gz" | wc -l) files, $(du -h
 for f in graph_controls/results.jsonl moco_gpu/results.jsonl k_vs_n/b1000_long.jsonl k_vs_n/collisions_1000.jsonl; do
     tar -tzf "$OUT/device_controls.tar.gz" | grep -qx "$f" && echo "   $f: $(($(wc -l <"$WORK/$f") - 1)) cells" || echo "   $f: MISSING"
 done
-echo "-- logs (tails)"
-for f in "$LOGS"/graph_*.log "$LOGS"/vision_1.log "$LOGS"/k_vs_n.log "$LOGS"/k_vs_n_shuffled.log; do
-    echo "[${f##*/}]"
-    tail -3 "$f" 2>/dev/null | cut -c1-300
-done
+log_tails 3 "$LOGS"/graph_*.log "$LOGS"/vision_1.log "$LOGS"/k_vs_n.log "$LOGS"/k_vs_n_shuffled.log
 cat "$WORK/summary.txt"

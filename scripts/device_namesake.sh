@@ -43,23 +43,11 @@ EVAL_S=${EVAL_S:-25}   # a cell's evaluation after its training (six tasks on th
 EPOCHS=${EPOCHS:-2.5}
 ROWS=${ROWS:-uniform,hard1-clamp,hard2-clamp}
 CARRY=${CARRY:-gpu_carry_s2v}
-OWN_WORK=0
-[ -z "${WORK:-}" ] && WORK=$(mktemp -d "${TMPDIR:-/tmp}/device_namesake.XXXXXX") && OWN_WORK=1
 : "${OUT:?set OUT to the folder the results are written into}"
-elapsed() { echo $(($(date +%s) - START)); }
-left() { local l=$((DEADLINE - $(elapsed))); [ "$l" -gt 5 ] && echo "$l" || echo 5; }
-within() { local l; l=$(left); [ "$1" -lt "$l" ] && echo "$1" || echo "$l"; }
-
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
-if [ -z "${QT_HARD_GIT_COMMIT:-}" ]; then
-    QT_HARD_GIT_COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-    [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && QT_HARD_GIT_COMMIT+="+dirty"
-fi
-export QT_HARD_GIT_COMMIT MPLBACKEND=Agg HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1
-LOGS=$OUT/logs
-FAILED=""
+source "${BASH_SOURCE%/*}/_device.sh"  # the helpers the device scripts share (listed at its top)
+export HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1
 TABLE=$WORK/table
-mkdir -p "$OUT" "$LOGS" "$WORK/data" "$TABLE"
+run_folders "$TABLE"
 
 DEVICE=cuda
 SET=(train.tf32=true train.num_threads=2 train.checkpoint_every=1000)
@@ -84,24 +72,10 @@ fi
 SETARGS=()
 for s in "${SET[@]}"; do SETARGS+=(--set "$s"); done
 
-echo "== $(date -u +%FT%TZ) device_namesake (DRY=$DRY, deadline ${DEADLINE}s, commit $QT_HARD_GIT_COMMIT)"
-nvidia-smi -L 2>/dev/null || echo "no nvidia-smi"
+banner device_namesake
 
 # ---------------------------------------------------------------- 0. data
-unxz() { # xz -dc, or Python's lzma where xz is missing
-    if command -v xz >/dev/null; then xz -dc "$1"; else
-        "$PY" -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' "$1"; fi
-}
-if [ -f "$CARRY/books.tar" ]; then
-    tar -C "$WORK/data" -xf "$CARRY/books.tar" || echo "!! books.tar did not unpack"
-    unxz "$CARRY/rest.tar.xz" | tar -C "$WORK/data" -xf - || echo "!! rest.tar.xz did not unpack"
-    export QT_HARD_DATA=$WORK/data
-elif [ "$DRY" = 1 ]; then
-    : "${QT_HARD_DATA:?DRY=1 without $CARRY reads the data root: set QT_HARD_DATA}"
-else
-    echo "error: no $CARRY/books.tar (make it with scripts/device_s2v_prepare.sh)" >&2
-    exit 1
-fi
+unpack_books_carry || :  # DRY=1 without the carry: the data root
 # The table's shared cache (OUT/cache of the qt-table grid), split and tokenized while the probe runs.
 "$PY" scripts/s2v_curve.py prepare --config configs/qt_s2v.yaml --out "$TABLE" --set "${SET[@]}" >"$LOGS/prepare.log" 2>&1 &
 PREP=$!
@@ -173,19 +147,10 @@ done
 
 # ---------------------------------------------------------------- summary
 {
-    GPU=$(nvidia-smi -L 2>/dev/null | head -1)
-    echo "== device_namesake (DRY=$DRY) on ${GPU:-cpu}, commit $QT_HARD_GIT_COMMIT"
+    summary_head device_namesake
     echo "-- side by side: ${PROBED:-none}"
     echo "-- table: rows $ROWS, seeds $SEED_LIST, $WORKERS cells, $STEPS steps ($NOTE)"
     cat "$OUT/namesake_table.md" 2>/dev/null
     tail -1 "$LOGS/namesake_table.log" 2>/dev/null
-    echo "== $(elapsed)s in all; failed:${FAILED:- none}"
 } >"$OUT/summary.txt"
-echo "-- logs (tails)"
-for f in "$LOGS"/*.log; do
-    echo "[${f##*/}]"
-    tail -4 "$f" | cut -c1-300
-done
-cat "$OUT/summary.txt"
-[ "$OWN_WORK" = 1 ] && [ "${KEEP_WORK:-0}" != 1 ] && rm -rf "$WORK"
-[ -z "$FAILED" ]
+finish

@@ -46,24 +46,12 @@ EVAL_RESERVE_S=${EVAL_RESERVE_S:-120}
 BENCH_STEPS=${BENCH_STEPS:-30}
 BENCH_ROUNDS=${BENCH_ROUNDS:-2}
 CARRY=${CARRY:-gpu_carry_s2v}
-OWN_WORK=0
-[ -z "${WORK:-}" ] && WORK=$(mktemp -d "${TMPDIR:-/tmp}/device_s2v.XXXXXX") && OWN_WORK=1
 PREP_CPUS=${PREP_CPUS:-8-15}
 : "${OUT:?set OUT to the folder the results are written into}"
-elapsed() { echo $(($(date +%s) - START)); }
-left() { local l=$((DEADLINE - $(elapsed))); [ "$l" -gt 5 ] && echo "$l" || echo 5; }
-within() { local l; l=$(left); [ "$1" -lt "$l" ] && echo "$1" || echo "$l"; }
-
-export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
-if [ -z "${QT_HARD_GIT_COMMIT:-}" ]; then
-    QT_HARD_GIT_COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-    [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && QT_HARD_GIT_COMMIT+="+dirty"
-fi
-export QT_HARD_GIT_COMMIT MPLBACKEND=Agg HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1
-LOGS=$OUT/logs
-FAILED=""
+source "${BASH_SOURCE%/*}/_device.sh"  # the helpers the device scripts share (listed at its top)
+export HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1
 RUN=$WORK/s2v
-mkdir -p "$OUT" "$LOGS" "$WORK/data" "$RUN"
+run_folders "$RUN"
 
 CFG=(--config configs/qt_s2v.yaml)
 SET=()
@@ -90,32 +78,18 @@ if [ "$DRY" = 1 ]; then
     export OMP_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false
 fi
 
-echo "== $(date -u +%FT%TZ) device_s2v (DRY=$DRY, deadline ${DEADLINE}s, commit $QT_HARD_GIT_COMMIT)"
-nvidia-smi -L 2>/dev/null || echo "no nvidia-smi"
-"$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else '')"
-echo "cpus $(nproc); python $("$PY" -V 2>&1)"
+banner device_s2v
 
 # ---------------------------------------------------------------- 0. data
-unxz() { # xz -dc, or Python's lzma where xz is missing
-    if command -v xz >/dev/null; then xz -dc "$1"; else
-        "$PY" -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' "$1"; fi
-}
-if [ -f "$CARRY/books.tar" ]; then
-    tar -C "$WORK/data" -xf "$CARRY/books.tar" || echo "!! books.tar did not unpack"
-    unxz "$CARRY/rest.tar.xz" | tar -C "$WORK/data" -xf - || echo "!! rest.tar.xz did not unpack"
+if unpack_books_carry; then
     WIKI=$WORK/data/wiki_1000_200
-    export QT_HARD_DATA=$WORK/data
-elif [ "$DRY" = 1 ]; then
-    : "${QT_HARD_DATA:?DRY=1 without $CARRY reads the data root: set QT_HARD_DATA}"
+else # DRY=1 on the data root: a small Wiki folder from its Wikipedia file
     WIKI=$WORK/data/wiki_dry
     "$PY" - "$QT_HARD_DATA/wikipedia/enwiki_wikiextractor_ge200sent.txt.xz" "$WIKI" <<'EOF'
 import sys
 from qt_hard.data.wiki import build_wiki
 build_wiki(sys.argv[1], sys.argv[2], articles=30, sentences=200)
 EOF
-else
-    echo "error: no $CARRY/books.tar (make it with scripts/device_s2v_prepare.sh)" >&2
-    exit 1
 fi
 echo "data at $QT_HARD_DATA ($(ls "$QT_HARD_DATA/books" | wc -l) book files), Wiki folder $WIKI; $(elapsed)s"
 
@@ -178,8 +152,7 @@ cp "$RUN/config.yaml" "$OUT/curve_config.yaml" 2>/dev/null
 
 # ---------------------------------------------------------------- summary
 {
-    GPU=$(nvidia-smi -L 2>/dev/null | head -1)  # empty without a GPU (head succeeds even then)
-    echo "== device_s2v (DRY=$DRY) on ${GPU:-cpu}, commit $QT_HARD_GIT_COMMIT"
+    summary_head device_s2v
     echo "-- speed (loop/bare):"
     tail -1 "$OUT/bench_train_speed_gpu.jsonl" 2>/dev/null
     echo "-- precision:"
@@ -187,13 +160,5 @@ cp "$RUN/config.yaml" "$OUT/curve_config.yaml" 2>/dev/null
     echo "-- curve:"
     cat "$OUT/curve.csv" 2>/dev/null
     tail -1 "$LOGS/curve.log" 2>/dev/null
-    echo "== $(elapsed)s in all; failed:${FAILED:- none}"
 } >"$OUT/summary.txt"
-echo "-- logs (tails)"
-for f in "$LOGS"/*.log; do
-    echo "[${f##*/}]"
-    tail -4 "$f" | cut -c1-300
-done
-cat "$OUT/summary.txt"
-[ "$OWN_WORK" = 1 ] && [ "${KEEP_WORK:-0}" != 1 ] && rm -rf "$WORK"  # a scratch folder of its own: checkpoints, data
-[ -z "$FAILED" ]
+finish

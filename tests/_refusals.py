@@ -14,6 +14,8 @@ model; ``{file}`` an existing plain file; ``{run}`` a folder holding a finished 
 a run with a checkpoint (its config saved); ``{books}`` a folder of books; ``{json}`` a file
 that is not JSON; ``{binary}`` 1 KiB of every byte value; ``{empty}`` an empty file; ``{beir}`` a folder in BEIR's layout
 (three documents, two queries, ``qrels/test.tsv``). A row's ``setup`` names the damage done to a copy first (see the test).
+
+:func:`assert_refused` is that check for the tests that run their refusals themselves.
 """
 
 from __future__ import annotations
@@ -58,6 +60,15 @@ def load_rows(path: Path = TABLE) -> tuple[Refusal, ...]:
 
 
 ROWS = load_rows()
+
+
+def assert_refused(status: int, err: str, expected: str, out: Path) -> None:
+    """A command refused as every refusal is: exit status 2, one line on stderr (``err``) that begins
+    with ``expected``, and nothing at ``out``, the output it was given."""
+    assert status == 2, (status, err)
+    assert err.startswith(expected) and len(err.splitlines()) == 1, err
+    assert not out.exists(), out
+
 
 PLACEHOLDERS = {
     "cfg": "CONFIG.yaml",

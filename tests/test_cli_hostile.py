@@ -16,6 +16,7 @@ import yaml
 from _scripts import load_script
 
 from qt_hard.cli import main as cli_main
+from qt_hard.cli import stop_signals_handled_by
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
@@ -284,12 +285,8 @@ def _signals_fail_the_test():
     def unhandled(signum, frame):
         raise _NoHandler(f"{signal.Signals(signum).name} was not handled by the command")
 
-    previous = {sig: signal.signal(sig, unhandled) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    with stop_signals_handled_by(unhandled):
         yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
 
 
 def _wiki(folder, articles=3, sentences=12):

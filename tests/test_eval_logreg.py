@@ -21,6 +21,21 @@ def _sklearn_coef(X, y, C):
     return np.c_[clf.coef_, clf.intercept_].T  # (d + 1, H)
 
 
+def _assert_each_column_is_sklearns(W, X, y, masks, C, K):
+    """Problem ``f`` of a batched fit (``W[:, f, :]``, (d + 1, H)) is scikit-learn's optimum on the rows
+    of ``masks[:, f]`` at ``C[f]``; with K > 2 the multinomial intercepts are compared up to their
+    common shift (each side's intercepts minus their mean)."""
+    shift = np.r_[np.zeros(X.shape[1]), 1.0][:, None]
+    for f in range(len(C)):
+        rows = masks[:, f] > 0
+        ref = _sklearn_coef(X[rows], y[rows], C[f])
+        mine = W[:, f, :]
+        if K > 2:
+            ref = ref - shift * ref[-1].mean()
+            mine = mine - shift * mine[-1].mean()
+        np.testing.assert_allclose(mine, ref, atol=1e-5)
+
+
 @pytest.mark.parametrize("K", [2, 4])
 def test_matches_sklearn_optimum_per_column(K):
     X, y = _data(300, 8, K, seed=K)
@@ -29,15 +44,7 @@ def test_matches_sklearn_optimum_per_column(K):
     C = np.array([0.25, 2.0, 8.0])
     model = BatchedLogReg(X, y, K)
     W = model.fit(masks, C).numpy()
-    for f in range(3):
-        rows = masks[:, f] > 0
-        ref = _sklearn_coef(X[rows], y[rows], C[f])
-        mine = W[:, f, :]
-        if K > 2:
-            # The multinomial intercepts are defined up to a common shift.
-            ref = ref - np.r_[np.zeros(8), 1.0][:, None] * ref[-1].mean()
-            mine = mine - np.r_[np.zeros(8), 1.0][:, None] * mine[-1].mean()
-        np.testing.assert_allclose(mine, ref, atol=1e-5)
+    _assert_each_column_is_sklearns(W, X, y, masks, C, K)
     assert model.converged.all()
 
 
@@ -156,14 +163,7 @@ def test_cg_on_the_iterating_columns_reaches_sklearn(K):
     assert model.converged.all()
     assert min(shapes) < 4  # finished problems left the products
     assert sum(shapes) < 4 * model.n_cg
-    for f in range(4):
-        rows = masks[:, f] > 0
-        ref = _sklearn_coef(X[rows], y[rows], C[f])
-        mine = W[:, f, :]
-        if K > 2:
-            ref = ref - np.r_[np.zeros(15), 1.0][:, None] * ref[-1].mean()
-            mine = mine - np.r_[np.zeros(15), 1.0][:, None] * mine[-1].mean()
-        np.testing.assert_allclose(mine, ref, atol=1e-5)
+    _assert_each_column_is_sklearns(W, X, y, masks, C, K)
 
 
 def test_device_argument_and_its_errors(monkeypatch):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 
 import pytest
+from _refusals import assert_refused
 
 from qt_hard.cli import main
 from qt_hard.experiments.ledger import Ledger
@@ -86,10 +87,7 @@ def test_summary_only_prints_the_table_in_paper_order_and_plots(tmp_path, capsys
     ],
 )
 def test_refusals_are_one_line_and_write_nothing(args, expected, tmp_path, capsys):
-    assert _grid(tmp_path / "o", *args) == 2
-    err = capsys.readouterr().err
-    assert err.startswith(expected) and len(err.splitlines()) == 1, err
-    assert not (tmp_path / "o").exists()
+    assert_refused(_grid(tmp_path / "o", *args), capsys.readouterr().err, expected, tmp_path / "o")
 
 
 def test_an_absent_data_folder_is_refused_before_anything_is_written(tmp_path, monkeypatch, capsys):

@@ -190,18 +190,24 @@ def _weights(run_dir):
     return qt_hard.load_encoder(run_dir / "final").module.state_dict()
 
 
+def _straight_and_stopped(tmp_path, name):
+    """One 12-step Quick-Thoughts run trained straight into ``tmp_path/straight`` and the same run into
+    ``tmp_path/name``, stopped by SIGTERM at step 5 (its checkpoint written). k = 6 < all candidates,
+    so the negatives' sampler draws: its generator must be restored too. Returns (the stopped run's
+    config, its folder)."""
+    from qt_hard.training.loop import train
+
+    tree = qt_config(tmp_path, steps=12)
+    tree["objective"]["k"] = 6
+    train(config_from_dict({**tree, "out_dir": str(tmp_path / "straight")}))
+    stopped = config_from_dict({**tree, "out_dir": str(tmp_path / name)})
+    return stopped, train(stopped, on_step=signal_at(5))
+
+
 def test_resume_after_signal_gives_identical_weights(tmp_path):
     from qt_hard.training.loop import list_checkpoints, train
 
-    # k < all candidates: the negatives sampler's generator must be restored too.
-    tree = qt_config(tmp_path, steps=12)
-    tree["objective"]["k"] = 6
-    straight = config_from_dict({**tree, "out_dir": str(tmp_path / "straight")})
-    train(straight)
-
-    interrupted = config_from_dict({**tree, "out_dir": str(tmp_path / "interrupted")})
-
-    out = train(interrupted, on_step=signal_at(5))
+    interrupted, out = _straight_and_stopped(tmp_path, "interrupted")
     assert not (out / "final").exists()
     assert [p.name for p in list_checkpoints(out)] == ["step_0000005"]
     train(interrupted, resume=True)
@@ -224,13 +230,7 @@ def test_resume_check_would_notice_a_different_sampler(tmp_path):
     # because the generator is restored, not automatically.
     from qt_hard.training.loop import list_checkpoints, train
 
-    tree = qt_config(tmp_path, steps=12)
-    tree["objective"]["k"] = 6
-    straight = config_from_dict({**tree, "out_dir": str(tmp_path / "straight")})
-    train(straight)
-    other = config_from_dict({**tree, "out_dir": str(tmp_path / "other_sampler")})
-
-    out = train(other, on_step=signal_at(5))
+    other, out = _straight_and_stopped(tmp_path, "other_sampler")
     (ckpt,) = list_checkpoints(out)
     state_file = ckpt / "trainer_state_0.pt"
     state = torch.load(state_file, weights_only=False)

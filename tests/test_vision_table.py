@@ -8,6 +8,7 @@ import csv
 from pathlib import Path
 
 import pytest
+from _refusals import assert_refused
 
 from qt_hard.cli import main
 from qt_hard.experiments.ledger import Ledger
@@ -85,10 +86,7 @@ def test_report_only_records_the_finished_run_folders_alone(tmp_path, monkeypatc
     ],
 )
 def test_refusals_are_one_line_and_write_nothing(args, expected, tmp_path, capsys):
-    assert _grid(tmp_path / "o", *args) == 2
-    err = capsys.readouterr().err
-    assert err.startswith(expected) and len(err.splitlines()) == 1, err
-    assert not (tmp_path / "o").exists()
+    assert_refused(_grid(tmp_path / "o", *args), capsys.readouterr().err, expected, tmp_path / "o")
 
 
 def test_a_config_that_is_not_yaml_or_absent_data_is_refused_before_anything_is_written(tmp_path, monkeypatch, capsys):

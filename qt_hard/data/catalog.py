@@ -1189,9 +1189,9 @@ def _with_note(build, ds: Dataset, opts: Options, sources: dict[str, Source]) ->
 
 
 def _require_writable(root: Path) -> None:
-    probe = root
-    while not probe.exists():
-        probe = probe.parent
+    from qt_hard.paths import nearest_existing
+
+    probe = nearest_existing(root)
     # The mode bits too: root passes os.access everywhere, but a folder marked read-only (like
     # this project's reference copy) must not be written into.
     if not os.access(probe, os.W_OK) or not probe.stat().st_mode & 0o222:

@@ -128,10 +128,9 @@ def check_out_dir(
 def _check_writable(out: Path) -> None:
     """Refuse an out_dir that cannot be created where it is missing, or that another run is training into."""
     from qt_hard.errors import OutputExistsError
+    from qt_hard.paths import nearest_existing
 
-    probe = out
-    while not probe.exists():
-        probe = probe.parent
+    probe = nearest_existing(out)
     if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
         raise OutputExistsError(f"out_dir {out} cannot be created ({probe} is not a writable folder)")
     if probe != out:  # permissions do not tell every refusal (a superuser, a read-only or special file system)

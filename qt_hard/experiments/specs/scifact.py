@@ -44,6 +44,7 @@ from pathlib import Path
 
 from qt_hard.errors import ArgumentError
 from qt_hard.experiments.contract import Cell, Experiment
+from qt_hard.experiments.specs.st_finetuning import parse_row as parse_spec_row
 
 __all__ = [
     "DEV_FRACTION",
@@ -114,13 +115,9 @@ TEST_METRICS = (("test_ndcg@10", "nDCG@10"), ("test_mrr@10", "MRR@10"), ("test_r
 
 
 def parse_row(name: str) -> tuple[str, bool, bool]:
-    """(base row, mined, cached) of ``NAME[+mined][+cached]``; an ArgumentError for an unknown name."""
-    base, *suffixes = name.split("+")
-    if base not in ROWS or any(s not in ("mined", "cached") for s in suffixes) or len(set(suffixes)) < len(suffixes):
-        raise ArgumentError(
-            f"--rows: unknown row {name!r}; rows are {', '.join(ROWS)}, each optionally +mined, +cached"
-        )
-    return base, "mined" in suffixes, "cached" in suffixes
+    """(base row, mined, cached) of ``NAME[+mined][+cached]``, ``NAME`` one of :data:`ROWS`; an ArgumentError
+    for an unknown name (:func:`.st_finetuning.parse_row`)."""
+    return parse_spec_row(name, ROWS)
 
 
 def row_label(name: str) -> str:
@@ -229,25 +226,15 @@ def _mine_into(sf: Scifact, path: Path, threads: int, device: str) -> None:
 
 # -------------------------------------------------------------------------------------------- loss
 def build_loss(row: str, model, recipe: dict):
-    """The loss of ``row`` for ``model`` under ``recipe`` (scale, mini-batch of ``+cached``)."""
-    from sentence_transformers.sentence_transformer import losses
-
-    from qt_hard.integrations.sentence_transformers import CachedHardNegativesLoss, HardNegativesLoss
-
-    from .st_finetuning import frozen_guide
+    """The loss of ``row`` for ``model`` under ``recipe`` (scale, mini-batch of ``+cached``): its spec in
+    :data:`ROWS` built by :func:`.st_finetuning.row_loss`, the guide (GIST's, or the guard's) a frozen
+    MiniLM on the model's device."""
+    from .st_finetuning import frozen_guide, row_loss
 
     base, _, cached = parse_row(row)
-    spec = ROWS[base][1]
-    cache_kw = {"mini_batch_size": recipe.get("mini_batch_size", 32)} if cached else {}
-    if spec["loss"] == "mnrl":
-        cls = losses.CachedMultipleNegativesRankingLoss if cached else losses.MultipleNegativesRankingLoss
-        return cls(model, scale=recipe["scale"], **cache_kw)
-    if spec["loss"] == "gist":
-        cls = losses.CachedGISTEmbedLoss if cached else losses.GISTEmbedLoss
-        return cls(model, frozen_guide(MINILM, None, str(model.device)), **cache_kw)
-    guide = {"guide": frozen_guide(MINILM, None, str(model.device))} if spec.get("guide") else {}
-    cls = CachedHardNegativesLoss if cached else HardNegativesLoss
-    return cls(model, scale=recipe["scale"], **spec["kwargs"], **guide, **cache_kw)
+    mini_batch_size = recipe.get("mini_batch_size", 32)
+    guide = lambda: frozen_guide(MINILM, None, str(model.device))  # noqa: E731
+    return row_loss(ROWS[base][1], model, recipe["scale"], cached, mini_batch_size, guide)
 
 
 # -------------------------------------------------------------------------------------------- cell

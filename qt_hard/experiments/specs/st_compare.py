@@ -78,10 +78,12 @@ from qt_hard.experiments.specs.st_finetuning import (
     is_static,
     load_start,
     mine_triplets,
+    row_loss,
     train_dataset,
     transformers_tokenizer,
 )
 from qt_hard.experiments.specs.st_finetuning import finetune as st_finetune
+from qt_hard.experiments.specs.st_finetuning import parse_row as parse_spec_row
 
 ROOT = Path(__file__).resolve().parents[3]
 GUARD_MARGIN = 0.05
@@ -140,14 +142,9 @@ METRICS = (
 
 
 def parse_row(name: str) -> tuple[str, bool, bool]:
-    """(base row, mined, cached) of ``NAME[+mined][+cached]``; ``ArgumentError`` for an unknown name."""
-    parts = name.split("+")
-    base, suffixes = parts[0], parts[1:]
-    if base not in ROWS or any(s not in ("mined", "cached") for s in suffixes) or len(set(suffixes)) < len(suffixes):
-        raise ArgumentError(
-            f"--rows: unknown row {name!r}; rows are {', '.join(ROWS)}, each optionally +mined and/or +cached"
-        )
-    return base, "mined" in suffixes, "cached" in suffixes
+    """(base row, mined, cached) of ``NAME[+mined][+cached]``, ``NAME`` one of :data:`ROWS`;
+    ``ArgumentError`` for an unknown name (:func:`.st_finetuning.parse_row`)."""
+    return parse_spec_row(name, ROWS)
 
 
 def row_label(name: str) -> str:
@@ -178,11 +175,10 @@ def baseline_of(row: str) -> str | None:
 
 # ------------------------------------------------------------------------------------------- model
 def build_loss(row: str, model, model_spec: str, recipe: dict, mini_batch_size: int = 32):
-    """The loss of ``row`` (``NAME[+mined][+cached]``) for ``model`` under ``recipe``'s scale."""
-    from sentence_transformers.sentence_transformer import losses
-
-    from qt_hard.integrations.sentence_transformers import CachedHardNegativesLoss, HardNegativesLoss
-
+    """The loss of ``row`` (``NAME[+mined][+cached]``) for ``model`` under ``recipe``'s scale: its spec in
+    :data:`ROWS` built by :func:`.st_finetuning.row_loss`, the guide a frozen copy of ``model_spec``
+    (a bag of words given a ``transformers`` tokenizer first for GIST). A ``+cached`` row of a
+    ``StaticEmbedding`` model is an ``ArgumentError``."""
     base, _, cached = parse_row(row)
     if cached and is_static(model):
         raise ArgumentError(
@@ -190,22 +186,10 @@ def build_loss(row: str, model, model_spec: str, recipe: dict, mini_batch_size: 
             "StaticEmbedding's do not (and a bag of words needs no GradCache)"
         )
     spec = ROWS[base][1]
-    kwargs = dict(spec["kwargs"])
-    if "directions" in kwargs:
-        kwargs["directions"] = tuple(kwargs["directions"])
-    cache_kw = {"mini_batch_size": mini_batch_size} if cached else {}
-    if spec["loss"] == "mnrl":
-        cls = losses.CachedMultipleNegativesRankingLoss if cached else losses.MultipleNegativesRankingLoss
-        return cls(model, scale=recipe["scale"], **kwargs, **cache_kw)
-    if spec["loss"] == "gist":
-        cls = losses.CachedGISTEmbedLoss if cached else losses.GISTEmbedLoss
-        if is_static(model):
-            transformers_tokenizer(model)
-        return cls(model, frozen_guide(model_spec, recipe.get("max_seq_length")), **kwargs, **cache_kw)
-    cls = CachedHardNegativesLoss if cached else HardNegativesLoss
-    if spec.get("guide"):
-        kwargs["guide"] = frozen_guide(model_spec, recipe.get("max_seq_length"))
-    return cls(model, scale=recipe["scale"], **kwargs, **cache_kw)
+    if spec["loss"] == "gist" and is_static(model):
+        transformers_tokenizer(model)
+    guide = lambda: frozen_guide(model_spec, recipe.get("max_seq_length"))  # noqa: E731
+    return row_loss(spec, model, recipe["scale"], cached, mini_batch_size, guide)
 
 
 # -------------------------------------------------------------------------------------------- data

