@@ -85,7 +85,6 @@ def run_grid(exp: Experiment, args: argparse.Namespace) -> int:
 
 
 def _run_grid(exp: Experiment, args: argparse.Namespace) -> int:
-    from qt_hard.experiments.ledger import Ledger
     from qt_hard.experiments.runner import check_device, in_processes
 
     out, name = exp.location(args)
@@ -100,7 +99,7 @@ def _run_grid(exp: Experiment, args: argparse.Namespace) -> int:
     exp.check(args)
     check_device(args.device)
     setup = exp.setup(args, out)
-    ledger = Ledger(out, exp.key, setup, name=name, fields=exp.fields)
+    ledger = exp.ledger(out, name, setup)
     cells = exp.cells(args, rows, seeds)
     todo = [c for c in cells if not c.done(ledger.done())]
     log.info("%s: %d cells, %d done, %d to run (%s)", exp.name, len(cells), len(cells) - len(todo), len(todo), out)
@@ -119,11 +118,10 @@ def run_cell(
 ) -> list[dict] | None:
     """One cell under its claim (in this process or a worker's): skipped when another process holds
     it or its records appeared meanwhile; its records appended as it ends. Returns them."""
-    from qt_hard.experiments.ledger import Ledger
     from qt_hard.experiments.runner import run_claimed
 
     exp = experiment(name, module)
-    ledger = Ledger(out, exp.key, setup, name=ledger_name, fields=exp.fields)
+    ledger = exp.ledger(Path(out), ledger_name, setup)
     return run_claimed(ledger, cell.claim, lambda: exp.run(args, Path(out), setup, cell), cell.keys)
 
 
@@ -132,12 +130,11 @@ def write_tables(exp: Experiment, out: Path, args: argparse.Namespace | None = N
     default :attr:`~qt_hard.experiments.contract.Experiment.ledger_name`), written into ``out`` (the
     Markdown ones printed), then its figures; ``args``, the command's options, reach
     :meth:`Experiment.configure` and :meth:`Experiment.figures`."""
-    from qt_hard.experiments.ledger import Ledger
     from qt_hard.files import write_text
 
     if args is not None:
         exp.configure(args)
-    ledger = Ledger(out, exp.key, name=name or exp.ledger_name)
+    ledger = exp.ledger(out, name or exp.ledger_name)
     records = ledger.latest()
     tables = exp.tables(records, ledger.setup, out)
     for name, text in tables.items():
