@@ -167,10 +167,21 @@ def test_a_k_vs_n_results_file_is_regenerated_from_its_ledger(name, tmp_path):
             assert (tmp_path / f"{name}{suffix}").read_bytes() == (folder / f"{name}{suffix}").read_bytes()
 
 
+def test_the_wiki_smoke_table_is_regenerated_from_its_ledger(tmp_path, monkeypatch):
+    """``results/wiki_smoke.jsonl``, a ledger without a setup line (its records carry the setup), gives
+    ``wiki_smoke.md`` through ``qt-hard grid run wiki-smoke --out results --summary-only`` run from the
+    checkout, as the table's caption names the ledger and the command."""
+    (tmp_path / "results").mkdir()
+    shutil.copy(RESULTS / "wiki_smoke.jsonl", tmp_path / "results" / "wiki_smoke.jsonl")
+    monkeypatch.chdir(tmp_path)
+    assert main(["grid", "run", "wiki-smoke", "--out", "results", "--summary-only"]) == 0
+    assert (tmp_path / "results" / "wiki_smoke.md").read_bytes() == (RESULTS / "wiki_smoke.md").read_bytes()
+
+
 def test_every_result_table_is_regenerated_or_listed():
     """Each CSV, Markdown table and table JSON under results/ is one that a test above regenerates,
     a run's own log, or listed in NO_LEDGER with the reason."""
-    regenerated = {f"k_vs_n/{n}{s}" for n in KVN for s in (".csv", ".diag.jsonl")}
+    regenerated = {f"k_vs_n/{n}{s}" for n in KVN for s in (".csv", ".diag.jsonl")} | {"wiki_smoke.md"}
     regenerated |= {
         f"{d}/{f}"
         for d in FOLDERS

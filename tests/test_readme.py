@@ -505,6 +505,16 @@ RUNS = {
     "qt-hard grid run vision-table --config configs/moco_cifar10_cpu.yaml --out results/moco_ring_cpu --rows uniform,ring --seeds 0,1 --summary-only": _summary(
         "results/moco_ring_cpu", r"\| ring \| 41\.2 ± 0\.1 \|"
     ),
+    "qt-hard grid run wiki-smoke --out results --summary-only": Run(
+        sub=(
+            (
+                "qt-hard grid run",
+                f"mkdir results && cp {ROOT / 'results/wiki_smoke.jsonl'} results/ && qt-hard grid run",
+            ),
+        ),
+        writes=("results/wiki_smoke.md",),
+        prints=(r"\| MiniLM untouched \| 75\.5 / 82\.0 \|",),
+    ),
     "qt-hard grid run k-vs-n --results results/k_vs_n/collisions.csv --summary-only --diagnose": Run(
         sub=(
             ("qt-hard grid run", f"cp -r {ROOT / 'results/k_vs_n'} results_k_vs_n && qt-hard grid run"),
@@ -605,9 +615,9 @@ SKIPS = {
     "command above; the same evaluation of the quick start's model with its controls runs as the evaluation guide's "
     "similarity command",
     "qt-hard grid run st-compare --model minilm --out runs/st_compare_minilm --steps 34 --batch-size 64 --lr 2e-5 --scale 20 --max-seq-length 64 --seeds 0,1,2": "MiniLM cells take minutes each on 2 cores (each evaluation encodes ~30k sentences); the bag-of-words command above runs the same code",
-    "python scripts/wiki_smoke_table.py --out results/wiki_smoke.jsonl": "fine-tunes MiniLM 40 steps and "
-    "encodes Wiki-50 with MiniLM twice (minutes on 2 cores); its bag-of-words rows' train and eval wiki commands run "
-    "as the registered commands above, and tests/test_wiki_smoke_table.py runs the script with its commands stubbed",
+    "qt-hard grid run wiki-smoke --out results": "fine-tunes MiniLM 40 steps and encodes Wiki-50 with MiniLM twice "
+    "(minutes on 2 cores); its bag-of-words rows' train and eval wiki commands run as the registered commands above, "
+    "and tests/test_wiki_smoke.py runs the experiment with its commands stubbed",
     "python -m pytest -q -m commands -n 2 --dist loadgroup": "this marker itself (.ci/run runs it)",
     "python -m pytest -q -m slow": "the slow suite (multi-process training, real data at scale), run on its own",
     "accelerate launch --multi_gpu --num_processes 4 -m qt_hard.cli train configs/qt_books.yaml": "four GPUs and the full books corpus; its CPU form (the guide's next command) runs here",

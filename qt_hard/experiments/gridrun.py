@@ -39,6 +39,7 @@ EXPERIMENTS = {
     "graph-table": "qt_hard.experiments.specs.graph_table",
     "vision-table": "qt_hard.experiments.specs.vision_table",
     "k-vs-n": "qt_hard.experiments.specs.k_vs_n",
+    "wiki-smoke": "qt_hard.experiments.specs.wiki_smoke",
 }
 
 
