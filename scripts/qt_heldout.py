@@ -9,8 +9,8 @@ configs/qt_s2v.yaml leaves these books (8-10 by default) out of its training dat
     python scripts/qt_heldout.py --first 8 --last 11 runs/qt_books_smoke/final [more models ...]
 
 Prints one JSON line per model; the last line is the first model's top-1. The measure is
-``qt_hard.evaluation.heldout.HeldOut``, which scores an encoder in-process (scripts/s2v_curve.py does
-so along a training run).
+``qt_hard.evaluation.heldout.HeldOut``, which scores an encoder in-process (``qt-hard grid run
+s2v-curve`` does so along a training run).
 """
 
 from __future__ import annotations

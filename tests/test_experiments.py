@@ -63,7 +63,8 @@ NO_LEDGER = {
     "graph_ot_enzymes_lr1e-3.csv": "two OT cells at another learning rate, run before the ledger",
     "k_vs_n/sampling_1000.json": "a measurement of scripts/k_vs_n_sampling.py, not a grid",
     "st_compare/README.md": "the commands and wall times behind each folder of the fine-tuning comparison",
-    "s2v_curve_gpu/curve.csv": "the learning curve as scripts/device_s2v.sh wrote it on a GPU machine (meta.json)",
+    "s2v_curve_gpu/curve.csv": "the learning curve as scripts/device_s2v.sh wrote it on a GPU machine before the "
+    "ledger (meta.json); tests/test_s2v_curve.py checks that s2v-curve's table writes the same bytes from its rows",
     "s2v_curve_gpu/metrics.csv": "that curve's training run's own logged rows",
     "s2v_curve_gpu/README.md": "how the files of s2v_curve_gpu/ were made",
     "scifact/README.md": "the commands behind the retrieval comparison's ledgers",

@@ -40,6 +40,9 @@ EXPERIMENTS = {
     "vision-table": "qt_hard.experiments.specs.vision_table",
     "k-vs-n": "qt_hard.experiments.specs.k_vs_n",
     "wiki-smoke": "qt_hard.experiments.specs.wiki_smoke",
+    "s2v-controls": "qt_hard.experiments.specs.s2v_curve",
+    "s2v-precision": "qt_hard.experiments.specs.s2v_curve",
+    "s2v-curve": "qt_hard.experiments.specs.s2v_curve",
 }
 
 
