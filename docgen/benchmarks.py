@@ -244,50 +244,11 @@ def _bench_encode(root: Path) -> str:
     )
 
 
-WIKI_SMOKE_ROWS = {
-    "bow_trained": "`configs/bow_wiki_smoke.yaml` trained (256 pairs a step, k = 100, 200 steps)",
-    "bow_untrained": "the same architecture untrained",
-    "hf_trained": "MiniLM fine-tuned by `configs/hf_wiki_smoke.yaml` (40 steps of 16 pairs, D.1 loss, t = 0.05)",
-    "minilm": "MiniLM untouched",
-}
-
-
 @table("wiki_smoke", spread=False)
 def _wiki_smoke(root: Path) -> str:
-    """The Wiki-50 smoke models and their controls: each row's newest line of ``results/wiki_smoke.jsonl``."""
-    newest = {r["row"]: r for r in read_jsonl(root / "results" / "wiki_smoke.jsonl")}
-    body = [
-        [
-            label,
-            f"{newest[row]['mean_classifier_acc']:.1f} / {newest[row]['linear_acc']:.1f}",
-            ", then ".join(f"`{c}` ({s:.0f} s)" for c, s in zip(newest[row]["commands"], newest[row]["wall_seconds"])),
-            measured_on(newest[row]),
-        ]
-        for row, label in WIKI_SMOKE_ROWS.items()
-        if row in newest
-    ]
-    head = ["model", "Wiki-50 mean / linear classifier (%)", "commands (wall s)", "date, commit, threads, load"]
-    built = {r.get("data_command") for r in newest.values()}  # one Wiki-50 under every row, or none named
-    source = f", built by `{next(iter(built))}`" if len(built) == 1 and None not in built else ""
-    caption = (
-        f"Top-1 on the run's 80/20 split of Wiki-50 (split seed 0){source}; each row's newest line of "
-        f"`results/wiki_smoke.jsonl` (machine: {next(iter(newest.values()))['machine']}), written by "
-        "`python scripts/wiki_smoke_table.py --out results/wiki_smoke.jsonl`."
-    )
-    if "hf_trained" in newest and "minilm" in newest:
-        caption += " " + _fine_tune_against_base(newest["hf_trained"], newest["minilm"])
-    return captioned(caption, head, body, "lrll")
+    """The Wiki-50 smoke models and their controls: the table ``qt-hard grid run wiki-smoke --out results
+    --summary-only`` writes (``results/wiki_smoke.md``), from each row's newest line of the ledger."""
+    from qt_hard.experiments.specs import wiki_smoke
 
-
-def _fine_tune_against_base(tuned: dict, base: dict) -> str:
-    """Where the MiniLM smoke fine-tune ends against the untouched MiniLM, on both classifiers."""
-    sides = [
-        "above" if tuned[k] > base[k] else "below" if tuned[k] < base[k] else "level with"
-        for k in ("mean_classifier_acc", "linear_acc")
-    ]
-    where = (
-        f"{sides[0]} the untouched model on both classifiers"
-        if sides[0] == sides[1]
-        else (f"{sides[0]} the untouched model on the mean classifier and {sides[1]} it on the linear one")
-    )
-    return f"The fine-tune (a smoke run, not a recipe) ends {where}."
+    records = read_jsonl(root / "results" / "wiki_smoke.jsonl")
+    return wiki_smoke.table(records, "results/wiki_smoke.jsonl", "qt-hard grid run wiki-smoke --out results")

@@ -39,6 +39,6 @@ def grid_tables(root: Path, name: str, folder: str) -> tuple[dict[str, str], lis
     path = root / folder
     if not (path / exp.ledger_name).is_file():
         return {}, []
-    ledger = Ledger(path, exp.key, name=exp.ledger_name)
+    ledger = exp.ledger(path, exp.ledger_name)  # opened as the experiment opens it (a plain list for some)
     records = ledger.latest()
     return (exp.tables(records, ledger.setup, path) if records else {}), records

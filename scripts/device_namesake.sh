@@ -6,7 +6,7 @@
 #
 #   0. unpack gpu_carry_s2v/ (scripts/device_s2v_prepare.sh: the books, SentEval's six tasks and STS12-16,
 #      the Wiki-1000 folder) into $WORK/data; at once, in the background, the config's books split and
-#      tokenized into the table's shared cache (scripts/s2v_curve.py prepare).
+#      tokenized into the table's shared cache (qt-hard grid run s2v-curve --prepare-only).
 #   a. side by side (PROBE_S, default 120 s): scripts/bench_side_by_side.py --device cuda --cells 1,3,6:
 #      aggregate sentences/s of N cells sharing the GPU -> $OUT/side_by_side_gpu.jsonl. From its rates,
 #      the seeds that fit: 2 seeds (6 cells) when 6 cells of STEPS steps fit TRAIN_S at the 6-cell rate,
@@ -77,7 +77,8 @@ banner device_namesake
 # ---------------------------------------------------------------- 0. data
 unpack_books_carry || :  # DRY=1 without the carry: the data root
 # The table's shared cache (OUT/cache of the qt-table grid), split and tokenized while the probe runs.
-"$PY" scripts/s2v_curve.py prepare --config configs/qt_s2v.yaml --out "$TABLE" --set "${SET[@]}" >"$LOGS/prepare.log" 2>&1 &
+"$PY" -m qt_hard.cli grid run s2v-curve --out "$TABLE" --config configs/qt_s2v.yaml --set "${SET[@]}" --prepare-only \
+    >"$LOGS/prepare.log" 2>&1 &
 PREP=$!
 [ "$DRY" = 1 ] && wait "$PREP"  # one at a time on a small CPU
 
@@ -88,7 +89,7 @@ PROBED=$(grep '^side by side on' "$LOGS/probe.log" | tail -1)
 echo "probe at $(elapsed)s: ${PROBED:-no headline (the rates of the rounds that ended are in side_by_side_gpu.jsonl)}"
 wait "$PREP" || FAILED+=" prepare"
 BATCHES=$(sed -n 's/.* \([0-9]*\) batches an epoch.*/\1/p' "$LOGS/prepare.log" | tail -1)
-echo "prepare at $(elapsed)s: $(tail -1 "$LOGS/prepare.log")"
+echo "prepare at $(elapsed)s: $(grep '^prepared' "$LOGS/prepare.log" | tail -1)"
 # Seeds and steps from the probe's aggregate rates (sentences/s at N cells) and the time left.
 read -r SEEDS STEPS NOTE < <("$PY" - "$OUT/side_by_side_gpu.jsonl" "${BATCHES:-0}" "$EPOCHS" "$TRAIN_S" "$(left)" \
     "$SCORE_RESERVE_S" "$EVAL_S" "$CELLS_ONE" <<'EOF'

@@ -4,19 +4,21 @@
 #
 #   0. unpack gpu_carry_s2v/ (scripts/device_s2v_prepare.sh: the books, SentEval's six tasks, the
 #      Wiki-1000 folder) into $WORK/data; at once, in the background on CPUs of its own (PREP_CPUS),
-#      the config's books split and tokenized into the curve's run folder (scripts/s2v_curve.py prepare).
+#      the config's books split and tokenized into the curve's run folder (qt-hard grid run s2v-curve
+#      --prepare-only).
 #   a. speed (SPEED_S, default 75 s): scripts/bench_train_speed.py --cases bow_wiki1000 s2v_gru on CUDA,
 #      the library's loop against a bare step (BENCH_ROUNDS rounds of BENCH_STEPS steps) ->
-#      $OUT/bench_train_speed_gpu.jsonl; then (PRECISION_S, default 120 s) s2v_curve.py precision: the
-#      config's sentences/s in float32, TF32 and bf16, 200 steps each from one seed, and whether each
+#      $OUT/bench_train_speed_gpu.jsonl; then (PRECISION_S, default 120 s) qt-hard grid run s2v-precision:
+#      the config's sentences/s in float32, TF32 and bf16, 200 steps each from one seed, and whether each
 #      one's mean loss over those steps lies within 1% of float32's -> $OUT/precision.jsonl,
 #      precision_choice.json (the fastest that passed, and the steps its rate fits into TRAIN_S).
-#   b. the learning curve (until DEADLINE): s2v_curve.py curve, uniform Quick-Thoughts with the config
+#   b. the learning curve (until DEADLINE): qt-hard grid run s2v-curve, uniform Quick-Thoughts with the config
 #      in the chosen precision, trained to that many steps in 3 segments; after each, the six tasks
 #      (SentEval protocol, solver on the GPU) and the held-out next-sentence accuracy on books 8-10,
 #      which the config leaves out -> $OUT/curve.csv (a row per point, the two control means of
-#      results/s2v_controls.json as columns), curve.png. TRAIN_S (default 360 s) is cut to what the
-#      deadline leaves after EVAL_RESERVE_S (default 120 s) for the three evaluations.
+#      results/s2v_controls.json as columns; written from the run's ledger curve.jsonl, also when the
+#      command was stopped), curve.png. TRAIN_S (default 360 s) is cut to what the deadline leaves after
+#      EVAL_RESERVE_S (default 120 s) for the three evaluations.
 #
 # Run from the repository root, with $OUT an empty folder:
 #
@@ -67,7 +69,7 @@ if [ "$DRY" = 1 ]; then
     EVAL_DEVICE=cpu
     TASKS=CR
     CURVE_ARGS=(--kfold 2)
-    PREC_ARGS=(--steps 12 --warmup 2 --allow-cpu --precisions fp32 bf16)
+    PREC_ARGS=(--steps 12 --warmup 2 --allow-cpu --rows fp32,bf16)
     BENCH_ARGS=(--steps 8 --rounds 2 --warmup 2 --threads 1
         --case-set bow_wiki1000:data.classes=20 --case-set bow_wiki1000:train.batch_size=64
         --case-set s2v_gru:model.embed_dim=16 --case-set s2v_gru:model.hidden_dim=16
@@ -96,7 +98,8 @@ echo "data at $QT_HARD_DATA ($(ls "$QT_HARD_DATA/books" | wc -l) book files), Wi
 # The curve's books, split and tokenized while the speed part runs, on CPUs the speed part does not use.
 PIN=()
 if [ "$DRY" != 1 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 16 ]; then PIN=(taskset -c "$PREP_CPUS"); fi
-"${PIN[@]+"${PIN[@]}"}" "$PY" scripts/s2v_curve.py prepare "${CFG[@]}" --out "$RUN" --set "${SET[@]+"${SET[@]}"}" >"$LOGS/prepare.log" 2>&1 &
+"${PIN[@]+"${PIN[@]}"}" "$PY" -m qt_hard.cli grid run s2v-curve --out "$RUN" "${CFG[@]}" --set "${SET[@]+"${SET[@]}"}" \
+    --prepare-only >"$LOGS/prepare.log" 2>&1 &
 PREP=$!
 [ "$DRY" = 1 ] && wait "$PREP"  # one at a time on a small CPU
 
@@ -110,20 +113,20 @@ echo "speed bench exit $rc at $(elapsed)s: $(tail -1 "$OUT/bench_train_speed_gpu
 [ "$rc" = 0 ] || FAILED+=" speed"
 wait "$PREP"
 rc=$?
-echo "prepare exit $rc at $(elapsed)s: $(tail -1 "$LOGS/prepare.log")"
+echo "prepare exit $rc at $(elapsed)s: $(grep '^prepared' "$LOGS/prepare.log" | tail -1)"
 [ "$rc" = 0 ] || FAILED+=" prepare"
-timeout -k 5 "$(within "$PRECISION_S")" "$PY" scripts/s2v_curve.py precision "${CFG[@]}" --out "$RUN" --set "${SET[@]+"${SET[@]}"}" \
-    "${PREC_ARGS[@]}" --budget-s "$TRAIN_S" >"$LOGS/precision.log" 2>&1
+timeout -k 5 "$(within "$PRECISION_S")" "$PY" -m qt_hard.cli grid run s2v-precision --out "$RUN" "${CFG[@]}" \
+    --set "${SET[@]+"${SET[@]}"}" "${PREC_ARGS[@]}" --budget-s "$TRAIN_S" >"$LOGS/precision.log" 2>&1
 rc=$?
 echo "precision exit $rc at $(elapsed)s: $(tail -1 "$LOGS/precision.log")"
-[ "$rc" = 0 ] || FAILED+=" precision"
+[ "$rc" = 0 ] && [ -f "$RUN/precision_choice.json" ] || FAILED+=" precision"  # none within the tolerance: none chosen
 cp "$RUN/precision.jsonl" "$RUN/precision_choice.json" "$OUT/" 2>/dev/null
 
 # ---------------------------------------------------------------- b. the learning curve
 if [ "$DRY" = 1 ]; then # the controls at toy size, so that the curve's tokenizer check runs
-    CONTROLS=$WORK/controls.json
-    "$PY" scripts/s2v_curve.py controls "${CFG[@]}" --out "$WORK/controls" --set "${SET[@]+"${SET[@]}"}" --rows untrained \
-        --tasks "$TASKS" --kfold 2 --output "$CONTROLS" >"$LOGS/controls.log" 2>&1 || FAILED+=" controls"
+    CONTROLS=$WORK/controls/s2v_controls.json
+    "$PY" -m qt_hard.cli grid run s2v-controls --out "$WORK/controls" "${CFG[@]}" --set "${SET[@]+"${SET[@]}"}" \
+        --rows untrained --tasks "$TASKS" --kfold 2 >"$LOGS/controls.log" 2>&1 || FAILED+=" controls"
 fi
 if [ -f "$RUN/precision_choice.json" ]; then
     read -r PRECISION RATE BATCH < <("$PY" -c 'import json,sys; c=json.load(open(sys.argv[1])); print(c["precision"], c["sentences_per_s"], c["batch_size"])' "$RUN/precision_choice.json")
@@ -141,11 +144,13 @@ STEPS=$("$PY" -c 'import sys; r, s, b, m = sys.argv[1:]; n = int(float(r) * floa
 n = min(n, int(m)) if m else n
 print(max(3, n - n % 3))' "$RATE" "$budget" "$BATCH" "$MAX_STEPS")
 echo "curve: $PRECISION at ${RATE:-?} sentences/s, $STEPS steps (training budget ${budget}s${MAX_STEPS:+, at most $MAX_STEPS steps}), $(left)s left"
-timeout -k 10 "$(left)" "$PY" scripts/s2v_curve.py curve "${CFG[@]}" --out "$RUN" --set "${SET[@]+"${SET[@]}"}" --steps "$STEPS" \
-    --points 3 --precision "$PRECISION" --eval-device "$EVAL_DEVICE" --tasks "$TASKS" --controls "$CONTROLS" \
-    --deadline-s "$(($(left) - 5))" "${CURVE_ARGS[@]+"${CURVE_ARGS[@]}"}" >"$LOGS/curve.log" 2>&1
+timeout -k 10 "$(left)" "$PY" -m qt_hard.cli grid run s2v-curve --out "$RUN" "${CFG[@]}" --set "${SET[@]+"${SET[@]}"}" \
+    --steps "$STEPS" --points 3 --precision "$PRECISION" --eval-device "$EVAL_DEVICE" --tasks "$TASKS" \
+    --controls "$CONTROLS" --deadline-s "$(($(left) - 5))" "${CURVE_ARGS[@]+"${CURVE_ARGS[@]}"}" >"$LOGS/curve.log" 2>&1
 rc=$?
 echo "curve exit $rc at $(elapsed)s"
+# A stopped command wrote no tables: curve.csv and curve.png from the points its ledger holds.
+[ "$rc" = 0 ] || "$PY" -m qt_hard.cli grid run s2v-curve --out "$RUN" --summary-only >>"$LOGS/curve.log" 2>&1
 [ "$rc" = 0 ] && [ "$(wc -l <"$RUN/curve.csv" 2>/dev/null || echo 0)" -gt 1 ] || FAILED+=" curve"
 cp "$RUN/curve.csv" "$RUN/curve.png" "$RUN/metrics.csv" "$OUT/" 2>/dev/null
 cp "$RUN/config.yaml" "$OUT/curve_config.yaml" 2>/dev/null

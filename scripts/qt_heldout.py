@@ -8,8 +8,9 @@ configs/qt_s2v.yaml leaves these books (8-10 by default) out of its training dat
 
     python scripts/qt_heldout.py --first 8 --last 11 runs/qt_books_smoke/final [more models ...]
 
-Prints one JSON line per model; the last line is the first model's top-1. ``HeldOut`` scores an
-encoder in-process (scripts/s2v_curve.py does so along a training run).
+Prints one JSON line per model; the last line is the first model's top-1. The measure is
+``qt_hard.evaluation.heldout.HeldOut``, which scores an encoder in-process (``qt-hard grid run
+s2v-curve`` does so along a training run).
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from __future__ import annotations
 import json
 import sys
 
-import numpy as np
 import torch
 
+from qt_hard.evaluation.heldout import HeldOut
 from qt_hard.script_cli import ScriptParser, run_script
 
 
@@ -32,56 +33,6 @@ def parser() -> ScriptParser:
     ap.add_argument("--block-size", type=int, default=64)
     ap.add_argument("--cache", default=None, help="Arrow cache folder for the books")
     return ap
-
-
-class HeldOut:
-    """The fixed blocks of books ``first``..``last - 1`` (drawn with seed 0) and their scores.
-
-    ``score(encoder)`` -> {"uniform_loss", "next_top1"}: means over the blocks, the encoder's own
-    tokenizer and device."""
-
-    def __init__(self, first: int = 8, last: int = 11, blocks: int = 30, block_size: int = 64, cache=None, root=None):
-        from qt_hard.data.books import dataset_column, load_books
-        from qt_hard.paths import data_path
-
-        if not 0 <= first < last:
-            raise ValueError(f"held-out books need 0 <= first < last, got {first}, {last}")
-        ds = load_books(str(root or data_path("books")), max_books=last, cache_dir=cache)
-        self.docs = dataset_column(ds, "doc_id", numpy=True).astype(np.int64)
-        self.text = dataset_column(ds, "text")
-        self.rows = np.nonzero(self.docs >= first)[0]
-        self.first, self.last, self.block_size = first, last, block_size
-        if len(self.rows) <= block_size:
-            raise ValueError(
-                f"books {first}-{last - 1} have {len(self.rows)} sentences, too few for blocks of {block_size}"
-            )
-        n = min(blocks, len(self.rows) - block_size)
-        self.starts = np.random.default_rng(0).choice(len(self.rows) - block_size, n, replace=False)
-
-    def score(self, enc) -> dict:
-        from qt_hard.losses import context_loss
-
-        module = enc.module
-        was_training = module.training
-        module.eval()
-        device = next(module.parameters()).device
-        B = self.block_size
-        losses, top1 = [], []
-        try:
-            with torch.inference_mode():
-                for s in self.starts:
-                    rows = self.rows[s : s + B]
-                    batch = enc.featurizer.collate([enc.featurizer.ids(self.text[i]) for i in rows])
-                    f, g = module(batch["ids"].to(device), batch["lengths"].to(device))
-                    f, g = f.float(), g.float()
-                    doc = torch.as_tensor(self.docs[rows], device=device)
-                    losses.append(float(context_loss(f, g, "uniform", doc_ids=doc)))
-                    scores = f @ g.T
-                    scores.fill_diagonal_(float("-inf"))
-                    top1.append(float((scores[:-1].argmax(1) == torch.arange(1, B, device=device)).float().mean()))
-        finally:
-            module.train(was_training)
-        return {"uniform_loss": round(float(np.mean(losses)), 3), "next_top1": round(float(np.mean(top1)), 3)}
 
 
 def main() -> None:

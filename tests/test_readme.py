@@ -505,6 +505,16 @@ RUNS = {
     "qt-hard grid run vision-table --config configs/moco_cifar10_cpu.yaml --out results/moco_ring_cpu --rows uniform,ring --seeds 0,1 --summary-only": _summary(
         "results/moco_ring_cpu", r"\| ring \| 41\.2 ± 0\.1 \|"
     ),
+    "qt-hard grid run wiki-smoke --out results --summary-only": Run(
+        sub=(
+            (
+                "qt-hard grid run",
+                f"mkdir results && cp {ROOT / 'results/wiki_smoke.jsonl'} results/ && qt-hard grid run",
+            ),
+        ),
+        writes=("results/wiki_smoke.md",),
+        prints=(r"\| MiniLM untouched \| 75\.5 / 82\.0 \|",),
+    ),
     "qt-hard grid run k-vs-n --results results/k_vs_n/collisions.csv --summary-only --diagnose": Run(
         sub=(
             ("qt-hard grid run", f"cp -r {ROOT / 'results/k_vs_n'} results_k_vs_n && qt-hard grid run"),
@@ -582,9 +592,14 @@ SKIPS = {
     "qt-hard grid run k-vs-n --results runs/k_vs_n/collisions.csv --summary-only --diagnose": "needs the collisions study's results (the command above); diagnose runs on a synthetic grid in tests/test_k_vs_n.py",
     "python scripts/k_vs_n_sampling.py --cache runs/k_vs_n/cache --N 1000 --k 100,1000 --steps 80": "needs the prepared Wiki-3029 cache; its measurement runs on PairTask batches in tests/test_k_vs_n.py",
     "qt-hard grid run qt-table --out runs/qt_table_gpu --seeds 0,1,2 --protocol senteval,skipthoughts --eval-device cuda --set model.encoder=gru --set model.embed_dim=300 --set model.hidden_dim=1200 --set data.max_books=null --set data.min_count=5 --set data.max_vocab=50000 --set train.lr=0.0005 --set train.num_threads=null --set train.steps=1500": "needs a CUDA GPU (--eval-device cuda) and ~15 GPU-minutes; the CPU form above runs the same script",
-    "python scripts/s2v_curve.py controls --output results/s2v_controls.json": "two 2,400-d evaluations of six tasks "
-    "(CPU-minutes each) after tokenizing all books; the dry run of scripts/device_s2v.sh runs the same subcommand "
-    "at toy size",
+    "qt-hard grid run s2v-controls --out runs/s2v_controls --workers 2": "two 2,400-d evaluations of six tasks "
+    "(CPU-minutes each) after tokenizing all books; the dry run of scripts/device_s2v.sh runs the same experiment "
+    "at toy size, and tests/test_s2v_curve.py its refusals",
+    "qt-hard grid run s2v-precision --out runs/s2v": "needs a GPU (TF32); the dry run of scripts/device_s2v.sh runs "
+    "it at toy size with --allow-cpu",
+    "qt-hard grid run s2v-curve --out runs/s2v --steps 12849 --precision tf32 --eval-device cuda": "needs a GPU and "
+    "the whole books corpus; the dry run of scripts/device_s2v.sh runs it at toy size (and --prepare-only), and "
+    "tests/test_s2v_curve.py a toy curve of two points",
     "QT_HARD_DATA=/path/to/data bash scripts/device_s2v_prepare.sh": "/path/to/data is a placeholder; it packs a "
     "55 MB carry of the data root, which the dry run of scripts/device_s2v.sh does without (it reads the data root)",
     "python scripts/bench_side_by_side.py --device cuda --cells 1,2,4,8 --output results/bench_side_by_side_gpu.jsonl": "needs a GPU; its DRY=1 form runs the same code on the CPU",
@@ -605,9 +620,9 @@ SKIPS = {
     "command above; the same evaluation of the quick start's model with its controls runs as the evaluation guide's "
     "similarity command",
     "qt-hard grid run st-compare --model minilm --out runs/st_compare_minilm --steps 34 --batch-size 64 --lr 2e-5 --scale 20 --max-seq-length 64 --seeds 0,1,2": "MiniLM cells take minutes each on 2 cores (each evaluation encodes ~30k sentences); the bag-of-words command above runs the same code",
-    "python scripts/wiki_smoke_table.py --out results/wiki_smoke.jsonl": "fine-tunes MiniLM 40 steps and "
-    "encodes Wiki-50 with MiniLM twice (minutes on 2 cores); its bag-of-words rows' train and eval wiki commands run "
-    "as the registered commands above, and tests/test_wiki_smoke_table.py runs the script with its commands stubbed",
+    "qt-hard grid run wiki-smoke --out results": "fine-tunes MiniLM 40 steps and encodes Wiki-50 with MiniLM twice "
+    "(minutes on 2 cores); its bag-of-words rows' train and eval wiki commands run as the registered commands above, "
+    "and tests/test_wiki_smoke.py runs the experiment with its commands stubbed",
     "python -m pytest -q -m commands -n 2 --dist loadgroup": "this marker itself (.ci/run runs it)",
     "python -m pytest -q -m slow": "the slow suite (multi-process training, real data at scale), run on its own",
     "accelerate launch --multi_gpu --num_processes 4 -m qt_hard.cli train configs/qt_books.yaml": "four GPUs and the full books corpus; its CPU form (the guide's next command) runs here",

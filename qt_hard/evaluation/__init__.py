@@ -7,6 +7,7 @@
 * :mod:`.senteval` running an encoder over the tasks, with an embedding cache
 * :mod:`.probes`   Ash et al.'s mean classifier and trained linear classifier on frozen embeddings
 * :mod:`.wiki`     both probes on a Wiki-N split
+* :mod:`.heldout`  next-sentence top-1 and uniform loss of a Quick-Thoughts encoder on held-out books
 * :mod:`.report`   Table-2-style markdown, JSON result files, comparisons
 * :mod:`.cli`      ``qt-hard eval senteval|wiki|compare``
 """

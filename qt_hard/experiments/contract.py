@@ -8,7 +8,7 @@ and is skipped once its records are there. The experiment says
 * which options it takes beyond the grid's own (:meth:`Experiment.add_arguments`) and checks them
   before anything is written (:meth:`Experiment.check`);
 * what every record of one results folder shares (:meth:`Experiment.setup`: a folder never mixes two
-  setups);
+  setups), and the form of its ledger (:meth:`Experiment.ledger`);
 * its cells, in the order they run (:meth:`Experiment.cells`), and what is built once before them
   (:meth:`Experiment.prepare`);
 * how one cell runs (:meth:`Experiment.run`), in this process or in a worker of its own;
@@ -94,6 +94,15 @@ class Experiment:
         from qt_hard.paths import output_folder
 
         return output_folder(args.out), self.ledger_name
+
+    def ledger(self, out: Path, name: str, setup: dict | None = None):
+        """The ledger ``name`` in ``out``, opened with ``setup`` (None: read only, with the stored
+        one): a :class:`~qt_hard.experiments.ledger.Ledger`, whose first line is the setup. An
+        experiment whose results file its readers take as a plain list of records returns a
+        :class:`~qt_hard.experiments.ledger.HeaderlessLedger` instead."""
+        from qt_hard.experiments.ledger import Ledger
+
+        return Ledger(out, self.key, setup, name=name, fields=self.fields)
 
     def setup(self, args: argparse.Namespace, out: Path) -> dict:
         """What every record of the folder shares (JSON); a folder of another setup is refused."""

@@ -39,6 +39,10 @@ EXPERIMENTS = {
     "graph-table": "qt_hard.experiments.specs.graph_table",
     "vision-table": "qt_hard.experiments.specs.vision_table",
     "k-vs-n": "qt_hard.experiments.specs.k_vs_n",
+    "wiki-smoke": "qt_hard.experiments.specs.wiki_smoke",
+    "s2v-controls": "qt_hard.experiments.specs.s2v_curve",
+    "s2v-precision": "qt_hard.experiments.specs.s2v_curve",
+    "s2v-curve": "qt_hard.experiments.specs.s2v_curve",
 }
 
 
@@ -85,7 +89,6 @@ def run_grid(exp: Experiment, args: argparse.Namespace) -> int:
 
 
 def _run_grid(exp: Experiment, args: argparse.Namespace) -> int:
-    from qt_hard.experiments.ledger import Ledger
     from qt_hard.experiments.runner import check_device, in_processes
 
     out, name = exp.location(args)
@@ -100,7 +103,7 @@ def _run_grid(exp: Experiment, args: argparse.Namespace) -> int:
     exp.check(args)
     check_device(args.device)
     setup = exp.setup(args, out)
-    ledger = Ledger(out, exp.key, setup, name=name, fields=exp.fields)
+    ledger = exp.ledger(out, name, setup)
     cells = exp.cells(args, rows, seeds)
     # --redo runs the asked cells again: their new records supersede the old ones in the tables
     # (the ledger keeps both); only what another command reran meanwhile is skipped.
@@ -132,11 +135,10 @@ def run_cell(
     """One cell under its claim (in this process or a worker's): skipped when another process holds
     it or its records appeared meanwhile (after the ledger's first ``since`` records, for a cell run
     again); its records appended as it ends. Returns them."""
-    from qt_hard.experiments.ledger import Ledger
     from qt_hard.experiments.runner import run_claimed
 
     exp = experiment(name, module)
-    ledger = Ledger(out, exp.key, setup, name=ledger_name, fields=exp.fields)
+    ledger = exp.ledger(Path(out), ledger_name, setup)
     return run_claimed(ledger, cell.claim, lambda: exp.run(args, Path(out), setup, cell), cell.keys, since)
 
 
@@ -145,12 +147,11 @@ def write_tables(exp: Experiment, out: Path, args: argparse.Namespace | None = N
     default :attr:`~qt_hard.experiments.contract.Experiment.ledger_name`), written into ``out`` (the
     Markdown ones printed), then its figures; ``args``, the command's options, reach
     :meth:`Experiment.configure` and :meth:`Experiment.figures`."""
-    from qt_hard.experiments.ledger import Ledger
     from qt_hard.files import write_text
 
     if args is not None:
         exp.configure(args)
-    ledger = Ledger(out, exp.key, name=name or exp.ledger_name)
+    ledger = exp.ledger(out, name or exp.ledger_name)
     records = ledger.latest()
     tables = exp.tables(records, ledger.setup, out)
     for name, text in tables.items():
