@@ -359,6 +359,19 @@ def _select_and_test(Xtr, ytr, Xte, n_classes, folds, regs, score, agg, fast, li
     return scores, best, yhat
 
 
+def _refit_result(devacc: float, yhat, yte, chosen_C, ndev: int) -> dict:
+    """The record of a C chosen on the training rows and the model refit with it: ``devacc`` (the
+    chosen C's cross-validation score), the test accuracy in percent of ``yhat`` against ``yte``,
+    ``chosen_C`` and the numbers of training and test rows."""
+    return {
+        "devacc": devacc,
+        "acc": round(100 * _acc(yhat, yte), 2),
+        "chosen_C": chosen_C,
+        "ndev": int(ndev),
+        "ntest": int(len(yte)),
+    }
+
+
 def kfold_train_test(
     Xtr,
     ytr,
@@ -379,13 +392,7 @@ def kfold_train_test(
     scores, best, yhat = _select_and_test(
         Xtr, ytr, Xte, n_classes, folds, regs, _acc, _senteval_mean, fast, False, dict(seed=seed, max_iter=max_iter)
     )
-    out = {
-        "devacc": float(np.max(scores)),
-        "acc": round(100 * _acc(yhat, yte), 2),
-        "chosen_C": regs[best],
-        "ndev": int(len(ytr)),
-        "ntest": int(len(yte)),
-    }
+    out = _refit_result(float(np.max(scores)), yhat, yte, regs[best], len(ytr))
     if f1:
         out["f1"] = round(100 * float(f1_score(yte, yhat)), 2)
     return out
@@ -458,13 +465,7 @@ def skipthoughts_kfold(
     scores, best, yhat = _select_and_test(
         Xtr, ytr, Xte, n_classes, folds, regs, score, _mean, fast, True, dict(seed=None, liblinear=True)
     )
-    out = {
-        "devacc": round(100 * float(np.max(scores)), 2),
-        "acc": round(100 * _acc(yhat, yte), 2),
-        "chosen_C": regs[best],
-        "ndev": int(len(ytr)),
-        "ntest": int(len(yte)),
-    }
+    out = _refit_result(round(100 * float(np.max(scores)), 2), yhat, yte, regs[best], len(ytr))
     if f1:
         out["devf1"] = out.pop("devacc")
         out["f1"] = round(100 * float(f1_score(yte, yhat)), 2)
