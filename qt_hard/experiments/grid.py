@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from qt_hard.errors import ArgumentError, UserError
 
-__all__ = ["GridError", "Row", "cells", "comma_list", "seed_list"]
+__all__ = ["GridError", "Row", "by_name", "cells", "comma_list", "seed_list"]
 
 
 class GridError(UserError, ValueError):
@@ -26,6 +26,11 @@ class Row:
     overrides: tuple[str, ...] = ()
     paper: tuple | None = None
     source: str = ""
+
+
+def by_name(*rows):
+    """A table's rows by their ``name`` (the key ``--rows`` picks them by), in the order given."""
+    return {r.name: r for r in rows}
 
 
 def comma_list(text: str, cast=str) -> list:

@@ -61,20 +61,17 @@ from pathlib import Path
 from qt_hard.errors import ArgumentError
 from qt_hard.experiments import report
 from qt_hard.experiments.contract import Cell, Experiment
-from qt_hard.experiments.grid import Row, comma_list
+from qt_hard.experiments.grid import Row, by_name, comma_list
 
 log = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[3]
 TASKS = ("MR", "CR", "SUBJ", "MPQA", "TREC", "MRPC")
-PRECISIONS = {
-    r.name: r
-    for r in (
-        Row("fp32", ("train.tf32=false", "train.mixed_precision=no")),
-        Row("tf32", ("train.tf32=true", "train.mixed_precision=no")),
-        Row("bf16", ("train.tf32=false", "train.mixed_precision=bf16")),
-    )
-}
+PRECISIONS = by_name(
+    Row("fp32", ("train.tf32=false", "train.mixed_precision=no")),
+    Row("tf32", ("train.tf32=true", "train.mixed_precision=no")),
+    Row("bf16", ("train.tf32=false", "train.mixed_precision=bf16")),
+)
 
 
 @dataclass(frozen=True)
@@ -86,7 +83,7 @@ class Control:
     encoder: str
 
 
-CONTROLS = {c.name: c for c in (Control("untrained", "config"), Control("bow2400", "bow2400"))}
+CONTROLS = by_name(Control("untrained", "config"), Control("bow2400", "bow2400"))
 PROTOCOL = {"name": "senteval", "seed": 1111, "classifier": "batched-newton"}  # and the command's kfold
 PROVENANCE = ("device", "torch", "threads", "commit", "date", "command")
 PRECISION_FIELDS = ("precision", "sentences_per_s", "batch_size", "steps", "mean_loss", "losses", "wall_s")

@@ -34,26 +34,23 @@ from pathlib import Path
 from qt_hard.errors import ArgumentError
 from qt_hard.experiments import report
 from qt_hard.experiments.contract import Cell, Experiment
-from qt_hard.experiments.grid import Row, comma_list, seed_list
+from qt_hard.experiments.grid import Row, by_name, comma_list, seed_list
 from qt_hard.experiments.runner import read_eval, read_metrics, train_run
 
 ROOT = Path(__file__).resolve().parents[3]
-STRATEGIES = {
-    r.name: r
-    for r in (
-        Row("uniform", ("objective.negatives=uniform", "objective.options={}")),
-        Row("debiased", ("objective.negatives=debiased", "objective.options={tau_plus: 0.1}")),
-        Row("hard", ("objective.negatives=hard", "objective.options={beta: 1.0, tau_plus: 0.1}")),
-        Row(
-            "ring",
-            (
-                "objective.negatives=ring",
-                "objective.options={lower: {schedule: linear, start: 0.0, end: 85.0, until: 0.5}, upper: 95.0}",
-            ),
+STRATEGIES = by_name(
+    Row("uniform", ("objective.negatives=uniform", "objective.options={}")),
+    Row("debiased", ("objective.negatives=debiased", "objective.options={tau_plus: 0.1}")),
+    Row("hard", ("objective.negatives=hard", "objective.options={beta: 1.0, tau_plus: 0.1}")),
+    Row(
+        "ring",
+        (
+            "objective.negatives=ring",
+            "objective.options={lower: {schedule: linear, start: 0.0, end: 85.0, until: 0.5}, upper: 95.0}",
         ),
-        Row("ot", ("objective.negatives=ot", "objective.options={epsilon: 0.5}")),
-    )
-}
+    ),
+    Row("ot", ("objective.negatives=ot", "objective.options={epsilon: 0.5}")),
+)
 KEY = ("strategy", "seed")
 FIELDS = [*KEY, "knn_acc", "linear_acc", "knn_init", "epochs", "steps", "arch", "width", "batch_size"]
 FIELDS += ["train_images", "test_images", "wall_s", "images_per_s", "device", "machine"]

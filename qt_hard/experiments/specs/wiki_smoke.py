@@ -29,6 +29,7 @@ from pathlib import Path
 from qt_hard.errors import ArgumentError
 from qt_hard.experiments import report
 from qt_hard.experiments.contract import Cell, Experiment
+from qt_hard.experiments.grid import by_name
 
 ROOT = Path(__file__).resolve().parents[3]
 QT = [sys.executable, "-m", "qt_hard.cli"]
@@ -47,25 +48,22 @@ class SmokeRow:
     model: str = ""
 
 
-ROWS = {
-    r.name: r
-    for r in (
-        SmokeRow(
-            "bow_trained",
-            "`configs/bow_wiki_smoke.yaml` trained (256 pairs a step, k = 100, 200 steps)",
-            config="configs/bow_wiki_smoke.yaml",
-            folder="bow",
-        ),
-        SmokeRow("bow_untrained", "the same architecture untrained", model="random:configs/bow_wiki_smoke.yaml"),
-        SmokeRow(
-            "hf_trained",
-            "MiniLM fine-tuned by `configs/hf_wiki_smoke.yaml` (40 steps of 16 pairs, D.1 loss, t = 0.05)",
-            config="configs/hf_wiki_smoke.yaml",
-            folder="hf",
-        ),
-        SmokeRow("minilm", "MiniLM untouched", model="minilm"),
-    )
-}
+ROWS = by_name(
+    SmokeRow(
+        "bow_trained",
+        "`configs/bow_wiki_smoke.yaml` trained (256 pairs a step, k = 100, 200 steps)",
+        config="configs/bow_wiki_smoke.yaml",
+        folder="bow",
+    ),
+    SmokeRow("bow_untrained", "the same architecture untrained", model="random:configs/bow_wiki_smoke.yaml"),
+    SmokeRow(
+        "hf_trained",
+        "MiniLM fine-tuned by `configs/hf_wiki_smoke.yaml` (40 steps of 16 pairs, D.1 loss, t = 0.05)",
+        config="configs/hf_wiki_smoke.yaml",
+        folder="hf",
+    ),
+    SmokeRow("minilm", "MiniLM untouched", model="minilm"),
+)
 FIELDS = ("mean_classifier_acc", "linear_acc", "commands", "wall_seconds")
 
 
