@@ -137,6 +137,12 @@ def _summary(folder: str, printed: str) -> Run:
     return Run(sub=(first, (f"--out {folder}", f"--out {copy}")), prints=(printed,))
 
 
+def _dry_run(out: str, writes: tuple[str, ...], prints: tuple[str, ...]) -> Run:
+    """A script's dry run (``DRY=1``) into ``out``: the files it must write there (``writes``, relative to
+    ``out``) and what it must print."""
+    return Run(writes=tuple(f"{out}/{name}" for name in writes), prints=prints)
+
+
 RUNS = {
     # The docs' generated tables against their result files (docgen, the docs tool; a second).
     "python -m docgen --check": Run(prints=(r"generated blocks, 0 stale",)),
@@ -524,28 +530,19 @@ RUNS = {
         prints=(r"\| 300 \| 100 \| 1000 \| same-class \(collision-free\) \| 3 \| 41\.39 ± 0\.10 \|",),
     ),
     # The namesake at width: the device script's dry run (toy cells side by side on the CPU, paired table).
-    "DRY=1 OUT=runs/device_namesake_dry bash scripts/device_namesake.sh": Run(
-        writes=(
-            "runs/device_namesake_dry/side_by_side_gpu.jsonl",
-            "runs/device_namesake_dry/results.jsonl",
-            "runs/device_namesake_dry/scores.jsonl",
-            "runs/device_namesake_dry/namesake_table.md",
-        ),
+    "DRY=1 OUT=runs/device_namesake_dry bash scripts/device_namesake.sh": _dry_run(
+        "runs/device_namesake_dry",
+        ("side_by_side_gpu.jsonl", "results.jsonl", "scores.jsonl", "namesake_table.md"),
         prints=(r"table exit 0", r"six-task mean difference to uniform: hard2-clamp", r"failed: none"),
     ),
     # Cells side by side: the benchmark's dry run (toy cell, N = 1, 2, 4 on the CPU).
-    "DRY=1 python scripts/bench_side_by_side.py --out runs/side_by_side_dry": Run(
-        writes=("runs/side_by_side_dry/shared/cache", "runs/side_by_side_dry/n4/cell3/final"),
-        prints=(r"side by side on cpu .*N=1 .*N=2 .*N=4 ",),
+    "DRY=1 python scripts/bench_side_by_side.py --out runs/side_by_side_dry": _dry_run(
+        "runs/side_by_side_dry", ("shared/cache", "n4/cell3/final"), prints=(r"side by side on cpu .*N=1 .*N=2 .*N=4 ",)
     ),
     # S2V's model on a GPU: the device script's dry run (toy model and data, CPU) is the one that runs.
-    "DRY=1 OUT=runs/device_s2v_dry bash scripts/device_s2v.sh": Run(
-        writes=(
-            "runs/device_s2v_dry/bench_train_speed_gpu.jsonl",
-            "runs/device_s2v_dry/precision.jsonl",
-            "runs/device_s2v_dry/curve.csv",
-            "runs/device_s2v_dry/curve.png",
-        ),
+    "DRY=1 OUT=runs/device_s2v_dry bash scripts/device_s2v.sh": _dry_run(
+        "runs/device_s2v_dry",
+        ("bench_train_speed_gpu.jsonl", "precision.jsonl", "curve.csv", "curve.png"),
         # two rounds of the speed bench, as on the GPU (each round's loop run into the same folder)
         prints=(r"speed bench exit 0 at \d+s: loop/bare on .* x 2 rounds", r"curve exit 0", r"failed: none"),
     ),
