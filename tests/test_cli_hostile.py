@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import sys
 from contextlib import contextmanager
@@ -121,125 +122,75 @@ def _script(name, argv, monkeypatch, capsys):
     return status, [line for line in capsys.readouterr().err.splitlines() if line.strip()]
 
 
-@pytest.mark.parametrize(
-    "name,argv,expected",
-    [
+# `qt-hard grid run EXPERIMENT ARGS` -> how its one stderr line begins after "qt-hard: error: ". ARGS split as
+# a shell would; {tmp} is the test's folder, {root} its empty data root.
+GRID_REFUSALS = {
+    "qt-table": [
+        ("--out {tmp}/o --seeds a,b --rows uniform", "--seeds must be"),
+        ("--out {tmp}/o --rows bogus", "unknown row 'bogus'"),
+        ("--out {tmp}/o --config {tmp}/binary.yaml", "config file {tmp}/binary.yaml is"),
+        ("--out {tmp}/o --config {tmp}/nope.yaml", "config file {tmp}/nope.yaml does not"),
+        ("--out {tmp}/o --config {tmp}/not.yaml", "config file {tmp}/not.yaml is not val"),
+        ("--out {tmp}/file.txt", "--out {tmp}/file.txt is a file, not a folder"),
+        ("--out /proc/qt_hard.out", "--out /proc/qt_hard.out cannot be created"),
+        ("--out {tmp}/o --kfold x", "qt-hard grid run qt-table: argument --kfold"),
+        ("--out {tmp}/o --protocol bogus", "--protocol bogus: no such protocol"),
+        ("--out {tmp}/o --rows uniform --eval-device bogus", "--eval-device 'bogus'"),
+        ("--out {tmp}/o --rows uniform --set train.lr=abc", "train.lr: expected a number, got 'abc'"),
         (
-            "grid:qt-table",
-            ["--out", "{tmp}/o", "--seeds", "a,b", "--rows", "uniform"],
-            "qt-hard: error: --seeds must be",
+            "--out {tmp}/o --rows uniform --data {tmp}/no_senteval",
+            "--data {tmp}/no_senteval: no SentEval task folders in it",
         ),
-        ("grid:qt-table", ["--out", "{tmp}/o", "--rows", "bogus"], "qt-hard: error: unknown row 'bogus'"),
-        (
-            "grid:qt-table",
-            ["--out", "{tmp}/o", "--config", "{tmp}/binary.yaml"],
-            "qt-hard: error: config file {tmp}/binary.yaml is",
-        ),
-        ("grid:qt-table", ["--out", "{tmp}/file.txt"], "qt-hard: error: --out {tmp}/file.txt is a file, not a folder"),
-        (
-            "grid:qt-table",
-            ["--out", "{tmp}/o", "--kfold", "x"],
-            "qt-hard: error: qt-hard grid run qt-table: argument --kfold",
-        ),
-        (
-            "grid:qt-table",
-            ["--out", "{tmp}/o", "--protocol", "bogus"],
-            "qt-hard: error: --protocol bogus: no such protocol",
-        ),
-        (
-            "grid:qt-table",
-            ["--out", "{tmp}/o", "--rows", "uniform", "--eval-device", "bogus"],
-            "qt-hard: error: --eval-device 'bogus'",
-        ),
-        (
-            "grid:k-vs-n",
-            ["{tmp}/binary.yaml", "--results", "{tmp}/o/r.csv"],
-            "qt-hard: error: grid {tmp}/binary.yaml is",
-        ),
-        (
-            "grid:k-vs-n",
-            ["configs/k_vs_n_synthetic.yaml", "--results", "{tmp}/o/r.csv", "--seeds", "x"],
-            "qt-hard: error: --seeds must be",
-        ),
-        (
-            "grid:k-vs-n",
-            ["configs/k_vs_n_synthetic.yaml", "--results", "{tmp}/file.txt/r.csv"],
-            "qt-hard: error: --results {tmp}/file.txt/r.csv cannot be written",
-        ),
-        (
-            "grid:k-vs-n",
-            ["--results", "{tmp}/o/r.csv", "--summary-only"],
-            "qt-hard: error: --results {tmp}/o/r.csv: no r.jsonl to summarize",
-        ),
-        (
-            "grid:k-vs-n",
-            ["configs/k_vs_n_synthetic.yaml", "--results", "{tmp}/o/r.csv", "--max-cells", "-1"],
-            "qt-hard: error: --max-cells -1: give at least 0",
-        ),
-        ("st_finetune", ["--task", "NOPE", "--workdir", "{tmp}/o"], "error: --task NOPE"),
-        ("st_finetune", ["--batch-size", "1", "--workdir", "{tmp}/o"], "error: --pairs and --batch-size must be"),
-        ("st_finetune", ["--workdir", "{tmp}/file.txt"], "error: --workdir {tmp}/file.txt is a file"),
-        (
-            "grid:st-compare",
-            ["--model", "{tmp}/o", "--out", "{tmp}/r"],
-            "qt-hard: error: --model {tmp}/o: not a sentence-transformers",
-        ),
-        (
-            "grid:st-compare",
-            ["--model", "minilm", "--out", "{tmp}/r", "--rows", "mnrl,bogus"],
-            "qt-hard: error: --rows: unknown row",
-        ),
-        ("grid:st-compare", ["--out", "{tmp}/file.txt", "--summary-only"], "qt-hard: error: --out {tmp}/file.txt is a"),
-        ("qt_heldout", ["{tmp}/no_model"], "error: no saved encoder at {tmp}/no_model"),
-        ("qt_heldout", ["{tmp}/o", "--first", "5", "--last", "2"], "error: need 0 <= --first < --last"),
-        ("qt_heldout", ["{tmp}/model"], "error: no saved encoder at {tmp}/model: encoder.json is missing"),
-        (
-            "grid:qt-table",
-            ["--out", "{tmp}/o", "--config", "{tmp}/nope.yaml"],
-            "qt-hard: error: config file {tmp}/nope.yaml does not",
-        ),
-        (
-            "grid:qt-table",
-            ["--out", "{tmp}/o", "--config", "{tmp}/not.yaml"],
-            "qt-hard: error: config file {tmp}/not.yaml is not val",
-        ),
-        ("grid:qt-table", ["--out", "/proc/qt_hard.out"], "qt-hard: error: --out /proc/qt_hard.out cannot be created"),
-        (
-            "grid:qt-table",
-            ["--out", "{tmp}/o", "--rows", "uniform", "--set", "train.lr=abc"],
-            "qt-hard: error: train.lr: expected a number, got 'abc'",
-        ),
-        (
-            "grid:qt-table",
-            ["--out", "{tmp}/o", "--rows", "uniform", "--data", "{tmp}/no_senteval"],
-            "qt-hard: error: --data {tmp}/no_senteval: no SentEval task folders in it",
-        ),
-        (
-            "grid:k-vs-n",
-            ["{tmp}/nope.yaml", "--results", "{tmp}/o/r.csv"],
-            "qt-hard: error: grid {tmp}/nope.yaml does not exist",
-        ),
-        (
-            "grid:k-vs-n",
-            ["{tmp}/not.yaml", "--results", "{tmp}/o/r.csv"],
-            "qt-hard: error: grid {tmp}/not.yaml is not valid YAML",
-        ),
-        (
-            "grid:k-vs-n",
-            ["configs/k_vs_n_synthetic.yaml", "--results", "{tmp}/folder", "--no-estimate", "--max-cells", "0"],
-            "qt-hard: error: --results {tmp}/folder is a folder",
-        ),
-        (
-            "grid:k-vs-n",
-            ["configs/k_vs_n_small.yaml", "--results", "{tmp}/o/r.csv", "--cache", "{tmp}/cache"]
-            + ["--no-estimate", "--plan"],
-            "qt-hard: error: {root}/wikipedia does not exist",
-        ),
-        ("st_finetune", ["--negatives", "bogus", "--workdir", "{tmp}/o"], "error: --negatives: unknown bogus"),
-        ("st_finetune", ["--workdir", "{tmp}/o", "--pairs", "8"], "error: {root}/senteval/MRPC does not exist"),
     ],
-)
-def test_scripts_refuse_in_one_line_and_write_nothing(name, argv, expected, tmp_path, monkeypatch, capsys):
+    "k-vs-n": [
+        ("{tmp}/binary.yaml --results {tmp}/o/r.csv", "grid {tmp}/binary.yaml is"),
+        ("{tmp}/nope.yaml --results {tmp}/o/r.csv", "grid {tmp}/nope.yaml does not exist"),
+        ("{tmp}/not.yaml --results {tmp}/o/r.csv", "grid {tmp}/not.yaml is not valid YAML"),
+        ("configs/k_vs_n_synthetic.yaml --results {tmp}/o/r.csv --seeds x", "--seeds must be"),
+        (
+            "configs/k_vs_n_synthetic.yaml --results {tmp}/file.txt/r.csv",
+            "--results {tmp}/file.txt/r.csv cannot be written",
+        ),
+        (
+            "configs/k_vs_n_synthetic.yaml --results {tmp}/folder --no-estimate --max-cells 0",
+            "--results {tmp}/folder is a folder",
+        ),
+        ("--results {tmp}/o/r.csv --summary-only", "--results {tmp}/o/r.csv: no r.jsonl to summarize"),
+        ("configs/k_vs_n_synthetic.yaml --results {tmp}/o/r.csv --max-cells -1", "--max-cells -1: give at least 0"),
+        (
+            "configs/k_vs_n_small.yaml --results {tmp}/o/r.csv --cache {tmp}/cache --no-estimate --plan",
+            "{root}/wikipedia does not exist",
+        ),
+    ],
+    "st-compare": [
+        ("--model {tmp}/o --out {tmp}/r", "--model {tmp}/o: not a sentence-transformers"),
+        ("--model minilm --out {tmp}/r --rows mnrl,bogus", "--rows: unknown row"),
+        ("--out {tmp}/file.txt --summary-only", "--out {tmp}/file.txt is a"),
+    ],
+}
+# `python scripts/SCRIPT.py ARGS` -> how its one stderr line begins after "error: ".
+SCRIPT_REFUSALS = {
+    "st_finetune": [
+        ("--task NOPE --workdir {tmp}/o", "--task NOPE"),
+        ("--batch-size 1 --workdir {tmp}/o", "--pairs and --batch-size must be"),
+        ("--workdir {tmp}/file.txt", "--workdir {tmp}/file.txt is a file"),
+        ("--negatives bogus --workdir {tmp}/o", "--negatives: unknown bogus"),
+        ("--workdir {tmp}/o --pairs 8", "{root}/senteval/MRPC does not exist"),
+    ],
+    "qt_heldout": [
+        ("{tmp}/no_model", "no saved encoder at {tmp}/no_model"),
+        ("{tmp}/o --first 5 --last 2", "need 0 <= --first < --last"),
+        ("{tmp}/model", "no saved encoder at {tmp}/model: encoder.json is missing"),
+    ],
+}
+REFUSALS = [
+    (f"grid:{name}", args, f"qt-hard: error: {error}") for name, rows in GRID_REFUSALS.items() for args, error in rows
+]
+REFUSALS += [(name, args, f"error: {error}") for name, rows in SCRIPT_REFUSALS.items() for args, error in rows]
+
+
+@pytest.mark.parametrize("name,args,expected", REFUSALS)
+def test_scripts_refuse_in_one_line_and_write_nothing(name, args, expected, tmp_path, monkeypatch, capsys):
     (tmp_path / "binary.yaml").write_bytes(bytes(range(256)) * 4)
     (tmp_path / "not.yaml").write_text("{oops: [\n")
     (tmp_path / "file.txt").write_text("a file\n")
@@ -258,7 +209,7 @@ def test_scripts_refuse_in_one_line_and_write_nothing(name, argv, expected, tmp_
     def fill(text):
         return text.replace("{root}", str(root)).replace("{tmp}", str(tmp_path))
 
-    argv = [fill(a) for a in argv]
+    argv = [fill(a) for a in shlex.split(args)]
     try:
         status, err = _script(name, argv, monkeypatch, capsys)
     except SystemExit as stop:  # argparse's refusal exits from inside the parser
