@@ -55,43 +55,38 @@ def test_an_unknown_option_is_refused_at_load(pipeline, key):
     assert text.startswith(f"objective.options.{key}: not an option of negatives='hard' (its options: beta, clip")
 
 
+# objective.negatives (None: the default strategy) -> [(one override, how the refusal begins)].
+WRONG_VALUES = {
+    "hard": [
+        ("objective.options.beta=x", "objective.options.beta: expected a number"),
+        ("objective.options.clip=yes", "objective.options.clip: expected one of auto"),
+        ("objective.options.detach=1", "objective.options.detach: expected true or false"),
+        ("objective.options.tau_plus=1.5", "objective.options (negatives='hard'): tau_plus"),
+    ],
+    "ot": [
+        ("objective.options.sinkhorn_iters=2.5", "objective.options.sinkhorn_iters: expected an integer"),
+        ("objective.options.cost=l1", "objective.options.cost: expected one of sqeuclidean, exp"),
+    ],
+    "label": [("objective.options.beta=2", "objective.options (negatives='label'): option(s) beta")],
+    None: [
+        ("objective.options.top_m=many", "objective.options.top_m: expected an integer, got 'many'"),
+        ("objective.options.guard=both", "objective.options.guard: expected one of absolute, relative"),
+        ("objective.options.tau_plus={schedule: nope}", "objective.options.tau_plus: unknown schedule 'nope'"),
+        ("objective.estimator=dv", "objective.estimator: expected one of nce, jsd, jsd_code, got 'dv'"),
+        ("objective.options.k=3", "objective.options.k: set it as objective.k instead"),
+        ("objective.options.estimator=jsd", "objective.options.estimator: set it as objective.estimator instead"),
+        ("objective.k=many", "objective.k: expected an integer, got 'many'"),
+    ],
+}
+
+
 @pytest.mark.parametrize("pipeline", PIPELINES)
 @pytest.mark.parametrize(
-    "overrides, message",
-    [
-        (["objective.negatives=hard", "objective.options.beta=x"], "objective.options.beta: expected a number"),
-        (["objective.negatives=hard", "objective.options.clip=yes"], "objective.options.clip: expected one of auto"),
-        (
-            ["objective.negatives=hard", "objective.options.detach=1"],
-            "objective.options.detach: expected true or false",
-        ),
-        (
-            ["objective.negatives=ot", "objective.options.sinkhorn_iters=2.5"],
-            "objective.options.sinkhorn_iters: expected an integer",
-        ),
-        (
-            ["objective.negatives=ot", "objective.options.cost=l1"],
-            "objective.options.cost: expected one of sqeuclidean, exp",
-        ),
-        (["objective.options.top_m=many"], "objective.options.top_m: expected an integer, got 'many'"),
-        (["objective.options.guard=both"], "objective.options.guard: expected one of absolute, relative"),
-        (["objective.options.tau_plus={schedule: nope}"], "objective.options.tau_plus: unknown schedule 'nope'"),
-        (["objective.estimator=dv"], "objective.estimator: expected one of nce, jsd, jsd_code, got 'dv'"),
-        (
-            ["objective.negatives=hard", "objective.options.tau_plus=1.5"],
-            "objective.options (negatives='hard'): tau_plus",
-        ),
-        (
-            ["objective.negatives=label", "objective.options.beta=2"],
-            "objective.options (negatives='label'): option(s) beta",
-        ),
-        (["objective.options.k=3"], "objective.options.k: set it as objective.k instead"),
-        (["objective.options.estimator=jsd"], "objective.options.estimator: set it as objective.estimator instead"),
-        (["objective.k=many"], "objective.k: expected an integer, got 'many'"),
-    ],
+    "negatives, override, message", [(n, o, m) for n, rows in WRONG_VALUES.items() for o, m in rows]
 )
-def test_a_wrong_option_value_is_refused_at_load(pipeline, overrides, message):
-    assert _refused(pipeline, overrides).startswith(message)
+def test_a_wrong_option_value_is_refused_at_load(pipeline, negatives, override, message):
+    strategy = [f"objective.negatives={negatives}"] if negatives else []
+    assert _refused(pipeline, [*strategy, override]).startswith(message)
 
 
 @pytest.mark.parametrize("pipeline", PIPELINES)
