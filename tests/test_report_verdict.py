@@ -43,27 +43,3 @@ def test_fewer_than_three_pairs_are_not_judged():
     assert v.n == 2 and v.verdict == "not judged" and v.low is None
     assert v.cell() == f"{v.mean:+.2f}"
     assert paired_verdict({0: 1.0}, {1: 2.0}).cell() == "-"
-
-
-def test_scifact_summary_pairs_mined_rows_with_the_mined_baseline():
-    from qt_hard.experiments.specs.scifact import summarize
-
-    def rec(row, seed, dev, test):
-        return {
-            "row": row,
-            "seed": seed,
-            "dev_ndcg@10": dev,
-            "test_ndcg@10": test,
-            "test_mrr@10": 0.0,
-            "test_recall@100": 0.0,
-        }
-
-    records = [rec("mnrl", s, 60 + s, 60 + s) for s in range(3)]
-    records += [rec("mnrl+mined", s, 70 + s, 70 + s) for s in range(3)]
-    records += [rec("hard_b1+mined", s, 71 + s, 70 + s + 0.1 * (s - 1)) for s in range(3)]
-    text = summarize(records)
-    against_mined = text.split("against `mnrl+mined`")[1]
-    # +1 on dev with no variation: better; on test the differences -0.1, 0, +0.1: level.
-    assert "| `hard_b1+mined` | 3 | +1.00 [+1.00, +1.00] | better | +0.00 [-0.25, +0.25] | level |" in against_mined
-    # A row on other data is not paired with MNRL on the pairs: with no row on the pairs, no such table.
-    assert "against `mnrl` (" not in text

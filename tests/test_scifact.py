@@ -74,16 +74,37 @@ def test_the_grid_needs_a_recipe_chosen_on_dev_first(slice_folder, tmp_path, cap
     assert "no recipe.jsonl; choose the recipe on dev first" in capsys.readouterr().err
 
 
+def _record(row: str, seed: int = 0, dev: float = 70.0, test: float = 70.0, **more) -> dict:
+    """A record of the SciFact ledger: ``row`` at ``seed`` with nDCG@10 ``dev`` on dev and ``test`` on test,
+    MRR@10 and recall@100 70 on test, and the fields ``more``."""
+    metrics = {"dev_ndcg@10": dev, "test_ndcg@10": test, "test_mrr@10": 70.0, "test_recall@100": 70.0}
+    return {"row": row, "seed": seed, **metrics, **more}
+
+
 def test_the_guard_column_speaks_only_of_rows_with_a_guard():
     """An unguarded HardNegativesLoss row is audited too (its removed share is 0): the table shows
     "-" for it, and "did not act" only for a guard that removed nothing."""
     from qt_hard.experiments.specs.scifact import summarize
 
     def rec(row, removed):
-        metrics = {m: 70.0 for m in ("dev_ndcg@10", "test_ndcg@10", "test_mrr@10", "test_recall@100")}
-        return {"row": row, "seed": 0, **metrics, "guard_removed_frac": removed, "guard_removed_tp_frac": None}
+        return _record(row, guard_removed_frac=removed, guard_removed_tp_frac=None)
 
     table = summarize([rec("hard_b1+mined", 0.0), rec("hard_b1_guard_rel+mined", 0.0), rec("gist_filter+mined", 0.01)])
     assert "(`hard_b1+mined`) | 1 | 70.00 | 70.00 | 70.00 | 70.00 | - |" in table
     assert "(`hard_b1_guard_rel+mined`) | 1 | 70.00 | 70.00 | 70.00 | 70.00 | did not act |" in table
     assert "(`gist_filter+mined`) | 1 | 70.00 | 70.00 | 70.00 | 70.00 | 1.00% |" in table
+
+
+def test_the_summary_pairs_mined_rows_with_the_mined_baseline():
+    """A row on the mined triplets is judged against MNRL on them (``mnrl+mined``), by the paired verdict."""
+    from qt_hard.experiments.specs.scifact import summarize
+
+    records = [_record("mnrl", s, 60 + s, 60 + s) for s in range(3)]
+    records += [_record("mnrl+mined", s, 70 + s, 70 + s) for s in range(3)]
+    records += [_record("hard_b1+mined", s, 71 + s, 70 + s + 0.1 * (s - 1)) for s in range(3)]
+    text = summarize(records)
+    against_mined = text.split("against `mnrl+mined`")[1]
+    # +1 on dev with no variation: better; on test the differences -0.1, 0, +0.1: level.
+    assert "| `hard_b1+mined` | 3 | +1.00 [+1.00, +1.00] | better | +0.00 [-0.25, +0.25] | level |" in against_mined
+    # A row on other data is not paired with MNRL on the pairs: with no row on the pairs, no such table.
+    assert "against `mnrl` (" not in text
