@@ -103,7 +103,7 @@ def bench(name, options, b, d, n_neg, reps, scale=20.0):
     }
 
 
-def main(argv=None):
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--batch-size", default="256", help="batch sizes, comma separated")
     p.add_argument("--dim", type=int, default=384)
@@ -112,24 +112,17 @@ def main(argv=None):
     p.add_argument("--cases", default=",".join(CASES))
     p.add_argument("--threads", type=int, default=1, help="torch threads (torch.set_num_threads)")
     p.add_argument("--out", default=None, help="JSONL file the rows are appended to")
-    args = p.parse_args(argv)
-    for name in args.cases.split(","):
-        if name not in CASES:
-            print(f"error: unknown case {name!r}; choose from {', '.join(CASES)}", file=sys.stderr)
-            return 2
-    try:
-        batch_sizes = [int(x) for x in args.batch_size.split(",")]
-    except ValueError:
-        batch_sizes = []
-    if not batch_sizes or min(batch_sizes) < 2 or args.threads < 1:
-        print("error: --batch-size takes integers >= 2 (comma separated), --threads one >= 1", file=sys.stderr)
-        return 2
-    torch.set_num_threads(args.threads)
+    return p
+
+
+def _meta(argv) -> dict:
+    """What every row records of the run: the machine, torch and its threads, the commit, the date
+    and the command."""
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     except OSError:
         commit = None
-    meta = {
+    return {
         "device": f"cpu ({os.cpu_count()} cores)",
         "machine": platform.machine(),
         "torch": torch.__version__,
@@ -138,18 +131,10 @@ def main(argv=None):
         "measured": datetime.date.today().isoformat(),
         "command": "python scripts/bench_guard.py " + " ".join(argv if argv is not None else sys.argv[1:]),
     }
-    rows = []
-    for b in batch_sizes:
-        for n_neg in (int(x) for x in args.negatives.split(",")):
-            for name in args.cases.split(","):
-                row = {**bench(name, CASES[name], b, args.dim, n_neg, args.reps), **meta}
-                row["load_average_1min"] = round(os.getloadavg()[0], 2)  # other work shares the cores
-                rows.append(row)
-                print(json.dumps(row), flush=True)
-    if args.out:
-        with open(args.out, "a", encoding="utf-8") as fh:
-            for row in rows:
-                fh.write(json.dumps(row) + "\n")
+
+
+def headline(rows: list[dict], args, batch_sizes: list[int]) -> str:
+    """The guard's worst ratio and the default's at the smallest batch, each against its target."""
     parts = []
     guard_rows = [r for r in rows if r["case"] in ("uniform+guard", "uniform+guard_relative")]
     if guard_rows:
@@ -165,7 +150,37 @@ def main(argv=None):
             f"{verdict})"
         )
     where = f"forward + backward, B={args.batch_size}, d={args.dim}, cpu, {args.threads} thread(s)"
-    print(f"headline: {'; '.join(parts) or 'no guard or default case run'} ({where})")
+    return f"headline: {'; '.join(parts) or 'no guard or default case run'} ({where})"
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
+    for name in args.cases.split(","):
+        if name not in CASES:
+            print(f"error: unknown case {name!r}; choose from {', '.join(CASES)}", file=sys.stderr)
+            return 2
+    try:
+        batch_sizes = [int(x) for x in args.batch_size.split(",")]
+    except ValueError:
+        batch_sizes = []
+    if not batch_sizes or min(batch_sizes) < 2 or args.threads < 1:
+        print("error: --batch-size takes integers >= 2 (comma separated), --threads one >= 1", file=sys.stderr)
+        return 2
+    torch.set_num_threads(args.threads)
+    meta = _meta(argv)
+    rows = []
+    for b in batch_sizes:
+        for n_neg in (int(x) for x in args.negatives.split(",")):
+            for name in args.cases.split(","):
+                row = {**bench(name, CASES[name], b, args.dim, n_neg, args.reps), **meta}
+                row["load_average_1min"] = round(os.getloadavg()[0], 2)  # other work shares the cores
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    if args.out:
+        with open(args.out, "a", encoding="utf-8") as fh:
+            for row in rows:
+                fh.write(json.dumps(row) + "\n")
+    print(headline(rows, args, batch_sizes))
     return 0
 
 

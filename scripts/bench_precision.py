@@ -48,6 +48,48 @@ def _launcher() -> list[str]:
     return [exe] if exe else [sys.executable, "-m", "accelerate.commands.accelerate_cli"]
 
 
+def launch_command(mode: str, args, out: Path) -> list[str]:
+    """The README's ``accelerate launch`` of ``qt-hard train`` for one mode, into ``out``."""
+    cmd = _launcher() + [
+        "launch",
+        "--num_processes",
+        str(args.num_processes),
+        "--num_machines",
+        "1",
+        "--dynamo_backend",
+        "no",
+        "--main_process_port",
+        "0",
+    ]
+    if args.num_processes > 1:
+        cmd.append("--multi_gpu")
+    return cmd + [
+        "-m",
+        "qt_hard.cli",
+        "train",
+        args.config,
+        "--out",
+        str(out),
+        f"train.steps={args.steps}",
+        # mixed_precision quoted: YAML reads a bare no as False.
+        f"train.mixed_precision='{mode}'",
+        "train.checkpoint_every=0",
+        "train.progress=false",
+        f"train.log_every={args.log_every}",
+        *args.overrides,
+    ]
+
+
+def _error(proc) -> str:
+    """The training process's own exception, not the launcher's CalledProcessError after it."""
+    lines = [
+        ln
+        for ln in proc.stderr.splitlines()
+        if re.match(r"^[\w.]+(Error|Exception): ", ln) and "CalledProcessError" not in ln
+    ]
+    return lines[0][-300:] if lines else f"exit {proc.returncode}: {proc.stderr[-300:]}"
+
+
 def run_mode(mode: str, args, env: dict) -> dict:
     import torch
 
@@ -61,46 +103,13 @@ def run_mode(mode: str, args, env: dict) -> dict:
     }
     if not (out / "final").is_dir():
         shutil.rmtree(out, ignore_errors=True)
-        cmd = _launcher() + [
-            "launch",
-            "--num_processes",
-            str(args.num_processes),
-            "--num_machines",
-            "1",
-            "--dynamo_backend",
-            "no",
-            "--main_process_port",
-            "0",
-        ]
-        if args.num_processes > 1:
-            cmd.append("--multi_gpu")
-        cmd += [
-            "-m",
-            "qt_hard.cli",
-            "train",
-            args.config,
-            "--out",
-            str(out),
-            f"train.steps={args.steps}",
-            # mixed_precision quoted: YAML reads a bare no as False.
-            f"train.mixed_precision='{mode}'",
-            "train.checkpoint_every=0",
-            "train.progress=false",
-            f"train.log_every={args.log_every}",
-            *args.overrides,
-        ]
+        cmd = launch_command(mode, args, out)
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
         row["wall_s"] = round(time.perf_counter() - t0, 2)
         row["command"] = " ".join(["accelerate", *cmd[1:]] if cmd[0].endswith("accelerate") else cmd)
         if proc.returncode != 0:
-            # The training process's own exception, not the launcher's CalledProcessError after it.
-            lines = [
-                ln
-                for ln in proc.stderr.splitlines()
-                if re.match(r"^[\w.]+(Error|Exception): ", ln) and "CalledProcessError" not in ln
-            ]
-            row["error"] = lines[0][-300:] if lines else f"exit {proc.returncode}: {proc.stderr[-300:]}"
+            row["error"] = _error(proc)
             return row
     with open(out / "metrics.csv") as fh:
         rows = list(csv.DictReader(fh))

@@ -196,7 +196,7 @@ def _to(batch, device):
     return batch.to(device) if hasattr(batch, "to") else batch
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
     p.add_argument("--steps", type=int, default=40, help="steps of every timed run")
@@ -209,9 +209,11 @@ def main(argv=None) -> int:
         "--case-set", action="append", default=[], metavar="CASE:KEY=VALUE", help="an override of one case's config"
     )
     p.add_argument("overrides", nargs="*", help="config overrides for every case, e.g. train.batch_size=128")
-    args = p.parse_args(argv)
-    if args.steps < args.warmup + 3:
-        p.error("--steps must exceed --warmup by at least 3")
+    return p
+
+
+def _case_overrides(p: argparse.ArgumentParser, args) -> dict[str, list[str]]:
+    """Each case's own overrides: ``--wiki`` for bow_wiki1000 and every ``--case-set``."""
     per_case: dict[str, list[str]] = {c: [] for c in CASES}
     if args.wiki:
         per_case["bow_wiki1000"].append(f"data.path={Path(args.wiki).resolve()}")
@@ -220,6 +222,38 @@ def main(argv=None) -> int:
         if not sep or case not in CASES or "=" not in override:
             p.error(f"--case-set {item!r}: expected CASE:KEY=VALUE with CASE one of {', '.join(CASES)}")
         per_case[case].append(override)
+    return per_case
+
+
+def run_case(case: str, args, overrides: list[str], meta: dict) -> float:
+    """The case's rounds of a loop and a bare run (a row printed per run, then the case's row);
+    returns the median over rounds of loop/bare within a round."""
+    rates = {"loop": [], "bare": []}
+    for rnd in range(args.rounds):
+        for path in ("loop", "bare"):
+            # One run folder per case: the loop's data cache (tokens, Wiki-N) is built once.
+            cfg = _config(case, Path(args.out) / case, args.steps, args.threads, overrides)
+            t0 = time.perf_counter()
+            rate = (loop_rate if path == "loop" else bare_rate)(cfg, args.warmup)
+            rates[path].append(rate)
+            row = {"case": case, "path": path, "round": rnd, "sentences_per_s": round(rate, 1)}
+            print(json.dumps({**row, "wall_s": round(time.perf_counter() - t0, 2), **meta}), flush=True)
+    loop, bare = statistics.median(rates["loop"]), statistics.median(rates["bare"])
+    # Each round's two runs are neighbours in time, so their ratio cancels most of what other
+    # processes on the machine do; the median over rounds is the headline figure.
+    paired = statistics.median(a / b for a, b in zip(rates["loop"], rates["bare"]))
+    row = {"case": case, "loop_sentences_per_s": round(loop, 1), "bare_sentences_per_s": round(bare, 1)}
+    row.update(ratio=round(paired, 3), ratio_of_medians=round(loop / bare, 3), rounds=args.rounds)
+    print(json.dumps({**row, **meta}), flush=True)
+    return paired
+
+
+def main(argv=None) -> int:
+    p = _parser()
+    args = p.parse_args(argv)
+    if args.steps < args.warmup + 3:
+        p.error("--steps must exceed --warmup by at least 3")
+    per_case = _case_overrides(p, args)
     import torch
 
     import qt_hard
@@ -232,48 +266,7 @@ def main(argv=None) -> int:
         "steps": args.steps,
         "warmup": args.warmup,
     }
-    ratios = {}
-    for case in args.cases:
-        rates = {"loop": [], "bare": []}
-        for rnd in range(args.rounds):
-            for path in ("loop", "bare"):
-                # One run folder per case: the loop's data cache (tokens, Wiki-N) is built once.
-                cfg = _config(case, Path(args.out) / case, args.steps, args.threads, args.overrides + per_case[case])
-                t0 = time.perf_counter()
-                rate = (loop_rate if path == "loop" else bare_rate)(cfg, args.warmup)
-                rates[path].append(rate)
-                print(
-                    json.dumps(
-                        {
-                            "case": case,
-                            "path": path,
-                            "round": rnd,
-                            "sentences_per_s": round(rate, 1),
-                            "wall_s": round(time.perf_counter() - t0, 2),
-                            **meta,
-                        }
-                    ),
-                    flush=True,
-                )
-        loop, bare = statistics.median(rates["loop"]), statistics.median(rates["bare"])
-        # Each round's two runs are neighbours in time, so their ratio cancels most of what other
-        # processes on the machine do; the median over rounds is the headline figure.
-        paired = statistics.median(a / b for a, b in zip(rates["loop"], rates["bare"]))
-        ratios[case] = paired
-        print(
-            json.dumps(
-                {
-                    "case": case,
-                    "loop_sentences_per_s": round(loop, 1),
-                    "bare_sentences_per_s": round(bare, 1),
-                    "ratio": round(paired, 3),
-                    "ratio_of_medians": round(loop / bare, 3),
-                    "rounds": args.rounds,
-                    **meta,
-                }
-            ),
-            flush=True,
-        )
+    ratios = {case: run_case(case, args, args.overrides + per_case[case], meta) for case in args.cases}
     print(
         f"loop/bare on {meta['device']}, {args.threads} thread(s), {args.steps} steps x {args.rounds} rounds: "
         + "; ".join(f"{c} {r:.2f}" for c, r in ratios.items())
