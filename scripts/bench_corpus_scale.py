@@ -43,7 +43,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _bench, when this file is loaded by its path
+import _bench  # noqa: E402
+
+ROOT = _bench.ROOT
 PARAGRAPH = 6  # sentences per written paragraph of a shuffled copy
 TINY_MODEL = ["model.embed_dim=16", "model.hidden_dim=16"]
 
@@ -255,10 +258,7 @@ def measure_multiple(args, work: Path, files: list[Path], k: int, parts: list[st
         row = {"multiple": k, "books": len(files) * k, "part": part, **run_part(part, args, data, where)}
         row.update(config=args.config, overrides=args.set, **stamp)
         rows.append(row)
-        print(json.dumps(row), flush=True)
-        if args.output:
-            with open(args.output, "a", encoding="utf-8") as fh:
-                fh.write(json.dumps(row) + "\n")
+        _bench.emit([row], args.output)
     if not args.keep:
         shutil.rmtree(run, ignore_errors=True)
         shutil.rmtree(work / f"startup_x{k}", ignore_errors=True)
@@ -287,7 +287,6 @@ def main(argv=None) -> int:
         return 0
     if not args.work:
         ap.error("--work is required")
-    from qt_hard.experiments.ledger import measurement_stamp
     from qt_hard.paths import data_path
 
     multiples = sorted({int(x) for x in args.multiples.split(",")})
@@ -295,7 +294,7 @@ def main(argv=None) -> int:
     work = Path(args.work).resolve()
     books = Path(args.books) if args.books else data_path("books")
     files = write_copies(books, work, max(multiples) - 1, args.max_books)
-    stamp = measurement_stamp(ROOT, [Path(__file__).name, *(argv if argv is not None else sys.argv[1:])])
+    stamp = _bench.stamp(__file__, argv)
     rows = []
     for k in multiples:
         rows += measure_multiple(args, work, files, k, parts, stamp)

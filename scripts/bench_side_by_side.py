@@ -29,7 +29,6 @@ batch 32, N = 1, 2, 4, one thread per cell, a few steps. Its rates are no measur
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import shutil
@@ -41,6 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # runnable from a checkout without installing; workers import this file by name
 sys.path.insert(0, str(ROOT / "scripts"))
+import _bench  # noqa: E402
 
 DRY_SET = [
     "model.embed_dim=16",
@@ -175,7 +175,6 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     import torch
 
-    from qt_hard.experiments.ledger import measurement_stamp
     from qt_hard.experiments.runner import check_device, prepare_shared_cache
     from qt_hard.training.config import to_dict
 
@@ -193,7 +192,7 @@ def main(argv=None) -> int:
     cache = prepare_shared_cache(cfg, out / "shared")
     prepare_s = time.perf_counter() - t0
     tree = to_dict(cfg)
-    stamp = measurement_stamp(ROOT, [Path(__file__).name, *(argv if argv is not None else sys.argv[1:])])
+    stamp = _bench.stamp(__file__, argv)
     meta = {
         "case": "s2v_gru",
         "dry": args.dry,
@@ -213,11 +212,9 @@ def main(argv=None) -> int:
         summary = {"cells": n, **agg, "ratio_to_one": round(agg["aggregate_sentences_per_s"] / base, 2)}
         summary.update(round_wall_s=round(wall, 1), prepare_s=round(prepare_s, 1))
         rows += round_rows(n, cells, summary, device, meta)
-        for r in rows[-(n + 1) :]:
-            print(json.dumps(r), flush=True)
-        if args.output:  # each round's rows as it ends: a run stopped at a deadline keeps them
-            with open(args.output, "a", encoding="utf-8") as fh:
-                fh.writelines(json.dumps(r) + "\n" for r in rows[-(n + 1) :])
+        _bench.emit(
+            rows[-(n + 1) :], args.output
+        )  # each round's rows as it ends: a run stopped at a deadline keeps them
     print(headline(rows, meta, args.dry))
     return 0
 
