@@ -1,16 +1,19 @@
 """What the benchmarks of scripts/ share: their common arguments (``--reps``, ``--threads``, the JSONL
-of ``--out``), pinned threads, back-to-back timed blocks run interleaved, fixed embeddings for the loss
-benchmarks, and the rows printed and appended to a JSONL with ``qt_hard.experiments.ledger.measurement_stamp``.
+of ``--out``), the device's name, pinned threads, back-to-back timed blocks run interleaved and ratios
+paired by round, fixed embeddings for the loss benchmarks, the rate of a training run's median step,
+and the rows printed and appended to a JSONL with ``qt_hard.experiments.ledger.measurement_stamp``.
 
 A script imports it from beside itself (``python scripts/<name>.py`` finds it; a script loaded by its
 path, as the tests load them, first puts its own folder on ``sys.path``). It imports the library inside
-its functions only and leaves ``sys.path`` alone.
+its functions only and leaves ``sys.path`` alone: ``bench_train_speed.py`` measures whichever
+checkout ``PYTHONPATH`` names.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -124,3 +127,41 @@ def loss_step(loss, leaves: list):
         loss.compute_loss_from_embeddings(leaves, None).backward()
 
     return step
+
+
+def device_name() -> str:
+    """The GPU's name, else ``cpu (N cores)``."""
+    import torch
+
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_name(0)
+    return f"cpu ({os.cpu_count()} cores)"
+
+
+def paired_ratio(a: list[float], b: list[float]) -> float:
+    """The median over rounds of ``a / b`` within a round: neighbours in time, so the ratio cancels
+    most of what other processes on the machine do."""
+    return statistics.median(x / y for x, y in zip(a, b))
+
+
+def sentences_per_step(cfg) -> int:
+    """Sentences of one training step: a batch of pairs holds two sentences a pair."""
+    return cfg.train.batch_size * (2 if cfg.data.kind in ("wiki", "synthetic") else 1)
+
+
+def step_rate(cfg, stamps: list[float]) -> float:
+    """Sentences per second of the median step between consecutive clock readings: on a shared
+    machine the mean would follow whichever run another process happened to preempt."""
+    steps = [b - a for a, b in zip(stamps, stamps[1:])]
+    return sentences_per_step(cfg) / statistics.median(steps)
+
+
+def train_rate(cfg, warmup: int) -> float:
+    """Sentences/s of the training loop's median step after ``warmup`` steps (clock read at each
+    ``on_step``, once the step's loss is a float). The run replaces any earlier run in its folder
+    (``overwrite``: the data cache under ``cache/`` is kept, so tokens and Wiki-N are built once)."""
+    from qt_hard.training.loop import train
+
+    stamps: list[float] = []
+    train(cfg, on_step=lambda step, loss: stamps.append(time.perf_counter()), overwrite=True)
+    return step_rate(cfg, stamps[warmup:])

@@ -34,13 +34,8 @@ import sys
 import time
 from pathlib import Path
 
-
-def _device_name() -> str:
-    import torch
-
-    if torch.cuda.is_available():
-        return torch.cuda.get_device_name(0)
-    return f"cpu ({os.cpu_count()} cores)"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _bench, when this file is loaded by its path
+import _bench  # noqa: E402
 
 
 def _launcher() -> list[str]:
@@ -96,7 +91,7 @@ def run_mode(mode: str, args, env: dict) -> dict:
     out = Path(args.out) / mode
     row = {
         "mode": mode,
-        "device": _device_name(),
+        "device": _bench.device_name(),
         "num_processes": args.num_processes,
         "config": args.config,
         "steps": args.steps,
@@ -167,7 +162,9 @@ def main(argv=None) -> int:
             parts.append(f"{r['mode']} {r['sentences_per_s']:.0f} sent/s ({r['sentences_per_s'] / base:.2f}x)")
         else:
             parts.append(f"{r['mode']} {r['sentences_per_s']:.0f} sent/s")
-    print(f"train speed on {_device_name()}, {args.num_processes} process(es), {args.config}: " + "; ".join(parts))
+    print(
+        f"train speed on {_bench.device_name()}, {args.num_processes} process(es), {args.config}: " + "; ".join(parts)
+    )
     return (
         0 if all("sentences_per_s" in r for r in results if not (r["mode"] == "fp16" and "cpu" in r["device"])) else 1
     )
