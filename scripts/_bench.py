@@ -1,7 +1,8 @@
 """What the benchmarks of scripts/ share: their common arguments (``--reps``, ``--threads``, the JSONL
 of ``--out``), the device's name, pinned threads, back-to-back timed blocks run interleaved and ratios
 paired by round, fixed embeddings for the loss benchmarks, the rate of a training run's median step,
-and the rows printed and appended to a JSONL with ``qt_hard.experiments.ledger.measurement_stamp``.
+and the rows printed and appended to a JSONL with ``qt_hard.experiments.ledger.measurement_stamp`` (or,
+for the similarity scripts, the older fields they have always recorded).
 
 A script imports it from beside itself (``python scripts/<name>.py`` finds it; a script loaded by its
 path, as the tests load them, first puts its own folder on ``sys.path``). It imports the library inside
@@ -165,3 +166,18 @@ def train_rate(cfg, warmup: int) -> float:
     stamps: list[float] = []
     train(cfg, on_step=lambda step, loss: stamps.append(time.perf_counter()), overwrite=True)
     return step_rate(cfg, stamps[warmup:])
+
+
+def host_stamp() -> dict:
+    """The context the similarity scripts' rows record (their fields, older than ``stamp``'s): the
+    load averages at the end, the machine, the date and the commit."""
+    import platform
+
+    from qt_hard.experiments.ledger import git_commit
+
+    return {
+        "load_average_after": [round(x, 1) for x in os.getloadavg()],
+        "machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} CPUs",
+        "date": time.strftime("%Y-%m-%d"),
+        "commit": git_commit(ROOT),
+    }

@@ -63,10 +63,12 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))  # _bench, when this file is loaded by its path
 
 from qt_hard.evaluation import protocol  # noqa: E402
 from qt_hard.evaluation.senteval import default_senteval_dir, evaluate_task, parse_tasks  # noqa: E402
 from qt_hard.evaluation.datasets import BinaryTask, TrecTask, load_task  # noqa: E402
+import _bench  # noqa: E402
 
 
 def _reference_module():
@@ -349,12 +351,7 @@ def width_row(name: str, task, table, w: int, args, encode_s: float, old: dict |
 
 def run_task(name: str, widths: list[int], args) -> list[dict]:
     """All widths of one task (one process); appends rows to the task's part of the output."""
-    import torch
-
-    torch.set_num_threads(args.threads)
-    from qt_hard.evaluation import logreg
-
-    logreg.DEFAULT_THREADS = args.threads
+    _bench.pin_threads(args.threads, evaluation=True)
     out = Path(args.output)
     done, earlier = _earlier_rows(out, args.retime_fast)
     todo = [w for w in widths if (w, name, args.reference, args.features) not in done]
@@ -368,9 +365,7 @@ def run_task(name: str, widths: list[int], args) -> list[dict]:
     for w in todo:
         old = earlier.get((w, name, args.reference, args.features)) if args.retime_fast else None
         row = width_row(name, task, table, w, args, encode_s, old)
-        with open(out, "a") as f:  # one short line per append: safe across the task processes
-            f.write(json.dumps(row) + "\n")
-        print(json.dumps(row), flush=True)
+        _bench.emit([row], out)  # one short line per append: safe across the task processes
         rows.append(row)
     return rows
 

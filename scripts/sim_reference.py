@@ -23,15 +23,13 @@ printed last. ``--step N`` keeps every N-th test pair (SentEval's order) for a q
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 import time
 import warnings
 from pathlib import Path
 
-from qt_hard.experiments.ledger import git_commit
-from qt_hard.experiments.report import append_json_line
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _bench, when this file is loaded by its path
+import _bench  # noqa: E402
 
 
 def detokenize(words: list[str]) -> list[str]:
@@ -157,13 +155,10 @@ def main() -> None:
             "sentences_encoded": cache.n_encoded,
             "encode_seconds": round(cache.seconds, 1),
             "wall_seconds": round(time.perf_counter() - start, 1),
-            "load_average_after": [round(x, 1) for x in os.getloadavg()],
-            "machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} CPUs",
-            "date": time.strftime("%Y-%m-%d"),
-            "commit": git_commit(Path(__file__).resolve().parent),
+            **_bench.host_stamp(),
         }
     )
-    print(append_json_line(args.output, row))
+    _bench.emit([row], args.output)
     print(headline(row, args.model), file=sys.stderr)
 
 
