@@ -9,11 +9,13 @@ load average and command), then a headline with the ratio (ours / kornia).
 
 from __future__ import annotations
 
-import argparse
-import json
-import time
+import sys
+from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _bench, when this file is loaded by its path
+import _bench  # noqa: E402
 
 
 def _kornia_pipeline(size: int):
@@ -27,44 +29,36 @@ def _kornia_pipeline(size: int):
     )
 
 
-def _time(fn, x, repeats: int, sync) -> float:
-    fn(x)  # warm-up
-    sync()
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn(x)
-        sync()
-        best = min(best, time.perf_counter() - t0)
-    return best
+def _best(fn, repeats: int, device) -> float:
+    """The fastest of ``repeats`` calls, after one to warm up."""
+    fn()
+    _bench.sync(device)
+    return min(_bench.timed(fn, 1, device) for _ in range(repeats))
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = _bench.parser(__doc__)
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--size", type=int, default=32)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--out", default=None, help="append each row, with machine, date and commit, to this JSONL")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     from qt_hard.vision.augment import SimCLRAugment
 
     dev = torch.device(args.device)
-    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     g = torch.Generator().manual_seed(0)
     x = torch.randint(0, 256, (args.batch, 3, args.size, args.size), generator=g, dtype=torch.uint8).to(dev)
     ours = SimCLRAugment(size=args.size)
     gen = torch.Generator().manual_seed(1)
     rows = []
-    t = _time(lambda b: ours(b, gen, float_output=True), x, args.repeats, sync)
+    t = _best(lambda: ours(x, gen, float_output=True), args.repeats, dev)
     rows.append({"impl": "qt_hard (plain torch)", "images_per_s": round(args.batch / t, 1), "seconds": t})
     try:
         pipe = _kornia_pipeline(args.size).to(dev)
         import kornia
 
-        t = _time(lambda b: pipe(b.float() / 255.0), x, args.repeats, sync)
+        t = _best(lambda: pipe(x.float() / 255.0), args.repeats, dev)
         rows.append({"impl": f"kornia {kornia.__version__}", "images_per_s": round(args.batch / t, 1), "seconds": t})
     except ImportError:
         rows.append({"impl": "kornia", "images_per_s": None, "note": "not installed"})
@@ -75,15 +69,8 @@ def main(argv=None) -> int:
         "threads": args.threads,
         "torch": torch.__version__,
     }
-    if args.out:
-        from pathlib import Path
-
-        from qt_hard.experiments.ledger import measurement_stamp
-        from qt_hard.experiments.report import append_json_line
-
-        common.update(measurement_stamp(Path(__file__).resolve().parent))
-    for r in rows:
-        print(append_json_line(args.out, {**common, **r}) if args.out else json.dumps({**common, **r}))
+    common.update(_bench.stamp(__file__, argv))
+    _bench.emit([{**common, **r} for r in rows], args.out)
     if rows[1]["images_per_s"]:
         ratio = rows[0]["images_per_s"] / rows[1]["images_per_s"]
         print(

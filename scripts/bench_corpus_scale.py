@@ -43,7 +43,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _bench, when this file is loaded by its path
+import _bench  # noqa: E402
+
+ROOT = _bench.ROOT
 PARAGRAPH = 6  # sentences per written paragraph of a shuffled copy
 TINY_MODEL = ["model.embed_dim=16", "model.hidden_dim=16"]
 
@@ -222,7 +225,7 @@ def run_part(part: str, args, data: Path, run: Path) -> dict:
 # ---------------------------------------------------------------------------- main
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--multiples", default="1,4,16", help="comma list of K")
     ap.add_argument("--config", default="configs/qt_s2v.yaml")
@@ -236,6 +239,47 @@ def main(argv=None) -> int:
     ap.add_argument("--data", help=argparse.SUPPRESS)
     ap.add_argument("--run", help=argparse.SUPPRESS)
     ap.add_argument("part", nargs="?", help=argparse.SUPPRESS)
+    return ap
+
+
+def measure_multiple(args, work: Path, files: list[Path], k: int, parts: list[str], stamp: dict) -> list[dict]:
+    """The rows of multiple ``k``, each part in a process of its own from an empty cache (printed and
+    appended to ``--output`` as each part ends); the prepared cache removed unless ``--keep``."""
+    rows = []
+    data = corpus_folder(work, files, k)
+    run = work / f"run_x{k}"
+    shutil.rmtree(run, ignore_errors=True)  # an empty cache
+    for part in parts:
+        where = run if part == "prepare" else work / f"startup_x{k}"
+        if part == "startup":
+            shutil.rmtree(where, ignore_errors=True)
+            where.mkdir(parents=True)
+            (where / "cache").symlink_to(run / "cache", target_is_directory=True)
+        row = {"multiple": k, "books": len(files) * k, "part": part, **run_part(part, args, data, where)}
+        row.update(config=args.config, overrides=args.set, **stamp)
+        rows.append(row)
+        _bench.emit([row], args.output)
+    if not args.keep:
+        shutil.rmtree(run, ignore_errors=True)
+        shutil.rmtree(work / f"startup_x{k}", ignore_errors=True)
+    return rows
+
+
+def headline(rows: list[dict]) -> str:
+    """Seconds and peak RSS per million sentences of each multiple (and its start-up)."""
+    prep = [r for r in rows if r["part"] == "prepare"]
+    start = {r["multiple"]: r for r in rows if r["part"] == "startup"}
+    return "corpus scale: " + "; ".join(
+        f"x{r['multiple']} {r['sentences'] / 1e6:.2f}M sentences: prepare {r['prepare_s']:.0f}s "
+        f"({r['prepare_s'] / r['sentences'] * 1e6:.0f} s/M), peak RSS {r['peak_rss_mb'] / 1024:.1f} GiB "
+        f"(anonymous {r['peak_anon_mb'] / 1024:.1f})"
+        + (f", start-up {start[r['multiple']]['startup_s']:.1f}s" if r["multiple"] in start else "")
+        for r in prep
+    )
+
+
+def main(argv=None) -> int:
+    ap = _parser()
     args = ap.parse_args(argv)
     if args.part in ("_prepare", "_startup"):
         row = (part_prepare if args.part == "_prepare" else part_startup)(args)
@@ -243,7 +287,6 @@ def main(argv=None) -> int:
         return 0
     if not args.work:
         ap.error("--work is required")
-    from qt_hard.experiments.ledger import measurement_stamp
     from qt_hard.paths import data_path
 
     multiples = sorted({int(x) for x in args.multiples.split(",")})
@@ -251,40 +294,11 @@ def main(argv=None) -> int:
     work = Path(args.work).resolve()
     books = Path(args.books) if args.books else data_path("books")
     files = write_copies(books, work, max(multiples) - 1, args.max_books)
-    stamp = measurement_stamp(ROOT, [Path(__file__).name, *(argv if argv is not None else sys.argv[1:])])
+    stamp = _bench.stamp(__file__, argv)
     rows = []
     for k in multiples:
-        data = corpus_folder(work, files, k)
-        run = work / f"run_x{k}"
-        shutil.rmtree(run, ignore_errors=True)  # an empty cache
-        for part in parts:
-            where = run if part == "prepare" else work / f"startup_x{k}"
-            if part == "startup":
-                shutil.rmtree(where, ignore_errors=True)
-                where.mkdir(parents=True)
-                (where / "cache").symlink_to(run / "cache", target_is_directory=True)
-            row = {"multiple": k, "books": len(files) * k, "part": part, **run_part(part, args, data, where)}
-            row.update(config=args.config, overrides=args.set, **stamp)
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-            if args.output:
-                with open(args.output, "a", encoding="utf-8") as fh:
-                    fh.write(json.dumps(row) + "\n")
-        if not args.keep:
-            shutil.rmtree(run, ignore_errors=True)
-            shutil.rmtree(work / f"startup_x{k}", ignore_errors=True)
-    prep = [r for r in rows if r["part"] == "prepare"]
-    start = {r["multiple"]: r for r in rows if r["part"] == "startup"}
-    print(
-        "corpus scale: "
-        + "; ".join(
-            f"x{r['multiple']} {r['sentences'] / 1e6:.2f}M sentences: prepare {r['prepare_s']:.0f}s "
-            f"({r['prepare_s'] / r['sentences'] * 1e6:.0f} s/M), peak RSS {r['peak_rss_mb'] / 1024:.1f} GiB "
-            f"(anonymous {r['peak_anon_mb'] / 1024:.1f})"
-            + (f", start-up {start[r['multiple']]['startup_s']:.1f}s" if r["multiple"] in start else "")
-            for r in prep
-        )
-    )
+        rows += measure_multiple(args, work, files, k, parts, stamp)
+    print(headline(rows))
     return 0
 
 

@@ -13,8 +13,12 @@ command); the last line is the median encode speed.
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _bench, when this file is loaded by its path
+import _bench  # noqa: E402
 
 
 def main() -> None:
@@ -66,14 +70,7 @@ def main() -> None:
         "encode_sent_s": direct,
         "embedding_cache_sent_s": cached,
     }
-    if args.out:
-        from pathlib import Path
-
-        from qt_hard.experiments.ledger import measurement_stamp
-        from qt_hard.experiments.report import append_json_line
-
-        append_json_line(args.out, {**row, **measurement_stamp(Path(__file__).resolve().parent)})
-    print(json.dumps(row))
+    _bench.emit([{**row, **_bench.stamp(__file__)}], args.out)
     print(f"encode: {int(np.median(direct))} sentences/s")
 
 

@@ -63,10 +63,12 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))  # _bench, when this file is loaded by its path
 
 from qt_hard.evaluation import protocol  # noqa: E402
 from qt_hard.evaluation.senteval import default_senteval_dir, evaluate_task, parse_tasks  # noqa: E402
 from qt_hard.evaluation.datasets import BinaryTask, TrecTask, load_task  # noqa: E402
+import _bench  # noqa: E402
 
 
 def _reference_module():
@@ -217,23 +219,141 @@ def _check_record(regs, fast, conv, ref, **extra) -> dict:
     }
 
 
-def run_task(name: str, widths: list[int], args) -> list[dict]:
-    """All widths of one task (one process); appends rows to the task's part of the output."""
-    import torch
-
-    torch.set_num_threads(args.threads)
-    from qt_hard.evaluation import logreg
-
-    logreg.DEFAULT_THREADS = args.threads
-    out = Path(args.output)
+def _earlier_rows(out: Path, retime_fast: str | None) -> tuple[set, dict]:
+    """(keys done, the last row of each key) of the output so far: a key (width, task, reference
+    mode, feature kind) is done when its row is there (with ``--retime-fast``, a row of that tag)."""
     done, earlier = set(), {}
     if out.exists():
         for line in out.read_text().splitlines():
             r = json.loads(line)
             key = (r["width"], r["task"], r["reference_mode"], _kind(r))
             earlier[key] = r  # the last row of a key is the current one
-            if not args.retime_fast or r.get("retime_tag") == args.retime_fast:
+            if not retime_fast or r.get("retime_tag") == retime_fast:
                 done.add(key)
+    return done, earlier
+
+
+def _fast_side(task, cache, args) -> tuple[dict, float, dict]:
+    """The fast solver on the whole protocol: its result, its CPU seconds and the Newton and CG
+    steps it took (counted by wrapping ``BatchedLogReg.fit`` for the call)."""
+    from qt_hard.evaluation import logreg
+
+    stats = {"n_newton": 0, "n_cg": 0, "n_gram": 0}
+    fit = logreg.BatchedLogReg.fit
+
+    def counting_fit(self, *a, fit=fit, stats=stats, **kw):
+        W = fit(self, *a, **kw)
+        stats["n_newton"] += self.n_newton
+        stats["n_cg"] += self.n_cg
+        return W
+
+    logreg.BatchedLogReg.fit = counting_fit
+    cpu = time.process_time()
+    try:
+        fast = evaluate_task(task, cache, kfold=args.kfold, seed=args.seed, fast=True)
+    finally:
+        logreg.BatchedLogReg.fit = fit
+    return fast, time.process_time() - cpu, stats
+
+
+# The reference's figures a re-timed row copies from the earlier row of its key.
+REFERENCE_FIELDS = (
+    "reference_seconds",
+    "reference_cpu_seconds",
+    "reference_fits_timed",
+    "reference_extrapolated",
+    "reference_acc",
+    "reference_f1",
+    "reference_chosen_C",
+    "acc_difference",
+)
+
+
+def _reference_from_earlier(row: dict, old: dict, fast: dict, task, cache, args) -> None:
+    """The reference (unchanged code, unchanged problems) is not timed again: its figures are the
+    earlier row's, said so in the row; the fast side of the check is redone and compared with the
+    earlier converged scikit-learn accuracies."""
+    for k in REFERENCE_FIELDS:
+        if k in old:
+            row[k] = old[k]
+    row["reference_from_earlier_row"] = True
+    if "acc_difference" in old and "reference_acc" in old:
+        row["acc_difference"] = round(fast["acc"] - old["reference_acc"], 2)
+    if "check" in old:
+        acc = _fast_subset_acc(_subset_problems(task, cache, args.kfold, args.seed))
+        conv, ref = old["check"]["acc_converged"], old["check"]["acc_reference"]
+        row["check"] = _check_record(old["check"]["C"], acc, conv, ref, converged_from_earlier_row=True)
+
+
+def _reference_side(row: dict, fast: dict, task, cache, args, max_iter) -> None:
+    """The reference of ``--reference`` (``full``: the whole protocol; ``subset``: the subset's fits,
+    extrapolated, and with ``--check`` the accuracy check) into ``row``; nothing for ``none``."""
+    if args.reference == "full":
+        cpu = time.process_time()
+        ref = evaluate_task(task, cache, kfold=args.kfold, seed=args.seed, fast=False, max_iter=max_iter)
+        row.update(
+            reference_seconds=ref["classify_seconds"],
+            reference_cpu_seconds=round(time.process_time() - cpu, 2),
+            reference_acc=ref["acc"],
+            reference_f1=ref.get("f1"),
+            reference_chosen_C=ref["chosen_C"],
+            reference_extrapolated=False,
+            acc_difference=round(fast["acc"] - ref["acc"], 2),
+        )
+    elif args.reference == "subset":
+        problems = _subset_problems(task, cache, args.kfold, args.seed)
+        (secs, cpu), nfits, acc = _subset_reference(problems, args.seed, max_iter)
+        row.update(
+            reference_seconds=round(secs, 2),
+            reference_cpu_seconds=round(cpu, 2),
+            reference_fits_timed=nfits,
+            reference_extrapolated=True,
+        )
+        if args.check:
+            c0 = time.process_time()
+            row["check"] = _subset_check(problems, args.seed, acc)
+            row["check"]["cpu_seconds"] = round(time.process_time() - c0, 2)
+
+
+def width_row(name: str, task, table, w: int, args, encode_s: float, old: dict | None) -> dict:
+    """The row of one (width, task): the fast side, then the reference (measured, or with
+    ``--retime-fast`` copied from ``old``, the earlier row of the key), and the speedups."""
+    max_iter = None if args.max_iter == 0 else args.max_iter
+    cache = PrefixCache(table, w)
+    fast, fast_cpu, stats = _fast_side(task, cache, args)
+    row = {
+        "task": name,
+        "width": w,
+        "features": f"{args.features}:{w}",
+        "threads": args.threads,
+        "encode_seconds_max_width": round(encode_s, 2),
+        "fast_seconds": fast["classify_seconds"],
+        "fast_cpu_seconds": round(fast_cpu, 2),
+        "fast_acc": fast["acc"],
+        "fast_f1": fast.get("f1"),
+        "fast_chosen_C": fast["chosen_C"],
+        "newton_steps": stats["n_newton"],
+        "cg_steps": stats["n_cg"],
+        "reference_mode": args.reference,
+        "reference_max_iter": max_iter or "converged",
+    }
+    if args.retime_fast:
+        row["retime_tag"] = args.retime_fast
+    if old is not None and "reference_seconds" in old:
+        _reference_from_earlier(row, old, fast, task, cache, args)
+    else:
+        _reference_side(row, fast, task, cache, args, max_iter)
+    if "reference_seconds" in row:
+        row["speedup"] = round(row["reference_seconds"] / max(row["fast_seconds"], 1e-9), 2)
+        row["cpu_speedup"] = round(row["reference_cpu_seconds"] / max(row["fast_cpu_seconds"], 1e-9), 2)
+    return row
+
+
+def run_task(name: str, widths: list[int], args) -> list[dict]:
+    """All widths of one task (one process); appends rows to the task's part of the output."""
+    _bench.pin_threads(args.threads, evaluation=True)
+    out = Path(args.output)
+    done, earlier = _earlier_rows(out, args.retime_fast)
     todo = [w for w in widths if (w, name, args.reference, args.features) not in done]
     if not todo:
         return []
@@ -241,99 +361,11 @@ def run_task(name: str, widths: list[int], args) -> list[dict]:
     t0 = time.perf_counter()
     table = task_features(args.features, task, max(widths), args.feature_cache)
     encode_s = time.perf_counter() - t0
-    max_iter = None if args.max_iter == 0 else args.max_iter
     rows = []
     for w in todo:
-        cache = PrefixCache(table, w)
-        stats = {"n_newton": 0, "n_cg": 0, "n_gram": 0}
-        fit = logreg.BatchedLogReg.fit
-
-        def counting_fit(self, *a, fit=fit, stats=stats, **kw):
-            W = fit(self, *a, **kw)
-            stats["n_newton"] += self.n_newton
-            stats["n_cg"] += self.n_cg
-            return W
-
-        logreg.BatchedLogReg.fit = counting_fit
-        cpu = time.process_time()
-        try:
-            fast = evaluate_task(task, cache, kfold=args.kfold, seed=args.seed, fast=True)
-        finally:
-            logreg.BatchedLogReg.fit = fit
-        fast_cpu = time.process_time() - cpu
-        row = {
-            "task": name,
-            "width": w,
-            "features": f"{args.features}:{w}",
-            "threads": args.threads,
-            "encode_seconds_max_width": round(encode_s, 2),
-            "fast_seconds": fast["classify_seconds"],
-            "fast_cpu_seconds": round(fast_cpu, 2),
-            "fast_acc": fast["acc"],
-            "fast_f1": fast.get("f1"),
-            "fast_chosen_C": fast["chosen_C"],
-            "newton_steps": stats["n_newton"],
-            "cg_steps": stats["n_cg"],
-            "reference_mode": args.reference,
-            "reference_max_iter": max_iter or "converged",
-        }
         old = earlier.get((w, name, args.reference, args.features)) if args.retime_fast else None
-        if args.retime_fast:
-            row["retime_tag"] = args.retime_fast
-        if old is not None and "reference_seconds" in old:
-            # The reference (unchanged code, unchanged problems) is not timed again: its figures
-            # are the earlier row's, said so in the row; the fast side of the check is redone and
-            # compared with the earlier converged scikit-learn accuracies.
-            for k in (
-                "reference_seconds",
-                "reference_cpu_seconds",
-                "reference_fits_timed",
-                "reference_extrapolated",
-                "reference_acc",
-                "reference_f1",
-                "reference_chosen_C",
-                "acc_difference",
-            ):
-                if k in old:
-                    row[k] = old[k]
-            row["reference_from_earlier_row"] = True
-            if "acc_difference" in old and "reference_acc" in old:
-                row["acc_difference"] = round(fast["acc"] - old["reference_acc"], 2)
-            if "check" in old:
-                acc = _fast_subset_acc(_subset_problems(task, cache, args.kfold, args.seed))
-                conv, ref = old["check"]["acc_converged"], old["check"]["acc_reference"]
-                row["check"] = _check_record(old["check"]["C"], acc, conv, ref, converged_from_earlier_row=True)
-        elif args.reference == "full":
-            cpu = time.process_time()
-            ref = evaluate_task(task, cache, kfold=args.kfold, seed=args.seed, fast=False, max_iter=max_iter)
-            row.update(
-                reference_seconds=ref["classify_seconds"],
-                reference_cpu_seconds=round(time.process_time() - cpu, 2),
-                reference_acc=ref["acc"],
-                reference_f1=ref.get("f1"),
-                reference_chosen_C=ref["chosen_C"],
-                reference_extrapolated=False,
-                acc_difference=round(fast["acc"] - ref["acc"], 2),
-            )
-        elif args.reference == "subset":
-            problems = _subset_problems(task, cache, args.kfold, args.seed)
-            (secs, cpu), nfits, acc = _subset_reference(problems, args.seed, max_iter)
-            row.update(
-                reference_seconds=round(secs, 2),
-                reference_cpu_seconds=round(cpu, 2),
-                reference_fits_timed=nfits,
-                reference_extrapolated=True,
-            )
-            if args.check:
-                c0 = time.process_time()
-                row["check"] = _subset_check(problems, args.seed, acc)
-                row["check"]["cpu_seconds"] = round(time.process_time() - c0, 2)
-        if "reference_seconds" in row:
-            row["speedup"] = round(row["reference_seconds"] / max(row["fast_seconds"], 1e-9), 2)
-            row["cpu_speedup"] = round(row["reference_cpu_seconds"] / max(row["fast_cpu_seconds"], 1e-9), 2)
-        with open(out, "a") as f:  # one short line per append: safe across the task processes
-            f.write(json.dumps(row) + "\n")
-        print(json.dumps(row), flush=True)
+        row = width_row(name, task, table, w, args, encode_s, old)
+        _bench.emit([row], out)  # one short line per append: safe across the task processes
         rows.append(row)
     return rows
 
@@ -406,7 +438,7 @@ def markdown_table(rows: list[dict], widths: list[int], tasks: list[str]) -> str
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--widths", default="256,600,2400,4800")
     ap.add_argument("--tasks", default="MR,CR,SUBJ,MPQA,TREC,MRPC")
@@ -442,6 +474,40 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="tasks run in parallel processes")
     ap.add_argument("--data", default=None, help="SentEval folder (default $QT_HARD_DATA/senteval)")
     ap.add_argument("--output", default="outputs/bench_eval.jsonl")
+    return ap
+
+
+def headline(summary: dict) -> str:
+    """The one-line headline: per width the six-task times, speedups and accuracy differences, then
+    each task's classifier-time exponent."""
+    head = []
+    for w, s in summary["widths"].items():
+        part = f"{w}-d: fast {s['fast_seconds']:.0f}s"
+        if "speedup" in s:
+            est = " (extrapolated)" if s["reference_extrapolated"] else ""
+            part += (
+                f" vs reference {s['reference_seconds']:.0f}s{est} = {s['speedup']:.1f}x"
+                f" (CPU time {s['cpu_speedup']:.1f}x)"
+            )
+        if "max_abs_acc_difference" in s:
+            part += f", max |acc diff| {s['max_abs_acc_difference']:.2f}"
+        if "check_max_abs_diff_converged" in s:
+            part += (
+                f", subset fits' held-out acc vs converged sklearn max |diff| "
+                f"{s['check_max_abs_diff_converged']:.2f} (vs the timed reference "
+                f"{s['check_max_abs_diff_reference']:.2f})"
+            )
+        head.append(part)
+    exps = ", ".join(f"{t} {e:.2f}" for t, e in summary["exponents"].items())
+    return (
+        "six-task classifier time: "
+        + "; ".join(head)
+        + (f" | width exponents {summary.get('exponent_widths')}: {exps}" if exps else "")
+    )
+
+
+def main(argv=None) -> int:
+    ap = _parser()
     args = ap.parse_args(argv)
     widths = sorted(int(w) for w in args.widths.split(","))
     tasks = parse_tasks(args.tasks)
@@ -469,30 +535,7 @@ def main(argv=None) -> int:
         reference_max_iter=args.max_iter or "converged",
     )
     print(json.dumps(summary))
-    head = []
-    for w, s in summary["widths"].items():
-        part = f"{w}-d: fast {s['fast_seconds']:.0f}s"
-        if "speedup" in s:
-            est = " (extrapolated)" if s["reference_extrapolated"] else ""
-            part += (
-                f" vs reference {s['reference_seconds']:.0f}s{est} = {s['speedup']:.1f}x"
-                f" (CPU time {s['cpu_speedup']:.1f}x)"
-            )
-        if "max_abs_acc_difference" in s:
-            part += f", max |acc diff| {s['max_abs_acc_difference']:.2f}"
-        if "check_max_abs_diff_converged" in s:
-            part += (
-                f", subset fits' held-out acc vs converged sklearn max |diff| "
-                f"{s['check_max_abs_diff_converged']:.2f} (vs the timed reference "
-                f"{s['check_max_abs_diff_reference']:.2f})"
-            )
-        head.append(part)
-    exps = ", ".join(f"{t} {e:.2f}" for t, e in summary["exponents"].items())
-    print(
-        "six-task classifier time: "
-        + "; ".join(head)
-        + (f" | width exponents {summary.get('exponent_widths')}: {exps}" if exps else "")
-    )
+    print(headline(summary))
     return 0
 
 

@@ -18,18 +18,19 @@ at the smallest batch.
 
 from __future__ import annotations
 
-import argparse
 import datetime
-import json
 import os
 import platform
 import statistics
 import subprocess
 import sys
-import time
+from pathlib import Path
 
 import torch
 from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _bench, when this file is loaded by its path
+import _bench  # noqa: E402
 
 TARGET = 1.1  # the guard without a guide: at most 10% over MNRL
 DEFAULT_TARGET = 1.05  # the plugin's default: at most 5% over MNRL (batch 64, one thread)
@@ -42,49 +43,24 @@ CASES = {
 }
 
 
-def timed(fn, calls):
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - start) / calls
-
-
 def bench(name, options, b, d, n_neg, reps, scale=20.0):
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
     from qt_hard.integrations.sentence_transformers import HardNegativesLoss
 
-    g = torch.Generator().manual_seed(0)
-    # Anchors in b / 8 topics (8 pairs a topic), positives near their anchors and explicit negatives
-    # farther: some in-batch candidates of the same topic outscore a positive, so the guard has work to do.
-    centers = torch.randn(max(1, b // 8), d, generator=g)
-    anchors = centers[torch.arange(b) % centers.shape[0]] + 0.3 * torch.randn(b, d, generator=g)
-    cols = [anchors, anchors + 0.9 * torch.randn(b, d, generator=g)]
-    cols += [anchors + 1.2 * torch.randn(b, d, generator=g) for _ in range(n_neg)]
-    leaves = [c.clone().requires_grad_() for c in cols]
+    leaves = _bench.embeddings(b, d, 2 + n_neg)
     dummy = nn.Identity()  # the losses keep a model but never call it on embeddings
     mnrl = MultipleNegativesRankingLoss(dummy, scale=scale)
     ours = HardNegativesLoss(dummy, scale=scale, **options)
-
-    def run(loss_fn):
-        def step():
-            for leaf in leaves:
-                leaf.grad = None
-            loss_fn.compute_loss_from_embeddings(leaves, None).backward()
-
-        return step
-
-    base, mine = run(mnrl), run(ours)
+    base, mine = _bench.loss_step(mnrl, leaves), _bench.loss_step(ours, leaves)
     base(), mine()  # warm-up
-    calls = max(1, int(0.2 / max(timed(base, 1), 1e-6)))
-    tb, to = [], []
-    for _ in range(reps):
-        tb.append(timed(base, calls))
-        to.append(timed(mine, calls))
+    calls = _bench.block_calls(base)
+    tb, to = _bench.interleaved([base, mine], [calls, calls], reps)
     removed = None
     if options.get("guard"):
         from qt_hard.negatives import one_directional_scores
 
+        cols = [leaf.detach() for leaf in leaves]
         neg = torch.stack(cols[2:], dim=1) if n_neg else None
         scores = one_directional_scores(cols[0], cols[1], neg, temperature=1 / scale, gather_candidates=False)
         removed = ours.strategy.diagnostics(scores)["guard_removed_frac"]
@@ -103,33 +79,23 @@ def bench(name, options, b, d, n_neg, reps, scale=20.0):
     }
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def _parser():
+    p = _bench.parser(__doc__, reps=7)
     p.add_argument("--batch-size", default="256", help="batch sizes, comma separated")
     p.add_argument("--dim", type=int, default=384)
     p.add_argument("--negatives", default="0,1", help="explicit negative columns per case, comma separated")
-    p.add_argument("--reps", type=int, default=7)
     p.add_argument("--cases", default=",".join(CASES))
-    p.add_argument("--threads", type=int, default=1, help="torch threads (torch.set_num_threads)")
-    p.add_argument("--out", default=None, help="JSONL file the rows are appended to")
-    args = p.parse_args(argv)
-    for name in args.cases.split(","):
-        if name not in CASES:
-            print(f"error: unknown case {name!r}; choose from {', '.join(CASES)}", file=sys.stderr)
-            return 2
-    try:
-        batch_sizes = [int(x) for x in args.batch_size.split(",")]
-    except ValueError:
-        batch_sizes = []
-    if not batch_sizes or min(batch_sizes) < 2 or args.threads < 1:
-        print("error: --batch-size takes integers >= 2 (comma separated), --threads one >= 1", file=sys.stderr)
-        return 2
-    torch.set_num_threads(args.threads)
+    return p
+
+
+def _meta(argv) -> dict:
+    """What every row records of the run: the machine, torch and its threads, the commit, the date
+    and the command."""
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     except OSError:
         commit = None
-    meta = {
+    return {
         "device": f"cpu ({os.cpu_count()} cores)",
         "machine": platform.machine(),
         "torch": torch.__version__,
@@ -138,18 +104,10 @@ def main(argv=None):
         "measured": datetime.date.today().isoformat(),
         "command": "python scripts/bench_guard.py " + " ".join(argv if argv is not None else sys.argv[1:]),
     }
-    rows = []
-    for b in batch_sizes:
-        for n_neg in (int(x) for x in args.negatives.split(",")):
-            for name in args.cases.split(","):
-                row = {**bench(name, CASES[name], b, args.dim, n_neg, args.reps), **meta}
-                row["load_average_1min"] = round(os.getloadavg()[0], 2)  # other work shares the cores
-                rows.append(row)
-                print(json.dumps(row), flush=True)
-    if args.out:
-        with open(args.out, "a", encoding="utf-8") as fh:
-            for row in rows:
-                fh.write(json.dumps(row) + "\n")
+
+
+def headline(rows: list[dict], args, batch_sizes: list[int]) -> str:
+    """The guard's worst ratio and the default's at the smallest batch, each against its target."""
     parts = []
     guard_rows = [r for r in rows if r["case"] in ("uniform+guard", "uniform+guard_relative")]
     if guard_rows:
@@ -165,7 +123,33 @@ def main(argv=None):
             f"{verdict})"
         )
     where = f"forward + backward, B={args.batch_size}, d={args.dim}, cpu, {args.threads} thread(s)"
-    print(f"headline: {'; '.join(parts) or 'no guard or default case run'} ({where})")
+    return f"headline: {'; '.join(parts) or 'no guard or default case run'} ({where})"
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
+    for name in args.cases.split(","):
+        if name not in CASES:
+            print(f"error: unknown case {name!r}; choose from {', '.join(CASES)}", file=sys.stderr)
+            return 2
+    try:
+        batch_sizes = [int(x) for x in args.batch_size.split(",")]
+    except ValueError:
+        batch_sizes = []
+    if not batch_sizes or min(batch_sizes) < 2 or args.threads < 1:
+        print("error: --batch-size takes integers >= 2 (comma separated), --threads one >= 1", file=sys.stderr)
+        return 2
+    torch.set_num_threads(args.threads)
+    meta = _meta(argv)
+    rows = []
+    for b in batch_sizes:
+        for n_neg in (int(x) for x in args.negatives.split(",")):
+            for name in args.cases.split(","):
+                row = {**bench(name, CASES[name], b, args.dim, n_neg, args.reps), **meta}
+                row["load_average_1min"] = round(os.getloadavg()[0], 2)  # other work shares the cores
+                rows.append(row)
+                _bench.emit([row], args.out)
+    print(headline(rows, args, batch_sizes))
     return 0
 
 

@@ -12,18 +12,20 @@ lasting at least 0.2 s, and the median of each is taken, so a noisy machine slow
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-from pathlib import Path
 import statistics
-import time
+import sys
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 from qt_hard.diagnostics import LargestTensor
 from qt_hard.losses import contrastive_loss
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _bench, when this file is loaded by its path
+import _bench  # noqa: E402
 
 TARGETS = {"hard": 1.05, "debiased": 1.05, "uniform+k": 1.2, "hard+k": 1.2, "ring": 1.3, "ot": 2.0}
 
@@ -47,18 +49,6 @@ def infonce_cross_entropy(z1, z2, t):
     return F.cross_entropy(s, target)
 
 
-def timed(fn, device, calls=1):
-    """Seconds per call of ``fn`` over ``calls`` back-to-back calls."""
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    return (time.perf_counter() - start) / calls
-
-
 def bench(b, d, k, name, opts, reps, device, t=0.5):
     g = torch.Generator(device=device).manual_seed(0)
     z1 = torch.randn(b, d, device=device, generator=g).requires_grad_()
@@ -72,12 +62,8 @@ def bench(b, d, k, name, opts, reps, device, t=0.5):
         contrastive_loss(z1, z2, name, temperature=t, k=k, labels=labels, **opts).backward()
 
     base(), ours()  # warm-up (allocator, kernels)
-    # Small batches take milliseconds: repeat each timed block to >= 0.2 s so scheduler noise averages out.
-    calls = max(1, int(0.2 / max(timed(base, device), 1e-6)))
-    tb, to = [], []
-    for _ in range(reps):
-        tb.append(timed(base, device, calls))
-        to.append(timed(ours, device, calls))
+    calls = _bench.block_calls(base, device=device)
+    tb, to = _bench.interleaved([base, ours], [calls, calls], reps, device)
     with LargestTensor() as probe:
         ours()
     peak = None
@@ -101,15 +87,23 @@ def bench(b, d, k, name, opts, reps, device, t=0.5):
     }
 
 
+def _stamp(device) -> dict:
+    """The device, torch and its threads, the load average (other processes on the machine lengthen
+    both sides of a ratio unevenly: say how many ran) and ``provenance``."""
+    from qt_hard.experiments.ledger import provenance
+
+    stamp = {"device": str(device), "torch": torch.__version__, "threads": torch.get_num_threads()}
+    stamp["load_average"] = [round(x, 1) for x in os.getloadavg()]
+    return {**stamp, **provenance(_bench.ROOT)}
+
+
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = _bench.parser(__doc__, threads=None, reps=3)
     p.add_argument("--batch-sizes", default="256,1024,4096")
     p.add_argument("--dim", type=int, default=768)
     p.add_argument("--ks", default="all,64")
-    p.add_argument("--reps", type=int, default=3)
     p.add_argument("--strategies", default=",".join(STRATEGIES))
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument("--out", default=None, help="append each row, with machine, date and commit, to this JSONL")
     args = p.parse_args(argv)
     device = torch.device(args.device)
     rows = []
@@ -118,15 +112,7 @@ def main(argv=None):
             for name in args.strategies.split(","):
                 row = bench(b, args.dim, k, name, STRATEGIES[name], args.reps, device)
                 rows.append(row)
-                if args.out:
-                    from qt_hard.experiments.ledger import provenance
-                    from qt_hard.experiments.report import append_json_line
-
-                    stamp = {"device": str(device), "torch": torch.__version__, "threads": torch.get_num_threads()}
-                    # Other processes on the machine lengthen both sides of a ratio unevenly: say how many ran.
-                    stamp["load_average"] = [round(x, 1) for x in os.getloadavg()]
-                    append_json_line(args.out, {**row, **stamp, **provenance(Path(__file__).resolve().parent)})
-                print(json.dumps(row), flush=True)
+                _bench.emit([{**row, **_stamp(device)} if args.out else row], args.out)
     summary = {}
     for row in rows:
         key = row["strategy"] + ("+k" if row["k"] != "all" else "")

@@ -34,18 +34,55 @@ import sys
 import time
 from pathlib import Path
 
-
-def _device_name() -> str:
-    import torch
-
-    if torch.cuda.is_available():
-        return torch.cuda.get_device_name(0)
-    return f"cpu ({os.cpu_count()} cores)"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _bench, when this file is loaded by its path
+import _bench  # noqa: E402
 
 
 def _launcher() -> list[str]:
     exe = shutil.which("accelerate", path=os.path.dirname(sys.executable)) or shutil.which("accelerate")
     return [exe] if exe else [sys.executable, "-m", "accelerate.commands.accelerate_cli"]
+
+
+def launch_command(mode: str, args, out: Path) -> list[str]:
+    """The README's ``accelerate launch`` of ``qt-hard train`` for one mode, into ``out``."""
+    cmd = _launcher() + [
+        "launch",
+        "--num_processes",
+        str(args.num_processes),
+        "--num_machines",
+        "1",
+        "--dynamo_backend",
+        "no",
+        "--main_process_port",
+        "0",
+    ]
+    if args.num_processes > 1:
+        cmd.append("--multi_gpu")
+    return cmd + [
+        "-m",
+        "qt_hard.cli",
+        "train",
+        args.config,
+        "--out",
+        str(out),
+        f"train.steps={args.steps}",
+        # mixed_precision quoted: YAML reads a bare no as False.
+        f"train.mixed_precision='{mode}'",
+        "train.checkpoint_every=0",
+        "train.progress=false",
+        f"train.log_every={args.log_every}",
+        *args.overrides,
+    ]
+
+
+def _error(proc) -> str:
+    """The training process's own exception, not the launcher's CalledProcessError after it."""
+    lines = [
+        ln
+        for ln in proc.stderr.splitlines()
+        if re.match(r"^[\w.]+(Error|Exception): ", ln) and "CalledProcessError" not in ln
+    ]
+    return lines[0][-300:] if lines else f"exit {proc.returncode}: {proc.stderr[-300:]}"
 
 
 def run_mode(mode: str, args, env: dict) -> dict:
@@ -54,53 +91,20 @@ def run_mode(mode: str, args, env: dict) -> dict:
     out = Path(args.out) / mode
     row = {
         "mode": mode,
-        "device": _device_name(),
+        "device": _bench.device_name(),
         "num_processes": args.num_processes,
         "config": args.config,
         "steps": args.steps,
     }
     if not (out / "final").is_dir():
         shutil.rmtree(out, ignore_errors=True)
-        cmd = _launcher() + [
-            "launch",
-            "--num_processes",
-            str(args.num_processes),
-            "--num_machines",
-            "1",
-            "--dynamo_backend",
-            "no",
-            "--main_process_port",
-            "0",
-        ]
-        if args.num_processes > 1:
-            cmd.append("--multi_gpu")
-        cmd += [
-            "-m",
-            "qt_hard.cli",
-            "train",
-            args.config,
-            "--out",
-            str(out),
-            f"train.steps={args.steps}",
-            # mixed_precision quoted: YAML reads a bare no as False.
-            f"train.mixed_precision='{mode}'",
-            "train.checkpoint_every=0",
-            "train.progress=false",
-            f"train.log_every={args.log_every}",
-            *args.overrides,
-        ]
+        cmd = launch_command(mode, args, out)
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
         row["wall_s"] = round(time.perf_counter() - t0, 2)
         row["command"] = " ".join(["accelerate", *cmd[1:]] if cmd[0].endswith("accelerate") else cmd)
         if proc.returncode != 0:
-            # The training process's own exception, not the launcher's CalledProcessError after it.
-            lines = [
-                ln
-                for ln in proc.stderr.splitlines()
-                if re.match(r"^[\w.]+(Error|Exception): ", ln) and "CalledProcessError" not in ln
-            ]
-            row["error"] = lines[0][-300:] if lines else f"exit {proc.returncode}: {proc.stderr[-300:]}"
+            row["error"] = _error(proc)
             return row
     with open(out / "metrics.csv") as fh:
         rows = list(csv.DictReader(fh))
@@ -158,7 +162,9 @@ def main(argv=None) -> int:
             parts.append(f"{r['mode']} {r['sentences_per_s']:.0f} sent/s ({r['sentences_per_s'] / base:.2f}x)")
         else:
             parts.append(f"{r['mode']} {r['sentences_per_s']:.0f} sent/s")
-    print(f"train speed on {_device_name()}, {args.num_processes} process(es), {args.config}: " + "; ".join(parts))
+    print(
+        f"train speed on {_bench.device_name()}, {args.num_processes} process(es), {args.config}: " + "; ".join(parts)
+    )
     return (
         0 if all("sentences_per_s" in r for r in results if not (r["mode"] == "fp16" and "cpu" in r["device"])) else 1
     )

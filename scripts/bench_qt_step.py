@@ -29,13 +29,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from qt_hard.encoders.quick_thoughts import QuickThoughtsEncoder
 from qt_hard.losses import ContextLoss
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _bench, when this file is loaded by its path
+from _bench import sync as _sync  # noqa: E402
 
 
 def book_lengths(n: int, max_len: int, seed: int) -> np.ndarray:
@@ -60,11 +65,6 @@ def gru_flops(lengths: np.ndarray, embed: int, hidden: int) -> float:
     backward (input and weight gradients)."""
     per_token = 2 * 3 * hidden * (embed + hidden)
     return float(lengths.sum()) * per_token * 2 * 3
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def matmul_gflops(batch: int, embed: int, hidden: int, reps: int = 20, device=None) -> float:

@@ -14,8 +14,6 @@ and a headline; ``--out`` appends the rows with the machine, date, commit and co
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import statistics
 import sys
@@ -24,8 +22,10 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _bench, when this file is loaded by its path
+import _bench  # noqa: E402
+
+sys.path.insert(0, str(_bench.ROOT))
 
 
 def _subset(data, docs: int | None):
@@ -74,23 +74,13 @@ def theirs(folder: Path, docs: int | None) -> tuple[float, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = _bench.parser(__doc__, reps=3)
     p.add_argument("--data", default=None, help="BEIR folder (default $QT_HARD_DATA/beir/scifact)")
     p.add_argument("--docs", type=int, default=None, help="the first N documents plus the judged ones (default all)")
-    p.add_argument("--reps", type=int, default=3)
-    p.add_argument("--threads", type=int, default=1, help="torch threads of both sides (pinned)")
-    p.add_argument("--out", default=None, help="JSONL file the rows are appended to")
     args = p.parse_args(argv)
-    import torch
-
-    from qt_hard.experiments.ledger import measurement_stamp
     from qt_hard.paths import data_path
 
-    torch.set_num_threads(args.threads)
-    os.environ["QT_HARD_EVAL_THREADS"] = str(args.threads)  # the embedding cache's encoder threads
-    from qt_hard.evaluation import logreg
-
-    logreg.DEFAULT_THREADS = args.threads
+    _bench.pin_threads(args.threads, evaluation=True)  # both sides, the embedding cache's encoder too
     folder = Path(args.data) if args.data else data_path("beir", "scifact")
     times: dict[str, list[float]] = {"qt-hard minilm": [], "evaluator minilm": [], "qt-hard random:bow": []}
     ndcg: dict[str, float] = {}
@@ -102,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         ):
             seconds, ndcg[name] = run()
             times[name].append(seconds)
-    stamp = measurement_stamp(ROOT, ["scripts/bench_retrieval.py", *(argv if argv is not None else sys.argv[1:])])
+    stamp = _bench.stamp(__file__, argv)
     base = statistics.median(times["evaluator minilm"])
     rows = []
     for name, ts in times.items():
@@ -120,11 +110,7 @@ def main(argv: list[str] | None = None) -> int:
                 **stamp,
             }
         )
-    for row in rows:
-        print(json.dumps(row), flush=True)
-    if args.out:
-        with open(args.out, "a", encoding="utf-8") as fh:
-            fh.writelines(json.dumps(row) + "\n" for row in rows)
+    _bench.emit(rows, args.out)
     by = {r["case"]: r for r in rows}
     mini, bow = by["qt-hard minilm"], by["qt-hard random:bow"]
     print(

@@ -29,7 +29,6 @@ batch 32, N = 1, 2, 4, one thread per cell, a few steps. Its rates are no measur
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import shutil
@@ -41,6 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # runnable from a checkout without installing; workers import this file by name
 sys.path.insert(0, str(ROOT / "scripts"))
+import _bench  # noqa: E402
 
 DRY_SET = [
     "model.embed_dim=16",
@@ -115,9 +115,9 @@ def aggregate(cells: list[dict], sentences_per_step: int) -> dict:
     }
 
 
-def main(argv=None) -> int:
-    dry_env = os.environ.get("DRY") == "1"
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    dry_env = os.environ.get("DRY") == "1"
     ap.add_argument("--dry", action="store_true", default=dry_env, help="toy sizes on the CPU (also DRY=1)")
     ap.add_argument("--cells", default=None, help="comma list of N (default 1,2,4; a GPU: 1,2,4,8)")
     ap.add_argument("--device", default=None, help="cpu | cuda (default: cuda where there is one; --dry: cpu)")
@@ -127,11 +127,55 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="runs/side_by_side", help="the shared cache and the cells' run folders")
     ap.add_argument("--output", default=None, help="JSONL the rows are appended to")
     ap.add_argument("overrides", nargs="*", help="config overrides of the cell, e.g. train.batch_size=200")
+    return ap
+
+
+def run_round(n: int, device: str, tree: dict, cache: Path, out: Path, warmup: int) -> tuple[list[dict], float]:
+    """N cells at once: their results (in cell order) and the round's wall seconds."""
+    from qt_hard.experiments.runner import in_processes
+
+    gate = out / f"n{n}" / "gate"
+    shutil.rmtree(out / f"n{n}", ignore_errors=True)
+    gate.mkdir(parents=True)
+    jobs = [(tree, str(out / f"n{n}" / f"cell{i}"), str(cache), warmup, str(gate), n, i) for i in range(n)]
+    t1 = time.perf_counter()
+    cells = sorted(in_processes(cell, jobs, workers=n, fresh=True, device=device), key=lambda c: c["index"])
+    return cells, time.perf_counter() - t1
+
+
+def round_rows(n: int, cells: list[dict], summary: dict, device: str, meta: dict) -> list[dict]:
+    """A row per cell (its memory), then the round's row: ``summary`` (N, the aggregate, the ratio
+    to N = 1, the seconds) with the largest memory of a cell."""
+    rows = []
+    for c in cells:
+        row = {"cells": n, "cell": c["index"], "peak_rss_mib": c["peak_rss_mib"]}
+        row.update({k: v for k, v in c.items() if k.startswith("gpu_")})
+        rows.append({**row, **meta})
+    summary["peak_rss_mib_per_cell"] = max(c["peak_rss_mib"] for c in cells)
+    if device == "cuda":
+        summary["gpu_peak_reserved_mib_per_cell"] = max(c["gpu_peak_reserved_mib"] for c in cells)
+    return [*rows, {**summary, **meta}]
+
+
+def headline(rows: list[dict], meta: dict, dry: bool) -> str:
+    heads = [r for r in rows if "aggregate_sentences_per_s" in r]
+    return (
+        f"side by side on {meta['device']} (s2v_gru{' DRY' if dry else ''}, batch {meta['batch_size']}, "
+        f"{meta['threads_per_cell']} thread(s) a cell): "
+        + "; ".join(
+            f"N={r['cells']} {r['aggregate_sentences_per_s']:,.0f} sentences/s ({r['ratio_to_one']:.2f}x), "
+            f"{r['peak_rss_mib_per_cell']} MiB RSS a cell"
+            for r in heads
+        )
+    )
+
+
+def main(argv=None) -> int:
+    ap = _parser()
     args = ap.parse_args(argv)
     import torch
 
-    from qt_hard.experiments.ledger import measurement_stamp
-    from qt_hard.experiments.runner import check_device, in_processes, prepare_shared_cache
+    from qt_hard.experiments.runner import check_device, prepare_shared_cache
     from qt_hard.training.config import to_dict
 
     device = args.device or ("cpu" if args.dry or not torch.cuda.is_available() else "cuda")
@@ -148,14 +192,13 @@ def main(argv=None) -> int:
     cache = prepare_shared_cache(cfg, out / "shared")
     prepare_s = time.perf_counter() - t0
     tree = to_dict(cfg)
-    per_step = cfg.train.batch_size
-    stamp = measurement_stamp(ROOT, [Path(__file__).name, *(argv if argv is not None else sys.argv[1:])])
+    stamp = _bench.stamp(__file__, argv)
     meta = {
         "case": "s2v_gru",
         "dry": args.dry,
         "device": torch.cuda.get_device_name(0) if device == "cuda" else f"cpu ({os.cpu_count()} cores)",
         "threads_per_cell": args.threads,
-        "batch_size": per_step,
+        "batch_size": cfg.train.batch_size,
         "steps": steps,
         "warmup": warmup,
         "overrides": overrides,
@@ -163,40 +206,16 @@ def main(argv=None) -> int:
     }
     rows, base = [], None
     for n in cells_n:
-        gate = out / f"n{n}" / "gate"
-        shutil.rmtree(out / f"n{n}", ignore_errors=True)
-        gate.mkdir(parents=True)
-        jobs = [(tree, str(out / f"n{n}" / f"cell{i}"), str(cache), warmup, str(gate), n, i) for i in range(n)]
-        t1 = time.perf_counter()
-        cells = sorted(in_processes(cell, jobs, workers=n, fresh=True, device=device), key=lambda c: c["index"])
-        wall = time.perf_counter() - t1
-        agg = aggregate(cells, per_step)
+        cells, wall = run_round(n, device, tree, cache, out, warmup)
+        agg = aggregate(cells, cfg.train.batch_size)
         base = base or agg["aggregate_sentences_per_s"]
-        for c in cells:
-            row = {"cells": n, "cell": c["index"], "peak_rss_mib": c["peak_rss_mib"]}
-            row.update({k: v for k, v in c.items() if k.startswith("gpu_")})
-            rows.append({**row, **meta})
         summary = {"cells": n, **agg, "ratio_to_one": round(agg["aggregate_sentences_per_s"] / base, 2)}
         summary.update(round_wall_s=round(wall, 1), prepare_s=round(prepare_s, 1))
-        summary["peak_rss_mib_per_cell"] = max(c["peak_rss_mib"] for c in cells)
-        if device == "cuda":
-            summary["gpu_peak_reserved_mib_per_cell"] = max(c["gpu_peak_reserved_mib"] for c in cells)
-        rows.append({**summary, **meta})
-        for r in rows[-(n + 1) :]:
-            print(json.dumps(r), flush=True)
-        if args.output:  # each round's rows as it ends: a run stopped at a deadline keeps them
-            with open(args.output, "a", encoding="utf-8") as fh:
-                fh.writelines(json.dumps(r) + "\n" for r in rows[-(n + 1) :])
-    heads = [r for r in rows if "aggregate_sentences_per_s" in r]
-    print(
-        f"side by side on {meta['device']} (s2v_gru{' DRY' if args.dry else ''}, batch {per_step}, "
-        f"{args.threads} thread(s) a cell): "
-        + "; ".join(
-            f"N={r['cells']} {r['aggregate_sentences_per_s']:,.0f} sentences/s ({r['ratio_to_one']:.2f}x), "
-            f"{r['peak_rss_mib_per_cell']} MiB RSS a cell"
-            for r in heads
-        )
-    )
+        rows += round_rows(n, cells, summary, device, meta)
+        _bench.emit(
+            rows[-(n + 1) :], args.output
+        )  # each round's rows as it ends: a run stopped at a deadline keeps them
+    print(headline(rows, meta, args.dry))
     return 0
 
 

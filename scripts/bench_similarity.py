@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
+import sys
 import time
 from pathlib import Path
 
 from qt_hard.evaluation.similarity import SIMILARITY_TASKS as SIMILARITY
-from qt_hard.experiments.ledger import git_commit
-from qt_hard.experiments.report import append_json_line
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _bench, when this file is loaded by its path
+import _bench  # noqa: E402
 
 TRANSFER = ("MR", "CR", "SUBJ", "MPQA", "TREC", "MRPC")
 
@@ -80,13 +81,10 @@ def main() -> None:
         {
             "threads": int(os.environ.get("QT_HARD_EVAL_THREADS", "1")),
             "load_average_before": [round(x, 1) for x in load_before],
-            "load_average_after": [round(x, 1) for x in os.getloadavg()],
-            "machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} CPUs",
-            "date": time.strftime("%Y-%m-%d"),
-            "commit": git_commit(Path(__file__).resolve().parent),
+            **_bench.host_stamp(),
         }
     )
-    print(append_json_line(args.output, row))
+    _bench.emit([row], args.output)
     s = row["similarity"]
     head = (
         f"{args.model}: similarity suite {s['seconds']:.0f} s ({s['sentences_encoded']} sentences encoded in "

@@ -30,14 +30,16 @@ load average, command and the run's wall time) and a one-line headline.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _bench, when this file is loaded by its path
+import _bench  # noqa: E402
+
+ROOT = _bench.ROOT
 sys.path.insert(0, str(ROOT))  # runnable from a checkout without installing the package
 
 SPECS = ("sts", "scifact")
@@ -123,35 +125,6 @@ def loss_key(loss) -> tuple[str, str]:
     return type(loss).__name__, json.dumps(config, sort_keys=True)
 
 
-def embeddings(B: int, d: int, columns: int, seed: int = 0):
-    """Fixed (B, d) leaves of each column: anchors in B / 8 topics, positives near their anchors,
-    negatives farther (some in-batch candidates outscore a positive, so a guard has work to do)."""
-    import torch
-
-    g = torch.Generator().manual_seed(seed)
-    centers = torch.randn(max(1, B // 8), d, generator=g)
-    anchors = centers[torch.arange(B) % centers.shape[0]] + 0.3 * torch.randn(B, d, generator=g)
-    cols = [anchors, anchors + 0.9 * torch.randn(B, d, generator=g)]
-    cols += [anchors + 1.2 * torch.randn(B, d, generator=g) for _ in range(columns - 2)]
-    return [c.clone().requires_grad_() for c in cols]
-
-
-def _step(loss, leaves):
-    def step():
-        for leaf in leaves:
-            leaf.grad = None
-        loss.compute_loss_from_embeddings(leaves, None).backward()
-
-    return step
-
-
-def _timed(fn, calls: int) -> float:
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - start) / calls
-
-
 def measure(rows: list[dict], d: int, reps: int, block_s: float) -> list[dict]:
     """The interleaved measurement: one dict per case (rows with the same loss key, B and columns
     merged), with the medians, the ratios and the per-round ratio range."""
@@ -168,24 +141,23 @@ def measure(rows: list[dict], d: int, reps: int, block_s: float) -> list[dict]:
             cases[key]["rows"].append(f"{r['spec']}:{r['row']}")
             continue
         shape = (r["B"], r["columns"])
-        leaves.setdefault(shape, embeddings(*shape[:1], d, shape[1]))
+        leaves.setdefault(shape, _bench.embeddings(shape[0], d, shape[1]))
         cases[key] = {"rows": [f"{r['spec']}:{r['row']}"], "loss": loss, "shape": shape, "scale": loss.scale}
     refs = {}
     for c in cases.values():
         for columns in (c["shape"][1], 2):
             ref_key = (c["shape"][0], columns, c["scale"])
             if ref_key not in refs:
-                leaves.setdefault((ref_key[0], columns), embeddings(ref_key[0], d, columns))
+                leaves.setdefault((ref_key[0], columns), _bench.embeddings(ref_key[0], d, columns))
                 refs[ref_key] = {"loss": MultipleNegativesRankingLoss(model, scale=c["scale"]), "shape": ref_key[:2]}
     runners = list(cases.values()) + list(refs.values())
     for r in runners:
-        r["step"] = _step(r["loss"], leaves[r["shape"]])
+        r["step"] = _bench.loss_step(r["loss"], leaves[r["shape"]])
         r["step"]()  # warm-up
-        r["calls"] = max(1, int(block_s / max(_timed(r["step"], 1), 1e-6)))
-        r["times"] = []
-    for i in range(reps):
-        for r in runners[i % len(runners) :] + runners[: i % len(runners)]:
-            r["times"].append(_timed(r["step"], r["calls"]))
+        r["calls"] = _bench.block_calls(r["step"], block_s)
+    times = _bench.interleaved([r["step"] for r in runners], [r["calls"] for r in runners], reps, rotate=True)
+    for r, t in zip(runners, times):
+        r["times"] = t
     out = []
     for (name, config, B, columns), c in cases.items():
         ref, pairs = refs[(B, columns, c["scale"])], refs[(B, 2, c["scale"])]
@@ -232,14 +204,11 @@ def headline(rows: list[dict], skipped: list[str], threads: int, wall_s: float) 
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = _bench.parser(__doc__, reps=9)
     p.add_argument("--specs", default=",".join(SPECS), help=f"comparisons, comma separated ({', '.join(SPECS)})")
     p.add_argument("--batch-size", type=int, default=None, help="override every row's batch size")
     p.add_argument("--dim", type=int, default=384, help="embedding width (the models': 384)")
-    p.add_argument("--reps", type=int, default=9, help="rounds; each runs a block of every case")
     p.add_argument("--block-s", type=float, default=0.2, help="least seconds of one block")
-    p.add_argument("--threads", type=int, default=1, help="torch threads (pinned)")
-    p.add_argument("--out", default=None, help="JSONL file the rows are appended to")
     args = p.parse_args(argv)
     specs = [s for s in args.specs.split(",") if s]
     if not specs or any(s not in SPECS for s in specs):
@@ -248,21 +217,15 @@ def main(argv=None) -> int:
     if args.batch_size is not None and args.batch_size < 2 or args.threads < 1 or args.reps < 1 or args.dim < 1:
         print("error: --batch-size >= 2, --threads, --reps and --dim >= 1", file=sys.stderr)
         return 2
-    from qt_hard.experiments.ledger import measurement_stamp
     from qt_hard.threads import torch_threads
 
     t0 = time.perf_counter()
     with torch_threads(args.threads):
         rows, skipped = comparison_rows(specs, args.batch_size)
         results = measure(rows, args.dim, args.reps, args.block_s)
-        stamp = measurement_stamp(ROOT, ["scripts/bench_st_losses.py", *(argv if argv is not None else sys.argv[1:])])
+        stamp = _bench.stamp(__file__, argv)
     wall = time.perf_counter() - t0
-    for r in results:
-        r.update(stamp, run_wall_s=round(wall, 1))
-        print(json.dumps(r), flush=True)
-    if args.out:
-        with open(args.out, "a", encoding="utf-8") as fh:
-            fh.writelines(json.dumps(r) + "\n" for r in results)
+    _bench.emit([{**r, **stamp, "run_wall_s": round(wall, 1)} for r in results], args.out)
     if skipped:
         print("not measured (the loss needs the encoder or a guide model): " + ", ".join(skipped))
     print(headline(results, skipped, args.threads, wall))

@@ -15,26 +15,15 @@ headline.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
 import sys
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _bench, when this file is loaded by its path
+import _bench  # noqa: E402
 
-
-def rate(cfg, warmup: int) -> float:
-    """Sentences/s of the median step of a run of ``cfg`` after ``warmup`` steps."""
-    from qt_hard.training.loop import train
-
-    stamps: list[float] = []
-    train(cfg, on_step=lambda step, loss: stamps.append(time.perf_counter()), overwrite=True)
-    steps = [b - a for a, b in zip(stamps[warmup:], stamps[warmup + 1 :])]
-    per_step = cfg.train.batch_size * (2 if cfg.data.kind in ("wiki", "synthetic") else 1)
-    return per_step / statistics.median(steps)
+sys.path.insert(0, str(_bench.ROOT))
 
 
 def main(argv=None) -> int:
@@ -50,7 +39,6 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.steps < args.warmup + 3:
         ap.error("--steps must exceed --warmup by at least 3")
-    from qt_hard.experiments.ledger import measurement_stamp
     from qt_hard.experiments.runner import link_shared_cache, prepare_shared_cache
     from qt_hard.training.config import load_config
 
@@ -59,35 +47,25 @@ def main(argv=None) -> int:
     base = [*args.overrides, f"train.steps={args.steps}", "train.checkpoint_every=0", "train.progress=false"]
     base += ["train.trackers=[csv]", "train.log_every=10"]
     cache = prepare_shared_cache(load_config(args.config, [*base, f"out_dir={out / 'shared'}"]), out / "shared")
-    stamp = measurement_stamp(ROOT, [Path(__file__).name, *(argv if argv is not None else sys.argv[1:])])
+    stamp = _bench.stamp(__file__, argv)
     meta = {"config": args.config, "overrides": args.overrides, "steps": args.steps, "warmup": args.warmup, **stamp}
     rates: dict[int, list[float]] = {t: [] for t in threads}
-    rows = []
     for rnd in range(args.rounds):
         for t in threads if rnd % 2 == 0 else threads[::-1]:
             run = out / f"t{t}"
             shutil.rmtree(run, ignore_errors=True)
             link_shared_cache(run, cache)
             cfg = load_config(args.config, [*base, f"out_dir={run}", f"train.num_threads={t}"])
-            rates[t].append(rate(cfg, args.warmup))
-            rows.append({"num_threads": t, "round": rnd, "sentences_per_s": round(rates[t][-1], 1), **meta})
-            print(json.dumps(rows[-1]), flush=True)
-    first = threads[0]
+            rates[t].append(_bench.train_rate(cfg, args.warmup))
+            _bench.emit(
+                [{"num_threads": t, "round": rnd, "sentences_per_s": round(rates[t][-1], 1), **meta}], args.output
+            )
+    heads = []
     for t in threads:
-        ratio = statistics.median(a / b for a, b in zip(rates[t], rates[first]))
-        rows.append(
-            {
-                "num_threads": t,
-                "sentences_per_s": round(statistics.median(rates[t]), 1),
-                "ratio": round(ratio, 2),
-                **meta,
-            }
-        )
-        print(json.dumps(rows[-1]), flush=True)
-    if args.output:
-        with open(args.output, "a", encoding="utf-8") as fh:
-            fh.writelines(json.dumps(r) + "\n" for r in rows)
-    heads = [r for r in rows if "ratio" in r]
+        ratio = _bench.paired_ratio(rates[t], rates[threads[0]])
+        heads.append({"num_threads": t, "sentences_per_s": round(statistics.median(rates[t]), 1)})
+        heads[-1].update(ratio=round(ratio, 2), **meta)
+    _bench.emit(heads, args.output)
     print(
         f"{args.config}, {args.steps} steps x {args.rounds} rounds: "
         + "; ".join(

@@ -31,13 +31,14 @@ The script reads the library only through ``train``, the pipeline registry and a
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
-import os
 import statistics
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _bench, when this file is loaded by its path
+import _bench  # noqa: E402
 
 CASES = {
     # The bag of words of Ash et al. on Wiki-N pairs (configs/bow_wiki_smoke.yaml's model and loss).
@@ -87,14 +88,6 @@ CASES = {
 }
 
 
-def _device_name() -> str:
-    import torch
-
-    if torch.cuda.is_available():
-        return torch.cuda.get_device_name(0)
-    return f"cpu ({os.cpu_count()} cores)"
-
-
 def _case_tree(case: str) -> dict:
     """The case's config tree; ``from`` names a config file whose tree the case's sections update."""
     import yaml
@@ -119,39 +112,6 @@ def _config(case: str, out: Path, steps: int, threads: int, overrides: list[str]
         steps=steps, seed=0, checkpoint_every=0, log_every=10, trackers=["csv"], progress=False, num_threads=threads
     )
     return config_from_dict(tree, overrides)
-
-
-def _sync():
-    import torch
-
-    if torch.cuda.is_available():
-        torch.cuda.synchronize()
-
-
-def loop_rate(cfg, warmup: int) -> float:
-    """Sentences/s of the loop's steps after ``warmup`` (clock read at each ``on_step``)."""
-    from qt_hard.training.loop import train
-
-    stamps = []
-
-    def on_step(step, loss):
-        stamps.append(time.perf_counter())  # the loss was read as a float: the step has finished
-
-    # Every round trains into the case's folder again: the previous round's run there is replaced
-    # (``overwrite`` leaves the data cache under cache/, so tokens and Wiki-N are built once).
-    train(cfg, on_step=on_step, overwrite=True)
-    return _rate(cfg, stamps[warmup:])
-
-
-def _rate(cfg, stamps: list[float]) -> float:
-    """Sentences per second of the median step between consecutive clock readings: on a shared
-    machine the mean would follow whichever run another process happened to preempt."""
-    steps = [b - a for a, b in itertools.pairwise(stamps)]
-    return _sentences_per_step(cfg) / statistics.median(steps)
-
-
-def _sentences_per_step(cfg) -> int:
-    return cfg.train.batch_size * (2 if cfg.data.kind in ("wiki", "synthetic") else 1)
 
 
 def bare_rate(cfg, warmup: int) -> float:
@@ -186,8 +146,8 @@ def bare_rate(cfg, warmup: int) -> float:
         opt.zero_grad(set_to_none=True)
         float(loss.detach())  # the loop reads the loss every step too
         stamps.append(time.perf_counter())
-    _sync()
-    return _rate(cfg, stamps[warmup:])
+    _bench.sync()
+    return _bench.step_rate(cfg, stamps[warmup:])
 
 
 def _to(batch, device):
@@ -196,7 +156,7 @@ def _to(batch, device):
     return batch.to(device) if hasattr(batch, "to") else batch
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
     p.add_argument("--steps", type=int, default=40, help="steps of every timed run")
@@ -209,9 +169,11 @@ def main(argv=None) -> int:
         "--case-set", action="append", default=[], metavar="CASE:KEY=VALUE", help="an override of one case's config"
     )
     p.add_argument("overrides", nargs="*", help="config overrides for every case, e.g. train.batch_size=128")
-    args = p.parse_args(argv)
-    if args.steps < args.warmup + 3:
-        p.error("--steps must exceed --warmup by at least 3")
+    return p
+
+
+def _case_overrides(p: argparse.ArgumentParser, args) -> dict[str, list[str]]:
+    """Each case's own overrides: ``--wiki`` for bow_wiki1000 and every ``--case-set``."""
     per_case: dict[str, list[str]] = {c: [] for c in CASES}
     if args.wiki:
         per_case["bow_wiki1000"].append(f"data.path={Path(args.wiki).resolve()}")
@@ -220,60 +182,51 @@ def main(argv=None) -> int:
         if not sep or case not in CASES or "=" not in override:
             p.error(f"--case-set {item!r}: expected CASE:KEY=VALUE with CASE one of {', '.join(CASES)}")
         per_case[case].append(override)
+    return per_case
+
+
+def run_case(case: str, args, overrides: list[str], meta: dict) -> float:
+    """The case's rounds of a loop and a bare run (a row printed per run, then the case's row);
+    returns the median over rounds of loop/bare within a round."""
+    rates = {"loop": [], "bare": []}
+    for rnd in range(args.rounds):
+        for path in ("loop", "bare"):
+            # One run folder per case: the loop's data cache (tokens, Wiki-N) is built once.
+            cfg = _config(case, Path(args.out) / case, args.steps, args.threads, overrides)
+            t0 = time.perf_counter()
+            rate = (_bench.train_rate if path == "loop" else bare_rate)(cfg, args.warmup)
+            rates[path].append(rate)
+            row = {"case": case, "path": path, "round": rnd, "sentences_per_s": round(rate, 1)}
+            print(json.dumps({**row, "wall_s": round(time.perf_counter() - t0, 2), **meta}), flush=True)
+    loop, bare = statistics.median(rates["loop"]), statistics.median(rates["bare"])
+    # Each round's two runs are neighbours in time, so their ratio cancels most of what other
+    # processes on the machine do; the median over rounds is the headline figure.
+    paired = _bench.paired_ratio(rates["loop"], rates["bare"])
+    row = {"case": case, "loop_sentences_per_s": round(loop, 1), "bare_sentences_per_s": round(bare, 1)}
+    row.update(ratio=round(paired, 3), ratio_of_medians=round(loop / bare, 3), rounds=args.rounds)
+    print(json.dumps({**row, **meta}), flush=True)
+    return paired
+
+
+def main(argv=None) -> int:
+    p = _parser()
+    args = p.parse_args(argv)
+    if args.steps < args.warmup + 3:
+        p.error("--steps must exceed --warmup by at least 3")
+    per_case = _case_overrides(p, args)
     import torch
 
     import qt_hard
 
     meta = {
-        "device": _device_name(),
+        "device": _bench.device_name(),
         "torch": torch.__version__,
         "threads": args.threads,
         "library": str(Path(qt_hard.__file__).resolve().parent.parent),
         "steps": args.steps,
         "warmup": args.warmup,
     }
-    ratios = {}
-    for case in args.cases:
-        rates = {"loop": [], "bare": []}
-        for rnd in range(args.rounds):
-            for path in ("loop", "bare"):
-                # One run folder per case: the loop's data cache (tokens, Wiki-N) is built once.
-                cfg = _config(case, Path(args.out) / case, args.steps, args.threads, args.overrides + per_case[case])
-                t0 = time.perf_counter()
-                rate = (loop_rate if path == "loop" else bare_rate)(cfg, args.warmup)
-                rates[path].append(rate)
-                print(
-                    json.dumps(
-                        {
-                            "case": case,
-                            "path": path,
-                            "round": rnd,
-                            "sentences_per_s": round(rate, 1),
-                            "wall_s": round(time.perf_counter() - t0, 2),
-                            **meta,
-                        }
-                    ),
-                    flush=True,
-                )
-        loop, bare = statistics.median(rates["loop"]), statistics.median(rates["bare"])
-        # Each round's two runs are neighbours in time, so their ratio cancels most of what other
-        # processes on the machine do; the median over rounds is the headline figure.
-        paired = statistics.median(a / b for a, b in zip(rates["loop"], rates["bare"]))
-        ratios[case] = paired
-        print(
-            json.dumps(
-                {
-                    "case": case,
-                    "loop_sentences_per_s": round(loop, 1),
-                    "bare_sentences_per_s": round(bare, 1),
-                    "ratio": round(paired, 3),
-                    "ratio_of_medians": round(loop / bare, 3),
-                    "rounds": args.rounds,
-                    **meta,
-                }
-            ),
-            flush=True,
-        )
+    ratios = {case: run_case(case, args, args.overrides + per_case[case], meta) for case in args.cases}
     print(
         f"loop/bare on {meta['device']}, {args.threads} thread(s), {args.steps} steps x {args.rounds} rounds: "
         + "; ".join(f"{c} {r:.2f}" for c, r in ratios.items())

@@ -160,7 +160,7 @@ def finetune(args, variant: str, train_pairs) -> tuple[object, dict]:
     return model, info
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> ScriptParser:
     parser = ScriptParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=1024, help="MRPC train paraphrase pairs to fine-tune on")
     parser.add_argument("--negatives", nargs="+", default=["uniform", "hard"], help="variants to fine-tune")
@@ -177,8 +177,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--task", default="CR", help="SentEval binary task (MR, CR, SUBJ, MPQA)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workdir", default="/tmp/qt_hard_st_finetune")
-    args = parser.parse_args(argv)
-    # The arguments, before the data or the model is read.
+    return parser
+
+
+def check_arguments(args) -> None:
+    """The arguments, before the data or the model is read."""
     from qt_hard.errors import ArgumentError
     from qt_hard.negatives.registry import strategy_names
 
@@ -195,10 +198,14 @@ def main(argv: list[str] | None = None) -> int:
         )
     output_folder(args.workdir, "--workdir")
 
+
+def read_data(args):
+    """(train pairs: ``--pairs`` of MRPC's train paraphrases drawn with ``--seed``, held-out pairs:
+    MRPC's test paraphrases, the SentEval task)."""
+    from qt_hard.errors import ArgumentError
     from qt_hard.evaluation.datasets import load_task
     from qt_hard.paths import data_path
 
-    torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
     mrpc = data_path("senteval", "MRPC")
     train_pairs = read_mrpc_paraphrases(mrpc / "msr_paraphrase_train.txt")
     if args.pairs > len(train_pairs):
@@ -211,7 +218,24 @@ def main(argv: list[str] | None = None) -> int:
         raise ValueError(
             f"--task {args.task}: only the cross-validated binary tasks (MR, CR, SUBJ, MPQA) are supported"
         )
+    return train_pairs, held_out, task
 
+
+def figures(report: dict, negatives: list[str], task_name: str) -> str:
+    """The last line: top-1 and the task's accuracy before and after each variant."""
+    key = f"senteval_{task_name}"
+    out = [f"before: top1={report['before']['retrieval_top1']:.4f} {task_name}={report['before'][key]:.4f}"]
+    for variant in negatives:
+        r = report[f"after_{variant}"]
+        out.append(f"after {variant}: top1={r['retrieval_top1']:.4f} {task_name}={r[key]:.4f}")
+    return " | ".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    check_arguments(args)
+    torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
+    train_pairs, held_out, task = read_data(args)
     report: dict = {"args": vars(args), "held_out_pairs": len(held_out), "train_pairs": len(train_pairs)}
     report["before"] = evaluate(load_model(args.max_seq_length), held_out, task)
     print(json.dumps({"before": report["before"]}), file=sys.stderr, flush=True)
@@ -221,12 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         report[f"after_{variant}"] = info
         print(json.dumps({variant: info}), file=sys.stderr, flush=True)
     print(json.dumps(report, indent=2))
-    key = f"senteval_{task.name}"
-    figures = [f"before: top1={report['before']['retrieval_top1']:.4f} {task.name}={report['before'][key]:.4f}"]
-    for variant in args.negatives:
-        r = report[f"after_{variant}"]
-        figures.append(f"after {variant}: top1={r['retrieval_top1']:.4f} {task.name}={r[key]:.4f}")
-    print(" | ".join(figures))
+    print(figures(report, args.negatives, task.name))
     return 0
 
 

@@ -19,9 +19,9 @@ def test_cases_are_valid_configs(tmp_path, case):
 def test_rate_is_that_of_the_median_step():
     cfg = SimpleNamespace(train=SimpleNamespace(batch_size=10), data=SimpleNamespace(kind="wiki"))
     stamps = [0.0, 0.1, 0.2, 0.3, 5.0, 5.1]  # one step held up by another process
-    assert B._rate(cfg, stamps) == pytest.approx(2 * 10 / 0.1)
+    assert B._bench.step_rate(cfg, stamps) == pytest.approx(2 * 10 / 0.1)
     cfg.data.kind = "books"
-    assert B._rate(cfg, stamps) == pytest.approx(10 / 0.1)
+    assert B._bench.step_rate(cfg, stamps) == pytest.approx(10 / 0.1)
 
 
 def test_the_s2v_case_is_configs_qt_s2v_on_fewer_books(tmp_path):

@@ -1,0 +1,183 @@
+"""What the benchmarks of scripts/ share: their common arguments (``--reps``, ``--threads``, the JSONL
+of ``--out``), the device's name, pinned threads, back-to-back timed blocks run interleaved and ratios
+paired by round, fixed embeddings for the loss benchmarks, the rate of a training run's median step,
+and the rows printed and appended to a JSONL with ``qt_hard.experiments.ledger.measurement_stamp`` (or,
+for the similarity scripts, the older fields they have always recorded).
+
+A script imports it from beside itself (``python scripts/<name>.py`` finds it; a script loaded by its
+path, as the tests load them, first puts its own folder on ``sys.path``). It imports the library inside
+its functions only and leaves ``sys.path`` alone: ``bench_train_speed.py`` measures whichever
+checkout ``PYTHONPATH`` names.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def parser(doc: str, *, jsonl: str | None = "--out", threads: int | None = 1, reps: int | None = None):
+    """An ``argparse`` parser described by ``doc``'s first line, with the common arguments: ``reps``
+    rounds (``--reps``), torch threads (``--threads``, pinned) and the JSONL the rows are appended to
+    (``jsonl``, ``--out`` unless told); None leaves one out."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    if reps is not None:
+        ap.add_argument("--reps", type=int, default=reps, help="rounds, each a block of every side (medians reported)")
+    if threads is not None:
+        ap.add_argument("--threads", type=int, default=threads, help="torch threads (pinned)")
+    if jsonl:
+        ap.add_argument(jsonl, default=None, help="JSONL file the rows are appended to")
+    return ap
+
+
+def stamp(script: str, argv: list[str] | None = None) -> dict:
+    """``measurement_stamp`` of a run of ``scripts/<script>`` with ``argv`` (default: this process's)."""
+    from qt_hard.experiments.ledger import measurement_stamp
+
+    return measurement_stamp(ROOT, [f"scripts/{Path(script).name}", *(sys.argv[1:] if argv is None else argv)])
+
+
+def emit(rows: list[dict], path: str | os.PathLike | None = None) -> None:
+    """Print each row as a JSON line and append it to ``path`` when given (its folder made)."""
+    from qt_hard.experiments.report import append_json_line
+
+    for row in rows:
+        print(append_json_line(path, row), flush=True)
+
+
+def pin_threads(n: int, evaluation: bool = False) -> None:
+    """torch on ``n`` threads; with ``evaluation``, the embedding cache's encoder and the evaluation's
+    solver too (``QT_HARD_EVAL_THREADS``, ``logreg.DEFAULT_THREADS``)."""
+    import torch
+
+    torch.set_num_threads(n)
+    if evaluation:
+        from qt_hard.evaluation import logreg
+
+        os.environ["QT_HARD_EVAL_THREADS"] = str(n)
+        logreg.DEFAULT_THREADS = n
+
+
+def sync(device=None) -> None:
+    """Wait for the GPU's queued work: on ``device`` where it is a CUDA device; None: wherever torch
+    sees a GPU."""
+    import torch
+
+    if torch.cuda.is_available() if device is None else torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def timed(fn, calls: int = 1, device=None) -> float:
+    """Seconds per call of ``fn`` over ``calls`` back-to-back calls (on a CUDA ``device``, from and
+    to an idle queue; None: no wait)."""
+    if device is not None:
+        sync(device)
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    if device is not None:
+        sync(device)
+    return (time.perf_counter() - start) / calls
+
+
+def block_calls(fn, block_s: float = 0.2, device=None) -> int:
+    """Back-to-back calls of ``fn`` that last about ``block_s`` (at least one): small cases take
+    milliseconds, so a block repeats them until scheduler noise averages out."""
+    return max(1, int(block_s / max(timed(fn, 1, device), 1e-6)))
+
+
+def interleaved(fns: list, calls: list[int], reps: int, device=None, rotate: bool = False) -> list[list[float]]:
+    """``reps`` rounds, each a block of every function in turn (``calls[i]`` calls of ``fns[i]``; the
+    order rotated by one each round with ``rotate``), so that a noisy machine slows every side alike:
+    the seconds per call of each function's blocks."""
+    times: list[list[float]] = [[] for _ in fns]
+    for r in range(reps):
+        k = r % len(fns) if rotate else 0
+        for i in [*range(k, len(fns)), *range(k)]:
+            times[i].append(timed(fns[i], calls[i], device))
+    return times
+
+
+def embeddings(b: int, d: int, columns: int, seed: int = 0) -> list:
+    """Fixed (b, d) leaves of each column of a loss benchmark: anchors in b / 8 topics (8 pairs a
+    topic), positives near their anchors and ``columns - 2`` negative columns farther, so that some
+    in-batch candidates of the same topic outscore a positive (a guard has work to do)."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    centers = torch.randn(max(1, b // 8), d, generator=g)
+    anchors = centers[torch.arange(b) % centers.shape[0]] + 0.3 * torch.randn(b, d, generator=g)
+    cols = [anchors, anchors + 0.9 * torch.randn(b, d, generator=g)]
+    cols += [anchors + 1.2 * torch.randn(b, d, generator=g) for _ in range(columns - 2)]
+    return [c.clone().requires_grad_() for c in cols]
+
+
+def loss_step(loss, leaves: list):
+    """One forward + backward of a sentence-transformers loss on fixed embeddings (no encoder runs:
+    the losses keep a model but never call it on embeddings)."""
+
+    def step():
+        for leaf in leaves:
+            leaf.grad = None
+        loss.compute_loss_from_embeddings(leaves, None).backward()
+
+    return step
+
+
+def device_name() -> str:
+    """The GPU's name, else ``cpu (N cores)``."""
+    import torch
+
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_name(0)
+    return f"cpu ({os.cpu_count()} cores)"
+
+
+def paired_ratio(a: list[float], b: list[float]) -> float:
+    """The median over rounds of ``a / b`` within a round: neighbours in time, so the ratio cancels
+    most of what other processes on the machine do."""
+    return statistics.median(x / y for x, y in zip(a, b))
+
+
+def sentences_per_step(cfg) -> int:
+    """Sentences of one training step: a batch of pairs holds two sentences a pair."""
+    return cfg.train.batch_size * (2 if cfg.data.kind in ("wiki", "synthetic") else 1)
+
+
+def step_rate(cfg, stamps: list[float]) -> float:
+    """Sentences per second of the median step between consecutive clock readings: on a shared
+    machine the mean would follow whichever run another process happened to preempt."""
+    steps = [b - a for a, b in zip(stamps, stamps[1:])]
+    return sentences_per_step(cfg) / statistics.median(steps)
+
+
+def train_rate(cfg, warmup: int) -> float:
+    """Sentences/s of the training loop's median step after ``warmup`` steps (clock read at each
+    ``on_step``, once the step's loss is a float). The run replaces any earlier run in its folder
+    (``overwrite``: the data cache under ``cache/`` is kept, so tokens and Wiki-N are built once)."""
+    from qt_hard.training.loop import train
+
+    stamps: list[float] = []
+    train(cfg, on_step=lambda step, loss: stamps.append(time.perf_counter()), overwrite=True)
+    return step_rate(cfg, stamps[warmup:])
+
+
+def host_stamp() -> dict:
+    """The context the similarity scripts' rows record (their fields, older than ``stamp``'s): the
+    load averages at the end, the machine, the date and the commit."""
+    import platform
+
+    from qt_hard.experiments.ledger import git_commit
+
+    return {
+        "load_average_after": [round(x, 1) for x in os.getloadavg()],
+        "machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} CPUs",
+        "date": time.strftime("%Y-%m-%d"),
+        "commit": git_commit(ROOT),
+    }
