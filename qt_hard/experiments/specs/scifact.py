@@ -44,6 +44,7 @@ from pathlib import Path
 
 from qt_hard.errors import ArgumentError
 from qt_hard.experiments.contract import Cell, Experiment
+from qt_hard.experiments.specs.st_finetuning import guard_cell
 from qt_hard.experiments.specs.st_finetuning import parse_row as parse_spec_row
 
 __all__ = [
@@ -348,10 +349,8 @@ def summarize(records: list[dict], recipe: dict | None = None) -> str:
             vals = [runs[s][m] for s in runs]
             mean, sd = mean_spread(vals)
             cells.append(f"{mean:.2f}" + (f" ± {sd:.2f}" if len(vals) > 1 else ""))
-        removed = [runs[s].get("guard_removed_frac") for s in runs]
-        tp = [runs[s].get("guard_removed_tp_frac") for s in runs]
         guarded = row != "before" and "guard" in ROWS[parse_row(row)[0]][1]["kwargs"]
-        guard = _guard_cell(removed, tp) if guarded and any(v is not None for v in removed) else "-"
+        guard = guard_cell(list(runs.values()), guarded)
         body.append([f"{row_label(row)} (`{row}`)", str(len(runs)), *cells, guard])
     heads = ["row", "seeds", *(h for _, h in metrics), "guard removed (true positives)"]
     lines += markdown_table(heads, body, "lr" + "r" * (len(metrics) + 1))
@@ -372,16 +371,6 @@ def summarize(records: list[dict], recipe: dict | None = None) -> str:
         lines += ["", f"Paired by seed against `{base}` (row - baseline; mean [95% t-interval]; verdict):", ""]
         lines += markdown_table(["row", "pairs", "dev nDCG@10", "dev", "test nDCG@10", "test"], rows, "lrrlrl")
     return "\n".join(lines)
-
-
-def _guard_cell(removed, tp) -> str:
-    import statistics
-
-    r = [v for v in removed if v is not None]
-    t = [v for v in tp if v is not None]
-    share = statistics.mean(r) * 100
-    acted = "did not act" if share < 0.05 else f"{share:.2f}%"
-    return acted + (f" ({statistics.mean(t) * 100:.0f}%)" if t else "")
 
 
 # --------------------------------------------------------------------------------------- the contract

@@ -75,6 +75,7 @@ from qt_hard.experiments.specs.st_finetuning import (
     GuardAudit,
     STEncoder,
     frozen_guide,
+    guard_cell,
     is_static,
     load_start,
     mine_triplets,
@@ -352,7 +353,7 @@ def summarize(records: list[dict], recipe: dict | None = None, memory: list[dict
     baselines (row -> its baseline) and beats (the rows judged better)."""
     by, stats = _seed_stats(records)
     heads = [h for _, h in METRICS]
-    lines = _stats_table(stats, recipe)
+    lines = _stats_table(stats, recipe, _guard_cells(records, stats))
     diffs, verdicts, bases, spread = {}, {}, {}, None
     if BASELINE in stats and any(baseline_of(r) in by for r in stats):
         spread = stats[BASELINE]["std"]
@@ -391,8 +392,19 @@ def _seed_stats(records: list[dict]) -> tuple[dict, dict]:
     return by, stats
 
 
-def _stats_table(stats: dict, recipe: dict | None) -> list[str]:
-    """The recipe line (where given) and the table of mean ± sample std per row."""
+def _guard_cells(records: list[dict], stats: dict) -> dict[str, str]:
+    """Per row of ``stats``, its guard's cell (:func:`.st_finetuning.guard_cell`): a row is guarded when
+    its loss filters candidates, the guard of ``HardNegativesLoss`` or GIST's own filter."""
+    out = {}
+    for row in stats:
+        spec = ROWS[parse_row(row)[0]][1] if row != BEFORE else {"kwargs": {}}
+        guarded = "guard" in spec["kwargs"] or spec.get("loss") == "gist"
+        out[row] = guard_cell([r for r in records if r["row"] == row], guarded)
+    return out
+
+
+def _stats_table(stats: dict, recipe: dict | None, guards: dict[str, str]) -> list[str]:
+    """The recipe line (where given) and the table of mean ± sample std per row, with its guard's cell."""
     heads = [h for _, h in METRICS]
     lines = []
     if recipe:
@@ -400,14 +412,20 @@ def _stats_table(stats: dict, recipe: dict | None) -> list[str]:
             "Recipe: "
             + ", ".join(f"{k} {v}" for k, v in recipe.items() if v is not None)
             + ". Cosine Spearman x100 (STS12-16: the mean of the five years, each the mean over its sets; "
-            "STS-B and SICK-R: test split); MRPC: test retrieval top-1 x100. Mean ± sample std (ddof 1) over seeds.",
+            "STS-B and SICK-R: test split); MRPC: test retrieval top-1 x100. Mean ± sample std (ddof 1) over seeds. "
+            "Guard: the share of candidates the row's guard removed, mean over the runs that recorded it (in "
+            "brackets, the share of those the pool pairs with the same anchor); not recorded for runs made before "
+            "the audit or of a static model.",
             "",
         ]
-    lines += ["| Row | seeds | " + " | ".join(heads) + " |", "|---|---:|" + "---:|" * len(heads)]
+    lines += [
+        "| Row | seeds | " + " | ".join(heads) + " | guard removed (true positives) |",
+        "|---|---:|" + "---:|" * len(heads) + "---|",
+    ]
     for row, s in stats.items():
         sd = s["std"] if s["std"] is not None else [None] * len(heads)
         cells = [f"{m:.2f}" + (f" ± {d:.2f}" if d is not None else "") for m, d in zip(s["mean"], sd)]
-        lines.append(f"| {row_label(row)} (`{row}`) | {s['n']} | " + " | ".join(cells) + " |")
+        lines.append(f"| {row_label(row)} (`{row}`) | {s['n']} | " + " | ".join([*cells, guards[row]]) + " |")
     return lines
 
 

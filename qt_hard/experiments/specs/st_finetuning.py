@@ -22,6 +22,7 @@ __all__ = [
     "STEncoder",
     "finetune",
     "frozen_guide",
+    "guard_cell",
     "is_static",
     "jsonable",
     "load_start",
@@ -31,6 +32,22 @@ __all__ = [
     "train_dataset",
     "transformers_tokenizer",
 ]
+
+
+def guard_cell(records: list[dict], guarded: bool) -> str:
+    """A table cell for one row's guard over its runs' ``records``: the mean share of candidates the
+    guard removed (``guard_removed_frac``) and, in brackets, the mean share of those that were true
+    positives (``guard_removed_tp_frac``); "did not act" below 0.05% of the candidates, "not recorded"
+    where no run recorded it (runs made before the audit, or a static model), "-" for an unguarded row."""
+    if not guarded:
+        return "-"
+    removed = [r["guard_removed_frac"] for r in records if r.get("guard_removed_frac") is not None]
+    if not removed:
+        return "not recorded"
+    tp = [r["guard_removed_tp_frac"] for r in records if r.get("guard_removed_tp_frac") is not None]
+    share = 100 * sum(removed) / len(removed)
+    acted = "did not act" if share < 0.05 else f"{share:.2f}%"
+    return acted + (f" ({100 * sum(tp) / len(tp):.0f}%)" if tp else "")
 
 
 def parse_row(name: str, rows: dict) -> tuple[str, bool, bool]:
