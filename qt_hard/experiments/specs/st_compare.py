@@ -415,7 +415,7 @@ def _stats_table(stats: dict, recipe: dict | None, guards: dict[str, str]) -> li
             "STS-B and SICK-R: test split); MRPC: test retrieval top-1 x100. Mean ± sample std (ddof 1) over seeds. "
             "Guard: the share of candidates the row's guard removed, mean over the runs that recorded it (in "
             "brackets, the share of those the pool pairs with the same anchor); not recorded for runs made before "
-            "the audit or of a static model.",
+            "the audit, of a static model or of GISTEmbedLoss (whose filter the audit does not read).",
             "",
         ]
     lines += [

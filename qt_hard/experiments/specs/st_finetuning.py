@@ -38,7 +38,8 @@ def guard_cell(records: list[dict], guarded: bool) -> str:
     """A table cell for one row's guard over its runs' ``records``: the mean share of candidates the
     guard removed (``guard_removed_frac``) and, in brackets, the mean share of those that were true
     positives (``guard_removed_tp_frac``); "did not act" below 0.05% of the candidates, "not recorded"
-    where no run recorded it (runs made before the audit, or a static model), "-" for an unguarded row."""
+    where no run recorded it (runs made before the audit, of a static model, or of GISTEmbedLoss, whose
+    filter the audit does not read), "-" for an unguarded row."""
     if not guarded:
         return "-"
     removed = [r["guard_removed_frac"] for r in records if r.get("guard_removed_frac") is not None]
