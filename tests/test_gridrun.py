@@ -134,6 +134,29 @@ def test_two_commands_on_one_folder_never_run_the_same_cell(tmp_path):
     assert len({p.name.split("_")[2] for p in (out / "ran").iterdir()}) == 2  # and both processes worked
 
 
+def test_a_signal_stops_a_grid_of_workers_without_waiting_for_its_cells(tmp_path):
+    """SIGTERM to a grid of two workers, each in a cell that would take a minute: the command ends
+    in seconds with one line, the workers with it, no record of an unfinished cell; a rerun runs them."""
+    out = tmp_path / "out"
+    cmd = command(out, "--seeds", "0", "--workers", "2", "--sleep", "60")
+    p = subprocess.Popen(cmd, env=environment(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while len(list((out / "ran").glob("*"))) < 2 if (out / "ran").is_dir() else True:
+        assert time.monotonic() < deadline and p.poll() is None, "the two workers never started a cell"
+        time.sleep(0.05)
+    workers = {int(m.name.split("_")[2]) for m in (out / "ran").iterdir()}
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(timeout=30) == 128 + signal.SIGTERM
+    assert time.monotonic() - t0 < 20
+    assert [line for line in p.stderr.read().splitlines() if "stopped by SIGTERM" in line]
+    time.sleep(0.5)
+    for pid in workers:  # the workers are gone too
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    assert not (out / "results.jsonl").is_file() or records(out) == []
+
+
 def test_sigkill_at_any_moment_leaves_whole_records_and_a_resume_reruns_only_unfinished_cells(tmp_path):
     out = tmp_path / "out"
     cmd = command(out, "--seeds", ",".join(map(str, range(12))), "--sleep", "0.1")

@@ -154,15 +154,31 @@ def in_processes(
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     ctx = mp.get_context("spawn")
-    with ProcessPoolExecutor(
+    ex = ProcessPoolExecutor(
         workers,
         mp_context=ctx,
         max_tasks_per_child=1 if fresh else None,
         initializer=_start_worker,
         initargs=(device, logs.configured()),
-    ) as ex:
+    )
+    try:
         for fut in as_completed([ex.submit(fn, *job) for job in jobs]):
             yield fut.result()
+    except BaseException:
+        # A stop (a signal, a cell's error, the caller leaving) ends the cells in flight instead of
+        # waiting for them to finish, which can take the better part of an hour: their claims are taken
+        # over by the next run, and the ledger holds whole records only.
+        for proc in _workers(ex):
+            proc.terminate()
+        ex.shutdown(wait=False, cancel_futures=True)
+        raise
+    ex.shutdown(wait=True)
+
+
+def _workers(ex) -> list:
+    """The worker processes of a ``ProcessPoolExecutor`` (its ``_processes``, the one way the standard
+    library keeps them)."""
+    return list((getattr(ex, "_processes", None) or {}).values())
 
 
 def prepare_shared_cache(cfg, folder: str | os.PathLike) -> Path:
