@@ -225,7 +225,7 @@ def main(argv=None) -> int:
         results = measure(rows, args.dim, args.reps, args.block_s)
         stamp = _bench.stamp(__file__, argv)
     wall = time.perf_counter() - t0
-    _bench.emit([{**r, **stamp, "run_wall_s": round(wall, 1)} for r in results], args.out)
+    _bench.emit([{**r, **stamp, "run_wall_s": round(wall, 3)} for r in results], args.out)
     if skipped:
         print("not measured (the loss needs the encoder or a guide model): " + ", ".join(skipped))
     print(headline(results, skipped, args.threads, wall))
