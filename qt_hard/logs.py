@@ -45,6 +45,7 @@ def configure(level: int = logging.INFO, timestamps: bool = False) -> logging.Lo
     handler.setFormatter(
         logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S") if timestamps else logging.Formatter("%(message)s")
     )
+    handler.timestamps = timestamps
     logger.setLevel(level)
     logger.propagate = False
     return logger
@@ -56,5 +57,5 @@ def configured() -> tuple[int, bool] | None:
     logger = logging.getLogger(PACKAGE)
     for h in logger.handlers:
         if isinstance(h, _Stderr):
-            return logger.level, "asctime" in (h.formatter._fmt if h.formatter else "")
+            return logger.level, h.timestamps
     return None

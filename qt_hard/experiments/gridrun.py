@@ -108,10 +108,11 @@ def _run_grid(exp: Experiment, args: argparse.Namespace) -> int:
     # --redo runs the asked cells again: their new records supersede the old ones in the tables
     # (the ledger keeps both); only what another command reran meanwhile is skipped.
     since = len(ledger.records()) if args.redo else None
-    done = [c for c in cells if c.done(ledger.done())]
-    todo = cells if args.redo else [c for c in cells if c not in done]
+    finished = ledger.done()  # read once, not once a cell
+    todo = [c for c in cells if args.redo or not c.done(finished)]
+    done = sum(c.done(finished) for c in cells)
     again = " again (--redo)" if args.redo else ""
-    log.info("%s: %d cells, %d done, %d to run%s (%s)", exp.name, len(cells), len(done), len(todo), again, out)
+    log.info("%s: %d cells, %d done, %d to run%s (%s)", exp.name, len(cells), done, len(todo), again, out)
     picked = exp.prepare(args, out, todo) if todo else None
     todo = todo if picked is None else picked
     picklable = argparse.Namespace(**{k: v for k, v in vars(args).items() if k != "func"})  # for the workers

@@ -349,9 +349,7 @@ def summarize(records: list[dict], recipe: dict | None = None) -> str:
             vals = [runs[s][m] for s in runs]
             mean, sd = mean_spread(vals)
             cells.append(f"{mean:.2f}" + (f" ± {sd:.2f}" if len(vals) > 1 else ""))
-        spec = ROWS[parse_row(row)[0]][1] if row != "before" else {"kwargs": {}}
-        guarded = "guard" in spec["kwargs"] or spec.get("loss") == "gist"  # GIST's own filter is a guard too
-        guard = guard_cell(list(runs.values()), guarded)
+        guard = guard_cell(list(runs.values()), ROWS[parse_row(row)[0]][1] if row != "before" else None)
         body.append([f"{row_label(row)} (`{row}`)", str(len(runs)), *cells, guard])
     heads = ["row", "seeds", *(h for _, h in metrics), "guard removed (true positives)"]
     lines += markdown_table(heads, body, "lr" + "r" * (len(metrics) + 1))

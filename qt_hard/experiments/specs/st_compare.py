@@ -393,14 +393,11 @@ def _seed_stats(records: list[dict]) -> tuple[dict, dict]:
 
 
 def _guard_cells(records: list[dict], stats: dict) -> dict[str, str]:
-    """Per row of ``stats``, its guard's cell (:func:`.st_finetuning.guard_cell`): a row is guarded when
-    its loss filters candidates, the guard of ``HardNegativesLoss`` or GIST's own filter."""
-    out = {}
-    for row in stats:
-        spec = ROWS[parse_row(row)[0]][1] if row != BEFORE else {"kwargs": {}}
-        guarded = "guard" in spec["kwargs"] or spec.get("loss") == "gist"
-        out[row] = guard_cell([r for r in records if r["row"] == row], guarded)
-    return out
+    """Per row of ``stats``, its guard's cell (:func:`.st_finetuning.guard_cell`)."""
+    return {
+        row: guard_cell([r for r in records if r["row"] == row], ROWS[parse_row(row)[0]][1] if row != BEFORE else None)
+        for row in stats
+    }
 
 
 def _stats_table(stats: dict, recipe: dict | None, guards: dict[str, str]) -> list[str]:

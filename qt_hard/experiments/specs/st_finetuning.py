@@ -34,13 +34,15 @@ __all__ = [
 ]
 
 
-def guard_cell(records: list[dict], guarded: bool) -> str:
+def guard_cell(records: list[dict], spec: dict | None) -> str:
     """A table cell for one row's guard over its runs' ``records``: the mean share of candidates the
     guard removed (``guard_removed_frac``) and, in brackets, the mean share of those that were true
     positives (``guard_removed_tp_frac``); "did not act" below 0.05% of the candidates, "not recorded"
     where no run recorded it (runs made before the audit, of a static model, or of GISTEmbedLoss, whose
-    filter the audit does not read), "-" for an unguarded row."""
-    if not guarded:
+    filter the audit does not read), "-" for an unguarded row. ``spec`` is the row's entry of its
+    comparison's row table (None for the starting model): a row is guarded when its loss filters
+    candidates, the guard of ``HardNegativesLoss`` or GIST's own filter."""
+    if spec is None or not ("guard" in spec["kwargs"] or spec.get("loss") == "gist"):
         return "-"
     removed = [r["guard_removed_frac"] for r in records if r.get("guard_removed_frac") is not None]
     if not removed:
