@@ -57,6 +57,60 @@ def test_recipe_on_dev_then_a_guarded_mined_row(slice_folder, tmp_path, capsys):
     assert "hard, beta 1, guard relative 0.05, mined (`hard_b1_guard_rel+mined`) | 1 |" in table
     assert main(["grid", "run", "scifact", "--out", str(out), "--summary-only"]) == 0
     assert (out / "table.md").read_text() == table
+    _memory_probe_beside_the_comparison(out, common, table)
+
+
+def _memory_probe_beside_the_comparison(out, common, table):
+    """`grid run scifact-memory` on the mined row: a record per form and batch in `memory.jsonl`, its table
+    under the comparison's in `table.md` (the probe runs in this process here, not a spawned one)."""
+    from qt_hard.cli import main
+    from qt_hard.experiments.specs import st_memory
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(st_memory, "in_fresh_process", lambda fn, *args: fn(*args))
+    try:
+        probe = ["grid", "run", "scifact-memory", *common, "--memory", "mnrl+mined", "--memory-steps", "1"]
+        assert main([*probe, "--memory-batch", "2,3"]) == 0
+        assert main([*probe, "--memory-batch", "4", "--memory-cached-only"]) == 0
+        assert main([*probe[:-4], "--memory", "mnrl+cached"]) == 2  # the probe adds +cached itself
+    finally:
+        mp.undo()
+    memory = [json.loads(x) for x in (out / "memory.jsonl").read_text().splitlines()[1:]]
+    assert [(m["row"], m["batch"]) for m in memory] == [
+        ("mnrl+mined", 2),
+        ("mnrl+mined+cached", 2),
+        ("mnrl+mined", 3),
+        ("mnrl+mined+cached", 3),
+        ("mnrl+mined+cached", 4),
+    ]
+    assert all(m["peak_rss_mb"] >= m["peak_rss_mb_before_steps"] > 0 and m["machine_mb"] > 0 for m in memory)
+    now = (out / "table.md").read_text()
+    assert now.startswith(table) and "| `mnrl+mined+cached` | 4 | 1 |" in now
+    assert "At batch 4, `mnrl+mined` would need about" in now
+
+
+def test_the_memory_table_extrapolates_the_uncached_form_only_where_it_was_not_measured():
+    from qt_hard.experiments.specs.st_memory import memory_table
+
+    def rec(row, batch, peak):
+        return {
+            "row": row,
+            "batch": batch,
+            "steps": 1,
+            "peak_rss_mb_before_steps": 500.0,
+            "peak_rss_mb": peak,
+            "step_s": 1.0,
+            "machine_mb": 24000.0,
+        }
+
+    memory = [rec("r", 32, 3000.0), rec("r+cached", 32, 1500.0), rec("r", 64, 5000.0), rec("r+cached", 512, 2000.0)]
+    notes = [x for x in memory_table(memory) if x.startswith("At batch")]
+    # the line through (32, 3000) and (64, 5000): 1000 + 62.5 MB an example; at 512, 33,000 MB > 24,000
+    assert notes == [
+        "At batch 512, `r` would need about 33,000 MB (the straight line through its measured batches, 62.5 MB "
+        "an example), more than this machine's 24,000 MB; `r+cached` peaked at 2,000 MB."
+    ]
+    assert not [x for x in memory_table(memory[:3]) if x.startswith("At batch")]
 
 
 def test_unknown_row_is_refused_before_anything_runs(tmp_path, capsys):

@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 EXPERIMENTS = {
     "scifact": "qt_hard.experiments.specs.scifact",
     "scifact-recipe": "qt_hard.experiments.specs.scifact",
+    "scifact-memory": "qt_hard.experiments.specs.scifact",
     "st-compare": "qt_hard.experiments.specs.st_compare",
     "st-compare-memory": "qt_hard.experiments.specs.st_compare",
     "qt-table": "qt_hard.experiments.specs.qt_table",

@@ -46,6 +46,7 @@ from qt_hard.errors import ArgumentError
 from qt_hard.experiments.contract import Cell, Experiment
 from qt_hard.experiments.specs.st_finetuning import guard_cell
 from qt_hard.experiments.specs.st_finetuning import parse_row as parse_spec_row
+from qt_hard.experiments.specs.st_memory import MemoryProbe, memory_steps, memory_table
 
 __all__ = [
     "DEV_FRACTION",
@@ -71,6 +72,7 @@ GUARD_MARGIN = 0.05
 WARMUP_STEPS = 2
 BASE_RECIPE = {"batch_size": 32, "scale": 20.0, "scheduler": "constant_with_warmup", "warmup_steps": WARMUP_STEPS}
 MINILM = "minilm"
+ROOT = Path(__file__).resolve().parents[3]
 
 _HARD = {"negatives": "hard", "beta": 1.0}
 ROWS = {
@@ -143,6 +145,7 @@ class Scifact:
     def __init__(self, folder: str | os.PathLike):
         from qt_hard.data.beir import load_beir
 
+        self.folder = Path(folder)
         self.data = load_beir(folder, ("train", "test"))
         train = self.data.qrels["train"]
         self.train_claims, self.dev_claims = dev_split(train)
@@ -236,6 +239,23 @@ def build_loss(row: str, model, recipe: dict):
     mini_batch_size = recipe.get("mini_batch_size", 32)
     guide = lambda: frozen_guide(MINILM, None, str(model.device))  # noqa: E731
     return row_loss(ROWS[base][1], model, recipe["scale"], cached, mini_batch_size, guide)
+
+
+def memory_probe(probe: dict) -> dict:
+    """A few training steps of ``probe["row"]`` at ``probe["batch"]`` on the training pairs (or the mined
+    triplets of a ``+mined`` row), in this (fresh) process (:func:`.st_memory.memory_steps`)."""
+    import torch
+
+    from .st_finetuning import load_start
+
+    torch.set_num_threads(probe["threads"])
+    sf = Scifact(probe["data"])
+    model = load_start(MINILM)
+    if probe["recipe"].get("max_seq_length"):
+        model.max_seq_length = probe["recipe"]["max_seq_length"]
+    loss = build_loss(probe["row"], model, probe["recipe"])
+    rows = mine(sf, Path(probe["mined"])) if parse_row(probe["row"])[1] else sf.pairs
+    return memory_steps(model, loss, sf.texts(rows), probe["batch"], probe["steps"], probe["recipe"]["lr"])
 
 
 # -------------------------------------------------------------------------------------------- cell
@@ -413,6 +433,32 @@ class _Common(Experiment):
             recipe["max_seq_length"] = args.max_seq_length
         return recipe
 
+    def setup(self, args, out: Path) -> dict:
+        """The recipe chosen on dev (``OUT/recipe.jsonl``), the data's summary and the mining's settings."""
+        from qt_hard.experiments.ledger import Ledger
+
+        if not (out / "recipe.jsonl").is_file():
+            raise ArgumentError(
+                f"--out {out}: no recipe.jsonl; choose the recipe on dev first (grid run scifact-recipe)"
+            )
+        choice = select_recipe(Ledger(out, ("lr", "steps"), name="recipe.jsonl").latest())
+        recipe = {**self.base_recipe(args), "lr": choice["lr"], "steps": choice["steps"]}
+        data = self.context(args)["scifact"].summary()
+        return {"model": MINILM, "recipe": recipe, "recipe_rule": choice["rule"], "data": data, "mined": MINED_SETUP}
+
+    def tables(self, records, setup, out) -> dict[str, str]:
+        """``table.md``: the comparison (``results.jsonl``) and, when the folder has one, the memory
+        probe's records (``memory.jsonl``)."""
+        from qt_hard.experiments.ledger import Ledger
+
+        comparison = Ledger(out, KEY).latest() if (out / "results.jsonl").is_file() else []
+        if not comparison:
+            return {}
+        table = summarize(comparison, (setup or {}).get("recipe"))
+        if (out / "memory.jsonl").is_file():
+            table += "\n" + "\n".join(memory_table(Ledger(out, MemoryProbe.key, name="memory.jsonl").latest()))
+        return {"table.md": table}
+
     def cell_context(self, args, out: Path, recipe: dict) -> dict:
         import torch
 
@@ -422,7 +468,7 @@ class _Common(Experiment):
         return {
             **ctx,
             "recipe": recipe,
-            "root": Path(__file__).resolve().parents[3],
+            "root": ROOT,
             "workdir": Path("runs") / "scifact_work",
             "mined": lambda: mine(sf, out / "mined.jsonl", args.threads, ctx["device"]),
         }
@@ -518,18 +564,6 @@ class Comparison(_Common):
     def check_row(self, name: str) -> None:
         parse_row(name)
 
-    def setup(self, args, out: Path) -> dict:
-        from qt_hard.experiments.ledger import Ledger
-
-        if not (out / "recipe.jsonl").is_file():
-            raise ArgumentError(
-                f"--out {out}: no recipe.jsonl; choose the recipe on dev first (grid run scifact-recipe)"
-            )
-        choice = select_recipe(Ledger(out, ("lr", "steps"), name="recipe.jsonl").latest())
-        recipe = {**self.base_recipe(args), "lr": choice["lr"], "steps": choice["steps"]}
-        data = self.context(args)["scifact"].summary()
-        return {"model": MINILM, "recipe": recipe, "recipe_rule": choice["rule"], "data": data, "mined": MINED_SETUP}
-
     def cells(self, args, rows, seeds) -> list[Cell]:
         return [Cell(("before", None)), *super().cells(args, rows, seeds)]
 
@@ -541,9 +575,6 @@ class Comparison(_Common):
     def run(self, args, out: Path, setup: dict, cell: Cell) -> dict:
         row, seed = cell.claim
         return run_cell(row, seed, self.cell_context(args, out, setup["recipe"]))
-
-    def tables(self, records, setup, out) -> dict[str, str]:
-        return {"table.md": summarize(records, (setup or {}).get("recipe"))}
 
     def progress(self, record: dict) -> str:
         keys = ("dev_ndcg@10", "test_ndcg@10", "guard_removed_frac", "wall_s")
@@ -560,4 +591,33 @@ def _positive_floats(text: str, flag: str) -> list[float]:
     return vals
 
 
-EXPERIMENTS = (RecipeChoice(), Comparison())
+class Memory(MemoryProbe, _Common):
+    """Peak resident memory of a few training steps of ``--memory`` (e.g. the dev-best row) and of its
+    ``+cached`` form at each ``--memory-batch``, each in a fresh process (``OUT/memory.jsonl``;
+    :mod:`.st_memory`), under the comparison's recipe."""
+
+    name = "scifact-memory"
+    help = "SciFact: peak memory of a row and of its +cached form at given batch sizes, each in a fresh process"
+    probe_fn = staticmethod(memory_probe)
+    root = ROOT
+    mined_ok = True
+
+    @staticmethod
+    def parse_row(name: str):
+        return parse_row(name)
+
+    def add_arguments(self, parser) -> None:
+        super().add_arguments(parser)
+        parser.add_argument("--mini-batch-size", type=int, default=32, help="the +cached form's mini-batch")
+
+    def probe_args(self, args, out: Path, setup: dict) -> dict:
+        sf = self.context(args)["scifact"]
+        return {
+            "recipe": {**setup["recipe"], "mini_batch_size": args.mini_batch_size},
+            "data": str(sf.folder),
+            "mined": str(out / "mined.jsonl"),
+            "threads": args.threads,
+        }
+
+
+EXPERIMENTS = (RecipeChoice(), Comparison(), Memory())

@@ -63,7 +63,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import resource
 import statistics
 import time
 from pathlib import Path
@@ -85,6 +84,7 @@ from qt_hard.experiments.specs.st_finetuning import (
 )
 from qt_hard.experiments.specs.st_finetuning import finetune as st_finetune
 from qt_hard.experiments.specs.st_finetuning import parse_row as parse_spec_row
+from qt_hard.experiments.specs.st_memory import MemoryProbe, memory_steps, memory_table
 
 ROOT = Path(__file__).resolve().parents[3]
 GUARD_MARGIN = 0.05
@@ -306,10 +306,8 @@ def run_cell(row: str, seed: int, ctx: dict) -> dict:
 
 # ------------------------------------------------------------------------------------------- memory
 def memory_probe(probe: dict) -> dict:
-    """A few training steps of ``probe["row"]`` at ``probe["batch"]`` in this (fresh) process; its peak
-    resident memory (``ru_maxrss``) before and after them."""
-    import random
-
+    """A few training steps of ``probe["row"]`` at ``probe["batch"]`` on the pool's pairs, in this (fresh)
+    process (:func:`.st_memory.memory_steps`)."""
     import torch
 
     recipe = probe["recipe"]
@@ -317,30 +315,7 @@ def memory_probe(probe: dict) -> dict:
     model = load_start(probe["model"], recipe.get("max_seq_length"))
     loss = build_loss(probe["row"], model, probe["model"], recipe, probe["mini_batch_size"])
     pairs, _ = pool_pairs(Path(probe["data_dir"]))
-    rng = random.Random(0)
-    opt = torch.optim.AdamW(model.parameters(), lr=recipe["lr"])
-    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    t = time.perf_counter()
-    for _ in range(probe["steps"]):
-        batch = rng.sample(pairs, probe["batch"])
-        feats = [model.tokenize([p[i] for p in batch]) for i in (0, 1)]
-        opt.zero_grad()
-        loss(feats, None).backward()
-        opt.step()
-    return {
-        "peak_rss_mb_before_steps": round(rss0 / 1024, 1),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "step_s": round((time.perf_counter() - t) / probe["steps"], 2),
-    }
-
-
-def in_fresh_process(fn, *args):
-    """``fn(*args)`` in a process of its own (spawned), so that its peak memory is its own."""
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor
-
-    with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as ex:
-        return ex.submit(fn, *args).result()
+    return memory_steps(model, loss, pairs, probe["batch"], probe["steps"], recipe["lr"])
 
 
 # ------------------------------------------------------------------------------------------ summary
@@ -371,7 +346,7 @@ def summarize(records: list[dict], recipe: dict | None = None, memory: list[dict
     if note := report.commits_note(records):
         lines += ["", note]
     if memory:
-        lines += _memory_table(memory)
+        lines += memory_table(memory)
     beats = [r for r, v in verdicts.items() if v.verdict == "better"]
     parts = {"stats": stats, "diffs": diffs, "spread": spread, "verdicts": verdicts, "baselines": bases}
     return "\n".join(lines), {**parts, "beats": beats}
@@ -471,23 +446,6 @@ def _difference_table(stats: dict, heads: list[str], body: list) -> list[str]:
             "llrrl" + "r" * (len(heads) - 1),
         ),
     ]
-
-
-def _memory_table(memory: list[dict]) -> list[str]:
-    """The table of peak resident memory per memory record (``qt-hard grid run st-compare-memory``)."""
-    lines = [
-        "",
-        "Peak resident memory of a few training steps, each in a fresh process (MB; `ru_maxrss`):",
-        "",
-        "| Row | batch | steps | peak RSS before the steps | peak RSS | s / step |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    for m in memory:
-        lines.append(
-            f"| `{m['row']}` | {m['batch']} | {m['steps']} | {m['peak_rss_mb_before_steps']:.0f} | "
-            f"{m['peak_rss_mb']:.0f} | {m['step_s']} |"
-        )
-    return lines
 
 
 DEV_METRIC = "dev score (STS-B dev and SICK-R dev cosine Spearman x100, averaged)"
@@ -704,31 +662,20 @@ class Comparison(_Common):
         return f"{record['row']} seed {record['seed']}: " + ", ".join(f"{k} {record.get(k)}" for k in keys)
 
 
-class Memory(_Common):
+class Memory(MemoryProbe, _Common):
     """Peak resident memory of a few training steps of ``--memory`` and of its ``+cached`` form at
-    ``--memory-batch``, each in a fresh process (``OUT/memory.jsonl``)."""
+    each ``--memory-batch``, each in a fresh process (``OUT/memory.jsonl``; :mod:`.st_memory`)."""
 
     name = "st-compare-memory"
-    help = "Peak memory of a row and of its +cached form at one batch size, each in a fresh process"
-    key = ("row", "batch")
-    ledger_name = "memory.jsonl"
-    seeds = ""
+    help = "Peak memory of a row and of its +cached form at given batch sizes, each in a fresh process"
+    probe_fn = staticmethod(memory_probe)
+    root = ROOT
 
-    def add_arguments(self, parser) -> None:
-        super().add_arguments(parser)
-        parser.add_argument("--memory", default=None, metavar="ROW", help="the row (without +mined or +cached)")
-        parser.add_argument("--memory-batch", type=int, default=512)
-        parser.add_argument("--memory-steps", type=int, default=3)
+    @staticmethod
+    def parse_row(name: str):
+        return parse_row(name)
 
     def check(self, args) -> None:
-        if args.memory is None:
-            raise ArgumentError("--memory: give the row to measure (without +mined or +cached)")
-        if parse_row(args.memory)[1:] != (False, False):
-            # the probe samples training pairs and measures the row beside its +cached form itself
-            raise ArgumentError(
-                f"--memory {args.memory}: give a row without +mined or +cached; the probe trains on the pairs "
-                "and measures the row and its +cached form"
-            )
         super().check(args)
         if is_static(load_start(args.model)):
             raise ArgumentError(
@@ -736,29 +683,14 @@ class Memory(_Common):
                 "+cached rows and --memory do not apply to it"
             )
 
-    def cells(self, args, rows, seeds) -> list[Cell]:
-        base = parse_row(args.memory)[0]
-        return [Cell((row, args.memory_batch)) for row in (base, f"{base}+cached")]
-
-    def run(self, args, out: Path, setup: dict, cell: Cell) -> dict:
-        from qt_hard.experiments.ledger import provenance
-
-        row, batch = cell.claim
-        probe = {
-            "row": row,
-            "batch": batch,
-            "steps": args.memory_steps,
+    def probe_args(self, args, out: Path, setup: dict) -> dict:
+        return {
             "recipe": setup["recipe"],
             "model": args.model,
             "data_dir": str(self.context(args)["data_dir"]),
             "threads": args.threads,
             "mini_batch_size": args.mini_batch_size,
         }
-        measured = in_fresh_process(memory_probe, probe)
-        return {"row": row, "batch": batch, "steps": args.memory_steps, **measured, **provenance(ROOT)}
-
-    def progress(self, record: dict) -> str:
-        return f"{record['row']} at batch {record['batch']}: peak {record['peak_rss_mb']} MB"
 
 
 EXPERIMENTS = (Comparison(), Memory())
