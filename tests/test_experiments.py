@@ -125,11 +125,13 @@ def _regenerate_st_compare(folder: Path, out: Path) -> list[str]:
 
 
 def _regenerate_scifact(folder: Path, out: Path) -> list[str]:
-    """The retrieval comparison's table and its recipe choice (``qt-hard grid run scifact --summary-only``
-    and ``scifact-recipe --summary-only``)."""
+    """The retrieval comparison's table (with its memory probe's rows) and its recipe choice (``qt-hard grid
+    run scifact --summary-only`` and ``scifact-recipe --summary-only``)."""
     from qt_hard.experiments.gridrun import experiment, write_tables
 
-    shutil.copy(folder / "recipe.jsonl", out / "recipe.jsonl")
+    for ledger in ("recipe.jsonl", "memory.jsonl"):  # the recipe choice's and the memory probe's ledgers
+        if (folder / ledger).is_file():
+            shutil.copy(folder / ledger, out / ledger)
     write_tables(experiment("scifact-recipe"), out)
     write_tables(experiment("scifact"), out)
     return ["recipe.md", "table.md"]

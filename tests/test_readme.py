@@ -496,6 +496,9 @@ RUNS = {
     "qt-hard grid run scifact-recipe --out results/scifact --summary-only": _summary(
         "results/scifact", r"Chosen: lr 0\.0001, 44 steps"
     ),
+    "qt-hard grid run scifact-memory --out results/scifact --summary-only": _summary(
+        "results/scifact", r"\| `mnrl\+mined\+cached` \| 512 \| 1 \|"
+    ),
     "qt-hard grid run st-compare --out results/st_compare/minilm --summary-only": _summary(
         "results/st_compare/minilm", r"\| MNRL \(`mnrl`\) \| 3 \| 77\.74"
     ),
@@ -557,6 +560,12 @@ SKIPS = {
     "tests/test_scifact.py runs its cells on a slice",
     "qt-hard grid run scifact --out results/scifact --rows mnrl,mnrl+mined --seeds 3,4": "the grid's "
     "extra seeds: an hour of CPU; tests/test_scifact.py runs its cells on a slice",
+    "qt-hard grid run scifact-memory --out results/scifact --memory mnrl+mined --memory-batch 16,32 --memory-steps 2": "four "
+    "MiniLM probes on SciFact's abstracts, the uncached ones holding gigabytes; tests/test_scifact.py runs the probe "
+    "on a slice",
+    "qt-hard grid run scifact-memory --out results/scifact --memory mnrl+mined --memory-batch 512 --memory-steps 1 "
+    "--memory-cached-only": "a step of 512 triplets of abstracts (CPU-minutes); tests/test_scifact.py runs the "
+    "cached-only probe on a slice",
     "qt-hard eval retrieval --model minilm --data $QT_HARD_DATA/beir/scifact --output minilm_scifact.json": "encodes "
     "5,183 abstracts with MiniLM (CPU-minutes); tests/test_retrieval.py runs the same path against the evaluator on "
     "a slice, and the random:bow example runs the whole folder",

@@ -602,9 +602,7 @@ class Memory(MemoryProbe, _Common):
     root = ROOT
     mined_ok = True
 
-    @staticmethod
-    def parse_row(name: str):
-        return parse_row(name)
+    parse_row = staticmethod(parse_row)
 
     def add_arguments(self, parser) -> None:
         super().add_arguments(parser)

@@ -671,9 +671,7 @@ class Memory(MemoryProbe, _Common):
     probe_fn = staticmethod(memory_probe)
     root = ROOT
 
-    @staticmethod
-    def parse_row(name: str):
-        return parse_row(name)
+    parse_row = staticmethod(parse_row)
 
     def check(self, args) -> None:
         super().check(args)

@@ -46,7 +46,7 @@ def memory_steps(model, loss, examples: list[tuple[str, ...]], batch: int, steps
     t = time.perf_counter()
     for _ in range(steps):
         drawn = rng.sample(examples, batch)
-        feats = [model.tokenize([e[i] for e in drawn]) for i in range(len(drawn[0]))]
+        feats = [model.preprocess([e[i] for e in drawn]) for i in range(len(drawn[0]))]
         opt.zero_grad()
         loss(feats, None).backward()
         opt.step()
