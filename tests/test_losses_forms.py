@@ -27,6 +27,9 @@ NO = inspect.Parameter.empty
 T, T_OPT, STRATEGY = "torch.Tensor", "torch.Tensor | None", "str | NegativeStrategy"
 GENERATOR = ("generator", KW, None, "torch.Generator | None")
 OPTIONS = ("options", VAR, NO, "Any")
+K = ("k", KW, None, "int | None")
+# The keywords every form ends with (the function form's own two last).
+TAIL = [("include_positive", KW, True, "bool"), ("gather", KW, True, "bool"), GENERATOR, OPTIONS]
 
 # (name, kind, default, annotation) of each parameter, in order.
 EXPECTED = {
@@ -36,12 +39,9 @@ EXPECTED = {
         ("negatives", PK, "uniform", STRATEGY),
         ("labels", KW, None, T_OPT),
         ("temperature", KW, 0.5, "float"),
-        ("k", KW, None, "int | None"),
+        K,
         ("normalize", KW, True, "bool"),
-        ("include_positive", KW, True, "bool"),
-        ("gather", KW, True, "bool"),
-        GENERATOR,
-        OPTIONS,
+        *TAIL,
     ],
     context_loss: [
         ("f_emb", PK, NO, T),
@@ -51,11 +51,8 @@ EXPECTED = {
         ("context", KW, 1, "int"),
         ("temperature", KW, 1.0, "float"),
         ("normalize", KW, False, "bool"),
-        ("k", KW, None, "int | None"),
-        ("include_positive", KW, True, "bool"),
-        ("gather", KW, True, "bool"),
-        GENERATOR,
-        OPTIONS,
+        K,
+        *TAIL,
     ],
     ranking_loss: [
         ("anchors", PK, NO, T),
@@ -67,12 +64,9 @@ EXPECTED = {
         ("in_batch", KW, True, "bool"),
         ("extra_labels", KW, None, T_OPT),
         ("temperature", KW, 0.05, "float"),
-        ("k", KW, None, "int | None"),
+        K,
         ("normalize", KW, True, "bool"),
-        ("include_positive", KW, True, "bool"),
-        ("gather", KW, True, "bool"),
-        GENERATOR,
-        OPTIONS,
+        *TAIL,
     ],
     local_global_loss: [
         ("node_emb", PK, NO, T),
@@ -83,10 +77,8 @@ EXPECTED = {
         ("estimator", KW, "jsd", "str"),
         ("temperature", KW, 1.0, "float"),
         ("normalize", KW, False, "bool"),
-        ("k", KW, None, "int | None"),
-        ("gather", KW, True, "bool"),
-        GENERATOR,
-        OPTIONS,
+        K,
+        *TAIL[1:],
     ],
 }
 

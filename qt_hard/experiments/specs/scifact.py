@@ -44,7 +44,7 @@ from pathlib import Path
 
 from qt_hard.errors import ArgumentError
 from qt_hard.experiments.contract import Cell, Experiment
-from qt_hard.experiments.specs.st_finetuning import guard_cell
+from qt_hard.experiments.specs.st_finetuning import BeforeThenRows, guard_cell
 from qt_hard.experiments.specs.st_finetuning import parse_row as parse_spec_row
 from qt_hard.experiments.specs.st_memory import MemoryProbe, memory_steps, memory_table
 
@@ -552,20 +552,14 @@ class RecipeChoice(_Common):
         return f"lr {record['lr']:g} at step {record['steps']}: dev nDCG@10 {record['dev_ndcg@10']:.2f}"
 
 
-class Comparison(_Common):
+class Comparison(BeforeThenRows, _Common):
     """The rows x seeds under the recipe chosen on dev, after the starting model's ``before`` row
     (``OUT/results.jsonl``; the mined triplets built first when a row needs them)."""
 
     name = "scifact"
     help = "SciFact: fine-tune all-MiniLM-L6-v2 with each row's negatives; judged on dev, reported on test"
-    key = KEY
     rows = DEFAULT_ROWS
-
-    def check_row(self, name: str) -> None:
-        parse_row(name)
-
-    def cells(self, args, rows, seeds) -> list[Cell]:
-        return [Cell(("before", None)), *super().cells(args, rows, seeds)]
+    parse_row = staticmethod(parse_row)
 
     def prepare(self, args, out: Path, todo: list[Cell]) -> None:
         if any(c.claim[0] != "before" and parse_row(c.claim[0])[1] for c in todo):

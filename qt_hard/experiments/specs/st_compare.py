@@ -71,6 +71,7 @@ from qt_hard.errors import ArgumentError
 from qt_hard.experiments import report
 from qt_hard.experiments.contract import Cell, Experiment
 from qt_hard.experiments.specs.st_finetuning import (
+    BeforeThenRows,
     GuardAudit,
     STEncoder,
     frozen_guide,
@@ -610,16 +611,13 @@ class _Common(Experiment):
         return {"table.md": table, "results.csv": csv_text(comparison)}
 
 
-class Comparison(_Common):
+class Comparison(BeforeThenRows, _Common):
     """``before`` (the starting model, measured once), then the rows x seeds (``OUT/results.jsonl``)."""
 
     name = "st-compare"
     help = "Fine-tune one sentence-transformers model with each row's loss; STS and MRPC, chosen on dev"
-    key = KEY
     rows = DEFAULT_ROWS
-
-    def check_row(self, name: str) -> None:
-        parse_row(name)
+    parse_row = staticmethod(parse_row)
 
     def check(self, args) -> None:
         super().check(args)
@@ -629,9 +627,6 @@ class Comparison(_Common):
                 f"--model {args.model} is a StaticEmbedding: its inputs do not split along the batch, so the "
                 "+cached rows do not apply to it"
             )
-
-    def cells(self, args, rows, seeds) -> list[Cell]:
-        return [Cell((BEFORE, None)), *super().cells(args, rows, seeds)]
 
     def prepare(self, args, out: Path, todo: list[Cell]) -> None:
         if any(c.claim[0] != BEFORE and parse_row(c.claim[0])[1] for c in todo):

@@ -18,6 +18,7 @@ import json
 import time
 
 __all__ = [
+    "BeforeThenRows",
     "GuardAudit",
     "STEncoder",
     "finetune",
@@ -32,6 +33,22 @@ __all__ = [
     "train_dataset",
     "transformers_tokenizer",
 ]
+
+
+class BeforeThenRows:
+    """A fine-tuning comparison's cells, mixed in before its option class: the starting model's
+    ``before`` cell (measured once), then its rows x seeds; a row name is checked by the comparison's
+    ``parse_row``."""
+
+    key = ("row", "seed")
+
+    def check_row(self, name: str) -> None:
+        self.parse_row(name)
+
+    def cells(self, args, rows, seeds) -> list:
+        from qt_hard.experiments.contract import Cell
+
+        return [Cell(("before", None)), *super().cells(args, rows, seeds)]
 
 
 def guard_cell(records: list[dict], spec: dict | None) -> str:
