@@ -25,7 +25,7 @@ def test_every_option_is_in_the_docs_table_and_the_builder():
 
 
 def test_the_docs_hook_renders_the_table():
-    spec = importlib.util.spec_from_file_location("hook", ROOT / "scripts" / "mkdocs_option_table.py")
+    spec = importlib.util.spec_from_file_location("hook", ROOT / "docgen" / "mkdocs_hooks.py")
     hook = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hook)
     page = (ROOT / "docs" / "api" / "negatives.md").read_text()
