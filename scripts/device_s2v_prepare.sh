@@ -7,7 +7,7 @@
 # Writes
 #   gpu_carry_s2v/books.tar       books/ (the .txt.xz books as they are, already compressed)
 #   gpu_carry_s2v/rest.tar.xz     senteval/ with the six tasks of the curve (MR CR SUBJ MPQA TREC MRPC,
-#                                 SOURCE.md), STS/ (STS12-16 of scripts/namesake_table.py, the STS
+#                                 SOURCE.md), STS/ (STS12-16 of qt-table's namesake protocol, the STS
 #                                 Benchmark) and wiki_1000_200/, Wiki-3029's first 1,000 articles as
 #                                 build_wiki writes them (the bag-of-words speed case's data: the whole
 #                                 Wikipedia dump does not fit the carry)

@@ -532,7 +532,7 @@ RUNS = {
     # The namesake at width: the device script's dry run (toy cells side by side on the CPU, paired table).
     "DRY=1 OUT=runs/device_namesake_dry bash scripts/device_namesake.sh": _dry_run(
         "runs/device_namesake_dry",
-        ("side_by_side_gpu.jsonl", "results.jsonl", "scores.jsonl", "namesake_table.md"),
+        ("side_by_side_gpu.jsonl", "results.jsonl", "namesake_table.md"),
         prints=(r"table exit 0", r"six-task mean difference to uniform: hard2-clamp", r"failed: none"),
     ),
     # Cells side by side: the benchmark's dry run (toy cell, N = 1, 2, 4 on the CPU).
