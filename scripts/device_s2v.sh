@@ -87,11 +87,7 @@ if unpack_books_carry; then
     WIKI=$WORK/data/wiki_1000_200
 else # DRY=1 on the data root: a small Wiki folder from its Wikipedia file
     WIKI=$WORK/data/wiki_dry
-    "$PY" - "$QT_HARD_DATA/wikipedia/enwiki_wikiextractor_ge200sent.txt.xz" "$WIKI" <<'EOF'
-import sys
-from qt_hard.data.wiki import build_wiki
-build_wiki(sys.argv[1], sys.argv[2], articles=30, sentences=200)
-EOF
+    "$PY" -m qt_hard.cli data wiki --articles 30 --sentences 200 --out "$WIKI" --no-progress >/dev/null
 fi
 echo "data at $QT_HARD_DATA ($(ls "$QT_HARD_DATA/books" | wc -l) book files), Wiki folder $WIKI; $(elapsed)s"
 
