@@ -49,9 +49,6 @@
 # DRY=1: the same steps at toy size on a machine without a GPU (graph: 2 epochs, 1 repeat, MUTAG;
 # vision: resnet_tiny, 512 images, 1 epoch; k versus N: one cell of 1 + 1 epochs on the CPU).
 set -u
-START=$(date +%s)
-PY=${PY:-python3}
-DRY=${DRY:-0}
 DEADLINE=${DEADLINE:-480}      # seconds after the start by which every part is stopped
 CARRY=${CARRY:-gpu_carry}
 WORK=${WORK:-/tmp/device_controls}
@@ -65,7 +62,6 @@ has() { [[ "$PARTS" == *" $1 "* ]]; }
 VPIDS=()
 KPID=""
 SPID=""
-: "${OUT:?set OUT to the folder the results are packed into}"
 source "${BASH_SOURCE%/*}/_device.sh"  # the helpers the device scripts share (listed at its top)
 export TOKENIZERS_PARALLELISM=false
 

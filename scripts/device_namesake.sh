@@ -23,19 +23,14 @@
 #
 #   bash scripts/device_namesake.sh                 # env: PY (python3), DEADLINE (560 s), DRY=1
 #
-# Needs what scripts/device_s2v.sh needs. Also in $OUT: logs/ (each part's log), summary.txt. The scratch
-# folder is $WORK (default a new temporary folder, removed at the end; KEEP_WORK=1 keeps it). The commit
-# recorded with every row is $QT_HARD_GIT_COMMIT (else the checkout's). Exits 1 when a part failed.
+# Needs what scripts/device_s2v.sh needs; $WORK, the commit recorded, logs/, summary.txt and the exit
+# status are scripts/_device.sh's.
 #
 # DRY=1: the same steps at toy size on a machine without a GPU, reading $QT_HARD_DATA when there is no
 # carry (a 16-unit GRU pair on 3 books, book 2 held out, batch 32; uniform and hard2-clamp; a probe of
 # 1 and 2 cells, 6 steps a cell, 2 folds; a deadline of 840 s, since a busy small CPU is slow).
 set -u
-START=$(date +%s)
-PY=${PY:-python3}
-DRY=${DRY:-0}
 DEADLINE=${DEADLINE:-560}
-[ "$DRY" = 1 ] && DEADLINE=${DRY_DEADLINE:-840}
 PROBE_S=${PROBE_S:-120}
 TRAIN_S=${TRAIN_S:-330}
 SCORE_RESERVE_S=${SCORE_RESERVE_S:-40}
@@ -43,9 +38,7 @@ EVAL_S=${EVAL_S:-35}   # a cell's readouts after its training (six tasks, STS12-
 EPOCHS=${EPOCHS:-2.5}
 ROWS=${ROWS:-uniform,hard1-clamp,hard2-clamp}
 CARRY=${CARRY:-gpu_carry_s2v}
-: "${OUT:?set OUT to the folder the results are written into}"
 source "${BASH_SOURCE%/*}/_device.sh"  # the helpers the device scripts share (listed at its top)
-export HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1
 TABLE=$WORK/table
 run_folders "$TABLE"
 
@@ -55,6 +48,7 @@ PROBE=(--cells 1,3,6 --steps 40 --warmup 10)
 CELLS_ONE=3          # cells of one seed (the three rows)
 EXTRA=()
 if [ "$DRY" = 1 ]; then
+    DEADLINE=${DRY_DEADLINE:-840}
     DEVICE=cpu
     SET=(model.embed_dim=16 model.hidden_dim=16 data.max_books=3 'data.exclude_books=[2]' train.batch_size=32
         data.max_vocab=5000 train.num_threads=1 train.checkpoint_every=0)
