@@ -81,11 +81,8 @@ run_folders() {
     mkdir -p "$OUT" "$LOGS" "$WORK/data" "$@"
 }
 
-summary_head() {
-    local gpu
-    gpu=$(nvidia-smi -L 2>/dev/null | head -1) # empty without a GPU (head succeeds even then)
-    echo "== $1 (DRY=$DRY) on ${gpu:-cpu}, commit $QT_HARD_GIT_COMMIT"
-}
+GPU=$(nvidia-smi -L 2>/dev/null | head -1) # empty without a GPU (head succeeds even then)
+summary_head() { echo "== $1 (DRY=$DRY) on ${GPU:-cpu}, commit $QT_HARD_GIT_COMMIT"; }
 
 # Closes $OUT/summary.txt with the time and the parts that failed, prints the logs' tails and the
 # summary, removes a scratch folder of the script's own (checkpoints, data; KEEP_WORK=1 keeps it).

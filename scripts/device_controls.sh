@@ -12,7 +12,7 @@
 #      hscl_b1, infograph_code) run again: those cells were made by an earlier state of the code,
 #      which draws another model from the same seed, so each comparison here is within one code. When
 #      gpu_carry/graph_seed.jsonl is there (a graph-table ledger of the same setup: 200 epochs, no
-#      overrides), its records are written into the ledger first and their cells are not run again.
+#      overrides), it is the ledger the grid starts from, and its cells are not run again.
 #   2. MoCo-v2 against MoCoRing on the GPU: qt-hard grid run vision-table, configs/moco_cifar10.yaml
 #      (ResNet-18), rows uniform,ring, seeds 0,1, train.epochs=40, train.mixed_precision=bf16,
 #      as VISION_COPIES (default 2) copies of the command on one results folder, each claiming the
@@ -96,9 +96,7 @@ export QT_HARD_DATA=$WORK/data
 echo "unpacked in $(elapsed)s: $(ls "$QT_HARD_DATA"/tu | tr '\n' ' ')"
 
 # ---------------------------------------------------------------- graph: seed the ledger
-# gpu_carry/graph_seed.jsonl (a graph-table ledger of this setup: 200 epochs, no overrides) becomes the
-# ledger, so that its cells are not run again (the grid refuses it when its setup is another); in a dry
-# run into a scratch folder, to check it.
+# gpu_carry/graph_seed.jsonl becomes the ledger (the grid refuses another setup); under DRY=1 a scratch one.
 if [ -f "$CARRY/graph_seed.jsonl" ]; then
     SEED_INTO=$GOUT
     [ "$DRY" = 1 ] && SEED_INTO=$WORK/graph_seed_check && mkdir -p "$SEED_INTO"

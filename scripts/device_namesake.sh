@@ -15,9 +15,10 @@
 #   b. the table (until DEADLINE - SCORE_RESERVE_S): qt-hard grid run qt-table --workers <cells> --device cuda
 #      --protocol senteval,namesake, each cell trained in TF32 and read out on the six tasks (SentEval
 #      protocol, solver on the GPU), STS12-16 and the held-out next-sentence top-1 and loss on the books
-#      the config leaves out (8-10) -> $OUT/results.jsonl (the ledger), table.md.
+#      the config leaves out (8-10), into its ledger results.jsonl.
 #   c. the tables of what finished (SCORE_RESERVE_S, default 40 s): the same command with --summary-only
-#      -> $OUT/table.md, namesake_table.md (each row's difference to uniform paired by seed, 95% t-intervals).
+#      -> $OUT/results.jsonl, table.md, namesake_table.md (each row's difference to uniform paired by
+#      seed, 95% t-intervals), runs/<row>_s<seed>/ (each run's config and logged rows, not its weights).
 #
 # Run from the repository root, with $OUT an empty folder:
 #
@@ -130,11 +131,7 @@ echo "table exit $rc at $(elapsed)s"
 # ---------------------------------------------------------------- c. the tables of what finished
 timeout -k 5 "$(left)" "${GRID[@]}" --summary-only >"$LOGS/namesake_table.log" 2>&1 || FAILED+=" namesake_table"
 cp "$TABLE/results.jsonl" "$TABLE/table.md" "$TABLE/namesake_table.md" "$OUT/" 2>/dev/null
-for d in "$TABLE"/runs/*/; do  # each run's config and logged rows (not its weights)
-    name=$(basename "$d")
-    mkdir -p "$OUT/runs/$name"
-    cp "$d/config.yaml" "$d/metrics.csv" "$OUT/runs/$name/" 2>/dev/null
-done
+(cd "$TABLE" && cp --parents runs/*/config.yaml runs/*/metrics.csv "$OUT/") 2>/dev/null
 
 # ---------------------------------------------------------------- summary
 {
