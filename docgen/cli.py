@@ -2,6 +2,8 @@
 
 ``python -m docgen --check`` names each stale block (exit 1 when there is one, or for an unknown
 NAME); ``--write`` rewrites every block from its files; ``--root`` names the checkout.
+``--table-widths`` lists every table of the built site wider than its column (:mod:`docgen.table_widths`;
+the options after it are that check's).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from docgen import table_widths
 from docgen.pages import ROOT, UnknownBlock, blocks, page_files, render, stale
 
 
@@ -18,9 +21,16 @@ def main(argv: list[str] | None = None) -> int:
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--check", action="store_true", help="exit 1 naming each stale block")
     what.add_argument("--write", action="store_true", help="rewrite every block from its files")
+    what.add_argument(
+        "--table-widths", action="store_true", help="list the built site's tables wider than their column"
+    )
     p.add_argument("--root", default=str(ROOT), help="the checkout (default: this one)")
-    args = p.parse_args(argv)
+    args, rest = p.parse_known_args(argv)
     root = Path(args.root).resolve()
+    if args.table_widths:
+        return table_widths.main(rest, root)
+    if rest:
+        p.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
         if args.check:
             found = stale(root)

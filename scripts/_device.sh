@@ -1,5 +1,6 @@
 # What the device scripts (device_s2v.sh, device_namesake.sh, device_controls.sh) share; each sources
-# it from the repository root once START, PY, DRY, DEADLINE and OUT are set (and CARRY, WORK if given):
+# it from the repository root at its start, with OUT set (and CARRY, WORK if given; DEADLINE before a
+# helper runs). Sourcing it sets START (now), PY (default python3) and DRY (default 0), and:
 #
 #   elapsed, left, within S   seconds since START; seconds until DEADLINE (at least 5); S cut to what is left
 #   banner NAME               the first lines of a run: time, DRY, deadline, commit, GPU, torch, CPUs
@@ -10,9 +11,16 @@
 #   summary_head NAME         the first line of $OUT/summary.txt: DRY, the GPU (or cpu), the commit
 #   finish                    the end of a run: summary, logs' tails, scratch folder; 0 when nothing failed
 #
-# Sourcing it also puts the checkout on PYTHONPATH, exports QT_HARD_GIT_COMMIT (the commit recorded
-# with every row: the one given, else the checkout's, "+dirty" with uncommitted changes) and MPLBACKEND,
-# and makes $WORK a new temporary folder (OWN_WORK=1) when it is not given.
+# It also puts the checkout on PYTHONPATH, exports QT_HARD_GIT_COMMIT (the commit recorded with every
+# row: the one given, else the checkout's, "+dirty" with uncommitted changes), MPLBACKEND and the Hugging
+# Face offline switches, and makes $WORK a new temporary folder (OWN_WORK=1) when it is not given:
+# the scratch folder, removed at the end unless KEEP_WORK=1. Each part's log goes to $OUT/logs/, the
+# summary to $OUT/summary.txt; the exit status is 1 when a part failed, after writing what the others made.
+START=$(date +%s)
+PY=${PY:-python3}
+DRY=${DRY:-0}
+: "${OUT:?set OUT to the folder the results are written into}"
+export HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1
 
 elapsed() { echo $(($(date +%s) - START)); }
 left() { local l=$((DEADLINE - $(elapsed))); [ "$l" -gt 5 ] && echo "$l" || echo 5; }
@@ -73,11 +81,8 @@ run_folders() {
     mkdir -p "$OUT" "$LOGS" "$WORK/data" "$@"
 }
 
-summary_head() {
-    local gpu
-    gpu=$(nvidia-smi -L 2>/dev/null | head -1) # empty without a GPU (head succeeds even then)
-    echo "== $1 (DRY=$DRY) on ${gpu:-cpu}, commit $QT_HARD_GIT_COMMIT"
-}
+GPU=$(nvidia-smi -L 2>/dev/null | head -1) # empty without a GPU (head succeeds even then)
+summary_head() { echo "== $1 (DRY=$DRY) on ${GPU:-cpu}, commit $QT_HARD_GIT_COMMIT"; }
 
 # Closes $OUT/summary.txt with the time and the parts that failed, prints the logs' tails and the
 # summary, removes a scratch folder of the script's own (checkpoints, data; KEEP_WORK=1 keeps it).

@@ -73,7 +73,7 @@ import _bench  # noqa: E402
 
 def _reference_module():
     spec = importlib.util.spec_from_file_location(
-        "senteval_reference", Path(__file__).with_name("senteval_reference.py")
+        "senteval_reference", ROOT / "tests" / "reference" / "senteval_reference.py"
     )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

@@ -12,7 +12,7 @@
 #      hscl_b1, infograph_code) run again: those cells were made by an earlier state of the code,
 #      which draws another model from the same seed, so each comparison here is within one code. When
 #      gpu_carry/graph_seed.jsonl is there (a graph-table ledger of the same setup: 200 epochs, no
-#      overrides), its records are written into the ledger first and their cells are not run again.
+#      overrides), it is the ledger the grid starts from, and its cells are not run again.
 #   2. MoCo-v2 against MoCoRing on the GPU: qt-hard grid run vision-table, configs/moco_cifar10.yaml
 #      (ResNet-18), rows uniform,ring, seeds 0,1, train.epochs=40, train.mixed_precision=bf16,
 #      as VISION_COPIES (default 2) copies of the command on one results folder, each claiming the
@@ -49,9 +49,6 @@
 # DRY=1: the same steps at toy size on a machine without a GPU (graph: 2 epochs, 1 repeat, MUTAG;
 # vision: resnet_tiny, 512 images, 1 epoch; k versus N: one cell of 1 + 1 epochs on the CPU).
 set -u
-START=$(date +%s)
-PY=${PY:-python3}
-DRY=${DRY:-0}
 DEADLINE=${DEADLINE:-480}      # seconds after the start by which every part is stopped
 CARRY=${CARRY:-gpu_carry}
 WORK=${WORK:-/tmp/device_controls}
@@ -65,7 +62,6 @@ has() { [[ "$PARTS" == *" $1 "* ]]; }
 VPIDS=()
 KPID=""
 SPID=""
-: "${OUT:?set OUT to the folder the results are packed into}"
 source "${BASH_SOURCE%/*}/_device.sh"  # the helpers the device scripts share (listed at its top)
 export TOKENIZERS_PARALLELISM=false
 
@@ -100,34 +96,12 @@ export QT_HARD_DATA=$WORK/data
 echo "unpacked in $(elapsed)s: $(ls "$QT_HARD_DATA"/tu | tr '\n' ' ')"
 
 # ---------------------------------------------------------------- graph: seed the ledger
-# The records of gpu_carry/graph_seed.jsonl (a graph-table ledger of this setup: 200 epochs, no
-# overrides), so that their cells are not run again; in a dry run into a scratch folder, to check it.
+# gpu_carry/graph_seed.jsonl becomes the ledger (the grid refuses another setup); under DRY=1 a scratch one.
 if [ -f "$CARRY/graph_seed.jsonl" ]; then
     SEED_INTO=$GOUT
-    [ "$DRY" = 1 ] && SEED_INTO=$WORK/graph_seed_check
-    "$PY" - "$SEED_INTO" "$CARRY/graph_seed.jsonl" <<'EOF' 2>&1 | tee "$LOGS/graph_seed.log"
-import json, sys
-from pathlib import Path
-from qt_hard.experiments.ledger import Ledger
-from qt_hard.experiments.specs import graph_table as gt
-
-out, seed = Path(sys.argv[1]), Path(sys.argv[2])
-# the setup the command writes at its default --epochs, no overrides
-led = Ledger(out, gt.KEY, {"config": gt.CONFIG, "epochs": 200, "overrides": []}, fields=gt.GraphTable.fields)
-lines = seed.read_text().splitlines()
-head = json.loads(lines[0])
-if head.get("setup") != led.setup:
-    sys.exit(f"{seed}: setup {head.get('setup')} is not {led.setup}; not used")
-done, n = led.done(), 0
-for line in lines[1:]:
-    if line.strip():
-        rec = json.loads(line)
-        if led.key_of(rec) not in done:
-            led.append(rec)
-            done.add(led.key_of(rec))
-            n += 1
-print(f"graph ledger {led.path}: {n} cells seeded from {seed}, {len(done)} in all")
-EOF
+    [ "$DRY" = 1 ] && SEED_INTO=$WORK/graph_seed_check && mkdir -p "$SEED_INTO"
+    [ -f "$SEED_INTO/results.jsonl" ] || cp "$CARRY/graph_seed.jsonl" "$SEED_INTO/results.jsonl"
+    echo "graph ledger $SEED_INTO/results.jsonl: $(($(wc -l <"$SEED_INTO/results.jsonl") - 1)) cells" | tee "$LOGS/graph_seed.log"
     [ "$DRY" = 1 ] && "$PY" -m qt_hard.cli grid run graph-table --out "$SEED_INTO" --rows "infograph_code,$GROWS" --summary-only 2>&1 | grep -E '^\|' | tail -8
 fi
 
@@ -225,27 +199,7 @@ S1=$!
 timeout 30 "$PY" -m qt_hard.cli grid run vision-table --config configs/moco_cifar10.yaml --out "$VOUT" \
     --rows uniform,ring --seeds 0,1 --set "${VSET[@]}" --report-only >"$LOGS/vision_table.txt" 2>&1 &
 S2=$!
-timeout 25 "$PY" - "$KCSV" >"$LOGS/k_vs_n_table.txt" 2>&1 <<'EOF' &
-import csv, statistics as st, sys
-from pathlib import Path
-from qt_hard.cli import main
-from qt_hard.experiments.specs.k_vs_n import ledger_path
-res = Path(sys.argv[1])
-if ledger_path(res).is_file():
-    main(["grid", "run", "k-vs-n", "--results", str(res), "--summary-only"])  # the CSV from the ledger
-rows = list(csv.DictReader(open(res))) if res.is_file() else []
-old = [r for r in csv.DictReader(open("results/k_vs_n/results.csv")) if r["k"] == "" and r["B"] == "1000" and r["collision_free"] == "False"]
-def ms(v):
-    v = [float(x) for x in v]
-    return f"{st.mean(v):.2f} ± {st.stdev(v) if len(v) > 1 else 0:.2f}" if v else "-"
-print("| N | epochs | seeds | mean clf. (%) | linear clf. (%) | wall s per cell | device |")
-print("|---|---|---|---|---|---|---|")
-for N in ("100", "1000"):
-    for name, rs in (("this run", [r for r in rows if r["N"] == N]), ("results.csv", [r for r in old if r["N"] == N])):
-        if rs:
-            print(f"| {N} | {rs[0]['epochs']} + {rs[0]['linear_epochs']} ({name}) | {len(rs)} | {ms(r['mean_acc'] for r in rs)} | "
-                  f"{ms(r['linear_acc'] for r in rs)} | {st.mean(float(r['wall_s']) for r in rs):.0f} | {rs[0]['device']} |")
-EOF
+timeout 25 "$PY" -m qt_hard.cli grid run k-vs-n --results "$KCSV" --summary-only --diagnose >"$LOGS/k_vs_n_table.txt" 2>&1 &
 S3=$!
 wait $S1 $S2 $S3
 

@@ -44,11 +44,7 @@ echo "== Wiki-3029's first 1,000 articles and their tokens at $KVN_ROOT/cache"
 rm -rf "$KVN_ROOT"
 mkdir -p "$KVN_ROOT/cache"
 WIKI=$KVN_ROOT/cache/wiki_3029_200
-"$PY" - "$QT_HARD_DATA/wikipedia/enwiki_wikiextractor_ge200sent.txt.xz" "$WIKI" <<'EOF'
-import sys
-from qt_hard.data.wiki import build_wiki
-print(build_wiki(sys.argv[1], sys.argv[2], articles=1000, sentences=200))
-EOF
+"$PY" -m qt_hard.cli data wiki --articles 1000 --sentences 200 --out "$WIKI" --no-progress
 find "$WIKI" -exec touch -h -d "@$MTIME" {} +
 "$PY" -m qt_hard.cli grid run k-vs-n configs/k_vs_n_b1000_long.yaml --cache "$KVN_ROOT/cache" --plan --no-estimate
 "$PY" - "$KVN_ROOT/cache" <<'EOF'

@@ -12,40 +12,34 @@
 #      the seeds that fit: 2 seeds (6 cells) when 6 cells of STEPS steps fit TRAIN_S at the 6-cell rate,
 #      else 1 seed (3 cells); when even that does not fit, the steps are cut to what 3 cells train in
 #      TRAIN_S (the summary says so). STEPS: EPOCHS (default 2.5) epochs of the prepared corpus.
-#   b. the table (until DEADLINE - SCORE_RESERVE_S): qt-hard grid run qt-table --workers <cells> --device cuda,
-#      each cell trained in TF32 and evaluated on the six tasks (SentEval protocol, solver on the GPU)
-#      -> $OUT/results.jsonl (the ledger), table.md.
-#   c. the readouts and the paired table (SCORE_RESERVE_S, default 60 s): scripts/namesake_table.py score
-#      (STS12-16, held-out next-sentence top-1 and loss on books 8-10) and table (each row's difference to
-#      uniform paired by seed, 95% t-intervals) -> $OUT/scores.jsonl, namesake_table.md.
+#   b. the table (until DEADLINE - SCORE_RESERVE_S): qt-hard grid run qt-table --workers <cells> --device cuda
+#      --protocol senteval,namesake, each cell trained in TF32 and read out on the six tasks (SentEval
+#      protocol, solver on the GPU), STS12-16 and the held-out next-sentence top-1 and loss on the books
+#      the config leaves out (8-10), into its ledger results.jsonl.
+#   c. the tables of what finished (SCORE_RESERVE_S, default 40 s): the same command with --summary-only
+#      -> $OUT/results.jsonl, table.md, namesake_table.md (each row's difference to uniform paired by
+#      seed, 95% t-intervals), runs/<row>_s<seed>/ (each run's config and logged rows, not its weights).
 #
 # Run from the repository root, with $OUT an empty folder:
 #
 #   bash scripts/device_namesake.sh                 # env: PY (python3), DEADLINE (560 s), DRY=1
 #
-# Needs what scripts/device_s2v.sh needs. Also in $OUT: logs/ (each part's log), summary.txt. The scratch
-# folder is $WORK (default a new temporary folder, removed at the end; KEEP_WORK=1 keeps it). The commit
-# recorded with every row is $QT_HARD_GIT_COMMIT (else the checkout's). Exits 1 when a part failed.
+# Needs what scripts/device_s2v.sh needs; $WORK, the commit recorded, logs/, summary.txt and the exit
+# status are scripts/_device.sh's.
 #
 # DRY=1: the same steps at toy size on a machine without a GPU, reading $QT_HARD_DATA when there is no
 # carry (a 16-unit GRU pair on 3 books, book 2 held out, batch 32; uniform and hard2-clamp; a probe of
 # 1 and 2 cells, 6 steps a cell, 2 folds; a deadline of 840 s, since a busy small CPU is slow).
 set -u
-START=$(date +%s)
-PY=${PY:-python3}
-DRY=${DRY:-0}
 DEADLINE=${DEADLINE:-560}
-[ "$DRY" = 1 ] && DEADLINE=${DRY_DEADLINE:-840}
 PROBE_S=${PROBE_S:-120}
 TRAIN_S=${TRAIN_S:-330}
-SCORE_RESERVE_S=${SCORE_RESERVE_S:-60}
-EVAL_S=${EVAL_S:-25}   # a cell's evaluation after its training (six tasks on the GPU)
+SCORE_RESERVE_S=${SCORE_RESERVE_S:-40}
+EVAL_S=${EVAL_S:-35}   # a cell's readouts after its training (six tasks, STS12-16, held-out books on the GPU)
 EPOCHS=${EPOCHS:-2.5}
 ROWS=${ROWS:-uniform,hard1-clamp,hard2-clamp}
 CARRY=${CARRY:-gpu_carry_s2v}
-: "${OUT:?set OUT to the folder the results are written into}"
 source "${BASH_SOURCE%/*}/_device.sh"  # the helpers the device scripts share (listed at its top)
-export HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1
 TABLE=$WORK/table
 run_folders "$TABLE"
 
@@ -54,15 +48,14 @@ SET=(train.tf32=true train.num_threads=2 train.checkpoint_every=1000)
 PROBE=(--cells 1,3,6 --steps 40 --warmup 10)
 CELLS_ONE=3          # cells of one seed (the three rows)
 EXTRA=()
-HELD=(--first 8 --last 11)
 if [ "$DRY" = 1 ]; then
+    DEADLINE=${DRY_DEADLINE:-840}
     DEVICE=cpu
     SET=(model.embed_dim=16 model.hidden_dim=16 data.max_books=3 'data.exclude_books=[2]' train.batch_size=32
         data.max_vocab=5000 train.num_threads=1 train.checkpoint_every=0)
     PROBE=(--dry --cells 1,2 --steps 12 --warmup 3)
     PROBE_S=${DRY_PROBE_S:-300}
     EXTRA=(--kfold 2)
-    HELD=(--first 2 --last 3 --blocks 4 --block-size 16)
     ROWS=uniform,hard2-clamp
     CELLS_ONE=2
     TRAIN_S=${DRY_TRAIN_S:-60}
@@ -127,24 +120,18 @@ WORKERS=$((${SEEDS:-1} * CELLS_ONE))
 echo "table: rows $ROWS, seeds $SEED_LIST, $WORKERS cells side by side, $STEPS steps each ($NOTE), $(left)s left"
 
 # ---------------------------------------------------------------- b. the table
-timeout -k 10 "$(($(left) - SCORE_RESERVE_S))" "$PY" -m qt_hard.cli grid run qt-table --out "$TABLE" --config configs/qt_s2v.yaml \
-    --rows "$ROWS" --seeds "$SEED_LIST" --workers "$WORKERS" --device "$DEVICE" --protocol senteval \
-    --eval-device "$DEVICE" "${SETARGS[@]}" --set "train.steps=$STEPS" "${EXTRA[@]+"${EXTRA[@]}"}" >"$LOGS/table.log" 2>&1
+GRID=("$PY" -m qt_hard.cli grid run qt-table --out "$TABLE" --config configs/qt_s2v.yaml --rows "$ROWS"
+    --seeds "$SEED_LIST" --protocol senteval,namesake --eval-device "$DEVICE" "${SETARGS[@]}" --set "train.steps=$STEPS"
+    "${EXTRA[@]+"${EXTRA[@]}"}")
+timeout -k 10 "$(($(left) - SCORE_RESERVE_S))" "${GRID[@]}" --workers "$WORKERS" --device "$DEVICE" >"$LOGS/table.log" 2>&1
 rc=$?
 echo "table exit $rc at $(elapsed)s"
 [ "$rc" = 0 ] || FAILED+=" table"
-cp "$TABLE/results.jsonl" "$TABLE/table.md" "$OUT/" 2>/dev/null
 
-# ---------------------------------------------------------------- c. readouts and the paired table
-timeout -k 5 "$(left)" "$PY" scripts/namesake_table.py score --out "$TABLE" --device "$DEVICE" "${HELD[@]}" \
-    >"$LOGS/score.log" 2>&1 || FAILED+=" score"
-"$PY" scripts/namesake_table.py table --out "$TABLE" >"$LOGS/namesake_table.log" 2>&1 || FAILED+=" namesake_table"
-cp "$TABLE/scores.jsonl" "$TABLE/namesake_table.md" "$OUT/" 2>/dev/null
-for d in "$TABLE"/runs/*/; do  # each run's config and logged rows (not its weights)
-    name=$(basename "$d")
-    mkdir -p "$OUT/runs/$name"
-    cp "$d/config.yaml" "$d/metrics.csv" "$OUT/runs/$name/" 2>/dev/null
-done
+# ---------------------------------------------------------------- c. the tables of what finished
+timeout -k 5 "$(left)" "${GRID[@]}" --summary-only >"$LOGS/namesake_table.log" 2>&1 || FAILED+=" namesake_table"
+cp "$TABLE/results.jsonl" "$TABLE/table.md" "$TABLE/namesake_table.md" "$OUT/" 2>/dev/null
+(cd "$TABLE" && cp --parents runs/*/config.yaml runs/*/metrics.csv "$OUT/") 2>/dev/null
 
 # ---------------------------------------------------------------- summary
 {
@@ -152,6 +139,6 @@ done
     echo "-- side by side: ${PROBED:-none}"
     echo "-- table: rows $ROWS, seeds $SEED_LIST, $WORKERS cells, $STEPS steps ($NOTE)"
     cat "$OUT/namesake_table.md" 2>/dev/null
-    tail -1 "$LOGS/namesake_table.log" 2>/dev/null
+    grep -h 'six-task mean difference to' "$LOGS/namesake_table.log" | tail -1
 } >"$OUT/summary.txt"
 finish

@@ -11,7 +11,7 @@
 #      $OUT/bench_train_speed_gpu.jsonl; then (PRECISION_S, default 120 s) qt-hard grid run s2v-precision:
 #      the config's sentences/s in float32, TF32 and bf16, 200 steps each from one seed, and whether each
 #      one's mean loss over those steps lies within 1% of float32's -> $OUT/precision.jsonl,
-#      precision_choice.json (the fastest that passed, and the steps its rate fits into TRAIN_S).
+#      precision_choice.json (the fastest that passed, and the steps its rate fits into the budget of b.).
 #   b. the learning curve (until DEADLINE): qt-hard grid run s2v-curve, uniform Quick-Thoughts with the config
 #      in the chosen precision, trained to that many steps in 3 segments; after each, the six tasks
 #      (SentEval protocol, solver on the GPU) and the held-out next-sentence accuracy on books 8-10,
@@ -25,20 +25,13 @@
 #   bash scripts/device_s2v.sh                        # env: PY (python3), DEADLINE (560 s), DRY=1
 #
 # Needs no package beyond torch, accelerate, datasets, tokenizers, numpy, scipy, matplotlib, pyyaml
-# (PYTHONPATH is the checkout). The commit recorded with every row is $QT_HARD_GIT_COMMIT (else the
-# checkout's, when it has .git). Also in $OUT: logs/ (each part's log), summary.txt. The scratch folder
-# (data, run folders, checkpoints) is $WORK, default a new temporary folder removed at the end
-# (KEEP_WORK=1 keeps it).
-#
-# Exits 1 when a part failed or wrote nothing (after writing what the others made), else 0.
+# (PYTHONPATH is the checkout). $WORK (data, run folders, checkpoints), the commit recorded, logs/,
+# summary.txt and the exit status (1 when a part failed or wrote nothing) are scripts/_device.sh's.
 #
 # DRY=1: the same steps at toy size on a machine without a GPU, reading $QT_HARD_DATA when there is
 # no carry (a 16-unit GRU pair on 3 books, book 2 held out, a Wiki folder of 30 articles, a few steps,
 # CR alone with 2 folds; the controls computed at that size so that the tokenizer check runs).
 set -u
-START=$(date +%s)
-PY=${PY:-python3}
-DRY=${DRY:-0}
 DEADLINE=${DEADLINE:-560}
 SPEED_S=${SPEED_S:-75}
 PRECISION_S=${PRECISION_S:-120}
@@ -49,9 +42,7 @@ BENCH_STEPS=${BENCH_STEPS:-30}
 BENCH_ROUNDS=${BENCH_ROUNDS:-2}
 CARRY=${CARRY:-gpu_carry_s2v}
 PREP_CPUS=${PREP_CPUS:-8-15}
-: "${OUT:?set OUT to the folder the results are written into}"
 source "${BASH_SOURCE%/*}/_device.sh"  # the helpers the device scripts share (listed at its top)
-export HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1
 RUN=$WORK/s2v
 run_folders "$RUN"
 
@@ -87,11 +78,7 @@ if unpack_books_carry; then
     WIKI=$WORK/data/wiki_1000_200
 else # DRY=1 on the data root: a small Wiki folder from its Wikipedia file
     WIKI=$WORK/data/wiki_dry
-    "$PY" - "$QT_HARD_DATA/wikipedia/enwiki_wikiextractor_ge200sent.txt.xz" "$WIKI" <<'EOF'
-import sys
-from qt_hard.data.wiki import build_wiki
-build_wiki(sys.argv[1], sys.argv[2], articles=30, sentences=200)
-EOF
+    "$PY" -m qt_hard.cli data wiki --articles 30 --sentences 200 --out "$WIKI" --no-progress >/dev/null
 fi
 echo "data at $QT_HARD_DATA ($(ls "$QT_HARD_DATA/books" | wc -l) book files), Wiki folder $WIKI; $(elapsed)s"
 
@@ -128,21 +115,19 @@ if [ "$DRY" = 1 ]; then # the controls at toy size, so that the curve's tokenize
     "$PY" -m qt_hard.cli grid run s2v-controls --out "$WORK/controls" "${CFG[@]}" --set "${SET[@]+"${SET[@]}"}" \
         --rows untrained --tasks "$TASKS" --kfold 2 >"$LOGS/controls.log" 2>&1 || FAILED+=" controls"
 fi
-if [ -f "$RUN/precision_choice.json" ]; then
-    read -r PRECISION RATE BATCH < <("$PY" -c 'import json,sys; c=json.load(open(sys.argv[1])); print(c["precision"], c["sentences_per_s"], c["batch_size"])' "$RUN/precision_choice.json")
-else
-    PRECISION=fp32
-    RATE=""
-    BATCH=400
-    echo "!! no precision choice: float32, steps from TRAIN_S at the speed bench's rate is unknown; 3 points of 100 steps"
-fi
-# Training seconds: TRAIN_S, or what the deadline leaves after the evaluations' reserve.
+# Training seconds: TRAIN_S, or what the deadline leaves after the evaluations' reserve; the steps the
+# chosen precision's rate fits into them (its choice written again for that budget: --summary-only).
 budget=$(($(left) - EVAL_RESERVE_S))
 [ "$budget" -gt "$TRAIN_S" ] && budget=$TRAIN_S
 [ "$budget" -lt 1 ] && budget=1
-STEPS=$("$PY" -c 'import sys; r, s, b, m = sys.argv[1:]; n = int(float(r) * float(s) / int(b)) if r else 300
-n = min(n, int(m)) if m else n
-print(max(3, n - n % 3))' "$RATE" "$budget" "$BATCH" "$MAX_STEPS")
+PRECISION=fp32 RATE="" STEPS=300
+if [ -f "$RUN/precision_choice.json" ]; then
+    "$PY" -m qt_hard.cli grid run s2v-precision --out "$RUN" --budget-s "$budget" --summary-only >/dev/null 2>&1
+    read -r PRECISION RATE STEPS < <("$PY" -c 'import json,sys; c=json.load(open(sys.argv[1])); print(c["precision"], c["sentences_per_s"], c["steps"])' "$RUN/precision_choice.json")
+else
+    echo "!! no precision choice: float32 (the rate is unknown), 3 points of 100 steps"
+fi
+[ -n "$MAX_STEPS" ] && [ "$STEPS" -gt "$MAX_STEPS" ] && STEPS=$((MAX_STEPS - MAX_STEPS % 3))
 echo "curve: $PRECISION at ${RATE:-?} sentences/s, $STEPS steps (training budget ${budget}s${MAX_STEPS:+, at most $MAX_STEPS steps}), $(left)s left"
 timeout -k 10 "$(left)" "$PY" -m qt_hard.cli grid run s2v-curve --out "$RUN" "${CFG[@]}" --set "${SET[@]+"${SET[@]}"}" \
     --steps "$STEPS" --points 3 --precision "$PRECISION" --eval-device "$EVAL_DEVICE" --tasks "$TASKS" \
@@ -152,7 +137,7 @@ echo "curve exit $rc at $(elapsed)s"
 # A stopped command wrote no tables: curve.csv and curve.png from the points its ledger holds.
 [ "$rc" = 0 ] || "$PY" -m qt_hard.cli grid run s2v-curve --out "$RUN" --summary-only >>"$LOGS/curve.log" 2>&1
 [ "$rc" = 0 ] && [ "$(wc -l <"$RUN/curve.csv" 2>/dev/null || echo 0)" -gt 1 ] || FAILED+=" curve"
-cp "$RUN/curve.csv" "$RUN/curve.png" "$RUN/metrics.csv" "$OUT/" 2>/dev/null
+cp "$RUN/curve.csv" "$RUN/curve.png" "$RUN/metrics.csv" "$RUN/precision_choice.json" "$OUT/" 2>/dev/null
 cp "$RUN/config.yaml" "$OUT/curve_config.yaml" 2>/dev/null
 
 # ---------------------------------------------------------------- summary

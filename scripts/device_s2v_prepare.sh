@@ -7,7 +7,7 @@
 # Writes
 #   gpu_carry_s2v/books.tar       books/ (the .txt.xz books as they are, already compressed)
 #   gpu_carry_s2v/rest.tar.xz     senteval/ with the six tasks of the curve (MR CR SUBJ MPQA TREC MRPC,
-#                                 SOURCE.md), STS/ (STS12-16 of scripts/namesake_table.py, the STS
+#                                 SOURCE.md), STS/ (STS12-16 of qt-table's namesake protocol, the STS
 #                                 Benchmark) and wiki_1000_200/, Wiki-3029's first 1,000 articles as
 #                                 build_wiki writes them (the bag-of-words speed case's data: the whole
 #                                 Wikipedia dump does not fit the carry)
@@ -27,11 +27,7 @@ mkdir -p "$CARRY"
 echo "== books.tar"
 tar -C "$QT_HARD_DATA" -cf "$CARRY/books.tar" books
 echo "== Wiki-3029's first 1,000 articles"
-"$PY" - "$QT_HARD_DATA/wikipedia/enwiki_wikiextractor_ge200sent.txt.xz" "$STAGE/wiki_1000_200" <<'PYEOF'
-import sys
-from qt_hard.data.wiki import build_wiki
-print(build_wiki(sys.argv[1], sys.argv[2], articles=1000, sentences=200))
-PYEOF
+"$PY" -m qt_hard.cli data wiki --articles 1000 --sentences 200 --out "$STAGE/wiki_1000_200" --no-progress
 echo "== rest.tar.xz (six SentEval tasks, STS, Wiki-1000)"
 mkdir -p "$STAGE/senteval"
 for t in MR CR SUBJ MPQA TREC MRPC STS SOURCE.md; do cp -r "$QT_HARD_DATA/senteval/$t" "$STAGE/senteval/"; done

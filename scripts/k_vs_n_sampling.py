@@ -35,19 +35,19 @@ import torch
 MODES = ("plain", "collision_free", "shuffled")
 
 
-def batches(wiki_dir: Path, token_cache: Path, N: int, B: int, seed: int, min_count: int, split_seed: int):
+def batches(wiki: Path, cache: Path, spec, N: int, B: int, seed: int):
     """The Wiki-N training split and the (plain, shuffled) label rows of every step (``PairTask``)."""
     from qt_hard.data.wiki import wiki_prefix
+    from qt_hard.experiments.specs.k_vs_n import token_cache
     from qt_hard.text.batches import PairTask
 
-    wd = wiki_prefix(wiki_dir, N, min_count=min_count, seed=split_seed, cache_dir=token_cache)
+    wd = wiki_prefix(wiki, N, min_count=spec.min_count, seed=spec.split_seed, cache_dir=token_cache(cache))
     labels = np.asarray(wd.train_labels, dtype=np.int64)
 
     def pairs(epoch):
         return wd.positive_pair_indices(epoch, seed)[:, :2]
 
-    tasks = {s: PairTask(None, labels, pairs, B, seed, shuffle_labels=s) for s in (False, True)}
-    return wd, labels, tasks
+    return labels, {s: PairTask(None, labels, pairs, B, seed, shuffle_labels=s) for s in (False, True)}
 
 
 def _scores(labels: torch.Tensor, z1: torch.Tensor | None = None, z2: torch.Tensor | None = None):
@@ -114,23 +114,21 @@ def main(argv=None) -> int:
         required=True,
         help="the k-versus-N cache folder (qt-hard grid run k-vs-n GRID.yaml --plan builds it)",
     )
-    ap.add_argument("--articles", type=int, default=3029)
-    ap.add_argument("--min-sentences", type=int, default=200)
     ap.add_argument("--N", type=int, default=1000)
     ap.add_argument("--B", type=int, default=1000)
     ap.add_argument("--k", default="100,1000", help="comma-separated k")
     ap.add_argument("--seed", type=int, default=0, help="train.seed (pairs, label permutation, generator)")
     ap.add_argument("--steps", type=int, default=800)
-    ap.add_argument("--min-count", type=int, default=50)
-    ap.add_argument("--split-seed", type=int, default=0)
     args = ap.parse_args(argv)
-    cache = Path(args.cache)
-    wiki_dir = cache / f"wiki_{args.articles}_{args.min_sentences}"
-    if not wiki_dir.is_dir():
+    from qt_hard.experiments.specs.k_vs_n import DataSpec, wiki_dir
+
+    cache, spec = Path(args.cache), DataSpec()  # the grids' data: Wiki-3029 of App. D.1
+    wiki = wiki_dir(cache, spec)
+    if not wiki.is_dir():
         sys.exit(
-            f"error: no prepared Wiki folder {wiki_dir}: build it first with qt-hard grid run k-vs-n configs/k_vs_n.yaml --cache CACHE --plan"
+            f"error: no prepared Wiki folder {wiki}: build it with qt-hard grid run k-vs-n configs/k_vs_n.yaml --cache CACHE --plan"
         )
-    _, labels, tasks = batches(wiki_dir, cache / "tokens", args.N, args.B, args.seed, args.min_count, args.split_seed)
+    labels, tasks = batches(wiki, cache, spec, args.N, args.B, args.seed)
     out = {"N": args.N, "B": args.B, "seed": args.seed, "sampling": []}
     for k in (int(x) for x in args.k.split(",")):
         out["sampling"].append(measure_sampling(labels, tasks, k, args.steps, args.seed))

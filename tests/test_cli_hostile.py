@@ -1,7 +1,7 @@
 """Hostile inputs the refusal table (tests/refusals.yaml) does not express as one command line: a
 signal during evaluation, data preparation or a script, a second run into a folder in use, damaged
-Wiki-N folders and models for ``eval wiki``, and the entry points under scripts/ (each refuses with
-status 2 and one line ``error: ...``, writing nothing). In-process, so cheap."""
+Wiki-N folders and models for ``eval wiki``, and the grid's experiments (each refuses with status 2
+and one line ``qt-hard: error: ...``, writing nothing). In-process, so cheap."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from contextlib import contextmanager
 
 import pytest
 import yaml
-from _scripts import load_script
 
 from qt_hard.cli import main as cli_main
 from qt_hard.cli import stop_signals_handled_by
@@ -109,16 +108,8 @@ def test_the_processes_of_one_launched_run_share_its_folder(tmp_path, monkeypatc
 
 
 def _script(name, argv, monkeypatch, capsys):
-    from qt_hard.script_cli import run_script
-
-    if name.startswith("grid:"):  # an experiment of `qt-hard grid run`
-        from qt_hard.cli import main
-
-        status = main(["grid", "run", name[len("grid:") :], *argv])
-        return status, [line for line in capsys.readouterr().err.splitlines() if line.strip()]
-    mod = load_script(name)
-    monkeypatch.setattr(sys, "argv", [f"{name}.py", *argv])
-    status = run_script(mod.main) if name in ("qt_table", "qt_heldout") else run_script(mod.main, argv)
+    """``qt-hard grid run EXPERIMENT ARGV`` (``name`` is ``grid:EXPERIMENT``): its status and stderr lines."""
+    status = cli_main(["grid", "run", name[len("grid:") :], *argv])
     return status, [line for line in capsys.readouterr().err.splitlines() if line.strip()]
 
 
@@ -168,25 +159,9 @@ GRID_REFUSALS = {
         ("--out {tmp}/file.txt --summary-only", "--out {tmp}/file.txt is a"),
     ],
 }
-# `python scripts/SCRIPT.py ARGS` -> how its one stderr line begins after "error: ".
-SCRIPT_REFUSALS = {
-    "st_finetune": [
-        ("--task NOPE --workdir {tmp}/o", "--task NOPE"),
-        ("--batch-size 1 --workdir {tmp}/o", "--pairs and --batch-size must be"),
-        ("--workdir {tmp}/file.txt", "--workdir {tmp}/file.txt is a file"),
-        ("--negatives bogus --workdir {tmp}/o", "--negatives: unknown bogus"),
-        ("--workdir {tmp}/o --pairs 8", "{root}/senteval/MRPC does not exist"),
-    ],
-    "qt_heldout": [
-        ("{tmp}/no_model", "no saved encoder at {tmp}/no_model"),
-        ("{tmp}/o --first 5 --last 2", "need 0 <= --first < --last"),
-        ("{tmp}/model", "no saved encoder at {tmp}/model: encoder.json is missing"),
-    ],
-}
 REFUSALS = [
     (f"grid:{name}", args, f"qt-hard: error: {error}") for name, rows in GRID_REFUSALS.items() for args, error in rows
 ]
-REFUSALS += [(name, args, f"error: {error}") for name, rows in SCRIPT_REFUSALS.items() for args, error in rows]
 
 
 @pytest.mark.parametrize("name,args,expected", REFUSALS)

@@ -1,13 +1,14 @@
-"""scripts/namesake_table.py: the paired differences to uniform and their 95% t-intervals."""
+"""qt-table's namesake protocol (``namesake_table.md``): the paired differences to uniform and their
+95% t-intervals, from the senteval and namesake records."""
 
 from __future__ import annotations
 
 import math
 
 import pytest
-from _scripts import load_script
 
-N = load_script("namesake_table")
+from qt_hard.experiments.grid import GridError
+from qt_hard.experiments.specs import qt_table as N
 
 
 def test_t_interval_of_the_mean_difference():
@@ -23,7 +24,7 @@ def test_the_table_pairs_by_seed_and_skips_missing_readouts():
         "hard2-clamp": {0: [77.0, 41.0, 0.11, None], 1: [79.0, 45.0, 0.12, 3.30], 2: [90.0, 50.0, 0.2, 3.0]},
         "hard1-clamp": {1: [77.5, 42.5, 0.13, 3.45]},
     }
-    text, headline = N.table(runs, "uniform")
+    text, headline = N.namesake_table(runs, "uniform")
     lines = text.splitlines()
     hard2 = next(line for line in lines if line.startswith("| hard2-clamp | 1-2 |"))
     lo, hi = N.t_interval([1.0, 2.0])
@@ -33,3 +34,22 @@ def test_the_table_pairs_by_seed_and_skips_missing_readouts():
     assert headline == "six-task mean difference to uniform: hard2-clamp " + hard2.split(" | ")[2] + "; " + (
         "hard1-clamp +0.50 (one seed)"
     )
+
+
+def test_the_runs_come_from_the_senteval_and_namesake_records():
+    six = {t: 70.0 + i for i, t in enumerate(N.TASKS)}  # mean 72.5
+    records = [
+        {"row": "uniform", "seed": 0, "protocol": "senteval", "acc": six},
+        {"row": "uniform", "seed": 0, "protocol": "namesake", "sts12_16": 40.0, "heldout_next_top1": 0.1},
+        {"row": "hard2-clamp", "seed": 1, "protocol": "similarity", "sim_mean": 50.0},
+    ]
+    assert N.namesake_runs(records) == {"uniform": {0: [72.5, 40.0, 0.1, None]}}
+    files = N.report_files(records, {})
+    assert files["namesake_table.md"] == N.namesake_table(N.namesake_runs(records), "uniform")[0] + "\n"
+
+
+def test_the_held_out_books_are_the_configs_consecutive_excluded_books():
+    assert N.held_out_range([8, 9, 10]) == (8, 11) and N.held_out_range([2]) == (2, 3)
+    for bad in (None, [], [8, 10]):
+        with pytest.raises(GridError, match="consecutive books"):
+            N.held_out_range(bad)

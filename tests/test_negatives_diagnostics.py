@@ -100,24 +100,24 @@ def test_diagnostics_leave_the_generator_and_the_loss_alone():
     assert 0.0 < make_strategy("hard", beta=1.0, clip="rescaled", k=4).diagnostics(sc, None)["ess_frac"] <= 1.0
 
 
-def test_readings_at_scale_script(capsys, monkeypatch):
-    """scripts/readings_at_scale.py: the scale-free readings keep their ESS as the scores grow, the
-    plain tilt does not, and fig14's weights ignore beta."""
-    import json
-    import sys
+def _qt_batch_ess(reading: str, beta: float, score_std: float, batch: int = 40, dim: int = 32) -> float:
+    """The hard weights' effective sample size on one Quick-Thoughts batch (the quick start's context
+    layout, joint positives, t = 1, unnormalized, tau+ 0, no floor) whose f and g are Gaussian, scaled so
+    that the scores <f_i, g_j> have standard deviation ``score_std`` (Var <f, g> = dim sigma^4)."""
+    g = torch.Generator().manual_seed(0)
+    sigma = math.sqrt(score_std / math.sqrt(dim))
+    f, h = torch.randn(batch, dim, generator=g) * sigma, torch.randn(batch, dim, generator=g) * sigma
+    sc = context_scores(f, h, context=1, temperature=1.0, normalize=False, doc_ids=torch.zeros(batch))
+    strategy = make_strategy("hard", beta=beta, clip=reading, tau_plus=0.0, floor="none", positives="joint")
+    return strategy.diagnostics(sc)["ess_frac"]
 
-    from _scripts import load_script
 
-    mod = load_script("readings_at_scale")
-    monkeypatch.setattr(sys, "argv", ["x", "--batch", "40", "--dim", "32", "--score-std", "0.02,2"])
-    mod.main()
-    lines = capsys.readouterr().out.strip().splitlines()
-    rows = [json.loads(x) for x in lines[:-1]]
-    assert lines[-1].startswith("at score std 0.02")
-    ess = {(r["score_std_target"], r["reading"], r["beta"]): r["ess_frac"] for r in rows}
-    assert ess[(0.02, "rescaled", 2.0)] == pytest.approx(ess[(2.0, "rescaled", 2.0)], abs=1e-3)
-    assert ess[(2.0, "none", 1.0)] < ess[(0.02, "none", 1.0)] - 0.2
-    assert ess[(2.0, "fig14", 1.0)] == ess[(2.0, "fig14", 2.0)]
+def test_the_scale_free_readings_keep_their_ess_as_the_scores_grow():
+    """The rescaled reading keeps its ESS from scores of std 0.02 (a bag of words at initialisation) to
+    2, the plain tilt does not, and fig14's weights ignore beta."""
+    assert _qt_batch_ess("rescaled", 2.0, 0.02) == pytest.approx(_qt_batch_ess("rescaled", 2.0, 2.0), abs=1e-3)
+    assert _qt_batch_ess("none", 1.0, 2.0) < _qt_batch_ess("none", 1.0, 0.02) - 0.2
+    assert _qt_batch_ess("fig14", 1.0, 2.0) == pytest.approx(_qt_batch_ess("fig14", 2.0, 2.0), abs=1e-6)
 
 
 def test_floor_binds_reads_the_smooth_estimate_under_the_smooth_floor():

@@ -25,7 +25,7 @@ def test_every_option_is_in_the_docs_table_and_the_builder():
 
 
 def test_the_docs_hook_renders_the_table():
-    spec = importlib.util.spec_from_file_location("hook", ROOT / "scripts" / "mkdocs_option_table.py")
+    spec = importlib.util.spec_from_file_location("hook", ROOT / "docgen" / "mkdocs_hooks.py")
     hook = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hook)
     page = (ROOT / "docs" / "api" / "negatives.md").read_text()
@@ -154,9 +154,9 @@ def test_the_example_reaches_the_sentence_transformers_plugin(part, negatives, o
         assert any(p.bibtex() in loss.citation for p in cls.paper)
 
 
-def test_a_strategy_registered_later_is_asked_for_everywhere(monkeypatch, tmp_path):
+def test_a_strategy_registered_later_is_asked_for_everywhere(monkeypatch):
     """A strategy that no module names (registered here, as a new module of the package would be): the
-    builder, the plugin (its label needs, its citation), the configs and the scripts find it."""
+    builder, the plugin (its label needs, its citation), and the configs find it."""
     from torch import nn
 
     from qt_hard.integrations.sentence_transformers import HardNegativesLoss
@@ -189,18 +189,6 @@ def test_a_strategy_registered_later_is_asked_for_everywhere(monkeypatch, tmp_pa
         loss.compute_loss_from_embeddings([a, p], None)
     assert torch.isfinite(loss.compute_loss_from_embeddings([a, p], torch.tensor([0, 1, 0, 1])))
     config_from_dict({"data": {"kind": "synthetic"}, "objective": {"negatives": "lot"}})
-    script = _script("st_finetune")
-    with pytest.raises(Exception, match="--negatives: unknown nope"):
-        script.main(["--negatives", "nope", "--workdir", str(tmp_path / "o")])
-    with pytest.raises(Exception, match="--pairs and --batch-size"):  # the name passed; the next check refuses
-        script.main(["--negatives", "lot", "--pairs", "1", "--workdir", str(tmp_path / "o")])
-
-
-def _script(name):
-    spec = importlib.util.spec_from_file_location(f"script_{name}", ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_strategy_cites_each_acting_part_once_and_ash_for_the_structural_options():

@@ -535,7 +535,7 @@ RUNS = {
     # The namesake at width: the device script's dry run (toy cells side by side on the CPU, paired table).
     "DRY=1 OUT=runs/device_namesake_dry bash scripts/device_namesake.sh": _dry_run(
         "runs/device_namesake_dry",
-        ("side_by_side_gpu.jsonl", "results.jsonl", "scores.jsonl", "namesake_table.md"),
+        ("side_by_side_gpu.jsonl", "results.jsonl", "namesake_table.md"),
         prints=(r"table exit 0", r"six-task mean difference to uniform: hard2-clamp", r"failed: none"),
     ),
     # Cells side by side: the benchmark's dry run (toy cell, N = 1, 2, 4 on the CPU).
@@ -571,10 +571,10 @@ SKIPS = {
     "a slice, and the random:bow example runs the whole folder",
     "python scripts/bench_retrieval.py --out results/bench_retrieval.jsonl": "encodes SciFact's corpus with MiniLM "
     "twice (CPU-minutes); tests/test_retrieval.py runs both sides on a slice",
-    "python scripts/check_table_widths.py": "builds the site and needs Chromium; .ci/run runs it when chromium is "
-    "installed, and tests/test_check_table_widths.py runs it on a small site",
-    "python scripts/check_table_widths.py --site site --screenshot which-negatives/index.html=first-screen.png": "needs "
-    "a built site/ and Chromium; tests/test_check_table_widths.py takes a screenshot of a small site",
+    "python -m docgen --table-widths": "builds the site and needs Chromium; .ci/run runs it when chromium is "
+    "installed, and tests/test_table_widths.py runs it on a small site",
+    "python -m docgen --table-widths --site site --screenshot which-negatives/index.html=first-screen.png": "needs "
+    "a built site/ and Chromium; tests/test_table_widths.py takes a screenshot of a small site",
     "python -m docgen --write": "rewrites the checkout's own pages; the --check above runs, and "
     "tests/test_pages.py runs --write on a temporary root",
     "git clone https://github.com/facebookresearch/SentEval": "needs network (GitHub); SentEval's interface is run "

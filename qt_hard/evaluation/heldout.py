@@ -4,8 +4,9 @@
 the books folder (sorted order, 0-based) with one measure for every model, whatever negatives it was
 trained with: the *uniform* context loss (Quick-Thoughts, +-1 neighbours) and next-sentence top-1 (is
 f(s_i).g(s_{i+1}) the largest of the 63 other sentences? chance 1/63 = 0.016). ``configs/qt_s2v.yaml``
-leaves these books (8-10 by default) out of its training data. ``scripts/qt_heldout.py`` scores saved
-models with it; ``qt-hard grid run s2v-curve`` scores the curve's model at each point.
+leaves these books (8-10 by default) out of its training data. ``qt-hard grid run qt-table --protocol
+namesake`` scores a grid's runs with it (on the books their config leaves out); ``qt-hard grid run
+s2v-curve`` scores the curve's model at each point.
 """
 
 from __future__ import annotations

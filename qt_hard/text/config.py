@@ -38,7 +38,7 @@ class DataConfig:
           OUT/cache/wiki_<articles>); built with build_wiki from ``wiki_source`` when missing.
     exclude_books: books only: 0-based indices of books (in the sorted file order that ``doc_id`` follows,
           counted before ``max_books`` cuts the list) left out of training, its vocabulary included;
-          ``[8, 9, 10]`` keeps out the books ``scripts/qt_heldout.py`` scores by default. The other books
+          ``[8, 9, 10]`` keeps out the books ``qt_hard.evaluation.heldout.HeldOut`` scores by default. The other books
           keep their ``doc_id``, so a batch never pairs sentences across the gap.
     """
 

@@ -8,14 +8,16 @@ uniform, debiased and hard negatives, several seeds, SentEval's six tasks.
   protocol asked, one ledger record per (row, seed, protocol);
 * **readout**: ``PROTOCOLS``, one entry per protocol: how a trained encoder is evaluated (the fields
   of its record) and how its records are reported (the files it writes); a protocol is one entry:
-  ``senteval`` and ``skipthoughts`` (the six tasks under that classifier protocol, ``table*.md``) and
-  ``similarity`` (``SIM_TASKS``, ``table_similarity.md``);
+  ``senteval`` and ``skipthoughts`` (the six tasks under that classifier protocol, ``table*.md``),
+  ``similarity`` (``SIM_TASKS``, ``table_similarity.md``) and ``namesake`` (STS12-16 and the held-out
+  next-sentence measures, with the six-task mean in the paired table ``namesake_table.md``);
 * **the paper's rows**: Table 2, parsed from the paper's text (``paper_rows``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import statistics
 import time
@@ -128,8 +130,8 @@ def ledger(out: Path, setup: dict | None) -> Ledger:
 
 @dataclass(frozen=True)
 class Protocol:
-    """``evaluate(encoder, kfold, data, cache)``: the readout fields of a run's record (``cache``, an
-    ``EmbeddingCache`` shared by the protocols of one run); ``report(records, protocol, paper)``: the
+    """``evaluate(encoder, kfold, data, cache, run)``: the readout fields of a run's record (``cache``, an
+    ``EmbeddingCache`` shared by the protocols of one run; ``run``, the run's folder); ``report(records, protocol, paper)``: the
     protocol's tables from the records (``{file name: text}``); ``figures(records, protocol, paper,
     out)``: its figures, drawn into ``out`` (None: it has none)."""
 
@@ -142,7 +144,7 @@ def _six_tasks(protocol: str) -> Callable:
     """SentEval's six tasks under ``protocol`` (``qt_hard.evaluation.senteval.PROTOCOLS``): test and
     dev accuracy per task, MRPC's F1."""
 
-    def evaluate(enc, kfold, data, cache=None) -> dict:
+    def evaluate(enc, kfold, data, cache=None, run=None) -> dict:
         from qt_hard.evaluation.senteval import run_senteval
 
         res = run_senteval(enc, list(TASKS), data, kfold=kfold, protocol=protocol, cache=cache)
@@ -172,7 +174,7 @@ def plot_six_tasks(records: list[dict], protocol: str, paper: dict, out: Path) -
     plot(summarize(records, protocol, paper)[1], paper, out / f"differences{_suffix(protocol)}.png")
 
 
-def _similarity(enc, kfold, data, cache=None) -> dict:
+def _similarity(enc, kfold, data, cache=None, run=None) -> dict:
     """Semantic similarity (``SIM_TASKS``; ``kfold`` plays no part): Spearman and Pearson x100 per
     task, the dev scores (cosine: dev Spearman; supervised: dev Pearson) and the similarity mean
     (``qt_hard.evaluation.report.similarity_mean``)."""
@@ -193,10 +195,143 @@ def report_similarity(records: list[dict], protocol: str, paper: dict) -> dict[s
     return {"table_similarity.md": summarize_similarity(records)[0]}
 
 
+STS_YEARS = ("STS12", "STS13", "STS14", "STS15", "STS16")
+NAMESAKE_COLUMNS = ("six-task mean", "STS12-16", "held-out top-1", "held-out loss")
+
+
+def held_out_range(exclude_books) -> tuple[int, int]:
+    """(first, last) of the books a config leaves out of training (``data.exclude_books``, which must be
+    a run of consecutive books): the held-out books ``first``..``last - 1``; GridError otherwise."""
+    books = sorted(exclude_books or [])
+    if not books or books != list(range(books[0], books[-1] + 1)):
+        raise GridError(
+            f"--protocol namesake: the held-out books are the config's data.exclude_books, which must be "
+            f"consecutive books; got {exclude_books}"
+        )
+    return books[0], books[-1] + 1
+
+
+def _namesake(enc, kfold, data, cache=None, run=None) -> dict:
+    """Two readouts without a classifier (``kfold`` plays no part): STS12-16, Spearman x100 of the
+    cosine, the mean over each year's sets, then over the five years
+    (``qt_hard.evaluation.similarity.evaluate_sts``); and the held-out next-sentence top-1 and uniform
+    loss (``qt_hard.evaluation.heldout.HeldOut``) on the books the run's config leaves out."""
+    from qt_hard.evaluation.heldout import HeldOut
+    from qt_hard.evaluation.similarity import evaluate_sts, load_sts
+    from qt_hard.training.config import load_config
+
+    first, last = held_out_range(load_config(Path(run) / "config.yaml", check_pipeline=False).data.exclude_books)
+    sts = {year: round(evaluate_sts(load_sts(year, data), cache)["spearman"], 2) for year in STS_YEARS}
+    rec = {"sts_spearman": sts, "sts12_16": round(statistics.mean(sts.values()), 2)}
+    rec.update({f"heldout_{k}": v for k, v in HeldOut(first, last).score(enc).items()})
+    return {**rec, "held_out_books": [first, last]}
+
+
+def t_interval(diffs: list[float], level: float = 0.95) -> tuple[float, float] | None:
+    """The ``level`` t-interval of the mean of ``diffs`` (sample std, n - 1 degrees of freedom); None
+    with fewer than two values."""
+    from scipy import stats
+
+    n = len(diffs)
+    if n < 2:
+        return None
+    m, sd = statistics.mean(diffs), statistics.stdev(diffs)
+    half = stats.t.ppf(0.5 + level / 2, n - 1) * sd / math.sqrt(n)
+    return m - half, m + half
+
+
+def namesake_runs(records: list[dict]) -> dict[str, dict[int, list[float | None]]]:
+    """row -> seed -> the four columns of ``NAMESAKE_COLUMNS`` (None where a readout is missing): the
+    six-task mean of the senteval records, the namesake records' readouts."""
+    six = {
+        (r["row"], r["seed"]): statistics.mean(r["acc"][t] for t in TASKS)
+        for r in records
+        if r.get("protocol") == "senteval" and "acc" in r
+    }
+    scores = {(r["row"], r["seed"]): r for r in records if r.get("protocol") == "namesake"}
+    runs: dict[str, dict[int, list]] = {}
+    for key in sorted(set(six) | set(scores)):
+        s = scores.get(key, {})
+        runs.setdefault(key[0], {})[key[1]] = [
+            six.get(key),
+            s.get("sts12_16"),
+            s.get("heldout_next_top1"),
+            s.get("heldout_uniform_loss"),
+        ]
+    return runs
+
+
+def _paired_cells(seeds: dict, base: dict, digits: tuple) -> tuple[list[str], set[int]]:
+    """One row's differences to the baseline per column, paired by seed, and the pair counts."""
+    cells, counts = [], set()
+    for i, d in enumerate(digits):
+        shared = sorted(s for s in seeds if s in base and seeds[s][i] is not None and base[s][i] is not None)
+        diffs = [seeds[s][i] - base[s][i] for s in shared]
+        counts.add(len(diffs))
+        if not diffs:
+            cells.append("-")
+            continue
+        ci = t_interval(diffs)
+        m = statistics.mean(diffs)
+        cells.append(f"{m:+.{d}f}" + (f" [{ci[0]:+.{d}f}, {ci[1]:+.{d}f}]" if ci else " (one seed)"))
+    return cells, counts
+
+
+def namesake_table(runs: dict, baseline: str) -> tuple[str, str]:
+    """The Markdown of the two tables (per row the mean ± sample std over seeds of each column; each
+    row's difference to ``baseline`` paired by seed, with its 95% t-interval) and a one-line headline."""
+    digits = (2, 2, 3, 3)
+    body = []
+    for row, seeds in runs.items():
+        cells = []
+        for i, d in enumerate(digits):
+            have = [v[i] for v in seeds.values() if v[i] is not None]
+            cells.append(report.fmt_mean_spread(have, d) if len(have) > 1 else (f"{have[0]:.{d}f}" if have else "-"))
+        body.append([row, str(len(seeds)), *cells])
+    first = report.markdown_table(["row", "seeds", *NAMESAKE_COLUMNS], body, "lr" + "r" * len(NAMESAKE_COLUMNS))
+    diffs_body, heads = [], []
+    for row, seeds in runs.items():
+        if row == baseline:
+            continue
+        cells, counts = _paired_cells(seeds, runs.get(baseline, {}), digits)
+        n = f"{min(counts)}" if len(counts) == 1 else f"{min(counts)}-{max(counts)}"
+        diffs_body.append([row, n, *cells])
+        if cells[0] != "-":
+            heads.append(f"{row} {cells[0]}")
+    heads_row = ["row", "shared seeds", *NAMESAKE_COLUMNS]
+    second = report.markdown_table(heads_row, diffs_body, "lr" + "r" * len(NAMESAKE_COLUMNS))
+    text = "\n".join(
+        [
+            "Mean ± sample std (ddof 1) over seeds; six-task mean: SentEval protocol, test accuracy (%); STS12-16: "
+            "Spearman x100 of the cosine; held-out: next-sentence top-1 and uniform loss on the books training "
+            "leaves out.",
+            "",
+            *first,
+            "",
+            f"Difference to {baseline}, paired by seed: mean, and in brackets its 95% t-interval (n - 1 degrees of "
+            "freedom over the shared seeds).",
+            "",
+            *second,
+        ]
+    )
+    headline = f"six-task mean difference to {baseline}: " + ("; ".join(heads) if heads else "no paired row")
+    return text, headline
+
+
+def report_namesake(records: list[dict], protocol: str, paper: dict) -> dict[str, str]:
+    """``namesake_table.md`` (:func:`namesake_table` against uniform); its headline is logged."""
+    import logging
+
+    text, headline = namesake_table(namesake_runs(records), "uniform")
+    logging.getLogger(__name__).info(headline)
+    return {"namesake_table.md": text + "\n"}
+
+
 PROTOCOLS = {
     "senteval": Protocol(_six_tasks("senteval"), report_six_tasks, plot_six_tasks),
     "skipthoughts": Protocol(_six_tasks("skipthoughts"), report_six_tasks, plot_six_tasks),
     "similarity": Protocol(_similarity, report_similarity),
+    "namesake": Protocol(_namesake, report_namesake),
 }
 
 
@@ -252,7 +387,7 @@ def run_cell(led: Ledger, args, row: str, seed: int, protocols: list[str], data)
     records = []
     for name in todo:
         t2 = time.perf_counter()
-        readout = protocol(name).evaluate(enc, args.kfold, data, cache=cache)
+        readout = protocol(name).evaluate(enc, args.kfold, data, cache=cache, run=run_dir)
         rec = {"row": row, "seed": seed, "protocol": name, "run": str(run_dir), **readout}
         rec.update(train_s=round(t1 - t0, 1), eval_s=round(time.perf_counter() - t2, 1), encode_device=enc_device)
         rec.update(solver_device=args.eval_device, config=args.config, overrides=args.set)
@@ -606,7 +741,9 @@ class Table2(Experiment):
             raise GridError("--protocol: give at least one protocol")
         for p in self.protocols:
             protocol(p)
-        load_config(args.config, list(args.set), check_pipeline=False)  # the file, its keys and values
+        cfg = load_config(args.config, list(args.set), check_pipeline=False)  # the file, its keys and values
+        if "namesake" in self.protocols:
+            held_out_range(cfg.data.exclude_books)
         if args.data and not (Path(args.data) / "MR").is_dir():
             raise GridError(f"--data {args.data}: no SentEval task folders in it (MR/ is missing)")
         logreg.check_device(args.eval_device, "--eval-device")

@@ -35,7 +35,7 @@ Each run is measured on the similarity tasks of ``qt_hard.evaluation.similarity`
 protocol of ``qt-hard eval senteval --tasks STS12,...,STSBenchmark-cos,SICKRelatedness-cos``; one
 encoding per distinct sentence): Spearman x100 on STS12-16 (each year the mean over its sets; the
 headline is the mean of the five years), the STS Benchmark test and SICK-R test cosine Spearman (and
-their dev Spearman), and the MRPC test retrieval top-1 of ``scripts/st_finetune.py`` (each first
+their dev Spearman), and the MRPC test retrieval top-1 (each first
 sentence of a test paraphrase pair retrieves, by cosine, among all second sentences; x100).
 ``before`` is the starting model, measured once.
 

@@ -1,4 +1,4 @@
-"""mkdocs hook: the negatives' option table, rendered from the registry when the site is built.
+"""mkdocs hook (``hooks:`` in ``mkdocs.yml``): the negatives' option table, rendered from the registry when the site is built.
 
 A page that holds the marker line gets ``qt_hard.negatives.registry.option_table()`` in its place, so
 the table lists every registered part (a newly registered weighting included) without being edited.

@@ -1,15 +1,16 @@
-"""scripts/check_table_widths.py: a table wider than its column is reported by page and header, a
-table that fits is not, the first screen is saved, and a missing Chromium or a bad argument is one
-line and exit status 2. The measurement needs Debian's ``chromium``; without it those tests skip."""
+"""``python -m docgen --table-widths`` (docgen/table_widths.py): a table wider than its column is
+reported by page and header, a table that fits is not, the first screen is saved, and a missing
+Chromium or a bad argument is one line and exit status 2. The measurement needs Debian's ``chromium``; without it those tests skip."""
 
 from __future__ import annotations
 
 import shutil
 
 import pytest
-from _scripts import load_script
 
-check = load_script("check_table_widths")
+from docgen import table_widths as check
+from docgen.cli import main as docgen_main
+
 needs_chromium = pytest.mark.skipif(
     not any(shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")), reason="no chromium"
 )
@@ -50,7 +51,12 @@ def test_no_chromium_or_a_bad_argument_is_one_line_and_status_2(tmp_path, monkey
     monkeypatch.setattr(check.shutil, "which", lambda name: None)
     assert check.main(["--site", str(tmp_path)]) == 2
     assert capsys.readouterr().err.strip() == (
-        "check_table_widths: error: no chromium on PATH (Debian: apt-get install -y chromium)"
+        "table widths: error: no chromium on PATH (Debian: apt-get install -y chromium)"
     )
     assert check.main(["--screenshot", "page.html"]) == 2
     assert "--screenshot page.html: give PAGE=PNG" in capsys.readouterr().err
+    # the docs tool hands the options after --table-widths to the check, and refuses them elsewhere
+    assert docgen_main(["--table-widths", "--screenshot", "page.html"]) == 2
+    assert "give PAGE=PNG" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        docgen_main(["--check", "--site", str(tmp_path)])

@@ -11,15 +11,14 @@ Exit status 1 when any table is too wide, 0 when none is, 2 for a bad argument (
 ``--screenshot PAGE=PNG`` also saves the first screen of a page (its path under the site, e.g.
 ``which-negatives/index.html``) at the same size, to look at what a reader sees before scrolling.
 
-    python scripts/check_table_widths.py                       # build into a temporary folder, check every page
-    python scripts/check_table_widths.py --site site --screenshot which-negatives/index.html=first.png
+    python -m docgen --table-widths                       # build into a temporary folder, check every page
+    python -m docgen --table-widths --site site --screenshot which-negatives/index.html=first.png
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -28,7 +27,8 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from docgen.pages import ROOT
+
 MARK = "qt-table-check"
 # Runs after the page's scripts (the theme wraps tables in scrolling containers when it loads).
 PROBE = (
@@ -64,10 +64,10 @@ def find_chromium() -> str:
     raise CheckError("no chromium on PATH (Debian: apt-get install -y chromium)")
 
 
-def build_site(out: Path) -> Path:
-    """``mkdocs build`` of this checkout into ``out``."""
+def build_site(out: Path, root: Path = ROOT) -> Path:
+    """``mkdocs build`` of the checkout ``root`` into ``out``."""
     mkdocs = [sys.executable, "-m", "mkdocs", "build", "--quiet", "-d", str(out)]
-    done = subprocess.run(mkdocs, cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(mkdocs, cwd=root, capture_output=True, text=True)
     if done.returncode:
         raise CheckError(f"mkdocs build failed: {done.stderr.strip().splitlines()[-1:]}")
     return out
@@ -134,8 +134,9 @@ def screenshot(site: Path, page: str, png: Path, width: int, height: int) -> Non
         raise CheckError(f"--screenshot: chromium wrote no {png}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
+    """``python -m docgen --table-widths [options]``: ``argv`` holds the options after ``--table-widths``."""
+    ap = argparse.ArgumentParser(prog="python -m docgen --table-widths", description=__doc__.splitlines()[0])
     ap.add_argument("--site", default=None, help="a built site (default: mkdocs build into a temporary folder)")
     ap.add_argument("--width", type=int, default=1280, help="window width in px (default 1280)")
     ap.add_argument("--height", type=int, default=900, help="window height in px (default 900)")
@@ -151,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             shots.append((page, Path(png)))
         find_chromium()
         with tempfile.TemporaryDirectory(prefix="qt-site-") as tmp:
-            site = Path(args.site) if args.site else build_site(Path(tmp) / "site")
+            site = Path(args.site) if args.site else build_site(Path(tmp) / "site", root)
             if not site.is_dir():
                 raise CheckError(f"--site {site}: not a folder")
             for page, png in shots:
@@ -159,14 +160,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"screenshot: {png}")
             wide, n = check(site, args.width, args.height, max(1, args.jobs))
     except CheckError as err:
-        print(f"check_table_widths: error: {err}", file=sys.stderr)
+        print(f"table widths: error: {err}", file=sys.stderr)
         return 2
     for line in wide:
         print(line)
     print(f"{len(wide)} table(s) wider than their container at {args.width} px ({n} pages)")
     return 1 if wide else 0
-
-
-if __name__ == "__main__":
-    os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    sys.exit(main())

@@ -17,7 +17,7 @@ SICK's text form does to it.
 One JSON row (machine, date, commit, wall time) is appended to ``--output``; a one-line headline is
 printed last. ``--step N`` keeps every N-th test pair (SentEval's order) for a quick run.
 
-    python scripts/sim_reference.py --model minilm --output results/similarity_reference.jsonl
+    python tests/reference/sim_reference.py --model minilm --output results/similarity_reference.jsonl
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import time
 import warnings
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # _bench, when this file is loaded by its path
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))  # _bench: the benchmarks' row stamp
 import _bench  # noqa: E402
 
 

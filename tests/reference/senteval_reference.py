@@ -5,8 +5,8 @@ The reference is the straightforward protocol of SentEval's scikit-learn path
 scikit-learn's defaults per C per (inner) fold. Both paths see identical embeddings (encoded
 once through one cache), so the printed differences are the classifier's alone.
 
-    python scripts/senteval_reference.py --model random:bow --tasks CR
-    python scripts/senteval_reference.py --model minilm --tasks MR --output /tmp/ref_mr.json
+    python tests/reference/senteval_reference.py --model random:bow --tasks CR
+    python tests/reference/senteval_reference.py --model minilm --tasks MR --output /tmp/ref_mr.json
 
 ``--model hashbow:DIM`` is a fixed random bag of words defined here (mean of per-word Gaussian
 vectors seeded by an md5 of the word) that needs no other part of the library.
