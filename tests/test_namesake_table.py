@@ -4,18 +4,12 @@
 from __future__ import annotations
 
 import math
+import statistics
 
 import pytest
 
 from qt_hard.experiments.grid import GridError
 from qt_hard.experiments.specs import qt_table as N
-
-
-def test_t_interval_of_the_mean_difference():
-    lo, hi = N.t_interval([1.0, 2.0, 3.0])
-    half = 4.302652729911275 / math.sqrt(3)  # t(0.975, 2 degrees of freedom) x sd 1 / sqrt(3)
-    assert (lo, hi) == pytest.approx((2 - half, 2 + half))
-    assert N.t_interval([0.5]) is None
 
 
 def test_the_table_pairs_by_seed_and_skips_missing_readouts():
@@ -27,13 +21,16 @@ def test_the_table_pairs_by_seed_and_skips_missing_readouts():
     text, headline = N.namesake_table(runs, "uniform")
     lines = text.splitlines()
     hard2 = next(line for line in lines if line.startswith("| hard2-clamp | 1-2 |"))
-    lo, hi = N.t_interval([1.0, 2.0])
-    assert f"+1.50 [{lo:+.2f}, {hi:+.2f}]" in hard2  # seeds 0 and 1 only: seed 2 has no uniform pair
-    assert "-0.100 (one seed)" in hard2  # the loss of seed 0 is missing: one pair left
-    assert "| hard1-clamp | 1 | +0.50 (one seed) |" in text
-    assert headline == "six-task mean difference to uniform: hard2-clamp " + hard2.split(" | ")[2] + "; " + (
-        "hard1-clamp +0.50 (one seed)"
-    )
+    assert "| +1.50 not judged |" in hard2  # seeds 0 and 1 only (seed 2 has no uniform pair): below 3 pairs
+    assert "-0.100 not judged" in hard2  # the loss of seed 0 is missing: one pair left
+    assert "| hard1-clamp | 1 | +0.50 not judged |" in text
+    assert headline == "six-task mean difference to uniform: hard2-clamp +1.50 not judged; hard1-clamp +0.50 not judged"
+    runs["uniform"][2] = [88.0, 40.0, 0.1, 3.2]
+    half = 4.302652729911275 / math.sqrt(3)  # t(0.975, 2 degrees of freedom) / sqrt(3 pairs)
+    sd = statistics.stdev([1.0, 2.0, 2.0])
+    lo, hi = 5 / 3 - half * sd, 5 / 3 + half * sd
+    hard2 = next(x for x in N.namesake_table(runs, "uniform")[0].splitlines() if x.startswith("| hard2-clamp | 2-3 |"))
+    assert f"| +1.67 [{lo:+.2f}, {hi:+.2f}] {'better' if lo > 0 else 'level'} |" in hard2
 
 
 def test_the_runs_come_from_the_senteval_and_namesake_records():

@@ -17,7 +17,6 @@ uniform, debiased and hard negatives, several seeds, SentEval's six tasks.
 from __future__ import annotations
 
 import json
-import math
 import re
 import statistics
 import time
@@ -227,19 +226,6 @@ def _namesake(enc, kfold, data, cache=None, run=None) -> dict:
     return {**rec, "held_out_books": [first, last]}
 
 
-def t_interval(diffs: list[float], level: float = 0.95) -> tuple[float, float] | None:
-    """The ``level`` t-interval of the mean of ``diffs`` (sample std, n - 1 degrees of freedom); None
-    with fewer than two values."""
-    from scipy import stats
-
-    n = len(diffs)
-    if n < 2:
-        return None
-    m, sd = statistics.mean(diffs), statistics.stdev(diffs)
-    half = stats.t.ppf(0.5 + level / 2, n - 1) * sd / math.sqrt(n)
-    return m - half, m + half
-
-
 def namesake_runs(records: list[dict]) -> dict[str, dict[int, list[float | None]]]:
     """row -> seed -> the four columns of ``NAMESAKE_COLUMNS`` (None where a readout is missing): the
     six-task mean of the senteval records, the namesake records' readouts."""
@@ -262,18 +248,14 @@ def namesake_runs(records: list[dict]) -> dict[str, dict[int, list[float | None]
 
 
 def _paired_cells(seeds: dict, base: dict, digits: tuple) -> tuple[list[str], set[int]]:
-    """One row's differences to the baseline per column, paired by seed, and the pair counts."""
+    """One row's difference to the baseline per column, paired by seed (:func:`.report.paired_verdict`:
+    the mean, its 95% t-interval from 3 pairs on, and the verdict), and the pair counts."""
     cells, counts = [], set()
     for i, d in enumerate(digits):
-        shared = sorted(s for s in seeds if s in base and seeds[s][i] is not None and base[s][i] is not None)
-        diffs = [seeds[s][i] - base[s][i] for s in shared]
-        counts.add(len(diffs))
-        if not diffs:
-            cells.append("-")
-            continue
-        ci = t_interval(diffs)
-        m = statistics.mean(diffs)
-        cells.append(f"{m:+.{d}f}" + (f" [{ci[0]:+.{d}f}, {ci[1]:+.{d}f}]" if ci else " (one seed)"))
+        col = {s: v[i] for s, v in seeds.items() if v[i] is not None}
+        v = report.paired_verdict({s: b[i] for s, b in base.items() if b[i] is not None}, col)
+        counts.add(v.n)
+        cells.append("-" if v.mean is None else f"{v.cell(d)} {v.verdict}")
     return cells, counts
 
 
@@ -308,8 +290,9 @@ def namesake_table(runs: dict, baseline: str) -> tuple[str, str]:
             "",
             *first,
             "",
-            f"Difference to {baseline}, paired by seed: mean, and in brackets its 95% t-interval (n - 1 degrees of "
-            "freedom over the shared seeds).",
+            f"Difference to {baseline}, paired by seed: mean, in brackets its 95% t-interval (n - 1 degrees of "
+            "freedom over the shared seeds, from 3 pairs on), and the verdict (better or worse where the interval "
+            "excludes 0; not judged below 3 pairs).",
             "",
             *second,
         ]
