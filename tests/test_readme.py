@@ -146,7 +146,7 @@ def _dry_run(out: str, writes: tuple[str, ...], prints: tuple[str, ...]) -> Run:
 RUNS = {
     # The docs' generated tables against their result files (docgen, the docs tool; a second).
     "python -m docgen --check": Run(prints=(r"generated blocks, 0 stale",)),
-    "python scripts/bench_losses.py --batch-sizes 256,1024 --reps 5 --out /tmp/bench_losses.jsonl": Run(
+    "python scripts/bench_losses.py infonce --batch-sizes 256,1024 --reps 5 --out /tmp/bench_losses.jsonl": Run(
         # two strategies at a batch of 16, one repetition: the script's path and its --out rows, in seconds
         sub=(
             (
