@@ -14,7 +14,7 @@ from docgen.results import read_jsonl
 
 @table("bench_side_by_side", spread=False)
 def _bench_side_by_side(root: Path) -> str:
-    """Aggregate sentences/s of N cells side by side (scripts/bench_side_by_side.py), per result file."""
+    """Aggregate sentences/s of N cells side by side (scripts/bench_train.py cells), per result file."""
     parts = []
     for path in sorted((root / "results").glob("bench_side_by_side_*.jsonl")):
         rows = [r for r in read_jsonl(path) if "aggregate_sentences_per_s" in r]

@@ -1,4 +1,4 @@
-"""The scale benchmarks' own arithmetic: scripts/bench_side_by_side.py's aggregate rate and
+"""The scale benchmarks' own arithmetic: scripts/bench_train.py cells' aggregate rate and
 scripts/bench_corpus_scale.py's synthetic multiples of the books."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 from _scripts import load_script
 
-S = load_script("bench_side_by_side")
+S = load_script("bench_train")
 C = load_script("bench_corpus_scale")
 
 

@@ -536,7 +536,7 @@ RUNS = {
         prints=(r"table exit 0", r"six-task mean difference to uniform: hard2-clamp", r"failed: none"),
     ),
     # Cells side by side: the benchmark's dry run (toy cell, N = 1, 2, 4 on the CPU).
-    "DRY=1 python scripts/bench_side_by_side.py --out runs/side_by_side_dry": _dry_run(
+    "DRY=1 python scripts/bench_train.py cells --out runs/side_by_side_dry": _dry_run(
         "runs/side_by_side_dry", ("shared/cache", "n4/cell3/final"), prints=(r"side by side on cpu .*N=1 .*N=2 .*N=4 ",)
     ),
     # S2V's model on a GPU: the device script's dry run (toy model and data, CPU) is the one that runs.
@@ -599,8 +599,8 @@ SKIPS = {
     "tests/test_s2v_curve.py a toy curve of two points",
     "QT_HARD_DATA=/path/to/data bash scripts/device_s2v_prepare.sh": "/path/to/data is a placeholder; it packs a "
     "55 MB carry of the data root, which the dry run of scripts/device_s2v.sh does without (it reads the data root)",
-    "python scripts/bench_side_by_side.py --device cuda --cells 1,2,4,8 --output results/bench_side_by_side_gpu.jsonl": "needs a GPU; its DRY=1 form runs the same code on the CPU",
-    "nice -n 5 python scripts/bench_threads.py --config configs/qt_books_smoke.yaml --threads 1,2 --steps 150": "prepares "
+    "python scripts/bench_train.py cells --device cuda --cells 1,2,4,8 --output results/bench_side_by_side_gpu.jsonl": "needs a GPU; its DRY=1 form runs the same code on the CPU",
+    "nice -n 5 python scripts/bench_train.py threads --config configs/qt_books_smoke.yaml --threads 1,2 --steps 150": "prepares "
     "all 352 books and trains 600 steps of the quick start (minutes on 2 cores); its rows are "
     "results/bench_threads_quickstart.jsonl",
     "nice -n 5 python scripts/bench_corpus_scale.py --multiples 1,4,16 --work /tmp/corpus_scale --output results/corpus_scale.jsonl": "prepares 16 times the local books from an empty cache (over an hour of a busy 2-core CPU, GBs "
