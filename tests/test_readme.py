@@ -72,7 +72,7 @@ class Run:
         return f"{command} {self.add}" if self.add else command
 
 
-ENCODE = r"encode: \d+ sentences/s"  # bench_encode.py's headline
+ENCODE = r"encode: \d+ sentences/s"  # bench_eval.py encode's headline
 
 # The commands' CI budgets: the whole module takes a few minutes on 2 cores (see README, Results).
 # Quick-Thoughts runs read 1 book instead of 8 (tokenizing 19k sentences alone takes ~35 s), train
@@ -378,7 +378,7 @@ RUNS = {
         writes=("bench.jsonl",),
         prints=(r"augmentation on cpu: ours \d+ images/s",),
     ),
-    "python scripts/bench_encode.py --threads 1 --out results/bench_encode.jsonl": Run(
+    "python scripts/bench_eval.py encode --threads 1 --out results/bench_encode.jsonl": Run(
         sub=(("results/bench_encode.jsonl", "bench.jsonl"),), add="--n 200", writes=("bench.jsonl",), prints=(ENCODE,)
     ),
     # Documentation pages: the quick start without its data step, the site, the tables' commands on
@@ -393,14 +393,14 @@ RUNS = {
     "mkdocs build --strict": Run(
         sub=(("--strict", f'--strict -f {ROOT / "mkdocs.yml"} -d "$PWD/site"'),), writes=("site/index.html",)
     ),
-    "python scripts/bench_eval.py --features bigru --widths 256,600,2400 --reference subset --check --feature-cache runs/bench_bigru/cache --output results/bench_eval.jsonl": Run(
+    "python scripts/bench_eval.py senteval --features bigru --widths 256,600,2400 --reference subset --check --feature-cache runs/bench_bigru/cache --output results/bench_eval.jsonl": Run(
         sub=(
             ("--widths 256,600,2400", "--widths 32 --tasks CR --kfold 2"),
             ("results/bench_eval.jsonl", "bench.jsonl"),
         ),
         writes=("bench.jsonl", "runs/bench_bigru/cache/*"),
     ),
-    "python scripts/bench_eval.py --widths 256,600,2400 --reference subset --check --output results/bench_eval.jsonl": Run(
+    "python scripts/bench_eval.py senteval --widths 256,600,2400 --reference subset --check --output results/bench_eval.jsonl": Run(
         sub=(
             ("--widths 256,600,2400", "--widths 32 --tasks CR --kfold 2"),
             ("results/bench_eval.jsonl", "bench.jsonl"),
@@ -560,7 +560,7 @@ SKIPS = {
     "qt-hard eval retrieval --model minilm --data $QT_HARD_DATA/beir/scifact --output minilm_scifact.json": "encodes "
     "5,183 abstracts with MiniLM (CPU-minutes); tests/test_retrieval.py runs the same path against the evaluator on "
     "a slice, and the random:bow example runs the whole folder",
-    "python scripts/bench_retrieval.py --out results/bench_retrieval.jsonl": "encodes SciFact's corpus with MiniLM "
+    "python scripts/bench_eval.py retrieval --out results/bench_retrieval.jsonl": "encodes SciFact's corpus with MiniLM "
     "twice (CPU-minutes); tests/test_retrieval.py runs both sides on a slice",
     "python scripts/check_table_widths.py": "builds the site and needs Chromium; .ci/run runs it when chromium is "
     "installed, and tests/test_check_table_widths.py runs it on a small site",
