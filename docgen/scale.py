@@ -129,7 +129,7 @@ def _corpus_extrapolation(now: list) -> str:
 @table("corpus_scale", spread=False)
 def _corpus_scale(root: Path) -> str:
     """Preparing K times the local books from an empty cache, and the start-up from it
-    (scripts/bench_corpus_scale.py), with the extrapolation to BookCorpus's sentences."""
+    (scripts/bench_data.py corpus), with the extrapolation to BookCorpus's sentences."""
     body = []
     files = [
         ("", root / "results" / "corpus_scale.jsonl"),

@@ -44,10 +44,10 @@ def cli(doc: str, cases: dict, argv=None) -> int:
     for name, (arguments, run) in cases.items():
         p = sub.add_parser(name, help=run.__doc__.splitlines()[0], description=run.__doc__.splitlines()[0])
         arguments(p)
-        p.set_defaults(run=run, parser=p)
+        p.set_defaults(_measure=run, parser=p)
     args = ap.parse_args(argv)
     args.argv = argv  # the command a row records: this process's own where None
-    return args.run(args) or 0
+    return args._measure(args) or 0
 
 
 def stamp(script: str, argv: list[str] | None = None) -> dict:

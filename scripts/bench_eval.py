@@ -346,7 +346,7 @@ def senteval(args):
     from qt_hard.evaluation.senteval import default_senteval_dir, parse_tasks
 
     widths, tasks = sorted(int(w) for w in args.widths.split(",")), parse_tasks(args.tasks)
-    opts = argparse.Namespace(**{k: v for k, v in vars(args).items() if k not in ("run", "parser")})  # picklable
+    opts = argparse.Namespace(**{k: v for k, v in vars(args).items() if k not in ("_measure", "parser")})  # picklable
     opts.data = str(args.data or default_senteval_dir())
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))

@@ -372,8 +372,8 @@ RUNS = {
         writes=("runs/st_compare_bow/table.md", "runs/st_compare_bow/results.csv", "runs/st_compare_bow/results.jsonl"),
         prints=(r"\| MNRL \(`mnrl`\) \| 1 \|",),
     ),
-    "python scripts/bench_augment.py --device cpu --threads 1": Run(add="--batch 64 --repeats 1"),
-    "python scripts/bench_augment.py --device cpu --threads 1 --batch 512 --repeats 3 --out results/bench_augment.jsonl": Run(
+    "python scripts/bench_data.py augment --device cpu --threads 1": Run(add="--batch 64 --repeats 1"),
+    "python scripts/bench_data.py augment --device cpu --threads 1 --batch 512 --repeats 3 --out results/bench_augment.jsonl": Run(
         sub=(("--batch 512 --repeats 3", "--batch 64 --repeats 1"), ("results/bench_augment.jsonl", "bench.jsonl")),
         writes=("bench.jsonl",),
         prints=(r"augmentation on cpu: ours \d+ images/s",),
@@ -603,7 +603,7 @@ SKIPS = {
     "nice -n 5 python scripts/bench_train.py threads --config configs/qt_books_smoke.yaml --threads 1,2 --steps 150": "prepares "
     "all 352 books and trains 600 steps of the quick start (minutes on 2 cores); its rows are "
     "results/bench_threads_quickstart.jsonl",
-    "nice -n 5 python scripts/bench_corpus_scale.py --multiples 1,4,16 --work /tmp/corpus_scale --output results/corpus_scale.jsonl": "prepares 16 times the local books from an empty cache (over an hour of a busy 2-core CPU, GBs "
+    "nice -n 5 python scripts/bench_data.py corpus --multiples 1,4,16 --work /tmp/corpus_scale --output results/corpus_scale.jsonl": "prepares 16 times the local books from an empty cache (over an hour of a busy 2-core CPU, GBs "
     "on disk); tests/test_bench_scale.py checks its synthetic multiples, and the streaming preparation is tested in "
     "tests/test_text_batches.py",
     "OUT=device_out bash scripts/device_namesake.sh": "needs a GPU machine and the carry of "
