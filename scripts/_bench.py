@@ -100,31 +100,21 @@ def timed(fn, calls: int = 1, device=None) -> float:
     return (time.perf_counter() - start) / calls
 
 
-def block_calls(fn, block_s: float = 0.2, device=None) -> int:
-    """Back-to-back calls of ``fn`` that last about ``block_s`` (at least one): small cases take
-    milliseconds, so a block repeats them until scheduler noise averages out."""
-    return max(1, int(block_s / max(timed(fn, 1, device), 1e-6)))
-
-
-def interleaved(fns: list, calls: list[int], reps: int, device=None, rotate: bool = False) -> list[list[float]]:
-    """``reps`` rounds, each a block of every function in turn (``calls[i]`` calls of ``fns[i]``; the
-    order rotated by one each round with ``rotate``), so that a noisy machine slows every side alike:
-    the seconds per call of each function's blocks."""
+def side_by_side(fns: list, reps: int, block_s: float = 0.2, device=None, rotate: bool = False):
+    """``reps`` rounds, each a block of every function in turn (the order rotated by one each round with
+    ``rotate``), so that a noisy machine slows every side alike; a block is back-to-back calls lasting
+    about ``block_s`` (small cases take milliseconds: the calls average scheduler noise out), after one
+    warm-up call (the allocator, the kernels). Returns (the median seconds per call of each function,
+    each one's seconds per call in every round, each one's calls a block)."""
+    calls = []
+    for fn in fns:
+        fn()
+        calls.append(max(1, int(block_s / max(timed(fn, 1, device), 1e-6))))
     times: list[list[float]] = [[] for _ in fns]
     for r in range(reps):
         k = r % len(fns) if rotate else 0
         for i in [*range(k, len(fns)), *range(k)]:
             times[i].append(timed(fns[i], calls[i], device))
-    return times
-
-
-def side_by_side(fns: list, reps: int, block_s: float = 0.2, device=None, rotate: bool = False):
-    """Every function warmed up once, sized to blocks of ``block_s`` and run ``interleaved``:
-    (the median seconds per call of each, each one's per-round seconds, each one's calls a block)."""
-    for fn in fns:
-        fn()  # the allocator, the kernels
-    calls = [block_calls(fn, block_s, device) for fn in fns]
-    times = interleaved(fns, calls, reps, device, rotate)
     return [statistics.median(t) for t in times], times, calls
 
 

@@ -7,9 +7,9 @@ encoding speed; threads pinned, each row printed as JSON and appended to ``--out
   word nearly orthogonal), or ``bigru``, Gaussian random projections of an untrained S2V-sized
   bidirectional Quick-Thoughts pair's 4,800-d features (correlated rows, as sentence embeddings have),
   encoded once per task at the largest width, each width the first ``d`` coordinates. The reference
-  (``--reference``): ``full``, the whole protocol with scikit-learn; ``subset``, a fixed subset of its
-  fits on exactly the problems the protocol solves (every C on the first inner fold of the first outer
-  fold; TREC/MRPC: the first fold), extrapolated to the protocol (``sum_C t_C * fits per C + refits *
+  (``--reference``): ``subset``, a fixed subset of scikit-learn's fits on exactly the problems the
+  protocol solves (every C on the first inner fold of the first outer fold; TREC/MRPC: the first
+  fold), extrapolated to the protocol (``sum_C t_C * fits per C + refits *
   mean_C t_C``); ``none``. Both sides on ``--threads`` threads (scikit-learn's OpenMP through
   ``OMP_NUM_THREADS``: a thread per core spent 4-60x the CPU time of one on a loaded machine).
   ``--check`` also fits the subset's problems with scikit-learn run to convergence and compares held-out
@@ -33,7 +33,6 @@ encoding speed; threads pinned, each row printed as JSON and appended to ``--out
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import math
@@ -41,7 +40,6 @@ import os
 import statistics
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -55,7 +53,6 @@ FULL_WIDTH = {"bigru": 4800}  # the fixed model's width for projected features: 
 TRANSFER = ("MR", "CR", "SUBJ", "MPQA", "TREC", "MRPC")
 # The reference's figures a re-timed row copies from the earlier row of its key.
 REFERENCE_FIELDS = ("reference_seconds", "reference_cpu_seconds", "reference_fits_timed", "reference_extrapolated")
-REFERENCE_FIELDS += ("reference_acc", "reference_f1", "reference_chosen_C", "acc_difference")
 
 
 def _reference_module():
@@ -191,25 +188,15 @@ def _fast_side(task, cache, args) -> tuple[dict, float, dict]:
 def _reference_side(row: dict, fast: dict, task, cache, args, old: dict | None) -> None:
     """The reference into ``row``: copied from ``old`` (the earlier row of a re-timed key, the fast side
     of its check redone), else measured as ``--reference`` says (nothing for ``none``)."""
-    from qt_hard.evaluation.senteval import evaluate_task
-
     max_iter = None if args.max_iter == 0 else args.max_iter
     if old is not None and "reference_seconds" in old:
         row.update({k: old[k] for k in REFERENCE_FIELDS if k in old}, reference_from_earlier_row=True)
-        if "acc_difference" in old and "reference_acc" in old:
-            row["acc_difference"] = round(fast["acc"] - old["reference_acc"], 2)
         if "check" in old:
             acc, _, _ = _subset_check(_subset_problems(task, cache, args.kfold, args.seed), args.seed, converged=False)
             c = old["check"]
             row["check"] = _check_record(
                 c["C"], acc, c["acc_converged"], c["acc_reference"], converged_from_earlier_row=True
             )
-    elif args.reference == "full":
-        cpu = time.process_time()
-        ref = evaluate_task(task, cache, kfold=args.kfold, seed=args.seed, fast=False, max_iter=max_iter)
-        row.update(reference_seconds=ref["classify_seconds"], reference_cpu_seconds=round(time.process_time() - cpu, 2))
-        row.update(reference_acc=ref["acc"], reference_f1=ref.get("f1"), reference_chosen_C=ref["chosen_C"])
-        row.update(reference_extrapolated=False, acc_difference=round(fast["acc"] - ref["acc"], 2))
     elif args.reference == "subset":
         problems = _subset_problems(task, cache, args.kfold, args.seed)
         (secs, cpu), nfits, acc = _subset_reference(problems, args.seed, max_iter)
@@ -284,8 +271,6 @@ def summarize(rows: list[dict], widths: list[int], tasks: list[str]) -> dict:
             s["speedup"] = round(s["reference_seconds"] / max(s["fast_seconds"], 1e-9), 2)
             s["cpu_speedup"] = round(s["reference_cpu_seconds"] / max(s["fast_cpu_seconds"], 1e-9), 2)
             s["reference_extrapolated"] = any(r.get("reference_extrapolated") for r in rs)
-        if diffs := [abs(r["acc_difference"]) for r in rs if "acc_difference" in r]:
-            s["max_abs_acc_difference"] = max(diffs)
         if len(checks := [r["check"] for r in rs if "check" in r]) == len(rs):
             s["check_max_abs_diff_converged"] = max(c["max_abs_diff_converged"] for c in checks)
             s["check_max_abs_diff_reference"] = max(c["max_abs_diff_reference"] for c in checks)
@@ -308,8 +293,6 @@ def headline(summary: dict) -> str:
         if "speedup" in s:
             est = " (extrapolated)" if s["reference_extrapolated"] else ""
             part += f" vs reference {s['reference_seconds']:.0f}s{est} = {s['speedup']:.1f}x (CPU time {s['cpu_speedup']:.1f}x)"
-        if "max_abs_acc_difference" in s:
-            part += f", max |acc diff| {s['max_abs_acc_difference']:.2f}"
         if "check_max_abs_diff_converged" in s:
             part += (
                 f", subset fits' held-out acc vs converged sklearn max |diff| {s['check_max_abs_diff_converged']:.2f}"
@@ -327,7 +310,7 @@ def headline(summary: dict) -> str:
 def senteval_arguments(p):
     p.add_argument("--widths", default="256,600,2400,4800")
     p.add_argument("--tasks", default=",".join(TRANSFER))
-    p.add_argument("--reference", choices=("full", "subset", "none"), default="subset")
+    p.add_argument("--reference", choices=("subset", "none"), default="subset")
     p.add_argument("--max-iter", type=int, default=100, help="reference lbfgs cap: 100 as SentEval, 0 to convergence")
     p.add_argument("--check", action="store_true", help="with --reference subset: compare with converged sklearn")
     p.add_argument("--features", choices=("hashbow", "bigru"), default="hashbow", help="the embeddings (see above)")
@@ -336,7 +319,6 @@ def senteval_arguments(p):
     p.add_argument("--kfold", type=int, default=10)
     p.add_argument("--seed", type=int, default=1111)
     p.add_argument("--threads", type=int, default=1, help="torch threads per task process")
-    p.add_argument("--jobs", type=int, default=1, help="tasks run in parallel processes")
     p.add_argument("--data", default=None, help="SentEval folder (default $QT_HARD_DATA/senteval)")
     p.add_argument("--output", default="outputs/bench_eval.jsonl")
 
@@ -346,30 +328,14 @@ def senteval(args):
     from qt_hard.evaluation.senteval import default_senteval_dir, parse_tasks
 
     widths, tasks = sorted(int(w) for w in args.widths.split(",")), parse_tasks(args.tasks)
-    opts = argparse.Namespace(**{k: v for k, v in vars(args).items() if k not in ("_measure", "parser")})  # picklable
-    opts.data = str(args.data or default_senteval_dir())
+    args.data = str(args.data or default_senteval_dir())
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
-    with ProcessPoolExecutor(args.jobs) if args.jobs > 1 else _Serial() as pool:
-        list(pool.map(run_task, tasks, [widths] * len(tasks), [opts] * len(tasks)))
+    for task in tasks:
+        run_task(task, widths, args)
     rows = [json.loads(line) for line in Path(args.output).read_text().splitlines()]
     keep = lambda r: r["reference_mode"] == args.reference and r["task"] in tasks and _kind(r) == args.features
-    summary = summarize(list(filter(keep, rows)), widths, tasks)
-    summary.update(cpu_count=os.cpu_count(), jobs=args.jobs, reference=args.reference)
-    print(json.dumps({**summary, "reference_max_iter": args.max_iter or "converged"}))
-    print(headline(summary))
-
-
-class _Serial:
-    """``map`` in this process, as a context like ``ProcessPoolExecutor``."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    map = staticmethod(map)
+    print(headline(summarize(list(filter(keep, rows)), widths, tasks)))
 
 
 # ---------------------------------------------------------------------------- retrieval
@@ -489,7 +455,6 @@ def suite(encoder, tasks, data) -> dict:
 def similarity_arguments(p):
     p.add_argument("--model", required=True, help="a --model spec of qt-hard eval senteval (random:bow, minilm, ...)")
     p.add_argument("--data", default=None, help="SentEval folder (default $QT_HARD_DATA/senteval)")
-    p.add_argument("--similarity-only", action="store_true", help="time the similarity suite alone")
     p.add_argument("--output", default=None, help="append the JSON row here")
 
 
@@ -505,17 +470,16 @@ def similarity(args):
     # a random: model's vocabulary covers both suites, so that the two runs embed with one model
     encoder = load_model(args.model, sentences=lambda: task_sentences([*TRANSFER, *SIMILARITY_TASKS], data))
     row = {"model": args.model, "load_seconds": round(time.perf_counter() - start, 1)}
-    row["similarity"] = s = suite(encoder, SIMILARITY_TASKS, data)
-    if not args.similarity_only:
-        row["transfer"] = suite(encoder, TRANSFER, data)
+    row["similarity"], row["transfer"] = s, t = suite(encoder, SIMILARITY_TASKS, data), suite(encoder, TRANSFER, data)
     row.update(
         threads=int(os.environ.get("QT_HARD_EVAL_THREADS", "1")), load_average_before=[round(x, 1) for x in load_before]
     )
     _bench.emit([{**row, **_bench.host_stamp()}], args.output)
     head = f"{args.model}: similarity suite {s['seconds']:.0f} s ({s['sentences_encoded']} sentences encoded in "
     head += f"{s['encode_seconds']:.0f} s, {s['test_pairs_scored']} test pairs)"
-    if t := row.get("transfer"):
-        head += f"; six transfer tasks {t['seconds']:.0f} s ({t['sentences_encoded']} sentences in {t['encode_seconds']:.0f} s)"
+    head += (
+        f"; six transfer tasks {t['seconds']:.0f} s ({t['sentences_encoded']} sentences in {t['encode_seconds']:.0f} s)"
+    )
     print(head + f"; load average {row['load_average_before'][0]} -> {round(os.getloadavg()[0], 1)}")
 
 

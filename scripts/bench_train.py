@@ -19,7 +19,8 @@ step does not move it), rounds alternate the sides and ratios are paired by roun
   mode (``ACCELERATE_USE_CPU`` without a GPU); the median of the ``metrics.csv`` windows after the first.
 * ``step``: where one Quick-Thoughts step's time goes (collate, forward, loss, backward, clipping,
   Adam), its GRU FLOPs against ``torch.mm`` at the GRU's shapes measured beside it, and variants of
-  the step (``packed``, ``sorted``: the packed recurrence before; ``threads2``; ``adam_foreach``).
+  the step: ``model`` (the library's encoder), ``packed`` (the packed recurrence it replaced),
+  ``adam_foreach`` (torch's multi-tensor Adam instead of the loop's fused one).
 
 A JSON row per run and per case (appended to ``--output`` where a case has it, with the machine,
 threads, load average, command and commit) is printed; the last line is the headline.
@@ -374,37 +375,39 @@ def threads(args):
 # ---------------------------------------------------------------------------- precision
 
 
-def launch_command(mode: str, args, out: Path) -> list[str]:
-    """The README's ``accelerate launch`` of ``qt-hard train`` for one mode, into ``out``."""
-    exe = shutil.which("accelerate", path=os.path.dirname(sys.executable)) or shutil.which("accelerate")
-    cmd = [exe] if exe else [sys.executable, "-m", "accelerate.commands.accelerate_cli"]
-    cmd += ["launch", "--num_processes", str(args.num_processes), "--num_machines", "1", "--dynamo_backend", "no"]
-    cmd += ["--main_process_port", "0", *(["--multi_gpu"] if args.num_processes > 1 else [])]
-    cmd += ["-m", "qt_hard.cli", "train", args.config, "--out", str(out), f"train.steps={args.steps}"]
-    # mixed_precision quoted: YAML reads a bare no as False.
-    cmd += [f"train.mixed_precision='{mode}'", "train.checkpoint_every=0", "train.progress=false"]
-    return cmd + [f"train.log_every={args.log_every}", *args.overrides]
-
-
 def precision_mode(mode: str, args, env: dict) -> dict:
-    """One mode's row: run (unless its folder holds ``final/``), then its ``metrics.csv``'s windows;
-    a failed run's row holds the training process's own exception, not the launcher's."""
+    """One mode's row: the README's ``accelerate launch`` of ``qt-hard train`` into ``--out``/<mode>, then
+    the median of its ``metrics.csv`` windows after the first (the warm-up); a failed run's row holds the
+    training process's own exception, not the launcher's."""
     import torch
 
     out = Path(args.out) / mode
-    row = {"mode": mode, "device": _bench.device_name(), "num_processes": args.num_processes}
-    row.update(config=args.config, steps=args.steps)
-    if not (out / "final").is_dir():
-        shutil.rmtree(out, ignore_errors=True)
-        cmd = launch_command(mode, args, out)
-        t0 = time.perf_counter()
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
-        row["wall_s"] = round(time.perf_counter() - t0, 2)
-        row["command"] = " ".join(["accelerate", *cmd[1:]] if cmd[0].endswith("accelerate") else cmd)
-        if proc.returncode != 0:
-            errors = [ln for ln in proc.stderr.splitlines() if re.match(r"^[\w.]+(Error|Exception): ", ln)]
-            errors = [ln[-300:] for ln in errors if "CalledProcessError" not in ln]
-            return {**row, "error": (errors or [f"exit {proc.returncode}: {proc.stderr[-300:]}"])[0]}
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = [
+        "launch",
+        "--num_processes",
+        "1",
+        "--num_machines",
+        "1",
+        "--dynamo_backend",
+        "no",
+        "--main_process_port",
+        "0",
+    ]
+    cmd += ["-m", "qt_hard.cli", "train", args.config, "--out", str(out), f"train.steps={args.steps}"]
+    # mixed_precision quoted: YAML reads a bare no as False.
+    cmd += [f"train.mixed_precision='{mode}'", "train.checkpoint_every=0", "train.progress=false"]
+    cmd += [f"train.log_every={args.log_every}", *args.overrides]
+    row = {"mode": mode, "device": _bench.device_name(), "num_processes": 1, "config": args.config, "steps": args.steps}
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "accelerate.commands.accelerate_cli", *cmd], env=env, capture_output=True, text=True
+    )
+    row.update(wall_s=round(time.perf_counter() - t0, 2), command=" ".join(["accelerate", *cmd]))
+    if proc.returncode != 0:
+        errors = [ln for ln in proc.stderr.splitlines() if re.match(r"^[\w.]+(Error|Exception): ", ln)]
+        errors = [ln[-300:] for ln in errors if "CalledProcessError" not in ln]
+        return {**row, "error": (errors or [f"exit {proc.returncode}: {proc.stderr[-300:]}"])[0]}
     with open(out / "metrics.csv") as fh:
         rows = list(csv.DictReader(fh))
     speeds = [float(r["sentences_per_s"]) for r in rows[1:] or rows]
@@ -417,9 +420,7 @@ def precision_arguments(p):
     p.add_argument("--precisions", nargs="+", default=["no", "bf16", "fp16"], choices=["no", "bf16", "fp16"])
     p.add_argument("--steps", type=int, default=300)
     p.add_argument("--log-every", type=int, default=20)
-    p.add_argument("--num-processes", type=int, default=1)
     p.add_argument("--out", default="runs/bench_precision")
-    p.add_argument("--fresh", action="store_true", help="rerun modes whose run folder is complete")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help="config override")
 
 
@@ -427,8 +428,6 @@ def precision(args):
     """Training throughput of the README's accelerate launch command under each mixed-precision mode."""
     if args.steps <= args.log_every:
         args.parser.error("--steps must exceed --log-every: the first window (warm-up) is left out of the median")
-    if args.fresh:
-        shutil.rmtree(args.out, ignore_errors=True)
     import torch
 
     env = {**os.environ, **({} if torch.cuda.is_available() else {"ACCELERATE_USE_CPU": "true"})}
@@ -444,9 +443,7 @@ def precision(args):
         + (f" ({r['sentences_per_s'] / base:.2f}x)" if base else "")
         for r in results
     ]
-    print(
-        f"train speed on {_bench.device_name()}, {args.num_processes} process(es), {args.config}: " + "; ".join(parts)
-    )
+    print(f"train speed on {_bench.device_name()}, 1 process, {args.config}: " + "; ".join(parts))
     # fp16 on a CPU is an error by design
     return int(any("error" in r for r in results if not (r["mode"] == "fp16" and "cpu" in r["device"])))
 
@@ -494,19 +491,14 @@ def packed_states(qt, ids, lengths):
     return one(qt.f), one(qt.g)
 
 
-def step_batch(args, lens, rng, sort: bool, dev):
-    """A batch of random ids at ``lens`` tokens (sorted by length with ``sort``: consecutive order is
-    lost, timing only)."""
+def step_batch(args, lens, rng, dev):
+    """A batch of random ids at ``lens`` tokens."""
     import torch
 
     ids = torch.zeros(args.batch, int(lens.max()), dtype=torch.long)
     for r, n in enumerate(lens):
         ids[r, :n] = torch.as_tensor(rng.integers(2, args.vocab, n))
-    lengths = torch.as_tensor(lens)
-    if sort:
-        order = torch.argsort(lengths, descending=True)
-        ids, lengths = ids[order], lengths[order]
-    return ids.to(dev), lengths.to(dev)
+    return ids.to(dev), torch.as_tensor(lens).to(dev)
 
 
 def step_variant(name, args, lengths_all) -> dict:
@@ -517,15 +509,13 @@ def step_variant(name, args, lengths_all) -> dict:
     from qt_hard.encoders.quick_thoughts import QuickThoughtsEncoder
     from qt_hard.losses import ContextLoss
 
-    threads, packed = (2 if name == "threads2" else 1), name in ("packed", "sorted")
     torch.manual_seed(0)
-    torch.set_num_threads(threads)
     dev = torch.device(args.device)
     model = QuickThoughtsEncoder(args.vocab, args.encoder, args.embed, args.hidden).to(dev)
-    forward = (lambda ids, lengths: packed_states(model, ids, lengths)) if packed else model
+    forward = (lambda ids, lengths: packed_states(model, ids, lengths)) if name == "packed" else model
     loss_fn = ContextLoss("uniform", context=1)
     # The loop's optimizer (fused Adam) except in the variants measuring the paths before.
-    opt = torch.optim.Adam(model.parameters(), lr=5e-4, fused=name not in ("adam_foreach", "packed", "sorted"))
+    opt = torch.optim.Adam(model.parameters(), lr=5e-4, fused=name == "model")
     rng, phases, n_tokens = np.random.default_rng(1), dict.fromkeys(("collate", "forward", "loss", "backward"), 0.0), 0
     phases.update(clip=0.0, adam=0.0)
     for step in range(args.steps + args.warmup):
@@ -533,7 +523,7 @@ def step_variant(name, args, lengths_all) -> dict:
         lens = lengths_all[start : start + args.batch]
         marks = [time.perf_counter()]
         mark = lambda marks=marks: (_bench.sync(dev), marks.append(time.perf_counter()))
-        ids, lengths = step_batch(args, lens, rng, name == "sorted", dev)
+        ids, lengths = step_batch(args, lens, rng, dev)
         mark()
         f, g = forward(ids, lengths)
         mark()
@@ -555,7 +545,7 @@ def step_variant(name, args, lengths_all) -> dict:
     flops = n_tokens * 2 * 3 * args.hidden * (args.embed + args.hidden) * 2 * 3 if args.encoder == "gru" else 0.0
     return {
         "variant": name,
-        "threads": threads,
+        "threads": 1,
         "sentences_per_s": round(args.batch * args.steps / total, 1),
         "step_s": round(total / args.steps, 3),
         "phase_share": {k: round(v / total, 3) for k, v in phases.items()},
@@ -569,7 +559,7 @@ def step_arguments(p):
         p.add_argument(f"--{name}", type=int, default=default)
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--warmup", type=int, default=1)
-    p.add_argument("--variants", default="packed,model,sorted,threads2")
+    p.add_argument("--variants", default="packed,model")
     p.add_argument("--device", default="cpu", help="cpu or cuda")
 
 
@@ -580,14 +570,14 @@ def step(args):
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         args.parser.error(f"--device {args.device}: torch sees no CUDA device here")
     variants = args.variants.split(",")
-    if args.encoder == "bow" and {"packed", "sorted"} & set(variants):
-        args.parser.error("--encoder bow: the packed and sorted variants are GRU paths")
+    if set(variants) - {"model", "packed", "adam_foreach"} or args.encoder == "bow" and "packed" in variants:
+        args.parser.error("--variants from model, packed (a GRU path) and adam_foreach")
     from qt_hard.training.loop import keep_freed_memory
 
     keep_freed_memory()  # as the training loop does on a CPU
     lengths_all, rows = book_lengths(20000, args.max_len, seed=0), []
+    torch.set_num_threads(1)
     for v in variants:
-        torch.set_num_threads(2 if v == "threads2" else 1)
         mm = matmul_gflops(args.batch, args.embed, args.hidden, torch.device(args.device))  # side by side
         rows.append({**step_variant(v, args, lengths_all), "matmul_gflops_per_s": round(mm, 2)})
         rows[-1]["fraction_of_matmul"] = round(rows[-1]["gru_gflops_per_s"] / mm, 3)
