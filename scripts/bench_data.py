@@ -177,21 +177,18 @@ def run_part(part: str, args, data: Path, run: Path) -> dict:
 
 def measure_multiple(args, work: Path, files: list[Path], k: int, stamp: dict) -> list[dict]:
     """The rows of multiple ``k``, each part from an empty cache (emitted as each part ends); the
-    prepared cache removed unless ``--keep``."""
-    rows, data, run = [], corpus_folder(work, files, k), work / f"run_x{k}"
-    shutil.rmtree(run, ignore_errors=True)  # an empty cache
-    for part in [p for p in args.parts.split(",") if p]:
-        where = run if part == "prepare" else work / f"startup_x{k}"
-        if part == "startup":
-            shutil.rmtree(where, ignore_errors=True)
-            where.mkdir(parents=True)
-            (where / "cache").symlink_to(run / "cache", target_is_directory=True)
+    prepared cache removed after."""
+    rows, data, run, start = [], corpus_folder(work, files, k), work / f"run_x{k}", work / f"startup_x{k}"
+    for folder in (run, start):
+        shutil.rmtree(folder, ignore_errors=True)  # an empty cache
+    start.mkdir(parents=True)
+    (start / "cache").symlink_to(run / "cache", target_is_directory=True)  # the start-up reads the prepared cache
+    for part, where in (("prepare", run), ("startup", start)):
         rows.append({"multiple": k, "books": len(files) * k, "part": part, **run_part(part, args, data, where)})
         rows[-1].update(config=args.config, overrides=args.set, **stamp)
         _bench.emit(rows[-1:], args.output)
-    if not args.keep:
-        shutil.rmtree(run, ignore_errors=True)
-        shutil.rmtree(work / f"startup_x{k}", ignore_errors=True)
+    for folder in (run, start):
+        shutil.rmtree(folder, ignore_errors=True)
     return rows
 
 
@@ -203,8 +200,6 @@ def corpus_arguments(p):
     p.add_argument("--max-books", type=int, default=None, help="only the first N books (a quick look)")
     p.add_argument("--work", default=None, help="synthetic books and the prepared caches (GBs at K = 16)")
     p.add_argument("--output", default=None, help="JSONL the rows are appended to")
-    p.add_argument("--keep", action="store_true", help="keep each K's prepared cache")
-    p.add_argument("--parts", default="prepare,startup")
     for hidden in ("--part", "--data", "--run"):  # a part's own process
         p.add_argument(hidden, help=argparse.SUPPRESS)
 
