@@ -10,8 +10,9 @@ load average and command); the last line is a one-line headline. The cases:
 * ``infonce``: every negatives strategy of ``contrastive_loss`` against plain NT-Xent with
   ``F.cross_entropy``, both computing the (2B, 2B) scores from two (B, d) views, and the largest
   tensor made (memory O(B x candidates));
-* ``guard``: ``HardNegativesLoss`` (its default, and with the false-negative guard) against
-  sentence-transformers' ``MultipleNegativesRankingLoss`` through ``compute_loss_from_embeddings``;
+* ``guard``: ``HardNegativesLoss`` (its default, and with the false-negative guard, with the share of
+  candidates it removes) against sentence-transformers' ``MultipleNegativesRankingLoss`` through
+  ``compute_loss_from_embeddings``, every case and MNRL interleaved as ``st`` runs them;
 * ``st``: the loss of every row of the STS and SciFact comparisons as it trained (its comparison's
   ``build_loss`` at the batch size and scale of its ledger under ``results/``) against MNRL at the
   same batch size and columns; rows whose loss needs the encoder or a guide model are listed, not
@@ -25,7 +26,6 @@ load average and command); the last line is a one-line headline. The cases:
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -141,37 +141,19 @@ def infonce(args):
 # ---------------------------------------------------------------------------- guard
 
 
-def guard_row(name, b, d, n_neg, reps, scale=20.0) -> dict:
+def guard_removed(loss, b: int, d: int, n_neg: int) -> float | None:
+    """The share of candidates ``loss``'s guard removes on the benchmark's fixed embeddings (None
+    without a guard)."""
     import torch
-    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
-    from qt_hard.integrations.sentence_transformers import HardNegativesLoss
+    from qt_hard.negatives import one_directional_scores
 
-    leaves = _bench.embeddings(b, d, 2 + n_neg)
-    model = torch.nn.Identity()  # the losses keep a model but never call it on embeddings
-    ours = HardNegativesLoss(model, scale=scale, **GUARDS[name])
-    steps = [_bench.loss_step(MultipleNegativesRankingLoss(model, scale=scale), leaves), _bench.loss_step(ours, leaves)]
-    (mb, mo), _, calls = _bench.side_by_side(steps, reps)
-    removed = None
-    if GUARDS[name].get("guard"):
-        from qt_hard.negatives import one_directional_scores
-
-        cols = [leaf.detach() for leaf in leaves]
-        neg = torch.stack(cols[2:], dim=1) if n_neg else None
-        scores = one_directional_scores(cols[0], cols[1], neg, temperature=1 / scale, gather_candidates=False)
-        removed = round(ours.strategy.diagnostics(scores)["guard_removed_frac"], 4)
-    return {
-        "case": name,
-        "B": b,
-        "d": d,
-        "explicit_negatives": n_neg,
-        "mnrl_s": round(mb, 6),
-        "ours_s": round(mo, 6),
-        "ratio": round(mo / mb, 3),
-        "guard_removed_frac": removed,
-        "reps": reps,
-        "calls_per_block": calls[0],
-    }
+    if not loss.strategy.guard:
+        return None
+    cols = [leaf.detach() for leaf in _bench.embeddings(b, d, 2 + n_neg)]
+    neg = torch.stack(cols[2:], dim=1) if n_neg else None
+    scores = one_directional_scores(cols[0], cols[1], neg, temperature=1 / loss.scale, gather_candidates=False)
+    return round(loss.strategy.diagnostics(scores)["guard_removed_frac"], 4)
 
 
 def guard_arguments(p):
@@ -186,16 +168,25 @@ def guard(args):
     """HardNegativesLoss, its default and with the guard, against MultipleNegativesRankingLoss."""
     if set(args.cases) - set(GUARDS) or min(args.batch_size) < 2 or args.threads < 1:
         args.parser.error(f"--cases from {', '.join(GUARDS)}; --batch-size >= 2; --threads >= 1")
+    import torch
+
+    from qt_hard.integrations.sentence_transformers import HardNegativesLoss
+
     _bench.pin_threads(args.threads)
     stamp = _bench.stamp(__file__, args.argv)
     meta = {"device": _bench.device_name(), **stamp, "measured": stamp["utc"][:10]}  # a run: its commit and date
-    rows = []
-    for b in args.batch_size:
-        for n_neg in args.negatives:
-            for name in args.cases:
-                rows.append({**guard_row(name, b, args.dim, n_neg, args.reps), **meta})
-                rows[-1]["load_average_1min"] = round(os.getloadavg()[0], 2)  # other work shares the cores
-                _bench.emit(rows[-1:], args.out)
+    build = lambda name: lambda model: HardNegativesLoss(model, scale=20.0, **GUARDS[name])
+    specs = [
+        {"spec": "guard", "row": name, "B": b, "columns": 2 + n, "build": build(name)}
+        for b in args.batch_size
+        for n in args.negatives
+        for name in args.cases
+    ]
+    rows = measure(specs, args.dim, args.reps, 0.2)  # every case and its MNRL interleaved
+    for r, spec in zip(rows, specs):
+        r.update(explicit_negatives=r["columns"] - 2, ours_s=r["seconds"], **meta)
+        r["guard_removed_frac"] = guard_removed(spec["build"](torch.nn.Identity()), r["B"], args.dim, r["columns"] - 2)
+    _bench.emit(rows, args.out)
     parts = []
     if guarded := [r["ratio"] for r in rows if r["case"] in ("uniform+guard", "uniform+guard_relative")]:
         ok = "met" if max(guarded) <= GUARD_TARGETS["guard"] else "NOT met"
