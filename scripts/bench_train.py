@@ -109,6 +109,19 @@ def _config(case: str, out: Path, steps: int, threads: int, overrides: list[str]
     return _bench.timed_config(tree, out, overrides, steps)
 
 
+def _runs(p, steps, warmup, out: str, rounds: int | None = None, output: bool = True):
+    """The arguments of the cases that train: steps, warm-up, rounds, the run folders, the JSONL and
+    the config overrides."""
+    p.add_argument("--steps", type=int, default=steps, help="steps of every timed run")
+    p.add_argument("--warmup", type=int, default=warmup, help="first steps of a run left out of its rate")
+    if rounds:
+        p.add_argument("--rounds", type=int, default=rounds, help="rounds of every side (medians are reported)")
+    p.add_argument("--out", default=out, help="the run folders; a shared data cache is kept there")
+    if output:
+        p.add_argument("--output", default=None, help="JSONL the rows are appended to")
+    p.add_argument("overrides", nargs="*", help="config overrides, e.g. train.batch_size=128")
+
+
 def _warmup_check(p, args):
     if args.steps < args.warmup + 3:
         p.error("--steps must exceed --warmup by at least 3")
@@ -152,15 +165,11 @@ def bare_rate(cfg, warmup: int) -> float:
 
 
 def loop_arguments(p):
+    _runs(p, 40, 5, "runs/bench_train_speed", rounds=3, output=False)
     p.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
-    p.add_argument("--steps", type=int, default=40, help="steps of every timed run")
-    p.add_argument("--warmup", type=int, default=5, help="first steps of a run left out of its rate")
-    p.add_argument("--rounds", type=int, default=3, help="loop/bare pairs per case (medians are reported)")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (train.num_threads)")
-    p.add_argument("--out", default="runs/bench_train_speed", help="run folders; data caches are kept there")
     p.add_argument("--wiki", default=None, help="Wiki folder of bow_wiki1000 (default: built from the dump)")
     p.add_argument("--case-set", action="append", default=[], metavar="CASE:KEY=VALUE", help="one case's override")
-    p.add_argument("overrides", nargs="*", help="config overrides for every case, e.g. train.batch_size=128")
 
 
 def loop_case(case: str, args, overrides: list[str], meta: dict) -> float:
@@ -263,12 +272,8 @@ def cells_arguments(p):
     p.add_argument("--dry", action="store_true", default=os.environ.get("DRY") == "1", help="toy size on the CPU")
     p.add_argument("--cells", default=None, help="comma list of N (default 1,2,4; a GPU: 1,2,4,8)")
     p.add_argument("--device", default=None, help="cpu | cuda (default: cuda where there is one; --dry: cpu)")
-    p.add_argument("--steps", type=int, default=None, help="steps a cell trains (default 60; --dry 30)")
-    p.add_argument("--warmup", type=int, default=None, help="steps before the timed ones (default 10; --dry 5)")
+    _runs(p, None, None, "runs/side_by_side")  # steps 60 and warm-up 10; --dry: 30 and 5
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads of each cell")
-    p.add_argument("--out", default="runs/side_by_side", help="the shared cache and the cells' run folders")
-    p.add_argument("--output", default=None, help="JSONL the rows are appended to")
-    p.add_argument("overrides", nargs="*", help="config overrides of the cell, e.g. train.batch_size=200")
 
 
 def cells_round(n: int, args, tree: dict, cache: Path, out: Path) -> list[dict]:
@@ -333,12 +338,7 @@ def cells(args):
 def threads_arguments(p):
     p.add_argument("--config", required=True)
     p.add_argument("--threads", default="1,2", help="comma list of train.num_threads")
-    p.add_argument("--steps", type=int, default=150)
-    p.add_argument("--warmup", type=int, default=10)
-    p.add_argument("--rounds", type=int, default=2)
-    p.add_argument("--out", default="runs/bench_threads", help="the shared cache and the run folders")
-    p.add_argument("--output", default=None, help="JSONL the rows are appended to")
-    p.add_argument("overrides", nargs="*", help="config overrides, e.g. train.batch_size=200")
+    _runs(p, 150, 10, "runs/bench_threads", rounds=2)
 
 
 def threads(args):
