@@ -44,7 +44,7 @@ def _loss_cost(root: Path) -> str:
         f"Ratio of each strategy's seconds per forward + backward to plain `F.cross_entropy` NT-Xent on the same (2B, "
         f"{r0['d']}) embeddings (baseline s: its median seconds), from `{LOSS_BENCH}`: {r0['device']}, torch "
         f"{r0['torch']}, {r0['threads']} thread(s), {r0['machine']}, commit {r0['commit']}, {r0['utc'][:10]}. "
-        "Command: `python scripts/bench_losses.py --batch-sizes 256,1024 --reps 5 --out results/bench_losses_cpu.jsonl`.",
+        "Command: `python scripts/bench_losses.py infonce --batch-sizes 256,1024 --reps 5 --out results/bench_losses_cpu.jsonl`.",
         "",
         report.markdown_table(
             ["B", "k", "baseline s", *strategies, "largest tensor"], body, "lrr" + "r" * len(strategies) + "r"

@@ -33,7 +33,7 @@ def _eval_protocols(root: Path) -> str:
 
 @table("eval_similarity", spread=False)
 def _eval_similarity(root: Path) -> str:
-    """MiniLM and a random bag of words on the similarity suite (bench_similarity.py's rows)."""
+    """MiniLM and a random bag of words on the similarity suite (bench_eval.py similarity rows)."""
     labels = {
         "minilm": "all-MiniLM-L6-v2",
         "random:bow": "random 768-d bag of words (vocabulary fitted on the evaluated sentences)",

@@ -57,7 +57,7 @@ ST_BENCH = "results/bench_st_losses.jsonl"
 
 
 def bench_run(root: Path) -> list[dict]:
-    """The rows of the newest run of ``scripts/bench_st_losses.py`` (one run: every ratio measured
+    """The rows of the newest run of ``scripts/bench_losses.py st`` (one run: every ratio measured
     side by side); [] without the file."""
     path = root / ST_BENCH
     rows = read_jsonl(path) if path.is_file() else []
@@ -149,7 +149,7 @@ def _st_loss_cost(root: Path) -> str:
         body.append([f"`{row}`", "pairs + mined negative" if "mined" in row.split("+")[1:] else "pairs", *cells])
     if not bench:
         return captioned(
-            f"No run of `scripts/bench_st_losses.py` in `{ST_BENCH}` yet.", head, body, "ll" + "r" * len(names)
+            f"No run of `scripts/bench_losses.py st` in `{ST_BENCH}` yet.", head, body, "ll" + "r" * len(names)
         )
     r0 = bench[0]
     load = sorted({r["load_average_1min"] for r in bench})

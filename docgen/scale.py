@@ -14,7 +14,7 @@ from docgen.results import read_jsonl
 
 @table("bench_side_by_side", spread=False)
 def _bench_side_by_side(root: Path) -> str:
-    """Aggregate sentences/s of N cells side by side (scripts/bench_side_by_side.py), per result file."""
+    """Aggregate sentences/s of N cells side by side (scripts/bench_train.py cells), per result file."""
     parts = []
     for path in sorted((root / "results").glob("bench_side_by_side_*.jsonl")):
         rows = [r for r in read_jsonl(path) if "aggregate_sentences_per_s" in r]
@@ -129,7 +129,7 @@ def _corpus_extrapolation(now: list) -> str:
 @table("corpus_scale", spread=False)
 def _corpus_scale(root: Path) -> str:
     """Preparing K times the local books from an empty cache, and the start-up from it
-    (scripts/bench_corpus_scale.py), with the extrapolation to BookCorpus's sentences."""
+    (scripts/bench_data.py corpus), with the extrapolation to BookCorpus's sentences."""
     body = []
     files = [
         ("", root / "results" / "corpus_scale.jsonl"),

@@ -297,5 +297,5 @@ def _quickstart_threads(root: Path) -> str:
         f"{one['steps']} steps of this config ran at {two['sentences_per_s']:.0f} sentences/s with two threads "
         f"against {one['sentences_per_s']:.0f} with one ({two['ratio']:.2f} times), on {one['machine']} with a "
         f"1-minute load average of {one['load_average_1min']:.1f} from other work ({one['utc'][:10]}, commit "
-        f"{one['commit']}; `scripts/bench_threads.py`, `results/bench_threads_quickstart.jsonl`).\n"
+        f"{one['commit']}; `scripts/bench_train.py threads`, `results/bench_threads_quickstart.jsonl`).\n"
     )

@@ -1,13 +1,13 @@
-"""What the benchmarks of scripts/ share: their common arguments (``--reps``, ``--threads``, the JSONL
-of ``--out``), the device's name, pinned threads, back-to-back timed blocks run interleaved and ratios
-paired by round, fixed embeddings for the loss benchmarks, the rate of a training run's median step,
-and the rows printed and appended to a JSONL with ``qt_hard.experiments.ledger.measurement_stamp`` (or,
-for the similarity scripts, the older fields they have always recorded).
+"""What the benchmarks of scripts/ share: one command line of cases (``bench_<group>.py <case> ...``)
+with their common arguments (``--reps``, ``--threads``, the JSONL of ``--out``), pinned threads,
+back-to-back timed blocks run interleaved and ratios paired by round, fixed embeddings for the loss
+benchmarks, the rate of a training run's median step, the training configs they time, and the rows
+printed and appended to a JSONL with ``qt_hard.experiments.ledger.measurement_stamp``.
 
 A script imports it from beside itself (``python scripts/<name>.py`` finds it; a script loaded by its
 path, as the tests load them, first puts its own folder on ``sys.path``). It imports the library inside
-its functions only and leaves ``sys.path`` alone: ``bench_train_speed.py`` measures whichever
-checkout ``PYTHONPATH`` names.
+its functions only and leaves ``sys.path`` alone: ``bench_train.py loop`` measures whichever checkout
+``PYTHONPATH`` names.
 """
 
 from __future__ import annotations
@@ -22,11 +22,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def parser(doc: str, *, jsonl: str | None = "--out", threads: int | None = 1, reps: int | None = None):
-    """An ``argparse`` parser described by ``doc``'s first line, with the common arguments: ``reps``
-    rounds (``--reps``), torch threads (``--threads``, pinned) and the JSONL the rows are appended to
-    (``jsonl``, ``--out`` unless told); None leaves one out."""
-    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+def common(ap, *, jsonl: str | None = "--out", threads: int | None = 1, reps: int | None = None):
+    """Add the common arguments to ``ap``: ``reps`` rounds (``--reps``), torch threads (``--threads``,
+    pinned) and the JSONL the rows are appended to (``jsonl``, ``--out`` unless told); None leaves one
+    out."""
     if reps is not None:
         ap.add_argument("--reps", type=int, default=reps, help="rounds, each a block of every side (medians reported)")
     if threads is not None:
@@ -34,6 +33,21 @@ def parser(doc: str, *, jsonl: str | None = "--out", threads: int | None = 1, re
     if jsonl:
         ap.add_argument(jsonl, default=None, help="JSONL file the rows are appended to")
     return ap
+
+
+def cli(doc: str, cases: dict, argv=None) -> int:
+    """Run the case named by the first argument: ``cases`` maps a name to ``(arguments, run)``, where
+    ``arguments(parser)`` adds the case's own arguments and ``run(args)`` measures (its docstring's
+    first line is the case's help). Returns ``run``'s status (0 for None)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    sub = ap.add_subparsers(dest="case", required=True, metavar="CASE")
+    for name, (arguments, run) in cases.items():
+        p = sub.add_parser(name, help=run.__doc__.splitlines()[0], description=run.__doc__.splitlines()[0])
+        arguments(p)
+        p.set_defaults(_measure=run, parser=p)
+    args = ap.parse_args(argv)
+    args.argv = argv  # the command a row records: this process's own where None
+    return args._measure(args) or 0
 
 
 def stamp(script: str, argv: list[str] | None = None) -> dict:
@@ -86,22 +100,22 @@ def timed(fn, calls: int = 1, device=None) -> float:
     return (time.perf_counter() - start) / calls
 
 
-def block_calls(fn, block_s: float = 0.2, device=None) -> int:
-    """Back-to-back calls of ``fn`` that last about ``block_s`` (at least one): small cases take
-    milliseconds, so a block repeats them until scheduler noise averages out."""
-    return max(1, int(block_s / max(timed(fn, 1, device), 1e-6)))
-
-
-def interleaved(fns: list, calls: list[int], reps: int, device=None, rotate: bool = False) -> list[list[float]]:
-    """``reps`` rounds, each a block of every function in turn (``calls[i]`` calls of ``fns[i]``; the
-    order rotated by one each round with ``rotate``), so that a noisy machine slows every side alike:
-    the seconds per call of each function's blocks."""
+def side_by_side(fns: list, reps: int, block_s: float = 0.2, device=None, rotate: bool = False):
+    """``reps`` rounds, each a block of every function in turn (the order rotated by one each round with
+    ``rotate``), so that a noisy machine slows every side alike; a block is back-to-back calls lasting
+    about ``block_s`` (small cases take milliseconds: the calls average scheduler noise out), after one
+    warm-up call (the allocator, the kernels). Returns (the median seconds per call of each function,
+    each one's seconds per call in every round, each one's calls a block)."""
+    calls = []
+    for fn in fns:
+        fn()
+        calls.append(max(1, int(block_s / max(timed(fn, 1, device), 1e-6))))
     times: list[list[float]] = [[] for _ in fns]
     for r in range(reps):
         k = r % len(fns) if rotate else 0
         for i in [*range(k, len(fns)), *range(k)]:
             times[i].append(timed(fns[i], calls[i], device))
-    return times
+    return [statistics.median(t) for t in times], times, calls
 
 
 def embeddings(b: int, d: int, columns: int, seed: int = 0) -> list:
@@ -166,6 +180,18 @@ def train_rate(cfg, warmup: int) -> float:
     stamps: list[float] = []
     train(cfg, on_step=lambda step, loss: stamps.append(time.perf_counter()), overwrite=True)
     return step_rate(cfg, stamps[warmup:])
+
+
+def timed_config(source, out: Path, overrides: list[str], steps: int | None = None):
+    """A training config built for timing (``source``: a config file or a config tree): into ``out``,
+    CSV tracker only, no progress bar, no checkpoints before the end, then ``overrides``."""
+    from qt_hard.training.config import config_from_dict, load_config
+
+    quiet = ["train.checkpoint_every=0", "train.progress=false", "train.trackers=[csv]", f"out_dir={out}"]
+    quiet += [f"train.steps={steps}"] if steps else []
+    if isinstance(source, dict):
+        return config_from_dict(source, [*quiet, *overrides])
+    return load_config(source, [*quiet, *overrides])
 
 
 def host_stamp() -> dict:

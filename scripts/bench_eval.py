@@ -1,74 +1,58 @@
-"""Benchmark: ``qt-hard eval senteval``'s fast solver against the one-LogisticRegression-per-fit
-reference, per task and width, on the same embeddings and folds.
+"""Evaluation speed: qt-hard's evaluation paths against a reference on the same model and data, and
+encoding speed; threads pinned, each row printed as JSON and appended to ``--output`` / ``--out``.
 
-Embeddings (``--features``), encoded once per task at the largest width, each width the first
-``d`` coordinates:
+* ``senteval``: ``qt-hard eval senteval``'s fast solver against the one-LogisticRegression-per-fit
+  reference, per task and width, on the same embeddings and folds. Embeddings (``--features``):
+  ``hashbow``, ``senteval_reference.py``'s fixed random bag of words (full rank; rows that share no
+  word nearly orthogonal), or ``bigru``, Gaussian random projections of an untrained S2V-sized
+  bidirectional Quick-Thoughts pair's 4,800-d features (correlated rows, as sentence embeddings have),
+  encoded once per task at the largest width, each width the first ``d`` coordinates. The reference
+  (``--reference``): ``subset``, a fixed subset of scikit-learn's fits on exactly the problems the
+  protocol solves (every C on the first inner fold of the first outer fold; TREC/MRPC: the first
+  fold), extrapolated to the protocol (``sum_C t_C * fits per C + refits *
+  mean_C t_C``); ``none``. Both sides on ``--threads`` threads (scikit-learn's OpenMP through
+  ``OMP_NUM_THREADS``: a thread per core spent 4-60x the CPU time of one on a loaded machine).
+  ``--check`` also fits the subset's problems with scikit-learn run to convergence and compares held-out
+  accuracies. ``--retime-fast TAG``, after a change to the fast solver, times the fast side of rows
+  already in ``--output`` again and copies their reference figures (``reference_from_earlier_row``).
+  Resumable: rows already there are skipped. The headline: six-task times, speedups and each task's
+  classifier-time exponent between the two middle widths (CPU seconds).
+* ``retrieval``: ``qt-hard eval retrieval``'s path against sentence-transformers'
+  ``InformationRetrievalEvaluator`` on MiniLM, alternating for ``--reps`` rounds from nothing (no
+  embedding kept), and qt-hard on a random bag of words as a fraction of its MiniLM time.
+* ``similarity``: seconds of the similarity suite and of the six transfer tasks, each with a fresh
+  embedding cache, for one model; the encoding and scoring seconds, sentences and pairs, the scores.
+* ``encode``: sentences/s of ``SentenceEncoder.encode`` and of ``EmbeddingCache`` on N MR sentences,
+  three repetitions, a Quick-Thoughts model of a config's sizes with random weights (or ``--model``).
 
-* ``hashbow``: a fixed random bag of words (``senteval_reference.py``'s ``HashBagOfWords``:
-  the mean of md5-seeded Gaussian word vectors); the first ``d`` coordinates are that same encoder
-  at width ``d``. Full rank, so the wide problems are really wide; but rows that share no word
-  are nearly orthogonal, which at 2,400-d makes MPQA's 100 fold problems (phrases of one to three
-  words) hard to precondition together.
-* ``bigru``: Gaussian random projections of a fixed model's features (``encoder_projections``
-  there): an untrained S2V-sized bidirectional Quick-Thoughts pair, 4,800-d, full rank at every
-  width up to 4,800, scaled to the bag of words' mean squared norm. Correlated rows, as sentence
-  embeddings have. ``--feature-cache DIR`` keeps each task's 4,800-d table (``.npy``) so that
-  later widths do not encode again.
-
-Reference modes (``--reference``):
-
-* ``full``: the whole protocol with scikit-learn (``senteval_reference.py``'s loop),
-  timed, with its accuracies; ``--max-iter 100`` is SentEval exactly, ``0`` runs lbfgs to
-  convergence (the accuracy check).
-* ``subset``: times a fixed subset of the reference's fits on exactly the problems the protocol
-  solves (every C on the first inner fold of the first outer fold for MR/CR/SUBJ/MPQA; every C
-  on the first fold for TREC/MRPC) and extrapolates: ``sum_C t_C * (number of folds per C) +
-  (number of refits) * mean_C t_C``. Rows say ``"reference_extrapolated": true``.
-* ``none``: fast path only.
-
-Both sides run with ``--threads`` threads (torch for the fast path; BLAS and OpenMP for
-scikit-learn, through ``threadpoolctl``): with its default of a thread per core, scikit-learn's
-OpenMP loss loops spent 4-60x the CPU time of one thread on the loaded two-core machine.
-``--check`` (with ``subset``) also fits the subset's problems with scikit-learn run to
-convergence and with the fast solver alone, and compares their accuracies on the held-out rows.
-
-``--retime-fast TAG``, after a change to the fast solver: rows already in ``--output`` get the
-fast side timed again (and, with ``--check``, the fast side of the check, compared with the
-earlier row's converged scikit-learn accuracies), their reference figures copied from the earlier
-row (the reference code and problems did not change); such rows say
-``"reference_from_earlier_row": true``. The last row of a (width, task) is the one summarized.
-
-One JSON row per (width, task) is appended to ``--output`` (resumable: rows already there are
-skipped); tasks run in parallel processes with ``--jobs`` (one torch thread each). Printed last:
-a summary JSON (six-task times and speedups per width, each task's classifier-time exponent
-between the two middle widths) and a one-line headline.
-
-    python scripts/bench_eval.py --widths 256,600 --tasks CR,TREC \
-        --reference subset --output /tmp/bench_eval.jsonl
+    python scripts/bench_eval.py senteval --widths 256,600,2400 --reference subset --check --output results/bench_eval.jsonl
+    python scripts/bench_eval.py retrieval --out results/bench_retrieval.jsonl
+    python scripts/bench_eval.py similarity --model random:bow --output results/bench_similarity.jsonl
+    python scripts/bench_eval.py encode --threads 1 --out results/bench_encode.jsonl
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import math
 import os
+import statistics
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))  # _bench, when this file is loaded by its path
-
-from qt_hard.evaluation import protocol  # noqa: E402
-from qt_hard.evaluation.senteval import default_senteval_dir, evaluate_task, parse_tasks  # noqa: E402
-from qt_hard.evaluation.datasets import BinaryTask, TrecTask, load_task  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # _bench, when this file is loaded by its path
 import _bench  # noqa: E402
+
+sys.path.append(str(_bench.ROOT))  # runnable from a checkout without installing
+
+FULL_WIDTH = {"bigru": 4800}  # the fixed model's width for projected features: any width a prefix
+TRANSFER = ("MR", "CR", "SUBJ", "MPQA", "TREC", "MRPC")
+# The reference's figures a re-timed row copies from the earlier row of its key.
+REFERENCE_FIELDS = ("reference_seconds", "reference_cpu_seconds", "reference_fits_timed", "reference_extrapolated")
 
 
 def _reference_module():
@@ -80,16 +64,10 @@ def _reference_module():
     return mod
 
 
-# The fixed model's width for projected features: encoded once at it, any width a prefix.
-FULL_WIDTH = {"bigru": 4800}
-
-
 def _encode(kind: str, texts: list[str], width: int) -> np.ndarray:
     """(len(texts), width) embeddings of distinct texts at the largest width (see ``--features``)."""
     ref = _reference_module()
-    if kind == "hashbow":
-        return ref.HashBagOfWords(width).encode(texts)
-    return ref.encoder_projections(texts, width, encoder=kind)
+    return ref.HashBagOfWords(width).encode(texts) if kind == "hashbow" else ref.encoder_projections(texts, width, kind)
 
 
 def task_features(kind: str, task, width: int, feature_cache=None) -> dict[str, np.ndarray]:
@@ -99,13 +77,12 @@ def task_features(kind: str, task, width: int, feature_cache=None) -> dict[str, 
     texts = list(dict.fromkeys(task.texts()))
     cached = Path(feature_cache) / f"{kind}_{task.name}.npy" if feature_cache else None
     if cached is not None and cached.exists() and np.load(cached, mmap_mode="r").shape[1] >= width:
-        E = np.load(cached)
-    else:
-        E = _encode(kind, texts, FULL_WIDTH.get(kind, width)).astype(np.float32)
-        if cached is not None:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            np.save(cached.with_suffix(".tmp.npy"), E)
-            os.replace(cached.with_suffix(".tmp.npy"), cached)  # atomic: no half-written table
+        return dict(zip(texts, np.load(cached)))
+    E = _encode(kind, texts, FULL_WIDTH.get(kind, width)).astype(np.float32)
+    if cached is not None:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        np.save(cached.with_suffix(".tmp.npy"), E)
+        os.replace(cached.with_suffix(".tmp.npy"), cached)  # atomic: no half-written table
     return dict(zip(texts, E))
 
 
@@ -120,9 +97,11 @@ class PrefixCache:
 
 
 def _subset_problems(task, cache, kfold, seed):
-    """The stated subset of the reference's problems: (X, y, train rows, held-out rows, regs,
-    fits per C in the whole protocol, refits, classes). MR/CR/SUBJ/MPQA: the first inner fold of
-    the first outer fold (SentEval's splits); TREC/MRPC: the first of the k folds on train."""
+    """The subset of the reference's problems: (X, y, train rows, held-out rows, regs, fits per C in
+    the whole protocol, refits, classes)."""
+    from qt_hard.evaluation import protocol
+    from qt_hard.evaluation.datasets import BinaryTask, TrecTask
+
     if isinstance(task, BinaryTask):
         X, y = cache.embed(task.texts()), task.labels
         outer = protocol.StratifiedKFold(n_splits=kfold, shuffle=True, random_state=protocol.INNER_SPLIT_SEED)
@@ -130,22 +109,19 @@ def _subset_problems(task, cache, kfold, seed):
         itr, ite = next(iter(outer.split(X[tr], y[tr])))
         return X, y, tr[itr], tr[ite], protocol.INNER_REGS, kfold * kfold, kfold, 2
     if isinstance(task, TrecTask):
-        X, y = cache.embed([" ".join(w) or "." for w in task.train]), task.train_labels
-        K = 6
+        X, y, K = cache.embed([" ".join(w) or "." for w in task.train]), task.train_labels, 6
     else:
-        A = cache.embed([" ".join(w) or "." for w in task.train_a])
-        B = cache.embed([" ".join(w) or "." for w in task.train_b])
-        X, y = np.c_[np.abs(A - B), A * B], task.train_labels
-        K = 2
-    folds = protocol.StratifiedKFold(n_splits=kfold, shuffle=True, random_state=seed)
-    rows, held = next(iter(folds.split(X, y)))
+        A, B = (cache.embed([" ".join(w) or "." for w in side]) for side in (task.train_a, task.train_b))
+        X, y, K = np.c_[np.abs(A - B), A * B], task.train_labels, 2
+    rows, held = next(iter(protocol.StratifiedKFold(n_splits=kfold, shuffle=True, random_state=seed).split(X, y)))
     return X, y, rows, held, protocol.KFOLD_REGS, kfold, 1, K
 
 
 def _subset_reference(problems, seed, max_iter):
-    """Time the subset's reference fits (one per C) and extrapolate to the protocol:
-    ``sum_C t_C * (fits per C) + refits * mean_C t_C``. Returns ([wall, CPU seconds], number of
-    fits timed, held-out accuracies per C in percent)."""
+    """Time the subset's reference fits (one per C) and extrapolate to the protocol. Returns ([wall,
+    CPU seconds], number of fits timed, held-out accuracies per C in percent)."""
+    from qt_hard.evaluation import protocol
+
     X, y, rows, held, regs, per_c, refits, _ = problems
     wall, cpu, acc = [], [], []
     for C in regs:
@@ -157,94 +133,47 @@ def _subset_reference(problems, seed, max_iter):
     return [sum(t) * per_c + refits * float(np.mean(t)) for t in (wall, cpu)], len(regs), acc
 
 
-def _fast_subset_acc(problems):
-    """The fast solver alone on the subset's problems: held-out accuracies (percent) per C."""
+def _subset_check(problems, seed, converged: bool = True) -> tuple[list, list, list]:
+    """Held-out accuracies (percent) per C on the subset's problems of the fast solver and (with
+    ``converged``) of scikit-learn run to convergence (lbfgs, tol 1e-8) on the same rows, and the
+    share of held-out predictions the two agree on."""
+    from qt_hard.evaluation import protocol
     from qt_hard.evaluation.logreg import BatchedLogReg, predict_logreg
 
     X, y, rows, held, regs, _, _, K = problems
-    model = BatchedLogReg(X[rows], y[rows], K)
-    out = []
+    model, fast, conv, agree = BatchedLogReg(X[rows], y[rows], K), [], [], []
+    pct = lambda a, b: 100 * float(np.mean(a == b))
     for C in regs:
-        W = model.fit(np.ones((len(rows), 1)), C, tol=protocol.FAST_TOL)
-        out.append(100 * float(np.mean(predict_logreg(model, W, X[held])[:, 0] == y[held])))
-    return out
-
-
-def check_at(problems, model, C: float, seed: int):
-    """Held-out predictions at ``C`` on the subset's problems of the fast solver (``model``, a
-    ``BatchedLogReg`` on the subset's training rows) and of scikit-learn run to convergence (lbfgs,
-    tol 1e-8, up to 10,000 iterations) on the same rows, with the CPU seconds of each:
-    ``(fast, converged, fast_cpu, lbfgs_cpu)``."""
-    from qt_hard.evaluation.logreg import predict_logreg
-
-    X, y, rows, held = problems[:4]
-    t = time.process_time()
-    W = model.fit(np.ones((len(rows), 1)), C, tol=protocol.FAST_TOL)
-    fast = predict_logreg(model, W, X[held])[:, 0]
-    fast_cpu = time.process_time() - t
-    t = time.process_time()
-    conv = protocol.reference_fit(X[rows], y[rows], C, seed, max_iter=None).predict(X[held])
-    return fast, conv, fast_cpu, time.process_time() - t
-
-
-def _subset_check(problems, seed, acc_reference):
-    """Accuracy check on the subset's problems: the fast solver against scikit-learn run to
-    convergence on the same rows and C (``check_at``), scored on the held-out rows;
-    ``acc_reference`` are the timed reference fits' (``--max-iter``). Returns a dict of per-C
-    accuracies (percent) and the largest differences."""
-    from qt_hard.evaluation.logreg import BatchedLogReg
-
-    X, y, rows, held, regs, _, _, K = problems
-    fast, conv, agree = [], [], []
-    model = BatchedLogReg(X[rows], y[rows], K)
-    for C in regs:
-        pf, pc, _, _ = check_at(problems, model, C, seed)
-        fast.append(100 * float(np.mean(pf == y[held])))
-        conv.append(100 * float(np.mean(pc == y[held])))
-        agree.append(100 * float(np.mean(pf == pc)))
-    return _check_record(list(regs), fast, conv, acc_reference, prediction_agreement_pct=agree)
+        pf = predict_logreg(model, model.fit(np.ones((len(rows), 1)), C, tol=protocol.FAST_TOL), X[held])[:, 0]
+        fast.append(pct(pf, y[held]))
+        if converged:
+            pc = protocol.reference_fit(X[rows], y[rows], C, seed, max_iter=None).predict(X[held])
+            conv.append(pct(pc, y[held]))
+            agree.append(pct(pf, pc))
+    return fast, conv, agree
 
 
 def _check_record(regs, fast, conv, ref, **extra) -> dict:
-    """The accuracy check's record: per-C accuracies (percent) of the fast solver, of scikit-learn run
-    to convergence and of the timed reference fits, and the largest differences to the fast ones."""
-    return {
-        "C": regs,
-        "acc_fast": fast,
-        "acc_converged": conv,
-        "acc_reference": ref,
-        **extra,
-        "max_abs_diff_converged": round(max(abs(a - b) for a, b in zip(fast, conv)), 3),
-        "max_abs_diff_reference": round(max(abs(a - b) for a, b in zip(fast, ref)), 3),
+    """The accuracy check's record: per-C accuracies of the fast solver, of converged scikit-learn and
+    of the timed reference fits, and the largest differences to the fast ones."""
+    diff = lambda other: round(max(abs(a - b) for a, b in zip(fast, other)), 3)
+    return {"C": list(regs), "acc_fast": fast, "acc_converged": conv, "acc_reference": ref, **extra} | {
+        "max_abs_diff_converged": diff(conv),
+        "max_abs_diff_reference": diff(ref),
     }
-
-
-def _earlier_rows(out: Path, retime_fast: str | None) -> tuple[set, dict]:
-    """(keys done, the last row of each key) of the output so far: a key (width, task, reference
-    mode, feature kind) is done when its row is there (with ``--retime-fast``, a row of that tag)."""
-    done, earlier = set(), {}
-    if out.exists():
-        for line in out.read_text().splitlines():
-            r = json.loads(line)
-            key = (r["width"], r["task"], r["reference_mode"], _kind(r))
-            earlier[key] = r  # the last row of a key is the current one
-            if not retime_fast or r.get("retime_tag") == retime_fast:
-                done.add(key)
-    return done, earlier
 
 
 def _fast_side(task, cache, args) -> tuple[dict, float, dict]:
     """The fast solver on the whole protocol: its result, its CPU seconds and the Newton and CG
     steps it took (counted by wrapping ``BatchedLogReg.fit`` for the call)."""
     from qt_hard.evaluation import logreg
+    from qt_hard.evaluation.senteval import evaluate_task
 
-    stats = {"n_newton": 0, "n_cg": 0, "n_gram": 0}
-    fit = logreg.BatchedLogReg.fit
+    stats, fit = {"n_newton": 0, "n_cg": 0}, logreg.BatchedLogReg.fit
 
-    def counting_fit(self, *a, fit=fit, stats=stats, **kw):
+    def counting_fit(self, *a, **kw):
         W = fit(self, *a, **kw)
-        stats["n_newton"] += self.n_newton
-        stats["n_cg"] += self.n_cg
+        stats["n_newton"], stats["n_cg"] = stats["n_newton"] + self.n_newton, stats["n_cg"] + self.n_cg
         return W
 
     logreg.BatchedLogReg.fit = counting_fit
@@ -256,118 +185,46 @@ def _fast_side(task, cache, args) -> tuple[dict, float, dict]:
     return fast, time.process_time() - cpu, stats
 
 
-# The reference's figures a re-timed row copies from the earlier row of its key.
-REFERENCE_FIELDS = (
-    "reference_seconds",
-    "reference_cpu_seconds",
-    "reference_fits_timed",
-    "reference_extrapolated",
-    "reference_acc",
-    "reference_f1",
-    "reference_chosen_C",
-    "acc_difference",
-)
-
-
-def _reference_from_earlier(row: dict, old: dict, fast: dict, task, cache, args) -> None:
-    """The reference (unchanged code, unchanged problems) is not timed again: its figures are the
-    earlier row's, said so in the row; the fast side of the check is redone and compared with the
-    earlier converged scikit-learn accuracies."""
-    for k in REFERENCE_FIELDS:
-        if k in old:
-            row[k] = old[k]
-    row["reference_from_earlier_row"] = True
-    if "acc_difference" in old and "reference_acc" in old:
-        row["acc_difference"] = round(fast["acc"] - old["reference_acc"], 2)
-    if "check" in old:
-        acc = _fast_subset_acc(_subset_problems(task, cache, args.kfold, args.seed))
-        conv, ref = old["check"]["acc_converged"], old["check"]["acc_reference"]
-        row["check"] = _check_record(old["check"]["C"], acc, conv, ref, converged_from_earlier_row=True)
-
-
-def _reference_side(row: dict, fast: dict, task, cache, args, max_iter) -> None:
-    """The reference of ``--reference`` (``full``: the whole protocol; ``subset``: the subset's fits,
-    extrapolated, and with ``--check`` the accuracy check) into ``row``; nothing for ``none``."""
-    if args.reference == "full":
-        cpu = time.process_time()
-        ref = evaluate_task(task, cache, kfold=args.kfold, seed=args.seed, fast=False, max_iter=max_iter)
-        row.update(
-            reference_seconds=ref["classify_seconds"],
-            reference_cpu_seconds=round(time.process_time() - cpu, 2),
-            reference_acc=ref["acc"],
-            reference_f1=ref.get("f1"),
-            reference_chosen_C=ref["chosen_C"],
-            reference_extrapolated=False,
-            acc_difference=round(fast["acc"] - ref["acc"], 2),
-        )
+def _reference_side(row: dict, fast: dict, task, cache, args, old: dict | None) -> None:
+    """The reference into ``row``: copied from ``old`` (the earlier row of a re-timed key, the fast side
+    of its check redone), else measured as ``--reference`` says (nothing for ``none``)."""
+    max_iter = None if args.max_iter == 0 else args.max_iter
+    if old is not None and "reference_seconds" in old:
+        row.update({k: old[k] for k in REFERENCE_FIELDS if k in old}, reference_from_earlier_row=True)
+        if "check" in old:
+            acc, _, _ = _subset_check(_subset_problems(task, cache, args.kfold, args.seed), args.seed, converged=False)
+            c = old["check"]
+            row["check"] = _check_record(
+                c["C"], acc, c["acc_converged"], c["acc_reference"], converged_from_earlier_row=True
+            )
     elif args.reference == "subset":
         problems = _subset_problems(task, cache, args.kfold, args.seed)
         (secs, cpu), nfits, acc = _subset_reference(problems, args.seed, max_iter)
-        row.update(
-            reference_seconds=round(secs, 2),
-            reference_cpu_seconds=round(cpu, 2),
-            reference_fits_timed=nfits,
-            reference_extrapolated=True,
-        )
+        row.update(reference_seconds=round(secs, 2), reference_cpu_seconds=round(cpu, 2), reference_fits_timed=nfits)
+        row["reference_extrapolated"] = True
         if args.check:
             c0 = time.process_time()
-            row["check"] = _subset_check(problems, args.seed, acc)
+            fast_acc, conv, agree = _subset_check(problems, args.seed)
+            row["check"] = _check_record(problems[4], fast_acc, conv, acc, prediction_agreement_pct=agree)
             row["check"]["cpu_seconds"] = round(time.process_time() - c0, 2)
 
 
 def width_row(name: str, task, table, w: int, args, encode_s: float, old: dict | None) -> dict:
-    """The row of one (width, task): the fast side, then the reference (measured, or with
-    ``--retime-fast`` copied from ``old``, the earlier row of the key), and the speedups."""
-    max_iter = None if args.max_iter == 0 else args.max_iter
+    """The row of one (width, task): the fast side, the reference and the speedups."""
     cache = PrefixCache(table, w)
     fast, fast_cpu, stats = _fast_side(task, cache, args)
-    row = {
-        "task": name,
-        "width": w,
-        "features": f"{args.features}:{w}",
-        "threads": args.threads,
-        "encode_seconds_max_width": round(encode_s, 2),
-        "fast_seconds": fast["classify_seconds"],
-        "fast_cpu_seconds": round(fast_cpu, 2),
-        "fast_acc": fast["acc"],
-        "fast_f1": fast.get("f1"),
-        "fast_chosen_C": fast["chosen_C"],
-        "newton_steps": stats["n_newton"],
-        "cg_steps": stats["n_cg"],
-        "reference_mode": args.reference,
-        "reference_max_iter": max_iter or "converged",
-    }
+    row = {"task": name, "width": w, "features": f"{args.features}:{w}", "threads": args.threads}
+    row.update(encode_seconds_max_width=round(encode_s, 2), fast_seconds=fast["classify_seconds"])
+    row.update(fast_cpu_seconds=round(fast_cpu, 2), fast_acc=fast["acc"], fast_f1=fast.get("f1"))
+    row.update(fast_chosen_C=fast["chosen_C"], newton_steps=stats["n_newton"], cg_steps=stats["n_cg"])
+    row.update(reference_mode=args.reference, reference_max_iter=args.max_iter or "converged")
     if args.retime_fast:
         row["retime_tag"] = args.retime_fast
-    if old is not None and "reference_seconds" in old:
-        _reference_from_earlier(row, old, fast, task, cache, args)
-    else:
-        _reference_side(row, fast, task, cache, args, max_iter)
+    _reference_side(row, fast, task, cache, args, old)
     if "reference_seconds" in row:
         row["speedup"] = round(row["reference_seconds"] / max(row["fast_seconds"], 1e-9), 2)
         row["cpu_speedup"] = round(row["reference_cpu_seconds"] / max(row["fast_cpu_seconds"], 1e-9), 2)
     return row
-
-
-def run_task(name: str, widths: list[int], args) -> list[dict]:
-    """All widths of one task (one process); appends rows to the task's part of the output."""
-    _bench.pin_threads(args.threads, evaluation=True)
-    out = Path(args.output)
-    done, earlier = _earlier_rows(out, args.retime_fast)
-    todo = [w for w in widths if (w, name, args.reference, args.features) not in done]
-    if not todo:
-        return []
-    task = load_task(name, args.data)
-    t0 = time.perf_counter()
-    table = task_features(args.features, task, max(widths), args.feature_cache)
-    encode_s = time.perf_counter() - t0
-    rows = []
-    for w in todo:
-        old = earlier.get((w, name, args.reference, args.features)) if args.retime_fast else None
-        row = width_row(name, task, table, w, args, encode_s, old)
-        _bench.emit([row], out)  # one short line per append: safe across the task processes
-        rows.append(row)
-    return rows
 
 
 def _kind(row: dict) -> str:
@@ -375,128 +232,72 @@ def _kind(row: dict) -> str:
     return row.get("features", "hashbow").split(":")[0]
 
 
+def run_task(name: str, widths: list[int], args) -> None:
+    """All widths of one task (one process), appended to the output as each ends; a key (width, task,
+    reference mode, feature kind) already there (with ``--retime-fast``, with that tag) is skipped."""
+    from qt_hard.evaluation.datasets import load_task
+
+    _bench.pin_threads(args.threads, evaluation=True)
+    out, done, earlier = Path(args.output), set(), {}
+    for r in map(json.loads, out.read_text().splitlines() if out.exists() else []):
+        key = (r["width"], r["task"], r["reference_mode"], _kind(r))
+        earlier[key] = r  # the last row of a key is the current one
+        if not args.retime_fast or r.get("retime_tag") == args.retime_fast:
+            done.add(key)
+    todo = [w for w in widths if (w, name, args.reference, args.features) not in done]
+    if todo:
+        task = load_task(name, args.data)
+        t0 = time.perf_counter()
+        table = task_features(args.features, task, max(widths), args.feature_cache)
+        encode_s = time.perf_counter() - t0
+        for w in todo:
+            old = earlier.get((w, name, args.reference, args.features)) if args.retime_fast else None
+            _bench.emit(
+                [width_row(name, task, table, w, args, encode_s, old)], out
+            )  # short appends: safe across processes
+
+
 def summarize(rows: list[dict], widths: list[int], tasks: list[str]) -> dict:
-    by = {(r["width"], r["task"]): r for r in rows}
-    summary = {"widths": {}, "exponents": {}}
+    """Per width, the tasks' summed seconds and speedups, the largest accuracy differences; per task,
+    the exponent of its CPU seconds between the two middle widths."""
+    by, summary = {(r["width"], r["task"]): r for r in rows}, {"widths": {}, "exponents": {}}
     for w in widths:
         rs = [by[(w, t)] for t in tasks if (w, t) in by]
         if len(rs) < len(tasks):
             continue
-        s = {
-            "fast_seconds": round(sum(r["fast_seconds"] for r in rs), 2),
-            "fast_cpu_seconds": round(sum(r["fast_cpu_seconds"] for r in rs), 2),
-        }
+        s = summary["widths"][w] = {k: round(sum(r[k] for r in rs), 2) for k in ("fast_seconds", "fast_cpu_seconds")}
         if all("reference_seconds" in r for r in rs):
-            s["reference_seconds"] = round(sum(r["reference_seconds"] for r in rs), 2)
-            s["reference_cpu_seconds"] = round(sum(r["reference_cpu_seconds"] for r in rs), 2)
+            s.update({k: round(sum(r[k] for r in rs), 2) for k in ("reference_seconds", "reference_cpu_seconds")})
             s["speedup"] = round(s["reference_seconds"] / max(s["fast_seconds"], 1e-9), 2)
             s["cpu_speedup"] = round(s["reference_cpu_seconds"] / max(s["fast_cpu_seconds"], 1e-9), 2)
             s["reference_extrapolated"] = any(r.get("reference_extrapolated") for r in rs)
-        diffs = [abs(r["acc_difference"]) for r in rs if "acc_difference" in r]
-        if diffs:
-            s["max_abs_acc_difference"] = max(diffs)
-        checks = [r["check"] for r in rs if "check" in r]
-        if len(checks) == len(rs):
+        if len(checks := [r["check"] for r in rs if "check" in r]) == len(rs):
             s["check_max_abs_diff_converged"] = max(c["max_abs_diff_converged"] for c in checks)
             s["check_max_abs_diff_reference"] = max(c["max_abs_diff_reference"] for c in checks)
-        summary["widths"][w] = s
     mid = [w for w in widths if w in (600, 2400)] or widths[:2]
     if len(mid) == 2:
-        a, b = mid
+        a, b = summary["exponent_widths"] = mid
         for t in tasks:
             if (a, t) in by and (b, t) in by:
                 # CPU seconds: wall time on the shared machine moves with the other users' load.
                 ratio = by[(b, t)]["fast_cpu_seconds"] / max(by[(a, t)]["fast_cpu_seconds"], 1e-9)
                 summary["exponents"][t] = round(math.log(ratio) / math.log(b / a), 2)
-        summary["exponent_widths"] = [a, b]
     return summary
 
 
-def markdown_table(rows: list[dict], widths: list[int], tasks: list[str]) -> str:
-    """Per width: each task's fast / reference CPU seconds and ratio, the six-task sums, and the
-    accuracy check's largest held-out difference against converged scikit-learn."""
-    by = {(r["width"], r["task"]): r for r in rows}
-    lines = [
-        "| width | " + " | ".join(tasks) + " | all tasks | check: max abs diff (points) |",
-        "|---|" + "---|" * (len(tasks) + 2),
-    ]
-    for w in widths:
-        cells, fast, ref, diffs = [], 0.0, 0.0, []
-        for t in tasks:
-            r = by.get((w, t))
-            if r is None or "reference_cpu_seconds" not in r:
-                cells.append("-")
-                continue
-            fast += r["fast_cpu_seconds"]
-            ref += r["reference_cpu_seconds"]
-            cells.append(f"{r['fast_cpu_seconds']:.0f} / {r['reference_cpu_seconds']:.0f} ({r['cpu_speedup']:.1f}x)")
-            if "check" in r:
-                diffs.append(r["check"]["max_abs_diff_converged"])
-        total = f"{fast:.0f} / {ref:.0f} ({ref / max(fast, 1e-9):.1f}x)" if "-" not in cells else "-"
-        check = f"{max(diffs):.2f}" if len(diffs) == len(tasks) else "-"
-        lines.append(f"| {w} | " + " | ".join(cells) + f" | {total} | {check} |")
-    return "\n".join(lines)
-
-
-def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--widths", default="256,600,2400,4800")
-    ap.add_argument("--tasks", default="MR,CR,SUBJ,MPQA,TREC,MRPC")
-    ap.add_argument("--reference", choices=("full", "subset", "none"), default="subset")
-    ap.add_argument("--max-iter", type=int, default=100, help="reference lbfgs cap: 100 as SentEval, 0 to convergence")
-    ap.add_argument(
-        "--check",
-        action="store_true",
-        help="with --reference subset: also fit the subset's problems with scikit-learn "
-        "run to convergence and compare held-out accuracies with the fast solver",
-    )
-    ap.add_argument(
-        "--features",
-        choices=("hashbow", "bigru"),
-        default="hashbow",
-        help="hashbow: the fixed random bag of words; bigru: random projections of an "
-        "untrained S2V-sized bidirectional Quick-Thoughts pair's 4,800-d features",
-    )
-    ap.add_argument("--feature-cache", default=None, help="folder for each task's encoded table (reused by later runs)")
-    ap.add_argument(
-        "--retime-fast",
-        default=None,
-        metavar="TAG",
-        help="re-time the fast solver (after a change to it) for rows already in the output, "
-        "keeping their reference figures and converged-check accuracies (the reference "
-        "code did not change; rows say reference_from_earlier_row); rows missing "
-        "altogether are measured in full. TAG marks the new rows, so a rerun with the "
-        "same TAG resumes",
-    )
-    ap.add_argument("--kfold", type=int, default=10)
-    ap.add_argument("--seed", type=int, default=1111)
-    ap.add_argument("--threads", type=int, default=1, help="torch threads per task process")
-    ap.add_argument("--jobs", type=int, default=1, help="tasks run in parallel processes")
-    ap.add_argument("--data", default=None, help="SentEval folder (default $QT_HARD_DATA/senteval)")
-    ap.add_argument("--output", default="outputs/bench_eval.jsonl")
-    return ap
-
-
 def headline(summary: dict) -> str:
-    """The one-line headline: per width the six-task times, speedups and accuracy differences, then
-    each task's classifier-time exponent."""
+    """Per width the six-task times, speedups and accuracy differences, then each task's exponent."""
     head = []
     for w, s in summary["widths"].items():
         part = f"{w}-d: fast {s['fast_seconds']:.0f}s"
         if "speedup" in s:
             est = " (extrapolated)" if s["reference_extrapolated"] else ""
-            part += (
-                f" vs reference {s['reference_seconds']:.0f}s{est} = {s['speedup']:.1f}x"
-                f" (CPU time {s['cpu_speedup']:.1f}x)"
-            )
-        if "max_abs_acc_difference" in s:
-            part += f", max |acc diff| {s['max_abs_acc_difference']:.2f}"
+            part += f" vs reference {s['reference_seconds']:.0f}s{est} = {s['speedup']:.1f}x (CPU time {s['cpu_speedup']:.1f}x)"
         if "check_max_abs_diff_converged" in s:
             part += (
-                f", subset fits' held-out acc vs converged sklearn max |diff| "
-                f"{s['check_max_abs_diff_converged']:.2f} (vs the timed reference "
-                f"{s['check_max_abs_diff_reference']:.2f})"
+                f", subset fits' held-out acc vs converged sklearn max |diff| {s['check_max_abs_diff_converged']:.2f}"
             )
+            part += f" (vs the timed reference {s['check_max_abs_diff_reference']:.2f})"
         head.append(part)
     exps = ", ".join(f"{t} {e:.2f}" for t, e in summary["exponents"].items())
     return (
@@ -506,37 +307,237 @@ def headline(summary: dict) -> str:
     )
 
 
-def main(argv=None) -> int:
-    ap = _parser()
-    args = ap.parse_args(argv)
-    widths = sorted(int(w) for w in args.widths.split(","))
-    tasks = parse_tasks(args.tasks)
+def senteval_arguments(p):
+    p.add_argument("--widths", default="256,600,2400,4800")
+    p.add_argument("--tasks", default=",".join(TRANSFER))
+    p.add_argument("--reference", choices=("subset", "none"), default="subset")
+    p.add_argument("--max-iter", type=int, default=100, help="reference lbfgs cap: 100 as SentEval, 0 to convergence")
+    p.add_argument("--check", action="store_true", help="with --reference subset: compare with converged sklearn")
+    p.add_argument("--features", choices=("hashbow", "bigru"), default="hashbow", help="the embeddings (see above)")
+    p.add_argument("--feature-cache", default=None, help="folder for each task's encoded table (reused by later runs)")
+    p.add_argument("--retime-fast", default=None, metavar="TAG", help="re-time the fast side of rows already there")
+    p.add_argument("--kfold", type=int, default=10)
+    p.add_argument("--seed", type=int, default=1111)
+    p.add_argument("--threads", type=int, default=1, help="torch threads per task process")
+    p.add_argument("--data", default=None, help="SentEval folder (default $QT_HARD_DATA/senteval)")
+    p.add_argument("--output", default="outputs/bench_eval.jsonl")
+
+
+def senteval(args):
+    """The fast SentEval solver against the one-LogisticRegression-per-fit reference."""
+    from qt_hard.evaluation.senteval import default_senteval_dir, parse_tasks
+
+    widths, tasks = sorted(int(w) for w in args.widths.split(",")), parse_tasks(args.tasks)
     args.data = str(args.data or default_senteval_dir())
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    if args.jobs > 1:
-        with ProcessPoolExecutor(args.jobs) as pool:
-            list(pool.map(run_task, tasks, [widths] * len(tasks), [args] * len(tasks)))
-    else:
-        for t in tasks:
-            run_task(t, widths, args)
+    for task in tasks:
+        run_task(task, widths, args)
     rows = [json.loads(line) for line in Path(args.output).read_text().splitlines()]
-    rows = [
-        r for r in rows if r["reference_mode"] == args.reference and r["task"] in tasks and _kind(r) == args.features
-    ]
-    print(markdown_table(rows, widths, tasks))
-    summary = summarize(rows, widths, tasks)
-    summary.update(
-        load_average_at_start=load,
-        cpu_count=os.cpu_count(),
-        jobs=args.jobs,
-        reference=args.reference,
-        reference_max_iter=args.max_iter or "converged",
+    keep = lambda r: r["reference_mode"] == args.reference and r["task"] in tasks and _kind(r) == args.features
+    print(headline(summarize(list(filter(keep, rows)), widths, tasks)))
+
+
+# ---------------------------------------------------------------------------- retrieval
+
+
+def _beir(folder: Path, docs: int | None):
+    """The folder's data with the first ``docs`` documents plus every judged one (None: all)."""
+    from qt_hard.data.beir import load_beir
+
+    data = load_beir(folder)
+    if docs is not None and docs < len(data.doc_ids):
+        judged = {d for q in data.qrels["test"].values() for d in q}
+        keep = [i for i, d in enumerate(data.doc_ids) if i < docs or d in judged]
+        data.doc_ids, data.doc_texts = [data.doc_ids[i] for i in keep], [data.doc_texts[i] for i in keep]
+    return data
+
+
+def retrieval_ours(folder: Path, spec: str, docs: int | None) -> float:
+    """qt-hard's retrieval evaluation from nothing: its test nDCG@10."""
+    from qt_hard.evaluation.models import EmbeddingCache, load_model
+    from qt_hard.evaluation.retrieval import evaluate_retrieval
+
+    data = _beir(folder, docs)
+    model = load_model(spec, sentences=lambda: data.doc_texts + list(data.queries.values()))
+    return evaluate_retrieval(EmbeddingCache(model), data)["test"]["ndcg@10"]
+
+
+def retrieval_theirs(folder: Path, docs: int | None) -> float:
+    """sentence-transformers' InformationRetrievalEvaluator on the same files: its nDCG@10 x 100."""
+    from sentence_transformers.sentence_transformer.evaluation import InformationRetrievalEvaluator
+    from sentence_transformers.util import cos_sim
+
+    from qt_hard.evaluation.models import load_model
+
+    data = _beir(folder, docs)
+    model, qrels = load_model("minilm").model, data.qrels["test"]
+    evaluator = InformationRetrievalEvaluator(
+        queries={q: data.queries[q] for q in qrels},
+        corpus=dict(zip(data.doc_ids, data.doc_texts)),
+        relevant_docs={q: {d for d, s in judged.items() if s > 0} for q, judged in qrels.items()},
+        score_functions={"cosine": cos_sim},
+        show_progress_bar=False,
     )
-    print(json.dumps(summary))
-    print(headline(summary))
-    return 0
+    return 100 * evaluator.compute_all_metrics(model)["cosine"]["ndcg@k"][10]
+
+
+def retrieval_arguments(p):
+    _bench.common(p, reps=3)
+    p.add_argument("--data", default=None, help="BEIR folder (default $QT_HARD_DATA/beir/scifact)")
+    p.add_argument("--docs", type=int, default=None, help="the first N documents plus the judged ones (default all)")
+
+
+def retrieval(args):
+    """qt-hard's retrieval evaluation against sentence-transformers' InformationRetrievalEvaluator."""
+    from qt_hard.paths import data_path
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    _bench.pin_threads(args.threads, evaluation=True)  # both sides, the embedding cache's encoder too
+    folder = Path(args.data) if args.data else data_path("beir", "scifact")
+    sides = {
+        "evaluator minilm": lambda: retrieval_theirs(folder, args.docs),
+        "qt-hard minilm": lambda: retrieval_ours(folder, "minilm", args.docs),
+        "qt-hard random:bow": lambda: retrieval_ours(folder, "random:bow", args.docs),
+    }
+    times, ndcg = {name: [] for name in sides}, {}
+    for _ in range(args.reps):
+        for name, run in sides.items():
+            t = time.perf_counter()
+            ndcg[name] = run()
+            times[name].append(time.perf_counter() - t)
+    med, stamp, rows = (
+        {name: statistics.median(ts) for name, ts in times.items()},
+        _bench.stamp(__file__, args.argv),
+        [],
+    )
+    for name, ts in times.items():
+        of = "evaluator minilm" if "minilm" in name else "qt-hard minilm"
+        rows.append({"case": name, "docs": args.docs or "all", "seconds_median": round(med[name], 3)})
+        rows[-1].update(seconds=[round(t, 3) for t in ts], ratio=round(med[name] / med[of], 3), ratio_of=of)
+        rows[-1].update({"ndcg@10": round(ndcg[name], 4), **stamp})
+    _bench.emit(rows, args.out)
+    mini, bow, ev = rows[1], rows[2], rows[0]
+    print(
+        f"headline: qt-hard takes {mini['ratio']:.2f}x the evaluator's time on all-MiniLM-L6-v2 (nDCG@10 "
+        f"{mini['ndcg@10']:.2f} vs {ev['ndcg@10']:.2f}); the bag of words takes {bow['ratio']:.3f}x qt-hard's MiniLM time"
+    )
+
+
+# ---------------------------------------------------------------------------- similarity
+
+
+def suite(encoder, tasks, data) -> dict:
+    """Run ``tasks`` with a fresh cache; the seconds and counts of the run."""
+    from qt_hard.evaluation.models import EmbeddingCache
+    from qt_hard.evaluation.senteval import run_senteval
+
+    cache = EmbeddingCache(encoder)
+    start = time.perf_counter()
+    res = run_senteval(encoder, tasks, data, cache=cache)
+    wall = time.perf_counter() - start
+    return {
+        "tasks": list(tasks),
+        # the headline score of each task: Spearman x100 (similarity) or accuracy (transfer)
+        "scores": {t: round(r.get("spearman", r.get("acc", float("nan"))), 2) for t, r in res.items()},
+        "task_seconds": {t: r["seconds"] for t, r in res.items()},
+        "seconds": round(wall, 1),
+        "encode_seconds": round(cache.seconds, 1),
+        "classify_or_score_seconds": round(
+            sum(r.get("classify_seconds", r.get("score_seconds", 0.0)) for r in res.values()), 1
+        ),
+        "sentences_encoded": cache.n_encoded,
+        "test_pairs_scored": sum(r.get("npairs", r.get("ntest", 0)) for r in res.values()),
+    }
+
+
+def similarity_arguments(p):
+    p.add_argument("--model", required=True, help="a --model spec of qt-hard eval senteval (random:bow, minilm, ...)")
+    p.add_argument("--data", default=None, help="SentEval folder (default $QT_HARD_DATA/senteval)")
+    p.add_argument("--output", default=None, help="append the JSON row here")
+
+
+def similarity(args):
+    """Seconds of the similarity suite beside the six transfer tasks, for one model."""
+    from qt_hard.evaluation.datasets import task_sentences
+    from qt_hard.evaluation.models import load_model
+    from qt_hard.evaluation.similarity import SIMILARITY_TASKS
+    from qt_hard.paths import data_path
+
+    data = Path(args.data) if args.data else data_path("senteval")
+    load_before, start = os.getloadavg(), time.perf_counter()
+    # a random: model's vocabulary covers both suites, so that the two runs embed with one model
+    encoder = load_model(args.model, sentences=lambda: task_sentences([*TRANSFER, *SIMILARITY_TASKS], data))
+    row = {"model": args.model, "load_seconds": round(time.perf_counter() - start, 1)}
+    row["similarity"], row["transfer"] = s, t = suite(encoder, SIMILARITY_TASKS, data), suite(encoder, TRANSFER, data)
+    row.update(
+        threads=int(os.environ.get("QT_HARD_EVAL_THREADS", "1")), load_average_before=[round(x, 1) for x in load_before]
+    )
+    _bench.emit([{**row, **_bench.host_stamp()}], args.output)
+    head = f"{args.model}: similarity suite {s['seconds']:.0f} s ({s['sentences_encoded']} sentences encoded in "
+    head += f"{s['encode_seconds']:.0f} s, {s['test_pairs_scored']} test pairs)"
+    head += (
+        f"; six transfer tasks {t['seconds']:.0f} s ({t['sentences_encoded']} sentences in {t['encode_seconds']:.0f} s)"
+    )
+    print(head + f"; load average {row['load_average_before'][0]} -> {round(os.getloadavg()[0], 1)}")
+
+
+# ---------------------------------------------------------------------------- encode
+
+
+def encode_arguments(p):
+    _bench.common(p, threads=None)
+    p.add_argument("--config", default="configs/qt_books.yaml")
+    p.add_argument("--model", default=None, help="a saved model instead of a random one")
+    p.add_argument("--n", type=int, default=5000)
+    p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+
+
+def encode(args):
+    """Sentences/s of SentenceEncoder.encode and the evaluation's EmbeddingCache on N MR sentences."""
+    import torch
+
+    from qt_hard.evaluation.models import EmbeddingCache
+    from qt_hard.paths import data_path
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    lines: list[str] = []
+    for name in ("rt-polarity.pos", "rt-polarity.neg"):
+        with open(data_path("senteval", "MR", name), encoding="latin-1") as fh:
+            lines += [line.strip() for line in fh][: args.n // 2]
+    if args.model:
+        import qt_hard
+
+        enc = qt_hard.load_encoder(args.model)
+    else:
+        from qt_hard.encoders import random_encoder
+
+        enc = random_encoder(args.config, lines, seed=0)
+    rate = lambda fn: round(len(lines) / _bench.timed(fn))
+    direct, cached = [], []
+    for _ in range(3):
+        direct.append(rate(lambda: enc.encode(lines, batch_size=args.batch_size)))
+        cached.append(rate(lambda: EmbeddingCache(enc, batch_size=64).embed(lines)))
+    row = {"n": len(lines), "config": None if args.model else args.config, "model": args.model}
+    row.update(batch_size=args.batch_size, torch_threads=torch.get_num_threads(), dim=enc.dim)
+    row.update(encode_sent_s=direct, embedding_cache_sent_s=cached)
+    _bench.emit([{**row, **_bench.stamp(__file__, args.argv)}], args.out)
+    print(f"encode: {int(np.median(direct))} sentences/s")
+
+
+CASES = {
+    "senteval": (senteval_arguments, senteval),
+    "retrieval": (retrieval_arguments, retrieval),
+    "similarity": (similarity_arguments, similarity),
+    "encode": (encode_arguments, encode),
+}
+
+
+def main(argv=None) -> int:
+    return _bench.cli(__doc__, CASES, argv)
 
 
 if __name__ == "__main__":

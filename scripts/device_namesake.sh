@@ -7,7 +7,7 @@
 #   0. unpack gpu_carry_s2v/ (scripts/device_s2v_prepare.sh: the books, SentEval's six tasks and STS12-16,
 #      the Wiki-1000 folder) into $WORK/data; at once, in the background, the config's books split and
 #      tokenized into the table's shared cache (qt-hard grid run s2v-curve --prepare-only).
-#   a. side by side (PROBE_S, default 120 s): scripts/bench_side_by_side.py --device cuda --cells 1,3,6:
+#   a. side by side (PROBE_S, default 120 s): scripts/bench_train.py cells --device cuda --cells 1,3,6:
 #      aggregate sentences/s of N cells sharing the GPU -> $OUT/side_by_side_gpu.jsonl. From its rates,
 #      the seeds that fit: 2 seeds (6 cells) when 6 cells of STEPS steps fit TRAIN_S at the 6-cell rate,
 #      else 1 seed (3 cells); when even that does not fit, the steps are cut to what 3 cells train in
@@ -76,7 +76,7 @@ PREP=$!
 [ "$DRY" = 1 ] && wait "$PREP"  # one at a time on a small CPU
 
 # ---------------------------------------------------------------- a. side by side
-timeout -k 5 "$(within "$PROBE_S")" "$PY" scripts/bench_side_by_side.py --device "$DEVICE" "${PROBE[@]}" \
+timeout -k 5 "$(within "$PROBE_S")" "$PY" scripts/bench_train.py cells --device "$DEVICE" "${PROBE[@]}" \
     --out "$WORK/probe" --output "$OUT/side_by_side_gpu.jsonl" >"$LOGS/probe.log" 2>&1 || FAILED+=" probe"
 PROBED=$(grep '^side by side on' "$LOGS/probe.log" | tail -1)
 echo "probe at $(elapsed)s: ${PROBED:-no headline (the rates of the rounds that ended are in side_by_side_gpu.jsonl)}"

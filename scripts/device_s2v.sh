@@ -6,7 +6,7 @@
 #      Wiki-1000 folder) into $WORK/data; at once, in the background on CPUs of its own (PREP_CPUS),
 #      the config's books split and tokenized into the curve's run folder (qt-hard grid run s2v-curve
 #      --prepare-only).
-#   a. speed (SPEED_S, default 75 s): scripts/bench_train_speed.py --cases bow_wiki1000 s2v_gru on CUDA,
+#   a. speed (SPEED_S, default 75 s): scripts/bench_train.py loop --cases bow_wiki1000 s2v_gru on CUDA,
 #      the library's loop against a bare step (BENCH_ROUNDS rounds of BENCH_STEPS steps) ->
 #      $OUT/bench_train_speed_gpu.jsonl; then (PRECISION_S, default 120 s) qt-hard grid run s2v-precision:
 #      the config's sentences/s in float32, TF32 and bf16, 200 steps each from one seed, and whether each
@@ -93,7 +93,7 @@ PREP=$!
 # ---------------------------------------------------------------- a. speed
 BENCH_PIN=()
 [ ${#PIN[@]} -gt 0 ] && BENCH_PIN=(taskset -c 0-7)
-timeout -k 5 "$(within "$SPEED_S")" "${BENCH_PIN[@]+"${BENCH_PIN[@]}"}" "$PY" scripts/bench_train_speed.py --cases bow_wiki1000 s2v_gru \
+timeout -k 5 "$(within "$SPEED_S")" "${BENCH_PIN[@]+"${BENCH_PIN[@]}"}" "$PY" scripts/bench_train.py loop --cases bow_wiki1000 s2v_gru \
     --wiki "$WIKI" --out "$WORK/bench" "${BENCH_ARGS[@]}" >"$OUT/bench_train_speed_gpu.jsonl" 2>"$LOGS/bench.log"
 rc=$?
 echo "speed bench exit $rc at $(elapsed)s: $(tail -1 "$OUT/bench_train_speed_gpu.jsonl")"

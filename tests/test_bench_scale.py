@@ -1,5 +1,5 @@
-"""The scale benchmarks' own arithmetic: scripts/bench_side_by_side.py's aggregate rate and
-scripts/bench_corpus_scale.py's synthetic multiples of the books."""
+"""The scale benchmarks' own arithmetic: scripts/bench_train.py cells' aggregate rate and
+scripts/bench_data.py corpus's synthetic multiples of the books."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections import Counter
 import pytest
 from _scripts import load_script
 
-S = load_script("bench_side_by_side")
-C = load_script("bench_corpus_scale")
+S = load_script("bench_train")
+C = load_script("bench_data")
 
 
 def test_the_aggregate_rate_counts_every_timed_step_over_the_whole_span():

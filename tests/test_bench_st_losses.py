@@ -1,4 +1,4 @@
-"""scripts/bench_st_losses.py and the pages' loss-cost column: a row finds the benchmark case of the
+"""scripts/bench_losses.py st and the pages' loss-cost column: a row finds the benchmark case of the
 loss, configuration, batch size and columns it trained with, a mismatch reads "-", and the
 benchmark's ratios are its own medians divided on a tiny run."""
 
@@ -79,9 +79,9 @@ def test_the_page_reads_the_newest_run_only(tmp_path):
 
 
 def test_a_tiny_run_divides_its_own_medians(tmp_path, capsys):
-    bench = load_script("bench_st_losses")
+    bench = load_script("bench_losses")
     out = tmp_path / "b.jsonl"
-    argv = ["--specs", "scifact", "--batch-size", "4", "--dim", "8", "--reps", "2", "--block-s", "0.001"]
+    argv = ["st", "--specs", "scifact", "--batch-size", "4", "--dim", "8", "--reps", "2", "--block-s", "0.001"]
     assert bench.main([*argv, "--out", str(out)]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[-1].startswith("headline: ") and "MNRL against itself" in lines[-1]
@@ -106,5 +106,5 @@ def test_a_tiny_run_divides_its_own_medians(tmp_path, capsys):
         # the case is the loss the row's build_loss makes: what its training records name
         loss = scifact.build_loss(r["case"], torch.nn.Identity(), {**scifact.BASE_RECIPE, "batch_size": 4})
         assert (r["loss"], json.dumps(r["loss_config"], sort_keys=True)) == bench.loss_key(loss)
-        assert r["command"].startswith("python scripts/bench_st_losses.py --specs scifact")
+        assert r["command"].startswith("python scripts/bench_losses.py st --specs scifact")
         assert r["run_wall_s"] > 0 and "versions" in r

@@ -1,4 +1,4 @@
-"""scripts/bench_train_speed.py: its cases are valid configs of the library, and a run's rate is
+"""scripts/bench_train.py loop: its cases are valid configs of the library, and a run's rate is
 that of its median step."""
 
 from types import SimpleNamespace
@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pytest
 from _scripts import load_script
 
-B = load_script("bench_train_speed")
+B = load_script("bench_train")
 
 
 @pytest.mark.parametrize("case", list(B.CASES))
@@ -38,7 +38,7 @@ def test_the_s2v_case_is_configs_qt_s2v_on_fewer_books(tmp_path):
 
 def test_case_set_must_name_a_case(capsys):
     with pytest.raises(SystemExit):
-        B.main(["--cases", "bow_wiki", "--case-set", "nope:train.lr=1"])
+        B.main(["loop", "--cases", "bow_wiki", "--case-set", "nope:train.lr=1"])
     assert "expected CASE:KEY=VALUE" in capsys.readouterr().err
 
 
@@ -47,7 +47,7 @@ def test_a_second_round_runs_beside_the_first(tmp_path, capsys):
     the second round must not find the first round's run there and stop."""
     import json
 
-    argv = ["--cases", "bow_wiki", "--steps", "6", "--warmup", "2", "--rounds", "2", "--out", str(tmp_path)]
+    argv = ["loop", "--cases", "bow_wiki", "--steps", "6", "--warmup", "2", "--rounds", "2", "--out", str(tmp_path)]
     argv += ["data.kind=synthetic", "data.num_classes=8", "train.batch_size=16", "objective.k=8", "model.dim=16"]
     assert B.main(argv) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]

@@ -72,7 +72,7 @@ class Run:
         return f"{command} {self.add}" if self.add else command
 
 
-ENCODE = r"encode: \d+ sentences/s"  # bench_encode.py's headline
+ENCODE = r"encode: \d+ sentences/s"  # bench_eval.py encode's headline
 
 # The commands' CI budgets: the whole module takes a few minutes on 2 cores (see README, Results).
 # Quick-Thoughts runs read 1 book instead of 8 (tokenizing 19k sentences alone takes ~35 s), train
@@ -146,7 +146,7 @@ def _dry_run(out: str, writes: tuple[str, ...], prints: tuple[str, ...]) -> Run:
 RUNS = {
     # The docs' generated tables against their result files (docgen, the docs tool; a second).
     "python -m docgen --check": Run(prints=(r"generated blocks, 0 stale",)),
-    "python scripts/bench_losses.py --batch-sizes 256,1024 --reps 5 --out /tmp/bench_losses.jsonl": Run(
+    "python scripts/bench_losses.py infonce --batch-sizes 256,1024 --reps 5 --out /tmp/bench_losses.jsonl": Run(
         # two strategies at a batch of 16, one repetition: the script's path and its --out rows, in seconds
         sub=(
             (
@@ -372,13 +372,13 @@ RUNS = {
         writes=("runs/st_compare_bow/table.md", "runs/st_compare_bow/results.csv", "runs/st_compare_bow/results.jsonl"),
         prints=(r"\| MNRL \(`mnrl`\) \| 1 \|",),
     ),
-    "python scripts/bench_augment.py --device cpu --threads 1": Run(add="--batch 64 --repeats 1"),
-    "python scripts/bench_augment.py --device cpu --threads 1 --batch 512 --repeats 3 --out results/bench_augment.jsonl": Run(
+    "python scripts/bench_data.py augment --device cpu --threads 1": Run(add="--batch 64 --repeats 1"),
+    "python scripts/bench_data.py augment --device cpu --threads 1 --batch 512 --repeats 3 --out results/bench_augment.jsonl": Run(
         sub=(("--batch 512 --repeats 3", "--batch 64 --repeats 1"), ("results/bench_augment.jsonl", "bench.jsonl")),
         writes=("bench.jsonl",),
         prints=(r"augmentation on cpu: ours \d+ images/s",),
     ),
-    "python scripts/bench_encode.py --threads 1 --out results/bench_encode.jsonl": Run(
+    "python scripts/bench_eval.py encode --threads 1 --out results/bench_encode.jsonl": Run(
         sub=(("results/bench_encode.jsonl", "bench.jsonl"),), add="--n 200", writes=("bench.jsonl",), prints=(ENCODE,)
     ),
     # Documentation pages: the quick start without its data step, the site, the tables' commands on
@@ -393,14 +393,14 @@ RUNS = {
     "mkdocs build --strict": Run(
         sub=(("--strict", f'--strict -f {ROOT / "mkdocs.yml"} -d "$PWD/site"'),), writes=("site/index.html",)
     ),
-    "python scripts/bench_eval.py --features bigru --widths 256,600,2400 --reference subset --check --feature-cache runs/bench_bigru/cache --output results/bench_eval.jsonl": Run(
+    "python scripts/bench_eval.py senteval --features bigru --widths 256,600,2400 --reference subset --check --feature-cache runs/bench_bigru/cache --output results/bench_eval.jsonl": Run(
         sub=(
             ("--widths 256,600,2400", "--widths 32 --tasks CR --kfold 2"),
             ("results/bench_eval.jsonl", "bench.jsonl"),
         ),
         writes=("bench.jsonl", "runs/bench_bigru/cache/*"),
     ),
-    "python scripts/bench_eval.py --widths 256,600,2400 --reference subset --check --output results/bench_eval.jsonl": Run(
+    "python scripts/bench_eval.py senteval --widths 256,600,2400 --reference subset --check --output results/bench_eval.jsonl": Run(
         sub=(
             ("--widths 256,600,2400", "--widths 32 --tasks CR --kfold 2"),
             ("results/bench_eval.jsonl", "bench.jsonl"),
@@ -539,7 +539,7 @@ RUNS = {
         prints=(r"table exit 0", r"six-task mean difference to uniform: hard2-clamp", r"failed: none"),
     ),
     # Cells side by side: the benchmark's dry run (toy cell, N = 1, 2, 4 on the CPU).
-    "DRY=1 python scripts/bench_side_by_side.py --out runs/side_by_side_dry": _dry_run(
+    "DRY=1 python scripts/bench_train.py cells --out runs/side_by_side_dry": _dry_run(
         "runs/side_by_side_dry", ("shared/cache", "n4/cell3/final"), prints=(r"side by side on cpu .*N=1 .*N=2 .*N=4 ",)
     ),
     # S2V's model on a GPU: the device script's dry run (toy model and data, CPU) is the one that runs.
@@ -569,7 +569,7 @@ SKIPS = {
     "qt-hard eval retrieval --model minilm --data $QT_HARD_DATA/beir/scifact --output minilm_scifact.json": "encodes "
     "5,183 abstracts with MiniLM (CPU-minutes); tests/test_retrieval.py runs the same path against the evaluator on "
     "a slice, and the random:bow example runs the whole folder",
-    "python scripts/bench_retrieval.py --out results/bench_retrieval.jsonl": "encodes SciFact's corpus with MiniLM "
+    "python scripts/bench_eval.py retrieval --out results/bench_retrieval.jsonl": "encodes SciFact's corpus with MiniLM "
     "twice (CPU-minutes); tests/test_retrieval.py runs both sides on a slice",
     "python -m docgen --table-widths": "builds the site and needs Chromium; .ci/run runs it when chromium is "
     "installed, and tests/test_table_widths.py runs it on a small site",
@@ -608,11 +608,11 @@ SKIPS = {
     "tests/test_s2v_curve.py a toy curve of two points",
     "QT_HARD_DATA=/path/to/data bash scripts/device_s2v_prepare.sh": "/path/to/data is a placeholder; it packs a "
     "55 MB carry of the data root, which the dry run of scripts/device_s2v.sh does without (it reads the data root)",
-    "python scripts/bench_side_by_side.py --device cuda --cells 1,2,4,8 --output results/bench_side_by_side_gpu.jsonl": "needs a GPU; its DRY=1 form runs the same code on the CPU",
-    "nice -n 5 python scripts/bench_threads.py --config configs/qt_books_smoke.yaml --threads 1,2 --steps 150": "prepares "
+    "python scripts/bench_train.py cells --device cuda --cells 1,2,4,8 --output results/bench_side_by_side_gpu.jsonl": "needs a GPU; its DRY=1 form runs the same code on the CPU",
+    "nice -n 5 python scripts/bench_train.py threads --config configs/qt_books_smoke.yaml --threads 1,2 --steps 150": "prepares "
     "all 352 books and trains 600 steps of the quick start (minutes on 2 cores); its rows are "
     "results/bench_threads_quickstart.jsonl",
-    "nice -n 5 python scripts/bench_corpus_scale.py --multiples 1,4,16 --work /tmp/corpus_scale --output results/corpus_scale.jsonl": "prepares 16 times the local books from an empty cache (over an hour of a busy 2-core CPU, GBs "
+    "nice -n 5 python scripts/bench_data.py corpus --multiples 1,4,16 --work /tmp/corpus_scale --output results/corpus_scale.jsonl": "prepares 16 times the local books from an empty cache (over an hour of a busy 2-core CPU, GBs "
     "on disk); tests/test_bench_scale.py checks its synthetic multiples, and the streaming preparation is tested in "
     "tests/test_text_batches.py",
     "OUT=device_out bash scripts/device_namesake.sh": "needs a GPU machine and the carry of "

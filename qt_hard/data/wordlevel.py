@@ -65,7 +65,7 @@ _TREEBANK_ALTERNATION = "|".join(
 # alternatives (Oniguruma then jumps from one such character to the next instead of trying the
 # whole alternation at every position) and, for the letters among them, the two characters that
 # the letter rules need. Same tokens, 1.4-1.8x the sentences per second of the bare alternation
-# (scripts/bench_prepare.py).
+# (scripts/bench_data.py prepare).
 _FIRST = r"`'«“‘„»”’.\-;@#$%&?!*\[\](){}<>\x{2012}-\x{2015}:,"
 _TREEBANK_PATTERN = "(?=[" + _FIRST + "nmt])(?=[" + _FIRST + "]|n['oa]|ta|me)(?:" + _TREEBANK_ALTERNATION + ")"
 

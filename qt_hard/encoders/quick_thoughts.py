@@ -15,7 +15,7 @@ Padding never enters a representation. The bidirectional GRU (and any GRU on a G
 runs packed batches well) packs the sequences with their true lengths. The unidirectional GRU on a
 CPU runs over the padded batch and reads each row's state at its last real token instead: the
 recurrence is causal, so that state is exactly the packed one, and a dense recurrence ran 3.2x faster
-than packing at batch 400 here (``scripts/bench_qt_step.py``; packing's backward took 86% of the step).
+than packing at batch 400 here (``scripts/bench_train.py step``; packing's backward took 86% of the step).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ default 100, which stops before convergence on unnormalized features, so ``max_i
 ``fast=False`` reproduces SentEval exactly; the fast path always solves to convergence (a
 max-abs scaled gradient below ``FAST_TOL`` = 1e-6; ``max_iter=None`` gives the reference lbfgs
 with ``tol=1e-8`` and up to 10,000 iterations, with which it agrees on every held-out prediction
-of ``scripts/bench_eval.py --check``).
+of ``scripts/bench_eval.py senteval --check``).
 
 Skip-thoughts protocol (Kiros et al. 2015, ``eval_classification.py``, ``eval_trec.py``,
 ``eval_msrp.py`` of ryankiros/skip-thoughts, which S2V's ``src/evaluate.py`` calls and which
@@ -75,7 +75,7 @@ SKIPTHOUGHTS_SEED = 1234  # their default seed (data shuffle, MSRP folds)
 # The fast path's stopping rule: max-abs gradient of scikit-learn's scaling of the objective
 # (J / (C n)) below 1e-6, a hundredth of scikit-learn's own lbfgs default (tol=1e-4). From 1e-8:
 # CR at 2,400-d took 397 instead of 574 CG steps (70 against 89 CPU s) with the same accuracy and
-# chosen C; scripts/bench_eval.py --check compares held-out predictions with lbfgs at tol=1e-8.
+# chosen C; scripts/bench_eval.py senteval --check compares held-out predictions with lbfgs at tol=1e-8.
 FAST_TOL = 1e-6
 
 

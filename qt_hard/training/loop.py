@@ -284,7 +284,7 @@ class _Training:
             self.task.to_device(accelerator.device)
         # Adam's fused kernel (one pass over each parameter instead of torch's dozen foreach passes; the
         # same update): on a CPU it takes a 2 x 30k x 300 embedding table's step from ~1.3 s to ~0.1 s,
-        # most of a bag-of-words Quick-Thoughts step before (scripts/bench_qt_step.py).
+        # most of a bag-of-words Quick-Thoughts step before (scripts/bench_train.py step).
         optimizer = make_optimizer(module, cfg.train, accelerator.device)
         self.module, self.optimizer = accelerator.prepare(module, optimizer)
         self.stats = stats_recorder(self.objective)
@@ -596,7 +596,7 @@ def keep_freed_memory() -> bool:
     A word model's embedding gradient is a fresh dense (V, d) tensor every step (36 MB for 30k x 300);
     above glibc's largest automatic mmap threshold (32 MB) each one was mapped, page-faulted in while
     being zero-filled, and unmapped again, which took half of a bag-of-words Quick-Thoughts step on a
-    CPU (``scripts/bench_qt_step.py``). Process-wide; a no-op (False) where the C library is not
+    CPU (``scripts/bench_train.py step``). Process-wide; a no-op (False) where the C library is not
     glibc."""
     import ctypes
     import ctypes.util

@@ -10,7 +10,7 @@ from an explicit ``torch.Generator`` and the draws are separate from the pixels.
 needs a batch to be a pure function of (seed, step), and a global batch split over W processes must
 see the same views as one process: :meth:`SimCLRAugment.sample` draws the parameters of the *global*
 batch (a few numbers per image, on the CPU) and each process applies its rows on its own device with
-:meth:`SimCLRAugment.apply`. ``scripts/bench_augment.py`` measures images/s against kornia where it
+:meth:`SimCLRAugment.apply`. ``scripts/bench_data.py augment`` measures images/s against kornia where it
 is installed.
 
 Semantics follow torchvision's definitions (crop-box sampling with 10 attempts then a centre crop;
