@@ -57,7 +57,7 @@ REFERENCE_FIELDS = ("reference_seconds", "reference_cpu_seconds", "reference_fit
 
 def _reference_module():
     spec = importlib.util.spec_from_file_location(
-        "senteval_reference", ROOT / "tests" / "reference" / "senteval_reference.py"
+        "senteval_reference", _bench.ROOT / "tests" / "reference" / "senteval_reference.py"
     )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
