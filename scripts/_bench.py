@@ -35,19 +35,34 @@ def common(ap, *, jsonl: str | None = "--out", threads: int | None = 1, reps: in
     return ap
 
 
-def cli(doc: str, cases: dict, argv=None) -> int:
-    """Run the case named by the first argument: ``cases`` maps a name to ``(arguments, run)``, where
-    ``arguments(parser)`` adds the case's own arguments and ``run(args)`` measures (its docstring's
-    first line is the case's help). Returns ``run``'s status (0 for None)."""
-    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+def cases_of(module) -> dict:
+    """A benchmark script's cases, in the order the script defines them: each ``NAME_arguments(parser)``
+    (the case's own arguments) with its ``NAME(args)`` (the measurement; its docstring's first line is
+    the case's help)."""
+    found = {}
+    for name, fn in vars(module).items():
+        if name.endswith("_arguments") and callable(fn) and callable(vars(module).get(name[: -len("_arguments")])):
+            found[name[: -len("_arguments")]] = (fn, vars(module)[name[: -len("_arguments")]])
+    return found
+
+
+def cli(module, argv=None) -> int:
+    """Run the case of ``module`` (a benchmark script, :func:`cases_of`) named by the first argument.
+    Returns the measurement's status (0 for None)."""
+    ap = argparse.ArgumentParser(description=module.__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="case", required=True, metavar="CASE")
-    for name, (arguments, run) in cases.items():
+    for name, (arguments, run) in cases_of(module).items():
         p = sub.add_parser(name, help=run.__doc__.splitlines()[0], description=run.__doc__.splitlines()[0])
         arguments(p)
         p.set_defaults(_measure=run, parser=p)
     args = ap.parse_args(argv)
     args.argv = argv  # the command a row records: this process's own where None
     return args._measure(args) or 0
+
+
+def main_of(name: str):
+    """The ``main(argv=None)`` of the benchmark script imported as ``name``: :func:`cli` over its cases."""
+    return lambda argv=None: cli(sys.modules[name], argv)
 
 
 def stamp(script: str, argv: list[str] | None = None) -> dict:

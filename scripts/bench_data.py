@@ -358,15 +358,7 @@ def augment(args):
     print(f"augmentation on {dev}: ours {ours_s:.0f} images/s{tail}")
 
 
-CASES = {
-    "corpus": (corpus_arguments, corpus),
-    "prepare": (prepare_arguments, prepare),
-    "augment": (augment_arguments, augment),
-}
-
-
-def main(argv=None) -> int:
-    return _bench.cli(__doc__, CASES, argv)
+main = _bench.main_of(__name__)  # its cases: each NAME_arguments(parser) with its NAME(args)
 
 
 if __name__ == "__main__":

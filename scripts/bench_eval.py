@@ -528,16 +528,7 @@ def encode(args):
     print(f"encode: {int(np.median(direct))} sentences/s")
 
 
-CASES = {
-    "senteval": (senteval_arguments, senteval),
-    "retrieval": (retrieval_arguments, retrieval),
-    "similarity": (similarity_arguments, similarity),
-    "encode": (encode_arguments, encode),
-}
-
-
-def main(argv=None) -> int:
-    return _bench.cli(__doc__, CASES, argv)
+main = _bench.main_of(__name__)  # its cases: each NAME_arguments(parser) with its NAME(args)
 
 
 if __name__ == "__main__":

@@ -336,11 +336,7 @@ def st(args):
     )
 
 
-CASES = {"infonce": (infonce_arguments, infonce), "guard": (guard_arguments, guard), "st": (st_arguments, st)}
-
-
-def main(argv=None) -> int:
-    return _bench.cli(__doc__, CASES, argv)
+main = _bench.main_of(__name__)  # its cases: each NAME_arguments(parser) with its NAME(args)
 
 
 if __name__ == "__main__":

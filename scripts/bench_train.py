@@ -592,17 +592,7 @@ def step(args):
     )
 
 
-CASES_RUN = {
-    "loop": (loop_arguments, loop),
-    "cells": (cells_arguments, cells),
-    "threads": (threads_arguments, threads),
-    "precision": (precision_arguments, precision),
-    "step": (step_arguments, step),
-}
-
-
-def main(argv=None) -> int:
-    return _bench.cli(__doc__, CASES_RUN, argv)
+main = _bench.main_of(__name__)  # its cases: each NAME_arguments(parser) with its NAME(args)
 
 
 if __name__ == "__main__":
