@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from qt_hard.graph.config import GraphDataConfig, GraphEvalConfig, GraphModelConfig, GraphObjectiveConfig
-from qt_hard.training.pipeline import LossObjective, PipelineRun
+from qt_hard.training.pipeline import LossObjective, Pipeline, PipelineRun
 
 
 def _data_list(graphs):
@@ -134,13 +134,8 @@ def load_graphs(cfg):
     )
 
 
-class GraphPipeline:
-    sections = {
-        "model": GraphModelConfig,
-        "data": GraphDataConfig,
-        "objective": GraphObjectiveConfig,
-        "eval": GraphEvalConfig,
-    }
+class GraphPipeline(Pipeline):
+    sections = dict(model=GraphModelConfig, data=GraphDataConfig, objective=GraphObjectiveConfig, eval=GraphEvalConfig)
 
     def validate(self, cfg) -> None:
         """Build the objective with the core's builder before any graph is read, so that a strategy
@@ -154,9 +149,6 @@ class GraphPipeline:
                 f"config section 'objective' (negatives={cfg.objective.negatives!r}, "
                 f"options={cfg.objective.options}): {err}"
             ) from None
-
-    def ddp_kwargs(self, cfg) -> dict:
-        return {}
 
     def build(self, cfg, out: Path) -> PipelineRun:
         from qt_hard.graph.evaluate import svm_accuracy

@@ -15,10 +15,10 @@ from pathlib import Path
 
 from qt_hard.encoders.config import ModelConfig
 from qt_hard.text.config import DataConfig, EvalConfig, ObjectiveConfig
-from qt_hard.training.pipeline import PipelineRun
+from qt_hard.training.pipeline import Pipeline, PipelineRun
 
 
-class TextPipeline:
+class TextPipeline(Pipeline):
     sections = {"model": ModelConfig, "data": DataConfig, "objective": ObjectiveConfig, "eval": EvalConfig}
 
     def validate(self, cfg) -> None:

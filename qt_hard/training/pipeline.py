@@ -7,9 +7,9 @@ module that defines ``PIPELINE``, an object with
   the config sections it owns (``qt_hard.training.config`` builds them from YAML and still
   rejects unknown keys; ``train`` and ``out_dir`` belong to the loop). A section dataclass may
   define ``validate(self)``.
-* ``validate(cfg)``: checks across sections (optional; may be a no-op).
+* ``validate(cfg)``: checks across sections (:class:`Pipeline`'s: none).
 * ``ddp_kwargs(cfg) -> dict``: keyword arguments of accelerate's ``DistributedDataParallelKwargs``
-  (e.g. ``find_unused_parameters``), needed before the ``Accelerator`` exists.
+  (e.g. ``find_unused_parameters``), needed before the ``Accelerator`` exists (:class:`Pipeline`'s: none).
 * ``build(cfg, out) -> PipelineRun``: loads the data and builds the module, the batches, the
   objective, and how the result is saved and evaluated (below).
 
@@ -25,6 +25,22 @@ from typing import TYPE_CHECKING, Callable, Optional, Protocol
 
 if TYPE_CHECKING:  # annotations only: the config is read and checked without importing torch
     import torch
+
+
+class Pipeline:
+    """The defaults of a pipeline (see the module docstring): no checks across sections, no DDP keywords.
+    A pipeline subclasses it and gives ``sections`` and ``build``."""
+
+    sections: dict
+
+    def validate(self, cfg) -> None:
+        return None
+
+    def ddp_kwargs(self, cfg) -> dict:
+        return {}
+
+    def build(self, cfg, out: Path) -> "PipelineRun":
+        raise NotImplementedError
 
 
 class BatchTask(Protocol):

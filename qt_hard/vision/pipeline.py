@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from qt_hard.training.pipeline import PipelineRun
+from qt_hard.training.pipeline import Pipeline, PipelineRun
 from qt_hard.vision.config import VisionDataConfig, VisionEvalConfig, VisionModelConfig, VisionObjectiveConfig
 
 
@@ -142,13 +142,10 @@ def load_image_encoder(folder: str | Path) -> torch.nn.Module:
     return module.eval()
 
 
-class VisionPipeline:
-    sections = {
-        "model": VisionModelConfig,
-        "data": VisionDataConfig,
-        "objective": VisionObjectiveConfig,
-        "eval": VisionEvalConfig,
-    }
+class VisionPipeline(Pipeline):
+    sections = dict(
+        model=VisionModelConfig, data=VisionDataConfig, objective=VisionObjectiveConfig, eval=VisionEvalConfig
+    )
 
     def validate(self, cfg) -> None:
         if cfg.model.method == "moco" and cfg.model.queue_size < cfg.train.batch_size:
@@ -156,9 +153,6 @@ class VisionPipeline:
                 f"model.queue_size={cfg.model.queue_size} is smaller than one batch "
                 f"(train.batch_size={cfg.train.batch_size})"
             )
-
-    def ddp_kwargs(self, cfg) -> dict:
-        return {}
 
     def build(self, cfg, out: Path) -> PipelineRun:
         from qt_hard.vision.batches import ImageTask
