@@ -1,4 +1,4 @@
-# What the device scripts (device_s2v.sh, device_namesake.sh, device_controls.sh) share; each sources
+# What the device scripts (device_s2v.sh, device_namesake.sh) share; each sources
 # it from the repository root at its start, with OUT set (and CARRY, WORK if given; DEADLINE before a
 # helper runs). Sourcing it sets START (now), PY (default python3) and DRY (default 0), and:
 #
