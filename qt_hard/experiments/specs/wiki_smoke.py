@@ -38,28 +38,31 @@ DEFAULT_RUNS = "runs/wiki_smoke"
 
 @dataclass(frozen=True)
 class SmokeRow:
-    """One row: ``config`` trained into ``RUNS/<folder>`` and its ``final/`` evaluated, or ``model``
-    evaluated as it is (split seed 0); ``label`` is the table's name for it."""
+    """One row: ``configs/<folder>_wiki_smoke.yaml`` (:attr:`config`) trained into ``RUNS/<folder>`` and
+    its ``final/`` evaluated, or ``model`` evaluated as it is (split seed 0); ``label`` is the table's name
+    for it."""
 
     name: str
     label: str
-    config: str = ""
     folder: str = ""
     model: str = ""
+
+    @property
+    def config(self) -> str:
+        """The smoke config a trained row trains ("" for a row evaluated as it is)."""
+        return f"configs/{self.folder}_wiki_smoke.yaml" if self.folder else ""
 
 
 ROWS = by_name(
     SmokeRow(
         "bow_trained",
         "`configs/bow_wiki_smoke.yaml` trained (256 pairs a step, k = 100, 200 steps)",
-        config="configs/bow_wiki_smoke.yaml",
         folder="bow",
     ),
     SmokeRow("bow_untrained", "the same architecture untrained", model="random:configs/bow_wiki_smoke.yaml"),
     SmokeRow(
         "hf_trained",
         "MiniLM fine-tuned by `configs/hf_wiki_smoke.yaml` (40 steps of 16 pairs, D.1 loss, t = 0.05)",
-        config="configs/hf_wiki_smoke.yaml",
         folder="hf",
     ),
     SmokeRow("minilm", "MiniLM untouched", model="minilm"),
