@@ -61,7 +61,7 @@ NO_LEDGER = {
     "qt_table_gpu_skipthoughts.md": "as qt_table_senteval.md, for the GPU table",
     "graph_table.csv": "the graph table's cells, run before the ledger (each row names the commit that added it)",
     "graph_ot_enzymes_lr1e-3.csv": "two OT cells at another learning rate, run before the ledger",
-    "k_vs_n/sampling_1000.json": "a measurement of scripts/k_vs_n_sampling.py, not a grid",
+    "k_vs_n/sampling_1000.json": "a measurement of qt-hard grid run k-vs-n --sampling, not a grid",
     "st_compare/README.md": "the commands and wall times behind each folder of the fine-tuning comparison",
     "s2v_curve_gpu/curve.csv": "the learning curve as scripts/device_s2v.sh wrote it on a GPU machine before the "
     "ledger (meta.json); tests/test_s2v_curve.py checks that s2v-curve's table writes the same bytes from its rows",

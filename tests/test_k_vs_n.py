@@ -19,7 +19,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from tests._signals import signal_at
-from _scripts import load_script
 
 from qt_hard.cli import main
 from qt_hard.experiments.specs import k_vs_n as K
@@ -442,12 +441,13 @@ def test_a_committed_ledger_opens_with_the_setup_its_command_makes(name, monkeyp
 
 
 def test_sampling_measurement_on_pair_batches():
-    """scripts/k_vs_n_sampling.py on PairTask batches of 12 classes: k drawn in every mode, the
-    control removes as many candidates as collision-free sampling, and where the draw count is the
-    same for every mask (random keys, k above half the candidates) the streams stay paired."""
+    """The sampling measurement (``--sampling``) on PairTask batches of 12 classes: k drawn in every
+    mode, the control removes as many candidates as collision-free sampling, and where the draw
+    count is the same for every mask (random keys, k above half the candidates) the streams stay
+    paired."""
+    from qt_hard.experiments.specs import k_vs_n_sampling as S
     from qt_hard.text.batches import PairTask
 
-    S = load_script("k_vs_n_sampling")
     labels = np.repeat(np.arange(12), 10)
 
     def pairs(epoch):  # any pairing, a function of the epoch alone (as the training loop's)
@@ -459,3 +459,34 @@ def test_sampling_measurement_on_pair_batches():
     assert cands["plain"] == 30 and cands["collision_free"] == cands["shuffled"] == 30 - cands["same_article"] < 30
     assert out["drawn"]["k_in_every_mode"] and 0 < out["drawn"]["same_article_per_anchor"]
     assert out["paired"] == {"generator_states_equal_every_step": True, "anchors_replaced_only": 1.0}
+
+
+def test_sampling_runs_on_the_grids_wiki_batches_and_writes_nothing(tmp_path, capsys):
+    """``--sampling`` builds the caches and prints the measurement of the grid's cells (its data, its
+    first seed) and a line per k, with no ledger written; a (N, k, B) that is no cell of the grid,
+    another data kind and ``--plan`` beside it are refused."""
+    from tests.test_data_wiki import DUMP
+
+    dump = tmp_path / "dump.txt"
+    dump.write_text(DUMP, encoding="utf-8")
+    grid = tmp_path / "wiki.yaml"
+    grid.write_text(
+        f"data: {{kind: wiki, source: {json.dumps(str(dump))}, articles: 3, min_sentences: 3, min_count: 1}}\n"
+        "train: {dim: 8, epochs: 1, linear_epochs: 1}\nseeds: [1, 0]\nblocks:\n  b: {N: [3], k: [1, 2], B: [2]}\n"
+    )
+    res = tmp_path / "r.csv"
+    assert grid_run(grid, res, "--sampling", "--N", "3", "--B", "2", "--k", "1,2", "--steps", "3") == 0
+    text = capsys.readouterr().out
+    out = json.loads(text[: text.rindex("}") + 1])
+    assert (out["N"], out["B"], out["seed"], [s["k"] for s in out["sampling"]]) == (3, 2, 1, [1, 2])
+    assert all(s["steps"] == 3 and s["drawn"]["k_in_every_mode"] for s in out["sampling"])
+    assert text.count("\nN=3 k=") == 2
+    assert not K.ledger_path(res).exists() and not res.exists()
+    for extra, message in (
+        (("--k", "5"), "N=3 k=5 B=2 is not a cell of the grid"),
+        (("--plan",), "--sampling runs in place of --plan"),
+    ):
+        assert grid_run(grid, res, "--sampling", "--N", "3", "--B", "2", *extra) == 2
+        assert message in capsys.readouterr().err
+    assert grid_run(_grid(tmp_path), res, "--sampling") == 2
+    assert "--sampling measures Wiki-N's batches" in capsys.readouterr().err

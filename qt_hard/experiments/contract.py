@@ -12,6 +12,7 @@ and is skipped once its records are there. The experiment says
 * its cells, in the order they run (:meth:`Experiment.cells`), and what is built once before them
   (:meth:`Experiment.prepare`);
 * how one cell runs (:meth:`Experiment.run`), in this process or in a worker of its own;
+* a diagnostic its options may ask for in place of the cells (:meth:`Experiment.diagnostic`);
 * its tables from the records (:meth:`Experiment.tables`), written beside the ledger and read by the
   docs' generated blocks, and its figures (:meth:`Experiment.figures`), drawn beside them.
 
@@ -86,6 +87,12 @@ class Experiment:
 
     def check(self, args: argparse.Namespace) -> None:
         """Refuse bad options in one line, before anything is written (rows are checked already)."""
+
+    def diagnostic(self, args: argparse.Namespace) -> int | None:
+        """A measurement the options ask for in place of the cells (k-versus-N's ``--sampling``),
+        run after :meth:`check` and before the ledger is opened, printed: the command's exit
+        status; None (no such option given) runs the grid."""
+        return None
 
     # ---------------------------------------------------------------------------- the grid
     def location(self, args: argparse.Namespace) -> tuple[Path, str]:

@@ -103,6 +103,9 @@ def _run_grid(exp: Experiment, args: argparse.Namespace) -> int:
         raise ArgumentError(f"--workers {args.workers}: give at least 1")
     exp.check(args)
     check_device(args.device)
+    status = exp.diagnostic(args)  # in place of the cells: no ledger is opened
+    if status is not None:
+        return status
     setup = exp.setup(args, out)
     ledger = exp.ledger(out, name, setup)
     cells = exp.cells(args, rows, seeds)

@@ -5,6 +5,7 @@
     qt-hard grid run k-vs-n configs/k_vs_n.yaml --cache runs/k_vs_n/cache \\
         --results runs/k_vs_n/results.csv --workers 4 --device cuda
     qt-hard grid run k-vs-n --results runs/k_vs_n/results.csv --summary-only --figures docs/figures
+    qt-hard grid run k-vs-n configs/k_vs_n.yaml --cache runs/k_vs_n/cache --sampling --N 1000 --k 100,1000 --steps 80
 
 * **grid**: a YAML of ``data``, ``train``, ``seeds`` and ``blocks`` (:func:`load_grid`); a block
   crosses lists of N (classes), k (negatives), B (batch) and collision modes; a :class:`Cell` is one
@@ -17,7 +18,9 @@
   folder, each its own ledger), the CSV and ``NAME.diag.jsonl`` derived from it
   (:func:`results_files`), the figures and the summary from the records alone;
 * **the experiment** (:class:`KversusN`): the grid command's contract, each cell claimed as
-  ``(NAME, cell id)`` and run in ``NAME.csv.cells/<cell id>/``.
+  ``(NAME, cell id)`` and run in ``NAME.csv.cells/<cell id>/``;
+* **sampling** (``--sampling``, in place of the cells): what plain, collision-free and shuffled
+  sampling draw on the batches of the grid's cells (:mod:`qt_hard.experiments.specs.k_vs_n_sampling`).
 
 Wiki-N is built by ``qt_hard.data.wiki.build_wiki`` from ``$QT_HARD_DATA/wikipedia`` (4,715 articles
 with at least 200 sentences from a 2015 WikiExtractor dump), *not* the CURL release of Saunshi et al.
@@ -926,6 +929,53 @@ def _add_options(parser) -> None:
         "--diagnose", action="store_true", help="also the table of the cells' diagnostics, NAME.diagnostics.md"
     )
     parser.add_argument("--figures", help="folder of the figures and k_vs_n_summary.json (default: none drawn)")
+    parser.add_argument(
+        "--sampling",
+        action="store_true",
+        help="build the caches, run no cell: print what plain, collision-free and shuffled sampling "
+        "draw on the batches of the grid's cells (N, B) at each k, under its data and its first seed",
+    )
+    parser.add_argument("--N", type=int, default=1000, help="--sampling: the cells' N (default: 1000)")
+    parser.add_argument("--B", type=int, default=1000, help="--sampling: the cells' B (default: 1000)")
+    parser.add_argument("--k", default="100,1000", help="--sampling: the cells' k, comma-separated (default: 100,1000)")
+    parser.add_argument("--steps", type=int, default=800, help="--sampling: the training steps measured (default: 800)")
+
+
+def check_sampling(args, grid: Grid) -> None:
+    """``--sampling``: Wiki-N's batches (kind wiki), each (N, k, B) a cell of the grid."""
+    if args.plan:
+        raise ArgumentError("--sampling runs in place of --plan: give one of them")
+    if grid.data.kind != "wiki":
+        raise ArgumentError(f"--sampling measures Wiki-N's batches; the grid's data.kind is {grid.data.kind}")
+    if args.steps < 1:
+        raise ArgumentError(f"--steps {args.steps}: give at least 1")
+    cells = {(c.N, c.k, c.B) for c in expand(grid)[0]}
+    for k in _ks(args.k):
+        if (args.N, k, args.B) not in cells:
+            raise ArgumentError(f"--sampling: N={args.N} k={k} B={args.B} is not a cell of the grid {args.grid}")
+
+
+def _ks(text: str) -> list[int]:
+    from qt_hard.experiments.grid import comma_list
+
+    try:
+        ks = comma_list(text, int)
+    except ValueError:
+        ks = []
+    if not ks:
+        raise ArgumentError(f"--k {text!r}: give comma-separated integers")
+    return ks
+
+
+def sampling(grid: Grid, args) -> dict:
+    """The measurement of ``--sampling`` (:mod:`qt_hard.experiments.specs.k_vs_n_sampling`), the
+    caches built first (:func:`prepare_cache`)."""
+    from qt_hard.experiments.specs.k_vs_n_sampling import measure
+
+    cache = Path(args.cache)
+    prepare_cache(grid, expand(grid)[0], cache, args.no_prepare)
+    ks, seed = _ks(args.k), grid.seeds[0]
+    return measure(wiki_dir(cache, grid.data), token_cache(cache), grid.data, args.N, args.B, ks, args.steps, seed)
 
 
 class KversusN(Experiment):
@@ -964,12 +1014,25 @@ class KversusN(Experiment):
             raise ArgumentError(f"--checkpoint-every {args.checkpoint_every}: give at least 0")
         grid = grid_of(args)
         expand(grid)
+        if args.sampling:
+            check_sampling(args, grid)
         cache = Path(args.cache)
         if grid.data.kind == "wiki" and not grid.data.source and not _prepared_marker(cache, grid.data).exists():
             if not wiki_dir(cache, grid.data).exists():
                 from qt_hard.paths import data_path
 
                 data_path("wikipedia")  # the dump the caches are built from
+
+    def diagnostic(self, args) -> int | None:
+        """``--sampling``: its JSON object and a line per k (``results/k_vs_n/sampling_1000.json``)."""
+        if not args.sampling:
+            return None
+        from qt_hard.experiments.specs.k_vs_n_sampling import summary
+
+        out = sampling(grid_of(args), args)
+        print(json.dumps(out, indent=1))
+        print("\n".join(summary(out)))
+        return 0
 
     def setup(self, args, out: Path) -> dict:
         return setup_of(grid_of(args))

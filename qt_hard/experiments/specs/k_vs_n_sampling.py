@@ -1,8 +1,8 @@
-#!/usr/bin/env python
 """What plain, collision-free and shuffled-control sampling hand the loss on Wiki-N's real batches
-(Ash et al., AISTATS 2022, section 5, Fig. 3 right; App. D.1's loss).
+(Ash et al., AISTATS 2022, section 5, Fig. 3 right; App. D.1's loss): the k-versus-N grid's
+``--sampling`` (:meth:`~qt_hard.experiments.specs.k_vs_n.KversusN.diagnostic`).
 
-For the batches a k-versus-N cell trains on (``data.classes: N``, B pairs, the pairs of
+For the batches a k-versus-N cell of the grid trains on (``data.classes: N``, B pairs, the pairs of
 ``train.seed`` every epoch, the shuffled control's label permutation of (seed, step)), it draws
 each batch's k negatives per anchor out of the 2(B-1) candidates three ways, from one generator
 state each (the training loop's seeding), and reports:
@@ -17,31 +17,37 @@ state each (the training loop's seeding), and reports:
   collision-free draw is the plain draw with exactly its same-article candidates replaced (then
   the loss of an anchor that draws none is the same in both modes: ``tests/test_negatives_properties.py``).
 
-    python scripts/k_vs_n_sampling.py --cache runs/k_vs_n/cache --N 1000 --k 100,1000 --steps 80
+    qt-hard grid run k-vs-n configs/k_vs_n.yaml --cache runs/k_vs_n/cache --sampling --N 1000 --k 100,1000 --steps 80
 
-Prints one JSON object and a one-line summary per k.
+Prints one JSON object (:func:`measure`) and a one-line summary per k (:func:`summary`).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import torch
 
+__all__ = ["MODES", "batches", "measure", "measure_sampling", "summary"]
+
 MODES = ("plain", "collision_free", "shuffled")
 
 
-def batches(wiki: Path, cache: Path, spec, N: int, B: int, seed: int):
-    """The Wiki-N training split and the (plain, shuffled) label rows of every step (``PairTask``)."""
+def batches(wiki: Path, tokens: Path, spec, N: int, B: int, seed: int):
+    """The Wiki-N training split of the Wiki folder ``wiki`` (tokens cached in ``tokens``, the data
+    settings ``spec`` of the grid) and the (plain, shuffled) label rows of every step (``PairTask``)."""
     from qt_hard.data.wiki import wiki_prefix
-    from qt_hard.experiments.specs.k_vs_n import token_cache
     from qt_hard.text.batches import PairTask
 
-    wd = wiki_prefix(wiki, N, min_count=spec.min_count, seed=spec.split_seed, cache_dir=token_cache(cache))
+    wd = wiki_prefix(
+        wiki,
+        N,
+        min_count=spec.min_count,
+        seed=spec.split_seed,
+        cache_dir=tokens,
+        vocab_classes=spec.vocab_articles,
+    )
     labels = np.asarray(wd.train_labels, dtype=np.int64)
 
     def pairs(epoch):
@@ -107,41 +113,19 @@ def measure_sampling(labels: np.ndarray, tasks: dict, k: int, steps: int, seed: 
     }
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument(
-        "--cache",
-        required=True,
-        help="the k-versus-N cache folder (qt-hard grid run k-vs-n GRID.yaml --plan builds it)",
-    )
-    ap.add_argument("--N", type=int, default=1000)
-    ap.add_argument("--B", type=int, default=1000)
-    ap.add_argument("--k", default="100,1000", help="comma-separated k")
-    ap.add_argument("--seed", type=int, default=0, help="train.seed (pairs, label permutation, generator)")
-    ap.add_argument("--steps", type=int, default=800)
-    args = ap.parse_args(argv)
-    from qt_hard.experiments.specs.k_vs_n import DataSpec, wiki_dir
-
-    cache, spec = Path(args.cache), DataSpec()  # the grids' data: Wiki-3029 of App. D.1
-    wiki = wiki_dir(cache, spec)
-    if not wiki.is_dir():
-        sys.exit(
-            f"error: no prepared Wiki folder {wiki}: build it with qt-hard grid run k-vs-n configs/k_vs_n.yaml --cache CACHE --plan"
-        )
-    labels, tasks = batches(wiki, cache, spec, args.N, args.B, args.seed)
-    out = {"N": args.N, "B": args.B, "seed": args.seed, "sampling": []}
-    for k in (int(x) for x in args.k.split(",")):
-        out["sampling"].append(measure_sampling(labels, tasks, k, args.steps, args.seed))
-    print(json.dumps(out, indent=1))
-    for s in out["sampling"]:
-        print(
-            f"N={args.N} k={s['k']}: {s['drawn']['same_article_per_anchor']} same-article drawn per anchor "
-            f"({s['drawn']['anchors_with_one']:.1%} of anchors), k drawn in every mode: "
-            f"{s['drawn']['k_in_every_mode']}, streams paired: {s['paired']['generator_states_equal_every_step']}, "
-            f"anchors differing only by the replaced ones: {s['paired']['anchors_replaced_only']:.4%}"
-        )
-    return 0
+def measure(wiki: Path, tokens: Path, spec, N: int, B: int, ks: list[int], steps: int, seed: int) -> dict:
+    """The measurement of every k in ``ks`` on Wiki-N's batches of B pairs (:func:`batches`): the
+    JSON object of ``results/k_vs_n/sampling_1000.json``."""
+    labels, tasks = batches(wiki, tokens, spec, N, B, seed)
+    return {"N": N, "B": B, "seed": seed, "sampling": [measure_sampling(labels, tasks, k, steps, seed) for k in ks]}
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def summary(out: dict) -> list[str]:
+    """One line per k of a :func:`measure` object."""
+    return [
+        f"N={out['N']} k={s['k']}: {s['drawn']['same_article_per_anchor']} same-article drawn per anchor "
+        f"({s['drawn']['anchors_with_one']:.1%} of anchors), k drawn in every mode: "
+        f"{s['drawn']['k_in_every_mode']}, streams paired: {s['paired']['generator_states_equal_every_step']}, "
+        f"anchors differing only by the replaced ones: {s['paired']['anchors_replaced_only']:.4%}"
+        for s in out["sampling"]
+    ]
