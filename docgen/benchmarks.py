@@ -160,7 +160,9 @@ def _bench_similarity(root: Path) -> str:
                 f"{tr['seconds']:.1f} s ({tr['encode_seconds']:.1f} s)",
                 " / ".join(
                     f"{x:.1f}"
-                    for x in (r.get("load_average_before") or [])[:1] + (r.get("load_average_after") or [])[:1]
+                    # the after-load: older rows' own field, else the stamp's (taken after the run)
+                    for x in (r.get("load_average_before") or [])[:1]
+                    + (r.get("load_average_after") or [r.get("load_average_1min")])[:1]
                 ),
                 r.get("commit", ""),
             ]

@@ -207,18 +207,3 @@ def timed_config(source, out: Path, overrides: list[str], steps: int | None = No
     if isinstance(source, dict):
         return config_from_dict(source, [*quiet, *overrides])
     return load_config(source, [*quiet, *overrides])
-
-
-def host_stamp() -> dict:
-    """The context the similarity scripts' rows record (their fields, older than ``stamp``'s): the
-    load averages at the end, the machine, the date and the commit."""
-    import platform
-
-    from qt_hard.experiments.ledger import git_commit
-
-    return {
-        "load_average_after": [round(x, 1) for x in os.getloadavg()],
-        "machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} CPUs",
-        "date": time.strftime("%Y-%m-%d"),
-        "commit": git_commit(ROOT),
-    }

@@ -471,10 +471,8 @@ def similarity(args):
     encoder = load_model(args.model, sentences=lambda: task_sentences([*TRANSFER, *SIMILARITY_TASKS], data))
     row = {"model": args.model, "load_seconds": round(time.perf_counter() - start, 1)}
     row["similarity"], row["transfer"] = s, t = suite(encoder, SIMILARITY_TASKS, data), suite(encoder, TRANSFER, data)
-    row.update(
-        threads=int(os.environ.get("QT_HARD_EVAL_THREADS", "1")), load_average_before=[round(x, 1) for x in load_before]
-    )
-    _bench.emit([{**row, **_bench.host_stamp()}], args.output)
+    row.update(_bench.stamp(__file__, args.argv), load_average_before=[round(x, 1) for x in load_before])
+    _bench.emit([{**row, "eval_threads": int(os.environ.get("QT_HARD_EVAL_THREADS", "1"))}], args.output)
     head = f"{args.model}: similarity suite {s['seconds']:.0f} s ({s['sentences_encoded']} sentences encoded in "
     head += f"{s['encode_seconds']:.0f} s, {s['test_pairs_scored']} test pairs)"
     head += (

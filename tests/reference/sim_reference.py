@@ -139,6 +139,7 @@ def main() -> None:
         raise SystemExit(f"error: --step must be >= 1, got {args.step}")
 
     from qt_hard.evaluation.models import EmbeddingCache
+    from qt_hard.experiments.ledger import measurement_stamp
     from qt_hard.paths import data_path
 
     data = Path(args.data) if args.data else data_path("senteval")
@@ -155,7 +156,8 @@ def main() -> None:
             "sentences_encoded": cache.n_encoded,
             "encode_seconds": round(cache.seconds, 1),
             "wall_seconds": round(time.perf_counter() - start, 1),
-            **_bench.host_stamp(),
+            # the context every benchmark row records (commit, machine, load, the command)
+            **measurement_stamp(_bench.ROOT, ["tests/reference/sim_reference.py", *sys.argv[1:]]),
         }
     )
     _bench.emit([row], args.output)
