@@ -950,21 +950,9 @@ def check_sampling(args, grid: Grid) -> None:
     if args.steps < 1:
         raise ArgumentError(f"--steps {args.steps}: give at least 1")
     cells = {(c.N, c.k, c.B) for c in expand(grid)[0]}
-    for k in _ks(args.k):
+    for k in seed_list(args.k, "--k"):
         if (args.N, k, args.B) not in cells:
             raise ArgumentError(f"--sampling: N={args.N} k={k} B={args.B} is not a cell of the grid {args.grid}")
-
-
-def _ks(text: str) -> list[int]:
-    from qt_hard.experiments.grid import comma_list
-
-    try:
-        ks = comma_list(text, int)
-    except ValueError:
-        ks = []
-    if not ks:
-        raise ArgumentError(f"--k {text!r}: give comma-separated integers")
-    return ks
 
 
 def sampling(grid: Grid, args) -> dict:
@@ -974,7 +962,7 @@ def sampling(grid: Grid, args) -> dict:
 
     cache = Path(args.cache)
     prepare_cache(grid, expand(grid)[0], cache, args.no_prepare)
-    ks, seed = _ks(args.k), grid.seeds[0]
+    ks, seed = seed_list(args.k, "--k"), grid.seeds[0]
     return measure(wiki_dir(cache, grid.data), token_cache(cache), grid.data, args.N, args.B, ks, args.steps, seed)
 
 

@@ -46,7 +46,7 @@ from qt_hard.errors import ArgumentError
 from qt_hard.experiments.contract import Cell, Experiment
 from qt_hard.experiments.specs.st_finetuning import BeforeThenRows, guard_cell
 from qt_hard.experiments.specs.st_finetuning import parse_row as parse_spec_row
-from qt_hard.experiments.specs.st_memory import MemoryProbe, memory_steps, memory_table
+from qt_hard.experiments.specs.st_memory import MemoryProbe, memory_records, memory_steps, memory_table
 
 __all__ = [
     "DEV_FRACTION",
@@ -455,8 +455,9 @@ class _Common(Experiment):
         if not comparison:
             return {}
         table = summarize(comparison, (setup or {}).get("recipe"))
-        if (out / "memory.jsonl").is_file():
-            table += "\n" + "\n".join(memory_table(Ledger(out, MemoryProbe.key, name="memory.jsonl").latest()))
+        memory = memory_records(out)
+        if memory:
+            table += "\n" + "\n".join(memory_table(memory))
         return {"table.md": table}
 
     def cell_context(self, args, out: Path, recipe: dict) -> dict:

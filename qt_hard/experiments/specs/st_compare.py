@@ -85,7 +85,7 @@ from qt_hard.experiments.specs.st_finetuning import (
 )
 from qt_hard.experiments.specs.st_finetuning import finetune as st_finetune
 from qt_hard.experiments.specs.st_finetuning import parse_row as parse_spec_row
-from qt_hard.experiments.specs.st_memory import MemoryProbe, memory_steps, memory_table
+from qt_hard.experiments.specs.st_memory import MemoryProbe, memory_records, memory_steps, memory_table
 
 ROOT = Path(__file__).resolve().parents[3]
 GUARD_MARGIN = 0.05
@@ -604,7 +604,7 @@ class _Common(Experiment):
         from qt_hard.experiments.ledger import Ledger
 
         comparison = Ledger(out, KEY).latest() if (out / "results.jsonl").is_file() else []
-        memory = Ledger(out, ("row", "batch"), name="memory.jsonl").latest() if (out / "memory.jsonl").is_file() else []
+        memory = memory_records(out)
         if not comparison:
             return {}
         table = summarize(comparison, (setup or {}).get("recipe"), memory)[0]

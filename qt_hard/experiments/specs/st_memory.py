@@ -22,7 +22,7 @@ import time
 from qt_hard.errors import ArgumentError
 from qt_hard.experiments.contract import Cell
 
-__all__ = ["MemoryProbe", "in_fresh_process", "memory_steps", "memory_table"]
+__all__ = ["MemoryProbe", "in_fresh_process", "memory_records", "memory_steps", "memory_table"]
 
 
 def machine_mb() -> float:
@@ -119,6 +119,18 @@ class MemoryProbe:
 
     def progress(self, record: dict) -> str:
         return f"{record['row']} at batch {record['batch']}: peak {record['peak_rss_mb']} MB"
+
+
+def memory_records(out) -> list[dict]:
+    """The newest record of each (row, batch) in the folder's probe ledger ``out/memory.jsonl``; [] when the
+    folder has none."""
+    from pathlib import Path
+
+    from qt_hard.experiments.ledger import Ledger
+
+    if not (Path(out) / MemoryProbe.ledger_name).is_file():
+        return []
+    return Ledger(out, MemoryProbe.key, name=MemoryProbe.ledger_name).latest()
 
 
 def _line_through(points: list[tuple[int, float]]):
