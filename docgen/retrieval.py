@@ -104,11 +104,6 @@ def _scifact_answer(root: Path) -> str:
         return f"Not measured yet: `{SCIFACT_LEDGER}` does not exist."
     recs = latest_records(path.parent, scifact.KEY)
 
-    def baseline_of(row):
-        if row in ("before", scifact.BASELINES[0]):
-            return None
-        return scifact.BASELINES[1] if "+mined" in row and row != scifact.BASELINES[1] else scifact.BASELINES[0]
-
     def runs(metric):
         out: dict = {}
         for r in recs:
@@ -119,17 +114,18 @@ def _scifact_answer(root: Path) -> str:
     dev, test = runs("dev_ndcg@10"), runs("test_ndcg@10")
     if scifact.BASELINES[0] not in dev:
         return f"Not measured yet: `{SCIFACT_LEDGER}` has no `{scifact.BASELINES[0]}` row."
-    judged = [r for r in dev if baseline_of(r) in dev and len(set(dev[r]) & set(dev[baseline_of(r)])) >= 3]
+    base_of = scifact.baseline_of
+    judged = [r for r in dev if base_of(r) in dev and len(set(dev[r]) & set(dev[base_of(r)])) >= 3]
     if not judged:
         return (
             f"Not judged yet: no row has 3 seeds paired with its baseline in `{SCIFACT_LEDGER}` "
             f"({len(recs)} records; rows so far: {', '.join(f'`{r}`' for r in sorted(dev))})."
         )
-    c = report.choose_on_dev(dev, baseline_of, scifact.BASELINES[0], "dev nDCG@10")
+    c = report.choose_on_dev(dev, base_of, scifact.BASELINES[0], "dev nDCG@10")
     said = f"Chosen on dev nDCG@10 (each row against MNRL on the same data): `{c.row}`"
     if c.verdict is None:
         return said + f", no row is better than its baseline on dev ({len(recs)} records in `{SCIFACT_LEDGER}`)."
-    base = baseline_of(c.row)
+    base = base_of(c.row)
     t = report.paired_verdict(test.get(base, {}), test.get(c.row, {}))
     return (
         said + f": against `{base}` on dev {c.verdict.cell()}, **{c.verdict.verdict}**; on test nDCG@10 "

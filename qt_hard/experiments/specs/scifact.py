@@ -30,8 +30,10 @@ candidates, how many the guard removed (``guard_removed_frac``) and how many of 
 positives by the judgements, a cited abstract of the same claim (``guard_removed_tp_frac``), and how many
 true positives were among the candidates at all (``candidates_tp``).
 
-**Verdicts** (:func:`summarize`): each row's paired difference over seeds against MNRL and against MNRL on
-the mined triplets, with its 95% t-interval (:func:`qt_hard.experiments.report.paired_verdict`).
+**Verdicts** (:func:`summarize`): each row's paired difference over seeds against the baseline one change
+away (:func:`.st_finetuning.baseline_of`): MNRL for a row on the pairs and for MNRL on the mined triplets
+(the effect of the mining), MNRL on the mined triplets for every other mined row; with its 95% t-interval
+(:func:`qt_hard.experiments.report.paired_verdict`).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from pathlib import Path
 
 from qt_hard.errors import ArgumentError
 from qt_hard.experiments.contract import Cell, Experiment
-from qt_hard.experiments.specs.st_finetuning import BeforeThenRows, guard_cell
+from qt_hard.experiments.specs.st_finetuning import BeforeThenRows, baseline_of, guard_cell
 from qt_hard.experiments.specs.st_finetuning import parse_row as parse_spec_row
 from qt_hard.experiments.specs.st_memory import MemoryProbe, memory_records, memory_steps, memory_table
 
@@ -53,6 +55,7 @@ __all__ = [
     "EXPERIMENTS",
     "ROWS",
     "Scifact",
+    "baseline_of",
     "dev_split",
     "mine",
     "parse_row",
@@ -378,7 +381,7 @@ def summarize(records: list[dict], recipe: dict | None = None) -> str:
             continue
         rows = []
         for row in order:
-            if row in (base, "before") or (base == "mnrl+mined") != ("+mined" in row):
+            if baseline_of(row) != base:
                 continue
             cells = []
             for m in ("dev_ndcg@10", "test_ndcg@10"):

@@ -74,6 +74,7 @@ from qt_hard.experiments.specs.st_finetuning import (
     BeforeThenRows,
     GuardAudit,
     STEncoder,
+    baseline_of,
     frozen_guide,
     guard_cell,
     is_static,
@@ -161,18 +162,6 @@ def row_order(name: str) -> tuple:
         return (-1, 0, 0, 0)
     base, mined, cached = parse_row(name)
     return (int(mined), list(ROWS).index(base), int(cached), 0)
-
-
-def baseline_of(row: str) -> str | None:
-    """The row ``row`` is judged against: MNRL trained on the same data, ``mnrl+mined`` for a row on
-    the mined triplets and ``mnrl`` for one on the pairs (the data and the batch order differ between
-    the two, so a mined row is never paired with MNRL on the pairs); ``mnrl+mined`` itself against
-    ``mnrl`` (the effect of the mining); None for ``mnrl`` and ``before``."""
-    if row in (BASELINE, BEFORE):
-        return None
-    if row == MINED_BASELINE:
-        return BASELINE
-    return MINED_BASELINE if parse_row(row)[1] else BASELINE
 
 
 # ------------------------------------------------------------------------------------------- model

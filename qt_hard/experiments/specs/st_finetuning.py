@@ -21,6 +21,7 @@ __all__ = [
     "BeforeThenRows",
     "GuardAudit",
     "STEncoder",
+    "baseline_of",
     "finetune",
     "frozen_guide",
     "guard_cell",
@@ -49,6 +50,18 @@ class BeforeThenRows:
         from qt_hard.experiments.contract import Cell
 
         return [Cell(("before", None)), *super().cells(args, rows, seeds)]
+
+
+def baseline_of(row: str) -> str | None:
+    """The row ``row`` is judged against, one change away: MNRL trained on the same data, ``mnrl+mined``
+    for a row on the mined triplets and ``mnrl`` for one on the pairs (the data and the batch order
+    differ between the two, so a mined row is never paired with MNRL on the pairs); ``mnrl+mined``
+    itself against ``mnrl`` (the effect of the mining); None for ``mnrl`` and ``before``."""
+    if row in ("mnrl", "before"):
+        return None
+    if row == "mnrl+mined":
+        return "mnrl"
+    return "mnrl+mined" if "mined" in row.split("+")[1:] else "mnrl"
 
 
 def guard_cell(records: list[dict], spec: dict | None) -> str:
