@@ -1,4 +1,4 @@
-"""Worker processes of the library's process pools (book splitting, Wiki tokenizing).
+"""Worker processes of the library's process pools (book splitting, Wiki tokenizing, control rows).
 
 A forked worker inherits its parent's signal handlers: under the command line, SIGTERM and SIGINT
 raise ``qt_hard.cli.Interrupted``, so a pool terminated after a failure (``Pool.terminate`` sends
@@ -9,7 +9,16 @@ the whole process group), so that the parent alone decides, reports once and end
 
 from __future__ import annotations
 
+import os
 import signal
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the platform has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
 
 
 def leave_signals_to_parent() -> None:

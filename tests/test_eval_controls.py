@@ -54,36 +54,54 @@ def test_controls_need_a_word_model():
         load_tokenizer("/nonexistent/run")
 
 
-def test_cli_prints_three_rows_and_unknown_words(model_dir, senteval_dir, tmp_path, capsys):
+def _eval_with_controls(model_dir, senteval_dir, out, tasks, *extra) -> int:
     from qt_hard.cli import main
 
+    args = ["eval", "senteval", "--model", str(model_dir), "--controls", "--data", str(senteval_dir)]
+    return main([*args, "--tasks", tasks, "--kfold", "2", "--name", "trained", "--output", str(out), *extra])
+
+
+def test_cli_prints_three_rows_and_unknown_words(model_dir, senteval_dir, tmp_path, capsys):
     out = tmp_path / "r.json"
-    rc = main(
-        [
-            "eval",
-            "senteval",
-            "--model",
-            str(model_dir),
-            "--controls",
-            "--data",
-            str(senteval_dir),
-            "--tasks",
-            "MR",
-            "--kfold",
-            "2",
-            "--name",
-            "trained",
-            "--output",
-            str(out),
-        ]
-    )
-    assert rc in (0, None)
+    assert _eval_with_controls(model_dir, senteval_dir, out, "MR,TREC", "--workers", "1") in (0, None)
     text = capsys.readouterr().out
     assert "| trained |" in text and "| untrained qt-gru |" in text and "| random:bow |" in text
     assert "Unknown words (%)" in text
     payload = json.loads(out.read_text())
-    assert set(payload["controls"]) == {"untrained qt-gru", "random:bow"}
+    assert list(payload["controls"]) == ["untrained qt-gru", "random:bow"]
     assert payload["unk_rate_percent"]["MR"] > 0
+
+
+def test_control_rows_side_by_side_give_the_numbers_of_one_process(model_dir, tmp_path, capsys):
+    # MR at SentEval's own size: a control row's process reads the files with their real line counts.
+    full = write_senteval(tmp_path / "senteval", n=5331)
+    one, beside = tmp_path / "one.json", tmp_path / "beside.json"
+    assert _eval_with_controls(model_dir, full, one, "MR", "--workers", "1") in (0, None)
+    text = _untimed(capsys.readouterr().out)
+    assert _eval_with_controls(model_dir, full, beside, "MR", "--workers", "3") in (0, None)
+    assert _untimed(capsys.readouterr().out) == text
+    payload, again = json.loads(one.read_text()), json.loads(beside.read_text())
+    for key in ("results", "controls", "unk_rate_percent"):
+        assert _numbers(again[key]) == _numbers(payload[key]), key
+
+
+def _untimed(text: str) -> list[str]:
+    return [line for line in text.splitlines() if "seconds" not in line]
+
+
+def _numbers(tree):
+    """The numbers of a result tree without its timings (which differ between runs)."""
+    if isinstance(tree, dict):
+        return {k: _numbers(v) for k, v in tree.items() if "seconds" not in k}
+    return tree
+
+
+def test_workers_are_counted_before_the_model_loads(model_dir, senteval_dir, tmp_path, capsys):
+    from qt_hard.cli import main
+
+    args = ["eval", "senteval", "--model", str(tmp_path / "absent"), "--controls", "--workers", "0"]
+    assert main([*args, "--data", str(senteval_dir)]) == 2
+    assert capsys.readouterr().err.strip() == "qt-hard: error: --workers must be >= 1, got 0"
 
 
 def test_six_task_mean_needs_all_six():

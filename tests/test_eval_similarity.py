@@ -202,6 +202,8 @@ def test_cli_table_json_compare_and_card(sim_dir, tmp_path, capsys):
             "--tasks",
             tasks,
             "--controls",
+            "--workers",  # the tiny files' line counts are patched in this process only
+            "1",
             "--name",
             "qt",
             "--output",

@@ -275,3 +275,17 @@ def test_similarity_protocol_on_a_toy_run_then_added_without_training(qt_table, 
     recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()[1:]]
     assert [r["protocol"] for r in recs] == ["similarity", "senteval"]
     assert "STS12" in capsys.readouterr().out
+
+
+def test_cells_side_by_side_share_the_cpus_unless_told_a_thread_count(monkeypatch):
+    import argparse
+
+    from qt_hard import workers
+    from qt_hard.experiments.specs import qt_table
+
+    monkeypatch.setattr(workers, "usable_cpus", lambda: 16)
+    cores = qt_table._shared_cores
+    assert cores(argparse.Namespace(workers=1, set=[])) == []
+    assert cores(argparse.Namespace(workers=4, set=["train.progress=false"])) == ["train.num_threads=4"]
+    assert cores(argparse.Namespace(workers=32, set=[])) == ["train.num_threads=1"]
+    assert cores(argparse.Namespace(workers=4, set=["train.num_threads=2"])) == []

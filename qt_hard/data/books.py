@@ -277,10 +277,9 @@ def _book_rows(job: tuple[int, str, int]) -> tuple[int, list[str]]:
 
 def default_num_proc() -> int:
     """The CPUs this process may run on (the splitting workers' default)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # macOS, Windows
-        return os.cpu_count() or 1
+    from qt_hard.workers import usable_cpus
+
+    return usable_cpus()
 
 
 # Fewer books than this are split in the calling process: a pool's start-up costs more than it saves.

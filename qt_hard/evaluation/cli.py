@@ -11,12 +11,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from qt_hard.errors import UserError
+from qt_hard.workers import leave_signals_to_parent, usable_cpus
 
 __all__ = ["register", "cmd_senteval", "cmd_senteval_engine", "cmd_wiki", "cmd_retrieval", "cmd_compare"]
 
@@ -124,7 +127,7 @@ def cmd_senteval(args) -> int:
     if args.engine == "senteval":
         return cmd_senteval_engine(args)
     tasks, data_dir, max_iter = _senteval_arguments(args)
-    from .models import control_models, unk_rates
+    from .models import unk_rates
     from .report import save_results, senteval_report
     from .run_config import run_note
     from .senteval import run_senteval
@@ -142,17 +145,11 @@ def cmd_senteval(args) -> int:
         protocol=args.protocol,
         max_iter=max_iter,
     )
-    results = run_senteval(encoder, tasks, data_dir, cache=cache, **protocol)
     name = args.name or args.model
-    rows = {name: results}
-    unk = {name: unk_rates(encoder, tasks, data_dir)}
-    if args.controls:
-        # Same tokenizer, vocabulary and protocol as the model: what training bought, row by row.
-        for row, control in control_models(encoder, seed=args.seed).items():
-            log.info(f"control row: {row}")
-            control = _on_device(control, args.device)
-            rows[row] = run_senteval(control, tasks, data_dir, batch_size=args.batch_size, **protocol)
-            unk[row] = unk[name]
+    with _control_rows(args, encoder, tasks, data_dir, protocol) as control_results:
+        results = run_senteval(encoder, tasks, data_dir, cache=cache, **protocol)
+        rows = {name: results, **control_results()}
+    unk = dict.fromkeys(rows, unk_rates(encoder, tasks, data_dir))  # the controls share the model's tokenizer
     print(senteval_report(rows, unk, results, name, note=run_note(args.model)))
     seconds = {"model_load_seconds": round(load_s, 3), "total_seconds": round(time.perf_counter() - start, 3)}
     if args.output:
@@ -171,6 +168,87 @@ def cmd_senteval(args) -> int:
         log.info(f"wrote the evaluation tables into {card_file}")
     _save_cache(args, cache, f"written to {args.output}" if args.output else "printed above")
     return 0
+
+
+@contextlib.contextmanager
+def _control_rows(args, encoder, tasks, data_dir, protocol: dict) -> Iterator[Callable[[], dict]]:
+    """The control rows of ``--controls`` (:func:`.models.control_models`: the model's tokenizer and
+    vocabulary, its protocol), as a function that returns ``{row: results}`` once the model's own
+    evaluation is done. With more than one ``--workers`` (default: the usable CPUs) they are evaluated
+    in spawned processes that start on entering, one a row, beside the model's evaluation in this
+    process; each solves at the engine's thread count, so the numbers are those of one process.
+    With one, they are evaluated in this process when the function is called."""
+    from .models import control_models
+    from .senteval import run_senteval
+
+    if not args.controls:
+        yield dict
+        return
+    beside = min(args.workers or usable_cpus(), 3) - 1  # this process evaluates the model
+
+    def serial() -> dict:
+        # Same tokenizer, vocabulary and protocol as the model: what training bought, row by row.
+        rows = {}
+        for row, control in control_models(encoder, seed=args.seed).items():
+            log.info(f"control row: {row}")
+            control = _on_device(control, args.device)
+            rows[row] = run_senteval(control, tasks, data_dir, batch_size=args.batch_size, **protocol)
+        return rows
+
+    if beside < 1:
+        yield serial
+        return
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    import torch
+
+    from qt_hard import logs
+
+    with torch.random.fork_rng():  # the controls' seeding leaves this process's generator as it was
+        controls = control_models(encoder, seed=args.seed)
+    pool = ProcessPoolExecutor(
+        min(beside, len(controls)),
+        mp_context=mp.get_context("spawn"),
+        initializer=_start_control_worker,
+        initargs=(args.device, logs.configured()),
+    )
+    same = {k: v for k, v in protocol.items() if k != "log"}
+    jobs = {
+        row: pool.submit(_evaluate_control, row, control, args.device, tasks, str(data_dir), args.batch_size, same)
+        for row, control in controls.items()
+    }
+    try:
+        yield lambda: {row: job.result() for row, job in jobs.items()}
+    except BaseException:
+        # A stop or an error ends the rows in flight at once instead of waiting minutes for them.
+        for proc in list((getattr(pool, "_processes", None) or {}).values()):
+            proc.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _start_control_worker(device: str, logging_state: tuple[int, bool] | None) -> None:
+    """A control row's process: signals left to the command, its messages and its solver's device
+    as the command's."""
+    from qt_hard import logs
+
+    leave_signals_to_parent()
+    if logging_state is not None:
+        logs.configure(*logging_state)
+    _set_device(device)
+
+
+def _evaluate_control(row: str, control, device: str, tasks, data_dir: str, batch_size: int, protocol: dict) -> dict:
+    """One control row's results (in its own process), its messages named by the row."""
+    from .senteval import run_senteval
+
+    log.info(f"control row: {row}, in its own process")
+    control = _on_device(control, device)
+    return run_senteval(
+        control, tasks, Path(data_dir), batch_size=batch_size, log=lambda msg: log.info(f"{row}: {msg}"), **protocol
+    )
 
 
 def _senteval_arguments(args) -> tuple[list[str], Path, int | None]:
@@ -229,6 +307,8 @@ def _check_counts(args) -> None:
         raise ArgumentError(f"--kfold must be >= 2 (cross-validation needs a held-out fold), got {args.kfold}")
     if args.batch_size < 1:
         raise ArgumentError(f"--batch-size must be >= 1, got {args.batch_size}")
+    if getattr(args, "workers", None) is not None and args.workers < 1:
+        raise ArgumentError(f"--workers must be >= 1, got {args.workers}")
 
 
 def cmd_senteval_engine(args) -> int:
@@ -582,6 +662,14 @@ def _add_senteval_controls_and_device(s) -> None:
         action="store_true",
         help="also evaluate the model's control rows on its own tokenizer: the same "
         "architecture untrained and random:bow (word models)",
+    )
+    s.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="with --controls: processes for the model and its control rows side by side, one a row "
+        "(default: the usable CPUs, at most 3); each solves at the engine's thread count, so the "
+        "numbers are those of one process",
     )
     s.add_argument(
         "--tokenizer",

@@ -349,6 +349,17 @@ def train_one(out: Path, config: str, overrides: list[str], row: str, seed: int)
     return train_run(cfg, finished="final/encoder.json")
 
 
+def _shared_cores(args) -> list[str]:
+    """Cells side by side share the CPUs: each trains on its share of them (at least one thread)
+    unless ``--set`` names a thread count. (With the quick-start config, one thread and two trained
+    the same weights bit for bit over 150 steps.)"""
+    from qt_hard.workers import usable_cpus
+
+    if args.workers <= 1 or any(s.startswith("train.num_threads=") for s in args.set):
+        return []
+    return [f"train.num_threads={max(1, usable_cpus() // args.workers)}"]
+
+
 def run_cell(led: Ledger, args, row: str, seed: int, protocols: list[str], data) -> list[dict]:
     """Train one (row, seed), then evaluate it under each protocol that has no record yet: the
     records (appended by the caller, :func:`qt_hard.experiments.runner.run_claimed`)."""
@@ -361,7 +372,7 @@ def run_cell(led: Ledger, args, row: str, seed: int, protocols: list[str], data)
     if not todo:
         return []
     t0 = time.perf_counter()
-    run_dir = train_one(Path(args.out), args.config, list(args.set), row, seed)
+    run_dir = train_one(Path(args.out), args.config, [*args.set, *_shared_cores(args)], row, seed)
     t1 = time.perf_counter()
     # Encode on the GPU where there is one (the classifiers' protocol is the same).
     enc_device = "cuda" if torch.cuda.is_available() else "cpu"
