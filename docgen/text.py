@@ -281,6 +281,19 @@ def _quickstart_wall(root: Path) -> str:
     )
 
 
+@table("readme_quickstart_time", spread=False)
+def _readme_quickstart_time(root: Path) -> str:
+    """The README's sentence on how long its first command takes: the newest line of
+    ``results/quickstart_wall.jsonl``."""
+    r = read_jsonl(root / "results" / "quickstart_wall.jsonl")[-1]
+    return (
+        f"After the downloads it took {r['total_s'] / 60:.1f} minutes ({r['total_s']} s: preparing the books "
+        f"{r['books_s']} s, training {r['train_s']} s on {_threads(r['threads'])}, the three evaluations "
+        f"{r['eval_s']} s) on {r['machine']} beside {r['load']}, at commit {r['commit']} "
+        f"(`results/quickstart_wall.jsonl`).\n"
+    )
+
+
 def _threads(n: int) -> str:
     return "one torch thread" if n == 1 else f"{n} torch threads"
 
