@@ -124,10 +124,50 @@ def _scifact_answer(root: Path) -> str:
     c = report.choose_on_dev(dev, base_of, scifact.BASELINES[0], "dev nDCG@10")
     said = f"Chosen on dev nDCG@10 (each row against MNRL on the same data): `{c.row}`"
     if c.verdict is None:
-        return said + f", no row is better than its baseline on dev ({len(recs)} records in `{SCIFACT_LEDGER}`)."
-    base = base_of(c.row)
-    t = report.paired_verdict(test.get(base, {}), test.get(c.row, {}))
-    return (
-        said + f": against `{base}` on dev {c.verdict.cell()}, **{c.verdict.verdict}**; on test nDCG@10 "
-        f"{t.cell()}, **{t.verdict}** (`{SCIFACT_LEDGER}`)."
-    )
+        said += f", no row is better than its baseline on dev ({len(recs)} records in `{SCIFACT_LEDGER}`)."
+    else:
+        base = base_of(c.row)
+        t = report.paired_verdict(test.get(base, {}), test.get(c.row, {}))
+        said += (
+            f": against `{base}` on dev {c.verdict.cell()}, **{c.verdict.verdict}**; on test nDCG@10 "
+            f"{t.cell()}, **{t.verdict}** (`{SCIFACT_LEDGER}`)."
+        )
+    return " ".join([said, *_mining_effect(dev, test), *_guards_acted(recs)])
+
+
+def _mining_effect(dev: dict, test: dict) -> list[str]:
+    """A sentence on the one change of the mined triplets: ``mnrl+mined`` against ``mnrl``, paired by seed."""
+    pairs, mined = scifact.BASELINES
+    if pairs not in dev or mined not in dev:
+        return []
+    d, t = (report.paired_verdict(m[pairs], m[mined]) for m in (dev, test))
+    return [
+        f"The mined triplets alone (`{mined}` against `{pairs}`, {d.n} seeds): dev {d.cell()}, **{d.verdict}**; "
+        f"test {t.cell()}, **{t.verdict}**."
+    ]
+
+
+def _guards_acted(recs: list[dict]) -> list[str]:
+    """A sentence on how much the guards removed: the range of the guarded rows' mean shares of the
+    candidates, and of the removed that were cited abstracts of the same claim."""
+    by: dict = {}
+    for r in recs:
+        spec = scifact.ROWS[scifact.parse_row(r["row"])[0]][1] if r["row"] != "before" else {"kwargs": {}}
+        if "guard" in spec["kwargs"] and r.get("guard_removed_frac") is not None:
+            by.setdefault(r["row"], []).append(r)
+    if not by:
+        return []
+    removed = [100 * sum(r["guard_removed_frac"] for r in rs) / len(rs) for rs in by.values()]
+    tps = [
+        100 * sum(x) / len(x)
+        for rs in by.values()
+        if (x := [r["guard_removed_tp_frac"] for r in rs if r.get("guard_removed_tp_frac") is not None])
+    ]
+    tp = f" ({_span(tps, 0)}% of them cited abstracts of the same claim)" if tps else ""
+    rows = "the guarded row" if len(by) == 1 else f"the {len(by)} guarded rows"
+    return [f"The guards acted: {rows} removed {_span(removed, 2)}% of the candidates on average{tp}."]
+
+
+def _span(values: list[float], digits: int) -> str:
+    low, high = f"{min(values):.{digits}f}", f"{max(values):.{digits}f}"
+    return low if low == high else f"{low}-{high}"

@@ -128,3 +128,13 @@ def test_the_retrieval_answer_waits_for_its_ledger_then_reads_the_choice_from_de
     text = make(tmp_path)
     assert "`hard_b1+mined`: against `mnrl+mined` on dev +1.00 [+1.00, +1.00], **better**" in text
     assert "on test nDCG@10 +0.00 [-1.24, +1.24], **level**" in text
+    # The mining's own effect, paired by seed (seed 9 has no mined partner), and no guard yet.
+    mining = "(`mnrl+mined` against `mnrl`, 3 seeds): dev +1.00 [+1.00, +1.00], **better**; test +1.00"
+    assert mining in text and "guards acted" not in text
+    # A guarded row's shares are averaged over its seeds; an unguarded row's zero is not a guard.
+    for s, (frac, tp) in enumerate([(0.002, 0.1), (0.004, 0.3)]):
+        rec = {"dev_ndcg@10": 60.0, "test_ndcg@10": 60.0, "guard_removed_frac": frac, "guard_removed_tp_frac": tp}
+        led.append({"row": "hard_b1_guard_rel+mined", "seed": s, **rec})
+        led.append({"row": "hard_b0.5+mined", "seed": s, **rec, "guard_removed_frac": 0.0})
+    text = make(tmp_path)
+    assert "guards acted: the guarded row removed 0.30% of the candidates on average (20% of them cited" in text
