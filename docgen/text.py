@@ -300,15 +300,21 @@ def _threads(n: int) -> str:
 
 @table("quickstart_threads", spread=False)
 def _quickstart_threads(root: Path) -> str:
-    """One thread against two for the quick-start config: the summary lines of
-    ``results/bench_threads_quickstart.jsonl`` (the lines with a ``ratio``) of its newest run."""
+    """One thread against two for the quick-start config: a sentence per run of
+    ``results/bench_threads_quickstart.jsonl`` (its lines with a ``ratio``, one ``utc`` a run), oldest
+    first, each with the machine's load when it started."""
     rows = [r for r in read_jsonl(root / "results" / "bench_threads_quickstart.jsonl") if "ratio" in r]
-    newest = [r for r in rows if r["utc"] == rows[-1]["utc"]]
-    by = {r["num_threads"]: r for r in newest}
-    one, two = by[1], by[2]
-    return (
-        f"{one['steps']} steps of this config ran at {two['sentences_per_s']:.0f} sentences/s with two threads "
-        f"against {one['sentences_per_s']:.0f} with one ({two['ratio']:.2f} times), on {one['machine']} with a "
-        f"1-minute load average of {one['load_average_1min']:.1f} from other work ({one['utc'][:10]}, commit "
-        f"{one['commit']}; `scripts/bench_train.py threads`, `results/bench_threads_quickstart.jsonl`).\n"
-    )
+    runs: dict[str, dict] = {}
+    for r in rows:
+        runs.setdefault(r["utc"], {})[r["num_threads"]] = r
+    said = []
+    for by in runs.values():
+        one, two = by[1], by[2]
+        load = one["load_average_1min"]
+        said.append(
+            f"{one['steps']} steps of this config ran at {two['sentences_per_s']:.0f} sentences/s with two threads "
+            f"against {one['sentences_per_s']:.0f} with one ({two['ratio']:.2f} times) on {one['machine']} with a "
+            f"1-minute load average of {load:.1f}{' from other work' if load >= 1.5 else ''} ({one['utc'][:10]}, "
+            f"commit {one['commit']})."
+        )
+    return " ".join(said) + " (`scripts/bench_train.py threads`, `results/bench_threads_quickstart.jsonl`.)\n"
