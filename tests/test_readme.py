@@ -566,6 +566,11 @@ SKIPS = {
     "qt-hard grid run scifact-memory --out results/scifact --memory mnrl+mined --memory-batch 512 --memory-steps 1 "
     "--memory-cached-only": "a step of 512 triplets of abstracts (CPU-minutes); tests/test_scifact.py runs the "
     "cached-only probe on a slice",
+    "qt-hard grid run scifact-memory --out results/scifact --memory mnrl --memory-batch 16,32 --memory-steps 2": "the "
+    "same four probes for MNRL on pairs; tests/test_scifact.py runs the probe on a slice",
+    "qt-hard grid run scifact-memory --out results/scifact --memory mnrl --memory-batch 512 --memory-steps 1 "
+    "--memory-cached-only": "a step of 512 pairs (CPU-minutes); tests/test_scifact.py runs the cached-only probe on a "
+    "slice",
     "qt-hard eval retrieval --model minilm --data $QT_HARD_DATA/beir/scifact --output minilm_scifact.json": "encodes "
     "5,183 abstracts with MiniLM (CPU-minutes); tests/test_retrieval.py runs the same path against the evaluator on "
     "a slice, and the random:bow example runs the whole folder",
