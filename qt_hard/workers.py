@@ -25,3 +25,12 @@ def leave_signals_to_parent() -> None:
     """In a pool's worker: SIGTERM ends it at once (the default action), SIGINT is ignored."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def stop_pool(ex) -> None:
+    """End a ``ProcessPoolExecutor``'s work in flight at once (a stop or an error), rather than wait
+    for it: its worker processes (its ``_processes``, the one way the standard library keeps them)
+    terminated, the jobs not started cancelled."""
+    for proc in list((getattr(ex, "_processes", None) or {}).values()):
+        proc.terminate()
+    ex.shutdown(wait=False, cancel_futures=True)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from qt_hard.errors import UserError
-from qt_hard.workers import leave_signals_to_parent, usable_cpus
+from qt_hard.workers import leave_signals_to_parent, stop_pool, usable_cpus
 
 __all__ = ["register", "cmd_senteval", "cmd_senteval_engine", "cmd_wiki", "cmd_retrieval", "cmd_compare"]
 
@@ -222,9 +222,7 @@ def _control_rows(args, encoder, tasks, data_dir, protocol: dict) -> Iterator[Ca
         yield lambda: {row: job.result() for row, job in jobs.items()}
     except BaseException:
         # A stop or an error ends the rows in flight at once instead of waiting minutes for them.
-        for proc in list((getattr(pool, "_processes", None) or {}).values()):
-            proc.terminate()
-        pool.shutdown(wait=False, cancel_futures=True)
+        stop_pool(pool)
         raise
     pool.shutdown(wait=True)
 

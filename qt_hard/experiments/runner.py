@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from qt_hard import logs
+from qt_hard.workers import stop_pool
 from qt_hard.experiments.ledger import Ledger
 
 __all__ = [
@@ -168,17 +169,9 @@ def in_processes(
         # A stop (a signal, a cell's error, the caller leaving) ends the cells in flight instead of
         # waiting for them to finish, which can take the better part of an hour: their claims are taken
         # over by the next run, and the ledger holds whole records only.
-        for proc in _workers(ex):
-            proc.terminate()
-        ex.shutdown(wait=False, cancel_futures=True)
+        stop_pool(ex)
         raise
     ex.shutdown(wait=True)
-
-
-def _workers(ex) -> list:
-    """The worker processes of a ``ProcessPoolExecutor`` (its ``_processes``, the one way the standard
-    library keeps them)."""
-    return list((getattr(ex, "_processes", None) or {}).values())
 
 
 def prepare_shared_cache(cfg, folder: str | os.PathLike) -> Path:
