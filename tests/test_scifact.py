@@ -150,8 +150,9 @@ def test_the_guard_column_speaks_only_of_rows_with_a_guard():
 
 
 def test_the_summary_pairs_mined_rows_with_the_mined_baseline():
-    """A row on the mined triplets is judged against MNRL on them (``mnrl+mined``), and that against MNRL on
-    the pairs, by the paired verdict."""
+    """A row on the mined triplets is judged against MNRL on them (``mnrl+mined``), one change away, and
+    against MNRL on the pairs marked as changing the data too; ``mnrl+mined`` against MNRL, by the paired
+    verdict."""
     from qt_hard.experiments.specs.scifact import summarize
 
     records = [_record("mnrl", s, 60 + s, 60 + s) for s in range(3)]
@@ -161,8 +162,15 @@ def test_the_summary_pairs_mined_rows_with_the_mined_baseline():
     against_mined = text.split("against `mnrl+mined`")[1]
     # +1 on dev with no variation: better; on test the differences -0.1, 0, +0.1: level.
     assert "| `hard_b1+mined` | 3 | +1.00 [+1.00, +1.00] | better | +0.00 [-0.25, +0.25] | level |" in against_mined
-    # A row on other data is never paired with MNRL on the pairs; the one mined row that is, is MNRL on
-    # the mined triplets itself (one change: the mining), +10 on both.
+    # Against MNRL on the pairs: MNRL on the mined triplets (one change, the mining), +10 on both, and the
+    # mined row marked as changing the data too (+11 on dev; on test +9.9, +10, +10.1).
     against_pairs = text.split("against `mnrl` (")[1].split("against `mnrl+mined`")[0]
     assert "| `mnrl+mined` | 3 | +10.00 [+10.00, +10.00] | better | +10.00 [+10.00, +10.00] | better |" in against_pairs
-    assert "hard_b1+mined" not in against_pairs
+    assert (
+        "| `hard_b1+mined` (also mined) | 3 | +11.00 [+11.00, +11.00] | better | +10.00 [+9.75, +10.25] |"
+        in against_pairs
+    )
+    assert "changes the loss and the data" in against_pairs
+    # Without a mined row the table says nothing of a second change.
+    plain = summarize([r for r in records if r["row"] != "hard_b1+mined"])
+    assert "also mined" not in plain and "changes the loss and the data" not in plain
