@@ -151,10 +151,13 @@ def _guards_acted(recs: list[dict]) -> list[str]:
     """A sentence on how much the guards removed: the range of the guarded rows' mean shares of the
     candidates, and of the removed that were cited abstracts of the same claim."""
     by: dict = {}
+    unread = set()  # GISTEmbedLoss rows: sentence-transformers' own filter, which the audit does not read
     for r in recs:
         spec = scifact.ROWS[scifact.parse_row(r["row"])[0]][1] if r["row"] != "before" else {"kwargs": {}}
         if "guard" in spec["kwargs"] and r.get("guard_removed_frac") is not None:
             by.setdefault(r["row"], []).append(r)
+        elif spec.get("loss") == "gist":
+            unread.add(r["row"])
     if not by:
         return []
     removed = [100 * sum(r["guard_removed_frac"] for r in rs) / len(rs) for rs in by.values()]
@@ -164,8 +167,14 @@ def _guards_acted(recs: list[dict]) -> list[str]:
         if (x := [r["guard_removed_tp_frac"] for r in rs if r.get("guard_removed_tp_frac") is not None])
     ]
     tp = f" ({_span(tps, 0)}% of them cited abstracts of the same claim)" if tps else ""
-    rows = "the guarded row" if len(by) == 1 else f"the {len(by)} guarded rows"
-    return [f"The guards acted: {rows} removed {_span(removed, 2)}% of the candidates on average{tp}."]
+    rows = "the audited guarded row" if len(by) == 1 else f"the {len(by)} audited guarded rows"
+    said = f"The guards acted: {rows} removed {_span(removed, 2)}% of the candidates on average{tp}"
+    if unread:  # said, so that the count above is not read as every guarded row
+        said += (
+            f"; {', '.join(f'`{r}`' for r in sorted(unread))} filters inside GISTEmbedLoss, which the audit does "
+            "not read (its reproduction, GIST's filter alone, is among the audited)"
+        )
+    return [said + "."]
 
 
 def _span(values: list[float], digits: int) -> str:

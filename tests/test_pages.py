@@ -137,4 +137,8 @@ def test_the_retrieval_answer_waits_for_its_ledger_then_reads_the_choice_from_de
         led.append({"row": "hard_b1_guard_rel+mined", "seed": s, **rec})
         led.append({"row": "hard_b0.5+mined", "seed": s, **rec, "guard_removed_frac": 0.0})
     text = make(tmp_path)
-    assert "guards acted: the guarded row removed 0.30% of the candidates on average (20% of them cited" in text
+    assert "guards acted: the audited guarded row removed 0.30% of the candidates on average (20% of them cited" in text
+    assert "GISTEmbedLoss" not in text
+    # GISTEmbedLoss's own filter is named as the one guard the audit does not read.
+    led.append({"row": "gist+mined", "seed": 0, "dev_ndcg@10": 60.0, "test_ndcg@10": 60.0})
+    assert "; `gist+mined` filters inside GISTEmbedLoss, which the audit does not read" in make(tmp_path)
