@@ -346,7 +346,7 @@ def summarize(records: list[dict], recipe: dict | None = None) -> str:
     audit, and each row's paired difference on dev and test nDCG@10 with its 95% t-interval and verdict,
     against MNRL (every row; a ``+mined`` row marked as changing the data too) and against MNRL on the
     mined triplets (the rows on them, one change away)."""
-    from qt_hard.experiments.report import markdown_table, mean_spread, paired_verdict
+    from qt_hard.experiments.report import markdown_table, mean_spread
 
     by: dict = {}
     for r in records:
@@ -377,6 +377,16 @@ def summarize(records: list[dict], recipe: dict | None = None) -> str:
         body.append([f"{row_label(row)} (`{row}`)", str(len(runs)), *cells, guard])
     heads = ["row", "seeds", *(h for _, h in metrics), "guard removed (true positives)"]
     lines += markdown_table(heads, body, "lr" + "r" * (len(metrics) + 1))
+    lines += _paired_tables(by, order)
+    return "\n".join(lines)
+
+
+def _paired_tables(by: dict, order: list[str]) -> list[str]:
+    """Per baseline of ``BASELINES``, the table of its rows' paired differences on dev and test nDCG@10
+    (``by``: row -> seed -> record; ``order``: the rows in table order)."""
+    from qt_hard.experiments.report import markdown_table, paired_verdict
+
+    lines: list[str] = []
     for base in BASELINES:
         if base not in by:
             continue
@@ -404,7 +414,7 @@ def summarize(records: list[dict], recipe: dict | None = None) -> str:
             )
         lines += ["", head + ":", ""]
         lines += markdown_table(["row", "pairs", "dev nDCG@10", "dev", "test nDCG@10", "test"], rows, "lrrlrl")
-    return "\n".join(lines)
+    return lines
 
 
 # --------------------------------------------------------------------------------------- the contract
