@@ -306,13 +306,10 @@ def book_rows(
             if nproc <= 1 or len(jobs) < _POOL_MIN_BOOKS:
                 results = map(_book_rows, jobs)
             else:
-                import multiprocessing as mp
+                from qt_hard.workers import worker_pool
 
-                from qt_hard.workers import leave_signals_to_parent
-
-                ctx = mp.get_context("fork" if hasattr(os, "fork") else "spawn")
                 # Terminated on leaving, also on an error; its workers leave signals to this process.
-                pool = stack.enter_context(ctx.Pool(nproc, initializer=leave_signals_to_parent))
+                pool = stack.enter_context(worker_pool(nproc, start="fork"))
                 # In file order, one book a task: the rows can be written as they come.
                 results = pool.imap(_book_rows, jobs, chunksize=1)
             for doc_id, sents in results:

@@ -361,13 +361,11 @@ def _tokenize_all(sentences: list[str], lower: bool, num_proc: int):
     if num_proc <= 1 or len(sentences) < 20_000:
         parts = [_tokenize_chunk((sentences, lower))]
     else:
-        import multiprocessing as mp
-
         step = max(1, len(sentences) // (num_proc * 8))
         chunks = [(sentences[i : i + step], lower) for i in range(0, len(sentences), step)]
-        from qt_hard.workers import leave_signals_to_parent
+        from qt_hard.workers import worker_pool
 
-        with mp.get_context("spawn").Pool(num_proc, initializer=leave_signals_to_parent) as pool:
+        with worker_pool(num_proc) as pool:
             parts = pool.map(_tokenize_chunk, chunks)
     stoi: dict[str, int] = {}
     flats, lens = [], []

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from qt_hard.errors import UserError
-from qt_hard.workers import leave_signals_to_parent, stop_pool, usable_cpus
+from qt_hard.workers import process_pool, stop_pool, usable_cpus
 
 __all__ = ["register", "cmd_senteval", "cmd_senteval_engine", "cmd_wiki", "cmd_retrieval", "cmd_compare"]
 
@@ -198,20 +198,14 @@ def _control_rows(args, encoder, tasks, data_dir, protocol: dict) -> Iterator[Ca
     if beside < 1:
         yield serial
         return
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor
-
     import torch
 
     from qt_hard import logs
 
     with torch.random.fork_rng():  # the controls' seeding leaves this process's generator as it was
         controls = control_models(encoder, seed=args.seed)
-    pool = ProcessPoolExecutor(
-        min(beside, len(controls)),
-        mp_context=mp.get_context("spawn"),
-        initializer=_start_control_worker,
-        initargs=(args.device, logs.configured()),
+    pool = process_pool(
+        min(beside, len(controls)), initializer=_start_control_worker, initargs=(args.device, logs.configured())
     )
     same = {k: v for k, v in protocol.items() if k != "log"}
     jobs = {
@@ -228,11 +222,10 @@ def _control_rows(args, encoder, tasks, data_dir, protocol: dict) -> Iterator[Ca
 
 
 def _start_control_worker(device: str, logging_state: tuple[int, bool] | None) -> None:
-    """A control row's process: signals left to the command, its messages and its solver's device
-    as the command's."""
+    """A control row's process (its signals already left to the command by the pool): its messages
+    and its solver's device as the command's."""
     from qt_hard import logs
 
-    leave_signals_to_parent()
     if logging_state is not None:
         logs.configure(*logging_state)
     _set_device(device)

@@ -151,13 +151,12 @@ def in_processes(
         for job in jobs:
             yield fn(*job)
         return
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import as_completed
 
-    ctx = mp.get_context("spawn")
-    ex = ProcessPoolExecutor(
+    from qt_hard.workers import process_pool
+
+    ex = process_pool(
         workers,
-        mp_context=ctx,
         max_tasks_per_child=1 if fresh else None,
         initializer=_start_worker,
         initargs=(device, logs.configured()),

@@ -60,10 +60,9 @@ def memory_steps(model, loss, examples: list[tuple[str, ...]], batch: int, steps
 
 def in_fresh_process(fn, *args):
     """``fn(*args)`` in a process of its own (spawned), so that its peak memory is its own."""
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor
+    from qt_hard.workers import process_pool
 
-    with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as ex:
+    with process_pool(1) as ex:
         return ex.submit(fn, *args).result()
 
 
