@@ -553,6 +553,11 @@ RUNS = {
 
 # README command -> why CI does not run it.
 SKIPS = {
+    "qt-hard grid run nfcorpus-recipe --out results/nfcorpus --lrs 5e-5,1e-4,2e-4 --epochs 0.5,1,2,4 --max-seq-length "
+    "128 --workers 2": "three MiniLM trainings of four epochs on NFCorpus, with four evaluations of its corpus each "
+    "(CPU-hours); tests/test_nfcorpus.py runs the same command on a slice of NFCorpus",
+    "qt-hard grid run nfcorpus --out results/nfcorpus --rows mnrl --seeds 0,1,2 --max-seq-length 128": "three "
+    "MiniLM trainings on NFCorpus (CPU-hours); tests/test_nfcorpus.py runs its cells on a slice",
     "qt-hard grid run scifact-recipe --out results/scifact --lrs 2e-5,5e-5,1e-4 --select-steps 22,44": "three "
     "MiniLM trainings on SciFact with four evaluations of its corpus (CPU-hours); tests/test_scifact.py runs the "
     "same command on a slice of SciFact",

@@ -32,6 +32,47 @@ def test_metrics_by_hand():
     assert m["accuracy@10"] == pytest.approx(50.0)
 
 
+def test_graded_and_binary_ndcg_and_per_query_scores_by_hand():
+    # q1 graded 2 and 1: the binary form gives both gain 1, the graded form the grades.
+    qrels = {"q1": {"d2": 1, "d5": 2}, "q2": {"d1": 1}}
+    ranks = {"q1": ["d1", "d2", "d3", "d4", "d5"], "q2": ["d1", "d2"]}
+    m = metrics_from_rankings(ranks, qrels, per_query=True)
+    graded = (1 / math.log2(3) + 2 / math.log2(6)) / (2 + 1 / math.log2(3))
+    binary = (1 / math.log2(3) + 1 / math.log2(6)) / (1 + 1 / math.log2(3))
+    assert m["per_query"]["ndcg@10"] == pytest.approx({"q1": 100 * graded, "q2": 100.0})
+    assert m["ndcg@10"] == pytest.approx(100 * (graded + 1) / 2)
+    assert m["ndcg@10_binary"] == pytest.approx(100 * (binary + 1) / 2)
+    assert m["per_query"]["rr@10"] == pytest.approx({"q1": 50.0, "q2": 100.0})
+    assert m["per_query"]["recall@100"] == pytest.approx({"q1": 100.0, "q2": 100.0})
+    assert "per_query" not in metrics_from_rankings(ranks, qrels)
+
+
+def test_graded_metrics_equal_trec_eval():
+    """Random graded judgements (grades 0-2) and rankings with distinct scores: each query's nDCG@10,
+    reciprocal rank (when the first relevant document is in the top 10, else 0) and Recall@100 equal
+    trec_eval's ``ndcg_cut_10``, ``recip_rank`` and ``recall_100`` (pytrec_eval)."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    rng = np.random.default_rng(0)
+    docs = [f"d{i:03d}" for i in range(300)]
+    qrels, run, ranks = {}, {}, {}
+    for q in range(40):
+        judged = rng.choice(len(docs), size=int(rng.integers(1, 60)), replace=False)
+        qrels[f"q{q}"] = {docs[j]: int(rng.integers(0, 3)) for j in judged}
+        if not any(qrels[f"q{q}"].values()):
+            qrels[f"q{q}"][docs[judged[0]]] = 2
+        order = rng.permutation(len(docs))[:150]
+        ranks[f"q{q}"] = [docs[j] for j in order]
+        run[f"q{q}"] = {docs[j]: float(150 - r) for r, j in enumerate(order)}
+    ref = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut_10", "recip_rank", "recall_100"}).evaluate(run)
+    ours = metrics_from_rankings(ranks, qrels, per_query=True)["per_query"]
+    for q in qrels:
+        assert ours["ndcg@10"][q] == pytest.approx(100 * ref[q]["ndcg_cut_10"], abs=1e-9)
+        assert ours["recall@100"][q] == pytest.approx(100 * ref[q]["recall_100"], abs=1e-9)
+        rr = ref[q]["recip_rank"] if ref[q]["recip_rank"] >= 0.1 else 0.0
+        assert ours["rr@10"][q] == pytest.approx(100 * rr, abs=1e-9)
+    assert len({round(v, 6) for v in ours["ndcg@10"].values()}) > 10  # the queries differ
+
+
 @pytest.mark.parametrize("block", [1, 3, 7, 64])
 def test_blocked_top_k_is_one_stable_sort(block):
     import torch

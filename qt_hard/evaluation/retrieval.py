@@ -11,16 +11,24 @@ evaluated are those with at least one relevant document in the split.
 For each query the corpus is ranked by cosine similarity, score descending and, on equal scores,
 corpus id ascending (the evaluator's total order), by blocked matrix products over the corpus with a
 running top-k, so that memory is ``queries x block`` whatever the corpus size. With ``r`` the ranked
-ids, ``rel(d)`` the judgement of ``d`` and ``R`` the relevant set of a query (each averaged over the
-queries; reported x100):
+ids, ``rel(d)`` the judgement of ``d`` (its grade, 0 when unjudged) and ``R`` the relevant set of a
+query (each averaged over the queries; reported x100):
 
 * nDCG@k = DCG@k / IDCG@k, DCG@k = sum_{i<k} rel(r_i) / log2(i + 2), IDCG the DCG of the judgements
-  sorted descending (Jarvelin and Kekalainen; trec_eval's ``ndcg_cut``);
+  sorted descending: the graded form, gain = the grade (Jarvelin and Kekalainen; trec_eval's
+  ``ndcg_cut``, which BEIR and MTEB report). The headline;
+* nDCG@k (binary), ``ndcg@10_binary``: the same with every relevant document's gain 1, the form
+  sentence-transformers' ``InformationRetrievalEvaluator`` computes (it reads the qrels as sets). The
+  two agree wherever every grade is 1 (SciFact); NFCorpus grades 1 and 2;
 * MRR@k = 1 / (rank of the first relevant document) when it is within the top k, else 0;
 * Recall@k = |R within the top k| / |R|;
 * MAP@k = sum over relevant ranks i < k of precision@(i+1), divided by min(k, |R|) (the evaluator's
   form; trec_eval's ``map_cut`` divides by |R|; the two agree whenever |R| <= k);
 * Accuracy@k = 1 when a relevant document is within the top k.
+
+Each query's own nDCG@10, reciprocal rank at 10 and Recall@100 (:data:`PER_QUERY`) are also returned
+(``per_query=True``), so that a comparison of two models can be judged over queries as well as over
+training seeds.
 
 The folder is read and checked by :func:`qt_hard.data.beir.load_beir` before any model is loaded.
 """
@@ -35,11 +43,12 @@ import numpy as np
 
 from qt_hard.data.beir import RetrievalData, RetrievalDataError
 
-__all__ = ["METRICS", "evaluate_retrieval", "metrics_from_rankings", "top_k"]
+__all__ = ["METRICS", "PER_QUERY", "evaluate_retrieval", "metrics_from_rankings", "query_metrics", "top_k"]
 
 # (result key, k): the reported metrics, the headline first.
 METRICS = (
     ("ndcg@10", 10),
+    ("ndcg@10_binary", 10),
     ("mrr@10", 10),
     ("recall@100", 100),
     ("map@100", 100),
@@ -47,6 +56,9 @@ METRICS = (
     ("recall@10", 10),
     ("accuracy@10", 10),
 )
+# (per-query key, result key): the metrics kept for every query; a single query's MRR is its
+# reciprocal rank.
+PER_QUERY = (("ndcg@10", "ndcg@10"), ("rr@10", "mrr@10"), ("recall@100", "recall@100"))
 
 
 def _unit_float32(x: np.ndarray) -> np.ndarray:
@@ -79,38 +91,59 @@ def top_k(queries: np.ndarray, docs: np.ndarray, k: int, block: int = 16384) -> 
     return best_s.numpy(), best_i.numpy()
 
 
-def metrics_from_rankings(rankings: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]]) -> dict:
+def _dcg(gains: Sequence[float]) -> float:
+    return sum(g / math.log2(i + 2) for i, g in enumerate(gains))
+
+
+def query_metrics(ranked: Sequence[str], judged: Mapping[str, int]) -> dict[str, float]:
+    """One query's metrics of :data:`METRICS` (fractions, not x100) from its ranked document ids and
+    its judgements (``{doc: grade}``; grades <= 0 are not relevant)."""
+    gains = {d: s for d, s in judged.items() if s > 0}
+    hits = [gains.get(d, 0) for d in ranked]
+    ideal = sorted(gains.values(), reverse=True)
+    out = {}
+    for name, k in METRICS:
+        top = hits[:k]
+        if name == "ndcg@10_binary":
+            out[name] = _dcg([float(g > 0) for g in top]) / _dcg([1.0] * min(k, len(gains)))
+        elif name.startswith("ndcg"):
+            out[name] = _dcg(top) / _dcg(ideal[:k])
+        elif name.startswith("mrr"):
+            out[name] = next((1.0 / (i + 1) for i, g in enumerate(top) if g > 0), 0.0)
+        elif name.startswith("recall"):
+            out[name] = sum(g > 0 for g in top) / len(gains)
+        elif name.startswith("map"):
+            found, ap = 0, 0.0
+            for i, g in enumerate(top):
+                if g > 0:
+                    found += 1
+                    ap += found / (i + 1)
+            out[name] = ap / min(k, len(gains))
+        else:  # accuracy
+            out[name] = float(any(g > 0 for g in top))
+    return out
+
+
+def metrics_from_rankings(
+    rankings: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]], per_query: bool = False
+) -> dict:
     """The metrics of :data:`METRICS` (x100, averaged over the queries of ``rankings``) from each
-    query's ranked document ids and its judgements."""
-    sums = {name: 0.0 for name, _ in METRICS}
-    for qid, ranked in rankings.items():
-        gains = {d: s for d, s in qrels[qid].items() if s > 0}
-        hits = [gains.get(d, 0) for d in ranked]
-        ideal = sorted(gains.values(), reverse=True)
-        for name, k in METRICS:
-            top = hits[:k]
-            if name.startswith("ndcg"):
-                dcg = sum(g / math.log2(i + 2) for i, g in enumerate(top))
-                idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal[:k]))
-                sums[name] += dcg / idcg
-            elif name.startswith("mrr"):
-                sums[name] += next((1.0 / (i + 1) for i, g in enumerate(top) if g > 0), 0.0)
-            elif name.startswith("recall"):
-                sums[name] += sum(g > 0 for g in top) / len(gains)
-            elif name.startswith("map"):
-                found, ap = 0, 0.0
-                for i, g in enumerate(top):
-                    if g > 0:
-                        found += 1
-                        ap += found / (i + 1)
-                sums[name] += ap / min(k, len(gains))
-            else:  # accuracy
-                sums[name] += float(any(g > 0 for g in top))
-    n = len(rankings)
-    return {name: 100.0 * v / n for name, v in sums.items()}
+    query's ranked document ids and its judgements; with ``per_query``, also ``"per_query"``:
+    ``{key: {query: value x100}}`` for the keys of :data:`PER_QUERY`."""
+    each = {qid: query_metrics(ranked, qrels[qid]) for qid, ranked in rankings.items()}
+    n = len(each)
+    out: dict = {name: 100.0 * math.fsum(m[name] for m in each.values()) / n for name, _ in METRICS}
+    if per_query:
+        out["per_query"] = {key: {q: 100.0 * m[name] for q, m in each.items()} for key, name in PER_QUERY}
+    return out
 
 
-def evaluate_retrieval(cache, data: RetrievalData, qrels: Mapping[str, Mapping[str, Mapping[str, int]]] | None = None):
+def evaluate_retrieval(
+    cache,
+    data: RetrievalData,
+    qrels: Mapping[str, Mapping[str, Mapping[str, int]]] | None = None,
+    per_query: bool = False,
+):
     """Rank the whole corpus for the judged queries of every split and score the rankings.
 
     Args:
@@ -119,6 +152,7 @@ def evaluate_retrieval(cache, data: RetrievalData, qrels: Mapping[str, Mapping[s
         data: the folder, from :func:`load_beir`.
         qrels: ``{name: {query: {doc: score}}}`` to evaluate (default: ``data.qrels``), e.g. a dev
             split carved from the train judgements.
+        per_query: also each split's per-query scores (:func:`metrics_from_rankings`).
 
     Returns ``{name: {metric: value x100, ..., "queries": n}}`` and, under ``"_timing"``, the
     seconds spent encoding and ranking."""
@@ -137,7 +171,7 @@ def evaluate_retrieval(cache, data: RetrievalData, qrels: Mapping[str, Mapping[s
         q_emb = cache.embed([data.queries[q] for q in qids])
         _, idx = top_k(q_emb, doc_emb, k)
         rankings = {q: [data.doc_ids[by_id[j]] for j in row] for q, row in zip(qids, idx)}
-        out[name] = {**metrics_from_rankings(rankings, judged), "queries": len(qids)}
+        out[name] = {**metrics_from_rankings(rankings, judged, per_query), "queries": len(qids)}
     total = time.perf_counter() - t0
     out["_timing"] = {"encode_seconds": round(cache.seconds - enc0, 3), "total_seconds": round(total, 3)}
     return out

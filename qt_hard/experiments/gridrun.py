@@ -34,6 +34,8 @@ EXPERIMENTS = {
     "scifact": "qt_hard.experiments.specs.scifact",
     "scifact-recipe": "qt_hard.experiments.specs.scifact",
     "scifact-memory": "qt_hard.experiments.specs.scifact",
+    "nfcorpus": "qt_hard.experiments.specs.nfcorpus",
+    "nfcorpus-recipe": "qt_hard.experiments.specs.nfcorpus",
     "st-compare": "qt_hard.experiments.specs.st_compare",
     "st-compare-memory": "qt_hard.experiments.specs.st_compare",
     "qt-table": "qt_hard.experiments.specs.qt_table",

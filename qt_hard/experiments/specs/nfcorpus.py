@@ -1,0 +1,156 @@
+"""Retrieval fine-tuning on BEIR NFCorpus from all-MiniLM-L6-v2: which negatives where false negatives are common.
+
+NFCorpus (``$QT_HARD_DATA/beir/nfcorpus``) judges about 43 relevant abstracts per training query (110,575
+judgements over 2,590 queries, all grade 1), where a SciFact claim cites about 1.1: documents relevant to
+another query of the batch, or to the anchor's own query, are frequent among the in-batch candidates. It is
+the corpus the false-negative tools (the guard, debiasing, label-aware masking) are for. The comparison,
+the recipe choice and the memory probe are SciFact's (:mod:`.scifact`) on this folder, with two differences:
+
+**Splits.** BEIR ships its own dev and test judgements (324 and 323 queries, grades 1 and 2): dev is
+``qrels/dev.tsv``, test ``qrels/test.tsv``; the training queries are those of ``qrels/train.tsv``. Graded
+nDCG@10 is the headline (trec_eval's, as BEIR and MTEB report it).
+
+**Training pairs.** An *epoch* is every training query once, with **one** of its relevant abstracts drawn
+uniformly (a fresh draw each epoch, seeded by the run's seed and the epoch): 2,590 pairs, 80 steps of 32.
+Taking every judgement as a pair instead would weight a query by its number of relevant abstracts (from 1
+to several hundred), while every metric weights the queries equally; and one epoch of 110,575 pairs would
+be 43 passes over the queries. A run of ``steps`` steps draws as many epochs as it needs; the trainer's
+duplicate-free batches never hold the same query or abstract twice.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+from pathlib import Path
+
+from qt_hard.errors import ArgumentError
+
+from . import scifact as sf_spec
+from .scifact import Scifact
+
+__all__ = ["EXPERIMENTS", "NFCorpus", "steps_per_epoch", "write_slice"]
+
+
+def steps_per_epoch(n_queries: int, batch_size: int) -> int:
+    """Full batches in one epoch (every training query once)."""
+    return max(1, n_queries // batch_size)
+
+
+class NFCorpus(Scifact):
+    """The folder read once: training queries with their relevant abstracts, BEIR's dev and test
+    judgements, texts by id (the interface of :class:`.scifact.Scifact`)."""
+
+    def __init__(self, folder: str | os.PathLike):
+        from qt_hard.data.beir import load_beir
+
+        self.folder = Path(folder)
+        self.data = load_beir(folder, ("train", "dev", "test"))
+        train = self.data.qrels["train"]
+        self.doc_text = dict(zip(self.data.doc_ids, self.data.doc_texts))
+        self.relevant = {q: {d for d, s in docs.items() if s > 0} for q, docs in train.items()}
+        self.train_claims = sorted(q for q, docs in self.relevant.items() if docs)
+        self.dev_claims = sorted(self.data.qrels["dev"])
+        # every judgement, for the miner and the summary; a run trains on :meth:`pairs_for`
+        self.pairs = [(q, d) for q in self.train_claims for d in sorted(self.relevant[q])]
+        self.eval_qrels = {"dev": self.data.qrels["dev"], "test": self.data.qrels["test"]}
+
+    def epoch_pairs(self, seed: int | None, epoch: int) -> list[tuple[str, str]]:
+        """Epoch ``epoch`` of seed ``seed``: every training query with one relevant abstract drawn
+        uniformly (the abstracts in id order, so the draw depends on the seed and epoch only)."""
+        rng = random.Random(f"nfcorpus-pairs/{seed or 0}/{epoch}")
+        return [(q, rng.choice(sorted(self.relevant[q]))) for q in self.train_claims]
+
+    def pairs_for(self, seed: int | None, steps: int, batch_size: int) -> list[tuple[str, str]]:
+        """The pairs a run of ``steps`` steps of ``batch_size`` trains on: as many epochs as the steps
+        need (see the module docstring)."""
+        per = steps_per_epoch(len(self.train_claims), batch_size)
+        return [p for e in range(max(1, math.ceil(steps / per))) for p in self.epoch_pairs(seed, e)]
+
+    def summary(self) -> dict:
+        return {
+            "training_queries": len(self.train_claims),
+            "training_judgements": len(self.pairs),
+            "dev_queries": len(self.eval_qrels["dev"]),
+            "test_queries": len(self.eval_qrels["test"]),
+            "corpus": len(self.data.doc_ids),
+            "pairs": "one relevant abstract per training query per epoch, drawn uniformly by (seed, epoch)",
+        }
+
+
+def write_slice(src: str | os.PathLike, dst: str | os.PathLike, queries: int, docs: int) -> Path:
+    """A small BEIR folder cut from ``src``: the first ``queries`` queries (by id) of each split, the
+    first ``docs`` abstracts that any of them judges, and their judgements of those abstracts (the dry
+    runs and the tests of this comparison)."""
+    src, dst = Path(src), Path(dst)
+    (dst / "qrels").mkdir(parents=True)
+    kept: dict[str, tuple[str, list[list[str]]]] = {}
+    for split in ("train", "dev", "test"):
+        head, *lines = (src / "qrels" / f"{split}.tsv").read_text(encoding="utf-8").splitlines()
+        rows = [ln.split("\t") for ln in lines]
+        chosen = set(sorted({r[0] for r in rows})[:queries])
+        kept[split] = (head, [r for r in rows if r[0] in chosen])
+    judged = sorted({r[1] for _, rows in kept.values() for r in rows})[:docs]
+    corpus = [json.loads(x) for x in (src / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
+    (dst / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in corpus if d["_id"] in set(judged)))
+    keep_q = set()
+    for split, (head, rows) in kept.items():
+        rows = [r for r in rows if r[1] in set(judged)]
+        keep_q |= {r[0] for r in rows}
+        (dst / "qrels" / f"{split}.tsv").write_text(head + "\n" + "".join("\t".join(r) + "\n" for r in rows))
+    queries_all = [json.loads(x) for x in (src / "queries.jsonl").read_text(encoding="utf-8").splitlines()]
+    (dst / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries_all if q["_id"] in keep_q))
+    return dst
+
+
+class _OnNFCorpus:
+    """Mixed in before a SciFact experiment: the same experiment on NFCorpus."""
+
+    default_out = "runs/nfcorpus"
+    dataset = "nfcorpus"
+    title = "NFCorpus"
+
+    @staticmethod
+    def read(folder):
+        return NFCorpus(folder)
+
+
+class RecipeChoice(_OnNFCorpus, sf_spec.RecipeChoice):
+    """MNRL, seed 0, once per learning rate, dev measured after each of ``--epochs`` (converted to steps
+    of the batch; ``OUT/recipe.jsonl``); the recipe is the best dev nDCG@10 (:func:`.scifact.select_recipe`)."""
+
+    name = "nfcorpus-recipe"
+    help = "NFCorpus: choose MNRL's learning rate and epochs on dev (seed 0)"
+
+    def add_length_argument(self, parser) -> None:
+        parser.add_argument(
+            "--epochs",
+            default="0.5,1,2,4",
+            help="epochs at which dev is measured (an epoch: every training query once)",
+        )
+
+    def measured_steps(self, args) -> list[int]:
+        """``--epochs`` in steps of the batch (rounded; an epoch is :func:`steps_per_epoch` steps)."""
+        try:
+            epochs = sorted({float(x) for x in args.epochs.split(",") if x.strip()})
+        except ValueError:
+            raise ArgumentError(f"--epochs must be comma-separated numbers, got {args.epochs!r}") from None
+        if not epochs or epochs[0] <= 0:
+            raise ArgumentError(f"--epochs must be positive numbers, got {args.epochs!r}")
+        per = steps_per_epoch(len(self.context(args)["scifact"].train_claims), args.batch_size)
+        return sorted({max(1, round(e * per)) for e in epochs})
+
+    def setup(self, args, out: Path) -> dict:
+        setup = super().setup(args, out)
+        setup["steps_per_epoch"] = steps_per_epoch(len(self.context(args)["scifact"].train_claims), args.batch_size)
+        return setup
+
+
+class Comparison(_OnNFCorpus, sf_spec.Comparison):
+    name = "nfcorpus"
+    help = "NFCorpus: fine-tune all-MiniLM-L6-v2 with each row's negatives; judged on dev, reported on test"
+
+
+EXPERIMENTS = (RecipeChoice(), Comparison())

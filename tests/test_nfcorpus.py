@@ -1,0 +1,60 @@
+"""The NFCorpus retrieval comparison (`qt-hard grid run nfcorpus-recipe`, `nfcorpus`;
+qt_hard.experiments.specs.nfcorpus) on a slice of the real NFCorpus: BEIR's dev and test splits, the
+epochs of one drawn positive per query, the recipe measured at epochs, per-query scores in the records."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def slice_folder(tmp_path_factory):
+    """The first 16 queries of each split and the first 60 abstracts they judge."""
+    import _data
+
+    src = _data.dataset("beir", "nfcorpus")  # skipped without it, failed under CI
+    from qt_hard.experiments.specs.nfcorpus import write_slice
+
+    return write_slice(src, tmp_path_factory.mktemp("nfcorpus") / "slice", queries=16, docs=60)
+
+
+def test_an_epoch_is_every_training_query_once_with_one_relevant_abstract(slice_folder):
+    from qt_hard.experiments.specs.nfcorpus import NFCorpus, steps_per_epoch
+
+    nf = NFCorpus(slice_folder)
+    assert set(nf.eval_qrels) == {"dev", "test"} and nf.eval_qrels["dev"] == nf.data.qrels["dev"]
+    first = nf.epoch_pairs(0, 0)
+    assert [q for q, _ in first] == nf.train_claims  # every training query once
+    assert all(d in nf.relevant[q] for q, d in first)
+    assert nf.epoch_pairs(0, 0) == first  # the draw is the seed's and the epoch's
+    many = [q for q in nf.train_claims if len(nf.relevant[q]) > 3]
+    assert many, "the slice needs queries with several relevant abstracts"
+    draws = {tuple(d for q, d in nf.epoch_pairs(s, e) if q in many) for s in range(3) for e in range(3)}
+    assert len(draws) > 1  # other seeds and epochs draw other positives
+    per = steps_per_epoch(len(nf.train_claims), 4)
+    assert len(nf.pairs_for(0, per, 4)) == len(nf.train_claims)
+    assert nf.pairs_for(1, 2 * per + 1, 4) == [p for e in range(3) for p in nf.epoch_pairs(1, e)]
+
+
+def test_recipe_at_epochs_then_a_row_with_per_query_scores(slice_folder, tmp_path, capsys):
+    from qt_hard.cli import main
+    from qt_hard.experiments.specs.nfcorpus import NFCorpus, steps_per_epoch
+
+    out = tmp_path / "out"
+    common = ["--out", str(out), "--data", str(slice_folder), "--batch-size", "4", "--max-seq-length", "16"]
+    assert main(["grid", "run", "nfcorpus-recipe", *common, "--lrs", "1e-4", "--epochs", "0.5,1"]) == 0
+    per = steps_per_epoch(len(NFCorpus(slice_folder).train_claims), 4)
+    recipe = [json.loads(x) for x in (out / "recipe.jsonl").read_text().splitlines()[1:]]
+    assert [r["steps"] for r in recipe] == sorted({max(1, round(per / 2)), per})
+    assert all(len(r["inputs"]) == 6 and "per_query" not in r for r in recipe)  # model, corpus, queries, 3 qrels
+    assert main(["grid", "run", "nfcorpus", *common, "--rows", "mnrl", "--seeds", "0"]) == 0
+    records = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()[1:]]
+    assert [(r["row"], r["seed"]) for r in records] == [("before", None), ("mnrl", 0)]
+    for r in records:
+        for split in ("dev", "test"):
+            pq = r["per_query"][split]
+            assert set(pq) == {"ndcg@10", "rr@10", "recall@100"}
+            assert sum(pq["ndcg@10"].values()) / len(pq["ndcg@10"]) == pytest.approx(r[f"{split}_ndcg@10"])
+            assert f"{split}_ndcg@10_binary" in r
