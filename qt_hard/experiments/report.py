@@ -9,6 +9,10 @@ docs to include, CSV files written whole, and the figures' plumbing.
   interval; "better" / "worse" only when the interval excludes 0, "level" when it holds 0, "not
   judged" below 3 pairs. The baseline of a row is one trained on the same data (a row on mined
   triplets has the baseline on those triplets).
+* **two-level verdict** (:func:`two_level_family`, for retrieval rows with per-query scores): the
+  paired t over seeds and the paired t (or sign-flip) over queries, each level Holm-adjusted across a
+  table's family of comparisons; "better" / "worse" only when both adjusted p-values are below 0.05
+  with the same sign, "equivalent" when the query-level interval lies within ±0.5 points.
 
 Means and spreads are taken with :mod:`statistics` (exactly rounded), so a table regenerated from the
 same records is the same text to the last digit.
@@ -45,6 +49,16 @@ __all__ = [
     "verdict_sentence",
     "write_csv",
     "write_text",
+    "EQUIVALENCE_MARGIN",
+    "RetrievalChoice",
+    "TwoLevelVerdict",
+    "choose_retrieval_row",
+    "family_note",
+    "holm",
+    "per_query_means",
+    "sign_flip_p_value",
+    "t_p_value",
+    "two_level_family",
 ]
 
 
@@ -334,3 +348,306 @@ def append_json_line(path, row: dict) -> str:
         with open(path, "a", encoding="utf-8") as fh:
             fh.write(line + "\n")
     return line
+
+
+# Two-level verdicts for retrieval rows: a row against its baseline judged over seeds (the aggregate
+# metric, :func:`paired_verdict`) and over queries (per-query scores averaged over the shared seeds),
+# with Holm's adjustment across a table's family of comparisons at each level.
+
+EQUIVALENCE_MARGIN = 0.5
+SIGN_FLIPS = 10_000
+QUERY_TESTS = ("t", "sign-flip")
+
+
+def _seed_values(records: Sequence[Mapping], key: str) -> dict:
+    """{seed: record[key]} of a row's records; a seed twice or a record without ``key`` is refused."""
+    from qt_hard.errors import ArgumentError
+
+    out = {}
+    for r in records:
+        if "seed" not in r:
+            raise ArgumentError("a record has no 'seed'; pairing by seed needs one in each")
+        if key not in r:
+            raise ArgumentError(f"the record of seed {r['seed']!r} has no {key!r}")
+        if r["seed"] in out:
+            raise ArgumentError(f"seed {r['seed']!r} appears twice in one row's records; pairing by seed needs one")
+        out[r["seed"]] = float(r[key])
+    return out
+
+
+def per_query_means(records: Sequence[Mapping], seeds: Iterable, split: str, metric: str) -> dict[str, float]:
+    """A row's per-query score on ``split`` and ``metric``: for each query, the mean over ``seeds`` of
+    ``record["per_query"][split][metric][qid]``. Every record of those seeds must hold per-query
+    scores for the same queries; otherwise an :class:`~qt_hard.errors.ArgumentError` says which."""
+    from qt_hard.errors import ArgumentError
+
+    seeds = set(seeds)
+    scores, qids = [], None
+    for r in records:
+        if r["seed"] not in seeds:
+            continue
+        got = (r.get("per_query") or {}).get(split, {}).get(metric)
+        if not got:
+            raise ArgumentError(f"the record of seed {r['seed']!r} has no per-query {split} {metric} scores")
+        if qids is not None and set(got) != qids:
+            raise ArgumentError(f"the records of one row score different {split} queries (seed {r['seed']!r})")
+        qids = set(got)
+        scores.append(got)
+    return {q: statistics.mean(float(s[q]) for s in scores) for q in sorted(qids or ())}
+
+
+def t_p_value(diffs: Sequence[float]) -> float:
+    """Two-sided p-value of Student's t test that the mean of ``diffs`` is 0:
+    ``2 * P(T_{n-1} >= |mean| / (sd / sqrt(n)))``, sd the sample std (ddof 1). Differences without
+    spread give 1.0 when they are all 0 and 0.0 otherwise (the t statistic is 0 or infinite)."""
+    m, sd = statistics.mean(diffs), statistics.stdev(diffs)
+    if sd == 0:
+        return 1.0 if m == 0 else 0.0
+    from scipy.stats import t
+
+    return float(2 * t.sf(abs(m) / (sd / math.sqrt(len(diffs))), len(diffs) - 1))
+
+
+def sign_flip_p_value(diffs: Sequence[float], flips: int = SIGN_FLIPS, seed: int = 0) -> float:
+    """Two-sided sign-flip randomization p-value that the paired differences ``diffs`` are centred on 0:
+    ``(1 + #{k : |sum(s_k * d)| >= |sum(d)|}) / (1 + flips)``, each ``s_k`` a vector of independent
+    random signs drawn by ``numpy.random.default_rng(seed)`` (the same p for the same arguments)."""
+    import numpy as np
+
+    d = np.asarray(diffs, dtype=float)
+    rng = np.random.default_rng(seed)
+    observed = abs(float(d.sum()))
+    # A flip whose sum equals the observed one in exact arithmetic may differ in the last bits when
+    # summed in another order; it must count as at least as extreme.
+    tol = 1e-9 * max(1.0, float(np.abs(d).sum()))
+    hits = 0
+    for start in range(0, flips, 1000):  # blocks of 1000 flips keep memory at 1000 x n
+        signs = rng.choice((-1.0, 1.0), size=(min(1000, flips - start), d.size))
+        hits += int(np.count_nonzero(np.abs(signs @ d) >= observed - tol))
+    return (1 + hits) / (1 + flips)
+
+
+def holm(pvalues: Mapping, alpha: float = 0.05) -> dict:
+    """Holm's step-down adjustment of a family of ``m`` p-values: ``{key: (adjusted p, level)}``.
+
+    Ranked by p (ties in the order given), the i-th smallest gets the adjusted p-value
+    ``min(1, max_{j <= i} (m - j + 1) * p_(j))`` (the running maximum keeps them monotone in rank)
+    and the level ``alpha / (m - i + 1)`` at which Holm's step i tests it. The procedure stops at the
+    first rank r whose p is not below its level; every comparison ranked after r keeps r's level
+    ``alpha / (m - r + 1)`` instead of its own looser one. So an interval at confidence ``1 - level``
+    excludes 0 exactly when the adjusted p (of the same t test) is below ``alpha``."""
+    order = sorted(pvalues, key=lambda k: pvalues[k])
+    m = len(order)
+    out, running, stopped = {}, 0.0, None
+    for i, key in enumerate(order, start=1):
+        p = float(pvalues[key])
+        running = max(running, min(1.0, (m - i + 1) * p))
+        if stopped is None and p >= alpha / (m - i + 1):
+            stopped = i
+        out[key] = (running, alpha / (m - min(i, stopped or i) + 1))
+    return out
+
+
+@dataclass(frozen=True)
+class TwoLevelVerdict:
+    """A row against its baseline on one split and metric, judged at two levels (row - baseline):
+
+    * **seed level**: the paired differences of the aggregate metric over the ``n_seeds`` shared
+      seeds (:func:`paired_verdict`), their mean, t-interval and t test p-value;
+    * **query level**: per query, the row's mean over the shared seeds minus the baseline's; the mean
+      of those differences over the ``n_queries`` queries, its paired t-interval and the p-value of
+      ``query_test`` (``"t"``: :func:`t_p_value`; ``"sign-flip"``: :func:`sign_flip_p_value`).
+
+    ``*_p`` are the raw p-values, ``*_p_adj`` Holm's (:func:`holm`, across the family, each level on
+    its own), each interval is at ``*_confidence`` = 1 - its Holm level. ``verdict``: ``"better"`` /
+    ``"worse"`` when both adjusted p-values are below alpha and both means have that sign;
+    ``"equivalent"`` when the query interval lies within ±margin; ``"level"`` otherwise; ``"not
+    judged"`` below 3 seed pairs (means only, no interval nor p)."""
+
+    verdict: str
+    n_seeds: int
+    n_queries: int
+    seed_mean: float | None = None
+    seed_low: float | None = None
+    seed_high: float | None = None
+    query_mean: float | None = None
+    query_low: float | None = None
+    query_high: float | None = None
+    seed_p: float | None = None
+    query_p: float | None = None
+    seed_p_adj: float | None = None
+    query_p_adj: float | None = None
+    seed_confidence: float | None = None
+    query_confidence: float | None = None
+    query_test: str = "t"
+
+    def cell(self, digits: int = 2) -> str:
+        """``"+1.23 [+0.40, +2.06] / q +1.10 [+0.52, +1.68]"`` (seed level / query level); the means
+        alone when not judged; "-" without a shared seed."""
+        if self.seed_mean is None:
+            return "-"
+
+        def part(m, low, high):
+            return f"{m:+.{digits}f}" if low is None else f"{m:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
+
+        return (
+            f"{part(self.seed_mean, self.seed_low, self.seed_high)} / q "
+            f"{part(self.query_mean, self.query_low, self.query_high)}"
+        )
+
+
+def _paired_levels(base_records, row_records, split, metric, query_test, flips, flip_seed) -> dict:
+    """The inputs of both levels for one comparison: seed -> aggregate value of baseline and row,
+    query -> mean over shared seeds of each, and the raw p-value of each level (None below 3 seed
+    pairs). Query sets that differ between baseline and row are refused."""
+    from qt_hard.errors import ArgumentError
+
+    key = f"{split}_{metric}"
+    base, row = _seed_values(base_records, key), _seed_values(row_records, key)
+    shared = set(base) & set(row)
+    out = {"base": base, "row": row, "bq": {}, "rq": {}, "seed_p": None, "query_p": None}
+    if not shared:
+        return out
+    bq, rq = (per_query_means(r, shared, split, metric) for r in (base_records, row_records))
+    if set(bq) != set(rq):
+        only = sorted(set(bq) ^ set(rq))
+        raise ArgumentError(
+            f"baseline and row score different {split} queries ({len(bq)} and {len(rq)}; "
+            f"{len(only)} in one only, e.g. {only[:3]}): the query level pairs the same queries"
+        )
+    if len(bq) < 2:
+        raise ArgumentError(f"the query level needs at least 2 {split} queries, the records have {len(bq)}")
+    out.update(bq=bq, rq=rq)
+    if len(shared) >= MIN_PAIRS:
+        d = paired_differences(bq, rq)
+        out["seed_p"] = t_p_value(paired_differences(base, row))
+        out["query_p"] = t_p_value(d) if query_test == "t" else sign_flip_p_value(d, flips, flip_seed)
+    return out
+
+
+def _two_level(x: Mapping, seed_holm, query_holm, alpha: float, margin: float, query_test: str) -> TwoLevelVerdict:
+    """The :class:`TwoLevelVerdict` of one prepared comparison (:func:`_paired_levels`) given its
+    (adjusted p, level) at each level from :func:`holm`, or None when it is not judged."""
+    if seed_holm is None:
+        s, q = paired_verdict(x["base"], x["row"]), paired_verdict(x["bq"], x["rq"])
+        return TwoLevelVerdict("not judged", s.n, len(x["bq"]), s.mean, query_mean=q.mean, query_test=query_test)
+    s = paired_verdict(x["base"], x["row"], 1 - seed_holm[1])
+    q = paired_verdict(x["bq"], x["rq"], 1 - query_holm[1])
+    both = seed_holm[0] < alpha and query_holm[0] < alpha
+    if both and s.mean > 0 and q.mean > 0:
+        verdict = "better"
+    elif both and s.mean < 0 and q.mean < 0:
+        verdict = "worse"
+    elif -margin <= q.low and q.high <= margin:
+        verdict = "equivalent"
+    else:
+        verdict = "level"
+    return TwoLevelVerdict(
+        verdict, s.n, len(x["bq"]), s.mean, s.low, s.high, q.mean, q.low, q.high,
+        seed_p=x["seed_p"], query_p=x["query_p"], seed_p_adj=seed_holm[0], query_p_adj=query_holm[0],
+        seed_confidence=1 - seed_holm[1], query_confidence=1 - query_holm[1], query_test=query_test,
+    )  # fmt: skip
+
+
+def two_level_family(
+    comparisons: Mapping[str, tuple[Sequence[Mapping], Sequence[Mapping]]],
+    split: str,
+    metric: str,
+    alpha: float = 0.05,
+    query_test: str = "t",
+    flips: int = SIGN_FLIPS,
+    flip_seed: int = 0,
+    margin: float = EQUIVALENCE_MARGIN,
+) -> dict[str, TwoLevelVerdict]:
+    """``{label: TwoLevelVerdict}`` for a family of one-change comparisons ``{label: (baseline records,
+    row records)}`` on ``split`` and ``metric``. A record is a dict with ``seed``,
+    ``f"{split}_{metric}"`` and ``per_query[split][metric]`` = {qid: score}. Holm's adjustment
+    (:func:`holm`) runs across the judged comparisons (3 seed pairs or more), separately for the
+    seed-level and the query-level p-values; see :class:`TwoLevelVerdict` for the verdict."""
+    from qt_hard.errors import ArgumentError
+
+    if query_test not in QUERY_TESTS:
+        raise ArgumentError(f"unknown query test {query_test!r}; one of {', '.join(QUERY_TESTS)}")
+    prepared = {
+        label: _paired_levels(base, row, split, metric, query_test, flips, flip_seed)
+        for label, (base, row) in comparisons.items()
+    }
+    judged = [label for label, x in prepared.items() if x["seed_p"] is not None]
+    seed_holm = holm({label: prepared[label]["seed_p"] for label in judged}, alpha)
+    query_holm = holm({label: prepared[label]["query_p"] for label in judged}, alpha)
+    return {
+        label: _two_level(x, seed_holm.get(label), query_holm.get(label), alpha, margin, query_test)
+        for label, x in prepared.items()
+    }
+
+
+def family_note(
+    verdicts: Mapping[str, TwoLevelVerdict],
+    split: str,
+    metric: str,
+    alpha: float = 0.05,
+    margin: float = EQUIVALENCE_MARGIN,
+) -> str:
+    """The line under a table of :func:`two_level_family` verdicts naming its family: how many
+    comparisons, the split and metric, Holm-adjusted at each level, and the verdict rule."""
+    judged = [v for v in verdicts.values() if v.verdict != "not judged"]
+    left = len(verdicts) - len(judged)
+    tests = {v.query_test for v in judged} or {"t"}
+    left_out = f" ({left} not judged, below {MIN_PAIRS} seed pairs, left out)" if left else ""
+    return (
+        f"Family: {len(judged)} one-change comparisons on {split} {metric}{left_out}, Holm-adjusted at each level "
+        f"(seeds: paired t; queries: paired {'/'.join(sorted(tests))}); each interval at its comparison's Holm level; "
+        f"better or worse only when both adjusted p < {alpha:g} with the same sign, equivalent when the query "
+        f"interval lies within ±{margin:g}."
+    )
+
+
+@dataclass(frozen=True)
+class RetrievalChoice:
+    """The row a retrieval recommendation takes (:func:`choose_retrieval_row`): its name, its mean dev
+    metric over the seeds it shares with the reference (all the reference's seeds when it is the
+    reference), the sentence that says why, and the verdicts of the candidates against the reference."""
+
+    row: str
+    dev: float
+    why: str
+    verdicts: dict[str, TwoLevelVerdict]
+
+
+def choose_retrieval_row(
+    records: Mapping[str, Sequence[Mapping]],
+    reference: str,
+    candidates: Sequence[str],
+    metric: str = "ndcg@10",
+    alpha: float = 0.05,
+    query_test: str = "t",
+) -> RetrievalChoice:
+    """The row chosen on dev: of ``candidates`` (names in ``records``, row -> its records, see
+    :func:`two_level_family`), the one with the highest mean ``dev_{metric}`` over the seeds it shares
+    with ``reference`` among those **better** than the reference itself at both levels, Holm over the
+    candidates' comparisons with the reference; ``reference`` where none is. A row better than its
+    own baseline (on other data) but not than the reference is not chosen. Test scores play no part."""
+    from qt_hard.errors import ArgumentError
+
+    missing = [r for r in (reference, *candidates) if r not in records]
+    if missing:
+        raise ArgumentError(f"no records for {', '.join(missing)}")
+    rows = [r for r in candidates if r != reference]
+    verdicts = two_level_family({r: (records[reference], records[r]) for r in rows}, "dev", metric, alpha, query_test)
+    ref = _seed_values(records[reference], f"dev_{metric}")
+
+    def dev_mean(row: str) -> float:
+        vals = _seed_values(records[row], f"dev_{metric}")
+        return statistics.mean(vals[s] for s in sorted(set(vals) & set(ref)))
+
+    better = [r for r in rows if verdicts[r].verdict == "better"]
+    family = f"Holm over the {len(rows)} candidates compared with {reference}"
+    if not better:
+        why = f"No candidate is better than {reference} on dev {metric} at both levels ({family}); {reference} is kept."
+        return RetrievalChoice(reference, statistics.mean(ref.values()), why, verdicts)
+    row = max(better, key=dev_mean)
+    why = (
+        f"{row} has the highest dev {metric} mean among the {len(better)} candidates better than {reference} at "
+        f"both levels ({family}): {verdicts[row].cell()}."
+    )
+    return RetrievalChoice(row, dev_mean(row), why, verdicts)
