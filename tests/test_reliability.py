@@ -1,0 +1,46 @@
+"""Faults across the surfaces (retrieval, grid, config, plugin), each refused in one line or handled:
+results compared on different data, grids whose inputs changed under their ledger, a user's file
+where a table goes, a duplicated config key, a seed numpy cannot take, a batch larger than the data,
+a damaged ledger record, an argument that would be ignored, a batch with an anchor without a
+negative, a disk that fills while a grid claims a cell."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+from qt_hard.cli import main
+
+
+def _one_line(capsys) -> str:
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) >= 1 and lines[-1].startswith("qt-hard: error: "), lines
+    assert not any("Traceback" in x for x in lines)
+    return lines[-1]
+
+
+def _retrieval(path: Path, split: str, ndcg: float, data: str = "beir/scifact") -> str:
+    protocol = {"data": data, "split": split}
+    path.write_text(
+        json.dumps({"kind": "retrieval", "name": path.stem, "protocol": protocol, "results": {"ndcg@10": ndcg}})
+    )
+    return str(path)
+
+
+# ------------------------------------------------------------------------------------------ retrieval
+def test_compare_refuses_results_of_two_splits(tmp_path, capsys):
+    a, b = _retrieval(tmp_path / "a.json", "dev", 60.0), _retrieval(tmp_path / "b.json", "test", 62.0)
+    assert main(["eval", "compare", a, b]) == 2
+    assert "split 'dev' in" in _one_line(capsys)
+
+
+def test_compare_names_the_dataset_split_and_metric(tmp_path, capsys):
+    a, b = _retrieval(tmp_path / "a.json", "test", 60.0), _retrieval(tmp_path / "b.json", "test", 62.5)
+    assert main(["eval", "compare", a, b]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("retrieval results on dataset scifact, split test; each row one metric")
+    assert "| ndcg@10 | 60.00 | 62.50 | +2.50 |" in out
+    c = _retrieval(tmp_path / "c.json", "test", 61.0, data="beir/nfcorpus")
+    assert main(["eval", "compare", a, c]) == 2
+    assert "dataset 'scifact' in" in _one_line(capsys)
