@@ -6,8 +6,11 @@ negative, a disk that fills while a grid claims a cell."""
 
 from __future__ import annotations
 
+import errno
 import json
 from pathlib import Path
+
+import pytest
 
 
 from qt_hard.cli import main
@@ -44,3 +47,26 @@ def test_compare_names_the_dataset_split_and_metric(tmp_path, capsys):
     c = _retrieval(tmp_path / "c.json", "test", 61.0, data="beir/nfcorpus")
     assert main(["eval", "compare", a, c]) == 2
     assert "dataset 'scifact' in" in _one_line(capsys)
+
+
+# ------------------------------------------------------------------------------------------ grid
+@pytest.fixture
+def toy(monkeypatch):
+    monkeypatch.setenv("QT_HARD_EXPERIMENTS", "_toy_experiment")
+
+
+def test_a_full_disk_when_a_cell_is_claimed_stops_in_one_line_leaving_no_file(tmp_path, monkeypatch, capsys, toy):
+    real = Path.write_text
+
+    def full_disk(self, *args, **kwargs):
+        if self.parent.name == "claims":  # the file is created, then the disk fills mid-write
+            self.touch()
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", full_disk)
+    out = tmp_path / "out"
+    assert main(["grid", "run", "toy", "--out", str(out), "--rows", "a", "--seeds", "0"]) == 2
+    line = _one_line(capsys)
+    assert "claim of the cell" in line and "No space left on device" in line
+    assert list((out / "claims").iterdir()) == []

@@ -245,14 +245,16 @@ class Ledger:
         file in ``claims/`` naming host and pid, put in place whole (a hard link of a written
         file, which fails when the claim exists); a claim whose process on this machine is gone
         is taken over; the claim is removed on leaving the block."""
+        from qt_hard.files import write_failed
+
         claims = self.folder / "claims"
-        claims.mkdir(parents=True, exist_ok=True)
         path = claims / re.sub(r"[^A-Za-z0-9._=-]+", "_", "__".join(str(k) for k in _canonical(list(key))))
         host = socket.gethostname()
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"host": host, "pid": os.getpid(), "since": time.time()}))
         got = False
         try:
+            claims.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps({"host": host, "pid": os.getpid(), "since": time.time()}))
             for _ in range(2):  # a stale claim is removed once, then taken
                 try:
                     os.link(tmp, path)
@@ -263,6 +265,8 @@ class Ledger:
                     continue
                 got = True
                 break
+        except OSError as err:  # a full disk, a quota: one line, and no half claim left in claims/
+            raise write_failed(err, path, "claim of the cell") from None
         finally:
             tmp.unlink(missing_ok=True)
         try:

@@ -252,10 +252,9 @@ def prepare(spec: DataSpec, Ns, cache: Path) -> Path:
         from qt_hard.data.wiki import prepare_wiki
 
         prepare_wiki(wiki_dir(cache, spec), token_cache(cache), spec.articles, spec.min_sentences, max(Ns), spec.source)
-    tmp = marker.with_name(marker.name + f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps({"data": asdict(spec), "Ns": sorted(set(Ns))}))
-    os.replace(tmp, marker)
-    return marker
+    from qt_hard.files import write_text
+
+    return write_text(marker, json.dumps({"data": asdict(spec), "Ns": sorted(set(Ns))}), "prepared marker")
 
 
 # --------------------------------------------------------------------------------------------
