@@ -70,3 +70,40 @@ def test_a_full_disk_when_a_cell_is_claimed_stops_in_one_line_leaving_no_file(tm
     line = _one_line(capsys)
     assert "claim of the cell" in line and "No space left on device" in line
     assert list((out / "claims").iterdir()) == []
+
+
+@pytest.mark.parametrize("seeds", ["-1", str(2**32)])
+def test_a_seed_numpy_cannot_take_is_refused_before_any_cell(tmp_path, capsys, toy, seeds):
+    out = tmp_path / "out"
+    assert main(["grid", "run", "toy", "--out", str(out), "--rows", "a", f"--seeds={seeds}"]) == 2
+    assert f"--seeds must be an integer in [0, 4294967295] (numpy's seeds), got {seeds}" in _one_line(capsys)
+    assert not out.exists()
+
+
+# ------------------------------------------------------------------------------------------ config
+SMOKE = str(Path(__file__).resolve().parent.parent / "configs" / "qt_books_smoke.yaml")
+
+
+def test_a_config_with_a_key_twice_is_refused_naming_file_and_line(tmp_path):
+    from qt_hard.errors import ConfigError
+    from qt_hard.training.config import load_config
+
+    cfg = tmp_path / "twice.yaml"
+    cfg.write_text("train:\n  lr: 0.1\n  steps: 5\ntrain:\n  lr: 0.2\n")
+    with pytest.raises(ConfigError, match=r"twice.yaml:4: key 'train' is given twice \(first on line 1\)"):
+        load_config(cfg)
+    cfg.write_text("train:\n  lr: 0.1\n  lr: 0.2\n")
+    with pytest.raises(ConfigError, match=r"twice.yaml:3: key 'lr' is given twice"):
+        load_config(cfg)
+
+
+def test_a_negative_train_seed_is_refused_with_the_config(tmp_path, capsys):
+    from qt_hard.errors import ConfigError
+    from qt_hard.training.config import load_config
+
+    with pytest.raises(ConfigError, match=r"train.seed must be an integer in \[0, 4294967295\]"):
+        load_config(SMOKE, ["train.seed=-1"])
+    with pytest.raises(SystemExit) as stop:  # argparse's own one-line refusal
+        main(["eval", "retrieval", "--model", "random:bow", "--seed=-3"])
+    assert stop.value.code == 2
+    assert "the seed must be an integer in [0, 4294967295]" in _one_line(capsys)
