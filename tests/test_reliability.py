@@ -107,3 +107,25 @@ def test_a_negative_train_seed_is_refused_with_the_config(tmp_path, capsys):
         main(["eval", "retrieval", "--model", "random:bow", "--seed=-3"])
     assert stop.value.code == 2
     assert "the seed must be an integer in [0, 4294967295]" in _one_line(capsys)
+
+
+def test_a_batch_larger_than_the_data_is_a_user_error():
+    """``qt-hard train configs/qt_books_smoke.yaml data.max_books=1 train.batch_size=8000`` ended in
+    the ValueError's traceback once the corpus was read; each pipeline's task refuses it as the
+    config error it is (one line, before a step is trained)."""
+    from types import SimpleNamespace
+
+    import numpy as np
+    import torch
+
+    from qt_hard.errors import UserError
+    from qt_hard.graph.pipeline import GraphTask
+    from qt_hard.text.batches import ContextTask
+    from qt_hard.vision.batches import ImageTask
+
+    with pytest.raises(UserError, match="corpus has 3 sentences, fewer than two batches of 8"):
+        ContextTask(SimpleNamespace(lengths=np.ones(3)), np.zeros(3), batch_size=8, seed=0)
+    with pytest.raises(UserError, match="2 graphs, fewer than train.batch_size=4"):
+        GraphTask([object(), object()], batch_size=4, seed=0)
+    with pytest.raises(UserError, match="2 training images, fewer than train.batch_size=4"):
+        ImageTask(torch.zeros(2, 3, 4, 4, dtype=torch.uint8), [0, 1], None, batch_size=4, seed=0)
