@@ -129,3 +129,14 @@ def test_a_batch_larger_than_the_data_is_a_user_error():
         GraphTask([object(), object()], batch_size=4, seed=0)
     with pytest.raises(UserError, match="2 training images, fewer than train.batch_size=4"):
         ImageTask(torch.zeros(2, 3, 4, 4, dtype=torch.uint8), [0, 1], None, batch_size=4, seed=0)
+
+
+def test_a_ledger_record_missing_a_task_is_refused_naming_file_and_line(tmp_path, capsys):
+    out = tmp_path / "qt"
+    out.mkdir()
+    head = {"ledger": 1, "setup": {"config": "c.yaml", "overrides": []}}
+    rec = {"row": "uniform", "seed": 0, "protocol": "senteval", "acc": {"MR": 70.0, "CR": 80.0}}
+    (out / "results.jsonl").write_text(json.dumps(head) + "\n" + json.dumps(rec) + "\n")
+    assert main(["grid", "run", "qt-table", "--out", str(out), "--summary-only"]) == 2
+    line = _one_line(capsys)
+    assert f"{out / 'results.jsonl'}:2: the record's acc lacks the task(s) SUBJ, MPQA, TREC, MRPC" in line

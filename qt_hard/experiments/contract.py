@@ -109,7 +109,12 @@ class Experiment:
         :class:`~qt_hard.experiments.ledger.HeaderlessLedger` instead."""
         from qt_hard.experiments.ledger import Ledger
 
-        return Ledger(out, self.key, setup, name=name, fields=self.fields)
+        return Ledger(out, self.key, setup, name=name, fields=self.fields, check=self.record_problem)
+
+    def record_problem(self, record: dict) -> str | None:
+        """What a record of the ledger lacks that the tables read beyond :attr:`fields` (a task of its
+        results, say), or None: a record that lacks something is refused naming its file and line."""
+        return None
 
     def setup(self, args: argparse.Namespace, out: Path) -> dict:
         """What every record of the folder shares (JSON); a folder of another setup is refused."""

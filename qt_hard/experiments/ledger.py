@@ -31,7 +31,7 @@ import os
 import re
 import socket
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from qt_hard.errors import UserError
@@ -71,6 +71,8 @@ class Ledger:
         name: the file name.
         fields: the fields every record must have besides the key (what the tables read); a record
             without one is a damaged ledger, refused naming its line.
+        check: what else a record must hold (a task in its results, say): ``check(record)`` says what
+            it lacks, or None; a record that lacks something is refused as one without a field is.
     """
 
     # Lines before the first record (the setup line); a record's JSON keys sorted.
@@ -84,6 +86,7 @@ class Ledger:
         setup: dict | None = None,
         name: str = "results.jsonl",
         fields: Sequence[str] = (),
+        check: Callable[[dict], str | None] | None = None,
     ):
         if not key:
             raise ValueError("a ledger needs at least one key field")
@@ -91,6 +94,7 @@ class Ledger:
         self.path = self.folder / name
         self.key = tuple(key)
         self.fields = tuple(fields)
+        self.check = check
         self._read_only = setup is None
         stored = self._stored_setup()
         if setup is None:
@@ -147,8 +151,9 @@ class Ledger:
             if not isinstance(rec, dict):
                 raise LedgerError(f"{self.path}:{no}: not a JSON object")
             missing = [k for k in (*self.key, *self.fields) if k not in rec]
-            if missing:
-                raise LedgerError(f"{self.path}:{no}: the record lacks the field(s) {missing}; the ledger is damaged")
+            problem = f"the record lacks the field(s) {missing}" if missing else self.check and self.check(rec)
+            if problem:
+                raise LedgerError(f"{self.path}:{no}: {problem}; the ledger is damaged")
             out.append(rec)
         return out
 
@@ -300,9 +305,9 @@ class HeaderlessLedger(Ledger):
     HEADER_LINES = 0
     SORT_KEYS = False
 
-    def __init__(self, folder, key, setup=None, name="results.jsonl", fields=(), setup_fields=()):
+    def __init__(self, folder, key, setup=None, name="results.jsonl", fields=(), setup_fields=(), check=None):
         self.setup_fields = tuple(setup or setup_fields)
-        super().__init__(folder, key, setup, name=name, fields=fields)
+        super().__init__(folder, key, setup, name=name, fields=fields, check=check)
 
     def _stored_setup(self) -> dict | None:
         if not self.setup_fields:

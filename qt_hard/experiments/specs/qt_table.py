@@ -725,6 +725,14 @@ class Table2(Experiment):
     def check_row(self, name: str) -> None:
         row_spec(name)
 
+    def record_problem(self, record: dict) -> str | None:
+        """A six-task record's accuracies must hold every task of Table 2 (the tables average them)."""
+        acc = record.get("acc")
+        if acc is None:
+            return None
+        missing = [t for t in TASKS if t not in acc] if isinstance(acc, dict) else list(TASKS)
+        return f"the record's acc lacks the task(s) {', '.join(missing)}" if missing else None
+
     def check(self, args) -> None:
         from qt_hard.evaluation import logreg
         from qt_hard.experiments.grid import comma_list
