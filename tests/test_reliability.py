@@ -140,3 +140,15 @@ def test_a_ledger_record_missing_a_task_is_refused_naming_file_and_line(tmp_path
     assert main(["grid", "run", "qt-table", "--out", str(out), "--summary-only"]) == 2
     line = _one_line(capsys)
     assert f"{out / 'results.jsonl'}:2: the record's acc lacks the task(s) SUBJ, MPQA, TREC, MRPC" in line
+
+
+# ------------------------------------------------------------------------------------------ plugin
+def test_the_plugin_refuses_a_guard_margin_without_a_guard():
+    """``HardNegativesLoss(model, guard_margin=0.1)`` trained without any guard: the margin was dropped."""
+    import torch
+
+    from qt_hard.integrations.sentence_transformers import HardNegativesLoss
+
+    with pytest.raises(ValueError, match=r"guard_margin=0.1 is read by the guard only"):
+        HardNegativesLoss(torch.nn.Linear(2, 2), negatives="hard", guard_margin=0.1)
+    assert HardNegativesLoss(torch.nn.Linear(2, 2), negatives="hard", guard="absolute", guard_margin=0.1).guard_margin
