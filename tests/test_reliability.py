@@ -152,3 +152,33 @@ def test_the_plugin_refuses_a_guard_margin_without_a_guard():
     with pytest.raises(ValueError, match=r"guard_margin=0.1 is read by the guard only"):
         HardNegativesLoss(torch.nn.Linear(2, 2), negatives="hard", guard_margin=0.1)
     assert HardNegativesLoss(torch.nn.Linear(2, 2), negatives="hard", guard="absolute", guard_margin=0.1).guard_margin
+
+
+# ------------------------------------------------------------------------------------------ negatives
+@pytest.mark.parametrize("negatives, options", [("label", {}), ("hard", {"collision_free": True}), ("uniform", {})])
+def test_an_anchor_without_a_negative_is_refused_by_every_strategy_unless_skipped(negatives, options):
+    """The label-aware strategy returned 0.0 for a batch of one class (a batch of one pair raised)."""
+    import dataclasses
+
+    import torch
+
+    from qt_hard.errors import NotEnoughCandidatesError
+    from qt_hard.negatives import make_strategy
+    from qt_hard.negatives.scores import two_view_scores
+
+    g = torch.Generator().manual_seed(0)
+    z1, z2 = torch.randn(4, 8, generator=g), torch.randn(4, 8, generator=g)
+    one_class = two_view_scores(z1, z2, labels=torch.zeros(4, dtype=torch.long))
+    if negatives != "uniform":
+        with pytest.raises(NotEnoughCandidatesError, match="the batch has no negative"):
+            make_strategy(negatives, **options)(one_class)
+        skipped = make_strategy(negatives, skip_anchors_without_negatives=True, **options)(one_class)
+        assert float(skipped) == 0.0  # asked for: every anchor left out
+    scores = two_view_scores(z1, z2, labels=torch.arange(4))
+    lone = dataclasses.replace(scores, neg_valid=scores.neg_valid.clone().index_fill_(0, torch.tensor([0]), False))
+    with pytest.raises(NotEnoughCandidatesError, match="1 of the batch's 8 anchors have no negative"):
+        make_strategy(negatives, **options)(lone)
+    per_anchor, counted = make_strategy(negatives, skip_anchors_without_negatives=True, **options).per_anchor(lone)
+    assert counted.tolist() == [False] + [True] * 7
+    loss = make_strategy(negatives, skip_anchors_without_negatives=True, **options)(lone)
+    assert torch.allclose(loss, per_anchor[1:].mean())
