@@ -16,6 +16,7 @@ class Toy(Experiment):
     help = "a toy grid for the tests"
     rows = ("a", "bb", "ccc")
     seeds = "0,1"
+    table_names = ("table.md",)
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--sleep", type=float, default=0.0)

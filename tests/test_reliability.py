@@ -182,3 +182,33 @@ def test_an_anchor_without_a_negative_is_refused_by_every_strategy_unless_skippe
     assert counted.tolist() == [False] + [True] * 7
     loss = make_strategy(negatives, skip_anchors_without_negatives=True, **options)(lone)
     assert torch.allclose(loss, per_anchor[1:].mean())
+
+
+def test_a_users_file_where_a_table_goes_is_refused_before_any_cell(tmp_path, capsys, toy):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "table.md").write_text("my notes\n")
+    assert main(["grid", "run", "toy", "--out", str(out), "--rows", "a", "--seeds", "0"]) == 2
+    assert "table.md exists and is not a table qt-hard wrote" in _one_line(capsys)
+    assert (out / "table.md").read_text() == "my notes\n" and not (out / "ran").exists()
+
+
+def test_qt_tables_never_replace_a_users_results_csv(tmp_path, capsys):
+    out = tmp_path / "qt"
+    out.mkdir()
+    (out / "results.jsonl").write_text(json.dumps({"ledger": 1, "setup": {"config": "c.yaml", "overrides": []}}) + "\n")
+    (out / "results.csv").write_text("name,score\nmine,1\n")
+    assert main(["grid", "run", "qt-table", "--out", str(out), "--summary-only"]) == 2
+    assert "results.csv exists and is not a table qt-hard wrote" in _one_line(capsys)
+    assert (out / "results.csv").read_text() == "name,score\nmine,1\n"
+
+
+def test_a_table_is_never_written_over_an_input_and_its_own_are_replaced(tmp_path, capsys, toy):
+    out = tmp_path / "out"
+    assert main(["grid", "run", "toy", "--out", str(out), "--rows", "a", "--seeds", "0"]) == 0
+    assert main(["grid", "run", "toy", "--out", str(out), "--rows", "a,bb", "--seeds", "0"]) == 0  # its own table
+    assert "| bb | 0 | 2 |" in (out / "table.md").read_text()
+    capsys.readouterr()
+    table = str(out / "table.md")
+    assert main(["grid", "run", "toy", "--out", str(out), "--summary-only", "--wait-for", table]) == 2
+    assert "is the --wait-for file" in _one_line(capsys)

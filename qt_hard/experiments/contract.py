@@ -65,6 +65,8 @@ class Experiment:
         seeds: the default ``--seeds``.
         out_option: the option naming the results; the grid adds ``--out`` itself, any other one is
             the experiment's own (:meth:`add_arguments`), read by :meth:`location`.
+        table_names: files :meth:`tables` writes whatever the records: in a new results folder, a file
+            of one of these names that qt-hard did not write is refused before any cell runs.
     """
 
     name: str = ""
@@ -76,6 +78,7 @@ class Experiment:
     rows: Sequence[str] = ()
     seeds: str = "0,1,2"
     out_option: str = "--out"
+    table_names: tuple[str, ...] = ()
 
     # ---------------------------------------------------------------------------- options
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:

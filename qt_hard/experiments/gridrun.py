@@ -108,6 +108,14 @@ def _run_grid(exp: Experiment, args: argparse.Namespace) -> int:
         return status
     setup = exp.setup(args, out)
     ledger = exp.ledger(out, name, setup)
+    # The tables known before the cells run: a file in their place that qt-hard did not write is
+    # refused now, not after hours of cells (a folder holding records wrote its tables before).
+    if ledger.records():
+        exp.configure(args)
+        known = exp.tables(ledger.latest(), setup, out)
+    else:
+        known = dict.fromkeys(exp.table_names)
+    guard_tables(exp, out, args, ledger.path, known)
     cells = exp.cells(args, rows, seeds)
     # --redo runs the asked cells again: their new records supersede the old ones in the tables
     # (the ledger keeps both); only what another command reran meanwhile is skipped.
@@ -153,18 +161,39 @@ def write_tables(exp: Experiment, out: Path, args: argparse.Namespace | None = N
     Markdown ones printed), then its figures; ``args``, the command's options, reach
     :meth:`Experiment.configure` and :meth:`Experiment.figures`."""
     from qt_hard.files import write_text
+    from qt_hard.paths import note_written
 
     if args is not None:
         exp.configure(args)
     ledger = exp.ledger(out, name or exp.ledger_name)
     records = ledger.latest()
-    tables = exp.tables(records, ledger.setup, out)
+    tables = {name: text.rstrip("\n") + "\n" for name, text in exp.tables(records, ledger.setup, out).items()}
+    guard_tables(exp, out, args, ledger.path, tables)  # every one, before any is written
     for name, text in tables.items():
-        write_text(out / name, text.rstrip("\n") + "\n", "table")
+        write_text(out / name, text, "table")
+    note_written(out, tables)
     print("\n\n".join(text.rstrip("\n") for name, text in tables.items() if name.endswith(".md")))
     if args is not None:
         exp.figures(args, out, records, ledger.setup)
     return 0
+
+
+def guard_tables(exp: Experiment, out: Path, args, ledger: Path, tables: dict[str, str | None]) -> None:
+    """Refuse, naming the file, a table (``{name: text}``; None: not known yet) that would replace a
+    file qt-hard did not write there (:func:`~qt_hard.paths.made_here`: a user's ``results.csv`` in
+    ``--out``) or one the command reads (the ledger, a file an option names): the one output guard of
+    the commands' files (:func:`~qt_hard.paths.guard_output`)."""
+    from qt_hard.paths import guard_output, made_here
+
+    option = exp.out_option[2:].replace("-", "_")
+    read = {f"the --{k.replace('_', '-')} file": v for k, v in vars(args or argparse.Namespace()).items()}
+    inputs = {"the ledger": ledger, **{k: v for k, v in read.items() if _a_file(v) and k != f"the --{option} file"}}
+    for name, text in tables.items():
+        guard_output(out / name, exp.out_option, inputs=inputs, replaceable=made_here(text), kind="table", owners=False)
+
+
+def _a_file(value) -> bool:
+    return isinstance(value, str) and value != "" and Path(value).is_file()
 
 
 def _rows_and_seeds(exp: Experiment, args) -> tuple[list[str], list[int]]:

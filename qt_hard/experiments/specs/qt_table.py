@@ -707,6 +707,7 @@ class Table2(Experiment):
     key = KEY
     rows = tuple(ROWS)
     default_out = "runs/qt_table"
+    table_names = ("results.csv",)
     paper: dict = {}
 
     def add_arguments(self, parser) -> None:
