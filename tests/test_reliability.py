@@ -212,3 +212,33 @@ def test_a_table_is_never_written_over_an_input_and_its_own_are_replaced(tmp_pat
     table = str(out / "table.md")
     assert main(["grid", "run", "toy", "--out", str(out), "--summary-only", "--wait-for", table]) == 2
     assert "is the --wait-for file" in _one_line(capsys)
+
+
+def test_a_config_edited_in_place_is_not_served_the_old_records(tmp_path, capsys, toy):
+    cfg, out = tmp_path / "c.yaml", tmp_path / "out"
+    cfg.write_text("train:\n  lr: 0.1\n  steps: 5\n")
+    run = ["grid", "run", "toy", "--out", str(out), "--rows", "a", "--seeds", "0", "--config", str(cfg)]
+    assert main(run) == 0
+    cfg.write_text("train:\n  lr: 0.2\n  steps: 7\n")  # another lr and steps, the same path
+    assert main(run) == 2
+    line = _one_line(capsys)
+    assert "1 record(s) were made from another config" in line and f"config {cfg}:" in line and "--redo" in line
+    assert main([*run, "--redo"]) == 0  # recorded apart: the new record carries the new config's hash
+    recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()[1:]]
+    assert len(recs) == 2 and recs[0]["made_from"]["config"] != recs[1]["made_from"]["config"]
+    assert main(run) == 0  # the newest record is this config's now
+
+
+def test_a_model_folder_replaced_is_not_served_the_old_records(tmp_path, capsys, toy):
+    import shutil
+
+    model, out = tmp_path / "model", tmp_path / "out"
+    model.mkdir()
+    (model / "model.safetensors").write_bytes(b"old weights")
+    run = ["grid", "run", "toy", "--out", str(out), "--rows", "a", "--seeds", "0", "--model", str(model)]
+    assert main(run) == 0
+    shutil.rmtree(model)
+    model.mkdir()
+    (model / "model.safetensors").write_bytes(b"new weights, longer")
+    assert main(run) == 2
+    assert "were made from another model" in _one_line(capsys)

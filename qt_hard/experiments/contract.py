@@ -123,6 +123,14 @@ class Experiment:
         """What every record of the folder shares (JSON); a folder of another setup is refused."""
         raise NotImplementedError
 
+    def made_from(self, args: argparse.Namespace, setup: dict) -> dict:
+        """The content of the inputs the setup names by path (:func:`qt_hard.experiments.identity.made_from`:
+        the resolved config's sha256, the model's weights), carried by every record: a rerun whose
+        inputs changed in place is refused, not served the old records."""
+        from qt_hard.experiments.identity import made_from
+
+        return made_from(setup)
+
     def cells(self, args: argparse.Namespace, rows: list[str], seeds: list[int]) -> list[Cell]:
         """The cells in the order they run: seeds outermost, so every row gets a seed early."""
         return [Cell((row, seed)) for seed in seeds for row in rows]

@@ -90,6 +90,7 @@ def run_grid(exp: Experiment, args: argparse.Namespace) -> int:
 
 
 def _run_grid(exp: Experiment, args: argparse.Namespace) -> int:
+    from qt_hard.experiments.identity import check_made_from
     from qt_hard.experiments.runner import check_device, in_processes
 
     out, name = exp.location(args)
@@ -108,6 +109,8 @@ def _run_grid(exp: Experiment, args: argparse.Namespace) -> int:
         return status
     setup = exp.setup(args, out)
     ledger = exp.ledger(out, name, setup)
+    made = exp.made_from(args, setup)
+    check_made_from(ledger, made, args.redo)
     # The tables known before the cells run: a file in their place that qt-hard did not write is
     # refused now, not after hours of cells (a folder holding records wrote its tables before).
     if ledger.records():
@@ -128,7 +131,7 @@ def _run_grid(exp: Experiment, args: argparse.Namespace) -> int:
     picked = exp.prepare(args, out, todo) if todo else None
     todo = todo if picked is None else picked
     picklable = argparse.Namespace(**{k: v for k, v in vars(args).items() if k != "func"})  # for the workers
-    jobs = [(type(exp).__module__, exp.name, picklable, str(out), name, setup, cell, since) for cell in todo]
+    jobs = [(type(exp).__module__, exp.name, picklable, str(out), name, setup, cell, since, made) for cell in todo]
     for records in in_processes(run_cell, jobs, args.workers, fresh=args.workers > 1, device=args.device):
         for rec in records or []:
             log.info("%s: %s", exp.name, exp.progress(rec))
@@ -144,15 +147,30 @@ def run_cell(
     setup: dict,
     cell: Cell,
     since: int | None = None,
+    made: dict | None = None,
 ) -> list[dict] | None:
     """One cell under its claim (in this process or a worker's): skipped when another process holds
     it or its records appeared meanwhile (after the ledger's first ``since`` records, for a cell run
-    again); its records appended as it ends. Returns them."""
+    again); its records appended as it ends, each with what it was ``made`` from
+    (:mod:`qt_hard.experiments.identity`). Returns them."""
     from qt_hard.experiments.runner import run_claimed
 
     exp = experiment(name, module)
     ledger = exp.ledger(Path(out), ledger_name, setup)
-    return run_claimed(ledger, cell.claim, lambda: exp.run(args, Path(out), setup, cell), cell.keys, since)
+    return run_claimed(
+        ledger, cell.claim, lambda: _stamped(exp.run(args, Path(out), setup, cell), made), cell.keys, since
+    )
+
+
+def _stamped(records, made: dict | None):
+    """``records`` (one, a list, or None) each with ``made_from``: ``made`` (left as they are without)."""
+    from qt_hard.experiments.identity import MADE_FROM
+
+    if not made or records is None:
+        return records
+    if isinstance(records, list):
+        return [{**r, MADE_FROM: made} for r in records]
+    return {**records, MADE_FROM: made}
 
 
 def write_tables(exp: Experiment, out: Path, args: argparse.Namespace | None = None, name: str | None = None) -> int:
