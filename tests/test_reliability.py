@@ -242,3 +242,17 @@ def test_a_model_folder_replaced_is_not_served_the_old_records(tmp_path, capsys,
     (model / "model.safetensors").write_bytes(b"new weights, longer")
     assert main(run) == 2
     assert "were made from another model" in _one_line(capsys)
+
+
+def test_the_data_a_config_reads_is_part_of_what_made_a_record(tmp_path):
+    from qt_hard.experiments.identity import made_from
+
+    books = tmp_path / "books"
+    books.mkdir()
+    (books / "a.txt").write_text("One sentence. Another one.\n")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"data:\n  kind: books\n  path: {books}\n")
+    before = made_from({"config": str(cfg), "overrides": []})
+    (books / "b.txt").write_text("A book added to the folder.\n")
+    after = made_from({"config": str(cfg), "overrides": []})
+    assert before["config"] == after["config"] and before["data"] != after["data"]

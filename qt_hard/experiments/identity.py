@@ -4,9 +4,9 @@ A results folder's setup names a config and a model by path (``--config configs/
 ``--model runs/m/final``). A config edited in place, or a model folder replaced, keeps the path, so
 a rerun would take the old records for this input's. Each record the grid appends therefore carries
 ``made_from``: the sha256 of the resolved config (the file read with its overrides, as the cells
-read it) and the identity of the model's weights (the embedding caches' own key,
-:func:`qt_hard.evaluation.models.weights_identity`), each named by the setup key it stands for. The
-data a setup describes by summary (documents, pairs, a pool) is in the setup already.
+read it), the identity of the data files that config reads and that of the model's weights (the
+embedding caches' own key, :func:`qt_hard.evaluation.models.weights_identity`). The data a setup
+describes by summary (documents, pairs, a pool) is in the setup already.
 
 A rerun whose inputs no longer make the records there is refused in one line naming what changed;
 ``--redo`` runs the cells again, and their records, made from the new inputs, stand apart from the
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
 from qt_hard.errors import UserError
 
@@ -30,19 +31,54 @@ class InputsChangedError(UserError, ValueError):
     """Records of a results folder made from another content of the inputs the command names."""
 
 
-def _config_sha256(path: str, overrides) -> str:
+def _data_folder(cfg) -> Path | None:
+    """The file or folder the config's data is read from: ``data.path``, else its place under the
+    data root (the books, the Wikipedia dump, a TU or image set); None for data the config makes."""
+    from qt_hard.paths import data_path
+
+    d = cfg.data
+    if getattr(d, "path", None):
+        return Path(d.path).expanduser()
+    if cfg.pipeline == "text":
+        if d.kind == "wiki" and d.wiki_source:
+            return Path(d.wiki_source).expanduser()
+        dump = ("wikipedia", "enwiki_wikiextractor_ge200sent.txt.xz")  # Wiki-N's source, not what is built
+        parts = {"books": ("books",), "wiki": dump, "bookcorpus": ("bookcorpus",)}.get(d.kind)
+    else:
+        parts = ("tu", d.name) if cfg.pipeline == "graph" else (d.name,)
+    return None if parts is None else data_path(*parts, required=False)
+
+
+def files_identity(path: Path) -> str:
+    """A hash of the relative path, size and modification time of every file at or below ``path``
+    (how the embedding caches key a model's weights): another or a changed file, another identity."""
+    # Hidden files (a build's lock) are not the data.
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() and p.name[0] != ".")
+    h = hashlib.sha256()
+    for f in files:
+        st = f.stat()
+        h.update(f"{f.relative_to(path) if f != path else f.name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def _config_made_from(path: str, overrides) -> dict:
+    """The sha256 of the resolved config and the identity of the data it reads (None: none on disk)."""
     from qt_hard.training.config import load_config, to_dict
 
     cfg = load_config(path, list(overrides or ()), check_pipeline=False)
-    return hashlib.sha256(json.dumps(to_dict(cfg), sort_keys=True, default=str).encode()).hexdigest()[:16]
+    made = {"config": hashlib.sha256(json.dumps(to_dict(cfg), sort_keys=True, default=str).encode()).hexdigest()[:16]}
+    data = _data_folder(cfg) if getattr(cfg, "data", None) is not None else None
+    made["data"] = files_identity(data) if data is not None and data.exists() else None
+    return made
 
 
 def made_from(setup: dict) -> dict:
-    """``{"config": sha256 of the resolved config, "model": weights identity}`` of a setup that
-    names a ``config`` (with its ``overrides``) or a ``model``; {} for a setup that names neither."""
+    """``{"config": sha256 of the resolved config, "data": identity of the files it reads, "model":
+    weights identity}`` of a setup that names a ``config`` (with its ``overrides``) or a ``model``;
+    {} for a setup that names neither."""
     made = {}
     if isinstance(setup.get("config"), str):
-        made["config"] = _config_sha256(setup["config"], setup.get("overrides"))
+        made.update(_config_made_from(setup["config"], setup.get("overrides")))
     if isinstance(setup.get("model"), str):
         from qt_hard.evaluation.models import weights_identity
 
