@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -256,3 +257,20 @@ def test_the_data_a_config_reads_is_part_of_what_made_a_record(tmp_path):
     (books / "b.txt").write_text("A book added to the folder.\n")
     after = made_from({"config": str(cfg), "overrides": []})
     assert before["config"] == after["config"] and before["data"] != after["data"]
+
+
+def test_a_full_disk_where_the_ledger_is_created_stops_in_one_line(tmp_path, monkeypatch, capsys, toy):
+    import qt_hard.experiments.ledger as ledger_module
+
+    real = os.open
+
+    def full_disk(path, flags, *args):
+        if str(path).endswith("results.jsonl") and flags & os.O_CREAT:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(path, flags, *args)
+
+    monkeypatch.setattr(ledger_module.os, "open", full_disk)
+    out = tmp_path / "out"
+    assert main(["grid", "run", "toy", "--out", str(out), "--rows", "a", "--seeds", "0"]) == 2
+    assert "results.jsonl: the record could not be appended (No space left on device)" in _one_line(capsys)
+    assert sorted(p.name for p in out.iterdir()) == ["claims", "ran"] and not list((out / "claims").iterdir())

@@ -188,8 +188,11 @@ class Ledger:
         line = json.dumps(record, sort_keys=self.SORT_KEYS) + "\n"
         if "\n" in line[:-1]:  # json.dumps escapes newlines inside strings; this cannot happen
             raise LedgerError("a record must serialize to one line")
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as err:  # a full disk or a quota where the ledger is created: one line
+            raise LedgerError(f"{self.path}: the record could not be appended ({err.strerror or err})") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             size = self._cut_torn_tail(fd, os.fstat(fd).st_size)

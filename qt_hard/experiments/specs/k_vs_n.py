@@ -819,7 +819,9 @@ def plot(records: list[dict], out_dir: Path) -> list[Path]:
             fig.savefig(out_dir / f"{name}_{metric}.png")
             written.append(out_dir / f"{name}_{metric}.png")
             plt.close(fig)
-    (out_dir / "k_vs_n_summary.json").write_text(json.dumps(summarize(rows), indent=1, default=str) + "\n")
+    from qt_hard.files import write_text
+
+    write_text(out_dir / "k_vs_n_summary.json", json.dumps(summarize(rows), indent=1, default=str) + "\n", "summary")
     return [*written, out_dir / "k_vs_n_summary.json"]
 
 
