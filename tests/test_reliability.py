@@ -153,6 +153,8 @@ def test_the_plugin_refuses_a_guard_margin_without_a_guard():
     with pytest.raises(ValueError, match=r"guard_margin=0.1 is read by the guard only"):
         HardNegativesLoss(torch.nn.Linear(2, 2), negatives="hard", guard_margin=0.1)
     assert HardNegativesLoss(torch.nn.Linear(2, 2), negatives="hard", guard="absolute", guard_margin=0.1).guard_margin
+    with pytest.raises(ValueError, match=r"beta_units='cosine' is read with beta= only"):  # was dropped too
+        HardNegativesLoss(torch.nn.Linear(2, 2), negatives="hard", beta_units="cosine")
 
 
 # ------------------------------------------------------------------------------------------ negatives

@@ -88,7 +88,11 @@ def _check_arguments(scale, beta, beta_units, guard, guide, options, guard_margi
         raise ValueError("pass scale (= 1/temperature), not temperature, as MultipleNegativesRankingLoss does")
     if beta_units not in ("logit", "cosine"):
         raise ValueError(f"beta_units must be 'logit' or 'cosine', got {beta_units!r}")
-    if beta_units == "cosine" and beta is not None and (isinstance(beta, bool) or not isinstance(beta, (int, float))):
+    if beta_units == "cosine" and beta is None:
+        raise ValueError(
+            "beta_units='cosine' is read with beta= only (the strategy's default is in logit units); give beta"
+        )
+    if beta_units == "cosine" and (isinstance(beta, bool) or not isinstance(beta, (int, float))):
         raise ValueError("beta_units='cosine' takes a number; give a schedule in logit units (beta / scale)")
     if "guard_source" in options:
         raise ValueError("the guard reads the guide's similarities when guide= is given, the model's otherwise")
