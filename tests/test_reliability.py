@@ -276,3 +276,20 @@ def test_a_full_disk_where_the_ledger_is_created_stops_in_one_line(tmp_path, mon
     assert main(["grid", "run", "toy", "--out", str(out), "--rows", "a", "--seeds", "0"]) == 2
     assert "results.jsonl: the record could not be appended (No space left on device)" in _one_line(capsys)
     assert sorted(p.name for p in out.iterdir()) == ["claims", "ran"] and not list((out / "claims").iterdir())
+
+
+def test_a_finished_run_of_another_config_is_never_taken_for_this_ones(tmp_path):
+    """A grid cell found its run folder finished and took its result, whatever config trained it."""
+    from qt_hard.errors import UserError
+    from qt_hard.experiments.runner import train_run
+    from qt_hard.training.config import load_config, save_config
+
+    run = tmp_path / "run"
+    trained = load_config(SMOKE, [f"out_dir={run}", "train.lr=0.1", "train.steps=5"], check_pipeline=False)
+    run.mkdir()
+    save_config(trained, run / "config.yaml")
+    (run / "eval.json").write_text("{}")
+    assert train_run(trained) == run  # its own config: found finished, not trained again
+    edited = load_config(SMOKE, [f"out_dir={run}", "train.lr=0.2", "train.steps=7"], check_pipeline=False)
+    with pytest.raises(UserError, match=r"holds a finished run of another config \(train.lr: 0.1 -> 0.2; train.steps"):
+        train_run(edited)

@@ -29,7 +29,7 @@ from qt_hard.experiments import report
 from qt_hard.experiments.contract import Cell, Experiment
 from qt_hard.experiments.grid import GridError
 from qt_hard.experiments.ledger import Ledger, provenance
-from qt_hard.experiments.runner import read_metrics, train_run
+from qt_hard.experiments.runner import finished_run, read_metrics, train_run
 
 ROWS = {
     "uniform": ("QT (beta=0, tau+=0)", {"negatives": "uniform", "options": {}}),
@@ -337,9 +337,9 @@ def train_one(out: Path, config: str, overrides: list[str], row: str, seed: int)
     obj = row_spec(row)[1]
     over = [*overrides, f"out_dir={run_dir}", f"train.seed={seed}", f"objective.negatives={obj['negatives']}"]
     over.append(f"objective.options={json.dumps(obj['options'])}")
-    if (run_dir / "final" / "encoder.json").is_file():
-        return run_dir
     cfg = load_config(config, over)
+    if finished_run(cfg, "final/encoder.json"):
+        return run_dir
     # Every run reads the same sentences and token ids: one shared cache (split and tokenize once).
     shared = Path(out) / "cache"
     shared.mkdir(parents=True, exist_ok=True)

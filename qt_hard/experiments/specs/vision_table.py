@@ -36,7 +36,7 @@ from qt_hard.files import write_text
 from qt_hard.experiments import report
 from qt_hard.experiments.contract import Cell, Experiment
 from qt_hard.experiments.grid import Row, by_name, comma_list, seed_list
-from qt_hard.experiments.runner import read_eval, read_metrics, train_run
+from qt_hard.experiments.runner import finished_run, read_eval, read_metrics, train_run
 
 ROOT = Path(__file__).resolve().parents[3]
 STRATEGIES = by_name(
@@ -106,7 +106,7 @@ def cell_row(base: str, strategy: str, seed: int, out: Path, extra: list[str]) -
 
     run_dir = out / f"{strategy}_s{seed}"
     cfg = load_config(base, [*extra, *STRATEGIES[strategy].overrides, f"train.seed={seed}", f"out_dir={run_dir}"])
-    if not (run_dir / "eval.json").is_file():
+    if not finished_run(cfg):
         t0 = time.perf_counter()
         resumed = bool(list_checkpoints(run_dir))
         train_run(cfg)
