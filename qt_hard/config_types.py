@@ -162,3 +162,26 @@ def describe(err: ValidationError, prefix: str, skip: int = 0) -> str:
     if expected is None:
         return f"{path}: {first['msg']}, got {first['input']!r}"
     return f"{path}: expected {expected}, got {first['input']!r}"
+
+
+def load_yaml(text: str, where: str):
+    """The YAML document ``text`` (of the file ``where``) as plain data, read as ``yaml.safe_load``
+    reads it except that a mapping holding one key twice (a second ``train:`` section, say) is a
+    :class:`~qt_hard.errors.ConfigError` naming the file and both lines: PyYAML would keep the last
+    one and drop the first without a word."""
+    import yaml
+
+    class _Strict(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                line = key_node.start_mark.line + 1
+                if isinstance(key, (str, int, float, bool)) and key in seen:
+                    raise ConfigError(
+                        f"{where}:{line}: key {key!r} is given twice (first on line {seen[key]}); keep one"
+                    )
+                seen.setdefault(key, line)
+            return super().construct_mapping(node, deep=deep)
+
+    return yaml.load(text, Loader=_Strict)  # noqa: S506 - a SafeLoader

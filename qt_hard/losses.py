@@ -20,9 +20,10 @@ numbers by construction.
   nodes against graphs with the Jensen-Shannon estimator (``estimator="jsd"``) by default.
 
 Degenerate batches are refused, never scored: embeddings that hold NaN or an infinity raise
-:class:`~qt_hard.errors.NonFiniteError` and a batch in which no anchor has a negative (one pair,
-one graph, one class under ``collision_free``) raises
-:class:`~qt_hard.errors.NotEnoughCandidatesError`; both are ``ValueError``. As with any torch loss, the
+:class:`~qt_hard.errors.NonFiniteError` and a batch in which an anchor has no negative (one pair,
+one graph, one class under ``collision_free`` or a label mask) raises
+:class:`~qt_hard.errors.NotEnoughCandidatesError`, unless ``skip_anchors_without_negatives=True``
+leaves such anchors out; both are ``ValueError``. As with any torch loss, the
 result has a gradient only when an input requires one (``loss.backward()`` on embeddings without
 ``requires_grad`` is autograd's own error).
 
@@ -384,7 +385,7 @@ def contrastive_loss(
         generator: the random generator of the k-sampler (None: torch's default one).
 
     Returns the scalar loss. Raises ``ValueError`` for embeddings holding NaN or an infinity
-    (``NonFiniteError``) and for a batch in which no anchor has a negative (``NotEnoughCandidatesError``).
+    (``NonFiniteError``) and for a batch in which an anchor has no negative (``NotEnoughCandidatesError``).
 
     Example::
 
@@ -430,7 +431,7 @@ def context_loss(
         generator: the random generator of the k-sampler (None: torch's default one).
 
     Returns the scalar loss. Raises ``ValueError`` for embeddings holding NaN or an infinity
-    (``NonFiniteError``) and for a batch in which no anchor has a negative (``NotEnoughCandidatesError``).
+    (``NonFiniteError``) and for a batch in which an anchor has no negative (``NotEnoughCandidatesError``).
 
     Example::
 
@@ -479,7 +480,7 @@ def ranking_loss(
         generator: the random generator of the k-sampler (None: torch's default one).
 
     Returns the scalar loss. Raises ``ValueError`` for embeddings holding NaN or an infinity
-    (``NonFiniteError``) and for a batch in which no anchor has a negative (``NotEnoughCandidatesError``).
+    (``NonFiniteError``) and for a batch in which an anchor has no negative (``NotEnoughCandidatesError``).
 
     Example::
 
@@ -526,7 +527,7 @@ def local_global_loss(
         generator: the random generator of the k-sampler (None: torch's default one).
 
     Returns the scalar loss. Raises ``ValueError`` for embeddings holding NaN or an infinity
-    (``NonFiniteError``) and for a batch in which no anchor has a negative (``NotEnoughCandidatesError``).
+    (``NonFiniteError``) and for a batch in which an anchor has no negative (``NotEnoughCandidatesError``).
 
     Example::
 

@@ -281,3 +281,68 @@ def output_folder(path: str | Path, flag: str = "--out") -> Path:
     if refused:
         raise OutputLocationError(f"{flag} {out} cannot be created ({refused})")
     return out
+
+
+# The files a command wrote into a results folder: ``sha256  NAME`` lines (``sha256sum``'s format). A
+# later write replaces such a file only while it still holds what qt-hard put there.
+WRITTEN = ".qt-hard-written.sha256"
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _written_list(folder: Path) -> dict[str, str]:
+    """{name: sha256} of the files qt-hard wrote into ``folder`` (:data:`WRITTEN`); {} without one."""
+    try:
+        lines = (folder / WRITTEN).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return {}
+    return {name: digest for digest, _, name in (line.partition("  ") for line in lines) if name}
+
+
+def note_written(folder: Path, names) -> None:
+    """Add the files ``names`` of ``folder``, as they are now, to its list of what qt-hard wrote."""
+    from qt_hard.files import write_text
+
+    listed = {**_written_list(folder), **{n: _sha256(folder / n) for n in names}}
+    write_text(folder / WRITTEN, "".join(f"{d}  {n}\n" for n, d in sorted(listed.items())), "list of written files")
+
+
+def _kind_line(text: str, suffix: str) -> str:
+    """The line that says which table a text is: a Markdown table's header row (its first line that
+    starts with ``|``), a JSON object's sorted keys, else the first line (a CSV's header)."""
+    import json
+
+    if suffix == ".json":
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return text.partition("\n")[0]
+        return repr(sorted(data)) if isinstance(data, dict) else ""
+    lines = text.splitlines()
+    if suffix == ".md":
+        lines = [x for x in lines if x.startswith("|")] or lines
+    return lines[0] if lines else ""
+
+
+def made_here(text: str | None = None):
+    """A ``replaceable`` test for :func:`guard_output` of a file qt-hard writes into a results folder:
+    true for a file that holds what qt-hard last wrote there (the folder's :data:`WRITTEN` list: a
+    table whose columns changed since), or a table of the kind ``text`` is (its :func:`_kind_line`: a
+    folder written before that list, a write the list missed when a signal stopped it)."""
+
+    def test(path: Path) -> bool:
+        if _written_list(path.parent).get(path.name) == _sha256(path):
+            return True
+        if text is None:
+            return False
+        try:
+            old = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return False
+        return old == text or _kind_line(old, path.suffix) == _kind_line(text, path.suffix)
+
+    return test

@@ -16,10 +16,13 @@ class Toy(Experiment):
     help = "a toy grid for the tests"
     rows = ("a", "bb", "ccc")
     seeds = "0,1"
+    table_names = ("table.md",)
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--sleep", type=float, default=0.0)
         parser.add_argument("--wait-for", default=None, help="a file each cell waits for (at most a minute)")
+        parser.add_argument("--config", default=None, help="a training config the setup names (read by nothing)")
+        parser.add_argument("--model", default=None, help="a model folder the setup names (read by nothing)")
 
     def check_row(self, name: str) -> None:
         from qt_hard.errors import ArgumentError
@@ -28,7 +31,8 @@ class Toy(Experiment):
             raise ArgumentError(f"--rows: unknown row {name!r}")
 
     def setup(self, args, out: Path) -> dict:
-        return {"toy": 1}
+        named = {"config": args.config, "overrides": []} if args.config else {}
+        return {"toy": 1, **named, **({"model": args.model} if args.model else {})}
 
     def run(self, args, out: Path, setup: dict, cell):
         row, seed = cell.claim

@@ -125,6 +125,7 @@ LAYERS = [
         "qt_hard.schedules",
         "qt_hard.diagnostics",
         "qt_hard.config_types",
+        "qt_hard.seeds",
         "qt_hard.logs",
     ),
     ("qt_hard.negatives", "qt_hard.data"),  # the negatives core; corpora

@@ -111,8 +111,10 @@ def _resolve_config(config) -> EncoderSpec:
             )
     import yaml
 
+    from qt_hard.config_types import load_yaml
+
     try:
-        tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        tree = load_yaml(path.read_text(encoding="utf-8"), str(path)) or {}
     except yaml.YAMLError as err:
         raise ValueError(f"{path}: not valid YAML ({err})") from None
     return _spec_from_tree(tree, f"built-in {config!r}" if config in BUILTIN_CONFIGS else str(path))

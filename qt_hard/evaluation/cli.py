@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from qt_hard.errors import UserError
+from qt_hard.seeds import seed_argument
 from qt_hard.workers import process_pool, stop_pool, usable_cpus
 
 __all__ = ["register", "cmd_senteval", "cmd_senteval_engine", "cmd_wiki", "cmd_retrieval", "cmd_compare"]
@@ -611,7 +612,7 @@ def _add_senteval_folds_and_cache(s) -> None:
         help="cross-validation folds (>= 2; default 10, SentEval's): outer folds for MR, CR, "
         "SUBJ, MPQA, folds of the train split for TREC and MRPC",
     )
-    s.add_argument("--seed", type=int, default=1111, help="seed of the fold split (default 1111, SentEval's)")
+    s.add_argument("--seed", type=seed_argument, default=1111, help="seed of the fold split (default 1111, SentEval's)")
     s.add_argument("--batch-size", type=int, default=64, help="encoding batch size")
     s.add_argument("--name", default=None, help="row name in the table (default: the model spec)")
     s.add_argument(
@@ -714,7 +715,7 @@ def _add_wiki(sub) -> None:
     w.add_argument("--lr", type=float, default=0.01)
     w.add_argument("--batch-size", type=int, default=1000, help="linear classifier batch size")
     w.add_argument("--encode-batch-size", type=int, default=256)
-    w.add_argument("--seed", type=int, default=0, help="seed of the linear classifier (not of the split)")
+    w.add_argument("--seed", type=seed_argument, default=0, help="seed of the linear classifier (not of the split)")
     w.add_argument(
         "--split-seed",
         type=int,
@@ -756,6 +757,6 @@ def _add_retrieval(sub) -> None:
         help="for random: models, the vocabulary of this tokenizer.json or model folder (default: fitted on the "
         "corpus and queries)",
     )
-    r.add_argument("--seed", type=int, default=0, help="seed of the control rows' random weights")
+    r.add_argument("--seed", type=seed_argument, default=0, help="seed of the control rows' random weights")
     r.add_argument("--device", default="cpu", help="cpu or cuda: where the model encodes")
     r.set_defaults(func=cmd_retrieval)

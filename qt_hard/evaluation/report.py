@@ -38,6 +38,7 @@ __all__ = [
     "save_results",
     "load_results",
     "compare_table",
+    "measured_on",
 ]
 
 # (column header, task, metric) in Table 2's order.
@@ -300,15 +301,37 @@ def _metrics(data: dict) -> dict[str, float]:
     raise ArgumentError(f"unknown result kind {data['kind']!r}")
 
 
+def measured_on(data: dict) -> dict[str, str]:
+    """What a result file was measured on, as a comparison names it: ``dataset`` (the name of the
+    protocol's data folder), ``split`` and ``protocol`` (the evaluation protocol's name), each where
+    the file records it."""
+    proto = data.get("protocol") if isinstance(data.get("protocol"), dict) else {}
+    on = {"dataset": Path(str(proto["data"])).name if proto.get("data") else None}
+    on.update(split=proto.get("split"), protocol=proto.get("name"))
+    return {k: str(v) for k, v in on.items() if v not in (None, "")}
+
+
 def compare_table(a: dict, b: dict, name_a: str = "A", name_b: str = "B") -> str:
-    """Two result files side by side with the difference B - A per metric."""
+    """Two result files side by side with the difference B - A per metric, under a line naming what
+    both were measured on (:func:`measured_on`). Results of two kinds, or of another dataset, split or
+    protocol, are refused: their difference would not be the models'."""
     if a["kind"] != b["kind"]:
         raise ArgumentError(
             f"cannot compare a {a['kind']!r} result with a {b['kind']!r} result; compare two results of one kind"
         )
+    on_a, on_b = measured_on(a), measured_on(b)
+    differ = [k for k in on_a if k in on_b and on_a[k] != on_b[k]]
+    if differ:
+        detail = "; ".join(f"{k} {on_a[k]!r} in {name_a}, {on_b[k]!r} in {name_b}" for k in differ)
+        raise ArgumentError(f"cannot compare results measured on different data ({detail}); compare two of one")
+    on = {k: on_a.get(k) or on_b.get(k) for k in ("dataset", "split", "protocol")}
+    said = ", ".join(f"{k} {v}" for k, v in on.items() if v)
+    missing = [k for k in on if on[k] and (k not in on_a or k not in on_b)]
+    said += "".join(f" ({k} not recorded in {name_a if k not in on_a else name_b})" for k in missing)
     ma, mb = _metrics(a), _metrics(b)
     cols = [c for c in list(ma) + [c for c in mb if c not in ma]]
-    lines = [f"| Metric | {name_a} | {name_b} | B - A |", "|---|---:|---:|---:|"]
+    caption = f"{a['kind']} results" + (f" on {said}" if said else "") + "; each row one metric, B - A its difference"
+    lines = [caption, "", f"| Metric | {name_a} | {name_b} | B - A |", "|---|---:|---:|---:|"]
     for c in cols:
         va, vb = ma.get(c), mb.get(c)
         diff = None if va is None or vb is None else vb - va

@@ -65,6 +65,8 @@ class Experiment:
         seeds: the default ``--seeds``.
         out_option: the option naming the results; the grid adds ``--out`` itself, any other one is
             the experiment's own (:meth:`add_arguments`), read by :meth:`location`.
+        table_names: files :meth:`tables` writes whatever the records: in a new results folder, a file
+            of one of these names that qt-hard did not write is refused before any cell runs.
     """
 
     name: str = ""
@@ -76,6 +78,7 @@ class Experiment:
     rows: Sequence[str] = ()
     seeds: str = "0,1,2"
     out_option: str = "--out"
+    table_names: tuple[str, ...] = ()
 
     # ---------------------------------------------------------------------------- options
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
@@ -109,11 +112,24 @@ class Experiment:
         :class:`~qt_hard.experiments.ledger.HeaderlessLedger` instead."""
         from qt_hard.experiments.ledger import Ledger
 
-        return Ledger(out, self.key, setup, name=name, fields=self.fields)
+        return Ledger(out, self.key, setup, name=name, fields=self.fields, check=self.record_problem)
+
+    def record_problem(self, record: dict) -> str | None:
+        """What a record of the ledger lacks that the tables read beyond :attr:`fields` (a task of its
+        results, say), or None: a record that lacks something is refused naming its file and line."""
+        return None
 
     def setup(self, args: argparse.Namespace, out: Path) -> dict:
         """What every record of the folder shares (JSON); a folder of another setup is refused."""
         raise NotImplementedError
+
+    def made_from(self, args: argparse.Namespace, setup: dict) -> dict:
+        """The content of the inputs the setup names by path (:func:`qt_hard.experiments.identity.made_from`:
+        the resolved config's sha256, the model's weights), carried by every record: a rerun whose
+        inputs changed in place is refused, not served the old records."""
+        from qt_hard.experiments.identity import made_from
+
+        return made_from(setup)
 
     def cells(self, args: argparse.Namespace, rows: list[str], seeds: list[int]) -> list[Cell]:
         """The cells in the order they run: seeds outermost, so every row gets a seed early."""

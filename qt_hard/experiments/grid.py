@@ -51,4 +51,6 @@ def seed_list(text: str, flag: str = "--seeds") -> list[int]:
         raise ArgumentError(f"{flag} must be comma-separated integers, got {text!r}") from None
     if not seeds:
         raise ArgumentError(f"{flag}: no seeds given")
-    return seeds
+    from qt_hard.seeds import check_seed
+
+    return [check_seed(s, flag, ArgumentError) for s in seeds]

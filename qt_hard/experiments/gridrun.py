@@ -92,6 +92,7 @@ def run_grid(exp: Experiment, args: argparse.Namespace) -> int:
 
 
 def _run_grid(exp: Experiment, args: argparse.Namespace) -> int:
+    from qt_hard.experiments.identity import check_made_from
     from qt_hard.experiments.runner import check_device, in_processes
 
     out, name = exp.location(args)
@@ -110,6 +111,16 @@ def _run_grid(exp: Experiment, args: argparse.Namespace) -> int:
         return status
     setup = exp.setup(args, out)
     ledger = exp.ledger(out, name, setup)
+    made = exp.made_from(args, setup)
+    check_made_from(ledger, made, args.redo)
+    # The tables known before the cells run: a file in their place that qt-hard did not write is
+    # refused now, not after hours of cells (a folder holding records wrote its tables before).
+    if ledger.records():
+        exp.configure(args)
+        known = exp.tables(ledger.latest(), setup, out)
+    else:
+        known = dict.fromkeys(exp.table_names)
+    guard_tables(exp, out, args, ledger.path, known)
     cells = exp.cells(args, rows, seeds)
     # --redo runs the asked cells again: their new records supersede the old ones in the tables
     # (the ledger keeps both); only what another command reran meanwhile is skipped.
@@ -122,7 +133,7 @@ def _run_grid(exp: Experiment, args: argparse.Namespace) -> int:
     picked = exp.prepare(args, out, todo) if todo else None
     todo = todo if picked is None else picked
     picklable = argparse.Namespace(**{k: v for k, v in vars(args).items() if k != "func"})  # for the workers
-    jobs = [(type(exp).__module__, exp.name, picklable, str(out), name, setup, cell, since) for cell in todo]
+    jobs = [(type(exp).__module__, exp.name, picklable, str(out), name, setup, cell, since, made) for cell in todo]
     for records in in_processes(run_cell, jobs, args.workers, fresh=args.workers > 1, device=args.device):
         for rec in records or []:
             log.info("%s: %s", exp.name, exp.progress(rec))
@@ -138,15 +149,30 @@ def run_cell(
     setup: dict,
     cell: Cell,
     since: int | None = None,
+    made: dict | None = None,
 ) -> list[dict] | None:
     """One cell under its claim (in this process or a worker's): skipped when another process holds
     it or its records appeared meanwhile (after the ledger's first ``since`` records, for a cell run
-    again); its records appended as it ends. Returns them."""
+    again); its records appended as it ends, each with what it was ``made`` from
+    (:mod:`qt_hard.experiments.identity`). Returns them."""
     from qt_hard.experiments.runner import run_claimed
 
     exp = experiment(name, module)
     ledger = exp.ledger(Path(out), ledger_name, setup)
-    return run_claimed(ledger, cell.claim, lambda: exp.run(args, Path(out), setup, cell), cell.keys, since)
+    return run_claimed(
+        ledger, cell.claim, lambda: _stamped(exp.run(args, Path(out), setup, cell), made), cell.keys, since
+    )
+
+
+def _stamped(records, made: dict | None):
+    """``records`` (one, a list, or None) each with ``made_from``: ``made`` (left as they are without)."""
+    from qt_hard.experiments.identity import MADE_FROM
+
+    if not made or records is None:
+        return records
+    if isinstance(records, list):
+        return [{**r, MADE_FROM: made} for r in records]
+    return {**records, MADE_FROM: made}
 
 
 def write_tables(exp: Experiment, out: Path, args: argparse.Namespace | None = None, name: str | None = None) -> int:
@@ -155,18 +181,39 @@ def write_tables(exp: Experiment, out: Path, args: argparse.Namespace | None = N
     Markdown ones printed), then its figures; ``args``, the command's options, reach
     :meth:`Experiment.configure` and :meth:`Experiment.figures`."""
     from qt_hard.files import write_text
+    from qt_hard.paths import note_written
 
     if args is not None:
         exp.configure(args)
     ledger = exp.ledger(out, name or exp.ledger_name)
     records = ledger.latest()
-    tables = exp.tables(records, ledger.setup, out)
+    tables = {name: text.rstrip("\n") + "\n" for name, text in exp.tables(records, ledger.setup, out).items()}
+    guard_tables(exp, out, args, ledger.path, tables)  # every one, before any is written
     for name, text in tables.items():
-        write_text(out / name, text.rstrip("\n") + "\n", "table")
+        write_text(out / name, text, "table")
+    note_written(out, tables)
     print("\n\n".join(text.rstrip("\n") for name, text in tables.items() if name.endswith(".md")))
     if args is not None:
         exp.figures(args, out, records, ledger.setup)
     return 0
+
+
+def guard_tables(exp: Experiment, out: Path, args, ledger: Path, tables: dict[str, str | None]) -> None:
+    """Refuse, naming the file, a table (``{name: text}``; None: not known yet) that would replace a
+    file qt-hard did not write there (:func:`~qt_hard.paths.made_here`: a user's ``results.csv`` in
+    ``--out``) or one the command reads (the ledger, a file an option names): the one output guard of
+    the commands' files (:func:`~qt_hard.paths.guard_output`)."""
+    from qt_hard.paths import guard_output, made_here
+
+    option = exp.out_option[2:].replace("-", "_")
+    read = {f"the --{k.replace('_', '-')} file": v for k, v in vars(args or argparse.Namespace()).items()}
+    inputs = {"the ledger": ledger, **{k: v for k, v in read.items() if _a_file(v) and k != f"the --{option} file"}}
+    for name, text in tables.items():
+        guard_output(out / name, exp.out_option, inputs=inputs, replaceable=made_here(text), kind="table", owners=False)
+
+
+def _a_file(value) -> bool:
+    return isinstance(value, str) and value != "" and Path(value).is_file()
 
 
 def _rows_and_seeds(exp: Experiment, args) -> tuple[list[str], list[int]]:

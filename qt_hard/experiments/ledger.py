@@ -31,7 +31,7 @@ import os
 import re
 import socket
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from qt_hard.errors import UserError
@@ -71,6 +71,8 @@ class Ledger:
         name: the file name.
         fields: the fields every record must have besides the key (what the tables read); a record
             without one is a damaged ledger, refused naming its line.
+        check: what else a record must hold (a task in its results, say): ``check(record)`` says what
+            it lacks, or None; a record that lacks something is refused as one without a field is.
     """
 
     # Lines before the first record (the setup line); a record's JSON keys sorted.
@@ -84,6 +86,7 @@ class Ledger:
         setup: dict | None = None,
         name: str = "results.jsonl",
         fields: Sequence[str] = (),
+        check: Callable[[dict], str | None] | None = None,
     ):
         if not key:
             raise ValueError("a ledger needs at least one key field")
@@ -91,6 +94,7 @@ class Ledger:
         self.path = self.folder / name
         self.key = tuple(key)
         self.fields = tuple(fields)
+        self.check = check
         self._read_only = setup is None
         stored = self._stored_setup()
         if setup is None:
@@ -147,8 +151,9 @@ class Ledger:
             if not isinstance(rec, dict):
                 raise LedgerError(f"{self.path}:{no}: not a JSON object")
             missing = [k for k in (*self.key, *self.fields) if k not in rec]
-            if missing:
-                raise LedgerError(f"{self.path}:{no}: the record lacks the field(s) {missing}; the ledger is damaged")
+            problem = f"the record lacks the field(s) {missing}" if missing else self.check and self.check(rec)
+            if problem:
+                raise LedgerError(f"{self.path}:{no}: {problem}; the ledger is damaged")
             out.append(rec)
         return out
 
@@ -183,8 +188,11 @@ class Ledger:
         line = json.dumps(record, sort_keys=self.SORT_KEYS) + "\n"
         if "\n" in line[:-1]:  # json.dumps escapes newlines inside strings; this cannot happen
             raise LedgerError("a record must serialize to one line")
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as err:  # a full disk or a quota where the ledger is created: one line
+            raise LedgerError(f"{self.path}: the record could not be appended ({err.strerror or err})") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             size = self._cut_torn_tail(fd, os.fstat(fd).st_size)
@@ -245,14 +253,16 @@ class Ledger:
         file in ``claims/`` naming host and pid, put in place whole (a hard link of a written
         file, which fails when the claim exists); a claim whose process on this machine is gone
         is taken over; the claim is removed on leaving the block."""
+        from qt_hard.files import write_failed
+
         claims = self.folder / "claims"
-        claims.mkdir(parents=True, exist_ok=True)
         path = claims / re.sub(r"[^A-Za-z0-9._=-]+", "_", "__".join(str(k) for k in _canonical(list(key))))
         host = socket.gethostname()
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"host": host, "pid": os.getpid(), "since": time.time()}))
         got = False
         try:
+            claims.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps({"host": host, "pid": os.getpid(), "since": time.time()}))
             for _ in range(2):  # a stale claim is removed once, then taken
                 try:
                     os.link(tmp, path)
@@ -263,6 +273,8 @@ class Ledger:
                     continue
                 got = True
                 break
+        except OSError as err:  # a full disk, a quota: one line, and no half claim left in claims/
+            raise write_failed(err, path, "claim of the cell") from None
         finally:
             tmp.unlink(missing_ok=True)
         try:
@@ -296,9 +308,9 @@ class HeaderlessLedger(Ledger):
     HEADER_LINES = 0
     SORT_KEYS = False
 
-    def __init__(self, folder, key, setup=None, name="results.jsonl", fields=(), setup_fields=()):
+    def __init__(self, folder, key, setup=None, name="results.jsonl", fields=(), setup_fields=(), check=None):
         self.setup_fields = tuple(setup or setup_fields)
-        super().__init__(folder, key, setup, name=name, fields=fields)
+        super().__init__(folder, key, setup, name=name, fields=fields, check=check)
 
     def _stored_setup(self) -> dict | None:
         if not self.setup_fields:

@@ -263,14 +263,11 @@ def markdown_table(head: Sequence[str], rows: Iterable[Sequence[str]], align: st
 
 
 def write_text(path: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` whole: a temporary file beside ``path`` renamed into place, so that a reader
-    never sees half a file."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with tmp.open("w", encoding="utf-8", newline="") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
-    return path
+    """Write ``text`` whole (:func:`qt_hard.files.write_text`): a reader never sees half a file, and a
+    full disk is one line that leaves no temporary file."""
+    from qt_hard.files import write_text as write_whole
+
+    return write_whole(path, text, "table")
 
 
 def csv_text(fields: Sequence[str], rows: Iterable[Mapping], lineterminator: str = "\r\n") -> str:

@@ -31,6 +31,7 @@ __all__ = [
     "DEVICES",
     "check_device",
     "estimate_line",
+    "finished_run",
     "in_processes",
     "link_shared_cache",
     "prepare_shared_cache",
@@ -55,7 +56,7 @@ def train_run(cfg, finished: str = "eval.json", on_step=None, must_finish: bool 
     from qt_hard.training.loop import list_checkpoints, train
 
     out = Path(cfg.out_dir)
-    if (out / finished).is_file():
+    if finished_run(cfg, finished):
         return out
     resume = bool(list_checkpoints(out))
     train(cfg, resume=resume, overwrite=not resume, on_step=on_step)
@@ -64,6 +65,25 @@ def train_run(cfg, finished: str = "eval.json", on_step=None, must_finish: bool 
     if must_finish:
         raise SystemExit(f"{out}: training was interrupted; run the same command again to resume it")
     return None
+
+
+def finished_run(cfg, finished: str = "eval.json") -> bool:
+    """Whether ``cfg``'s run folder holds a finished run (the file ``finished``) of this config. One
+    trained from another config (edited in place since) is refused in one line: its result would be
+    taken for this config's."""
+    from qt_hard.errors import OutputExistsError
+    from qt_hard.training.outdir import finished_differences
+
+    out = Path(cfg.out_dir)
+    if not (out / finished).is_file():
+        return False
+    differ = finished_differences(cfg, out)
+    if differ:
+        raise OutputExistsError(
+            f"{out} holds a finished run of another config ({'; '.join(differ)}); remove it to train this "
+            "config's, or give another output"
+        )
+    return True
 
 
 def read_eval(run_dir: str | os.PathLike) -> dict:

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from qt_hard.errors import ConfigError
 from qt_hard.graph.config import GraphDataConfig, GraphEvalConfig, GraphModelConfig, GraphObjectiveConfig
 from qt_hard.training.pipeline import LossObjective, Pipeline, PipelineRun
 
@@ -61,7 +62,7 @@ class GraphTask:
 
     def __init__(self, data_list, batch_size: int, seed: int):
         if len(data_list) < batch_size:
-            raise ValueError(f"{len(data_list)} graphs, fewer than train.batch_size={batch_size}")
+            raise ConfigError(f"{len(data_list)} graphs, fewer than train.batch_size={batch_size}")
         self.data, self.batch_size, self.seed = data_list, batch_size, seed
         self._epoch, self._perm = None, None
 

@@ -77,8 +77,9 @@ __all__ = [
 ]
 
 
-def _check_arguments(scale, beta, beta_units, guard, guide, options) -> None:
-    """The plugin's own arguments (the core's strategy options are checked by their parts)."""
+def _check_arguments(scale, beta, beta_units, guard, guide, options, guard_margin=0.0) -> None:
+    """The plugin's own arguments (the core's strategy options are checked by their parts); one that
+    would be ignored (the guard's margin or guide without a guard) is refused, not dropped."""
     from qt_hard.negatives.registry import option_names
 
     if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not (math.isfinite(scale) and scale > 0):
@@ -87,12 +88,20 @@ def _check_arguments(scale, beta, beta_units, guard, guide, options) -> None:
         raise ValueError("pass scale (= 1/temperature), not temperature, as MultipleNegativesRankingLoss does")
     if beta_units not in ("logit", "cosine"):
         raise ValueError(f"beta_units must be 'logit' or 'cosine', got {beta_units!r}")
-    if beta_units == "cosine" and beta is not None and (isinstance(beta, bool) or not isinstance(beta, (int, float))):
+    if beta_units == "cosine" and beta is None:
+        raise ValueError(
+            "beta_units='cosine' is read with beta= only (the strategy's default is in logit units); give beta"
+        )
+    if beta_units == "cosine" and (isinstance(beta, bool) or not isinstance(beta, (int, float))):
         raise ValueError("beta_units='cosine' takes a number; give a schedule in logit units (beta / scale)")
     if "guard_source" in options:
         raise ValueError("the guard reads the guide's similarities when guide= is given, the model's otherwise")
     if guide is not None and guard is None:
         raise ValueError("guide= is read by the guard: pass guard='absolute' (GISTEmbedLoss's default) or 'relative'")
+    if guard_margin != 0.0 and guard is None:
+        raise ValueError(
+            f"guard_margin={guard_margin!r} is read by the guard only: pass guard='absolute' or 'relative' with it"
+        )
     # beta, tau_plus, k and the guard's options are named arguments here; the rest are the core's.
     known = option_names() - {"k", "beta", "tau_plus", "guard", "guard_margin", "guard_source"}
     unknown = sorted(set(options) - known - {"generator"})
@@ -305,7 +314,7 @@ class HardNegativesLoss(nn.Module):
         super().__init__()
         from qt_hard.negatives import check_directions
 
-        _check_arguments(scale, beta, beta_units, guard, guide, options)
+        _check_arguments(scale, beta, beta_units, guard, guide, options, guard_margin)
         self.directions = check_directions(directions, partition_mode)
         self.partition_mode = partition_mode
         self.generator = options.pop("generator", None)

@@ -67,7 +67,7 @@ from .weightings import (
 )
 
 # The strategy's structural arguments (NegativeStrategy's own keywords), given beside the parts' options.
-STRUCTURAL = ("k", "collision_free", "include_positive", "count", "positives")
+STRUCTURAL = ("k", "collision_free", "include_positive", "count", "positives", "skip_anchors_without_negatives")
 # The values of the options that name a mode (their parts' annotations; the configs read them as Literal).
 CLIPS = ("auto", *CLIP_READINGS)
 ESTIMATORS = ("nce", "jsd", "jsd_code")

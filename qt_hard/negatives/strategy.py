@@ -13,7 +13,10 @@ logsumexp_j(log w_ij)`` and ``Q_i`` the number of negatives: the size of K_i ("c
 2B-2 in the two-view layout, HCL's N and H-SCL's M), or the number with non-zero weight ("support":
 Ring's sum over the ring). The anchor's loss is the mean over its positives (several positives share
 one negative set: Quick-Thoughts' context window), the batch loss the mean over anchors with at least
-one positive. An anchor left with no negative at all (an empty threshold set) contributes 0.
+one positive. An anchor whose negatives a selection leaves empty (an empty threshold set, the guard)
+contributes 0; an anchor that has no negative to begin with (every candidate its own positive or of
+its class) makes the batch an error, ``NotEnoughCandidatesError``, whatever the strategy, unless
+``skip_anchors_without_negatives`` leaves such anchors out of the mean.
 
 With several positives there is a second form, ``positives="joint"``: all of the anchor's P_i positives
 share one denominator,
@@ -92,6 +95,10 @@ class NegativeStrategy:
         papers: the :class:`~qt_hard.negatives.papers.Paper` s of the parts it was assembled from
             (:func:`make_strategy` passes those of the parts that act); see :attr:`papers`.
         needs_labels: whether a part it was assembled from reads class labels; see :attr:`needs_labels`.
+        skip_anchors_without_negatives: an anchor that has no negative candidate (every candidate is
+            its own positive, or of its class under ``collision_free`` or a label mask) is left out of
+            the loss; without it such an anchor makes the batch a ``NotEnoughCandidatesError``, since
+            its loss would be a meaningless 0.
     """
 
     def __init__(
@@ -107,6 +114,7 @@ class NegativeStrategy:
         guard: FalseNegativeGuard | None = None,
         papers: Sequence[Paper] = (),
         needs_labels: bool = False,
+        skip_anchors_without_negatives: bool = False,
     ):
         if positives not in POSITIVE_FORMS:
             raise ValueError(f"positives must be one of {', '.join(POSITIVE_FORMS)}, got {positives!r}")
@@ -127,6 +135,7 @@ class NegativeStrategy:
         self.guard = guard
         self.parts_papers = tuple(papers)
         self.parts_need_labels = bool(needs_labels)
+        self.skip_anchors_without_negatives = bool(skip_anchors_without_negatives)
         self.progress = 0.0
 
     @property
@@ -236,11 +245,11 @@ class NegativeStrategy:
         """Per-anchor losses (A,) and which anchors count (A,) bool (those with a positive)."""
         softmax = self._softmax(scores)
         if softmax is not None:  # every anchor has its positive (ContrastScores.softmax)
-            self._refuse_no_negative(scores, scores.neg_valid)
+            lacking = self._refuse_no_negative(scores)
             per_anchor = F.cross_entropy(*softmax, reduction="none")
-            return per_anchor, torch.ones_like(per_anchor, dtype=torch.bool)
+            return per_anchor, ~lacking
+        lacking = self._refuse_no_negative(scores)
         allowed = self._allowed(scores)
-        self._refuse_no_negative(scores, allowed)
         # With k only the drawn columns matter from here on: work on (A, k), not (A, C).
         scores, mask, n_cand, base = self._draw(scores, allowed, generator)
         neg, pos = scores.neg, scores.pos
@@ -275,27 +284,45 @@ class NegativeStrategy:
                 per_pos = log_neg - pos
         valid = scores.pos_valid & ~empty[:, None]
         if per_pos.shape[1] == 1:  # one positive slot: its loss is the anchor's (the mean over one)
-            return torch.where(valid[:, 0], per_pos[:, 0], 0.0), scores.pos_valid[:, 0]
+            return torch.where(valid[:, 0], per_pos[:, 0], 0.0), scores.pos_valid[:, 0] & ~lacking
         per_pos = torch.where(valid, per_pos, 0.0)
         n_pos = scores.pos_valid.sum(dim=1)
         per_anchor = per_pos.sum(dim=1) / n_pos.clamp_min(1).to(neg.dtype)
-        return per_anchor, n_pos > 0
+        return per_anchor, (n_pos > 0) & ~lacking
 
-    def _refuse_no_negative(self, scores: ContrastScores, allowed: torch.Tensor) -> None:
-        """``NotEnoughCandidatesError`` (a ValueError) when no anchor of the batch has a single negative
-        candidate (a batch of one pair, one graph, or one class under ``collision_free``): its loss
-        would be a meaningless 0. The guard's removals do not count here; an anchor the guard leaves
-        without negatives is an anchor of a batch that had some."""
-        if self.guard is not None:
-            allowed = self._allowed(scores, guarded=False)
-        if allowed.numel() and bool(allowed.any()):
-            return
+    def negatives(self, scores: ContrastScores) -> torch.Tensor:
+        """(A, C) bool: each anchor's negative candidates, before any selection among them: valid, not
+        of its class under ``collision_free`` or a weighting that drops what is of it (``SameLabelMask``).
+        The guard, a threshold or a miner choose among these; they do not make an anchor lack one."""
+        mask = self._allowed(scores, guarded=False)
+        for w in self.weightings:
+            if w.drops_non_negatives:
+                mask = mask & w.weigh(scores, mask, self.progress).keep
+        return mask
+
+    def _refuse_no_negative(self, scores: ContrastScores) -> torch.Tensor:
+        """(A,) bool: the anchors with a positive and no negative (:meth:`negatives`), when the caller
+        asked to skip them (``skip_anchors_without_negatives``); otherwise such an anchor is a
+        ``NotEnoughCandidatesError`` (a ValueError): a batch of one pair, one graph, one class under a
+        label mask or ``collision_free``. Its loss would be a meaningless 0, whichever strategy."""
+        negatives = self.negatives(scores)
+        lacking = scores.pos_valid.any(dim=1) & ~negatives.any(dim=1)
+        if not bool(lacking.any()) or self.skip_anchors_without_negatives:
+            return lacking
         from qt_hard.errors import NotEnoughCandidatesError
 
+        labels = (
+            " or of its own class" if self.collision_free or any(w.drops_non_negatives for w in self.weightings) else ""
+        )
+        if not bool(negatives.any()):
+            raise NotEnoughCandidatesError(
+                f"the batch has no negative: none of its {negatives.shape[0]} anchors has a candidate that is not its "
+                f"own positive{labels}; a contrastive loss needs at least two pairs (or graphs, or classes) in a batch"
+            )
         raise NotEnoughCandidatesError(
-            f"the batch has no negative: none of its {allowed.shape[0]} anchors has a candidate that is not its "
-            "own positive" + (" or of its own class" if self.collision_free else "") + "; a contrastive loss needs "
-            "at least two pairs (or graphs, or classes) in a batch"
+            f"{int(lacking.sum())} of the batch's {negatives.shape[0]} anchors have no negative (every candidate is "
+            f"their own positive{labels}); their loss would be 0: pass skip_anchors_without_negatives=True to leave "
+            "them out of the loss, or batch more classes together"
         )
 
     def _joint(self, pos, pos_valid, log_e, q, empty, scale):
@@ -403,16 +430,17 @@ class NegativeStrategy:
         return float((log_d < -sel.scale).float().mean())
 
     def __call__(self, scores: ContrastScores, generator: torch.Generator | None = None) -> torch.Tensor:
-        """The batch loss: mean over anchors with at least one positive."""
+        """The batch loss: mean over anchors with at least one positive (and a negative)."""
         softmax = self._softmax(scores)
-        if softmax is not None:
-            self._refuse_no_negative(scores, scores.neg_valid)
+        if softmax is not None and not bool(self._refuse_no_negative(scores).any()):
             return F.cross_entropy(*softmax)
         per_anchor, counted = self.per_anchor(scores, generator)
         if bool(counted.all()):  # the usual batch: no selection to make (nor to differentiate)
             return per_anchor.mean()
-        if not bool(counted.any()):
+        if not bool(scores.pos_valid.any()):
             raise ValueError("no anchor in the batch has a positive (check context / doc_ids / batch size)")
+        if not bool(counted.any()):  # every anchor skipped, as the caller asked: no loss, no gradient
+            return per_anchor.sum() * 0.0
         return per_anchor[counted].mean()
 
     def __repr__(self) -> str:

@@ -115,6 +115,9 @@ class Weighting:
     Subclasses implement :meth:`weigh` (factored) or, for a custom table, just :meth:`log_weights`."""
 
     restricts_support = False
+    # True for a weighting whose removals are candidates that are no negatives at all (of the anchor's
+    # class), not a choice among the negatives: an anchor it leaves with none has no negative.
+    drops_non_negatives = False
     # True for a weighting that selects among the negatives the earlier weightings leave (a miner's
     # top-m): it is given the candidate mask intersected with their support, and composes last.
     on_support = False
@@ -378,6 +381,8 @@ class RingWeighting(Weighting):
 class SameLabelMask(Weighting):
     """Drop candidates that share the anchor's label: the indicator 1(y(x^-) != y(x)) of H-SCL,
     Jiang et al. (2022) section II, the definition of q_H-SCL."""
+
+    drops_non_negatives = True
 
     def weigh(self, scores, mask, progress):
         return LogWeights(keep=~scores.same_label())

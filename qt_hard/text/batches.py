@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from qt_hard.encoders.quick_thoughts import QuickThoughtsEncoder
+from qt_hard.errors import ConfigError
 
 
 @dataclass
@@ -308,7 +309,7 @@ class ContextTask(_DeviceBatches):
         if n != len(doc_ids):
             raise ValueError(f"{n} sentences but {len(doc_ids)} doc ids")
         if n < 2 * batch_size:
-            raise ValueError(
+            raise ConfigError(
                 f"corpus has {n} sentences, fewer than two batches of {batch_size}; "
                 "use more data or a smaller train.batch_size"
             )
@@ -377,7 +378,7 @@ class PairTask(_DeviceBatches):
         self._epoch, self._pairs = None, None
         n_pairs = len(self._epoch_pairs(0))
         if n_pairs < batch_size:
-            raise ValueError(f"only {n_pairs} positive pairs per epoch, fewer than train.batch_size={batch_size}")
+            raise ConfigError(f"only {n_pairs} positive pairs per epoch, fewer than train.batch_size={batch_size}")
         self._nb = n_pairs // batch_size
 
     def _move_arrays(self, device) -> None:

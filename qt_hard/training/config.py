@@ -24,7 +24,8 @@ from typing import Any, Literal, Optional, Union, get_args, get_origin, get_type
 import yaml
 from pydantic import TypeAdapter, ValidationError
 
-from qt_hard.config_types import Text, describe, read_section
+from qt_hard.config_types import Text, describe, load_yaml, read_section
+from qt_hard.seeds import check_seed
 from qt_hard.errors import ConfigError
 
 
@@ -252,7 +253,7 @@ def read_yaml_mapping(path: Path, what: str) -> dict:
     except OSError as err:
         raise ConfigError(f"{what} {path} cannot be read: {err.strerror}") from None
     try:
-        tree = yaml.safe_load(text)
+        tree = load_yaml(text, f"{what} {path}")
     except yaml.YAMLError as err:
         raise ConfigError(f"{what} {path} is not valid YAML: {err}") from None
     if tree is None:
@@ -307,6 +308,7 @@ def _check_train(t: TrainConfig) -> None:
             raise ConfigError(f"train.{name} must be >= {low}, got {value!r}")
     if t.batch_size < 2:
         raise ConfigError(f"train.batch_size must be >= 2, got {t.batch_size}")
+    check_seed(t.seed, "train.seed")
     if t.weight_decay < 0:
         raise ConfigError(f"train.weight_decay must be >= 0, got {t.weight_decay}")
     if t.steps is not None and t.steps < 1:

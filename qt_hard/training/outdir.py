@@ -67,11 +67,21 @@ def _flat(tree: dict, prefix: str = "") -> dict:
     return out
 
 
-def resume_differences(saved: dict, given: dict) -> list[str]:
+def finished_differences(cfg: Config, out: Path) -> list[str]:
+    """The config keys in which ``cfg`` differs from the finished run's saved ``out/config.yaml`` in a
+    way that changes what was trained (``RESUME_MAY_CHANGE`` left out; nothing may grow: a finished
+    run of fewer steps is another run), each as ``key: saved -> given``; [] without a saved config."""
+    saved = out / "config.yaml"
+    if not saved.is_file():
+        return []
+    return resume_differences(_saved_config(saved), _plain(cfg), may_grow=())
+
+
+def resume_differences(saved: dict, given: dict, may_grow=RESUME_MAY_GROW) -> list[str]:
     """The config keys in which ``given`` (the config of a ``--resume``) differs from ``saved``
     (the run's ``config.yaml``) in a way resume does not allow, each as ``key: saved -> given``.
-    ``RESUME_MAY_CHANGE`` lists the keys that may differ, ``RESUME_MAY_GROW`` those that may only
-    grow. A key only one side has (a run saved by a version of qt-hard with other keys) is not
+    ``RESUME_MAY_CHANGE`` lists the keys that may differ, ``may_grow`` (``RESUME_MAY_GROW``) those
+    that may only grow. A key only one side has (a run saved by a version of qt-hard with other keys) is not
     compared."""
     a, b = _flat(saved), _flat(given)
     bad = []
@@ -79,7 +89,7 @@ def resume_differences(saved: dict, given: dict) -> list[str]:
         old, new = a.get(key), b.get(key)
         if old == new or key in RESUME_MAY_CHANGE:
             continue
-        if key in RESUME_MAY_GROW and isinstance(old, (int, float)) and isinstance(new, (int, float)) and new >= old:
+        if key in may_grow and isinstance(old, (int, float)) and isinstance(new, (int, float)) and new >= old:
             continue
         bad.append(f"{key}: {old!r} -> {new!r}")
     return bad

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from qt_hard.errors import ConfigError
 from qt_hard.vision.augment import SimCLRAugment
 
 
@@ -36,7 +37,7 @@ class ImageTask:
             raise ValueError(f"images must be (N, 3, H, W) uint8, got {tuple(self.images.shape)} {self.images.dtype}")
         self.labels = torch.as_tensor(np.asarray(labels), dtype=torch.long)
         if len(self.images) < batch_size:
-            raise ValueError(f"{len(self.images)} training images, fewer than train.batch_size={batch_size}")
+            raise ConfigError(f"{len(self.images)} training images, fewer than train.batch_size={batch_size}")
         self.augment, self.batch_size, self.seed = augment, batch_size, seed
         self._epoch, self._order = None, None
 

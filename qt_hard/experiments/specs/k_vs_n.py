@@ -252,10 +252,9 @@ def prepare(spec: DataSpec, Ns, cache: Path) -> Path:
         from qt_hard.data.wiki import prepare_wiki
 
         prepare_wiki(wiki_dir(cache, spec), token_cache(cache), spec.articles, spec.min_sentences, max(Ns), spec.source)
-    tmp = marker.with_name(marker.name + f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps({"data": asdict(spec), "Ns": sorted(set(Ns))}))
-    os.replace(tmp, marker)
-    return marker
+    from qt_hard.files import write_text
+
+    return write_text(marker, json.dumps({"data": asdict(spec), "Ns": sorted(set(Ns))}), "prepared marker")
 
 
 # --------------------------------------------------------------------------------------------
@@ -820,7 +819,9 @@ def plot(records: list[dict], out_dir: Path) -> list[Path]:
             fig.savefig(out_dir / f"{name}_{metric}.png")
             written.append(out_dir / f"{name}_{metric}.png")
             plt.close(fig)
-    (out_dir / "k_vs_n_summary.json").write_text(json.dumps(summarize(rows), indent=1, default=str) + "\n")
+    from qt_hard.files import write_text
+
+    write_text(out_dir / "k_vs_n_summary.json", json.dumps(summarize(rows), indent=1, default=str) + "\n", "summary")
     return [*written, out_dir / "k_vs_n_summary.json"]
 
 

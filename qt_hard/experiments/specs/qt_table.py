@@ -29,7 +29,7 @@ from qt_hard.experiments import report
 from qt_hard.experiments.contract import Cell, Experiment
 from qt_hard.experiments.grid import GridError
 from qt_hard.experiments.ledger import Ledger, provenance
-from qt_hard.experiments.runner import read_metrics, train_run
+from qt_hard.experiments.runner import finished_run, read_metrics, train_run
 
 ROWS = {
     "uniform": ("QT (beta=0, tau+=0)", {"negatives": "uniform", "options": {}}),
@@ -337,9 +337,9 @@ def train_one(out: Path, config: str, overrides: list[str], row: str, seed: int)
     obj = row_spec(row)[1]
     over = [*overrides, f"out_dir={run_dir}", f"train.seed={seed}", f"objective.negatives={obj['negatives']}"]
     over.append(f"objective.options={json.dumps(obj['options'])}")
-    if (run_dir / "final" / "encoder.json").is_file():
-        return run_dir
     cfg = load_config(config, over)
+    if finished_run(cfg, "final/encoder.json"):
+        return run_dir
     # Every run reads the same sentences and token ids: one shared cache (split and tokenize once).
     shared = Path(out) / "cache"
     shared.mkdir(parents=True, exist_ok=True)
@@ -707,6 +707,7 @@ class Table2(Experiment):
     key = KEY
     rows = tuple(ROWS)
     default_out = "runs/qt_table"
+    table_names = ("results.csv",)
     paper: dict = {}
 
     def add_arguments(self, parser) -> None:
@@ -724,6 +725,14 @@ class Table2(Experiment):
 
     def check_row(self, name: str) -> None:
         row_spec(name)
+
+    def record_problem(self, record: dict) -> str | None:
+        """A six-task record's accuracies must hold every task of Table 2 (the tables average them)."""
+        acc = record.get("acc")
+        if acc is None:
+            return None
+        missing = [t for t in TASKS if t not in acc] if isinstance(acc, dict) else list(TASKS)
+        return f"the record's acc lacks the task(s) {', '.join(missing)}" if missing else None
 
     def check(self, args) -> None:
         from qt_hard.evaluation import logreg

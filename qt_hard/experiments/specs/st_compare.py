@@ -196,19 +196,13 @@ def pool_pairs(root: Path, limit: int | None = None) -> tuple[list[tuple[str, st
 def mined_triplets(out: Path, pairs, model_spec: str, margin: float) -> list[tuple[str, str, str]]:
     """(anchor, positive, negative) mined once with the starting model and kept in ``OUT/mined.jsonl``
     (one writer at a time; a later call reads the file)."""
-    import fcntl
+    from qt_hard.files import build_lock, write_text
 
     path = out / "mined.jsonl"
-    out.mkdir(parents=True, exist_ok=True)
-    with open(out / ".mined.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with build_lock(path, "mined triplets"):
         if not path.is_file():
             mined = mine_triplets(pairs, load_start(model_spec), margin)
-            tmp = path.with_suffix(".tmp")
-            with tmp.open("w", encoding="utf-8") as fh:
-                for triplet in mined:
-                    fh.write(json.dumps(list(triplet)) + "\n")
-            tmp.replace(path)
+            write_text(path, "".join(json.dumps(list(triplet)) + "\n" for triplet in mined), "mined triplets")
     return [tuple(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines()]
 
 

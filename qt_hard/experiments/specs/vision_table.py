@@ -32,10 +32,11 @@ import time
 from pathlib import Path
 
 from qt_hard.errors import ArgumentError
+from qt_hard.files import write_text
 from qt_hard.experiments import report
 from qt_hard.experiments.contract import Cell, Experiment
 from qt_hard.experiments.grid import Row, by_name, comma_list, seed_list
-from qt_hard.experiments.runner import read_eval, read_metrics, train_run
+from qt_hard.experiments.runner import finished_run, read_eval, read_metrics, train_run
 
 ROOT = Path(__file__).resolve().parents[3]
 STRATEGIES = by_name(
@@ -105,12 +106,12 @@ def cell_row(base: str, strategy: str, seed: int, out: Path, extra: list[str]) -
 
     run_dir = out / f"{strategy}_s{seed}"
     cfg = load_config(base, [*extra, *STRATEGIES[strategy].overrides, f"train.seed={seed}", f"out_dir={run_dir}"])
-    if not (run_dir / "eval.json").is_file():
+    if not finished_run(cfg):
         t0 = time.perf_counter()
         resumed = bool(list_checkpoints(run_dir))
         train_run(cfg)
-        (run_dir / "wall_s.txt").write_text(f"{time.perf_counter() - t0:.1f}{' (resumed)' if resumed else ''}\n")
-        (run_dir / "device.txt").write_text(f"{device_name()}\t{platform.node()}\n")
+        write_text(run_dir / "wall_s.txt", f"{time.perf_counter() - t0:.1f}{' (resumed)' if resumed else ''}\n")
+        write_text(run_dir / "device.txt", f"{device_name()}\t{platform.node()}\n")
     result = read_eval(run_dir)
     dev_file = run_dir / "device.txt"  # where it trained (this machine when the file predates it)
     spec = dev_file.read_text().rstrip("\n") if dev_file.is_file() else f"{device_name()}\t{platform.node()}"
@@ -118,7 +119,7 @@ def cell_row(base: str, strategy: str, seed: int, out: Path, extra: list[str]) -
     speeds = [float(r["sentences_per_s"]) for r in read_metrics(run_dir)]
     init_file = out / f"knn_init_s{seed}.json"
     if not init_file.is_file():
-        init_file.write_text(json.dumps({"knn_acc": random_init_knn(cfg)}))
+        write_text(init_file, json.dumps({"knn_acc": random_init_knn(cfg)}))
     n_train = len(load_split(cfg.data, cfg.data.train_split, cfg.data.max_train))
     return {
         "strategy": strategy,
