@@ -235,6 +235,9 @@ def wiki_table(rows: dict[str, dict]) -> str:
 
 RETRIEVAL_COLUMNS = (
     ("ndcg@10", "nDCG@10"),
+    # sentence-transformers' InformationRetrievalEvaluator reads the judgements as sets: every relevant
+    # document's gain 1 (equal to the graded form wherever every grade is 1)
+    ("ndcg@10_binary", "nDCG@10 binary"),
     ("mrr@10", "MRR@10"),
     ("recall@100", "Recall@100"),
     ("map@100", "MAP@100"),

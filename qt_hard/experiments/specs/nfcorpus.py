@@ -82,7 +82,7 @@ class NFCorpus(Scifact):
 
 def write_slice(src: str | os.PathLike, dst: str | os.PathLike, queries: int, docs: int) -> Path:
     """A small BEIR folder cut from ``src``: the first ``queries`` queries (by id) of each split, the
-    first ``docs`` abstracts that any of them judges, and their judgements of those abstracts (the dry
+    first ``docs`` abstracts that any of them judges (highest grade first, then by id), and their judgements of those abstracts (the dry
     runs and the tests of this comparison)."""
     src, dst = Path(src), Path(dst)
     (dst / "qrels").mkdir(parents=True)
@@ -92,7 +92,11 @@ def write_slice(src: str | os.PathLike, dst: str | os.PathLike, queries: int, do
         rows = [ln.split("\t") for ln in lines]
         chosen = set(sorted({r[0] for r in rows})[:queries])
         kept[split] = (head, [r for r in rows if r[0] in chosen])
-    judged = sorted({r[1] for _, rows in kept.values() for r in rows})[:docs]
+    grade: dict[str, int] = {}
+    for _, rows in kept.values():
+        for r in rows:
+            grade[r[1]] = max(grade.get(r[1], 0), int(r[2]))
+    judged = sorted(grade, key=lambda d: (-grade[d], d))[:docs]  # the higher grades first: the slice keeps some 2s
     corpus = [json.loads(x) for x in (src / "corpus.jsonl").read_text(encoding="utf-8").splitlines()]
     (dst / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in corpus if d["_id"] in set(judged)))
     keep_q = set()
