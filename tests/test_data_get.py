@@ -25,6 +25,9 @@ from _http_server import LocalHosts
 from qt_hard.cli import main
 from qt_hard.data import catalog
 from qt_hard.data.download import DownloadError, fetch, git_blob_sha1
+from qt_hard.data.sources import scifact
+from qt_hard.data.sources._beir_zip import BeirCounts
+from qt_hard.data.sources._common import DOWNLOADS, Source
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -97,7 +100,7 @@ def serve_senteval(hosts: LocalHosts, monkeypatch) -> None:
     monkeypatch.setitem(
         src,
         "msr_paraphrase_test.txt",
-        catalog.Source(src["msr_paraphrase_test.txt"].url, sha256=_sha(test.encode("utf-8"))),
+        Source(src["msr_paraphrase_test.txt"].url, sha256=_sha(test.encode("utf-8"))),
     )
 
 
@@ -182,7 +185,7 @@ def serve_cifar10(hosts: LocalHosts, monkeypatch, n: int = 20) -> bytes:
     monkeypatch.setitem(
         catalog.SOURCES["cifar10"],
         "cifar-10-python.tar.gz",
-        catalog.Source(catalog.CIFAR10_URL, md5=hashlib.md5(archive).hexdigest()),
+        Source(catalog.CIFAR10_URL, md5=hashlib.md5(archive).hexdigest()),
     )
     return archive
 
@@ -264,7 +267,7 @@ def test_senteval_get_list_and_corruption(hosts, root, monkeypatch, capsys):
     assert b"\x85" not in mr and b"wait for it ... nothing ." in mr
     train = (se / "MRPC" / "msr_paraphrase_train.txt").read_text(encoding="utf-8-sig")
     assert "-1\t-1" not in train and len(train.splitlines()) == 4077
-    assert not (root / catalog.DOWNLOADS / "senteval").exists()
+    assert not (root / DOWNLOADS / "senteval").exists()
     note = (se / "SOURCE.md").read_text()
     assert catalog.SENTEVAL_BINCLASSIF in note and "SHA256SUMS" in note
     # the evaluation's own task reader takes the folder as SentEval's layout
@@ -307,10 +310,10 @@ def test_corrupt_and_truncated_archives_are_rejected(hosts, root, monkeypatch, c
     assert _get("cifar10") == 2
     assert "md5 mismatch" in capsys.readouterr().err
     assert not (root / "cifar10").exists()
-    assert not list((root / catalog.DOWNLOADS).rglob("*.tar.gz*"))  # the bad file is not kept to resume
+    assert not list((root / DOWNLOADS).rglob("*.tar.gz*"))  # the bad file is not kept to resume
 
     # without a checksum, a truncated tar.gz is still refused at extraction
-    monkeypatch.setitem(catalog.SOURCES["cifar10"], "cifar-10-python.tar.gz", catalog.Source(catalog.CIFAR10_URL))
+    monkeypatch.setitem(catalog.SOURCES["cifar10"], "cifar-10-python.tar.gz", Source(catalog.CIFAR10_URL))
     assert _get("cifar10") == 2
     assert "is not a complete tar.gz archive" in capsys.readouterr().err
     assert not (root / "cifar10").exists()
@@ -323,7 +326,7 @@ def test_interrupted_download_leaves_nothing_and_resumes(hosts, root, monkeypatc
     assert _get("cifar10") == 2
     assert "run the command again to resume" in capsys.readouterr().err
     assert not (root / "cifar10").exists()
-    parts = list((root / catalog.DOWNLOADS).rglob("*.part"))
+    parts = list((root / DOWNLOADS).rglob("*.part"))
     assert len(parts) == 1 and parts[0].stat().st_size == len(archive) // 3
     assert catalog.status("cifar10", root).state == "missing"
 
@@ -726,10 +729,10 @@ def serve_scifact(hosts: LocalHosts, monkeypatch, drop: str | None = None) -> by
             if name != drop:
                 zf.writestr(f"scifact/{name}", text)
     archive = buf.getvalue()
-    hosts.put(catalog.SCIFACT_URL, archive)
-    src = catalog.Source(catalog.SCIFACT_URL, md5=hashlib.md5(archive).hexdigest(), size=len(archive))
-    monkeypatch.setitem(catalog.SOURCES["scifact"], "scifact.zip", src)
-    monkeypatch.setattr(catalog, "SCIFACT_COUNTS", {"corpus": 3, "queries": 3, "train": 2, "test": 1})
+    hosts.put(scifact.URL, archive)
+    src = Source(scifact.URL, md5=hashlib.md5(archive).hexdigest(), size=len(archive))
+    monkeypatch.setitem(scifact.SCIFACT.sources, "scifact.zip", src)
+    monkeypatch.setattr(scifact.SCIFACT, "counts", BeirCounts(corpus=3, queries=3, judgements={"train": 2, "test": 1}))
     return archive
 
 
@@ -742,7 +745,7 @@ def test_scifact_is_installed_in_beir_layout_and_listed(hosts, root, monkeypatch
     folder = root / "beir" / "scifact"
     data = load_beir(folder, ("train", "test"))
     assert data.doc_ids == ["4", "7", "9"] and data.qrels["test"] == {"3": {"9": 1}}
-    assert (folder / "SHA256SUMS").is_file() and catalog.SCIFACT_URL in (folder / "SOURCE.md").read_text()
+    assert (folder / "SHA256SUMS").is_file() and scifact.URL in (folder / "SOURCE.md").read_text()
     capsys.readouterr()
     assert main(["data", "list"]) == 0
     assert any(ln.startswith("scifact") and "present" in ln for ln in capsys.readouterr().out.splitlines())
@@ -752,7 +755,7 @@ def test_scifact_is_installed_in_beir_layout_and_listed(hosts, root, monkeypatch
 
 def test_scifact_with_a_wrong_checksum_or_a_missing_file_is_refused(hosts, root, monkeypatch, capsys):
     serve_scifact(hosts, monkeypatch)
-    path = hosts.root / catalog.SCIFACT_URL.split("://", 1)[1]
+    path = hosts.root / scifact.URL.split("://", 1)[1]
     path.write_bytes(path.read_bytes()[:-10] + b"0123456789")  # same size, other bytes
     assert _get("scifact") == 2
     assert "md5 mismatch" in capsys.readouterr().err

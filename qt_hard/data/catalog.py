@@ -13,6 +13,10 @@ Each ``Dataset`` writes its folder under the data root in exactly the layout the
 ``download.install`` (a temporary folder renamed into place), and leaves a ``SHA256SUMS`` there.
 ``status`` tells ``present`` / ``missing`` / ``corrupt`` from that manifest, or from the layout
 check where a folder has no manifest (the reference copy).
+
+The data sets are moving out of this module into ``qt_hard.data.sources``, one module each, which
+declares its files, checksums, build and check; ``DATASETS`` and ``SOURCES`` take those in from
+``qt_hard.data.sources.registered()`` (SciFact so far).
 """
 
 from __future__ import annotations
@@ -29,30 +33,24 @@ import tarfile
 import urllib.parse
 import zipfile
 import zlib
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from qt_hard.data.download import DownloadError, MANIFEST, check_manifest, fetch, file_digest, git_blob_sha1, install
+from qt_hard.data.download import DownloadError, MANIFEST, check_manifest, file_digest, git_blob_sha1, install
+from qt_hard.data.sources import registered
+from qt_hard.data.sources._common import (
+    Dataset,
+    Options,
+    Source,
+    fetch_many,
+    fetch_source,
+    open_zip,
+    safe_member,
+    write_file,
+)
 
-DOWNLOADS = ".qt-hard-downloads"  # below the data root: fetched files kept for resuming
-
-
-@dataclass(frozen=True)
-class Source:
-    """One file fetched from its original host.
-
-    ``sha256``/``md5``/``size``: what the fetched bytes must have; ``None`` where the source
-    publishes nothing and our reference copy did not come from these bytes (``note`` says so and
-    what is checked instead)."""
-
-    url: str
-    sha256: str | None = None
-    md5: str | None = None
-    size: int | None = None
-    note: str = ""
-
+REGISTERED = registered()  # the data sets of qt_hard.data.sources, one module each
 
 # ------------------------------------------------------------------------------------------------
 # The table of sources
@@ -79,7 +77,6 @@ BOOKS_BASE = "https://raw.githubusercontent.com/rcdm-uga/Gutenberg_Text/a0b16d35
 WIKI_BASE = "https://raw.githubusercontent.com/jason-feng/wikiVisual/1c0fac92f29f17c1603bfffbe864e0dfdff66897/text"
 WIKI_FILES = tuple(f"{part}/wiki_{i:02d}" for part in ("AA", "AB", "AC", "AD") for i in range(100))
 BOOKCORPUS_HUB = "bookcorpus/bookcorpus"
-SCIFACT_URL = "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/scifact.zip"
 
 _NO_SUM = "no published checksum, and the reference copy came from another mirror: layout checked"
 
@@ -137,16 +134,13 @@ SOURCES: dict[str, dict[str, Source]] = {
         # 400 WikiExtractor files; the concatenated subset and its index are verified by sha256.
         "<text/XX/wiki_NN>": Source(f"{WIKI_BASE}/<XX/wiki_NN>", note="output sha256 (WIKI_OUTPUT_SHA256)"),
     },
-    "scifact": {
-        # md5 published in BEIR's README (the datasets table); the size is the archive's.
-        "scifact.zip": Source(SCIFACT_URL, md5="5f7d1de60b170fc8027bb7898e2efca1", size=2_816_079),
-    },
     "bookcorpus": {
         "hub": Source(
             f"https://huggingface.co/datasets/{BOOKCORPUS_HUB}",
             note="through `datasets`; row count checked (74,004,228 sentences)",
         ),
     },
+    **{name: ds.sources for name, ds in REGISTERED.items()},
 }
 
 # sha256 of files we write whose bytes equal the reference copy's (computed from that copy).
@@ -360,39 +354,7 @@ CIFAR10_FILES = (
 
 
 # ------------------------------------------------------------------------------------------------
-# Dataset: how one folder is built and checked
-
-
-@dataclass
-class Options:
-    """What ``qt-hard data get`` passes to a builder."""
-
-    root: Path
-    progress: bool = True
-    mirror: str | None = None
-    source: str | None = None  # bookcorpus: a hub id or a local folder of Parquet files
-    workers: int = 8
-
-    @property
-    def downloads(self) -> Path:
-        return self.root / DOWNLOADS
-
-
-@dataclass
-class Dataset:
-    """A folder under the data root: ``build(tmp, opts)`` writes it, ``check(folder)`` lists problems."""
-
-    name: str
-    summary: str
-    license: str
-    build: Callable[[Path, Options], None]
-    check: Callable[[Path], list[str]]
-    parts: tuple[str, ...] = field(default=())  # installed one by one (tu, sts), else the whole folder
-    home: str = ""  # the folder under the root the parts go to (sts: senteval), default the name
-    part_build: Callable[[str], Callable[[Path, Options], None]] | None = None
-    part_check: Callable[[Path, str], list[str]] | None = None
-    every_part: bool = False  # present only with every part (sts), else with any (tu)
-    keep: tuple[str, ...] = ()  # folders of other datasets inside this one, kept when it is reinstalled
+# Status: whether a folder is there and intact
 
 
 @dataclass
@@ -400,57 +362,6 @@ class Status:
     name: str
     state: str  # present | missing | corrupt
     detail: str
-
-
-def _fetch(opts: Options, key: str, src: Source, dest_name: str | None = None, progress=None) -> Path:
-    return fetch(
-        src.url,
-        opts.downloads / key / (dest_name or Path(urllib.parse.urlsplit(src.url).path).name),
-        size=src.size,
-        sha256=src.sha256,
-        md5=src.md5,
-        mirror=opts.mirror,
-        progress=opts.progress if progress is None else progress,
-    )
-
-
-def _fetch_many(opts: Options, jobs: list[tuple[str, Source, str]], desc: str) -> list[Path]:
-    """Fetch many small files with a few threads and one progress bar over files."""
-    from tqdm.auto import tqdm
-
-    def one(job):
-        key, src, name = job
-        return _fetch(opts, key, src, name, progress=False)
-
-    with (
-        ThreadPoolExecutor(max(1, opts.workers)) as pool,
-        tqdm(total=len(jobs), unit="file", desc=desc, disable=not opts.progress) as bar,
-    ):
-        out = []
-        for path in pool.map(one, jobs):
-            out.append(path)
-            bar.update(1)
-    return out
-
-
-def _open_zip(path: Path) -> zipfile.ZipFile:
-    """A zip whose every member passes its CRC check, else ``DownloadError``."""
-    try:
-        zf = zipfile.ZipFile(path)
-        bad = zf.testzip()
-    except (zipfile.BadZipFile, EOFError, OSError) as err:
-        path.unlink(missing_ok=True)
-        raise DownloadError(f"{path.name} is not a valid zip archive ({err}); it was removed, run again") from None
-    if bad is not None:
-        zf.close()
-        path.unlink(missing_ok=True)
-        raise DownloadError(f"{path.name}: member {bad} fails its CRC check; the archive was removed, run again")
-    return zf
-
-
-def _safe_member(name: str) -> bool:
-    p = Path(name)
-    return not p.is_absolute() and ".." not in p.parts
 
 
 # ------------------------------------------------------------------------------------------------
@@ -483,20 +394,22 @@ def drop_mrpc_appended(data: bytes) -> bytes:
 
 def _build_senteval(tmp: Path, opts: Options) -> None:
     src = SOURCES["senteval"]
-    with _open_zip(_fetch(opts, "senteval", src["datasmall_NB_ACL12.zip"])) as zf:
-        names = [n for n in zf.namelist() if _safe_member(n)]
+    with open_zip(fetch_source(opts, "senteval", src["datasmall_NB_ACL12.zip"])) as zf:
+        names = [n for n in zf.namelist() if safe_member(n)]
         for ours, suffix in _SENTEVAL_ZIP_MEMBERS.items():
             hits = [n for n in names if n.endswith("/" + suffix) or n == suffix]
             if len(hits) != 1:
                 raise DownloadError(
                     f"datasmall_NB_ACL12.zip: expected one member ending in {suffix}, found {len(hits)}"
                 )
-            _write(tmp / ours, normalize_latin1_lines(zf.read(hits[0])))
+            write_file(tmp / ours, normalize_latin1_lines(zf.read(hits[0])))
     for name in ("train_5500.label", "TREC_10.label"):
-        _write(tmp / "TREC" / name, normalize_latin1_lines(_fetch(opts, "senteval", src[name]).read_bytes()))
-    train = _fetch(opts, "senteval", src["msr_paraphrase_train.txt"]).read_bytes()
-    _write(tmp / "MRPC" / "msr_paraphrase_train.txt", drop_mrpc_appended(train))
-    shutil.copyfile(_fetch(opts, "senteval", src["msr_paraphrase_test.txt"]), tmp / "MRPC" / "msr_paraphrase_test.txt")
+        write_file(tmp / "TREC" / name, normalize_latin1_lines(fetch_source(opts, "senteval", src[name]).read_bytes()))
+    train = fetch_source(opts, "senteval", src["msr_paraphrase_train.txt"]).read_bytes()
+    write_file(tmp / "MRPC" / "msr_paraphrase_train.txt", drop_mrpc_appended(train))
+    shutil.copyfile(
+        fetch_source(opts, "senteval", src["msr_paraphrase_test.txt"]), tmp / "MRPC" / "msr_paraphrase_test.txt"
+    )
     for rel, want in SENTEVAL_OUTPUT_SHA256.items():
         got = file_digest(tmp / rel)
         if got != want:
@@ -504,11 +417,6 @@ def _build_senteval(tmp: Path, opts: Options) -> None:
     problems = _check_senteval(tmp)
     if problems:
         raise DownloadError("senteval: " + "; ".join(problems))
-
-
-def _write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
 
 
 # Bytes no SentEval text file holds (C0 controls other than tab and line ends, DEL): random bytes
@@ -606,9 +514,7 @@ def untokenized_digest(lines: list[str], columns: tuple[int, ...]) -> str:
 
 
 def _member(zf: zipfile.ZipFile, archive: str, folder: str, name: str) -> bytes:
-    hits = [
-        n for n in zf.namelist() if _safe_member(n) and (n == f"{folder}/{name}" or n.endswith(f"/{folder}/{name}"))
-    ]
+    hits = [n for n in zf.namelist() if safe_member(n) and (n == f"{folder}/{name}" or n.endswith(f"/{folder}/{name}"))]
     if len(hits) != 1:
         raise DownloadError(f"{archive}: expected one member {folder}/{name}, found {len(hits)}")
     return zf.read(hits[0])
@@ -621,7 +527,7 @@ def _build_sts_part(tmp: Path, opts: Options) -> None:
     for year, (path, folder) in STS_ARCHIVES.items():
         archive = Path(path).name
         out = tmp / f"{year}-en-test"
-        with _open_zip(_fetch(opts, "sts", src[archive])) as zf:
+        with open_zip(fetch_source(opts, "sts", src[archive])) as zf:
             prefix = "STS2016" if year == "STS16" else "STS"
             for name in STS_SETS[year]:
                 gold = _member(zf, archive, folder, f"{prefix}.gs.{name}.txt")
@@ -631,20 +537,20 @@ def _build_sts_part(tmp: Path, opts: Options) -> None:
                     raise DownloadError(
                         f"{archive}: {prefix}.gs.{name}.txt has sha256 {got}, expected {STS_GOLD_SHA256[rel]}"
                     )
-                _write(out / f"STS.gs.{name}.txt", gold)
+                write_file(out / f"STS.gs.{name}.txt", gold)
                 rows = []
                 for line in _text_lines(_member(zf, archive, folder, f"{prefix}.input.{name}.txt"), archive):
                     cols = line.split("\t")
                     rows.append("\t".join(lower(tokenize(c)) for c in (cols[0], cols[1] if len(cols) > 1 else "")))
-                _write(out / f"STS.input.{name}.txt", ("\n".join(rows) + "\n").encode("utf-8"))
+                write_file(out / f"STS.input.{name}.txt", ("\n".join(rows) + "\n").encode("utf-8"))
             for n in zf.namelist():  # the readme and license files SentEval leaves beside the data
                 base = n.rsplit("/", 1)[-1]
-                if _safe_member(n) and f"/{folder}/" in f"/{n}" and re.search(r"readme|license", base, re.I):
-                    _write(out / base, zf.read(n))
-    archive = _fetch(opts, "sts", src["Stsbenchmark.tar.gz"])
+                if safe_member(n) and f"/{folder}/" in f"/{n}" and re.search(r"readme|license", base, re.I):
+                    write_file(out / base, zf.read(n))
+    archive = fetch_source(opts, "sts", src["Stsbenchmark.tar.gz"])
     try:
         with tarfile.open(archive, "r:gz") as tf:
-            members = {m.name.rsplit("/", 1)[-1]: m for m in tf if m.isfile() and _safe_member(m.name)}
+            members = {m.name.rsplit("/", 1)[-1]: m for m in tf if m.isfile() and safe_member(m.name)}
             for split in STSB_LINES:
                 name = f"sts-{split}.csv"
                 if name not in members:
@@ -656,10 +562,10 @@ def _build_sts_part(tmp: Path, opts: Options) -> None:
                 for line in lines:
                     cols = line.split("\t") + [""] * 7
                     rows.append("\t".join(cols[:5] + [lower(tokenize(cols[5])), lower(tokenize(cols[6]))]))
-                _write(tmp / "STSBenchmark" / name, ("\n".join(rows) + "\n").encode("utf-8"))
+                write_file(tmp / "STSBenchmark" / name, ("\n".join(rows) + "\n").encode("utf-8"))
             for base, m in members.items():
                 if re.search(r"readme|license", base, re.I):
-                    _write(tmp / "STSBenchmark" / base, tf.extractfile(m).read())
+                    write_file(tmp / "STSBenchmark" / base, tf.extractfile(m).read())
     except (tarfile.TarError, EOFError, OSError, zlib.error) as err:
         archive.unlink(missing_ok=True)
         raise DownloadError(
@@ -676,8 +582,8 @@ def _build_sick_part(tmp: Path, opts: Options) -> None:
     for split in SICK_LINES:
         archive = f"sick_{split}.zip"
         name = f"SICK_{split}.txt"
-        with _open_zip(_fetch(opts, "sts", SOURCES["sts"][archive])) as zf:
-            hits = [n for n in zf.namelist() if _safe_member(n) and n.rsplit("/", 1)[-1] == name]
+        with open_zip(fetch_source(opts, "sts", SOURCES["sts"][archive])) as zf:
+            hits = [n for n in zf.namelist() if safe_member(n) and n.rsplit("/", 1)[-1] == name]
             if len(hits) != 1:
                 raise DownloadError(f"{archive}: expected one member {name}, found {len(hits)}")
             lines = _text_lines(zf.read(hits[0]), name)
@@ -690,7 +596,7 @@ def _build_sick_part(tmp: Path, opts: Options) -> None:
         for line in lines[1:]:
             cols = line.split("\t")
             rows.append("\t".join([cols[0], tokenize(cols[1]), tokenize(cols[2]), *cols[3:]]))
-        _write(tmp / name, ("\n".join(rows) + "\n").encode("utf-8"))
+        write_file(tmp / name, ("\n".join(rows) + "\n").encode("utf-8"))
     problems = [p for rel in sts_files() if rel.startswith("SICK/") for p in sts_file_problems(tmp.parent, rel, tmp)]
     if problems:
         raise DownloadError("sts: " + "; ".join(problems[:3]))
@@ -707,16 +613,16 @@ def _check_sts_part(folder: Path, part: str) -> list[str]:
 
 def _build_tu_part(ds: str) -> Callable[[Path, Options], None]:
     def build(tmp: Path, opts: Options) -> None:
-        with _open_zip(_fetch(opts, "tu", SOURCES["tu"][f"{ds}.zip"])) as zf:
+        with open_zip(fetch_source(opts, "tu", SOURCES["tu"][f"{ds}.zip"])) as zf:
             members = [
                 n
                 for n in zf.namelist()
-                if _safe_member(n) and n.startswith(f"{ds}/") and not n.endswith("/") and "__MACOSX" not in n
+                if safe_member(n) and n.startswith(f"{ds}/") and not n.endswith("/") and "__MACOSX" not in n
             ]
             if not members:
                 raise DownloadError(f"{ds}.zip holds no {ds}/ folder")
             for n in members:
-                _write(tmp / n[len(ds) + 1 :], zf.read(n))
+                write_file(tmp / n[len(ds) + 1 :], zf.read(n))
         problems = _check_tu_part(tmp, ds)
         if problems:
             raise DownloadError(f"tu/{ds}: " + "; ".join(problems))
@@ -757,14 +663,14 @@ def _check_tu_part(folder: Path, ds: str) -> list[str]:
 
 
 def _build_cifar10(tmp: Path, opts: Options) -> None:
-    archive = _fetch(opts, "cifar10", SOURCES["cifar10"]["cifar-10-python.tar.gz"])
+    archive = fetch_source(opts, "cifar10", SOURCES["cifar10"]["cifar-10-python.tar.gz"])
     prefix = "cifar-10-batches-py/"
     try:
         with tarfile.open(archive, "r:gz") as tf:
             for m in tf:
-                if not m.isfile() or not m.name.startswith(prefix) or not _safe_member(m.name):
+                if not m.isfile() or not m.name.startswith(prefix) or not safe_member(m.name):
                     continue
-                _write(tmp / m.name, tf.extractfile(m).read())
+                write_file(tmp / m.name, tf.extractfile(m).read())
     except (tarfile.TarError, EOFError, OSError, zlib.error) as err:
         archive.unlink(missing_ok=True)
         raise DownloadError(
@@ -793,48 +699,6 @@ def _check_cifar10(folder: Path, deep: bool = False) -> list[str]:
         except Exception as err:  # noqa: BLE001 - any unreadable batch is a corrupt dataset
             problems.append(f"{name} cannot be read ({type(err).__name__}: {err})")
     return problems
-
-
-# ------------------------------------------------------------------------------------------------
-# scifact (BEIR's layout)
-
-SCIFACT_FILES = ("corpus.jsonl", "queries.jsonl", "qrels/train.tsv", "qrels/test.tsv")
-# documents, queries, and the judgement lines of each split (BEIR's scifact)
-SCIFACT_COUNTS = {"corpus": 5183, "queries": 1109, "train": 919, "test": 339}
-
-
-def _build_scifact(tmp: Path, opts: Options) -> None:
-    archive = _fetch(opts, "scifact", SOURCES["scifact"]["scifact.zip"])
-    with _open_zip(archive) as zf:
-        for name in SCIFACT_FILES:
-            try:
-                data = zf.read(f"scifact/{name}")
-            except KeyError:
-                raise DownloadError(f"{archive.name} has no scifact/{name}") from None
-            _write(tmp / name, data)
-    problems = _check_scifact(tmp)
-    if problems:
-        raise DownloadError("scifact: " + "; ".join(problems))
-
-
-def _check_scifact(folder: Path) -> list[str]:
-    """The four files there, readable as a BEIR folder (every id resolves), with BEIR's counts."""
-    from qt_hard.errors import UserError
-    from qt_hard.data.beir import load_beir
-
-    missing = [f for f in SCIFACT_FILES if not (folder / f).is_file()]
-    if missing:
-        return [f"missing {', '.join(missing)}"]
-    try:
-        data = load_beir(folder, ("train", "test"))
-    except UserError as err:
-        return [str(err)]
-    have = {
-        "corpus": len(data.doc_ids),
-        "queries": len(data.queries),
-        **{s: sum(len(d) for d in data.qrels[s].values()) for s in ("train", "test")},
-    }
-    return [f"{k}: {have[k]} entries, expected {n}" for k, n in SCIFACT_COUNTS.items() if have[k] != n]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -898,7 +762,7 @@ def _build_books(tmp: Path, opts: Options) -> None:
         )
         for r in rows
     ]
-    paths = _fetch_many(opts, jobs, "books")
+    paths = fetch_many(opts, jobs, "books")
     for r, path in zip(rows, paths):
         original = path.read_bytes()
         if git_blob_sha1(original) != r["original_blob_sha1"]:
@@ -968,7 +832,7 @@ def _wiki_articles(data: bytes):
 
 def _build_wikipedia(tmp: Path, opts: Options, min_sentences: int = 200) -> None:
     jobs = [("wikipedia", Source(f"{WIKI_BASE}/{f}"), f.replace("/", "_")) for f in WIKI_FILES]
-    paths = _fetch_many(opts, jobs, "wikipedia")
+    paths = fetch_many(opts, jobs, "wikipedia")
     txt = tmp / "enwiki_wikiextractor_ge200sent.txt"
     digest = hashlib.sha256()
     index = ["page_id\ttitle\tn_sentences_simple_split\n"]
@@ -1095,14 +959,6 @@ DATASETS: dict[str, Dataset] = {
             lambda f: _check_cifar10(f, deep=True),
         ),
         Dataset(
-            "scifact",
-            "BEIR's SciFact in BEIR's layout: 5,183 abstracts, 1,109 claims, train and test qrels (3 MB zip)",
-            "CC BY-NC 2.0 (SciFact, Wadden et al. 2020); cite BEIR (Thakur et al. 2021)",
-            _build_scifact,
-            _check_scifact,
-            home="beir/scifact",
-        ),
-        Dataset(
             "bookcorpus",
             "BookCorpus (74 M sentences) through `datasets`, written as Parquet shards",
             "see the Hugging Face dataset card (Smashwords books; research use)",
@@ -1111,6 +967,7 @@ DATASETS: dict[str, Dataset] = {
         ),
     )
 }
+DATASETS.update(REGISTERED)
 
 
 def _unknown(name: str) -> DownloadError:
