@@ -25,7 +25,7 @@ from _http_server import LocalHosts
 from qt_hard.cli import main
 from qt_hard.data import catalog
 from qt_hard.data.download import DownloadError, fetch, git_blob_sha1
-from qt_hard.data.sources import scifact
+from qt_hard.data.sources import nfcorpus, scifact
 from qt_hard.data.sources._beir_zip import BeirCounts
 from qt_hard.data.sources._common import DOWNLOADS, Source
 
@@ -765,3 +765,73 @@ def test_scifact_with_a_wrong_checksum_or_a_missing_file_is_refused(hosts, root,
     err = capsys.readouterr().err.strip()
     assert "has no scifact/qrels/test.tsv" in err and "\n" not in err
     assert not (root / "beir" / "scifact").exists()
+
+
+@pytest.fixture(scope="module")
+def real_nfcorpus() -> Path:
+    """The real ``beir/nfcorpus`` of the data root (skipped where absent, a failure under CI): of a
+    wider scope than ``root``, so it is found before ``root`` points the data root elsewhere."""
+    import _data
+
+    return _data.dataset("beir", "nfcorpus")
+
+
+def serve_nfcorpus(hosts: LocalHosts, monkeypatch, real: Path, replace: dict[str, bytes] | None = None) -> None:
+    """BEIR's nfcorpus.zip rebuilt from the real files in ``real`` (the members are BEIR's bytes,
+    the archive is not: its own size, md5 and sha256 are pinned in place of BEIR's); ``replace``
+    puts other bytes in those members."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        for rel in nfcorpus.NFCORPUS.counts.files:
+            zf.writestr(f"nfcorpus/{rel}", (replace or {}).get(rel) or (real / rel).read_bytes())
+    archive = buf.getvalue()
+    hosts.put(nfcorpus.URL, archive)
+    src = Source(nfcorpus.URL, sha256=_sha(archive), md5=hashlib.md5(archive).hexdigest(), size=len(archive))
+    monkeypatch.setitem(nfcorpus.NFCORPUS.sources, "nfcorpus.zip", src)
+
+
+def test_nfcorpus_is_installed_byte_for_byte_from_a_mirror_and_listed(real_nfcorpus, hosts, root, monkeypatch, capsys):
+    serve_nfcorpus(hosts, monkeypatch, real_nfcorpus)
+    assert catalog.status("nfcorpus", root).state == "missing"
+    assert _get("nfcorpus") == 0
+    folder = root / "beir" / "nfcorpus"
+    for rel, want in nfcorpus.NFCORPUS.sha256.items():
+        assert _sha((folder / rel).read_bytes()) == want == _sha((real_nfcorpus / rel).read_bytes()), rel
+    assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()) == sorted(
+        [*nfcorpus.NFCORPUS.sha256, "SHA256SUMS", "SOURCE.md"]
+    )
+    assert nfcorpus.URL in (folder / "SOURCE.md").read_text() and not (root / DOWNLOADS / "nfcorpus").exists()
+    capsys.readouterr()
+    assert main(["data", "list"]) == 0
+    assert any(ln.split()[:2] == ["nfcorpus", "present"] for ln in capsys.readouterr().out.splitlines())
+    n = len(hosts.requests)
+    assert _get("nfcorpus") == 0 and len(hosts.requests) == n  # intact: nothing fetched again
+    assert "nothing fetched" in capsys.readouterr().out
+
+
+def test_nfcorpus_with_a_wrong_checksum_is_refused_in_one_line(real_nfcorpus, hosts, root, monkeypatch, capsys):
+    serve_nfcorpus(hosts, monkeypatch, real_nfcorpus)
+    size = nfcorpus.NFCORPUS.sources["nfcorpus.zip"].size
+    published = Source(nfcorpus.URL, sha256=nfcorpus.NFCORPUS.sha256["corpus.jsonl"], size=size)
+    monkeypatch.setitem(nfcorpus.NFCORPUS.sources, "nfcorpus.zip", published)  # the right size, other bytes
+    assert _get("nfcorpus") == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("qt-hard: error: ") and "sha256 mismatch" in err and "\n" not in err
+    # no folder, no temporary one, no fetched file kept (the bad bytes are not resumed from)
+    assert [str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() or p.name.startswith(".nfcorpus")] == []
+
+
+def test_nfcorpus_with_a_member_other_than_beirs_is_refused(real_nfcorpus, hosts, root, monkeypatch, capsys):
+    qrels = (real_nfcorpus / "qrels" / "test.tsv").read_bytes()
+    one = qrels.replace(b"\t2\r\n", b"\t1\r\n", 1)  # one graded judgement made 1
+    serve_nfcorpus(hosts, monkeypatch, real_nfcorpus, replace={"qrels/test.tsv": one})
+    assert _get("nfcorpus") == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("qt-hard: error: nfcorpus: qrels/test.tsv: sha256 ") and "\n" not in err
+    assert not (root / "beir" / "nfcorpus").exists() and not list((root / "beir").iterdir())
+    # with that file's sum pinned to the changed bytes, the counts still tell it: test uses scores 1 and 2
+    ones = qrels.replace(b"\t2\r\n", b"\t1\r\n")
+    monkeypatch.setitem(nfcorpus.NFCORPUS.sha256, "qrels/test.tsv", _sha(ones))
+    serve_nfcorpus(hosts, monkeypatch, real_nfcorpus, replace={"qrels/test.tsv": ones})
+    assert _get("nfcorpus") == 2
+    assert "qrels/test.tsv uses the scores [1], expected [1, 2]" in capsys.readouterr().err

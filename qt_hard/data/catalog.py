@@ -16,7 +16,7 @@ check where a folder has no manifest (the reference copy).
 
 The data sets are moving out of this module into ``qt_hard.data.sources``, one module each, which
 declares its files, checksums, build and check; ``DATASETS`` and ``SOURCES`` take those in from
-``qt_hard.data.sources.registered()`` (SciFact so far).
+``qt_hard.data.sources.registered()`` (SciFact and NFCorpus so far).
 """
 
 from __future__ import annotations
