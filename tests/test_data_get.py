@@ -835,3 +835,11 @@ def test_nfcorpus_with_a_member_other_than_beirs_is_refused(real_nfcorpus, hosts
     serve_nfcorpus(hosts, monkeypatch, real_nfcorpus, replace={"qrels/test.tsv": ones})
     assert _get("nfcorpus") == 2
     assert "qrels/test.tsv uses the scores [1], expected [1, 2]" in capsys.readouterr().err
+
+
+def test_get_help_names_every_dataset_of_the_table(capsys):
+    with pytest.raises(SystemExit):
+        main(["data", "get", "--help"])
+    text = " ".join(capsys.readouterr().out.split())  # the help's own line breaks undone
+    assert {"scifact", "nfcorpus"} <= set(catalog.DATASETS)
+    assert all(f"{name}," in text or f"{name};" in text for name in catalog.DATASETS), text
