@@ -25,7 +25,7 @@ from _http_server import LocalHosts
 from qt_hard.cli import main
 from qt_hard.data import catalog
 from qt_hard.data.download import DownloadError, fetch, git_blob_sha1
-from qt_hard.data.sources import nfcorpus, scifact
+from qt_hard.data.sources import cifar10, nfcorpus, scifact
 from qt_hard.data.sources._beir_zip import BeirCounts
 from qt_hard.data.sources._common import DOWNLOADS, Source
 
@@ -153,7 +153,7 @@ def serve_cifar10(hosts: LocalHosts, monkeypatch, n: int = 20) -> bytes:
     rng = np.random.default_rng(2)
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tf:
-        for name in catalog.CIFAR10_FILES:
+        for name in cifar10.FILES:
             if name == "batches.meta":
                 obj = {
                     "label_names": [
@@ -181,11 +181,11 @@ def serve_cifar10(hosts: LocalHosts, monkeypatch, n: int = 20) -> bytes:
             info.size = len(data)
             tf.addfile(info, io.BytesIO(data))
     archive = buf.getvalue()
-    hosts.put(catalog.CIFAR10_URL, archive)
+    hosts.put(cifar10.URL, archive)
     monkeypatch.setitem(
         catalog.SOURCES["cifar10"],
         "cifar-10-python.tar.gz",
-        Source(catalog.CIFAR10_URL, md5=hashlib.md5(archive).hexdigest()),
+        Source(cifar10.URL, md5=hashlib.md5(archive).hexdigest()),
     )
     return archive
 
@@ -305,7 +305,7 @@ def test_corrupt_and_truncated_archives_are_rejected(hosts, root, monkeypatch, c
     assert [p.name for p in root.iterdir() if not p.name.startswith(".")] == []
 
     serve_cifar10(hosts, monkeypatch)
-    tpath = hosts.root / catalog.CIFAR10_URL.split("://", 1)[1]
+    tpath = hosts.root / cifar10.URL.split("://", 1)[1]
     tpath.write_bytes(tpath.read_bytes()[:-200])  # md5 pinned: caught before extraction
     assert _get("cifar10") == 2
     assert "md5 mismatch" in capsys.readouterr().err
@@ -313,7 +313,7 @@ def test_corrupt_and_truncated_archives_are_rejected(hosts, root, monkeypatch, c
     assert not list((root / DOWNLOADS).rglob("*.tar.gz*"))  # the bad file is not kept to resume
 
     # without a checksum, a truncated tar.gz is still refused at extraction
-    monkeypatch.setitem(catalog.SOURCES["cifar10"], "cifar-10-python.tar.gz", Source(catalog.CIFAR10_URL))
+    monkeypatch.setitem(catalog.SOURCES["cifar10"], "cifar-10-python.tar.gz", Source(cifar10.URL))
     assert _get("cifar10") == 2
     assert "is not a complete tar.gz archive" in capsys.readouterr().err
     assert not (root / "cifar10").exists()
@@ -321,7 +321,7 @@ def test_corrupt_and_truncated_archives_are_rejected(hosts, root, monkeypatch, c
 
 def test_interrupted_download_leaves_nothing_and_resumes(hosts, root, monkeypatch, capsys):
     archive = serve_cifar10(hosts, monkeypatch, n=200)
-    path = "/" + catalog.CIFAR10_URL.split("://", 1)[1]
+    path = "/" + cifar10.URL.split("://", 1)[1]
     hosts.cut[path] = len(archive) // 3
     assert _get("cifar10") == 2
     assert "run the command again to resume" in capsys.readouterr().err

@@ -16,7 +16,7 @@ check where a folder has no manifest (the reference copy).
 
 The data sets are moving out of this module into ``qt_hard.data.sources``, one module each, which
 declares its files, checksums, build and check; ``DATASETS`` and ``SOURCES`` take those in from
-``qt_hard.data.sources.registered()`` (SciFact and NFCorpus so far).
+``qt_hard.data.sources.registered()``; the others are still defined here.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ import csv
 import hashlib
 import lzma
 import os
-import pickle
 import re
 import shutil
 import tarfile
@@ -72,7 +71,6 @@ STS_ARCHIVES = {  # year -> (archive path on the wiki, the folder it unpacks to)
 }
 STSB_ARCHIVE = f"{STS_WIKI}/4/48/Stsbenchmark.tar.gz"
 SICK_BASE = "http://alt.qcri.org/semeval2014/task1/data/uploads"
-CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 BOOKS_BASE = "https://raw.githubusercontent.com/rcdm-uga/Gutenberg_Text/a0b16d35a9851168ce9ac649851c17b7ab08d48e"
 WIKI_BASE = "https://raw.githubusercontent.com/jason-feng/wikiVisual/1c0fac92f29f17c1603bfffbe864e0dfdff66897/text"
 WIKI_FILES = tuple(f"{part}/wiki_{i:02d}" for part in ("AA", "AB", "AC", "AD") for i in range(100))
@@ -120,10 +118,6 @@ SOURCES: dict[str, dict[str, Source]] = {
     "tu": {
         f"{ds}.zip": Source(f"{TU_BASE}/{ds}.zip", note="TU publishes no checksums: graph/node counts checked")
         for ds in ("MUTAG", "PTC_MR", "ENZYMES", "PROTEINS", "IMDB-BINARY", "IMDB-MULTI", "DD", "REDDIT-BINARY")
-    },
-    "cifar10": {
-        # md5 published on https://www.cs.toronto.edu/~kriz/cifar.html
-        "cifar-10-python.tar.gz": Source(CIFAR10_URL, md5="c58f30108f718f92721af3b95e74349a"),
     },
     "books": {
         # 352 files, one per book: ``BOOKS_BASE/<original_path>``, each verified by the git blob
@@ -342,15 +336,6 @@ TU_COUNTS = {
     "DD": (1178, None),
     "REDDIT-BINARY": (2000, None),
 }
-CIFAR10_FILES = (
-    "data_batch_1",
-    "data_batch_2",
-    "data_batch_3",
-    "data_batch_4",
-    "data_batch_5",
-    "test_batch",
-    "batches.meta",
-)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -659,49 +644,6 @@ def _check_tu_part(folder: Path, ds: str) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------------
-# cifar10
-
-
-def _build_cifar10(tmp: Path, opts: Options) -> None:
-    archive = fetch_source(opts, "cifar10", SOURCES["cifar10"]["cifar-10-python.tar.gz"])
-    prefix = "cifar-10-batches-py/"
-    try:
-        with tarfile.open(archive, "r:gz") as tf:
-            for m in tf:
-                if not m.isfile() or not m.name.startswith(prefix) or not safe_member(m.name):
-                    continue
-                write_file(tmp / m.name, tf.extractfile(m).read())
-    except (tarfile.TarError, EOFError, OSError, zlib.error) as err:
-        archive.unlink(missing_ok=True)
-        raise DownloadError(
-            f"{archive.name} is not a complete tar.gz archive ({err}); it was removed, run again"
-        ) from None
-    problems = _check_cifar10(tmp, deep=True)
-    if problems:
-        raise DownloadError("cifar10: " + "; ".join(problems))
-
-
-def _check_cifar10(folder: Path, deep: bool = False) -> list[str]:
-    base = folder / "cifar-10-batches-py"
-    missing = [f for f in CIFAR10_FILES if not (base / f).is_file()]
-    if missing:
-        return [f"cifar-10-batches-py: missing {', '.join(missing)}"]
-    if not deep:
-        return []
-    problems = []
-    for name in CIFAR10_FILES[:-1]:
-        try:
-            with open(base / name, "rb") as fh:
-                batch = pickle.load(fh, encoding="latin1")
-            n = len(batch["labels"])
-            if batch["data"].shape != (n, 3072) or str(batch["data"].dtype) != "uint8":
-                problems.append(f"{name}: data {batch['data'].shape} {batch['data'].dtype}, labels {n}")
-        except Exception as err:  # noqa: BLE001 - any unreadable batch is a corrupt dataset
-            problems.append(f"{name} cannot be read ({type(err).__name__}: {err})")
-    return problems
-
-
-# ------------------------------------------------------------------------------------------------
 # books
 
 
@@ -950,13 +892,6 @@ DATASETS: dict[str, Dataset] = {
             parts=tuple(TU_COUNTS),
             part_build=lambda part: _build_tu_part(part),
             part_check=_check_tu_part,
-        ),
-        Dataset(
-            "cifar10",
-            "CIFAR-10 python version, the official archive (163 MB)",
-            "no formal license; cite Krizhevsky 2009",
-            _build_cifar10,
-            lambda f: _check_cifar10(f, deep=True),
         ),
         Dataset(
             "bookcorpus",
