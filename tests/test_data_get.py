@@ -25,7 +25,7 @@ from _http_server import LocalHosts
 from qt_hard.cli import main
 from qt_hard.data import catalog
 from qt_hard.data.download import DownloadError, fetch, git_blob_sha1
-from qt_hard.data.sources import cifar10, nfcorpus, scifact
+from qt_hard.data.sources import bookcorpus, cifar10, nfcorpus, scifact
 from qt_hard.data.sources._beir_zip import BeirCounts
 from qt_hard.data.sources._common import DOWNLOADS, Source
 
@@ -431,7 +431,7 @@ def test_bookcorpus_through_datasets_parquet(root, tmp_path):
     Dataset.from_dict({"text": rows[:20]}).to_parquet(str(src / "train-0.parquet"))
     Dataset.from_dict({"text": rows[20:]}).to_parquet(str(src / "train-1.parquet"))
     assert _get("bookcorpus", extra=["--source", str(src)]) == 0
-    files = catalog.bookcorpus_files(root / "bookcorpus")
+    files = bookcorpus.bookcorpus_files(root / "bookcorpus")
     from qt_hard.data.books import load_hf_bookcorpus
 
     ds = load_hf_bookcorpus("parquet", data_files=files, cache_dir=tmp_path / "c", boundary_pattern=None)

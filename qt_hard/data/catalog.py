@@ -74,7 +74,6 @@ SICK_BASE = "http://alt.qcri.org/semeval2014/task1/data/uploads"
 BOOKS_BASE = "https://raw.githubusercontent.com/rcdm-uga/Gutenberg_Text/a0b16d35a9851168ce9ac649851c17b7ab08d48e"
 WIKI_BASE = "https://raw.githubusercontent.com/jason-feng/wikiVisual/1c0fac92f29f17c1603bfffbe864e0dfdff66897/text"
 WIKI_FILES = tuple(f"{part}/wiki_{i:02d}" for part in ("AA", "AB", "AC", "AD") for i in range(100))
-BOOKCORPUS_HUB = "bookcorpus/bookcorpus"
 
 _NO_SUM = "no published checksum, and the reference copy came from another mirror: layout checked"
 
@@ -128,12 +127,6 @@ SOURCES: dict[str, dict[str, Source]] = {
         # 400 WikiExtractor files; the concatenated subset and its index are verified by sha256.
         "<text/XX/wiki_NN>": Source(f"{WIKI_BASE}/<XX/wiki_NN>", note="output sha256 (WIKI_OUTPUT_SHA256)"),
     },
-    "bookcorpus": {
-        "hub": Source(
-            f"https://huggingface.co/datasets/{BOOKCORPUS_HUB}",
-            note="through `datasets`; row count checked (74,004,228 sentences)",
-        ),
-    },
     **{name: ds.sources for name, ds in REGISTERED.items()},
 }
 
@@ -146,7 +139,6 @@ WIKI_OUTPUT_SHA256 = {
     "enwiki_wikiextractor_ge200sent.txt": "657719bef659ef8cf1c3479451fef34850c36fa00d48663a7020f4a8b0babf93",
     "enwiki_wikiextractor_ge200sent_index.tsv": "279f49e2c546f08e8634513918c2f73665bb4ffd876f357f7be97a8b572b4d02",
 }
-BOOKCORPUS_ROWS = 74_004_228  # the hub copy's train split
 
 # Examples per file (SentEval's task sizes; read with str.splitlines like SentEval).
 SENTEVAL_LINES = {
@@ -806,40 +798,6 @@ def _check_wikipedia(folder: Path) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------------
-# bookcorpus (through `datasets`)
-
-
-def _build_bookcorpus(tmp: Path, opts: Options, rows_per_file: int = 1_000_000) -> None:
-    from datasets import load_dataset
-
-    source = opts.source or BOOKCORPUS_HUB
-    if Path(source).is_dir():
-        files = sorted(str(p) for p in Path(source).rglob("*.parquet"))
-        if not files:
-            raise DownloadError(f"{source} holds no .parquet files")
-        ds = load_dataset("parquet", data_files=files, split="train")
-    else:
-        ds = load_dataset(source, split="train")
-    if "text" not in ds.column_names:
-        raise DownloadError(f"{source}: expected a 'text' column, found {ds.column_names}")
-    if source == BOOKCORPUS_HUB and len(ds) != BOOKCORPUS_ROWS:
-        raise DownloadError(f"{source}: {len(ds)} rows, expected {BOOKCORPUS_ROWS}")
-    ds = ds.select_columns(["text"])
-    shards = max(1, -(-len(ds) // rows_per_file))
-    for i in range(shards):
-        ds.shard(shards, i, contiguous=True).to_parquet(str(tmp / f"train-{i:05d}-of-{shards:05d}.parquet"))
-
-
-def _check_bookcorpus(folder: Path) -> list[str]:
-    return [] if any(folder.glob("*.parquet")) else ["no .parquet files"]
-
-
-def bookcorpus_files(folder: Path) -> list[str]:
-    """The Parquet shards ``qt-hard data get bookcorpus`` wrote, in corpus order."""
-    return sorted(str(p) for p in Path(folder).glob("*.parquet"))
-
-
-# ------------------------------------------------------------------------------------------------
 # the registry
 
 
@@ -892,13 +850,6 @@ DATASETS: dict[str, Dataset] = {
             parts=tuple(TU_COUNTS),
             part_build=lambda part: _build_tu_part(part),
             part_check=_check_tu_part,
-        ),
-        Dataset(
-            "bookcorpus",
-            "BookCorpus (74 M sentences) through `datasets`, written as Parquet shards",
-            "see the Hugging Face dataset card (Smashwords books; research use)",
-            _build_bookcorpus,
-            _check_bookcorpus,
         ),
     )
 }
