@@ -25,7 +25,7 @@ from _http_server import LocalHosts
 from qt_hard.cli import main
 from qt_hard.data import catalog
 from qt_hard.data.download import DownloadError, fetch, git_blob_sha1
-from qt_hard.data.sources import bookcorpus, cifar10, nfcorpus, scifact
+from qt_hard.data.sources import bookcorpus, cifar10, nfcorpus, scifact, tu
 from qt_hard.data.sources._beir_zip import BeirCounts
 from qt_hard.data.sources._common import DOWNLOADS, Source
 
@@ -192,7 +192,7 @@ def serve_cifar10(hosts: LocalHosts, monkeypatch, n: int = 20) -> bytes:
 
 def serve_tu(hosts: LocalHosts, monkeypatch) -> None:
     counts = {}
-    for i, ds in enumerate(catalog.TU_COUNTS):
+    for i, ds in enumerate(tu.COUNTS):
         graphs, nodes_per = 4 + i, 3
         counts[ds] = (graphs, graphs * nodes_per)
         indicator = "".join(f"{g + 1}\n" for g in range(graphs) for _ in range(nodes_per))
@@ -203,8 +203,8 @@ def serve_tu(hosts: LocalHosts, monkeypatch) -> None:
             zf.writestr(f"{ds}/{ds}_graph_indicator.txt", indicator)
             zf.writestr(f"{ds}/{ds}_graph_labels.txt", "".join(f"{g % 2}\n" for g in range(graphs)))
             zf.writestr(f"{ds}/README.txt", f"{ds} readme\n")
-        hosts.put(f"{catalog.TU_BASE}/{ds}.zip", buf.getvalue())
-    monkeypatch.setattr(catalog, "TU_COUNTS", counts)
+        hosts.put(f"{tu.BASE}/{ds}.zip", buf.getvalue())
+    monkeypatch.setattr(tu, "COUNTS", counts)
 
 
 def serve_wikipedia(hosts: LocalHosts, monkeypatch) -> tuple[bytes, str]:
@@ -352,7 +352,7 @@ def test_fetch_starts_over_after_416_and_reports_404(tmp_path):
 def test_tu_get_per_subset(hosts, root, monkeypatch, capsys):
     serve_tu(hosts, monkeypatch)
     assert _get("tu") == 0
-    for ds in catalog.TU_COUNTS:
+    for ds in tu.COUNTS:
         assert (root / "tu" / ds / f"{ds}_graph_indicator.txt").is_file()
     # drop one subset: list says what is missing, get fetches only that one
     import shutil
@@ -362,7 +362,7 @@ def test_tu_get_per_subset(hosts, root, monkeypatch, capsys):
     assert st.state == "present" and "not here: DD" in st.detail
     n = len(hosts.requests)
     assert _get("tu") == 0
-    assert [p for p, _ in hosts.requests[n:]] == ["/" + f"{catalog.TU_BASE}/DD.zip".split("://", 1)[1]]
+    assert [p for p, _ in hosts.requests[n:]] == ["/" + f"{tu.BASE}/DD.zip".split("://", 1)[1]]
     # a graph-label file that lost lines is corrupt even without a manifest
     (root / "tu" / "MUTAG" / "SHA256SUMS").unlink()
     lab = root / "tu" / "MUTAG" / "MUTAG_graph_labels.txt"
@@ -479,7 +479,7 @@ def test_real_reference_copy_passes_layout_checks():
     ref = _data.dataset("senteval").parent
     assert catalog._check_senteval(ref / "senteval") == []
     for ds in ("MUTAG", "PTC_MR", "ENZYMES", "PROTEINS", "IMDB-BINARY", "IMDB-MULTI"):
-        assert catalog._check_tu_part(ref / "tu" / ds, ds) == []
+        assert tu.check_part(ref / "tu" / ds, ds) == []
     assert catalog._check_books(ref / "books") == []
     for rel, want in catalog.SENTEVAL_OUTPUT_SHA256.items():
         assert hashlib.sha256((ref / "senteval" / rel).read_bytes()).hexdigest() == want

@@ -59,7 +59,6 @@ TREC_BASE = "https://cogcomp.seas.upenn.edu/Data/QA/QC"
 MRPC_BASE = (
     "https://raw.githubusercontent.com/Pzeyang/Paraphrase_Identification/dc1755eb1a4755ca310f97209391f1f5c06e2fd1"
 )
-TU_BASE = "https://www.chrsmrrs.com/graphkerneldatasets"
 # SentEval's data/downstream/get_transfer_data.bash: the STS wiki's archives and SICK's SemEval-2014 files.
 STS_WIKI = "http://ixa2.si.ehu.es/stswiki/images"
 STS_ARCHIVES = {  # year -> (archive path on the wiki, the folder it unpacks to)
@@ -113,10 +112,6 @@ SOURCES: dict[str, dict[str, Source]] = {
             )
             for split in ("train", "trial", "test_annotated")
         },
-    },
-    "tu": {
-        f"{ds}.zip": Source(f"{TU_BASE}/{ds}.zip", note="TU publishes no checksums: graph/node counts checked")
-        for ds in ("MUTAG", "PTC_MR", "ENZYMES", "PROTEINS", "IMDB-BINARY", "IMDB-MULTI", "DD", "REDDIT-BINARY")
     },
     "books": {
         # 352 files, one per book: ``BOOKS_BASE/<original_path>``, each verified by the git blob
@@ -314,20 +309,6 @@ def sts_file_problems(folder: Path, rel: str, part_dir: Path | None = None) -> l
 def _check_sts(folder: Path) -> list[str]:
     """``folder`` is the SentEval folder holding STS/ and SICK/."""
     return [problem for rel in sts_files() for problem in sts_file_problems(folder, rel)]
-
-
-# (graphs, nodes) per TU dataset, the published TUDataset statistics; None where only the graph
-# count is checked.
-TU_COUNTS = {
-    "MUTAG": (188, 3371),
-    "PTC_MR": (344, 4915),
-    "ENZYMES": (600, 19580),
-    "PROTEINS": (1113, 43471),
-    "IMDB-BINARY": (1000, 19773),
-    "IMDB-MULTI": (1500, 19502),
-    "DD": (1178, None),
-    "REDDIT-BINARY": (2000, None),
-}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -585,57 +566,6 @@ def _check_sts_part(folder: Path, part: str) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------------
-# tu
-
-
-def _build_tu_part(ds: str) -> Callable[[Path, Options], None]:
-    def build(tmp: Path, opts: Options) -> None:
-        with open_zip(fetch_source(opts, "tu", SOURCES["tu"][f"{ds}.zip"])) as zf:
-            members = [
-                n
-                for n in zf.namelist()
-                if safe_member(n) and n.startswith(f"{ds}/") and not n.endswith("/") and "__MACOSX" not in n
-            ]
-            if not members:
-                raise DownloadError(f"{ds}.zip holds no {ds}/ folder")
-            for n in members:
-                write_file(tmp / n[len(ds) + 1 :], zf.read(n))
-        problems = _check_tu_part(tmp, ds)
-        if problems:
-            raise DownloadError(f"tu/{ds}: " + "; ".join(problems))
-
-    return build
-
-
-def _count_lines(path: Path) -> tuple[int, int]:
-    """(lines, largest integer on a line) of a TU indicator/label file."""
-    n, top = 0, None
-    with open(path, "rb") as fh:
-        for line in fh:
-            if line.strip():
-                n += 1
-                v = int(line.split(b",")[0])
-                top = v if top is None or v > top else top
-    return n, top or 0
-
-
-def _check_tu_part(folder: Path, ds: str) -> list[str]:
-    need = [f"{ds}_A.txt", f"{ds}_graph_indicator.txt", f"{ds}_graph_labels.txt"]
-    missing = [f for f in need if not (folder / f).is_file()]
-    if missing:
-        return [f"{ds}: missing {', '.join(missing)}"]
-    graphs, nodes = TU_COUNTS[ds]
-    n_labels, _ = _count_lines(folder / f"{ds}_graph_labels.txt")
-    n_nodes, top = _count_lines(folder / f"{ds}_graph_indicator.txt")
-    problems = []
-    if n_labels != graphs or top != graphs:
-        problems.append(f"{ds}: {n_labels} graph labels and graph ids up to {top}, expected {graphs}")
-    if nodes is not None and n_nodes != nodes:
-        problems.append(f"{ds}: {n_nodes} nodes, expected {nodes}")
-    return problems
-
-
-# ------------------------------------------------------------------------------------------------
 # books
 
 
@@ -840,17 +770,6 @@ DATASETS: dict[str, Dataset] = {
             _build_wikipedia,
             _check_wikipedia,
         ),
-        Dataset(
-            "tu",
-            "TU Dortmund graph datasets: MUTAG, PTC_MR, ENZYMES, PROTEINS, IMDB-BINARY, IMDB-MULTI, DD, "
-            "REDDIT-BINARY, original text format",
-            "no license stated; research use with citation of TUDataset (Morris et al. 2020) and each source",
-            None,
-            None,
-            parts=tuple(TU_COUNTS),
-            part_build=lambda part: _build_tu_part(part),
-            part_check=_check_tu_part,
-        ),
     )
 }
 DATASETS.update(REGISTERED)
@@ -955,7 +874,9 @@ def get(name: str, opts: Options, force: bool = False) -> Status:
             target = opts.root / (ds.home or name) / part
             state, _ = _folder_state(target, lambda f, p=part: ds.part_check(f, p))
             if state != "present" or force:
-                sources = SOURCES[name] if name != "tu" else {f"{part}.zip": SOURCES[name][f"{part}.zip"]}
+                # a part with an archive of its own (tu) notes that one, else the dataset's files
+                own = f"{part}.zip"
+                sources = {own: SOURCES[name][own]} if own in SOURCES[name] else SOURCES[name]
                 install(target, _with_note(ds.part_build(part), ds, opts, sources))
     else:
         install(opts.root / (ds.home or name), _with_note(ds.build, ds, opts, SOURCES[name]), keep=ds.keep)
