@@ -25,7 +25,7 @@ from _http_server import LocalHosts
 from qt_hard.cli import main
 from qt_hard.data import catalog
 from qt_hard.data.download import DownloadError, fetch, git_blob_sha1
-from qt_hard.data.sources import bookcorpus, cifar10, nfcorpus, scifact, tu
+from qt_hard.data.sources import bookcorpus, books, cifar10, nfcorpus, scifact, tu
 from qt_hard.data.sources._beir_zip import BeirCounts
 from qt_hard.data.sources._common import DOWNLOADS, Source
 
@@ -127,7 +127,7 @@ def serve_books(hosts: LocalHosts, monkeypatch, n_books: int = 3, paragraphs: in
             ).encode()
         )
         path = f"Author {b}, A./Book {b}; Or, A Tale.txt"
-        hosts.put(f"{catalog.BOOKS_BASE}/{path}", original)
+        hosts.put(f"{books.BASE}/{path}", original)
         rows.append(
             {
                 "file": f"Author_{b}__Book_{b}.txt.xz",
@@ -145,7 +145,7 @@ def serve_books(hosts: LocalHosts, monkeypatch, n_books: int = 3, paragraphs: in
                 "head_hex": stripped[:48].hex(),
             }
         )
-    monkeypatch.setattr(catalog, "books_index", lambda: [dict(r) for r in rows])
+    monkeypatch.setattr(books, "books_index", lambda: [dict(r) for r in rows])
     return rows
 
 
@@ -382,7 +382,7 @@ def test_books_get_strips_and_verifies(hosts, root, monkeypatch):
     with open(root / "books" / "INDEX.tsv", newline="") as fh:
         assert [r["file"] for r in csv.DictReader(fh, delimiter="\t")] == [r["file"] for r in rows]
     # an original whose bytes differ from the listed git blob is refused
-    hosts.put(f"{catalog.BOOKS_BASE}/{rows[0]['original_path']}", b"tampered")
+    hosts.put(f"{books.BASE}/{rows[0]['original_path']}", b"tampered")
     rows[0]["original_bytes"] = str(len(b"tampered"))
     with pytest.raises(DownloadError, match="git blob sha1"):
         catalog.get("books", catalog.Options(root, progress=False), force=True)
@@ -403,9 +403,9 @@ def test_strip_gutenberg_marker_rule_and_mismatch():
         "txt_sha256": _sha(text),
         "file": "x",
     }
-    assert catalog.strip_gutenberg(original, row) == text  # head not found: the marker rule
+    assert books.strip_gutenberg(original, row) == text  # head not found: the marker rule
     with pytest.raises(DownloadError, match="does not match the recorded sha256"):
-        catalog.strip_gutenberg(original, dict(row, txt_sha256=_sha(b"other")))
+        books.strip_gutenberg(original, dict(row, txt_sha256=_sha(b"other")))
 
 
 def test_wikipedia_get_matches_reference_layout(hosts, root, monkeypatch, tmp_path):
@@ -480,10 +480,10 @@ def test_real_reference_copy_passes_layout_checks():
     assert catalog._check_senteval(ref / "senteval") == []
     for ds in ("MUTAG", "PTC_MR", "ENZYMES", "PROTEINS", "IMDB-BINARY", "IMDB-MULTI"):
         assert tu.check_part(ref / "tu" / ds, ds) == []
-    assert catalog._check_books(ref / "books") == []
+    assert books.check(ref / "books") == []
     for rel, want in catalog.SENTEVAL_OUTPUT_SHA256.items():
         assert hashlib.sha256((ref / "senteval" / rel).read_bytes()).hexdigest() == want
-    rows = catalog.books_index()
+    rows = books.books_index()
     assert len(rows) == 352
     r = rows[0]
     xz = (ref / "books" / r["file"]).read_bytes()
@@ -495,7 +495,7 @@ def test_real_reference_copy_passes_layout_checks():
     (kept,) = [r for r in rows if r["pg_header_footer_stripped"] == "False"]
     original = lzma.decompress((ref / "books" / kept["file"]).read_bytes())
     assert git_blob_sha1(original) == kept["original_blob_sha1"]
-    assert catalog.strip_gutenberg(original, kept) == original
+    assert books.strip_gutenberg(original, kept) == original
 
 
 @pytest.mark.slow
