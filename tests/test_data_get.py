@@ -25,7 +25,7 @@ from _http_server import LocalHosts
 from qt_hard.cli import main
 from qt_hard.data import catalog
 from qt_hard.data.download import DownloadError, fetch, git_blob_sha1
-from qt_hard.data.sources import bookcorpus, books, cifar10, nfcorpus, scifact, tu
+from qt_hard.data.sources import bookcorpus, books, cifar10, nfcorpus, scifact, tu, wikipedia
 from qt_hard.data.sources._beir_zip import BeirCounts
 from qt_hard.data.sources._common import DOWNLOADS, Source
 
@@ -211,7 +211,7 @@ def serve_wikipedia(hosts: LocalHosts, monkeypatch) -> tuple[bytes, str]:
     """400 WikiExtractor files; articles 2k in each of the first files are long (>= 200 sentences)."""
     rng = random.Random(3)
     kept, index = [], ["page_id\ttitle\tn_sentences_simple_split\n"]
-    for f, name in enumerate(catalog.WIKI_FILES):
+    for f, name in enumerate(wikipedia.FILES):
         docs = []
         for j in range(2 if f < 3 else 1):
             pid = 12 + 10 * f + j
@@ -227,11 +227,11 @@ def serve_wikipedia(hosts: LocalHosts, monkeypatch) -> tuple[bytes, str]:
             if long:
                 kept.append(raw)
                 index.append(f"{pid}\tA & {pid}\t{n}\n")
-        hosts.put(f"{catalog.WIKI_BASE}/{name}", b"".join(docs))
+        hosts.put(f"{wikipedia.BASE}/{name}", b"".join(docs))
     txt, idx = b"".join(kept), "".join(index).encode()
     monkeypatch.setattr(
-        catalog,
-        "WIKI_OUTPUT_SHA256",
+        wikipedia,
+        "OUTPUT_SHA256",
         {"enwiki_wikiextractor_ge200sent.txt": _sha(txt), "enwiki_wikiextractor_ge200sent_index.tsv": _sha(idx)},
     )
     return txt, idx.decode()
@@ -506,16 +506,14 @@ def test_real_wikipedia_subset_and_index_are_reproduced():
 
     dump = _data.dataset("wikipedia", "enwiki_wikiextractor_ge200sent.txt.xz")
     txt, index = hashlib.sha256(), ["page_id\ttitle\tn_sentences_simple_split\n"]
-    for page_id, raw in catalog._wiki_articles(lzma.open(dump).read()):
+    for page_id, raw in wikipedia.wiki_articles(lzma.open(dump).read()):
         lines = raw.decode("utf-8").split("\n")
-        n = catalog.count_wiki_sentences(lines[2:-2])
+        n = wikipedia.count_wiki_sentences(lines[2:-2])
         assert n >= 200
         txt.update(raw)
         index.append(f"{page_id}\t{lines[1]}\t{n}\n")
-    assert txt.hexdigest() == catalog.WIKI_OUTPUT_SHA256["enwiki_wikiextractor_ge200sent.txt"]
-    assert (
-        _sha("".join(index).encode("utf-8")) == catalog.WIKI_OUTPUT_SHA256["enwiki_wikiextractor_ge200sent_index.tsv"]
-    )
+    assert txt.hexdigest() == wikipedia.OUTPUT_SHA256["enwiki_wikiextractor_ge200sent.txt"]
+    assert _sha("".join(index).encode("utf-8")) == wikipedia.OUTPUT_SHA256["enwiki_wikiextractor_ge200sent_index.tsv"]
 
 
 # ------------------------------------------------------------------------------------------------

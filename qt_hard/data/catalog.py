@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import codecs
 import hashlib
-import lzma
 import os
 import re
 import shutil
@@ -40,7 +39,6 @@ from qt_hard.data.sources._common import (
     Dataset,
     Options,
     Source,
-    fetch_many,
     fetch_source,
     open_zip,
     safe_member,
@@ -68,8 +66,6 @@ STS_ARCHIVES = {  # year -> (archive path on the wiki, the folder it unpacks to)
 }
 STSB_ARCHIVE = f"{STS_WIKI}/4/48/Stsbenchmark.tar.gz"
 SICK_BASE = "http://alt.qcri.org/semeval2014/task1/data/uploads"
-WIKI_BASE = "https://raw.githubusercontent.com/jason-feng/wikiVisual/1c0fac92f29f17c1603bfffbe864e0dfdff66897/text"
-WIKI_FILES = tuple(f"{part}/wiki_{i:02d}" for part in ("AA", "AB", "AC", "AD") for i in range(100))
 
 _NO_SUM = "no published checksum, and the reference copy came from another mirror: layout checked"
 
@@ -110,10 +106,6 @@ SOURCES: dict[str, dict[str, Source]] = {
             for split in ("train", "trial", "test_annotated")
         },
     },
-    "wikipedia": {
-        # 400 WikiExtractor files; the concatenated subset and its index are verified by sha256.
-        "<text/XX/wiki_NN>": Source(f"{WIKI_BASE}/<XX/wiki_NN>", note="output sha256 (WIKI_OUTPUT_SHA256)"),
-    },
     **{name: ds.sources for name, ds in REGISTERED.items()},
 }
 
@@ -121,10 +113,6 @@ SOURCES: dict[str, dict[str, Source]] = {
 SENTEVAL_OUTPUT_SHA256 = {
     "MRPC/msr_paraphrase_train.txt": "f3d26d73bb3510032f80836e2e81cf32c71863f8dd6151aa80a125c2c799a557",
     "MRPC/msr_paraphrase_test.txt": "51a1f197d8786712d2f0d97700f5be653b7488a96cde00e158159350d23e3d90",
-}
-WIKI_OUTPUT_SHA256 = {
-    "enwiki_wikiextractor_ge200sent.txt": "657719bef659ef8cf1c3479451fef34850c36fa00d48663a7020f4a8b0babf93",
-    "enwiki_wikiextractor_ge200sent_index.tsv": "279f49e2c546f08e8634513918c2f73665bb4ffd876f357f7be97a8b572b4d02",
 }
 
 # Examples per file (SentEval's task sizes; read with str.splitlines like SentEval).
@@ -558,79 +546,6 @@ def _check_sts_part(folder: Path, part: str) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------------
-# wikipedia
-
-_SENT_SPLIT = re.compile(r"(?<=[.?!])\s+")
-_INNER_STOP = re.compile(r"[.?!]")
-
-
-def count_wiki_sentences(lines: list[str]) -> int:
-    """Sentences in an article's paragraph lines (the title line excluded), by the reference copy's
-    simple splitter: split at whitespace after ``.``, ``?`` or ``!``; skip heading lines (8 words or
-    fewer, ending in ``.``, no other ``.?!``)."""
-    n = 0
-    for line in lines:
-        s = line.strip()
-        if not s:
-            continue
-        if len(s.split()) <= 8 and s.endswith(".") and not _INNER_STOP.search(s[:-1]):
-            continue
-        n += sum(1 for part in _SENT_SPLIT.split(s) if part.strip())
-    return n
-
-
-_DOC_HEAD = re.compile(rb'^<doc id="(\d+)"')
-
-
-def _wiki_articles(data: bytes):
-    """(page_id, raw bytes of the article from ``<doc`` through ``</doc>\\n``) in file order."""
-    start = None
-    for m in re.finditer(rb"^<doc [^\n]*\n|^</doc>\n", data, re.M):
-        if m.group().startswith(b"<doc"):
-            start = m.start()
-        elif start is not None:
-            raw = data[start : m.end()]
-            head = _DOC_HEAD.match(raw)
-            if head is None:
-                raise DownloadError(f"unreadable WikiExtractor header: {raw[:100]!r}")
-            yield head.group(1).decode(), raw
-            start = None
-
-
-def _build_wikipedia(tmp: Path, opts: Options, min_sentences: int = 200) -> None:
-    jobs = [("wikipedia", Source(f"{WIKI_BASE}/{f}"), f.replace("/", "_")) for f in WIKI_FILES]
-    paths = fetch_many(opts, jobs, "wikipedia")
-    txt = tmp / "enwiki_wikiextractor_ge200sent.txt"
-    digest = hashlib.sha256()
-    index = ["page_id\ttitle\tn_sentences_simple_split\n"]
-    with open(txt, "wb") as out:
-        for path in paths:
-            for page_id, raw in _wiki_articles(path.read_bytes()):
-                lines = raw.decode("utf-8").split("\n")  # <doc ...>, title, paragraphs, </doc>, ""
-                n = count_wiki_sentences(lines[2:-2])
-                if n >= min_sentences:
-                    out.write(raw)
-                    digest.update(raw)
-                    index.append(f"{page_id}\t{lines[1]}\t{n}\n")
-    (tmp / "enwiki_wikiextractor_ge200sent_index.tsv").write_text("".join(index), encoding="utf-8")
-    got = {
-        txt.name: digest.hexdigest(),
-        "enwiki_wikiextractor_ge200sent_index.tsv": file_digest(tmp / "enwiki_wikiextractor_ge200sent_index.tsv"),
-    }
-    for name, want in WIKI_OUTPUT_SHA256.items():
-        if want and got[name] != want:
-            raise DownloadError(f"wikipedia/{name}: sha256 {got[name]} differs from the reference copy's {want}")
-    with open(txt, "rb") as src, lzma.open(txt.with_suffix(".txt.xz"), "wb", preset=6) as dst:
-        shutil.copyfileobj(src, dst, 1 << 20)
-    txt.unlink()
-
-
-def _check_wikipedia(folder: Path) -> list[str]:
-    need = ["enwiki_wikiextractor_ge200sent.txt.xz", "enwiki_wikiextractor_ge200sent_index.tsv"]
-    return [f"{n} is missing" for n in need if not (folder / n).is_file()]
-
-
-# ------------------------------------------------------------------------------------------------
 # the registry
 
 
@@ -658,13 +573,6 @@ DATASETS: dict[str, Dataset] = {
             part_build=lambda part: _build_sts_part if part == "STS" else _build_sick_part,
             part_check=_check_sts_part,
             every_part=True,
-        ),
-        Dataset(
-            "wikipedia",
-            "4,715 English Wikipedia articles with >= 200 sentences, WikiExtractor text (54 MB)",
-            "CC BY-SA 3.0 / GFDL (Wikipedia); attribute Wikipedia",
-            _build_wikipedia,
-            _check_wikipedia,
         ),
     )
 }
