@@ -14,9 +14,11 @@ Each ``Dataset`` writes its folder under the data root in exactly the layout the
 ``status`` tells ``present`` / ``missing`` / ``corrupt`` from that manifest, or from the layout
 check where a folder has no manifest (the reference copy).
 
-The data sets are moving out of this module into ``qt_hard.data.sources``, one module each, which
-declares its files, checksums, build and check; ``DATASETS`` and ``SOURCES`` take those in from
-``qt_hard.data.sources.registered()``; the others are still defined here.
+A dataset is one module of ``qt_hard.data.sources``, which declares its files, checksums, build
+and check; ``DATASETS`` and ``SOURCES`` take those in from ``qt_hard.data.sources.registered()``.
+SentEval's tasks and the similarity sets (``senteval``, ``sts``) are still defined here, beside the
+layout tables the evaluation reads from this module (``SENTEVAL_LINES``, ``STS_SETS``,
+``senteval_file_problems``, ``sts_file_problems``).
 """
 
 from __future__ import annotations
