@@ -14,6 +14,7 @@ import io
 import lzma
 import pickle
 import random
+import sys
 import tarfile
 import zipfile
 from pathlib import Path
@@ -841,3 +842,21 @@ def test_get_help_names_every_dataset_of_the_table(capsys):
     text = " ".join(capsys.readouterr().out.split())  # the help's own line breaks undone
     assert {"scifact", "nfcorpus"} <= set(catalog.DATASETS)
     assert all(f"{name}," in text or f"{name};" in text for name in catalog.DATASETS), text
+
+
+def test_each_source_module_registers_the_dataset_it_is_named_after(tmp_path, monkeypatch):
+    from qt_hard.data import sources
+
+    found = sources.registered()
+    assert {"scifact", "nfcorpus", "tu"} <= set(found) and all(catalog.DATASETS[n] is d for n, d in found.items())
+    assert all(catalog.SOURCES[n] is d.sources for n, d in found.items())
+    for text, refusal in (
+        ("X = 1\n", "declares no DATASET"),
+        ("from qt_hard.data.sources.scifact import DATASET\n", "'scifact', not 'other'"),
+    ):
+        (tmp_path / "other.py").write_text(text)
+        monkeypatch.setattr(sources, "__path__", [str(tmp_path)])
+        monkeypatch.delitem(sys.modules, "qt_hard.data.sources.other", raising=False)
+        with pytest.raises((TypeError, ValueError), match=refusal):
+            sources.registered()
+    sys.modules.pop("qt_hard.data.sources.other", None)  # the stand-in is no module of the package
