@@ -14,6 +14,7 @@ import io
 import lzma
 import pickle
 import random
+import sys
 import tarfile
 import zipfile
 from pathlib import Path
@@ -25,6 +26,9 @@ from _http_server import LocalHosts
 from qt_hard.cli import main
 from qt_hard.data import catalog
 from qt_hard.data.download import DownloadError, fetch, git_blob_sha1
+from qt_hard.data.sources import bookcorpus, books, cifar10, nfcorpus, scifact, tu, wikipedia
+from qt_hard.data.sources._beir_zip import BeirCounts
+from qt_hard.data.sources._common import DOWNLOADS, Source
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -97,7 +101,7 @@ def serve_senteval(hosts: LocalHosts, monkeypatch) -> None:
     monkeypatch.setitem(
         src,
         "msr_paraphrase_test.txt",
-        catalog.Source(src["msr_paraphrase_test.txt"].url, sha256=_sha(test.encode("utf-8"))),
+        Source(src["msr_paraphrase_test.txt"].url, sha256=_sha(test.encode("utf-8"))),
     )
 
 
@@ -124,7 +128,7 @@ def serve_books(hosts: LocalHosts, monkeypatch, n_books: int = 3, paragraphs: in
             ).encode()
         )
         path = f"Author {b}, A./Book {b}; Or, A Tale.txt"
-        hosts.put(f"{catalog.BOOKS_BASE}/{path}", original)
+        hosts.put(f"{books.BASE}/{path}", original)
         rows.append(
             {
                 "file": f"Author_{b}__Book_{b}.txt.xz",
@@ -142,7 +146,7 @@ def serve_books(hosts: LocalHosts, monkeypatch, n_books: int = 3, paragraphs: in
                 "head_hex": stripped[:48].hex(),
             }
         )
-    monkeypatch.setattr(catalog, "books_index", lambda: [dict(r) for r in rows])
+    monkeypatch.setattr(books, "books_index", lambda: [dict(r) for r in rows])
     return rows
 
 
@@ -150,7 +154,7 @@ def serve_cifar10(hosts: LocalHosts, monkeypatch, n: int = 20) -> bytes:
     rng = np.random.default_rng(2)
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tf:
-        for name in catalog.CIFAR10_FILES:
+        for name in cifar10.FILES:
             if name == "batches.meta":
                 obj = {
                     "label_names": [
@@ -178,18 +182,18 @@ def serve_cifar10(hosts: LocalHosts, monkeypatch, n: int = 20) -> bytes:
             info.size = len(data)
             tf.addfile(info, io.BytesIO(data))
     archive = buf.getvalue()
-    hosts.put(catalog.CIFAR10_URL, archive)
+    hosts.put(cifar10.URL, archive)
     monkeypatch.setitem(
         catalog.SOURCES["cifar10"],
         "cifar-10-python.tar.gz",
-        catalog.Source(catalog.CIFAR10_URL, md5=hashlib.md5(archive).hexdigest()),
+        Source(cifar10.URL, md5=hashlib.md5(archive).hexdigest()),
     )
     return archive
 
 
 def serve_tu(hosts: LocalHosts, monkeypatch) -> None:
     counts = {}
-    for i, ds in enumerate(catalog.TU_COUNTS):
+    for i, ds in enumerate(tu.COUNTS):
         graphs, nodes_per = 4 + i, 3
         counts[ds] = (graphs, graphs * nodes_per)
         indicator = "".join(f"{g + 1}\n" for g in range(graphs) for _ in range(nodes_per))
@@ -200,15 +204,15 @@ def serve_tu(hosts: LocalHosts, monkeypatch) -> None:
             zf.writestr(f"{ds}/{ds}_graph_indicator.txt", indicator)
             zf.writestr(f"{ds}/{ds}_graph_labels.txt", "".join(f"{g % 2}\n" for g in range(graphs)))
             zf.writestr(f"{ds}/README.txt", f"{ds} readme\n")
-        hosts.put(f"{catalog.TU_BASE}/{ds}.zip", buf.getvalue())
-    monkeypatch.setattr(catalog, "TU_COUNTS", counts)
+        hosts.put(f"{tu.BASE}/{ds}.zip", buf.getvalue())
+    monkeypatch.setattr(tu, "COUNTS", counts)
 
 
 def serve_wikipedia(hosts: LocalHosts, monkeypatch) -> tuple[bytes, str]:
     """400 WikiExtractor files; articles 2k in each of the first files are long (>= 200 sentences)."""
     rng = random.Random(3)
     kept, index = [], ["page_id\ttitle\tn_sentences_simple_split\n"]
-    for f, name in enumerate(catalog.WIKI_FILES):
+    for f, name in enumerate(wikipedia.FILES):
         docs = []
         for j in range(2 if f < 3 else 1):
             pid = 12 + 10 * f + j
@@ -224,11 +228,11 @@ def serve_wikipedia(hosts: LocalHosts, monkeypatch) -> tuple[bytes, str]:
             if long:
                 kept.append(raw)
                 index.append(f"{pid}\tA & {pid}\t{n}\n")
-        hosts.put(f"{catalog.WIKI_BASE}/{name}", b"".join(docs))
+        hosts.put(f"{wikipedia.BASE}/{name}", b"".join(docs))
     txt, idx = b"".join(kept), "".join(index).encode()
     monkeypatch.setattr(
-        catalog,
-        "WIKI_OUTPUT_SHA256",
+        wikipedia,
+        "OUTPUT_SHA256",
         {"enwiki_wikiextractor_ge200sent.txt": _sha(txt), "enwiki_wikiextractor_ge200sent_index.tsv": _sha(idx)},
     )
     return txt, idx.decode()
@@ -264,7 +268,7 @@ def test_senteval_get_list_and_corruption(hosts, root, monkeypatch, capsys):
     assert b"\x85" not in mr and b"wait for it ... nothing ." in mr
     train = (se / "MRPC" / "msr_paraphrase_train.txt").read_text(encoding="utf-8-sig")
     assert "-1\t-1" not in train and len(train.splitlines()) == 4077
-    assert not (root / catalog.DOWNLOADS / "senteval").exists()
+    assert not (root / DOWNLOADS / "senteval").exists()
     note = (se / "SOURCE.md").read_text()
     assert catalog.SENTEVAL_BINCLASSIF in note and "SHA256SUMS" in note
     # the evaluation's own task reader takes the folder as SentEval's layout
@@ -302,15 +306,15 @@ def test_corrupt_and_truncated_archives_are_rejected(hosts, root, monkeypatch, c
     assert [p.name for p in root.iterdir() if not p.name.startswith(".")] == []
 
     serve_cifar10(hosts, monkeypatch)
-    tpath = hosts.root / catalog.CIFAR10_URL.split("://", 1)[1]
+    tpath = hosts.root / cifar10.URL.split("://", 1)[1]
     tpath.write_bytes(tpath.read_bytes()[:-200])  # md5 pinned: caught before extraction
     assert _get("cifar10") == 2
     assert "md5 mismatch" in capsys.readouterr().err
     assert not (root / "cifar10").exists()
-    assert not list((root / catalog.DOWNLOADS).rglob("*.tar.gz*"))  # the bad file is not kept to resume
+    assert not list((root / DOWNLOADS).rglob("*.tar.gz*"))  # the bad file is not kept to resume
 
     # without a checksum, a truncated tar.gz is still refused at extraction
-    monkeypatch.setitem(catalog.SOURCES["cifar10"], "cifar-10-python.tar.gz", catalog.Source(catalog.CIFAR10_URL))
+    monkeypatch.setitem(catalog.SOURCES["cifar10"], "cifar-10-python.tar.gz", Source(cifar10.URL))
     assert _get("cifar10") == 2
     assert "is not a complete tar.gz archive" in capsys.readouterr().err
     assert not (root / "cifar10").exists()
@@ -318,12 +322,12 @@ def test_corrupt_and_truncated_archives_are_rejected(hosts, root, monkeypatch, c
 
 def test_interrupted_download_leaves_nothing_and_resumes(hosts, root, monkeypatch, capsys):
     archive = serve_cifar10(hosts, monkeypatch, n=200)
-    path = "/" + catalog.CIFAR10_URL.split("://", 1)[1]
+    path = "/" + cifar10.URL.split("://", 1)[1]
     hosts.cut[path] = len(archive) // 3
     assert _get("cifar10") == 2
     assert "run the command again to resume" in capsys.readouterr().err
     assert not (root / "cifar10").exists()
-    parts = list((root / catalog.DOWNLOADS).rglob("*.part"))
+    parts = list((root / DOWNLOADS).rglob("*.part"))
     assert len(parts) == 1 and parts[0].stat().st_size == len(archive) // 3
     assert catalog.status("cifar10", root).state == "missing"
 
@@ -349,7 +353,7 @@ def test_fetch_starts_over_after_416_and_reports_404(tmp_path):
 def test_tu_get_per_subset(hosts, root, monkeypatch, capsys):
     serve_tu(hosts, monkeypatch)
     assert _get("tu") == 0
-    for ds in catalog.TU_COUNTS:
+    for ds in tu.COUNTS:
         assert (root / "tu" / ds / f"{ds}_graph_indicator.txt").is_file()
     # drop one subset: list says what is missing, get fetches only that one
     import shutil
@@ -359,7 +363,7 @@ def test_tu_get_per_subset(hosts, root, monkeypatch, capsys):
     assert st.state == "present" and "not here: DD" in st.detail
     n = len(hosts.requests)
     assert _get("tu") == 0
-    assert [p for p, _ in hosts.requests[n:]] == ["/" + f"{catalog.TU_BASE}/DD.zip".split("://", 1)[1]]
+    assert [p for p, _ in hosts.requests[n:]] == ["/" + f"{tu.BASE}/DD.zip".split("://", 1)[1]]
     # a graph-label file that lost lines is corrupt even without a manifest
     (root / "tu" / "MUTAG" / "SHA256SUMS").unlink()
     lab = root / "tu" / "MUTAG" / "MUTAG_graph_labels.txt"
@@ -379,7 +383,7 @@ def test_books_get_strips_and_verifies(hosts, root, monkeypatch):
     with open(root / "books" / "INDEX.tsv", newline="") as fh:
         assert [r["file"] for r in csv.DictReader(fh, delimiter="\t")] == [r["file"] for r in rows]
     # an original whose bytes differ from the listed git blob is refused
-    hosts.put(f"{catalog.BOOKS_BASE}/{rows[0]['original_path']}", b"tampered")
+    hosts.put(f"{books.BASE}/{rows[0]['original_path']}", b"tampered")
     rows[0]["original_bytes"] = str(len(b"tampered"))
     with pytest.raises(DownloadError, match="git blob sha1"):
         catalog.get("books", catalog.Options(root, progress=False), force=True)
@@ -400,9 +404,9 @@ def test_strip_gutenberg_marker_rule_and_mismatch():
         "txt_sha256": _sha(text),
         "file": "x",
     }
-    assert catalog.strip_gutenberg(original, row) == text  # head not found: the marker rule
+    assert books.strip_gutenberg(original, row) == text  # head not found: the marker rule
     with pytest.raises(DownloadError, match="does not match the recorded sha256"):
-        catalog.strip_gutenberg(original, dict(row, txt_sha256=_sha(b"other")))
+        books.strip_gutenberg(original, dict(row, txt_sha256=_sha(b"other")))
 
 
 def test_wikipedia_get_matches_reference_layout(hosts, root, monkeypatch, tmp_path):
@@ -428,7 +432,7 @@ def test_bookcorpus_through_datasets_parquet(root, tmp_path):
     Dataset.from_dict({"text": rows[:20]}).to_parquet(str(src / "train-0.parquet"))
     Dataset.from_dict({"text": rows[20:]}).to_parquet(str(src / "train-1.parquet"))
     assert _get("bookcorpus", extra=["--source", str(src)]) == 0
-    files = catalog.bookcorpus_files(root / "bookcorpus")
+    files = bookcorpus.bookcorpus_files(root / "bookcorpus")
     from qt_hard.data.books import load_hf_bookcorpus
 
     ds = load_hf_bookcorpus("parquet", data_files=files, cache_dir=tmp_path / "c", boundary_pattern=None)
@@ -476,11 +480,11 @@ def test_real_reference_copy_passes_layout_checks():
     ref = _data.dataset("senteval").parent
     assert catalog._check_senteval(ref / "senteval") == []
     for ds in ("MUTAG", "PTC_MR", "ENZYMES", "PROTEINS", "IMDB-BINARY", "IMDB-MULTI"):
-        assert catalog._check_tu_part(ref / "tu" / ds, ds) == []
-    assert catalog._check_books(ref / "books") == []
+        assert tu.check_part(ref / "tu" / ds, ds) == []
+    assert books.check(ref / "books") == []
     for rel, want in catalog.SENTEVAL_OUTPUT_SHA256.items():
         assert hashlib.sha256((ref / "senteval" / rel).read_bytes()).hexdigest() == want
-    rows = catalog.books_index()
+    rows = books.books_index()
     assert len(rows) == 352
     r = rows[0]
     xz = (ref / "books" / r["file"]).read_bytes()
@@ -492,7 +496,7 @@ def test_real_reference_copy_passes_layout_checks():
     (kept,) = [r for r in rows if r["pg_header_footer_stripped"] == "False"]
     original = lzma.decompress((ref / "books" / kept["file"]).read_bytes())
     assert git_blob_sha1(original) == kept["original_blob_sha1"]
-    assert catalog.strip_gutenberg(original, kept) == original
+    assert books.strip_gutenberg(original, kept) == original
 
 
 @pytest.mark.slow
@@ -503,16 +507,14 @@ def test_real_wikipedia_subset_and_index_are_reproduced():
 
     dump = _data.dataset("wikipedia", "enwiki_wikiextractor_ge200sent.txt.xz")
     txt, index = hashlib.sha256(), ["page_id\ttitle\tn_sentences_simple_split\n"]
-    for page_id, raw in catalog._wiki_articles(lzma.open(dump).read()):
+    for page_id, raw in wikipedia.wiki_articles(lzma.open(dump).read()):
         lines = raw.decode("utf-8").split("\n")
-        n = catalog.count_wiki_sentences(lines[2:-2])
+        n = wikipedia.count_wiki_sentences(lines[2:-2])
         assert n >= 200
         txt.update(raw)
         index.append(f"{page_id}\t{lines[1]}\t{n}\n")
-    assert txt.hexdigest() == catalog.WIKI_OUTPUT_SHA256["enwiki_wikiextractor_ge200sent.txt"]
-    assert (
-        _sha("".join(index).encode("utf-8")) == catalog.WIKI_OUTPUT_SHA256["enwiki_wikiextractor_ge200sent_index.tsv"]
-    )
+    assert txt.hexdigest() == wikipedia.OUTPUT_SHA256["enwiki_wikiextractor_ge200sent.txt"]
+    assert _sha("".join(index).encode("utf-8")) == wikipedia.OUTPUT_SHA256["enwiki_wikiextractor_ge200sent_index.tsv"]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -726,10 +728,10 @@ def serve_scifact(hosts: LocalHosts, monkeypatch, drop: str | None = None) -> by
             if name != drop:
                 zf.writestr(f"scifact/{name}", text)
     archive = buf.getvalue()
-    hosts.put(catalog.SCIFACT_URL, archive)
-    src = catalog.Source(catalog.SCIFACT_URL, md5=hashlib.md5(archive).hexdigest(), size=len(archive))
-    monkeypatch.setitem(catalog.SOURCES["scifact"], "scifact.zip", src)
-    monkeypatch.setattr(catalog, "SCIFACT_COUNTS", {"corpus": 3, "queries": 3, "train": 2, "test": 1})
+    hosts.put(scifact.URL, archive)
+    src = Source(scifact.URL, md5=hashlib.md5(archive).hexdigest(), size=len(archive))
+    monkeypatch.setitem(scifact.SCIFACT.sources, "scifact.zip", src)
+    monkeypatch.setattr(scifact.SCIFACT, "counts", BeirCounts(corpus=3, queries=3, judgements={"train": 2, "test": 1}))
     return archive
 
 
@@ -742,7 +744,7 @@ def test_scifact_is_installed_in_beir_layout_and_listed(hosts, root, monkeypatch
     folder = root / "beir" / "scifact"
     data = load_beir(folder, ("train", "test"))
     assert data.doc_ids == ["4", "7", "9"] and data.qrels["test"] == {"3": {"9": 1}}
-    assert (folder / "SHA256SUMS").is_file() and catalog.SCIFACT_URL in (folder / "SOURCE.md").read_text()
+    assert (folder / "SHA256SUMS").is_file() and scifact.URL in (folder / "SOURCE.md").read_text()
     capsys.readouterr()
     assert main(["data", "list"]) == 0
     assert any(ln.startswith("scifact") and "present" in ln for ln in capsys.readouterr().out.splitlines())
@@ -752,7 +754,7 @@ def test_scifact_is_installed_in_beir_layout_and_listed(hosts, root, monkeypatch
 
 def test_scifact_with_a_wrong_checksum_or_a_missing_file_is_refused(hosts, root, monkeypatch, capsys):
     serve_scifact(hosts, monkeypatch)
-    path = hosts.root / catalog.SCIFACT_URL.split("://", 1)[1]
+    path = hosts.root / scifact.URL.split("://", 1)[1]
     path.write_bytes(path.read_bytes()[:-10] + b"0123456789")  # same size, other bytes
     assert _get("scifact") == 2
     assert "md5 mismatch" in capsys.readouterr().err
@@ -762,3 +764,99 @@ def test_scifact_with_a_wrong_checksum_or_a_missing_file_is_refused(hosts, root,
     err = capsys.readouterr().err.strip()
     assert "has no scifact/qrels/test.tsv" in err and "\n" not in err
     assert not (root / "beir" / "scifact").exists()
+
+
+@pytest.fixture(scope="module")
+def real_nfcorpus() -> Path:
+    """The real ``beir/nfcorpus`` of the data root (skipped where absent, a failure under CI): of a
+    wider scope than ``root``, so it is found before ``root`` points the data root elsewhere."""
+    import _data
+
+    return _data.dataset("beir", "nfcorpus")
+
+
+def serve_nfcorpus(hosts: LocalHosts, monkeypatch, real: Path, replace: dict[str, bytes] | None = None) -> None:
+    """BEIR's nfcorpus.zip rebuilt from the real files in ``real`` (the members are BEIR's bytes,
+    the archive is not: its own size, md5 and sha256 are pinned in place of BEIR's); ``replace``
+    puts other bytes in those members."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        for rel in nfcorpus.NFCORPUS.counts.files:
+            zf.writestr(f"nfcorpus/{rel}", (replace or {}).get(rel) or (real / rel).read_bytes())
+    archive = buf.getvalue()
+    hosts.put(nfcorpus.URL, archive)
+    src = Source(nfcorpus.URL, sha256=_sha(archive), md5=hashlib.md5(archive).hexdigest(), size=len(archive))
+    monkeypatch.setitem(nfcorpus.NFCORPUS.sources, "nfcorpus.zip", src)
+
+
+def test_nfcorpus_is_installed_byte_for_byte_from_a_mirror_and_listed(real_nfcorpus, hosts, root, monkeypatch, capsys):
+    serve_nfcorpus(hosts, monkeypatch, real_nfcorpus)
+    assert catalog.status("nfcorpus", root).state == "missing"
+    assert _get("nfcorpus") == 0
+    folder = root / "beir" / "nfcorpus"
+    for rel, want in nfcorpus.NFCORPUS.sha256.items():
+        assert _sha((folder / rel).read_bytes()) == want == _sha((real_nfcorpus / rel).read_bytes()), rel
+    assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()) == sorted(
+        [*nfcorpus.NFCORPUS.sha256, "SHA256SUMS", "SOURCE.md"]
+    )
+    assert nfcorpus.URL in (folder / "SOURCE.md").read_text() and not (root / DOWNLOADS / "nfcorpus").exists()
+    capsys.readouterr()
+    assert main(["data", "list"]) == 0
+    assert any(ln.split()[:2] == ["nfcorpus", "present"] for ln in capsys.readouterr().out.splitlines())
+    n = len(hosts.requests)
+    assert _get("nfcorpus") == 0 and len(hosts.requests) == n  # intact: nothing fetched again
+    assert "nothing fetched" in capsys.readouterr().out
+
+
+def test_nfcorpus_with_a_wrong_checksum_is_refused_in_one_line(real_nfcorpus, hosts, root, monkeypatch, capsys):
+    serve_nfcorpus(hosts, monkeypatch, real_nfcorpus)
+    size = nfcorpus.NFCORPUS.sources["nfcorpus.zip"].size
+    published = Source(nfcorpus.URL, sha256=nfcorpus.NFCORPUS.sha256["corpus.jsonl"], size=size)
+    monkeypatch.setitem(nfcorpus.NFCORPUS.sources, "nfcorpus.zip", published)  # the right size, other bytes
+    assert _get("nfcorpus") == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("qt-hard: error: ") and "sha256 mismatch" in err and "\n" not in err
+    # no folder, no temporary one, no fetched file kept (the bad bytes are not resumed from)
+    assert [str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() or p.name.startswith(".nfcorpus")] == []
+
+
+def test_nfcorpus_with_a_member_other_than_beirs_is_refused(real_nfcorpus, hosts, root, monkeypatch, capsys):
+    qrels = (real_nfcorpus / "qrels" / "test.tsv").read_bytes()
+    one = qrels.replace(b"\t2\r\n", b"\t1\r\n", 1)  # one graded judgement made 1
+    serve_nfcorpus(hosts, monkeypatch, real_nfcorpus, replace={"qrels/test.tsv": one})
+    assert _get("nfcorpus") == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("qt-hard: error: nfcorpus: qrels/test.tsv: sha256 ") and "\n" not in err
+    assert not (root / "beir" / "nfcorpus").exists() and not list((root / "beir").iterdir())
+    # with that file's sum pinned to the changed bytes, the counts still tell it: test uses scores 1 and 2
+    ones = qrels.replace(b"\t2\r\n", b"\t1\r\n")
+    monkeypatch.setitem(nfcorpus.NFCORPUS.sha256, "qrels/test.tsv", _sha(ones))
+    serve_nfcorpus(hosts, monkeypatch, real_nfcorpus, replace={"qrels/test.tsv": ones})
+    assert _get("nfcorpus") == 2
+    assert "qrels/test.tsv uses the scores [1], expected [1, 2]" in capsys.readouterr().err
+
+
+def test_get_help_names_every_dataset_of_the_table(capsys):
+    with pytest.raises(SystemExit):
+        main(["data", "get", "--help"])
+    text = " ".join(capsys.readouterr().out.split())  # the help's own line breaks undone
+    assert {"scifact", "nfcorpus"} <= set(catalog.DATASETS)
+    assert all(f"{name}," in text or f"{name};" in text for name in catalog.DATASETS), text
+
+
+def test_each_source_module_registers_the_dataset_it_is_named_after(tmp_path, monkeypatch):
+    from qt_hard.data import sources
+
+    found = sources.registered()
+    assert {"scifact", "nfcorpus", "tu"} <= set(found) and all(catalog.DATASETS[n] is d for n, d in found.items())
+    assert all(catalog.SOURCES[n] is d.sources for n, d in found.items())
+    for text, refusal in (
+        ("X = 1\n", "declares no DATASET"),
+        ("from qt_hard.data.sources.scifact import DATASET\n", "'scifact', not 'other'"),
+    ):
+        (tmp_path / "other.py").write_text(text)
+        monkeypatch.setattr(sources, "__path__", [str(tmp_path)])
+        monkeypatch.delitem(sys.modules, "qt_hard.data.sources.other", raising=False)
+        with pytest.raises((TypeError, ValueError), match=refusal):
+            sources.registered()
+    sys.modules.pop("qt_hard.data.sources.other", None)  # the stand-in is no module of the package

@@ -320,6 +320,7 @@ RUNS = {
     "qt-hard data get wikipedia": Run(prints=(r"wikipedia: present",)),
     "qt-hard data get cifar10": Run(prints=(r"cifar10: present",)),
     "qt-hard data get scifact": Run(prints=(r"scifact: present",)),
+    "qt-hard data get nfcorpus": Run(prints=(r"nfcorpus: present",)),
     # Graphs: 2 epochs of MUTAG (the papers' 200 take minutes a cell).
     "qt-hard train configs/infograph_mutag.yaml --out runs/ig_mutag train.progress=false": Run(
         add="train.epochs=2", writes=("runs/ig_mutag/final/*", "runs/ig_mutag/eval.json"), prints=(r"eval: svm_acc=",)

@@ -13,46 +13,41 @@ Each ``Dataset`` writes its folder under the data root in exactly the layout the
 ``download.install`` (a temporary folder renamed into place), and leaves a ``SHA256SUMS`` there.
 ``status`` tells ``present`` / ``missing`` / ``corrupt`` from that manifest, or from the layout
 check where a folder has no manifest (the reference copy).
+
+A dataset is one module of ``qt_hard.data.sources``, which declares its files, checksums, build
+and check; ``DATASETS`` and ``SOURCES`` take those in from ``qt_hard.data.sources.registered()``.
+SentEval's tasks and the similarity sets (``senteval``, ``sts``) are still defined here, beside the
+layout tables the evaluation reads from this module (``SENTEVAL_LINES``, ``STS_SETS``,
+``senteval_file_problems``, ``sts_file_problems``).
 """
 
 from __future__ import annotations
 
 import codecs
-import csv
 import hashlib
-import lzma
 import os
-import pickle
 import re
 import shutil
 import tarfile
-import urllib.parse
 import zipfile
 import zlib
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from qt_hard.data.download import DownloadError, MANIFEST, check_manifest, fetch, file_digest, git_blob_sha1, install
+from qt_hard.data.download import DownloadError, MANIFEST, check_manifest, file_digest, install
+from qt_hard.data.sources import registered
+from qt_hard.data.sources._common import (
+    Dataset,
+    Options,
+    Source,
+    fetch_source,
+    open_zip,
+    safe_member,
+    write_file,
+)
 
-DOWNLOADS = ".qt-hard-downloads"  # below the data root: fetched files kept for resuming
-
-
-@dataclass(frozen=True)
-class Source:
-    """One file fetched from its original host.
-
-    ``sha256``/``md5``/``size``: what the fetched bytes must have; ``None`` where the source
-    publishes nothing and our reference copy did not come from these bytes (``note`` says so and
-    what is checked instead)."""
-
-    url: str
-    sha256: str | None = None
-    md5: str | None = None
-    size: int | None = None
-    note: str = ""
-
+REGISTERED = registered()  # the data sets of qt_hard.data.sources, one module each
 
 # ------------------------------------------------------------------------------------------------
 # The table of sources
@@ -62,7 +57,6 @@ TREC_BASE = "https://cogcomp.seas.upenn.edu/Data/QA/QC"
 MRPC_BASE = (
     "https://raw.githubusercontent.com/Pzeyang/Paraphrase_Identification/dc1755eb1a4755ca310f97209391f1f5c06e2fd1"
 )
-TU_BASE = "https://www.chrsmrrs.com/graphkerneldatasets"
 # SentEval's data/downstream/get_transfer_data.bash: the STS wiki's archives and SICK's SemEval-2014 files.
 STS_WIKI = "http://ixa2.si.ehu.es/stswiki/images"
 STS_ARCHIVES = {  # year -> (archive path on the wiki, the folder it unpacks to)
@@ -74,12 +68,6 @@ STS_ARCHIVES = {  # year -> (archive path on the wiki, the folder it unpacks to)
 }
 STSB_ARCHIVE = f"{STS_WIKI}/4/48/Stsbenchmark.tar.gz"
 SICK_BASE = "http://alt.qcri.org/semeval2014/task1/data/uploads"
-CIFAR10_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
-BOOKS_BASE = "https://raw.githubusercontent.com/rcdm-uga/Gutenberg_Text/a0b16d35a9851168ce9ac649851c17b7ab08d48e"
-WIKI_BASE = "https://raw.githubusercontent.com/jason-feng/wikiVisual/1c0fac92f29f17c1603bfffbe864e0dfdff66897/text"
-WIKI_FILES = tuple(f"{part}/wiki_{i:02d}" for part in ("AA", "AB", "AC", "AD") for i in range(100))
-BOOKCORPUS_HUB = "bookcorpus/bookcorpus"
-SCIFACT_URL = "https://public.ukp.informatik.tu-darmstadt.de/thakur/BEIR/datasets/scifact.zip"
 
 _NO_SUM = "no published checksum, and the reference copy came from another mirror: layout checked"
 
@@ -120,33 +108,7 @@ SOURCES: dict[str, dict[str, Source]] = {
             for split in ("train", "trial", "test_annotated")
         },
     },
-    "tu": {
-        f"{ds}.zip": Source(f"{TU_BASE}/{ds}.zip", note="TU publishes no checksums: graph/node counts checked")
-        for ds in ("MUTAG", "PTC_MR", "ENZYMES", "PROTEINS", "IMDB-BINARY", "IMDB-MULTI", "DD", "REDDIT-BINARY")
-    },
-    "cifar10": {
-        # md5 published on https://www.cs.toronto.edu/~kriz/cifar.html
-        "cifar-10-python.tar.gz": Source(CIFAR10_URL, md5="c58f30108f718f92721af3b95e74349a"),
-    },
-    "books": {
-        # 352 files, one per book: ``BOOKS_BASE/<original_path>``, each verified by the git blob
-        # sha1 in the packaged books_index.tsv (and the stripped, xz-compressed result by sha256).
-        "<original_path>": Source(f"{BOOKS_BASE}/<original_path>", note="per-book git blob sha1 + output sha256"),
-    },
-    "wikipedia": {
-        # 400 WikiExtractor files; the concatenated subset and its index are verified by sha256.
-        "<text/XX/wiki_NN>": Source(f"{WIKI_BASE}/<XX/wiki_NN>", note="output sha256 (WIKI_OUTPUT_SHA256)"),
-    },
-    "scifact": {
-        # md5 published in BEIR's README (the datasets table); the size is the archive's.
-        "scifact.zip": Source(SCIFACT_URL, md5="5f7d1de60b170fc8027bb7898e2efca1", size=2_816_079),
-    },
-    "bookcorpus": {
-        "hub": Source(
-            f"https://huggingface.co/datasets/{BOOKCORPUS_HUB}",
-            note="through `datasets`; row count checked (74,004,228 sentences)",
-        ),
-    },
+    **{name: ds.sources for name, ds in REGISTERED.items()},
 }
 
 # sha256 of files we write whose bytes equal the reference copy's (computed from that copy).
@@ -154,11 +116,6 @@ SENTEVAL_OUTPUT_SHA256 = {
     "MRPC/msr_paraphrase_train.txt": "f3d26d73bb3510032f80836e2e81cf32c71863f8dd6151aa80a125c2c799a557",
     "MRPC/msr_paraphrase_test.txt": "51a1f197d8786712d2f0d97700f5be653b7488a96cde00e158159350d23e3d90",
 }
-WIKI_OUTPUT_SHA256 = {
-    "enwiki_wikiextractor_ge200sent.txt": "657719bef659ef8cf1c3479451fef34850c36fa00d48663a7020f4a8b0babf93",
-    "enwiki_wikiextractor_ge200sent_index.tsv": "279f49e2c546f08e8634513918c2f73665bb4ffd876f357f7be97a8b572b4d02",
-}
-BOOKCORPUS_ROWS = 74_004_228  # the hub copy's train split
 
 # Examples per file (SentEval's task sizes; read with str.splitlines like SentEval).
 SENTEVAL_LINES = {
@@ -336,63 +293,8 @@ def _check_sts(folder: Path) -> list[str]:
     return [problem for rel in sts_files() for problem in sts_file_problems(folder, rel)]
 
 
-# (graphs, nodes) per TU dataset, the published TUDataset statistics; None where only the graph
-# count is checked.
-TU_COUNTS = {
-    "MUTAG": (188, 3371),
-    "PTC_MR": (344, 4915),
-    "ENZYMES": (600, 19580),
-    "PROTEINS": (1113, 43471),
-    "IMDB-BINARY": (1000, 19773),
-    "IMDB-MULTI": (1500, 19502),
-    "DD": (1178, None),
-    "REDDIT-BINARY": (2000, None),
-}
-CIFAR10_FILES = (
-    "data_batch_1",
-    "data_batch_2",
-    "data_batch_3",
-    "data_batch_4",
-    "data_batch_5",
-    "test_batch",
-    "batches.meta",
-)
-
-
 # ------------------------------------------------------------------------------------------------
-# Dataset: how one folder is built and checked
-
-
-@dataclass
-class Options:
-    """What ``qt-hard data get`` passes to a builder."""
-
-    root: Path
-    progress: bool = True
-    mirror: str | None = None
-    source: str | None = None  # bookcorpus: a hub id or a local folder of Parquet files
-    workers: int = 8
-
-    @property
-    def downloads(self) -> Path:
-        return self.root / DOWNLOADS
-
-
-@dataclass
-class Dataset:
-    """A folder under the data root: ``build(tmp, opts)`` writes it, ``check(folder)`` lists problems."""
-
-    name: str
-    summary: str
-    license: str
-    build: Callable[[Path, Options], None]
-    check: Callable[[Path], list[str]]
-    parts: tuple[str, ...] = field(default=())  # installed one by one (tu, sts), else the whole folder
-    home: str = ""  # the folder under the root the parts go to (sts: senteval), default the name
-    part_build: Callable[[str], Callable[[Path, Options], None]] | None = None
-    part_check: Callable[[Path, str], list[str]] | None = None
-    every_part: bool = False  # present only with every part (sts), else with any (tu)
-    keep: tuple[str, ...] = ()  # folders of other datasets inside this one, kept when it is reinstalled
+# Status: whether a folder is there and intact
 
 
 @dataclass
@@ -400,57 +302,6 @@ class Status:
     name: str
     state: str  # present | missing | corrupt
     detail: str
-
-
-def _fetch(opts: Options, key: str, src: Source, dest_name: str | None = None, progress=None) -> Path:
-    return fetch(
-        src.url,
-        opts.downloads / key / (dest_name or Path(urllib.parse.urlsplit(src.url).path).name),
-        size=src.size,
-        sha256=src.sha256,
-        md5=src.md5,
-        mirror=opts.mirror,
-        progress=opts.progress if progress is None else progress,
-    )
-
-
-def _fetch_many(opts: Options, jobs: list[tuple[str, Source, str]], desc: str) -> list[Path]:
-    """Fetch many small files with a few threads and one progress bar over files."""
-    from tqdm.auto import tqdm
-
-    def one(job):
-        key, src, name = job
-        return _fetch(opts, key, src, name, progress=False)
-
-    with (
-        ThreadPoolExecutor(max(1, opts.workers)) as pool,
-        tqdm(total=len(jobs), unit="file", desc=desc, disable=not opts.progress) as bar,
-    ):
-        out = []
-        for path in pool.map(one, jobs):
-            out.append(path)
-            bar.update(1)
-    return out
-
-
-def _open_zip(path: Path) -> zipfile.ZipFile:
-    """A zip whose every member passes its CRC check, else ``DownloadError``."""
-    try:
-        zf = zipfile.ZipFile(path)
-        bad = zf.testzip()
-    except (zipfile.BadZipFile, EOFError, OSError) as err:
-        path.unlink(missing_ok=True)
-        raise DownloadError(f"{path.name} is not a valid zip archive ({err}); it was removed, run again") from None
-    if bad is not None:
-        zf.close()
-        path.unlink(missing_ok=True)
-        raise DownloadError(f"{path.name}: member {bad} fails its CRC check; the archive was removed, run again")
-    return zf
-
-
-def _safe_member(name: str) -> bool:
-    p = Path(name)
-    return not p.is_absolute() and ".." not in p.parts
 
 
 # ------------------------------------------------------------------------------------------------
@@ -483,20 +334,22 @@ def drop_mrpc_appended(data: bytes) -> bytes:
 
 def _build_senteval(tmp: Path, opts: Options) -> None:
     src = SOURCES["senteval"]
-    with _open_zip(_fetch(opts, "senteval", src["datasmall_NB_ACL12.zip"])) as zf:
-        names = [n for n in zf.namelist() if _safe_member(n)]
+    with open_zip(fetch_source(opts, "senteval", src["datasmall_NB_ACL12.zip"])) as zf:
+        names = [n for n in zf.namelist() if safe_member(n)]
         for ours, suffix in _SENTEVAL_ZIP_MEMBERS.items():
             hits = [n for n in names if n.endswith("/" + suffix) or n == suffix]
             if len(hits) != 1:
                 raise DownloadError(
                     f"datasmall_NB_ACL12.zip: expected one member ending in {suffix}, found {len(hits)}"
                 )
-            _write(tmp / ours, normalize_latin1_lines(zf.read(hits[0])))
+            write_file(tmp / ours, normalize_latin1_lines(zf.read(hits[0])))
     for name in ("train_5500.label", "TREC_10.label"):
-        _write(tmp / "TREC" / name, normalize_latin1_lines(_fetch(opts, "senteval", src[name]).read_bytes()))
-    train = _fetch(opts, "senteval", src["msr_paraphrase_train.txt"]).read_bytes()
-    _write(tmp / "MRPC" / "msr_paraphrase_train.txt", drop_mrpc_appended(train))
-    shutil.copyfile(_fetch(opts, "senteval", src["msr_paraphrase_test.txt"]), tmp / "MRPC" / "msr_paraphrase_test.txt")
+        write_file(tmp / "TREC" / name, normalize_latin1_lines(fetch_source(opts, "senteval", src[name]).read_bytes()))
+    train = fetch_source(opts, "senteval", src["msr_paraphrase_train.txt"]).read_bytes()
+    write_file(tmp / "MRPC" / "msr_paraphrase_train.txt", drop_mrpc_appended(train))
+    shutil.copyfile(
+        fetch_source(opts, "senteval", src["msr_paraphrase_test.txt"]), tmp / "MRPC" / "msr_paraphrase_test.txt"
+    )
     for rel, want in SENTEVAL_OUTPUT_SHA256.items():
         got = file_digest(tmp / rel)
         if got != want:
@@ -504,11 +357,6 @@ def _build_senteval(tmp: Path, opts: Options) -> None:
     problems = _check_senteval(tmp)
     if problems:
         raise DownloadError("senteval: " + "; ".join(problems))
-
-
-def _write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
 
 
 # Bytes no SentEval text file holds (C0 controls other than tab and line ends, DEL): random bytes
@@ -606,9 +454,7 @@ def untokenized_digest(lines: list[str], columns: tuple[int, ...]) -> str:
 
 
 def _member(zf: zipfile.ZipFile, archive: str, folder: str, name: str) -> bytes:
-    hits = [
-        n for n in zf.namelist() if _safe_member(n) and (n == f"{folder}/{name}" or n.endswith(f"/{folder}/{name}"))
-    ]
+    hits = [n for n in zf.namelist() if safe_member(n) and (n == f"{folder}/{name}" or n.endswith(f"/{folder}/{name}"))]
     if len(hits) != 1:
         raise DownloadError(f"{archive}: expected one member {folder}/{name}, found {len(hits)}")
     return zf.read(hits[0])
@@ -621,7 +467,7 @@ def _build_sts_part(tmp: Path, opts: Options) -> None:
     for year, (path, folder) in STS_ARCHIVES.items():
         archive = Path(path).name
         out = tmp / f"{year}-en-test"
-        with _open_zip(_fetch(opts, "sts", src[archive])) as zf:
+        with open_zip(fetch_source(opts, "sts", src[archive])) as zf:
             prefix = "STS2016" if year == "STS16" else "STS"
             for name in STS_SETS[year]:
                 gold = _member(zf, archive, folder, f"{prefix}.gs.{name}.txt")
@@ -631,20 +477,20 @@ def _build_sts_part(tmp: Path, opts: Options) -> None:
                     raise DownloadError(
                         f"{archive}: {prefix}.gs.{name}.txt has sha256 {got}, expected {STS_GOLD_SHA256[rel]}"
                     )
-                _write(out / f"STS.gs.{name}.txt", gold)
+                write_file(out / f"STS.gs.{name}.txt", gold)
                 rows = []
                 for line in _text_lines(_member(zf, archive, folder, f"{prefix}.input.{name}.txt"), archive):
                     cols = line.split("\t")
                     rows.append("\t".join(lower(tokenize(c)) for c in (cols[0], cols[1] if len(cols) > 1 else "")))
-                _write(out / f"STS.input.{name}.txt", ("\n".join(rows) + "\n").encode("utf-8"))
+                write_file(out / f"STS.input.{name}.txt", ("\n".join(rows) + "\n").encode("utf-8"))
             for n in zf.namelist():  # the readme and license files SentEval leaves beside the data
                 base = n.rsplit("/", 1)[-1]
-                if _safe_member(n) and f"/{folder}/" in f"/{n}" and re.search(r"readme|license", base, re.I):
-                    _write(out / base, zf.read(n))
-    archive = _fetch(opts, "sts", src["Stsbenchmark.tar.gz"])
+                if safe_member(n) and f"/{folder}/" in f"/{n}" and re.search(r"readme|license", base, re.I):
+                    write_file(out / base, zf.read(n))
+    archive = fetch_source(opts, "sts", src["Stsbenchmark.tar.gz"])
     try:
         with tarfile.open(archive, "r:gz") as tf:
-            members = {m.name.rsplit("/", 1)[-1]: m for m in tf if m.isfile() and _safe_member(m.name)}
+            members = {m.name.rsplit("/", 1)[-1]: m for m in tf if m.isfile() and safe_member(m.name)}
             for split in STSB_LINES:
                 name = f"sts-{split}.csv"
                 if name not in members:
@@ -656,10 +502,10 @@ def _build_sts_part(tmp: Path, opts: Options) -> None:
                 for line in lines:
                     cols = line.split("\t") + [""] * 7
                     rows.append("\t".join(cols[:5] + [lower(tokenize(cols[5])), lower(tokenize(cols[6]))]))
-                _write(tmp / "STSBenchmark" / name, ("\n".join(rows) + "\n").encode("utf-8"))
+                write_file(tmp / "STSBenchmark" / name, ("\n".join(rows) + "\n").encode("utf-8"))
             for base, m in members.items():
                 if re.search(r"readme|license", base, re.I):
-                    _write(tmp / "STSBenchmark" / base, tf.extractfile(m).read())
+                    write_file(tmp / "STSBenchmark" / base, tf.extractfile(m).read())
     except (tarfile.TarError, EOFError, OSError, zlib.error) as err:
         archive.unlink(missing_ok=True)
         raise DownloadError(
@@ -676,8 +522,8 @@ def _build_sick_part(tmp: Path, opts: Options) -> None:
     for split in SICK_LINES:
         archive = f"sick_{split}.zip"
         name = f"SICK_{split}.txt"
-        with _open_zip(_fetch(opts, "sts", SOURCES["sts"][archive])) as zf:
-            hits = [n for n in zf.namelist() if _safe_member(n) and n.rsplit("/", 1)[-1] == name]
+        with open_zip(fetch_source(opts, "sts", SOURCES["sts"][archive])) as zf:
+            hits = [n for n in zf.namelist() if safe_member(n) and n.rsplit("/", 1)[-1] == name]
             if len(hits) != 1:
                 raise DownloadError(f"{archive}: expected one member {name}, found {len(hits)}")
             lines = _text_lines(zf.read(hits[0]), name)
@@ -690,7 +536,7 @@ def _build_sick_part(tmp: Path, opts: Options) -> None:
         for line in lines[1:]:
             cols = line.split("\t")
             rows.append("\t".join([cols[0], tokenize(cols[1]), tokenize(cols[2]), *cols[3:]]))
-        _write(tmp / name, ("\n".join(rows) + "\n").encode("utf-8"))
+        write_file(tmp / name, ("\n".join(rows) + "\n").encode("utf-8"))
     problems = [p for rel in sts_files() if rel.startswith("SICK/") for p in sts_file_problems(tmp.parent, rel, tmp)]
     if problems:
         raise DownloadError("sts: " + "; ".join(problems[:3]))
@@ -699,338 +545,6 @@ def _build_sick_part(tmp: Path, opts: Options) -> None:
 def _check_sts_part(folder: Path, part: str) -> list[str]:
     """``folder`` is ``senteval/STS`` or ``senteval/SICK``."""
     return [p for rel in sts_files() if rel.startswith(f"{part}/") for p in sts_file_problems(folder.parent, rel)]
-
-
-# ------------------------------------------------------------------------------------------------
-# tu
-
-
-def _build_tu_part(ds: str) -> Callable[[Path, Options], None]:
-    def build(tmp: Path, opts: Options) -> None:
-        with _open_zip(_fetch(opts, "tu", SOURCES["tu"][f"{ds}.zip"])) as zf:
-            members = [
-                n
-                for n in zf.namelist()
-                if _safe_member(n) and n.startswith(f"{ds}/") and not n.endswith("/") and "__MACOSX" not in n
-            ]
-            if not members:
-                raise DownloadError(f"{ds}.zip holds no {ds}/ folder")
-            for n in members:
-                _write(tmp / n[len(ds) + 1 :], zf.read(n))
-        problems = _check_tu_part(tmp, ds)
-        if problems:
-            raise DownloadError(f"tu/{ds}: " + "; ".join(problems))
-
-    return build
-
-
-def _count_lines(path: Path) -> tuple[int, int]:
-    """(lines, largest integer on a line) of a TU indicator/label file."""
-    n, top = 0, None
-    with open(path, "rb") as fh:
-        for line in fh:
-            if line.strip():
-                n += 1
-                v = int(line.split(b",")[0])
-                top = v if top is None or v > top else top
-    return n, top or 0
-
-
-def _check_tu_part(folder: Path, ds: str) -> list[str]:
-    need = [f"{ds}_A.txt", f"{ds}_graph_indicator.txt", f"{ds}_graph_labels.txt"]
-    missing = [f for f in need if not (folder / f).is_file()]
-    if missing:
-        return [f"{ds}: missing {', '.join(missing)}"]
-    graphs, nodes = TU_COUNTS[ds]
-    n_labels, _ = _count_lines(folder / f"{ds}_graph_labels.txt")
-    n_nodes, top = _count_lines(folder / f"{ds}_graph_indicator.txt")
-    problems = []
-    if n_labels != graphs or top != graphs:
-        problems.append(f"{ds}: {n_labels} graph labels and graph ids up to {top}, expected {graphs}")
-    if nodes is not None and n_nodes != nodes:
-        problems.append(f"{ds}: {n_nodes} nodes, expected {nodes}")
-    return problems
-
-
-# ------------------------------------------------------------------------------------------------
-# cifar10
-
-
-def _build_cifar10(tmp: Path, opts: Options) -> None:
-    archive = _fetch(opts, "cifar10", SOURCES["cifar10"]["cifar-10-python.tar.gz"])
-    prefix = "cifar-10-batches-py/"
-    try:
-        with tarfile.open(archive, "r:gz") as tf:
-            for m in tf:
-                if not m.isfile() or not m.name.startswith(prefix) or not _safe_member(m.name):
-                    continue
-                _write(tmp / m.name, tf.extractfile(m).read())
-    except (tarfile.TarError, EOFError, OSError, zlib.error) as err:
-        archive.unlink(missing_ok=True)
-        raise DownloadError(
-            f"{archive.name} is not a complete tar.gz archive ({err}); it was removed, run again"
-        ) from None
-    problems = _check_cifar10(tmp, deep=True)
-    if problems:
-        raise DownloadError("cifar10: " + "; ".join(problems))
-
-
-def _check_cifar10(folder: Path, deep: bool = False) -> list[str]:
-    base = folder / "cifar-10-batches-py"
-    missing = [f for f in CIFAR10_FILES if not (base / f).is_file()]
-    if missing:
-        return [f"cifar-10-batches-py: missing {', '.join(missing)}"]
-    if not deep:
-        return []
-    problems = []
-    for name in CIFAR10_FILES[:-1]:
-        try:
-            with open(base / name, "rb") as fh:
-                batch = pickle.load(fh, encoding="latin1")
-            n = len(batch["labels"])
-            if batch["data"].shape != (n, 3072) or str(batch["data"].dtype) != "uint8":
-                problems.append(f"{name}: data {batch['data'].shape} {batch['data'].dtype}, labels {n}")
-        except Exception as err:  # noqa: BLE001 - any unreadable batch is a corrupt dataset
-            problems.append(f"{name} cannot be read ({type(err).__name__}: {err})")
-    return problems
-
-
-# ------------------------------------------------------------------------------------------------
-# scifact (BEIR's layout)
-
-SCIFACT_FILES = ("corpus.jsonl", "queries.jsonl", "qrels/train.tsv", "qrels/test.tsv")
-# documents, queries, and the judgement lines of each split (BEIR's scifact)
-SCIFACT_COUNTS = {"corpus": 5183, "queries": 1109, "train": 919, "test": 339}
-
-
-def _build_scifact(tmp: Path, opts: Options) -> None:
-    archive = _fetch(opts, "scifact", SOURCES["scifact"]["scifact.zip"])
-    with _open_zip(archive) as zf:
-        for name in SCIFACT_FILES:
-            try:
-                data = zf.read(f"scifact/{name}")
-            except KeyError:
-                raise DownloadError(f"{archive.name} has no scifact/{name}") from None
-            _write(tmp / name, data)
-    problems = _check_scifact(tmp)
-    if problems:
-        raise DownloadError("scifact: " + "; ".join(problems))
-
-
-def _check_scifact(folder: Path) -> list[str]:
-    """The four files there, readable as a BEIR folder (every id resolves), with BEIR's counts."""
-    from qt_hard.errors import UserError
-    from qt_hard.data.beir import load_beir
-
-    missing = [f for f in SCIFACT_FILES if not (folder / f).is_file()]
-    if missing:
-        return [f"missing {', '.join(missing)}"]
-    try:
-        data = load_beir(folder, ("train", "test"))
-    except UserError as err:
-        return [str(err)]
-    have = {
-        "corpus": len(data.doc_ids),
-        "queries": len(data.queries),
-        **{s: sum(len(d) for d in data.qrels[s].values()) for s in ("train", "test")},
-    }
-    return [f"{k}: {have[k]} entries, expected {n}" for k, n in SCIFACT_COUNTS.items() if have[k] != n]
-
-
-# ------------------------------------------------------------------------------------------------
-# books
-
-
-def books_index() -> list[dict[str, str]]:
-    """The packaged list of the 352 books (INDEX.tsv's columns + ``txt_sha256`` and ``head_hex``,
-    the first 48 bytes of the stripped text)."""
-    path = Path(__file__).with_name("books_index.tsv")
-    with open(path, newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh, delimiter="\t"))
-
-
-_PG_START = re.compile(
-    rb"^\*\*\* ?START OF TH(?:IS|E) PROJECT GUTENBERG E(?:BOOK|TEXT).*$|"
-    rb"^\*END\*THE SMALL PRINT!.*\*END\*.*$",
-    re.M | re.I,
-)
-_PG_END = re.compile(
-    rb"^(?:\*\*\* ?END OF TH(?:IS|E) PROJECT GUTENBERG|End of (?:the )?Project Gutenberg)", re.M | re.I
-)
-
-
-def strip_gutenberg(original: bytes, row: dict[str, str]) -> bytes:
-    """The book text without Project Gutenberg's header and footer, as the reference copy has it.
-
-    The copy kept the text between the START marker (``*** START OF THIS PROJECT GUTENBERG EBOOK``,
-    or old-style ``*END*THE SMALL PRINT!...*END*``) and the ``End of (the) Project Gutenberg`` /
-    ``*** END OF`` line. The packaged list holds each stripped text's length, sha256 and first 48
-    bytes, so the exact cut is found where those bytes occur and confirmed by the sha256; the
-    marker rule is the fallback. Raises ``DownloadError`` when neither gives the recorded text.
-    """
-    if row["pg_header_footer_stripped"] != "True":
-        candidates = [original]
-    else:
-        n, head = int(row["txt_bytes"]), bytes.fromhex(row["head_hex"])
-        candidates, at = [], original.find(head)
-        while at >= 0:
-            candidates.append(original[at : at + n])
-            at = original.find(head, at + 1)
-        start = _PG_START.search(original)
-        if start:
-            body = original[start.end() :]
-            body = body[1:] if body.startswith(b"\n") else body[2:] if body.startswith(b"\r\n") else body
-            end = _PG_END.search(body)
-            candidates.append(body[: end.start()].rstrip() + b"\r\n" if end else body)
-    for text in candidates:
-        if hashlib.sha256(text).hexdigest() == row["txt_sha256"]:
-            return text
-    raise DownloadError(f"books/{row['file']}: the stripped text does not match the recorded sha256")
-
-
-def _build_books(tmp: Path, opts: Options) -> None:
-    rows = books_index()
-    jobs = [
-        (
-            "books",
-            Source(f"{BOOKS_BASE}/{urllib.parse.quote(r['original_path'])}", size=int(r["original_bytes"])),
-            r["original_blob_sha1"] + ".txt",
-        )
-        for r in rows
-    ]
-    paths = _fetch_many(opts, jobs, "books")
-    for r, path in zip(rows, paths):
-        original = path.read_bytes()
-        if git_blob_sha1(original) != r["original_blob_sha1"]:
-            path.unlink()
-            raise DownloadError(
-                f"books: {r['original_path']} has git blob sha1 {git_blob_sha1(original)}, "
-                f"expected {r['original_blob_sha1']}; it was removed, run again"
-            )
-        xz = lzma.compress(strip_gutenberg(original, r), preset=9)
-        if hashlib.sha256(xz).hexdigest() != r["sha256_xz"]:
-            raise DownloadError(f"books/{r['file']}: xz sha256 differs from the reference copy")
-        (tmp / r["file"]).write_bytes(xz)
-    cols = [c for c in rows[0] if c not in ("txt_sha256", "head_hex")]
-    with open(tmp / "INDEX.tsv", "w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh, delimiter="\t", lineterminator="\n")
-        w.writerow(cols)
-        w.writerows([r[c] for c in cols] for r in rows)
-
-
-def _check_books(folder: Path) -> list[str]:
-    rows = books_index()
-    missing = [r["file"] for r in rows if not (folder / r["file"]).is_file()]
-    if missing:
-        return [f"{len(missing)} of {len(rows)} books missing (e.g. {missing[0]})"]
-    return []
-
-
-# ------------------------------------------------------------------------------------------------
-# wikipedia
-
-_SENT_SPLIT = re.compile(r"(?<=[.?!])\s+")
-_INNER_STOP = re.compile(r"[.?!]")
-
-
-def count_wiki_sentences(lines: list[str]) -> int:
-    """Sentences in an article's paragraph lines (the title line excluded), by the reference copy's
-    simple splitter: split at whitespace after ``.``, ``?`` or ``!``; skip heading lines (8 words or
-    fewer, ending in ``.``, no other ``.?!``)."""
-    n = 0
-    for line in lines:
-        s = line.strip()
-        if not s:
-            continue
-        if len(s.split()) <= 8 and s.endswith(".") and not _INNER_STOP.search(s[:-1]):
-            continue
-        n += sum(1 for part in _SENT_SPLIT.split(s) if part.strip())
-    return n
-
-
-_DOC_HEAD = re.compile(rb'^<doc id="(\d+)"')
-
-
-def _wiki_articles(data: bytes):
-    """(page_id, raw bytes of the article from ``<doc`` through ``</doc>\\n``) in file order."""
-    start = None
-    for m in re.finditer(rb"^<doc [^\n]*\n|^</doc>\n", data, re.M):
-        if m.group().startswith(b"<doc"):
-            start = m.start()
-        elif start is not None:
-            raw = data[start : m.end()]
-            head = _DOC_HEAD.match(raw)
-            if head is None:
-                raise DownloadError(f"unreadable WikiExtractor header: {raw[:100]!r}")
-            yield head.group(1).decode(), raw
-            start = None
-
-
-def _build_wikipedia(tmp: Path, opts: Options, min_sentences: int = 200) -> None:
-    jobs = [("wikipedia", Source(f"{WIKI_BASE}/{f}"), f.replace("/", "_")) for f in WIKI_FILES]
-    paths = _fetch_many(opts, jobs, "wikipedia")
-    txt = tmp / "enwiki_wikiextractor_ge200sent.txt"
-    digest = hashlib.sha256()
-    index = ["page_id\ttitle\tn_sentences_simple_split\n"]
-    with open(txt, "wb") as out:
-        for path in paths:
-            for page_id, raw in _wiki_articles(path.read_bytes()):
-                lines = raw.decode("utf-8").split("\n")  # <doc ...>, title, paragraphs, </doc>, ""
-                n = count_wiki_sentences(lines[2:-2])
-                if n >= min_sentences:
-                    out.write(raw)
-                    digest.update(raw)
-                    index.append(f"{page_id}\t{lines[1]}\t{n}\n")
-    (tmp / "enwiki_wikiextractor_ge200sent_index.tsv").write_text("".join(index), encoding="utf-8")
-    got = {
-        txt.name: digest.hexdigest(),
-        "enwiki_wikiextractor_ge200sent_index.tsv": file_digest(tmp / "enwiki_wikiextractor_ge200sent_index.tsv"),
-    }
-    for name, want in WIKI_OUTPUT_SHA256.items():
-        if want and got[name] != want:
-            raise DownloadError(f"wikipedia/{name}: sha256 {got[name]} differs from the reference copy's {want}")
-    with open(txt, "rb") as src, lzma.open(txt.with_suffix(".txt.xz"), "wb", preset=6) as dst:
-        shutil.copyfileobj(src, dst, 1 << 20)
-    txt.unlink()
-
-
-def _check_wikipedia(folder: Path) -> list[str]:
-    need = ["enwiki_wikiextractor_ge200sent.txt.xz", "enwiki_wikiextractor_ge200sent_index.tsv"]
-    return [f"{n} is missing" for n in need if not (folder / n).is_file()]
-
-
-# ------------------------------------------------------------------------------------------------
-# bookcorpus (through `datasets`)
-
-
-def _build_bookcorpus(tmp: Path, opts: Options, rows_per_file: int = 1_000_000) -> None:
-    from datasets import load_dataset
-
-    source = opts.source or BOOKCORPUS_HUB
-    if Path(source).is_dir():
-        files = sorted(str(p) for p in Path(source).rglob("*.parquet"))
-        if not files:
-            raise DownloadError(f"{source} holds no .parquet files")
-        ds = load_dataset("parquet", data_files=files, split="train")
-    else:
-        ds = load_dataset(source, split="train")
-    if "text" not in ds.column_names:
-        raise DownloadError(f"{source}: expected a 'text' column, found {ds.column_names}")
-    if source == BOOKCORPUS_HUB and len(ds) != BOOKCORPUS_ROWS:
-        raise DownloadError(f"{source}: {len(ds)} rows, expected {BOOKCORPUS_ROWS}")
-    ds = ds.select_columns(["text"])
-    shards = max(1, -(-len(ds) // rows_per_file))
-    for i in range(shards):
-        ds.shard(shards, i, contiguous=True).to_parquet(str(tmp / f"train-{i:05d}-of-{shards:05d}.parquet"))
-
-
-def _check_bookcorpus(folder: Path) -> list[str]:
-    return [] if any(folder.glob("*.parquet")) else ["no .parquet files"]
-
-
-def bookcorpus_files(folder: Path) -> list[str]:
-    """The Parquet shards ``qt-hard data get bookcorpus`` wrote, in corpus order."""
-    return sorted(str(p) for p in Path(folder).glob("*.parquet"))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1062,55 +576,9 @@ DATASETS: dict[str, Dataset] = {
             part_check=_check_sts_part,
             every_part=True,
         ),
-        Dataset(
-            "books",
-            "352 public-domain Project Gutenberg books, header/footer stripped, xz (45 MB)",
-            "public domain in the USA (Project Gutenberg texts; PG trademark removed with the headers)",
-            _build_books,
-            _check_books,
-        ),
-        Dataset(
-            "wikipedia",
-            "4,715 English Wikipedia articles with >= 200 sentences, WikiExtractor text (54 MB)",
-            "CC BY-SA 3.0 / GFDL (Wikipedia); attribute Wikipedia",
-            _build_wikipedia,
-            _check_wikipedia,
-        ),
-        Dataset(
-            "tu",
-            "TU Dortmund graph datasets: MUTAG, PTC_MR, ENZYMES, PROTEINS, IMDB-BINARY, IMDB-MULTI, DD, "
-            "REDDIT-BINARY, original text format",
-            "no license stated; research use with citation of TUDataset (Morris et al. 2020) and each source",
-            None,
-            None,
-            parts=tuple(TU_COUNTS),
-            part_build=lambda part: _build_tu_part(part),
-            part_check=_check_tu_part,
-        ),
-        Dataset(
-            "cifar10",
-            "CIFAR-10 python version, the official archive (163 MB)",
-            "no formal license; cite Krizhevsky 2009",
-            _build_cifar10,
-            lambda f: _check_cifar10(f, deep=True),
-        ),
-        Dataset(
-            "scifact",
-            "BEIR's SciFact in BEIR's layout: 5,183 abstracts, 1,109 claims, train and test qrels (3 MB zip)",
-            "CC BY-NC 2.0 (SciFact, Wadden et al. 2020); cite BEIR (Thakur et al. 2021)",
-            _build_scifact,
-            _check_scifact,
-            home="beir/scifact",
-        ),
-        Dataset(
-            "bookcorpus",
-            "BookCorpus (74 M sentences) through `datasets`, written as Parquet shards",
-            "see the Hugging Face dataset card (Smashwords books; research use)",
-            _build_bookcorpus,
-            _check_bookcorpus,
-        ),
     )
 }
+DATASETS.update(REGISTERED)
 
 
 def _unknown(name: str) -> DownloadError:
@@ -1212,7 +680,9 @@ def get(name: str, opts: Options, force: bool = False) -> Status:
             target = opts.root / (ds.home or name) / part
             state, _ = _folder_state(target, lambda f, p=part: ds.part_check(f, p))
             if state != "present" or force:
-                sources = SOURCES[name] if name != "tu" else {f"{part}.zip": SOURCES[name][f"{part}.zip"]}
+                # a part with an archive of its own (tu) notes that one, else the dataset's files
+                own = f"{part}.zip"
+                sources = {own: SOURCES[name][own]} if own in SOURCES[name] else SOURCES[name]
                 install(target, _with_note(ds.part_build(part), ds, opts, sources))
     else:
         install(opts.root / (ds.home or name), _with_note(ds.build, ds, opts, SOURCES[name]), keep=ds.keep)

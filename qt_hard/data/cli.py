@@ -25,13 +25,7 @@ def register(subparsers) -> None:
     sub = p.add_subparsers(dest="data_command", metavar="DATA_COMMAND")
 
     g = sub.add_parser("get", help="fetch datasets from their original sources, verified, into the data root")
-    g.add_argument(
-        "names",
-        nargs="+",
-        metavar="NAME",
-        help="senteval, sts, books, wikipedia, tu, cifar10, bookcorpus; 'all' is every one but bookcorpus "
-        "(several GB); sts (STS12-16, STS Benchmark, SICK; needs sacremoses) goes into senteval/STS and senteval/SICK",
-    )
+    g.add_argument("names", nargs="+", metavar="NAME", help=_names_help())
     g.add_argument("--root", help="data root (default: $QT_HARD_DATA or the user cache)")
     g.add_argument("--force", action="store_true", help="fetch again even when the data is intact")
     g.add_argument("--mirror", help="fetch https://HOST/PATH from MIRROR/HOST/PATH (default $QT_HARD_MIRROR)")
@@ -74,6 +68,18 @@ def register(subparsers) -> None:
     b.set_defaults(func=_books)
 
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1] if not args.data_command else None)
+
+
+def _names_help() -> str:
+    """The help of ``data get``'s NAME: every dataset of the catalog's table, by name."""
+    from qt_hard.data.catalog import DATASETS
+
+    beir = [name for name, ds in DATASETS.items() if ds.home.startswith("beir/")]
+    return (
+        f"{', '.join(DATASETS)}; 'all' is every one but bookcorpus (several GB); sts (STS12-16, STS Benchmark, "
+        "SICK; needs sacremoses) goes into senteval/STS and senteval/SICK; "
+        f"{', '.join(beir)} into beir/NAME"
+    )
 
 
 def _root(args):

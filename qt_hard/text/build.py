@@ -270,7 +270,7 @@ def _book_sentences(cfg: Config, cache_root: Path):
         local = cfg.data.path or data_path("bookcorpus", required=False)
         if local is not None and Path(local).is_dir():
             # `qt-hard data get bookcorpus` wrote Parquet shards under the data root.
-            from qt_hard.data.catalog import bookcorpus_files
+            from qt_hard.data.sources.bookcorpus import bookcorpus_files
 
             ds = load_hf_bookcorpus(
                 "parquet",
