@@ -247,6 +247,22 @@ def test_a_model_folder_replaced_is_not_served_the_old_records(tmp_path, capsys,
     assert "were made from another model" in _one_line(capsys)
 
 
+def test_weights_replaced_under_the_same_size_and_time_are_another_model(tmp_path, capsys, toy):
+    import os
+
+    model, out = tmp_path / "model", tmp_path / "out"
+    model.mkdir()
+    weights = model / "model.safetensors"
+    weights.write_bytes(b"old weights")
+    run = ["grid", "run", "toy", "--out", str(out), "--rows", "a", "--seeds", "0", "--model", str(model)]
+    assert main(run) == 0
+    stat = weights.stat()
+    weights.write_bytes(b"new weights")  # the same length
+    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert main(run) == 2
+    assert "were made from another model" in _one_line(capsys)
+
+
 def test_the_data_a_config_reads_is_part_of_what_made_a_record(tmp_path):
     from qt_hard.experiments.identity import made_from
 

