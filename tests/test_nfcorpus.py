@@ -58,3 +58,22 @@ def test_recipe_at_epochs_then_a_row_with_per_query_scores(slice_folder, tmp_pat
             assert set(pq) == {"ndcg@10", "rr@10", "recall@100"}
             assert sum(pq["ndcg@10"].values()) / len(pq["ndcg@10"]) == pytest.approx(r[f"{split}_ndcg@10"])
             assert f"{split}_ndcg@10_binary" in r
+
+
+def test_in_batch_relevance_counts_the_candidates_relevant_to_the_anchors_query():
+    """Four queries, batch 2: q1 and q2 share every relevant document (so each is in the other's batch
+    as a candidate relevant to it), q3 and q4 share none; a batch never holds a query or document twice."""
+    from types import SimpleNamespace
+
+    from qt_hard.experiments.specs.scifact import in_batch_relevance
+
+    pairs = [("q1", "a"), ("q2", "b"), ("q3", "c"), ("q4", "d")]
+    relevant = {"q1": {"a", "b"}, "q2": {"a", "b"}, "q3": {"c"}, "q4": {"d"}}
+    sf = SimpleNamespace(pairs_for=lambda seed, steps, batch: pairs, relevant=relevant)
+    r = in_batch_relevance(sf, 2, 40, seed=0)
+    assert r["batches"] == 40 and r["candidates"] == 80
+    # a batch holding q1 and q2 gives two relevant candidates; the share is that of such batches
+    assert r["relevant"] % 2 == 0 and 0 < r["relevant"] < 80
+    assert r["relevant_frac"] == r["relevant"] / 80 == r["anchors_with_relevant_frac"]
+    none = SimpleNamespace(pairs_for=lambda seed, steps, batch: pairs, relevant={q: {d} for q, d in pairs})
+    assert in_batch_relevance(none, 2, 10)["relevant"] == 0

@@ -478,6 +478,9 @@ RUNS = {
     "qt-hard eval wiki --model random:bow --data data/wiki10 --classes 10 --split-seed 0": Run(
         needs=("data/wiki10",), prints=(r"(?m)^\| random:bow \| 10 \| \d+\.\d \| \d+\.\d \|$",)
     ),
+    "python scripts/in_batch_relevance.py": Run(
+        prints=(r"in-batch candidates relevant to the anchor's query: scifact 0\.034%, nfcorpus 1\.702% ",)
+    ),
     "qt-hard eval retrieval --model random:bow --data $QT_HARD_DATA/beir/scifact": Run(
         prints=(r"(?m)^\| random:bow \|( \d+\.\d\d \|){6} 300 \|",)
     ),

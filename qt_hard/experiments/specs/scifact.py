@@ -254,6 +254,51 @@ def input_hashes(folder: Path) -> dict:
     return {rel: file_digest(path) for rel, path in files.items()}
 
 
+def in_batch_relevance(sf, batch_size: int, steps: int, seed: int = 0) -> dict:
+    """How much there is for a false-negative filter to catch, before any filter: batches of the pairs a
+    run of ``steps`` steps trains on (:meth:`Scifact.pairs_for`), shuffled by ``seed`` (again at each pass)
+    and filled as the trainer's duplicate-free sampler fills them (a pair joins the batch unless its query
+    or its document is already there), and over every anchor the share of its in-batch candidates (the other pairs'
+    documents, MNRL's negatives) that the training judgements mark relevant to the anchor's query.
+    Returns ``{"batches", "candidates", "relevant", "relevant_frac", "anchors_with_relevant_frac"}``."""
+    rows = list(sf.pairs_for(seed, steps, batch_size))
+    rng = random.Random(f"in-batch/{seed}")
+    batches: list[list[tuple[str, str]]] = []
+    pending: list[tuple[str, str]] = []
+    while len(batches) < steps:
+        if len(pending) < batch_size:  # a new pass over the pairs, as the trainer's next epoch
+            pending = rows[:]
+            rng.shuffle(pending)
+        batch, rest, queries, docs = [], [], set(), set()
+        for q, d in pending:
+            if len(batch) < batch_size and q not in queries and d not in docs:
+                batch.append((q, d))
+                queries.add(q)
+                docs.add(d)
+            else:
+                rest.append((q, d))
+        if len(batch) < batch_size:
+            pending = []
+            continue
+        batches.append(batch)
+        pending = rest
+    candidates = relevant = touched = anchors = 0
+    for batch in batches:
+        for i, (q, _) in enumerate(batch):
+            hits = sum(d in sf.relevant[q] for j, (_, d) in enumerate(batch) if j != i)
+            candidates += len(batch) - 1
+            relevant += hits
+            touched += hits > 0
+            anchors += 1
+    return {
+        "batches": len(batches),
+        "candidates": candidates,
+        "relevant": relevant,
+        "relevant_frac": relevant / max(1, candidates),
+        "anchors_with_relevant_frac": touched / max(1, anchors),
+    }
+
+
 # -------------------------------------------------------------------------------------------- loss
 def build_loss(row: str, model, recipe: dict):
     """The loss of ``row`` for ``model`` under ``recipe`` (scale, mini-batch of ``+cached``): its spec in
