@@ -77,3 +77,22 @@ def test_in_batch_relevance_counts_the_candidates_relevant_to_the_anchors_query(
     assert r["relevant_frac"] == r["relevant"] / 80 == r["anchors_with_relevant_frac"]
     none = SimpleNamespace(pairs_for=lambda seed, steps, batch: pairs, relevant={q: {d} for q, d in pairs})
     assert in_batch_relevance(none, 2, 10)["relevant"] == 0
+
+
+def test_the_recipe_says_whether_dev_has_peaked():
+    """Interior on both axes: peaked; best at the most steps and still rising: not; flat within 0.3: peaked."""
+    from qt_hard.experiments.specs.scifact import recipe_edges, select_recipe
+
+    def recs(grid):
+        return [{"lr": lr, "steps": st, "dev_ndcg@10": v} for (lr, st), v in grid.items()]
+
+    interior = recs({(1, 10): 30.0, (1, 20): 31.0, (1, 40): 30.5, (2, 20): 32.0, (3, 20): 31.0, (2, 40): 31.5})
+    assert select_recipe(interior)["lr"] == 2 and recipe_edges(interior, select_recipe(interior)) == []
+    rising = recs({(1, 10): 30.0, (1, 20): 31.0, (1, 40): 32.0, (2, 40): 31.0})
+    why = recipe_edges(rising, select_recipe(rising))
+    assert why == [
+        "the smallest learning rate tried (1) is the best, 1.00 above 2",
+        "the largest step count tried (40) is the best, 1.00 above 20",
+    ]
+    flat = recs({(1, 10): 30.0, (1, 20): 31.0, (1, 40): 31.2, (2, 40): 31.1, (0.5, 40): 31.0})
+    assert recipe_edges(flat, select_recipe(flat)) == []

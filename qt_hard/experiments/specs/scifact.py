@@ -414,6 +414,30 @@ def select_recipe(records: list[dict]) -> dict:
     return {"lr": best["lr"], "steps": best["steps"], "rule": "best dev nDCG@10 of MNRL, seed 0"}
 
 
+FLAT_NDCG = 0.3  # dev nDCG@10 a step along an axis may gain and still count as flat
+
+
+def recipe_edges(records: list[dict], choice: dict) -> list[str]:
+    """Why dev may not have peaked at ``choice``: for each axis (learning rate; steps) on which the chosen
+    value is the extreme tried, the neighbour just inside it at the chosen value of the other axis scores
+    more than :data:`FLAT_NDCG` below the choice (the curve still rises towards the edge). [] when the
+    choice is interior on both axes or the curve is flat at each edge it sits on."""
+    dev = {(r["lr"], r["steps"]): r["dev_ndcg@10"] for r in records}
+    best = dev[(choice["lr"], choice["steps"])]
+    out = []
+    for axis, name, other in (("lr", "learning rate", "steps"), ("steps", "step count", "lr")):
+        values = sorted({k[0 if axis == "lr" else 1] for k in dev})
+        at = choice[axis]
+        for edge, inside, word in ((values[-1], -2, "largest"), (values[0], 1, "smallest")):
+            if at != edge or len(values) < 2:
+                continue
+            near = values[inside]
+            key = (near, choice[other]) if axis == "lr" else (choice[other], near)
+            if key in dev and best - dev[key] > FLAT_NDCG:
+                out.append(f"the {word} {name} tried ({at:g}) is the best, {best - dev[key]:.2f} above {near:g}")
+    return out
+
+
 # ----------------------------------------------------------------------------------------- summary
 def summarize(records: list[dict], recipe: dict | None = None) -> str:
     """The Markdown tables: mean ± sample std over seeds per row (dev first, then test), the guard
@@ -654,15 +678,13 @@ class RecipeChoice(_Common):
         choice = select_recipe(records)
         lines = markdown_table(["lr", "steps", "dev nDCG@10"], body, "rrr")
         lines += ["", f"Chosen: lr {choice['lr']:g}, {choice['steps']} steps ({choice['rule']})."]
-        edges = [
-            what
-            for what, field in (("the largest learning rate", "lr"), ("the most steps", "steps"))
-            if choice[field] == max(r[field] for r in records)
-        ]
+        edges = recipe_edges(records, choice)
         if edges:
+            lines[-1] += f" Dev has not peaked: {'; '.join(edges)}, so a wider range could choose another recipe."
+        else:
             lines[-1] += (
-                f" The choice lies at the edge of the range tried ({' and '.join(edges)}): "
-                "a wider range could choose another recipe."
+                f" Dev has peaked: the choice is interior on both axes, or the curve beyond it is flat within "
+                f"{FLAT_NDCG} nDCG@10."
             )
         return {"recipe.md": "\n".join(lines)}
 
