@@ -96,3 +96,38 @@ def test_the_recipe_says_whether_dev_has_peaked():
     ]
     flat = recs({(1, 10): 30.0, (1, 20): 31.0, (1, 40): 31.2, (2, 40): 31.1, (0.5, 40): 31.0})
     assert recipe_edges(flat, select_recipe(flat)) == []
+
+
+def _record(row, seed, shift):
+    """A hand-made retrieval record: 30 queries whose scores are ``shift`` above a fixed base, per seed."""
+    per = {}
+    for split in ("dev", "test"):
+        per[split] = {
+            m: {f"q{i}": 40.0 + i % 7 + shift + 0.3 * ((seed * 7 + i) % 5 - 2) for i in range(30)}
+            for m in ("ndcg@10", "rr@10", "recall@100")
+        }
+    rec = {"row": row, "seed": seed, "per_query": per}
+    for split in ("dev", "test"):
+        for m in ("ndcg@10", "recall@100"):
+            rec[f"{split}_{m}"] = sum(per[split][m].values()) / 30
+    rec["test_mrr@10"] = rec["test_ndcg@10"]
+    return rec
+
+
+def test_the_comparison_table_judges_at_two_levels_and_chooses_against_mnrl():
+    """With per-query scores the table judges each row against its one-change baseline at both levels,
+    Holm across the table's rows, names the family, and chooses on dev against MNRL itself: a mined row
+    that beats MNRL on the mined triplets but not MNRL is not chosen."""
+    from qt_hard.experiments.specs.scifact import summarize
+
+    shifts = {"mnrl": 0.0, "hard_b1": 2.0, "mnrl+mined": -3.0, "hard_b1+mined": -1.0}
+    records = [_record(row, s, shift) for row, shift in shifts.items() for s in range(3)]
+    table = summarize(records)
+    assert "| `hard_b1` | `mnrl` | 3 | +2.00 [" in table and "/ q +2.00 [" in table
+    assert table.count("| better |") >= 2  # hard_b1 against mnrl; hard_b1+mined against mnrl+mined
+    assert "Family: 3 one-change comparisons on dev ndcg@10" in table
+    assert "Chosen on dev: hard_b1 has the highest dev ndcg@10 mean" in table
+    worse = summarize([_record(row, s, -abs(shift)) for row, shift in shifts.items() for s in range(3)])
+    assert "mnrl is kept" in worse
+    old = [{k: v for k, v in r.items() if k != "per_query"} for r in records]
+    assert "Seed level only" in summarize(old)

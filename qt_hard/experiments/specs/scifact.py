@@ -475,7 +475,11 @@ def summarize(records: list[dict], recipe: dict | None = None) -> str:
         body.append([f"{row_label(row)} (`{row}`)", str(len(runs)), *cells, guard])
     heads = ["row", "seeds", *(h for _, h in metrics), "guard removed (true positives)"]
     lines += markdown_table(heads, body, "lr" + "r" * (len(metrics) + 1))
-    lines += _paired_tables(by, order)
+    if all("per_query" in r for row in order for r in by[row].values()):
+        lines += two_level_tables(by, order)
+    else:
+        lines += _paired_tables(by, order)
+        lines += ["", "Seed level only: some records hold no per-query scores, so no verdict is over queries."]
     return "\n".join(lines)
 
 
@@ -512,6 +516,46 @@ def _paired_tables(by: dict, order: list[str]) -> list[str]:
             )
         lines += ["", head + ":", ""]
         lines += markdown_table(["row", "pairs", "dev nDCG@10", "dev", "test nDCG@10", "test"], rows, "lrrlrl")
+    return lines
+
+
+# (record metric, heading) of the two-level table: dev decides, test reports, Recall@100 is the cost a
+# retrieve-then-rerank user reads beside nDCG@10.
+TWO_LEVEL = (
+    ("dev", "ndcg@10", "dev nDCG@10"),
+    ("test", "ndcg@10", "test nDCG@10"),
+    ("test", "recall@100", "test R@100"),
+)
+
+
+def two_level_tables(by: dict, order: list[str]) -> list[str]:
+    """Each row against its one-change baseline (:func:`baseline_of`) on dev nDCG@10, test nDCG@10 and
+    test Recall@100, judged at two levels, over seeds and over queries, Holm-adjusted across the table's
+    comparisons per column (:func:`qt_hard.experiments.report.two_level_family`; the family named under
+    the table); then the row chosen on dev against MNRL itself (:func:`.report.choose_retrieval_row`)."""
+    from qt_hard.experiments.report import choose_retrieval_row, family_note, markdown_table, two_level_family
+
+    records = {row: list(runs.values()) for row, runs in by.items()}
+    pairs = {row: baseline_of(row) for row in order if row != "before" and baseline_of(row) in by}
+    comparisons = {row: (records[base], records[row]) for row, base in pairs.items()}
+    if not comparisons:
+        return []
+    columns = [two_level_family(comparisons, split, metric) for split, metric, _ in TWO_LEVEL]
+    body = []
+    for row, base in pairs.items():
+        cells = [c for verdicts in columns for c in (verdicts[row].cell(), verdicts[row].verdict)]
+        body.append([f"`{row}`", f"`{base}`", str(columns[0][row].n_seeds), *cells])
+    heads = ["row", "against", "pairs", *(h for *_, h in TWO_LEVEL for h in (h, "verdict"))]
+    lines = [
+        "",
+        "Each row against its one-change baseline (row - baseline; seeds: mean [interval] / q: over queries):",
+        "",
+    ]
+    lines += markdown_table(heads, body, "llrrlrlrl")
+    lines += [""] + [family_note(v, split, metric) for v, (split, metric, _) in zip(columns, TWO_LEVEL)]
+    if "mnrl" in by:
+        candidates = [r for r in order if r not in ("before", "mnrl")]
+        lines += ["", "Chosen on dev: " + choose_retrieval_row(records, "mnrl", candidates).why]
     return lines
 
 
