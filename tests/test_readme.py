@@ -537,6 +537,12 @@ RUNS = {
         prints=(r"\| 300 \| 100 \| 1000 \| same-class \(collision-free\) \| 3 \| 41\.39 ± 0\.10 \|",),
     ),
     # The namesake at width: the device script's dry run (toy cells side by side on the CPU, paired table).
+    # Both retrieval grids on a GPU: the device script's dry run (slices of both datasets, CPU).
+    "DRY=1 OUT=runs/device_retrieval_dry bash scripts/device_retrieval.sh": _dry_run(
+        "runs/device_retrieval_dry",
+        ("nfcorpus/results.jsonl", "nfcorpus/table.md", "scifact/recipe.md", "scifact/table.md"),
+        prints=(r"nfcorpus grid exit 0 at \d+s: 3 records", r"scifact grid exit 0 at \d+s: 3 records", r"failed: none"),
+    ),
     "DRY=1 OUT=runs/device_namesake_dry bash scripts/device_namesake.sh": _dry_run(
         "runs/device_namesake_dry",
         ("side_by_side_gpu.jsonl", "results.jsonl", "namesake_table.md"),
@@ -629,6 +635,8 @@ SKIPS = {
     "nice -n 5 python scripts/bench_data.py corpus --multiples 1,4,16 --work /tmp/corpus_scale --output results/corpus_scale.jsonl": "prepares 16 times the local books from an empty cache (over an hour of a busy 2-core CPU, GBs "
     "on disk); tests/test_bench_scale.py checks its synthetic multiples, and the streaming preparation is tested in "
     "tests/test_text_batches.py",
+    "OUT=device_out bash scripts/device_retrieval.sh": "needs a GPU machine and gpu_carry_retrieval/ "
+    "(scripts/device_retrieval_prepare.sh); its DRY=1 run is in RUNS",
     "OUT=device_out bash scripts/device_namesake.sh": "needs a GPU machine and the carry of "
     "scripts/device_s2v_prepare.sh; its DRY=1 form runs the same steps here",
     "OUT=device_out bash scripts/device_s2v.sh": "needs a GPU machine and the carry of scripts/device_s2v_prepare.sh; "
