@@ -309,3 +309,38 @@ def test_a_finished_run_of_another_config_is_never_taken_for_this_ones(tmp_path)
     edited = load_config(SMOKE, [f"out_dir={run}", "train.lr=0.2", "train.steps=7"], check_pipeline=False)
     with pytest.raises(UserError, match=r"holds a finished run of another config \(train.lr: 0.1 -> 0.2; train.steps"):
         train_run(edited)
+
+
+def test_a_full_disk_while_the_mined_triplets_are_written_leaves_no_file(tmp_path, monkeypatch):
+    """The retrieval grids' mined triplets: a full disk at their write is one WriteFailedError naming
+    them, and the folder holds neither a half file nor the build's lock afterwards."""
+    import errno
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from qt_hard.errors import UserError
+    from qt_hard.experiments.specs import scifact, st_finetuning
+
+    sf = SimpleNamespace(
+        pairs=[("q1", "d1")],
+        texts=lambda rows: [("query", "doc one")],
+        data=SimpleNamespace(doc_ids=["d1", "d2"], doc_texts=["doc one", "doc two"], queries={"q1": "query"}),
+        doc_text={"d1": "doc one", "d2": "doc two"},
+    )
+    monkeypatch.setattr(st_finetuning, "mine_triplets", lambda *a, **k: [("query", "doc one", "doc two")])
+    monkeypatch.setattr(st_finetuning, "load_start", lambda *a, **k: None)
+    real = Path.write_text
+
+    def full(self, *a, **k):
+        if "mined" in self.name:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(Path, "write_text", full)
+    out = tmp_path / "out"
+    with pytest.raises(UserError, match="mined triplets") as err:
+        scifact.mine(sf, out / "mined.jsonl")
+    assert "No space left on device" in str(err.value) and "\n" not in str(err.value)
+    assert not out.exists() or list(out.iterdir()) == []
+    monkeypatch.setattr(Path, "write_text", real)
+    assert scifact.mine(sf, out / "mined.jsonl") == [("q1", "d1", "d2")]

@@ -204,11 +204,9 @@ def write_slice(src: str | os.PathLike, dst: str | os.PathLike, train: int, test
 def mine(sf: Scifact, path: Path, threads: int = 1, device: str = "cpu") -> list[tuple[str, str, str]]:
     """The mined (claim, positive, negative) id triplets in ``path``, mined first when missing (one
     writer at a time; see the module docstring)."""
-    import fcntl
+    from qt_hard.files import build_lock
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.parent / ".mined.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with build_lock(path, "mined triplets"):  # a full disk or a stop leaves no lock nor half file
         if not path.is_file():
             _mine_into(sf, path, threads, device)
     rows = [tuple(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines()]
@@ -217,6 +215,8 @@ def mine(sf: Scifact, path: Path, threads: int = 1, device: str = "cpu") -> list
 
 def _mine_into(sf: Scifact, path: Path, threads: int, device: str) -> None:
     import torch
+
+    from qt_hard.files import write_text
 
     from .st_finetuning import load_start, mine_triplets
 
@@ -228,12 +228,11 @@ def _mine_into(sf: Scifact, path: Path, threads: int, device: str) -> None:
     for d, t in zip(sf.data.doc_ids, sf.data.doc_texts):
         first_id.setdefault(t, d)
     by_text = {(sf.data.queries[q], sf.doc_text[d]): (q, d) for q, d in sf.pairs}
-    tmp = path.with_name(path.name + ".partial")
-    with tmp.open("w", encoding="utf-8") as fh:
-        for anchor, positive, negative in mined:
-            q, d = by_text[(anchor, positive)]
-            fh.write(json.dumps([q, d, first_id[negative]]) + "\n")
-    os.replace(tmp, path)
+    lines = []
+    for anchor, positive, negative in mined:
+        q, d = by_text[(anchor, positive)]
+        lines.append(json.dumps([q, d, first_id[negative]]) + "\n")
+    write_text(path, "".join(lines), "mined triplets")
 
 
 def input_hashes(folder: Path) -> dict:
