@@ -17,11 +17,13 @@ def _cell_hours(records: list[dict], fields=("wall_s",)) -> float:
     return sum(float(r.get(f) or 0.0) for r in records for f in fields) / 3600
 
 
-def _grid_block(root: Path, name: str, table: str, missing: str, caption: str, hours=("wall_s",)) -> str:
-    """Experiment ``name``'s table file ``table`` from its ledger in ``results/scifact``, captioned with
-    the ledger's file, its machines and its hours of cell time; ``missing`` before it exists."""
-    tables, records = grid_tables(root, name, "results/scifact")
-    if not records:
+def _grid_block(
+    root: Path, name: str, table: str, missing: str, caption: str, hours=("wall_s",), folder="results/scifact"
+) -> str:
+    """Experiment ``name``'s table file ``table`` from its ledger in ``folder``, captioned with the
+    ledger's file, its machines and its hours of cell time; ``missing`` while the ledger has no records."""
+    tables, records = grid_tables(root, name, folder)
+    if not records or table not in tables:
         return missing
     machines = ", ".join(sorted({r["machine"] for r in records}))
     return tables[table] + "\n\n" + caption.format(n=len(records), machines=machines, hours=_cell_hours(records, hours))
@@ -53,6 +55,40 @@ def _scifact_recipe(root: Path) -> str:
         "`results/scifact/recipe.jsonl`: MNRL, seed 0, on {machines}, one torch thread, "
         "{hours:.1f} hours of training and evaluation in all.",
         hours=("train_s", "eval_s"),
+    )
+
+
+NFCORPUS = "results/nfcorpus"
+
+
+@table("nfcorpus", spread=False)
+def _nfcorpus(root: Path) -> str:
+    """The NFCorpus comparison from ``results/nfcorpus`` (SciFact's tables on NFCorpus); "being measured"
+    while its ledger has no records."""
+    return _grid_block(
+        root,
+        "nfcorpus",
+        "table.md",
+        f"Being measured: `{NFCORPUS}/results.jsonl` has no records yet, so this page shows no NFCorpus numbers.",
+        f"`{NFCORPUS}/results.jsonl`: {{n}} runs on {{machines}}, one torch thread a process, "
+        "{hours:.1f} hours of cell time in all.",
+        folder=NFCORPUS,
+    )
+
+
+@table("nfcorpus-recipe", spread=False)
+def _nfcorpus_recipe(root: Path) -> str:
+    """The NFCorpus recipe choice on dev (``results/nfcorpus/recipe.jsonl``); "being measured" before it."""
+    return _grid_block(
+        root,
+        "nfcorpus-recipe",
+        "recipe.md",
+        f"Being measured: `{NFCORPUS}/recipe.jsonl` has no records yet (`qt-hard grid run nfcorpus-recipe` "
+        "chooses the recipe on dev).",
+        f"`{NFCORPUS}/recipe.jsonl`: MNRL, seed 0, on {{machines}}, one torch thread, "
+        "{hours:.1f} hours of training and evaluation in all.",
+        hours=("train_s", "eval_s"),
+        folder=NFCORPUS,
     )
 
 
