@@ -29,8 +29,9 @@ def register(subparsers) -> None:
         "names",
         nargs="+",
         metavar="NAME",
-        help="senteval, sts, books, wikipedia, tu, cifar10, bookcorpus; 'all' is every one but bookcorpus "
-        "(several GB); sts (STS12-16, STS Benchmark, SICK; needs sacremoses) goes into senteval/STS and senteval/SICK",
+        help="senteval, sts, books, wikipedia, tu, cifar10, scifact, bookcorpus; 'all' is every one but "
+        "bookcorpus (several GB); sts (STS12-16, STS Benchmark, SICK; needs sacremoses) goes into senteval/STS and "
+        "senteval/SICK; scifact (BEIR's SciFact) into beir/scifact",
     )
     g.add_argument("--root", help="data root (default: $QT_HARD_DATA or the user cache)")
     g.add_argument("--force", action="store_true", help="fetch again even when the data is intact")
