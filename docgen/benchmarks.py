@@ -27,6 +27,19 @@ def loss_ratio(root: Path, strategy: str, k, B: int) -> str:
     return f"x{rows[-1]['ratio']:.2f}" if rows else "-"
 
 
+# The loss benchmark ran beside other work: what that means for its ratios.
+LOAD_NOTE = (
+    "It ran beside other work, at a 1-minute load average of {load} on the 2 cores when it started: a ratio "
+    "below 1 (a strategy that does the baseline's work and more, timed as faster) is that load's noise, and "
+    "differences of that size between strategies are too."
+)
+
+
+def loss_bench_load(root: Path) -> str:
+    """The 1-minute load average when the loss benchmark's first row started."""
+    return f"{read_jsonl(root / LOSS_BENCH)[0]['load_average'][0]:.1f}"
+
+
 @table("loss_cost", spread=False)
 def _loss_cost(root: Path) -> str:
     """Each strategy's loss over plain InfoNCE (forward + backward), per batch size and k."""
@@ -44,7 +57,8 @@ def _loss_cost(root: Path) -> str:
         f"Ratio of each strategy's seconds per forward + backward to plain `F.cross_entropy` NT-Xent on the same (2B, "
         f"{r0['d']}) embeddings (baseline s: its median seconds), from `{LOSS_BENCH}`: {r0['device']}, torch "
         f"{r0['torch']}, {r0['threads']} thread(s), {r0['machine']}, commit {r0['commit']}, {r0['utc'][:10]}. "
-        "Command: `python scripts/bench_losses.py infonce --batch-sizes 256,1024 --reps 5 --out results/bench_losses_cpu.jsonl`.",
+        "Command: `python scripts/bench_losses.py infonce --batch-sizes 256,1024 --reps 5 --out results/bench_losses_cpu.jsonl`. "
+        + LOAD_NOTE.format(load=loss_bench_load(root)),
         "",
         report.markdown_table(
             ["B", "k", "baseline s", *strategies, "largest tensor"], body, "lrr" + "r" * len(strategies) + "r"

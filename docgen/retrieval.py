@@ -135,19 +135,9 @@ SCIFACT_LEDGER = "results/scifact/results.jsonl"
 def _scifact_answer(root: Path) -> str:
     """Retrieval fine-tuning on SciFact: "not measured yet" until its ledger exists; then the row
     chosen on dev nDCG@10 (each row against MNRL on the same data) and its test nDCG@10 effect."""
-    path = root / SCIFACT_LEDGER
-    if not path.is_file():
+    if not (root / SCIFACT_LEDGER).is_file():
         return f"Not measured yet: `{SCIFACT_LEDGER}` does not exist."
-    recs = latest_records(path.parent, scifact.KEY)
-
-    def runs(metric):
-        out: dict = {}
-        for r in recs:
-            if r.get(metric) is not None and r["row"] != "before":
-                out.setdefault(r["row"], {})[r["seed"]] = float(r[metric])
-        return out
-
-    dev, test = runs("dev_ndcg@10"), runs("test_ndcg@10")
+    recs, dev, test = scifact_runs(root)
     if scifact.BASELINES[0] not in dev:
         return f"Not measured yet: `{SCIFACT_LEDGER}` has no `{scifact.BASELINES[0]}` row."
     base_of = scifact.baseline_of
@@ -169,6 +159,21 @@ def _scifact_answer(root: Path) -> str:
             f"{t.cell()}, **{t.verdict}** (`{SCIFACT_LEDGER}`)."
         )
     return " ".join([said, *_mining_effect(dev, test), *_guards_acted(recs)])
+
+
+def scifact_runs(root: Path) -> tuple[list[dict], dict, dict]:
+    """The SciFact ledger's latest records, and its dev and test nDCG@10 as row -> seed -> value (the
+    starting model left out); empty without the ledger."""
+    recs = latest_records((root / SCIFACT_LEDGER).parent, scifact.KEY)
+
+    def runs(metric):
+        out: dict = {}
+        for r in recs:
+            if r.get(metric) is not None and r["row"] != "before":
+                out.setdefault(r["row"], {})[r["seed"]] = float(r[metric])
+        return out
+
+    return recs, runs("dev_ndcg@10"), runs("test_ndcg@10")
 
 
 def _mining_effect(dev: dict, test: dict) -> list[str]:

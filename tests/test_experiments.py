@@ -60,6 +60,8 @@ NO_LEDGER = {
     "qt_table_gpu_senteval.md": "as qt_table_senteval.md, for the GPU table",
     "qt_table_gpu_skipthoughts.md": "as qt_table_senteval.md, for the GPU table",
     "graph_table.csv": "the graph table's cells, run before the ledger (each row names the commit that added it)",
+    "vision_table_gpu.csv": "the SimCLR table's cells on a GPU (five strategies, ResNet-18, 2 seeds), run before the "
+    "ledger; each row names its device, machine and commit",
     "graph_ot_enzymes_lr1e-3.csv": "two OT cells at another learning rate, run before the ledger",
     "k_vs_n/sampling_1000.json": "a measurement of qt-hard grid run k-vs-n --sampling, not a grid",
     "st_compare/README.md": "the commands and wall times behind each folder of the fine-tuning comparison",
