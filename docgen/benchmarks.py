@@ -9,7 +9,7 @@ from pathlib import Path
 from qt_hard.experiments import report
 from qt_hard.experiments.specs import qt_table
 
-from docgen.markdown import captioned, join_lines, measured_on
+from docgen.markdown import captioned, join_lines, measured_on, span
 from docgen.pages import table
 from docgen.results import read_jsonl
 
@@ -268,3 +268,18 @@ def _wiki_smoke(root: Path) -> str:
 
     records = read_jsonl(root / "results" / "wiki_smoke.jsonl")
     return wiki_smoke.table(records, "results/wiki_smoke.jsonl", "qt-hard grid run wiki-smoke --out results")
+
+
+@table("readme_test_time", spread=False)
+def _readme_test_time(root: Path) -> str:
+    """The README's sentence on how long its test command and ``.ci/run`` take: the span over the runs
+    of ``results/ci_timing.jsonl``."""
+    rows = read_jsonl(root / "results" / "ci_timing.jsonl")
+    machines = ", ".join(sorted({r["machine"] for r in rows}))
+    return (
+        f"The default suite took {span([r['pytest_q_s'] for r in rows])}; `.ci/run` as a whole "
+        f"{span([r['ci_run_wall_s'] for r in rows])}, of which the `commands` marker (every command of the README "
+        f"and the pages, run small) {span([r['commands_marker_s'] for r in rows])} on both cores; over "
+        f"{len(rows)} runs on {machines}, at commits {', '.join(r['commit'] for r in rows)} "
+        "(`results/ci_timing.jsonl`).\n"
+    )

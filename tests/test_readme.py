@@ -167,6 +167,12 @@ RUNS = {
         add=f"train.steps=5 {ONE_BOOK}",
         writes=("runs/qt_books_smoke/final/encoder.json", "runs/qt_books_smoke/logs/**/events.out.tfevents.*"),
     ),
+    # the README's replacement of the quick start's run: --overwrite on the folder the quick start wrote
+    "qt-hard train configs/qt_books_smoke.yaml --out runs/qt_smoke --overwrite": Run(
+        add=f"train.steps=5 {ONE_BOOK}",
+        needs=("runs/qt_smoke",),
+        writes=("runs/qt_smoke/final/encoder.json", "runs/qt_smoke/metrics.csv"),
+    ),
     "qt-hard train configs/bow_wiki_smoke.yaml": Run(
         add="train.steps=5", writes=("runs/bow_wiki_smoke/final/encoder.json", "runs/bow_wiki_smoke/cache/*")
     ),
