@@ -199,7 +199,7 @@ def _effects_graphs(root: Path) -> list[Effect]:
 
 def effects_images(root: Path) -> list[Effect]:
     out = []
-    gpu = vision_rows(root, "results/vision_table_gpu.csv")
+    gpu = vision_rows(root, "results/simclr_gpu")
     for strategy in ("hard", "ot"):
         out.append(
             Effect(

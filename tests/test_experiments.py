@@ -60,8 +60,6 @@ NO_LEDGER = {
     "qt_table_gpu_senteval.md": "as qt_table_senteval.md, for the GPU table",
     "qt_table_gpu_skipthoughts.md": "as qt_table_senteval.md, for the GPU table",
     "graph_table.csv": "the graph table's cells, run before the ledger (each row names the commit that added it)",
-    "vision_table_gpu.csv": "the SimCLR table's cells on a GPU (five strategies, ResNet-18, 2 seeds), run before the "
-    "ledger; each row names its device, machine and commit",
     "graph_ot_enzymes_lr1e-3.csv": "two OT cells at another learning rate, run before the ledger",
     "k_vs_n/sampling_1000.json": "a measurement of qt-hard grid run k-vs-n --sampling, not a grid",
     "st_compare/README.md": "the commands and wall times behind each folder of the fine-tuning comparison",
@@ -70,6 +68,7 @@ NO_LEDGER = {
     "s2v_curve_gpu/metrics.csv": "that curve's training run's own logged rows",
     "s2v_curve_gpu/README.md": "how the files of s2v_curve_gpu/ were made",
     "scifact/README.md": "the commands behind the retrieval comparison's ledgers",
+    "simclr_gpu/README.md": "how the SimCLR GPU ledger was made from the cells its runs wrote as a CSV",
 }
 # Copies of per-run files (a run's metrics.csv or eval.csv) kept beside a ledger: they are the runs'
 # own logs, read by the figures, not derived from the ledger.
@@ -148,6 +147,7 @@ FOLDERS = {
     "graph_controls": _regenerate_graph,
     "moco_ring_cpu": _regenerate_vision,
     "moco_ring_gpu": _regenerate_vision,
+    "simclr_gpu": _regenerate_vision,
     "scifact": _regenerate_scifact,
 }
 KVN = sorted(p.stem for p in (RESULTS / "k_vs_n").glob("*.jsonl") if not p.name.endswith(".diag.jsonl"))
