@@ -132,7 +132,7 @@ _PLAIN_ANSWERS = {
         [("images_simclr_hard", "SimCLR hard vs uniform, kNN"), ("images_moco_ring_cpu", "MoCo ring vs uniform")],
     ),
     "k": (
-        "**Choosing k** (Wiki-N; no dev split)",
+        "**Choosing k** ([k](glossary.md#k) negatives; [Wiki-N](glossary.md#wiki-n), N classes; no dev split)",
         "k below all in-batch candidates when the classes are few; not [collision-free](glossary.md#collision-free) "
         "sampling",
         [("k_100", "k = 50 vs all, N = 100"), ("collision_free_1000", "collision-free, N = 1000")],
