@@ -9,7 +9,7 @@ from pathlib import Path
 from qt_hard.experiments import report
 from qt_hard.experiments.specs import qt_table
 
-from docgen.markdown import captioned, join_lines, measured_on
+from docgen.markdown import captioned, join_lines, measured_on, span
 from docgen.pages import table
 from docgen.results import read_jsonl
 
@@ -25,6 +25,19 @@ def loss_ratio(root: Path, strategy: str, k, B: int) -> str:
     rows = read_jsonl(path) if path.is_file() else []
     rows = [r for r in rows if r["strategy"] == strategy and str(r["k"]) == str(k) and r["B"] == B]
     return f"x{rows[-1]['ratio']:.2f}" if rows else "-"
+
+
+# The loss benchmark ran beside other work: what that means for its ratios.
+LOAD_NOTE = (
+    "It ran beside other work, at a 1-minute load average of {load} on the 2 cores when it started: a ratio "
+    "below 1 (a strategy that does the baseline's work and more, timed as faster) is that load's noise, and "
+    "differences of that size between strategies are too."
+)
+
+
+def loss_bench_load(root: Path) -> str:
+    """The 1-minute load average when the loss benchmark's first row started."""
+    return f"{read_jsonl(root / LOSS_BENCH)[0]['load_average'][0]:.1f}"
 
 
 @table("loss_cost", spread=False)
@@ -44,7 +57,8 @@ def _loss_cost(root: Path) -> str:
         f"Ratio of each strategy's seconds per forward + backward to plain `F.cross_entropy` NT-Xent on the same (2B, "
         f"{r0['d']}) embeddings (baseline s: its median seconds), from `{LOSS_BENCH}`: {r0['device']}, torch "
         f"{r0['torch']}, {r0['threads']} thread(s), {r0['machine']}, commit {r0['commit']}, {r0['utc'][:10]}. "
-        "Command: `python scripts/bench_losses.py infonce --batch-sizes 256,1024 --reps 5 --out results/bench_losses_cpu.jsonl`.",
+        "Command: `python scripts/bench_losses.py infonce --batch-sizes 256,1024 --reps 5 --out results/bench_losses_cpu.jsonl`. "
+        + LOAD_NOTE.format(load=loss_bench_load(root)),
         "",
         report.markdown_table(
             ["B", "k", "baseline s", *strategies, "largest tensor"], body, "lrr" + "r" * len(strategies) + "r"
@@ -254,3 +268,18 @@ def _wiki_smoke(root: Path) -> str:
 
     records = read_jsonl(root / "results" / "wiki_smoke.jsonl")
     return wiki_smoke.table(records, "results/wiki_smoke.jsonl", "qt-hard grid run wiki-smoke --out results")
+
+
+@table("readme_test_time", spread=False)
+def _readme_test_time(root: Path) -> str:
+    """The README's sentence on how long its test command and ``.ci/run`` take: the span over the runs
+    of ``results/ci_timing.jsonl``."""
+    rows = read_jsonl(root / "results" / "ci_timing.jsonl")
+    machines = ", ".join(sorted({r["machine"] for r in rows}))
+    return (
+        f"The default suite took {span([r['pytest_q_s'] for r in rows])}; `.ci/run` as a whole "
+        f"{span([r['ci_run_wall_s'] for r in rows])}, of which the `commands` marker (every command of the README "
+        f"and the pages, run small) {span([r['commands_marker_s'] for r in rows])} on both cores; over "
+        f"{len(rows)} runs on {machines}, at commits {', '.join(r['commit'] for r in rows)} "
+        "(`results/ci_timing.jsonl`).\n"
+    )

@@ -35,7 +35,7 @@ def _ring_claims(root: Path) -> tuple[dict, report.PairedVerdict]:
             )
             for m in ("knn_acc", "linear_acc")
         ]
-    gpu = vision_rows(root, "docs/img/vision_table_gpu.csv")
+    gpu = vision_rows(root, "results/simclr_gpu")
     ring_simclr = report.paired_verdict(
         {int(r["seed"]): float(r["knn_acc"]) for r in gpu if r["strategy"] == "uniform"},
         {int(r["seed"]): float(r["knn_acc"]) for r in gpu if r["strategy"] == "ring"},

@@ -10,6 +10,7 @@ from pathlib import Path
 from qt_hard.experiments import report
 from qt_hard.experiments.ledger import Ledger
 from qt_hard.experiments.specs import graph_table, qt_table
+from qt_hard.experiments.specs import scifact
 from qt_hard.experiments.specs import st_compare as st
 
 from docgen.graphs import graph_records
@@ -102,7 +103,7 @@ _ST_ROWS = ("hard_b1", "hard_b1_guard_rel", "mnrl+mined", "hard_b1+mined")
 
 def _effects_st(root: Path) -> list[Effect]:
     out = []
-    for folder, start in (("minilm", "all-MiniLM-L6-v2"), ("bow", "the quick start's bag of words")):
+    for folder, start in (("minilm", "all-MiniLM-L6-v2"), ("bow", WEAK_START)):
         led = Ledger(root / "results" / "st_compare" / folder, st.KEY)
         recs = led.latest()
         have = {r["row"] for r in recs}
@@ -120,6 +121,36 @@ def _effects_st(root: Path) -> list[Effect]:
                     _by_seed(recs, row, lambda r: r["sts_mean"]),
                     "guides/sentence-transformers.md#fine-tuning-comparison-which-loss-to-start-with",
                     ("st", folder, row, base),
+                )
+            )
+    return out
+
+
+# the start of the similarity comparison's weak start: the quick-start config with its former objective
+WEAK_START = "a QT bag of words, the quick-start config trained with `hard1-rescaled-anneal`"
+# the retrieval rows the decision page reports, each against MNRL on the same data
+_RETRIEVAL_ROWS = ("mnrl+mined", "hard_b1", "hard_b1+mined", "hard_b1_guard_rel+mined", "gist_filter+mined")
+
+
+def _effects_retrieval(root: Path) -> list[Effect]:
+    """SciFact's rows against MNRL on the same data (``results/scifact/``), test nDCG@10 x100."""
+    from docgen.retrieval import scifact_runs
+
+    _recs, _dev, test = scifact_runs(root)
+    out = []
+    for row in _RETRIEVAL_ROWS:
+        base = scifact.baseline_of(row)
+        if row in test and base in test:
+            out.append(
+                Effect(
+                    f"retrieval_{row}",
+                    "fine-tuning for retrieval (sentence-transformers, SciFact, from all-MiniLM-L6-v2)",
+                    f"`{row}` vs `{base}`" + (" (the mining's effect: other data)" if row == "mnrl+mined" else ""),
+                    "test nDCG@10",
+                    test[base],
+                    test[row],
+                    "guides/retrieval.md#scifact-the-rows-the-verdicts-and-the-guard-audit",
+                    ("st", "scifact", row, base),
                 )
             )
     return out
@@ -168,7 +199,7 @@ def _effects_graphs(root: Path) -> list[Effect]:
 
 def effects_images(root: Path) -> list[Effect]:
     out = []
-    gpu = vision_rows(root, "docs/img/vision_table_gpu.csv")
+    gpu = vision_rows(root, "results/simclr_gpu")
     for strategy in ("hard", "ot"):
         out.append(
             Effect(
@@ -235,5 +266,5 @@ def effects_k(root: Path) -> list[Effect]:
 
 def effects(root: Path) -> list[Effect]:
     """Every effect the decision page reports, in its order."""
-    fns = (effects_text, _effects_st, _effects_graphs, effects_images, effects_k)
+    fns = (effects_text, _effects_st, _effects_retrieval, _effects_graphs, effects_images, effects_k)
     return [e for fn in fns for e in fn(root)]

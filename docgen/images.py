@@ -42,8 +42,8 @@ def _vision_block(root: Path, source: str, strategies: list[str]) -> str:
 
 _VISION = ["uniform", "debiased", "hard", "ring", "ot"]
 table("vision_cpu")(lambda root: _vision_block(root, "docs/img/vision_table_cpu.csv", _VISION))
-table("vision_gpu")(lambda root: _vision_block(root, "docs/img/vision_table_gpu.csv", _VISION))
-table("vision_gpu_ot")(lambda root: _vision_block(root, "docs/img/vision_table_gpu.csv", ["uniform", "hard", "ot"]))
-table("vision_gpu_ring")(lambda root: _vision_block(root, "docs/img/vision_table_gpu.csv", ["uniform", "ring"]))
+table("vision_gpu")(lambda root: _vision_block(root, "results/simclr_gpu", _VISION))
+table("vision_gpu_ot")(lambda root: _vision_block(root, "results/simclr_gpu", ["uniform", "hard", "ot"]))
+table("vision_gpu_ring")(lambda root: _vision_block(root, "results/simclr_gpu", ["uniform", "ring"]))
 table("moco_ring_cpu")(lambda root: _vision_block(root, "results/moco_ring_cpu", ["uniform", "ring"]))
 table("moco_ring_gpu")(lambda root: _vision_block(root, "results/moco_ring_gpu", ["uniform", "ring"]))

@@ -17,11 +17,13 @@ def _cell_hours(records: list[dict], fields=("wall_s",)) -> float:
     return sum(float(r.get(f) or 0.0) for r in records for f in fields) / 3600
 
 
-def _grid_block(root: Path, name: str, table: str, missing: str, caption: str, hours=("wall_s",)) -> str:
-    """Experiment ``name``'s table file ``table`` from its ledger in ``results/scifact``, captioned with
-    the ledger's file, its machines and its hours of cell time; ``missing`` before it exists."""
-    tables, records = grid_tables(root, name, "results/scifact")
-    if not records:
+def _grid_block(
+    root: Path, name: str, table: str, missing: str, caption: str, hours=("wall_s",), folder="results/scifact"
+) -> str:
+    """Experiment ``name``'s table file ``table`` from its ledger in ``folder``, captioned with the
+    ledger's file, its machines and its hours of cell time; ``missing`` while the ledger has no records."""
+    tables, records = grid_tables(root, name, folder)
+    if not records or table not in tables:
         return missing
     machines = ", ".join(sorted({r["machine"] for r in records}))
     return tables[table] + "\n\n" + caption.format(n=len(records), machines=machines, hours=_cell_hours(records, hours))
@@ -53,6 +55,40 @@ def _scifact_recipe(root: Path) -> str:
         "`results/scifact/recipe.jsonl`: MNRL, seed 0, on {machines}, one torch thread, "
         "{hours:.1f} hours of training and evaluation in all.",
         hours=("train_s", "eval_s"),
+    )
+
+
+NFCORPUS = "results/nfcorpus"
+
+
+@table("nfcorpus", spread=False)
+def _nfcorpus(root: Path) -> str:
+    """The NFCorpus comparison from ``results/nfcorpus`` (SciFact's tables on NFCorpus); "being measured"
+    while its ledger has no records."""
+    return _grid_block(
+        root,
+        "nfcorpus",
+        "table.md",
+        f"Being measured: `{NFCORPUS}/results.jsonl` has no records yet, so this page shows no NFCorpus numbers.",
+        f"`{NFCORPUS}/results.jsonl`: {{n}} runs on {{machines}}, one torch thread a process, "
+        "{hours:.1f} hours of cell time in all.",
+        folder=NFCORPUS,
+    )
+
+
+@table("nfcorpus-recipe", spread=False)
+def _nfcorpus_recipe(root: Path) -> str:
+    """The NFCorpus recipe choice on dev (``results/nfcorpus/recipe.jsonl``); "being measured" before it."""
+    return _grid_block(
+        root,
+        "nfcorpus-recipe",
+        "recipe.md",
+        f"Being measured: `{NFCORPUS}/recipe.jsonl` has no records yet (`qt-hard grid run nfcorpus-recipe` "
+        "chooses the recipe on dev).",
+        f"`{NFCORPUS}/recipe.jsonl`: MNRL, seed 0, on {{machines}}, one torch thread, "
+        "{hours:.1f} hours of training and evaluation in all.",
+        hours=("train_s", "eval_s"),
+        folder=NFCORPUS,
     )
 
 
@@ -99,19 +135,9 @@ SCIFACT_LEDGER = "results/scifact/results.jsonl"
 def _scifact_answer(root: Path) -> str:
     """Retrieval fine-tuning on SciFact: "not measured yet" until its ledger exists; then the row
     chosen on dev nDCG@10 (each row against MNRL on the same data) and its test nDCG@10 effect."""
-    path = root / SCIFACT_LEDGER
-    if not path.is_file():
+    if not (root / SCIFACT_LEDGER).is_file():
         return f"Not measured yet: `{SCIFACT_LEDGER}` does not exist."
-    recs = latest_records(path.parent, scifact.KEY)
-
-    def runs(metric):
-        out: dict = {}
-        for r in recs:
-            if r.get(metric) is not None and r["row"] != "before":
-                out.setdefault(r["row"], {})[r["seed"]] = float(r[metric])
-        return out
-
-    dev, test = runs("dev_ndcg@10"), runs("test_ndcg@10")
+    recs, dev, test = scifact_runs(root)
     if scifact.BASELINES[0] not in dev:
         return f"Not measured yet: `{SCIFACT_LEDGER}` has no `{scifact.BASELINES[0]}` row."
     base_of = scifact.baseline_of
@@ -133,6 +159,21 @@ def _scifact_answer(root: Path) -> str:
             f"{t.cell()}, **{t.verdict}** (`{SCIFACT_LEDGER}`)."
         )
     return " ".join([said, *_mining_effect(dev, test), *_guards_acted(recs)])
+
+
+def scifact_runs(root: Path) -> tuple[list[dict], dict, dict]:
+    """The SciFact ledger's latest records, and its dev and test nDCG@10 as row -> seed -> value (the
+    starting model left out); empty without the ledger."""
+    recs = latest_records((root / SCIFACT_LEDGER).parent, scifact.KEY)
+
+    def runs(metric):
+        out: dict = {}
+        for r in recs:
+            if r.get(metric) is not None and r["row"] != "before":
+                out.setdefault(r["row"], {})[r["seed"]] = float(r[metric])
+        return out
+
+    return recs, runs("dev_ndcg@10"), runs("test_ndcg@10")
 
 
 def _mining_effect(dev: dict, test: dict) -> list[str]:

@@ -1,12 +1,13 @@
-"""List every table of the built documentation site that is wider than the space it is shown in.
+"""List every table and code block of the built documentation site that is wider than the space it is shown in.
 
 The site is built with ``mkdocs build`` (or read from ``--site``), and each page is opened in headless
 Chromium (Debian's ``chromium``) at ``--width`` x ``--height`` pixels. A script added to a copy of each
-page measures, once the page's own scripts have run, every table of the article: its full width
-(``scrollWidth``) against the width it is shown in (the narrowest of the table, its scrolling wrapper
-and the article). A table whose full width exceeds that by more than a pixel hides columns behind a
-sideways scroll; each is printed as ``PAGE: table N (first header cells): FULL px in VISIBLE px``.
-Exit status 1 when any table is too wide, 0 when none is, 2 for a bad argument (no Chromium, no site).
+page measures, once the page's own scripts have run, every table and every code block (``pre``) of the
+article: its full width (``scrollWidth``) against the width it is shown in (the narrowest of the element,
+its scrolling wrapper and the article). One wider than that by more than a pixel hides part of itself
+behind a sideways scroll; each is printed as ``PAGE: table N (first header cells): FULL px in VISIBLE px``
+or ``PAGE: code block N (its first line): ...``. Exit status 1 when any is too wide, 0 when none is, 2 for
+a bad argument (no Chromium, no site).
 
 ``--screenshot PAGE=PNG`` also saves the first screen of a page (its path under the site, e.g.
 ``which-negatives/index.html``) at the same size, to look at what a reader sees before scrolling.
@@ -39,7 +40,14 @@ window.addEventListener("load", function () { setTimeout(function () {
     var wrap = t.closest(".md-typeset__scrollwrap") || t.parentElement;
     var visible = Math.min(t.clientWidth || Infinity, wrap.clientWidth || Infinity, article.clientWidth);
     var head = Array.from(t.querySelectorAll("th")).slice(0, 3).map(function (c) { return c.textContent.trim(); });
-    out.push({index: i + 1, full: t.scrollWidth, visible: visible, head: head});
+    out.push({kind: "table", index: i + 1, full: t.scrollWidth, visible: visible, head: head});
+  });
+  article.querySelectorAll("pre").forEach(function (p, i) {
+    var c = p.querySelector("code") || p;
+    var visible = Math.min(c.clientWidth || Infinity, p.clientWidth || Infinity, article.clientWidth);
+    var first = c.textContent.trim().split("\\n")[0].slice(0, 60);
+    out.push({kind: "code block", index: i + 1, full: Math.max(c.scrollWidth, p.scrollWidth), visible: visible,
+              head: [first]});
   });
   var pre = document.createElement("pre");
   pre.id = "%s";
@@ -87,10 +95,30 @@ def chromium_args(chromium: str, width: int, height: int) -> list[str]:
 
 
 def measure(page: Path, args: list[str]) -> list[dict]:
-    """The probe's rows for one page (a probed copy beside it, so that relative links resolve)."""
+    """The probe's rows for one page: each table's and code block's full and visible widths."""
+    return _run_probe(page, PROBE, args)
+
+
+def positions(page: Path, selector: str, args: list[str]) -> list[dict]:
+    """The text and the top and bottom (px from the top of the page, unscrolled) of every element of
+    ``page`` that matches the CSS ``selector``, once the page's scripts have run."""
+    probe = """<script>window.addEventListener("load", function () { setTimeout(function () {
+  var out = Array.from(document.querySelectorAll(%s)).map(function (e) {
+    var r = e.getBoundingClientRect();
+    return {text: e.textContent.trim(), top: r.top + window.scrollY, bottom: r.bottom + window.scrollY};
+  });
+  var pre = document.createElement("pre"); pre.id = "%s"; pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+}, 200); });</script>""" % (json.dumps(selector), MARK)
+    return _run_probe(page, probe, args)
+
+
+def _run_probe(page: Path, probe: str, args: list[str]) -> list[dict]:
+    """Run ``probe`` (a script that writes JSON into ``<pre id=MARK>``) on a copy of ``page`` beside it
+    (so that relative links resolve) and return that JSON."""
     probed = page.with_name(f".{MARK}.{page.name}")
     html = page.read_text(encoding="utf-8")
-    probed.write_text(html.replace("</body>", PROBE + "</body>", 1), encoding="utf-8")
+    probed.write_text(html.replace("</body>", probe + "</body>", 1), encoding="utf-8")
     try:
         done = subprocess.run([*args, "--dump-dom", probed.as_uri()], capture_output=True, text=True, timeout=120)
     finally:
@@ -98,7 +126,8 @@ def measure(page: Path, args: list[str]) -> list[dict]:
     found = RESULT.search(done.stdout)
     if not found:
         raise CheckError(f"{page}: the page did not report its tables (chromium: {done.stderr.strip()[-200:]})")
-    return json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    text = found.group(1).replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    return json.loads(text)
 
 
 def pages(site: Path) -> list[Path]:
@@ -120,7 +149,8 @@ def check(site: Path, width: int, height: int, jobs: int) -> tuple[list[str], in
             if t["full"] > t["visible"] + 1:
                 head = " | ".join(t["head"])
                 rel = page.relative_to(site).as_posix()
-                wide.append(f"{rel}: table {t['index']} ({head}): {t['full']} px in {t['visible']} px")
+                kind = t.get("kind", "table")
+                wide.append(f"{rel}: {kind} {t['index']} ({head}): {t['full']} px in {t['visible']} px")
     return wide, len(found)
 
 
@@ -164,5 +194,5 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
         return 2
     for line in wide:
         print(line)
-    print(f"{len(wide)} table(s) wider than their container at {args.width} px ({n} pages)")
+    print(f"{len(wide)} table(s) or code block(s) wider than their container at {args.width} px ({n} pages)")
     return 1 if wide else 0

@@ -53,3 +53,15 @@ def test_data_books_cli(tmp_path, capsys):
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert report["books"] == 1 and report["sentences"] == 3 and report["skipped"] == []
     assert main(["data", "books", str(tmp_path / "missing")]) == 2
+
+
+def test_data_get_help_names_every_dataset(capsys):
+    """``qt-hard data get --help`` lists every dataset the catalog fetches."""
+    import pytest
+
+    from qt_hard.data.catalog import DATASETS
+
+    with pytest.raises(SystemExit):
+        main(["data", "get", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert [n for n in DATASETS if n not in text] == []

@@ -68,6 +68,7 @@ NO_LEDGER = {
     "s2v_curve_gpu/metrics.csv": "that curve's training run's own logged rows",
     "s2v_curve_gpu/README.md": "how the files of s2v_curve_gpu/ were made",
     "scifact/README.md": "the commands behind the retrieval comparison's ledgers",
+    "simclr_gpu/README.md": "how the SimCLR GPU ledger was made from the cells its runs wrote as a CSV",
 }
 # Copies of per-run files (a run's metrics.csv or eval.csv) kept beside a ledger: they are the runs'
 # own logs, read by the figures, not derived from the ledger.
@@ -146,6 +147,7 @@ FOLDERS = {
     "graph_controls": _regenerate_graph,
     "moco_ring_cpu": _regenerate_vision,
     "moco_ring_gpu": _regenerate_vision,
+    "simclr_gpu": _regenerate_vision,
     "scifact": _regenerate_scifact,
 }
 KVN = sorted(p.stem for p in (RESULTS / "k_vs_n").glob("*.jsonl") if not p.name.endswith(".diag.jsonl"))

@@ -167,6 +167,12 @@ RUNS = {
         add=f"train.steps=5 {ONE_BOOK}",
         writes=("runs/qt_books_smoke/final/encoder.json", "runs/qt_books_smoke/logs/**/events.out.tfevents.*"),
     ),
+    # the README's replacement of the quick start's run: --overwrite on the folder the quick start wrote
+    "qt-hard train configs/qt_books_smoke.yaml --out runs/qt_smoke --overwrite": Run(
+        add=f"train.steps=5 {ONE_BOOK}",
+        needs=("runs/qt_smoke",),
+        writes=("runs/qt_smoke/final/encoder.json", "runs/qt_smoke/metrics.csv"),
+    ),
     "qt-hard train configs/bow_wiki_smoke.yaml": Run(
         add="train.steps=5", writes=("runs/bow_wiki_smoke/final/encoder.json", "runs/bow_wiki_smoke/cache/*")
     ),
@@ -877,8 +883,9 @@ def _python_entry(source: str) -> Run:
 def _env(home: Path) -> dict:
     env = dict(os.environ)
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    data = env.get("QT_HARD_DATA") or str(ROOT.parent / "shared" / "data")
-    env["QT_HARD_DATA"] = str(Path(data).resolve())  # the commands run outside the checkout
+    from qt_hard.paths import default_data_root  # $QT_HARD_DATA, else the per-user cache `data get` fills
+
+    env["QT_HARD_DATA"] = str(default_data_root().resolve())  # the commands run outside the checkout
     env["HF_HOME"] = str(home)  # no user accelerate config: the command behaves as for a new user
     env.update(
         HF_HUB_OFFLINE="1",
@@ -1084,3 +1091,23 @@ def test_ci_runs_the_commands_marker():
     (addopts,) = re.findall(r"^addopts\s*=\s*(.+)$", (ROOT / "pyproject.toml").read_text(), flags=re.M)
     assert "not slow" in addopts and "not commands" in addopts, addopts
     assert "`.ci/run` does exactly this" in README.read_text(encoding="utf-8")
+
+
+def _ci_data_env(cwd: Path, env: dict) -> dict:
+    """QT_HARD_DATA and QT_HARD_PAPER as `.ci/run`'s data lines leave them, run in ``cwd`` under ``env``."""
+    ci = (ROOT / ".ci" / "run").read_text()
+    lines = ci[ci.index('shared="') : ci.index("\n", ci.index('export QT_HARD_PAPER="$paper"'))]
+    script = f'set -eu\n{lines}\necho "data=${{QT_HARD_DATA:-}}"; echo "paper=${{QT_HARD_PAPER:-}}"'
+    done = subprocess.run(["bash", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, check=True)
+    return dict(line.split("=", 1) for line in done.stdout.splitlines())
+
+
+def test_ci_honours_the_exported_data_root_and_falls_back_to_shared_only_when_it_exists(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    base = {"PATH": os.environ["PATH"]}
+    assert _ci_data_env(repo, base) == {"data": "", "paper": ""}  # no ../shared: the per-user cache, no paper
+    mine = {**base, "QT_HARD_DATA": "/my/data", "QT_HARD_PAPER": "/my/hcl.txt"}
+    (tmp_path / "shared" / "data").mkdir(parents=True)
+    assert _ci_data_env(repo, mine) == {"data": "/my/data", "paper": "/my/hcl.txt"}
+    assert _ci_data_env(repo, base) == {"data": str(tmp_path / "shared" / "data"), "paper": ""}

@@ -137,16 +137,20 @@ def _record(row: str, seed: int = 0, dev: float = 70.0, test: float = 70.0, **mo
 
 def test_the_guard_column_speaks_only_of_rows_with_a_guard():
     """An unguarded HardNegativesLoss row is audited too (its removed share is 0): the table shows
-    "-" for it, and "did not act" only for a guard that removed nothing."""
+    "-" for it, "did not act" only for a guard that removed nothing, and "< 0.05%" for one that removed a
+    few candidates."""
     from qt_hard.experiments.specs.scifact import summarize
 
     def rec(row, removed):
         return _record(row, guard_removed_frac=removed, guard_removed_tp_frac=None)
 
-    table = summarize([rec("hard_b1+mined", 0.0), rec("hard_b1_guard_rel+mined", 0.0), rec("gist_filter+mined", 0.01)])
+    rows = [rec("hard_b1+mined", 0.0), rec("hard_b1_guard_rel+mined", 0.0), rec("gist_filter+mined", 0.01)]
+    table = summarize([*rows, rec("hard_b1_guard_abs+mined", 0.0001)])
     assert "(`hard_b1+mined`) | 1 | 70.00 | 70.00 | 70.00 | 70.00 | - |" in table
     assert "(`hard_b1_guard_rel+mined`) | 1 | 70.00 | 70.00 | 70.00 | 70.00 | did not act |" in table
     assert "(`gist_filter+mined`) | 1 | 70.00 | 70.00 | 70.00 | 70.00 | 1.00% |" in table
+    # a guard that removed a few candidates is not said to have done nothing
+    assert "(`hard_b1_guard_abs+mined`) | 1 | 70.00 | 70.00 | 70.00 | 70.00 | < 0.05% |" in table
 
 
 def test_the_summary_pairs_mined_rows_with_the_mined_baseline():

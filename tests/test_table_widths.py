@@ -1,5 +1,5 @@
-"""``python -m docgen --table-widths`` (docgen/table_widths.py): a table wider than its column is
-reported by page and header, a table that fits is not, the first screen is saved, and a missing
+"""``python -m docgen --table-widths`` (docgen/table_widths.py): a table or code block wider than its
+column is reported by page and header (or first line), one that fits is not, the first screen is saved, and a missing
 Chromium or a bad argument is one line and exit status 2. The measurement needs Debian's ``chromium``; without it those tests skip."""
 
 from __future__ import annotations
@@ -40,11 +40,27 @@ def test_a_wide_table_is_reported_and_a_narrow_one_is_not(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "wide/index.html: table 2 (setting | effect): " in out and "px in 400 px" in out
     assert "table 1" not in out and "fits/" not in out
-    assert out.strip().endswith("1 table(s) wider than their container at 1280 px (2 pages)")
+    assert out.strip().endswith("1 table(s) or code block(s) wider than their container at 1280 px (2 pages)")
     assert png.stat().st_size > 1000
     (site / "wide" / "index.html").unlink()
     (site / "wide").rmdir()
     assert check.main(["--site", str(site)]) == 0
+
+
+LONG = "qt-hard train configs/qt_books_smoke.yaml --out runs/qt_smoke " * 3
+WIDE_PRE = f"<pre><code>{LONG}</code></pre>"
+WRAPPED_PRE = f'<pre><code style="white-space: pre-wrap; overflow-wrap: anywhere">{LONG}</code></pre>'
+
+
+@needs_chromium
+def test_a_code_block_wider_than_its_column_is_reported_and_a_wrapped_one_is_not(tmp_path, capsys):
+    site = tmp_path / "site"
+    _page(site / "code", WRAPPED_PRE + WIDE_PRE)
+    assert check.main(["--site", str(site)]) == 1
+    out = capsys.readouterr().out
+    assert "code/index.html: code block 2 (qt-hard train configs/qt_books_smoke.yaml --out runs/qt_smok" in out
+    assert "code block 1" not in out
+    assert out.strip().endswith("1 table(s) or code block(s) wider than their container at 1280 px (1 pages)")
 
 
 def test_no_chromium_or_a_bad_argument_is_one_line_and_status_2(tmp_path, monkeypatch, capsys):

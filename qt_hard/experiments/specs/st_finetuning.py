@@ -67,7 +67,8 @@ def baseline_of(row: str) -> str | None:
 def guard_cell(records: list[dict], spec: dict | None) -> str:
     """A table cell for one row's guard over its runs' ``records``: the mean share of candidates the
     guard removed (``guard_removed_frac``) and, in brackets, the mean share of those that were true
-    positives (``guard_removed_tp_frac``); "did not act" below 0.05% of the candidates, "not recorded"
+    positives (``guard_removed_tp_frac``); "< 0.05%" below 0.05% of the candidates, "did not act" only
+    where it removed none, "not recorded"
     where no run recorded it (runs made before the audit, of a static model, or of GISTEmbedLoss, whose
     filter the audit does not read), "-" for an unguarded row. ``spec`` is the row's entry of its
     comparison's row table (None for the starting model): a row is guarded when its loss filters
@@ -79,7 +80,7 @@ def guard_cell(records: list[dict], spec: dict | None) -> str:
         return "not recorded"
     tp = [r["guard_removed_tp_frac"] for r in records if r.get("guard_removed_tp_frac") is not None]
     share = 100 * sum(removed) / len(removed)
-    acted = "did not act" if share < 0.05 else f"{share:.2f}%"
+    acted = "did not act" if share == 0 else "< 0.05%" if share < 0.05 else f"{share:.2f}%"
     return acted + (f" ({100 * sum(tp) / len(tp):.0f}%)" if tp else "")
 
 
