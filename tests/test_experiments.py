@@ -68,6 +68,7 @@ NO_LEDGER = {
     "s2v_curve_gpu/metrics.csv": "that curve's training run's own logged rows",
     "s2v_curve_gpu/README.md": "how the files of s2v_curve_gpu/ were made",
     "scifact/README.md": "the commands behind the retrieval comparison's ledgers",
+    "nfcorpus/README.md": "the commands behind NFCorpus's ledgers and its starting model's evaluation",
     "simclr_gpu/README.md": "how the SimCLR GPU ledger was made from the cells its runs wrote as a CSV",
 }
 # Copies of per-run files (a run's metrics.csv or eval.csv) kept beside a ledger: they are the runs'
@@ -183,10 +184,23 @@ def test_the_wiki_smoke_table_is_regenerated_from_its_ledger(tmp_path, monkeypat
     assert (tmp_path / "results" / "wiki_smoke.md").read_bytes() == (RESULTS / "wiki_smoke.md").read_bytes()
 
 
+def test_the_nfcorpus_recipe_is_regenerated_from_its_ledger(tmp_path):
+    """``results/nfcorpus/recipe.md`` from its ledger (``qt-hard grid run nfcorpus-recipe --summary-only``)."""
+    folder = RESULTS / "nfcorpus"
+    if not (folder / "recipe.jsonl").is_file():
+        pytest.skip("results/nfcorpus has no recipe ledger yet")
+    from qt_hard.experiments.gridrun import experiment, write_tables
+
+    shutil.copy(folder / "recipe.jsonl", tmp_path / "recipe.jsonl")
+    write_tables(experiment("nfcorpus-recipe"), tmp_path)
+    assert (tmp_path / "recipe.md").read_bytes() == (folder / "recipe.md").read_bytes()
+
+
 def test_every_result_table_is_regenerated_or_listed():
     """Each CSV, Markdown table and table JSON under results/ is one that a test above regenerates,
     a run's own log, or listed in NO_LEDGER with the reason."""
     regenerated = {f"k_vs_n/{n}{s}" for n in KVN for s in (".csv", ".diag.jsonl")} | {"wiki_smoke.md"}
+    regenerated.add("nfcorpus/recipe.md")  # the test above
     regenerated |= {
         f"{d}/{f}"
         for d in FOLDERS
