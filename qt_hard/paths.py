@@ -311,27 +311,33 @@ def note_written(folder: Path, names) -> None:
     write_text(folder / WRITTEN, "".join(f"{d}  {n}\n" for n, d in sorted(listed.items())), "list of written files")
 
 
-def _kind_line(text: str, suffix: str) -> str:
-    """The line that says which table a text is: a Markdown table's header row (its first line that
-    starts with ``|``), a JSON object's sorted keys, else the first line (a CSV's header)."""
+def _same_kind(old: str, new: str, suffix: str) -> bool:
+    """Whether ``old`` is a table of the kind ``new`` is, over whatever rows or columns (``--rows``,
+    ``--datasets``): Markdown tables with the same first heading (the first cell of the first line that
+    starts with ``|``), JSON objects sharing a key, else texts with the same first line (a CSV's header)."""
     import json
 
     if suffix == ".json":
         try:
-            data = json.loads(text)
+            a, b = json.loads(old), json.loads(new)
         except ValueError:
-            return text.partition("\n")[0]
-        return repr(sorted(data)) if isinstance(data, dict) else ""
-    lines = text.splitlines()
-    if suffix == ".md":
-        lines = [x for x in lines if x.startswith("|")] or lines
-    return lines[0] if lines else ""
+            return False
+        return isinstance(a, dict) and isinstance(b, dict) and bool(set(a) & set(b))
+
+    def kind(text: str) -> str:
+        lines = text.splitlines()
+        rows = [x for x in lines if x.startswith("|")] if suffix == ".md" else []
+        if rows:
+            return rows[0].split("|")[1].strip()
+        return lines[0] if lines else ""
+
+    return kind(old) == kind(new)
 
 
 def made_here(text: str | None = None):
     """A ``replaceable`` test for :func:`guard_output` of a file qt-hard writes into a results folder:
     true for a file that holds what qt-hard last wrote there (the folder's :data:`WRITTEN` list: a
-    table whose columns changed since), or a table of the kind ``text`` is (its :func:`_kind_line`: a
+    table whose columns changed since), or a table of the kind ``text`` is (:func:`_same_kind`: a
     folder written before that list, a write the list missed when a signal stopped it)."""
 
     def test(path: Path) -> bool:
@@ -343,6 +349,6 @@ def made_here(text: str | None = None):
             old = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             return False
-        return old == text or _kind_line(old, path.suffix) == _kind_line(text, path.suffix)
+        return old == text or _same_kind(old, text, path.suffix)
 
     return test

@@ -344,3 +344,24 @@ def test_a_full_disk_while_the_mined_triplets_are_written_leaves_no_file(tmp_pat
     assert not out.exists() or list(out.iterdir()) == []
     monkeypatch.setattr(Path, "write_text", real)
     assert scifact.mine(sf, out / "mined.jsonl") == [("q1", "d1", "d2")]
+
+
+def test_a_table_of_the_same_kind_over_other_rows_or_columns_is_replaced_and_a_users_file_is_not(tmp_path):
+    """A results folder copied elsewhere (no list of written files) and summarized over fewer datasets:
+    its Markdown table (same first heading, other columns) and JSON table (shared keys) are qt-hard's to
+    replace; a user's notes, a CSV with another header and a JSON without a shared key are not."""
+    from qt_hard.paths import made_here
+
+    new_md = "| row | MUTAG |\n|---|---|\n| a | 1 |\n"
+    cases = [
+        ("table.md", "| row | MUTAG | PTC |\n|---|---|---|\n| a | 1 | 2 |\n", new_md, True),
+        ("table.md", "my notes\n| item | cost |\n", new_md, False),
+        ("notes.md", "# my notes\n", new_md, False),
+        ("table.json", '{"a": {"MUTAG": 1, "PTC": 2}, "b": {}}', '{"a": {"MUTAG": 1}}', True),
+        ("table.json", '{"mine": 1}', '{"a": {"MUTAG": 1}}', False),
+        ("results.csv", "lr,acc\n", "row,seed,acc\n", False),
+    ]
+    for name, old, new, replaceable in cases:
+        path = tmp_path / name
+        path.write_text(old)
+        assert made_here(new)(path) is replaceable, (name, old)
