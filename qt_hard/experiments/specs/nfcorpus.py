@@ -52,16 +52,17 @@ class NFCorpus(Scifact):
         self.doc_text = dict(zip(self.data.doc_ids, self.data.doc_texts))
         self.relevant = {q: {d for d, s in docs.items() if s > 0} for q, docs in train.items()}
         self.train_claims = sorted(q for q, docs in self.relevant.items() if docs)
+        self._ranked = {q: sorted(self.relevant[q]) for q in self.train_claims}  # what an epoch draws from
         self.dev_claims = sorted(self.data.qrels["dev"])
         # every judgement, for the miner and the summary; a run trains on :meth:`pairs_for`
-        self.pairs = [(q, d) for q in self.train_claims for d in sorted(self.relevant[q])]
+        self.pairs = [(q, d) for q in self.train_claims for d in self._ranked[q]]
         self.eval_qrels = {"dev": self.data.qrels["dev"], "test": self.data.qrels["test"]}
 
     def epoch_pairs(self, seed: int | None, epoch: int) -> list[tuple[str, str]]:
         """Epoch ``epoch`` of seed ``seed``: every training query with one relevant abstract drawn
         uniformly (the abstracts in id order, so the draw depends on the seed and epoch only)."""
         rng = random.Random(f"nfcorpus-pairs/{seed or 0}/{epoch}")
-        return [(q, rng.choice(sorted(self.relevant[q]))) for q in self.train_claims]
+        return [(q, rng.choice(self._ranked[q])) for q in self.train_claims]
 
     def pairs_for(self, seed: int | None, steps: int, batch_size: int) -> list[tuple[str, str]]:
         """The pairs a run of ``steps`` steps of ``batch_size`` trains on: as many epochs as the steps
