@@ -1102,11 +1102,14 @@ def _ci_data_env(cwd: Path, env: dict) -> dict:
     return dict(line.split("=", 1) for line in done.stdout.splitlines())
 
 
-def test_ci_honours_the_exported_data_root_and_falls_back_to_shared_only_when_it_exists(tmp_path):
+def test_ci_honours_the_exported_data_root_and_falls_back_to_a_neighbour_folder_only_when_it_exists(tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()
     base = {"PATH": os.environ["PATH"]}
-    assert _ci_data_env(repo, base) == {"data": "", "paper": ""}  # no ../shared: the per-user cache, no paper
+    assert _ci_data_env(repo, base) == {
+        "data": "",
+        "paper": "",
+    }  # no data folder beside the checkout: the per-user cache, no paper
     mine = {**base, "QT_HARD_DATA": "/my/data", "QT_HARD_PAPER": "/my/hcl.txt"}
     (tmp_path / "shared" / "data").mkdir(parents=True)
     assert _ci_data_env(repo, mine) == {"data": "/my/data", "paper": "/my/hcl.txt"}
