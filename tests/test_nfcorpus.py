@@ -11,13 +11,13 @@ import pytest
 
 @pytest.fixture(scope="module")
 def slice_folder(tmp_path_factory):
-    """The first 16 queries of each split and the first 60 abstracts they judge."""
+    """The first 32 queries of each split and the first 150 abstracts they judge (6 training queries)."""
     import _data
 
     src = _data.dataset("beir", "nfcorpus")  # skipped without it, failed under CI
     from qt_hard.experiments.specs.nfcorpus import write_slice
 
-    return write_slice(src, tmp_path_factory.mktemp("nfcorpus") / "slice", queries=16, docs=60)
+    return write_slice(src, tmp_path_factory.mktemp("nfcorpus") / "slice", queries=32, docs=150)
 
 
 def test_an_epoch_is_every_training_query_once_with_one_relevant_abstract(slice_folder):
@@ -26,16 +26,63 @@ def test_an_epoch_is_every_training_query_once_with_one_relevant_abstract(slice_
     nf = NFCorpus(slice_folder)
     assert set(nf.eval_qrels) == {"dev", "test"} and nf.eval_qrels["dev"] == nf.data.qrels["dev"]
     first = nf.epoch_pairs(0, 0)
-    assert [q for q, _ in first] == nf.train_claims  # every training query once
+    assert sorted(q for q, _ in first) == nf.train_claims  # every training query once
     assert all(d in nf.relevant[q] for q, d in first)
     assert nf.epoch_pairs(0, 0) == first  # the draw is the seed's and the epoch's
     many = [q for q in nf.train_claims if len(nf.relevant[q]) > 3]
     assert many, "the slice needs queries with several relevant abstracts"
     draws = {tuple(d for q, d in nf.epoch_pairs(s, e) if q in many) for s in range(3) for e in range(3)}
     assert len(draws) > 1  # other seeds and epochs draw other positives
-    per = steps_per_epoch(len(nf.train_claims), 4)
-    assert len(nf.pairs_for(0, per, 4)) == len(nf.train_claims)
-    assert nf.pairs_for(1, 2 * per + 1, 4) == [p for e in range(3) for p in nf.epoch_pairs(1, e)]
+    orders = {tuple(q for q, _ in nf.epoch_pairs(s, 0)) for s in range(4)}
+    assert len(orders) > 1  # each epoch in its own order
+
+
+def test_a_shorter_run_trains_the_first_batches_of_a_longer_one(slice_folder):
+    """The batches are made from epoch after epoch whatever the run's length: 5 steps are the first 5 of 9,
+    no batch holds a query or an abstract twice, and the pairs of the second epoch come after the first's
+    (a pair that did not fit waits for the next batch, ahead of the next epoch)."""
+    from qt_hard.experiments.specs.nfcorpus import NFCorpus
+
+    nf = NFCorpus(slice_folder)
+    short, long = nf.pairs_for(0, 5, 4), nf.pairs_for(0, 9, 4)
+    assert len(short) == 20 and long[:20] == short
+    for i in range(0, len(long), 4):
+        batch = long[i : i + 4]
+        assert len({q for q, _ in batch}) == 4 and len({d for _, d in batch}) == 4
+    first, firsts = [], set()  # the first batch: epoch 0's first rows that share no query or abstract
+    for q, d in nf.epoch_pairs(0, 0):
+        if len(first) < 4 and not {q, d} & firsts:
+            first.append((q, d))
+            firsts |= {q, d}
+    assert long[:4] == first
+    assert nf.pairs_for(1, 5, 4) != short  # another seed, other batches
+
+
+def test_a_run_stopped_at_step_s_equals_the_step_s_of_a_longer_run(slice_folder, tmp_path, monkeypatch):
+    """The recipe's curve is read inside one run (dev measured at each step of it); under the given batch
+    order and a constant rate after warm-up, the 2-step run's weights are the 4-step run's at step 2."""
+    import torch
+
+    from qt_hard.experiments.specs import scifact as sf_spec
+    from qt_hard.experiments.specs.nfcorpus import NFCorpus
+
+    seen: list[float] = []
+    original = sf_spec.evaluate
+
+    def evaluate(model, sf, eval_len):
+        seen.append(float(sum(p.detach().double().sum() for p in model.parameters())))
+        return original(model, sf, eval_len)
+
+    monkeypatch.setattr(sf_spec, "evaluate", evaluate)
+    torch.set_num_threads(1)
+    nf = NFCorpus(slice_folder)
+    recipe = {**sf_spec.BASE_RECIPE, "batch_size": 4, "max_seq_length": 16, "lr": 1e-3}
+    ctx = {"scifact": nf, "root": sf_spec.ROOT, "workdir": tmp_path, "inputs": {}}
+    at_two: list[dict] = []
+    sf_spec.run_cell("mnrl", 0, {**ctx, "recipe": {**recipe, "steps": 4}}, {2}, lambda s, r: at_two.append(r))
+    short = sf_spec.run_cell("mnrl", 0, {**ctx, "recipe": {**recipe, "steps": 2}})
+    assert len(seen) == 3 and seen[0] == seen[2] != seen[1]  # step 2 of 4, step 4, the 2-step run
+    assert at_two[0]["per_query"] == short["per_query"]
 
 
 def test_recipe_at_epochs_then_a_row_with_per_query_scores(slice_folder, tmp_path, capsys):
@@ -61,22 +108,39 @@ def test_recipe_at_epochs_then_a_row_with_per_query_scores(slice_folder, tmp_pat
 
 
 def test_in_batch_relevance_counts_the_candidates_relevant_to_the_anchors_query():
-    """Four queries, batch 2: q1 and q2 share every relevant document (so each is in the other's batch
-    as a candidate relevant to it), q3 and q4 share none; a batch never holds a query or document twice."""
+    """Two batches of 2 as trained: q1 and q2 share every relevant document (each is the other's candidate
+    relevant to it), q3 and q4 share none."""
     from types import SimpleNamespace
 
     from qt_hard.experiments.specs.scifact import in_batch_relevance
 
-    pairs = [("q1", "a"), ("q2", "b"), ("q3", "c"), ("q4", "d")]
+    rows = [("q1", "a"), ("q2", "b"), ("q3", "c"), ("q4", "d")]
     relevant = {"q1": {"a", "b"}, "q2": {"a", "b"}, "q3": {"c"}, "q4": {"d"}}
-    sf = SimpleNamespace(pairs_for=lambda seed, steps, batch: pairs, relevant=relevant)
-    r = in_batch_relevance(sf, 2, 40, seed=0)
-    assert r["batches"] == 40 and r["candidates"] == 80
-    # a batch holding q1 and q2 gives two relevant candidates; the share is that of such batches
-    assert r["relevant"] % 2 == 0 and 0 < r["relevant"] < 80
-    assert r["relevant_frac"] == r["relevant"] / 80 == r["anchors_with_relevant_frac"]
-    none = SimpleNamespace(pairs_for=lambda seed, steps, batch: pairs, relevant={q: {d} for q, d in pairs})
-    assert in_batch_relevance(none, 2, 10)["relevant"] == 0
+    sf = SimpleNamespace(pairs_for=lambda seed, steps, batch: rows[: steps * batch], relevant=relevant)
+    r = in_batch_relevance(sf, 2, 2, seed=0)
+    assert r["batches"] == 2 and r["candidates"] == 4
+    assert r["relevant"] == 2 and r["relevant_frac"] == 0.5 == r["anchors_with_relevant_frac"]
+    none = SimpleNamespace(pairs_for=sf.pairs_for, relevant={q: {d} for q, d in rows})
+    assert in_batch_relevance(none, 2, 2)["relevant"] == 0
+
+
+def test_duplicate_free_batches_wait_a_row_that_does_not_fit_and_refuse_impossible_batches():
+    from itertools import count
+
+    from qt_hard.experiments.specs.st_finetuning import duplicate_free_batches
+
+    def epochs():
+        for e in count():
+            yield [(f"q{i}", f"d{(i + e) % 3}") for i in range(4)]  # d0..d2: q3's document repeats q0's
+
+    rows = duplicate_free_batches(epochs(), 2, 4, lambda r: r)
+    batches = [rows[i : i + 2] for i in range(0, 8, 2)]
+    assert batches[0] == [("q0", "d0"), ("q1", "d1")]
+    assert batches[1] == [("q2", "d2"), ("q3", "d0")]
+    assert all(len({v for r in b for v in r}) == 4 for b in batches)
+    assert duplicate_free_batches(epochs(), 2, 2, lambda r: r) == rows[:4]
+    with pytest.raises(ValueError, match="larger than the data allows"):
+        duplicate_free_batches(epochs(), 4, 1, lambda r: (r[1],))  # only three documents
 
 
 def test_the_recipe_says_whether_dev_has_peaked():

@@ -14,14 +14,15 @@ nDCG@10 is the headline (trec_eval's, as BEIR and MTEB report it).
 uniformly (a fresh draw each epoch, seeded by the run's seed and the epoch): 2,590 pairs, 80 steps of 32.
 Taking every judgement as a pair instead would weight a query by its number of relevant abstracts (from 1
 to several hundred), while every metric weights the queries equally; and one epoch of 110,575 pairs would
-be 43 passes over the queries. A run of ``steps`` steps draws as many epochs as it needs; the trainer's
-duplicate-free batches never hold the same query or abstract twice.
+be 43 passes over the queries. The batches are made before training from epoch after epoch (a batch never
+holds a query or an abstract twice; a pair that does not fit waits for the next batch), and trained in that
+order: a run stopped at step s has trained what a longer run trains first, so the recipe's curve measured
+inside one run is the curve of runs of each length.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import random
 from pathlib import Path
@@ -59,16 +60,13 @@ class NFCorpus(Scifact):
         self.eval_qrels = {"dev": self.data.qrels["dev"], "test": self.data.qrels["test"]}
 
     def epoch_pairs(self, seed: int | None, epoch: int) -> list[tuple[str, str]]:
-        """Epoch ``epoch`` of seed ``seed``: every training query with one relevant abstract drawn
-        uniformly (the abstracts in id order, so the draw depends on the seed and epoch only)."""
+        """Epoch ``epoch`` of seed ``seed``: every training query once with one relevant abstract drawn
+        uniformly (the abstracts in id order), the pairs in a shuffled order; both depend on the seed and
+        the epoch only. :meth:`.scifact.Scifact.pairs_for` makes the batches of epoch after epoch."""
         rng = random.Random(f"nfcorpus-pairs/{seed or 0}/{epoch}")
-        return [(q, rng.choice(self._ranked[q])) for q in self.train_claims]
-
-    def pairs_for(self, seed: int | None, steps: int, batch_size: int) -> list[tuple[str, str]]:
-        """The pairs a run of ``steps`` steps of ``batch_size`` trains on: as many epochs as the steps
-        need (see the module docstring)."""
-        per = steps_per_epoch(len(self.train_claims), batch_size)
-        return [p for e in range(max(1, math.ceil(steps / per))) for p in self.epoch_pairs(seed, e)]
+        rows = [(q, rng.choice(self._ranked[q])) for q in self.train_claims]
+        rng.shuffle(rows)
+        return rows
 
     def summary(self) -> dict:
         return {

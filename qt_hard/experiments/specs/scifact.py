@@ -73,7 +73,14 @@ MINE_MARGIN = 0.05
 MINE_RANGE = 100
 GUARD_MARGIN = 0.05
 WARMUP_STEPS = 2
-BASE_RECIPE = {"batch_size": 32, "scale": 20.0, "scheduler": "constant_with_warmup", "warmup_steps": WARMUP_STEPS}
+# "order": the batches are made before training (:meth:`Scifact.pairs_for`) and trained in that order
+BASE_RECIPE = {
+    "batch_size": 32,
+    "scale": 20.0,
+    "scheduler": "constant_with_warmup",
+    "warmup_steps": WARMUP_STEPS,
+    "order": "given",
+}
 MINILM = "minilm"
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -168,10 +175,25 @@ class Scifact:
             "split_seed": SPLIT_SEED,
         }
 
-    def pairs_for(self, seed: int | None, steps: int, batch_size: int) -> list[tuple[str, str]]:
-        """The (claim, abstract) id pairs a run of ``seed`` trains on: every training judgement, whatever
-        the seed and length (the trainer shuffles them by seed)."""
-        return self.pairs
+    def epoch_pairs(self, seed: int | None, epoch: int) -> list[tuple[str, str]]:
+        """Epoch ``epoch`` of seed ``seed``: every training judgement once, in the order of
+        ``random.Random(f"scifact-pairs/{seed}/{epoch}")``."""
+        rows = list(self.pairs)
+        random.Random(f"scifact-pairs/{seed or 0}/{epoch}").shuffle(rows)
+        return rows
+
+    def pairs_for(self, seed: int | None, steps: int, batch_size: int, epoch_rows=None) -> list[tuple]:
+        """The id rows a run of ``steps`` steps of ``batch_size`` trains on, batch after batch: epoch
+        after epoch of ``epoch_rows(seed, epoch)`` (default :meth:`epoch_pairs`) made into duplicate-free
+        batches (:func:`.st_finetuning.duplicate_free_batches`: no query or text twice in a batch). A run
+        of fewer steps trains the first batches of a longer one."""
+        from itertools import count
+
+        from .st_finetuning import duplicate_free_batches
+
+        draw = epoch_rows or self.epoch_pairs
+        epochs = (draw(seed, e) for e in count())
+        return duplicate_free_batches(epochs, batch_size, steps, lambda r: (r[0], *self.texts([r])[0]))
 
     def texts(self, rows) -> list[tuple[str, ...]]:
         """(claim text, doc text[, doc text]) of id rows (claim, doc[, doc])."""
@@ -254,33 +276,13 @@ def input_hashes(folder: Path) -> dict:
 
 
 def in_batch_relevance(sf, batch_size: int, steps: int, seed: int = 0) -> dict:
-    """How much there is for a false-negative filter to catch, before any filter: batches of the pairs a
-    run of ``steps`` steps trains on (:meth:`Scifact.pairs_for`), shuffled by ``seed`` (again at each pass)
-    and filled as the trainer's duplicate-free sampler fills them (a pair joins the batch unless its query
-    or its document is already there), and over every anchor the share of its in-batch candidates (the other pairs'
-    documents, MNRL's negatives) that the training judgements mark relevant to the anchor's query.
+    """How much there is for a false-negative filter to catch, before any filter: over the batches a run
+    of ``steps`` steps with ``seed`` trains on (:meth:`Scifact.pairs_for`) and every anchor, the share of its
+    in-batch candidates (the other pairs' documents, MNRL's negatives) that the training judgements mark
+    relevant to the anchor's query.
     Returns ``{"batches", "candidates", "relevant", "relevant_frac", "anchors_with_relevant_frac"}``."""
-    rows = list(sf.pairs_for(seed, steps, batch_size))
-    rng = random.Random(f"in-batch/{seed}")
-    batches: list[list[tuple[str, str]]] = []
-    pending: list[tuple[str, str]] = []
-    while len(batches) < steps:
-        if len(pending) < batch_size:  # a new pass over the pairs, as the trainer's next epoch
-            pending = rows[:]
-            rng.shuffle(pending)
-        batch, rest, queries, docs = [], [], set(), set()
-        for q, d in pending:
-            if len(batch) < batch_size and q not in queries and d not in docs:
-                batch.append((q, d))
-                queries.add(q)
-                docs.add(d)
-            else:
-                rest.append((q, d))
-        if len(batch) < batch_size:
-            pending = []
-            continue
-        batches.append(batch)
-        pending = rest
+    rows = sf.pairs_for(seed, steps, batch_size)
+    batches = [rows[i : i + batch_size] for i in range(0, len(rows), batch_size)]
     candidates = relevant = touched = anchors = 0
     for batch in batches:
         for i, (q, _) in enumerate(batch):
@@ -371,6 +373,13 @@ def _eval_callback(steps, sf: Scifact, eval_len: int, on_record):
     return EvalAt()
 
 
+def mined_epochs(sf: Scifact, ctx: dict):
+    """``epoch_rows`` for :meth:`Scifact.pairs_for` on the mined triplets: each epoch's pairs, in its
+    order, with the negative mined for the pair (``ctx["mined"]()``); a pair without one is left out."""
+    negative = {(q, d): n for q, d, n in ctx["mined"]()}
+    return lambda seed, e: [(q, d, negative[q, d]) for q, d in sf.epoch_pairs(seed, e) if (q, d) in negative]
+
+
 def run_cell(row: str, seed: int, ctx: dict, eval_steps=(), on_eval=None) -> dict:
     """One record: ``before`` (the starting model) or ``row`` fine-tuned with ``seed`` under
     ``ctx["recipe"]``; with ``eval_steps`` (recipe choice) dev and test are also measured at those steps."""
@@ -391,7 +400,7 @@ def run_cell(row: str, seed: int, ctx: dict, eval_steps=(), on_eval=None) -> dic
     if row != "before":
         _, mined, _ = parse_row(row)
         recipe = ctx["recipe"]
-        rows = ctx["mined"]() if mined else sf.pairs_for(seed, recipe["steps"], recipe["batch_size"])
+        rows = sf.pairs_for(seed, recipe["steps"], recipe["batch_size"], mined_epochs(sf, ctx) if mined else None)
         loss = build_loss(row, model, recipe)
         audit = GuardAudit(loss, rows, sf.relevant) if hasattr(loss, "record_guard") else None
         callbacks = [_eval_callback(set(eval_steps), sf, eval_len, on_eval)] if eval_steps else []

@@ -7,7 +7,9 @@ comparison (:mod:`.st_compare`) and the retrieval comparison (:mod:`.scifact`) s
   package, or a folder), with an optional cut of the training inputs' length;
 * :func:`frozen_guide`: a frozen copy of it, the guide of ``GISTEmbedLoss`` and of the guard with a guide;
 * :func:`finetune`: sentence-transformers' trainer with one recipe (steps, batch, learning rate and its
-  schedule, warm-up), ``NO_DUPLICATES`` batches, the last partial batch dropped, seeded data order;
+  schedule, warm-up), ``NO_DUPLICATES`` batches, the last partial batch dropped, seeded data order; or,
+  with ``recipe["order"] == "given"``, the rows in the order given (batches made by
+  :func:`duplicate_free_batches`, so that a run stopped at step s trains what a longer one trains first);
 * :class:`STEncoder`: the model behind the ``encode`` interface of
   :class:`qt_hard.evaluation.models.EmbeddingCache`.
 """
@@ -22,6 +24,7 @@ __all__ = [
     "GuardAudit",
     "STEncoder",
     "baseline_of",
+    "duplicate_free_batches",
     "finetune",
     "frozen_guide",
     "guard_cell",
@@ -285,10 +288,62 @@ class GuardAudit:
         }
 
 
+def duplicate_free_batches(epochs, batch_size: int, steps: int, values) -> list:
+    """The first ``steps`` batches of ``batch_size`` rows from ``epochs`` (an iterator of row lists, each
+    already in its seeded order), filled as sentence-transformers' ``NO_DUPLICATES`` sampler fills them: a
+    row joins the batch unless one of its ``values(row)`` is already there, and a row left out waits for
+    the next batch, ahead of the next epoch's rows. The batches depend on ``epochs`` alone, never on
+    ``steps``: a shorter run's batches are the first of a longer one's. Returns the rows, batch after batch
+    (``steps * batch_size``)."""
+    out: list = []
+    pending: list = []
+    while len(out) < steps * batch_size:
+        batch, rest, seen = [], [], set()
+        for row in pending:
+            v = values(row)
+            if len(batch) < batch_size and seen.isdisjoint(v):
+                batch.append(row)
+                seen.update(v)
+            else:
+                rest.append(row)
+        if len(batch) < batch_size:  # the rows left cannot fill a batch: the next epoch's join them
+            more = next(epochs)
+            if not more:
+                raise ValueError("an epoch of no rows: the batches cannot be filled")
+            if len(pending) > 100 * batch_size + len(more):
+                raise ValueError(f"no {batch_size} rows without a shared value: the batch is larger than the data allows")
+            pending = pending + more
+            continue
+        out.extend(batch)
+        pending = rest
+    return out
+
+
+def _given_order_sampler():
+    """A sentence-transformers batch sampler class that yields the dataset's rows in their order,
+    ``batch_size`` at a time (the batches :func:`duplicate_free_batches` made)."""
+    from sentence_transformers.base.sampler import DefaultBatchSampler
+
+    class GivenOrder(DefaultBatchSampler):
+        def __init__(self, dataset, **kwargs):
+            super().__init__(dataset, **kwargs)
+            self.rows = len(dataset)
+
+        def __iter__(self):
+            for start in range(0, self.rows - self.rows % self.batch_size, self.batch_size):
+                yield list(range(start, start + self.batch_size))
+
+        def __len__(self):
+            return self.rows // self.batch_size
+
+    return GivenOrder
+
+
 def finetune(model, loss, recipe: dict, data, seed: int, workdir, callbacks=()) -> dict:
     """Train ``model`` with ``loss`` on ``data`` (a ``Dataset``) for ``recipe["steps"]`` steps at
     ``recipe["batch_size"]`` and ``recipe["lr"]``: warm-up over ``recipe["warmup_ratio"]`` of the steps
-    (or ``recipe["warmup_steps"]``), then the schedule ``recipe.get("scheduler", "linear")``. Returns
+    (or ``recipe["warmup_steps"]``), then the schedule ``recipe.get("scheduler", "linear")``; the batches
+    in ``data``'s order when ``recipe["order"] == "given"``, else shuffled duplicate-free. Returns
     the training record (loss, steps, seconds, the loss's configuration)."""
     from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
     from sentence_transformers.base.sampler import BatchSamplers
@@ -303,7 +358,7 @@ def finetune(model, loss, recipe: dict, data, seed: int, workdir, callbacks=()) 
         learning_rate=recipe["lr"],
         warmup_ratio=recipe.get("warmup_ratio", 0.0),
         lr_scheduler_type=recipe.get("scheduler", "linear"),
-        batch_sampler=BatchSamplers.NO_DUPLICATES,
+        batch_sampler=_given_order_sampler() if recipe.get("order") == "given" else BatchSamplers.NO_DUPLICATES,
         dataloader_drop_last=True,
         logging_steps=max(1, recipe["steps"] // 5),
         save_strategy="no",
