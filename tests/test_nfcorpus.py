@@ -21,7 +21,7 @@ def slice_folder(tmp_path_factory):
 
 
 def test_an_epoch_is_every_training_query_once_with_one_relevant_abstract(slice_folder):
-    from qt_hard.experiments.specs.nfcorpus import NFCorpus, steps_per_epoch
+    from qt_hard.experiments.specs.nfcorpus import NFCorpus
 
     nf = NFCorpus(slice_folder)
     assert set(nf.eval_qrels) == {"dev", "test"} and nf.eval_qrels["dev"] == nf.data.qrels["dev"]

@@ -311,7 +311,9 @@ def duplicate_free_batches(epochs, batch_size: int, steps: int, values) -> list:
             if not more:
                 raise ValueError("an epoch of no rows: the batches cannot be filled")
             if len(pending) > 100 * batch_size + len(more):
-                raise ValueError(f"no {batch_size} rows without a shared value: the batch is larger than the data allows")
+                raise ValueError(
+                    f"no {batch_size} rows without a shared value: the batch is larger than the data allows"
+                )
             pending = pending + more
             continue
         out.extend(batch)
