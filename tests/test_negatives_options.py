@@ -256,3 +256,36 @@ def test_hardness_options_are_checked():
     assert untilted.item() == pytest.approx(plain.item(), abs=1e-12)
     tilted = contrastive_loss(*z, "hard", beta=1.0, hardness_mode="in_batch_negatives", hardness_strength=5.0)
     assert tilted > contrastive_loss(*z, "hard", beta=1.0)
+
+
+# ---------------------------------------------------------------- label relation
+def test_a_label_relation_masks_exactly_the_related_candidates():
+    """``label_relation`` generalizes "same label": equality given as a relation is the plain label
+    strategy; a relation that is no equivalence (a document relevant to several queries) drops, for
+    each anchor, just the candidates it relates to it, and composes with the hardening."""
+    from qt_hard.negatives import one_directional_scores
+
+    g = torch.Generator().manual_seed(1)
+    a, p = torch.randn(4, 5, generator=g, dtype=torch.float64), torch.randn(4, 5, generator=g, dtype=torch.float64)
+    y = torch.tensor([0, 0, 1, 1])
+    rows = torch.arange(4)
+    equal = lambda i, j: y[i.clamp(min=0)] == y[j.clamp(min=0)]  # noqa: E731
+    for hard in ({}, {"hardening": "exp", "beta": 1.0}):
+        want = ranking_loss(a, p, None, "label", labels=y, temperature=0.5, **hard)
+        got = ranking_loss(a, p, None, "label", labels=rows, temperature=0.5, label_relation=equal, **hard)
+        assert got.item() == pytest.approx(want.item(), abs=1e-12)
+    related = {(0, 1), (2, 1), (3, 0)}  # anchor 0 owns candidate 1, not the other way round
+    rel = lambda i, j: torch.tensor(
+        [[(int(x), int(z)) in related for x, z in zip(r, c)] for r, c in zip(*torch.broadcast_tensors(i, j))]
+    )  # noqa: E731
+    scores = one_directional_scores(a, p, labels=rows, temperature=0.5)
+    mask = make_strategy("label", label_relation=rel).negatives(scores)
+    want = scores.neg_valid.clone()
+    for i, j in related:
+        want[i, j] = False
+    assert torch.equal(mask, want)
+    with pytest.raises(ValueError, match="label_relation must be callable"):
+        make_strategy("label", label_relation="query")
+    bad = lambda i, j: torch.ones(2, 2, dtype=torch.bool)  # noqa: E731
+    with pytest.raises(ValueError, match="label_relation returned shape"):
+        make_strategy("label", label_relation=bad).negatives(scores)

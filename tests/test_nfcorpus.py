@@ -195,3 +195,49 @@ def test_the_comparison_table_judges_at_two_levels_and_chooses_against_mnrl():
     assert "mnrl is kept" in worse
     old = [{k: v for k, v in r.items() if k != "per_query"} for r in records]
     assert "Seed level only" in summarize(old)
+
+
+def test_the_control_of_mining_trains_its_batches_without_negatives_and_the_mask_reads_the_judgements(
+    slice_folder, tmp_path, monkeypatch
+):
+    """``mnrl_kept`` trains exactly the anchors and positives of ``mnrl+mined``'s batches (the negatives
+    are the one change between them); ``mask_relevant``'s relation marks a candidate row whose document
+    is judged relevant to the anchor row's query, and nothing for an explicit negative's label -1."""
+    import torch
+
+    from qt_hard.experiments.specs import scifact as sf_spec
+    from qt_hard.experiments.specs import st_finetuning
+    from qt_hard.experiments.specs.nfcorpus import NFCorpus
+
+    nf = NFCorpus(slice_folder)
+    others = {q: sorted(set(nf.doc_text) - nf.relevant[q]) for q in nf.train_claims}
+    triplets = [(q, d, others[q][i % len(others[q])]) for i, (q, d) in enumerate(nf.pairs) if i % 3]
+    seen: dict[str, tuple] = {}
+    monkeypatch.setattr(
+        st_finetuning,
+        "finetune",
+        lambda model, loss, recipe, data, *a: seen.setdefault(recipe["row"], (loss, data)) and {},
+    )
+    monkeypatch.setattr(sf_spec, "evaluate", lambda *a: {})
+    recipe = {**sf_spec.BASE_RECIPE, "batch_size": 2, "max_seq_length": 16, "lr": 1e-4, "steps": 3}
+    ctx = {"scifact": nf, "root": sf_spec.ROOT, "workdir": tmp_path, "inputs": {}, "mined": lambda: triplets}
+    for row in ("mnrl_kept", "mnrl+mined", "mask_relevant"):
+        sf_spec.run_cell(row, 0, {**ctx, "recipe": {**recipe, "row": row}})
+    kept, mined = seen["mnrl_kept"][1], seen["mnrl+mined"][1]
+    assert "negative" not in kept.column_names and len(kept) == len(mined) == 6
+    assert kept["anchor"] == mined["anchor"] and kept["positive"] == mined["positive"]
+    assert (
+        sf_spec.baseline_of("mnrl+mined", {"mnrl_kept"}) == "mnrl_kept"
+        and sf_spec.baseline_of("mnrl+mined") == "mnrl"
+        and sf_spec.baseline_of("mnrl_kept") == "mnrl"
+    )
+    loss = seen["mask_relevant"][0]
+    relation = loss.strategy.weightings[0].relation
+    rows = relation.rows
+    a, c = torch.arange(len(rows))[:, None], torch.tensor([*range(len(rows)), -1])[None, :]
+    table = relation(a, c)
+    want = [
+        [j < len(rows) and rows[j][1] in nf.relevant[rows[i][0]] for j in range(len(rows) + 1)]
+        for i in range(len(rows))
+    ]
+    assert table.tolist() == want and table.any() and not table[:, -1].any()

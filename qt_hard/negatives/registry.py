@@ -400,9 +400,14 @@ class Label(Strategy):
     detach: bool = option(False, "stop gradients through the weights", when=_hardening("exp"))
     tau: Any = option(None, "threshold on e^logit", when=_hardening("threshold"), schedule=True)
     level: Any = option(None, "threshold on the similarity (H-SCL eq. 4)", when=_hardening("threshold"), schedule=True)
+    label_relation: Any = option(
+        None, "callable(anchor labels, candidate labels) -> bool table of the anchor's own (default: equal labels)"
+    )
 
     def check(self):
-        self.weightings = [SameLabelMask()]
+        if self.label_relation is not None and not callable(self.label_relation):
+            raise ValueError(f"label_relation must be callable or None, got {self.label_relation!r}")
+        self.weightings = [SameLabelMask(self.label_relation)]
         if self.hardening == "exp":
             self.weightings.append(HardWeighting(self.beta, clip=self.clip, detach=self.detach))
         elif self.hardening == "threshold":

@@ -156,11 +156,19 @@ class ContrastScores:
         """A per-candidate attribute, (C,) or (A, k), broadcastable against the (A, C) table."""
         return x[None, :] if x.dim() == 1 else x
 
-    def same_label(self) -> torch.Tensor:
-        """(A, C) bool: the candidate shares the anchor's label (needs labels)."""
+    def same_label(self, relation=None) -> torch.Tensor:
+        """(A, C) bool: the candidate shares the anchor's label (needs labels), or, with ``relation``, is
+        related to it: ``relation(anchor_labels (A, 1), candidate_labels (1, C) or (A, k))`` returns the
+        (A, C) bool table (e.g. the candidate's document is judged relevant to the anchor's query, when
+        the labels index the training rows). Candidates of unknown label are never the anchor's own."""
         if self.anchor_labels is None or self.cand_labels is None:
             raise ValueError("label-aware negatives (label weighting, collision_free) need labels")
-        same = self.anchor_labels[:, None] == self.column(self.cand_labels)
+        a, c = self.anchor_labels[:, None], self.column(self.cand_labels)
+        same = a == c if relation is None else torch.as_tensor(relation(a, c), dtype=torch.bool, device=a.device)
+        if same.shape != torch.broadcast_shapes(a.shape, c.shape):
+            raise ValueError(
+                f"label_relation returned shape {tuple(same.shape)}, expected {tuple(torch.broadcast_shapes(a.shape, c.shape))}"
+            )
         if self.cand_label_known is not None:
             same = same & self.column(self.cand_label_known)
         return same

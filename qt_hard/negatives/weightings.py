@@ -380,12 +380,17 @@ class RingWeighting(Weighting):
 
 class SameLabelMask(Weighting):
     """Drop candidates that share the anchor's label: the indicator 1(y(x^-) != y(x)) of H-SCL,
-    Jiang et al. (2022) section II, the definition of q_H-SCL."""
+    Jiang et al. (2022) section II, the definition of q_H-SCL. With ``relation`` (see
+    :meth:`ContrastScores.same_label`), "shares the label" is the relation's: a candidate can be the
+    anchor's own without an equal label, as a document judged relevant to several queries is."""
 
     drops_non_negatives = True
 
+    def __init__(self, relation=None):
+        self.relation = relation
+
     def weigh(self, scores, mask, progress):
-        return LogWeights(keep=~scores.same_label())
+        return LogWeights(keep=~scores.same_label(self.relation))
 
 
 class ThresholdWeighting(Weighting):

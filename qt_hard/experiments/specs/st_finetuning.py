@@ -22,6 +22,7 @@ import time
 __all__ = [
     "BeforeThenRows",
     "GuardAudit",
+    "RelevantToQuery",
     "STEncoder",
     "baseline_of",
     "duplicate_free_batches",
@@ -339,6 +340,29 @@ def _given_order_sampler():
             return self.rows // self.batch_size
 
     return GivenOrder
+
+
+class RelevantToQuery:
+    """The label relation of in-batch masking by the judgements (``label_relation`` of the ``label``
+    strategy, :meth:`qt_hard.negatives.scores.ContrastScores.same_label`): with the training rows'
+    indices as labels, candidate ``c`` is anchor ``a``'s own when the candidate row's document
+    (``rows[c][1]``) is judged relevant to the anchor row's query (``relevant[rows[a][0]]``). A label
+    outside the rows (an explicit negative's -1) relates to nothing."""
+
+    def __init__(self, rows: list[tuple[str, ...]], relevant: dict[str, set]):
+        self.rows, self.relevant = rows, relevant
+
+    def __call__(self, anchors, candidates):
+        import torch
+
+        a, c = torch.broadcast_tensors(anchors, candidates)
+        n = len(self.rows)
+
+        def own(i: int, j: int) -> bool:
+            return 0 <= i < n and 0 <= j < n and self.rows[j][1] in self.relevant.get(self.rows[i][0], ())
+
+        table = [[own(i, j) for i, j in zip(ra, rc)] for ra, rc in zip(a.tolist(), c.tolist())]
+        return torch.tensor(table, dtype=torch.bool, device=anchors.device).reshape(a.shape)
 
 
 def finetune(model, loss, recipe: dict, data, seed: int, workdir, callbacks=()) -> dict:
