@@ -20,7 +20,7 @@
 # ledgers into results/<dataset>/ and rerun the summary there to keep them.
 #
 # DRY=1: the same steps at toy size on a machine without a GPU: slices of both datasets cut from the data
-# root (12-16 queries), batch 4, inputs cut to 16 tokens, the row mnrl, seed 0, one lr and
+# root (12-32 queries), batch 4, inputs cut to 16 tokens, the row mnrl, seed 0, one lr and
 # two measuring points, one worker on the CPU, a deadline of 840 s.
 set -u
 DEADLINE=${DEADLINE:-560}
@@ -60,7 +60,7 @@ import sys
 from pathlib import Path
 from qt_hard.experiments.specs import nfcorpus, scifact
 src, dst = Path(sys.argv[1]) / "beir", Path(sys.argv[2]) / "beir"
-nfcorpus.write_slice(src / "nfcorpus", dst / "nfcorpus", queries=16, docs=60)
+nfcorpus.write_slice(src / "nfcorpus", dst / "nfcorpus", queries=32, docs=150)
 scifact.write_slice(src / "scifact", dst / "scifact", train=12, test=4, others=12)
 EOF
     export QT_HARD_DATA=$WORK/data
