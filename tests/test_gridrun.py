@@ -57,6 +57,7 @@ def test_every_cell_once_then_a_rerun_runs_nothing(tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["grid", "run", "toy", "--out", str(out)]) == 0
     assert [(r["row"], r["seed"]) for r in records(out)] == [(r, s) for s in (0, 1) for r in ("a", "bb", "ccc")]
+    assert all({"commit", "machine", "utc", "versions"} <= set(r) for r in records(out))  # the contract's
     assert set(ran(out).values()) == {1}
     table = (out / "table.md").read_text()
     assert "| ccc | 1 | 13 |" in table and table.rstrip("\n") in capsys.readouterr().out
@@ -105,7 +106,7 @@ def test_workers_run_every_cell_once_each_in_a_process_of_its_own(tmp_path, caps
 def test_refusals_are_one_line_and_write_nothing(tmp_path, capsys):
     out = tmp_path / "o"
     assert main(["grid", "run", "toy", "--out", str(out), "--rows", "zz"]) == 2
-    assert capsys.readouterr().err == "qt-hard: error: --rows: unknown row 'zz'\n"
+    assert capsys.readouterr().err == "qt-hard: error: --rows: unknown row 'zz'; rows are a, bb, ccc\n"
     assert main(["grid", "run", "toy", "--out", str(out), "--workers", "0"]) == 2
     assert "--workers 0: give at least 1" in capsys.readouterr().err
     assert main(["grid", "run", "toy", "--out", str(out), "--summary-only"]) == 2
@@ -233,3 +234,25 @@ def test_every_record_names_the_commit_the_command_started_with(tmp_path, monkey
     assert main(["grid", "run", "toy", "--out", str(out), "--seeds", "0"]) == 0
     assert {r["commit"] for r in records(out)} == {"abc1234"}
     assert "QT_HARD_GIT_COMMIT" not in os.environ  # restored after the command
+
+
+def test_experiments_are_discovered_and_a_name_given_twice_is_refused(tmp_path, monkeypatch):
+    """Every module of qt_hard.experiments.specs with EXPERIMENTS is found without a list naming it; a
+    module of one's own joins them; two experiments of one name are refused in one line."""
+    import pkgutil
+
+    from qt_hard.errors import UserError
+    from qt_hard.experiments import specs
+    from qt_hard.experiments.gridrun import registered
+
+    names = registered()
+    modules = {f"{specs.__name__}.{m.name}" for m in pkgutil.iter_modules(specs.__path__)}
+    assert {"scifact", "nfcorpus-recipe", "k-vs-n", "qt-table", "toy"} <= set(names)
+    assert set(names.values()) - {"_toy_experiment"} <= modules
+    (tmp_path / "_twice.py").write_text(
+        "from qt_hard.experiments.specs.scifact import Comparison\nEXPERIMENTS = (Comparison(),)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("QT_HARD_EXPERIMENTS", "_twice")
+    with pytest.raises(UserError, match="two experiments are named 'scifact'"):
+        registered()

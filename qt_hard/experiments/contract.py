@@ -86,7 +86,12 @@ class Experiment:
         --device and --summary-only)."""
 
     def check_row(self, name: str) -> None:
-        """Refuse an unknown row with an ``ArgumentError`` naming ``--rows``."""
+        """Refuse an unknown row with an ``ArgumentError`` naming ``--rows``: by default a name that is
+        not one of :attr:`rows` (an experiment whose row names compose, ``NAME+mined``, says so itself)."""
+        from qt_hard.errors import ArgumentError
+
+        if self.rows and name not in self.rows:
+            raise ArgumentError(f"--rows: unknown row {name!r}; rows are {', '.join(self.rows)}")
 
     def check(self, args: argparse.Namespace) -> None:
         """Refuse bad options in one line, before anything is written (rows are checked already)."""

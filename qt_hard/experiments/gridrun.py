@@ -24,43 +24,40 @@ from qt_hard import logs
 from qt_hard.errors import ArgumentError, UserError
 from qt_hard.experiments.contract import Cell, Experiment
 
-__all__ = ["EXPERIMENTS", "experiment", "register", "registered", "run_cell", "run_grid", "write_tables"]
+__all__ = ["experiment", "register", "registered", "run_cell", "run_grid", "write_tables"]
 
 log = logging.getLogger(__name__)
 
-# Name -> the module whose ``EXPERIMENTS`` holds it; imported when the command is built (the spec
-# modules import nothing heavy at their top).
-EXPERIMENTS = {
-    "scifact": "qt_hard.experiments.specs.scifact",
-    "scifact-recipe": "qt_hard.experiments.specs.scifact",
-    "scifact-memory": "qt_hard.experiments.specs.scifact",
-    "nfcorpus": "qt_hard.experiments.specs.nfcorpus",
-    "nfcorpus-recipe": "qt_hard.experiments.specs.nfcorpus",
-    "st-compare": "qt_hard.experiments.specs.st_compare",
-    "st-compare-memory": "qt_hard.experiments.specs.st_compare",
-    "qt-table": "qt_hard.experiments.specs.qt_table",
-    "graph-table": "qt_hard.experiments.specs.graph_table",
-    "vision-table": "qt_hard.experiments.specs.vision_table",
-    "k-vs-n": "qt_hard.experiments.specs.k_vs_n",
-    "wiki-smoke": "qt_hard.experiments.specs.wiki_smoke",
-    "s2v-controls": "qt_hard.experiments.specs.s2v_curve",
-    "s2v-precision": "qt_hard.experiments.specs.s2v_curve",
-    "s2v-curve": "qt_hard.experiments.specs.s2v_curve",
-}
-
 
 def registered() -> dict[str, str]:
-    """Every experiment name -> its module: the library's, and those of the modules listed in
-    ``$QT_HARD_EXPERIMENTS`` (comma-separated module names, each with an ``EXPERIMENTS`` sequence):
-    an experiment of one's own runs through the same command without editing the library."""
-    names = dict(EXPERIMENTS)
+    """Every experiment name -> its module: those of every module of :mod:`qt_hard.experiments.specs`
+    with an ``EXPERIMENTS`` sequence (discovered, as the negatives' parts are: a new spec module is
+    one file, listed nowhere else), and those of the modules listed in ``$QT_HARD_EXPERIMENTS``
+    (comma-separated module names): an experiment of one's own runs through the same command without
+    editing the library. Two experiments of one name are refused."""
+    import pkgutil
+
+    from qt_hard.experiments import specs
+
+    modules = [f"{specs.__name__}.{m.name}" for m in pkgutil.iter_modules(specs.__path__) if not m.name.startswith("_")]
+    names: dict[str, str] = {}
+    for module in modules:
+        for e in getattr(importlib.import_module(module), "EXPERIMENTS", ()):
+            _add(names, e.name, module)
     for module in filter(None, os.environ.get("QT_HARD_EXPERIMENTS", "").split(",")):
         try:
             found = importlib.import_module(module.strip()).EXPERIMENTS
         except (ImportError, AttributeError) as err:
             raise UserError(f"QT_HARD_EXPERIMENTS: {module}: {err}") from None
-        names.update({e.name: module.strip() for e in found})
+        for e in found:
+            _add(names, e.name, module.strip())
     return names
+
+
+def _add(names: dict[str, str], name: str, module: str) -> None:
+    if names.get(name, module) != module:
+        raise UserError(f"two experiments are named {name!r}: in {names[name]} and in {module}")
+    names[name] = module
 
 
 def experiment(name: str, module: str | None = None) -> Experiment:
@@ -160,19 +157,25 @@ def run_cell(
     exp = experiment(name, module)
     ledger = exp.ledger(Path(out), ledger_name, setup)
     return run_claimed(
-        ledger, cell.claim, lambda: _stamped(exp.run(args, Path(out), setup, cell), made), cell.keys, since
+        ledger, cell.claim, lambda: _stamped(exp, cell, exp.run(args, Path(out), setup, cell), made), cell.keys, since
     )
 
 
-def _stamped(records, made: dict | None):
-    """``records`` (one, a list, or None) each with ``made_from``: ``made`` (left as they are without)."""
+def _stamped(exp: Experiment, cell: Cell, records, made: dict | None):
+    """``records`` (one, a list, or None) as the ledger keeps them, whatever the experiment put in them:
+    the key fields of a one-record cell taken from the cell where the record lacks them (its row, its
+    seed), the provenance (:func:`~qt_hard.experiments.ledger.provenance`: machine, time, commit, library
+    versions) where the record gives none of its own, and ``made_from``: ``made``."""
     from qt_hard.experiments.identity import MADE_FROM
+    from qt_hard.experiments.ledger import provenance
 
-    if not made or records is None:
-        return records
-    if isinstance(records, list):
-        return [{**r, MADE_FROM: made} for r in records]
-    return {**records, MADE_FROM: made}
+    if records is None:
+        return None
+    one = not isinstance(records, list)
+    keys = dict(zip(exp.key, cell.keys[0])) if len(cell.keys) == 1 else {}
+    stamp = provenance(Path(__file__).resolve().parent)
+    out = [{**keys, **stamp, **r, **({MADE_FROM: made} if made else {})} for r in ([records] if one else records)]
+    return out[0] if one else out
 
 
 def write_tables(exp: Experiment, out: Path, args: argparse.Namespace | None = None, name: str | None = None) -> int:

@@ -231,10 +231,6 @@ class GraphTable(Experiment):
         parser.add_argument("--plot", default=None, help="PNG of Fig. 3's layout (default OUT/graph_fig3.png)")
         parser.add_argument("overrides", nargs="*", help="extra config overrides for every cell, e.g. eval.folds=5")
 
-    def check_row(self, name: str) -> None:
-        if name not in ROWS:
-            raise ArgumentError(f"--rows: unknown row {name!r}; rows are {', '.join(ROWS)}")
-
     def check(self, args) -> None:
         rows, datasets = comma_list(args.rows), comma_list(args.datasets)
         unknown = [d for d in datasets if d not in DATASETS]
@@ -256,11 +252,10 @@ class GraphTable(Experiment):
         return [Cell((row, ds, rep)) for ds in datasets for rep in reps[ds] for row in rows]
 
     def run(self, args, out: Path, setup: dict, cell: Cell) -> dict:
-        from qt_hard.experiments.ledger import provenance
 
         row, ds, rep = cell.claim
         use_gpu = args.gpu or args.device == "cuda"
-        return {**train_cell(out, row, ds, rep, setup["epochs"], setup["overrides"], use_gpu), **provenance(ROOT)}
+        return train_cell(out, row, ds, rep, setup["epochs"], setup["overrides"], use_gpu)
 
     def order(self, records: list[dict]) -> tuple[list[str], list[str]]:
         """The rows and datasets the command asked for, else those of the records (``ROWS``' and

@@ -27,7 +27,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import torch
 
 __all__ = ["MODES", "batches", "measure", "measure_sampling", "summary"]
 
@@ -56,7 +55,9 @@ def batches(wiki: Path, tokens: Path, spec, N: int, B: int, seed: int):
     return labels, {s: PairTask(None, labels, pairs, B, seed, shuffle_labels=s) for s in (False, True)}
 
 
-def _scores(labels: torch.Tensor, z1: torch.Tensor | None = None, z2: torch.Tensor | None = None):
+def _scores(labels, z1=None, z2=None):
+    import torch
+
     from qt_hard.negatives.scores import two_view_scores
 
     if z1 is None:
@@ -73,6 +74,8 @@ def _strategy(k: int, collision_free: bool):
 def measure_sampling(labels: np.ndarray, tasks: dict, k: int, steps: int, seed: int) -> dict:
     """Candidate counts, drawn counts and the pairing of the three modes' random streams over
     ``steps`` steps (see the module docstring)."""
+    import torch  # here, not at the top: the grid command imports every spec module to find its experiments
+
     gens = {m: torch.Generator().manual_seed(seed * 1009 + 17) for m in MODES}  # the loop's seeding
     strategies = {"plain": _strategy(k, False), "collision_free": _strategy(k, True), "shuffled": _strategy(k, True)}
     allowed = {m: [] for m in MODES}

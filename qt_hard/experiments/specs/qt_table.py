@@ -28,7 +28,7 @@ from qt_hard.evaluation.similarity import SIMILARITY_TASKS
 from qt_hard.experiments import report
 from qt_hard.experiments.contract import Cell, Experiment
 from qt_hard.experiments.grid import GridError
-from qt_hard.experiments.ledger import Ledger, provenance
+from qt_hard.experiments.ledger import Ledger
 from qt_hard.experiments.runner import finished_run, read_metrics, train_run
 
 ROWS = {
@@ -385,7 +385,7 @@ def run_cell(led: Ledger, args, row: str, seed: int, protocols: list[str], data)
         rec = {"row": row, "seed": seed, "protocol": name, "run": str(run_dir), **readout}
         rec.update(train_s=round(t1 - t0, 1), eval_s=round(time.perf_counter() - t2, 1), encode_device=enc_device)
         rec.update(solver_device=args.eval_device, config=args.config, overrides=args.set)
-        records.append({**rec, **provenance(Path(__file__).resolve().parent)})
+        records.append(rec)
     return records
 
 

@@ -247,10 +247,6 @@ class Controls(_S2V):
     default_out = "runs/s2v_controls"
     rows = tuple(CONTROLS)
 
-    def check_row(self, name: str) -> None:
-        if name not in CONTROLS:
-            raise ArgumentError(f"--rows: unknown row {name!r}; rows are {', '.join(CONTROLS)}")
-
     def setup(self, args, out: Path) -> dict:
         protocol = {**PROTOCOL, "kfold": args.kfold}
         return {"config": args.config, "overrides": list(args.set), "protocol": protocol, "tasks": args.tasks}
@@ -407,10 +403,6 @@ class Precision(_S2V):
         parser.add_argument("--budget-s", type=float, default=360.0, help="training seconds the curve's steps fit into")
         parser.add_argument("--points", type=int, default=3, help="the chosen steps are a multiple of this")
         parser.add_argument("--allow-cpu", action="store_true", help="run without CUDA (the dry run)")
-
-    def check_row(self, name: str) -> None:
-        if name not in PRECISIONS:
-            raise ArgumentError(f"--rows: unknown row {name!r}; rows are {', '.join(PRECISIONS)}")
 
     def check(self, args) -> None:
         if args.workers != 1:

@@ -421,8 +421,6 @@ def run_cell(row: str, seed: int, ctx: dict, eval_steps=(), on_eval=None) -> dic
     ``ctx["recipe"]``; with ``eval_steps`` (recipe choice) dev and test are also measured at those steps."""
     import torch
 
-    from qt_hard.experiments.ledger import provenance
-
     from .st_finetuning import GuardAudit, RelevantToQuery, finetune, load_start, train_dataset
 
     sf: Scifact = ctx["scifact"]
@@ -452,7 +450,7 @@ def run_cell(row: str, seed: int, ctx: dict, eval_steps=(), on_eval=None) -> dic
             info.update(audit.record())
     info.update(evaluate(model, sf, eval_len))
     wall = round(time.perf_counter() - t0, 1)
-    return {"row": row, "seed": seed, **info, "wall_s": wall, **provenance(ctx["root"]), "inputs": ctx["inputs"]}
+    return {"row": row, "seed": seed, **info, "wall_s": wall, "inputs": ctx["inputs"]}
 
 
 def select_recipe(records: list[dict]) -> dict:
@@ -747,7 +745,6 @@ class RecipeChoice(_Common):
         return [Cell(("lr", lr), tuple((lr, s) for s in self.steps)) for lr in self.lrs]
 
     def run(self, args, out: Path, setup: dict, cell: Cell) -> list[dict]:
-        from qt_hard.experiments.ledger import provenance
 
         lr, steps = cell.claim[1], [k[1] for k in cell.keys]
         ctx = self.cell_context(args, out, {**setup["base_recipe"], "lr": lr, "steps": max(steps)})
@@ -755,7 +752,7 @@ class RecipeChoice(_Common):
 
         def keep(step, rec):
             rec = {k: v for k, v in rec.items() if k != "per_query"}  # the choice reads dev's aggregate
-            records.append({"lr": lr, "steps": step, **rec, **provenance(ctx["root"]), "inputs": ctx["inputs"]})
+            records.append({"lr": lr, "steps": step, **rec, "inputs": ctx["inputs"]})
 
         rec = run_cell("mnrl", 0, ctx, eval_steps=steps[:-1], on_eval=keep)
         keep(max(steps), {k: v for k, v in rec.items() if k.startswith(("dev_", "test_", "train_")) or k == "eval_s"})

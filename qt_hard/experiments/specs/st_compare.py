@@ -263,7 +263,6 @@ def finetune(row: str, seed: int, model_spec: str, recipe: dict, rows, workdir: 
 
 def run_cell(row: str, seed: int, ctx: dict) -> dict:
     """One ledger record: ``before`` (the starting model evaluated) or a row fine-tuned with ``seed``."""
-    from qt_hard.experiments.ledger import provenance
 
     t0 = time.perf_counter()
     if row == BEFORE:
@@ -284,7 +283,6 @@ def run_cell(row: str, seed: int, ctx: dict) -> dict:
         **info,
         "wall_s": round(time.perf_counter() - t0, 1),
         "threads": ctx["threads"],
-        **provenance(ROOT),
     }
 
 

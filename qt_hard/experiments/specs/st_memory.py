@@ -109,12 +109,11 @@ class MemoryProbe:
         return [Cell((row, b)) for b in self.batches for row in forms]
 
     def run(self, args, out, setup: dict, cell: Cell) -> dict:
-        from qt_hard.experiments.ledger import provenance
 
         row, batch = cell.claim
         probe = {**self.probe_args(args, out, setup), "row": row, "batch": batch, "steps": args.memory_steps}
         measured = in_fresh_process(self.probe_fn, probe)
-        return {"row": row, "batch": batch, "steps": args.memory_steps, **measured, **provenance(self.root)}
+        return {"row": row, "batch": batch, "steps": args.memory_steps, **measured}
 
     def progress(self, record: dict) -> str:
         return f"{record['row']} at batch {record['batch']}: peak {record['peak_rss_mb']} MB"

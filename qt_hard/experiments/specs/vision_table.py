@@ -31,7 +31,6 @@ import textwrap
 import time
 from pathlib import Path
 
-from qt_hard.errors import ArgumentError
 from qt_hard.files import write_text
 from qt_hard.experiments import report
 from qt_hard.experiments.contract import Cell, Experiment
@@ -255,10 +254,6 @@ class VisionTable(Experiment):
             action="store_true",
             help="no training: record and tabulate the finished run folders (e.g. copied back from a GPU machine)",
         )
-
-    def check_row(self, name: str) -> None:
-        if name not in STRATEGIES:
-            raise ArgumentError(f"--rows: unknown row {name!r}; rows are {', '.join(STRATEGIES)}")
 
     def check(self, args) -> None:
         if not args.report_only:

@@ -26,7 +26,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from qt_hard.errors import ArgumentError
 from qt_hard.experiments import report
 from qt_hard.experiments.contract import Cell, Experiment
 from qt_hard.experiments.grid import by_name
@@ -177,10 +176,6 @@ class WikiSmoke(Experiment):
         parser.add_argument(
             "--runs", default=DEFAULT_RUNS, help="folder of Wiki-50, the trained runs and the evaluations' JSON"
         )
-
-    def check_row(self, name: str) -> None:
-        if name not in ROWS:
-            raise ArgumentError(f"--rows: unknown row {name!r}; rows are {', '.join(ROWS)}")
 
     def check(self, args) -> None:
         from qt_hard.paths import output_folder
