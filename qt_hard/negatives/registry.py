@@ -4,10 +4,14 @@ A *part* is a dataclass whose fields are the keyword options it reads, typed and
 constructor (a ``ValueError`` that names the option). Two roles:
 
 * a **strategy** is chosen by name (``negatives="hard"``): uniform, debiased, hard, ring, label,
-  threshold, ot. Exactly one per loss.
+  threshold, ot (:mod:`.strategies`). Exactly one per loss.
 * a **modifier** composes with every strategy and is switched on by its own options: the estimator
   (``estimator``, ``tau_plus``, ``floor``), the false-negative guard (``guard``), MNRL's hardness tilt
-  (``hardness_mode``), and any part another module of :mod:`qt_hard.negatives` registers.
+  (``hardness_mode``) (:mod:`.modifiers`), and any part another module of :mod:`qt_hard.negatives`
+  registers (:mod:`.topm`).
+
+This module keeps the registration and what is asked of the registered parts; the parts live in the
+modules named for what they are.
 
 A part declares, besides its options, everything a reader of the registry asks about it: its ``name``,
 the ``paper`` that defines it (cited by the assembled strategy when the part acts: the plugin's
@@ -37,39 +41,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Literal
 
 from ..schedules import make_schedule
-from .estimators import FLOORS, DebiasedEstimator, JSDEstimator, PlainEstimator
-from .guard import GUARD_RULES, GUARD_SOURCES, FalseNegativeGuard
-from .papers import (
-    ASH_2022,
-    CHUANG_2020,
-    JIANG_2022,
-    JIANG_OT,
-    LAN_2025,
-    MOREIRA_2024,
-    OORD_2018,
-    ROBINSON_2021,
-    SOLATORIO_2024,
-    SUN_2020,
-    VERA_2025,
-    WU_2021,
-    Paper,
-)
-from .weightings import (
-    CLIP_READINGS,
-    HARDNESS_MODES,
-    HardnessTilt,
-    HardWeighting,
-    OTWeighting,
-    RingWeighting,
-    SameLabelMask,
-    ThresholdWeighting,
-    Weighting,
-)
+from .guard import FalseNegativeGuard
+from .papers import ASH_2022, Paper
+from .weightings import Weighting
 
 # The strategy's structural arguments (NegativeStrategy's own keywords), given beside the parts' options.
 STRUCTURAL = ("k", "collision_free", "include_positive", "count", "positives", "skip_anchors_without_negatives")
 # The values of the options that name a mode (their parts' annotations; the configs read them as Literal).
-CLIPS = ("auto", *CLIP_READINGS)
 ESTIMATORS = ("nce", "jsd", "jsd_code")
 Estimator = Literal[ESTIMATORS]
 # The paper of k, collision_free and include_positive=False (Ash et al. sec. 5 and App. D.1).
@@ -208,7 +186,7 @@ def examples() -> list[tuple[str, str, dict]]:
         if cls.role == "strategy":
             out.append((cls.name, cls.name, dict(cls.example)))
         elif cls.example:
-            out.append((cls.name, Uniform.name, dict(cls.example)))
+            out.append((cls.name, "uniform", dict(cls.example)))
     return out
 
 
@@ -301,263 +279,3 @@ def option_table() -> str:
         papers = "; ".join(p.cite() for p in cls.paper) or "-"
         lines.append(f"| `{cls.name}` | {role} | {opts or '-'} | {example} | {doc} | {papers} |")
     return "\n".join(lines) + "\n"
-
-
-# ---------------------------------------------------------------------------------------- strategies
-def _nce(given: dict, strategy: type) -> bool:
-    return given.get("estimator", "nce") == "nce"
-
-
-def _hardening(value: str) -> Callable:
-    return lambda given, strategy: given.get("hardening") == value
-
-
-def _one_threshold(tau, level) -> None:
-    if (tau is None) == (level is None):
-        raise ValueError(
-            "thresholded negatives need exactly one of tau (on e^logit) or level (on the "
-            "similarity, e.g. the H-SCL schedule of eq. 4)"
-        )
-
-
-_BETA_DOC = "concentration of the weights exp(beta * logit), >= 0"
-_CLIP_DOC = "the reading of the weights on raw inner products (HardWeighting)"
-
-
-@register
-@dataclass
-class Uniform(Strategy):
-    """InfoNCE / NT-Xent: every allowed candidate weighs the same."""
-
-    name: ClassVar[str] = "uniform"
-    paper: ClassVar[tuple[Paper, ...]] = (OORD_2018,)
-
-
-@register
-@dataclass
-class Debiased(Strategy):
-    """Chuang et al. 2020: uniform weights, the debiased estimator (tau_plus 0.1 unless given)."""
-
-    name: ClassVar[str] = "debiased"
-    paper: ClassVar[tuple[Paper, ...]] = (CHUANG_2020,)
-    example: ClassVar[dict] = {"tau_plus": 0.1}
-    default_tau_plus: ClassVar[float | None] = 0.1
-
-
-@register
-@dataclass
-class Hard(Strategy):
-    """HCL, Robinson et al. 2021 eq. 5-6: importance weights exp(beta * s), the floored estimator
-    (tau_plus 0 unless given: HCL's criterion keeps its floor without debiasing)."""
-
-    name: ClassVar[str] = "hard"
-    paper: ClassVar[tuple[Paper, ...]] = (ROBINSON_2021,)
-    example: ClassVar[dict] = {"beta": 1.0, "tau_plus": 0.1}
-    default_tau_plus: ClassVar[float | None] = 0.0
-    beta: Any = option(1.0, _BETA_DOC, schedule=True)
-    clip: Literal[CLIPS] = option("auto", _CLIP_DOC)
-    detach: bool = option(False, "stop gradients through the weights")
-
-    def check(self):
-        self.weightings = [HardWeighting(self.beta, clip=self.clip, detach=self.detach)]
-
-
-@register
-@dataclass
-class Ring(Strategy):
-    """Ring, Wu et al. 2021 sec. 4: the candidates between two similarity percentiles."""
-
-    name: ClassVar[str] = "ring"
-    paper: ClassVar[tuple[Paper, ...]] = (WU_2021,)
-    example: ClassVar[dict] = {"lower": 10.0, "upper": 90.0}
-    lower: Any = option(0.0, "lower percentile in [0, 100)", schedule=True)
-    upper: Any = option(100.0, "upper percentile in (0, 100]", schedule=True)
-
-    def check(self):
-        numbers = all(isinstance(v, (int, float)) for v in (self.lower, self.upper))
-        if numbers and not 0.0 <= self.lower < self.upper <= 100.0:
-            raise ValueError(f"ring percentiles need 0 <= lower < upper <= 100, got [{self.lower}, {self.upper}]")
-        self.weightings = [RingWeighting(self.lower, self.upper)]
-
-
-@register
-@dataclass
-class Label(Strategy):
-    """H-SCL, Jiang et al. 2022: same-label candidates dropped, hardened by ``hardening``."""
-
-    name: ClassVar[str] = "label"
-    paper: ClassVar[tuple[Paper, ...]] = (JIANG_2022,)
-    needs_labels: ClassVar[bool] = True
-    example: ClassVar[dict] = {"hardening": "exp", "beta": 1.0}
-    # H-SCL's hardening is exponential in beta (Jiang et al. Sec. III); the core's default (None) is SCL.
-    paper_defaults: ClassVar[dict] = {"hardening": "exp"}
-    switches: ClassVar[tuple[str, ...]] = ("hardening",)
-    hardening: Literal["exp", "threshold"] | None = option(
-        None, "None, 'exp' (beta, clip, detach) or 'threshold' (tau or level)"
-    )
-    beta: Any = option(1.0, _BETA_DOC, when=_hardening("exp"), schedule=True)
-    clip: Literal[CLIPS] = option("auto", _CLIP_DOC, when=_hardening("exp"))
-    detach: bool = option(False, "stop gradients through the weights", when=_hardening("exp"))
-    tau: Any = option(None, "threshold on e^logit", when=_hardening("threshold"), schedule=True)
-    level: Any = option(None, "threshold on the similarity (H-SCL eq. 4)", when=_hardening("threshold"), schedule=True)
-    label_relation: Any = option(
-        None, "callable(anchor labels, candidate labels) -> bool table of the anchor's own (default: equal labels)"
-    )
-
-    def check(self):
-        if self.label_relation is not None and not callable(self.label_relation):
-            raise ValueError(f"label_relation must be callable or None, got {self.label_relation!r}")
-        self.weightings = [SameLabelMask(self.label_relation)]
-        if self.hardening == "exp":
-            self.weightings.append(HardWeighting(self.beta, clip=self.clip, detach=self.detach))
-        elif self.hardening == "threshold":
-            _one_threshold(self.tau, self.level)
-            self.weightings.append(ThresholdWeighting(tau=self.tau, level=self.level))
-        elif self.hardening is not None:
-            raise ValueError(f"hardening must be None, 'exp' or 'threshold', got {self.hardening!r}")
-
-
-@register
-@dataclass
-class Threshold(Strategy):
-    """H-UCL(tau): the thresholded hardening 1(e^s >= tau) without labels (Jiang et al. 2022 sec. III-A)."""
-
-    name: ClassVar[str] = "threshold"
-    paper: ClassVar[tuple[Paper, ...]] = (JIANG_2022,)
-    example: ClassVar[dict] = {"level": 0.0}
-    tau: Any = option(None, "threshold on e^logit", schedule=True)
-    level: Any = option(None, "threshold on the similarity (H-SCL eq. 4)", schedule=True)
-
-    def check(self):
-        _one_threshold(self.tau, self.level)
-        self.weightings = [ThresholdWeighting(tau=self.tau, level=self.level)]
-
-
-@register
-@dataclass
-class OT(Strategy):
-    """Entropic OT coupling, Jiang, Ishwar & Aeron 2023 eq. 5 (:class:`OTWeighting`)."""
-
-    name: ClassVar[str] = "ot"
-    paper: ClassVar[tuple[Paper, ...]] = (JIANG_OT,)
-    example: ClassVar[dict] = {"epsilon": 0.5}
-    true_gradient: ClassVar[bool] = False  # the coupling is solved on detached costs
-    epsilon: Any = option(0.5, "entropic regularization > 0", schedule=True)
-    cost: Literal["sqeuclidean", "exp"] = option("sqeuclidean", "'sqeuclidean' or 'exp'")
-    kappa: float = option(0.0, "offset of the 'exp' cost", when=lambda given, s: given.get("cost") == "exp")
-    sinkhorn_iters: int = option(
-        20, "Sinkhorn iterations", when=lambda given, s: given.get("marginals", "uniform") == "uniform"
-    )
-    marginals: Literal["uniform", "none"] = option("uniform", "'uniform' (the OT problem) or 'none' (the Gibbs kernel)")
-    coupling: Literal["full", "drawn"] = option("full", "with k: 'full' (solved on the full table) or 'drawn'")
-
-    def check(self):
-        if isinstance(self.epsilon, (int, float)) and not self.epsilon > 0:
-            raise ValueError(f"OT epsilon must be > 0, got {self.epsilon}")
-        args = (self.epsilon, self.cost, self.kappa, self.sinkhorn_iters, self.marginals, self.coupling)
-        self.weightings = [OTWeighting(*args)]
-
-
-# ----------------------------------------------------------------------------------------- modifiers
-def _floor_read(given: dict, strategy: type) -> bool:
-    return _nce(given, strategy) and (strategy.default_tau_plus is not None or given.get("tau_plus") is not None)
-
-
-@register
-@dataclass
-class Estimation(Part):
-    """The estimator of the negative term: NCE (plain, or debiased by tau_plus with a floor; Chuang et
-    al. 2020 eq. 6) or InfoGraph's Jensen-Shannon form (``"jsd"``; ``"jsd_code"`` the HCL code's)."""
-
-    name: ClassVar[str] = "estimator"
-    paper: ClassVar[tuple[Paper, ...]] = (CHUANG_2020, SUN_2020)
-    example: ClassVar[dict] = {"tau_plus": 0.1, "floor": "smooth"}
-    estimator: Estimator = option("nce", "'nce', 'jsd' or 'jsd_code'")
-    tau_plus: Any = option(None, "class prior of the debiased estimator, in [0, 1)", schedule=True)
-    floor: Literal[FLOORS] = option("hard", "'hard', 'smooth' or 'none' (debiased NCE)", when=_floor_read)
-
-    def check(self):
-        if self.estimator not in ("nce", "jsd", "jsd_code"):
-            raise ValueError(f"estimator must be 'nce', 'jsd' or 'jsd_code', got {self.estimator!r}")
-        if isinstance(self.tau_plus, (int, float)) and not 0.0 <= self.tau_plus < 1.0:
-            raise ValueError(f"tau_plus must lie in [0, 1), got {self.tau_plus!r}")
-
-    def contribute(self, built):
-        tau_plus = built.strategy.default_tau_plus if self.tau_plus is None else self.tau_plus
-        if self.estimator != "nce":
-            variant = "paper" if self.estimator == "jsd" else "code"
-            built.estimator = JSDEstimator(0.0 if tau_plus is None else tau_plus, variant=variant)
-        elif tau_plus is not None:
-            built.estimator = DebiasedEstimator(tau_plus, floor=self.floor)
-        else:
-            built.estimator = PlainEstimator()
-
-    def _debiases(self, built) -> bool:
-        tau_plus = built.strategy.default_tau_plus if self.tau_plus is None else self.tau_plus
-        return tau_plus is not None and (callable(tau_plus) or tau_plus != 0)
-
-    def acts(self, built):
-        """Unless it is the plain NCE estimator (no debiasing, or tau_plus 0)."""
-        return self.estimator != "nce" or self._debiases(built)
-
-    def cites(self, built):
-        """Chuang et al. when it debiases (tau_plus in effect and not 0), InfoGraph for the JSD forms."""
-        return (CHUANG_2020,) * self._debiases(built) + (SUN_2020,) * (self.estimator != "nce")
-
-
-@register
-@dataclass
-class Guard(Part):
-    """The positive-aware false-negative guard of GISTEmbed / NV-Retriever (:class:`FalseNegativeGuard`),
-    before the k-sampler."""
-
-    name: ClassVar[str] = "guard"
-    paper: ClassVar[tuple[Paper, ...]] = (SOLATORIO_2024, MOREIRA_2024)
-    example: ClassVar[dict] = {"guard": "absolute", "guard_margin": 0.1}
-    guard: Literal[GUARD_RULES] | None = option(None, "'absolute' or 'relative'")
-    guard_margin: float = option(0.0, "margin in cosine units", when=lambda given, s: given.get("guard") is not None)
-    guard_source: Literal[GUARD_SOURCES] = option(
-        "model", "'model' or 'guide' (attach_guide)", when=lambda given, s: given.get("guard") is not None
-    )
-
-    def check(self):
-        self.built = (
-            None if self.guard is None else FalseNegativeGuard(self.guard, self.guard_margin, self.guard_source)
-        )
-
-    def contribute(self, built):
-        built.guard = self.built
-
-    def acts(self, built):
-        return self.built is not None
-
-
-@register
-@dataclass
-class Hardness(Part):
-    """sentence-transformers' MNRL hardness weighting (Lan et al. 2025 eq. 5; :class:`HardnessTilt`),
-    with the NCE estimator."""
-
-    name: ClassVar[str] = "hardness"
-    paper: ClassVar[tuple[Paper, ...]] = (LAN_2025, VERA_2025)
-    example: ClassVar[dict] = {"hardness_mode": "in_batch_negatives", "hardness_strength": 9.0}
-    true_gradient: ClassVar[bool] = False  # the tilt alpha * cos is a stop-gradient term
-    hardness_mode: Literal[HARDNESS_MODES] | None = option(
-        None, "'in_batch_negatives', 'hard_negatives' or 'all_negatives'", when=_nce
-    )
-    hardness_strength: Any = option(
-        None,
-        "alpha >= 0, required with hardness_mode",
-        when=lambda given, s: _nce(given, s) and given.get("hardness_mode") is not None,
-        schedule=True,
-    )
-
-    def check(self):
-        self.weightings = []
-        if self.hardness_mode is not None:
-            if self.hardness_strength is None:
-                raise ValueError(
-                    "hardness_mode needs hardness_strength (alpha: Lan et al. 2025 use 9 on in-batch "
-                    "negatives, EmbeddingGemma 5 on hard negatives)"
-                )
-            self.weightings = [HardnessTilt(self.hardness_strength, self.hardness_mode)]
