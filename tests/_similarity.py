@@ -27,7 +27,7 @@ def _pair(rng, score_range=(0.0, 5.0)):
 
 def sizes(n: int = 24) -> dict:
     """The counts of ``write_similarity(root, n)`` in the shape of ``qt_hard.data.catalog``'s tables."""
-    from qt_hard.data.catalog import STS_SETS
+    from qt_hard.data.sources.sts import STS_SETS
 
     scored = {"STS15": n - n // 3, "STS16": n - n // 3}
     return {
@@ -38,15 +38,15 @@ def sizes(n: int = 24) -> dict:
 
 
 def use_sizes(monkeypatch, n: int = 24) -> None:
-    from qt_hard.data import catalog
+    from qt_hard.data.sources import sts
 
     for name, value in sizes(n).items():
-        monkeypatch.setattr(catalog, name, value)
+        monkeypatch.setattr(sts, name, value)
 
 
 def write_similarity(root, n: int = 24, seed: int = 0):
     """Write ``root/STS/...`` and ``root/SICK/...`` (``root``: a SentEval folder); returns root."""
-    from qt_hard.data.catalog import STS_SETS
+    from qt_hard.data.sources.sts import STS_SETS
 
     rng = np.random.default_rng(seed)
     for year, sets in STS_SETS.items():

@@ -39,12 +39,12 @@ def test_missing_data_folder_names_the_get_command(capsys, tmp_path, monkeypatch
 
 
 def test_wrong_model_path(capsys, tmp_path, monkeypatch):
-    from qt_hard.data import catalog
+    from qt_hard.data.sources import senteval as senteval_source
     from test_eval_senteval import fixture_lines, write_senteval
 
     # The task files are checked before the model is loaded: give it intact (tiny) ones.
     data = write_senteval(tmp_path / "se")
-    monkeypatch.setattr(catalog, "SENTEVAL_LINES", fixture_lines())
+    monkeypatch.setattr(senteval_source, "SENTEVAL_LINES", fixture_lines())
     assert (
         main(["eval", "senteval", "--model", str(tmp_path / "no_such_model"), "--data", str(data), "--tasks", "CR"])
         == 2

@@ -317,10 +317,10 @@ def test_eval_senteval_refuses_an_output_the_file_system_refuses(tmp_path, capsy
 def test_eval_senteval_refuses_a_model_spec_that_is_a_file(tmp_path, monkeypatch, capsys):
     from test_eval_senteval import fixture_lines, write_senteval
 
-    from qt_hard.data import catalog
+    from qt_hard.data.sources import senteval as senteval_source
 
     data = write_senteval(tmp_path / "se", n=40)
-    monkeypatch.setattr(catalog, "SENTEVAL_LINES", fixture_lines(40))
+    monkeypatch.setattr(senteval_source, "SENTEVAL_LINES", fixture_lines(40))
     model = tmp_path / "model.safetensors"
     model.write_bytes(b"not a folder")
     before = _listing(tmp_path)

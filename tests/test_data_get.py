@@ -25,6 +25,8 @@ import pytest
 from _http_server import LocalHosts
 from qt_hard.cli import main
 from qt_hard.data import catalog
+from qt_hard.data.sources import senteval as senteval_source
+from qt_hard.data.sources import sts as sts_source
 from qt_hard.data.download import DownloadError, fetch, git_blob_sha1
 from qt_hard.data.sources import bookcorpus, books, cifar10, nfcorpus, scifact, tu, wikipedia
 from qt_hard.data.sources._beir_zip import BeirCounts
@@ -73,17 +75,17 @@ def serve_senteval(hosts: LocalHosts, monkeypatch) -> None:
     rng = random.Random(0)
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:
-        for ours, member in catalog._SENTEVAL_ZIP_MEMBERS.items():
-            lines = [f"{_words(rng, 6)} .\n".encode("latin-1") for _ in range(catalog.SENTEVAL_LINES[ours])]
+        for ours, member in senteval_source._SENTEVAL_ZIP_MEMBERS.items():
+            lines = [f"{_words(rng, 6)} .\n".encode("latin-1") for _ in range(senteval_source.SENTEVAL_LINES[ours])]
             if ours.startswith("MR"):
                 lines[3] = b"wait for it \x85 nothing .\n"  # the cp1252 ellipsis the copy replaces
             zf.writestr(f"data/{member}", b"".join(lines))
-    hosts.put(catalog.SENTEVAL_BINCLASSIF, buf.getvalue())
+    hosts.put(senteval_source.SENTEVAL_BINCLASSIF, buf.getvalue())
     classes = ["DESC:manner", "ENTY:other", "HUM:ind", "LOC:city", "NUM:date", "ABBR:exp"]
     for name in ("train_5500.label", "TREC_10.label"):
-        n = catalog.SENTEVAL_LINES[f"TREC/{name}"]
+        n = senteval_source.SENTEVAL_LINES[f"TREC/{name}"]
         hosts.put(
-            f"{catalog.TREC_BASE}/{name}",
+            f"{senteval_source.TREC_BASE}/{name}",
             "".join(f"{classes[i % 6]} what is {_words(rng, 4)} ?\n" for i in range(n)).encode("latin-1"),
         )
     head = "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\r\n"
@@ -93,10 +95,14 @@ def serve_senteval(hosts: LocalHosts, monkeypatch) -> None:
     train = head + pairs(4076, 1000)
     test = head + pairs(1725, 90000)
     junk = "".join(f"1\t-1\t-1\tappended {i} .\tappended {i} .\r\n" for i in range(4))
-    hosts.put(f"{catalog.MRPC_BASE}/msr_paraphrase_train.txt", (train + junk).encode("utf-8"))
-    hosts.put(f"{catalog.MRPC_BASE}/msr_paraphrase_test.txt", test.encode("utf-8"))
-    monkeypatch.setitem(catalog.SENTEVAL_OUTPUT_SHA256, "MRPC/msr_paraphrase_train.txt", _sha(train.encode("utf-8")))
-    monkeypatch.setitem(catalog.SENTEVAL_OUTPUT_SHA256, "MRPC/msr_paraphrase_test.txt", _sha(test.encode("utf-8")))
+    hosts.put(f"{senteval_source.MRPC_BASE}/msr_paraphrase_train.txt", (train + junk).encode("utf-8"))
+    hosts.put(f"{senteval_source.MRPC_BASE}/msr_paraphrase_test.txt", test.encode("utf-8"))
+    monkeypatch.setitem(
+        senteval_source.SENTEVAL_OUTPUT_SHA256, "MRPC/msr_paraphrase_train.txt", _sha(train.encode("utf-8"))
+    )
+    monkeypatch.setitem(
+        senteval_source.SENTEVAL_OUTPUT_SHA256, "MRPC/msr_paraphrase_test.txt", _sha(test.encode("utf-8"))
+    )
     src = catalog.SOURCES["senteval"]
     monkeypatch.setitem(
         src,
@@ -270,7 +276,7 @@ def test_senteval_get_list_and_corruption(hosts, root, monkeypatch, capsys):
     assert "-1\t-1" not in train and len(train.splitlines()) == 4077
     assert not (root / DOWNLOADS / "senteval").exists()
     note = (se / "SOURCE.md").read_text()
-    assert catalog.SENTEVAL_BINCLASSIF in note and "SHA256SUMS" in note
+    assert senteval_source.SENTEVAL_BINCLASSIF in note and "SHA256SUMS" in note
     # the evaluation's own task reader takes the folder as SentEval's layout
     from qt_hard.evaluation.datasets import load_task
 
@@ -296,7 +302,7 @@ def test_senteval_get_list_and_corruption(hosts, root, monkeypatch, capsys):
 
 def test_corrupt_and_truncated_archives_are_rejected(hosts, root, monkeypatch, capsys):
     serve_senteval(hosts, monkeypatch)
-    zpath = hosts.root / catalog.SENTEVAL_BINCLASSIF.split("://", 1)[1]
+    zpath = hosts.root / senteval_source.SENTEVAL_BINCLASSIF.split("://", 1)[1]
     good = zpath.read_bytes()
     zpath.write_bytes(good[: len(good) // 2])  # a truncated zip (no checksum is published for it)
     assert _get("senteval") == 2
@@ -478,11 +484,11 @@ def test_real_reference_copy_passes_layout_checks():
     import _data
 
     ref = _data.dataset("senteval").parent
-    assert catalog._check_senteval(ref / "senteval") == []
+    assert senteval_source._check_senteval(ref / "senteval") == []
     for ds in ("MUTAG", "PTC_MR", "ENZYMES", "PROTEINS", "IMDB-BINARY", "IMDB-MULTI"):
         assert tu.check_part(ref / "tu" / ds, ds) == []
     assert books.check(ref / "books") == []
-    for rel, want in catalog.SENTEVAL_OUTPUT_SHA256.items():
+    for rel, want in senteval_source.SENTEVAL_OUTPUT_SHA256.items():
         assert hashlib.sha256((ref / "senteval" / rel).read_bytes()).hexdigest() == want
     rows = books.books_index()
     assert len(rows) == 352
@@ -584,7 +590,7 @@ def serve_sts(hosts: LocalHosts, monkeypatch) -> dict:
     counts = sizes(6)
     rng = random.Random(3)
     gold_sums, golds = {}, {}
-    for year, (path, folder) in catalog.STS_ARCHIVES.items():
+    for year, (path, folder) in sts_source.STS_ARCHIVES.items():
         prefix = "STS2016" if year == "STS16" else "STS"
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w") as zf:
@@ -597,8 +603,8 @@ def serve_sts(hosts: LocalHosts, monkeypatch) -> dict:
                 rel = f"STS/{year}-en-test/STS.gs.{name}.txt"
                 gold_sums[rel] = _sha(gold.encode())
                 golds[rel] = gold.encode()
-        hosts.put(f"{catalog.STS_WIKI}/{path}", buf.getvalue())
-    monkeypatch.setattr(catalog, "STS_GOLD_SHA256", gold_sums)
+        hosts.put(f"{sts_source.STS_WIKI}/{path}", buf.getvalue())
+    monkeypatch.setattr(sts_source, "STS_GOLD_SHA256", gold_sums)
     buf = io.BytesIO()
     stsb_sums = {}
     with tarfile.open(fileobj=buf, mode="w:gz") as tf:
@@ -612,9 +618,9 @@ def serve_sts(hosts: LocalHosts, monkeypatch) -> dict:
             info = tarfile.TarInfo(f"stsbenchmark/sts-{split}.csv")
             info.size = len(data)
             tf.addfile(info, io.BytesIO(data))
-            stsb_sums[split] = catalog.untokenized_digest(lines, (0, 1, 2, 3, 4))
-    hosts.put(catalog.STSB_ARCHIVE, buf.getvalue())
-    monkeypatch.setattr(catalog, "STSB_COLUMNS_SHA256", stsb_sums)
+            stsb_sums[split] = sts_source.untokenized_digest(lines, (0, 1, 2, 3, 4))
+    hosts.put(sts_source.STSB_ARCHIVE, buf.getvalue())
+    monkeypatch.setattr(sts_source, "STSB_COLUMNS_SHA256", stsb_sums)
     sick_sums = {}
     for split, n in counts["SICK_LINES"].items():
         lines = ["pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment\r"]
@@ -623,10 +629,10 @@ def serve_sts(hosts: LocalHosts, monkeypatch) -> dict:
         with zipfile.ZipFile(buf, "w") as zf:
             zf.writestr(f"SICK_{split}.txt", "\n".join(lines) + "\n")
             zf.writestr("readme.txt", "SICK\n")
-        hosts.put(f"{catalog.SICK_BASE}/sick_{split}.zip", buf.getvalue())
+        hosts.put(f"{sts_source.SICK_BASE}/sick_{split}.zip", buf.getvalue())
         kept = [lines[0]] + ["\t".join(c[i] for i in (0, 3, 4)) for c in (x.split("\t") for x in lines[1:])]
-        sick_sums[split] = catalog.untokenized_digest(kept, (0, 1, 2, 3, 4))
-    monkeypatch.setattr(catalog, "SICK_COLUMNS_SHA256", sick_sums)
+        sick_sums[split] = sts_source.untokenized_digest(kept, (0, 1, 2, 3, 4))
+    monkeypatch.setattr(sts_source, "SICK_COLUMNS_SHA256", sick_sums)
     return golds
 
 
@@ -683,7 +689,7 @@ def test_sts_get_refuses_a_changed_gold_file_and_a_missing_tokenizer(hosts, root
     pytest.importorskip("sacremoses", reason="data get sts tokenizes with sacremoses (a dev dependency)")
     serve_sts(hosts, monkeypatch)
     rel = "STS/STS14-en-test/STS.gs.images.txt"
-    monkeypatch.setitem(catalog.STS_GOLD_SHA256, rel, "0" * 64)
+    monkeypatch.setitem(sts_source.STS_GOLD_SHA256, rel, "0" * 64)
     assert _get("sts") == 2
     err = capsys.readouterr().err
     assert err.startswith("qt-hard: error: STS2014-en-test.zip: STS.gs.images.txt has sha256") and err.count("\n") == 1
@@ -701,12 +707,12 @@ def test_real_sts_copy_passes_the_layout_checks():
 
     _data.dataset("senteval", "STS")  # absent: skipped here, a failure under CI
     se = _data.dataset("senteval")
-    assert catalog._check_sts_part(se / "STS", "STS") == [] and catalog._check_sts_part(se / "SICK", "SICK") == []
-    for rel, want in catalog.STS_GOLD_SHA256.items():
+    assert sts_source._check_sts_part(se / "STS", "STS") == [] and sts_source._check_sts_part(se / "SICK", "SICK") == []
+    for rel, want in sts_source.STS_GOLD_SHA256.items():
         assert hashlib.sha256((se / rel).read_bytes()).hexdigest() == want
-    for split, want in catalog.STSB_COLUMNS_SHA256.items():
+    for split, want in sts_source.STSB_COLUMNS_SHA256.items():
         lines = (se / "STS" / "STSBenchmark" / f"sts-{split}.csv").read_bytes().decode().split("\n")[:-1]
-        assert catalog.untokenized_digest(lines, (0, 1, 2, 3, 4)) == want
+        assert sts_source.untokenized_digest(lines, (0, 1, 2, 3, 4)) == want
 
 
 def serve_scifact(hosts: LocalHosts, monkeypatch, drop: str | None = None) -> bytes:

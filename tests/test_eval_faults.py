@@ -24,11 +24,11 @@ from qt_hard.cli import main
 @pytest.fixture
 def world(tmp_path, monkeypatch):
     """(SentEval folder, a saved random bag-of-words model folder) under ``tmp_path``."""
-    from qt_hard.data import catalog
+    from qt_hard.data.sources import senteval as senteval_source
     from qt_hard.encoders import random_encoder
 
     data = write_senteval(tmp_path / "se")
-    monkeypatch.setattr(catalog, "SENTEVAL_LINES", fixture_lines())
+    monkeypatch.setattr(senteval_source, "SENTEVAL_LINES", fixture_lines())
     model = tmp_path / "run" / "final"
     random_encoder("bow", ["a b c good bad the movie"] * 3, seed=0).save(model)
     return data, model

@@ -85,9 +85,9 @@ def write_senteval(root, n=60, seed=0):
 
 
 def fixture_lines(n=60) -> dict:
-    """Lines per file of ``write_senteval(root, n)``, in the shape of ``catalog.SENTEVAL_LINES``
+    """Lines per file of ``write_senteval(root, n)``, in the shape of ``senteval_source.SENTEVAL_LINES``
     (the loaders refuse a file whose count differs from SentEval's: these files are smaller)."""
-    from qt_hard.data.catalog import SENTEVAL_LINES
+    from qt_hard.data.sources.senteval import SENTEVAL_LINES
 
     sizes = {
         "TREC/train_5500.label": 180,
@@ -102,9 +102,9 @@ def fixture_lines(n=60) -> dict:
 def tiny_senteval_sizes(request, monkeypatch):
     """Tests on the ``senteval_dir`` files: the loaders' count check is told their sizes."""
     if "senteval_dir" in request.fixturenames:
-        from qt_hard.data import catalog
+        from qt_hard.data.sources import senteval as senteval_source
 
-        monkeypatch.setattr(catalog, "SENTEVAL_LINES", fixture_lines())
+        monkeypatch.setattr(senteval_source, "SENTEVAL_LINES", fixture_lines())
 
 
 @pytest.fixture(scope="module")

@@ -96,9 +96,9 @@ STAND_IN_ENGINE = textwrap.dedent("""
 
 def _sizes(monkeypatch, n):
     """The loaders check SentEval's line counts: tell them those of ``write_senteval(..., n)``."""
-    from qt_hard.data import catalog
+    from qt_hard.data.sources import senteval as senteval_source
 
-    monkeypatch.setattr(catalog, "SENTEVAL_LINES", fixture_lines(n))
+    monkeypatch.setattr(senteval_source, "SENTEVAL_LINES", fixture_lines(n))
 
 
 @pytest.fixture

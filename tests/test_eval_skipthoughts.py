@@ -46,10 +46,10 @@ def test_order_and_unshuffled_folds_as_the_scripts():
 
 
 def test_file_order_loaders_drop_empty_lines(tmp_path, monkeypatch):
-    from qt_hard.data import catalog
+    from qt_hard.data.sources import senteval as senteval_source
 
-    monkeypatch.setitem(catalog.SENTEVAL_LINES, "CR/custrev.pos", 3)  # these files' own sizes
-    monkeypatch.setitem(catalog.SENTEVAL_LINES, "CR/custrev.neg", 2)
+    monkeypatch.setitem(senteval_source.SENTEVAL_LINES, "CR/custrev.pos", 3)  # these files' own sizes
+    monkeypatch.setitem(senteval_source.SENTEVAL_LINES, "CR/custrev.neg", 2)
     (tmp_path / "CR").mkdir()
     (tmp_path / "CR" / "custrev.pos").write_bytes(b"good one\n\nnice\n")
     (tmp_path / "CR" / "custrev.neg").write_bytes(b"a b c\nbad\n")

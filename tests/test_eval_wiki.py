@@ -88,11 +88,11 @@ def test_cli_wiki_and_compare(tmp_path, monkeypatch, capsys):
 
 
 def test_cli_senteval_subcommand(tmp_path, monkeypatch, capsys):
-    from qt_hard.data import catalog
+    from qt_hard.data.sources import senteval as senteval_source
     from test_eval_senteval import HashBoW, fixture_lines, write_senteval
 
     data = write_senteval(tmp_path / "se", n=40)
-    monkeypatch.setattr(catalog, "SENTEVAL_LINES", fixture_lines(40))
+    monkeypatch.setattr(senteval_source, "SENTEVAL_LINES", fixture_lines(40))
     monkeypatch.setattr(eval_models, "load_model", lambda spec, sentences=None, tokenizer=None: HashBoW(dim=8))
     out = tmp_path / "r.json"
     assert (

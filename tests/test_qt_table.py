@@ -250,11 +250,11 @@ def test_similarity_protocol_on_a_toy_run_then_added_without_training(qt_table, 
     from test_eval_senteval import fixture_lines, write_senteval
     from test_training import qt_config
 
-    from qt_hard.data import catalog
+    from qt_hard.data.sources import senteval as senteval_source
 
     data = write_similarity(write_senteval(tmp_path / "senteval"))
     use_sizes(monkeypatch)
-    monkeypatch.setattr(catalog, "SENTEVAL_LINES", fixture_lines())
+    monkeypatch.setattr(senteval_source, "SENTEVAL_LINES", fixture_lines())
     cfg = tmp_path / "toy.yaml"
     cfg.write_text(yaml.safe_dump(qt_config(tmp_path, steps=2)))
     out = tmp_path / "table"

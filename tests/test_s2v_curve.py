@@ -86,9 +86,9 @@ def toy(tmp_path, monkeypatch):
     from test_eval_senteval import fixture_lines, write_senteval
     from test_training import qt_config, write_books
 
-    from qt_hard.data import catalog
+    from qt_hard.data.sources import senteval as senteval_source
 
-    monkeypatch.setattr(catalog, "SENTEVAL_LINES", fixture_lines())
+    monkeypatch.setattr(senteval_source, "SENTEVAL_LINES", fixture_lines())
     tree = qt_config(tmp_path)
     write_books(tmp_path / "books", n_books=3)
     tree["data"]["exclude_books"] = [2]

@@ -70,9 +70,9 @@ def _need(path: Path) -> Path:
 
 def _verify(path: Path) -> None:
     """Refuse a damaged task file (``DataCorruptError`` naming it): the checks of ``qt-hard data
-    list`` (``qt_hard.data.catalog.senteval_file_problems``: SentEval's line count, no line of
+    list`` (``qt_hard.data.sources.senteval.senteval_file_problems``: SentEval's line count, no line of
     non-text bytes), so a truncated file or appended garbage never reaches a score."""
-    from qt_hard.data.catalog import senteval_file_problems
+    from qt_hard.data.sources.senteval import senteval_file_problems
     from qt_hard.errors import DataCorruptError
 
     problems = senteval_file_problems(path.parent.parent, f"{path.parent.name}/{path.name}")

@@ -5,7 +5,7 @@ Two protocols, under distinct task names:
 * **unsupervised (cosine)**: the score of a pair is the cosine of its two embeddings (0 where an
   embedding is all zeros, as SentEval's ``np.nan_to_num``), correlated with the gold scores,
   Pearson's r and Spearman's rho x100. ``STS12`` .. ``STS16`` follow SentEval's ``senteval/sts.py``
-  (Conneau & Kiela 2018): SentEval's sets per year (``qt_hard.data.catalog.STS_SETS``), a pair
+  (Conneau & Kiela 2018): SentEval's sets per year (``qt_hard.data.sources.sts.STS_SETS``), a pair
   whose gold line is empty is skipped, each set gets its own correlations, and the year two
   summaries: the mean over its sets (``pearson``, ``spearman``, the headline) and the mean weighted
   by scored pairs (``pearson_wmean``, ``spearman_wmean``). ``STSBenchmark-cos`` and
@@ -34,7 +34,7 @@ Two protocols, under distinct task names:
 Files are read as SentEval reads them (UTF-8; STS12-16 with ``str.splitlines``, the STS Benchmark
 and SICK line by line, ``strip().split('\\t')``), every sentence ``.split()`` into words and
 handed to the encoder as ``' '.join(words)`` (``'.'`` when empty), as for the transfer tasks. Each
-file is checked first (``qt_hard.data.catalog.sts_file_problems``: SentEval's line and pair
+file is checked first (``qt_hard.data.sources.sts.sts_file_problems``: SentEval's line and pair
 counts, columns, scores); a missing or damaged file is refused naming it.
 
 Shapes: embeddings (n, d); features (n, 2d); targets (n, 5).
@@ -135,7 +135,7 @@ class RelatednessTask:
 
 def _checked(folder: Path, rel: str) -> Path:
     """``folder/rel`` after the checks of ``qt-hard data list``; a one-line error otherwise."""
-    from qt_hard.data.catalog import sts_file_problems
+    from qt_hard.data.sources.sts import sts_file_problems
     from qt_hard.errors import DataCorruptError, DataMissingError
     from qt_hard.paths import get_command
 
@@ -157,7 +157,7 @@ def _read(path: Path) -> str:
 
 def load_sts(year: str, folder) -> StsTask:
     """One of STS12-16 from ``folder/STS/<year>-en-test`` (``folder``: the SentEval folder)."""
-    from qt_hard.data.catalog import STS_SETS
+    from qt_hard.data.sources.sts import STS_SETS
 
     folder = Path(folder)
     sets = {}
