@@ -1,6 +1,6 @@
 """How much there is for a false-negative filter to catch on each retrieval dataset, before any filter:
 the share of MNRL's in-batch candidates that the training judgements mark relevant to the anchor's query
-(:func:`qt_hard.experiments.specs.scifact.in_batch_relevance`), per seed, at each dataset's batch and steps.
+(:func:`qt_hard.experiments.specs.retrieval_data.in_batch_relevance`), per seed, at each dataset's batch and steps.
 
     python scripts/in_batch_relevance.py --output results/in_batch_relevance.jsonl
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from qt_hard.experiments.ledger import measurement_stamp
 from qt_hard.experiments.specs.nfcorpus import NFCorpus
-from qt_hard.experiments.specs.scifact import Scifact, in_batch_relevance
+from qt_hard.experiments.specs.retrieval_data import Scifact, in_batch_relevance
 from qt_hard.paths import data_path
 
 ROOT = Path(__file__).resolve().parents[1]

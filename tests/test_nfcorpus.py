@@ -112,7 +112,7 @@ def test_in_batch_relevance_counts_the_candidates_relevant_to_the_anchors_query(
     relevant to it), q3 and q4 share none."""
     from types import SimpleNamespace
 
-    from qt_hard.experiments.specs.scifact import in_batch_relevance
+    from qt_hard.experiments.specs.retrieval_data import in_batch_relevance
 
     rows = [("q1", "a"), ("q2", "b"), ("q3", "c"), ("q4", "d")]
     relevant = {"q1": {"a", "b"}, "q2": {"a", "b"}, "q3": {"c"}, "q4": {"d"}}

@@ -30,7 +30,7 @@ from pathlib import Path
 from qt_hard.errors import ArgumentError
 
 from . import scifact as sf_spec
-from .scifact import Scifact
+from .retrieval_data import Scifact
 
 __all__ = ["EXPERIMENTS", "NFCorpus", "steps_per_epoch", "write_slice"]
 
