@@ -21,7 +21,11 @@ import pytest
 from tests._signals import signal_at
 
 from qt_hard.cli import main
+from qt_hard.experiments.ledger import LedgerError
 from qt_hard.experiments.specs import k_vs_n as K
+from qt_hard.experiments.specs import k_vs_n_cell as C
+from qt_hard.experiments.specs import k_vs_n_grid as G
+from qt_hard.experiments.specs import k_vs_n_tables as T
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMAND = [sys.executable, "-m", "qt_hard.cli", "grid", "run", "k-vs-n"]
@@ -54,10 +58,10 @@ def grid_run(grid: Path, results: Path, *extra: str) -> int:
 
 
 def _metrics(path: Path) -> dict:
-    rows = K.read_results(path)
+    rows = T.read_results(path)
     ids = [r["cell_id"] for r in rows]
     assert len(ids) == len(set(ids)), "a cell was written twice"
-    return {r["cell_id"]: tuple(r[m] for m in K.METRICS) for r in rows}
+    return {r["cell_id"]: tuple(r[m] for m in T.METRICS) for r in rows}
 
 
 def test_expand_leaves_out_impossible_k_and_merges_blocks(tmp_path):
@@ -68,26 +72,26 @@ blocks:
   a: {N: [10], k: [5, 20, null], B: [8, 16]}
   b: {N: [10], k: [5], B: [16], collision_free: [false, true]}
 """)
-    grid = K.load_grid(path)
-    cells, notes = K.expand(grid)
+    grid = G.load_grid(path)
+    cells, notes = G.expand(grid)
     # k=20 > 2(8-1)=14 is left out at B=8; (N=10,k=5,B=16,cf=False) is in both blocks once.
     assert len(cells) == 2 * (2 + 3 + 1)
     assert len(set(cells)) == len(cells)
     assert any("k=20 B=8" in n for n in notes)
-    assert len({K.cell_id(grid, c) for c in cells}) == len(cells)
+    assert len({G.cell_id(grid, c) for c in cells}) == len(cells)
     # Epochs enter the cell id: a grid with other epochs never reuses a row.
-    other = K.load_grid(path, epochs=3)
-    assert K.cell_id(other, cells[0]) != K.cell_id(grid, cells[0])
+    other = G.load_grid(path, epochs=3)
+    assert G.cell_id(other, cells[0]) != G.cell_id(grid, cells[0])
 
 
 def test_grid_errors_name_the_problem(tmp_path):
     path = tmp_path / "g.yaml"
     path.write_text("blocks:\n  a: {N: [10], kk: [5]}\n")
     with pytest.raises(ValueError, match="needs N and k"):
-        K.load_grid(path)
+        G.load_grid(path)
     path.write_text("train: {optimiser: adam}\nblocks:\n  a: {N: [10], k: [5]}\n")
     with pytest.raises(ValueError, match="optimiser"):
-        K.load_grid(path)
+        G.load_grid(path)
 
 
 def _claims(results: Path) -> list[Path]:
@@ -98,7 +102,7 @@ def _claims(results: Path) -> list[Path]:
 def test_killed_grid_resumes_to_identical_results_and_plots(tmp_path):
     grid = _grid(tmp_path, epochs=20)
     cache = tmp_path / "cache"
-    n_cells = len(K.expand(K.load_grid(grid))[0])
+    n_cells = len(G.expand(G.load_grid(grid))[0])
     common = ["--cache", str(cache), "--device", "cpu", "--threads", "1", "--no-estimate"]
     # Uninterrupted reference, in this process.
     ref = tmp_path / "ref.csv"
@@ -113,7 +117,7 @@ def test_killed_grid_resumes_to_identical_results_and_plots(tmp_path):
     deadline = time.time() + 300
     killed_at = None
     while time.time() < deadline and proc.poll() is None:
-        done = len(K.read_results(res))
+        done = len(T.read_results(res))
         if 1 <= done < n_cells and _claims(res):
             proc.send_signal(signal.SIGKILL)
             killed_at = done
@@ -121,7 +125,7 @@ def test_killed_grid_resumes_to_identical_results_and_plots(tmp_path):
         time.sleep(0.02)
     proc.wait()
     assert killed_at is not None, f"the grid was not caught mid-cell: {proc.stderr.read().decode()[-2000:]}"
-    assert len(K.read_results(res)) < n_cells
+    assert len(T.read_results(res)) < n_cells
     assert _claims(res), "the killed cell left no claim behind"
 
     # Restarted with two workers: the dead claim is taken over, no cell runs twice.
@@ -129,7 +133,7 @@ def test_killed_grid_resumes_to_identical_results_and_plots(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     got = _metrics(res)
     assert got == expected
-    rows = K.read_results(res)
+    rows = T.read_results(res)
     assert {r["git_commit"] for r in rows} and all(float(r["wall_s"]) > 0 for r in rows)
     # A claim left behind names a finished cell (killed between its record and the claim's removal).
     assert all(p.name.split("__")[1] in got for p in _claims(res))
@@ -138,11 +142,11 @@ def test_killed_grid_resumes_to_identical_results_and_plots(tmp_path):
         assert list(csv.DictReader(fh)) == rows
 
     # A second run of a finished grid runs nothing.
-    before = K.ledger_path(res).read_bytes()
-    assert grid_run(grid, res) == 0 and K.ledger_path(res).read_bytes() == before
+    before = T.ledger_path(res).read_bytes()
+    assert grid_run(grid, res) == 0 and T.ledger_path(res).read_bytes() == before
 
     # Plots from the records alone.
-    figs = K.plot(K.open_results(res).latest(), tmp_path / "figs")
+    figs = T.plot(T.open_results(res).latest(), tmp_path / "figs")
     names = {p.name for p in figs}
     for metric in ("mean_acc", "linear_acc"):
         assert f"k_vs_n_{metric}.png" in names and f"collisions_{metric}.png" in names
@@ -160,19 +164,19 @@ def test_prepare_builds_the_wiki_folder_and_its_tokens_once(tmp_path):
 
     dump = tmp_path / "dump.txt"
     dump.write_text(DUMP, encoding="utf-8")
-    spec = K.DataSpec(kind="wiki", source=str(dump), articles=3, min_sentences=3, min_count=1)
+    spec = G.DataSpec(kind="wiki", source=str(dump), articles=3, min_sentences=3, min_count=1)
     cache = tmp_path / "cache"
-    marker = K.prepare(spec, [2, 3], cache)
-    assert marker.is_file() and sorted(p.name for p in K.wiki_dir(cache, spec).glob("*.txt")) == [
+    marker = C.prepare(spec, [2, 3], cache)
+    assert marker.is_file() and sorted(p.name for p in C.wiki_dir(cache, spec).glob("*.txt")) == [
         "0000.txt",
         "0001.txt",
         "0002.txt",
     ]
-    assert wiki_prefix(K.wiki_dir(cache, spec), 2, min_count=1, cache_dir=K.token_cache(cache)).num_classes == 2
+    assert wiki_prefix(C.wiki_dir(cache, spec), 2, min_count=1, cache_dir=C.token_cache(cache)).num_classes == 2
     stamp = marker.stat().st_mtime_ns
-    assert K.prepare(spec, [2, 3], cache) == marker and marker.stat().st_mtime_ns == stamp
+    assert C.prepare(spec, [2, 3], cache) == marker and marker.stat().st_mtime_ns == stamp
     with pytest.raises(ValueError, match="has 3 articles; the grid asks for N=4"):
-        K.prepare(spec, [4], tmp_path / "other")
+        C.prepare(spec, [4], tmp_path / "other")
 
 
 def test_wiki_n_from_a_larger_tokenization_equals_its_own(tmp_path):
@@ -231,22 +235,22 @@ def test_wiki_n_with_the_vocabulary_of_a_larger_prefix(tmp_path):
 def test_vocab_articles_reaches_the_cell_and_keeps_older_cell_ids(tmp_path):
     """``data.vocab_articles`` of a grid becomes the cell config's ``data.vocab_classes``; left at
     its default it is not part of a cell's id or of a results file's setup."""
-    grid = K.load_grid(_grid(tmp_path))
-    cell = K.Cell(4, 2, 8, False, 0)
-    assert "vocab_articles" not in K.cell_config(grid, cell)["data"]
-    assert not any("vocab_articles" in key for key in K.setup_of(grid))
-    assert "vocab_classes" not in K.cell_tree(grid, cell, tmp_path / "c", tmp_path / "o")["data"]
+    grid = G.load_grid(_grid(tmp_path))
+    cell = G.Cell(4, 2, 8, False, 0)
+    assert "vocab_articles" not in G.cell_config(grid, cell)["data"]
+    assert not any("vocab_articles" in key for key in T.setup_of(grid))
+    assert "vocab_classes" not in C.cell_tree(grid, cell, tmp_path / "c", tmp_path / "o")["data"]
     shared = dataclasses.replace(grid, data=dataclasses.replace(grid.data, kind="wiki", vocab_articles=3029))
-    assert K.cell_tree(shared, cell, tmp_path / "c", tmp_path / "o")["data"]["vocab_classes"] == 3029
+    assert C.cell_tree(shared, cell, tmp_path / "c", tmp_path / "o")["data"]["vocab_classes"] == 3029
     wiki = dataclasses.replace(shared, data=dataclasses.replace(shared.data, vocab_articles=None))
-    assert K.cell_id(shared, cell) != K.cell_id(wiki, cell)
-    assert K.setup_of(shared)["data.vocab_articles"] == 3029
+    assert G.cell_id(shared, cell) != G.cell_id(wiki, cell)
+    assert T.setup_of(shared)["data.vocab_articles"] == 3029
 
 
 def _tiny_cell(tmp_path, cf=True, epochs=3):
-    grid = K.load_grid(_grid(tmp_path, epochs=epochs))
-    cell = K.Cell(4, 2, 8, cf, 0)
-    K.prepare(grid.data, [4], tmp_path / "cache")
+    grid = G.load_grid(_grid(tmp_path, epochs=epochs))
+    cell = G.Cell(4, 2, 8, cf, 0)
+    C.prepare(grid.data, [4], tmp_path / "cache")
     return grid, cell
 
 
@@ -255,8 +259,8 @@ def test_a_cell_is_a_qt_hard_train_run(tmp_path):
     import yaml
 
     grid, cell = _tiny_cell(tmp_path)
-    tree = K.cell_tree(grid, cell, tmp_path / "cache", tmp_path / "cell")
-    got = K.run_cell(tree)
+    tree = C.cell_tree(grid, cell, tmp_path / "cache", tmp_path / "cell")
+    got = C.run_cell(tree)
     cli = dict(tree, out_dir=str(tmp_path / "cli"))
     (tmp_path / "cli.yaml").write_text(yaml.safe_dump(cli))
     res = subprocess.run(
@@ -267,21 +271,21 @@ def test_a_cell_is_a_qt_hard_train_run(tmp_path):
         timeout=300,
     )
     assert res.returncode == 0, res.stderr[-3000:]
-    want = K.cell_metrics(tmp_path / "cli")
+    want = C.cell_metrics(tmp_path / "cli")
     for key in "mean_acc linear_acc linear_best_epoch final_loss steps vocab_size n_train n_test diagnostics".split():
         assert got[key] == want[key], key
     assert got["steps"] > 0 and got["steps"] % 3 == 0 and 0 <= got["mean_acc"] <= 100  # whole epochs
 
 
 def test_a_cell_stopped_mid_way_resumes_to_the_uninterrupted_metrics(tmp_path):
-    grid, cell = _tiny_cell(tmp_path, cf=K.SHUFFLED, epochs=4)
+    grid, cell = _tiny_cell(tmp_path, cf=G.SHUFFLED, epochs=4)
     cache = tmp_path / "cache"
-    straight = K.run_cell(K.cell_tree(grid, cell, cache, tmp_path / "straight"))
+    straight = C.run_cell(C.cell_tree(grid, cell, cache, tmp_path / "straight"))
 
-    tree = K.cell_tree(grid, cell, cache, tmp_path / "cut")
-    assert K.run_cell(tree, on_step=signal_at(5)) is None
+    tree = C.cell_tree(grid, cell, cache, tmp_path / "cut")
+    assert C.run_cell(tree, on_step=signal_at(5)) is None
     assert (tmp_path / "cut" / "checkpoints").is_dir()
-    resumed = K.run_cell(tree)
+    resumed = C.run_cell(tree)
     for key in ("train_s", "eval_s", "sentences_per_s"):
         straight.pop(key), resumed.pop(key)
     assert resumed == straight
@@ -303,12 +307,12 @@ def shuffled_grid(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("shuffled")
     grid_path = tmp / "g.yaml"
     grid_path.write_text(SHUFFLED_GRID)
-    grid = K.load_grid(grid_path)
-    cells, _ = K.expand(grid)
-    first = K.cell_id(grid, cells[0])
+    grid = G.load_grid(grid_path)
+    cells, _ = G.expand(grid)
+    first = G.cell_id(grid, cells[0])
     cache, res = tmp / "cache", tmp / "res.csv"
-    K.prepare(grid.data, [4], cache)
-    ledger = K.open_results(res, grid)
+    C.prepare(grid.data, [4], cache)
+    ledger = T.open_results(res, grid)
     with ledger.claim((res.stem, first)) as mine:
         assert mine
         (claim,) = _claims(res)
@@ -327,15 +331,15 @@ def test_shuffled_control_removes_matched_random_candidates_and_writes_diagnosti
     runs, differs from both the plain and the collision-free cell, lands in the CSV as 'shuffled'
     (never mixed into the plain rows), and every row has its diagnostics line beside the CSV."""
     grid_path, res = shuffled_grid
-    grid = K.load_grid(grid_path)
-    cells, _ = K.expand(grid)
+    grid = G.load_grid(grid_path)
+    cells, _ = G.expand(grid)
     assert sorted(str(c.collision_free) for c in cells) == ["False", "True", "shuffled"]
     bad = tmp_path / "bad.yaml"
     bad.write_text(grid_path.read_text().replace("shuffled", "random"))
     with pytest.raises(ValueError, match="shuffled"):
-        K.expand(K.load_grid(bad))
+        G.expand(G.load_grid(bad))
 
-    rows = {r["collision_free"]: r for r in K.read_results(res)}
+    rows = {r["collision_free"]: r for r in T.read_results(res)}
     assert set(rows) == {"False", "True", "shuffled"}
     losses = {c: float(r["final_loss"]) for c, r in rows.items()}
     assert len(set(losses.values())) == 3, losses
@@ -344,12 +348,12 @@ def test_shuffled_control_removes_matched_random_candidates_and_writes_diagnosti
     for d in diag:
         assert 0 <= d["same_class_mass"] <= 1 and 0 < d["same_class_share"] < 1
         assert 0 <= d["mean_cos_acc"] <= 100 and d["test_norm_mean"] > 0
-    parsed = K._parse(K.read_results(res))
+    parsed = T.parse_rows(T.read_results(res))
     assert sorted(str(r["cf"]) for r in parsed) == ["False", "True", "shuffled"]
-    summary = K.summarize(parsed)
+    summary = T.summarize(parsed)
     assert set(summary["mean_acc"]["shuffled_control_gain"][4]) == {4}
     assert set(summary["mean_acc"]["collision_free_gain"][4]) == {4}
-    table = K.diagnose(K.open_results(res).latest()).splitlines()
+    table = T.diagnose(T.open_results(res).latest()).splitlines()
     assert len(table) == 2 + 3 and "same-class softmax mass" in table[0]
     assert [line.split(" | ")[3] for line in table[2:]] == [
         "none (plain)",
@@ -362,12 +366,12 @@ def test_a_results_file_holds_one_setup(shuffled_grid, tmp_path):
     """The ledger's setup is the grid's data and train settings: another budget is refused,
     naming the setting; another seed or block goes on in the same file."""
     grid_path, res = shuffled_grid
-    with pytest.raises(K.LedgerError, match=r"train\.epochs: 2 there, 3 here"):
-        K.open_results(res, K.load_grid(grid_path, epochs=3))
-    grown = K.load_grid(grid_path, seeds=[0, 1])
-    assert len(K.open_results(res, grown).done()) == 3
-    with pytest.raises(K.LedgerError, match="NAME.csv"):
-        K.open_results(res.with_suffix(".tsv"))
+    with pytest.raises(LedgerError, match=r"train\.epochs: 2 there, 3 here"):
+        T.open_results(res, G.load_grid(grid_path, epochs=3))
+    grown = G.load_grid(grid_path, seeds=[0, 1])
+    assert len(T.open_results(res, grown).done()) == 3
+    with pytest.raises(LedgerError, match="NAME.csv"):
+        T.open_results(res.with_suffix(".tsv"))
 
 
 def test_a_csv_without_its_ledger_is_refused(shuffled_grid, tmp_path, capsys):
@@ -377,12 +381,12 @@ def test_a_csv_without_its_ledger_is_refused(shuffled_grid, tmp_path, capsys):
     legacy = tmp_path / res.name
     shutil.copy(res, legacy)
     before = legacy.read_bytes()
-    for grid in (K.load_grid(grid_path), None):
-        with pytest.raises(K.LedgerError, match=r"res\.csv has no ledger res\.jsonl"):
-            K.open_results(legacy, grid)
+    for grid in (G.load_grid(grid_path), None):
+        with pytest.raises(LedgerError, match=r"res\.csv has no ledger res\.jsonl"):
+            T.open_results(legacy, grid)
     assert grid_run(grid_path, legacy) == 2
     assert "res.csv has no ledger res.jsonl beside it" in capsys.readouterr().err.splitlines()[-1]
-    assert legacy.read_bytes() == before and not K.ledger_path(legacy).exists()
+    assert legacy.read_bytes() == before and not T.ledger_path(legacy).exists()
 
 
 def test_the_plan_runs_nothing_and_max_cells_stops_the_grid(shuffled_grid, tmp_path, capsys):
@@ -393,13 +397,13 @@ def test_the_plan_runs_nothing_and_max_cells_stops_the_grid(shuffled_grid, tmp_p
     out = tmp_path / "r.csv"
     assert grid_run(grid_path, out, "--plan") == 0
     assert "grid: 3 cells (0 already finished, 3 to run)" in capsys.readouterr().err
-    assert not K.open_results(out).done()
-    assert grid_run(grid_path, out, "--max-cells", "1") == 0 and len(K.open_results(out).done()) == 1
+    assert not T.open_results(out).done()
+    assert grid_run(grid_path, out, "--max-cells", "1") == 0 and len(T.open_results(out).done()) == 1
     assert main(["grid", "run", "k-vs-n", "--results", str(out)]) == 2
     assert "give the grid YAML" in capsys.readouterr().err
     copy = tmp_path / "copy"
     copy.mkdir()
-    shutil.copy(K.ledger_path(res), copy / "res.jsonl")
+    shutil.copy(T.ledger_path(res), copy / "res.jsonl")
     assert main(["grid", "run", "k-vs-n", "--results", str(copy / "res.csv"), "--summary-only", "--diagnose"]) == 0
     assert (copy / "res.csv").read_bytes() == res.read_bytes()
     table = (copy / "res.diagnostics.md").read_text()
@@ -432,9 +436,9 @@ def test_a_committed_ledger_opens_with_the_setup_its_command_makes(name, monkeyp
     K.KversusN().add_arguments(parser)
     args = parser.parse_args([config, "--results", str(results), "--epochs", epochs, "--linear-epochs", linear])
     exp = K.KversusN()
-    stored = K.open_results(results)
+    stored = T.open_results(results)
     assert exp.setup(args, results.parent) == stored.setup
-    K.open_results(results, K.grid_of(args))  # the ledger accepts the setup
+    T.open_results(results, K.grid_of(args))  # the ledger accepts the setup
     ids = {cell.keys[0] for cell in exp.cells(args, [], [])}
     assert stored.done() <= ids and stored.done()
     assert sorted(COMMITTED) == sorted(p.stem for p in results.parent.glob("*.jsonl") if ".diag" not in p.name)
@@ -481,7 +485,7 @@ def test_sampling_runs_on_the_grids_wiki_batches_and_writes_nothing(tmp_path, ca
     assert (out["N"], out["B"], out["seed"], [s["k"] for s in out["sampling"]]) == (3, 2, 1, [1, 2])
     assert all(s["steps"] == 3 and s["drawn"]["k_in_every_mode"] for s in out["sampling"])
     assert text.count("\nN=3 k=") == 2
-    assert not K.ledger_path(res).exists() and not res.exists()
+    assert not T.ledger_path(res).exists() and not res.exists()
     for extra, message in (
         (("--k", "5"), "N=3 k=5 B=2 is not a cell of the grid"),
         (("--plan",), "--sampling runs in place of --plan"),

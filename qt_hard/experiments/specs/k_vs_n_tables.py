@@ -1,0 +1,463 @@
+"""The k-versus-N results (:mod:`.k_vs_n`): the ledger ``NAME.jsonl`` beside ``--results NAME.csv``, the
+CSV and ``NAME.diag.jsonl`` derived from it (:func:`results_files`), and the summary, figures and
+diagnostics read from the records alone."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+import os
+import socket
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from qt_hard.errors import ArgumentError
+from qt_hard.experiments import report
+from qt_hard.experiments.ledger import Ledger, LedgerError
+
+from .k_vs_n_grid import Cell, Grid, SHUFFLED, data_settings
+
+log = logging.getLogger(__name__)
+
+
+# --------------------------------------------------------------------------------------------
+# results: the ledger, and the CSV and diagnostics derived from it
+
+COLUMNS = [
+    "cell_id",
+    "N",
+    "k",
+    "B",
+    "collision_free",
+    "seed",
+    "dim",
+    "temperature",
+    "lr",
+    "grad_clip",
+    "epochs",
+    "linear_epochs",
+    "optimizer",
+    "data_kind",
+    "min_count",
+    "split_seed",
+    "articles",
+    "mean_acc",
+    "linear_acc",
+    "linear_best_epoch",
+    "final_loss",
+    "steps",
+    "vocab_size",
+    "n_train",
+    "n_test",
+    "train_s",
+    "eval_s",
+    "wall_s",
+    "sentences_per_s",
+    "threads",
+    "device",
+    "host",
+    "git_commit",
+    "finished_at",
+]
+# What must match between an uninterrupted and a resumed grid (wall time and commit aside).
+METRICS = ["mean_acc", "linear_acc", "linear_best_epoch", "final_loss", "steps"]
+KEY = ("cell_id",)
+# Columns that are text even when they look like numbers (a commit such as 1234567).
+# The CSV columns that hold the grid's data and train settings (the others are not in the CSV).
+DATA_COLUMNS = {"data_kind": "kind", "min_count": "min_count", "split_seed": "split_seed", "articles": "articles"}
+TRAIN_COLUMNS = ("dim", "temperature", "lr", "grad_clip", "epochs", "linear_epochs", "optimizer")
+# The fields of a diagnostics line that come from its cell's record rather than its diagnostics.
+DIAG_CELL = ("cell_id", "N", "k", "B", "collision_free", "seed", "mean_acc")
+
+
+def ledger_path(results: Path) -> Path:
+    """The ledger of a results CSV: ``NAME.jsonl`` beside ``NAME.csv`` (one JSON line per finished
+    cell, ``qt_hard.experiments.ledger``); the CSV and ``NAME.diag.jsonl`` are derived from it."""
+    results = Path(results)
+    if results.suffix != ".csv":
+        raise LedgerError(f"{results}: the results are named by their CSV (NAME.csv; the ledger is NAME.jsonl)")
+    return results.with_suffix(".jsonl")
+
+
+def diagnostics_path(results: Path) -> Path:
+    """The per-cell diagnostics beside a results CSV: ``NAME.diag.jsonl`` for ``NAME.csv``."""
+    results = Path(results)
+    return results.with_name(results.stem + ".diag.jsonl")
+
+
+def setup_of(grid: Grid) -> dict:
+    """What every cell of a results file shares: the grid's data and train settings (after the
+    command line's overrides), flat, so that a mismatch names the setting. Seeds and blocks are
+    not part of it: a grid grown by a seed or a block goes on in the same file."""
+    return {
+        **{f"data.{k}": v for k, v in data_settings(grid.data).items()},
+        **{f"train.{k}": v for k, v in asdict(grid.train).items()},
+    }
+
+
+def open_results(results: Path, grid: Grid | None = None) -> Ledger:
+    """The ledger of ``results`` (see :func:`ledger_path`); with ``grid`` for appending this grid's
+    cells (a ledger of another setup is an error naming the settings), else read only. A CSV
+    without its ledger is refused: its cells would be run again and the CSV rewritten without them."""
+    path = ledger_path(results)
+    if not path.is_file() and Path(results).is_file():
+        raise LedgerError(f"{results} has no ledger {path.name} beside it; give the grid another --results")
+    return Ledger(path.parent, KEY, None if grid is None else setup_of(grid), name=path.name)
+
+
+def is_results_csv(path: Path) -> bool:
+    """Whether ``path`` is a results CSV that :func:`export` wrote (its header is ``COLUMNS``)."""
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            return next(csv.reader(fh), None) == list(COLUMNS)
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return False
+
+
+def read_results(results: Path) -> list[dict]:
+    """One row per finished cell (its last record), the CSV's columns as the CSV writes them."""
+    return [csv_row(r) for r in open_results(results).latest()]
+
+
+def _csv_value(value) -> str:
+    """A record's value as the csv module writes it (None as an empty cell)."""
+    return "" if value is None else str(value)
+
+
+def csv_row(record: dict) -> dict:
+    return {c: _csv_value(record.get(c)) for c in COLUMNS}
+
+
+def _diag_line(record: dict) -> dict:
+    """A record's line of ``NAME.diag.jsonl``: its cell and mean accuracy, then its diagnostics."""
+    return {**{k: record[k] for k in DIAG_CELL}, **record["diagnostics"]}
+
+
+def results_files(records: list[dict], name: str) -> dict[str, str]:
+    """From the records alone: ``NAME.csv`` (``COLUMNS``, one row per finished cell, its last record)
+    and, when any record has them, the diagnostics lines ``NAME.diag.jsonl``."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, COLUMNS)
+    w.writeheader()
+    w.writerows(csv_row(r) for r in records)
+    files = {f"{name}.csv": buf.getvalue()}
+    diag = [json.dumps(_diag_line(r), sort_keys=True) + "\n" for r in records if "diagnostics" in r]
+    if diag:
+        files[f"{name}.diag.jsonl"] = "".join(diag)
+    return files
+
+
+def record_of(grid: Grid, cell: Cell, cid: str, metrics: dict, wall: float, device, threads: int, commit: str) -> dict:
+    """A finished cell's record: ``COLUMNS`` (k None for all candidates) and ``diagnostics``."""
+    return {
+        "cell_id": cid,
+        **asdict(cell),
+        **{c: getattr(grid.data, n) for c, n in DATA_COLUMNS.items()},
+        **{c: getattr(grid.train, c) for c in TRAIN_COLUMNS},
+        **metrics,
+        "wall_s": round(wall, 3),
+        "threads": threads,
+        "device": str(device),
+        "host": socket.gethostname(),
+        "git_commit": commit,
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def cell_dir(results: Path, cid: str) -> Path:
+    """A cell's run folder beside the results CSV; only its checkpoints (while it runs) and its
+    config, metrics and readouts (after) are kept."""
+    return Path(results).with_name(Path(results).name + ".cells") / cid
+
+
+def single_process(dev) -> None:
+    """Every worker trains its cells alone on ``dev``: under ``accelerate launch`` the process
+    group's variables are dropped (a cell is far too small for data parallelism) and the
+    Accelerator is pointed at the worker's device."""
+    import torch
+
+    for var in (
+        "RANK",
+        "WORLD_SIZE",
+        "LOCAL_RANK",
+        "LOCAL_WORLD_SIZE",
+        "GROUP_RANK",
+        "ROLE_RANK",
+        "ROLE_WORLD_SIZE",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "TORCHELASTIC_RUN_ID",
+    ):
+        os.environ.pop(var, None)
+    if dev.type == "cpu":
+        os.environ["ACCELERATE_USE_CPU"] = "true"
+    elif dev.type == "cuda" and dev.index is not None:  # a bare "cuda" is the current device already
+        torch.cuda.set_device(dev)
+
+
+def torch_device(name: str | None):
+    import torch
+
+    if name in (None, "auto"):
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cuda" and "LOCAL_RANK" in os.environ:
+        name = f"cuda:{int(os.environ['LOCAL_RANK']) % max(torch.cuda.device_count(), 1)}"
+    return torch.device(name)
+
+
+# --------------------------------------------------------------------------------------------
+# plots (from the results alone)
+
+
+def _mean_by(rows, keys, metric):
+    """{key tuple: (mean, spread, n)} of a metric over seeds; the spread is the report module's (the
+    sample std, ddof 1), as on the pages; 0 for one seed."""
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault(tuple(r[k] for k in keys), []).append(float(r[metric]))
+    return {k: (*report.mean_spread(v), len(v)) for k, v in groups.items()}
+
+
+def parse_rows(rows):
+    out = []
+    for r in rows:
+        out.append(
+            {
+                "N": int(r["N"]),
+                "k": int(r["k"]) if r["k"] not in ("", "None") else None,
+                "B": int(r["B"]),
+                "cf": _cf(r["collision_free"]),
+                "seed": int(r["seed"]),
+                "mean_acc": float(r["mean_acc"]),
+                "linear_acc": float(r["linear_acc"]),
+                "wall_s": float(r["wall_s"] or 0),
+                "epochs": int(r["epochs"]),
+                "linear_epochs": int(r["linear_epochs"]),
+                "optimizer": r["optimizer"],
+            }
+        )
+    return out
+
+
+def _cf(value: str):
+    """The CSV's collision_free column: False, True or SHUFFLED."""
+    v = str(value).strip()
+    return SHUFFLED if v == SHUFFLED else v in ("True", "true", "1")
+
+
+def _kval(k, B):
+    return 2 * (B - 1) if k is None else k
+
+
+def _main_B(rows):
+    Bs = [r["B"] for r in rows if r["cf"] is False]
+    if 1000 in Bs:
+        return 1000
+    return max(set(Bs), key=Bs.count)
+
+
+def summarize(rows: list[dict]) -> dict:
+    """The numbers behind the three findings, per metric."""
+    B0 = _main_B(rows)
+    out = {"B": B0}
+    for metric in ("mean_acc", "linear_acc"):
+        m = {}
+        grid = _mean_by([r for r in rows if r["B"] == B0 and r["cf"] is False], ["N", "k"], metric)
+        best = {}
+        for N in sorted({n for n, _ in grid}):
+            row = {_kval(k, B0): v for (n, k), v in grid.items() if n == N}
+            kb = max(row, key=lambda k: row[k][0])
+            near = [k for k in row if row[k][0] >= 0.995 * row[kb][0]]
+            best[N] = {
+                "best_k": kb,
+                "acc": round(row[kb][0], 2),
+                "std": round(row[kb][1], 2),
+                "k_range_0995": [min(near), max(near)],
+                "acc_by_k": {k: round(row[k][0], 2) for k in sorted(row)},
+            }
+        m["best_k_by_N"] = best
+        bk = _mean_by([r for r in rows if r["cf"] is False], ["N", "B", "k"], metric)
+        per_n = {}
+        for N in sorted({n for n, _, _ in bk}):
+            Bs = sorted({b for n, b, _ in bk if n == N})
+            if len(Bs) < 2:
+                continue
+            common = sorted(set.intersection(*[{_kval(k, b) for n, b2, k in bk if n == N and b2 == b} for b in Bs]))
+            per_n[N] = {
+                f"k={k}": {
+                    f"B={b}": round(
+                        next(v[0] for (n, b2, kk), v in bk.items() if n == N and b2 == b and _kval(kk, b) == k), 2
+                    )
+                    for b in Bs
+                }
+                for k in common
+            }
+        m["b_at_fixed_k"] = per_n
+        cf = _mean_by([r for r in rows if r["B"] == B0], ["N", "k", "cf"], metric)
+        for which, key in ((True, "collision_free_gain"), (SHUFFLED, "shuffled_control_gain")):
+            gain = {}
+            for (N, k, c), v in cf.items():
+                if c == which and (N, k, False) in cf:  # c is False, True or SHUFFLED
+                    gain.setdefault(N, {})[_kval(k, B0)] = round(v[0] - cf[(N, k, False)][0], 2)
+            if gain:
+                m[key] = {N: dict(sorted(g.items())) for N, g in sorted(gain.items())}
+        out[metric] = m
+    out["cells"] = len(rows)
+    out["total_cell_hours"] = round(sum(r["wall_s"] for r in rows) / 3600, 2)
+    return out
+
+
+def _fig_n_by_k(plt, rows, B0, metric, title):
+    """Fig. 3 left (Figs. 5, 6): N x k at B0, row-normalized, the best k of each N marked."""
+    g = _mean_by([r for r in rows if r["B"] == B0 and r["cf"] is False], ["N", "k"], metric)
+    if not g:
+        return None
+    Ns = sorted({n for n, _ in g})
+    ks = sorted({_kval(k, B0) for _, k in g})
+    raw = np.full((len(Ns), len(ks)), np.nan)
+    for (n, k), v in g.items():
+        raw[Ns.index(n), ks.index(_kval(k, B0))] = v[0]
+    norm = raw / np.nanmax(raw, axis=1, keepdims=True)
+    fig, ax = plt.subplots(figsize=(1.0 + 0.75 * len(ks), 0.9 + 0.5 * len(Ns)), dpi=110)
+    best = set()
+    for i in range(len(Ns)):
+        row = norm[i]
+        if np.all(np.isnan(row)):
+            continue
+        jb = int(np.nanargmax(row))
+        best.add((i, jb))
+        near = [j for j in range(len(ks)) if row[j] >= 0.995]
+        for j in {min(near), max(near)} - {jb}:
+            ax.plot(j, i, "o", color="black", alpha=0.35, ms=11)
+        ax.plot(jb, i, "o", color="black", ms=11)
+    what = f"{title}, B={B0}, row-normalized"
+    report.heatmap(fig, ax, raw, norm, ks, Ns, "k (negatives)", "N (classes)", what, best)
+    return fig
+
+
+def _fig_b_by_k(plt, rows, B0, metric, title):
+    """Fig. 3 center (Fig. 7): B x k for (up to) two N, globally normalized per panel."""
+    bk = _mean_by([r for r in rows if r["cf"] is False], ["N", "B", "k"], metric)
+    nB = {N: len({b for n, b, _ in bk if n == N}) for N in {n for n, _, _ in bk}}
+    Ns2 = sorted([N for N, c in nB.items() if c >= 2], key=lambda N: (-nB[N], N))[:2]
+    if not Ns2:
+        return None
+    fig, axes = plt.subplots(1, len(Ns2), figsize=(3.6 * len(Ns2), 2.6), dpi=110, squeeze=False)
+    for ax, N in zip(axes[0], sorted(Ns2)):
+        Bs = sorted({b for n, b, _ in bk if n == N})
+        ks = sorted({_kval(k, b) for n, b, k in bk if n == N})
+        raw = np.full((len(Bs), len(ks)), np.nan)
+        for (n, b, k), v in bk.items():
+            if n == N:
+                raw[Bs.index(b), ks.index(_kval(k, b))] = v[0]
+        report.heatmap(fig, ax, raw, raw / np.nanmax(raw), ks, Bs, "k", "B", f"{title}, N={N}, globally normalized")
+    return fig
+
+
+def _fig_collisions(plt, rows, B0, metric, title):
+    """Fig. 3 right: accuracy vs k with (solid) and without (dotted) collisions, four N."""
+    cf = _mean_by([r for r in rows if r["B"] == B0], ["N", "k", "cf"], metric)
+    Nc = sorted({n for n, _, c in cf if c is True})
+    if not Nc:
+        return None
+    fig, ax = plt.subplots(figsize=(4.2, 3.0), dpi=110)
+    styles = ((False, "-", ""), (True, ":", " no collision"), (SHUFFLED, "--", " shuffled control"))
+    for i, N in enumerate(Nc[:4]):
+        for c, style, tag in styles:
+            pts = sorted((_kval(k, B0), v[0]) for (n, k, cc), v in cf.items() if n == N and cc == c)
+            if pts:
+                ax.plot(*zip(*pts), style, marker="o", ms=3, color=f"C{i}", label=f"N={N}{tag}")
+    ax.set_xscale("log")
+    ax.set_xlabel("k")
+    ax.set_ylabel("accuracy (%)")
+    control = ", shuffled-label control (dashed)" if any(c == SHUFFLED for _, _, c in cf) else ""
+    ax.set_title(f"{title}, B={B0}\ncollisions (solid), none (dotted){control}", fontsize=7)
+    ax.legend(fontsize=5, ncol=2)
+    return fig
+
+
+def plot(records: list[dict], out_dir: Path) -> list[Path]:
+    """Fig. 3 left / center / right (and App. Figs. 5-7) for both readouts from the ledger's records,
+    as small PNGs, and the summary (:func:`summarize`) as JSON."""
+    plt = report.pyplot()
+    rows = parse_rows([csv_row(r) for r in records])
+    if not rows:
+        raise ArgumentError("no finished cells to plot")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    B0 = _main_B(rows)
+    epochs = sorted({(r["epochs"], r["linear_epochs"]) for r in rows})
+    seeds = len({r["seed"] for r in rows})
+    caption = (
+        f"Wiki-N from our 2015 dump (not the CURL release); {seeds} seed(s); "
+        f"NCE/linear epochs {', '.join(f'{a}/{b}' for a, b in epochs)}"
+    )
+    written = []
+    for metric, title in (("mean_acc", "mean classifier"), ("linear_acc", "linear classifier")):
+        figures = (("k_vs_n", _fig_n_by_k, 0.03), ("b_by_k", _fig_b_by_k, 0.04), ("collisions", _fig_collisions, 0.03))
+        for name, draw, bottom in figures:
+            fig = draw(plt, rows, B0, metric, title)
+            if fig is None:
+                continue
+            fig.text(0.01, 0.005, caption, fontsize=5)
+            fig.tight_layout(rect=(0, bottom, 1, 1))
+            fig.savefig(out_dir / f"{name}_{metric}.png")
+            written.append(out_dir / f"{name}_{metric}.png")
+            plt.close(fig)
+    from qt_hard.files import write_text
+
+    write_text(out_dir / "k_vs_n_summary.json", json.dumps(summarize(rows), indent=1, default=str) + "\n", "summary")
+    return [*written, out_dir / "k_vs_n_summary.json"]
+
+
+DIAG_COLUMNS = (
+    ("mean_acc", "mean clf. (dot)"),
+    ("mean_cos_acc", "mean clf. (cosine)"),
+    ("linear_acc", "linear clf."),
+    ("final_loss", "final loss"),
+    ("same_class_mass", "same-class softmax mass"),
+    ("same_class_share", "same-class share"),
+    ("test_norm_mean", "norm"),
+    ("test_norm_cv", "norm CV"),
+)
+
+
+def diagnose(records: list[dict]) -> str:
+    """A markdown table of the cells that have diagnostics (their records' ``diagnostics``, also
+    ``NAME.diag.jsonl``): per (N, k, B, collision_free), the mean ± std over seeds of both
+    readouts, the cosine mean classifier, the final loss, the softmax mass and share of
+    same-class candidates, and the embedding norms."""
+    groups: dict = {}
+    for rec in records:
+        if "diagnostics" not in rec:  # a cell run before the readouts had diagnostics
+            continue
+        r = csv_row(rec)
+        key = (int(r["N"]), r["k"] or "all", int(r["B"]), str(_cf(r["collision_free"])))
+        vals = {
+            **_diag_line(rec),
+            "linear_acc": float(r["linear_acc"]),
+            "final_loss": float(r["final_loss"]),
+            "mean_acc": float(r["mean_acc"]),
+        }
+        groups.setdefault(key, []).append(vals)
+    if not groups:
+        raise ArgumentError("--diagnose: no finished cell has diagnostics")
+    order = {"False": 0, "True": 1, SHUFFLED: 2}
+    head = "| N | k | B | collisions removed | seeds | " + " | ".join(t for _, t in DIAG_COLUMNS) + " |"
+    out = [head, "|" + "---|" * (5 + len(DIAG_COLUMNS))]
+    names = {"False": "none (plain)", "True": "same-class (collision-free)", SHUFFLED: "random, matched (shuffled)"}
+    for key in sorted(groups, key=lambda k: (k[0], str(k[1]).zfill(6), k[2], order.get(k[3], 9))):
+        g = groups[key]
+        cells = []
+        for col, _ in DIAG_COLUMNS:
+            digits = 2 if col.endswith("acc") or col in ("final_loss", "test_norm_mean") else 4
+            m, sd = report.mean_spread(x[col] for x in g)
+            cells.append(f"{m:.{digits}f} ± {sd:.{digits}f}")
+        out.append(
+            f"| {key[0]} | {key[1]} | {key[2]} | {names.get(key[3], key[3])} | {len(g)} | " + " | ".join(cells) + " |"
+        )
+    return "\n".join(out)
