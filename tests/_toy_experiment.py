@@ -9,7 +9,7 @@ import os
 import time
 from pathlib import Path
 
-from qt_hard.experiments.contract import Experiment
+from qt_hard.experiments.contract import Cell, Context, Experiment
 
 
 class Toy(Experiment):
@@ -29,7 +29,8 @@ class Toy(Experiment):
         named = {"config": args.config, "overrides": []} if args.config else {}
         return {"toy": 1, **named, **({"model": args.model} if args.model else {})}
 
-    def run(self, args, out: Path, setup: dict, cell):
+    def run(self, cell: Cell, ctx: Context):
+        args, out = ctx.args, ctx.out
         row, seed = cell.claim
         marks = out / "ran"
         marks.mkdir(exist_ok=True)

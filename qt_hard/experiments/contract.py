@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Cell", "Experiment"]
+__all__ = ["Cell", "Context", "Experiment"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,16 @@ class Cell:
 
     def done(self, finished: set) -> bool:
         return all(tuple(k) in finished for k in self.keys)
+
+
+@dataclass(frozen=True)
+class Context:
+    """What one cell runs under, the same for every cell of a command: the command's options
+    (``args``), the results folder (``out``) and the setup every record of the folder shares."""
+
+    args: argparse.Namespace
+    out: Path
+    setup: dict
 
 
 class Experiment:
@@ -144,9 +154,10 @@ class Experiment:
         """What the cells to run share, built once before them in this process (data, caches).
         Returns the cells to run now when not all of ``todo`` (a plan runs none), else None."""
 
-    def run(self, args: argparse.Namespace, out: Path, setup: dict, cell: Cell) -> dict | list[dict] | None:
-        """Run one cell and return its record(s); None when it stopped early (a signal), leaving
-        what it can resume from."""
+    def run(self, cell: Cell, ctx: Context) -> dict | list[dict] | None:
+        """Run one cell under ``ctx`` and return its record(s); None when it stopped early (a signal),
+        leaving what it can resume from. A record may leave out its key fields where the cell's one
+        key gives them (its row and seed) and its provenance: the grid adds them."""
         raise NotImplementedError
 
     # ---------------------------------------------------------------------------- the report

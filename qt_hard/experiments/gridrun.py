@@ -22,7 +22,7 @@ from pathlib import Path
 
 from qt_hard import logs
 from qt_hard.errors import ArgumentError, UserError
-from qt_hard.experiments.contract import Cell, Experiment
+from qt_hard.experiments.contract import Cell, Context, Experiment
 
 __all__ = ["experiment", "register", "registered", "run_cell", "run_grid", "write_tables"]
 
@@ -157,7 +157,11 @@ def run_cell(
     exp = experiment(name, module)
     ledger = exp.ledger(Path(out), ledger_name, setup)
     return run_claimed(
-        ledger, cell.claim, lambda: _stamped(exp, cell, exp.run(args, Path(out), setup, cell), made), cell.keys, since
+        ledger,
+        cell.claim,
+        lambda: _stamped(exp, cell, exp.run(cell, Context(args, Path(out), setup)), made),
+        cell.keys,
+        since,
     )
 
 
@@ -174,7 +178,10 @@ def _stamped(exp: Experiment, cell: Cell, records, made: dict | None):
     one = not isinstance(records, list)
     keys = dict(zip(exp.key, cell.keys[0])) if len(cell.keys) == 1 else {}
     stamp = provenance(Path(__file__).resolve().parent)
-    out = [{**keys, **stamp, **r, **({MADE_FROM: made} if made else {})} for r in ([records] if one else records)]
+    out = [
+        {**keys, **r, **{k: v for k, v in stamp.items() if k not in r}, **({MADE_FROM: made} if made else {})}
+        for r in ([records] if one else records)
+    ]
     return out[0] if one else out
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from qt_hard.errors import ArgumentError
 from qt_hard.experiments import report
-from qt_hard.experiments.contract import Cell, Experiment
+from qt_hard.experiments.contract import Cell, Context, Experiment
 from qt_hard.experiments.grid import Row, by_name, comma_list
 from qt_hard.experiments.runner import read_eval, read_metrics, train_run
 
@@ -251,7 +251,8 @@ class GraphTable(Experiment):
         reps = {ds: range(args.repeats or REPEATS.get(ds, 3)) for ds in datasets}
         return [Cell((row, ds, rep)) for ds in datasets for rep in reps[ds] for row in rows]
 
-    def run(self, args, out: Path, setup: dict, cell: Cell) -> dict:
+    def run(self, cell: Cell, ctx: Context) -> dict:
+        args, out, setup = ctx.args, ctx.out, ctx.setup
 
         row, ds, rep = cell.claim
         use_gpu = args.gpu or args.device == "cuda"

@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 
 from qt_hard.errors import ArgumentError
-from qt_hard.experiments.contract import Cell as GridCell
+from qt_hard.experiments.contract import Cell as GridCell, Context
 from qt_hard.experiments.contract import Experiment
 from qt_hard.experiments.grid import seed_list
 from qt_hard.experiments.ledger import LedgerError, git_commit
@@ -326,7 +326,8 @@ class KversusN(Experiment):
             return []
         return None if args.max_cells is None else todo[: args.max_cells]
 
-    def run(self, args, out: Path, setup: dict, cell: GridCell) -> dict:
+    def run(self, cell: Cell, ctx: Context) -> dict:
+        args = ctx.args
         import shutil
 
         import torch

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from qt_hard.evaluation.similarity import SIMILARITY_TASKS
 from qt_hard.experiments import report
-from qt_hard.experiments.contract import Cell, Experiment
+from qt_hard.experiments.contract import Cell, Context, Experiment
 from qt_hard.experiments.grid import GridError
 from qt_hard.experiments.ledger import Ledger
 from qt_hard.experiments.runner import finished_run, read_metrics, train_run
@@ -775,7 +775,8 @@ class Table2(Experiment):
 
             prepare_shared_cache(load_config(args.config, list(args.set)), out)
 
-    def run(self, args, out: Path, setup: dict, cell: Cell) -> list[dict]:
+    def run(self, cell: Cell, ctx: Context) -> list[dict]:
+        args, out, setup = ctx.args, ctx.out, ctx.setup
         from qt_hard.evaluation.senteval import default_senteval_dir
         from qt_hard.experiments.grid import comma_list
 

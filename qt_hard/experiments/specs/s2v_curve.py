@@ -60,7 +60,7 @@ from pathlib import Path
 
 from qt_hard.errors import ArgumentError
 from qt_hard.experiments import report
-from qt_hard.experiments.contract import Cell, Experiment
+from qt_hard.experiments.contract import Cell, Context, Experiment
 from qt_hard.experiments.grid import Row, by_name, comma_list
 
 log = logging.getLogger(__name__)
@@ -260,7 +260,8 @@ class Controls(_S2V):
         args.tokenizer_info["tokenizer_seconds"] = seconds
         args.command_line = command_line()
 
-    def run(self, args, out: Path, setup: dict, cell: Cell) -> dict:
+    def run(self, cell: Cell, ctx: Context) -> dict:
+        args, out = ctx.args, ctx.out
         return control_row(args, out, cell.claim[0])
 
     def tables(self, records, setup, out: Path) -> dict[str, str]:
@@ -420,7 +421,8 @@ class Precision(_S2V):
     def setup(self, args, out: Path) -> dict:
         return {"config": args.config, "overrides": list(args.set), "steps": args.steps, "warmup": args.warmup}
 
-    def run(self, args, out: Path, setup: dict, cell: Cell) -> dict | None:
+    def run(self, cell: Cell, ctx: Context) -> dict | None:
+        args, out = ctx.args, ctx.out
         job = {"precision": cell.claim[0], "config": args.config, "overrides": list(args.set), "out": str(out)}
         rec, why = in_own_process(precision_row, {**job, "steps": args.steps, "warmup": args.warmup})
         if rec is None:
@@ -662,7 +664,8 @@ class Curve(_S2V):
             self.held = HeldOut(first, last, root=books, cache=out / "cache" / "books")
         return self.held
 
-    def run(self, args, out: Path, setup: dict, cell: Cell) -> dict | None:
+    def run(self, cell: Cell, ctx: Context) -> dict | None:
+        args, out = ctx.args, ctx.out
         from qt_hard.training.loop import Stopped, train
 
         points, step = curve_points(args.steps, args.points), cell.claim[0]

@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 
 from qt_hard.errors import ArgumentError
-from qt_hard.experiments.contract import Cell, Experiment
+from qt_hard.experiments.contract import Cell, Context, Experiment
 from qt_hard.experiments.specs.st_finetuning import BeforeThenRows, guard_cell
 from qt_hard.experiments.specs.st_finetuning import baseline_of as pair_baseline_of
 from qt_hard.experiments.specs.st_finetuning import parse_row as parse_spec_row
@@ -586,7 +586,8 @@ class RecipeChoice(_Common):
     def cells(self, args, rows, seeds) -> list[Cell]:
         return [Cell(("lr", lr), tuple((lr, s) for s in self.steps)) for lr in self.lrs]
 
-    def run(self, args, out: Path, setup: dict, cell: Cell) -> list[dict]:
+    def run(self, cell: Cell, ctx: Context) -> list[dict]:
+        args, out, setup = ctx.args, ctx.out, ctx.setup
 
         lr, steps = cell.claim[1], [k[1] for k in cell.keys]
         ctx = self.cell_context(args, out, {**setup["base_recipe"], "lr": lr, "steps": max(steps)})
@@ -638,7 +639,8 @@ class Comparison(BeforeThenRows, _Common):
             ctx = self.cell_context(args, out, {})
             ctx["mined"]()  # mined once, here, before the workers read it
 
-    def run(self, args, out: Path, setup: dict, cell: Cell) -> dict:
+    def run(self, cell: Cell, ctx: Context) -> dict:
+        args, out, setup = ctx.args, ctx.out, ctx.setup
         row, seed = cell.claim
         return run_cell(row, seed, self.cell_context(args, out, setup["recipe"]))
 

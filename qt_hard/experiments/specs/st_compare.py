@@ -69,7 +69,7 @@ from pathlib import Path
 
 from qt_hard.errors import ArgumentError
 from qt_hard.experiments import report
-from qt_hard.experiments.contract import Cell, Experiment
+from qt_hard.experiments.contract import Cell, Context, Experiment
 from qt_hard.experiments.specs.st_finetuning import (
     BeforeThenRows,
     GuardAudit,
@@ -613,7 +613,8 @@ class Comparison(BeforeThenRows, _Common):
         if any(c.claim[0] != BEFORE and parse_row(c.claim[0])[1] for c in todo):
             mined_triplets(out, self.context(args)["pairs"], args.model, args.mine_margin)  # once, before the cells
 
-    def run(self, args, out: Path, setup: dict, cell: Cell) -> dict:
+    def run(self, cell: Cell, ctx: Context) -> dict:
+        args, out, setup = ctx.args, ctx.out, ctx.setup
         import torch
 
         torch.set_num_threads(args.threads)

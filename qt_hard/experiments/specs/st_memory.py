@@ -20,7 +20,7 @@ import resource
 import time
 
 from qt_hard.errors import ArgumentError
-from qt_hard.experiments.contract import Cell
+from qt_hard.experiments.contract import Cell, Context
 
 __all__ = ["MemoryProbe", "in_fresh_process", "memory_records", "memory_steps", "memory_table"]
 
@@ -108,7 +108,8 @@ class MemoryProbe:
         forms = [f"{args.memory}+cached"] if args.memory_cached_only else [args.memory, f"{args.memory}+cached"]
         return [Cell((row, b)) for b in self.batches for row in forms]
 
-    def run(self, args, out, setup: dict, cell: Cell) -> dict:
+    def run(self, cell: Cell, ctx: Context) -> dict:
+        args, out, setup = ctx.args, ctx.out, ctx.setup
 
         row, batch = cell.claim
         probe = {**self.probe_args(args, out, setup), "row": row, "batch": batch, "steps": args.memory_steps}

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from qt_hard.files import write_text
 from qt_hard.experiments import report
-from qt_hard.experiments.contract import Cell, Experiment
+from qt_hard.experiments.contract import Cell, Context, Experiment
 from qt_hard.experiments.grid import Row, by_name, comma_list, seed_list
 from qt_hard.experiments.runner import finished_run, read_eval, read_metrics, train_run
 
@@ -265,7 +265,8 @@ class VisionTable(Experiment):
     def setup(self, args, out: Path) -> dict:
         return {"config": args.config, "overrides": list(args.set)}
 
-    def run(self, args, out: Path, setup: dict, cell: Cell) -> dict | None:
+    def run(self, cell: Cell, ctx: Context) -> dict | None:
+        args, out, setup = ctx.args, ctx.out, ctx.setup
         strategy, seed = cell.claim
         if args.report_only and not (out / f"{strategy}_s{seed}" / "eval.json").is_file():
             return None  # not finished: left for a run that trains

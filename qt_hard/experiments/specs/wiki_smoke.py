@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from qt_hard.experiments import report
-from qt_hard.experiments.contract import Cell, Experiment
+from qt_hard.experiments.contract import Cell, Context, Experiment
 from qt_hard.experiments.grid import by_name
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -202,7 +202,8 @@ class WikiSmoke(Experiment):
         args.data_seconds = None if wiki50(runs).is_dir() else _run(data_command(runs))
         args.command_line = shlex.join(["qt-hard", *sys.argv[1:]])
 
-    def run(self, args, out: Path, setup: dict, cell: Cell) -> dict:
+    def run(self, cell: Cell, ctx: Context) -> dict:
+        args, setup = ctx.args, ctx.setup
         from qt_hard.experiments.ledger import measurement_stamp
 
         row, runs = cell.claim[0], Path(args.runs)
