@@ -194,7 +194,7 @@ def _guards_acted(recs: list[dict]) -> list[str]:
     by: dict = {}
     unread = set()  # GISTEmbedLoss rows: sentence-transformers' own filter, which the audit does not read
     for r in recs:
-        spec = scifact.ROWS[scifact.parse_row(r["row"])[0]][1] if r["row"] != "before" else {"kwargs": {}}
+        spec = scifact.ROWS[scifact.parse_row(r["row"])[0]].changes if r["row"] != "before" else {"kwargs": {}}
         if "guard" in spec["kwargs"] and r.get("guard_removed_frac") is not None:
             by.setdefault(r["row"], []).append(r)
         elif spec.get("loss") == "gist":

@@ -111,7 +111,7 @@ def test_every_row_is_a_valid_config(row):
     and the learning-rate rows set the rate they are named for."""
     from qt_hard.training.config import load_config
 
-    cfg = load_config(GT.ROOT / GT.CONFIG, [*GT.ROWS[row].overrides, "data.name=MUTAG"])
+    cfg = load_config(GT.ROOT / GT.CONFIG, [*GT.ROWS[row].changes, "data.name=MUTAG"])
     if row.endswith("_lr0.01"):
         assert cfg.train.lr == 0.01
     if row.endswith("_lr1e-3"):

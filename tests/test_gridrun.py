@@ -256,3 +256,28 @@ def test_experiments_are_discovered_and_a_name_given_twice_is_refused(tmp_path, 
     monkeypatch.setenv("QT_HARD_EXPERIMENTS", "_twice")
     with pytest.raises(UserError, match="two experiments are named 'scifact'"):
         registered()
+
+
+def test_every_experiment_has_one_row_type_and_one_run_signature():
+    """Each experiment the command finds runs a cell as ``run(cell, ctx)`` and names its rows with the
+    contract's one :class:`Row` type (each default row resolves to one), the spec modules define no
+    row type of their own, and an unknown row is refused naming ``--rows`` or the rows."""
+    import ast
+    import inspect
+
+    from qt_hard.errors import UserError
+    from qt_hard.experiments import specs
+    from qt_hard.experiments.contract import Row
+    from qt_hard.experiments.gridrun import experiment, registered
+
+    for name in registered():
+        exp = experiment(name)
+        assert list(inspect.signature(exp.run).parameters) == ["cell", "ctx"], name
+        for row in exp.rows:
+            assert isinstance(exp.row(row), Row) and exp.row(row).name == row, (name, row)
+        if exp.rows:
+            with pytest.raises(UserError, match="unknown row"):
+                exp.check_row("no-such-row")
+    for path in Path(specs.__file__).parent.glob("*.py"):
+        classes = [n.name for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.ClassDef)]
+        assert not [c for c in classes if c.endswith("Row") or c in ("Control", "Cell")], path.name

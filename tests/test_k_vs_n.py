@@ -236,7 +236,7 @@ def test_vocab_articles_reaches_the_cell_and_keeps_older_cell_ids(tmp_path):
     """``data.vocab_articles`` of a grid becomes the cell config's ``data.vocab_classes``; left at
     its default it is not part of a cell's id or of a results file's setup."""
     grid = G.load_grid(_grid(tmp_path))
-    cell = G.Cell(4, 2, 8, False, 0)
+    cell = G.Point(4, 2, 8, False, 0)
     assert "vocab_articles" not in G.cell_config(grid, cell)["data"]
     assert not any("vocab_articles" in key for key in T.setup_of(grid))
     assert "vocab_classes" not in C.cell_tree(grid, cell, tmp_path / "c", tmp_path / "o")["data"]
@@ -249,7 +249,7 @@ def test_vocab_articles_reaches_the_cell_and_keeps_older_cell_ids(tmp_path):
 
 def _tiny_cell(tmp_path, cf=True, epochs=3):
     grid = G.load_grid(_grid(tmp_path, epochs=epochs))
-    cell = G.Cell(4, 2, 8, cf, 0)
+    cell = G.Point(4, 2, 8, cf, 0)
     C.prepare(grid.data, [4], tmp_path / "cache")
     return grid, cell
 

@@ -95,18 +95,19 @@ def test_unknown_protocol_is_a_clear_error(qt_table):
 
 
 def test_row_names(qt_table):
-    label, obj = qt_table.row_spec("hard2-fig14-floor")
+    row = qt_table.row_spec("hard2-fig14-floor")
+    label, obj = row.label, row.changes
     assert obj == {"negatives": "hard", "options": {"beta": 2.0, "tau_plus": 0.0, "clip": "fig14", "floor": "hard"}}
     assert "fig14" in label and "floor" in label
-    opts = qt_table.row_spec("hard1-none-anneal")[1]["options"]
+    opts = qt_table.row_spec("hard1-none-anneal").changes["options"]
     assert opts["beta"] == {"schedule": "beta_anneal", "beta": 1.0, "changes": 4, "direction": "down"}
     assert opts["floor"] == "none"
-    assert qt_table.row_spec("hard1.5-graph_code-warmup")[1]["options"]["beta"]["schedule"] == "linear"
-    assert qt_table.row_spec("uniform-floor")[1] == {
+    assert qt_table.row_spec("hard1.5-graph_code-warmup").changes["options"]["beta"]["schedule"] == "linear"
+    assert qt_table.row_spec("uniform-floor").changes == {
         "negatives": "uniform",
         "options": {"tau_plus": 0.0, "floor": "hard"},
     }
-    assert qt_table.row_spec("hard1")[1]["options"]["clip"] == "rescaled"
+    assert qt_table.row_spec("hard1").changes["options"]["clip"] == "rescaled"
     for bad in ("hard1-nope", "hard-none", "soft1-none", "hard1-none-floor-anneal-x"):
         with pytest.raises(GridError, match="unknown row"):
             qt_table.row_spec(bad)
@@ -171,7 +172,7 @@ def test_quick_start_trains_the_row_the_dev_scores_chose(qt_table):
     assert "uniform" in five and len(five) >= 4  # uniform and the three best hard rows
     best = max(five, key=five.get)
     objective = yaml.safe_load((root / "configs" / "qt_books_smoke.yaml").read_text())["objective"]
-    chosen = qt_table.row_spec(best)[1]
+    chosen = qt_table.row_spec(best).changes
     assert objective["negatives"] == chosen["negatives"]
     assert objective.get("options", {}) == chosen["options"]
 
@@ -180,7 +181,8 @@ def test_quick_start_trains_the_row_the_dev_scores_chose(qt_table):
 def test_clamp_rows_parse_and_build(qt_table, beta):
     from qt_hard.negatives import make_strategy
 
-    label, obj = qt_table.row_spec(f"hard{beta}-clamp")
+    row = qt_table.row_spec(f"hard{beta}-clamp")
+    label, obj = row.label, row.changes
     assert obj == {
         "negatives": "hard",
         "options": {"beta": float(beta), "tau_plus": 0.0, "clip": "clamp", "floor": "none"},

@@ -569,6 +569,10 @@ RUNS = {
 
 # README command -> why CI does not run it.
 SKIPS = {
+    "QT_HARD_EXPERIMENTS=scaled qt-hard grid run scaled --out runs/scaled --seeds 0,1,2 --workers 2": "the "
+    "extension guide's experiment (a module the guide writes), run in tests/test_docs_extending.py",
+    "QT_HARD_EXPERIMENTS=scaled qt-hard grid run scaled --out runs/scaled --summary-only": "the extension "
+    "guide's experiment, run in tests/test_docs_extending.py",
     "qt-hard grid run nfcorpus-recipe --out results/nfcorpus --lrs 5e-5,1e-4,2e-4 --epochs 0.5,1,2,4 --max-seq-length "
     "128 --workers 2": "three MiniLM trainings of four epochs on NFCorpus, with four evaluations of its corpus each "
     "(CPU-hours); tests/test_nfcorpus.py runs the same command on a slice of NFCorpus",
@@ -665,6 +669,12 @@ SKIPS = {
 # A distinctive line of each README Python snippet -> how it runs (``add``/``sub`` as above).
 # Python snippets that cannot run here, by a distinctive line, with the reason (as SKIPS).
 PYTHON_SKIPS = {
+    "class BelowCap(Weighting):": "the extension guide's part, run with its use in tests/test_docs_extending.py "
+    "(the use needs the part's module first)",
+    'loss = ranking_loss(anchors, positives, None, "hard", beta=1.0, similarity_cap=0.5)': "the extension "
+    "guide's use of its part, run after it in tests/test_docs_extending.py",
+    "class Scaled(Experiment):": "the extension guide's experiment, saved as a module and run through the grid "
+    "command in tests/test_docs_extending.py",
     'params = {"task_path": PATH_TO_DATA, "usepytorch": True, "kfold": 10}': "SentEval's own example "
     "configuration, quoted (PATH_TO_DATA is SentEval's placeholder)",
     "results = senteval.engine.SE(params, batcher, prepare).eval": "needs a SentEval checkout (network); "

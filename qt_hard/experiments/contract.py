@@ -27,11 +27,12 @@ ledger is ``NAME.jsonl`` beside it, so that several grids share one folder).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 from pathlib import Path
 
-__all__ = ["Cell", "Context", "Experiment"]
+__all__ = ["Cell", "Context", "Experiment", "Row"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,21 @@ class Cell:
 
     def done(self, finished: set) -> bool:
         return all(tuple(k) in finished for k in self.keys)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of an experiment, the one row type of every spec: its ``name`` (what ``--rows`` picks),
+    what it ``changes`` of the experiment's base (a pipeline's config overrides ``section.key=value``; a
+    fine-tuning comparison's loss and its keywords; a model to evaluate as it is), the ``label`` its
+    tables show, and the ``paper``'s numbers for it (one per column) where a paper reports the row,
+    with ``source`` naming where they are printed."""
+
+    name: str
+    changes: Any = ()
+    label: str = ""
+    paper: tuple | None = None
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -72,6 +88,7 @@ class Experiment:
         ledger_name: the ledger's file name in the results folder.
         default_out: ``--out`` when none is given.
         rows: the rows run when ``--rows`` is not given (empty: the experiment has no rows).
+        row_table: the experiment's rows by name (:class:`Row`), what :meth:`row` reads.
         seeds: the default ``--seeds``.
         out_option: the option naming the results; the grid adds ``--out`` itself, any other one is
             the experiment's own (:meth:`add_arguments`), read by :meth:`location`.
@@ -86,6 +103,7 @@ class Experiment:
     ledger_name: str = "results.jsonl"
     default_out: str = ""
     rows: Sequence[str] = ()
+    row_table: Mapping[str, Row] = {}
     seeds: str = "0,1,2"
     out_option: str = "--out"
     table_names: tuple[str, ...] = ()
@@ -95,13 +113,22 @@ class Experiment:
         """Add the experiment's own options (the grid adds --out, --rows, --seeds, --workers,
         --device and --summary-only)."""
 
-    def check_row(self, name: str) -> None:
-        """Refuse an unknown row with an ``ArgumentError`` naming ``--rows``: by default a name that is
-        not one of :attr:`rows` (an experiment whose row names compose, ``NAME+mined``, says so itself)."""
+    def row(self, name: str) -> Row:
+        """The row ``name``: one of :attr:`row_table` (or a bare ``Row(name)`` of :attr:`rows` where the
+        experiment keeps no table); an ``ArgumentError`` naming ``--rows`` for any other name (an
+        experiment whose row names compose, ``NAME+mined``, reads them itself)."""
         from qt_hard.errors import ArgumentError
 
-        if self.rows and name not in self.rows:
-            raise ArgumentError(f"--rows: unknown row {name!r}; rows are {', '.join(self.rows)}")
+        if name in self.row_table:
+            return self.row_table[name]
+        if not self.row_table and name in self.rows:
+            return Row(name)
+        known = list(self.row_table) or list(self.rows)
+        raise ArgumentError(f"--rows: unknown row {name!r}; rows are {', '.join(known)}")
+
+    def check_row(self, name: str) -> None:
+        """Refuse an unknown row with an ``ArgumentError`` naming ``--rows`` (:meth:`row`)."""
+        self.row(name)
 
     def check(self, args: argparse.Namespace) -> None:
         """Refuse bad options in one line, before anything is written (rows are checked already)."""

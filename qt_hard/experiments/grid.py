@@ -5,27 +5,15 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from qt_hard.errors import ArgumentError, UserError
+from qt_hard.experiments.contract import Row
 
 __all__ = ["GridError", "Row", "by_name", "cells", "comma_list", "seed_list"]
 
 
 class GridError(UserError, ValueError):
     """A grid asked for what it does not have: an unknown row, protocol or axis value."""
-
-
-@dataclass(frozen=True)
-class Row:
-    """One row of a table: ``overrides`` of the base config (``section.key=value``) that make it,
-    and ``paper``: the paper's numbers for it (one per column) with ``source`` naming where they
-    are printed."""
-
-    name: str
-    overrides: tuple[str, ...] = ()
-    paper: tuple | None = None
-    source: str = ""
 
 
 def by_name(*rows):

@@ -99,7 +99,7 @@ def check_cells(rows: list[str], datasets: list[str], extra: list[str]) -> None:
 
     data_path("tu")
     for ds in datasets:
-        load_config(ROOT / CONFIG, [*ROWS[rows[0]].overrides, f"data.name={ds}", *extra])
+        load_config(ROOT / CONFIG, [*ROWS[rows[0]].changes, f"data.name={ds}", *extra])
 
 
 def train_cell(out, row, ds, rep, epochs, extra, use_gpu) -> dict:
@@ -113,7 +113,7 @@ def train_cell(out, row, ds, rep, epochs, extra, use_gpu) -> dict:
 
     torch.set_num_threads(1)
     folder = cell_dir(Path(out), row, ds, rep)
-    overrides = [*ROWS[row].overrides, f"data.name={ds}", f"train.seed={rep}", f"out_dir={folder}"]
+    overrides = [*ROWS[row].changes, f"data.name={ds}", f"train.seed={rep}", f"out_dir={folder}"]
     overrides += [f"train.epochs={epochs}", "train.progress=false", "train.checkpoint_every=100"]
     overrides += ["train.keep_checkpoints=1", "train.trackers=[csv]", *extra]
     t0 = time.perf_counter()
@@ -219,6 +219,7 @@ class GraphTable(Experiment):
     fields = ("svm_acc",)
     default_out = "runs/graph_table"
     rows = tuple(ROWS)
+    row_table = ROWS
     seeds = ""  # repeats instead, per dataset
 
     def add_arguments(self, parser) -> None:

@@ -12,7 +12,7 @@ The module is the experiment and its plan; what it runs lives by what it does: t
 the sampling measurement (:mod:`.k_vs_n_sampling`).
 
 * **grid**: a YAML of ``data``, ``train``, ``seeds`` and ``blocks`` (:func:`load_grid`); a block
-  crosses lists of N (classes), k (negatives), B (batch) and collision modes; a :class:`Cell` is one
+  crosses lists of N (classes), k (negatives), B (batch) and collision modes; a :class:`Point` is one
   combination with a seed, identified by the hash of everything that decides its result
   (:func:`cell_id`);
 * **base config**: :func:`cell_tree`, App. D.1's bag of words on Wiki-N (or the synthetic corpus);
@@ -46,14 +46,14 @@ from pathlib import Path
 import numpy as np
 
 from qt_hard.errors import ArgumentError
-from qt_hard.experiments.contract import Cell as GridCell, Context
+from qt_hard.experiments.contract import Cell, Context
 from qt_hard.experiments.contract import Experiment
 from qt_hard.experiments.grid import seed_list
 from qt_hard.experiments.ledger import LedgerError, git_commit
 from qt_hard.experiments.runner import estimate_line, step_seconds
 
 from .k_vs_n_cell import cell_tree, prepare, prepared_marker, run_cell, token_cache, wiki_dir
-from .k_vs_n_grid import Cell, Grid, cell_id, expand, load_grid
+from .k_vs_n_grid import Point, Grid, cell_id, expand, load_grid
 from .k_vs_n_tables import (
     KEY,
     cell_dir,
@@ -78,7 +78,7 @@ log = logging.getLogger(__name__)
 # plan and time estimate
 
 
-def estimate(grid: Grid, cells: list[Cell], cache: Path, device, probe_steps: int = 3) -> dict:
+def estimate(grid: Grid, cells: list[Point], cache: Path, device, probe_steps: int = 3) -> dict:
     """Seconds per cell from a few timed steps of the library's loop per (N, B)
     (:func:`qt_hard.experiments.runner.step_seconds`) and one linear-classifier epoch per N, scaled
     to the cell's epochs."""
@@ -97,7 +97,7 @@ def estimate(grid: Grid, cells: list[Cell], cache: Path, device, probe_steps: in
     try:
         for N in sorted({c.N for c in cells}):
             for B in sorted({c.B for c in cells if c.N == N}):
-                tree = cell_tree(grid, Cell(N, None, B, False, 0), cache, tmp / f"N{N}_B{B}", torch.get_num_threads())
+                tree = cell_tree(grid, Point(N, None, B, False, 0), cache, tmp / f"N{N}_B{B}", torch.get_num_threads())
                 tree["train"].update(steps=probe_steps + 2, epochs=1.0)
                 tree["eval"]["readouts"] = False
                 step_s[(N, B)], steps_per_epoch[(N, B)] = step_seconds(config_from_dict(tree))
@@ -133,7 +133,9 @@ def estimate(grid: Grid, cells: list[Cell], cache: Path, device, probe_steps: in
     }
 
 
-def print_plan(grid: Grid, cells: list[Cell], notes: list[str], done: set[str], est: dict | None, workers: int) -> None:
+def print_plan(
+    grid: Grid, cells: list[Point], notes: list[str], done: set[str], est: dict | None, workers: int
+) -> None:
     ids = [cell_id(grid, c) for c in cells]
     todo = [c for c, i in zip(cells, ids) if i not in done]
     log.info(
@@ -169,7 +171,7 @@ def _threads(args) -> int:
     return args.threads or max(1, (os.cpu_count() or 1) // max(1, args.workers))
 
 
-def prepare_cache(grid: Grid, cells: list[Cell], cache: Path, no_prepare: bool) -> None:
+def prepare_cache(grid: Grid, cells: list[Point], cache: Path, no_prepare: bool) -> None:
     """The cells' Wiki-N caches, built once (:func:`prepare`); under ``accelerate launch`` the
     processes of rank above 0 wait for rank 0 to build them."""
     marker = prepared_marker(cache, grid.data)
@@ -305,11 +307,11 @@ class KversusN(Experiment):
     def setup(self, args, out: Path) -> dict:
         return setup_of(grid_of(args))
 
-    def cells(self, args, rows, seeds) -> list[GridCell]:
+    def cells(self, args, rows, seeds) -> list[Cell]:
         grid, name = grid_of(args), Path(args.results).stem
-        return [GridCell((name, cid), ((cid,),)) for cid in (cell_id(grid, c) for c in expand(grid)[0])]
+        return [Cell((name, cid), ((cid,),)) for cid in (cell_id(grid, c) for c in expand(grid)[0])]
 
-    def prepare(self, args, out: Path, todo: list[GridCell]) -> list[GridCell] | None:
+    def prepare(self, args, out: Path, todo: list[Cell]) -> list[Cell] | None:
         """The caches, then the plan (rank 0): the cells, what is done, the estimate."""
         import torch
 
@@ -326,7 +328,7 @@ class KversusN(Experiment):
             return []
         return None if args.max_cells is None else todo[: args.max_cells]
 
-    def run(self, cell: Cell, ctx: Context) -> dict:
+    def run(self, cell: Point, ctx: Context) -> dict:
         args = ctx.args
         import shutil
 

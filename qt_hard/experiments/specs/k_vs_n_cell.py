@@ -15,7 +15,7 @@ import numpy as np
 
 from qt_hard.experiments.runner import read_eval, read_metrics, train_run
 
-from .k_vs_n_grid import SHUFFLED, Cell, DataSpec, Grid, data_settings
+from .k_vs_n_grid import SHUFFLED, Point, DataSpec, Grid, data_settings
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ def prepare(spec: DataSpec, Ns, cache: Path) -> Path:
 # one cell: a run of the library's training loop
 
 
-def cell_tree(grid: Grid, cell: Cell, cache: Path, out: Path, threads: int = 1, checkpoint_every: int = 0) -> dict:
+def cell_tree(grid: Grid, cell: Point, cache: Path, out: Path, threads: int = 1, checkpoint_every: int = 0) -> dict:
     """The ``qt-hard train`` config of a cell (pipeline text): the bag of words of D.1 on Wiki-N
     (``data.classes: N`` of the prepared Wiki folder) or on the synthetic corpus, App. D.1's
     loss (uniform negatives, k of the 2(B-1) candidates, two-sided, no positive in the

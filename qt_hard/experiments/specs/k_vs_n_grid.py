@@ -1,6 +1,6 @@
 """The k-versus-N grid (:mod:`.k_vs_n`): a YAML of ``data``, ``train``, ``seeds`` and ``blocks``
 (:func:`load_grid`), each block crossing lists of N (classes), k (negatives), B (batch) and collision
-modes; a :class:`Cell` is one combination with a seed, identified by the hash of everything that
+modes; a :class:`Point` is one combination with a seed, identified by the hash of everything that
 decides its result (:func:`cell_id`)."""
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ SHUFFLED = "shuffled"
 
 
 @dataclass(frozen=True)
-class Cell:
+class Point:
     N: int
     k: int | None  # None: all 2(B-1) candidates
     B: int
@@ -138,7 +138,7 @@ def _spec(cls, d: dict, where: str):
     return cls(**d)
 
 
-def expand(grid: Grid) -> tuple[list[Cell], list[str]]:
+def expand(grid: Grid) -> tuple[list[Point], list[str]]:
     """The grid's distinct cells, ordered by N (consecutive cells share their data), and the
     notes on cells left out (k > 2(B-1): a batch of B pairs has only 2(B-1) candidates)."""
     cells, notes, seen = [], [], set()
@@ -151,7 +151,7 @@ def expand(grid: Grid) -> tuple[list[Cell], list[str]]:
                 continue
             if cf not in (False, True, SHUFFLED):
                 raise ConfigError(f"block {name!r}: collision_free values are false, true or {SHUFFLED!r}, got {cf!r}")
-            cell = Cell(int(N), None if k is None else int(k), int(B), cf, int(seed))
+            cell = Point(int(N), None if k is None else int(k), int(B), cf, int(seed))
             if cell not in seen:
                 seen.add(cell)
                 cells.append(cell)
@@ -159,10 +159,10 @@ def expand(grid: Grid) -> tuple[list[Cell], list[str]]:
     return cells, sorted(set(notes))
 
 
-def cell_config(grid: Grid, cell: Cell) -> dict:
+def cell_config(grid: Grid, cell: Point) -> dict:
     """Everything that decides a cell's result (the cell id hashes it)."""
     return {**asdict(cell), "data": data_settings(grid.data), "train": asdict(grid.train)}
 
 
-def cell_id(grid: Grid, cell: Cell) -> str:
+def cell_id(grid: Grid, cell: Point) -> str:
     return hashlib.sha1(json.dumps(cell_config(grid, cell), sort_keys=True).encode()).hexdigest()[:16]

@@ -20,7 +20,7 @@ from qt_hard.errors import ArgumentError
 from qt_hard.experiments import report
 from qt_hard.experiments.ledger import Ledger, LedgerError
 
-from .k_vs_n_grid import Cell, Grid, SHUFFLED, data_settings
+from .k_vs_n_grid import Point, Grid, SHUFFLED, data_settings
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +152,7 @@ def results_files(records: list[dict], name: str) -> dict[str, str]:
     return files
 
 
-def record_of(grid: Grid, cell: Cell, cid: str, metrics: dict, wall: float, device, threads: int, commit: str) -> dict:
+def record_of(grid: Grid, cell: Point, cid: str, metrics: dict, wall: float, device, threads: int, commit: str) -> dict:
     """A finished cell's record: ``COLUMNS`` (k None for all candidates) and ``diagnostics``."""
     return {
         "cell_id": cid,

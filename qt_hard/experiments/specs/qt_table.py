@@ -26,12 +26,12 @@ from pathlib import Path
 
 from qt_hard.evaluation.similarity import SIMILARITY_TASKS
 from qt_hard.experiments import report
-from qt_hard.experiments.contract import Cell, Context, Experiment
+from qt_hard.experiments.contract import Cell, Context, Experiment, Row
 from qt_hard.experiments.grid import GridError
 from qt_hard.experiments.ledger import Ledger
 from qt_hard.experiments.runner import finished_run, read_metrics, train_run
 
-ROWS = {
+_ROWS = {  # name: (label, what the row changes)
     "uniform": ("QT (beta=0, tau+=0)", {"negatives": "uniform", "options": {}}),
     "debiased": ("Debiased (tau+=0.01)", {"negatives": "debiased", "options": {"tau_plus": 0.01}}),
     # The rows as this table first ran them (the GPU and CPU tables committed before the readings were
@@ -45,6 +45,7 @@ ROWS = {
         {"negatives": "hard", "options": {"beta": 2.0, "tau_plus": 0.0, "clip": "rescaled"}},
     ),
 }
+ROWS = {name: Row(name, changes, label) for name, (label, changes) in _ROWS.items()}
 # The readings of the hard weights a row may name (``HardWeighting``'s ``clip``).
 READINGS = ("none", "rescaled", "fig14", "graph_code", "clamp")
 ANNEAL_CHANGES = 4  # HCL App. D.1: beta lowered by beta / 4 every quarter of training
@@ -67,8 +68,8 @@ PAPER_ROWS = {
 KEY = ("row", "seed", "protocol")
 
 
-def row_spec(name: str) -> tuple[str, dict]:
-    """(label, {"negatives", "options"}) of a row name (``ROW_GRAMMAR``).
+def row_spec(name: str) -> Row:
+    """The row of a row name (``ROW_GRAMMAR``): its label, and the ``{"negatives", "options"}`` it changes.
 
     ``hard<beta>-<reading>``: hard weights under that reading of the clip (``HardWeighting``), tau+ 0 and
     no floor, so that the row differs from ``uniform`` in the weights only; ``-floor`` adds the
@@ -78,7 +79,9 @@ def row_spec(name: str) -> tuple[str, dict]:
     if name in ROWS:
         return ROWS[name]
     if name == "uniform-floor":
-        return "QT (beta=0, tau+=0, floor)", {"negatives": "uniform", "options": {"tau_plus": 0.0, "floor": "hard"}}
+        return Row(
+            name, {"negatives": "uniform", "options": {"tau_plus": 0.0, "floor": "hard"}}, "QT (beta=0, tau+=0, floor)"
+        )
     m = re.fullmatch(r"hard(\d+(?:\.\d+)?)-([a-z0-9_]+?)((?:-floor)?)((?:-anneal|-warmup)?)", name)
     if not m or m.group(2) not in READINGS:
         raise GridError(f"unknown row {name!r}; rows are {ROW_GRAMMAR}")
@@ -90,7 +93,7 @@ def row_spec(name: str) -> tuple[str, dict]:
         beta_opt = {"schedule": "linear", "start": 0.0, "end": beta, "until": 0.5}
     opts = {"beta": beta_opt, "tau_plus": 0.0, "clip": reading, "floor": "hard" if floor else "none"}
     label = f"Hard (beta={beta:g}{', ' + sched if sched else ''}, {reading}{', floor' if floor else ''})"
-    return label, {"negatives": "hard", "options": opts}
+    return Row(name, {"negatives": "hard", "options": opts}, label)
 
 
 def row_order(name: str) -> tuple:
@@ -334,7 +337,7 @@ def train_one(out: Path, config: str, overrides: list[str], row: str, seed: int)
     from qt_hard.training.config import load_config
 
     run_dir = Path(out) / "runs" / f"{row}_s{seed}"
-    obj = row_spec(row)[1]
+    obj = row_spec(row).changes
     over = [*overrides, f"out_dir={run_dir}", f"train.seed={seed}", f"objective.negatives={obj['negatives']}"]
     over.append(f"objective.options={json.dumps(obj['options'])}")
     cfg = load_config(config, over)
@@ -419,7 +422,7 @@ def summarize(records: list[dict], protocol: str, paper: dict, field: str = "acc
     paper = paper if field == "acc" else {}
     body = []
     for row, s in stats.items():
-        label = row_spec(row)[0]
+        label = row_spec(row).label
         m, sd = report.mean_spread(avg[row].values())
         body.append([f"{label} (ours)", str(s["n"]), *(f"{a:.1f} ± {b:.1f}" for a, b in zip(s["mean"], s["std"]))])
         body[-1].append(f"{m:.2f} ± {sd:.2f}")
@@ -445,7 +448,7 @@ def summarize(records: list[dict], protocol: str, paper: dict, field: str = "acc
             pd = [paper[row][t] - paper["uniform"][t] for t in TASKS] if row in paper and "uniform" in paper else None
             cells = [f"{x:+.1f}" + (f" [{y:+.1f}]" if pd else "") for x, y in zip(d, pd or [0] * len(TASKS))]
             v = report.paired_verdict(avg["uniform"], avg[row])
-            body.append([row_spec(row)[0], *cells, v.cell(), v.verdict])
+            body.append([row_spec(row).label, *cells, v.cell(), v.verdict])
         lines += [
             "",
             "Difference to uniform (ours: mean over seeds of the differences paired by seed, paper in brackets; "
@@ -507,7 +510,7 @@ def summarize_similarity(records: list[dict], field: str = "spearman") -> tuple[
         *report.markdown_table(
             ["Objective", "seeds", *SIM_HEADS],
             [
-                [row_spec(row)[0], str(s["n"]), *(f"{m:.1f} ± {sd:.1f}" for m, sd in zip(s["mean"], s["std"]))]
+                [row_spec(row).label, str(s["n"]), *(f"{m:.1f} ± {sd:.1f}" for m, sd in zip(s["mean"], s["std"]))]
                 for row, s in stats.items()
             ],
             "lr" + "r" * len(SIM_HEADS),
@@ -558,7 +561,7 @@ def _similarity_differences(by: dict) -> tuple[list[str], dict, dict]:
         verdict[row] = judged[-1].verdict
         marks = ["*" if v.verdict in ("better", "worse") else "" for v in judged]
         cells = [f"{v.mean:+.2f}{m}" for v, m in zip(judged[:-1], marks)]
-        body.append([row_spec(row)[0], str(len(shared)), *cells, judged[-1].cell() + marks[-1], verdict[row]])
+        body.append([row_spec(row).label, str(len(shared)), *cells, judged[-1].cell() + marks[-1], verdict[row]])
     lines = [
         "",
         "Difference to uniform, paired by seed (mean over the shared seeds of row - uniform); * where its 95% "
@@ -571,7 +574,7 @@ def _similarity_differences(by: dict) -> tuple[list[str], dict, dict]:
             _column(base, len(SIM_HEADS) - 1),
             {k: _column(by[k], len(SIM_HEADS) - 1) for k in diffs},
             SIM_MEAN,
-            label=lambda k: row_spec(k)[0],
+            label=lambda k: row_spec(k).label,
         ),
     ]
     return lines, diffs, verdict
@@ -625,7 +628,7 @@ def plot(parts: dict, paper: dict, path: Path) -> None:
         return
     diffs, marks = {}, {}
     for row, d in parts["diffs"].items():
-        label = f"{row_spec(row)[0]} (ours)"
+        label = f"{row_spec(row).label} (ours)"
         diffs[label] = (d["mean"], d["std"])
         if row in paper and "uniform" in paper:
             marks[label] = [paper[row][t] - paper["uniform"][t] for t in TASKS]
@@ -723,8 +726,8 @@ class Table2(Experiment):
         parser.add_argument("--data", default=None, help="SentEval data folder (default $QT_HARD_DATA/senteval)")
         parser.add_argument("--paper", default=None, help="the paper's text, whose Table 2 rows join the table")
 
-    def check_row(self, name: str) -> None:
-        row_spec(name)
+    def row(self, name: str) -> Row:
+        return row_spec(name)
 
     def record_problem(self, record: dict) -> str | None:
         """A six-task record's accuracies must hold every task of Table 2 (the tables average them)."""

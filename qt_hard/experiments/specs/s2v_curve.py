@@ -55,7 +55,6 @@ import os
 import platform
 import statistics
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from qt_hard.errors import ArgumentError
@@ -74,16 +73,9 @@ PRECISIONS = by_name(
 )
 
 
-@dataclass(frozen=True)
-class Control:
-    """A control row: an untrained ``encoder`` on the config's tokenizer: ``"config"`` (the config's
-    own architecture) or a built-in random encoder (``bow2400``, named ``random:bow2400``)."""
-
-    name: str
-    encoder: str
-
-
-CONTROLS = by_name(Control("untrained", "config"), Control("bow2400", "bow2400"))
+# A control row: an untrained ``changes["encoder"]`` on the config's tokenizer: ``"config"`` (the config's
+# own architecture) or a built-in random encoder (``bow2400``, named ``random:bow2400``).
+CONTROLS = by_name(Row("untrained", {"encoder": "config"}), Row("bow2400", {"encoder": "bow2400"}))
 PROTOCOL = {"name": "senteval", "seed": 1111, "classifier": "batched-newton"}  # and the command's kfold
 PROVENANCE = ("device", "torch", "threads", "commit", "date", "command")
 PRECISION_FIELDS = ("precision", "sentences_per_s", "batch_size", "steps", "mean_loss", "losses", "wall_s")
@@ -200,7 +192,7 @@ def control_row(args, out: Path, name: str) -> dict:
 
     cfg = load_cfg(args.config, args.set, out)
     tok = WordTokenizer.load(out / "tokenizer.json")
-    spec = CONTROLS[name].encoder
+    spec = CONTROLS[name].changes["encoder"]
     label, spec = (
         (f"untrained {cfg.model.kind}-{cfg.model.encoder}", to_dict(cfg))
         if spec == "config"
@@ -246,6 +238,7 @@ class Controls(_S2V):
     ledger_name = "controls.jsonl"
     default_out = "runs/s2v_controls"
     rows = tuple(CONTROLS)
+    row_table = CONTROLS
 
     def setup(self, args, out: Path) -> dict:
         protocol = {**PROTOCOL, "kfold": args.kfold}
@@ -294,7 +287,7 @@ def precision_row(job: dict) -> dict:
 
     from qt_hard.training.loop import train
 
-    extra = [*PRECISIONS[job["precision"]].overrides, f"train.steps={job['steps']}", "train.log_every=10"]
+    extra = [*PRECISIONS[job["precision"]].changes, f"train.steps={job['steps']}", "train.log_every=10"]
     extra += ["train.trackers=[csv]", "train.progress=false", "train.checkpoint_every=0"]
     cfg = load_cfg(job["config"], job["overrides"], job["out"], extra)
     t0 = time.perf_counter()
@@ -392,6 +385,7 @@ class Precision(_S2V):
     ledger_name = "precision_runs.jsonl"
     default_out = "runs/s2v"
     rows = tuple(PRECISIONS)
+    row_table = PRECISIONS
     evaluates = False
 
     def add_arguments(self, parser) -> None:
@@ -488,7 +482,7 @@ def curve_points(steps: int, points: int) -> list[int]:
 
 
 def segment_config(args, out: Path, step: int):
-    base = [*PRECISIONS[args.precision].overrides, "train.trackers=[csv]", "train.progress=false"]
+    base = [*PRECISIONS[args.precision].changes, "train.trackers=[csv]", "train.progress=false"]
     base += ["train.checkpoint_every=0", "train.keep_checkpoints=1", f"train.steps={step}"]
     return load_cfg(args.config, args.set, out, base)
 

@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 
 from qt_hard.errors import ArgumentError
-from qt_hard.experiments.contract import Cell, Context, Experiment
+from qt_hard.experiments.contract import Cell, Context, Experiment, Row
 from qt_hard.experiments.specs.st_finetuning import BeforeThenRows, guard_cell
 from qt_hard.experiments.specs.st_finetuning import baseline_of as pair_baseline_of
 from qt_hard.experiments.specs.st_finetuning import parse_row as parse_spec_row
@@ -91,7 +91,7 @@ BASE_RECIPE = {
 ROOT = Path(__file__).resolve().parents[3]
 
 _HARD = {"negatives": "hard", "beta": 1.0}
-ROWS = {
+_ROWS = {  # name: (label, what the row changes)
     "mnrl": ("MNRL", {"loss": "mnrl", "kwargs": {}}),
     "hard_b0.5": ("hard, beta 0.5", {"loss": "hnl", "kwargs": {"negatives": "hard", "beta": 0.5}}),
     "hard_b1": ("hard, beta 1", {"loss": "hnl", "kwargs": dict(_HARD)}),
@@ -128,6 +128,7 @@ ROWS = {
         {"loss": "hnl", "guide": True, "kwargs": {"guard": "absolute", "guard_margin": 0.0}},
     ),
 }
+ROWS = {name: Row(name, changes, label) for name, (label, changes) in _ROWS.items()}
 # The rows measured on both datasets, in the order a grid runs them. Not run (SciFact settled them: no row
 # of them beat its baseline there, and NFCorpus's question is the filters): hard beta 0.5 on the mined
 # triplets, the guard on the frozen start's cosines, GISTEmbedLoss itself.
@@ -171,7 +172,7 @@ def row_label(name: str) -> str:
     if name == "before":
         return "before (all-MiniLM-L6-v2)"
     base, mined, cached = parse_row(name)
-    return ROWS[base][0] + (", mined" if mined else "") + (", cached" if cached else "")
+    return ROWS[base].label + (", mined" if mined else "") + (", cached" if cached else "")
 
 
 # -------------------------------------------------------------------------------------------- loss
@@ -183,7 +184,7 @@ def build_loss(row: str, model, recipe: dict, relation=None):
     from .st_finetuning import frozen_guide, row_loss
 
     base, _, cached = parse_row(row)
-    spec = ROWS[base][1]
+    spec = ROWS[base].changes
     if spec.get("relation"):
         spec = {**spec, "kwargs": {**spec["kwargs"], "label_relation": relation}}
     mini_batch_size = recipe.get("mini_batch_size", 32)
@@ -276,7 +277,7 @@ def run_cell(row: str, seed: int, ctx: dict, eval_steps=(), on_eval=None) -> dic
     if row != "before":
         _, mined, _ = parse_row(row)
         recipe = ctx["recipe"]
-        kept = ROWS[parse_row(row)[0]][1].get("kept", False)
+        kept = ROWS[parse_row(row)[0]].changes.get("kept", False)
         rows = sf.pairs_for(
             seed, recipe["steps"], recipe["batch_size"], mined_epochs(sf, ctx) if mined or kept else None
         )
@@ -360,7 +361,7 @@ def summarize(records: list[dict], recipe: dict | None = None) -> str:
             vals = [runs[s][m] for s in runs]
             mean, sd = mean_spread(vals)
             cells.append(f"{mean:.2f}" + (f" ± {sd:.2f}" if len(vals) > 1 else ""))
-        guard = guard_cell(list(runs.values()), ROWS[parse_row(row)[0]][1] if row != "before" else None)
+        guard = guard_cell(list(runs.values()), ROWS[parse_row(row)[0]].changes if row != "before" else None)
         body.append([f"{row_label(row)} (`{row}`)", str(len(runs)), *cells, guard])
     heads = ["row", "seeds", *(h for _, h in metrics), "guard removed (true positives)"]
     lines += markdown_table(heads, body, "lr" + "r" * (len(metrics) + 1))
@@ -633,6 +634,7 @@ class Comparison(BeforeThenRows, _Common):
     help = "SciFact: fine-tune all-MiniLM-L6-v2 with each row's negatives; judged on dev, reported on test"
     rows = DEFAULT_ROWS
     parse_row = staticmethod(parse_row)
+    row_table = ROWS
 
     def prepare(self, args, out: Path, todo: list[Cell]) -> None:
         if any(c.claim[0] != "before" and parse_row(c.claim[0])[1] for c in todo):
@@ -671,6 +673,7 @@ class Memory(MemoryProbe, _Common):
     mined_ok = True
 
     parse_row = staticmethod(parse_row)
+    row_table = ROWS
 
     def add_arguments(self, parser) -> None:
         super().add_arguments(parser)

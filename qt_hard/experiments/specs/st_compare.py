@@ -69,7 +69,7 @@ from pathlib import Path
 
 from qt_hard.errors import ArgumentError
 from qt_hard.experiments import report
-from qt_hard.experiments.contract import Cell, Context, Experiment
+from qt_hard.experiments.contract import Cell, Context, Experiment, Row
 from qt_hard.experiments.specs.st_finetuning import (
     BeforeThenRows,
     GuardAudit,
@@ -92,7 +92,7 @@ ROOT = Path(__file__).resolve().parents[3]
 GUARD_MARGIN = 0.05
 RING = {"lower": {"schedule": "linear", "start": 0.0, "end": 85.0, "until": 0.5}, "upper": 95.0}
 # row -> (label, {"loss": "mnrl" | "gist" | "hnl", "kwargs": ...}); "hnl" is HardNegativesLoss.
-ROWS = {
+_ROWS = {  # name: (label, what the row changes)
     "mnrl": ("MNRL", {"loss": "mnrl", "kwargs": {}}),
     "mnrl_sym": (
         "MNRL symmetric",
@@ -127,6 +127,7 @@ ROWS = {
         {"loss": "hnl", "guide": True, "kwargs": {"guard": "absolute", "guard_margin": 0.0}},
     ),
 }
+ROWS = {name: Row(name, changes, label) for name, (label, changes) in _ROWS.items()}
 MINED_ROWS = ("mnrl", "gist", "hard_b1", "hard_b1_guard_rel", "gist_filter")
 DEFAULT_ROWS = [*ROWS, *(f"{r}+mined" for r in MINED_ROWS)]
 BASELINE = "mnrl"
@@ -154,7 +155,7 @@ def row_label(name: str) -> str:
     if name == BEFORE:
         return "before (starting model)"
     base, mined, cached = parse_row(name)
-    return ROWS[base][0] + (", mined triplets" if mined else "") + (", cached" if cached else "")
+    return ROWS[base].label + (", mined triplets" if mined else "") + (", cached" if cached else "")
 
 
 def row_order(name: str) -> tuple:
@@ -176,7 +177,7 @@ def build_loss(row: str, model, model_spec: str, recipe: dict, mini_batch_size: 
             f"row {row}: a +cached row needs a model whose inputs split along the batch (a transformer); a "
             "StaticEmbedding's do not (and a bag of words needs no GradCache)"
         )
-    spec = ROWS[base][1]
+    spec = ROWS[base].changes
     if spec["loss"] == "gist" and is_static(model):
         transformers_tokenizer(model)
     guide = lambda: frozen_guide(model_spec, recipe.get("max_seq_length"))  # noqa: E731
@@ -352,7 +353,9 @@ def _seed_stats(records: list[dict]) -> tuple[dict, dict]:
 def _guard_cells(records: list[dict], stats: dict) -> dict[str, str]:
     """Per row of ``stats``, its guard's cell (:func:`.st_finetuning.guard_cell`)."""
     return {
-        row: guard_cell([r for r in records if r["row"] == row], ROWS[parse_row(row)[0]][1] if row != BEFORE else None)
+        row: guard_cell(
+            [r for r in records if r["row"] == row], ROWS[parse_row(row)[0]].changes if row != BEFORE else None
+        )
         for row in stats
     }
 
@@ -599,6 +602,7 @@ class Comparison(BeforeThenRows, _Common):
     help = "Fine-tune one sentence-transformers model with each row's loss; STS and MRPC, chosen on dev"
     rows = DEFAULT_ROWS
     parse_row = staticmethod(parse_row)
+    row_table = ROWS
 
     def check(self, args) -> None:
         super().check(args)
@@ -649,6 +653,7 @@ class Memory(MemoryProbe, _Common):
     root = ROOT
 
     parse_row = staticmethod(parse_row)
+    row_table = ROWS
 
     def check(self, args) -> None:
         super().check(args)

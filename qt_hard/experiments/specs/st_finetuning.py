@@ -47,8 +47,16 @@ class BeforeThenRows:
 
     key = ("row", "seed")
 
-    def check_row(self, name: str) -> None:
-        self.parse_row(name)
+    def row(self, name: str):
+        """The row ``NAME[+mined][+cached]``: its base row of the comparison's ``row_table`` under the
+        full name (``before``: the starting model, which changes nothing)."""
+        import dataclasses
+
+        from qt_hard.experiments.contract import Row
+
+        if name == "before":
+            return Row("before", {}, "before")
+        return dataclasses.replace(self.row_table[self.parse_row(name)[0]], name=name)
 
     def cells(self, args, rows, seeds) -> list:
         from qt_hard.experiments.contract import Cell

@@ -104,7 +104,7 @@ def cell_row(base: str, strategy: str, seed: int, out: Path, extra: list[str]) -
     from qt_hard.vision.pipeline import load_split
 
     run_dir = out / f"{strategy}_s{seed}"
-    cfg = load_config(base, [*extra, *STRATEGIES[strategy].overrides, f"train.seed={seed}", f"out_dir={run_dir}"])
+    cfg = load_config(base, [*extra, *STRATEGIES[strategy].changes, f"train.seed={seed}", f"out_dir={run_dir}"])
     if not finished_run(cfg):
         t0 = time.perf_counter()
         resumed = bool(list_checkpoints(run_dir))
@@ -238,6 +238,7 @@ class VisionTable(Experiment):
     key = KEY
     default_out = "runs/vision_table"
     rows = tuple(STRATEGIES)
+    row_table = STRATEGIES
     seeds = "0,1"
 
     def add_arguments(self, parser) -> None:

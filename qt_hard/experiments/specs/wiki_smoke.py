@@ -23,11 +23,10 @@ import shlex
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from qt_hard.experiments import report
-from qt_hard.experiments.contract import Cell, Context, Experiment
+from qt_hard.experiments.contract import Cell, Context, Experiment, Row
 from qt_hard.experiments.grid import by_name
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -35,36 +34,28 @@ QT = [sys.executable, "-m", "qt_hard.cli"]
 DEFAULT_RUNS = "runs/wiki_smoke"
 
 
-@dataclass(frozen=True)
-class SmokeRow:
-    """One row: ``configs/<folder>_wiki_smoke.yaml`` (:attr:`config`) trained into ``RUNS/<folder>`` and
-    its ``final/`` evaluated, or ``model`` evaluated as it is (split seed 0); ``label`` is the table's name
-    for it."""
-
-    name: str
-    label: str
-    folder: str = ""
-    model: str = ""
-
-    @property
-    def config(self) -> str:
-        """The smoke config a trained row trains ("" for a row evaluated as it is)."""
-        return f"configs/{self.folder}_wiki_smoke.yaml" if self.folder else ""
+def smoke_config(row: Row) -> str:
+    """The smoke config a trained row trains, ``configs/<folder>_wiki_smoke.yaml`` ("" for a row
+    evaluated as it is)."""
+    folder = row.changes.get("folder", "")
+    return f"configs/{folder}_wiki_smoke.yaml" if folder else ""
 
 
+# Each row: ``changes["folder"]``, a smoke config (:func:`smoke_config`) trained into ``RUNS/<folder>``
+# and its ``final/`` evaluated, or ``changes["model"]`` evaluated as it is (split seed 0).
 ROWS = by_name(
-    SmokeRow(
+    Row(
         "bow_trained",
+        {"folder": "bow"},
         "`configs/bow_wiki_smoke.yaml` trained (256 pairs a step, k = 100, 200 steps)",
-        folder="bow",
     ),
-    SmokeRow("bow_untrained", "the same architecture untrained", model="random:configs/bow_wiki_smoke.yaml"),
-    SmokeRow(
+    Row("bow_untrained", {"model": "random:configs/bow_wiki_smoke.yaml"}, "the same architecture untrained"),
+    Row(
         "hf_trained",
+        {"folder": "hf"},
         "MiniLM fine-tuned by `configs/hf_wiki_smoke.yaml` (40 steps of 16 pairs, D.1 loss, t = 0.05)",
-        folder="hf",
     ),
-    SmokeRow("minilm", "MiniLM untouched", model="minilm"),
+    Row("minilm", {"model": "minilm"}, "MiniLM untouched"),
 )
 FIELDS = ("mean_classifier_acc", "linear_acc", "commands", "wall_seconds")
 
@@ -94,12 +85,14 @@ def commands(row: str, runs: Path) -> tuple[list[list[str]], Path]:
     every evaluation reads :func:`wiki50`."""
     spec, result = ROWS[row], runs / f"{row}.json"
     data = ["--data", str(wiki50(runs)), "--classes", "50"]
-    if spec.config:
-        out = runs / spec.folder
-        train = [*QT, "train", spec.config, "--out", str(out), "train.progress=false"]
+    if smoke_config(spec):
+        out = runs / spec.changes["folder"]
+        train = [*QT, "train", smoke_config(spec), "--out", str(out), "train.progress=false"]
         evaluate = [*QT, "eval", "wiki", "--model", str(out / "final"), *data]
         return [train, [*evaluate, "--output", str(result)]], result
-    return [[*QT, "eval", "wiki", "--model", spec.model, *data, "--split-seed", "0", "--output", str(result)]], result
+    return [
+        [*QT, "eval", "wiki", "--model", spec.changes["model"], *data, "--split-seed", "0", "--output", str(result)]
+    ], result
 
 
 def shown(argv: list[str]) -> str:
@@ -170,6 +163,7 @@ class WikiSmoke(Experiment):
     ledger_name = "wiki_smoke.jsonl"
     default_out = DEFAULT_RUNS
     rows = tuple(ROWS)
+    row_table = ROWS
     seeds = ""
 
     def add_arguments(self, parser) -> None:
