@@ -27,7 +27,7 @@ def run(argv: list[str], cwd: Path, **env) -> subprocess.CompletedProcess:
 
 def test_the_guides_part_joins_every_strategy_and_a_clashing_option_is_refused(tmp_path):
     part, use, _ = blocks("python")
-    clash = '''
+    clash = """
 import pytest
 from dataclasses import dataclass
 from typing import ClassVar
@@ -44,7 +44,7 @@ with pytest.raises(TypeError, match="unknown option"):
     make_strategy("uniform", similarity_capp=0.5)
 assert "`cap`" in option_table()
 print("ok")
-'''
+"""
     (tmp_path / "guide_part.py").write_text(part + "\n" + use + "\n" + clash, encoding="utf-8")
     done = run([sys.executable, "guide_part.py"], tmp_path)
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-2000:]
