@@ -9,7 +9,8 @@ import statistics
 import pytest
 
 from qt_hard.experiments.grid import GridError
-from qt_hard.experiments.specs import qt_table as N
+from qt_hard.experiments.specs import qt_table as Q
+from qt_hard.experiments.specs import qt_table_namesake as N
 
 
 def test_the_table_pairs_by_seed_and_skips_missing_readouts():
@@ -34,14 +35,14 @@ def test_the_table_pairs_by_seed_and_skips_missing_readouts():
 
 
 def test_the_runs_come_from_the_senteval_and_namesake_records():
-    six = {t: 70.0 + i for i, t in enumerate(N.TASKS)}  # mean 72.5
+    six = {t: 70.0 + i for i, t in enumerate(Q.TASKS)}  # mean 72.5
     records = [
         {"row": "uniform", "seed": 0, "protocol": "senteval", "acc": six},
         {"row": "uniform", "seed": 0, "protocol": "namesake", "sts12_16": 40.0, "heldout_next_top1": 0.1},
         {"row": "hard2-clamp", "seed": 1, "protocol": "similarity", "sim_mean": 50.0},
     ]
     assert N.namesake_runs(records) == {"uniform": {0: [72.5, 40.0, 0.1, None]}}
-    files = N.report_files(records, {})
+    files = Q.report_files(records, {})
     assert files["namesake_table.md"] == N.namesake_table(N.namesake_runs(records), "uniform")[0] + "\n"
 
 
