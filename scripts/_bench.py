@@ -4,10 +4,9 @@ back-to-back timed blocks run interleaved and ratios paired by round, fixed embe
 benchmarks, the rate of a training run's median step, the training configs they time, and the rows
 printed and appended to a JSONL with ``qt_hard.experiments.ledger.measurement_stamp``.
 
-A script imports it from beside itself (``python scripts/<name>.py`` finds it; a script loaded by its
-path, as the tests load them, first puts its own folder on ``sys.path``). It imports the library inside
-its functions only and leaves ``sys.path`` alone: ``bench_train.py loop`` measures whichever checkout
-``PYTHONPATH`` names.
+A script imports it from beside itself (``python scripts/<name>.py`` puts the script's folder first on
+``sys.path``; the tests load a script the same way). It imports the library inside its functions only
+and leaves ``sys.path`` alone: ``bench_train.py loop`` measures whichever checkout ``PYTHONPATH`` names.
 """
 
 from __future__ import annotations

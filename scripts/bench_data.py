@@ -36,10 +36,8 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # _bench, when this file is loaded by its path
-import _bench  # noqa: E402
+import _bench  # beside this file: python puts a script's own folder first on its path
 
-sys.path.append(str(_bench.ROOT))  # runnable from a checkout without installing
 
 PARAGRAPH = 6  # sentences per written paragraph of a shuffled copy
 TINY_MODEL = ["model.embed_dim=16", "model.hidden_dim=16"]

@@ -44,10 +44,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # _bench, when this file is loaded by its path
-import _bench  # noqa: E402
+import _bench  # beside this file: python puts a script's own folder first on its path
 
-sys.path.append(str(_bench.ROOT))  # runnable from a checkout without installing
 
 FULL_WIDTH = {"bigru": 4800}  # the fixed model's width for projected features: any width a prefix
 TRANSFER = ("MR", "CR", "SUBJ", "MPQA", "TREC", "MRPC")

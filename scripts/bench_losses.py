@@ -30,8 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # _bench, when this file is loaded by its path
-import _bench  # noqa: E402
+import _bench  # beside this file: python puts a script's own folder first on its path
 
 ROOT = _bench.ROOT
 INFONCE_TARGETS = {"hard": 1.05, "debiased": 1.05, "uniform+k": 1.2, "hard+k": 1.2, "ring": 1.3, "ot": 2.0}
@@ -211,12 +210,13 @@ def _setup_recipe(ledger_file: Path) -> dict:
 
 def _spec_rows(name: str, spec, recipe: dict, build) -> tuple[list[dict], list[str]]:
     """(rows, skipped ``name:row``) of one comparison's default rows at ``recipe``'s batch size; a row
-    whose loss needs the encoder or a guide model (``+cached``, GIST, a guard with a guide) is skipped."""
+    whose loss needs the encoder, a guide model or the training judgements (``+cached``, GIST, a guard
+    with a guide, the mask by the judgements) is skipped."""
     rows, skipped = [], []
     for row in spec.DEFAULT_ROWS:
         base, mined, cached = spec.parse_row(row)
-        loss = spec.ROWS[base][1]
-        if cached or loss["loss"] == "gist" or loss.get("guide"):
+        loss = spec.ROWS[base].changes
+        if cached or loss["loss"] == "gist" or loss.get("guide") or loss.get("relation"):
             skipped.append(f"{name}:{row}")
             continue
         rows.append({"spec": name, "row": row, "B": recipe["batch_size"], "columns": 3 if mined else 2})
@@ -227,7 +227,7 @@ def _spec_rows(name: str, spec, recipe: dict, build) -> tuple[list[dict], list[s
 def comparison_rows(specs=SPECS, batch_size: int | None = None) -> tuple[list[dict], list[str]]:
     """(rows, skipped): each row a dict with ``spec``, ``row``, ``B``, ``columns`` and ``build`` (a
     function of the model returning the row's loss); ``skipped``: ``spec:row`` of the rows whose loss
-    needs the encoder or a guide model."""
+    needs the encoder, a guide model or the training judgements."""
     from qt_hard.experiments.specs import scifact, st_compare
 
     out, skipped = [], []

@@ -48,10 +48,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # _bench; the cells' workers import this file by name
-import _bench  # noqa: E402
+import _bench  # beside this file: python puts a script's own folder first on its path
 
-sys.path.append(str(_bench.ROOT))  # runnable from a checkout; a PYTHONPATH checkout comes first
 
 WIKI_BOW = {"kind": "bow", "max_len": 128}
 BOOKS = {"kind": "books", "max_books": 8, "min_count": 3, "max_vocab": 50000}

@@ -12,7 +12,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def load_script(name: str, folder: str = "scripts"):
     """``<folder>/<name>.py`` (``scripts/`` by default) as module ``name``, registered in
-    ``sys.modules`` (worker processes that unpickle its functions find it there)."""
+    ``sys.modules`` (worker processes that unpickle its functions find it there), with the folder on
+    ``sys.path`` as running the script puts it there."""
+    here = str(ROOT / folder)
+    if here not in sys.path:  # as `python scripts/NAME.py` has it: the script's folder first (its helpers)
+        sys.path.insert(0, here)
     spec = importlib.util.spec_from_file_location(name, ROOT / folder / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
