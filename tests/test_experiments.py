@@ -145,6 +145,8 @@ def _regenerate_nfcorpus(folder: Path, out: Path) -> list[str]:
 
     shutil.copy(folder / "recipe.jsonl", out / "recipe.jsonl")
     write_tables(experiment("nfcorpus-recipe"), out)
+    if not (folder / "results.jsonl").is_file():  # the recipe is chosen before the comparison runs
+        return ["recipe.md"]
     write_tables(experiment("nfcorpus"), out)
     return ["recipe.md", "table.md"]
 
@@ -169,7 +171,8 @@ KVN = sorted(p.stem for p in (RESULTS / "k_vs_n").glob("*.jsonl") if not p.name.
 def test_a_results_folder_is_regenerated_from_its_ledger(name, tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)  # the configs the ledgers name are relative to the checkout
     folder = RESULTS / name
-    shutil.copy(folder / "results.jsonl", tmp_path / "results.jsonl")
+    if (folder / "results.jsonl").is_file():
+        shutil.copy(folder / "results.jsonl", tmp_path / "results.jsonl")
     for file in FOLDERS[name](folder, tmp_path):
         assert (tmp_path / file).read_bytes() == (folder / file).read_bytes(), f"{name}/{file}"
 
