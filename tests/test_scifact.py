@@ -178,3 +178,25 @@ def test_the_summary_pairs_mined_rows_with_the_mined_baseline():
     # Without a mined row the table says nothing of a second change.
     plain = summarize([r for r in records if r["row"] != "hard_b1+mined"])
     assert "also mined" not in plain and "changes the loss and the data" not in plain
+
+
+def test_the_catch_table_sums_each_guards_audit_into_its_share_precision_and_recall():
+    """Two runs of a guarded row: 1,000 + 1,000 candidates, 20 of them relevant, 10 removed of which 4
+    relevant: 1% relevant, 0.5% removed, precision 40%, recall 20%; an unguarded row is not listed."""
+    from qt_hard.experiments.specs.scifact import catch_table
+
+    audit = lambda removed, tp, cand_tp: {  # noqa: E731
+        "candidates": 1000,
+        "removed": removed,
+        "removed_tp": tp,
+        "candidates_tp": cand_tp,
+        "batches": 5,
+    }
+    by = {
+        "hard_b1_guard_rel": {0: {"guard_audit": audit(6, 3, 12)}, 1: {"guard_audit": audit(4, 1, 8)}},
+        "hard_b1": {0: {"guard_audit": audit(0, 0, 9)}},
+    }
+    lines = catch_table(by, ["hard_b1", "hard_b1_guard_rel"])
+    assert "| `hard_b1_guard_rel` | 2 | 1.00% | 0.50% | 40.00% | 20.00% |" in lines
+    assert not any("`hard_b1` |" in x for x in lines)
+    assert catch_table({"hard_b1": by["hard_b1"]}, ["hard_b1"]) == []

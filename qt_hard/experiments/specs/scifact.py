@@ -365,12 +365,49 @@ def summarize(records: list[dict], recipe: dict | None = None) -> str:
         body.append([f"{row_label(row)} (`{row}`)", str(len(runs)), *cells, guard])
     heads = ["row", "seeds", *(h for _, h in metrics), "guard removed (true positives)"]
     lines += markdown_table(heads, body, "lr" + "r" * (len(metrics) + 1))
+    lines += catch_table(by, order)
     if all("per_query" in r for row in order for r in by[row].values()):
         lines += two_level_tables(by, order)
     else:
         lines += _paired_tables(by, order)
         lines += ["", "Seed level only: some records hold no per-query scores, so no verdict is over queries."]
     return "\n".join(lines)
+
+
+def catch_table(by: dict, order: list[str]) -> list[str]:
+    """How much there was to catch and what each guard caught, summed over a guarded row's runs
+    (``guard_audit``: the query-to-document candidates of every training batch): the share of candidates
+    the training judgements mark relevant to the anchor's query, the share the guard removed, its
+    precision (removed that are relevant) and its recall (relevant that are removed). [] when no guarded
+    row was audited."""
+    from qt_hard.experiments.report import markdown_table
+
+    body = []
+    for row in order:
+        audits = [r["guard_audit"] for r in by[row].values() if r.get("guard_audit")]
+        if not audits or "guard" not in ROWS[parse_row(row)[0]].changes["kwargs"]:
+            continue
+        c = {k: sum(a[k] for a in audits) for k in ("candidates", "removed", "removed_tp", "candidates_tp")}
+        pct = lambda a, b: f"{100 * a / b:.2f}%" if b else "-"  # noqa: E731
+        body.append(
+            [
+                f"`{row}`",
+                str(len(audits)),
+                pct(c["candidates_tp"], c["candidates"]),
+                pct(c["removed"], c["candidates"]),
+                pct(c["removed_tp"], c["removed"]),
+                pct(c["removed_tp"], c["candidates_tp"]),
+            ]
+        )
+    if not body:
+        return []
+    heads = ["row", "runs", "relevant among candidates", "removed", "precision", "recall"]
+    intro = (
+        "What there was to catch and what each guard caught, over every training batch of its runs "
+        "(relevant: judged relevant to the anchor's query by the training judgements; precision: removed "
+        "that are relevant; recall: relevant that are removed):"
+    )
+    return ["", intro, "", *markdown_table(heads, body, "lrrrrr")]
 
 
 def _paired_tables(by: dict, order: list[str]) -> list[str]:
