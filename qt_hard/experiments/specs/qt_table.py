@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from qt_hard.evaluation.datasets import TASKS
 from qt_hard.evaluation.similarity import SIMILARITY_TASKS
 from qt_hard.experiments import report
 from qt_hard.experiments.contract import Cell, Context, Experiment, Row
@@ -55,7 +56,6 @@ ROW_GRAMMAR = (
     "uniform | uniform-floor | debiased | hard1 | hard2 | hard<beta>-<reading>[-floor][-anneal|-warmup], "
     f"reading one of {', '.join(READINGS)}"
 )
-TASKS = ("MR", "CR", "SUBJ", "MPQA", "TREC", "MRPC")
 # The similarity protocol's tasks (``qt_hard.evaluation.similarity``): STS12-16 and the cosine forms of
 # STS Benchmark and SICK-R, then SentEval's supervised regression on both.
 SIM_TASKS = SIMILARITY_TASKS

@@ -6,47 +6,9 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from qt_hard.evaluation.similarity import SIMILARITY_TASKS
+from qt_hard.evaluation.datasets import TASKS
 from qt_hard.experiments import report
-from qt_hard.experiments.contract import Row
 from qt_hard.experiments.grid import GridError
-
-_ROWS = {  # name: (label, what the row changes)
-    "uniform": ("QT (beta=0, tau+=0)", {"negatives": "uniform", "options": {}}),
-    "debiased": ("Debiased (tau+=0.01)", {"negatives": "debiased", "options": {"tau_plus": 0.01}}),
-    # The rows as this table first ran them (the GPU and CPU tables committed before the readings were
-    # named): the rescaled reading with the estimator's floor.
-    "hard1": (
-        "Hard (beta=1, tau+=0)",
-        {"negatives": "hard", "options": {"beta": 1.0, "tau_plus": 0.0, "clip": "rescaled"}},
-    ),
-    "hard2": (
-        "Hard (beta=2, tau+=0)",
-        {"negatives": "hard", "options": {"beta": 2.0, "tau_plus": 0.0, "clip": "rescaled"}},
-    ),
-}
-ROWS = {name: Row(name, changes, label) for name, (label, changes) in _ROWS.items()}
-# The readings of the hard weights a row may name (``HardWeighting``'s ``clip``).
-READINGS = ("none", "rescaled", "fig14", "graph_code", "clamp")
-ANNEAL_CHANGES = 4  # HCL App. D.1: beta lowered by beta / 4 every quarter of training
-ROW_GRAMMAR = (
-    "uniform | uniform-floor | debiased | hard1 | hard2 | hard<beta>-<reading>[-floor][-anneal|-warmup], "
-    f"reading one of {', '.join(READINGS)}"
-)
-TASKS = ("MR", "CR", "SUBJ", "MPQA", "TREC", "MRPC")
-# The similarity protocol's tasks (``qt_hard.evaluation.similarity``): STS12-16 and the cosine forms of
-# STS Benchmark and SICK-R, then SentEval's supervised regression on both.
-SIM_TASKS = SIMILARITY_TASKS
-SIM_MEAN = "Sim. mean"
-# Lines of the paper's Table 2, matched by their opening words: row key -> regex.
-PAPER_ROWS = {
-    "uniform": r"^QT \(",
-    "debiased": r"^Debiased \(",
-    "hard1": r"^Hard \(\s*\$\\beta = 1",
-    "hard2": r"^Hard \(\s*\$\\beta = 2",
-}
-KEY = ("row", "seed", "protocol")
-
 
 STS_YEARS = ("STS12", "STS13", "STS14", "STS15", "STS16")
 NAMESAKE_COLUMNS = ("six-task mean", "STS12-16", "held-out top-1", "held-out loss")

@@ -57,6 +57,7 @@ import statistics
 import time
 from pathlib import Path
 
+from qt_hard.evaluation.datasets import TASKS
 from qt_hard.errors import ArgumentError
 from qt_hard.experiments import report
 from qt_hard.experiments.contract import Cell, Context, Experiment
@@ -65,7 +66,6 @@ from qt_hard.experiments.grid import Row, by_name, comma_list
 log = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[3]
-TASKS = ("MR", "CR", "SUBJ", "MPQA", "TREC", "MRPC")
 PRECISIONS = by_name(
     Row("fp32", ("train.tf32=false", "train.mixed_precision=no")),
     Row("tf32", ("train.tf32=true", "train.mixed_precision=no")),
