@@ -77,6 +77,16 @@ def test_config_options_refuse_the_configs_own_keys():
     for key in ("context", "temperature", "k", "collision_free"):
         with pytest.raises(ValueError, match=f"objective.options.{key}: set it as objective.{key}"):
             registry.config_options(ObjectiveConfig(options={key: 1}))
+    # one list for both refusals: the bare negatives config (no collision_free field of its own) refuses
+    # the loss's arguments at the door (read_negatives) as the core does (config_options)
+    from qt_hard.negatives.config import NegativesConfig, read_negatives
+    from qt_hard.training.config import ConfigError
+
+    for key in registry.LOSS_ARGUMENTS:
+        with pytest.raises(ConfigError, match=f"objective.options.{key}: set it as objective.{key}"):
+            read_negatives(NegativesConfig(options={key: 1}))
+        with pytest.raises(ValueError, match=f"objective.options.{key}: set it as objective.{key}"):
+            registry.config_options(NegativesConfig(options={key: 1}))
 
 
 def test_a_part_name_is_registered_once():

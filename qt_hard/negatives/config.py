@@ -38,7 +38,6 @@ from . import registry
 from .registry import Estimator
 
 # Arguments of the losses that a pipeline's objective section holds as its own fields, never as options.
-LOSS_ARGUMENTS = ("k", "temperature", "normalize", "include_positive", "collision_free")
 
 
 def _scheduled(value: Any) -> Any:
@@ -113,13 +112,12 @@ def _schema_error(err: ValidationError, negatives: str, prefix: str) -> str:
 def read_negatives(cfg: NegativesConfig, prefix: str = "objective") -> dict:
     """The options of ``cfg`` validated (typed, only those given), after refusing what does not fit the
     registry: ``ConfigError`` naming the key path (module docstring)."""
-    own = {f.name for f in dataclasses.fields(cfg)} | set(LOSS_ARGUMENTS)
     options = {} if cfg.options is None else cfg.options
     if not isinstance(options, dict):
         raise ConfigError(f"{prefix}.options: expected a mapping, got {options!r}")
-    for key in options:
-        if key in own - {"options"}:
-            raise ConfigError(f"{prefix}.options.{key}: set it as {prefix}.{key} instead")
+    key = registry.misplaced_option(cfg, options)
+    if key is not None:
+        raise ConfigError(f"{prefix}.options.{key}: set it as {prefix}.{key} instead")
     try:
         typed = _adapter(negatives_schema()).validate_python({"negatives": cfg.negatives, "options": options})
     except ValidationError as err:

@@ -248,15 +248,26 @@ def assemble(negatives: str, options: dict) -> Assembly:
     return built
 
 
+# The loss's own arguments, set beside ``negatives`` in a config, never among its ``options``.
+LOSS_ARGUMENTS = ("k", "temperature", "normalize", "include_positive", "collision_free")
+
+
+def misplaced_option(cfg, options) -> str | None:
+    """The first key of ``options`` that is a field of the config ``cfg`` (a ``NegativesConfig``, or a
+    pipeline's objective section) or one of :data:`LOSS_ARGUMENTS`, which is set beside ``negatives``
+    and never among the options; None when there is none. The one check behind both refusals."""
+    own = ({f.name for f in dataclasses.fields(cfg)} | set(LOSS_ARGUMENTS)) - {"options"}
+    return next((key for key in options if key in own), None)
+
+
 def config_options(cfg) -> dict:
     """A pipeline config's negatives (``qt_hard.negatives.config.NegativesConfig``) as the core's keyword
     options: ``objective.options`` (mappings with a ``schedule`` key become schedules) and the
-    estimator; a key of ``options`` that is one of the config's own fields (or a loss argument: k,
-    temperature, normalize, include_positive) is refused, naming where it goes."""
-    own = {f.name for f in dataclasses.fields(cfg)} | {"k", "temperature", "normalize", "include_positive"}
-    for key in cfg.options:
-        if key in own - {"options"}:
-            raise ValueError(f"objective.options.{key}: set it as objective.{key} instead")
+    estimator; a key of ``options`` that is one of the config's own fields or a loss argument
+    (:func:`misplaced_option`) is refused, naming where it goes."""
+    key = misplaced_option(cfg, cfg.options)
+    if key is not None:
+        raise ValueError(f"objective.options.{key}: set it as objective.{key} instead")
     options = {key: (make_schedule(v) if isinstance(v, dict) else v) for key, v in cfg.options.items()}
     return {**options, "estimator": cfg.estimator}
 
