@@ -118,6 +118,21 @@ def atomic_path(path: str | os.PathLike, what: str = "file") -> Iterator[Path]:
                 pass
 
 
+def csv_text(fields, rows, lineterminator: str = "\r\n", header: bool = True) -> str:
+    """``rows`` (mappings) as CSV text: the header ``fields`` (unless ``header`` is False), then each
+    row's values of ``fields`` (other keys ignored, missing ones empty), in ``csv``'s dialect. The one
+    CSV writer of the library: metrics files, results tables, the appended tracker rows."""
+    import csv
+    import io
+
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, list(fields), extrasaction="ignore", lineterminator=lineterminator)
+    if header:
+        w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue()
+
+
 def write_text(path: str | os.PathLike, text: str, what: str = "file") -> Path:
     """Write ``text`` (UTF-8) to ``path`` whole (:func:`atomic_path`)."""
     with atomic_path(path, what) as tmp:

@@ -20,14 +20,14 @@ same records is the same text to the last digit.
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import os
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from qt_hard.files import csv_text
 
 __all__ = [
     "MIN_PAIRS",
@@ -268,15 +268,6 @@ def write_text(path: str | os.PathLike, text: str) -> Path:
     from qt_hard.files import write_text as write_whole
 
     return write_whole(path, text, "table")
-
-
-def csv_text(fields: Sequence[str], rows: Iterable[Mapping], lineterminator: str = "\r\n") -> str:
-    """A CSV of ``rows`` (their ``fields``, other keys ignored), as text."""
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, list(fields), extrasaction="ignore", lineterminator=lineterminator)
-    w.writeheader()
-    w.writerows(rows)
-    return buf.getvalue()
 
 
 def write_csv(path: str | os.PathLike, fields: Sequence[str], rows: Iterable[Mapping], lineterminator: str = "\r\n"):

@@ -51,7 +51,7 @@ import torch
 
 from qt_hard.diagnostics import WEIGHT_STATS, stats_recorder
 from qt_hard.errors import NonFiniteError, WriteFailedError
-from qt_hard.files import sync_tree, write_failed, write_text
+from qt_hard.files import csv_text, sync_tree, write_failed, write_text
 from qt_hard.pipelines import get_pipeline
 from qt_hard.training.config import Config, ConfigError, save_config, to_dict
 from qt_hard.training.outdir import (
@@ -145,25 +145,14 @@ class CSVTracker:
         if resume_step > 0 and path.is_file():
             with path.open() as fh:
                 rows = [r for r in csv.DictReader(fh) if int(r["step"]) <= resume_step]
-        write_text(path, _csv_text(self.FIELDS, rows), "metrics file")
+        write_text(path, csv_text(self.FIELDS, rows), "metrics file")
 
     def log(self, row: dict) -> None:
         try:
             with self.path.open("a", newline="") as fh:
-                csv.DictWriter(fh, self.FIELDS).writerow({k: row.get(k, "") for k in self.FIELDS})
+                fh.write(csv_text(self.FIELDS, [row], header=False))
         except OSError as err:
             raise write_failed(err, self.path, "metrics file") from None
-
-
-def _csv_text(fields, rows) -> str:
-    """``rows`` (dicts) as CSV text with the header ``fields``."""
-    import io
-
-    buf = io.StringIO(newline="")
-    w = csv.DictWriter(buf, fields)
-    w.writeheader()
-    w.writerows(rows)
-    return buf.getvalue()
 
 
 def train(
@@ -650,7 +639,7 @@ def _log_eval(path: Path, step: int, metrics: dict) -> None:
         with path.open() as fh:
             rows = [r for r in csv.DictReader(fh) if int(r["step"]) < step]
     fields = list(dict.fromkeys([*(rows[0].keys() if rows else []), *row]))
-    write_text(path, _csv_text(fields, rows + [row]), "evaluation file")
+    write_text(path, csv_text(fields, rows + [row]), "evaluation file")
 
 
 def _write_eval(out: Path, step: int, metrics: dict) -> None:

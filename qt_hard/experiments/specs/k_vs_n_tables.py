@@ -5,7 +5,6 @@ diagnostics read from the records alone."""
 from __future__ import annotations
 
 import csv
-import io
 import json
 import logging
 import os
@@ -141,11 +140,7 @@ def _diag_line(record: dict) -> dict:
 def results_files(records: list[dict], name: str) -> dict[str, str]:
     """From the records alone: ``NAME.csv`` (``COLUMNS``, one row per finished cell, its last record)
     and, when any record has them, the diagnostics lines ``NAME.diag.jsonl``."""
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, COLUMNS)
-    w.writeheader()
-    w.writerows(csv_row(r) for r in records)
-    files = {f"{name}.csv": buf.getvalue()}
+    files = {f"{name}.csv": report.csv_text(COLUMNS, (csv_row(r) for r in records))}
     diag = [json.dumps(_diag_line(r), sort_keys=True) + "\n" for r in records if "diagnostics" in r]
     if diag:
         files[f"{name}.diag.jsonl"] = "".join(diag)

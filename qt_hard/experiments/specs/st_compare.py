@@ -60,8 +60,6 @@ few training steps of the row and of its ``+cached`` form at batch ``B``, each i
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import statistics
 import time
@@ -508,14 +506,9 @@ CSV_FIELDS = [
 
 def csv_text(records: list[dict]) -> str:
     """One CSV row per run (``CSV_FIELDS``), in the table's order."""
-    fh = io.StringIO()
-    w = csv.DictWriter(fh, CSV_FIELDS)
-    w.writeheader()
-    for r in sorted(records, key=lambda r: (row_order(r["row"]), r["seed"] if r["seed"] is not None else -1)):
-        row = {k: r.get(k) for k in CSV_FIELDS}
-        row.update({y: r["spearman"][y] for y in STS_YEARS}, label=row_label(r["row"]))
-        w.writerow(row)
-    return fh.getvalue()
+    ordered = sorted(records, key=lambda r: (row_order(r["row"]), r["seed"] if r["seed"] is not None else -1))
+    rows = [{**r, **{y: r["spearman"][y] for y in STS_YEARS}, "label": row_label(r["row"])} for r in ordered]
+    return report.csv_text(CSV_FIELDS, rows)
 
 
 # --------------------------------------------------------------------------------------- the contract
