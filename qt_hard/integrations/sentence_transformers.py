@@ -56,17 +56,15 @@ import torch
 from torch import Tensor, nn
 from transformers.utils import logging as _hf_logging
 
-try:  # sentence-transformers >= 5.x: one merged forward for like-width candidate columns.
-    from sentence_transformers.base.losses.merged_forward import embed_columns as _st_embed_columns
-except ImportError:  # older releases: one forward per column, as their own losses do.
-    _st_embed_columns = None
-
 try:  # the GradCache machinery that sentence-transformers' own cached losses share
     from sentence_transformers.base.losses.gradcache import CachedLossMixin as _CachedLossMixin
 except ImportError:  # older releases have no reusable mixin: no cached variant there
     _CachedLossMixin = None
 
 from transformers import TrainerCallback
+
+from qt_hard.integrations.st_guide import Guide, embed
+from qt_hard.integrations.st_sampling import RankStreams
 
 logger = _hf_logging.get_logger(__name__)
 
@@ -126,30 +124,6 @@ def _warn_hard_floor(estimator, scale: float) -> None:
             "gradient at all; pass floor='smooth', or a smaller scale (HCL uses scale 2)",
             scale,
         )
-
-
-def _embed(model: nn.Module, sentence_features: Iterable[dict[str, Tensor]]) -> list[Tensor]:
-    """One ``(B, d)`` ``sentence_embedding`` per input column, anchor column first."""
-    features = list(sentence_features)
-    if _st_embed_columns is not None:
-        return _st_embed_columns(model, features)
-    return [model(f)["sentence_embedding"] for f in features]
-
-
-def _guide_needs_retokenizing(model: nn.Module, guide: nn.Module) -> bool:
-    """Whether the guide must re-tokenize the texts (another vocabulary, or a shorter window), as
-    ``GISTEmbedLoss`` decides it; both models need a ``transformers`` tokenizer, else ``ValueError``."""
-    from transformers import PreTrainedTokenizerBase
-
-    tok_model, tok_guide = getattr(model, "tokenizer", None), getattr(guide, "tokenizer", None)
-    if not (isinstance(tok_model, PreTrainedTokenizerBase) and isinstance(tok_guide, PreTrainedTokenizerBase)):
-        raise ValueError(
-            "guide: the model and the guide must both have a transformers tokenizer (the guide reads the "
-            "model's token ids, decoded and re-tokenized where the vocabularies differ, as GISTEmbedLoss does)"
-        )
-    model_len = getattr(model, "max_seq_length", None) or 0
-    guide_len = getattr(guide, "max_seq_length", None) or 0
-    return tok_model.get_vocab() != tok_guide.get_vocab() or guide_len < model_len
 
 
 def _model_name(model: nn.Module) -> str:
@@ -330,12 +304,12 @@ class HardNegativesLoss(nn.Module):
         self.guard = guard
         self.guard_margin = guard_margin
         self.guide = guide
-        self._retokenize = False if guide is None else _guide_needs_retokenizing(model, guide)
+        self._guide = None if guide is None else Guide(model, guide)
         self.options = dict(options)
         self.progress = 0.0
         self._largest_batch = 0  # the largest local batch seen: a smaller one is an epoch's last
         self._warned_short = False
-        self._k_generators: dict[torch.device, torch.Generator] = {}
+        self._k_streams = RankStreams()
         # Set record_guard to keep, per call, each table's (before, kept) candidate masks in last_guard.
         self.record_guard = False
         self.last_guard: list[tuple[Tensor, Tensor]] | None = None
@@ -397,30 +371,11 @@ class HardNegativesLoss(nn.Module):
         self.progress = float(progress)
         self.strategy.set_progress(self.progress)
 
-    @torch.no_grad()
     def guide_embeddings(self, sentence_features: list[dict[str, Tensor]]) -> list[Tensor] | None:
-        """The guide's ``(B, d)`` embeddings of every column (None without a guide), without gradients.
-
-        Call it on the features *before* the model embeds them (the model writes its outputs into the
-        dicts it is given; the guide gets shallow copies). With another vocabulary the texts are decoded
-        from the model's ``input_ids`` and re-tokenized by the guide."""
-        if self.guide is None:
-            return None
-        if not self._retokenize:
-            features = [dict(f) for f in sentence_features]
-        else:
-            from sentence_transformers.util import batch_to_device
-
-            prepare = getattr(self.guide, "preprocess", None) or self.guide.tokenize
-            features = []
-            for f in sentence_features:
-                ids = f["input_ids"]
-                if "cu_seq_lens_q" in f:  # flattened (packed) batch: one sequence per cumulative range
-                    flat, bounds = ids[0].tolist(), f["cu_seq_lens_q"].tolist()
-                    ids = [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
-                texts = self.model.tokenizer.batch_decode(ids, skip_special_tokens=True)
-                features.append(batch_to_device(prepare(texts), self.guide.device))
-        return [e.detach() for e in _embed(self.guide, features)]
+        """The guide's ``(B, d)`` embeddings of every column (None without a guide), without gradients
+        (:meth:`qt_hard.integrations.st_guide.Guide.embeddings`). Call it on the features *before* the
+        model embeds them."""
+        return None if self._guide is None else self._guide.embeddings(sentence_features)
 
     def compute_loss_from_embeddings(
         self, embeddings: list[Tensor], labels: Tensor | None = None, guide_embeddings: list[Tensor] | None = None
@@ -512,26 +467,11 @@ class HardNegativesLoss(nn.Module):
         return capped
 
     def k_generator(self, device: torch.device) -> torch.Generator | None:
-        """The generator of the k-sampler: the user's ``generator`` if given, else one per process.
-
-        The per-process stream is reseeded at every call from one draw of the global CPU RNG and the
-        process rank. The trainer seeds the global RNG alike on every rank, so without the rank all
-        processes would draw the same k columns for their local anchors (correlated negatives); with
-        it they draw independently. Being a function of the global RNG, the draws resume exactly from
-        the RNG states the trainer checkpoints per process.
-        """
-        if self.generator is not None:
-            return self.generator
-        from qt_hard.negatives import world
-
-        rank = world()[0]
-        base = int(torch.randint(0, 2**62, (1,)).item())
-        gen = self._k_generators.get(device)
-        if gen is None:
-            gen = self._k_generators[device] = torch.Generator(device=device)
-        # Golden-ratio stride: distinct ranks get well-separated seeds of the generator.
-        gen.manual_seed((base + (rank + 1) * 0x9E3779B97F4A7C15) % 2**63)
-        return gen
+        """The generator of the k-sampler: the user's ``generator`` if given, else this process's
+        stream on ``device`` (:class:`qt_hard.integrations.st_sampling.RankStreams`: reseeded at every
+        call from the global CPU RNG and the process rank, so processes draw independently and the
+        draws resume with the RNG states the trainer checkpoints)."""
+        return self.generator if self.generator is not None else self._k_streams(device)
 
     def check_batch(self, features: list[dict[str, Tensor]], labels: Tensor | None = None) -> None:
         """Refuse, before the encoder runs, a batch the loss cannot use: a batch of one pair without
@@ -556,7 +496,7 @@ class HardNegativesLoss(nn.Module):
         features = list(sentence_features)
         self.check_batch(features, labels)
         guide = self.guide_embeddings(features)  # before the model fills the feature dicts
-        return self.compute_loss_from_embeddings(_embed(self.model, features), labels, guide)
+        return self.compute_loss_from_embeddings(embed(self.model, features), labels, guide)
 
     # -- model-card metadata ----------------------------------------------------------------------
 
