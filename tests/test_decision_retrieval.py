@@ -1,0 +1,42 @@
+"""The decision page's retrieval answer reads both datasets: per dataset the row chosen on dev against
+MNRL itself at two levels (with its test nDCG@10 and Recall@100), "being measured" for a dataset without
+records, and whether the two agree; hand-made ledgers with per-query scores."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+
+def _ledger(folder: Path, gain: float, queries: int = 30) -> None:
+    """MNRL and ``mask_relevant`` at seeds 0-2; the mask ``gain`` points above MNRL on every query."""
+    rng = random.Random(0)
+    base = {q: 40 + 20 * rng.random() for q in range(queries)}
+    lines = [json.dumps({"ledger": 1, "setup": {"toy": 1}})]
+    for row, plus in (("mnrl", 0.0), ("mask_relevant", gain)):
+        for seed in range(3):
+            rec = {"row": row, "seed": seed}
+            pq = {}
+            for split in ("dev", "test"):
+                scores = {str(q): v + plus + 0.1 * seed + 0.01 * q % 0.07 for q, v in base.items()}
+                pq[split] = {m: scores for m in ("ndcg@10", "rr@10", "recall@100")}
+                for m in ("ndcg@10", "rr@10", "recall@100"):
+                    rec[f"{split}_{m}"] = sum(scores.values()) / len(scores)
+            lines.append(json.dumps({**rec, "per_query": pq}))
+    folder.mkdir(parents=True)
+    (folder / "results.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_the_answer_names_each_datasets_choice_and_whether_they_agree(tmp_path):
+    from docgen.decision import _retrieval_row
+
+    _ledger(tmp_path / "results" / "nfcorpus", gain=2.0)
+    what = _retrieval_row(tmp_path)
+    assert "SciFact (false negatives rare): being measured" in what[1]
+    assert "NFCorpus (false negatives common): `mask_relevant`, better than MNRL on dev" in what[1]
+    assert "Recall@100 +2.00" in what[2] and "**better**" in what[2] and "agree" not in what[1]
+    _ledger(tmp_path / "results" / "scifact", gain=0.0)
+    what = _retrieval_row(tmp_path)
+    assert "SciFact (false negatives rare): MNRL: no row better on dev" in what[1]
+    assert what[1].endswith("the two disagree: choose by how common they are")
