@@ -67,13 +67,18 @@ def test_a_run_stopped_at_step_s_equals_the_step_s_of_a_longer_run(slice_folder,
     from qt_hard.experiments.specs.nfcorpus import NFCorpus
 
     seen: list[float] = []
-    original = sf_spec.evaluate
+    original = sf_spec._evaluator
 
-    def evaluate(model, sf, eval_len):
-        seen.append(float(sum(p.detach().double().sum() for p in model.parameters())))
-        return original(model, sf, eval_len)
+    def evaluator(sf):  # the one evaluator of the final evaluation and of the callback inside the run
+        inner = original(sf)
 
-    monkeypatch.setattr(sf_spec, "evaluate", evaluate)
+        def call(model):
+            seen.append(float(sum(p.detach().double().sum() for p in model.parameters())))
+            return inner(model)
+
+        return call
+
+    monkeypatch.setattr(sf_spec, "_evaluator", evaluator)
     torch.set_num_threads(1)
     nf = NFCorpus(slice_folder)
     recipe = {**sf_spec.BASE_RECIPE, "batch_size": 4, "max_seq_length": 16, "lr": 1e-3}

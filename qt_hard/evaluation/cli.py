@@ -131,7 +131,7 @@ def cmd_senteval(args) -> int:
     from .models import unk_rates
     from .report import save_results, senteval_report
     from .run_config import run_note
-    from .senteval import run_senteval
+    from .evaluator import SentEvalEvaluator
 
     _set_device(args.device)
     card_file = _card_file(args.model) if args.card else None
@@ -148,7 +148,7 @@ def cmd_senteval(args) -> int:
     )
     name = args.name or args.model
     with _control_rows(args, encoder, tasks, data_dir, protocol) as control_results:
-        results = run_senteval(encoder, tasks, data_dir, cache=cache, **protocol)
+        results = SentEvalEvaluator(tasks, data_dir, **protocol)(encoder, cache)["result"]
         rows = {name: results, **control_results()}
     unk = dict.fromkeys(rows, unk_rates(encoder, tasks, data_dir))  # the controls share the model's tokenizer
     print(senteval_report(rows, unk, results, name, note=run_note(args.model)))
@@ -446,7 +446,7 @@ def cmd_wiki(args) -> int:
     from .models import EmbeddingCache, load_model
     from .report import save_results, wiki_table
     from .run_config import wiki_split_seed
-    from .wiki import run_wiki
+    from .evaluator import WikiEvaluator
 
     from qt_hard.paths import check_output_file
 
@@ -458,9 +458,8 @@ def cmd_wiki(args) -> int:
     encoder = load_model(args.model, sentences=lambda: data.train_sentences + data.test_sentences)
     log.info(f"Wiki-N split seed {split_seed} ({origin}); classifier seed {args.seed}")
     classifier = {"epochs": args.epochs, "lr": args.lr, "batch_size": args.batch_size, "seed": args.seed}
-    res = run_wiki(
-        encoder, data, args.classes, cache=EmbeddingCache(encoder, batch_size=args.encode_batch_size), **classifier
-    )
+    evaluator = WikiEvaluator(data, args.classes, **classifier)
+    res = evaluator(encoder, EmbeddingCache(encoder, batch_size=args.encode_batch_size))["result"]
     name = args.name or args.model
     print(wiki_table({name: res}))
     if args.output:
@@ -545,11 +544,13 @@ def cmd_retrieval(args) -> int:
 
 
 def _retrieve(cache, data, split: str) -> dict:
-    """One model's metrics on ``split``, with its encoding and ranking seconds."""
-    from .retrieval import evaluate_retrieval
+    """One model's metrics on ``split`` (:class:`.evaluator.RetrievalEvaluator`), with its encoding and
+    ranking seconds."""
+    from .evaluator import RetrievalEvaluator
 
-    res = evaluate_retrieval(cache, data)
-    return {**res[split], **{k: v for k, v in res["_timing"].items()}}
+    res = RetrievalEvaluator(data)(None, cache)
+    prefix = f"{split}_"
+    return {**{k[len(prefix) :]: v for k, v in res.items() if k.startswith(prefix)}, **res["seconds"]}
 
 
 def cmd_compare(args) -> int:

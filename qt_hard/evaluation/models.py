@@ -37,6 +37,7 @@ __all__ = [
     "unk_rates",
     "weights_identity",
     "read_cache_header",
+    "STEncoder",
 ]
 
 
@@ -315,3 +316,14 @@ class EmbeddingCache:
             self.seconds += time.perf_counter() - start
             self.n_encoded += len(missing)
         return np.stack([self._store[t] for t in texts])
+
+
+class STEncoder:
+    """A ``SentenceTransformer`` behind the ``encode(sentences, batch_size)`` interface of
+    ``qt_hard.evaluation.models.EmbeddingCache``."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def encode(self, sentences, batch_size: int = 64):
+        return self.model.encode(list(sentences), batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)

@@ -71,6 +71,7 @@ logger = _hf_logging.get_logger(__name__)
 __all__ = [
     "HardNegativesLoss",
     "CachedHardNegativesLoss",
+    "EvaluatorCallback",
     "LossProgressCallback",
 ]
 
@@ -527,6 +528,31 @@ class HardNegativesLoss(nn.Module):
         ``paper`` in the registry, and Ash et al. for ``k`` / ``collision_free``); a strategy object built
         by hand cites the ``papers`` it was given."""
         return "".join(p.bibtex() for p in self.strategy.papers)
+
+
+class EvaluatorCallback(TrainerCallback):
+    """Calls an evaluator of :mod:`qt_hard.evaluation.evaluator` on the model being trained after each of
+    ``steps`` and hands ``on_result(step, result)`` its result: the same evaluators as ``qt-hard eval``
+    and the grids. The model is evaluated in eval mode at ``max_seq_length`` (default: its own), then put
+    back as it was, and the CPU random state is restored, so that the run goes on as it would without
+    the evaluations (a run stopped at step s equals the step s of a longer one)."""
+
+    def __init__(self, evaluator, steps, on_result, max_seq_length: int | None = None) -> None:
+        self.evaluator, self.steps, self.on_result = evaluator, set(steps), on_result
+        self.max_seq_length = max_seq_length
+
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        if state.global_step not in self.steps:
+            return
+        rng, train_len = torch.get_rng_state(), model.max_seq_length
+        model.eval()
+        if self.max_seq_length is not None:
+            model.max_seq_length = self.max_seq_length
+        result = self.evaluator(model)
+        model.max_seq_length = train_len
+        model.train()
+        torch.set_rng_state(rng)
+        self.on_result(state.global_step, result)
 
 
 class LossProgressCallback(TrainerCallback):

@@ -211,45 +211,34 @@ def memory_probe(probe: dict) -> dict:
 
 # -------------------------------------------------------------------------------------------- cell
 def evaluate(model, sf: Scifact, eval_max_seq_length: int) -> dict:
-    """dev and test retrieval metrics (x100) of ``model``, from one encoding of the corpus, with each
+    """dev and test retrieval metrics (x100) of ``model`` at ``eval_max_seq_length``
+    (:class:`qt_hard.evaluation.evaluator.RetrievalEvaluator`, one encoding of the corpus), with each
     query's nDCG@10, RR@10 and Recall@100 under ``per_query`` (``{split: {metric: {query: value}}}``)."""
-    from qt_hard.evaluation.models import EmbeddingCache
-    from qt_hard.evaluation.retrieval import evaluate_retrieval
-
-    from .st_finetuning import STEncoder
-
     model.eval()
     model.max_seq_length = eval_max_seq_length
-    res = evaluate_retrieval(EmbeddingCache(STEncoder(model)), sf.data, sf.eval_qrels, per_query=True)
-    skip = ("queries", "per_query")
-    out: dict = {f"{split}_{k}": v for split in ("dev", "test") for k, v in res[split].items() if k not in skip}
-    # each query's own scores: the verdicts over queries read them (the aggregate is their mean)
-    out["per_query"] = {split: res[split]["per_query"] for split in ("dev", "test")}
-    out["eval_s"] = res["_timing"]["total_seconds"]
-    return out
+    return _record(_evaluator(sf)(model))
+
+
+def _evaluator(sf: Scifact):
+    from qt_hard.evaluation.evaluator import RetrievalEvaluator
+
+    return RetrievalEvaluator(sf.data, sf.eval_qrels, per_query=True)
+
+
+def _record(res: dict) -> dict:
+    """A record's evaluation fields from the evaluator's result: the splits' metrics, each query's own
+    scores (the verdicts over queries read them; the aggregate is their mean) and the seconds."""
+    out = {k: v for k, v in res.items() if k.startswith(("dev_", "test_")) and not k.endswith("_queries")}
+    return {**out, "per_query": res["per_query"], "eval_s": res["seconds"]["total_seconds"]}
 
 
 def _eval_callback(steps, sf: Scifact, eval_len: int, on_record):
-    """A trainer callback that measures dev and test at ``steps`` and hands ``on_record(step, record)``
-    the result (the recipe choice); the RNG state is restored after each evaluation, so that the run
-    goes on as it would without it."""
-    from transformers import TrainerCallback
+    """The plugin's evaluator callback (:class:`qt_hard.integrations.sentence_transformers.EvaluatorCallback`)
+    measuring dev and test at ``steps`` and handing ``on_record(step, record)`` the record's fields (the
+    recipe choice); the run goes on as it would without it."""
+    from qt_hard.integrations.sentence_transformers import EvaluatorCallback
 
-    class EvalAt(TrainerCallback):
-        def on_step_end(self, args, state, control, model=None, **kw):
-            import torch
-
-            if state.global_step not in steps:
-                return
-            rng = torch.get_rng_state()
-            train_len = model.max_seq_length
-            rec = evaluate(model, sf, eval_len)
-            model.max_seq_length = train_len
-            model.train()
-            torch.set_rng_state(rng)
-            on_record(state.global_step, rec)
-
-    return EvalAt()
+    return EvaluatorCallback(_evaluator(sf), steps, lambda step, res: on_record(step, _record(res)), eval_len)
 
 
 def mined_epochs(sf: Scifact, ctx: dict):

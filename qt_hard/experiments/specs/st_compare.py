@@ -66,12 +66,12 @@ import time
 from pathlib import Path
 
 from qt_hard.errors import ArgumentError
+from qt_hard.evaluation.models import STEncoder
 from qt_hard.experiments import report
 from qt_hard.experiments.contract import Cell, Context, Experiment, Row
 from qt_hard.experiments.specs.st_finetuning import (
     BeforeThenRows,
     GuardAudit,
-    STEncoder,
     baseline_of,
     frozen_guide,
     guard_cell,

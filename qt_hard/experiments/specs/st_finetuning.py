@@ -10,8 +10,6 @@ comparison (:mod:`.st_compare`) and the retrieval comparison (:mod:`.scifact`) s
   schedule, warm-up), ``NO_DUPLICATES`` batches, the last partial batch dropped, seeded data order; or,
   with ``recipe["order"] == "given"``, the rows in the order given (batches made by
   :func:`duplicate_free_batches`, so that a run stopped at step s trains what a longer one trains first);
-* :class:`STEncoder`: the model behind the ``encode`` interface of
-  :class:`qt_hard.evaluation.models.EmbeddingCache`.
 """
 
 from __future__ import annotations
@@ -23,7 +21,6 @@ __all__ = [
     "BeforeThenRows",
     "GuardAudit",
     "RelevantToQuery",
-    "STEncoder",
     "baseline_of",
     "duplicate_free_batches",
     "finetune",
@@ -209,17 +206,6 @@ def frozen_guide(spec: str, max_seq_length: int | None, device: str = "cpu"):
     for p in guide.parameters():
         p.requires_grad_(False)
     return guide
-
-
-class STEncoder:
-    """A ``SentenceTransformer`` behind the ``encode(sentences, batch_size)`` interface of
-    ``qt_hard.evaluation.models.EmbeddingCache``."""
-
-    def __init__(self, model):
-        self.model = model
-
-    def encode(self, sentences, batch_size: int = 64):
-        return self.model.encode(list(sentences), batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
 
 
 def train_dataset(rows: list[tuple], extra: dict | None = None):
