@@ -200,3 +200,16 @@ def test_the_catch_table_sums_each_guards_audit_into_its_share_precision_and_rec
     assert "| `hard_b1_guard_rel` | 2 | 1.00% | 0.50% | 40.00% | 20.00% |" in lines
     assert not any("`hard_b1` |" in x for x in lines)
     assert catch_table({"hard_b1": by["hard_b1"]}, ["hard_b1"]) == []
+
+
+def test_the_recipe_takes_the_fewest_steps_within_the_flat_margin_of_the_best():
+    """The best dev cell's rate, at the fewest steps scoring within FLAT_NDCG of it: 88 steps when 176
+    gains 0.06 over them; 320 when 160 is 0.38 below (more than the margin)."""
+    from qt_hard.experiments.specs.scifact import FLAT_NDCG, select_recipe
+
+    rec = lambda lr, steps, dev: {"lr": lr, "steps": steps, "dev_ndcg@10": dev}  # noqa: E731
+    flat = [rec(1e-4, 44, 71.43), rec(1e-4, 88, 72.78), rec(1e-4, 176, 72.84), rec(5e-5, 176, 72.0)]
+    assert (select_recipe(flat)["lr"], select_recipe(flat)["steps"]) == (1e-4, 88)
+    rising = [rec(5e-5, 160, 31.88), rec(5e-5, 320, 32.26), rec(1e-4, 80, 32.1)]
+    assert select_recipe(rising)["steps"] == 320 and 32.26 - 31.88 > FLAT_NDCG
+    assert str(FLAT_NDCG) in select_recipe(flat)["rule"]
