@@ -69,6 +69,7 @@ NO_LEDGER = {
     "s2v_curve_gpu/README.md": "how the files of s2v_curve_gpu/ were made",
     "scifact/README.md": "the commands behind the retrieval comparison's ledgers",
     "nfcorpus/README.md": "the commands behind NFCorpus's ledgers and its starting model's evaluation",
+    "scifact_recipe/README.md": "the command behind SciFact's recipe with the batches made before training",
     "simclr_gpu/README.md": "how the SimCLR GPU ledger was made from the cells its runs wrote as a CSV",
 }
 # Copies of per-run files (a run's metrics.csv or eval.csv) kept beside a ledger: they are the runs'
@@ -151,6 +152,15 @@ def _regenerate_nfcorpus(folder: Path, out: Path) -> list[str]:
     return ["recipe.md", "table.md"]
 
 
+def _regenerate_scifact_recipe(folder: Path, out: Path) -> list[str]:
+    """SciFact's recipe on its own (``qt-hard grid run scifact-recipe --summary-only``)."""
+    from qt_hard.experiments.gridrun import experiment, write_tables
+
+    shutil.copy(folder / "recipe.jsonl", out / "recipe.jsonl")
+    write_tables(experiment("scifact-recipe"), out)
+    return ["recipe.md"]
+
+
 ST_COMPARE = sorted(p.parent.relative_to(RESULTS).as_posix() for p in (RESULTS / "st_compare").rglob("results.jsonl"))
 
 FOLDERS = {
@@ -163,6 +173,7 @@ FOLDERS = {
     "simclr_gpu": _regenerate_vision,
     "scifact": _regenerate_scifact,
     "nfcorpus": _regenerate_nfcorpus,
+    "scifact_recipe": _regenerate_scifact_recipe,
 }
 KVN = sorted(p.stem for p in (RESULTS / "k_vs_n").glob("*.jsonl") if not p.name.endswith(".diag.jsonl"))
 

@@ -213,3 +213,10 @@ def test_the_recipe_takes_the_fewest_steps_within_the_flat_margin_of_the_best():
     rising = [rec(5e-5, 160, 31.88), rec(5e-5, 320, 32.26), rec(1e-4, 80, 32.1)]
     assert select_recipe(rising)["steps"] == 320 and 32.26 - 31.88 > FLAT_NDCG
     assert str(FLAT_NDCG) in select_recipe(flat)["rule"]
+
+
+def test_one_rate_tried_is_not_a_peak():
+    from qt_hard.experiments.specs.scifact import recipe_edges, select_recipe
+
+    recs = [{"lr": 1e-4, "steps": s, "dev_ndcg@10": v} for s, v in ((44, 71.4), (88, 72.8), (176, 72.8))]
+    assert recipe_edges(recs, select_recipe(recs)) == ["only one learning rate was tried (0.0001)"]

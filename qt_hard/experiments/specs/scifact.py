@@ -305,16 +305,20 @@ def select_recipe(records: list[dict]) -> dict:
 def recipe_edges(records: list[dict], choice: dict) -> list[str]:
     """Why dev may not have peaked at ``choice``: for each axis (learning rate; steps) on which the chosen
     value is the extreme tried, the neighbour just inside it at the chosen value of the other axis scores
-    more than :data:`FLAT_NDCG` below the choice (the curve still rises towards the edge). [] when the
-    choice is interior on both axes or the curve is flat at each edge it sits on."""
+    more than :data:`FLAT_NDCG` below the choice (the curve still rises towards the edge), or only one
+    value of an axis was tried. [] when the choice is interior on both axes or the curve is flat at each
+    edge it sits on."""
     dev = {(r["lr"], r["steps"]): r["dev_ndcg@10"] for r in records}
     best = dev[(choice["lr"], choice["steps"])]
     out = []
     for axis, name, other in (("lr", "learning rate", "steps"), ("steps", "step count", "lr")):
         values = sorted({k[0 if axis == "lr" else 1] for k in dev})
         at = choice[axis]
+        if len(values) < 2:  # one value tried: nothing says the curve has turned
+            out.append(f"only one {name} was tried ({at:g})")
+            continue
         for edge, inside, word in ((values[-1], -2, "largest"), (values[0], 1, "smallest")):
-            if at != edge or len(values) < 2:
+            if at != edge:
                 continue
             near = values[inside]
             key = (near, choice[other]) if axis == "lr" else (choice[other], near)
