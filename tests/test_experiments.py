@@ -153,12 +153,16 @@ def _regenerate_nfcorpus(folder: Path, out: Path) -> list[str]:
 
 
 def _regenerate_scifact_recipe(folder: Path, out: Path) -> list[str]:
-    """SciFact's recipe on its own (``qt-hard grid run scifact-recipe --summary-only``)."""
+    """SciFact's recipe with the batches made before training, and the comparison at it where it has run
+    (``qt-hard grid run scifact-recipe`` / ``scifact --summary-only``)."""
     from qt_hard.experiments.gridrun import experiment, write_tables
 
     shutil.copy(folder / "recipe.jsonl", out / "recipe.jsonl")
     write_tables(experiment("scifact-recipe"), out)
-    return ["recipe.md"]
+    if not (folder / "results.jsonl").is_file():  # the comparison at this recipe runs after it
+        return ["recipe.md"]
+    write_tables(experiment("scifact"), out)
+    return ["recipe.md", "table.md"]
 
 
 ST_COMPARE = sorted(p.parent.relative_to(RESULTS).as_posix() for p in (RESULTS / "st_compare").rglob("results.jsonl"))
