@@ -140,29 +140,21 @@ def _regenerate_scifact(folder: Path, out: Path) -> list[str]:
     return ["recipe.md", "table.md"]
 
 
-def _regenerate_nfcorpus(folder: Path, out: Path) -> list[str]:
-    """NFCorpus's comparison and recipe tables (``qt-hard grid run nfcorpus`` / ``nfcorpus-recipe --summary-only``)."""
-    from qt_hard.experiments.gridrun import experiment, write_tables
+def _recipe_then_comparison(recipe: str, comparison: str):
+    """A retrieval folder's recipe table, and its comparison's where it has run (``qt-hard grid run
+    RECIPE`` / ``COMPARISON --summary-only``)."""
 
-    shutil.copy(folder / "recipe.jsonl", out / "recipe.jsonl")
-    write_tables(experiment("nfcorpus-recipe"), out)
-    if not (folder / "results.jsonl").is_file():  # the recipe is chosen before the comparison runs
-        return ["recipe.md"]
-    write_tables(experiment("nfcorpus"), out)
-    return ["recipe.md", "table.md"]
+    def regenerate(folder: Path, out: Path) -> list[str]:
+        from qt_hard.experiments.gridrun import experiment, write_tables
 
+        shutil.copy(folder / "recipe.jsonl", out / "recipe.jsonl")
+        write_tables(experiment(recipe), out)
+        if not (folder / "results.jsonl").is_file():  # the recipe is chosen before the comparison runs
+            return ["recipe.md"]
+        write_tables(experiment(comparison), out)
+        return ["recipe.md", "table.md"]
 
-def _regenerate_scifact_recipe(folder: Path, out: Path) -> list[str]:
-    """SciFact's recipe with the batches made before training, and the comparison at it where it has run
-    (``qt-hard grid run scifact-recipe`` / ``scifact --summary-only``)."""
-    from qt_hard.experiments.gridrun import experiment, write_tables
-
-    shutil.copy(folder / "recipe.jsonl", out / "recipe.jsonl")
-    write_tables(experiment("scifact-recipe"), out)
-    if not (folder / "results.jsonl").is_file():  # the comparison at this recipe runs after it
-        return ["recipe.md"]
-    write_tables(experiment("scifact"), out)
-    return ["recipe.md", "table.md"]
+    return regenerate
 
 
 ST_COMPARE = sorted(p.parent.relative_to(RESULTS).as_posix() for p in (RESULTS / "st_compare").rglob("results.jsonl"))
@@ -176,8 +168,8 @@ FOLDERS = {
     "moco_ring_gpu": _regenerate_vision,
     "simclr_gpu": _regenerate_vision,
     "scifact": _regenerate_scifact,
-    "nfcorpus": _regenerate_nfcorpus,
-    "scifact_recipe": _regenerate_scifact_recipe,
+    "nfcorpus": _recipe_then_comparison("nfcorpus-recipe", "nfcorpus"),
+    "scifact_recipe": _recipe_then_comparison("scifact-recipe", "scifact"),
 }
 KVN = sorted(p.stem for p in (RESULTS / "k_vs_n").glob("*.jsonl") if not p.name.endswith(".diag.jsonl"))
 

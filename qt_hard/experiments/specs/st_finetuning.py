@@ -291,16 +291,15 @@ def duplicate_free_batches(epochs, batch_size: int, steps: int, values) -> list:
     ``steps``: a shorter run's batches are the first of a longer one's. Returns the rows, batch after batch
     (``steps * batch_size``)."""
     out: list = []
-    pending: list = []
+    pending: list = []  # (row, its values): each row's values read once, not at every batch it waits for
     while len(out) < steps * batch_size:
         batch, rest, seen = [], [], set()
-        for row in pending:
-            v = values(row)
+        for row, v in pending:
             if len(batch) < batch_size and seen.isdisjoint(v):
                 batch.append(row)
                 seen.update(v)
             else:
-                rest.append(row)
+                rest.append((row, v))
         if len(batch) < batch_size:  # the rows left cannot fill a batch: the next epoch's join them
             more = next(epochs)
             if not more:
@@ -309,7 +308,7 @@ def duplicate_free_batches(epochs, batch_size: int, steps: int, values) -> list:
                 raise ValueError(
                     f"no {batch_size} rows without a shared value: the batch is larger than the data allows"
                 )
-            pending = pending + more
+            pending = pending + [(row, set(values(row))) for row in more]
             continue
         out.extend(batch)
         pending = rest
