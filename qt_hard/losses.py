@@ -47,6 +47,7 @@ import torch
 from torch import nn
 
 from .negatives.distributed import world
+from .negatives.registry import Chosen
 from .negatives.scores import context_scores, node_graph_scores, one_directional_scores, two_view_scores
 from .negatives.strategy import NegativeStrategy, make_strategy
 
@@ -317,7 +318,7 @@ class LocalGlobalLoss(_StrategyLoss):
         gather: bool = True,
         **options,
     ):
-        if not isinstance(negatives, NegativeStrategy):
+        if not isinstance(negatives, (NegativeStrategy, Chosen)):  # these carry their own estimator
             options = {"estimator": estimator, **options}
         super().__init__(negatives, k, True, options)
         self.temperature, self.normalize, self.gather = temperature, normalize, gather

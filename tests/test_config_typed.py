@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from qt_hard.errors import ConfigError, UserError
-from qt_hard.negatives import registry
+from qt_hard.negatives import make_strategy, registry
 from qt_hard.negatives.config import NegativesConfig
 from qt_hard.training.config import config_from_dict, load_config, save_config, to_dict
 
@@ -101,8 +101,9 @@ def test_options_are_kept_typed_and_only_as_given(pipeline):
 def test_the_estimator_is_one_field_in_every_pipeline():
     for pipeline in PIPELINES:
         cfg = _read(pipeline, ["objective.estimator=jsd_code", "objective.options.tau_plus=0.5"])
-        opts = registry.config_options(cfg.objective)
-        assert opts["estimator"] == "jsd_code" and opts["tau_plus"] == 0.5
+        chosen = cfg.objective.chosen()
+        assert chosen.estimator == "jsd_code" and chosen.options.tau_plus == 0.5
+        assert make_strategy(chosen).estimator.tau_plus == 0.5
 
 
 def test_a_strategy_the_registry_learns_is_a_config_value(monkeypatch):

@@ -1,5 +1,6 @@
 """The extension guide's examples (docs/guides/extending.md) run as they are: the negatives part joins
-every strategy once its module is imported (and a clashing option is refused), and the experiment runs
+every strategy once its module is imported, a config takes its option typed (and a clashing option is
+refused), and the experiment runs
 through ``qt-hard grid run`` with its ledger, provenance and table. Each in a process of its own, so
 that the registry of this one is left as it is."""
 
@@ -26,7 +27,7 @@ def run(argv: list[str], cwd: Path, **env) -> subprocess.CompletedProcess:
 
 
 def test_the_guides_part_joins_every_strategy_and_a_clashing_option_is_refused(tmp_path):
-    part, use, _ = blocks("python")
+    part, use, config, _ = blocks("python")
     clash = """
 import pytest
 from dataclasses import dataclass
@@ -45,13 +46,13 @@ with pytest.raises(TypeError, match="unknown option"):
 assert "`cap`" in option_table()
 print("ok")
 """
-    (tmp_path / "guide_part.py").write_text(part + "\n" + use + "\n" + clash, encoding="utf-8")
+    (tmp_path / "guide_part.py").write_text("\n".join([part, use, config, clash]), encoding="utf-8")
     done = run([sys.executable, "guide_part.py"], tmp_path)
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-2000:]
 
 
 def test_the_guides_experiment_runs_through_the_grid_command(tmp_path):
-    (tmp_path / "scaled.py").write_text(blocks("python")[2], encoding="utf-8")
+    (tmp_path / "scaled.py").write_text(blocks("python")[-1], encoding="utf-8")
     commands = [c.strip() for block in blocks("console") for c in block.splitlines() if c.startswith("$ ")]
     assert len(commands) == 2
     for command in commands:

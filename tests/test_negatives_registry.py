@@ -68,25 +68,27 @@ def test_a_strategy_built_from_the_registry_matches_the_parts_by_hand():
     assert torch.equal(named(scores), by_hand(scores))
 
 
-def test_config_options_refuse_the_configs_own_keys():
+def test_a_configs_negatives_reach_the_parts_typed_and_its_own_keys_are_refused():
+    from qt_hard.negatives.config import NegativesConfig, Negatives
+    from qt_hard.schedules import Schedule
     from qt_hard.text.config import ObjectiveConfig
-
-    sched = {"schedule": "linear", "start": 0.0, "end": 1.0}
-    opts = registry.config_options(ObjectiveConfig(negatives="hard", options={"beta": sched}))
-    assert callable(opts["beta"])
-    for key in ("context", "temperature", "k", "collision_free"):
-        with pytest.raises(ValueError, match=f"objective.options.{key}: set it as objective.{key}"):
-            registry.config_options(ObjectiveConfig(options={key: 1}))
-    # one list for both refusals: the bare negatives config (no collision_free field of its own) refuses
-    # the loss's arguments at the door (read_negatives) as the core does (config_options)
-    from qt_hard.negatives.config import NegativesConfig, read_negatives
     from qt_hard.training.config import ConfigError
 
+    sched = {"schedule": "linear", "start": 0.0, "end": 1.0}
+    chosen = ObjectiveConfig(negatives="hard", options={"beta": sched, "tau_plus": "0.1"}).chosen()
+    assert isinstance(chosen, Negatives) and chosen.options.tau_plus == 0.1  # typed: the text read as a number
+    built = make_strategy(chosen, k=3)
+    assert isinstance(built.weightings[0].beta, Schedule) and built.k == 3
+    with pytest.raises(ValueError, match="carries its own options"):
+        make_strategy(chosen, beta=2.0)
+    for key in ("context", "temperature", "k", "collision_free"):
+        with pytest.raises(ConfigError, match=f"objective.options.{key}: set it as objective.{key}"):
+            ObjectiveConfig(options={key: 1}).chosen()
+    # one list for every refusal: the bare negatives config (no collision_free field of its own) refuses
+    # the loss's arguments as well
     for key in registry.LOSS_ARGUMENTS:
         with pytest.raises(ConfigError, match=f"objective.options.{key}: set it as objective.{key}"):
-            read_negatives(NegativesConfig(options={key: 1}))
-        with pytest.raises(ValueError, match=f"objective.options.{key}: set it as objective.{key}"):
-            registry.config_options(NegativesConfig(options={key: 1}))
+            NegativesConfig(options={key: 1}).chosen()
 
 
 def test_a_part_name_is_registered_once():

@@ -86,16 +86,8 @@ class GraphObjective(LossObjective):
 
     def __init__(self, cfg: GraphObjectiveConfig):
         from qt_hard.losses import LocalGlobalLoss
-        from qt_hard.negatives.registry import config_options
 
-        opts = config_options(cfg)
-        self.loss = LocalGlobalLoss(
-            cfg.negatives,
-            temperature=cfg.temperature,
-            normalize=cfg.normalize,
-            k=cfg.k,
-            **opts,
-        )
+        self.loss = LocalGlobalLoss(cfg.chosen(), temperature=cfg.temperature, normalize=cfg.normalize, k=cfg.k)
 
     def __call__(self, module, batch: dict, generator=None) -> torch.Tensor:
         self.loss.generator = generator

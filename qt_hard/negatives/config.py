@@ -19,6 +19,10 @@ switches do not read, ``tau_plus`` outside [0, 1), a ring band out of order) is 
 well. Every error is one line naming the key path (``objective.options.beta: expected a number, got
 'x'``). A strategy registered by a module of :mod:`qt_hard.negatives` is in the union without an edit
 here.
+
+The validated section (a :class:`Negatives`, :meth:`NegativesConfig.chosen`) is what a pipeline builds
+its loss from (``ContrastiveLoss(cfg.chosen(), temperature=...)``): the typed options travel to the
+parts, never an options dict that is read again.
 """
 
 from __future__ import annotations
@@ -71,11 +75,28 @@ def _options_model(strategy: type, modifiers: tuple[type, ...]) -> type[BaseMode
     return create_model(f"{strategy.__name__}Options", __config__=ConfigDict(extra="forbid"), **fields)
 
 
+class Negatives(BaseModel, registry.Chosen):
+    """A config's negatives, validated: the strategy's name (``negatives``), the estimator and the typed
+    ``options`` of that strategy and the modifiers; one subclass per registered strategy
+    (:func:`negatives_schema`). :func:`~qt_hard.negatives.make_strategy` (and every loss) builds from it."""
+
+    model_config = ConfigDict(extra="forbid")
+    estimator: Estimator = "nce"
+
+    def given(self) -> dict:
+        """The options set, with the estimator: what the parts are built from."""
+        return {**self.options.model_dump(exclude_unset=True), "estimator": self.estimator}
+
+    def assemble(self) -> registry.Assembly:
+        return registry.assemble(self.negatives, self.given())
+
+
 @functools.cache
 def _schema(strategies: tuple[type, ...], modifiers: tuple[type, ...]) -> Any:
     members = [
         create_model(
             f"{cls.__name__}Negatives",
+            __base__=Negatives,
             negatives=(Literal[cls.name], ...),
             options=(_options_model(cls, modifiers), ...),
         )
@@ -109,9 +130,9 @@ def _schema_error(err: ValidationError, negatives: str, prefix: str) -> str:
     return describe(err, prefix, skip=1)
 
 
-def read_negatives(cfg: NegativesConfig, prefix: str = "objective") -> dict:
-    """The options of ``cfg`` validated (typed, only those given), after refusing what does not fit the
-    registry: ``ConfigError`` naming the key path (module docstring)."""
+def read_negatives(cfg: NegativesConfig, prefix: str = "objective") -> Negatives:
+    """The negatives of ``cfg`` validated and typed (its parts built once), after refusing what does not
+    fit the registry: ``ConfigError`` naming the key path (module docstring)."""
     options = {} if cfg.options is None else cfg.options
     if not isinstance(options, dict):
         raise ConfigError(f"{prefix}.options: expected a mapping, got {options!r}")
@@ -119,15 +140,16 @@ def read_negatives(cfg: NegativesConfig, prefix: str = "objective") -> dict:
     if key is not None:
         raise ConfigError(f"{prefix}.options.{key}: set it as {prefix}.{key} instead")
     try:
-        typed = _adapter(negatives_schema()).validate_python({"negatives": cfg.negatives, "options": options})
+        chosen = _adapter(negatives_schema()).validate_python(
+            {"negatives": cfg.negatives, "options": options, "estimator": cfg.estimator}
+        )
     except ValidationError as err:
         raise ConfigError(_schema_error(err, cfg.negatives, prefix)) from None
-    given = typed.options.model_dump(exclude_unset=True)
     try:
-        registry.assemble(cfg.negatives, {**given, "estimator": cfg.estimator})
+        chosen.assemble()
     except (ValueError, TypeError) as err:
         raise ConfigError(f"{prefix}.options (negatives={cfg.negatives!r}): {err}") from None
-    return given
+    return chosen
 
 
 @dataclass
@@ -151,4 +173,9 @@ class NegativesConfig:
     def validate(self) -> None:
         """Refuse an unknown strategy, an unknown option, one the strategy does not read, or a value of
         the wrong type or out of range; keep the options as validated."""
-        self.options = read_negatives(self)
+        self.options = self.chosen().options.model_dump(exclude_unset=True)
+
+    def chosen(self) -> Negatives:
+        """The section validated and typed: what a loss is built from (``ContrastiveLoss(cfg.chosen(),
+        ...)``); ``ConfigError`` naming the key path for what the registry refuses."""
+        return read_negatives(self)

@@ -21,7 +21,7 @@ paper's method where the core's default is a plainer special case, and whether a
 the loss's ``true_gradient`` (False where weights that move with the scores are held fixed).
 
 Everything that names strategies or options reads this registry: :func:`make_strategy`, the
-sentence-transformers plugin, each pipeline's ``objective.options`` (:func:`config_options`), the
+sentence-transformers plugin, each pipeline's ``objective`` (validated into a :class:`Chosen`), the
 CLI's config checks (through the losses), the scripts (:func:`strategy_names`), the model cards (through
 the strategy's ``papers``), the docs' option table (:func:`option_table`) and the tests (:func:`examples`).
 A new weighting is one module of :mod:`qt_hard.negatives` that defines a :class:`Part` subclass with
@@ -133,6 +133,15 @@ class Assembly:
     acting: list = field(default_factory=list)
     papers: list = field(default_factory=list)
     needs_labels: bool = False
+
+
+class Chosen:
+    """A strategy chosen with its options validated and typed, which builds its own parts
+    (:meth:`assemble`): a config's negatives (:class:`qt_hard.negatives.config.Negatives`), given to
+    :func:`~qt_hard.negatives.make_strategy` or a loss in place of a name and options."""
+
+    def assemble(self) -> Assembly:
+        raise NotImplementedError
 
 
 STRATEGIES: dict[str, type[Strategy]] = {}
@@ -258,18 +267,6 @@ def misplaced_option(cfg, options) -> str | None:
     and never among the options; None when there is none. The one check behind both refusals."""
     own = ({f.name for f in dataclasses.fields(cfg)} | set(LOSS_ARGUMENTS)) - {"options"}
     return next((key for key in options if key in own), None)
-
-
-def config_options(cfg) -> dict:
-    """A pipeline config's negatives (``qt_hard.negatives.config.NegativesConfig``) as the core's keyword
-    options: ``objective.options`` (mappings with a ``schedule`` key become schedules) and the
-    estimator; a key of ``options`` that is one of the config's own fields or a loss argument
-    (:func:`misplaced_option`) is refused, naming where it goes."""
-    key = misplaced_option(cfg, cfg.options)
-    if key is not None:
-        raise ValueError(f"objective.options.{key}: set it as objective.{key} instead")
-    options = {key: (make_schedule(v) if isinstance(v, dict) else v) for key, v in cfg.options.items()}
-    return {**options, "estimator": cfg.estimator}
 
 
 def option_table() -> str:

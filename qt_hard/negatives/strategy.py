@@ -518,14 +518,15 @@ def make_strategy(negatives="uniform", **options) -> NegativeStrategy:
     ``k``, ``collision_free``, ``include_positive``, ``count`` and ``positives`` are
     :class:`NegativeStrategy`'s own. An option the chosen parts do not read is an error that names it
     (so is an unknown one); ``None`` stands for "not given". A :class:`NegativeStrategy` is returned as
-    is (options must then be empty).
+    is (options must then be empty); a config's validated negatives (a :class:`registry.Chosen`) build
+    their own parts, so only the structural keywords may come beside them.
     """
     structural = {key: options.pop(key) for key in registry.STRUCTURAL if key in options}
+    if isinstance(negatives, (NegativeStrategy, registry.Chosen)) and options:
+        raise ValueError(f"{type(negatives).__name__} carries its own options; pass them to it, not here")
     if isinstance(negatives, NegativeStrategy):
-        if options:
-            raise ValueError("a NegativeStrategy carries its own options; pass them to it, not here")
         return negatives
-    built = registry.assemble(negatives, options)
+    built = negatives.assemble() if isinstance(negatives, registry.Chosen) else registry.assemble(negatives, options)
     return NegativeStrategy(
         built.weightings,
         built.estimator,

@@ -47,11 +47,10 @@ def _papers(cfg) -> list[str]:
     model's and the data's."""
     from qt_hard.negatives import make_strategy
     from qt_hard.negatives.papers import ASH_2022
-    from qt_hard.negatives.registry import config_options
 
     o = cfg.objective
     structural = dict(k=o.k, include_positive=o.include_positive, collision_free=o.collision_free)
-    papers = [p.reference() for p in make_strategy(o.negatives, **structural, **config_options(o)).papers]
+    papers = [p.reference() for p in make_strategy(o.chosen(), **structural).papers]
     if cfg.model.kind == "qt" or cfg.data.kind in ("books", "bookcorpus"):
         papers.append(QUICK_THOUGHTS)
     if cfg.model.kind == "bow":  # Ash et al.'s bag-of-words encoder

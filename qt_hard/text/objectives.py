@@ -28,15 +28,6 @@ from qt_hard.text.batches import single_view, two_views
 from qt_hard.training.pipeline import LossObjective
 
 
-def _options(cfg: ObjectiveConfig) -> dict:
-    from qt_hard.negatives.registry import config_options
-
-    opts = config_options(cfg)
-    if cfg.collision_free:
-        opts["collision_free"] = True
-    return opts
-
-
 class Objective(LossObjective):
     """loss = objective(module, batch, generator); ``set_progress(p)`` before each step."""
 
@@ -44,14 +35,14 @@ class Objective(LossObjective):
         from qt_hard.losses import ContextLoss, ContrastiveLoss
 
         self.pair_data = pair_data
-        common = dict(temperature=cfg.temperature, k=cfg.k, normalize=cfg.normalize, **_options(cfg))
+        common = dict(temperature=cfg.temperature, k=cfg.k, normalize=cfg.normalize)
         common["include_positive"] = cfg.include_positive
         if pair_data:
-            self.loss = ContrastiveLoss(cfg.negatives, **common)
+            self.loss = ContrastiveLoss(cfg.chosen(), collision_free=cfg.collision_free, **common)
         else:
             if cfg.collision_free:
                 raise ValueError("objective.collision_free needs class labels: use it with pair data (wiki, synthetic)")
-            self.loss = ContextLoss(cfg.negatives, context=cfg.context, **common)
+            self.loss = ContextLoss(cfg.chosen(), context=cfg.context, **common)
 
     def __call__(self, module: torch.nn.Module, batch: dict, generator: torch.Generator | None = None) -> torch.Tensor:
         """Scalar float32 loss of one batch (encoders under the caller's autocast, loss in float32)."""

@@ -41,7 +41,6 @@ def build_encoder(model_cfg: VisionModelConfig) -> torch.nn.Module:
 def build_step(cfg):
     """The objective of a config (the loss always from ``qt_hard.losses``)."""
     from qt_hard.losses import ContrastiveLoss, RankingLoss
-    from qt_hard.negatives.registry import config_options
     from qt_hard.vision.augment import SimCLRAugment
     from qt_hard.vision.methods import MoCoStep, SimCLRStep
 
@@ -57,10 +56,10 @@ def build_step(cfg):
         jitter_p=d.jitter_p,
         gray_p=d.gray_p,
     )
-    common = dict(temperature=o.temperature, k=o.k, include_positive=o.include_positive, **config_options(o))
+    common = dict(temperature=o.temperature, k=o.k, include_positive=o.include_positive)
     if cfg.model.method == "moco":
-        return MoCoStep(RankingLoss(o.negatives, **common), augment)
-    return SimCLRStep(ContrastiveLoss(o.negatives, **common), augment)
+        return MoCoStep(RankingLoss(o.chosen(), **common), augment)
+    return SimCLRStep(ContrastiveLoss(o.chosen(), **common), augment)
 
 
 def load_split(data_cfg: VisionDataConfig, split: str, limit):
