@@ -28,9 +28,9 @@ from qt_hard.evaluation.datasets import TASKS
 from qt_hard.evaluation.similarity import SIMILARITY_TASKS
 from qt_hard.experiments import report
 from qt_hard.experiments.contract import Cell, Context, Experiment, Row
-from qt_hard.experiments.grid import GridError
+from qt_hard.experiments.grid import GridError, comma_list
 from qt_hard.experiments.ledger import Ledger
-from qt_hard.experiments.runner import finished_run, read_metrics, train_run
+from qt_hard.experiments.runner import finished_run, link_shared_cache, read_metrics, train_run
 
 from .qt_table_namesake import held_out_range, namesake, report_namesake
 
@@ -230,11 +230,8 @@ def train_one(out: Path, config: str, overrides: list[str], row: str, seed: int)
     if finished_run(cfg, "final/encoder.json"):
         return run_dir
     # Every run reads the same sentences and token ids: one shared cache (split and tokenize once).
-    shared = Path(out) / "cache"
-    shared.mkdir(parents=True, exist_ok=True)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    if not (run_dir / "cache").exists():
-        (run_dir / "cache").symlink_to(shared.resolve(), target_is_directory=True)
+    (Path(out) / "cache").mkdir(parents=True, exist_ok=True)
+    link_shared_cache(run_dir, Path(out) / "cache")
     return train_run(cfg, finished="final/encoder.json")
 
 
@@ -282,13 +279,36 @@ def run_cell(led: Ledger, args, row: str, seed: int, protocols: list[str], data)
 # the six-task report
 
 
-def _by_row(records: list[dict], protocol: str, field: str) -> dict:
-    """row -> seed -> record, for the records of ``protocol`` with all six tasks' ``field``."""
+def _by_row(records: list[dict], protocol: str, field: str, tasks=TASKS, values=lambda r, field: r) -> dict:
+    """row (in ``row_order``) -> seed -> ``values(record, field)`` (by default the record), for the
+    records of ``protocol`` with every one of ``tasks``' ``field``."""
     by: dict = {}
     for r in records:
-        if r.get("protocol") == protocol and all((r.get(field) or {}).get(t) is not None for t in TASKS):
-            by.setdefault(r["row"], {})[r["seed"]] = r
+        if r.get("protocol") == protocol and all((r.get(field) or {}).get(t) is not None for t in tasks):
+            by.setdefault(r["row"], {})[r["seed"]] = values(r, field)
     return {row: by[row] for row in sorted(by, key=row_order)}
+
+
+def _stats(by: dict) -> dict:
+    """row -> n, mean and spread (:func:`.report.mean_spread`) per column of its seeds' values
+    (row -> seed -> a value per column), and the seeds."""
+    stats = {}
+    for row, runs in by.items():
+        columns = len(next(iter(runs.values())))
+        cells = [report.mean_spread(_column(runs, i).values()) for i in range(columns)]
+        stats[row] = {"n": len(runs), "mean": [m for m, _ in cells], "std": [s for _, s in cells]}
+        stats[row]["seeds"] = sorted(runs)
+    return stats
+
+
+def _column(runs: dict, i: int) -> dict:
+    """seed -> the ``i``-th value of each seed's list."""
+    return {seed: vals[i] for seed, vals in runs.items()}
+
+
+def _mean_cells(s: dict) -> list[str]:
+    """A row's ``mean ± spread`` per column of its :func:`_stats`, one decimal."""
+    return [f"{m:.1f} ± {sd:.1f}" for m, sd in zip(s["mean"], s["std"])]
 
 
 def summarize(records: list[dict], protocol: str, paper: dict, field: str = "acc") -> tuple[str, dict]:
@@ -298,20 +318,16 @@ def summarize(records: list[dict], protocol: str, paper: dict, field: str = "acc
     mean's with its 95% t-interval), and each row's verdict on the six-task mean
     (:func:`.report.paired_verdict`). Returns the text and ``{"stats", "diffs"}``."""
     by = _by_row(records, protocol, field)
+    cols = {row: {s: [r[field][t] for t in TASKS] for s, r in runs.items()} for row, runs in by.items()}
     avg = {row: {s: sum(r[field].values()) / len(TASKS) for s, r in runs.items()} for row, runs in by.items()}
-    stats = {}
-    for row, runs in by.items():
-        cells = [report.mean_spread(r[field][t] for r in runs.values()) for t in TASKS]
-        stats[row] = {"n": len(runs), "mean": [m for m, _ in cells], "std": [s for _, s in cells]}
-        stats[row]["seeds"] = sorted(runs)
+    stats = _stats(cols)
     what = "test accuracy" if field == "acc" else "dev accuracy (SentEval's inner validation folds)"
     paper = paper if field == "acc" else {}
     body = []
     for row, s in stats.items():
         label = row_spec(row).label
         m, sd = report.mean_spread(avg[row].values())
-        body.append([f"{label} (ours)", str(s["n"]), *(f"{a:.1f} ± {b:.1f}" for a, b in zip(s["mean"], s["std"]))])
-        body[-1].append(f"{m:.2f} ± {sd:.2f}")
+        body.append([f"{label} (ours)", str(s["n"]), *_mean_cells(s), f"{m:.2f} ± {sd:.2f}"])
         if row in paper:
             p = [paper[row][t] for t in TASKS]
             body.append([f"{label} (paper)", "–", *(f"{x:.1f}" for x in p), f"{sum(p) / len(p):.1f}"])
@@ -323,27 +339,8 @@ def summarize(records: list[dict], protocol: str, paper: dict, field: str = "acc
     ]
     diffs = {}
     if "uniform" in stats:
-        base = {t: {s: r[field][t] for s, r in by["uniform"].items()} for t in TASKS}
-        body = []
-        for row, runs in by.items():
-            if row == "uniform":
-                continue
-            per_task = [report.paired_differences(base[t], {s: r[field][t] for s, r in runs.items()}) for t in TASKS]
-            diffs[row] = {"mean": [sum(d) / len(d) for d in per_task], "std": [report.spread(d) for d in per_task]}
-            d = diffs[row]["mean"]
-            pd = [paper[row][t] - paper["uniform"][t] for t in TASKS] if row in paper and "uniform" in paper else None
-            cells = [f"{x:+.1f}" + (f" [{y:+.1f}]" if pd else "") for x, y in zip(d, pd or [0] * len(TASKS))]
-            v = report.paired_verdict(avg["uniform"], avg[row])
-            body.append([row_spec(row).label, *cells, v.cell(), v.verdict])
-        lines += [
-            "",
-            "Difference to uniform (ours: mean over seeds of the differences paired by seed, paper in brackets; "
-            "the six-task mean's with its 95% t-interval and verdict):",
-            "",
-            *report.markdown_table(["Objective", *TASKS, "mean", "verdict"], body, "l" + "r" * (len(TASKS) + 1) + "l"),
-            "",
-            report.verdict_sentence("uniform", avg["uniform"], {r: avg[r] for r in diffs}, "six-task mean"),
-        ]
+        difference_lines, diffs = _six_task_differences(cols, avg, paper)
+        lines += difference_lines
         if field == "devacc":  # the split a choice reads
             rule = "SentEval dev six-task accuracy"
             choice = report.choose_on_dev(avg, lambda r: None if r == "uniform" else "uniform", "uniform", rule)
@@ -351,6 +348,33 @@ def summarize(records: list[dict], protocol: str, paper: dict, field: str = "acc
     if note := report.commits_note(r for runs in by.values() for r in runs.values()):
         lines += ["", note]
     return "\n".join(lines), {"stats": stats, "diffs": diffs}
+
+
+def _six_task_differences(cols: dict, avg: dict, paper: dict) -> tuple[list[str], dict]:
+    """Each row against uniform, paired by seed: the lines of the difference table (per task the mean
+    paired difference, the paper's in brackets; the six-task mean's with its interval and verdict)
+    and its verdict sentence, and per row the mean and spread of the paired differences per task."""
+    diffs, body = {}, []
+    for row, runs in cols.items():
+        if row == "uniform":
+            continue
+        per_task = [report.paired_differences(_column(cols["uniform"], i), _column(runs, i)) for i in range(len(TASKS))]
+        diffs[row] = {"mean": [sum(d) / len(d) for d in per_task], "std": [report.spread(d) for d in per_task]}
+        pd = [paper[row][t] - paper["uniform"][t] for t in TASKS] if row in paper and "uniform" in paper else None
+        cells = [
+            f"{x:+.1f}" + (f" [{y:+.1f}]" if pd else "") for x, y in zip(diffs[row]["mean"], pd or [0] * len(TASKS))
+        ]
+        v = report.paired_verdict(avg["uniform"], avg[row])
+        body.append([row_spec(row).label, *cells, v.cell(), v.verdict])
+    return [
+        "",
+        "Difference to uniform (ours: mean over seeds of the differences paired by seed, paper in brackets; "
+        "the six-task mean's with its 95% t-interval and verdict):",
+        "",
+        *report.markdown_table(["Objective", *TASKS, "mean", "verdict"], body, "l" + "r" * (len(TASKS) + 1) + "l"),
+        "",
+        report.verdict_sentence("uniform", avg["uniform"], {r: avg[r] for r in diffs}, "six-task mean"),
+    ], diffs
 
 
 # --------------------------------------------------------------------------------------------
@@ -386,8 +410,8 @@ def summarize_similarity(records: list[dict], field: str = "spearman") -> tuple[
     excludes 0 (:func:`.report.paired_verdict`), and the verdict on the similarity mean: better,
     worse, level or not judged. Returns the text and ``{"stats", "diffs", "spread", "verdict"}``
     (lists in ``SIM_HEADS`` order)."""
-    by = _similarity_runs(records, field)
-    stats = _similarity_stats(by)
+    by = _by_row(records, "similarity", field, SIM_TASKS, _similarity_values)
+    stats = _stats(by)
     lines = [
         f"Semantic similarity, {field.capitalize()} x100 (STS12-16: mean over each year's sets; cos: cosine on "
         "the test split; sup.: SentEval's regression, test). Mean ± sample std (ddof 1) over seeds; "
@@ -395,10 +419,7 @@ def summarize_similarity(records: list[dict], field: str = "spearman") -> tuple[
         "",
         *report.markdown_table(
             ["Objective", "seeds", *SIM_HEADS],
-            [
-                [row_spec(row).label, str(s["n"]), *(f"{m:.1f} ± {sd:.1f}" for m, sd in zip(s["mean"], s["std"]))]
-                for row, s in stats.items()
-            ],
+            [[row_spec(row).label, str(s["n"]), *_mean_cells(s)] for row, s in stats.items()],
             "lr" + "r" * len(SIM_HEADS),
         ),
     ]
@@ -411,26 +432,6 @@ def summarize_similarity(records: list[dict], field: str = "spearman") -> tuple[
     if note := report.commits_note(commits):
         lines += ["", note]
     return "\n".join(lines), {"stats": stats, "diffs": diffs, "spread": spread, "verdict": verdict}
-
-
-def _similarity_runs(records: list[dict], field: str) -> dict:
-    """row (in ``row_order``) -> seed -> a record's ``SIM_HEADS`` values of ``field`` (:func:`_similarity_values`),
-    over the similarity records that have every task."""
-    by: dict = {}
-    for r in records:
-        if r.get("protocol") == "similarity" and all((r.get(field) or {}).get(t) is not None for t in SIM_TASKS):
-            by.setdefault(r["row"], {})[r["seed"]] = _similarity_values(r, field)
-    return {row: by[row] for row in sorted(by, key=row_order)}
-
-
-def _similarity_stats(by: dict) -> dict:
-    """row -> n, mean and spread (:func:`.report.mean_spread`) per ``SIM_HEADS`` column, and the seeds."""
-    stats = {}
-    for row, runs in by.items():
-        cells = [report.mean_spread(v[i] for v in runs.values()) for i in range(len(SIM_HEADS))]
-        stats[row] = {"n": len(runs), "mean": [m for m, _ in cells], "std": [s for _, s in cells]}
-        stats[row]["seeds"] = sorted(runs)
-    return stats
 
 
 def _similarity_differences(by: dict) -> tuple[list[str], dict, dict]:
@@ -464,11 +465,6 @@ def _similarity_differences(by: dict) -> tuple[list[str], dict, dict]:
         ),
     ]
     return lines, diffs, verdict
-
-
-def _column(runs: dict, i: int) -> dict:
-    """seed -> the ``i``-th value of each seed's list."""
-    return {seed: vals[i] for seed, vals in runs.items()}
 
 
 CSV_FIELDS = [
@@ -625,7 +621,6 @@ class Table2(Experiment):
 
     def check(self, args) -> None:
         from qt_hard.evaluation import logreg
-        from qt_hard.experiments.grid import comma_list
         from qt_hard.training.config import load_config
 
         self.protocols = comma_list(args.protocol)
@@ -646,8 +641,6 @@ class Table2(Experiment):
         return {"config": args.config, "overrides": sorted(args.set)}
 
     def cells(self, args, rows, seeds) -> list[Cell]:
-        from qt_hard.experiments.grid import comma_list
-
         protocols = comma_list(args.protocol)
         return [Cell((row, seed), tuple((row, seed, p) for p in protocols)) for seed in seeds for row in rows]
 
@@ -667,7 +660,6 @@ class Table2(Experiment):
     def run(self, cell: Cell, ctx: Context) -> list[dict]:
         args, out, setup = ctx.args, ctx.out, ctx.setup
         from qt_hard.evaluation.senteval import default_senteval_dir
-        from qt_hard.experiments.grid import comma_list
 
         led = ledger(out, setup)
         data = args.data or default_senteval_dir()

@@ -46,7 +46,6 @@ ends, so that a command stopped at a deadline keeps what it did.
 
 from __future__ import annotations
 
-import csv
 import datetime
 import hashlib
 import json
@@ -62,6 +61,7 @@ from qt_hard.errors import ArgumentError
 from qt_hard.experiments import report
 from qt_hard.experiments.contract import Cell, Context, Experiment
 from qt_hard.experiments.grid import Row, by_name, comma_list
+from qt_hard.experiments.runner import read_metrics
 
 log = logging.getLogger(__name__)
 
@@ -87,22 +87,18 @@ CURVE_COLUMNS += ["commit", "date"]
 
 
 # ------------------------------------------------------------------------------------------ shared
-def machine() -> str:
+def stamp() -> dict:
+    """Where and when a record was made: the device (the GPU's name, else the CPU's cores and host), torch's
+    version and threads, the checkout's commit and the UTC time."""
     import torch
 
-    if torch.cuda.is_available():
-        return torch.cuda.get_device_name(0)
-    return f"cpu ({os.cpu_count()} cores, {platform.node()})"
-
-
-def today() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def commit() -> str:
     from qt_hard.experiments.ledger import git_commit
 
-    return git_commit(ROOT)
+    gpu = torch.cuda.is_available()
+    device = torch.cuda.get_device_name(0) if gpu else f"cpu ({os.cpu_count()} cores, {platform.node()})"
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    rec = {"device": device, "torch": torch.__version__, "threads": torch.get_num_threads()}
+    return {**rec, "commit": git_commit(ROOT), "date": date}
 
 
 def command_line() -> str:
@@ -184,8 +180,6 @@ class _S2V(Experiment):
 # ------------------------------------------------------------------------------------------ controls
 def control_row(args, out: Path, name: str) -> dict:
     """One control: its encoder on ``OUT/tokenizer.json`` and the tasks; the record."""
-    import torch
-
     from qt_hard.data.wordlevel import WordTokenizer
     from qt_hard.encoders import random_encoder
     from qt_hard.training.config import to_dict
@@ -203,8 +197,7 @@ def control_row(args, out: Path, name: str) -> dict:
     t0 = time.perf_counter()
     rec = {"row": name, **senteval(enc, args), "name": label, "dim": enc.dim}
     rec.update(wall_s=round(time.perf_counter() - t0, 1), **args.tokenizer_info)
-    rec.update(device=machine(), torch=torch.__version__, threads=torch.get_num_threads(), commit=commit())
-    return {**rec, "date": today(), "command": args.command_line}
+    return {**rec, **stamp(), "command": args.command_line}
 
 
 def controls_document(records: list[dict], setup: dict) -> dict:
@@ -275,16 +268,9 @@ class Controls(_S2V):
 
 
 # ------------------------------------------------------------------------------------------ precision
-def logged_losses(out: Path) -> list[tuple[int, float]]:
-    with open(out / "metrics.csv") as fh:
-        return [(int(r["step"]), float(r["loss"])) for r in csv.DictReader(fh)]
-
-
 def precision_row(job: dict) -> dict:
     """One precision's run: ``steps`` steps of the config through the loop into ``out`` (in a process
     of its own, :func:`in_own_process`)."""
-    import torch
-
     from qt_hard.training.loop import train
 
     extra = [*PRECISIONS[job["precision"]].changes, f"train.steps={job['steps']}", "train.log_every=10"]
@@ -295,7 +281,7 @@ def precision_row(job: dict) -> dict:
     train(cfg, overwrite=True, on_step=lambda step, loss: stamps.append(time.perf_counter()), raise_on_stop=True)
     warm = job["warmup"]
     steps = [b - a for a, b in zip(stamps[warm:], stamps[warm + 1 :])]
-    losses = [v for _, v in logged_losses(Path(job["out"]))]
+    losses = [float(r["loss"]) for r in read_metrics(job["out"])]
     return {
         "precision": job["precision"],
         "sentences_per_s": round(cfg.train.batch_size / statistics.median(steps), 1),
@@ -304,10 +290,7 @@ def precision_row(job: dict) -> dict:
         "mean_loss": round(statistics.mean(losses), 5),
         "losses": [round(v, 4) for v in losses],
         "wall_s": round(time.perf_counter() - t0, 1),
-        "device": machine(),
-        "torch": torch.__version__,
-        "commit": commit(),
-        "date": today(),
+        **{k: v for k, v in stamp().items() if k != "threads"},
     }
 
 
@@ -508,15 +491,13 @@ def evaluate_point(args, out: Path, held) -> tuple[dict, dict, str]:
 def point_record(args, out: Path, step: int, res: dict, ho: dict, sha: str) -> dict:
     """A point's record: the columns of ``curve.csv`` but the times (added by the caller)."""
     cfg = segment_config(args, out, step)
-    losses = logged_losses(out)
-    with open(out / "metrics.csv") as mf:
-        epoch = [row["epoch"] for row in csv.DictReader(mf)][-1:] or [""]
+    last = read_metrics(out)[-1:]  # the last logged row
     r, controls = res["results"], read_controls(args.controls)
     row = {
         "step": step,
         "sentences_seen": step * cfg.train.batch_size,
-        "epoch": float(epoch[0]) if epoch[0] else "",
-        "train_loss": round(losses[-1][1], 5) if losses else "",
+        "epoch": float(last[0]["epoch"]) if last and last[0]["epoch"] else "",
+        "train_loss": round(float(last[0]["loss"]), 5) if last else "",
         "six_task_mean": "" if res["six_task_mean"] is None else round(res["six_task_mean"], 3),
         **{t: round(r[t]["acc"], 2) if t in r else "" for t in TASKS},
         "MRPC_f1": round(r["MRPC"]["f1"], 2) if "MRPC" in r else "",
@@ -528,7 +509,7 @@ def point_record(args, out: Path, step: int, res: dict, ho: dict, sha: str) -> d
         row[f"control_{key}_mean"] = "" if m is None else round(m, 3)
     row.update(precision=args.precision, tokenizer_sha1=sha)
     row["controls_same_tokenizer"] = bool(controls) and controls.get("tokenizer_sha1") == sha
-    return {**row, "device": machine(), "commit": commit(), "date": today()}
+    return {**row, **stamp()}  # run() keeps the columns of curve.csv
 
 
 def curve_csv(records: list[dict]) -> str:
