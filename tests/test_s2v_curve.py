@@ -148,3 +148,13 @@ def test_refusals_are_one_line_and_write_nothing(toy, tmp_path, capsys, name, ar
     err = capsys.readouterr().err.strip()
     assert status == 2 and len(err.splitlines()) == 1 and says in err, err
     assert not out.exists()
+
+
+def test_a_toy_precision_runs_in_a_process_of_its_own(toy, tmp_path):
+    config, _ = toy
+    out = tmp_path / "precision"
+    grid = ["grid", "run", "s2v-precision", "--out", str(out), "--config", str(config), "--rows", "fp32"]
+    assert main([*grid, "--allow-cpu", "--steps", "4", "--warmup", "1", "--points", "2"]) == 0
+    (rec,) = [json.loads(x) for x in (out / "precision_runs.jsonl").read_text().splitlines()[1:]]
+    assert rec["precision"] == "fp32" and rec["steps"] == 4 and rec["sentences_per_s"] > 0 and "threads" not in rec
+    assert json.loads((out / "precision_choice.json").read_text())["precision"] == "fp32"

@@ -270,7 +270,7 @@ class Controls(_S2V):
 # ------------------------------------------------------------------------------------------ precision
 def precision_row(job: dict) -> dict:
     """One precision's run: ``steps`` steps of the config through the loop into ``out`` (in a process
-    of its own, :func:`in_own_process`)."""
+    of its own, :meth:`Precision.run`)."""
     from qt_hard.training.loop import train
 
     extra = [*PRECISIONS[job["precision"]].changes, f"train.steps={job['steps']}", "train.log_every=10"]
@@ -292,38 +292,6 @@ def precision_row(job: dict) -> dict:
         "wall_s": round(time.perf_counter() - t0, 1),
         **{k: v for k, v in stamp().items() if k != "threads"},
     }
-
-
-def _child(conn, fn, args) -> None:
-    try:
-        conn.send(("ok", fn(*args)))
-    except BaseException as err:  # noqa: BLE001 (reported to the parent, which decides)
-        conn.send(("error", f"{type(err).__name__}: {err}"))
-    finally:
-        conn.close()
-
-
-def in_own_process(fn, *args):
-    """``fn(*args)`` in a spawned process of its own; ``(result, None)``, or ``(None, why)`` when it
-    failed. A signal or error here ends the process (SIGTERM: a training run checkpoints first)."""
-    import multiprocessing as mp
-
-    ctx = mp.get_context("spawn")
-    parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(child, fn, args))
-    proc.start()
-    child.close()
-    try:
-        status, value = parent.recv()
-    except EOFError:
-        status, value = "error", "the process ended without a result"
-    finally:
-        if proc.is_alive():
-            proc.terminate()
-        proc.join(60)
-    if status == "error":
-        return None, f"{value} (exit {proc.exitcode})"
-    return value, None
 
 
 def compare_precisions(rows: list[dict], tolerance: float) -> list[dict]:
@@ -401,10 +369,16 @@ class Precision(_S2V):
     def run(self, cell: Cell, ctx: Context) -> dict | None:
         args, out = ctx.args, ctx.out
         job = {"precision": cell.claim[0], "config": args.config, "overrides": list(args.set), "out": str(out)}
-        rec, why = in_own_process(precision_row, {**job, "steps": args.steps, "warmup": args.warmup})
-        if rec is None:
-            log.info("%s: the run failed: %s", cell.claim[0], why)
-        return rec
+        from qt_hard.workers import process_pool, stop_pool
+
+        pool = process_pool(1)  # a process of its own: accelerate fixes its mixed precision at its first Accelerator
+        try:
+            return pool.submit(precision_row, {**job, "steps": args.steps, "warmup": args.warmup}).result()
+        except Exception as err:  # no record: the next precision runs
+            log.info("%s: the run failed: %s: %s", cell.claim[0], type(err).__name__, err)
+            return None
+        finally:
+            stop_pool(pool)  # a stop ends the run at once
 
     def configure(self, args) -> None:
         self.budget = (args.budget_s, args.points, args.tolerance)
