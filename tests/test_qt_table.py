@@ -17,6 +17,11 @@ def qt_table():
     return spec
 
 
+def _ledger(folder, setup):
+    """The table's ledger in ``folder`` (``setup`` None: read only), as the grid command opens it."""
+    return spec.Table2().ledger(folder, "results.jsonl", setup)
+
+
 def test_paper_rows_parse_table2(qt_table, tmp_path):
     text = (
         "Objective\tMR\tCR\tSUBJ\tMPQA\tTREC\tMSRP (Acc) (F1)\n"
@@ -43,14 +48,14 @@ def test_real_paper_has_all_four_rows(qt_table):
 def test_results_append_read_summary_and_plot(qt_table, tmp_path):
     path = tmp_path / "results.jsonl"
     setup = {"config": "c.yaml", "overrides": []}
-    ledger = qt_table.ledger(tmp_path, setup)
+    ledger = _ledger(tmp_path, setup)
     for row, base in [("uniform", 70.0), ("hard1", 71.0)]:
         for seed in range(3):
             acc = {t: base + seed * 0.1 + i for i, t in enumerate(qt_table.TASKS)}
             ledger.append({"row": row, "seed": seed, "protocol": "senteval", "acc": acc})
     with open(path, "a") as f:
         f.write('{"row": "hard2", "se')  # a torn line is ignored
-    recs = qt_table.ledger(tmp_path, None).latest()
+    recs = _ledger(tmp_path, None).latest()
     assert len(recs) == 6 and json.loads(path.read_text().splitlines()[1])["row"] == "uniform"
     table, parts = qt_table.summarize(recs, "senteval", {})
     assert "70.1 ± 0.1" in table and "+1.0" in table
@@ -123,12 +128,12 @@ def test_a_ledger_of_the_earlier_script_resumes(qt_table, tmp_path):
     setup = {"config": "c.yaml", "overrides": ["a=1"]}
     header = {"ledger": 1, "setup": setup}
     (tmp_path / "results.jsonl").write_text(json.dumps(header) + "\n" + json.dumps(rec) + "\n")
-    assert qt_table.ledger(tmp_path, {"config": "c.yaml", "overrides": ["a=1"]}).done() == {("uniform", 0, "senteval")}
+    assert _ledger(tmp_path, {"config": "c.yaml", "overrides": ["a=1"]}).done() == {("uniform", 0, "senteval")}
     with pytest.raises(LedgerError, match="another setup"):
-        qt_table.ledger(tmp_path, {"config": "c.yaml", "overrides": []})
+        _ledger(tmp_path, {"config": "c.yaml", "overrides": []})
     (tmp_path / "results.jsonl").write_text(json.dumps(rec) + "\n")
     with pytest.raises(LedgerError, match="not a results ledger header"):
-        qt_table.ledger(tmp_path, setup)
+        _ledger(tmp_path, setup)
 
 
 def test_dev_table_and_diagnostics_figure(qt_table, tmp_path):
@@ -224,13 +229,13 @@ def test_the_report_of_a_ledger_of_both_protocols(qt_table, tmp_path, capsys):
     """A ledger holding senteval and similarity records (as the table's earlier script wrote them):
     the report writes the similarity table from the similarity records alone, and results.csv and
     table.md from the senteval ones alone."""
-    led = qt_table.ledger(tmp_path, {"config": "c.yaml", "overrides": []})
+    led = _ledger(tmp_path, {"config": "c.yaml", "overrides": []})
     for seed in range(2):
         for row, base in [("uniform", 70.0), ("hard1-clamp", 71.0)]:
             acc = {t: base + seed + i for i, t in enumerate(qt_table.TASKS)}
             led.append({"row": row, "seed": seed, "protocol": "senteval", "acc": acc, "devacc": acc})
             led.append({**_sim_record(qt_table, row, seed, base - 20), "sim_mean": base - 20 + seed})
-    recs = qt_table.ledger(tmp_path, None).latest()
+    recs = _ledger(tmp_path, None).latest()
     from qt_hard.experiments.gridrun import experiment, write_tables
 
     write_tables(experiment("qt-table"), tmp_path)

@@ -29,7 +29,6 @@ from qt_hard.evaluation.similarity import SIMILARITY_TASKS
 from qt_hard.experiments import report
 from qt_hard.experiments.contract import Cell, Context, Experiment, Row
 from qt_hard.experiments.grid import GridError, comma_list
-from qt_hard.experiments.ledger import Ledger
 from qt_hard.experiments.runner import finished_run, link_shared_cache, read_metrics, train_run
 
 from .qt_table_namesake import held_out_range, namesake, report_namesake
@@ -120,12 +119,6 @@ def paper_rows(paper: Path | None) -> dict[str, dict[str, float]]:
                 if len(nums) >= 6:
                     rows[key] = dict(zip(TASKS, nums[:6]))
     return rows
-
-
-def ledger(out: Path, setup: dict | None) -> Ledger:
-    """The folder's results ledger: one line per finished (row, seed, protocol), one training setup
-    (``{"config", "overrides"}``) per folder; ``setup`` None opens it for reading."""
-    return Ledger(out, KEY, setup)
 
 
 # --------------------------------------------------------------------------------------------
@@ -246,7 +239,7 @@ def _shared_cores(args) -> list[str]:
     return [f"train.num_threads={max(1, usable_cpus() // args.workers)}"]
 
 
-def run_cell(led: Ledger, args, row: str, seed: int, protocols: list[str], data) -> list[dict]:
+def run_cell(led, args, row: str, seed: int, protocols: list[str], data) -> list[dict]:
     """Train one (row, seed), then evaluate it under each protocol that has no record yet: the
     records (appended by the caller, :func:`qt_hard.experiments.runner.run_claimed`)."""
     import torch
@@ -661,7 +654,7 @@ class Table2(Experiment):
         args, out, setup = ctx.args, ctx.out, ctx.setup
         from qt_hard.evaluation.senteval import default_senteval_dir
 
-        led = ledger(out, setup)
+        led = self.ledger(out, self.ledger_name, setup)
         data = args.data or default_senteval_dir()
         return run_cell(led, args, *cell.claim, comma_list(args.protocol), data)
 
