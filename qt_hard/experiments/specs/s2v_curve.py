@@ -1,47 +1,14 @@
 """Quick-Thoughts at S2V's width (``configs/qt_s2v.yaml``): its controls, its precisions and its learning
-curve, three experiments of the grid command.
+curve, three experiments of the grid command, each writing its records as each cell ends (a command
+stopped at a deadline keeps what it did).
 
     qt-hard grid run s2v-controls --out runs/s2v_controls [--rows untrained,bow2400] [--workers 2]
     qt-hard grid run s2v-curve --out runs/s2v --prepare-only
     qt-hard grid run s2v-precision --out runs/s2v [--rows fp32,tf32,bf16] [--steps 200]
     qt-hard grid run s2v-curve --out runs/s2v --steps 3000 --precision tf32 --eval-device cuda
 
-Each takes the config (``--config``) with its overrides (``--set``), and writes its records as each cell
-ends, so that a command stopped at a deadline keeps what it did.
-
-* ``s2v-controls``: the curve's reference lines, on a CPU. The tokenizer that training on the config
-  fits (built once before the rows by the training code itself, ``qt_hard.text.build.build_run``: cased,
-  the config's books, ``data.max_vocab`` words; saved as ``OUT/tokenizer.json``), then a row of
-  :data:`CONTROLS` a cell: an untrained encoder on that tokenizer, the config's own architecture
-  (``untrained``: the bidirectional GRU pair, 2,400-d) or a 2,400-d bag of words (``bow2400``:
-  ``random:bow2400``), on the six tasks under the SentEval protocol (10 folds, seed 1111). Ledger
-  ``OUT/controls.jsonl``; tables ``OUT/s2v_controls.json`` (per row the task results, the six-task mean,
-  the wall time and the machine, date, commit, torch threads and command of the run that made it; the
-  tokenizer's SHA-1: the document ``--controls`` of the curve reads, ``results/s2v_controls.json``) and
-  ``OUT/s2v_controls.md``.
-* ``s2v-precision``: the config's training speed in float32, TF32 and bf16 (:data:`PRECISIONS`, the
-  rows: ``train.tf32`` / ``train.mixed_precision``), ``--steps`` (200) steps each from the same seed on
-  the same batches through the library's loop, each in a process of its own (accelerate fixes a
-  process's mixed precision at its first ``Accelerator``), one at a time; and whether each precision's
-  loss stays within ``--tolerance`` of float32's: the mean of its logged losses over those steps may
-  differ from float32's by at most that fraction (default 0.01, 1%). Rate: sentences/s of the median
-  step after ``--warmup`` steps. Ledger ``OUT/precision_runs.jsonl``; tables ``OUT/precision.jsonl`` (a
-  line per precision with its comparison to float32), ``OUT/precision_choice.json`` (the fastest
-  precision that passed, its rate, and the steps that rate fits into ``--budget-s``) and
-  ``OUT/precision.md``.
-* ``s2v-curve``: uniform Quick-Thoughts with the config trained to ``--steps`` in ``--points`` segments,
-  a cell each (each resumed from the previous one's checkpoint: the same run as one of ``--steps``
-  steps, in ``OUT`` itself), and at the end of each the six tasks (SentEval protocol, the solver on
-  ``--eval-device``, in float32 without TF32 whatever the training's precision) and the held-out
-  next-sentence measures of :class:`qt_hard.evaluation.heldout.HeldOut` on the books the config leaves
-  out. Ledger ``OUT/curve.jsonl`` (a record per point); tables ``OUT/curve.csv`` (:data:`CURVE_COLUMNS`:
-  ``step``, the six-task mean, per-task accuracies, the held-out top-1 and uniform loss, the training
-  loss, and the two control means of ``--controls`` as columns; the form of
-  ``results/s2v_curve_gpu/curve.csv``) and ``OUT/curve.md``; the figure ``OUT/curve.png``.
-  ``--prepare-only`` splits and tokenizes the config's books into ``OUT/cache`` (what the training
-  reads), prints its size and runs no point.
-
-``scripts/device_s2v.sh`` runs them on a GPU machine under their deadlines.
+What each one runs and the files it writes: docs/cli.md (``qt-hard grid run s2v-controls`` and the two
+after it). ``scripts/device_s2v.sh`` runs them on a GPU machine under their deadlines.
 """
 
 from __future__ import annotations
@@ -222,7 +189,7 @@ def task_cells(results: dict, mean) -> list[str]:
 
 
 class Controls(_S2V):
-    """The untrained controls on the config's tokenizer (see the module docstring)."""
+    """The untrained controls on the config's tokenizer (docs/cli.md)."""
 
     name = "s2v-controls"
     help = "Quick-Thoughts at S2V's width: the untrained controls on its tokenizer, six tasks"
@@ -327,7 +294,7 @@ def choice(rows: list[dict], budget_s: float, points: int, tolerance: float) -> 
 
 
 class Precision(_S2V):
-    """The config's rate and loss in each precision (see the module docstring)."""
+    """The config's rate and loss in each precision (docs/cli.md)."""
 
     name = "s2v-precision"
     help = "Quick-Thoughts at S2V's width: sentences/s in float32, TF32 and bf16, and the loss check"
@@ -534,7 +501,7 @@ def curve_table(records: list[dict]) -> str:
 
 
 class Curve(_S2V):
-    """The learning curve, a cell a point (see the module docstring)."""
+    """The learning curve, a cell a point (docs/cli.md)."""
 
     name = "s2v-curve"
     help = "Quick-Thoughts at S2V's width: a learning curve, six tasks and held-out next-sentence measures"

@@ -1,18 +1,8 @@
 """The evaluation guide's Wiki-N table (``qt-hard grid run wiki-smoke``): the two Wiki-50 smoke configs
-trained and read out, beside their controls.
+trained and read out, beside their controls; its cells, ledger and table: docs/cli.md (``qt-hard grid
+run wiki-smoke``).
 
     qt-hard grid run wiki-smoke --out results [--runs runs/wiki_smoke] [--rows bow_trained,minilm]
-
-Wiki-50 is built first, once, by ``qt-hard data wiki --articles 50 --out RUNS/wiki50`` (from the dump of
-``qt-hard data get wikipedia``; kept and reused when it is there), as the README builds it. A cell is a
-row of :data:`ROWS`: its ``qt-hard`` commands (training first where it trains, then ``qt-hard eval wiki``
-on that Wiki-50: the mean classifier and a trained linear classifier, top-1 on the run's own 80/20
-split), run in ``--runs``. Its record, with the commands as a reader types them, their wall seconds,
-the Wiki-50 build command (``data_command``, the setup every record carries; its wall seconds in
-``data_seconds``, null when an earlier build was reused) and the machine's context (commit, torch,
-threads, load average, the command), is a line of ``OUT/wiki_smoke.jsonl``: a ledger without a setup
-line, each line a record, as the docs' pages read it. The table: ``OUT/wiki_smoke.md``, each row's
-newest record.
 """
 
 from __future__ import annotations
@@ -154,7 +144,7 @@ def runs_of(setup: dict | None) -> str:
 
 # --------------------------------------------------------------------------------------- the contract
 class WikiSmoke(Experiment):
-    """The rows of :data:`ROWS`, each once (see the module docstring)."""
+    """The rows of :data:`ROWS`, each once (docs/cli.md)."""
 
     name = "wiki-smoke"
     help = "The Wiki-50 smoke configs trained and read out (mean and linear classifier), beside their controls"
