@@ -11,7 +11,7 @@ from qt_hard.experiments.specs import qt_table
 
 from docgen.markdown import captioned, join_lines, measured_on, span
 from docgen.pages import table
-from docgen.results import read_jsonl
+from docgen.results import latest_records, read_jsonl
 
 
 LOSS_BENCH = "results/bench_losses_cpu.jsonl"
@@ -266,7 +266,7 @@ def _wiki_smoke(root: Path) -> str:
     --summary-only`` writes (``results/wiki_smoke.md``), from each row's newest line of the ledger."""
     from qt_hard.experiments.specs import wiki_smoke
 
-    records = read_jsonl(root / "results" / "wiki_smoke.jsonl")
+    records = latest_records(root / "results", wiki_smoke.WikiSmoke.key, "wiki_smoke.jsonl")
     return wiki_smoke.table(records, "results/wiki_smoke.jsonl", "qt-hard grid run wiki-smoke --out results")
 
 

@@ -195,7 +195,7 @@ def test_a_k_vs_n_results_file_is_regenerated_from_its_ledger(name, tmp_path):
 
 
 def test_the_wiki_smoke_table_is_regenerated_from_its_ledger(tmp_path, monkeypatch):
-    """``results/wiki_smoke.jsonl``, a ledger without a setup line (its records carry the setup), gives
+    """``results/wiki_smoke.jsonl``, a ledger whose first line is the setup (the Wiki-50 build), gives
     ``wiki_smoke.md`` through ``qt-hard grid run wiki-smoke --out results --summary-only`` run from the
     checkout, as the table's caption names the ledger and the command."""
     (tmp_path / "results").mkdir()

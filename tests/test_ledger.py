@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from qt_hard.experiments.ledger import HeaderlessLedger, Ledger, LedgerError
+from qt_hard.experiments.ledger import Ledger, LedgerError
 
 KEY = ("row", "seed")
 SETUP = {"config": "configs/x.yaml", "epochs": 20, "overrides": ["a=1"]}
@@ -78,23 +78,6 @@ def test_another_setup_is_refused_and_read_only_opens_any(tmp_path):
     Ledger(tmp_path / "late", KEY, SETUP).append({"row": "uniform", "seed": 0})
     with pytest.raises(LedgerError, match="another setup"):
         late.append({"row": "hard", "seed": 0})
-
-
-def test_a_headerless_ledger_is_every_line_a_record_and_its_records_carry_the_setup(tmp_path):
-    """The form of a results file read line by line: no setup line, the keys in the record's own order;
-    the setup is the newest record's values of its fields, records older than those fields are read."""
-    (tmp_path / "rows.jsonl").write_text('{"row": "a", "acc": 1.0}\n')  # written before the setup's field
-    setup = {"data": "d1"}
-    led = HeaderlessLedger(tmp_path, ("row",), setup, name="rows.jsonl")
-    led.append({"row": "b", "acc": 2.0, "data": "d1"})
-    lines = (tmp_path / "rows.jsonl").read_text().splitlines()
-    assert lines[1] == '{"row": "b", "acc": 2.0, "data": "d1"}' and led.done() == {("a",), ("b",)}
-    with pytest.raises(LedgerError, match=r"does not carry the setup's \['data'\]"):
-        led.append({"row": "c", "acc": 3.0})
-    with pytest.raises(LedgerError, match=r"another setup \(data: 'd1' there, 'd2' here\)"):
-        HeaderlessLedger(tmp_path, ("row",), {"data": "d2"}, name="rows.jsonl")
-    view = HeaderlessLedger(tmp_path, ("row",), name="rows.jsonl", setup_fields=("data",))
-    assert view.setup == setup and [r["row"] for r in view.latest()] == ["a", "b"]
 
 
 def _append_many(folder: str, worker: int) -> None:

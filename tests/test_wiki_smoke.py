@@ -1,4 +1,4 @@
-"""``qt-hard grid run wiki-smoke``: its rows' commands, the records a run appends to the ledger without a
+"""``qt-hard grid run wiki-smoke``: its rows' commands, the records a run appends to the ledger after its
 setup line (no training here: the commands are replaced by a stand-in that writes what ``qt-hard eval
 wiki --output`` writes), the committed ledger opening with the setup its records carry, its refusals."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from qt_hard.cli import main
-from qt_hard.experiments.ledger import HeaderlessLedger
+from qt_hard.experiments.ledger import Ledger
 from qt_hard.experiments.specs import wiki_smoke
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,13 +44,10 @@ def test_each_row_appends_a_line_of_its_accuracies_commands_and_context(tmp_path
     monkeypatch.chdir(tmp_path)
     grid = ["grid", "run", "wiki-smoke", "--out", "res", "--runs", "r"]
     assert main([*grid, "--rows", "bow_untrained,bow_trained"]) == 0
-    lines = (tmp_path / "res" / "wiki_smoke.jsonl").read_text().splitlines()
-    rows = [json.loads(line) for line in lines]  # every line a record: no setup line
+    head, *rows = [json.loads(line) for line in (tmp_path / "res" / "wiki_smoke.jsonl").read_text().splitlines()]
+    assert head == {"ledger": 1, "setup": {"data_command": "qt-hard data wiki --articles 50 --out r/wiki50"}}
     assert [r["row"] for r in rows] == ["bow_trained", "bow_untrained"]  # the rows' own order
-    assert list(rows[0])[:7] == ["row", "mean_classifier_acc", "linear_acc", "commands", "wall_seconds"] + [
-        "data_command",
-        "data_seconds",
-    ]
+    assert {"row", "mean_classifier_acc", "linear_acc", "commands", "wall_seconds", "data_seconds"} <= set(rows[0])
     assert ran[0] == ["data", "wiki"] and sum(a == ["data", "wiki"] for a in ran) == 1  # Wiki-50 built once, first
     assert (
         rows[0]["data_command"] == "qt-hard data wiki --articles 50 --out r/wiki50" and rows[0]["data_seconds"] == 1.5
@@ -65,18 +62,14 @@ def test_each_row_appends_a_line_of_its_accuracies_commands_and_context(tmp_path
     )
     (tmp_path / "r" / "wiki50").mkdir()  # built: the next rows reuse it
     assert main([*grid, "--rows", "minilm,bow_trained"]) == 0  # bow_trained is done: minilm alone runs
-    rows = [json.loads(line) for line in (tmp_path / "res" / "wiki_smoke.jsonl").read_text().splitlines()]
+    rows = Ledger(tmp_path / "res", ("row",), name="wiki_smoke.jsonl").records()
     assert [r["row"] for r in rows] == ["bow_trained", "bow_untrained", "minilm"] and rows[-1]["data_seconds"] is None
 
 
 def test_the_committed_ledger_opens_with_the_setup_its_records_carry(tmp_path, capsys):
     shutil.copy(ROOT / "results" / "wiki_smoke.jsonl", tmp_path / "wiki_smoke.jsonl")
-    led = HeaderlessLedger(
-        tmp_path,
-        ("row",),
-        {"data_command": "qt-hard data wiki --articles 50 --out runs/wiki_smoke/wiki50"},
-        name="wiki_smoke.jsonl",
-    )
+    led = Ledger(tmp_path, ("row",), name="wiki_smoke.jsonl")
+    assert led.setup == {"data_command": "qt-hard data wiki --articles 50 --out runs/wiki_smoke/wiki50"}
     assert led.done() == {(r,) for r in wiki_smoke.ROWS} and len(led.records()) == 8  # reruns of each row, kept
     assert main(["grid", "run", "wiki-smoke", "--out", str(tmp_path)]) == 0  # every row done: nothing runs
     assert main(["grid", "run", "wiki-smoke", "--out", str(tmp_path), "--runs", str(tmp_path / "r")]) == 2

@@ -149,9 +149,7 @@ class Experiment:
 
     def ledger(self, out: Path, name: str, setup: dict | None = None):
         """The ledger ``name`` in ``out``, opened with ``setup`` (None: read only, with the stored
-        one): a :class:`~qt_hard.experiments.ledger.Ledger`, whose first line is the setup. An
-        experiment whose results file its readers take as a plain list of records returns a
-        :class:`~qt_hard.experiments.ledger.HeaderlessLedger` instead."""
+        one): a :class:`~qt_hard.experiments.ledger.Ledger`, whose first line is the setup."""
         from qt_hard.experiments.ledger import Ledger
 
         return Ledger(out, self.key, setup, name=name, fields=self.fields, check=self.record_problem)

@@ -17,9 +17,6 @@ last line without its newline: readers ignore it and the next ``append`` cuts it
 line anywhere else is an error naming the file and the line. Appends take an exclusive ``flock`` of
 the file, so processes on one machine may share a folder; :meth:`Ledger.claim` lets them share its
 cells too (one process per cell).
-
-A :class:`HeaderlessLedger` is the same without the setup line, for a results file that its readers
-take line by line as records (one written before the setup line existed): its records carry the setup.
 """
 
 from __future__ import annotations
@@ -38,7 +35,6 @@ from qt_hard.errors import UserError
 
 __all__ = [
     "VERSIONED",
-    "HeaderlessLedger",
     "Ledger",
     "LedgerError",
     "git_commit",
@@ -74,10 +70,6 @@ class Ledger:
         check: what else a record must hold (a task in its results, say): ``check(record)`` says what
             it lacks, or None; a record that lacks something is refused as one without a field is.
     """
-
-    # Lines before the first record (the setup line); a record's JSON keys sorted.
-    HEADER_LINES = 1
-    SORT_KEYS = True
 
     def __init__(
         self,
@@ -142,8 +134,7 @@ class Ledger:
         """Every complete record, in the order they were appended (a cell may appear more than
         once when it was run again; :meth:`latest` keeps its last record)."""
         out = []
-        skip = self.HEADER_LINES
-        for no, line in enumerate(self._lines()[skip:], start=skip + 1):
+        for no, line in enumerate(self._lines()[1:], start=2):
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError as err:
@@ -185,7 +176,7 @@ class Ledger:
         missing = [k for k in self.fields if k not in record]
         if missing:
             raise LedgerError(f"record lacks the field(s) {missing}: {record!r}")
-        line = json.dumps(record, sort_keys=self.SORT_KEYS) + "\n"
+        line = json.dumps(record, sort_keys=True) + "\n"
         if "\n" in line[:-1]:  # json.dumps escapes newlines inside strings; this cannot happen
             raise LedgerError("a record must serialize to one line")
         try:
@@ -201,7 +192,7 @@ class Ledger:
                 stored = self._stored_setup()
                 if stored is not None and stored != self.setup:
                     raise LedgerError(f"{self.path} holds results of another setup; use another output folder")
-            elif self.HEADER_LINES:
+            else:
                 line = json.dumps({"ledger": FORMAT, "setup": self.setup}, sort_keys=True) + "\n" + line
             self._write_whole(fd, size, line.encode("utf-8"))
         finally:
@@ -293,38 +284,6 @@ class Ledger:
         except (OSError, ValueError, KeyError, TypeError):
             return True  # released meanwhile, or not a claim this module wrote
         return info.get("host") == host and not _process_exists(pid)
-
-
-class HeaderlessLedger(Ledger):
-    """A ledger without the setup line: every line is a record, its keys in the order the record
-    gives them (the form of a results file that its readers take line by line, written before the
-    setup line existed, such as ``results/wiki_smoke.jsonl``).
-
-    The setup is carried by the records themselves: its keys are record fields, every appended record
-    must hold the setup's values, and the stored setup is those fields of the newest record that has
-    them all (None while none has: records older than the setup's fields are read, not checked).
-    ``setup_fields`` names those fields when the ledger is opened read only (``setup`` None)."""
-
-    HEADER_LINES = 0
-    SORT_KEYS = False
-
-    def __init__(self, folder, key, setup=None, name="results.jsonl", fields=(), setup_fields=(), check=None):
-        self.setup_fields = tuple(setup or setup_fields)
-        super().__init__(folder, key, setup, name=name, fields=fields, check=check)
-
-    def _stored_setup(self) -> dict | None:
-        if not self.setup_fields:
-            return None
-        for rec in reversed(self.records()):
-            if all(k in rec for k in self.setup_fields):
-                return _canonical({k: rec[k] for k in self.setup_fields})
-        return None
-
-    def append(self, record: dict) -> None:
-        differ = [k for k, v in (self.setup or {}).items() if _canonical(record.get(k)) != v]
-        if differ:
-            raise LedgerError(f"record does not carry the setup's {differ}: {record!r}")
-        super().append(record)
 
 
 def _process_exists(pid: int) -> bool:

@@ -166,11 +166,6 @@ class WikiSmoke(Experiment):
 
         output_folder(args.runs, "--runs")
 
-    def ledger(self, out: Path, name: str, setup: dict | None = None):
-        from qt_hard.experiments.ledger import HeaderlessLedger
-
-        return HeaderlessLedger(out, self.key, setup, name=name, fields=self.fields, setup_fields=("data_command",))
-
     def setup(self, args, out: Path) -> dict:
         return {"data_command": shown(data_command(Path(args.runs)))}
 
