@@ -57,11 +57,9 @@ from .k_vs_n_grid import Point, Grid, cell_id, expand, load_grid
 from .k_vs_n_tables import (
     KEY,
     cell_dir,
-    csv_row,
     diagnose,
     is_results_csv,
     ledger_path,
-    parse_rows,
     plot,
     record_of,
     results_files,
@@ -366,7 +364,7 @@ class KversusN(Experiment):
         if args.figures:
             for path in plot(records, Path(args.figures)):
                 print(path)
-            print(json.dumps(summarize(parse_rows([csv_row(r) for r in records])), default=str))
+            print(json.dumps(summarize(records), default=str))
 
     def progress(self, record: dict) -> str:
         r = record

@@ -10,14 +10,14 @@ import logging
 import os
 import socket
 import time
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 
 import numpy as np
 
 from qt_hard.errors import ArgumentError
 from qt_hard.experiments import report
-from qt_hard.experiments.ledger import Ledger, LedgerError
+from qt_hard.experiments.ledger import LedgerError
 
 from .k_vs_n_grid import Point, Grid, SHUFFLED, data_settings
 
@@ -27,29 +27,20 @@ log = logging.getLogger(__name__)
 # --------------------------------------------------------------------------------------------
 # results: the ledger, and the CSV and diagnostics derived from it
 
+# What must match between an uninterrupted and a resumed grid (wall time and commit aside).
+METRICS = ["mean_acc", "linear_acc", "linear_best_epoch", "final_loss", "steps"]
+KEY = ("cell_id",)
+# The CSV columns of a cell's point (N, k, B, collision_free, seed) and of the grid's data and
+# train settings (the other settings are not in the CSV).
+POINT_COLUMNS = tuple(f.name for f in fields(Point))
+DATA_COLUMNS = {"data_kind": "kind", "min_count": "min_count", "split_seed": "split_seed", "articles": "articles"}
+TRAIN_COLUMNS = ("dim", "temperature", "lr", "grad_clip", "epochs", "linear_epochs", "optimizer")
 COLUMNS = [
     "cell_id",
-    "N",
-    "k",
-    "B",
-    "collision_free",
-    "seed",
-    "dim",
-    "temperature",
-    "lr",
-    "grad_clip",
-    "epochs",
-    "linear_epochs",
-    "optimizer",
-    "data_kind",
-    "min_count",
-    "split_seed",
-    "articles",
-    "mean_acc",
-    "linear_acc",
-    "linear_best_epoch",
-    "final_loss",
-    "steps",
+    *POINT_COLUMNS,
+    *TRAIN_COLUMNS,
+    *DATA_COLUMNS,
+    *METRICS,
     "vocab_size",
     "n_train",
     "n_test",
@@ -63,15 +54,8 @@ COLUMNS = [
     "git_commit",
     "finished_at",
 ]
-# What must match between an uninterrupted and a resumed grid (wall time and commit aside).
-METRICS = ["mean_acc", "linear_acc", "linear_best_epoch", "final_loss", "steps"]
-KEY = ("cell_id",)
-# Columns that are text even when they look like numbers (a commit such as 1234567).
-# The CSV columns that hold the grid's data and train settings (the others are not in the CSV).
-DATA_COLUMNS = {"data_kind": "kind", "min_count": "min_count", "split_seed": "split_seed", "articles": "articles"}
-TRAIN_COLUMNS = ("dim", "temperature", "lr", "grad_clip", "epochs", "linear_epochs", "optimizer")
 # The fields of a diagnostics line that come from its cell's record rather than its diagnostics.
-DIAG_CELL = ("cell_id", "N", "k", "B", "collision_free", "seed", "mean_acc")
+DIAG_CELL = ("cell_id", *POINT_COLUMNS, "mean_acc")
 
 
 def ledger_path(results: Path) -> Path:
@@ -81,12 +65,6 @@ def ledger_path(results: Path) -> Path:
     if results.suffix != ".csv":
         raise LedgerError(f"{results}: the results are named by their CSV (NAME.csv; the ledger is NAME.jsonl)")
     return results.with_suffix(".jsonl")
-
-
-def diagnostics_path(results: Path) -> Path:
-    """The per-cell diagnostics beside a results CSV: ``NAME.diag.jsonl`` for ``NAME.csv``."""
-    results = Path(results)
-    return results.with_name(results.stem + ".diag.jsonl")
 
 
 def setup_of(grid: Grid) -> dict:
@@ -99,16 +77,6 @@ def setup_of(grid: Grid) -> dict:
     }
 
 
-def open_results(results: Path, grid: Grid | None = None) -> Ledger:
-    """The ledger of ``results`` (see :func:`ledger_path`); with ``grid`` for appending this grid's
-    cells (a ledger of another setup is an error naming the settings), else read only. A CSV
-    without its ledger is refused: its cells would be run again and the CSV rewritten without them."""
-    path = ledger_path(results)
-    if not path.is_file() and Path(results).is_file():
-        raise LedgerError(f"{results} has no ledger {path.name} beside it; give the grid another --results")
-    return Ledger(path.parent, KEY, None if grid is None else setup_of(grid), name=path.name)
-
-
 def is_results_csv(path: Path) -> bool:
     """Whether ``path`` is a results CSV that :func:`export` wrote (its header is ``COLUMNS``)."""
     try:
@@ -116,20 +84,6 @@ def is_results_csv(path: Path) -> bool:
             return next(csv.reader(fh), None) == list(COLUMNS)
     except (OSError, UnicodeDecodeError, csv.Error):
         return False
-
-
-def read_results(results: Path) -> list[dict]:
-    """One row per finished cell (its last record), the CSV's columns as the CSV writes them."""
-    return [csv_row(r) for r in open_results(results).latest()]
-
-
-def _csv_value(value) -> str:
-    """A record's value as the csv module writes it (None as an empty cell)."""
-    return "" if value is None else str(value)
-
-
-def csv_row(record: dict) -> dict:
-    return {c: _csv_value(record.get(c)) for c in COLUMNS}
 
 
 def _diag_line(record: dict) -> dict:
@@ -140,7 +94,7 @@ def _diag_line(record: dict) -> dict:
 def results_files(records: list[dict], name: str) -> dict[str, str]:
     """From the records alone: ``NAME.csv`` (``COLUMNS``, one row per finished cell, its last record)
     and, when any record has them, the diagnostics lines ``NAME.diag.jsonl``."""
-    files = {f"{name}.csv": report.csv_text(COLUMNS, (csv_row(r) for r in records))}
+    files = {f"{name}.csv": report.csv_text(COLUMNS, records)}
     diag = [json.dumps(_diag_line(r), sort_keys=True) + "\n" for r in records if "diagnostics" in r]
     if diag:
         files[f"{name}.diag.jsonl"] = "".join(diag)
@@ -218,39 +172,12 @@ def _mean_by(rows, keys, metric):
     return {k: (*report.mean_spread(v), len(v)) for k, v in groups.items()}
 
 
-def parse_rows(rows):
-    out = []
-    for r in rows:
-        out.append(
-            {
-                "N": int(r["N"]),
-                "k": int(r["k"]) if r["k"] not in ("", "None") else None,
-                "B": int(r["B"]),
-                "cf": _cf(r["collision_free"]),
-                "seed": int(r["seed"]),
-                "mean_acc": float(r["mean_acc"]),
-                "linear_acc": float(r["linear_acc"]),
-                "wall_s": float(r["wall_s"] or 0),
-                "epochs": int(r["epochs"]),
-                "linear_epochs": int(r["linear_epochs"]),
-                "optimizer": r["optimizer"],
-            }
-        )
-    return out
-
-
-def _cf(value: str):
-    """The CSV's collision_free column: False, True or SHUFFLED."""
-    v = str(value).strip()
-    return SHUFFLED if v == SHUFFLED else v in ("True", "true", "1")
-
-
 def _kval(k, B):
     return 2 * (B - 1) if k is None else k
 
 
 def _main_B(rows):
-    Bs = [r["B"] for r in rows if r["cf"] is False]
+    Bs = [r["B"] for r in rows if r["collision_free"] is False]
     if 1000 in Bs:
         return 1000
     return max(set(Bs), key=Bs.count)
@@ -262,7 +189,7 @@ def summarize(rows: list[dict]) -> dict:
     out = {"B": B0}
     for metric in ("mean_acc", "linear_acc"):
         m = {}
-        grid = _mean_by([r for r in rows if r["B"] == B0 and r["cf"] is False], ["N", "k"], metric)
+        grid = _mean_by([r for r in rows if r["B"] == B0 and r["collision_free"] is False], ["N", "k"], metric)
         best = {}
         for N in sorted({n for n, _ in grid}):
             row = {_kval(k, B0): v for (n, k), v in grid.items() if n == N}
@@ -276,7 +203,7 @@ def summarize(rows: list[dict]) -> dict:
                 "acc_by_k": {k: round(row[k][0], 2) for k in sorted(row)},
             }
         m["best_k_by_N"] = best
-        bk = _mean_by([r for r in rows if r["cf"] is False], ["N", "B", "k"], metric)
+        bk = _mean_by([r for r in rows if r["collision_free"] is False], ["N", "B", "k"], metric)
         per_n = {}
         for N in sorted({n for n, _, _ in bk}):
             Bs = sorted({b for n, b, _ in bk if n == N})
@@ -293,7 +220,7 @@ def summarize(rows: list[dict]) -> dict:
                 for k in common
             }
         m["b_at_fixed_k"] = per_n
-        cf = _mean_by([r for r in rows if r["B"] == B0], ["N", "k", "cf"], metric)
+        cf = _mean_by([r for r in rows if r["B"] == B0], ["N", "k", "collision_free"], metric)
         for which, key in ((True, "collision_free_gain"), (SHUFFLED, "shuffled_control_gain")):
             gain = {}
             for (N, k, c), v in cf.items():
@@ -309,7 +236,7 @@ def summarize(rows: list[dict]) -> dict:
 
 def _fig_n_by_k(plt, rows, B0, metric, title):
     """Fig. 3 left (Figs. 5, 6): N x k at B0, row-normalized, the best k of each N marked."""
-    g = _mean_by([r for r in rows if r["B"] == B0 and r["cf"] is False], ["N", "k"], metric)
+    g = _mean_by([r for r in rows if r["B"] == B0 and r["collision_free"] is False], ["N", "k"], metric)
     if not g:
         return None
     Ns = sorted({n for n, _ in g})
@@ -337,7 +264,7 @@ def _fig_n_by_k(plt, rows, B0, metric, title):
 
 def _fig_b_by_k(plt, rows, B0, metric, title):
     """Fig. 3 center (Fig. 7): B x k for (up to) two N, globally normalized per panel."""
-    bk = _mean_by([r for r in rows if r["cf"] is False], ["N", "B", "k"], metric)
+    bk = _mean_by([r for r in rows if r["collision_free"] is False], ["N", "B", "k"], metric)
     nB = {N: len({b for n, b, _ in bk if n == N}) for N in {n for n, _, _ in bk}}
     Ns2 = sorted([N for N, c in nB.items() if c >= 2], key=lambda N: (-nB[N], N))[:2]
     if not Ns2:
@@ -356,7 +283,7 @@ def _fig_b_by_k(plt, rows, B0, metric, title):
 
 def _fig_collisions(plt, rows, B0, metric, title):
     """Fig. 3 right: accuracy vs k with (solid) and without (dotted) collisions, four N."""
-    cf = _mean_by([r for r in rows if r["B"] == B0], ["N", "k", "cf"], metric)
+    cf = _mean_by([r for r in rows if r["B"] == B0], ["N", "k", "collision_free"], metric)
     Nc = sorted({n for n, _, c in cf if c is True})
     if not Nc:
         return None
@@ -376,11 +303,10 @@ def _fig_collisions(plt, rows, B0, metric, title):
     return fig
 
 
-def plot(records: list[dict], out_dir: Path) -> list[Path]:
-    """Fig. 3 left / center / right (and App. Figs. 5-7) for both readouts from the ledger's records,
-    as small PNGs, and the summary (:func:`summarize`) as JSON."""
+def plot(rows: list[dict], out_dir: Path) -> list[Path]:
+    """Fig. 3 left / center / right (and App. Figs. 5-7) for both readouts from the ledger's records
+    ``rows``, as small PNGs, and the summary (:func:`summarize`) as JSON."""
     plt = report.pyplot()
-    rows = parse_rows([csv_row(r) for r in records])
     if not rows:
         raise ArgumentError("no finished cells to plot")
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -430,21 +356,13 @@ def diagnose(records: list[dict]) -> str:
     for rec in records:
         if "diagnostics" not in rec:  # a cell run before the readouts had diagnostics
             continue
-        r = csv_row(rec)
-        key = (int(r["N"]), r["k"] or "all", int(r["B"]), str(_cf(r["collision_free"])))
-        vals = {
-            **_diag_line(rec),
-            "linear_acc": float(r["linear_acc"]),
-            "final_loss": float(r["final_loss"]),
-            "mean_acc": float(r["mean_acc"]),
-        }
-        groups.setdefault(key, []).append(vals)
+        key = (rec["N"], rec["k"] or "all", rec["B"], str(rec["collision_free"]))
+        groups.setdefault(key, []).append({**rec, **rec["diagnostics"]})
     if not groups:
         raise ArgumentError("--diagnose: no finished cell has diagnostics")
     order = {"False": 0, "True": 1, SHUFFLED: 2}
-    head = "| N | k | B | collisions removed | seeds | " + " | ".join(t for _, t in DIAG_COLUMNS) + " |"
-    out = [head, "|" + "---|" * (5 + len(DIAG_COLUMNS))]
     names = {"False": "none (plain)", "True": "same-class (collision-free)", SHUFFLED: "random, matched (shuffled)"}
+    body = []
     for key in sorted(groups, key=lambda k: (k[0], str(k[1]).zfill(6), k[2], order.get(k[3], 9))):
         g = groups[key]
         cells = []
@@ -452,7 +370,6 @@ def diagnose(records: list[dict]) -> str:
             digits = 2 if col.endswith("acc") or col in ("final_loss", "test_norm_mean") else 4
             m, sd = report.mean_spread(x[col] for x in g)
             cells.append(f"{m:.{digits}f} ± {sd:.{digits}f}")
-        out.append(
-            f"| {key[0]} | {key[1]} | {key[2]} | {names.get(key[3], key[3])} | {len(g)} | " + " | ".join(cells) + " |"
-        )
-    return "\n".join(out)
+        body.append([*key[:3], names.get(key[3], key[3]), len(g), *cells])
+    head = ["N", "k", "B", "collisions removed", "seeds", *(t for _, t in DIAG_COLUMNS)]
+    return "\n".join(report.markdown_table(head, body))
