@@ -183,16 +183,38 @@ def _main_B(rows):
     return max(set(Bs), key=Bs.count)
 
 
+def _means(rows, B0, metric):
+    """A metric's seed means (:func:`_mean_by`), each k as its number of candidates (:func:`_kval`):
+    ``plain`` {N: {B: {k: (mean, spread, n)}}} of the cells with collisions, and ``at_b0``
+    {N: {collision mode: {k: (mean, spread, n)}}} of the cells at B0."""
+    plain: dict = {}
+    at_b0: dict = {}
+    for (N, B, k, cf), v in _mean_by(rows, ["N", "B", "k", "collision_free"], metric).items():
+        if cf is False:
+            plain.setdefault(N, {}).setdefault(B, {})[_kval(k, B)] = v
+        if B == B0:
+            at_b0.setdefault(N, {}).setdefault(cf, {})[_kval(k, B)] = v
+    return plain, at_b0
+
+
+def _matrix(table: dict, ys: list, xs: list):
+    """The means of ``table`` ({y: {x: (mean, ...)}}) as a len(ys) x len(xs) array, NaN where none."""
+    raw = np.full((len(ys), len(xs)), np.nan)
+    for y, row in table.items():
+        for x, v in row.items():
+            raw[ys.index(y), xs.index(x)] = v[0]
+    return raw
+
+
 def summarize(rows: list[dict]) -> dict:
     """The numbers behind the three findings, per metric."""
     B0 = _main_B(rows)
     out = {"B": B0}
     for metric in ("mean_acc", "linear_acc"):
-        m = {}
-        grid = _mean_by([r for r in rows if r["B"] == B0 and r["collision_free"] is False], ["N", "k"], metric)
+        plain, at_b0 = _means(rows, B0, metric)
         best = {}
-        for N in sorted({n for n, _ in grid}):
-            row = {_kval(k, B0): v for (n, k), v in grid.items() if n == N}
+        for N in sorted(n for n in plain if B0 in plain[n]):
+            row = plain[N][B0]
             kb = max(row, key=lambda k: row[k][0])
             near = [k for k in row if row[k][0] >= 0.995 * row[kb][0]]
             best[N] = {
@@ -202,30 +224,19 @@ def summarize(rows: list[dict]) -> dict:
                 "k_range_0995": [min(near), max(near)],
                 "acc_by_k": {k: round(row[k][0], 2) for k in sorted(row)},
             }
-        m["best_k_by_N"] = best
-        bk = _mean_by([r for r in rows if r["collision_free"] is False], ["N", "B", "k"], metric)
-        per_n = {}
-        for N in sorted({n for n, _, _ in bk}):
-            Bs = sorted({b for n, b, _ in bk if n == N})
-            if len(Bs) < 2:
-                continue
-            common = sorted(set.intersection(*[{_kval(k, b) for n, b2, k in bk if n == N and b2 == b} for b in Bs]))
-            per_n[N] = {
-                f"k={k}": {
-                    f"B={b}": round(
-                        next(v[0] for (n, b2, kk), v in bk.items() if n == N and b2 == b and _kval(kk, b) == k), 2
-                    )
-                    for b in Bs
+        m = {"best_k_by_N": best, "b_at_fixed_k": {}}
+        for N, by_b in sorted(plain.items()):
+            if len(by_b) >= 2:
+                common = sorted(set.intersection(*(set(row) for row in by_b.values())))
+                m["b_at_fixed_k"][N] = {
+                    f"k={k}": {f"B={b}": round(by_b[b][k][0], 2) for b in sorted(by_b)} for k in common
                 }
-                for k in common
-            }
-        m["b_at_fixed_k"] = per_n
-        cf = _mean_by([r for r in rows if r["B"] == B0], ["N", "k", "collision_free"], metric)
         for which, key in ((True, "collision_free_gain"), (SHUFFLED, "shuffled_control_gain")):
             gain = {}
-            for (N, k, c), v in cf.items():
-                if c == which and (N, k, False) in cf:  # c is False, True or SHUFFLED
-                    gain.setdefault(N, {})[_kval(k, B0)] = round(v[0] - cf[(N, k, False)][0], 2)
+            for N, modes in at_b0.items():
+                for k, v in modes.get(which, {}).items():
+                    if k in modes.get(False, {}):
+                        gain.setdefault(N, {})[k] = round(v[0] - modes[False][k][0], 2)
             if gain:
                 m[key] = {N: dict(sorted(g.items())) for N, g in sorted(gain.items())}
         out[metric] = m
@@ -234,16 +245,14 @@ def summarize(rows: list[dict]) -> dict:
     return out
 
 
-def _fig_n_by_k(plt, rows, B0, metric, title):
+def _fig_n_by_k(plt, plain, at_b0, B0, title):
     """Fig. 3 left (Figs. 5, 6): N x k at B0, row-normalized, the best k of each N marked."""
-    g = _mean_by([r for r in rows if r["B"] == B0 and r["collision_free"] is False], ["N", "k"], metric)
+    g = {N: by_b[B0] for N, by_b in plain.items() if B0 in by_b}
     if not g:
         return None
-    Ns = sorted({n for n, _ in g})
-    ks = sorted({_kval(k, B0) for _, k in g})
-    raw = np.full((len(Ns), len(ks)), np.nan)
-    for (n, k), v in g.items():
-        raw[Ns.index(n), ks.index(_kval(k, B0))] = v[0]
+    Ns = sorted(g)
+    ks = sorted({k for row in g.values() for k in row})
+    raw = _matrix(g, Ns, ks)
     norm = raw / np.nanmax(raw, axis=1, keepdims=True)
     fig, ax = plt.subplots(figsize=(1.0 + 0.75 * len(ks), 0.9 + 0.5 * len(Ns)), dpi=110)
     best = set()
@@ -262,42 +271,36 @@ def _fig_n_by_k(plt, rows, B0, metric, title):
     return fig
 
 
-def _fig_b_by_k(plt, rows, B0, metric, title):
+def _fig_b_by_k(plt, plain, at_b0, B0, title):
     """Fig. 3 center (Fig. 7): B x k for (up to) two N, globally normalized per panel."""
-    bk = _mean_by([r for r in rows if r["collision_free"] is False], ["N", "B", "k"], metric)
-    nB = {N: len({b for n, b, _ in bk if n == N}) for N in {n for n, _, _ in bk}}
-    Ns2 = sorted([N for N, c in nB.items() if c >= 2], key=lambda N: (-nB[N], N))[:2]
+    Ns2 = sorted([N for N in plain if len(plain[N]) >= 2], key=lambda N: (-len(plain[N]), N))[:2]
     if not Ns2:
         return None
     fig, axes = plt.subplots(1, len(Ns2), figsize=(3.6 * len(Ns2), 2.6), dpi=110, squeeze=False)
     for ax, N in zip(axes[0], sorted(Ns2)):
-        Bs = sorted({b for n, b, _ in bk if n == N})
-        ks = sorted({_kval(k, b) for n, b, k in bk if n == N})
-        raw = np.full((len(Bs), len(ks)), np.nan)
-        for (n, b, k), v in bk.items():
-            if n == N:
-                raw[Bs.index(b), ks.index(_kval(k, b))] = v[0]
+        Bs = sorted(plain[N])
+        ks = sorted({k for row in plain[N].values() for k in row})
+        raw = _matrix(plain[N], Bs, ks)
         report.heatmap(fig, ax, raw, raw / np.nanmax(raw), ks, Bs, "k", "B", f"{title}, N={N}, globally normalized")
     return fig
 
 
-def _fig_collisions(plt, rows, B0, metric, title):
+def _fig_collisions(plt, plain, at_b0, B0, title):
     """Fig. 3 right: accuracy vs k with (solid) and without (dotted) collisions, four N."""
-    cf = _mean_by([r for r in rows if r["B"] == B0], ["N", "k", "collision_free"], metric)
-    Nc = sorted({n for n, _, c in cf if c is True})
+    Nc = sorted(N for N, modes in at_b0.items() if True in modes)
     if not Nc:
         return None
     fig, ax = plt.subplots(figsize=(4.2, 3.0), dpi=110)
     styles = ((False, "-", ""), (True, ":", " no collision"), (SHUFFLED, "--", " shuffled control"))
     for i, N in enumerate(Nc[:4]):
         for c, style, tag in styles:
-            pts = sorted((_kval(k, B0), v[0]) for (n, k, cc), v in cf.items() if n == N and cc == c)
+            pts = sorted((k, v[0]) for k, v in at_b0[N].get(c, {}).items())
             if pts:
                 ax.plot(*zip(*pts), style, marker="o", ms=3, color=f"C{i}", label=f"N={N}{tag}")
     ax.set_xscale("log")
     ax.set_xlabel("k")
     ax.set_ylabel("accuracy (%)")
-    control = ", shuffled-label control (dashed)" if any(c == SHUFFLED for _, _, c in cf) else ""
+    control = ", shuffled-label control (dashed)" if any(SHUFFLED in modes for modes in at_b0.values()) else ""
     ax.set_title(f"{title}, B={B0}\ncollisions (solid), none (dotted){control}", fontsize=7)
     ax.legend(fontsize=5, ncol=2)
     return fig
@@ -319,9 +322,10 @@ def plot(rows: list[dict], out_dir: Path) -> list[Path]:
     )
     written = []
     for metric, title in (("mean_acc", "mean classifier"), ("linear_acc", "linear classifier")):
+        means = _means(rows, B0, metric)
         figures = (("k_vs_n", _fig_n_by_k, 0.03), ("b_by_k", _fig_b_by_k, 0.04), ("collisions", _fig_collisions, 0.03))
         for name, draw, bottom in figures:
-            fig = draw(plt, rows, B0, metric, title)
+            fig = draw(plt, *means, B0, title)
             if fig is None:
                 continue
             fig.text(0.01, 0.005, caption, fontsize=5)
