@@ -23,7 +23,6 @@ from tests._signals import signal_at
 from qt_hard.cli import main
 from qt_hard.experiments.ledger import LedgerError
 from qt_hard.experiments.specs import k_vs_n as K
-from qt_hard.experiments.specs import k_vs_n_cell as C
 from qt_hard.experiments.specs import k_vs_n_grid as G
 from qt_hard.experiments.specs import k_vs_n_tables as T
 
@@ -174,17 +173,17 @@ def test_prepare_builds_the_wiki_folder_and_its_tokens_once(tmp_path):
     dump.write_text(DUMP, encoding="utf-8")
     spec = G.DataSpec(kind="wiki", source=str(dump), articles=3, min_sentences=3, min_count=1)
     cache = tmp_path / "cache"
-    marker = C.prepare(spec, [2, 3], cache)
-    assert marker.is_file() and sorted(p.name for p in C.wiki_dir(cache, spec).glob("*.txt")) == [
+    marker = G.prepare(spec, [2, 3], cache)
+    assert marker.is_file() and sorted(p.name for p in G.wiki_dir(cache, spec).glob("*.txt")) == [
         "0000.txt",
         "0001.txt",
         "0002.txt",
     ]
-    assert wiki_prefix(C.wiki_dir(cache, spec), 2, min_count=1, cache_dir=C.token_cache(cache)).num_classes == 2
+    assert wiki_prefix(G.wiki_dir(cache, spec), 2, min_count=1, cache_dir=G.token_cache(cache)).num_classes == 2
     stamp = marker.stat().st_mtime_ns
-    assert C.prepare(spec, [2, 3], cache) == marker and marker.stat().st_mtime_ns == stamp
+    assert G.prepare(spec, [2, 3], cache) == marker and marker.stat().st_mtime_ns == stamp
     with pytest.raises(ValueError, match="has 3 articles; the grid asks for N=4"):
-        C.prepare(spec, [4], tmp_path / "other")
+        G.prepare(spec, [4], tmp_path / "other")
 
 
 def test_wiki_n_from_a_larger_tokenization_equals_its_own(tmp_path):
@@ -247,9 +246,9 @@ def test_vocab_articles_reaches_the_cell_and_keeps_older_cell_ids(tmp_path):
     cell = G.Point(4, 2, 8, False, 0)
     assert "vocab_articles" not in G.cell_config(grid, cell)["data"]
     assert not any("vocab_articles" in key for key in T.setup_of(grid))
-    assert "vocab_classes" not in C.cell_tree(grid, cell, tmp_path / "c", tmp_path / "o")["data"]
+    assert "vocab_classes" not in G.cell_tree(grid, cell, tmp_path / "c", tmp_path / "o")["data"]
     shared = dataclasses.replace(grid, data=dataclasses.replace(grid.data, kind="wiki", vocab_articles=3029))
-    assert C.cell_tree(shared, cell, tmp_path / "c", tmp_path / "o")["data"]["vocab_classes"] == 3029
+    assert G.cell_tree(shared, cell, tmp_path / "c", tmp_path / "o")["data"]["vocab_classes"] == 3029
     wiki = dataclasses.replace(shared, data=dataclasses.replace(shared.data, vocab_articles=None))
     assert G.cell_id(shared, cell) != G.cell_id(wiki, cell)
     assert T.setup_of(shared)["data.vocab_articles"] == 3029
@@ -258,7 +257,7 @@ def test_vocab_articles_reaches_the_cell_and_keeps_older_cell_ids(tmp_path):
 def _tiny_cell(tmp_path, cf=True, epochs=3):
     grid = G.load_grid(_grid(tmp_path, epochs=epochs))
     cell = G.Point(4, 2, 8, cf, 0)
-    C.prepare(grid.data, [4], tmp_path / "cache")
+    G.prepare(grid.data, [4], tmp_path / "cache")
     return grid, cell
 
 
@@ -267,8 +266,8 @@ def test_a_cell_is_a_qt_hard_train_run(tmp_path):
     import yaml
 
     grid, cell = _tiny_cell(tmp_path)
-    tree = C.cell_tree(grid, cell, tmp_path / "cache", tmp_path / "cell")
-    got = C.run_cell(tree)
+    tree = G.cell_tree(grid, cell, tmp_path / "cache", tmp_path / "cell")
+    got = G.run_cell(tree)
     cli = dict(tree, out_dir=str(tmp_path / "cli"))
     (tmp_path / "cli.yaml").write_text(yaml.safe_dump(cli))
     res = subprocess.run(
@@ -279,7 +278,7 @@ def test_a_cell_is_a_qt_hard_train_run(tmp_path):
         timeout=300,
     )
     assert res.returncode == 0, res.stderr[-3000:]
-    want = C.cell_metrics(tmp_path / "cli")
+    want = G.cell_metrics(tmp_path / "cli")
     for key in "mean_acc linear_acc linear_best_epoch final_loss steps vocab_size n_train n_test diagnostics".split():
         assert got[key] == want[key], key
     assert got["steps"] > 0 and got["steps"] % 3 == 0 and 0 <= got["mean_acc"] <= 100  # whole epochs
@@ -288,12 +287,12 @@ def test_a_cell_is_a_qt_hard_train_run(tmp_path):
 def test_a_cell_stopped_mid_way_resumes_to_the_uninterrupted_metrics(tmp_path):
     grid, cell = _tiny_cell(tmp_path, cf=G.SHUFFLED, epochs=4)
     cache = tmp_path / "cache"
-    straight = C.run_cell(C.cell_tree(grid, cell, cache, tmp_path / "straight"))
+    straight = G.run_cell(G.cell_tree(grid, cell, cache, tmp_path / "straight"))
 
-    tree = C.cell_tree(grid, cell, cache, tmp_path / "cut")
-    assert C.run_cell(tree, on_step=signal_at(5)) is None
+    tree = G.cell_tree(grid, cell, cache, tmp_path / "cut")
+    assert G.run_cell(tree, on_step=signal_at(5)) is None
     assert (tmp_path / "cut" / "checkpoints").is_dir()
-    resumed = C.run_cell(tree)
+    resumed = G.run_cell(tree)
     for key in ("train_s", "eval_s", "sentences_per_s"):
         straight.pop(key), resumed.pop(key)
     assert resumed == straight
@@ -319,7 +318,7 @@ def shuffled_grid(tmp_path_factory):
     cells, _ = G.expand(grid)
     first = G.cell_id(grid, cells[0])
     cache, res = tmp / "cache", tmp / "res.csv"
-    C.prepare(grid.data, [4], cache)
+    G.prepare(grid.data, [4], cache)
     ledger = _ledger(res, grid)
     with ledger.claim((res.stem, first)) as mine:
         assert mine

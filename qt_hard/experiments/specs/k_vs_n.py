@@ -1,38 +1,10 @@
 """The k-versus-N ablation (``qt-hard grid run k-vs-n GRID.yaml``): Ash, Goel, Krishnamurthy, Misra
-(AISTATS 2022), section 5, Fig. 3; App. D.1, Figs. 5-7.
+(AISTATS 2022), section 5, Fig. 3; App. D.1, Figs. 5-7. The grid, its cells, results, figures, processes
+and ``--sampling`` are described in docs/reproductions/k-vs-n.md and docs/cli.md.
 
-    qt-hard grid run k-vs-n configs/k_vs_n.yaml --cache runs/k_vs_n/cache --plan      # cells + estimate
-    qt-hard grid run k-vs-n configs/k_vs_n.yaml --cache runs/k_vs_n/cache \\
-        --results runs/k_vs_n/results.csv --workers 4 --device cuda
-    qt-hard grid run k-vs-n --results runs/k_vs_n/results.csv --summary-only --figures docs/figures
-    qt-hard grid run k-vs-n configs/k_vs_n.yaml --cache runs/k_vs_n/cache --sampling --N 1000 --k 100,1000 --steps 80
-
-The module is the experiment and its plan; what it runs lives by what it does: the grid
-(:mod:`.k_vs_n_grid`), one cell (:mod:`.k_vs_n_cell`), the results and figures (:mod:`.k_vs_n_tables`),
-the sampling measurement (:mod:`.k_vs_n_sampling`).
-
-* **grid**: a YAML of ``data``, ``train``, ``seeds`` and ``blocks`` (:func:`load_grid`); a block
-  crosses lists of N (classes), k (negatives), B (batch) and collision modes; a :class:`Point` is one
-  combination with a seed, identified by the hash of everything that decides its result
-  (:func:`cell_id`);
-* **base config**: :func:`cell_tree`, App. D.1's bag of words on Wiki-N (or the synthetic corpus);
-* **readout**: the pipeline's readouts (mean and linear classifier, diagnostics) in ``eval.json`` and
-  the last epoch's loss in ``metrics.csv`` (:func:`cell_metrics`);
-* **results**: the ledger ``NAME.jsonl`` beside ``--results NAME.csv`` (several grids share one
-  folder, each its own ledger), the CSV and ``NAME.diag.jsonl`` derived from it
-  (:func:`results_files`), the figures and the summary from the records alone;
-* **the experiment** (:class:`KversusN`): the grid command's contract, each cell claimed as
-  ``(NAME, cell id)`` and run in ``NAME.csv.cells/<cell id>/``;
-* **sampling** (``--sampling``, in place of the cells): what plain, collision-free and shuffled
-  sampling draw on the batches of the grid's cells (:mod:`qt_hard.experiments.specs.k_vs_n_sampling`).
-
-Wiki-N is built by ``qt_hard.data.wiki.build_wiki`` from ``$QT_HARD_DATA/wikipedia`` (4,715 articles
-with at least 200 sentences from a 2015 WikiExtractor dump), *not* the CURL release of Saunshi et al.
-(2019) that the paper used: numbers are comparable in trend, not digit for digit. The cache folder is
-built once before the cells (:func:`prepare`: the Wiki folder, tokenized whole), so a machine without
-nltk runs the grid from a carried cache. Under ``accelerate launch`` every process runs the command
-as an independent worker on the GPU of its ``LOCAL_RANK`` (a bag-of-words cell is far too small to
-gain from data parallelism); rank 0 alone tokenizes and prints the plan, the others wait for it.
+The module is the experiment and its plan; what it runs lives by what it does: the grid and its cells
+(:mod:`.k_vs_n_grid`), the results and figures (:mod:`.k_vs_n_tables`), the sampling measurement
+(:mod:`.k_vs_n_sampling`).
 """
 
 from __future__ import annotations
@@ -52,8 +24,8 @@ from qt_hard.experiments.grid import seed_list
 from qt_hard.experiments.ledger import LedgerError, git_commit
 from qt_hard.experiments.runner import estimate_line, step_seconds
 
-from .k_vs_n_cell import cell_tree, prepare, prepared_marker, run_cell, token_cache, wiki_dir
-from .k_vs_n_grid import Point, Grid, cell_id, expand, load_grid
+from .k_vs_n_grid import Point, Grid, cell_id, cell_tree, expand, load_grid, prepare, prepared_marker, run_cell
+from .k_vs_n_grid import token_cache, wiki_dir
 from .k_vs_n_tables import (
     KEY,
     cell_dir,
@@ -170,8 +142,9 @@ def _threads(args) -> int:
 
 
 def prepare_cache(grid: Grid, cells: list[Point], cache: Path, no_prepare: bool) -> None:
-    """The cells' Wiki-N caches, built once (:func:`prepare`); under ``accelerate launch`` the
-    processes of rank above 0 wait for rank 0 to build them."""
+    """The cells' Wiki-N caches, built once (:func:`prepare`: a machine without nltk runs the grid
+    from a carried cache); under ``accelerate launch`` the processes of rank above 0 wait for rank 0
+    to build them."""
     marker = prepared_marker(cache, grid.data)
     while not marker.exists() and int(os.environ.get("RANK", "0")) > 0:
         time.sleep(5)
@@ -235,17 +208,6 @@ def check_sampling(args, grid: Grid) -> None:
             raise ArgumentError(f"--sampling: N={args.N} k={k} B={args.B} is not a cell of the grid {args.grid}")
 
 
-def sampling(grid: Grid, args) -> dict:
-    """The measurement of ``--sampling`` (:mod:`qt_hard.experiments.specs.k_vs_n_sampling`), the
-    caches built first (:func:`prepare_cache`)."""
-    from qt_hard.experiments.specs.k_vs_n_sampling import measure
-
-    cache = Path(args.cache)
-    prepare_cache(grid, expand(grid)[0], cache, args.no_prepare)
-    ks, seed = seed_list(args.k, "--k"), grid.seeds[0]
-    return measure(wiki_dir(cache, grid.data), token_cache(cache), grid.data, args.N, args.B, ks, args.steps, seed)
-
-
 class KversusN(Experiment):
     """Every cell one bag-of-words NCE training on Wiki-N with App. D.1's settings (768-d,
     temperature 1, unnormalized, no positive in the denominator, Adam lr 0.01, gradient clip 2.5,
@@ -292,12 +254,16 @@ class KversusN(Experiment):
                 data_path("wikipedia")  # the dump the caches are built from
 
     def diagnostic(self, args) -> int | None:
-        """``--sampling``: its JSON object and a line per k (``results/k_vs_n/sampling_1000.json``)."""
+        """``--sampling``: the measurement (:mod:`qt_hard.experiments.specs.k_vs_n_sampling`) on the caches
+        built first (:func:`prepare_cache`), its JSON object and a line per k (``results/k_vs_n/sampling_1000.json``)."""
         if not args.sampling:
             return None
-        from qt_hard.experiments.specs.k_vs_n_sampling import summary
+        from qt_hard.experiments.specs.k_vs_n_sampling import measure, summary
 
-        out = sampling(grid_of(args), args)
+        grid, cache = grid_of(args), Path(args.cache)
+        prepare_cache(grid, expand(grid)[0], cache, args.no_prepare)
+        wiki, ks = wiki_dir(cache, grid.data), seed_list(args.k, "--k")
+        out = measure(wiki, token_cache(cache), grid.data, args.N, args.B, ks, args.steps, grid.seeds[0])
         print(json.dumps(out, indent=1))
         print("\n".join(summary(out)))
         return 0
