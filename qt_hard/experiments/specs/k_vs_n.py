@@ -26,20 +26,8 @@ from qt_hard.experiments.runner import estimate_line, step_seconds
 
 from .k_vs_n_grid import Point, Grid, cell_id, cell_tree, expand, load_grid, prepare, prepared_marker, run_cell
 from .k_vs_n_grid import token_cache, wiki_dir
-from .k_vs_n_tables import (
-    KEY,
-    cell_dir,
-    diagnose,
-    is_results_csv,
-    ledger_path,
-    plot,
-    record_of,
-    results_files,
-    setup_of,
-    single_process,
-    summarize,
-    torch_device,
-)
+from .k_vs_n_tables import KEY, diagnose, is_results_csv, ledger_path, plot, record_of, results_files, setup_of
+from .k_vs_n_tables import summarize
 
 log = logging.getLogger(__name__)
 
@@ -97,17 +85,18 @@ def estimate(grid: Grid, cells: list[Point], cache: Path, device, probe_steps: i
         per_cell.append(s + lin_s[c.N] * grid.train.linear_epochs)
     return {
         "per_cell_s": per_cell,
-        "total_s": float(sum(per_cell)),
         "step_s": {f"N={n},B={b}": round(v, 4) for (n, b), v in step_s.items()},
         "linear_epoch_s": {f"N={n}": round(v, 3) for n, v in lin_s.items()},
     }
 
 
 def print_plan(
-    grid: Grid, cells: list[Point], notes: list[str], done: set[str], est: dict | None, workers: int
+    grid: Grid, cells: list[Point], notes: list[str], left: set[str], est: dict | None, workers: int
 ) -> None:
+    """The plan: the grid's cells, how many of them are ``left`` to run (their ids), its blocks, the
+    cells left out and the estimate (:func:`estimate`) of the cells left."""
     ids = [cell_id(grid, c) for c in cells]
-    todo = [c for c, i in zip(cells, ids) if i not in done]
+    todo = [i for i in ids if i in left]
     log.info(
         f"grid: {len(cells)} cells ({len(cells) - len(todo)} already finished, {len(todo)} to run); "
         f"epochs {grid.train.epochs} NCE + {grid.train.linear_epochs} linear, optimizer {grid.train.optimizer}, "
@@ -122,7 +111,42 @@ def print_plan(
         log.info(f"  note: {n}")
     if est is not None:
         log.info(f"  probe: seconds per step {est['step_s']}; per linear epoch {est['linear_epoch_s']}")
-        log.info(estimate_line([s for s, i in zip(est["per_cell_s"], ids) if i not in done], workers))
+        log.info(estimate_line([s for s, i in zip(est["per_cell_s"], ids) if i in left], workers))
+
+
+def single_process(dev) -> None:
+    """Every worker trains its cells alone on ``dev``: under ``accelerate launch`` the process
+    group's variables are dropped (a cell is far too small for data parallelism) and the
+    Accelerator is pointed at the worker's device."""
+    import torch
+
+    for var in (
+        "RANK",
+        "WORLD_SIZE",
+        "LOCAL_RANK",
+        "LOCAL_WORLD_SIZE",
+        "GROUP_RANK",
+        "ROLE_RANK",
+        "ROLE_WORLD_SIZE",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "TORCHELASTIC_RUN_ID",
+    ):
+        os.environ.pop(var, None)
+    if dev.type == "cpu":
+        os.environ["ACCELERATE_USE_CPU"] = "true"
+    elif dev.type == "cuda" and dev.index is not None:  # a bare "cuda" is the current device already
+        torch.cuda.set_device(dev)
+
+
+def torch_device(name: str | None):
+    import torch
+
+    if name in (None, "auto"):
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cuda" and "LOCAL_RANK" in os.environ:
+        name = f"cuda:{int(os.environ['LOCAL_RANK']) % max(torch.cuda.device_count(), 1)}"
+    return torch.device(name)
 
 
 # --------------------------------------------------------------------------------------------
@@ -139,19 +163,6 @@ def grid_of(args) -> Grid:
 def _threads(args) -> int:
     """Torch threads per worker: ``--threads``, else the CPU cores shared by the workers."""
     return args.threads or max(1, (os.cpu_count() or 1) // max(1, args.workers))
-
-
-def prepare_cache(grid: Grid, cells: list[Point], cache: Path, no_prepare: bool) -> None:
-    """The cells' Wiki-N caches, built once (:func:`prepare`: a machine without nltk runs the grid
-    from a carried cache); under ``accelerate launch`` the processes of rank above 0 wait for rank 0
-    to build them."""
-    marker = prepared_marker(cache, grid.data)
-    while not marker.exists() and int(os.environ.get("RANK", "0")) > 0:
-        time.sleep(5)
-    if not marker.exists():
-        if no_prepare:
-            raise ArgumentError(f"--no-prepare: no prepared Wiki folder under {cache}; run without it once")
-        prepare(grid.data, [c.N for c in cells], cache)
 
 
 def _add_options(parser) -> None:
@@ -221,6 +232,8 @@ class KversusN(Experiment):
     key = KEY
     seeds = ""  # the grid YAML's, or --seeds
     out_option = "--results"
+    results_name = "results"  # --results's NAME and --diagnose (:meth:`configure`)
+    with_diagnostics = False
 
     def add_arguments(self, parser) -> None:
         _add_options(parser)
@@ -255,13 +268,13 @@ class KversusN(Experiment):
 
     def diagnostic(self, args) -> int | None:
         """``--sampling``: the measurement (:mod:`qt_hard.experiments.specs.k_vs_n_sampling`) on the caches
-        built first (:func:`prepare_cache`), its JSON object and a line per k (``results/k_vs_n/sampling_1000.json``)."""
+        built first (:func:`prepare`), its JSON object and a line per k (``results/k_vs_n/sampling_1000.json``)."""
         if not args.sampling:
             return None
         from qt_hard.experiments.specs.k_vs_n_sampling import measure, summary
 
         grid, cache = grid_of(args), Path(args.cache)
-        prepare_cache(grid, expand(grid)[0], cache, args.no_prepare)
+        prepare(grid.data, [c.N for c in expand(grid)[0]], cache, args.no_prepare)
         wiki, ks = wiki_dir(cache, grid.data), seed_list(args.k, "--k")
         out = measure(wiki, token_cache(cache), grid.data, args.N, args.B, ks, args.steps, grid.seeds[0])
         print(json.dumps(out, indent=1))
@@ -281,13 +294,11 @@ class KversusN(Experiment):
 
         grid = grid_of(args)
         cells, notes = expand(grid)
-        prepare_cache(grid, cells, Path(args.cache), args.no_prepare)
+        prepare(grid.data, [c.N for c in cells], Path(args.cache), args.no_prepare)
         torch.set_num_threads(_threads(args))
         if int(os.environ.get("RANK", "0")) == 0:
             est = None if args.no_estimate else estimate(grid, cells, Path(args.cache), torch_device(args.device))
-            left = {c.keys[0][0] for c in todo}
-            done = {cell_id(grid, c) for c in cells} - left
-            print_plan(grid, cells, notes, done, est, args.workers)
+            print_plan(grid, cells, notes, {c.keys[0][0] for c in todo}, est, args.workers)
         if args.plan:
             return []
         return None if args.max_cells is None else todo[: args.max_cells]
@@ -303,7 +314,7 @@ class KversusN(Experiment):
         threads, dev = _threads(args), torch_device(args.device)
         torch.set_num_threads(threads)
         single_process(dev)
-        folder = cell_dir(Path(args.results), cid)
+        folder = Path(args.results).with_name(Path(args.results).name + ".cells") / cid  # beside the results CSV
         t0 = time.perf_counter()
         metrics = run_cell(cell_tree(grid, which, Path(args.cache), folder, threads, args.checkpoint_every))
         if metrics is None:
@@ -315,15 +326,14 @@ class KversusN(Experiment):
 
     def configure(self, args) -> None:
         self.results_name = Path(args.results).stem
-        self.diagnose = args.diagnose
+        self.with_diagnostics = args.diagnose
 
     def tables(self, records, setup, out: Path) -> dict[str, str]:
         if not records:  # a CSV without records would stand without its ledger (a plan writes none)
             return {}
-        name = getattr(self, "results_name", "results")
-        files = results_files(records, name)
-        if getattr(self, "diagnose", False):
-            files[f"{name}.diagnostics.md"] = diagnose(records)
+        files = results_files(records, self.results_name)
+        if self.with_diagnostics:
+            files[f"{self.results_name}.diagnostics.md"] = diagnose(records)
         return files
 
     def figures(self, args, out: Path, records, setup) -> None:

@@ -10,12 +10,15 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
+import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 
+from qt_hard.errors import ArgumentError
 from qt_hard.experiments.runner import read_eval, read_metrics, train_run
 from qt_hard.training.config import ConfigError, config_from_dict, read_yaml_mapping
 
@@ -182,19 +185,25 @@ def prepared_marker(cache: Path, spec: DataSpec) -> Path:
     return cache / f"prepared_{spec.kind}_{key}.json"
 
 
-def prepare(spec: DataSpec, Ns, cache: Path) -> Path:
+def prepare(spec: DataSpec, Ns, cache: Path, no_prepare: bool = False) -> Path:
     """Build the Wiki folder and tokenize all of it once (kind wiki, :func:`qt_hard.data.wiki.prepare_wiki`);
     every cell's Wiki-N is then a prefix of those tokens with its own split and vocabulary. The
     synthetic corpus is made by the library from the grid's settings and needs nothing here.
-    Returns the marker file that says the cache is ready (other processes wait for it)."""
+    Returns the marker file that says the cache is ready: under ``accelerate launch`` the processes
+    of rank above 0 wait for rank 0 to write it; a machine without nltk runs the grid from a carried
+    cache (``no_prepare``: a missing one is refused, not built)."""
+    marker = prepared_marker(cache, spec)
+    while not marker.exists() and int(os.environ.get("RANK", "0")) > 0:
+        time.sleep(5)
+    if marker.exists():
+        return marker
+    if no_prepare:
+        raise ArgumentError(f"--no-prepare: no prepared Wiki folder under {cache}; run without it once")
     if spec.kind == "wiki" and not spec.source and not wiki_dir(cache, spec).exists():
         from qt_hard.paths import data_path
 
         data_path("wikipedia")  # a missing dump is refused before the cache folder is made
     cache.mkdir(parents=True, exist_ok=True)
-    marker = prepared_marker(cache, spec)
-    if marker.exists():
-        return marker
     if spec.kind == "wiki":
         from qt_hard.data.wiki import prepare_wiki
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import csv
 import json
-import logging
-import os
 import socket
 import time
 from dataclasses import asdict, fields
@@ -20,8 +18,6 @@ from qt_hard.experiments import report
 from qt_hard.experiments.ledger import LedgerError
 
 from .k_vs_n_grid import Point, Grid, SHUFFLED, data_settings
-
-log = logging.getLogger(__name__)
 
 
 # --------------------------------------------------------------------------------------------
@@ -116,47 +112,6 @@ def record_of(grid: Grid, cell: Point, cid: str, metrics: dict, wall: float, dev
         "git_commit": commit,
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-
-
-def cell_dir(results: Path, cid: str) -> Path:
-    """A cell's run folder beside the results CSV; only its checkpoints (while it runs) and its
-    config, metrics and readouts (after) are kept."""
-    return Path(results).with_name(Path(results).name + ".cells") / cid
-
-
-def single_process(dev) -> None:
-    """Every worker trains its cells alone on ``dev``: under ``accelerate launch`` the process
-    group's variables are dropped (a cell is far too small for data parallelism) and the
-    Accelerator is pointed at the worker's device."""
-    import torch
-
-    for var in (
-        "RANK",
-        "WORLD_SIZE",
-        "LOCAL_RANK",
-        "LOCAL_WORLD_SIZE",
-        "GROUP_RANK",
-        "ROLE_RANK",
-        "ROLE_WORLD_SIZE",
-        "MASTER_ADDR",
-        "MASTER_PORT",
-        "TORCHELASTIC_RUN_ID",
-    ):
-        os.environ.pop(var, None)
-    if dev.type == "cpu":
-        os.environ["ACCELERATE_USE_CPU"] = "true"
-    elif dev.type == "cuda" and dev.index is not None:  # a bare "cuda" is the current device already
-        torch.cuda.set_device(dev)
-
-
-def torch_device(name: str | None):
-    import torch
-
-    if name in (None, "auto"):
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    if name == "cuda" and "LOCAL_RANK" in os.environ:
-        name = f"cuda:{int(os.environ['LOCAL_RANK']) % max(torch.cuda.device_count(), 1)}"
-    return torch.device(name)
 
 
 # --------------------------------------------------------------------------------------------
