@@ -26,20 +26,14 @@ __all__ = ["MODES", "measure", "measure_sampling", "summary"]
 MODES = ("plain", "collision_free", "shuffled")
 
 
-def _scores(labels, z1=None, z2=None):
+def _scores(labels):
+    """The scores of a batch with these ``labels`` (all zero: the draw depends on the labels alone)."""
     import torch
 
     from qt_hard.negatives.scores import two_view_scores
 
-    if z1 is None:
-        z1 = z2 = torch.zeros(len(labels), 1)
-    return two_view_scores(z1, z2, temperature=1.0, labels=labels, normalize=False)
-
-
-def _strategy(k: int, collision_free: bool):
-    from qt_hard.negatives.strategy import NegativeStrategy
-
-    return NegativeStrategy(k=k, collision_free=collision_free, include_positive=False)
+    z = torch.zeros(len(labels), 1)
+    return two_view_scores(z, z, temperature=1.0, labels=labels, normalize=False)
 
 
 def measure_sampling(labels: np.ndarray, tasks: dict, k: int, steps: int, seed: int) -> dict:
@@ -52,8 +46,10 @@ def measure_sampling(labels: np.ndarray, tasks: dict, k: int, steps: int, seed: 
     replaced (``tests/test_negatives_properties.py``)."""
     import torch  # here, not at the top: the grid command imports every spec module to find its experiments
 
+    from qt_hard.negatives.strategy import NegativeStrategy
+
     gens = {m: torch.Generator().manual_seed(seed * 1009 + 17) for m in MODES}  # the loop's seeding
-    strategies = {"plain": _strategy(k, False), "collision_free": _strategy(k, True), "shuffled": _strategy(k, True)}
+    strategies = {m: NegativeStrategy(k=k, collision_free=m != "plain", include_positive=False) for m in MODES}
     allowed = {m: [] for m in MODES}
     same_cands, drawn_same, any_same, drawn_n, replaced_only, states_equal = [], [], [], [], [], []
     for step in range(steps):
