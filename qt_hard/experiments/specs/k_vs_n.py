@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 def estimate(grid: Grid, cells: list[Point], cache: Path, device, probe_steps: int = 3) -> dict:
     """Seconds per cell from a few timed steps of the library's loop per (N, B)
     (:func:`qt_hard.experiments.runner.step_seconds`) and one linear-classifier epoch per N, scaled
-    to the cell's epochs."""
+    to the cell's epochs, on the worker's ``device`` (:func:`worker_device`)."""
     import shutil
     import tempfile
 
@@ -49,7 +49,6 @@ def estimate(grid: Grid, cells: list[Point], cache: Path, device, probe_steps: i
     from qt_hard.text.build import build_run
     from qt_hard.training.config import config_from_dict
 
-    single_process(torch.device(device))
     step_s, lin_s, steps_per_epoch = {}, {}, {}
     tmp = Path(tempfile.mkdtemp(prefix="k_vs_n_probe_"))
     try:
@@ -114,12 +113,18 @@ def print_plan(
         log.info(estimate_line([s for s, i in zip(est["per_cell_s"], ids) if i in left], workers))
 
 
-def single_process(dev) -> None:
-    """Every worker trains its cells alone on ``dev``: under ``accelerate launch`` the process
-    group's variables are dropped (a cell is far too small for data parallelism) and the
-    Accelerator is pointed at the worker's device."""
+def worker_device(name: str | None):
+    """The torch device ``name`` (``--device``; ``cuda`` under ``accelerate launch``: the GPU of the
+    process's ``LOCAL_RANK``), on which this worker then trains its cells alone: the process group's
+    variables are dropped (a cell is far too small for data parallelism) and the Accelerator is
+    pointed at the device."""
     import torch
 
+    if name in (None, "auto"):
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cuda" and "LOCAL_RANK" in os.environ:
+        name = f"cuda:{int(os.environ['LOCAL_RANK']) % max(torch.cuda.device_count(), 1)}"
+    dev = torch.device(name)
     for var in (
         "RANK",
         "WORLD_SIZE",
@@ -137,16 +142,7 @@ def single_process(dev) -> None:
         os.environ["ACCELERATE_USE_CPU"] = "true"
     elif dev.type == "cuda" and dev.index is not None:  # a bare "cuda" is the current device already
         torch.cuda.set_device(dev)
-
-
-def torch_device(name: str | None):
-    import torch
-
-    if name in (None, "auto"):
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    if name == "cuda" and "LOCAL_RANK" in os.environ:
-        name = f"cuda:{int(os.environ['LOCAL_RANK']) % max(torch.cuda.device_count(), 1)}"
-    return torch.device(name)
+    return dev
 
 
 # --------------------------------------------------------------------------------------------
@@ -297,7 +293,7 @@ class KversusN(Experiment):
         prepare(grid.data, [c.N for c in cells], Path(args.cache), args.no_prepare)
         torch.set_num_threads(_threads(args))
         if int(os.environ.get("RANK", "0")) == 0:
-            est = None if args.no_estimate else estimate(grid, cells, Path(args.cache), torch_device(args.device))
+            est = None if args.no_estimate else estimate(grid, cells, Path(args.cache), worker_device(args.device))
             print_plan(grid, cells, notes, {c.keys[0][0] for c in todo}, est, args.workers)
         if args.plan:
             return []
@@ -311,9 +307,8 @@ class KversusN(Experiment):
 
         grid, cid = grid_of(args), cell.keys[0][0]
         which = next(c for c in expand(grid)[0] if cell_id(grid, c) == cid)
-        threads, dev = _threads(args), torch_device(args.device)
+        threads, dev = _threads(args), worker_device(args.device)
         torch.set_num_threads(threads)
-        single_process(dev)
         folder = Path(args.results).with_name(Path(args.results).name + ".cells") / cid  # beside the results CSV
         t0 = time.perf_counter()
         metrics = run_cell(cell_tree(grid, which, Path(args.cache), folder, threads, args.checkpoint_every))
