@@ -150,13 +150,13 @@ def test_every_shipped_config_reads_back_as_written(path, tmp_path):
 
 @pytest.mark.parametrize("path", sorted((ROOT / "configs").glob("k_vs_n*.yaml")), ids=lambda p: p.name)
 def test_every_k_vs_n_cell_reads_back(path, tmp_path):
-    from qt_hard.experiments.specs import k_vs_n_cell, k_vs_n_grid
+    from qt_hard.experiments.specs import k_vs_n_grid
 
     grid = k_vs_n_grid.load_grid(path)
     cells, _ = k_vs_n_grid.expand(grid)
     for cell in cells[:3]:
         cfg = config_from_dict(
-            k_vs_n_cell.cell_tree(grid, cell, tmp_path / "cache", tmp_path / "out"), check_pipeline=False
+            k_vs_n_grid.cell_tree(grid, cell, tmp_path / "cache", tmp_path / "out"), check_pipeline=False
         )
         again = load_config(save_config(cfg, tmp_path / "config.yaml"), check_pipeline=False)
         assert to_dict(again) == to_dict(cfg)

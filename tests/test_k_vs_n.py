@@ -23,7 +23,6 @@ from tests._signals import signal_at
 from qt_hard.cli import main
 from qt_hard.experiments.ledger import LedgerError
 from qt_hard.experiments.specs import k_vs_n as K
-from qt_hard.experiments.specs import k_vs_n_cell as C
 from qt_hard.experiments.specs import k_vs_n_grid as G
 from qt_hard.experiments.specs import k_vs_n_tables as T
 
@@ -57,8 +56,15 @@ def grid_run(grid: Path, results: Path, *extra: str) -> int:
     return main(["grid", "run", "k-vs-n", *argv, "--no-estimate", *extra])
 
 
+def _ledger(results: Path, grid=None):
+    """The ledger of ``results`` (``NAME.jsonl`` beside ``NAME.csv``) as the grid command opens it;
+    with ``grid``, for appending under its setup."""
+    setup = None if grid is None else T.setup_of(grid)
+    return K.KversusN().ledger(results.parent, T.ledger_path(results).name, setup)
+
+
 def _metrics(path: Path) -> dict:
-    rows = T.read_results(path)
+    rows = _ledger(path).latest()
     ids = [r["cell_id"] for r in rows]
     assert len(ids) == len(set(ids)), "a cell was written twice"
     return {r["cell_id"]: tuple(r[m] for m in T.METRICS) for r in rows}
@@ -117,7 +123,7 @@ def test_killed_grid_resumes_to_identical_results_and_plots(tmp_path):
     deadline = time.time() + 300
     killed_at = None
     while time.time() < deadline and proc.poll() is None:
-        done = len(T.read_results(res))
+        done = len(_ledger(res).latest())
         if 1 <= done < n_cells and _claims(res):
             proc.send_signal(signal.SIGKILL)
             killed_at = done
@@ -125,7 +131,7 @@ def test_killed_grid_resumes_to_identical_results_and_plots(tmp_path):
         time.sleep(0.02)
     proc.wait()
     assert killed_at is not None, f"the grid was not caught mid-cell: {proc.stderr.read().decode()[-2000:]}"
-    assert len(T.read_results(res)) < n_cells
+    assert len(_ledger(res).latest()) < n_cells
     assert _claims(res), "the killed cell left no claim behind"
 
     # Restarted with two workers: the dead claim is taken over, no cell runs twice.
@@ -133,20 +139,21 @@ def test_killed_grid_resumes_to_identical_results_and_plots(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     got = _metrics(res)
     assert got == expected
-    rows = T.read_results(res)
-    assert {r["git_commit"] for r in rows} and all(float(r["wall_s"]) > 0 for r in rows)
+    rows = _ledger(res).latest()
+    assert {r["git_commit"] for r in rows} and all(r["wall_s"] > 0 for r in rows)
     # A claim left behind names a finished cell (killed between its record and the claim's removal).
     assert all(p.name.split("__")[1] in got for p in _claims(res))
     # The CSV derived from the ledger holds the same rows.
     with open(res, newline="") as fh:
-        assert list(csv.DictReader(fh)) == rows
+        in_csv = {r["cell_id"]: tuple(r[m] for m in T.METRICS) for r in csv.DictReader(fh)}
+    assert in_csv == {cid: tuple(map(str, m)) for cid, m in got.items()}
 
     # A second run of a finished grid runs nothing.
     before = T.ledger_path(res).read_bytes()
     assert grid_run(grid, res) == 0 and T.ledger_path(res).read_bytes() == before
 
     # Plots from the records alone.
-    figs = T.plot(T.open_results(res).latest(), tmp_path / "figs")
+    figs = T.plot(_ledger(res).latest(), tmp_path / "figs")
     names = {p.name for p in figs}
     for metric in ("mean_acc", "linear_acc"):
         assert f"k_vs_n_{metric}.png" in names and f"collisions_{metric}.png" in names
@@ -166,17 +173,17 @@ def test_prepare_builds_the_wiki_folder_and_its_tokens_once(tmp_path):
     dump.write_text(DUMP, encoding="utf-8")
     spec = G.DataSpec(kind="wiki", source=str(dump), articles=3, min_sentences=3, min_count=1)
     cache = tmp_path / "cache"
-    marker = C.prepare(spec, [2, 3], cache)
-    assert marker.is_file() and sorted(p.name for p in C.wiki_dir(cache, spec).glob("*.txt")) == [
+    marker = G.prepare(spec, [2, 3], cache)
+    assert marker.is_file() and sorted(p.name for p in G.wiki_dir(cache, spec).glob("*.txt")) == [
         "0000.txt",
         "0001.txt",
         "0002.txt",
     ]
-    assert wiki_prefix(C.wiki_dir(cache, spec), 2, min_count=1, cache_dir=C.token_cache(cache)).num_classes == 2
+    assert wiki_prefix(G.wiki_dir(cache, spec), 2, min_count=1, cache_dir=G.token_cache(cache)).num_classes == 2
     stamp = marker.stat().st_mtime_ns
-    assert C.prepare(spec, [2, 3], cache) == marker and marker.stat().st_mtime_ns == stamp
+    assert G.prepare(spec, [2, 3], cache) == marker and marker.stat().st_mtime_ns == stamp
     with pytest.raises(ValueError, match="has 3 articles; the grid asks for N=4"):
-        C.prepare(spec, [4], tmp_path / "other")
+        G.prepare(spec, [4], tmp_path / "other")
 
 
 def test_wiki_n_from_a_larger_tokenization_equals_its_own(tmp_path):
@@ -239,9 +246,9 @@ def test_vocab_articles_reaches_the_cell_and_keeps_older_cell_ids(tmp_path):
     cell = G.Point(4, 2, 8, False, 0)
     assert "vocab_articles" not in G.cell_config(grid, cell)["data"]
     assert not any("vocab_articles" in key for key in T.setup_of(grid))
-    assert "vocab_classes" not in C.cell_tree(grid, cell, tmp_path / "c", tmp_path / "o")["data"]
+    assert "vocab_classes" not in G.cell_tree(grid, cell, tmp_path / "c", tmp_path / "o")["data"]
     shared = dataclasses.replace(grid, data=dataclasses.replace(grid.data, kind="wiki", vocab_articles=3029))
-    assert C.cell_tree(shared, cell, tmp_path / "c", tmp_path / "o")["data"]["vocab_classes"] == 3029
+    assert G.cell_tree(shared, cell, tmp_path / "c", tmp_path / "o")["data"]["vocab_classes"] == 3029
     wiki = dataclasses.replace(shared, data=dataclasses.replace(shared.data, vocab_articles=None))
     assert G.cell_id(shared, cell) != G.cell_id(wiki, cell)
     assert T.setup_of(shared)["data.vocab_articles"] == 3029
@@ -250,7 +257,7 @@ def test_vocab_articles_reaches_the_cell_and_keeps_older_cell_ids(tmp_path):
 def _tiny_cell(tmp_path, cf=True, epochs=3):
     grid = G.load_grid(_grid(tmp_path, epochs=epochs))
     cell = G.Point(4, 2, 8, cf, 0)
-    C.prepare(grid.data, [4], tmp_path / "cache")
+    G.prepare(grid.data, [4], tmp_path / "cache")
     return grid, cell
 
 
@@ -259,8 +266,8 @@ def test_a_cell_is_a_qt_hard_train_run(tmp_path):
     import yaml
 
     grid, cell = _tiny_cell(tmp_path)
-    tree = C.cell_tree(grid, cell, tmp_path / "cache", tmp_path / "cell")
-    got = C.run_cell(tree)
+    tree = G.cell_tree(grid, cell, tmp_path / "cache", tmp_path / "cell")
+    got = G.run_cell(tree)
     cli = dict(tree, out_dir=str(tmp_path / "cli"))
     (tmp_path / "cli.yaml").write_text(yaml.safe_dump(cli))
     res = subprocess.run(
@@ -271,7 +278,7 @@ def test_a_cell_is_a_qt_hard_train_run(tmp_path):
         timeout=300,
     )
     assert res.returncode == 0, res.stderr[-3000:]
-    want = C.cell_metrics(tmp_path / "cli")
+    want = G.cell_metrics(tmp_path / "cli")
     for key in "mean_acc linear_acc linear_best_epoch final_loss steps vocab_size n_train n_test diagnostics".split():
         assert got[key] == want[key], key
     assert got["steps"] > 0 and got["steps"] % 3 == 0 and 0 <= got["mean_acc"] <= 100  # whole epochs
@@ -280,12 +287,12 @@ def test_a_cell_is_a_qt_hard_train_run(tmp_path):
 def test_a_cell_stopped_mid_way_resumes_to_the_uninterrupted_metrics(tmp_path):
     grid, cell = _tiny_cell(tmp_path, cf=G.SHUFFLED, epochs=4)
     cache = tmp_path / "cache"
-    straight = C.run_cell(C.cell_tree(grid, cell, cache, tmp_path / "straight"))
+    straight = G.run_cell(G.cell_tree(grid, cell, cache, tmp_path / "straight"))
 
-    tree = C.cell_tree(grid, cell, cache, tmp_path / "cut")
-    assert C.run_cell(tree, on_step=signal_at(5)) is None
+    tree = G.cell_tree(grid, cell, cache, tmp_path / "cut")
+    assert G.run_cell(tree, on_step=signal_at(5)) is None
     assert (tmp_path / "cut" / "checkpoints").is_dir()
-    resumed = C.run_cell(tree)
+    resumed = G.run_cell(tree)
     for key in ("train_s", "eval_s", "sentences_per_s"):
         straight.pop(key), resumed.pop(key)
     assert resumed == straight
@@ -311,8 +318,8 @@ def shuffled_grid(tmp_path_factory):
     cells, _ = G.expand(grid)
     first = G.cell_id(grid, cells[0])
     cache, res = tmp / "cache", tmp / "res.csv"
-    C.prepare(grid.data, [4], cache)
-    ledger = T.open_results(res, grid)
+    G.prepare(grid.data, [4], cache)
+    ledger = _ledger(res, grid)
     with ledger.claim((res.stem, first)) as mine:
         assert mine
         (claim,) = _claims(res)
@@ -339,7 +346,8 @@ def test_shuffled_control_removes_matched_random_candidates_and_writes_diagnosti
     with pytest.raises(ValueError, match="shuffled"):
         G.expand(G.load_grid(bad))
 
-    rows = {r["collision_free"]: r for r in T.read_results(res)}
+    with open(res, newline="") as fh:
+        rows = {r["collision_free"]: r for r in csv.DictReader(fh)}
     assert set(rows) == {"False", "True", "shuffled"}
     losses = {c: float(r["final_loss"]) for c, r in rows.items()}
     assert len(set(losses.values())) == 3, losses
@@ -348,12 +356,12 @@ def test_shuffled_control_removes_matched_random_candidates_and_writes_diagnosti
     for d in diag:
         assert 0 <= d["same_class_mass"] <= 1 and 0 < d["same_class_share"] < 1
         assert 0 <= d["mean_cos_acc"] <= 100 and d["test_norm_mean"] > 0
-    parsed = T.parse_rows(T.read_results(res))
-    assert sorted(str(r["cf"]) for r in parsed) == ["False", "True", "shuffled"]
-    summary = T.summarize(parsed)
+    records = _ledger(res).latest()
+    assert sorted(str(r["collision_free"]) for r in records) == ["False", "True", "shuffled"]
+    summary = T.summarize(records)
     assert set(summary["mean_acc"]["shuffled_control_gain"][4]) == {4}
     assert set(summary["mean_acc"]["collision_free_gain"][4]) == {4}
-    table = T.diagnose(T.open_results(res).latest()).splitlines()
+    table = T.diagnose(records).splitlines()
     assert len(table) == 2 + 3 and "same-class softmax mass" in table[0]
     assert [line.split(" | ")[3] for line in table[2:]] == [
         "none (plain)",
@@ -367,11 +375,11 @@ def test_a_results_file_holds_one_setup(shuffled_grid, tmp_path):
     naming the setting; another seed or block goes on in the same file."""
     grid_path, res = shuffled_grid
     with pytest.raises(LedgerError, match=r"train\.epochs: 2 there, 3 here"):
-        T.open_results(res, G.load_grid(grid_path, epochs=3))
+        _ledger(res, G.load_grid(grid_path, epochs=3))
     grown = G.load_grid(grid_path, seeds=[0, 1])
-    assert len(T.open_results(res, grown).done()) == 3
+    assert len(_ledger(res, grown).done()) == 3
     with pytest.raises(LedgerError, match="NAME.csv"):
-        T.open_results(res.with_suffix(".tsv"))
+        T.ledger_path(res.with_suffix(".tsv"))
 
 
 def test_a_csv_without_its_ledger_is_refused(shuffled_grid, tmp_path, capsys):
@@ -381,10 +389,9 @@ def test_a_csv_without_its_ledger_is_refused(shuffled_grid, tmp_path, capsys):
     legacy = tmp_path / res.name
     shutil.copy(res, legacy)
     before = legacy.read_bytes()
-    for grid in (G.load_grid(grid_path), None):
-        with pytest.raises(LedgerError, match=r"res\.csv has no ledger res\.jsonl"):
-            T.open_results(legacy, grid)
     assert grid_run(grid_path, legacy) == 2
+    assert "res.csv has no ledger res.jsonl beside it" in capsys.readouterr().err.splitlines()[-1]
+    assert main(["grid", "run", "k-vs-n", "--results", str(legacy), "--summary-only"]) == 2
     assert "res.csv has no ledger res.jsonl beside it" in capsys.readouterr().err.splitlines()[-1]
     assert legacy.read_bytes() == before and not T.ledger_path(legacy).exists()
 
@@ -397,8 +404,8 @@ def test_the_plan_runs_nothing_and_max_cells_stops_the_grid(shuffled_grid, tmp_p
     out = tmp_path / "r.csv"
     assert grid_run(grid_path, out, "--plan") == 0
     assert "grid: 3 cells (0 already finished, 3 to run)" in capsys.readouterr().err
-    assert not T.open_results(out).done()
-    assert grid_run(grid_path, out, "--max-cells", "1") == 0 and len(T.open_results(out).done()) == 1
+    assert not _ledger(out).done()
+    assert grid_run(grid_path, out, "--max-cells", "1") == 0 and len(_ledger(out).done()) == 1
     assert main(["grid", "run", "k-vs-n", "--results", str(out)]) == 2
     assert "give the grid YAML" in capsys.readouterr().err
     copy = tmp_path / "copy"
@@ -436,9 +443,9 @@ def test_a_committed_ledger_opens_with_the_setup_its_command_makes(name, monkeyp
     K.KversusN().add_arguments(parser)
     args = parser.parse_args([config, "--results", str(results), "--epochs", epochs, "--linear-epochs", linear])
     exp = K.KversusN()
-    stored = T.open_results(results)
+    stored = _ledger(results)
     assert exp.setup(args, results.parent) == stored.setup
-    T.open_results(results, K.grid_of(args))  # the ledger accepts the setup
+    _ledger(results, K.grid_of(args))  # the ledger accepts the setup
     ids = {cell.keys[0] for cell in exp.cells(args, [], [])}
     assert stored.done() <= ids and stored.done()
     assert sorted(COMMITTED) == sorted(p.stem for p in results.parent.glob("*.jsonl") if ".diag" not in p.name)

@@ -1,38 +1,10 @@
 """The k-versus-N ablation (``qt-hard grid run k-vs-n GRID.yaml``): Ash, Goel, Krishnamurthy, Misra
-(AISTATS 2022), section 5, Fig. 3; App. D.1, Figs. 5-7.
+(AISTATS 2022), section 5, Fig. 3; App. D.1, Figs. 5-7. The grid, its cells, results, figures, processes
+and ``--sampling`` are described in docs/reproductions/k-vs-n.md and docs/cli.md.
 
-    qt-hard grid run k-vs-n configs/k_vs_n.yaml --cache runs/k_vs_n/cache --plan      # cells + estimate
-    qt-hard grid run k-vs-n configs/k_vs_n.yaml --cache runs/k_vs_n/cache \\
-        --results runs/k_vs_n/results.csv --workers 4 --device cuda
-    qt-hard grid run k-vs-n --results runs/k_vs_n/results.csv --summary-only --figures docs/figures
-    qt-hard grid run k-vs-n configs/k_vs_n.yaml --cache runs/k_vs_n/cache --sampling --N 1000 --k 100,1000 --steps 80
-
-The module is the experiment and its plan; what it runs lives by what it does: the grid
-(:mod:`.k_vs_n_grid`), one cell (:mod:`.k_vs_n_cell`), the results and figures (:mod:`.k_vs_n_tables`),
-the sampling measurement (:mod:`.k_vs_n_sampling`).
-
-* **grid**: a YAML of ``data``, ``train``, ``seeds`` and ``blocks`` (:func:`load_grid`); a block
-  crosses lists of N (classes), k (negatives), B (batch) and collision modes; a :class:`Point` is one
-  combination with a seed, identified by the hash of everything that decides its result
-  (:func:`cell_id`);
-* **base config**: :func:`cell_tree`, App. D.1's bag of words on Wiki-N (or the synthetic corpus);
-* **readout**: the pipeline's readouts (mean and linear classifier, diagnostics) in ``eval.json`` and
-  the last epoch's loss in ``metrics.csv`` (:func:`cell_metrics`);
-* **results**: the ledger ``NAME.jsonl`` beside ``--results NAME.csv`` (several grids share one
-  folder, each its own ledger), the CSV and ``NAME.diag.jsonl`` derived from it
-  (:func:`results_files`), the figures and the summary from the records alone;
-* **the experiment** (:class:`KversusN`): the grid command's contract, each cell claimed as
-  ``(NAME, cell id)`` and run in ``NAME.csv.cells/<cell id>/``;
-* **sampling** (``--sampling``, in place of the cells): what plain, collision-free and shuffled
-  sampling draw on the batches of the grid's cells (:mod:`qt_hard.experiments.specs.k_vs_n_sampling`).
-
-Wiki-N is built by ``qt_hard.data.wiki.build_wiki`` from ``$QT_HARD_DATA/wikipedia`` (4,715 articles
-with at least 200 sentences from a 2015 WikiExtractor dump), *not* the CURL release of Saunshi et al.
-(2019) that the paper used: numbers are comparable in trend, not digit for digit. The cache folder is
-built once before the cells (:func:`prepare`: the Wiki folder, tokenized whole), so a machine without
-nltk runs the grid from a carried cache. Under ``accelerate launch`` every process runs the command
-as an independent worker on the GPU of its ``LOCAL_RANK`` (a bag-of-words cell is far too small to
-gain from data parallelism); rank 0 alone tokenizes and prints the plan, the others wait for it.
+The module is the experiment and its plan; what it runs lives by what it does: the grid and its cells
+(:mod:`.k_vs_n_grid`), the results and figures (:mod:`.k_vs_n_tables`), the sampling measurement
+(:mod:`.k_vs_n_sampling`).
 """
 
 from __future__ import annotations
@@ -52,24 +24,10 @@ from qt_hard.experiments.grid import seed_list
 from qt_hard.experiments.ledger import LedgerError, git_commit
 from qt_hard.experiments.runner import estimate_line, step_seconds
 
-from .k_vs_n_cell import cell_tree, prepare, prepared_marker, run_cell, token_cache, wiki_dir
-from .k_vs_n_grid import Point, Grid, cell_id, expand, load_grid
-from .k_vs_n_tables import (
-    KEY,
-    cell_dir,
-    csv_row,
-    diagnose,
-    is_results_csv,
-    ledger_path,
-    parse_rows,
-    plot,
-    record_of,
-    results_files,
-    setup_of,
-    single_process,
-    summarize,
-    torch_device,
-)
+from .k_vs_n_grid import Point, Grid, cell_id, cell_tree, expand, load_grid, prepare, prepared_marker, run_cell
+from .k_vs_n_grid import token_cache, wiki_dir
+from .k_vs_n_tables import KEY, diagnose, is_results_csv, ledger_path, plot, record_of, results_files, setup_of
+from .k_vs_n_tables import summarize
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +39,7 @@ log = logging.getLogger(__name__)
 def estimate(grid: Grid, cells: list[Point], cache: Path, device, probe_steps: int = 3) -> dict:
     """Seconds per cell from a few timed steps of the library's loop per (N, B)
     (:func:`qt_hard.experiments.runner.step_seconds`) and one linear-classifier epoch per N, scaled
-    to the cell's epochs."""
+    to the cell's epochs, on the worker's ``device`` (:func:`worker_device`)."""
     import shutil
     import tempfile
 
@@ -91,7 +49,6 @@ def estimate(grid: Grid, cells: list[Point], cache: Path, device, probe_steps: i
     from qt_hard.text.build import build_run
     from qt_hard.training.config import config_from_dict
 
-    single_process(torch.device(device))
     step_s, lin_s, steps_per_epoch = {}, {}, {}
     tmp = Path(tempfile.mkdtemp(prefix="k_vs_n_probe_"))
     try:
@@ -127,17 +84,18 @@ def estimate(grid: Grid, cells: list[Point], cache: Path, device, probe_steps: i
         per_cell.append(s + lin_s[c.N] * grid.train.linear_epochs)
     return {
         "per_cell_s": per_cell,
-        "total_s": float(sum(per_cell)),
         "step_s": {f"N={n},B={b}": round(v, 4) for (n, b), v in step_s.items()},
         "linear_epoch_s": {f"N={n}": round(v, 3) for n, v in lin_s.items()},
     }
 
 
 def print_plan(
-    grid: Grid, cells: list[Point], notes: list[str], done: set[str], est: dict | None, workers: int
+    grid: Grid, cells: list[Point], notes: list[str], left: set[str], est: dict | None, workers: int
 ) -> None:
+    """The plan: the grid's cells, how many of them are ``left`` to run (their ids), its blocks, the
+    cells left out and the estimate (:func:`estimate`) of the cells left."""
     ids = [cell_id(grid, c) for c in cells]
-    todo = [c for c, i in zip(cells, ids) if i not in done]
+    todo = [i for i in ids if i in left]
     log.info(
         f"grid: {len(cells)} cells ({len(cells) - len(todo)} already finished, {len(todo)} to run); "
         f"epochs {grid.train.epochs} NCE + {grid.train.linear_epochs} linear, optimizer {grid.train.optimizer}, "
@@ -152,7 +110,39 @@ def print_plan(
         log.info(f"  note: {n}")
     if est is not None:
         log.info(f"  probe: seconds per step {est['step_s']}; per linear epoch {est['linear_epoch_s']}")
-        log.info(estimate_line([s for s, i in zip(est["per_cell_s"], ids) if i not in done], workers))
+        log.info(estimate_line([s for s, i in zip(est["per_cell_s"], ids) if i in left], workers))
+
+
+def worker_device(name: str | None):
+    """The torch device ``name`` (``--device``; ``cuda`` under ``accelerate launch``: the GPU of the
+    process's ``LOCAL_RANK``), on which this worker then trains its cells alone: the process group's
+    variables are dropped (a cell is far too small for data parallelism) and the Accelerator is
+    pointed at the device."""
+    import torch
+
+    if name in (None, "auto"):
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cuda" and "LOCAL_RANK" in os.environ:
+        name = f"cuda:{int(os.environ['LOCAL_RANK']) % max(torch.cuda.device_count(), 1)}"
+    dev = torch.device(name)
+    for var in (
+        "RANK",
+        "WORLD_SIZE",
+        "LOCAL_RANK",
+        "LOCAL_WORLD_SIZE",
+        "GROUP_RANK",
+        "ROLE_RANK",
+        "ROLE_WORLD_SIZE",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "TORCHELASTIC_RUN_ID",
+    ):
+        os.environ.pop(var, None)
+    if dev.type == "cpu":
+        os.environ["ACCELERATE_USE_CPU"] = "true"
+    elif dev.type == "cuda" and dev.index is not None:  # a bare "cuda" is the current device already
+        torch.cuda.set_device(dev)
+    return dev
 
 
 # --------------------------------------------------------------------------------------------
@@ -169,18 +159,6 @@ def grid_of(args) -> Grid:
 def _threads(args) -> int:
     """Torch threads per worker: ``--threads``, else the CPU cores shared by the workers."""
     return args.threads or max(1, (os.cpu_count() or 1) // max(1, args.workers))
-
-
-def prepare_cache(grid: Grid, cells: list[Point], cache: Path, no_prepare: bool) -> None:
-    """The cells' Wiki-N caches, built once (:func:`prepare`); under ``accelerate launch`` the
-    processes of rank above 0 wait for rank 0 to build them."""
-    marker = prepared_marker(cache, grid.data)
-    while not marker.exists() and int(os.environ.get("RANK", "0")) > 0:
-        time.sleep(5)
-    if not marker.exists():
-        if no_prepare:
-            raise ArgumentError(f"--no-prepare: no prepared Wiki folder under {cache}; run without it once")
-        prepare(grid.data, [c.N for c in cells], cache)
 
 
 def _add_options(parser) -> None:
@@ -237,17 +215,6 @@ def check_sampling(args, grid: Grid) -> None:
             raise ArgumentError(f"--sampling: N={args.N} k={k} B={args.B} is not a cell of the grid {args.grid}")
 
 
-def sampling(grid: Grid, args) -> dict:
-    """The measurement of ``--sampling`` (:mod:`qt_hard.experiments.specs.k_vs_n_sampling`), the
-    caches built first (:func:`prepare_cache`)."""
-    from qt_hard.experiments.specs.k_vs_n_sampling import measure
-
-    cache = Path(args.cache)
-    prepare_cache(grid, expand(grid)[0], cache, args.no_prepare)
-    ks, seed = seed_list(args.k, "--k"), grid.seeds[0]
-    return measure(wiki_dir(cache, grid.data), token_cache(cache), grid.data, args.N, args.B, ks, args.steps, seed)
-
-
 class KversusN(Experiment):
     """Every cell one bag-of-words NCE training on Wiki-N with App. D.1's settings (768-d,
     temperature 1, unnormalized, no positive in the denominator, Adam lr 0.01, gradient clip 2.5,
@@ -261,6 +228,8 @@ class KversusN(Experiment):
     key = KEY
     seeds = ""  # the grid YAML's, or --seeds
     out_option = "--results"
+    results_name = "results"  # --results's NAME and --diagnose (:meth:`configure`)
+    with_diagnostics = False
 
     def add_arguments(self, parser) -> None:
         _add_options(parser)
@@ -294,12 +263,16 @@ class KversusN(Experiment):
                 data_path("wikipedia")  # the dump the caches are built from
 
     def diagnostic(self, args) -> int | None:
-        """``--sampling``: its JSON object and a line per k (``results/k_vs_n/sampling_1000.json``)."""
+        """``--sampling``: the measurement (:mod:`qt_hard.experiments.specs.k_vs_n_sampling`) on the caches
+        built first (:func:`prepare`), its JSON object and a line per k (``results/k_vs_n/sampling_1000.json``)."""
         if not args.sampling:
             return None
-        from qt_hard.experiments.specs.k_vs_n_sampling import summary
+        from qt_hard.experiments.specs.k_vs_n_sampling import measure, summary
 
-        out = sampling(grid_of(args), args)
+        grid, cache = grid_of(args), Path(args.cache)
+        prepare(grid.data, [c.N for c in expand(grid)[0]], cache, args.no_prepare)
+        wiki, ks = wiki_dir(cache, grid.data), seed_list(args.k, "--k")
+        out = measure(wiki, token_cache(cache), grid.data, args.N, args.B, ks, args.steps, grid.seeds[0])
         print(json.dumps(out, indent=1))
         print("\n".join(summary(out)))
         return 0
@@ -317,13 +290,11 @@ class KversusN(Experiment):
 
         grid = grid_of(args)
         cells, notes = expand(grid)
-        prepare_cache(grid, cells, Path(args.cache), args.no_prepare)
+        prepare(grid.data, [c.N for c in cells], Path(args.cache), args.no_prepare)
         torch.set_num_threads(_threads(args))
         if int(os.environ.get("RANK", "0")) == 0:
-            est = None if args.no_estimate else estimate(grid, cells, Path(args.cache), torch_device(args.device))
-            left = {c.keys[0][0] for c in todo}
-            done = {cell_id(grid, c) for c in cells} - left
-            print_plan(grid, cells, notes, done, est, args.workers)
+            est = None if args.no_estimate else estimate(grid, cells, Path(args.cache), worker_device(args.device))
+            print_plan(grid, cells, notes, {c.keys[0][0] for c in todo}, est, args.workers)
         if args.plan:
             return []
         return None if args.max_cells is None else todo[: args.max_cells]
@@ -336,10 +307,9 @@ class KversusN(Experiment):
 
         grid, cid = grid_of(args), cell.keys[0][0]
         which = next(c for c in expand(grid)[0] if cell_id(grid, c) == cid)
-        threads, dev = _threads(args), torch_device(args.device)
+        threads, dev = _threads(args), worker_device(args.device)
         torch.set_num_threads(threads)
-        single_process(dev)
-        folder = cell_dir(Path(args.results), cid)
+        folder = Path(args.results).with_name(Path(args.results).name + ".cells") / cid  # beside the results CSV
         t0 = time.perf_counter()
         metrics = run_cell(cell_tree(grid, which, Path(args.cache), folder, threads, args.checkpoint_every))
         if metrics is None:
@@ -351,22 +321,21 @@ class KversusN(Experiment):
 
     def configure(self, args) -> None:
         self.results_name = Path(args.results).stem
-        self.diagnose = args.diagnose
+        self.with_diagnostics = args.diagnose
 
     def tables(self, records, setup, out: Path) -> dict[str, str]:
         if not records:  # a CSV without records would stand without its ledger (a plan writes none)
             return {}
-        name = getattr(self, "results_name", "results")
-        files = results_files(records, name)
-        if getattr(self, "diagnose", False):
-            files[f"{name}.diagnostics.md"] = diagnose(records)
+        files = results_files(records, self.results_name)
+        if self.with_diagnostics:
+            files[f"{self.results_name}.diagnostics.md"] = diagnose(records)
         return files
 
     def figures(self, args, out: Path, records, setup) -> None:
         if args.figures:
             for path in plot(records, Path(args.figures)):
                 print(path)
-            print(json.dumps(summarize(parse_rows([csv_row(r) for r in records])), default=str))
+            print(json.dumps(summarize(records), default=str))
 
     def progress(self, record: dict) -> str:
         r = record

@@ -5,17 +5,10 @@
 For the batches a k-versus-N cell of the grid trains on (``data.classes: N``, B pairs, the pairs of
 ``train.seed`` every epoch, the shuffled control's label permutation of (seed, step)), it draws
 each batch's k negatives per anchor out of the 2(B-1) candidates three ways, from one generator
-state each (the training loop's seeding), and reports:
-
-* ``candidates``: per anchor, how many candidates the sampler may draw from (2(B-1) plain; fewer
-  without collisions or in the control), and the same-article ones among them;
-* ``drawn``: the count of candidates entering the loss per anchor (k in all three modes, the
-  normalisation ``log k`` of the loss) and, plain, the mean number of same-article ones drawn and
-  the share of anchors that draw at least one;
-* ``paired``: whether the three modes consume the generator alike (the state after every step is
-  the same, so one seed gives all three the same random stream) and the share of anchors whose
-  collision-free draw is the plain draw with exactly its same-article candidates replaced (then
-  the loss of an anchor that draws none is the same in both modes: ``tests/test_negatives_properties.py``).
+state each (the training loop's seeding), and reports per k the ``candidates`` each mode may draw
+from, the count ``drawn`` and whether the three modes' random streams stay ``paired``
+(:func:`measure_sampling`; what they mean and what they found: docs/reproductions/k-vs-n.md, "What
+else differs between the two samplings").
 
     qt-hard grid run k-vs-n configs/k_vs_n.yaml --cache runs/k_vs_n/cache --sampling --N 1000 --k 100,1000 --steps 80
 
@@ -28,56 +21,35 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["MODES", "batches", "measure", "measure_sampling", "summary"]
+__all__ = ["MODES", "measure", "measure_sampling", "summary"]
 
 MODES = ("plain", "collision_free", "shuffled")
 
 
-def batches(wiki: Path, tokens: Path, spec, N: int, B: int, seed: int):
-    """The Wiki-N training split of the Wiki folder ``wiki`` (tokens cached in ``tokens``, the data
-    settings ``spec`` of the grid) and the (plain, shuffled) label rows of every step (``PairTask``)."""
-    from qt_hard.data.wiki import wiki_prefix
-    from qt_hard.text.batches import PairTask
-
-    wd = wiki_prefix(
-        wiki,
-        N,
-        min_count=spec.min_count,
-        seed=spec.split_seed,
-        cache_dir=tokens,
-        vocab_classes=spec.vocab_articles,
-    )
-    labels = np.asarray(wd.train_labels, dtype=np.int64)
-
-    def pairs(epoch):
-        return wd.positive_pair_indices(epoch, seed)[:, :2]
-
-    return labels, {s: PairTask(None, labels, pairs, B, seed, shuffle_labels=s) for s in (False, True)}
-
-
-def _scores(labels, z1=None, z2=None):
+def _scores(labels):
+    """The scores of a batch with these ``labels`` (all zero: the draw depends on the labels alone)."""
     import torch
 
     from qt_hard.negatives.scores import two_view_scores
 
-    if z1 is None:
-        z1 = z2 = torch.zeros(len(labels), 1)
-    return two_view_scores(z1, z2, temperature=1.0, labels=labels, normalize=False)
-
-
-def _strategy(k: int, collision_free: bool):
-    from qt_hard.negatives.strategy import NegativeStrategy
-
-    return NegativeStrategy(k=k, collision_free=collision_free, include_positive=False)
+    z = torch.zeros(len(labels), 1)
+    return two_view_scores(z, z, temperature=1.0, labels=labels, normalize=False)
 
 
 def measure_sampling(labels: np.ndarray, tasks: dict, k: int, steps: int, seed: int) -> dict:
-    """Candidate counts, drawn counts and the pairing of the three modes' random streams over
-    ``steps`` steps (see the module docstring)."""
+    """Over ``steps`` steps: ``candidates``, per anchor, how many candidates each mode may draw from
+    (2(B-1) plain; fewer without collisions or in the control) and the same-article ones among them;
+    ``drawn``, whether k enter the loss per anchor in every mode and, plain, the mean number of
+    same-article ones drawn and the share of anchors that draw at least one; ``paired``, whether the
+    three modes consume the generator alike (the state after every step the same) and the share of
+    anchors whose collision-free draw is the plain draw with exactly its same-article candidates
+    replaced (``tests/test_negatives_properties.py``)."""
     import torch  # here, not at the top: the grid command imports every spec module to find its experiments
 
+    from qt_hard.negatives.strategy import NegativeStrategy
+
     gens = {m: torch.Generator().manual_seed(seed * 1009 + 17) for m in MODES}  # the loop's seeding
-    strategies = {"plain": _strategy(k, False), "collision_free": _strategy(k, True), "shuffled": _strategy(k, True)}
+    strategies = {m: NegativeStrategy(k=k, collision_free=m != "plain", include_positive=False) for m in MODES}
     allowed = {m: [] for m in MODES}
     same_cands, drawn_same, any_same, drawn_n, replaced_only, states_equal = [], [], [], [], [], []
     for step in range(steps):
@@ -117,9 +89,27 @@ def measure_sampling(labels: np.ndarray, tasks: dict, k: int, steps: int, seed: 
 
 
 def measure(wiki: Path, tokens: Path, spec, N: int, B: int, ks: list[int], steps: int, seed: int) -> dict:
-    """The measurement of every k in ``ks`` on Wiki-N's batches of B pairs (:func:`batches`): the
-    JSON object of ``results/k_vs_n/sampling_1000.json``."""
-    labels, tasks = batches(wiki, tokens, spec, N, B, seed)
+    """The measurement of every k in ``ks`` (:func:`measure_sampling`) on the batches of B pairs of
+    Wiki-N's training split (the Wiki folder ``wiki``, its tokens cached in ``tokens``, the grid's data
+    settings ``spec``; the plain and shuffled label rows of ``PairTask``): the JSON object of
+    ``results/k_vs_n/sampling_1000.json``."""
+    from qt_hard.data.wiki import wiki_prefix
+    from qt_hard.text.batches import PairTask
+
+    wd = wiki_prefix(
+        wiki,
+        N,
+        min_count=spec.min_count,
+        seed=spec.split_seed,
+        cache_dir=tokens,
+        vocab_classes=spec.vocab_articles,
+    )
+    labels = np.asarray(wd.train_labels, dtype=np.int64)
+
+    def pairs(epoch):
+        return wd.positive_pair_indices(epoch, seed)[:, :2]
+
+    tasks = {s: PairTask(None, labels, pairs, B, seed, shuffle_labels=s) for s in (False, True)}
     return {"N": N, "B": B, "seed": seed, "sampling": [measure_sampling(labels, tasks, k, steps, seed) for k in ks]}
 
 

@@ -6,50 +6,37 @@ from __future__ import annotations
 
 import csv
 import json
-import logging
-import os
 import socket
 import time
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 
 import numpy as np
 
 from qt_hard.errors import ArgumentError
 from qt_hard.experiments import report
-from qt_hard.experiments.ledger import Ledger, LedgerError
+from qt_hard.experiments.ledger import LedgerError
 
 from .k_vs_n_grid import Point, Grid, SHUFFLED, data_settings
-
-log = logging.getLogger(__name__)
 
 
 # --------------------------------------------------------------------------------------------
 # results: the ledger, and the CSV and diagnostics derived from it
 
+# What must match between an uninterrupted and a resumed grid (wall time and commit aside).
+METRICS = ["mean_acc", "linear_acc", "linear_best_epoch", "final_loss", "steps"]
+KEY = ("cell_id",)
+# The CSV columns of a cell's point (N, k, B, collision_free, seed) and of the grid's data and
+# train settings (the other settings are not in the CSV).
+POINT_COLUMNS = tuple(f.name for f in fields(Point))
+DATA_COLUMNS = {"data_kind": "kind", "min_count": "min_count", "split_seed": "split_seed", "articles": "articles"}
+TRAIN_COLUMNS = ("dim", "temperature", "lr", "grad_clip", "epochs", "linear_epochs", "optimizer")
 COLUMNS = [
     "cell_id",
-    "N",
-    "k",
-    "B",
-    "collision_free",
-    "seed",
-    "dim",
-    "temperature",
-    "lr",
-    "grad_clip",
-    "epochs",
-    "linear_epochs",
-    "optimizer",
-    "data_kind",
-    "min_count",
-    "split_seed",
-    "articles",
-    "mean_acc",
-    "linear_acc",
-    "linear_best_epoch",
-    "final_loss",
-    "steps",
+    *POINT_COLUMNS,
+    *TRAIN_COLUMNS,
+    *DATA_COLUMNS,
+    *METRICS,
     "vocab_size",
     "n_train",
     "n_test",
@@ -63,15 +50,8 @@ COLUMNS = [
     "git_commit",
     "finished_at",
 ]
-# What must match between an uninterrupted and a resumed grid (wall time and commit aside).
-METRICS = ["mean_acc", "linear_acc", "linear_best_epoch", "final_loss", "steps"]
-KEY = ("cell_id",)
-# Columns that are text even when they look like numbers (a commit such as 1234567).
-# The CSV columns that hold the grid's data and train settings (the others are not in the CSV).
-DATA_COLUMNS = {"data_kind": "kind", "min_count": "min_count", "split_seed": "split_seed", "articles": "articles"}
-TRAIN_COLUMNS = ("dim", "temperature", "lr", "grad_clip", "epochs", "linear_epochs", "optimizer")
 # The fields of a diagnostics line that come from its cell's record rather than its diagnostics.
-DIAG_CELL = ("cell_id", "N", "k", "B", "collision_free", "seed", "mean_acc")
+DIAG_CELL = ("cell_id", *POINT_COLUMNS, "mean_acc")
 
 
 def ledger_path(results: Path) -> Path:
@@ -81,12 +61,6 @@ def ledger_path(results: Path) -> Path:
     if results.suffix != ".csv":
         raise LedgerError(f"{results}: the results are named by their CSV (NAME.csv; the ledger is NAME.jsonl)")
     return results.with_suffix(".jsonl")
-
-
-def diagnostics_path(results: Path) -> Path:
-    """The per-cell diagnostics beside a results CSV: ``NAME.diag.jsonl`` for ``NAME.csv``."""
-    results = Path(results)
-    return results.with_name(results.stem + ".diag.jsonl")
 
 
 def setup_of(grid: Grid) -> dict:
@@ -99,16 +73,6 @@ def setup_of(grid: Grid) -> dict:
     }
 
 
-def open_results(results: Path, grid: Grid | None = None) -> Ledger:
-    """The ledger of ``results`` (see :func:`ledger_path`); with ``grid`` for appending this grid's
-    cells (a ledger of another setup is an error naming the settings), else read only. A CSV
-    without its ledger is refused: its cells would be run again and the CSV rewritten without them."""
-    path = ledger_path(results)
-    if not path.is_file() and Path(results).is_file():
-        raise LedgerError(f"{results} has no ledger {path.name} beside it; give the grid another --results")
-    return Ledger(path.parent, KEY, None if grid is None else setup_of(grid), name=path.name)
-
-
 def is_results_csv(path: Path) -> bool:
     """Whether ``path`` is a results CSV that :func:`export` wrote (its header is ``COLUMNS``)."""
     try:
@@ -116,20 +80,6 @@ def is_results_csv(path: Path) -> bool:
             return next(csv.reader(fh), None) == list(COLUMNS)
     except (OSError, UnicodeDecodeError, csv.Error):
         return False
-
-
-def read_results(results: Path) -> list[dict]:
-    """One row per finished cell (its last record), the CSV's columns as the CSV writes them."""
-    return [csv_row(r) for r in open_results(results).latest()]
-
-
-def _csv_value(value) -> str:
-    """A record's value as the csv module writes it (None as an empty cell)."""
-    return "" if value is None else str(value)
-
-
-def csv_row(record: dict) -> dict:
-    return {c: _csv_value(record.get(c)) for c in COLUMNS}
 
 
 def _diag_line(record: dict) -> dict:
@@ -140,7 +90,7 @@ def _diag_line(record: dict) -> dict:
 def results_files(records: list[dict], name: str) -> dict[str, str]:
     """From the records alone: ``NAME.csv`` (``COLUMNS``, one row per finished cell, its last record)
     and, when any record has them, the diagnostics lines ``NAME.diag.jsonl``."""
-    files = {f"{name}.csv": report.csv_text(COLUMNS, (csv_row(r) for r in records))}
+    files = {f"{name}.csv": report.csv_text(COLUMNS, records)}
     diag = [json.dumps(_diag_line(r), sort_keys=True) + "\n" for r in records if "diagnostics" in r]
     if diag:
         files[f"{name}.diag.jsonl"] = "".join(diag)
@@ -164,47 +114,6 @@ def record_of(grid: Grid, cell: Point, cid: str, metrics: dict, wall: float, dev
     }
 
 
-def cell_dir(results: Path, cid: str) -> Path:
-    """A cell's run folder beside the results CSV; only its checkpoints (while it runs) and its
-    config, metrics and readouts (after) are kept."""
-    return Path(results).with_name(Path(results).name + ".cells") / cid
-
-
-def single_process(dev) -> None:
-    """Every worker trains its cells alone on ``dev``: under ``accelerate launch`` the process
-    group's variables are dropped (a cell is far too small for data parallelism) and the
-    Accelerator is pointed at the worker's device."""
-    import torch
-
-    for var in (
-        "RANK",
-        "WORLD_SIZE",
-        "LOCAL_RANK",
-        "LOCAL_WORLD_SIZE",
-        "GROUP_RANK",
-        "ROLE_RANK",
-        "ROLE_WORLD_SIZE",
-        "MASTER_ADDR",
-        "MASTER_PORT",
-        "TORCHELASTIC_RUN_ID",
-    ):
-        os.environ.pop(var, None)
-    if dev.type == "cpu":
-        os.environ["ACCELERATE_USE_CPU"] = "true"
-    elif dev.type == "cuda" and dev.index is not None:  # a bare "cuda" is the current device already
-        torch.cuda.set_device(dev)
-
-
-def torch_device(name: str | None):
-    import torch
-
-    if name in (None, "auto"):
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    if name == "cuda" and "LOCAL_RANK" in os.environ:
-        name = f"cuda:{int(os.environ['LOCAL_RANK']) % max(torch.cuda.device_count(), 1)}"
-    return torch.device(name)
-
-
 # --------------------------------------------------------------------------------------------
 # plots (from the results alone)
 
@@ -218,42 +127,38 @@ def _mean_by(rows, keys, metric):
     return {k: (*report.mean_spread(v), len(v)) for k, v in groups.items()}
 
 
-def parse_rows(rows):
-    out = []
-    for r in rows:
-        out.append(
-            {
-                "N": int(r["N"]),
-                "k": int(r["k"]) if r["k"] not in ("", "None") else None,
-                "B": int(r["B"]),
-                "cf": _cf(r["collision_free"]),
-                "seed": int(r["seed"]),
-                "mean_acc": float(r["mean_acc"]),
-                "linear_acc": float(r["linear_acc"]),
-                "wall_s": float(r["wall_s"] or 0),
-                "epochs": int(r["epochs"]),
-                "linear_epochs": int(r["linear_epochs"]),
-                "optimizer": r["optimizer"],
-            }
-        )
-    return out
-
-
-def _cf(value: str):
-    """The CSV's collision_free column: False, True or SHUFFLED."""
-    v = str(value).strip()
-    return SHUFFLED if v == SHUFFLED else v in ("True", "true", "1")
-
-
 def _kval(k, B):
     return 2 * (B - 1) if k is None else k
 
 
 def _main_B(rows):
-    Bs = [r["B"] for r in rows if r["cf"] is False]
+    Bs = [r["B"] for r in rows if r["collision_free"] is False]
     if 1000 in Bs:
         return 1000
     return max(set(Bs), key=Bs.count)
+
+
+def _means(rows, B0, metric):
+    """A metric's seed means (:func:`_mean_by`), each k as its number of candidates (:func:`_kval`):
+    ``plain`` {N: {B: {k: (mean, spread, n)}}} of the cells with collisions, and ``at_b0``
+    {N: {collision mode: {k: (mean, spread, n)}}} of the cells at B0."""
+    plain: dict = {}
+    at_b0: dict = {}
+    for (N, B, k, cf), v in _mean_by(rows, ["N", "B", "k", "collision_free"], metric).items():
+        if cf is False:
+            plain.setdefault(N, {}).setdefault(B, {})[_kval(k, B)] = v
+        if B == B0:
+            at_b0.setdefault(N, {}).setdefault(cf, {})[_kval(k, B)] = v
+    return plain, at_b0
+
+
+def _matrix(table: dict, ys: list, xs: list):
+    """The means of ``table`` ({y: {x: (mean, ...)}}) as a len(ys) x len(xs) array, NaN where none."""
+    raw = np.full((len(ys), len(xs)), np.nan)
+    for y, row in table.items():
+        for x, v in row.items():
+            raw[ys.index(y), xs.index(x)] = v[0]
+    return raw
 
 
 def summarize(rows: list[dict]) -> dict:
@@ -261,11 +166,10 @@ def summarize(rows: list[dict]) -> dict:
     B0 = _main_B(rows)
     out = {"B": B0}
     for metric in ("mean_acc", "linear_acc"):
-        m = {}
-        grid = _mean_by([r for r in rows if r["B"] == B0 and r["cf"] is False], ["N", "k"], metric)
+        plain, at_b0 = _means(rows, B0, metric)
         best = {}
-        for N in sorted({n for n, _ in grid}):
-            row = {_kval(k, B0): v for (n, k), v in grid.items() if n == N}
+        for N in sorted(n for n in plain if B0 in plain[n]):
+            row = plain[N][B0]
             kb = max(row, key=lambda k: row[k][0])
             near = [k for k in row if row[k][0] >= 0.995 * row[kb][0]]
             best[N] = {
@@ -275,30 +179,19 @@ def summarize(rows: list[dict]) -> dict:
                 "k_range_0995": [min(near), max(near)],
                 "acc_by_k": {k: round(row[k][0], 2) for k in sorted(row)},
             }
-        m["best_k_by_N"] = best
-        bk = _mean_by([r for r in rows if r["cf"] is False], ["N", "B", "k"], metric)
-        per_n = {}
-        for N in sorted({n for n, _, _ in bk}):
-            Bs = sorted({b for n, b, _ in bk if n == N})
-            if len(Bs) < 2:
-                continue
-            common = sorted(set.intersection(*[{_kval(k, b) for n, b2, k in bk if n == N and b2 == b} for b in Bs]))
-            per_n[N] = {
-                f"k={k}": {
-                    f"B={b}": round(
-                        next(v[0] for (n, b2, kk), v in bk.items() if n == N and b2 == b and _kval(kk, b) == k), 2
-                    )
-                    for b in Bs
+        m = {"best_k_by_N": best, "b_at_fixed_k": {}}
+        for N, by_b in sorted(plain.items()):
+            if len(by_b) >= 2:
+                common = sorted(set.intersection(*(set(row) for row in by_b.values())))
+                m["b_at_fixed_k"][N] = {
+                    f"k={k}": {f"B={b}": round(by_b[b][k][0], 2) for b in sorted(by_b)} for k in common
                 }
-                for k in common
-            }
-        m["b_at_fixed_k"] = per_n
-        cf = _mean_by([r for r in rows if r["B"] == B0], ["N", "k", "cf"], metric)
         for which, key in ((True, "collision_free_gain"), (SHUFFLED, "shuffled_control_gain")):
             gain = {}
-            for (N, k, c), v in cf.items():
-                if c == which and (N, k, False) in cf:  # c is False, True or SHUFFLED
-                    gain.setdefault(N, {})[_kval(k, B0)] = round(v[0] - cf[(N, k, False)][0], 2)
+            for N, modes in at_b0.items():
+                for k, v in modes.get(which, {}).items():
+                    if k in modes.get(False, {}):
+                        gain.setdefault(N, {})[k] = round(v[0] - modes[False][k][0], 2)
             if gain:
                 m[key] = {N: dict(sorted(g.items())) for N, g in sorted(gain.items())}
         out[metric] = m
@@ -307,16 +200,14 @@ def summarize(rows: list[dict]) -> dict:
     return out
 
 
-def _fig_n_by_k(plt, rows, B0, metric, title):
+def _fig_n_by_k(plt, plain, at_b0, B0, title):
     """Fig. 3 left (Figs. 5, 6): N x k at B0, row-normalized, the best k of each N marked."""
-    g = _mean_by([r for r in rows if r["B"] == B0 and r["cf"] is False], ["N", "k"], metric)
+    g = {N: by_b[B0] for N, by_b in plain.items() if B0 in by_b}
     if not g:
         return None
-    Ns = sorted({n for n, _ in g})
-    ks = sorted({_kval(k, B0) for _, k in g})
-    raw = np.full((len(Ns), len(ks)), np.nan)
-    for (n, k), v in g.items():
-        raw[Ns.index(n), ks.index(_kval(k, B0))] = v[0]
+    Ns = sorted(g)
+    ks = sorted({k for row in g.values() for k in row})
+    raw = _matrix(g, Ns, ks)
     norm = raw / np.nanmax(raw, axis=1, keepdims=True)
     fig, ax = plt.subplots(figsize=(1.0 + 0.75 * len(ks), 0.9 + 0.5 * len(Ns)), dpi=110)
     best = set()
@@ -335,52 +226,45 @@ def _fig_n_by_k(plt, rows, B0, metric, title):
     return fig
 
 
-def _fig_b_by_k(plt, rows, B0, metric, title):
+def _fig_b_by_k(plt, plain, at_b0, B0, title):
     """Fig. 3 center (Fig. 7): B x k for (up to) two N, globally normalized per panel."""
-    bk = _mean_by([r for r in rows if r["cf"] is False], ["N", "B", "k"], metric)
-    nB = {N: len({b for n, b, _ in bk if n == N}) for N in {n for n, _, _ in bk}}
-    Ns2 = sorted([N for N, c in nB.items() if c >= 2], key=lambda N: (-nB[N], N))[:2]
+    Ns2 = sorted([N for N in plain if len(plain[N]) >= 2], key=lambda N: (-len(plain[N]), N))[:2]
     if not Ns2:
         return None
     fig, axes = plt.subplots(1, len(Ns2), figsize=(3.6 * len(Ns2), 2.6), dpi=110, squeeze=False)
     for ax, N in zip(axes[0], sorted(Ns2)):
-        Bs = sorted({b for n, b, _ in bk if n == N})
-        ks = sorted({_kval(k, b) for n, b, k in bk if n == N})
-        raw = np.full((len(Bs), len(ks)), np.nan)
-        for (n, b, k), v in bk.items():
-            if n == N:
-                raw[Bs.index(b), ks.index(_kval(k, b))] = v[0]
+        Bs = sorted(plain[N])
+        ks = sorted({k for row in plain[N].values() for k in row})
+        raw = _matrix(plain[N], Bs, ks)
         report.heatmap(fig, ax, raw, raw / np.nanmax(raw), ks, Bs, "k", "B", f"{title}, N={N}, globally normalized")
     return fig
 
 
-def _fig_collisions(plt, rows, B0, metric, title):
+def _fig_collisions(plt, plain, at_b0, B0, title):
     """Fig. 3 right: accuracy vs k with (solid) and without (dotted) collisions, four N."""
-    cf = _mean_by([r for r in rows if r["B"] == B0], ["N", "k", "cf"], metric)
-    Nc = sorted({n for n, _, c in cf if c is True})
+    Nc = sorted(N for N, modes in at_b0.items() if True in modes)
     if not Nc:
         return None
     fig, ax = plt.subplots(figsize=(4.2, 3.0), dpi=110)
     styles = ((False, "-", ""), (True, ":", " no collision"), (SHUFFLED, "--", " shuffled control"))
     for i, N in enumerate(Nc[:4]):
         for c, style, tag in styles:
-            pts = sorted((_kval(k, B0), v[0]) for (n, k, cc), v in cf.items() if n == N and cc == c)
+            pts = sorted((k, v[0]) for k, v in at_b0[N].get(c, {}).items())
             if pts:
                 ax.plot(*zip(*pts), style, marker="o", ms=3, color=f"C{i}", label=f"N={N}{tag}")
     ax.set_xscale("log")
     ax.set_xlabel("k")
     ax.set_ylabel("accuracy (%)")
-    control = ", shuffled-label control (dashed)" if any(c == SHUFFLED for _, _, c in cf) else ""
+    control = ", shuffled-label control (dashed)" if any(SHUFFLED in modes for modes in at_b0.values()) else ""
     ax.set_title(f"{title}, B={B0}\ncollisions (solid), none (dotted){control}", fontsize=7)
     ax.legend(fontsize=5, ncol=2)
     return fig
 
 
-def plot(records: list[dict], out_dir: Path) -> list[Path]:
-    """Fig. 3 left / center / right (and App. Figs. 5-7) for both readouts from the ledger's records,
-    as small PNGs, and the summary (:func:`summarize`) as JSON."""
+def plot(rows: list[dict], out_dir: Path) -> list[Path]:
+    """Fig. 3 left / center / right (and App. Figs. 5-7) for both readouts from the ledger's records
+    ``rows``, as small PNGs, and the summary (:func:`summarize`) as JSON."""
     plt = report.pyplot()
-    rows = parse_rows([csv_row(r) for r in records])
     if not rows:
         raise ArgumentError("no finished cells to plot")
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -393,9 +277,10 @@ def plot(records: list[dict], out_dir: Path) -> list[Path]:
     )
     written = []
     for metric, title in (("mean_acc", "mean classifier"), ("linear_acc", "linear classifier")):
+        means = _means(rows, B0, metric)
         figures = (("k_vs_n", _fig_n_by_k, 0.03), ("b_by_k", _fig_b_by_k, 0.04), ("collisions", _fig_collisions, 0.03))
         for name, draw, bottom in figures:
-            fig = draw(plt, rows, B0, metric, title)
+            fig = draw(plt, *means, B0, title)
             if fig is None:
                 continue
             fig.text(0.01, 0.005, caption, fontsize=5)
@@ -430,21 +315,13 @@ def diagnose(records: list[dict]) -> str:
     for rec in records:
         if "diagnostics" not in rec:  # a cell run before the readouts had diagnostics
             continue
-        r = csv_row(rec)
-        key = (int(r["N"]), r["k"] or "all", int(r["B"]), str(_cf(r["collision_free"])))
-        vals = {
-            **_diag_line(rec),
-            "linear_acc": float(r["linear_acc"]),
-            "final_loss": float(r["final_loss"]),
-            "mean_acc": float(r["mean_acc"]),
-        }
-        groups.setdefault(key, []).append(vals)
+        key = (rec["N"], rec["k"] or "all", rec["B"], str(rec["collision_free"]))
+        groups.setdefault(key, []).append({**rec, **rec["diagnostics"]})
     if not groups:
         raise ArgumentError("--diagnose: no finished cell has diagnostics")
     order = {"False": 0, "True": 1, SHUFFLED: 2}
-    head = "| N | k | B | collisions removed | seeds | " + " | ".join(t for _, t in DIAG_COLUMNS) + " |"
-    out = [head, "|" + "---|" * (5 + len(DIAG_COLUMNS))]
     names = {"False": "none (plain)", "True": "same-class (collision-free)", SHUFFLED: "random, matched (shuffled)"}
+    body = []
     for key in sorted(groups, key=lambda k: (k[0], str(k[1]).zfill(6), k[2], order.get(k[3], 9))):
         g = groups[key]
         cells = []
@@ -452,7 +329,6 @@ def diagnose(records: list[dict]) -> str:
             digits = 2 if col.endswith("acc") or col in ("final_loss", "test_norm_mean") else 4
             m, sd = report.mean_spread(x[col] for x in g)
             cells.append(f"{m:.{digits}f} ± {sd:.{digits}f}")
-        out.append(
-            f"| {key[0]} | {key[1]} | {key[2]} | {names.get(key[3], key[3])} | {len(g)} | " + " | ".join(cells) + " |"
-        )
-    return "\n".join(out)
+        body.append([*key[:3], names.get(key[3], key[3]), len(g), *cells])
+    head = ["N", "k", "B", "collisions removed", "seeds", *(t for _, t in DIAG_COLUMNS)]
+    return "\n".join(report.markdown_table(head, body))
