@@ -1,15 +1,6 @@
-"""Readouts of an image representation: the weighted kNN monitor and a linear readout.
-
-* :func:`knn_accuracy`: the weighted k-nearest-neighbour classifier HCL's code monitors training
-  with (Robinson et al. 2021, sec. 6 / Fig. 11: k = 200; weights exp(cos / t) with t = 0.5, the
-  instance-discrimination monitor of Wu et al. 2018): the training images' L2-normalised backbone
-  features are the memory bank, each test image votes with its k most cosine-similar bank entries,
-  each vote weighted by exp(similarity / t), and the class with the largest summed weight wins.
-* :func:`linear_readout`: a linear softmax classifier on frozen, standardised backbone features
-  (HCL App. D.1's "linear readout"), trained with Adam by ``qt_hard.evaluation.probes.linear_classifier``,
-  which keeps the epoch of smallest training loss (the test split is never used to choose anything).
-
-Features are the backbone's h = f(x) (N, d), not the projection g(f(x)), as in HCL's evaluation.
+"""Readouts of an image representation, the backbone's features h = f(x) (N, d), not the projection
+g(f(x)), as in HCL's evaluation: the weighted kNN monitor of HCL's code (after Wu et al. 2018) and a
+linear readout (HCL App. D.1); what each computes: docs/guides/images.md (Evaluation).
 """
 
 from __future__ import annotations
@@ -75,7 +66,7 @@ def knn_predict(
 
 
 def knn_accuracy(train_feats, train_labels, test_feats, test_labels, num_classes=None, k=200, temperature=0.5) -> float:
-    """Top-1 accuracy (%) of the weighted kNN classifier (see the module doc): ``k`` neighbours, votes
+    """Top-1 accuracy (%) of the weighted kNN classifier (:func:`knn_predict`): ``k`` neighbours, votes
     ``exp(sim / temperature)``, ``num_classes`` from the labels when None."""
     ytr = torch.as_tensor(np.asarray(train_labels), dtype=torch.long)
     yte = torch.as_tensor(np.asarray(test_labels), dtype=torch.long)

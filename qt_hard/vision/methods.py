@@ -1,23 +1,9 @@
-"""SimCLR and MoCo-v2 steps on the device: augment, encode, and the loss from ``qt_hard.losses``.
-
-No loss is written here: SimCLR's two-view objective is :class:`qt_hard.losses.ContrastiveLoss`
-(every strategy of the core: uniform, debiased, hard, ring, OT, label, k), MoCo's is
-:class:`qt_hard.losses.RankingLoss` with the queue as the candidates (``in_batch=False``).
-
-* SimCLR (Chen et al. 2020) as HCL runs it (Robinson et al. 2021, App. D.1 and code): two views of
-  each image, each encoded by its own forward pass (so batch norm sees one view at a time, as
-  HCL's ``net(pos_1)``, ``net(pos_2)``), z = g(f(x)) L2-normalised in the loss, temperature 0.5.
-* MoCo-v2 (He et al. 2020; Chen et al. 2020c): a query encoder trained by the optimizer and a key
-  encoder that is its exponential moving average (momentum m); the keys of the second view are
-  the positives, the :class:`qt_hard.negatives.EmbeddingQueue` of past keys the negatives, and the
-  current keys are enqueued after the loss. As in the official code, the momentum update happens at
-  the start of each step's key computation, before the keys of that step. MoCoRing (Wu et al. 2021,
-  Alg. 1) is the "ring" strategy on these scores (percentiles over the queue); HCL's App. C.1
-  MoCo-v2 + hard is the "hard" strategy (beta 0.2, tau_plus 0).
+"""SimCLR and MoCo-v2 steps on the device: augment, encode, and the loss from ``qt_hard.losses``
+(SimCLR's :class:`qt_hard.losses.ContrastiveLoss`, MoCo's :class:`qt_hard.losses.RankingLoss` against
+the queue); how each runs as HCL and the papers run it: docs/guides/images.md (SimCLR, MoCo-v2).
 
 Batches (see :class:`qt_hard.vision.batches.ImageTask`): ``{"images": (b, 3, H, W) uint8, "view1":
-params, "view2": params}``, the augmentation parameters drawn per (seed, step) for the global batch
-and sliced to this process's rows, applied here on the batch's device.
+params, "view2": params}``, the augmentation parameters applied here on the batch's device.
 """
 
 from __future__ import annotations

@@ -9,11 +9,8 @@ runs.
 Inputs are images (N, 3, H, W), uint8 in [0, 255] or float in [0, 1]; the per-channel mean/std
 normalisation is a buffer of the model, so a saved backbone takes raw pixels.
 
-Batch norm across processes: with ``sync_bn`` (``SimCLREncoder(..., sync_bn=True)``) every
-``BatchNorm2d`` is :class:`AllReduceBatchNorm2d`, whose batch statistics are all-reduced over the
-processes of ``torch.distributed`` (SimCLR's global batch norm, Chen et al. 2020 sec. 2.3). torch's
-``SyncBatchNorm`` runs only on GPUs; this one runs on any backend (gloo on CPUs). Alone it is
-``BatchNorm2d``.
+With ``sync_bn`` every ``BatchNorm2d`` is :class:`AllReduceBatchNorm2d` (the global batch's statistics,
+on any backend): docs/guides/images.md (Several processes).
 """
 
 from __future__ import annotations
@@ -99,7 +96,7 @@ class ResNet(nn.Module):
     Args:
         blocks: basic blocks per stage, e.g. (2, 2, 2, 2) for ResNet-18.
         widths: channels per stage, e.g. (64, 128, 256, 512).
-        sync_bn: batch-norm statistics all-reduced across processes (see the module doc).
+        sync_bn: batch-norm statistics all-reduced across processes (:class:`AllReduceBatchNorm2d`).
         mean, std: per-channel normalisation of [0, 1] pixels.
     """
 
