@@ -11,24 +11,17 @@ import torch.nn.functional as F
 
 
 @torch.no_grad()
-def embed_images(fn, images, batch_size: int = 512, device=None) -> torch.Tensor:
-    """``fn`` applied to (N, 3, H, W) uint8 images in chunks, in eval mode; returns (N, d) float32 on the CPU."""
-    module = getattr(fn, "__self__", None)
-    was_training = getattr(module, "training", None)
-    if module is not None:
-        module.eval()
+def embed_chunks(module, fn, items, batch_size: int = 512) -> torch.Tensor:
+    """``fn(items[i : i + batch_size])`` chunk by chunk with ``module`` in eval mode (its mode restored
+    afterwards): the (N, d) rows in order, float32 on the CPU. ``items``: (N, 3, H, W) images, or the
+    graph pipeline's list of graphs."""
+    was_training = module.training
+    module.eval()
     try:
-        x = torch.as_tensor(images)
-        out = []
-        for i in range(0, x.shape[0], batch_size):
-            chunk = x[i : i + batch_size]
-            if device is not None:
-                chunk = chunk.to(device, non_blocking=True)
-            out.append(fn(chunk).float().cpu())
-        return torch.cat(out) if out else torch.zeros(0, 0)
+        out = [fn(items[i : i + batch_size]).float().cpu() for i in range(0, len(items), batch_size)]
     finally:
-        if module is not None and was_training:
-            module.train()
+        module.train(was_training)
+    return torch.cat(out) if out else torch.zeros(0, 0)
 
 
 @torch.no_grad()

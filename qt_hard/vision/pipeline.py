@@ -76,49 +76,26 @@ class KNNMonitor:
         self.train_set, self.test_set, self.cfg = train_set, test_set, eval_cfg
         self.total, self.seed = total_steps, seed
 
-    def features(self, module):
-        from qt_hard.vision.evaluate import embed_images
+    def __call__(self, module, step: int) -> dict:
+        from qt_hard.vision.evaluate import embed_chunks, knn_accuracy, linear_readout
         from qt_hard.vision.methods import unwrap
 
+        t0 = time.perf_counter()
         inner = unwrap(module)
         dev = next(inner.parameters()).device
-        tr = embed_images(inner.features, self.train_set.images, self.cfg.batch_size, dev)
-        te = embed_images(inner.features, self.test_set.images, self.cfg.batch_size, dev)
-        return tr, te
 
-    def __call__(self, module, step: int) -> dict:
-        from qt_hard.vision.evaluate import knn_accuracy, linear_readout
+        def features(x):
+            return inner.features(x.to(dev, non_blocking=True))
 
-        t0 = time.perf_counter()
-        tr, te = self.features(module)
-        n_classes = self.train_set.num_classes
-        out = {
-            "knn_acc": round(
-                knn_accuracy(
-                    tr,
-                    self.train_set.labels,
-                    te,
-                    self.test_set.labels,
-                    n_classes,
-                    k=self.cfg.knn_k,
-                    temperature=self.cfg.knn_temperature,
-                ),
-                2,
-            )
-        }
+        tr = embed_chunks(inner, features, torch.as_tensor(self.train_set.images), self.cfg.batch_size)
+        te = embed_chunks(inner, features, torch.as_tensor(self.test_set.images), self.cfg.batch_size)
+        # Both readouts take (train features, train labels, test features, test labels, classes).
+        splits = (tr, self.train_set.labels, te, self.test_set.labels, self.train_set.num_classes)
+        out = {"knn_acc": round(knn_accuracy(*splits, k=self.cfg.knn_k, temperature=self.cfg.knn_temperature), 2)}
         if step >= self.total and self.cfg.linear:
             # The readout seeds torch's global RNG for its layer: fork it, so the loop's RNG is untouched.
             with torch.random.fork_rng(devices=[]):
-                lin = linear_readout(
-                    tr.numpy(),
-                    self.train_set.labels,
-                    te.numpy(),
-                    self.test_set.labels,
-                    n_classes,
-                    epochs=self.cfg.linear_epochs,
-                    lr=self.cfg.linear_lr,
-                    seed=self.seed,
-                )
+                lin = linear_readout(*splits, epochs=self.cfg.linear_epochs, lr=self.cfg.linear_lr, seed=self.seed)
             out["linear_acc"] = lin["acc"]
             out["linear_best_epoch"] = lin["best_epoch"]
         out["eval_s"] = round(time.perf_counter() - t0, 2)
