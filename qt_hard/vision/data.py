@@ -72,11 +72,22 @@ def _unpickle(path: Path) -> dict:
     return {_text(k): v for k, v in obj.items()}
 
 
-def _cifar_images(d: dict, path: Path) -> np.ndarray:
+def _cifar_file(path: Path, label_key: str) -> tuple[np.ndarray, np.ndarray]:
+    """Images (n, 3, 32, 32) uint8 and labels (n,) int64 (under ``label_key``) of one CIFAR pickle."""
+    d = _unpickle(path)
     data = np.asarray(d.get("data"))
     if data.ndim != 2 or data.shape[1] != 3 * 32 * 32:
         raise ValueError(f"{path}: 'data' must be (n, 3072), got {data.shape}")
-    return np.ascontiguousarray(data.astype(np.uint8, copy=False).reshape(-1, 3, 32, 32))
+    x = np.ascontiguousarray(data.astype(np.uint8, copy=False).reshape(-1, 3, 32, 32))
+    y = np.asarray(d.get(label_key), dtype=np.int64)
+    if y.shape != (x.shape[0],):
+        raise ValueError(f"{path}: {x.shape[0]} images but {y.shape} {label_key}")
+    return x, y
+
+
+def _cifar_names(meta: Path, key: str, n: int) -> list:
+    """The class names under ``key`` of a CIFAR meta pickle ("0".."n-1" when there is none)."""
+    return [_text(v) for v in _unpickle(meta)[key]] if meta.is_file() else [str(i) for i in range(n)]
 
 
 def _find(root: Path, folder: str) -> Path:
@@ -102,18 +113,9 @@ def load_cifar10(root: str | Path | None = None, split: str = "train") -> ImageS
         files = [base / "test_batch"]
     else:
         raise ValueError(f"CIFAR-10 split must be 'train' or 'test', got {split!r}")
-    images, labels = [], []
-    for f in files:
-        d = _unpickle(f)
-        x = _cifar_images(d, f)
-        y = np.asarray(d.get("labels"), dtype=np.int64)
-        if y.shape != (x.shape[0],):
-            raise ValueError(f"{f}: {x.shape[0]} images but {y.shape} labels")
-        images.append(x)
-        labels.append(y)
-    meta = base / "batches.meta"
-    names = [_text(n) for n in _unpickle(meta)["label_names"]] if meta.is_file() else [str(i) for i in range(10)]
-    return ImageSet(np.concatenate(images), np.concatenate(labels), names)
+    parts = [_cifar_file(f, "labels") for f in files]
+    names = _cifar_names(base / "batches.meta", "label_names", 10)
+    return ImageSet(np.concatenate([x for x, _ in parts]), np.concatenate([y for _, y in parts]), names)
 
 
 def load_cifar100(root: str | Path, split: str = "train", label: str = "fine") -> ImageSet:
@@ -123,19 +125,8 @@ def load_cifar100(root: str | Path, split: str = "train", label: str = "fine") -
     if label not in ("fine", "coarse"):
         raise ValueError(f"CIFAR-100 label must be 'fine' or 'coarse', got {label!r}")
     base = _find(Path(root), "cifar-100-python")
-    d = _unpickle(base / split)
-    x = _cifar_images(d, base / split)
-    y = np.asarray(d.get(f"{label}_labels"), dtype=np.int64)
-    if y.shape != (x.shape[0],):
-        raise ValueError(f"{base / split}: {x.shape[0]} images but {y.shape} {label} labels")
-    meta = base / "meta"
-    n_classes = 100 if label == "fine" else 20
-    names = (
-        [_text(n) for n in _unpickle(meta)[f"{label}_label_names"]]
-        if meta.is_file()
-        else [str(i) for i in range(n_classes)]
-    )
-    return ImageSet(x, y, names)
+    x, y = _cifar_file(base / split, f"{label}_labels")
+    return ImageSet(x, y, _cifar_names(base / "meta", f"{label}_label_names", 100 if label == "fine" else 20))
 
 
 STL_SIDE = 96
