@@ -16,6 +16,8 @@ from sentence_transformers.sentence_transformer.modules import InputModule
 
 from qt_hard.encoders.quick_thoughts import QT_CONFIG, QuickThoughtsEncoder, contiguous_state
 
+HUB_KEYS = ("subfolder", "token", "cache_folder", "revision", "local_files_only")
+
 
 class QuickThoughtsModule(InputModule):
     """The Quick-Thoughts f/g pair (GRU, bi-GRU or bag-of-words cells; Logeswaran & Lee 2018) as a
@@ -86,25 +88,11 @@ class QuickThoughtsModule(InputModule):
         self.tokenizer.save(str(Path(output_path) / "tokenizer.json"))
 
     @classmethod
-    def load(
-        cls,
-        model_name_or_path: str,
-        subfolder: str = "",
-        token=None,
-        cache_folder=None,
-        revision=None,
-        local_files_only: bool = False,
-        **kwargs,
-    ) -> "QuickThoughtsModule":
+    def load(cls, model_name_or_path: str, **kwargs) -> "QuickThoughtsModule":
         from tokenizers import Tokenizer
 
-        hub = dict(
-            subfolder=subfolder,
-            token=token,
-            cache_folder=cache_folder,
-            revision=revision,
-            local_files_only=local_files_only,
-        )
+        # Where sentence-transformers' loaders look for the files (a local folder, or the Hub's).
+        hub = {k: v for k, v in kwargs.items() if k in HUB_KEYS}
         config = cls.load_config(model_name_or_path, **hub)
         tok_path = cls.load_file_path(model_name_or_path, filename="tokenizer.json", **hub)
         if tok_path is None:

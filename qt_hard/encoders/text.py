@@ -161,8 +161,7 @@ class SentenceEncoder:
         if not sentences:
             return out
         device = torch.device(device) if device is not None else next(self.module.parameters()).device
-        ids_many = getattr(self.featurizer, "ids_many", None)
-        ids = ids_many(sentences) if ids_many is not None else [self.featurizer.ids(s) for s in sentences]
+        ids = self.featurizer.ids_many(sentences)
         # Length-sorted batches waste little compute on padding; rows go back in input order.
         order = np.argsort(np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids)), kind="stable")
         starts = range(0, len(order), batch_size)
@@ -250,7 +249,7 @@ def load_encoder(path: str | Path, device: str | torch.device = "cpu") -> Senten
     return enc
 
 
-def _load_folder(path: Path, cfg: ModelConfig, device="cpu"):
+def _load_folder(path: Path, cfg: ModelConfig):
     """A ``SentenceEncoder`` from a version-2 (sentence-transformers) folder."""
     check_folder(path, cfg)
     if cfg.kind == "hf":

@@ -117,7 +117,6 @@ class ResNet(nn.Module):
                 cin = cout
         self.layers = nn.Sequential(*layers)
         self.dim = widths[-1]
-        self.config = {"blocks": list(blocks), "widths": list(widths)}
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         x = images.float() / 255.0 if not images.is_floating_point() else images
@@ -159,7 +158,6 @@ class SimCLREncoder(nn.Module):
         self.head = nn.Sequential(
             nn.Linear(d, d, bias=False), _BN1d(norm, d), nn.ReLU(inplace=True), nn.Linear(d, proj_dim, bias=True)
         )
-        self.proj_dim = proj_dim
 
     def features(self, images: torch.Tensor) -> torch.Tensor:
         return self.backbone(images)
