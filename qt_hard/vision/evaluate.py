@@ -70,18 +70,10 @@ def knn_accuracy(train_feats, train_labels, test_feats, test_labels, num_classes
     return 100.0 * float((pred == yte).float().mean())
 
 
-def linear_readout(
-    train_feats,
-    train_labels,
-    test_feats,
-    test_labels,
-    num_classes: int | None = None,
-    epochs: int = 100,
-    lr: float = 1e-3,
-    batch_size: int = 256,
-    seed: int = 0,
-) -> dict:
-    """Linear softmax readout on frozen features, standardised with the training split's mean/std.
+def linear_readout(train_feats, train_labels, test_feats, test_labels, num_classes: int | None = None, **train) -> dict:
+    """Linear softmax readout on frozen features, standardised with the training split's mean/std, trained
+    by ``linear_classifier`` with ``train`` (its epochs, lr, batch_size, seed; here 100 epochs of lr 1e-3 in
+    batches of 256 unless given).
 
     Returns ``{"acc": top-1 % on the test split, "best_epoch", ...}`` (see ``linear_classifier``)."""
     from qt_hard.evaluation.probes import linear_classifier
@@ -89,14 +81,5 @@ def linear_readout(
     tr = np.asarray(train_feats, dtype=np.float64)
     te = np.asarray(test_feats, dtype=np.float64)
     mu, sd = tr.mean(0), tr.std(0) + 1e-6
-    return linear_classifier(
-        (tr - mu) / sd,
-        train_labels,
-        (te - mu) / sd,
-        test_labels,
-        num_classes,
-        epochs=epochs,
-        lr=lr,
-        batch_size=batch_size,
-        seed=seed,
-    )
+    train = {"epochs": 100, "lr": 1e-3, "batch_size": 256, **train}
+    return linear_classifier((tr - mu) / sd, train_labels, (te - mu) / sd, test_labels, num_classes, **train)
