@@ -12,14 +12,15 @@ parts of a batch. Importable without ``datasets``, ``nltk`` or ``transformers``;
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from qt_hard.errors import ConfigError
 from qt_hard.graph.config import GraphDataConfig, GraphEvalConfig, GraphModelConfig, GraphObjectiveConfig
 from qt_hard.training.pipeline import LossObjective, Pipeline, PipelineRun
-from qt_hard.vision.batches import ShuffledRows
 
 
 def _data_list(graphs):
@@ -48,12 +49,26 @@ def collate(data_list) -> dict:
     return {"x": b.x, "edge_index": b.edge_index, "batch": b.batch, "y": b.y, "num_graphs": int(b.num_graphs)}
 
 
-class GraphTask(ShuffledRows):
+class GraphTask:
     """Batches of graphs as a pure function of (seed, step)."""
 
+    sentences_per_row = 1
+
     def __init__(self, data_list, batch_size: int, seed: int):
-        super().__init__(len(data_list), batch_size, seed, "graphs", drop_last=False, salt=(7,))
-        self.data = data_list
+        if len(data_list) < batch_size:
+            raise ConfigError(f"{len(data_list)} graphs, fewer than train.batch_size={batch_size}")
+        self.data, self.batch_size, self.seed = data_list, batch_size, seed
+        self._epoch, self._perm = None, None
+
+    def batches_per_epoch(self) -> int:
+        return math.ceil(len(self.data) / self.batch_size)
+
+    def global_rows(self, step: int) -> np.ndarray:
+        nb = self.batches_per_epoch()
+        epoch, pos = divmod(step, nb)
+        if self._epoch != epoch:
+            self._epoch, self._perm = epoch, np.random.default_rng([self.seed, epoch, 7]).permutation(len(self.data))
+        return self._perm[pos * self.batch_size : (pos + 1) * self.batch_size]
 
     def local_batch(self, step: int, rank: int, world: int) -> dict:
         rows = np.array_split(self.global_rows(step), world)[rank]

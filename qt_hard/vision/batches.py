@@ -14,8 +14,6 @@ unsupervised objectives ignore them.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 
@@ -28,39 +26,31 @@ def _step_seed(seed: int, step: int) -> int:
     return int(np.random.SeedSequence([seed, step, 7]).generate_state(1, dtype=np.uint64)[0] >> 1)
 
 
-class ShuffledRows:
-    """The rows of ``n`` items in batches of ``batch_size``, visited in an order drawn from
-    ``[seed, epoch, *salt]``; ``drop_last`` drops an epoch's incomplete last batch, else it is shorter.
-    Shared by the image and graph tasks; ``what`` names the items in the too-few-items config error."""
-
-    sentences_per_row = 1  # items per batch row, for the loop's throughput column (images/s, graphs/s)
-
-    def __init__(self, n: int, batch_size: int, seed: int, what: str, drop_last: bool, salt: tuple = ()):
-        if n < batch_size:
-            raise ConfigError(f"{n} {what}, fewer than train.batch_size={batch_size}")
-        self.n, self.batch_size, self.seed, self.drop_last, self.salt = n, batch_size, seed, drop_last, salt
-        self._epoch, self._order = None, None
-
-    def batches_per_epoch(self) -> int:
-        return self.n // self.batch_size if self.drop_last else math.ceil(self.n / self.batch_size)
-
-    def global_rows(self, step: int) -> np.ndarray:
-        epoch, pos = divmod(step, self.batches_per_epoch())
-        if self._epoch != epoch:
-            self._epoch, self._order = epoch, np.random.default_rng([self.seed, epoch, *self.salt]).permutation(self.n)
-        return self._order[pos * self.batch_size : (pos + 1) * self.batch_size]
-
-
-class ImageTask(ShuffledRows):
+class ImageTask:
     """Deterministic SimCLR batches over ``images`` (N, 3, H, W) uint8 with ``labels`` (N,)."""
+
+    sentences_per_row = 1  # items per batch row, for the loop's throughput column (images/s)
 
     def __init__(self, images, labels, augment: SimCLRAugment, batch_size: int, seed: int):
         self.images = torch.as_tensor(images)
         if self.images.dim() != 4 or self.images.dtype != torch.uint8:
             raise ValueError(f"images must be (N, 3, H, W) uint8, got {tuple(self.images.shape)} {self.images.dtype}")
         self.labels = torch.as_tensor(np.asarray(labels), dtype=torch.long)
-        super().__init__(len(self.images), batch_size, seed, "training images", drop_last=True)
-        self.augment = augment
+        if len(self.images) < batch_size:
+            raise ConfigError(f"{len(self.images)} training images, fewer than train.batch_size={batch_size}")
+        self.augment, self.batch_size, self.seed = augment, batch_size, seed
+        self._epoch, self._order = None, None
+
+    def batches_per_epoch(self) -> int:
+        return len(self.images) // self.batch_size
+
+    def global_rows(self, step: int) -> np.ndarray:
+        nb = self.batches_per_epoch()
+        epoch = step // nb
+        if self._epoch != epoch:
+            self._epoch, self._order = epoch, np.random.default_rng([self.seed, epoch]).permutation(len(self.images))
+        pos = step % nb
+        return self._order[pos * self.batch_size : (pos + 1) * self.batch_size]
 
     def view_params(self, step: int) -> tuple[dict, dict]:
         """The two views' parameters of the global batch of ``step`` (B rows each)."""
