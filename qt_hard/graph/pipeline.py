@@ -93,15 +93,22 @@ class GraphObjective(LossObjective):
 def embed_all(module, data_list, batch_size: int = 128) -> np.ndarray:
     """(G, D) frozen graph embeddings in dataset order, eval mode (batch norm's running statistics);
     the module's mode is restored afterwards."""
-    from qt_hard.vision.evaluate import embed_chunks
-
+    was_training = module.training
+    module.eval()
     device = next(module.parameters()).device
-
-    def embed(graphs):
-        b = collate(graphs)
-        return module.embed(b["x"].to(device), b["edge_index"].to(device), b["batch"].to(device), b["num_graphs"])
-
-    return embed_chunks(module, embed, data_list, batch_size).numpy()
+    out = []
+    try:
+        for start in range(0, len(data_list), batch_size):
+            b = collate(data_list[start : start + batch_size])
+            out.append(
+                module.embed(b["x"].to(device), b["edge_index"].to(device), b["batch"].to(device), b["num_graphs"])
+                .float()
+                .cpu()
+                .numpy()
+            )
+    finally:
+        module.train(was_training)
+    return np.concatenate(out)
 
 
 def load_graphs(cfg):

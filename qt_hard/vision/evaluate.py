@@ -13,8 +13,7 @@ import torch.nn.functional as F
 @torch.no_grad()
 def embed_chunks(module, fn, items, batch_size: int = 512) -> torch.Tensor:
     """``fn(items[i : i + batch_size])`` chunk by chunk with ``module`` in eval mode (its mode restored
-    afterwards): the (N, d) rows in order, float32 on the CPU. ``items``: (N, 3, H, W) images, or the
-    graph pipeline's list of graphs."""
+    afterwards): the (N, d) rows in order, float32 on the CPU. ``items``: (N, 3, H, W) images."""
     was_training = module.training
     module.eval()
     try:
