@@ -118,16 +118,12 @@ def save_sentence_transformer(encoder, folder: str | Path, card=None) -> Path:
 
 
 # ------------------------------------------------------------------------------------------ load
-def required_files(cfg: ModelConfig) -> tuple[str, ...]:
-    if cfg.kind == "hf":
-        return ST_FILES + ("config.json",)
-    if cfg.kind == "bow" or cfg.encoder == "bow":
-        return ST_FILES + ("tokenizer.json", "model.safetensors")
-    return ST_FILES + ("tokenizer.json", "model.safetensors", QT_CONFIG)
-
-
 def check_folder(path: Path, cfg: ModelConfig) -> None:
-    missing = [name for name in required_files(cfg) if not (path / name).is_file()]
+    """Refuse a folder without a file that the model of ``cfg`` is read from."""
+    need = ("config.json",) if cfg.kind == "hf" else ("tokenizer.json", "model.safetensors")
+    if cfg.kind == "qt" and cfg.encoder != "bow":
+        need += (QT_CONFIG,)
+    missing = [name for name in ST_FILES + need if not (path / name).is_file()]
     if missing:
         raise ModelNotFoundError(f"incomplete model folder {path}: {', '.join(missing)} missing")
 

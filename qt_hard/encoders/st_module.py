@@ -10,11 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from sentence_transformers.sentence_transformer.modules import InputModule
 
-from qt_hard.encoders.quick_thoughts import QT_CONFIG, QuickThoughtsEncoder, contiguous_state
+from qt_hard.encoders.quick_thoughts import QT_CONFIG, QuickThoughtsEncoder, contiguous_state, pad
 
 HUB_KEYS = ("subfolder", "token", "cache_folder", "revision", "local_files_only")
 
@@ -58,11 +57,7 @@ class QuickThoughtsModule(InputModule):
             inputs = self._prepend_prompt(inputs, prompt)
         ids = [e.ids for e in self.tokenizer.encode_batch(list(inputs), add_special_tokens=False)]
         lengths = [len(x) for x in ids]
-        batch = torch.zeros((len(ids), max([1, *lengths])), dtype=torch.long)  # pad id 0
-        for row, x in enumerate(ids):
-            if x:
-                batch[row, : len(x)] = torch.as_tensor(np.asarray(x, dtype=np.int64))
-        return {"input_ids": batch, "lengths": torch.as_tensor(lengths, dtype=torch.long)}
+        return {"input_ids": pad(ids, lengths)[0], "lengths": torch.as_tensor(lengths, dtype=torch.long)}
 
     def forward(self, features: dict[str, torch.Tensor], **kwargs) -> dict[str, torch.Tensor]:
         features["sentence_embedding"] = self.qt.embed(features["input_ids"], features["lengths"])

@@ -21,7 +21,7 @@ from torch import nn
 
 from qt_hard.encoders.bow import BagOfWordsEncoder
 from qt_hard.encoders.config import ModelConfig
-from qt_hard.encoders.quick_thoughts import QuickThoughtsEncoder
+from qt_hard.encoders.quick_thoughts import QuickThoughtsEncoder, pad
 from qt_hard.encoders.st_folder import check_folder, read_weights, save_sentence_transformer
 from qt_hard.errors import ModelCorruptError, ModelNotFoundError
 from qt_hard.encoders.transformer import TransformerEncoder
@@ -57,12 +57,7 @@ class WordFeaturizer:
 
     def collate(self, id_lists: Sequence[Sequence[int]]) -> dict[str, torch.Tensor]:
         lengths = [min(len(x), self.max_len) for x in id_lists]
-        width = max([1, *lengths])
-        ids = torch.zeros((len(id_lists), width), dtype=torch.long)
-        for row, (x, n) in enumerate(zip(id_lists, lengths)):
-            if n:
-                ids[row, :n] = torch.as_tensor(np.asarray(x[:n], dtype=np.int64))
-        return {"ids": ids, "lengths": torch.as_tensor(lengths, dtype=torch.long)}
+        return {"ids": pad(id_lists, lengths)[0], "lengths": torch.as_tensor(lengths, dtype=torch.long)}
 
 
 class HFFeaturizer:
@@ -86,17 +81,9 @@ class HFFeaturizer:
         return self.tokenizer(list(texts), truncation=True, max_length=self.max_len)["input_ids"]
 
     def collate(self, id_lists: Sequence[Sequence[int]]) -> dict[str, torch.Tensor]:
-        lengths = [len(x) for x in id_lists]
-        width = max([1, *lengths])
         pad_id = self.tokenizer.pad_token_id
-        ids = torch.full((len(id_lists), width), 0 if pad_id is None else int(pad_id), dtype=torch.long)
-        mask = torch.zeros((len(id_lists), width), dtype=torch.long)
         left = getattr(self.tokenizer, "padding_side", "right") == "left"
-        for row, (x, n) in enumerate(zip(id_lists, lengths)):
-            if n:
-                cols = slice(width - n, width) if left else slice(0, n)
-                ids[row, cols] = torch.as_tensor(np.asarray(x, dtype=np.int64))
-                mask[row, cols] = 1
+        ids, mask = pad(id_lists, [len(x) for x in id_lists], 0 if pad_id is None else int(pad_id), left)
         return {"input_ids": ids, "attention_mask": mask}
 
 

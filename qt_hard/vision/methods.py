@@ -97,12 +97,10 @@ class SimCLRStep(LossObjective):
             return self.loss(z1.float(), z2.float(), labels=batch.get("labels"))
 
 
-class MoCoStep(LossObjective):
+class MoCoStep(SimCLRStep):
     """loss = step(module, batch, generator) for a :class:`MoCo` module: queries of view 1 against
-    their keys (view 2, momentum encoder) and the queue; then the keys are enqueued."""
-
-    def __init__(self, loss, augment: SimCLRAugment):
-        self.loss, self.augment = loss, augment
+    their keys (view 2, momentum encoder) and the queue; then the keys are enqueued. Built as
+    :class:`SimCLRStep` is, from the loss and the augmentation."""
 
     def __call__(self, module: nn.Module, batch: dict, generator: torch.Generator | None = None) -> torch.Tensor:
         moco = unwrap(module)
