@@ -3,8 +3,6 @@
 Saved-model layout (``OUT/final/``): a sentence-transformers folder, ``encoder.json`` version 2; see
 :mod:`qt_hard.encoders.st_folder`. ``SentenceTransformer(OUT/final)`` and ``load_encoder(OUT/final)``
 load it and encode alike.
-
-``load_encoder(path)`` accepts the ``final`` folder itself or a run folder that contains one.
 """
 
 from __future__ import annotations

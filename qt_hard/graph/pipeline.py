@@ -127,8 +127,6 @@ class GraphPipeline(Pipeline):
     def validate(self, cfg) -> None:
         """Build the objective with the core's builder before any graph is read, so that a strategy
         or option the core refuses is a config error at once."""
-        from qt_hard.training.config import ConfigError
-
         try:
             GraphObjective(cfg.objective)
         except (ValueError, TypeError) as err:
