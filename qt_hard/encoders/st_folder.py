@@ -16,11 +16,8 @@ Layout of ``OUT/final/`` (what sentence-transformers writes, plus ``encoder.json
                          sentence_bert_config.json), then the Pooling / Normalize / ... folders of the
                          model it started from
 
-Word models carry the word-level tokenizer (``qt_hard.data.wordlevel``) as ``tokenizer.json`` with
-truncation at ``model.max_len`` switched on, so both loaders cut a sentence at the same token. A
-Quick-Thoughts bag-of-words pair is one ``StaticEmbedding`` whose table concatenates f's and g's word
-vectors (V, 2e): the mean of the concatenated rows is concat(mean f, mean g), the evaluation vector.
-The bow and qt-bow folders load without qt-hard installed.
+Word models' ``tokenizer.json`` truncates at ``model.max_len`` (:func:`truncating_backend`); which folders
+load without qt-hard installed: docs/guides/text-training.md (Using a trained model).
 """
 
 from __future__ import annotations
