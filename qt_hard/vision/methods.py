@@ -28,11 +28,6 @@ def _views(augment: SimCLRAugment, batch: dict) -> tuple[torch.Tensor, torch.Ten
     return (augment.apply(x, batch["view1"], float_output=True), augment.apply(x, batch["view2"], float_output=True))
 
 
-def _float32(like: torch.Tensor):
-    """Autocast off for the loss (the score matmul, weights and logsumexp in float32)."""
-    return torch.autocast(device_type=like.device.type, enabled=False)
-
-
 class MoCo(nn.Module):
     """Query encoder, momentum key encoder and the queue of past keys (MoCo-v2, He et al. 2020).
 
@@ -72,14 +67,10 @@ class MoCo(nn.Module):
         return self.encoder.features(images)
 
     @torch.no_grad()
-    def momentum_update(self) -> None:
-        for pk, pq in zip(self.key_encoder.parameters(), self.encoder.parameters()):
-            pk.mul_(self.momentum).add_(pq.detach(), alpha=1.0 - self.momentum)
-
-    @torch.no_grad()
     def keys(self, images: torch.Tensor) -> torch.Tensor:
         """Momentum update, then the key encoder's L2-normalised (N, d) embeddings (no gradient)."""
-        self.momentum_update()
+        for pk, pq in zip(self.key_encoder.parameters(), self.encoder.parameters()):
+            pk.mul_(self.momentum).add_(pq.detach(), alpha=1.0 - self.momentum)
         return F.normalize(self.key_encoder(images).float(), dim=1)
 
 
@@ -93,7 +84,7 @@ class SimCLRStep(LossObjective):
         v1, v2 = _views(self.augment, batch)
         z1, z2 = module(v1), module(v2)
         self.loss.generator = generator
-        with _float32(z1):
+        with torch.autocast(device_type=z1.device.type, enabled=False):  # the loss in float32
             return self.loss(z1.float(), z2.float(), labels=batch.get("labels"))
 
 
@@ -112,7 +103,7 @@ class MoCoStep(SimCLRStep):
         # A copy: the enqueue below writes the buffer in place, which the backward must not see.
         negatives = moco.queue.embeddings().clone()
         self.loss.generator = generator
-        with _float32(q):
+        with torch.autocast(device_type=q.device.type, enabled=False):  # the loss in float32
             loss = self.loss(q.float(), k, extra_candidates=negatives, in_batch=False)
         moco.queue.enqueue(k)
         return loss

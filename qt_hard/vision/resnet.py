@@ -20,6 +20,8 @@ import torch.distributed as dist
 from torch import nn
 import torch.nn.functional as F
 
+from qt_hard.negatives.distributed import world
+
 CIFAR_MEAN = (0.4914, 0.4822, 0.4465)
 CIFAR_STD = (0.2470, 0.2435, 0.2616)
 
@@ -40,17 +42,13 @@ class _AllReduceMoments(torch.autograd.Function):
         return grad
 
 
-def _distributed() -> bool:
-    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
-
-
 class AllReduceBatchNorm2d(nn.BatchNorm2d):
     """BatchNorm2d whose training-mode mean and variance are those of the global batch (all
     processes), computed from all-reduced sums of x and x^2 with gradients through the reduction.
     Running statistics use the unbiased global variance, as ``BatchNorm2d`` does."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not (self.training and _distributed()):
+        if not (self.training and world()[1] > 1):
             return super().forward(x)
         c = x.shape[1]
         count = torch.tensor([x.numel() / c], device=x.device, dtype=x.dtype)
