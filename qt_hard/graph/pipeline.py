@@ -111,16 +111,6 @@ def embed_all(module, data_list, batch_size: int = 128) -> np.ndarray:
     return np.concatenate(out)
 
 
-def load_graphs(cfg):
-    from qt_hard.graph.tu import read_tu
-    from qt_hard.paths import data_path
-
-    root = cfg.data.path or str(data_path("tu"))
-    return read_tu(
-        root, cfg.data.name, node_attributes=cfg.data.node_attributes, degree_features=cfg.data.degree_features
-    )
-
-
 class GraphPipeline(Pipeline):
     sections = dict(model=GraphModelConfig, data=GraphDataConfig, objective=GraphObjectiveConfig, eval=GraphEvalConfig)
 
@@ -138,8 +128,11 @@ class GraphPipeline(Pipeline):
     def build(self, cfg, out: Path) -> PipelineRun:
         from qt_hard.graph.evaluate import svm_accuracy
         from qt_hard.graph.model import InfoGraph
+        from qt_hard.graph.tu import read_tu
+        from qt_hard.paths import data_path
 
-        graphs = load_graphs(cfg)
+        d = cfg.data
+        graphs = read_tu(d.path or str(data_path("tu")), d.name, d.node_attributes, d.degree_features)
         data_list = _data_list(graphs)
         m = cfg.model
         module = InfoGraph(graphs.num_features, m.hidden, m.layers, m.batch_norm)
