@@ -63,7 +63,7 @@ def vision_tree(tmp_path, **train):
 
 def test_simclr_end_to_end_knn_on_held_out_images(tmp_path):
     from qt_hard.vision.data import load_cifar10
-    from qt_hard.vision.evaluate import embed_images, knn_accuracy
+    from qt_hard.vision.evaluate import embed_chunks, knn_accuracy
     from qt_hard.vision.pipeline import build_encoder, load_image_encoder
 
     cfg = config_from_dict(vision_tree(tmp_path))
@@ -76,7 +76,7 @@ def test_simclr_end_to_end_knn_on_held_out_images(tmp_path):
     # The monitor's number is the kNN of the *test* split against the training images.
     enc = load_image_encoder(out / "final")
     tr, te = load_cifar10(tmp_path / "data", "train"), load_cifar10(tmp_path / "data", "test")
-    ftr, fte = embed_images(enc.features, tr.images), embed_images(enc.features, te.images)
+    ftr, fte = (embed_chunks(enc, enc.features, torch.as_tensor(s.images)) for s in (tr, te))
     assert len(te) == 40 and result["knn_acc"] == round(knn_accuracy(ftr, tr.labels, fte, te.labels, 10, k=20), 2)
     # Training moved the weights away from the seed's initialisation.
     torch.manual_seed(0)

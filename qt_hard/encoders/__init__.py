@@ -91,8 +91,6 @@ def _spec_from_tree(tree: dict, origin: str) -> EncoderSpec:
 
 
 def _resolve_config(config) -> EncoderSpec:
-    if isinstance(config, EncoderSpec):
-        return config
     if isinstance(config, ModelConfig):
         return EncoderSpec(config)
     if isinstance(config, dict):

@@ -20,6 +20,7 @@ than packing at batch 400 here (``scripts/bench_train.py step``; packing's backw
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
@@ -27,6 +28,21 @@ from torch.nn.utils.rnn import pack_padded_sequence
 ENCODER_TYPES = ("gru", "bigru", "bow")
 # The saved pair's config file in a sentence-transformers folder (``st_module.QuickThoughtsModule``).
 QT_CONFIG = "quick_thoughts_config.json"
+
+
+def pad(id_lists, lengths, pad_id: int = 0, left: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """(ids, mask), both (B, L) long, L the largest of ``lengths`` (at least 1): row i holds the first
+    ``lengths[i]`` ids of ``id_lists[i]`` and ``pad_id`` after them (before them with ``left``); the mask
+    is 1 on the ids."""
+    width = max([1, *lengths])
+    ids = torch.full((len(id_lists), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(id_lists), width), dtype=torch.long)
+    for row, (x, n) in enumerate(zip(id_lists, lengths)):
+        if n:
+            cols = slice(width - n, width) if left else slice(0, n)
+            ids[row, cols] = torch.as_tensor(np.asarray(x[:n], dtype=np.int64))
+            mask[row, cols] = 1
+    return ids, mask
 
 
 def contiguous_state(module: torch.nn.Module, prefix: str = "") -> dict[str, torch.Tensor]:

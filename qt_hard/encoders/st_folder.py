@@ -16,11 +16,8 @@ Layout of ``OUT/final/`` (what sentence-transformers writes, plus ``encoder.json
                          sentence_bert_config.json), then the Pooling / Normalize / ... folders of the
                          model it started from
 
-Word models carry the word-level tokenizer (``qt_hard.data.wordlevel``) as ``tokenizer.json`` with
-truncation at ``model.max_len`` switched on, so both loaders cut a sentence at the same token. A
-Quick-Thoughts bag-of-words pair is one ``StaticEmbedding`` whose table concatenates f's and g's word
-vectors (V, 2e): the mean of the concatenated rows is concat(mean f, mean g), the evaluation vector.
-The bow and qt-bow folders load without qt-hard installed.
+Word models' ``tokenizer.json`` truncates at ``model.max_len`` (:func:`truncating_backend`); which folders
+load without qt-hard installed: docs/guides/text-training.md (Using a trained model).
 """
 
 from __future__ import annotations
@@ -118,16 +115,12 @@ def save_sentence_transformer(encoder, folder: str | Path, card=None) -> Path:
 
 
 # ------------------------------------------------------------------------------------------ load
-def required_files(cfg: ModelConfig) -> tuple[str, ...]:
-    if cfg.kind == "hf":
-        return ST_FILES + ("config.json",)
-    if cfg.kind == "bow" or cfg.encoder == "bow":
-        return ST_FILES + ("tokenizer.json", "model.safetensors")
-    return ST_FILES + ("tokenizer.json", "model.safetensors", QT_CONFIG)
-
-
 def check_folder(path: Path, cfg: ModelConfig) -> None:
-    missing = [name for name in required_files(cfg) if not (path / name).is_file()]
+    """Refuse a folder without a file that the model of ``cfg`` is read from."""
+    need = ("config.json",) if cfg.kind == "hf" else ("tokenizer.json", "model.safetensors")
+    if cfg.kind == "qt" and cfg.encoder != "bow":
+        need += (QT_CONFIG,)
+    missing = [name for name in ST_FILES + need if not (path / name).is_file()]
     if missing:
         raise ModelNotFoundError(f"incomplete model folder {path}: {', '.join(missing)} missing")
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from sentence_transformers.sentence_transformer.modules import InputModule
 
-from qt_hard.encoders.quick_thoughts import QT_CONFIG, QuickThoughtsEncoder, contiguous_state
+from qt_hard.encoders.quick_thoughts import QT_CONFIG, QuickThoughtsEncoder, contiguous_state, pad
+
+HUB_KEYS = ("subfolder", "token", "cache_folder", "revision", "local_files_only")
 
 
 class QuickThoughtsModule(InputModule):
@@ -56,11 +57,7 @@ class QuickThoughtsModule(InputModule):
             inputs = self._prepend_prompt(inputs, prompt)
         ids = [e.ids for e in self.tokenizer.encode_batch(list(inputs), add_special_tokens=False)]
         lengths = [len(x) for x in ids]
-        batch = torch.zeros((len(ids), max([1, *lengths])), dtype=torch.long)  # pad id 0
-        for row, x in enumerate(ids):
-            if x:
-                batch[row, : len(x)] = torch.as_tensor(np.asarray(x, dtype=np.int64))
-        return {"input_ids": batch, "lengths": torch.as_tensor(lengths, dtype=torch.long)}
+        return {"input_ids": pad(ids, lengths)[0], "lengths": torch.as_tensor(lengths, dtype=torch.long)}
 
     def forward(self, features: dict[str, torch.Tensor], **kwargs) -> dict[str, torch.Tensor]:
         features["sentence_embedding"] = self.qt.embed(features["input_ids"], features["lengths"])
@@ -86,25 +83,11 @@ class QuickThoughtsModule(InputModule):
         self.tokenizer.save(str(Path(output_path) / "tokenizer.json"))
 
     @classmethod
-    def load(
-        cls,
-        model_name_or_path: str,
-        subfolder: str = "",
-        token=None,
-        cache_folder=None,
-        revision=None,
-        local_files_only: bool = False,
-        **kwargs,
-    ) -> "QuickThoughtsModule":
+    def load(cls, model_name_or_path: str, **kwargs) -> "QuickThoughtsModule":
         from tokenizers import Tokenizer
 
-        hub = dict(
-            subfolder=subfolder,
-            token=token,
-            cache_folder=cache_folder,
-            revision=revision,
-            local_files_only=local_files_only,
-        )
+        # Where sentence-transformers' loaders look for the files (a local folder, or the Hub's).
+        hub = {k: v for k, v in kwargs.items() if k in HUB_KEYS}
         config = cls.load_config(model_name_or_path, **hub)
         tok_path = cls.load_file_path(model_name_or_path, filename="tokenizer.json", **hub)
         if tok_path is None:

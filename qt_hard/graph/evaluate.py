@@ -1,10 +1,6 @@
-"""The graph papers' readout: frozen graph embeddings -> SVM accuracy.
-
-InfoGraph (Sun et al. 2020, section 4.2), HCL (Robinson et al. 2021, App. D.2), H-SCL and the OT paper
-all report the mean test accuracy of an ``SVC`` over an outer stratified 10-fold split, C chosen in
-{1e-3, ..., 1e3} by an inner 5-fold cross-validation on each training part (scikit-learn's
-``GridSearchCV``). Spread over repeats (independent trainings) is computed by the caller; the std
-returned here is over the outer folds of one run.
+"""The graph papers' readout (InfoGraph, Sun et al. 2020, section 4.2; HCL, Robinson et al. 2021, App.
+D.2; H-SCL; the OT paper): frozen graph embeddings -> nested-CV SVM accuracy, as docs/guides/graphs.md
+describes. Spread over repeats (independent trainings) is computed by the caller.
 """
 
 from __future__ import annotations

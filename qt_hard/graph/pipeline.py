@@ -1,18 +1,12 @@
 """The graph pipeline behind ``pipeline: graph`` (``qt_hard.training.pipeline``): InfoGraph on a TU dataset
 with any negatives of the core (Sun et al. 2020; Robinson et al. 2021, section 5.2 and App. B, D.2;
-Jiang et al. 2022, Table II; Jiang, Ishwar & Aeron 2023, Table V).
+Jiang et al. 2022, Table II; Jiang, Ishwar & Aeron 2023, Table V). Its objective (the core's
+``LocalGlobalLoss``, in float32 with autocast off), saved files and SVM readout: docs/guides/graphs.md;
+``OUT/final/model.json`` holds the sizes and the feature count.
 
-* batches: the graphs of the dataset in a permutation drawn from (seed, epoch), cut into batches of
-  ``train.batch_size`` graphs, the last one shorter (as the papers' DataLoader); process r of W takes
-  the r-th of W near-equal parts of a batch. A pure function of (seed, step).
-* objective: ``qt_hard.losses.LocalGlobalLoss`` on the discriminators' outputs, the graph labels passed
-  for label-aware negatives; the loss core runs in float32 with autocast off.
-* save: ``OUT/final/model.pt`` (state dict), ``model.json`` (sizes, feature count),
-  ``embeddings.npy`` / ``labels.npy`` (frozen graph embeddings of every graph, eval mode).
-* evaluate: SVM accuracy of those embeddings (``qt_hard.graph.evaluate``), after training and every
-  ``eval.every_epochs`` epochs.
-
-Importable without ``datasets``, ``nltk`` or ``transformers``; needs ``torch_geometric``.
+Batches: the graphs in a permutation drawn from (seed, epoch), cut into batches of ``train.batch_size``
+graphs, the last one shorter (as the papers' DataLoader); process r of W takes the r-th of W near-equal
+parts of a batch. Importable without ``datasets``, ``nltk`` or ``transformers``; needs ``torch_geometric``.
 """
 
 from __future__ import annotations
@@ -117,24 +111,12 @@ def embed_all(module, data_list, batch_size: int = 128) -> np.ndarray:
     return np.concatenate(out)
 
 
-def load_graphs(cfg):
-    from qt_hard.graph.tu import read_tu
-    from qt_hard.paths import data_path
-
-    root = cfg.data.path or str(data_path("tu"))
-    return read_tu(
-        root, cfg.data.name, node_attributes=cfg.data.node_attributes, degree_features=cfg.data.degree_features
-    )
-
-
 class GraphPipeline(Pipeline):
     sections = dict(model=GraphModelConfig, data=GraphDataConfig, objective=GraphObjectiveConfig, eval=GraphEvalConfig)
 
     def validate(self, cfg) -> None:
         """Build the objective with the core's builder before any graph is read, so that a strategy
         or option the core refuses is a config error at once."""
-        from qt_hard.training.config import ConfigError
-
         try:
             GraphObjective(cfg.objective)
         except (ValueError, TypeError) as err:
@@ -146,8 +128,11 @@ class GraphPipeline(Pipeline):
     def build(self, cfg, out: Path) -> PipelineRun:
         from qt_hard.graph.evaluate import svm_accuracy
         from qt_hard.graph.model import InfoGraph
+        from qt_hard.graph.tu import read_tu
+        from qt_hard.paths import data_path
 
-        graphs = load_graphs(cfg)
+        d = cfg.data
+        graphs = read_tu(d.path or str(data_path("tu")), d.name, d.node_attributes, d.degree_features)
         data_list = _data_list(graphs)
         m = cfg.model
         module = InfoGraph(graphs.num_features, m.hidden, m.layers, m.batch_norm)
@@ -170,16 +155,11 @@ class GraphPipeline(Pipeline):
 
         e = cfg.eval
 
+        # Folds differ between repeats (train.seed) but not between the evaluations of one run.
+        svm = dict(folds=e.folds, inner_folds=e.inner_folds, C=e.C, seed=cfg.train.seed * 1000 + e.seed)
+
         def evaluate(module, step: int) -> dict:
-            # Folds differ between repeats (train.seed) but not between the evaluations of one run.
-            res = svm_accuracy(
-                embed_all(module, data_list),
-                labels,
-                folds=e.folds,
-                inner_folds=e.inner_folds,
-                C=e.C,
-                seed=cfg.train.seed * 1000 + e.seed,
-            )
+            res = svm_accuracy(embed_all(module, data_list), labels, **svm)
             return {**res, "epoch": round(step / task.batches_per_epoch(), 4)}
 
         return PipelineRun(

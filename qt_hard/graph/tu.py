@@ -120,12 +120,9 @@ def read_tu(root: str | Path, name: str, node_attributes: bool = False, degree_f
 
 def _check_graph_ids(indicator: np.ndarray, g: int, f) -> None:
     """Refuse graph ids (one per node) that are not sorted and 1..G without gaps, G the graph labels' count."""
-    if indicator.min() != 1 or np.any(np.diff(indicator) < 0) or np.any(np.diff(indicator) > 1):
-        bad = (
-            int(np.flatnonzero((np.diff(indicator) < 0) | (np.diff(indicator) > 1))[0]) + 2
-            if indicator.min() == 1
-            else int(np.argmin(indicator)) + 1
-        )
+    jumps = np.flatnonzero((np.diff(indicator) < 0) | (np.diff(indicator) > 1))
+    if indicator.min() != 1 or jumps.size:
+        bad = int(jumps[0]) + 2 if indicator.min() == 1 else int(np.argmin(indicator)) + 1
         raise TUFormatError(f"{f('graph_indicator')}, line {bad}: graph ids must be sorted and run 1..G without gaps")
     if indicator[-1] != g:
         raise TUFormatError(f"{f('graph_indicator')}: {indicator[-1]} graphs, but {f('graph_labels')} has {g} lines")

@@ -1,23 +1,7 @@
-"""SimCLR's augmentations, batched on the device: a whole (N, 3, H, W) batch at once, in plain torch.
-
-The family is SimCLR's (Chen et al. 2020, App. A) as HCL trains it on CIFAR (Robinson et al. 2021,
-App. D.1 and the official code): random resized crop (scale 0.08..1, aspect 3/4..4/3) to ``size``,
-horizontal flip (p 0.5), color jitter (brightness 0.4, contrast 0.4, saturation 0.4, hue 0.1) applied
-with p 0.8 in a random order per image, grayscale with p 0.2.
-
-Why plain torch rather than kornia: both run batched on any device, but every random draw here comes
-from an explicit ``torch.Generator`` and the draws are separate from the pixels. The training loop
-needs a batch to be a pure function of (seed, step), and a global batch split over W processes must
-see the same views as one process: :meth:`SimCLRAugment.sample` draws the parameters of the *global*
-batch (a few numbers per image, on the CPU) and each process applies its rows on its own device with
-:meth:`SimCLRAugment.apply`. ``scripts/bench_data.py augment`` measures images/s against kornia where it
-is installed.
-
-Semantics follow torchvision's definitions (crop-box sampling with 10 attempts then a centre crop;
-the grayscale weights 0.2989/0.587/0.114; contrast blends with the image's mean gray level; hue
-rotates in HSV space). Differences: the crop is resampled bilinearly in one ``grid_sample`` (no
-antialiasing when a crop is shrunk, which only happens for crops larger than ``size``), and values
-stay float between the ops (PIL rounds to uint8 after each one).
+"""SimCLR's augmentations (Chen et al. 2020, App. A, at HCL's CIFAR settings), batched on the device: a
+whole (N, 3, H, W) batch at once, in plain torch, every random draw from an explicit ``torch.Generator``
+and apart from the pixels (:meth:`SimCLRAugment.sample`, then :meth:`SimCLRAugment.apply`). Why plain
+torch rather than kornia, and how the ops follow torchvision's: docs/guides/images.md (Augmentation).
 
 Shapes: ``images`` (N, 3, H, W), uint8 in [0, 255] or float in [0, 1]; the output is (N, 3, size,
 size) with the input's dtype and value range (``float_output=True``: float32 in [0, 1]).

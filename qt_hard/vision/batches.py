@@ -45,11 +45,9 @@ class ImageTask:
         return len(self.images) // self.batch_size
 
     def global_rows(self, step: int) -> np.ndarray:
-        nb = self.batches_per_epoch()
-        epoch = step // nb
+        epoch, pos = divmod(step, self.batches_per_epoch())
         if self._epoch != epoch:
             self._epoch, self._order = epoch, np.random.default_rng([self.seed, epoch]).permutation(len(self.images))
-        pos = step % nb
         return self._order[pos * self.batch_size : (pos + 1) * self.batch_size]
 
     def view_params(self, step: int) -> tuple[dict, dict]:

@@ -1,8 +1,5 @@
 """The image pipeline's config sections (``pipeline: vision``): ``model``, ``data``, ``objective``, ``eval``.
-
-Defaults are HCL's SimCLR on CIFAR (Robinson et al. 2021, App. D.1): ResNet-18 with the CIFAR stem,
-128-d projection, temperature 0.5; the loop's ``train`` section holds Adam's lr (1e-3) and weight
-decay (1e-6).
+Defaults are HCL's SimCLR on CIFAR (Robinson et al. 2021, App. D.1), as docs/guides/images.md lists them.
 """
 
 from __future__ import annotations

@@ -72,15 +72,30 @@ def _unpickle(path: Path) -> dict:
     return {_text(k): v for k, v in obj.items()}
 
 
-def _cifar_images(d: dict, path: Path) -> np.ndarray:
+def _cifar_file(path: Path, label_key: str) -> tuple[np.ndarray, np.ndarray]:
+    """Images (n, 3, 32, 32) uint8 and labels (n,) int64 (under ``label_key``) of one CIFAR pickle."""
+    d = _unpickle(path)
     data = np.asarray(d.get("data"))
     if data.ndim != 2 or data.shape[1] != 3 * 32 * 32:
         raise ValueError(f"{path}: 'data' must be (n, 3072), got {data.shape}")
-    return np.ascontiguousarray(data.astype(np.uint8, copy=False).reshape(-1, 3, 32, 32))
+    x = np.ascontiguousarray(data.astype(np.uint8, copy=False).reshape(-1, 3, 32, 32))
+    y = np.asarray(d.get(label_key), dtype=np.int64)
+    if y.shape != (x.shape[0],):
+        raise ValueError(f"{path}: {x.shape[0]} images but {y.shape} {label_key}")
+    return x, y
 
 
-def _find(root: Path, folder: str) -> Path:
-    """``root`` itself or ``root/folder`` (both layouts are common)."""
+def _cifar_names(meta: Path, key: str, n: int) -> list:
+    """The class names under ``key`` of a CIFAR meta pickle ("0".."n-1" when there is none)."""
+    return [_text(v) for v in _unpickle(meta)[key]] if meta.is_file() else [str(i) for i in range(n)]
+
+
+def _find(root: str | Path | None, name: str, folder: str) -> Path:
+    """``root`` (default ``$QT_HARD_DATA/<name>``) itself or ``root/folder`` (both layouts are common)."""
+    if root is None:
+        from qt_hard.paths import data_path
+
+        root = data_path(name)
     root = Path(root)
     if (root / folder).is_dir():
         return root / folder
@@ -89,11 +104,7 @@ def _find(root: Path, folder: str) -> Path:
 
 def load_cifar10(root: str | Path | None = None, split: str = "train") -> ImageSet:
     """CIFAR-10 python batches under ``root`` (default ``$QT_HARD_DATA/cifar10``); split train | test."""
-    if root is None:
-        from qt_hard.paths import data_path
-
-        root = data_path("cifar10")
-    base = _find(Path(root), "cifar-10-batches-py")
+    base = _find(root, "cifar10", "cifar-10-batches-py")
     if split == "train":
         files = sorted(base.glob("data_batch_*"), key=lambda p: int(p.name.rsplit("_", 1)[1]))
         if not files:
@@ -102,53 +113,35 @@ def load_cifar10(root: str | Path | None = None, split: str = "train") -> ImageS
         files = [base / "test_batch"]
     else:
         raise ValueError(f"CIFAR-10 split must be 'train' or 'test', got {split!r}")
-    images, labels = [], []
-    for f in files:
-        d = _unpickle(f)
-        x = _cifar_images(d, f)
-        y = np.asarray(d.get("labels"), dtype=np.int64)
-        if y.shape != (x.shape[0],):
-            raise ValueError(f"{f}: {x.shape[0]} images but {y.shape} labels")
-        images.append(x)
-        labels.append(y)
-    meta = base / "batches.meta"
-    names = [_text(n) for n in _unpickle(meta)["label_names"]] if meta.is_file() else [str(i) for i in range(10)]
-    return ImageSet(np.concatenate(images), np.concatenate(labels), names)
+    parts = [_cifar_file(f, "labels") for f in files]
+    names = _cifar_names(base / "batches.meta", "label_names", 10)
+    return ImageSet(np.concatenate([x for x, _ in parts]), np.concatenate([y for _, y in parts]), names)
 
 
-def load_cifar100(root: str | Path, split: str = "train", label: str = "fine") -> ImageSet:
-    """CIFAR-100 python files under ``root``; split train | test; label fine (100) | coarse (20)."""
+def load_cifar100(root: str | Path | None = None, split: str = "train", label: str = "fine") -> ImageSet:
+    """CIFAR-100 python files under ``root`` (default ``$QT_HARD_DATA/cifar100``); split train | test;
+    label fine (100) | coarse (20)."""
     if split not in ("train", "test"):
         raise ValueError(f"CIFAR-100 split must be 'train' or 'test', got {split!r}")
     if label not in ("fine", "coarse"):
         raise ValueError(f"CIFAR-100 label must be 'fine' or 'coarse', got {label!r}")
-    base = _find(Path(root), "cifar-100-python")
-    d = _unpickle(base / split)
-    x = _cifar_images(d, base / split)
-    y = np.asarray(d.get(f"{label}_labels"), dtype=np.int64)
-    if y.shape != (x.shape[0],):
-        raise ValueError(f"{base / split}: {x.shape[0]} images but {y.shape} {label} labels")
-    meta = base / "meta"
-    n_classes = 100 if label == "fine" else 20
-    names = (
-        [_text(n) for n in _unpickle(meta)[f"{label}_label_names"]]
-        if meta.is_file()
-        else [str(i) for i in range(n_classes)]
-    )
-    return ImageSet(x, y, names)
+    base = _find(root, "cifar100", "cifar-100-python")
+    x, y = _cifar_file(base / split, f"{label}_labels")
+    return ImageSet(x, y, _cifar_names(base / "meta", f"{label}_label_names", 100 if label == "fine" else 20))
 
 
 STL_SIDE = 96
 
 
-def load_stl10(root: str | Path, split: str = "train") -> ImageSet:
-    """STL-10 binary files under ``root``; split train | test | unlabeled | train+unlabeled."""
+def load_stl10(root: str | Path | None = None, split: str = "train") -> ImageSet:
+    """STL-10 binary files under ``root`` (default ``$QT_HARD_DATA/stl10``); split train | test | unlabeled
+    | train+unlabeled."""
     if split == "train+unlabeled":
         a, b = load_stl10(root, "train"), load_stl10(root, "unlabeled")
         return ImageSet(np.concatenate([a.images, b.images]), np.concatenate([a.labels, b.labels]), a.class_names)
     if split not in ("train", "test", "unlabeled"):
         raise ValueError(f"STL-10 split must be train | test | unlabeled | train+unlabeled, got {split!r}")
-    base = _find(Path(root), "stl10_binary")
+    base = _find(root, "stl10", "stl10_binary")
     xf = base / f"{split}_X.bin"
     if not xf.is_file():
         raise FileNotFoundError(f"{xf} does not exist")
@@ -178,14 +171,7 @@ def load_stl10(root: str | Path, split: str = "train") -> ImageSet:
 
 def load_images(name: str, root: str | Path | None = None, split: str = "train") -> ImageSet:
     """``name``: cifar10 | cifar100 | stl10; ``root`` defaults to ``$QT_HARD_DATA/<name>``."""
-    if root is None:
-        from qt_hard.paths import data_path
-
-        root = data_path(name)
-    if name == "cifar10":
-        return load_cifar10(root, split)
-    if name == "cifar100":
-        return load_cifar100(root, split)
-    if name == "stl10":
-        return load_stl10(root, split)
+    loaders = {"cifar10": load_cifar10, "cifar100": load_cifar100, "stl10": load_stl10}
+    if name in loaders:
+        return loaders[name](root, split)
     raise ValueError(f"unknown image data set {name!r}; choose cifar10 | cifar100 | stl10")

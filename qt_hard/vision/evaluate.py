@@ -1,15 +1,6 @@
-"""Readouts of an image representation: the weighted kNN monitor and a linear readout.
-
-* :func:`knn_accuracy`: the weighted k-nearest-neighbour classifier HCL's code monitors training
-  with (Robinson et al. 2021, sec. 6 / Fig. 11: k = 200; weights exp(cos / t) with t = 0.5, the
-  instance-discrimination monitor of Wu et al. 2018): the training images' L2-normalised backbone
-  features are the memory bank, each test image votes with its k most cosine-similar bank entries,
-  each vote weighted by exp(similarity / t), and the class with the largest summed weight wins.
-* :func:`linear_readout`: a linear softmax classifier on frozen, standardised backbone features
-  (HCL App. D.1's "linear readout"), trained with Adam by ``qt_hard.evaluation.probes.linear_classifier``,
-  which keeps the epoch of smallest training loss (the test split is never used to choose anything).
-
-Features are the backbone's h = f(x) (N, d), not the projection g(f(x)), as in HCL's evaluation.
+"""Readouts of an image representation, the backbone's features h = f(x) (N, d), not the projection
+g(f(x)), as in HCL's evaluation: the weighted kNN monitor of HCL's code (after Wu et al. 2018) and a
+linear readout (HCL App. D.1); what each computes: docs/guides/images.md (Evaluation).
 """
 
 from __future__ import annotations
@@ -20,24 +11,16 @@ import torch.nn.functional as F
 
 
 @torch.no_grad()
-def embed_images(fn, images, batch_size: int = 512, device=None) -> torch.Tensor:
-    """``fn`` applied to (N, 3, H, W) uint8 images in chunks, in eval mode; returns (N, d) float32 on the CPU."""
-    module = getattr(fn, "__self__", None)
-    was_training = getattr(module, "training", None)
-    if module is not None:
-        module.eval()
+def embed_chunks(module, fn, items, batch_size: int = 512) -> torch.Tensor:
+    """``fn(items[i : i + batch_size])`` chunk by chunk with ``module`` in eval mode (its mode restored
+    afterwards): the (N, d) rows in order, float32 on the CPU. ``items``: (N, 3, H, W) images."""
+    was_training = module.training
+    module.eval()
     try:
-        x = torch.as_tensor(images)
-        out = []
-        for i in range(0, x.shape[0], batch_size):
-            chunk = x[i : i + batch_size]
-            if device is not None:
-                chunk = chunk.to(device, non_blocking=True)
-            out.append(fn(chunk).float().cpu())
-        return torch.cat(out) if out else torch.zeros(0, 0)
+        out = [fn(items[i : i + batch_size]).float().cpu() for i in range(0, len(items), batch_size)]
     finally:
-        if module is not None and was_training:
-            module.train()
+        module.train(was_training)
+    return torch.cat(out) if out else torch.zeros(0, 0)
 
 
 @torch.no_grad()
@@ -75,7 +58,7 @@ def knn_predict(
 
 
 def knn_accuracy(train_feats, train_labels, test_feats, test_labels, num_classes=None, k=200, temperature=0.5) -> float:
-    """Top-1 accuracy (%) of the weighted kNN classifier (see the module doc): ``k`` neighbours, votes
+    """Top-1 accuracy (%) of the weighted kNN classifier (:func:`knn_predict`): ``k`` neighbours, votes
     ``exp(sim / temperature)``, ``num_classes`` from the labels when None."""
     ytr = torch.as_tensor(np.asarray(train_labels), dtype=torch.long)
     yte = torch.as_tensor(np.asarray(test_labels), dtype=torch.long)
@@ -86,18 +69,10 @@ def knn_accuracy(train_feats, train_labels, test_feats, test_labels, num_classes
     return 100.0 * float((pred == yte).float().mean())
 
 
-def linear_readout(
-    train_feats,
-    train_labels,
-    test_feats,
-    test_labels,
-    num_classes: int | None = None,
-    epochs: int = 100,
-    lr: float = 1e-3,
-    batch_size: int = 256,
-    seed: int = 0,
-) -> dict:
-    """Linear softmax readout on frozen features, standardised with the training split's mean/std.
+def linear_readout(train_feats, train_labels, test_feats, test_labels, num_classes: int | None = None, **train) -> dict:
+    """Linear softmax readout on frozen features, standardised with the training split's mean/std, trained
+    by ``linear_classifier`` with ``train`` (its epochs, lr, batch_size, seed; here 100 epochs of lr 1e-3 in
+    batches of 256 unless given).
 
     Returns ``{"acc": top-1 % on the test split, "best_epoch", ...}`` (see ``linear_classifier``)."""
     from qt_hard.evaluation.probes import linear_classifier
@@ -105,14 +80,5 @@ def linear_readout(
     tr = np.asarray(train_feats, dtype=np.float64)
     te = np.asarray(test_feats, dtype=np.float64)
     mu, sd = tr.mean(0), tr.std(0) + 1e-6
-    return linear_classifier(
-        (tr - mu) / sd,
-        train_labels,
-        (te - mu) / sd,
-        test_labels,
-        num_classes,
-        epochs=epochs,
-        lr=lr,
-        batch_size=batch_size,
-        seed=seed,
-    )
+    train = {"epochs": 100, "lr": 1e-3, "batch_size": 256, **train}
+    return linear_classifier((tr - mu) / sd, train_labels, (te - mu) / sd, test_labels, num_classes, **train)

@@ -1,23 +1,9 @@
-"""SimCLR and MoCo-v2 steps on the device: augment, encode, and the loss from ``qt_hard.losses``.
-
-No loss is written here: SimCLR's two-view objective is :class:`qt_hard.losses.ContrastiveLoss`
-(every strategy of the core: uniform, debiased, hard, ring, OT, label, k), MoCo's is
-:class:`qt_hard.losses.RankingLoss` with the queue as the candidates (``in_batch=False``).
-
-* SimCLR (Chen et al. 2020) as HCL runs it (Robinson et al. 2021, App. D.1 and code): two views of
-  each image, each encoded by its own forward pass (so batch norm sees one view at a time, as
-  HCL's ``net(pos_1)``, ``net(pos_2)``), z = g(f(x)) L2-normalised in the loss, temperature 0.5.
-* MoCo-v2 (He et al. 2020; Chen et al. 2020c): a query encoder trained by the optimizer and a key
-  encoder that is its exponential moving average (momentum m); the keys of the second view are
-  the positives, the :class:`qt_hard.negatives.EmbeddingQueue` of past keys the negatives, and the
-  current keys are enqueued after the loss. As in the official code, the momentum update happens at
-  the start of each step's key computation, before the keys of that step. MoCoRing (Wu et al. 2021,
-  Alg. 1) is the "ring" strategy on these scores (percentiles over the queue); HCL's App. C.1
-  MoCo-v2 + hard is the "hard" strategy (beta 0.2, tau_plus 0).
+"""SimCLR and MoCo-v2 steps on the device: augment, encode, and the loss from ``qt_hard.losses``
+(SimCLR's :class:`qt_hard.losses.ContrastiveLoss`, MoCo's :class:`qt_hard.losses.RankingLoss` against
+the queue); how each runs as HCL and the papers run it: docs/guides/images.md (SimCLR, MoCo-v2).
 
 Batches (see :class:`qt_hard.vision.batches.ImageTask`): ``{"images": (b, 3, H, W) uint8, "view1":
-params, "view2": params}``, the augmentation parameters drawn per (seed, step) for the global batch
-and sliced to this process's rows, applied here on the batch's device.
+params, "view2": params}``, the augmentation parameters applied here on the batch's device.
 """
 
 from __future__ import annotations
@@ -40,11 +26,6 @@ def unwrap(module: nn.Module) -> nn.Module:
 def _views(augment: SimCLRAugment, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
     x = batch["images"]
     return (augment.apply(x, batch["view1"], float_output=True), augment.apply(x, batch["view2"], float_output=True))
-
-
-def _float32(like: torch.Tensor):
-    """Autocast off for the loss (the score matmul, weights and logsumexp in float32)."""
-    return torch.autocast(device_type=like.device.type, enabled=False)
 
 
 class MoCo(nn.Module):
@@ -86,14 +67,10 @@ class MoCo(nn.Module):
         return self.encoder.features(images)
 
     @torch.no_grad()
-    def momentum_update(self) -> None:
-        for pk, pq in zip(self.key_encoder.parameters(), self.encoder.parameters()):
-            pk.mul_(self.momentum).add_(pq.detach(), alpha=1.0 - self.momentum)
-
-    @torch.no_grad()
     def keys(self, images: torch.Tensor) -> torch.Tensor:
         """Momentum update, then the key encoder's L2-normalised (N, d) embeddings (no gradient)."""
-        self.momentum_update()
+        for pk, pq in zip(self.key_encoder.parameters(), self.encoder.parameters()):
+            pk.mul_(self.momentum).add_(pq.detach(), alpha=1.0 - self.momentum)
         return F.normalize(self.key_encoder(images).float(), dim=1)
 
 
@@ -107,16 +84,14 @@ class SimCLRStep(LossObjective):
         v1, v2 = _views(self.augment, batch)
         z1, z2 = module(v1), module(v2)
         self.loss.generator = generator
-        with _float32(z1):
+        with torch.autocast(device_type=z1.device.type, enabled=False):  # the loss in float32
             return self.loss(z1.float(), z2.float(), labels=batch.get("labels"))
 
 
-class MoCoStep(LossObjective):
+class MoCoStep(SimCLRStep):
     """loss = step(module, batch, generator) for a :class:`MoCo` module: queries of view 1 against
-    their keys (view 2, momentum encoder) and the queue; then the keys are enqueued."""
-
-    def __init__(self, loss, augment: SimCLRAugment):
-        self.loss, self.augment = loss, augment
+    their keys (view 2, momentum encoder) and the queue; then the keys are enqueued. Built as
+    :class:`SimCLRStep` is, from the loss and the augmentation."""
 
     def __call__(self, module: nn.Module, batch: dict, generator: torch.Generator | None = None) -> torch.Tensor:
         moco = unwrap(module)
@@ -128,7 +103,7 @@ class MoCoStep(LossObjective):
         # A copy: the enqueue below writes the buffer in place, which the backward must not see.
         negatives = moco.queue.embeddings().clone()
         self.loss.generator = generator
-        with _float32(q):
+        with torch.autocast(device_type=q.device.type, enabled=False):  # the loss in float32
             loss = self.loss(q.float(), k, extra_candidates=negatives, in_batch=False)
         moco.queue.enqueue(k)
         return loss

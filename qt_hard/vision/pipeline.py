@@ -1,17 +1,8 @@
-"""The image pipeline behind ``pipeline: vision`` (``qt_hard.training.pipeline``'s interface).
-
-``qt-hard train configs/simclr_cifar10.yaml`` runs SimCLR (or MoCo-v2 with ``model.method: moco``)
-through the same accelerate loop, trackers, checkpoints and ``--resume`` as the text pipeline:
-
-* module: :class:`qt_hard.vision.resnet.SimCLREncoder`, or :class:`qt_hard.vision.methods.MoCo`
-  around one (its momentum encoder and queue are buffers/parameters of the module, so they are
-  checkpointed and restored with it).
-* task: :class:`qt_hard.vision.batches.ImageTask` (batches and augmentation parameters from (seed, step)).
-* objective: :class:`qt_hard.vision.methods.SimCLRStep` / ``MoCoStep`` around the core's loss.
-* evaluate: the weighted kNN monitor every ``eval.every_epochs`` epochs (``OUT/eval.csv``) and at the
-  end, with the linear readout, in ``OUT/eval.json``; ``qt-hard grid run vision-table`` plots the curves.
-* save: ``OUT/final/encoder.pt`` (state dict) and ``OUT/final/vision.json`` (how to rebuild it);
-  :func:`load_image_encoder` reads them back.
+"""The image pipeline behind ``pipeline: vision`` (``qt_hard.training.pipeline``'s interface): SimCLR, or
+MoCo-v2 with ``model.method: moco`` (its momentum encoder and queue part of the module, so checkpointed),
+through the text pipeline's loop, trackers, checkpoints and ``--resume``; its pieces, the kNN monitor
+(``OUT/eval.csv``, ``OUT/eval.json`` with the linear readout) and the saved encoder (``OUT/final/encoder.pt``
+and ``vision.json``, read back by :func:`load_image_encoder`): docs/guides/images.md.
 """
 
 from __future__ import annotations
@@ -45,17 +36,8 @@ def build_step(cfg):
     from qt_hard.vision.methods import MoCoStep, SimCLRStep
 
     d, o = cfg.data, cfg.objective
-    b, c, s, h = d.jitter
-    augment = SimCLRAugment(
-        size=d.size,
-        scale=tuple(d.scale),
-        brightness=b,
-        contrast=c,
-        saturation=s,
-        hue=h,
-        jitter_p=d.jitter_p,
-        gray_p=d.gray_p,
-    )
+    jitter = dict(zip(("brightness", "contrast", "saturation", "hue"), d.jitter))
+    augment = SimCLRAugment(size=d.size, scale=tuple(d.scale), jitter_p=d.jitter_p, gray_p=d.gray_p, **jitter)
     common = dict(temperature=o.temperature, k=o.k, include_positive=o.include_positive)
     if cfg.model.method == "moco":
         return MoCoStep(RankingLoss(o.chosen(), **common), augment)
@@ -76,49 +58,26 @@ class KNNMonitor:
         self.train_set, self.test_set, self.cfg = train_set, test_set, eval_cfg
         self.total, self.seed = total_steps, seed
 
-    def features(self, module):
-        from qt_hard.vision.evaluate import embed_images
+    def __call__(self, module, step: int) -> dict:
+        from qt_hard.vision.evaluate import embed_chunks, knn_accuracy, linear_readout
         from qt_hard.vision.methods import unwrap
 
+        t0 = time.perf_counter()
         inner = unwrap(module)
         dev = next(inner.parameters()).device
-        tr = embed_images(inner.features, self.train_set.images, self.cfg.batch_size, dev)
-        te = embed_images(inner.features, self.test_set.images, self.cfg.batch_size, dev)
-        return tr, te
 
-    def __call__(self, module, step: int) -> dict:
-        from qt_hard.vision.evaluate import knn_accuracy, linear_readout
+        def features(x):
+            return inner.features(x.to(dev, non_blocking=True))
 
-        t0 = time.perf_counter()
-        tr, te = self.features(module)
-        n_classes = self.train_set.num_classes
-        out = {
-            "knn_acc": round(
-                knn_accuracy(
-                    tr,
-                    self.train_set.labels,
-                    te,
-                    self.test_set.labels,
-                    n_classes,
-                    k=self.cfg.knn_k,
-                    temperature=self.cfg.knn_temperature,
-                ),
-                2,
-            )
-        }
+        tr = embed_chunks(inner, features, torch.as_tensor(self.train_set.images), self.cfg.batch_size)
+        te = embed_chunks(inner, features, torch.as_tensor(self.test_set.images), self.cfg.batch_size)
+        # Both readouts take (train features, train labels, test features, test labels, classes).
+        splits = (tr, self.train_set.labels, te, self.test_set.labels, self.train_set.num_classes)
+        out = {"knn_acc": round(knn_accuracy(*splits, k=self.cfg.knn_k, temperature=self.cfg.knn_temperature), 2)}
         if step >= self.total and self.cfg.linear:
             # The readout seeds torch's global RNG for its layer: fork it, so the loop's RNG is untouched.
             with torch.random.fork_rng(devices=[]):
-                lin = linear_readout(
-                    tr.numpy(),
-                    self.train_set.labels,
-                    te.numpy(),
-                    self.test_set.labels,
-                    n_classes,
-                    epochs=self.cfg.linear_epochs,
-                    lr=self.cfg.linear_lr,
-                    seed=self.seed,
-                )
+                lin = linear_readout(*splits, epochs=self.cfg.linear_epochs, lr=self.cfg.linear_lr, seed=self.seed)
             out["linear_acc"] = lin["acc"]
             out["linear_best_epoch"] = lin["best_epoch"]
         out["eval_s"] = round(time.perf_counter() - t0, 2)

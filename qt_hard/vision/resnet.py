@@ -9,11 +9,8 @@ runs.
 Inputs are images (N, 3, H, W), uint8 in [0, 255] or float in [0, 1]; the per-channel mean/std
 normalisation is a buffer of the model, so a saved backbone takes raw pixels.
 
-Batch norm across processes: with ``sync_bn`` (``SimCLREncoder(..., sync_bn=True)``) every
-``BatchNorm2d`` is :class:`AllReduceBatchNorm2d`, whose batch statistics are all-reduced over the
-processes of ``torch.distributed`` (SimCLR's global batch norm, Chen et al. 2020 sec. 2.3). torch's
-``SyncBatchNorm`` runs only on GPUs; this one runs on any backend (gloo on CPUs). Alone it is
-``BatchNorm2d``.
+With ``sync_bn`` every ``BatchNorm2d`` is :class:`AllReduceBatchNorm2d` (the global batch's statistics,
+on any backend): docs/guides/images.md (Several processes).
 """
 
 from __future__ import annotations
@@ -22,6 +19,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 import torch.nn.functional as F
+
+from qt_hard.negatives.distributed import world
 
 CIFAR_MEAN = (0.4914, 0.4822, 0.4465)
 CIFAR_STD = (0.2470, 0.2435, 0.2616)
@@ -43,17 +42,13 @@ class _AllReduceMoments(torch.autograd.Function):
         return grad
 
 
-def _distributed() -> bool:
-    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
-
-
 class AllReduceBatchNorm2d(nn.BatchNorm2d):
     """BatchNorm2d whose training-mode mean and variance are those of the global batch (all
     processes), computed from all-reduced sums of x and x^2 with gradients through the reduction.
     Running statistics use the unbiased global variance, as ``BatchNorm2d`` does."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not (self.training and _distributed()):
+        if not (self.training and world()[1] > 1):
             return super().forward(x)
         c = x.shape[1]
         count = torch.tensor([x.numel() / c], device=x.device, dtype=x.dtype)
@@ -99,7 +94,7 @@ class ResNet(nn.Module):
     Args:
         blocks: basic blocks per stage, e.g. (2, 2, 2, 2) for ResNet-18.
         widths: channels per stage, e.g. (64, 128, 256, 512).
-        sync_bn: batch-norm statistics all-reduced across processes (see the module doc).
+        sync_bn: batch-norm statistics all-reduced across processes (:class:`AllReduceBatchNorm2d`).
         mean, std: per-channel normalisation of [0, 1] pixels.
     """
 
@@ -120,7 +115,6 @@ class ResNet(nn.Module):
                 cin = cout
         self.layers = nn.Sequential(*layers)
         self.dim = widths[-1]
-        self.config = {"blocks": list(blocks), "widths": list(widths)}
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         x = images.float() / 255.0 if not images.is_floating_point() else images
@@ -162,7 +156,6 @@ class SimCLREncoder(nn.Module):
         self.head = nn.Sequential(
             nn.Linear(d, d, bias=False), _BN1d(norm, d), nn.ReLU(inplace=True), nn.Linear(d, proj_dim, bias=True)
         )
-        self.proj_dim = proj_dim
 
     def features(self, images: torch.Tensor) -> torch.Tensor:
         return self.backbone(images)
