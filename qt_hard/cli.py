@@ -23,9 +23,9 @@ import argparse
 import os
 import signal
 import sys
-from contextlib import contextmanager
 
 from qt_hard.errors import UserError
+from qt_hard.workers import stop_signals_handled_by
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -44,33 +44,14 @@ class Interrupted(BaseException):
         self.signum = signum
 
 
-@contextmanager
 def signals_stop_the_command():
     """SIGINT and SIGTERM raise :class:`Interrupted` while the block runs (SIGTERM would otherwise end
     the process without a word); the previous handlers come back afterwards."""
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
 
     def stop(signum, frame):
         raise Interrupted(signum)
 
-    with stop_signals_handled_by(stop):
-        yield
-
-
-@contextmanager
-def stop_signals_handled_by(handler):
-    """While the block runs, ``handler(signum, frame)`` handles SIGINT and SIGTERM (main thread only);
-    the previous handlers come back afterwards, however the block ends."""
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, prev in previous.items():
-            signal.signal(sig, prev)
+    return stop_signals_handled_by(stop)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,5 +1,5 @@
 """Hostile inputs the refusal table (tests/refusals.yaml) does not express as one command line: a
-signal during evaluation, data preparation or a script, a second run into a folder in use, damaged
+signal during evaluation or data preparation, a second run into a folder in use, damaged
 Wiki-N folders and models for ``eval wiki``, and the grid's experiments (each refuses with status 2
 and one line ``qt-hard: error: ...``, writing nothing). In-process, so cheap."""
 
@@ -365,22 +365,6 @@ def test_a_signal_during_data_preparation_stops_training_with_one_line(tmp_path,
     assert not list(out.rglob("*.safetensors")) and not (out / "checkpoints").exists()
     with run_folder_lock(out):  # released
         pass
-
-
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_a_signal_stops_a_script_with_one_line(signum, capsys):
-    from qt_hard.script_cli import run_script
-
-    def main():
-        os.kill(os.getpid(), signum)
-        raise AssertionError("the signal did not stop the script")
-
-    with _signals_fail_the_test():
-        before = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
-        assert run_script(main) == 128 + int(signum)
-        assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
-    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
-    assert err == [f"stopped by {signum.name}; finished cells are kept, a rerun continues"]
 
 
 def test_a_zero_byte_book_among_many_stops_training_with_one_line(tmp_path, monkeypatch, capfd):

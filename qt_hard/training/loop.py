@@ -63,6 +63,7 @@ from qt_hard.training.outdir import (
     run_folder_lock,
 )
 from qt_hard.training.optim import clip_gradients, gradient_norm, lr_factor, make_optimizer, set_lr, set_tf32
+from qt_hard.workers import stop_signals_handled_by
 
 log = logging.getLogger(__name__)
 
@@ -99,25 +100,12 @@ class StopRequest:
     def __init__(self):
         self.requested = False
         self.signum = None
-        self._previous = {}
 
-    def _handle(self, signum, frame):
+    def __call__(self, signum, frame):  # the SIGINT / SIGTERM handler while the steps run
         if self.requested:
             raise SecondSignal(signum)
         self.requested = True
         self.signum = signum
-
-    def install(self):
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            try:
-                self._previous[sig] = signal.signal(sig, self._handle)
-            except ValueError:  # not the main thread (e.g. a notebook worker): no handler
-                pass
-
-    def uninstall(self):
-        for sig, prev in self._previous.items():
-            signal.signal(sig, prev)
-        self._previous.clear()
 
 
 def _flat_hparams(tree: dict, prefix: str = "") -> dict:
@@ -311,8 +299,6 @@ class _Training:
         stderr is not a terminal), the logged rows, and the checkpoints and evaluations when due.
         A SIGINT/SIGTERM to any process checkpoints every process at the end of its step and stops
         them: returns whether the run stopped so (``stop_signum``: the signal this process got)."""
-        stop = StopRequest()
-        stop.install()
         from tqdm.auto import tqdm
 
         show = self.main and self.cfg.train.progress
@@ -324,27 +310,28 @@ class _Training:
         )
         self.module.train()
         self.window = _Window()
+        stop = StopRequest()
         try:
-            while self.step < self.total:
-                loss_value, grad_norm, lr = self.train_step()
-                self.bar.update(1)
-                if self._logs_at(self.step):
-                    self.log(lr, grad_norm)
-                if on_step is not None:
-                    on_step(self.step, loss_value)
-                if _any_process(stop.requested, self.accelerator):
-                    self.checkpoint(self.step)
-                    if self.main:
-                        log.warning(
-                            "stopped by signal at step %d/%d; checkpoint saved, continue with --resume",
-                            self.step,
-                            self.total,
-                        )
-                    return True
-                self.when_due()
+            with stop_signals_handled_by(stop):
+                while self.step < self.total:
+                    loss_value, grad_norm, lr = self.train_step()
+                    self.bar.update(1)
+                    if self._logs_at(self.step):
+                        self.log(lr, grad_norm)
+                    if on_step is not None:
+                        on_step(self.step, loss_value)
+                    if _any_process(stop.requested, self.accelerator):
+                        self.checkpoint(self.step)
+                        if self.main:
+                            log.warning(
+                                "stopped by signal at step %d/%d; checkpoint saved, continue with --resume",
+                                self.step,
+                                self.total,
+                            )
+                        return True
+                    self.when_due()
         finally:
             self.bar.close()
-            stop.uninstall()
             self.stop_signum = stop.signum
         return False
 
