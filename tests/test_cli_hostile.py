@@ -95,16 +95,18 @@ def test_a_second_run_into_a_folder_in_use_is_refused(tmp_path, capsys):
 def test_the_processes_of_one_launched_run_share_its_folder(tmp_path, monkeypatch):
     """Under a launcher (``RANK`` set) the main process holds the folder's lock; a process of a higher
     rank belongs to that run and is not refused, while a rank-0 process of another run is."""
-    from qt_hard.training.outdir import _check_not_in_use
+    from qt_hard.training.outdir import run_folder_lock
 
     out = tmp_path / "launched"
     out.mkdir()
     with another_process_holds(out):
         monkeypatch.setenv("RANK", "1")
-        _check_not_in_use(out)
+        with run_folder_lock(out):
+            pass
         monkeypatch.setenv("RANK", "0")
         with pytest.raises(Exception, match="is in use by another training run"):
-            _check_not_in_use(out)
+            with run_folder_lock(out):
+                pass
 
 
 def _script(name, argv, monkeypatch, capsys):

@@ -59,6 +59,7 @@ from qt_hard.training.outdir import (
     PARTIAL_SUFFIX,
     check_out_dir,
     clear_run,
+    flat_keys,
     list_checkpoints,
     run_folder_lock,
 )
@@ -69,16 +70,13 @@ log = logging.getLogger(__name__)
 
 
 class Stopped(Exception):
-    """A run stopped by a signal (after its checkpoint, or at once on a second signal).
-
-    ``exit_status`` is the shell's convention for a process ended by that signal, 128 + its
-    number (130 for SIGINT, 143 for SIGTERM), so that ``qt-hard train ... && qt-hard eval ...``
-    and a job scheduler see a stopped run as not finished."""
+    """A run stopped by a signal ``signum`` after its checkpoint. ``qt-hard train`` exits with the shell's
+    status of a process ended by that signal, 128 + its number (130 for SIGINT, 143 for SIGTERM), so that
+    ``qt-hard train ... && qt-hard eval ...`` and a job scheduler see a stopped run as not finished."""
 
     def __init__(self, signum: int, message: str):
         super().__init__(message)
         self.signum = signum
-        self.exit_status = 128 + int(signum)
 
 
 class SecondSignal(KeyboardInterrupt):
@@ -108,18 +106,18 @@ class StopRequest:
         self.signum = signum
 
 
-def _flat_hparams(tree: dict, prefix: str = "") -> dict:
-    """TensorBoard hparams accept only scalars and strings."""
-    out = {}
-    for key, value in tree.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            out.update(_flat_hparams(value, name + "."))
-        elif isinstance(value, (int, float, str, bool)):
-            out[name] = value
-        else:
-            out[name] = str(value)
-    return out
+def _hparams(cfg: Config) -> dict:
+    """The config by dotted key, as TensorBoard's hparams take it: scalars and strings only."""
+    flat = flat_keys(to_dict(cfg), whole=())
+    return {k: v if isinstance(v, (int, float, str, bool)) else str(v) for k, v in flat.items()}
+
+
+def _rows_up_to(path: Path, last_step: int) -> list[dict]:
+    """The rows of the CSV file ``path`` (none where it is missing) whose ``step`` is at most ``last_step``."""
+    if not path.is_file():
+        return []
+    with path.open() as fh:
+        return [r for r in csv.DictReader(fh) if int(r["step"]) <= last_step]
 
 
 class CSVTracker:
@@ -129,10 +127,7 @@ class CSVTracker:
 
     def __init__(self, path: Path, resume_step: int):
         self.path = path
-        rows = []
-        if resume_step > 0 and path.is_file():
-            with path.open() as fh:
-                rows = [r for r in csv.DictReader(fh) if int(r["step"]) <= resume_step]
+        rows = _rows_up_to(path, resume_step) if resume_step > 0 else []
         write_text(path, csv_text(self.FIELDS, rows), "metrics file")
 
     def log(self, row: dict) -> None:
@@ -290,7 +285,7 @@ class _Training:
                 clear_run(self.out)
             save_config(self.cfg, self.out / "config.yaml")
         if "tensorboard" in self.trackers:
-            self.accelerator.init_trackers("logs", config=_flat_hparams(to_dict(self.cfg)))
+            self.accelerator.init_trackers("logs", config=_hparams(self.cfg))
         csv_on = self.main and "csv" in self.trackers
         self.csv_tracker = CSVTracker(self.out / "metrics.csv", self.step) if csv_on else None
 
@@ -621,10 +616,7 @@ def _log_eval(path: Path, step: int, metrics: dict) -> None:
     with the first row. On resume, rows after the resumed step would be re-evaluated: keep them
     out by dropping any row whose step is not below this one first."""
     row = {"step": step, **{k: v for k, v in metrics.items() if isinstance(v, (int, float, str))}}
-    rows = []
-    if path.is_file():
-        with path.open() as fh:
-            rows = [r for r in csv.DictReader(fh) if int(r["step"]) < step]
+    rows = _rows_up_to(path, step - 1)
     fields = list(dict.fromkeys([*(rows[0].keys() if rows else []), *row]))
     write_text(path, csv_text(fields, rows + [row]), "evaluation file")
 
