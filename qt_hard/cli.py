@@ -7,14 +7,9 @@ function, so this file only wires them together:
 * ``qt-hard eval senteval|wiki|compare ...``       (qt_hard.evaluation.cli)
 * ``qt-hard data get|list|wiki|books ...``         (qt_hard.data.cli)
 
-A user error (``qt_hard.errors.UserError``: a config key that does not exist, a missing data
-folder, a wrong model path, more negatives than candidates; or a command line argparse refuses)
-prints one line, ``qt-hard: error: ...``, and exits with status 2; so does an allocation the
-memory refuses. ``--debug`` (or
-``QT_HARD_DEBUG=1``) shows its traceback; any other exception is a bug and always shows its
-traceback. SIGINT or SIGTERM outside training (which checkpoints first, see ``qt_hard.training``)
-stops the command with one line and status 130 or 143; results are written only at the end, so a
-stopped evaluation writes nothing.
+The conventions every command shares, as ``docs/cli.md`` states them: a user error
+(``qt_hard.errors.UserError``, an argparse refusal, an allocation the memory refuses) is one line
+``qt-hard: error: ...`` and status 2 (``--debug`` shows its traceback), a signal one line and 130 or 143.
 """
 
 from __future__ import annotations

@@ -210,17 +210,6 @@ class HardNegativesLoss(nn.Module):
         2. A ``label`` column of class ids where the strategy needs labels (``negatives="label"``,
            ``collision_free=True``: :attr:`needs_labels`).
 
-    Inputs:
-        +-------------------------------------------------+-------------------------------------+
-        | Texts                                           | Labels                              |
-        +=================================================+=====================================+
-        | (anchor, positive) pairs                        | none, or class ids for ``"label"``  |
-        +-------------------------------------------------+-------------------------------------+
-        | (anchor, positive, negative) triplets           | none, or class ids for ``"label"``  |
-        +-------------------------------------------------+-------------------------------------+
-        | (anchor, positive, negative_1, ..., negative_n) | none, or class ids for ``"label"``  |
-        +-------------------------------------------------+-------------------------------------+
-
     Relations (equal to MNRL with the defaults, to ``GISTEmbedLoss`` with a guide; composes with
     ``MatryoshkaLoss``) and a training example: ``docs/guides/sentence-transformers.md``.
     """

@@ -28,10 +28,8 @@ negatives sampler draws from a ``torch.Generator`` whose state is checkpointed p
 Adam's moments and the global RNG states are restored by ``accelerator.load_state``. An
 interrupted-and-resumed run therefore ends with the same weights as an uninterrupted one.
 
-Mixed precision: ``train.mixed_precision: bf16`` runs the encoders under accelerate's autocast (CPU
-autocast on a CPU); the loss itself is computed in float32 (the pipeline's objective, e.g. ``qt_hard.text.objectives.float32_loss``). ``fp16``
-needs a GPU: on a CPU accelerate would silently train in float32 (no autocast, no scaler), so it
-is an error here that says to use bf16.
+Mixed precision (``train.mixed_precision``: bf16 under accelerate's autocast, the loss in float32;
+fp16 refused on a CPU): ``docs/guides/text-training.md``.
 """
 
 from __future__ import annotations
@@ -387,7 +385,7 @@ class _Training:
         """Log: the window's mean loss and gradient norm, throughput and the weight statistics, to the
         progress bar or a plain line, TensorBoard and metrics.csv."""
         loss_sum, grad_sum, steps, seconds = self.window.close()
-        loss_sum = self._global_mean(loss_sum)
+        loss_sum = _process_mean(loss_sum, self.accelerator)
         sentences_per_step = self.cfg.train.batch_size * getattr(self.task, "sentences_per_row", 1)
         speed = sentences_per_step * steps / max(seconds, 1e-9)
         # One batch's loss swings by +-0.2 on real text: log the window's mean.
@@ -417,16 +415,6 @@ class _Training:
             self.accelerator.log(logged, step=self.step)
         if self.csv_tracker is not None:
             self.csv_tracker.log(row)
-
-    def _global_mean(self, value: float) -> float:
-        """``value`` averaged over the processes (itself under one). Each process's loss is the mean over
-        its own anchors of an equal share of the global batch, so the mean of the processes' losses is
-        the loss one process computes on the whole batch; the main process's own value would be the
-        loss of its share only. A collective: every process logs at the same steps."""
-        if self.world == 1:
-            return value
-        t = torch.tensor([value], dtype=torch.float64, device=self.accelerator.device)
-        return float(self.accelerator.reduce(t, reduction="mean").item())
 
     def when_due(self) -> None:
         """Checkpoint every ``checkpoint_every`` steps and evaluate every ``eval_every`` steps (rows of
@@ -633,9 +621,17 @@ def _write_eval(out: Path, step: int, metrics: dict) -> None:
     _log_eval(out / "eval.csv", step, metrics)
 
 
+def _process_mean(value: float, accelerator) -> float:
+    """``value`` averaged over the processes (itself under one); a collective, so every process calls
+    it at the same steps. Each process's loss is the mean over its own anchors of an equal share of
+    the global batch, so the mean of the processes' losses is the loss one process computes on the
+    whole batch; the main process's own value would be the loss of its share only."""
+    if accelerator.num_processes == 1:
+        return value
+    t = torch.tensor([value], dtype=torch.float64, device=accelerator.device)
+    return float(accelerator.reduce(t, reduction="mean").item())
+
+
 def _any_process(flag: bool, accelerator) -> bool:
     """True if any process got a stop signal, so that all of them checkpoint at the same step."""
-    if accelerator.num_processes == 1:
-        return flag
-    t = torch.tensor([1.0 if flag else 0.0], device=accelerator.device)
-    return bool(accelerator.reduce(t, reduction="sum").item() > 0)
+    return _process_mean(float(flag), accelerator) > 0
