@@ -17,6 +17,7 @@ import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
+from qt_hard.paths import RUN_ENTRIES
 from qt_hard.training.config import Config, read_yaml_mapping, to_dict
 
 log = logging.getLogger(__name__)
@@ -38,8 +39,8 @@ RESUME_MAY_CHANGE = (
     "train.log_every",
 )
 RESUME_MAY_GROW = ("train.steps", "train.epochs")
-# What a run leaves in its folder; any of them makes the folder a run that --overwrite must name.
-RUN_FILES = ("config.yaml", "metrics.csv", "final", "checkpoints", "eval.json", "eval.csv", "logs")
+# What a run leaves in its folder (its entries but the cache); any of them makes it a run --overwrite must name.
+RUN_FILES = tuple(name for name in RUN_ENTRIES if name != "cache")
 
 
 def list_checkpoints(out_dir: str | Path) -> list[Path]:
