@@ -7,14 +7,9 @@ function, so this file only wires them together:
 * ``qt-hard eval senteval|wiki|compare ...``       (qt_hard.evaluation.cli)
 * ``qt-hard data get|list|wiki|books ...``         (qt_hard.data.cli)
 
-A user error (``qt_hard.errors.UserError``: a config key that does not exist, a missing data
-folder, a wrong model path, more negatives than candidates; or a command line argparse refuses)
-prints one line, ``qt-hard: error: ...``, and exits with status 2; so does an allocation the
-memory refuses. ``--debug`` (or
-``QT_HARD_DEBUG=1``) shows its traceback; any other exception is a bug and always shows its
-traceback. SIGINT or SIGTERM outside training (which checkpoints first, see ``qt_hard.training``)
-stops the command with one line and status 130 or 143; results are written only at the end, so a
-stopped evaluation writes nothing.
+The conventions every command shares, as ``docs/cli.md`` states them: a user error
+(``qt_hard.errors.UserError``, an argparse refusal, an allocation the memory refuses) is one line
+``qt-hard: error: ...`` and status 2 (``--debug`` shows its traceback), a signal one line and 130 or 143.
 """
 
 from __future__ import annotations
@@ -23,9 +18,9 @@ import argparse
 import os
 import signal
 import sys
-from contextlib import contextmanager
 
 from qt_hard.errors import UserError
+from qt_hard.workers import stop_signals_handled_by
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -44,33 +39,14 @@ class Interrupted(BaseException):
         self.signum = signum
 
 
-@contextmanager
 def signals_stop_the_command():
     """SIGINT and SIGTERM raise :class:`Interrupted` while the block runs (SIGTERM would otherwise end
     the process without a word); the previous handlers come back afterwards."""
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
 
     def stop(signum, frame):
         raise Interrupted(signum)
 
-    with stop_signals_handled_by(stop):
-        yield
-
-
-@contextmanager
-def stop_signals_handled_by(handler):
-    """While the block runs, ``handler(signum, frame)`` handles SIGINT and SIGTERM (main thread only);
-    the previous handlers come back afterwards, however the block ends."""
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, prev in previous.items():
-            signal.signal(sig, prev)
+    return stop_signals_handled_by(stop)
 
 
 def build_parser() -> argparse.ArgumentParser:

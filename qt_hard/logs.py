@@ -1,6 +1,5 @@
 """The package's messages: every module logs to ``logging.getLogger(__name__)``, a logger under
-``qt_hard``, and the command line (``qt-hard``, the scripts' :func:`~qt_hard.script_cli.run_script`,
-the grid's workers) decides where they go.
+``qt_hard``, and the command line (``qt-hard``, the grid's workers) decides where they go.
 
 Diagnostics, such as a checkpoint resumed, a cache read or rebuilt, a data folder being built or a
 file written, are logged; a command's output (its tables, its results, its listings) is printed.

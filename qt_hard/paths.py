@@ -34,22 +34,16 @@ def user_cache_root() -> Path:
     return base / "qt-hard"
 
 
-def is_link_loop(path: str | Path) -> bool:
-    """Whether ``path`` is (or passes through) a loop of symbolic links: ``exists()`` reads it as
-    missing, so a command would try to create it and fail with a traceback."""
+def refuse_link_loop(path: str | Path, what: str) -> None:
+    """``DataMissingError`` naming ``what`` when ``path`` is (or passes through) a loop of symbolic
+    links: ``exists()`` reads it as missing, so a command would try to create it and fail with a traceback."""
     import errno
 
     try:
         os.stat(path)
     except OSError as err:
-        return err.errno == errno.ELOOP
-    return False
-
-
-def refuse_link_loop(path: str | Path, what: str) -> None:
-    """``DataMissingError`` naming ``what`` when ``path`` is a loop of symbolic links."""
-    if is_link_loop(path):
-        raise DataMissingError(f"{what} {path} is a loop of symbolic links; point it at a real folder")
+        if err.errno == errno.ELOOP:
+            raise DataMissingError(f"{what} {path} is a loop of symbolic links; point it at a real folder") from None
 
 
 def default_data_root() -> Path:

@@ -52,6 +52,24 @@ def signals_held():
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
+@contextlib.contextmanager
+def stop_signals_handled_by(handler):
+    """While the block runs, ``handler(signum, frame)`` handles SIGINT and SIGTERM; the previous
+    handlers come back afterwards, however the block ends. Only the main thread may set handlers:
+    in another (a notebook's worker thread) the block runs with the handlers as they are."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, handler) for sig in _STOPS}
+    try:
+        yield
+    finally:
+        for sig, prev in previous.items():
+            signal.signal(sig, prev)
+
+
 def leave_signals_to_parent() -> None:
     """In a pool's worker: SIGTERM ends it at once (the default action), SIGINT is ignored; set
     before the two are unblocked (they were blocked when the worker started, see the module)."""

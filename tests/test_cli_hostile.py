@@ -1,5 +1,5 @@
 """Hostile inputs the refusal table (tests/refusals.yaml) does not express as one command line: a
-signal during evaluation, data preparation or a script, a second run into a folder in use, damaged
+signal during evaluation or data preparation, a second run into a folder in use, damaged
 Wiki-N folders and models for ``eval wiki``, and the grid's experiments (each refuses with status 2
 and one line ``qt-hard: error: ...``, writing nothing). In-process, so cheap."""
 
@@ -95,16 +95,18 @@ def test_a_second_run_into_a_folder_in_use_is_refused(tmp_path, capsys):
 def test_the_processes_of_one_launched_run_share_its_folder(tmp_path, monkeypatch):
     """Under a launcher (``RANK`` set) the main process holds the folder's lock; a process of a higher
     rank belongs to that run and is not refused, while a rank-0 process of another run is."""
-    from qt_hard.training.outdir import _check_not_in_use
+    from qt_hard.training.outdir import run_folder_lock
 
     out = tmp_path / "launched"
     out.mkdir()
     with another_process_holds(out):
         monkeypatch.setenv("RANK", "1")
-        _check_not_in_use(out)
+        with run_folder_lock(out):
+            pass
         monkeypatch.setenv("RANK", "0")
         with pytest.raises(Exception, match="is in use by another training run"):
-            _check_not_in_use(out)
+            with run_folder_lock(out):
+                pass
 
 
 def _script(name, argv, monkeypatch, capsys):
@@ -365,22 +367,6 @@ def test_a_signal_during_data_preparation_stops_training_with_one_line(tmp_path,
     assert not list(out.rglob("*.safetensors")) and not (out / "checkpoints").exists()
     with run_folder_lock(out):  # released
         pass
-
-
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_a_signal_stops_a_script_with_one_line(signum, capsys):
-    from qt_hard.script_cli import run_script
-
-    def main():
-        os.kill(os.getpid(), signum)
-        raise AssertionError("the signal did not stop the script")
-
-    with _signals_fail_the_test():
-        before = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
-        assert run_script(main) == 128 + int(signum)
-        assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
-    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
-    assert err == [f"stopped by {signum.name}; finished cells are kept, a rerun continues"]
 
 
 def test_a_zero_byte_book_among_many_stops_training_with_one_line(tmp_path, monkeypatch, capfd):

@@ -134,7 +134,7 @@ LAYERS = [
     ("qt_hard.evaluation",),  # downstream evaluation of a saved model
     ("qt_hard.text", "qt_hard.vision", "qt_hard.graph", "qt_hard.integrations"),  # pipelines; the plugin
     ("qt_hard.experiments",),  # specs, grids, ledgers, report
-    ("qt_hard.cli", "qt_hard.script_cli"),  # the commands
+    ("qt_hard.cli",),  # the commands
 ]
 PIPELINES = ("qt_hard.text", "qt_hard.vision", "qt_hard.graph")
 

@@ -15,7 +15,7 @@ from qt_hard.experiments import runner
 
 PACKAGE = Path(__file__).resolve().parents[1] / "qt_hard"
 # The modules whose stderr prints are a command's own refusal, stop or exit-status line, not a diagnostic.
-ERROR_LINES = {"cli.py", "script_cli.py", "training/cli.py", "data/cli.py"}
+ERROR_LINES = {"cli.py", "training/cli.py", "data/cli.py"}
 
 
 @pytest.fixture

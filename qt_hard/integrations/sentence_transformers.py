@@ -1,32 +1,9 @@
 """sentence-transformers loss plugin: the papers' negatives for any ``SentenceTransformer``.
 
 :class:`HardNegativesLoss` is a drop-in replacement for sentence-transformers'
-``MultipleNegativesRankingLoss`` (MNRL): same inputs, same ``scale``, ``gather_across_devices``,
-``directions``, ``partition_mode`` and ``hardness_mode``, and with its defaults the same loss; the
-softmax denominator is the one chosen by ``negatives``:
-
-* ``"uniform"``  plain InfoNCE over the candidates (the default; equals MNRL);
-* ``"hard"``     importance-reweighted hard negatives, ``w_j ~ exp(beta * s_j)``, optionally debiased
-                 with ``tau_plus`` (Robinson et al., ICLR 2021, Sec. 3, Eq. 3-5);
-* ``"debiased"`` debiased estimator only (``beta = 0``; Robinson et al. Sec. 3 / Chuang et al. 2020);
-* ``"ring"``     negatives restricted to a similarity-percentile band ``lower``..``upper``
-                 (Wu et al., ICLR 2021, Sec. 4);
-* ``"label"``    label-aware negatives (H-SCL: only other-class candidates, tilted by a hardening
-                 function; Jiang et al., Sec. III, Eq. 3-4); needs a label column in the dataset;
-* ``"ot"``       negatives from an entropic optimal-transport coupling (Jiang, Ishwar, Aeron, Sec. 4).
-
-``k`` draws ``k`` negatives per anchor uniformly without replacement from the candidates, so the
-number of negatives is set apart from the batch size (Ash et al., AISTATS 2022, Sec. 2 and 5).
-
-``guard`` (``"absolute"`` / ``"relative"``, ``guard_margin`` in cosine units, optionally a frozen
-``guide`` model) drops the candidates that score too close to the anchor's own positive, the
-false-negative filter of GISTEmbed and NV-Retriever (``qt_hard.negatives.FalseNegativeGuard``),
-before any weighting or ``k`` draw, with every ``negatives`` choice.
-
-``hardness_mode`` / ``hardness_strength`` are MNRL's own hard-negative weighting (sentence-transformers
-6.2: ``alpha * stop_grad(cos)`` added to the chosen negatives' logits; Lan et al. 2025, EmbeddingGemma),
-a core option (``qt_hard.negatives.HardnessTilt``) that composes with every ``negatives`` choice; with
-``negatives="uniform"`` the loss equals MNRL with the same two arguments.
+``MultipleNegativesRankingLoss`` (MNRL), and :class:`CachedHardNegativesLoss` its GradCache (Gao et
+al., 2021) variant; what each ``negatives`` choice, ``k``, the guard and ``hardness_mode`` do, with
+their papers, is on the guide page ``docs/guides/sentence-transformers.md``.
 
 The loss itself is never computed here: every variant is the core's strategy on the score tables of
 ``qt_hard.negatives.directional_scores`` (``one_directional_scores`` for the default
@@ -39,10 +16,9 @@ default direction; the others add the ``W*B`` queries or documents as candidates
   batch (all-gathered with gradients when ``gather_across_devices=True``); the anchor's own
   positive is its positive, everything else a negative.
 
-:class:`CachedHardNegativesLoss` is the GradCache (Gao et al., 2021) variant: it embeds in
-mini-batches without activations, computes the same core loss on the whole batch of embeddings,
-and replays the mini-batches with the cached embedding gradients, so the number of candidates is
-bounded by the ``(B, W*B*(1+n))`` score matrix rather than by activation memory.
+The cached variant embeds in mini-batches without activations, computes the same core loss on the
+whole batch of embeddings, and replays the mini-batches with the cached embedding gradients, so the
+number of candidates is bounded by the ``(B, W*B*(1+n))`` score matrix rather than by activation memory.
 """
 
 from __future__ import annotations
@@ -234,38 +210,8 @@ class HardNegativesLoss(nn.Module):
         2. A ``label`` column of class ids where the strategy needs labels (``negatives="label"``,
            ``collision_free=True``: :attr:`needs_labels`).
 
-    Inputs:
-        +-------------------------------------------------+-------------------------------------+
-        | Texts                                           | Labels                              |
-        +=================================================+=====================================+
-        | (anchor, positive) pairs                        | none, or class ids for ``"label"``  |
-        +-------------------------------------------------+-------------------------------------+
-        | (anchor, positive, negative) triplets           | none, or class ids for ``"label"``  |
-        +-------------------------------------------------+-------------------------------------+
-        | (anchor, positive, negative_1, ..., negative_n) | none, or class ids for ``"label"``  |
-        +-------------------------------------------------+-------------------------------------+
-
-    Relations:
-        - With the defaults it equals ``MultipleNegativesRankingLoss`` (value and gradients), for every
-          ``directions`` / ``partition_mode`` MNRL accepts and with MNRL's ``hardness_mode``.
-        - With ``guide``, ``guard="absolute"`` (or ``"relative"``) and ``scale = 1 / temperature`` it equals
-          ``GISTEmbedLoss(model, guide, temperature, margin_strategy, margin, contrast_anchors=False,
-          contrast_positives=False)``.
-        - :class:`CachedHardNegativesLoss` is the same loss with GradCache (large batches).
-        - It composes with ``MatryoshkaLoss`` (both the plain and the cached form).
-
-    Example:
-        ::
-
-            from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
-            from datasets import Dataset
-            from qt_hard.integrations.sentence_transformers import HardNegativesLoss
-
-            model = SentenceTransformer("sentence-transformers/all-MiniLM-L6-v2")
-            data = Dataset.from_dict({"anchor": ["He drove to work.", "It is sunny."],
-                                      "positive": ["He took the car to the office.", "Nice weather."]})
-            loss = HardNegativesLoss(model, negatives="hard", beta=1.0, guard="absolute", guard_margin=0.05)
-            SentenceTransformerTrainer(model=model, train_dataset=data, loss=loss).train()
+    Relations (equal to MNRL with the defaults, to ``GISTEmbedLoss`` with a guide; composes with
+    ``MatryoshkaLoss``) and a training example: ``docs/guides/sentence-transformers.md``.
     """
 
     def __init__(

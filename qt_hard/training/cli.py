@@ -38,12 +38,9 @@ def run_train(args: argparse.Namespace) -> int:
 
     try:
         exit_at_once_on_error(train, cfg, resume=args.resume, overwrite=args.overwrite, raise_on_stop=True)
-    except Stopped as stop:
+    except (Stopped, SecondSignal) as stop:  # the shell's status of a process a signal ended
         print(f"qt-hard: {stop}", file=sys.stderr)
-        return stop.exit_status
-    except SecondSignal as second:
-        print(f"qt-hard: {second}", file=sys.stderr)
-        return 128 + int(second.signum)
+        return 128 + int(stop.signum)
     except KeyboardInterrupt:  # Ctrl-C before the loop's handler is installed (data preparation)
         print("qt-hard: interrupted before training started; nothing to resume", file=sys.stderr)
         return 128 + int(signal.SIGINT)

@@ -41,9 +41,9 @@ class TrainConfig:
     """Optimization. batch_size is the *global* batch (split over processes).
 
     steps: total optimizer steps; when None, ``epochs`` passes over the data.
-    weight_decay: Adam's L2 penalty (torch's ``Adam(weight_decay=...)``; 1e-6 in HCL App. D.1).
+    weight_decay: Adam's L2 penalty (torch's ``Adam(weight_decay=...)``; 1e-6 in HCL App. D.1 and in
+        the graph papers' setup).
     grad_clip: max gradient norm (2.5 in Ash et al., Table 1); None disables.
-    weight_decay: Adam's (L2) weight decay (1e-6 in the graph papers' setup).
     mixed_precision: "no" | "fp16" | "bf16" (accelerate).
     checkpoint_every: steps between checkpoints (0: only on signals / at the end).
     num_threads: torch CPU threads per process (None: torch's default). On a shared or small
@@ -177,29 +177,23 @@ def _is_text_key(tree: dict, dotted: str) -> bool:
         sections = {"train": TrainConfig, **pipeline_sections(str(tree.get("pipeline", "text")))}
     except ConfigError:
         return False
-    hints = get_type_hints(Config)
-    cls = None
-    for i, part in enumerate(parts):
-        if cls is None:
-            if i > 0:
-                return False
-            if part in sections and len(parts) > 1:
-                cls = sections[part]
-                continue
-            tp = hints.get(part) if part in ("out_dir", "note", "pipeline") else None
-        else:
-            names = {f.name: f for f in dataclasses.fields(cls)}
-            if part not in names:
-                return False
-            tp = get_type_hints(cls)[part]
-            if dataclasses.is_dataclass(tp) and i < len(parts) - 1:
-                cls = tp
-                continue
-        if i != len(parts) - 1:
-            return False
-        args = [a for a in get_args(tp) if a is not type(None)] if get_origin(tp) is Union else [tp]
-        return args == [str]
-    return False
+    if len(parts) == 1:
+        tp = get_type_hints(Config).get(parts[0]) if parts[0] in ("out_dir", "note", "pipeline") else None
+    else:
+        cls = sections.get(parts[0])
+        for part in parts[1:-1]:  # a nested section (a dataclass field)
+            tp = _field_type(cls, part)
+            cls = tp if dataclasses.is_dataclass(tp) else None
+        tp = _field_type(cls, parts[-1])
+    args = [a for a in get_args(tp) if a is not type(None)] if get_origin(tp) is Union else [tp]
+    return args == [str]
+
+
+def _field_type(cls: type | None, name: str) -> Any:
+    """The annotation of field ``name`` of dataclass ``cls``; None where there is no such field."""
+    if cls is None or name not in {f.name for f in dataclasses.fields(cls)}:
+        return None
+    return get_type_hints(cls)[name]
 
 
 def _text_value(raw: str) -> str | None:
@@ -294,7 +288,7 @@ def _check_train(t: TrainConfig) -> None:
     for name, value in positive.items():
         if not math.isfinite(value) or value <= 0:
             raise ConfigError(f"train.{name} must be a finite number > 0, got {value!r}")
-    if not math.isfinite(t.weight_decay):
+    if not math.isfinite(t.weight_decay) or t.weight_decay < 0:
         raise ConfigError(f"train.weight_decay must be a finite number >= 0, got {t.weight_decay!r}")
     at_least = {
         "checkpoint_every": (t.checkpoint_every, 0),
@@ -309,8 +303,6 @@ def _check_train(t: TrainConfig) -> None:
     if t.batch_size < 2:
         raise ConfigError(f"train.batch_size must be >= 2, got {t.batch_size}")
     check_seed(t.seed, "train.seed")
-    if t.weight_decay < 0:
-        raise ConfigError(f"train.weight_decay must be >= 0, got {t.weight_decay}")
     if t.steps is not None and t.steps < 1:
         raise ConfigError(f"train.steps must be >= 1, got {t.steps}")
     if t.warmup_steps < 0:

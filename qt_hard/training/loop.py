@@ -28,10 +28,8 @@ negatives sampler draws from a ``torch.Generator`` whose state is checkpointed p
 Adam's moments and the global RNG states are restored by ``accelerator.load_state``. An
 interrupted-and-resumed run therefore ends with the same weights as an uninterrupted one.
 
-Mixed precision: ``train.mixed_precision: bf16`` runs the encoders under accelerate's autocast (CPU
-autocast on a CPU); the loss itself is computed in float32 (the pipeline's objective, e.g. ``qt_hard.text.objectives.float32_loss``). ``fp16``
-needs a GPU: on a CPU accelerate would silently train in float32 (no autocast, no scaler), so it
-is an error here that says to use bf16.
+Mixed precision (``train.mixed_precision``: bf16 under accelerate's autocast, the loss in float32;
+fp16 refused on a CPU): ``docs/guides/text-training.md``.
 """
 
 from __future__ import annotations
@@ -59,25 +57,24 @@ from qt_hard.training.outdir import (
     PARTIAL_SUFFIX,
     check_out_dir,
     clear_run,
+    flat_keys,
     list_checkpoints,
     run_folder_lock,
 )
 from qt_hard.training.optim import clip_gradients, gradient_norm, lr_factor, make_optimizer, set_lr, set_tf32
+from qt_hard.workers import stop_signals_handled_by
 
 log = logging.getLogger(__name__)
 
 
 class Stopped(Exception):
-    """A run stopped by a signal (after its checkpoint, or at once on a second signal).
-
-    ``exit_status`` is the shell's convention for a process ended by that signal, 128 + its
-    number (130 for SIGINT, 143 for SIGTERM), so that ``qt-hard train ... && qt-hard eval ...``
-    and a job scheduler see a stopped run as not finished."""
+    """A run stopped by a signal ``signum`` after its checkpoint. ``qt-hard train`` exits with the shell's
+    status of a process ended by that signal, 128 + its number (130 for SIGINT, 143 for SIGTERM), so that
+    ``qt-hard train ... && qt-hard eval ...`` and a job scheduler see a stopped run as not finished."""
 
     def __init__(self, signum: int, message: str):
         super().__init__(message)
         self.signum = signum
-        self.exit_status = 128 + int(signum)
 
 
 class SecondSignal(KeyboardInterrupt):
@@ -99,39 +96,26 @@ class StopRequest:
     def __init__(self):
         self.requested = False
         self.signum = None
-        self._previous = {}
 
-    def _handle(self, signum, frame):
+    def __call__(self, signum, frame):  # the SIGINT / SIGTERM handler while the steps run
         if self.requested:
             raise SecondSignal(signum)
         self.requested = True
         self.signum = signum
 
-    def install(self):
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            try:
-                self._previous[sig] = signal.signal(sig, self._handle)
-            except ValueError:  # not the main thread (e.g. a notebook worker): no handler
-                pass
 
-    def uninstall(self):
-        for sig, prev in self._previous.items():
-            signal.signal(sig, prev)
-        self._previous.clear()
+def _hparams(cfg: Config) -> dict:
+    """The config by dotted key, as TensorBoard's hparams take it: scalars and strings only."""
+    flat = flat_keys(to_dict(cfg), whole=())
+    return {k: v if isinstance(v, (int, float, str, bool)) else str(v) for k, v in flat.items()}
 
 
-def _flat_hparams(tree: dict, prefix: str = "") -> dict:
-    """TensorBoard hparams accept only scalars and strings."""
-    out = {}
-    for key, value in tree.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            out.update(_flat_hparams(value, name + "."))
-        elif isinstance(value, (int, float, str, bool)):
-            out[name] = value
-        else:
-            out[name] = str(value)
-    return out
+def _rows_up_to(path: Path, last_step: int) -> list[dict]:
+    """The rows of the CSV file ``path`` (none where it is missing) whose ``step`` is at most ``last_step``."""
+    if not path.is_file():
+        return []
+    with path.open() as fh:
+        return [r for r in csv.DictReader(fh) if int(r["step"]) <= last_step]
 
 
 class CSVTracker:
@@ -141,10 +125,7 @@ class CSVTracker:
 
     def __init__(self, path: Path, resume_step: int):
         self.path = path
-        rows = []
-        if resume_step > 0 and path.is_file():
-            with path.open() as fh:
-                rows = [r for r in csv.DictReader(fh) if int(r["step"]) <= resume_step]
+        rows = _rows_up_to(path, resume_step) if resume_step > 0 else []
         write_text(path, csv_text(self.FIELDS, rows), "metrics file")
 
     def log(self, row: dict) -> None:
@@ -302,7 +283,7 @@ class _Training:
                 clear_run(self.out)
             save_config(self.cfg, self.out / "config.yaml")
         if "tensorboard" in self.trackers:
-            self.accelerator.init_trackers("logs", config=_flat_hparams(to_dict(self.cfg)))
+            self.accelerator.init_trackers("logs", config=_hparams(self.cfg))
         csv_on = self.main and "csv" in self.trackers
         self.csv_tracker = CSVTracker(self.out / "metrics.csv", self.step) if csv_on else None
 
@@ -311,8 +292,6 @@ class _Training:
         stderr is not a terminal), the logged rows, and the checkpoints and evaluations when due.
         A SIGINT/SIGTERM to any process checkpoints every process at the end of its step and stops
         them: returns whether the run stopped so (``stop_signum``: the signal this process got)."""
-        stop = StopRequest()
-        stop.install()
         from tqdm.auto import tqdm
 
         show = self.main and self.cfg.train.progress
@@ -324,27 +303,28 @@ class _Training:
         )
         self.module.train()
         self.window = _Window()
+        stop = StopRequest()
         try:
-            while self.step < self.total:
-                loss_value, grad_norm, lr = self.train_step()
-                self.bar.update(1)
-                if self._logs_at(self.step):
-                    self.log(lr, grad_norm)
-                if on_step is not None:
-                    on_step(self.step, loss_value)
-                if _any_process(stop.requested, self.accelerator):
-                    self.checkpoint(self.step)
-                    if self.main:
-                        log.warning(
-                            "stopped by signal at step %d/%d; checkpoint saved, continue with --resume",
-                            self.step,
-                            self.total,
-                        )
-                    return True
-                self.when_due()
+            with stop_signals_handled_by(stop):
+                while self.step < self.total:
+                    loss_value, grad_norm, lr = self.train_step()
+                    self.bar.update(1)
+                    if self._logs_at(self.step):
+                        self.log(lr, grad_norm)
+                    if on_step is not None:
+                        on_step(self.step, loss_value)
+                    if _any_process(stop.requested, self.accelerator):
+                        self.checkpoint(self.step)
+                        if self.main:
+                            log.warning(
+                                "stopped by signal at step %d/%d; checkpoint saved, continue with --resume",
+                                self.step,
+                                self.total,
+                            )
+                        return True
+                    self.when_due()
         finally:
             self.bar.close()
-            stop.uninstall()
             self.stop_signum = stop.signum
         return False
 
@@ -405,7 +385,7 @@ class _Training:
         """Log: the window's mean loss and gradient norm, throughput and the weight statistics, to the
         progress bar or a plain line, TensorBoard and metrics.csv."""
         loss_sum, grad_sum, steps, seconds = self.window.close()
-        loss_sum = self._global_mean(loss_sum)
+        loss_sum = _process_mean(loss_sum, self.accelerator)
         sentences_per_step = self.cfg.train.batch_size * getattr(self.task, "sentences_per_row", 1)
         speed = sentences_per_step * steps / max(seconds, 1e-9)
         # One batch's loss swings by +-0.2 on real text: log the window's mean.
@@ -435,16 +415,6 @@ class _Training:
             self.accelerator.log(logged, step=self.step)
         if self.csv_tracker is not None:
             self.csv_tracker.log(row)
-
-    def _global_mean(self, value: float) -> float:
-        """``value`` averaged over the processes (itself under one). Each process's loss is the mean over
-        its own anchors of an equal share of the global batch, so the mean of the processes' losses is
-        the loss one process computes on the whole batch; the main process's own value would be the
-        loss of its share only. A collective: every process logs at the same steps."""
-        if self.world == 1:
-            return value
-        t = torch.tensor([value], dtype=torch.float64, device=self.accelerator.device)
-        return float(self.accelerator.reduce(t, reduction="mean").item())
 
     def when_due(self) -> None:
         """Checkpoint every ``checkpoint_every`` steps and evaluate every ``eval_every`` steps (rows of
@@ -634,10 +604,7 @@ def _log_eval(path: Path, step: int, metrics: dict) -> None:
     with the first row. On resume, rows after the resumed step would be re-evaluated: keep them
     out by dropping any row whose step is not below this one first."""
     row = {"step": step, **{k: v for k, v in metrics.items() if isinstance(v, (int, float, str))}}
-    rows = []
-    if path.is_file():
-        with path.open() as fh:
-            rows = [r for r in csv.DictReader(fh) if int(r["step"]) < step]
+    rows = _rows_up_to(path, step - 1)
     fields = list(dict.fromkeys([*(rows[0].keys() if rows else []), *row]))
     write_text(path, csv_text(fields, rows + [row]), "evaluation file")
 
@@ -654,9 +621,17 @@ def _write_eval(out: Path, step: int, metrics: dict) -> None:
     _log_eval(out / "eval.csv", step, metrics)
 
 
+def _process_mean(value: float, accelerator) -> float:
+    """``value`` averaged over the processes (itself under one); a collective, so every process calls
+    it at the same steps. Each process's loss is the mean over its own anchors of an equal share of
+    the global batch, so the mean of the processes' losses is the loss one process computes on the
+    whole batch; the main process's own value would be the loss of its share only."""
+    if accelerator.num_processes == 1:
+        return value
+    t = torch.tensor([value], dtype=torch.float64, device=accelerator.device)
+    return float(accelerator.reduce(t, reduction="mean").item())
+
+
 def _any_process(flag: bool, accelerator) -> bool:
     """True if any process got a stop signal, so that all of them checkpoint at the same step."""
-    if accelerator.num_processes == 1:
-        return flag
-    t = torch.tensor([1.0 if flag else 0.0], device=accelerator.device)
-    return bool(accelerator.reduce(t, reduction="sum").item() > 0)
+    return _process_mean(float(flag), accelerator) > 0

@@ -51,10 +51,9 @@ def make_optimizer(module: torch.nn.Module, train_cfg, device: torch.device):
     """The optimizer ``train_cfg.optimizer`` names, over ``module``'s parameters."""
     name = train_cfg.optimizer
     fused = True if torch.device(device).type in ("cpu", "cuda") else None
-    if name == "adam":
-        return torch.optim.Adam(module.parameters(), lr=train_cfg.lr, weight_decay=train_cfg.weight_decay, fused=fused)
-    if name == "adamw":
-        return torch.optim.AdamW(module.parameters(), lr=train_cfg.lr, weight_decay=train_cfg.weight_decay, fused=fused)
+    if name in ("adam", "adamw"):
+        adam = torch.optim.Adam if name == "adam" else torch.optim.AdamW
+        return adam(module.parameters(), lr=train_cfg.lr, weight_decay=train_cfg.weight_decay, fused=fused)
     if name == "sparse_adam":
         make_gradients_sparse(module)
         return torch.optim.SparseAdam(list(module.parameters()), lr=train_cfg.lr)

@@ -17,6 +17,7 @@ import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
+from qt_hard.paths import RUN_ENTRIES
 from qt_hard.training.config import Config, read_yaml_mapping, to_dict
 
 log = logging.getLogger(__name__)
@@ -38,8 +39,8 @@ RESUME_MAY_CHANGE = (
     "train.log_every",
 )
 RESUME_MAY_GROW = ("train.steps", "train.epochs")
-# What a run leaves in its folder; any of them makes the folder a run that --overwrite must name.
-RUN_FILES = ("config.yaml", "metrics.csv", "final", "checkpoints", "eval.json", "eval.csv", "logs")
+# What a run leaves in its folder (its entries but the cache); any of them makes it a run --overwrite must name.
+RUN_FILES = tuple(name for name in RUN_ENTRIES if name != "cache")
 
 
 def list_checkpoints(out_dir: str | Path) -> list[Path]:
@@ -57,11 +58,12 @@ def list_checkpoints(out_dir: str | Path) -> list[Path]:
     return sorted(found, key=lambda p: int(p.name[len(CHECKPOINT_PREFIX) :]))
 
 
-def _flat(tree: dict, prefix: str = "") -> dict:
+def flat_keys(tree: dict, prefix: str = "", whole: tuple[str, ...] = ("options",)) -> dict:
+    """``tree``'s leaves by dotted key (``train.lr``); a mapping under a key of ``whole`` stays one value."""
     out = {}
     for key, value in tree.items():
-        if isinstance(value, dict) and key != "options":
-            out.update(_flat(value, f"{prefix}{key}."))
+        if isinstance(value, dict) and key not in whole:
+            out.update(flat_keys(value, f"{prefix}{key}.", whole))
         else:
             out[f"{prefix}{key}"] = value
     return out
@@ -83,7 +85,7 @@ def resume_differences(saved: dict, given: dict, may_grow=RESUME_MAY_GROW) -> li
     ``RESUME_MAY_CHANGE`` lists the keys that may differ, ``may_grow`` (``RESUME_MAY_GROW``) those
     that may only grow. A key only one side has (a run saved by a version of qt-hard with other keys) is not
     compared."""
-    a, b = _flat(saved), _flat(given)
+    a, b = flat_keys(saved), flat_keys(given)
     bad = []
     for key in sorted(set(a) & set(b)):
         old, new = a.get(key), b.get(key)
@@ -138,7 +140,7 @@ def check_out_dir(
 def _check_writable(out: Path) -> None:
     """Refuse an out_dir that cannot be created where it is missing, or that another run is training into."""
     from qt_hard.errors import OutputExistsError
-    from qt_hard.paths import nearest_existing
+    from qt_hard.paths import creation_refused, nearest_existing
 
     probe = nearest_existing(out)
     if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
@@ -146,10 +148,12 @@ def _check_writable(out: Path) -> None:
     if probe != out:  # permissions do not tell every refusal (a superuser, a read-only or special file system)
         # Under a launcher only the main process tries (it creates the folder, run_folder_lock): another
         # rank's trial folder would collide with it.
-        if int(os.environ.get("RANK", "0")) == 0:
-            _check_creatable(out, probe)
-    else:
-        _check_not_in_use(out)
+        refused = creation_refused(out, probe) if int(os.environ.get("RANK", "0")) == 0 else None
+        if refused:
+            raise OutputExistsError(f"out_dir {out} cannot be created ({refused})")
+    else:  # refused when another process is training into it (it holds the lock)
+        with run_folder_lock(out):
+            pass
 
 
 def _check_no_run_held(out: Path, overwrite: bool) -> None:
@@ -232,71 +236,37 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def _check_creatable(out: Path, existing: Path) -> None:
-    """Refuse an ``out`` the file system will not create (``qt_hard.paths.creation_refused``), here
-    instead of when the run starts writing."""
-    from qt_hard.errors import OutputExistsError
-    from qt_hard.paths import creation_refused
-
-    refused = creation_refused(out, existing)
-    if refused:
-        raise OutputExistsError(f"out_dir {out} cannot be created ({refused})")
-
-
 # Run folders this process holds (``run_folder_lock``): its own checks must not find them in use.
 _HELD: set[str] = set()
-
-
-def _try_lock(fd: int) -> bool:
-    import fcntl
-
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    return True
-
-
-def _in_use_error(out: Path):
-    from qt_hard.errors import OutputExistsError
-
-    return OutputExistsError(
-        f"out_dir {out} is in use by another training run (two runs into one folder would write over "
-        "each other); wait for it to finish or pick another --out"
-    )
-
-
-def _check_not_in_use(out: Path) -> None:
-    """Refuse a folder that another process is training into (it holds ``run_folder_lock``). Under a
-    launcher the processes of ranks above 0 are part of the run whose main process holds the lock."""
-    if str(out.resolve()) in _HELD or os.name != "posix" or int(os.environ.get("RANK", "0")) != 0:
-        return
-    fd = os.open(out, os.O_RDONLY)
-    try:
-        if not _try_lock(fd):
-            raise _in_use_error(out)
-    finally:
-        os.close(fd)  # closing drops the test lock
 
 
 @contextmanager
 def run_folder_lock(out: Path):
     """Hold an exclusive lock (``flock``) on the run folder, created here, while the block runs, so
-    that a second run started into the same folder is refused (``check_out_dir``) instead of writing
-    over the first. Under a launcher only the main process (``RANK`` 0) takes it; every process of
-    one run shares the folder."""
+    that a second run started into the same folder is refused instead of writing over the first
+    (``check_out_dir`` takes the lock for a moment). Under a launcher only the main process (``RANK``
+    0) takes it; every process of one run shares the folder."""
     out = Path(out).expanduser()
     key = str(out.resolve()) if out.exists() else None
     if int(os.environ.get("RANK", "0")) != 0 or os.name != "posix" or key in _HELD:
         yield
         return
+    import fcntl
+
+    from qt_hard.errors import OutputExistsError
+
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     key = str(out.resolve())
     fd = os.open(out, os.O_RDONLY)
-    if not _try_lock(fd):
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
         os.close(fd)
-        raise _in_use_error(out)
+        raise OutputExistsError(
+            f"out_dir {out} is in use by another training run (two runs into one folder would write over "
+            "each other); wait for it to finish or pick another --out"
+        ) from None
     _HELD.add(key)
     try:
         yield

@@ -1,17 +1,9 @@
 """What a pipeline hands the training loop: the one interface between a modality and the loop.
 
 The loop (``qt_hard.training.loop``) knows no modality. A *pipeline* (text, graph, ...) is a
-module that defines ``PIPELINE``, an object with
-
-* ``sections``: ``{"model": Dataclass, "data": Dataclass, "objective": Dataclass[, "eval": ...]}``,
-  the config sections it owns (``qt_hard.training.config`` builds them from YAML and still
-  rejects unknown keys; ``train`` and ``out_dir`` belong to the loop). A section dataclass may
-  define ``validate(self)``.
-* ``validate(cfg)``: checks across sections (:class:`Pipeline`'s: none).
-* ``ddp_kwargs(cfg) -> dict``: keyword arguments of accelerate's ``DistributedDataParallelKwargs``
-  (e.g. ``find_unused_parameters``), needed before the ``Accelerator`` exists (:class:`Pipeline`'s: none).
-* ``build(cfg, out) -> PipelineRun``: loads the data and builds the module, the batches, the
-  objective, and how the result is saved and evaluated (below).
+module that defines ``PIPELINE``, an object with ``sections`` (the config sections it owns),
+``validate(cfg)``, ``ddp_kwargs(cfg)`` and ``build(cfg, out) -> PipelineRun`` (:class:`Pipeline` gives
+the defaults); the Pipelines table of ``docs/architecture.md`` says what the loop gets from each.
 
 Pipelines are found by name through ``qt_hard.pipelines`` (a registry, or a dotted module path
 in the config's ``pipeline`` key), so the loop never imports one by name.
