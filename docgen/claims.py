@@ -86,7 +86,7 @@ def _kvn_collision_free(cells: list[dict], N: int, k: int) -> report.PairedVerdi
 
 def _kvn_claim_rows(root: Path) -> list[list[str]]:
     """The README claims table's rows for Ash et al., from the k-versus-N ledger's CSV."""
-    allc = kvn_cells(root, "results")
+    allc = kvn_cells(root, "main")
     cells = [r for r in allc if r["collision_free"] == "False"]
     best = _kvn_best_k(cells)
     big_b, small_b = _kvn_larger_b(cells)

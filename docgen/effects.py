@@ -230,7 +230,7 @@ def effects_images(root: Path) -> list[Effect]:
 
 
 def effects_k(root: Path) -> list[Effect]:
-    cells = kvn_cells(root, "results")
+    cells = kvn_cells(root, "main")
 
     def seeds(N, k, cf="False"):
         return {int(r["seed"]): float(r["mean_acc"]) for r in kvn_pick(cells, N, k, cf=cf)}

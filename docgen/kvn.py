@@ -1,4 +1,5 @@
-"""k versus N (the ``k_vs_n`` spec: the CSVs it exports from its ledgers, and their diagnostics)."""
+"""k versus N (the ``k_vs_n`` spec: the CSVs it exports from its ledgers, one results folder a grid, and
+their diagnostics)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,14 @@ from docgen.results import read_csv, read_jsonl
 
 
 def kvn_cells(root: Path, name: str) -> list[dict]:
-    """The cells of ``results/k_vs_n/NAME.csv`` with their diagnostics (``NAME.diag.jsonl``) merged in."""
-    folder = root / "results" / "k_vs_n"
-    diag_path = folder / f"{name}.diag.jsonl"
+    """The cells of the grid ``NAME``'s ``results/k_vs_n/NAME/results.csv`` with their diagnostics
+    (``results.diag.jsonl`` beside it) merged in."""
+    folder = root / "results" / "k_vs_n" / name
+    diag_path = folder / "results.diag.jsonl"
     diag = {d["cell_id"]: d for d in read_jsonl(diag_path)} if diag_path.is_file() else {}
-    return [{**diag.get(r["cell_id"], {}), **r, "file": f"{name}.csv"} for r in read_csv(folder / f"{name}.csv")]
+    return [
+        {**diag.get(r["cell_id"], {}), **r, "file": f"{name}/results.csv"} for r in read_csv(folder / "results.csv")
+    ]
 
 
 def _kvn_k(r: dict) -> str:
@@ -76,7 +80,7 @@ def _kvn_table(items: list[tuple[str, list[dict]]], cols: list[str]) -> list[str
 @table("kvn_n_by_k")
 def _kvn_n_by_k(root: Path) -> str:
     """Mean-classifier accuracy per N and k at B = 1000 with collisions (Fig. 3 left), best k in bold."""
-    cells = kvn_cells(root, "results")
+    cells = kvn_cells(root, "main")
     plain = [r for r in cells if r["B"] == "1000" and r["collision_free"] == "False"]
     ks = sorted({r["k"] for r in plain if r["k"]}, key=int) + [""]
     body = []
@@ -91,7 +95,7 @@ def _kvn_n_by_k(root: Path) -> str:
     head = ["N", *(f"k = {k}" for k in ks[:-1]), "k = all 1,998"]
     return join_lines(
         "Mean-classifier accuracy (%), B = 1000, with collisions: mean ± spread over seeds (3 per cell), the best "
-        "k of each N in bold. From `results/k_vs_n/results.csv`.",
+        "k of each N in bold. From `results/k_vs_n/main/results.csv`.",
         "",
         report.markdown_table(head, body, "l" + "r" * len(ks)),
     )
@@ -100,7 +104,7 @@ def _kvn_n_by_k(root: Path) -> str:
 @table("kvn_b_by_k")
 def _kvn_b_by_k(root: Path) -> str:
     """B at fixed k for the N that ran several B (Fig. 3 center)."""
-    cells = [r for r in kvn_cells(root, "results") if r["collision_free"] == "False"]
+    cells = [r for r in kvn_cells(root, "main") if r["collision_free"] == "False"]
     body, judged = [], []
     for N in sorted({int(r["N"]) for r in cells}):
         Bs = sorted({int(r["B"]) for r in cells if int(r["N"]) == N})
@@ -127,7 +131,7 @@ def _kvn_b_by_k(root: Path) -> str:
     vs = [h for B in Bhead[:-1] for h in (f"B = {Bhead[-1]} - B = {B}", "verdict")]
     return join_lines(
         "Mean-classifier accuracy (%) at fixed k for each batch size B, with collisions: mean ± spread over "
-        "seeds (3 per cell), the best B of each (N, k) in bold. From `results/k_vs_n/results.csv`.",
+        "seeds (3 per cell), the best B of each (N, k) in bold. From `results/k_vs_n/main/results.csv`.",
         "",
         report.markdown_table(["N", "k", *(f"B = {B}" for B in Bhead)], body, "ll" + "r" * len(Bhead)),
         "",
@@ -141,7 +145,7 @@ def _kvn_b_by_k(root: Path) -> str:
 @table("kvn_collision_free")
 def _kvn_collision_free(root: Path) -> str:
     """Collision-free minus plain at B = 1000, paired by seed, per N and k (Fig. 3 right)."""
-    cells = kvn_cells(root, "results")
+    cells = kvn_cells(root, "main")
     body = []
     for N in sorted({int(r["N"]) for r in cells if r["collision_free"] == "True"}):
         for k in sorted({r["k"] for r in cells if int(r["N"]) == N and r["collision_free"] == "True"}, key=int):
@@ -163,7 +167,7 @@ def _kvn_collision_free(root: Path) -> str:
     return join_lines(
         "Mean-classifier accuracy (%), B = 1000: plain and collision-free sampling, mean ± spread over seeds; "
         "the difference is collision-free minus plain, paired by seed, with its 95% t-interval: better or worse "
-        "where the interval excludes 0. From `results/k_vs_n/results.csv`.",
+        "where the interval excludes 0. From `results/k_vs_n/main/results.csv`.",
         "",
         report.markdown_table(head, body, "llrrrlr"),
     )
@@ -207,15 +211,13 @@ def _kvn_collision_study(root: Path, N: int, files: dict) -> str:
 
 table("kvn_collisions")(lambda root: _kvn_collision_study(root, 300, dict.fromkeys(_CF_LABEL, "collisions")))
 table("kvn_collisions_1000")(
-    lambda root: _kvn_collision_study(
-        root, 1000, {"False": "results", "True": "results", "shuffled": "collisions_1000"}
-    )
+    lambda root: _kvn_collision_study(root, 1000, {"False": "main", "True": "main", "shuffled": "collisions_1000"})
 )
 
 
 @table("kvn_b1000_long")
 def _kvn_b1000_long(root: Path) -> str:
-    main, long = kvn_cells(root, "results"), kvn_cells(root, "b1000_long")
+    main, long = kvn_cells(root, "main"), kvn_cells(root, "b1000_long")
     items = []
     for N in (100, 1000):
         items += [(f"N = {N}, the grid", kvn_pick(main, N)), (f"N = {N}, D.1's budget", kvn_pick(long, N))]
@@ -225,7 +227,7 @@ def _kvn_b1000_long(root: Path) -> str:
 
 @table("kvn_vocab_steps")
 def _kvn_vocab_steps(root: Path) -> str:
-    main, vocab, steps = kvn_cells(root, "results"), kvn_cells(root, "vocab"), kvn_cells(root, "steps_100")
+    main, vocab, steps = kvn_cells(root, "main"), kvn_cells(root, "vocab"), kvn_cells(root, "steps_100")
     items = [
         ("N = 100, own vocabulary, 10 epochs (the grid)", kvn_pick(main, 100, 100)),
         ("N = 100, Wiki-3029's vocabulary, 10 epochs", kvn_pick(vocab, 100, 100)),
@@ -261,7 +263,7 @@ def _kvn_cost_cell(cells: list[dict], parts: bool = False, total: bool = False, 
 @table("kvn_cost", spread=False)
 def _kvn_cost(root: Path) -> str:
     """Each k-versus-N study's cells: how many, where they ran, their wall seconds (from the cells' CSVs)."""
-    grid = kvn_cells(root, "results")
+    grid = kvn_cells(root, "main")
     gpu, cpu = [r for r in grid if r["device"] == "cuda"], [r for r in grid if r["device"] == "cpu"]
     shuffled = kvn_cells(root, "collisions_1000")
     one_worker = "2-core CPU, one worker of one thread"
@@ -308,8 +310,8 @@ def _kvn_cost(root: Path) -> str:
     ]
     return captioned(
         "Wall seconds of each cell (`wall_s`; train: `train_s`, readouts: `eval_s`) from the cells' CSVs in "
-        "`results/k_vs_n/` (`results.csv`, `collisions.csv`, `collisions_1000.csv`, `vocab.csv`, `steps_100.csv`, "
-        "`b1000_long.csv`).",
+        "the folders of `results/k_vs_n/` (`main`, `collisions`, `collisions_1000`, `vocab`, `steps_100`, "
+        "`b1000_long`).",
         ["what", "machine", "wall time"],
         body,
     )

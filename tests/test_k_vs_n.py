@@ -1,6 +1,7 @@
 """The k-versus-N ablation (``qt_hard.experiments.specs.k_vs_n``, ``qt-hard grid run k-vs-n``): grid
 expansion, the results ledger (claims, setup, a CSV without its ledger refused, the committed ledgers
-opened by their commands), kill-and-resume, the plan, plots (tiny synthetic grids)."""
+opened by their commands), kill-and-resume, the plan, plots (tiny synthetic grids), and the sampling
+measurement of ``scripts/k_vs_n_sampling.py``."""
 
 from __future__ import annotations
 
@@ -50,17 +51,18 @@ def _env():
     return env
 
 
-def grid_run(grid: Path, results: Path, *extra: str) -> int:
-    """``qt-hard grid run k-vs-n`` in this process, on the CPU's default device, one thread."""
-    argv = [str(grid), "--results", str(results), "--cache", str(results.parent / "cache"), "--threads", "1"]
+def grid_run(grid: Path, out: Path, *extra: str) -> int:
+    """``qt-hard grid run k-vs-n`` into the folder ``out`` in this process, on the CPU's default device,
+    one thread (the caches beside ``out``)."""
+    argv = [str(grid), "--out", str(out), "--cache", str(out.parent / "cache"), "--threads", "1"]
     return main(["grid", "run", "k-vs-n", *argv, "--no-estimate", *extra])
 
 
-def _ledger(results: Path, grid=None):
-    """The ledger of ``results`` (``NAME.jsonl`` beside ``NAME.csv``) as the grid command opens it;
+def _ledger(out: Path, grid=None):
+    """The ledger of the results folder ``out`` (``results.jsonl``) as the grid command opens it;
     with ``grid``, for appending under its setup."""
     setup = None if grid is None else T.setup_of(grid)
-    return K.KversusN().ledger(results.parent, T.ledger_path(results).name, setup)
+    return K.KversusN().ledger(out, "results.jsonl", setup)
 
 
 def _metrics(path: Path) -> dict:
@@ -100,9 +102,10 @@ def test_grid_errors_name_the_problem(tmp_path):
         G.load_grid(path)
 
 
-def _claims(results: Path) -> list[Path]:
-    """The claims held on the cells of ``results`` (files in ``claims/`` beside it)."""
-    return [p for p in (results.parent / "claims").glob(f"{results.stem}__*")]
+def _claims(out: Path) -> list[Path]:
+    """The claims held on the cells of the results folder ``out`` (files in its ``claims/``, each named
+    by its cell id)."""
+    return [p for p in (out / "claims").glob("*") if not p.name.startswith(".")]
 
 
 def test_killed_grid_resumes_to_identical_results_and_plots(tmp_path):
@@ -111,14 +114,14 @@ def test_killed_grid_resumes_to_identical_results_and_plots(tmp_path):
     n_cells = len(G.expand(G.load_grid(grid))[0])
     common = ["--cache", str(cache), "--device", "cpu", "--threads", "1", "--no-estimate"]
     # Uninterrupted reference, in this process.
-    ref = tmp_path / "ref.csv"
+    ref = tmp_path / "ref"
     assert grid_run(grid, ref) == 0
     expected = _metrics(ref)
     assert len(expected) == n_cells
 
     # Killed (SIGKILL: no chance to clean up) while a cell is in progress, after >= 1 finished.
-    res = tmp_path / "res.csv"
-    cmd = [*COMMAND, str(grid), "--results", str(res), *common]
+    res = tmp_path / "res"
+    cmd = [*COMMAND, str(grid), "--out", str(res), *common]
     proc = subprocess.Popen(cmd, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.time() + 300
     killed_at = None
@@ -142,15 +145,15 @@ def test_killed_grid_resumes_to_identical_results_and_plots(tmp_path):
     rows = _ledger(res).latest()
     assert {r["git_commit"] for r in rows} and all(r["wall_s"] > 0 for r in rows)
     # A claim left behind names a finished cell (killed between its record and the claim's removal).
-    assert all(p.name.split("__")[1] in got for p in _claims(res))
+    assert all(p.name in got for p in _claims(res))
     # The CSV derived from the ledger holds the same rows.
-    with open(res, newline="") as fh:
+    with open(res / "results.csv", newline="") as fh:
         in_csv = {r["cell_id"]: tuple(r[m] for m in T.METRICS) for r in csv.DictReader(fh)}
     assert in_csv == {cid: tuple(map(str, m)) for cid, m in got.items()}
 
     # A second run of a finished grid runs nothing.
-    before = T.ledger_path(res).read_bytes()
-    assert grid_run(grid, res) == 0 and T.ledger_path(res).read_bytes() == before
+    before = (res / "results.jsonl").read_bytes()
+    assert grid_run(grid, res) == 0 and (res / "results.jsonl").read_bytes() == before
 
     # Plots from the records alone.
     figs = T.plot(_ledger(res).latest(), tmp_path / "figs")
@@ -317,10 +320,10 @@ def shuffled_grid(tmp_path_factory):
     grid = G.load_grid(grid_path)
     cells, _ = G.expand(grid)
     first = G.cell_id(grid, cells[0])
-    cache, res = tmp / "cache", tmp / "res.csv"
+    cache, res = tmp / "cache", tmp / "res"
     G.prepare(grid.data, [4], cache)
     ledger = _ledger(res, grid)
-    with ledger.claim((res.stem, first)) as mine:
+    with ledger.claim((first,)) as mine:
         assert mine
         (claim,) = _claims(res)
         assert grid_run(grid_path, res) == 0
@@ -346,12 +349,12 @@ def test_shuffled_control_removes_matched_random_candidates_and_writes_diagnosti
     with pytest.raises(ValueError, match="shuffled"):
         G.expand(G.load_grid(bad))
 
-    with open(res, newline="") as fh:
+    with open(res / "results.csv", newline="") as fh:
         rows = {r["collision_free"]: r for r in csv.DictReader(fh)}
     assert set(rows) == {"False", "True", "shuffled"}
     losses = {c: float(r["final_loss"]) for c, r in rows.items()}
     assert len(set(losses.values())) == 3, losses
-    diag = [json.loads(line) for line in res.with_name("res.diag.jsonl").read_text().splitlines()]
+    diag = [json.loads(line) for line in (res / "results.diag.jsonl").read_text().splitlines()]
     assert {d["cell_id"] for d in diag} == {r["cell_id"] for r in rows.values()}
     for d in diag:
         assert 0 <= d["same_class_mass"] <= 1 and 0 < d["same_class_share"] < 1
@@ -378,22 +381,22 @@ def test_a_results_file_holds_one_setup(shuffled_grid, tmp_path):
         _ledger(res, G.load_grid(grid_path, epochs=3))
     grown = G.load_grid(grid_path, seeds=[0, 1])
     assert len(_ledger(res, grown).done()) == 3
-    with pytest.raises(LedgerError, match="NAME.csv"):
-        T.ledger_path(res.with_suffix(".tsv"))
 
 
 def test_a_csv_without_its_ledger_is_refused(shuffled_grid, tmp_path, capsys):
-    """A results CSV with no ledger beside it (written before the ledger) is neither read as empty
-    nor rewritten: the grid refuses it, naming the file, and leaves it as it was."""
+    """A results CSV with no ledger beside it (written before the ledger, or by hand) is neither read
+    as empty nor rewritten: the grid refuses it, naming the file, and leaves it as it was."""
     grid_path, res = shuffled_grid
-    legacy = tmp_path / res.name
-    shutil.copy(res, legacy)
-    before = legacy.read_bytes()
+    legacy = tmp_path / "legacy"
+    legacy.mkdir()
+    shutil.copy(res / "results.csv", legacy / "results.csv")
+    before = (legacy / "results.csv").read_bytes()
     assert grid_run(grid_path, legacy) == 2
-    assert "res.csv has no ledger res.jsonl beside it" in capsys.readouterr().err.splitlines()[-1]
-    assert main(["grid", "run", "k-vs-n", "--results", str(legacy), "--summary-only"]) == 2
-    assert "res.csv has no ledger res.jsonl beside it" in capsys.readouterr().err.splitlines()[-1]
-    assert legacy.read_bytes() == before and not T.ledger_path(legacy).exists()
+    refused = f"--out {legacy / 'results.csv'} exists and is not a table qt-hard wrote"
+    assert refused in capsys.readouterr().err.splitlines()[-1]
+    assert main(["grid", "run", "k-vs-n", "--out", str(legacy), "--summary-only"]) == 2
+    assert f"--out {legacy}: no results.jsonl to summarize" in capsys.readouterr().err.splitlines()[-1]
+    assert (legacy / "results.csv").read_bytes() == before and not (legacy / "results.jsonl").exists()
 
 
 def test_the_plan_runs_nothing_and_max_cells_stops_the_grid(shuffled_grid, tmp_path, capsys):
@@ -401,25 +404,25 @@ def test_the_plan_runs_nothing_and_max_cells_stops_the_grid(shuffled_grid, tmp_p
     ``--summary-only`` reads the results alone (no grid YAML), ``--diagnose`` adds the diagnostics
     table; a run without the grid YAML is refused."""
     grid_path, res = shuffled_grid
-    out = tmp_path / "r.csv"
+    out = tmp_path / "r"
     assert grid_run(grid_path, out, "--plan") == 0
     assert "grid: 3 cells (0 already finished, 3 to run)" in capsys.readouterr().err
     assert not _ledger(out).done()
     assert grid_run(grid_path, out, "--max-cells", "1") == 0 and len(_ledger(out).done()) == 1
-    assert main(["grid", "run", "k-vs-n", "--results", str(out)]) == 2
+    assert main(["grid", "run", "k-vs-n", "--out", str(out)]) == 2
     assert "give the grid YAML" in capsys.readouterr().err
     copy = tmp_path / "copy"
     copy.mkdir()
-    shutil.copy(T.ledger_path(res), copy / "res.jsonl")
-    assert main(["grid", "run", "k-vs-n", "--results", str(copy / "res.csv"), "--summary-only", "--diagnose"]) == 0
-    assert (copy / "res.csv").read_bytes() == res.read_bytes()
-    table = (copy / "res.diagnostics.md").read_text()
+    shutil.copy(res / "results.jsonl", copy / "results.jsonl")
+    assert main(["grid", "run", "k-vs-n", "--out", str(copy), "--summary-only", "--diagnose"]) == 0
+    assert (copy / "results.csv").read_bytes() == (res / "results.csv").read_bytes()
+    table = (copy / "results.diagnostics.md").read_text()
     assert table.rstrip("\n") in capsys.readouterr().out and "same-class softmax mass" in table
 
 
 # The commands of the committed ledgers (docs/reproductions/k-vs-n.md): the grid and its overrides.
 COMMITTED = {
-    "results": ("configs/k_vs_n.yaml", "10", "10"),
+    "main": ("configs/k_vs_n.yaml", "10", "10"),
     "rerun_cpu": ("configs/k_vs_n.yaml", "10", "10"),
     "rerun_cpu_old_loop": ("configs/k_vs_n.yaml", "10", "10"),
     "collisions": ("configs/k_vs_n_collisions.yaml", "10", "10"),
@@ -438,21 +441,21 @@ def test_a_committed_ledger_opens_with_the_setup_its_command_makes(name, monkeyp
 
     monkeypatch.chdir(ROOT)
     config, epochs, linear = COMMITTED[name]
-    results = ROOT / "results" / "k_vs_n" / f"{name}.csv"
+    out = ROOT / "results" / "k_vs_n" / name
     parser = argparse.ArgumentParser()
     K.KversusN().add_arguments(parser)
-    args = parser.parse_args([config, "--results", str(results), "--epochs", epochs, "--linear-epochs", linear])
+    args = parser.parse_args([config, "--epochs", epochs, "--linear-epochs", linear])
     exp = K.KversusN()
-    stored = _ledger(results)
-    assert exp.setup(args, results.parent) == stored.setup
-    _ledger(results, K.grid_of(args))  # the ledger accepts the setup
+    stored = _ledger(out)
+    assert exp.setup(args, out) == stored.setup
+    _ledger(out, K.grid_of(args))  # the ledger accepts the setup
     ids = {cell.keys[0] for cell in exp.cells(args, [], [])}
     assert stored.done() <= ids and stored.done()
-    assert sorted(COMMITTED) == sorted(p.stem for p in results.parent.glob("*.jsonl") if ".diag" not in p.name)
+    assert sorted(COMMITTED) == sorted(p.parent.name for p in out.parent.glob("*/results.jsonl"))
 
 
 def test_sampling_measurement_on_pair_batches():
-    """The sampling measurement (``--sampling``) on PairTask batches of 12 classes: k drawn in every
+    """The sampling measurement (``scripts/k_vs_n_sampling.py``) on PairTask batches of 12 classes: k drawn in every
     mode, the control removes as many candidates as collision-free sampling, and where the draw
     count is the same for every mask (random keys, k above half the candidates) the streams stay
     paired."""
@@ -472,12 +475,14 @@ def test_sampling_measurement_on_pair_batches():
     assert out["paired"] == {"generator_states_equal_every_step": True, "anchors_replaced_only": 1.0}
 
 
-def test_sampling_runs_on_the_grids_wiki_batches_and_writes_nothing(tmp_path, capsys):
-    """``--sampling`` builds the caches and prints the measurement of the grid's cells (its data, its
-    first seed) and a line per k, with no ledger written; a (N, k, B) that is no cell of the grid,
-    another data kind and ``--plan`` beside it are refused."""
+def test_sampling_runs_on_the_grids_wiki_batches_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    """``scripts/k_vs_n_sampling.py`` builds the caches and prints the measurement of the grid's cells
+    (its data, its first seed) and a line per k, with nothing else written; a (N, k, B) that is no
+    cell of the grid and another data kind are refused in one line."""
+    from tests._scripts import load_script
     from tests.test_data_wiki import DUMP
 
+    script = load_script("k_vs_n_sampling")
     dump = tmp_path / "dump.txt"
     dump.write_text(DUMP, encoding="utf-8")
     grid = tmp_path / "wiki.yaml"
@@ -485,19 +490,19 @@ def test_sampling_runs_on_the_grids_wiki_batches_and_writes_nothing(tmp_path, ca
         f"data: {{kind: wiki, source: {json.dumps(str(dump))}, articles: 3, min_sentences: 3, min_count: 1}}\n"
         "train: {dim: 8, epochs: 1, linear_epochs: 1}\nseeds: [1, 0]\nblocks:\n  b: {N: [3], k: [1, 2], B: [2]}\n"
     )
-    res = tmp_path / "r.csv"
-    assert grid_run(grid, res, "--sampling", "--N", "3", "--B", "2", "--k", "1,2", "--steps", "3") == 0
+    monkeypatch.chdir(tmp_path)
+    cache = ["--cache", str(tmp_path / "cache")]
+    assert script.main([str(grid), *cache, "--N", "3", "--B", "2", "--k", "1,2", "--steps", "3"]) == 0
     text = capsys.readouterr().out
     out = json.loads(text[: text.rindex("}") + 1])
     assert (out["N"], out["B"], out["seed"], [s["k"] for s in out["sampling"]]) == (3, 2, 1, [1, 2])
     assert all(s["steps"] == 3 and s["drawn"]["k_in_every_mode"] for s in out["sampling"])
     assert text.count("\nN=3 k=") == 2
-    assert not T.ledger_path(res).exists() and not res.exists()
-    for extra, message in (
-        (("--k", "5"), "N=3 k=5 B=2 is not a cell of the grid"),
-        (("--plan",), "--sampling runs in place of --plan"),
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "dump.txt", "wiki.yaml"]
+    for path, extra, message in (
+        (grid, ("--N", "3", "--B", "2", "--k", "5"), "N=3 k=5 B=2 is not a cell of the grid"),
+        (_grid(tmp_path), (), "the sampling is measured on Wiki-N's batches"),
     ):
-        assert grid_run(grid, res, "--sampling", "--N", "3", "--B", "2", *extra) == 2
-        assert message in capsys.readouterr().err
-    assert grid_run(_grid(tmp_path), res, "--sampling") == 2
-    assert "--sampling measures Wiki-N's batches" in capsys.readouterr().err
+        with pytest.raises(SystemExit) as stop:
+            script.main([str(path), *cache, *extra])
+        assert stop.value.code == 2 and message in capsys.readouterr().err

@@ -463,13 +463,13 @@ RUNS = {
         prints=(r"(?m)^\| uniform \| \d+\.\d",),
     ),
     # k versus N: the data-free grid, one seed, one epoch each (its own folder instead of /tmp/kvn).
-    "qt-hard grid run k-vs-n configs/k_vs_n_synthetic.yaml --cache /tmp/kvn/cache --results /tmp/kvn/results.csv --device cpu": Run(
+    "qt-hard grid run k-vs-n configs/k_vs_n_synthetic.yaml --cache /tmp/kvn/cache --out /tmp/kvn --device cpu": Run(
         sub=(("/tmp/kvn", "kvn"),),
         add="--seeds 0 --epochs 1 --linear-epochs 1 --no-estimate",
-        writes=("kvn/results.csv",),
+        writes=("kvn/results.csv", "kvn/results.jsonl"),
         prints=(r"grid: \d+ cells \(0 already finished, \d+ to run\)",),
     ),
-    "qt-hard grid run k-vs-n --results /tmp/kvn/results.csv --summary-only --figures /tmp/kvn/figures": Run(
+    "qt-hard grid run k-vs-n --out /tmp/kvn --summary-only --figures /tmp/kvn/figures": Run(
         sub=(("/tmp/kvn", "kvn"),), needs=("kvn",), writes=("kvn/figures/*.png", "kvn/figures/k_vs_n_summary.json")
     ),
     # The CLI reference's examples, as written (a few seconds in all); its train, data get and data
@@ -534,12 +534,12 @@ RUNS = {
         writes=("results/wiki_smoke.md",),
         prints=(r"\| MiniLM untouched \| 75\.5 / 82\.0 \|",),
     ),
-    "qt-hard grid run k-vs-n --results results/k_vs_n/collisions.csv --summary-only --diagnose": Run(
+    "qt-hard grid run k-vs-n --out results/k_vs_n/collisions --summary-only --diagnose": Run(
         sub=(
             ("qt-hard grid run", f"cp -r {ROOT / 'results/k_vs_n'} results_k_vs_n && qt-hard grid run"),
-            ("--results results/k_vs_n/", "--results results_k_vs_n/"),
+            ("--out results/k_vs_n/", "--out results_k_vs_n/"),
         ),
-        writes=("results_k_vs_n/collisions.diagnostics.md",),
+        writes=("results_k_vs_n/collisions/results.diagnostics.md",),
         prints=(r"\| 300 \| 100 \| 1000 \| same-class \(collision-free\) \| 3 \| 41\.39 ± 0\.10 \|",),
     ),
     # The namesake at width: the device script's dry run (toy cells side by side on the CPU, paired table).
@@ -618,15 +618,15 @@ SKIPS = {
     "qt-hard data get bookcorpus": "needs the Hugging Face hub (network); the Parquet path is tested in tests/test_data_get.py",
     "qt-hard data get bookcorpus --source DIR": "DIR is a placeholder; tests/test_data_get.py runs it on a Parquet folder",
     "qt-hard grid run k-vs-n configs/k_vs_n.yaml --cache runs/k_vs_n/cache --plan --no-estimate": "tokenizes Wiki-3029 (over 30 min on 2 cores); the synthetic grid above runs the same code",
-    "qt-hard grid run k-vs-n configs/k_vs_n.yaml --cache runs/k_vs_n/cache --results runs/k_vs_n/results.csv --workers 8 --device cuda": "the real grid: a GPU and hours of cell time",
-    "qt-hard grid run k-vs-n --results runs/k_vs_n/results.csv --summary-only --figures docs/figures/k_vs_n": "needs the real grid's results",
-    "qt-hard grid run k-vs-n configs/k_vs_n_collisions_1000.yaml --cache runs/k_vs_n/cache --results runs/k_vs_n/collisions_1000.csv --epochs 10 --linear-epochs 10 --device cpu --threads 1 --no-estimate --max-cells 3": "Wiki-1000 cells: the prepared Wiki-3029 cache and about 15 CPU-minutes a cell; the synthetic grid above runs the same code, the shuffled mode in tests/test_k_vs_n.py",
-    "qt-hard grid run k-vs-n configs/k_vs_n_vocab.yaml --cache runs/k_vs_n/cache --results runs/k_vs_n/vocab.csv --epochs 10 --linear-epochs 10 --device cpu --threads 1 --no-estimate --max-cells 4": "needs the prepared Wiki-3029 cache (tokenizing it takes over 30 min); data.vocab_classes is tested on a small Wiki folder in tests/test_k_vs_n.py",
-    "qt-hard grid run k-vs-n configs/k_vs_n_steps.yaml --cache runs/k_vs_n/cache --results runs/k_vs_n/steps_100.csv --epochs 100 --linear-epochs 10 --device cpu --threads 1 --no-estimate --max-cells 2": "needs the prepared Wiki-3029 cache and about 10 CPU-minutes a cell; the synthetic grid above runs the same code",
-    "qt-hard grid run k-vs-n configs/k_vs_n_b1000_long.yaml --cache runs/k_vs_n/cache --results runs/k_vs_n/b1000_long.csv --epochs 50 --linear-epochs 50 --device cuda --workers 10 --threads 1": "Wiki-1000 cells at 50 + 50 epochs on a GPU (the prepared Wiki-3029 cache; 5 GPU-minutes a cell); the synthetic grid above runs the same code on the CPU",
-    "qt-hard grid run k-vs-n configs/k_vs_n_collisions.yaml --cache runs/k_vs_n/cache --results runs/k_vs_n/collisions.csv --epochs 10 --linear-epochs 10 --device cpu": "Wiki-300 cells: the prepared Wiki-3029 cache and about 4 CPU-minutes a cell; the synthetic grid above runs the same code, the shuffled mode in tests/test_k_vs_n.py",
-    "qt-hard grid run k-vs-n --results runs/k_vs_n/collisions.csv --summary-only --diagnose": "needs the collisions study's results (the command above); diagnose runs on a synthetic grid in tests/test_k_vs_n.py",
-    "qt-hard grid run k-vs-n configs/k_vs_n.yaml --cache runs/k_vs_n/cache --sampling --N 1000 --k 100,1000 --steps 80": "needs the prepared Wiki-3029 cache; its measurement runs on PairTask batches in tests/test_k_vs_n.py",
+    "qt-hard grid run k-vs-n configs/k_vs_n.yaml --cache runs/k_vs_n/cache --out runs/k_vs_n/main --workers 8 --device cuda": "the real grid: a GPU and hours of cell time",
+    "qt-hard grid run k-vs-n --out runs/k_vs_n/main --summary-only --figures docs/figures/k_vs_n": "needs the real grid's results",
+    "qt-hard grid run k-vs-n configs/k_vs_n_collisions_1000.yaml --cache runs/k_vs_n/cache --out runs/k_vs_n/collisions_1000 --epochs 10 --linear-epochs 10 --device cpu --threads 1 --no-estimate --max-cells 3": "Wiki-1000 cells: the prepared Wiki-3029 cache and about 15 CPU-minutes a cell; the synthetic grid above runs the same code, the shuffled mode in tests/test_k_vs_n.py",
+    "qt-hard grid run k-vs-n configs/k_vs_n_vocab.yaml --cache runs/k_vs_n/cache --out runs/k_vs_n/vocab --epochs 10 --linear-epochs 10 --device cpu --threads 1 --no-estimate --max-cells 4": "needs the prepared Wiki-3029 cache (tokenizing it takes over 30 min); data.vocab_classes is tested on a small Wiki folder in tests/test_k_vs_n.py",
+    "qt-hard grid run k-vs-n configs/k_vs_n_steps.yaml --cache runs/k_vs_n/cache --out runs/k_vs_n/steps_100 --epochs 100 --linear-epochs 10 --device cpu --threads 1 --no-estimate --max-cells 2": "needs the prepared Wiki-3029 cache and about 10 CPU-minutes a cell; the synthetic grid above runs the same code",
+    "qt-hard grid run k-vs-n configs/k_vs_n_b1000_long.yaml --cache runs/k_vs_n/cache --out runs/k_vs_n/b1000_long --epochs 50 --linear-epochs 50 --device cuda --workers 10 --threads 1": "Wiki-1000 cells at 50 + 50 epochs on a GPU (the prepared Wiki-3029 cache; 5 GPU-minutes a cell); the synthetic grid above runs the same code on the CPU",
+    "qt-hard grid run k-vs-n configs/k_vs_n_collisions.yaml --cache runs/k_vs_n/cache --out runs/k_vs_n/collisions --epochs 10 --linear-epochs 10 --device cpu": "Wiki-300 cells: the prepared Wiki-3029 cache and about 4 CPU-minutes a cell; the synthetic grid above runs the same code, the shuffled mode in tests/test_k_vs_n.py",
+    "qt-hard grid run k-vs-n --out runs/k_vs_n/collisions --summary-only --diagnose": "needs the collisions study's results (the command above); diagnose runs on a synthetic grid in tests/test_k_vs_n.py",
+    "python scripts/k_vs_n_sampling.py configs/k_vs_n.yaml --cache runs/k_vs_n/cache --N 1000 --k 100,1000 --steps 80": "needs the prepared Wiki-3029 cache; its measurement runs on PairTask batches in tests/test_k_vs_n.py",
     "qt-hard grid run qt-table --out runs/qt_table_gpu --seeds 0,1,2 --protocol senteval,skipthoughts --eval-device cuda --set model.encoder=gru --set model.embed_dim=300 --set model.hidden_dim=1200 --set data.max_books=null --set data.min_count=5 --set data.max_vocab=50000 --set train.lr=0.0005 --set train.num_threads=null --set train.steps=1500": "needs a CUDA GPU (--eval-device cuda) and ~15 GPU-minutes; the CPU form above runs the same script",
     "qt-hard grid run s2v-controls --out runs/s2v_controls --workers 2": "two 2,400-d evaluations of six tasks "
     "(CPU-minutes each) after tokenizing all books; the dry run of scripts/device_s2v.sh runs the same experiment "
@@ -706,7 +706,7 @@ PRODUCTS = {
     "minilm.json": "qt-hard eval senteval --model minilm --output minilm.json",
     "runs/qt_table": "qt-hard grid run qt-table --out runs/qt_table --seeds 0,1,2",
     "runs/simclr_smoke": "qt-hard train configs/simclr_cifar10_smoke.yaml --out runs/simclr_smoke",
-    "kvn": "qt-hard grid run k-vs-n configs/k_vs_n_synthetic.yaml --cache /tmp/kvn/cache --results /tmp/kvn/results.csv --device cpu",
+    "kvn": "qt-hard grid run k-vs-n configs/k_vs_n_synthetic.yaml --cache /tmp/kvn/cache --out /tmp/kvn --device cpu",
     "runs/qt": f"qt-hard train configs/qt_books.yaml --out runs/qt {ONE_BOOK} {SMALL_BATCH} train.steps=2 train.progress=false",
     "random_bow.json": "qt-hard eval senteval --model random:bow --tasks CR --kfold 2 --output random_bow.json",
     "data/wiki10": "qt-hard data wiki --articles 10 --out data/wiki10",

@@ -82,7 +82,7 @@ def test_qt_table_runs_its_cells_side_by_side_after_preparing_the_cache(tmp_path
     monkeypatch.setattr(runner, "prepare_shared_cache", lambda c, folder: prepared.append(Path(folder)))
 
     def in_processes(fn, jobs, workers, fresh, device):
-        calls.append(([job[6].claim for job in jobs], workers, device))
+        calls.append(([job[5].claim for job in jobs], workers, device))
         return iter(())
 
     monkeypatch.setattr(runner, "in_processes", in_processes)

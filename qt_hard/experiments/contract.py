@@ -12,16 +12,13 @@ and is skipped once its records are there. The experiment says
 * its cells, in the order they run (:meth:`Experiment.cells`), and what is built once before them
   (:meth:`Experiment.prepare`);
 * how one cell runs (:meth:`Experiment.run`), in this process or in a worker of its own;
-* a diagnostic its options may ask for in place of the cells (:meth:`Experiment.diagnostic`);
 * its tables from the records (:meth:`Experiment.tables`), written beside the ledger and read by the
   docs' generated blocks, and its figures (:meth:`Experiment.figures`), drawn beside them.
 
 The grid owns everything else: the loop over cells, the workers side by side, the claims, the
 resume, the progress lines and the summary. Rows are named by each experiment (``--rows``) and
 checked by :meth:`Experiment.check_row`; seeds are ``--seeds``. The results are a folder (``--out``)
-holding the ledger :attr:`Experiment.ledger_name`, unless the experiment names them otherwise
-(:attr:`Experiment.out_option`, :meth:`Experiment.location`: k-versus-N's ``--results NAME.csv``, whose
-ledger is ``NAME.jsonl`` beside it, so that several grids share one folder).
+holding the ledger :attr:`Experiment.ledger_name` and the tables beside it.
 """
 
 from __future__ import annotations
@@ -90,8 +87,6 @@ class Experiment:
         rows: the rows run when ``--rows`` is not given (empty: the experiment has no rows).
         row_table: the experiment's rows by name (:class:`Row`), what :meth:`row` reads.
         seeds: the default ``--seeds``.
-        out_option: the option naming the results; the grid adds ``--out`` itself, any other one is
-            the experiment's own (:meth:`add_arguments`), read by :meth:`location`.
         table_names: files :meth:`tables` writes whatever the records: in a new results folder, a file
             of one of these names that qt-hard did not write is refused before any cell runs.
     """
@@ -105,7 +100,6 @@ class Experiment:
     rows: Sequence[str] = ()
     row_table: Mapping[str, Row] = {}
     seeds: str = "0,1,2"
-    out_option: str = "--out"
     table_names: tuple[str, ...] = ()
 
     # ---------------------------------------------------------------------------- options
@@ -133,20 +127,7 @@ class Experiment:
     def check(self, args: argparse.Namespace) -> None:
         """Refuse bad options in one line, before anything is written (rows are checked already)."""
 
-    def diagnostic(self, args: argparse.Namespace) -> int | None:
-        """A measurement the options ask for in place of the cells (k-versus-N's ``--sampling``),
-        run after :meth:`check` and before the ledger is opened, printed: the command's exit
-        status; None (no such option given) runs the grid."""
-        return None
-
     # ---------------------------------------------------------------------------- the grid
-    def location(self, args: argparse.Namespace) -> tuple[Path, str]:
-        """The results folder and the ledger's file name in it, refused in one line (naming
-        :attr:`out_option`) where they could not be written: ``--out`` and :attr:`ledger_name`."""
-        from qt_hard.paths import output_folder
-
-        return output_folder(args.out), self.ledger_name
-
     def ledger(self, out: Path, name: str, setup: dict | None = None):
         """The ledger ``name`` in ``out``, opened with ``setup`` (None: read only, with the stored
         one): a :class:`~qt_hard.experiments.ledger.Ledger`, whose first line is the setup."""

@@ -91,23 +91,20 @@ def run_grid(exp: Experiment, args: argparse.Namespace) -> int:
 def _run_grid(exp: Experiment, args: argparse.Namespace) -> int:
     from qt_hard.experiments.identity import check_made_from
     from qt_hard.experiments.runner import check_device, in_processes
+    from qt_hard.paths import output_folder
 
-    out, name = exp.location(args)
+    out = output_folder(args.out)
     if args.summary_only:  # reads the ledger alone: the other options are not needed
-        if not (out / name).is_file():
-            given = getattr(args, exp.out_option[2:].replace("-", "_"))
-            raise ArgumentError(f"{exp.out_option} {given}: no {name} to summarize")
-        return write_tables(exp, out, args, name)
+        if not (out / exp.ledger_name).is_file():
+            raise ArgumentError(f"--out {args.out}: no {exp.ledger_name} to summarize")
+        return write_tables(exp, out, args)
     rows, seeds = _rows_and_seeds(exp, args)
     if args.workers < 1:
         raise ArgumentError(f"--workers {args.workers}: give at least 1")
     exp.check(args)
     check_device(args.device)
-    status = exp.diagnostic(args)  # in place of the cells: no ledger is opened
-    if status is not None:
-        return status
     setup = exp.setup(args, out)
-    ledger = exp.ledger(out, name, setup)
+    ledger = exp.ledger(out, exp.ledger_name, setup)
     made = exp.made_from(args, setup)
     check_made_from(ledger, made, args.redo)
     # The tables known before the cells run: a file in their place that qt-hard did not write is
@@ -117,7 +114,7 @@ def _run_grid(exp: Experiment, args: argparse.Namespace) -> int:
         known = exp.tables(ledger.latest(), setup, out)
     else:
         known = dict.fromkeys(exp.table_names)
-    guard_tables(exp, out, args, ledger.path, known)
+    guard_tables(out, args, ledger.path, known)
     cells = exp.cells(args, rows, seeds)
     # --redo runs the asked cells again: their new records supersede the old ones in the tables
     # (the ledger keeps both); only what another command reran meanwhile is skipped.
@@ -130,11 +127,11 @@ def _run_grid(exp: Experiment, args: argparse.Namespace) -> int:
     picked = exp.prepare(args, out, todo) if todo else None
     todo = todo if picked is None else picked
     picklable = argparse.Namespace(**{k: v for k, v in vars(args).items() if k != "func"})  # for the workers
-    jobs = [(type(exp).__module__, exp.name, picklable, str(out), name, setup, cell, since, made) for cell in todo]
+    jobs = [(type(exp).__module__, exp.name, picklable, str(out), setup, cell, since, made) for cell in todo]
     for records in in_processes(run_cell, jobs, args.workers, fresh=args.workers > 1, device=args.device):
         for rec in records or []:
             log.info("%s: %s", exp.name, exp.progress(rec))
-    return write_tables(exp, out, args, name)
+    return write_tables(exp, out, args)
 
 
 def run_cell(
@@ -142,7 +139,6 @@ def run_cell(
     name: str,
     args: argparse.Namespace,
     out: str,
-    ledger_name: str,
     setup: dict,
     cell: Cell,
     since: int | None = None,
@@ -155,7 +151,7 @@ def run_cell(
     from qt_hard.experiments.runner import run_claimed
 
     exp = experiment(name, module)
-    ledger = exp.ledger(Path(out), ledger_name, setup)
+    ledger = exp.ledger(Path(out), exp.ledger_name, setup)
     return run_claimed(
         ledger,
         cell.claim,
@@ -185,9 +181,9 @@ def _stamped(exp: Experiment, cell: Cell, records, made: dict | None):
     return out[0] if one else out
 
 
-def write_tables(exp: Experiment, out: Path, args: argparse.Namespace | None = None, name: str | None = None) -> int:
-    """The experiment's tables from the ledger's newest records (the ledger ``name`` in ``out``, by
-    default :attr:`~qt_hard.experiments.contract.Experiment.ledger_name`), written into ``out`` (the
+def write_tables(exp: Experiment, out: Path, args: argparse.Namespace | None = None) -> int:
+    """The experiment's tables from the newest records of its ledger in ``out``
+    (:attr:`~qt_hard.experiments.contract.Experiment.ledger_name`), written into ``out`` (the
     Markdown ones printed), then its figures; ``args``, the command's options, reach
     :meth:`Experiment.configure` and :meth:`Experiment.figures`."""
     from qt_hard.files import write_text
@@ -195,10 +191,10 @@ def write_tables(exp: Experiment, out: Path, args: argparse.Namespace | None = N
 
     if args is not None:
         exp.configure(args)
-    ledger = exp.ledger(out, name or exp.ledger_name)
+    ledger = exp.ledger(out, exp.ledger_name)
     records = ledger.latest()
     tables = {name: text.rstrip("\n") + "\n" for name, text in exp.tables(records, ledger.setup, out).items()}
-    guard_tables(exp, out, args, ledger.path, tables)  # every one, before any is written
+    guard_tables(out, args, ledger.path, tables)  # every one, before any is written
     for name, text in tables.items():
         write_text(out / name, text, "table")
     note_written(out, tables)
@@ -208,18 +204,17 @@ def write_tables(exp: Experiment, out: Path, args: argparse.Namespace | None = N
     return 0
 
 
-def guard_tables(exp: Experiment, out: Path, args, ledger: Path, tables: dict[str, str | None]) -> None:
+def guard_tables(out: Path, args, ledger: Path, tables: dict[str, str | None]) -> None:
     """Refuse, naming the file, a table (``{name: text}``; None: not known yet) that would replace a
     file qt-hard did not write there (:func:`~qt_hard.paths.made_here`: a user's ``results.csv`` in
     ``--out``) or one the command reads (the ledger, a file an option names): the one output guard of
     the commands' files (:func:`~qt_hard.paths.guard_output`)."""
     from qt_hard.paths import guard_output, made_here
 
-    option = exp.out_option[2:].replace("-", "_")
     read = {f"the --{k.replace('_', '-')} file": v for k, v in vars(args or argparse.Namespace()).items()}
-    inputs = {"the ledger": ledger, **{k: v for k, v in read.items() if _a_file(v) and k != f"the --{option} file"}}
+    inputs = {"the ledger": ledger, **{k: v for k, v in read.items() if _a_file(v)}}
     for name, text in tables.items():
-        guard_output(out / name, exp.out_option, inputs=inputs, replaceable=made_here(text), kind="table", owners=False)
+        guard_output(out / name, "--out", inputs=inputs, replaceable=made_here(text), kind="table", owners=False)
 
 
 def _a_file(value) -> bool:
@@ -259,8 +254,7 @@ def register(sub) -> None:
     for name in names:
         exp = experiment(name)
         p = specs.add_parser(name, help=exp.help, description=exp.help)
-        if exp.out_option == "--out":
-            p.add_argument("--out", default=exp.default_out or f"runs/{name}", help="results folder (the ledger)")
+        p.add_argument("--out", default=exp.default_out or f"runs/{name}", help="results folder (the ledger)")
         if exp.rows:
             p.add_argument("--rows", default=",".join(exp.rows), help="rows to run, comma-separated")
         if exp.seeds:

@@ -1,10 +1,10 @@
 """The k-versus-N ablation (``qt-hard grid run k-vs-n GRID.yaml``): Ash, Goel, Krishnamurthy, Misra
-(AISTATS 2022), section 5, Fig. 3; App. D.1, Figs. 5-7. The grid, its cells, results, figures, processes
-and ``--sampling`` are described in docs/reproductions/k-vs-n.md and docs/cli.md.
+(AISTATS 2022), section 5, Fig. 3; App. D.1, Figs. 5-7. The grid, its cells, results, figures and
+processes are described in docs/reproductions/k-vs-n.md and docs/cli.md.
 
 The module is the experiment and its plan; what it runs lives by what it does: the grid and its cells
-(:mod:`.k_vs_n_grid`), the results and figures (:mod:`.k_vs_n_tables`), the sampling measurement
-(:mod:`.k_vs_n_sampling`).
+(:mod:`.k_vs_n_grid`), the results and figures (:mod:`.k_vs_n_tables`); the sampling measurement
+(:mod:`.k_vs_n_sampling`) has its own command, ``scripts/k_vs_n_sampling.py``.
 """
 
 from __future__ import annotations
@@ -21,13 +21,12 @@ from qt_hard.errors import ArgumentError
 from qt_hard.experiments.contract import Cell, Context
 from qt_hard.experiments.contract import Experiment
 from qt_hard.experiments.grid import seed_list
-from qt_hard.experiments.ledger import LedgerError, git_commit
+from qt_hard.experiments.ledger import git_commit
 from qt_hard.experiments.runner import estimate_line, step_seconds
 
 from .k_vs_n_grid import Point, Grid, cell_id, cell_tree, expand, load_grid, prepare, prepared_marker, run_cell
-from .k_vs_n_grid import token_cache, wiki_dir
-from .k_vs_n_tables import KEY, diagnose, is_results_csv, ledger_path, plot, record_of, results_files, setup_of
-from .k_vs_n_tables import summarize
+from .k_vs_n_grid import wiki_dir
+from .k_vs_n_tables import KEY, TABLE_NAMES, diagnose, plot, record_of, results_files, setup_of, summarize
 
 log = logging.getLogger(__name__)
 
@@ -163,13 +162,6 @@ def _threads(args) -> int:
 
 def _add_options(parser) -> None:
     parser.add_argument("grid", nargs="?", help="grid YAML (configs/k_vs_n*.yaml); not needed with --summary-only")
-    parser.add_argument(
-        "--results",
-        default="runs/k_vs_n/results.csv",
-        help="results CSV NAME.csv, derived from its ledger NAME.jsonl beside it; cells are claimed in "
-        "claims/ beside it (a claim of another host is never taken over, so results carried to a fresh "
-        "machine travel without claims/)",
-    )
     parser.add_argument("--cache", default="runs/k_vs_n/cache", help="Wiki-N token caches (built before the cells)")
     parser.add_argument("--epochs", type=int, help="NCE epochs, replacing the grid's (D.1: 50)")
     parser.add_argument("--linear-epochs", type=int, help="linear-classifier epochs, replacing the grid's (D.1: 50)")
@@ -186,33 +178,9 @@ def _add_options(parser) -> None:
         "--checkpoint-every", type=int, default=0, help="steps between a cell's checkpoints (0: only on a signal)"
     )
     parser.add_argument(
-        "--diagnose", action="store_true", help="also the table of the cells' diagnostics, NAME.diagnostics.md"
+        "--diagnose", action="store_true", help="also the table of the cells' diagnostics, results.diagnostics.md"
     )
     parser.add_argument("--figures", help="folder of the figures and k_vs_n_summary.json (default: none drawn)")
-    parser.add_argument(
-        "--sampling",
-        action="store_true",
-        help="build the caches, run no cell: print what plain, collision-free and shuffled sampling "
-        "draw on the batches of the grid's cells (N, B) at each k, under its data and its first seed",
-    )
-    parser.add_argument("--N", type=int, default=1000, help="--sampling: the cells' N (default: 1000)")
-    parser.add_argument("--B", type=int, default=1000, help="--sampling: the cells' B (default: 1000)")
-    parser.add_argument("--k", default="100,1000", help="--sampling: the cells' k, comma-separated (default: 100,1000)")
-    parser.add_argument("--steps", type=int, default=800, help="--sampling: the training steps measured (default: 800)")
-
-
-def check_sampling(args, grid: Grid) -> None:
-    """``--sampling``: Wiki-N's batches (kind wiki), each (N, k, B) a cell of the grid."""
-    if args.plan:
-        raise ArgumentError("--sampling runs in place of --plan: give one of them")
-    if grid.data.kind != "wiki":
-        raise ArgumentError(f"--sampling measures Wiki-N's batches; the grid's data.kind is {grid.data.kind}")
-    if args.steps < 1:
-        raise ArgumentError(f"--steps {args.steps}: give at least 1")
-    cells = {(c.N, c.k, c.B) for c in expand(grid)[0]}
-    for k in seed_list(args.k, "--k"):
-        if (args.N, k, args.B) not in cells:
-            raise ArgumentError(f"--sampling: N={args.N} k={k} B={args.B} is not a cell of the grid {args.grid}")
 
 
 class KversusN(Experiment):
@@ -227,21 +195,12 @@ class KversusN(Experiment):
     help = "Ash et al.'s k versus N: bag-of-words NCE on Wiki-N over N, k, B and collision-free sampling"
     key = KEY
     seeds = ""  # the grid YAML's, or --seeds
-    out_option = "--results"
-    results_name = "results"  # --results's NAME and --diagnose (:meth:`configure`)
-    with_diagnostics = False
+    default_out = "runs/k_vs_n/main"
+    table_names = TABLE_NAMES
+    with_diagnostics = False  # --diagnose (:meth:`configure`)
 
     def add_arguments(self, parser) -> None:
         _add_options(parser)
-
-    def location(self, args) -> tuple[Path, str]:
-        from qt_hard.paths import check_output_file
-
-        results = check_output_file(args.results, "--results", replaceable=is_results_csv, kind="results CSV")
-        path = ledger_path(results)
-        if not path.is_file() and results.is_file():
-            raise LedgerError(f"{results} has no ledger {path.name} beside it; give the grid another --results")
-        return path.parent, path.name
 
     def check(self, args) -> None:
         if args.grid is None:
@@ -253,8 +212,6 @@ class KversusN(Experiment):
             raise ArgumentError(f"--checkpoint-every {args.checkpoint_every}: give at least 0")
         grid = grid_of(args)
         expand(grid)
-        if args.sampling:
-            check_sampling(args, grid)
         cache = Path(args.cache)
         if grid.data.kind == "wiki" and not grid.data.source and not prepared_marker(cache, grid.data).exists():
             if not wiki_dir(cache, grid.data).exists():
@@ -262,27 +219,12 @@ class KversusN(Experiment):
 
                 data_path("wikipedia")  # the dump the caches are built from
 
-    def diagnostic(self, args) -> int | None:
-        """``--sampling``: the measurement (:mod:`qt_hard.experiments.specs.k_vs_n_sampling`) on the caches
-        built first (:func:`prepare`), its JSON object and a line per k (``results/k_vs_n/sampling_1000.json``)."""
-        if not args.sampling:
-            return None
-        from qt_hard.experiments.specs.k_vs_n_sampling import measure, summary
-
-        grid, cache = grid_of(args), Path(args.cache)
-        prepare(grid.data, [c.N for c in expand(grid)[0]], cache, args.no_prepare)
-        wiki, ks = wiki_dir(cache, grid.data), seed_list(args.k, "--k")
-        out = measure(wiki, token_cache(cache), grid.data, args.N, args.B, ks, args.steps, grid.seeds[0])
-        print(json.dumps(out, indent=1))
-        print("\n".join(summary(out)))
-        return 0
-
     def setup(self, args, out: Path) -> dict:
         return setup_of(grid_of(args))
 
     def cells(self, args, rows, seeds) -> list[Cell]:
-        grid, name = grid_of(args), Path(args.results).stem
-        return [Cell((name, cid), ((cid,),)) for cid in (cell_id(grid, c) for c in expand(grid)[0])]
+        grid = grid_of(args)
+        return [Cell((cell_id(grid, c),)) for c in expand(grid)[0]]
 
     def prepare(self, args, out: Path, todo: list[Cell]) -> list[Cell] | None:
         """The caches, then the plan (rank 0): the cells, what is done, the estimate."""
@@ -309,7 +251,7 @@ class KversusN(Experiment):
         which = next(c for c in expand(grid)[0] if cell_id(grid, c) == cid)
         threads, dev = _threads(args), worker_device(args.device)
         torch.set_num_threads(threads)
-        folder = Path(args.results).with_name(Path(args.results).name + ".cells") / cid  # beside the results CSV
+        folder = ctx.out / "cells" / cid
         t0 = time.perf_counter()
         metrics = run_cell(cell_tree(grid, which, Path(args.cache), folder, threads, args.checkpoint_every))
         if metrics is None:
@@ -320,15 +262,14 @@ class KversusN(Experiment):
         return record_of(grid, which, cid, metrics, time.perf_counter() - t0, dev, threads, commit)
 
     def configure(self, args) -> None:
-        self.results_name = Path(args.results).stem
         self.with_diagnostics = args.diagnose
 
     def tables(self, records, setup, out: Path) -> dict[str, str]:
         if not records:  # a CSV without records would stand without its ledger (a plan writes none)
             return {}
-        files = results_files(records, self.results_name)
+        files = results_files(records)
         if self.with_diagnostics:
-            files[f"{self.results_name}.diagnostics.md"] = diagnose(records)
+            files["results.diagnostics.md"] = diagnose(records)
         return files
 
     def figures(self, args, out: Path, records, setup) -> None:

@@ -1,6 +1,6 @@
 """What plain, collision-free and shuffled-control sampling hand the loss on Wiki-N's real batches
-(Ash et al., AISTATS 2022, section 5, Fig. 3 right; App. D.1's loss): the k-versus-N grid's
-``--sampling`` (:meth:`~qt_hard.experiments.specs.k_vs_n.KversusN.diagnostic`).
+(Ash et al., AISTATS 2022, section 5, Fig. 3 right; App. D.1's loss), on the batches of the k-versus-N
+grid's cells (:func:`measure_grid`; its command is ``scripts/k_vs_n_sampling.py``).
 
 For the batches a k-versus-N cell of the grid trains on (``data.classes: N``, B pairs, the pairs of
 ``train.seed`` every epoch, the shuffled control's label permutation of (seed, step)), it draws
@@ -10,7 +10,7 @@ from, the count ``drawn`` and whether the three modes' random streams stay ``pai
 (:func:`measure_sampling`; what they mean and what they found: docs/reproductions/k-vs-n.md, "What
 else differs between the two samplings").
 
-    qt-hard grid run k-vs-n configs/k_vs_n.yaml --cache runs/k_vs_n/cache --sampling --N 1000 --k 100,1000 --steps 80
+    python scripts/k_vs_n_sampling.py configs/k_vs_n.yaml --cache runs/k_vs_n/cache --N 1000 --k 100,1000 --steps 80
 
 Prints one JSON object (:func:`measure`) and a one-line summary per k (:func:`summary`).
 """
@@ -21,7 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["MODES", "measure", "measure_sampling", "summary"]
+from qt_hard.errors import ArgumentError
+
+__all__ = ["MODES", "measure", "measure_grid", "measure_sampling", "summary"]
 
 MODES = ("plain", "collision_free", "shuffled")
 
@@ -111,6 +113,26 @@ def measure(wiki: Path, tokens: Path, spec, N: int, B: int, ks: list[int], steps
 
     tasks = {s: PairTask(None, labels, pairs, B, seed, shuffle_labels=s) for s in (False, True)}
     return {"N": N, "B": B, "seed": seed, "sampling": [measure_sampling(labels, tasks, k, steps, seed) for k in ks]}
+
+
+def measure_grid(grid: Path, cache: Path, N: int, B: int, ks: list[int], steps: int) -> dict:
+    """:func:`measure` on the batches of the cells (N, k, B), each k of ``ks``, of the grid YAML ``grid``
+    (its data, its first seed), on the Wiki-N caches of ``cache`` built first where missing
+    (:func:`~.k_vs_n_grid.prepare`); an ``ArgumentError`` where the grid's data is not Wiki-N or a
+    (N, k, B) is none of its cells."""
+    from .k_vs_n_grid import expand, load_grid, prepare, token_cache, wiki_dir
+
+    spec = load_grid(grid)
+    if spec.data.kind != "wiki":
+        raise ArgumentError(f"the sampling is measured on Wiki-N's batches; the grid's data.kind is {spec.data.kind}")
+    if steps < 1:
+        raise ArgumentError(f"--steps {steps}: give at least 1")
+    cells = expand(spec)[0]
+    for k in ks:
+        if (N, k, B) not in {(c.N, c.k, c.B) for c in cells}:
+            raise ArgumentError(f"N={N} k={k} B={B} is not a cell of the grid {grid}")
+    prepare(spec.data, [c.N for c in cells], cache)
+    return measure(wiki_dir(cache, spec.data), token_cache(cache), spec.data, N, B, ks, steps, spec.seeds[0])
 
 
 def summary(out: dict) -> list[str]:

@@ -1,10 +1,9 @@
-"""The k-versus-N results (:mod:`.k_vs_n`): the ledger ``NAME.jsonl`` beside ``--results NAME.csv``, the
-CSV and ``NAME.diag.jsonl`` derived from it (:func:`results_files`), and the summary, figures and
+"""The k-versus-N results (:mod:`.k_vs_n`): the ledger ``results.jsonl`` of ``--out``, the CSV and
+``results.diag.jsonl`` derived from it beside it (:func:`results_files`), and the summary, figures and
 diagnostics read from the records alone."""
 
 from __future__ import annotations
 
-import csv
 import json
 import socket
 import time
@@ -15,7 +14,6 @@ import numpy as np
 
 from qt_hard.errors import ArgumentError
 from qt_hard.experiments import report
-from qt_hard.experiments.ledger import LedgerError
 
 from .k_vs_n_grid import Point, Grid, SHUFFLED, data_settings
 
@@ -54,13 +52,8 @@ COLUMNS = [
 DIAG_CELL = ("cell_id", *POINT_COLUMNS, "mean_acc")
 
 
-def ledger_path(results: Path) -> Path:
-    """The ledger of a results CSV: ``NAME.jsonl`` beside ``NAME.csv`` (one JSON line per finished
-    cell, ``qt_hard.experiments.ledger``); the CSV and ``NAME.diag.jsonl`` are derived from it."""
-    results = Path(results)
-    if results.suffix != ".csv":
-        raise LedgerError(f"{results}: the results are named by their CSV (NAME.csv; the ledger is NAME.jsonl)")
-    return results.with_suffix(".jsonl")
+# The tables written beside the ledger (:func:`results_files`).
+TABLE_NAMES = ("results.csv", "results.diag.jsonl")
 
 
 def setup_of(grid: Grid) -> dict:
@@ -73,27 +66,19 @@ def setup_of(grid: Grid) -> dict:
     }
 
 
-def is_results_csv(path: Path) -> bool:
-    """Whether ``path`` is a results CSV that :func:`export` wrote (its header is ``COLUMNS``)."""
-    try:
-        with open(path, encoding="utf-8", newline="") as fh:
-            return next(csv.reader(fh), None) == list(COLUMNS)
-    except (OSError, UnicodeDecodeError, csv.Error):
-        return False
-
-
 def _diag_line(record: dict) -> dict:
-    """A record's line of ``NAME.diag.jsonl``: its cell and mean accuracy, then its diagnostics."""
+    """A record's line of ``results.diag.jsonl``: its cell and mean accuracy, then its diagnostics."""
     return {**{k: record[k] for k in DIAG_CELL}, **record["diagnostics"]}
 
 
-def results_files(records: list[dict], name: str) -> dict[str, str]:
-    """From the records alone: ``NAME.csv`` (``COLUMNS``, one row per finished cell, its last record)
-    and, when any record has them, the diagnostics lines ``NAME.diag.jsonl``."""
-    files = {f"{name}.csv": report.csv_text(COLUMNS, records)}
+def results_files(records: list[dict]) -> dict[str, str]:
+    """From the records alone: ``results.csv`` (``COLUMNS``, one row per finished cell, its last record)
+    and, when any record has them, the diagnostics lines ``results.diag.jsonl`` (:data:`TABLE_NAMES`)."""
+    csv_name, diag_name = TABLE_NAMES
+    files = {csv_name: report.csv_text(COLUMNS, records)}
     diag = [json.dumps(_diag_line(r), sort_keys=True) + "\n" for r in records if "diagnostics" in r]
     if diag:
-        files[f"{name}.diag.jsonl"] = "".join(diag)
+        files[diag_name] = "".join(diag)
     return files
 
 
@@ -308,7 +293,7 @@ DIAG_COLUMNS = (
 
 def diagnose(records: list[dict]) -> str:
     """A markdown table of the cells that have diagnostics (their records' ``diagnostics``, also
-    ``NAME.diag.jsonl``): per (N, k, B, collision_free), the mean ± std over seeds of both
+    ``results.diag.jsonl``): per (N, k, B, collision_free), the mean ± std over seeds of both
     readouts, the cosine mean classifier, the final loss, the softmax mass and share of
     same-class candidates, and the embedding norms."""
     groups: dict = {}
