@@ -11,7 +11,7 @@
 * **collision diagnostics** (the text pipeline's ``eval.diagnostics`` key,
   ``qt_hard.text.readouts``): how same-class candidates act on the loss, measured with the final
   model on its data's held-out split, in ``eval.json``.
-* **cell diagnostics** (a k-versus-N ledger record's ``diagnostics`` and its ``NAME.diag.jsonl``,
+* **cell diagnostics** (a k-versus-N ledger record's ``diagnostics`` and its ``results.diag.jsonl``,
   ``qt_hard.experiments.specs.k_vs_n``): each grid cell's collision diagnostics, copied from its
   ``eval.json``.
 * **memory probe** (:class:`LargestTensor`): the largest tensor any op produces inside a block,
