@@ -24,8 +24,6 @@ from pathlib import Path
 from . import scifact as sf_spec
 from .retrieval_data import Scifact
 
-__all__ = ["EXPERIMENTS", "NFCorpus", "steps_per_epoch", "write_slice"]
-
 
 def steps_per_epoch(n_queries: int, batch_size: int) -> int:
     """Full batches in one epoch (every training query once)."""
@@ -106,10 +104,7 @@ class _OnNFCorpus:
     default_out = "runs/nfcorpus"
     dataset = "nfcorpus"
     title = "NFCorpus"
-
-    @staticmethod
-    def read(folder):
-        return NFCorpus(folder)
+    data_class = NFCorpus
 
 
 class RecipeChoice(_OnNFCorpus, sf_spec.RecipeChoice):

@@ -17,13 +17,12 @@ from qt_hard.experiments.specs.st_finetuning import (
     HARD_B1,
     SHARED_ROWS,
     BeforeThenRows,
-    comparison_records,
     guard_cell,
 )
 from qt_hard.experiments.specs.st_finetuning import baseline_of as pair_baseline_of
 from qt_hard.experiments.specs.st_finetuning import parse_row as parse_spec_row
 from qt_hard.experiments.specs.st_finetuning import row_label as spec_row_label
-from qt_hard.experiments.specs.st_memory import MemoryProbe, memory_records, memory_steps, memory_table
+from qt_hard.experiments.specs.st_memory import MemoryProbe, latest_records, memory_steps, with_memory_table
 
 from .retrieval_data import (
     DEV_FRACTION,
@@ -217,9 +216,9 @@ def run_cell(row: str, seed: int, ctx: dict, eval_steps=(), on_eval=None) -> dic
         model.max_seq_length = ctx["recipe"]["max_seq_length"]
     info: dict = {"steps": 0}
     if row != "before":
-        _, mined, _ = parse_row(row)
+        base, mined, _ = parse_row(row)
         recipe = ctx["recipe"]
-        kept = ROWS[parse_row(row)[0]].changes.get("kept", False)
+        kept = ROWS[base].changes.get("kept", False)
         rows = sf.pairs_for(
             seed, recipe["steps"], recipe["batch_size"], mined_epochs(sf, ctx) if mined or kept else None
         )
@@ -448,11 +447,7 @@ class _Common(Experiment):
     default_out = "runs/scifact"
     dataset = "scifact"  # its folder under $QT_HARD_DATA/beir, and the prefix of the grid's names
     title = "SciFact"
-
-    @staticmethod
-    def read(folder):
-        """The dataset's folder read once (:class:`Scifact`)."""
-        return Scifact(folder)
+    data_class = Scifact  # what reads the dataset's folder, once a process
 
     def add_arguments(self, parser) -> None:
         parser.add_argument(
@@ -475,7 +470,7 @@ class _Common(Experiment):
         if getattr(self, "_ctx", None) is None or self._ctx["args"] is not args:
             from qt_hard.paths import data_path
 
-            sf = self.read(Path(args.data) if args.data else data_path("beir", self.dataset))
+            sf = self.data_class(Path(args.data) if args.data else data_path("beir", self.dataset))
             self._ctx = {"args": args, "scifact": sf, "device": _device(args.device), "inputs": input_hashes(sf.folder)}
         return self._ctx
 
@@ -504,14 +499,10 @@ class _Common(Experiment):
     def tables(self, records, setup, out) -> dict[str, str]:
         """``table.md``: the comparison (``results.jsonl``) and, when the folder has one, the memory
         probe's records (``memory.jsonl``)."""
-        comparison = comparison_records(out)
+        comparison = latest_records(out, "results.jsonl", KEY)
         if not comparison:
             return {}
-        table = summarize(comparison, (setup or {}).get("recipe"))
-        memory = memory_records(out)
-        if memory:
-            table += "\n" + "\n".join(memory_table(memory))
-        return {"table.md": table}
+        return {"table.md": with_memory_table(summarize(comparison, (setup or {}).get("recipe")), out)}
 
     def mined(self, args, out: Path) -> list[tuple[str, str, str]]:
         """The mined triplets of ``OUT/mined.jsonl``, mined first when missing (:func:`.retrieval_data.mine`)."""

@@ -21,7 +21,6 @@ from qt_hard.experiments.specs.st_finetuning import (
     BeforeThenRows,
     GuardAudit,
     baseline_of,
-    comparison_records,
     frozen_guide,
     guard_cell,
     is_static,
@@ -34,7 +33,7 @@ from qt_hard.experiments.specs.st_finetuning import (
 from qt_hard.experiments.specs.st_finetuning import finetune as st_finetune
 from qt_hard.experiments.specs.st_finetuning import parse_row as parse_spec_row
 from qt_hard.experiments.specs.st_finetuning import row_label as spec_row_label
-from qt_hard.experiments.specs.st_memory import MemoryProbe, memory_records, memory_steps, memory_table
+from qt_hard.experiments.specs.st_memory import MemoryProbe, latest_records, memory_steps, with_memory_table
 
 RING = {"lower": {"schedule": "linear", "start": 0.0, "end": 85.0, "until": 0.5}, "upper": 95.0}
 _ROWS = {  # name: (label, what the row changes)
@@ -107,12 +106,6 @@ def pool_pairs(root: Path, limit: int | None = None) -> tuple[list[tuple[str, st
     return pairs, pool.summary()
 
 
-def mined_triplets(out: Path, pairs, model_spec: str, margin: float) -> list[tuple[str, str, str]]:
-    """(anchor, positive, negative) mined once with the starting model and kept in ``OUT/mined.jsonl``
-    (:func:`.st_finetuning.mined_once`)."""
-    return mined_once(out / "mined.jsonl", lambda: mine_triplets(pairs, load_start(model_spec), margin))
-
-
 # -------------------------------------------------------------------------------------------- cell
 def evaluate(model, data_dir: Path, mrpc_test) -> dict:
     """Cosine Spearman x100 on ``COSINE_TASKS`` (``qt_hard.evaluation.similarity``), the STS12-16 mean,
@@ -168,31 +161,6 @@ def finetune(row: str, seed: int, model_spec: str, recipe: dict, rows, workdir: 
     return model, info
 
 
-def run_cell(row: str, seed: int, ctx: dict) -> dict:
-    """One ledger record: ``before`` (the starting model evaluated) or a row fine-tuned with ``seed``."""
-
-    t0 = time.perf_counter()
-    if row == BEFORE:
-        model, info = load_start(ctx["model"]), {"steps": 0}
-    else:
-        _, mined, _ = parse_row(row)
-        data = ctx["mined"]() if mined else ctx["pairs"]
-        model, info = finetune(
-            row, seed, ctx["model"], ctx["recipe"], data, ctx["workdir"] / f"{row}_s{seed}", ctx["mini_batch_size"]
-        )
-        if ctx["recipe"].get("max_seq_length") is not None:  # evaluated at the starting model's own length
-            model.max_seq_length = ctx["eval_max_seq_length"]
-        info["train_rows"] = len(data)
-    info.update(evaluate(model, ctx["data_dir"], ctx["mrpc_test"]))
-    return {
-        "row": row,
-        "seed": seed,
-        **info,
-        "wall_s": round(time.perf_counter() - t0, 1),
-        "threads": ctx["threads"],
-    }
-
-
 # ------------------------------------------------------------------------------------------- memory
 def memory_probe(probe: dict) -> dict:
     """A few training steps of ``probe["row"]`` at ``probe["batch"]`` on the pool's pairs, in this (fresh)
@@ -208,7 +176,7 @@ def memory_probe(probe: dict) -> dict:
 
 
 # ------------------------------------------------------------------------------------------ summary
-def summarize(records: list[dict], recipe: dict | None = None, memory: list[dict] | None = None) -> tuple[str, dict]:
+def summarize(records: list[dict], recipe: dict | None = None) -> tuple[str, dict]:
     """The Markdown table: mean ± sample std (ddof 1) over seeds per row of ``METRICS``; then each row's
     difference to its baseline (:func:`baseline_of`: MNRL on the same data) paired by seed, the
     headline's with its 95% t-interval and verdict (:func:`qt_hard.experiments.report.paired_verdict`),
@@ -234,8 +202,6 @@ def summarize(records: list[dict], recipe: dict | None = None, memory: list[dict
         lines += ["", *dev_lines(records)]
     if note := report.commits_note(records):
         lines += ["", note]
-    if memory:
-        lines += memory_table(memory)
     beats = [r for r, v in verdicts.items() if v.verdict == "better"]
     parts = {"stats": stats, "diffs": diffs, "spread": spread, "verdicts": verdicts, "baselines": bases}
     return "\n".join(lines), {**parts, "beats": beats}
@@ -462,15 +428,12 @@ class _Common(Experiment):
             self._ctx = {"args": args, "data_dir": data_dir, "pairs": pairs, "pool": summary, "mrpc_test": mrpc}
         return self._ctx
 
-    def recipe(self, args) -> dict:
-        keys = ("steps", "batch_size", "lr", "scale", "warmup_ratio", "max_seq_length")
-        return {k: getattr(args, k) for k in keys}
-
     def setup(self, args, out: Path) -> dict:
         ctx = self.context(args)
+        recipe = ("steps", "batch_size", "lr", "scale", "warmup_ratio", "max_seq_length")
         return {
             "model": args.model,
-            "recipe": self.recipe(args),
+            "recipe": {k: getattr(args, k) for k in recipe},
             "pool": {"pairs": len(ctx["pairs"]), **ctx["pool"]},
             "mined": {"relative_margin": args.mine_margin, "num_negatives": 1, "sampling_strategy": "top"},
             "mini_batch_size": args.mini_batch_size,
@@ -478,10 +441,10 @@ class _Common(Experiment):
 
     def tables(self, records, setup, out: Path) -> dict[str, str]:
         """``table.md`` (with the memory ledger's rows when the folder has one) and ``results.csv``."""
-        comparison = comparison_records(out)
+        comparison = latest_records(out, "results.jsonl", KEY)
         if not comparison:
             return {}
-        table = summarize(comparison, (setup or {}).get("recipe"), memory_records(out))[0]
+        table = with_memory_table(summarize(comparison, (setup or {}).get("recipe"))[0], out)
         return {"table.md": table, "results.csv": csv_text(comparison)}
 
 
@@ -503,28 +466,33 @@ class Comparison(BeforeThenRows, _Common):
             )
 
     def mined(self, args, out: Path) -> list[tuple[str, str, str]]:
-        return mined_triplets(out, self.context(args)["pairs"], args.model, args.mine_margin)
+        """(anchor, positive, negative) mined once with the starting model, kept in ``OUT/mined.jsonl``."""
+        pairs = self.context(args)["pairs"]
+        return mined_once(out / "mined.jsonl", lambda: mine_triplets(pairs, load_start(args.model), args.mine_margin))
 
     def run(self, cell: Cell, ctx: Context) -> dict:
-        args, out, setup = ctx.args, ctx.out, ctx.setup
+        """One ledger record: ``before`` (the starting model evaluated) or a row fine-tuned with its seed."""
         import torch
 
+        args, out, recipe = ctx.args, ctx.out, ctx.setup["recipe"]
+        row, seed = cell.claim
         torch.set_num_threads(args.threads)
-        ctx = self.context(args)
-        if args.max_seq_length is not None and "eval_len" not in ctx:  # the starting model's own, read once
-            ctx["eval_len"] = load_start(args.model).max_seq_length
-        eval_len = ctx.get("eval_len")
-        cell_ctx = {
-            **ctx,
-            "model": args.model,
-            "recipe": setup["recipe"],
-            "mined": lambda: self.mined(args, out),
-            "workdir": out / "work",
-            "mini_batch_size": args.mini_batch_size,
-            "threads": args.threads,
-            "eval_max_seq_length": eval_len,
-        }
-        return run_cell(*cell.claim, cell_ctx)
+        data = self.context(args)
+        if args.max_seq_length is not None and "eval_len" not in data:  # the starting model's own, read once
+            data["eval_len"] = load_start(args.model).max_seq_length
+        t0 = time.perf_counter()
+        if row == BEFORE:
+            model, info = load_start(args.model), {"steps": 0}
+        else:
+            rows = self.mined(args, out) if parse_row(row)[1] else data["pairs"]
+            workdir = out / "work" / f"{row}_s{seed}"
+            model, info = finetune(row, seed, args.model, recipe, rows, workdir, args.mini_batch_size)
+            if recipe.get("max_seq_length") is not None:  # evaluated at the starting model's own length
+                model.max_seq_length = data["eval_len"]
+            info["train_rows"] = len(rows)
+        info.update(evaluate(model, data["data_dir"], data["mrpc_test"]))
+        wall = round(time.perf_counter() - t0, 1)
+        return {"row": row, "seed": seed, **info, "wall_s": wall, "threads": args.threads}
 
 
 class Memory(MemoryProbe, _Common):

@@ -17,30 +17,6 @@ from __future__ import annotations
 import json
 import time
 
-__all__ = [
-    "GUARD_MARGIN",
-    "HARD_B1",
-    "SHARED_ROWS",
-    "BeforeThenRows",
-    "GuardAudit",
-    "RelevantToQuery",
-    "baseline_of",
-    "comparison_records",
-    "duplicate_free_batches",
-    "finetune",
-    "frozen_guide",
-    "guard_cell",
-    "is_static",
-    "jsonable",
-    "load_start",
-    "mine_triplets",
-    "mined_once",
-    "parse_row",
-    "row_label",
-    "row_loss",
-    "train_dataset",
-    "transformers_tokenizer",
-]
 
 GUARD_MARGIN = 0.05
 HARD_B1 = {"negatives": "hard", "beta": 1.0}
@@ -98,16 +74,6 @@ class BeforeThenRows:
     def progress(self, record: dict) -> str:
         keys = self.progress_keys
         return f"{record['row']} seed {record['seed']}: " + ", ".join(f"{k} {record.get(k)}" for k in keys)
-
-
-def comparison_records(out) -> list[dict]:
-    """The newest record of each (row, seed) in the folder's comparison ledger ``out/results.jsonl``; []
-    when the folder has none."""
-    from pathlib import Path
-
-    from qt_hard.experiments.ledger import Ledger
-
-    return Ledger(out, BeforeThenRows.key).latest() if (Path(out) / "results.jsonl").is_file() else []
 
 
 def mined_once(path, mine_rows) -> list[tuple]:
