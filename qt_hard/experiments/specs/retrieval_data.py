@@ -104,7 +104,7 @@ def write_slice(src: str | os.PathLike, dst: str | os.PathLike, train: int, test
 
 def mine(sf: Scifact, path: Path, threads: int = 1, device: str = "cpu") -> list[tuple[str, str, str]]:
     """The mined (claim, positive, negative) id triplets in ``path``, mined first when missing
-    (:func:`.st_finetuning.mined_once`; the settings: docs/guides/retrieval.md, mined negatives)."""
+    (:func:`.st_finetuning.mined_once`; the settings: docs/guides/retrieval.md, "The setup")."""
     from .st_finetuning import mined_once
 
     return mined_once(path, lambda: _mined_ids(sf, threads, device))

@@ -2,7 +2,7 @@
 
 The data and its dev split (:mod:`.retrieval_data`), the recipe chosen on dev (:func:`select_recipe`), the
 mined negatives, the rows (:data:`ROWS`), the guard's audit and the verdicts (:func:`summarize`) are
-described on docs/guides/retrieval.md (SciFact), with the commands.
+described on docs/guides/retrieval.md ("The setup"; the commands: "How to run it").
 """
 
 from __future__ import annotations
@@ -184,15 +184,6 @@ def _record(res: dict) -> dict:
     return {**out, "per_query": res["per_query"], "eval_s": res["seconds"]["total_seconds"]}
 
 
-def _eval_callback(steps, sf: Scifact, eval_len: int, on_record):
-    """The plugin's evaluator callback (:class:`qt_hard.integrations.sentence_transformers.EvaluatorCallback`)
-    measuring dev and test at ``steps`` and handing ``on_record(step, record)`` the record's fields (the
-    recipe choice); the run goes on as it would without it."""
-    from qt_hard.integrations.sentence_transformers import EvaluatorCallback
-
-    return EvaluatorCallback(_evaluator(sf), steps, lambda step, res: on_record(step, _record(res)), eval_len)
-
-
 def mined_epochs(sf: Scifact, ctx: dict):
     """``epoch_rows`` for :meth:`Scifact.pairs_for` on the mined triplets: each epoch's pairs, in its
     order, with the negative mined for the pair (``ctx["mined"]()``); a pair without one is left out."""
@@ -226,7 +217,12 @@ def run_cell(row: str, seed: int, ctx: dict, eval_steps=(), on_eval=None) -> dic
             rows = [r[:2] for r in rows]
         loss = build_loss(row, model, recipe, RelevantToQuery(rows, sf.relevant))
         audit = GuardAudit(loss, rows, sf.relevant) if hasattr(loss, "record_guard") else None
-        callbacks = [_eval_callback(set(eval_steps), sf, eval_len, on_eval)] if eval_steps else []
+        callbacks = []
+        if eval_steps:  # the recipe choice: dev and test at those steps too; the run goes on as without them
+            from qt_hard.integrations.sentence_transformers import EvaluatorCallback
+
+            measured = lambda step, res: on_eval(step, _record(res))  # noqa: E731
+            callbacks = [EvaluatorCallback(_evaluator(sf), set(eval_steps), measured, eval_len)]
         data = train_dataset(sf.texts(rows), {"label": list(range(len(rows)))})
         info = finetune(model, loss, recipe, data, seed, ctx["workdir"] / f"{row}_s{seed}", callbacks)
         info["train_rows"] = len(rows)
@@ -471,12 +467,17 @@ class _Common(Experiment):
             from qt_hard.paths import data_path
 
             sf = self.data_class(Path(args.data) if args.data else data_path("beir", self.dataset))
-            self._ctx = {"args": args, "scifact": sf, "device": _device(args.device), "inputs": input_hashes(sf.folder)}
+            device = args.device
+            if device == "auto":  # the GPU where there is one
+                import torch
+
+                device = "cuda" if torch.cuda.is_available() else "cpu"
+            self._ctx = {"args": args, "scifact": sf, "device": device, "inputs": input_hashes(sf.folder)}
         return self._ctx
 
     def base_recipe(self, args) -> dict:
         recipe = {**BASE_RECIPE, "batch_size": args.batch_size}
-        dev = _device(args.device)
+        dev = self.context(args)["device"]
         if dev != "cpu":  # recorded: runs on another device differ by rounding, so they are another setup
             recipe["device"] = dev
         if args.max_seq_length is not None:
@@ -515,15 +516,6 @@ class _Common(Experiment):
         torch.set_num_threads(args.threads)
         workdir = Path("runs") / f"{self.dataset}_work"
         return {**self.context(args), "recipe": recipe, "workdir": workdir, "mined": lambda: self.mined(args, out)}
-
-
-def _device(device: str) -> str:
-    """``cuda`` or ``cpu`` for the grid's ``--device`` (``auto``: the GPU where there is one)."""
-    if device == "auto":
-        import torch
-
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
 
 
 class RecipeChoice(_Common):

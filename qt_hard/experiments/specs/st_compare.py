@@ -1,8 +1,9 @@
 """Fine-tuning comparison: MNRL, GISTEmbed and HardNegativesLoss rows from one starting model (CPU-sized).
 
 The training pool, the rows (:data:`ROWS`, their ``+mined`` and ``+cached`` forms), the measures, the
-ledger and the paired verdicts are described on docs/guides/sentence-transformers.md (Fine-tuning
-comparison), with the commands; ``st-compare-memory`` is the comparison's memory probe (:mod:`.st_memory`).
+ledger and the paired verdicts are described on docs/guides/sentence-transformers.md ("Fine-tuning
+comparison: which loss to start with"), with the commands; ``st-compare-memory`` is the comparison's
+memory probe (:mod:`.st_memory`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Peak memory of a fine-tuning row against its GradCache (``+cached``) form: what the similarity and the
-retrieval comparisons' memory probes share (the probe and its table: docs/guides/retrieval.md, Memory).
+retrieval comparisons' memory probes share (the probe and its table: docs/guides/retrieval.md, "The
+setup", Memory).
 
 Records (``OUT/memory.jsonl``, key ``(row, batch)``): ``peak_rss_mb``, ``peak_rss_mb_before_steps``,
 ``step_s``, ``steps``, ``machine_mb`` (the machine's physical memory).
