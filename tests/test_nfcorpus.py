@@ -82,7 +82,7 @@ def test_a_run_stopped_at_step_s_equals_the_step_s_of_a_longer_run(slice_folder,
     torch.set_num_threads(1)
     nf = NFCorpus(slice_folder)
     recipe = {**sf_spec.BASE_RECIPE, "batch_size": 4, "max_seq_length": 16, "lr": 1e-3}
-    ctx = {"scifact": nf, "root": sf_spec.ROOT, "workdir": tmp_path, "inputs": {}}
+    ctx = {"scifact": nf, "workdir": tmp_path, "inputs": {}}
     at_two: list[dict] = []
     sf_spec.run_cell("mnrl", 0, {**ctx, "recipe": {**recipe, "steps": 4}}, {2}, lambda s, r: at_two.append(r))
     short = sf_spec.run_cell("mnrl", 0, {**ctx, "recipe": {**recipe, "steps": 2}})
@@ -225,7 +225,7 @@ def test_the_control_of_mining_trains_its_batches_without_negatives_and_the_mask
     )
     monkeypatch.setattr(sf_spec, "evaluate", lambda *a: {})
     recipe = {**sf_spec.BASE_RECIPE, "batch_size": 2, "max_seq_length": 16, "lr": 1e-4, "steps": 3}
-    ctx = {"scifact": nf, "root": sf_spec.ROOT, "workdir": tmp_path, "inputs": {}, "mined": lambda: triplets}
+    ctx = {"scifact": nf, "workdir": tmp_path, "inputs": {}, "mined": lambda: triplets}
     for row in ("mnrl_kept", "mnrl+mined", "mask_relevant"):
         sf_spec.run_cell(row, 0, {**ctx, "recipe": {**recipe, "row": row}})
     kept, mined = seen["mnrl_kept"][1], seen["mnrl+mined"][1]

@@ -53,6 +53,7 @@ def toy_model(folder, words):
 def test_every_default_row_builds_its_loss(sc, tmp_path):
     from sentence_transformers.sentence_transformer import losses
 
+    from qt_hard.experiments.specs.st_finetuning import GUARD_MARGIN
     from qt_hard.integrations.sentence_transformers import HardNegativesLoss
 
     spec = toy_model(tmp_path / "m", ["a", "b", "c"])
@@ -70,7 +71,7 @@ def test_every_default_row_builds_its_loss(sc, tmp_path):
     sym = sc.build_loss("mnrl_sym", model, spec, recipe)
     assert tuple(sym.directions) == ("query_to_doc", "doc_to_query") and sym.partition_mode == "per_direction"
     guard = sc.build_loss("hard_b1_guard_abs", model, spec, recipe).get_config_dict()
-    assert guard["guard"] == "absolute" and guard["guard_margin"] == sc.GUARD_MARGIN
+    assert guard["guard"] == "absolute" and guard["guard_margin"] == GUARD_MARGIN
     for row in sc.DEFAULT_ROWS:
         sc.build_loss(row, model, spec, recipe)  # each default row's options are accepted by its loss
     with pytest.raises(ArgumentError, match="unknown row 'hard_b9'"):

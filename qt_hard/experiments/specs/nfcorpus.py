@@ -1,14 +1,8 @@
 """Retrieval fine-tuning on BEIR NFCorpus from all-MiniLM-L6-v2: which negatives where false negatives are common.
 
-NFCorpus (``$QT_HARD_DATA/beir/nfcorpus``) judges about 43 relevant abstracts per training query (110,575
-judgements over 2,590 queries, all grade 1), where a SciFact claim cites about 1.1: documents relevant to
-another query of the batch, or to the anchor's own query, are frequent among the in-batch candidates. It is
-the corpus the false-negative tools (the guard, debiasing, label-aware masking) are for. The comparison,
-the recipe choice and the memory probe are SciFact's (:mod:`.scifact`) on this folder, with two differences:
-
-**Splits.** BEIR ships its own dev and test judgements (324 and 323 queries, grades 1 and 2): dev is
-``qrels/dev.tsv``, test ``qrels/test.tsv``; the training queries are those of ``qrels/train.tsv``. Graded
-nDCG@10 is the headline (trec_eval's, as BEIR and MTEB report it).
+SciFact's comparison, recipe choice and memory probe (:mod:`.scifact`) on NFCorpus, with BEIR's own dev and
+test splits (graded nDCG@10 the headline): docs/guides/retrieval.md (NFCorpus) and docs/cli.md say why this
+corpus and how to run it.
 
 **Training pairs.** An *epoch* is every training query once, with **one** of its relevant abstracts drawn
 uniformly (a fresh draw each epoch, seeded by the run's seed and the epoch): 2,590 pairs, 80 steps of 32.
@@ -27,12 +21,8 @@ import os
 import random
 from pathlib import Path
 
-from qt_hard.errors import ArgumentError
-
 from . import scifact as sf_spec
 from .retrieval_data import Scifact
-
-__all__ = ["EXPERIMENTS", "NFCorpus", "steps_per_epoch", "write_slice"]
 
 
 def steps_per_epoch(n_queries: int, batch_size: int) -> int:
@@ -114,10 +104,7 @@ class _OnNFCorpus:
     default_out = "runs/nfcorpus"
     dataset = "nfcorpus"
     title = "NFCorpus"
-
-    @staticmethod
-    def read(folder):
-        return NFCorpus(folder)
+    data_class = NFCorpus
 
 
 class RecipeChoice(_OnNFCorpus, sf_spec.RecipeChoice):
@@ -136,12 +123,7 @@ class RecipeChoice(_OnNFCorpus, sf_spec.RecipeChoice):
 
     def measured_steps(self, args) -> list[int]:
         """``--epochs`` in steps of the batch (rounded; an epoch is :func:`steps_per_epoch` steps)."""
-        try:
-            epochs = sorted({float(x) for x in args.epochs.split(",") if x.strip()})
-        except ValueError:
-            raise ArgumentError(f"--epochs must be comma-separated numbers, got {args.epochs!r}") from None
-        if not epochs or epochs[0] <= 0:
-            raise ArgumentError(f"--epochs must be positive numbers, got {args.epochs!r}")
+        epochs = sf_spec.positive_floats(args.epochs, "--epochs")
         per = steps_per_epoch(len(self.context(args)["scifact"].train_claims), args.batch_size)
         return sorted({max(1, round(e * per)) for e in epochs})
 

@@ -103,21 +103,15 @@ def write_slice(src: str | os.PathLike, dst: str | os.PathLike, train: int, test
 
 
 def mine(sf: Scifact, path: Path, threads: int = 1, device: str = "cpu") -> list[tuple[str, str, str]]:
-    """The mined (claim, positive, negative) id triplets in ``path``, mined first when missing (one
-    writer at a time; see the module docstring)."""
-    from qt_hard.files import build_lock
+    """The mined (claim, positive, negative) id triplets in ``path``, mined first when missing
+    (:func:`.st_finetuning.mined_once`; the settings: docs/guides/retrieval.md, "The setup")."""
+    from .st_finetuning import mined_once
 
-    with build_lock(path, "mined triplets"):  # a full disk or a stop leaves no lock nor half file
-        if not path.is_file():
-            _mine_into(sf, path, threads, device)
-    rows = [tuple(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines()]
-    return rows
+    return mined_once(path, lambda: _mined_ids(sf, threads, device))
 
 
-def _mine_into(sf: Scifact, path: Path, threads: int, device: str) -> None:
+def _mined_ids(sf: Scifact, threads: int, device: str) -> list[tuple[str, str, str]]:
     import torch
-
-    from qt_hard.files import write_text
 
     from .st_finetuning import load_start, mine_triplets
 
@@ -129,11 +123,7 @@ def _mine_into(sf: Scifact, path: Path, threads: int, device: str) -> None:
     for d, t in zip(sf.data.doc_ids, sf.data.doc_texts):
         first_id.setdefault(t, d)
     by_text = {(sf.data.queries[q], sf.doc_text[d]): (q, d) for q, d in sf.pairs}
-    lines = []
-    for anchor, positive, negative in mined:
-        q, d = by_text[(anchor, positive)]
-        lines.append(json.dumps([q, d, first_id[negative]]) + "\n")
-    write_text(path, "".join(lines), "mined triplets")
+    return [(*by_text[(anchor, positive)], first_id[negative]) for anchor, positive, negative in mined]
 
 
 def input_hashes(folder: Path) -> dict:

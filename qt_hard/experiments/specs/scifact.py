@@ -1,39 +1,8 @@
 """Retrieval fine-tuning on BEIR SciFact from all-MiniLM-L6-v2: which negatives, judged on dev, reported on test.
 
-**Data** (``$QT_HARD_DATA/beir/scifact``, BEIR's layout; :mod:`qt_hard.evaluation.retrieval`). The 809 train
-claims of ``qrels/train.tsv`` are split once: their ids sorted as strings and shuffled with
-``random.Random(SPLIT_SEED)``, the first ``round(DEV_FRACTION * 809)`` are the **dev** claims, the rest the
-**training** claims (no claim in both). Training pairs are (claim, cited abstract) for every training
-judgement; an abstract is ``title + " " + text``. Dev is ranked against the whole corpus with the dev claims'
-train judgements; **test** is BEIR's ``qrels/test.tsv``. Choices read dev only; test is reported.
-
-**Recipe** (chosen on dev, :func:`select_recipe`): MNRL at scale 20, batch 32, a constant learning rate after
-``WARMUP_STEPS`` warm-up steps (so a run stopped at step s equals the prefix of a longer one), the training
-inputs at the model's own 256 tokens. Learning rates and step counts are tried with seed 0; the recipe with
-the best dev nDCG@10 is used by every row.
-
-**Mined negatives** (:func:`mine`): ``sentence_transformers.util.mine_hard_negatives`` with the starting model
-over the whole corpus for the training pairs, ``relative_margin=MINE_MARGIN``, one negative per pair, the
-hardest left (``sampling_strategy="top"``) among the ``MINE_RANGE`` closest abstracts; every cited abstract of
-a claim is excluded from its candidates; a pair with no candidate below the margin gets no triplet.
-Kept as ids in ``OUT/mined.jsonl`` (claim, positive, negative); the same command regenerates it.
-
-**Rows** (:data:`ROWS`; ``+mined`` trains on the mined triplets, ``+cached`` is the GradCache form):
-MNRL; hard beta 0.5 and 1 (``HardNegativesLoss``, logit units); hard beta 1 with the false-negative guard on
-the model's cosines, absolute or relative margin 0.05, and relative 0.05 on the frozen starting model's
-cosines (the guide); ``GISTEmbedLoss`` with its defaults; GIST's filter alone: uniform negatives at MNRL's
-scale with the guard GISTEmbed uses (absolute margin 0 on the frozen guide's cosines), without GIST's
-temperature and its anchor-anchor / positive-positive terms.
-
-**The guard is audited.** Every batch of a ``HardNegativesLoss`` row records, over the query-to-document
-candidates, how many the guard removed (``guard_removed_frac``) and how many of the removed are true
-positives by the judgements, a cited abstract of the same claim (``guard_removed_tp_frac``), and how many
-true positives were among the candidates at all (``candidates_tp``).
-
-**Verdicts** (:func:`summarize`): each row's paired difference over seeds against the baseline one change
-away (:func:`.st_finetuning.baseline_of`): MNRL for a row on the pairs and for MNRL on the mined triplets
-(the effect of the mining), MNRL on the mined triplets for every other mined row; with its 95% t-interval
-(:func:`qt_hard.experiments.report.paired_verdict`).
+The data and its dev split (:mod:`.retrieval_data`), the recipe chosen on dev (:func:`select_recipe`), the
+mined negatives, the rows (:data:`ROWS`), the guard's audit and the verdicts (:func:`summarize`) are
+described on docs/guides/retrieval.md ("The setup"; the commands: "How to run it").
 """
 
 from __future__ import annotations
@@ -43,10 +12,17 @@ from pathlib import Path
 
 from qt_hard.errors import ArgumentError
 from qt_hard.experiments.contract import Cell, Context, Experiment, Row
-from qt_hard.experiments.specs.st_finetuning import BeforeThenRows, guard_cell
+from qt_hard.experiments.specs.st_finetuning import (
+    GUARD_MARGIN,
+    HARD_B1,
+    SHARED_ROWS,
+    BeforeThenRows,
+    guard_cell,
+)
 from qt_hard.experiments.specs.st_finetuning import baseline_of as pair_baseline_of
 from qt_hard.experiments.specs.st_finetuning import parse_row as parse_spec_row
-from qt_hard.experiments.specs.st_memory import MemoryProbe, memory_records, memory_steps, memory_table
+from qt_hard.experiments.specs.st_finetuning import row_label as spec_row_label
+from qt_hard.experiments.specs.st_memory import MemoryProbe, latest_records, memory_steps, with_memory_table
 
 from .retrieval_data import (
     DEV_FRACTION,
@@ -75,7 +51,6 @@ __all__ = [
     "write_slice",
 ]
 
-GUARD_MARGIN = 0.05
 # tau+ of the debiased rows, chosen among on dev: about NFCorpus's share of in-batch candidates relevant to
 # the anchor's query (1.7%), and a value below and above it
 TAU_PLUS = (0.01, 0.02, 0.05)
@@ -88,24 +63,12 @@ BASE_RECIPE = {
     "warmup_steps": WARMUP_STEPS,
     "order": "given",
 }
-ROOT = Path(__file__).resolve().parents[3]
 
-_HARD = {"negatives": "hard", "beta": 1.0}
 _ROWS = {  # name: (label, what the row changes)
-    "mnrl": ("MNRL", {"loss": "mnrl", "kwargs": {}}),
-    "hard_b0.5": ("hard, beta 0.5", {"loss": "hnl", "kwargs": {"negatives": "hard", "beta": 0.5}}),
-    "hard_b1": ("hard, beta 1", {"loss": "hnl", "kwargs": dict(_HARD)}),
-    "hard_b1_guard_abs": (
-        f"hard, beta 1, guard absolute {GUARD_MARGIN}",
-        {"loss": "hnl", "kwargs": {**_HARD, "guard": "absolute", "guard_margin": GUARD_MARGIN}},
-    ),
-    "hard_b1_guard_rel": (
-        f"hard, beta 1, guard relative {GUARD_MARGIN}",
-        {"loss": "hnl", "kwargs": {**_HARD, "guard": "relative", "guard_margin": GUARD_MARGIN}},
-    ),
+    **{name: SHARED_ROWS[name] for name in ("mnrl", "hard_b0.5", "hard_b1", "hard_b1_guard_abs", "hard_b1_guard_rel")},
     "hard_b1_guard_guide": (
         f"hard, beta 1, guard relative {GUARD_MARGIN} on the frozen start",
-        {"loss": "hnl", "guide": True, "kwargs": {**_HARD, "guard": "relative", "guard_margin": GUARD_MARGIN}},
+        {"loss": "hnl", "guide": True, "kwargs": {**HARD_B1, "guard": "relative", "guard_margin": GUARD_MARGIN}},
     ),
     "mnrl_kept": (
         "MNRL on the pairs the miner kept (the control of +mined)",
@@ -122,11 +85,8 @@ _ROWS = {  # name: (label, what the row changes)
         )
         for t in TAU_PLUS
     },
-    "gist": ("GISTEmbedLoss (defaults)", {"loss": "gist", "kwargs": {}}),
-    "gist_filter": (
-        "GIST's filter alone (uniform, guard absolute 0 on the frozen start)",
-        {"loss": "hnl", "guide": True, "kwargs": {"guard": "absolute", "guard_margin": 0.0}},
-    ),
+    "gist": SHARED_ROWS["gist"],
+    "gist_filter": SHARED_ROWS["gist_filter"],
 }
 ROWS = {name: Row(name, changes, label) for name, (label, changes) in _ROWS.items()}
 # The rows measured on both datasets, in the order a grid runs them. Not run (SciFact settled them: no row
@@ -169,10 +129,7 @@ def parse_row(name: str) -> tuple[str, bool, bool]:
 
 
 def row_label(name: str) -> str:
-    if name == "before":
-        return "before (all-MiniLM-L6-v2)"
-    base, mined, cached = parse_row(name)
-    return ROWS[base].label + (", mined" if mined else "") + (", cached" if cached else "")
+    return spec_row_label(name, ROWS, "before (all-MiniLM-L6-v2)", ", mined")
 
 
 # -------------------------------------------------------------------------------------------- loss
@@ -183,13 +140,8 @@ def build_loss(row: str, model, recipe: dict, relation=None):
     (:class:`.st_finetuning.RelevantToQuery`) as its ``label_relation``."""
     from .st_finetuning import frozen_guide, row_loss
 
-    base, _, cached = parse_row(row)
-    spec = ROWS[base].changes
-    if spec.get("relation"):
-        spec = {**spec, "kwargs": {**spec["kwargs"], "label_relation": relation}}
-    mini_batch_size = recipe.get("mini_batch_size", 32)
     guide = lambda: frozen_guide(MINILM, None, str(model.device))  # noqa: E731
-    return row_loss(spec, model, recipe["scale"], cached, mini_batch_size, guide)
+    return row_loss(row, ROWS, model, recipe["scale"], recipe.get("mini_batch_size", 32), guide, relation)
 
 
 def memory_probe(probe: dict) -> dict:
@@ -232,15 +184,6 @@ def _record(res: dict) -> dict:
     return {**out, "per_query": res["per_query"], "eval_s": res["seconds"]["total_seconds"]}
 
 
-def _eval_callback(steps, sf: Scifact, eval_len: int, on_record):
-    """The plugin's evaluator callback (:class:`qt_hard.integrations.sentence_transformers.EvaluatorCallback`)
-    measuring dev and test at ``steps`` and handing ``on_record(step, record)`` the record's fields (the
-    recipe choice); the run goes on as it would without it."""
-    from qt_hard.integrations.sentence_transformers import EvaluatorCallback
-
-    return EvaluatorCallback(_evaluator(sf), steps, lambda step, res: on_record(step, _record(res)), eval_len)
-
-
 def mined_epochs(sf: Scifact, ctx: dict):
     """``epoch_rows`` for :meth:`Scifact.pairs_for` on the mined triplets: each epoch's pairs, in its
     order, with the negative mined for the pair (``ctx["mined"]()``); a pair without one is left out."""
@@ -264,9 +207,9 @@ def run_cell(row: str, seed: int, ctx: dict, eval_steps=(), on_eval=None) -> dic
         model.max_seq_length = ctx["recipe"]["max_seq_length"]
     info: dict = {"steps": 0}
     if row != "before":
-        _, mined, _ = parse_row(row)
+        base, mined, _ = parse_row(row)
         recipe = ctx["recipe"]
-        kept = ROWS[parse_row(row)[0]].changes.get("kept", False)
+        kept = ROWS[base].changes.get("kept", False)
         rows = sf.pairs_for(
             seed, recipe["steps"], recipe["batch_size"], mined_epochs(sf, ctx) if mined or kept else None
         )
@@ -274,7 +217,12 @@ def run_cell(row: str, seed: int, ctx: dict, eval_steps=(), on_eval=None) -> dic
             rows = [r[:2] for r in rows]
         loss = build_loss(row, model, recipe, RelevantToQuery(rows, sf.relevant))
         audit = GuardAudit(loss, rows, sf.relevant) if hasattr(loss, "record_guard") else None
-        callbacks = [_eval_callback(set(eval_steps), sf, eval_len, on_eval)] if eval_steps else []
+        callbacks = []
+        if eval_steps:  # the recipe choice: dev and test at those steps too; the run goes on as without them
+            from qt_hard.integrations.sentence_transformers import EvaluatorCallback
+
+            measured = lambda step, res: on_eval(step, _record(res))  # noqa: E731
+            callbacks = [EvaluatorCallback(_evaluator(sf), set(eval_steps), measured, eval_len)]
         data = train_dataset(sf.texts(rows), {"label": list(range(len(rows)))})
         info = finetune(model, loss, recipe, data, seed, ctx["workdir"] / f"{row}_s{seed}", callbacks)
         info["train_rows"] = len(rows)
@@ -360,7 +308,7 @@ def summarize(records: list[dict], recipe: dict | None = None) -> str:
             vals = [runs[s][m] for s in runs]
             mean, sd = mean_spread(vals)
             cells.append(f"{mean:.2f}" + (f" ± {sd:.2f}" if len(vals) > 1 else ""))
-        guard = guard_cell(list(runs.values()), ROWS[parse_row(row)[0]].changes if row != "before" else None)
+        guard = guard_cell(list(runs.values()), row, ROWS)
         body.append([f"{row_label(row)} (`{row}`)", str(len(runs)), *cells, guard])
     heads = ["row", "seeds", *(h for _, h in metrics), "guard removed (true positives)"]
     lines += markdown_table(heads, body, "lr" + "r" * (len(metrics) + 1))
@@ -495,11 +443,7 @@ class _Common(Experiment):
     default_out = "runs/scifact"
     dataset = "scifact"  # its folder under $QT_HARD_DATA/beir, and the prefix of the grid's names
     title = "SciFact"
-
-    @staticmethod
-    def read(folder):
-        """The dataset's folder read once (:class:`Scifact`)."""
-        return Scifact(folder)
+    data_class = Scifact  # what reads the dataset's folder, once a process
 
     def add_arguments(self, parser) -> None:
         parser.add_argument(
@@ -522,13 +466,18 @@ class _Common(Experiment):
         if getattr(self, "_ctx", None) is None or self._ctx["args"] is not args:
             from qt_hard.paths import data_path
 
-            sf = self.read(Path(args.data) if args.data else data_path("beir", self.dataset))
-            self._ctx = {"args": args, "scifact": sf, "device": _device(args.device), "inputs": input_hashes(sf.folder)}
+            sf = self.data_class(Path(args.data) if args.data else data_path("beir", self.dataset))
+            device = args.device
+            if device == "auto":  # the GPU where there is one
+                import torch
+
+                device = "cuda" if torch.cuda.is_available() else "cpu"
+            self._ctx = {"args": args, "scifact": sf, "device": device, "inputs": input_hashes(sf.folder)}
         return self._ctx
 
     def base_recipe(self, args) -> dict:
         recipe = {**BASE_RECIPE, "batch_size": args.batch_size}
-        dev = _device(args.device)
+        dev = self.context(args)["device"]
         if dev != "cpu":  # recorded: runs on another device differ by rounding, so they are another setup
             recipe["device"] = dev
         if args.max_seq_length is not None:
@@ -551,39 +500,22 @@ class _Common(Experiment):
     def tables(self, records, setup, out) -> dict[str, str]:
         """``table.md``: the comparison (``results.jsonl``) and, when the folder has one, the memory
         probe's records (``memory.jsonl``)."""
-        from qt_hard.experiments.ledger import Ledger
-
-        comparison = Ledger(out, KEY).latest() if (out / "results.jsonl").is_file() else []
+        comparison = latest_records(out, "results.jsonl", KEY)
         if not comparison:
             return {}
-        table = summarize(comparison, (setup or {}).get("recipe"))
-        memory = memory_records(out)
-        if memory:
-            table += "\n" + "\n".join(memory_table(memory))
-        return {"table.md": table}
+        return {"table.md": with_memory_table(summarize(comparison, (setup or {}).get("recipe")), out)}
+
+    def mined(self, args, out: Path) -> list[tuple[str, str, str]]:
+        """The mined triplets of ``OUT/mined.jsonl``, mined first when missing (:func:`.retrieval_data.mine`)."""
+        ctx = self.context(args)
+        return mine(ctx["scifact"], out / "mined.jsonl", args.threads, ctx["device"])
 
     def cell_context(self, args, out: Path, recipe: dict) -> dict:
         import torch
 
         torch.set_num_threads(args.threads)
-        ctx = self.context(args)
-        sf = ctx["scifact"]
-        return {
-            **ctx,
-            "recipe": recipe,
-            "root": ROOT,
-            "workdir": Path("runs") / f"{self.dataset}_work",
-            "mined": lambda: mine(sf, out / "mined.jsonl", args.threads, ctx["device"]),
-        }
-
-
-def _device(device: str) -> str:
-    """``cuda`` or ``cpu`` for the grid's ``--device`` (``auto``: the GPU where there is one)."""
-    if device == "auto":
-        import torch
-
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
+        workdir = Path("runs") / f"{self.dataset}_work"
+        return {**self.context(args), "recipe": recipe, "workdir": workdir, "mined": lambda: self.mined(args, out)}
 
 
 class RecipeChoice(_Common):
@@ -612,7 +544,7 @@ class RecipeChoice(_Common):
         return sorted(seed_list(args.select_steps, "--select-steps"))
 
     def check(self, args) -> None:
-        self.lrs = _positive_floats(args.lrs, "--lrs")
+        self.lrs = positive_floats(args.lrs, "--lrs")
         super().check(args)
         self.steps = self.measured_steps(args)
 
@@ -671,23 +603,16 @@ class Comparison(BeforeThenRows, _Common):
     rows = DEFAULT_ROWS
     parse_row = staticmethod(parse_row)
     row_table = ROWS
-
-    def prepare(self, args, out: Path, todo: list[Cell]) -> None:
-        if any(c.claim[0] != "before" and parse_row(c.claim[0])[1] for c in todo):
-            ctx = self.cell_context(args, out, {})
-            ctx["mined"]()  # mined once, here, before the workers read it
+    progress_keys = ("dev_ndcg@10", "test_ndcg@10", "guard_removed_frac", "wall_s")
 
     def run(self, cell: Cell, ctx: Context) -> dict:
         args, out, setup = ctx.args, ctx.out, ctx.setup
         row, seed = cell.claim
         return run_cell(row, seed, self.cell_context(args, out, setup["recipe"]))
 
-    def progress(self, record: dict) -> str:
-        keys = ("dev_ndcg@10", "test_ndcg@10", "guard_removed_frac", "wall_s")
-        return f"{record['row']} seed {record['seed']}: " + ", ".join(f"{k} {record.get(k)}" for k in keys)
 
-
-def _positive_floats(text: str, flag: str) -> list[float]:
+def positive_floats(text: str, flag: str) -> list[float]:
+    """The comma-separated numbers of option ``flag``, each positive; an ``ArgumentError`` otherwise."""
     try:
         vals = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
@@ -705,9 +630,7 @@ class Memory(MemoryProbe, _Common):
     name = "scifact-memory"
     help = "SciFact: peak memory of a row and of its +cached form at given batch sizes, each in a fresh process"
     probe_fn = staticmethod(memory_probe)
-    root = ROOT
     mined_ok = True
-
     parse_row = staticmethod(parse_row)
     row_table = ROWS
 

