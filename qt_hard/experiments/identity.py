@@ -1,17 +1,6 @@
-"""What a grid's records were made from: the content of its inputs, not their paths.
-
-A results folder's setup names a config and a model by path (``--config configs/x.yaml``,
-``--model runs/m/final``). A config edited in place, or a model folder replaced, keeps the path, so
-a rerun would take the old records for this input's. Each record the grid appends therefore carries
-``made_from``: the sha256 of the resolved config (the file read with its overrides, as the cells
-read it), the identity of the data files that config reads (the embedding caches' key: path, size and
-time of each file) and the sha256 of the model's files (:func:`weights_sha256`, their content). The data a setup
-describes by summary (documents, pairs, a pool) is in the setup already.
-
-A rerun whose inputs no longer make the records there is refused in one line naming what changed;
-``--redo`` runs the cells again, and their records, made from the new inputs, stand apart from the
-old ones (the tables read each cell's newest). Records written before ``made_from`` existed carry
-none and are taken as they are.
+"""What a grid's records were made from (``made_from``): the content of its inputs, not their paths,
+so that a config edited in place or a model folder replaced is refused on a rerun (docs/cli.md,
+``qt-hard grid``). Records written before ``made_from`` existed carry none and are taken as they are.
 """
 
 from __future__ import annotations
