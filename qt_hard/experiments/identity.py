@@ -50,24 +50,18 @@ def files_identity(path: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def _config_made_from(path: str, overrides) -> dict:
-    """The sha256 of the resolved config and the identity of the data it reads (None: none on disk)."""
-    from qt_hard.training.config import load_config, to_dict
-
-    cfg = load_config(path, list(overrides or ()), check_pipeline=False)
-    made = {"config": hashlib.sha256(json.dumps(to_dict(cfg), sort_keys=True, default=str).encode()).hexdigest()[:16]}
-    data = _data_folder(cfg) if getattr(cfg, "data", None) is not None else None
-    made["data"] = files_identity(data) if data is not None and data.exists() else None
-    return made
-
-
 def made_from(setup: dict) -> dict:
     """``{"config": sha256 of the resolved config, "data": identity of the files it reads, "model":
     weights identity}`` of a setup that names a ``config`` (with its ``overrides``) or a ``model``;
-    {} for a setup that names neither."""
+    {} for a setup that names neither; "data" is None for data not on disk."""
     made = {}
     if isinstance(setup.get("config"), str):
-        made.update(_config_made_from(setup["config"], setup.get("overrides")))
+        from qt_hard.training.config import load_config, to_dict
+
+        cfg = load_config(setup["config"], list(setup.get("overrides") or ()), check_pipeline=False)
+        made["config"] = hashlib.sha256(json.dumps(to_dict(cfg), sort_keys=True, default=str).encode()).hexdigest()[:16]
+        data = _data_folder(cfg) if getattr(cfg, "data", None) is not None else None
+        made["data"] = files_identity(data) if data is not None and data.exists() else None
     if isinstance(setup.get("model"), str):
         try:
             made["model"] = weights_sha256(setup["model"])

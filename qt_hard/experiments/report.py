@@ -207,8 +207,8 @@ def verdict_sentence(
         else f"{baseline} has one seed"
     )
     return (
-        f"Against {baseline} on the {metric}, paired by seed ({_span(counts)} pairs; mean difference [95% t-interval]; better or "
-        f"worse only when the interval excludes 0, not judged below {MIN_PAIRS} pairs): {said}. {context}."
+        f"Against {baseline} on the {metric}, paired by seed ({_span(counts)} pairs; mean difference [95% t-interval]; "
+        f"better or worse only when the interval excludes 0, not judged below {MIN_PAIRS} pairs): {said}. {context}."
     )
 
 
@@ -410,19 +410,12 @@ def holm(pvalues: Mapping, alpha: float = 0.05) -> dict:
 
 @dataclass(frozen=True)
 class TwoLevelVerdict:
-    """A row against its baseline on one split and metric, judged at two levels (row - baseline):
-
-    * **seed level**: the paired differences of the aggregate metric over the ``n_seeds`` shared
-      seeds (:func:`paired_verdict`), their mean, t-interval and t test p-value;
-    * **query level**: per query, the row's mean over the shared seeds minus the baseline's; the mean
-      of those differences over the ``n_queries`` queries, its paired t-interval and the p-value of
-      ``query_test`` (``"t"``: :func:`t_p_value`; ``"sign-flip"``: :func:`sign_flip_p_value`).
-
-    ``*_p`` are the raw p-values, ``*_p_adj`` Holm's (:func:`holm`, across the family, each level on
-    its own), each interval is at ``*_confidence`` = 1 - its Holm level. ``verdict``: ``"better"`` /
-    ``"worse"`` when both adjusted p-values are below alpha and both means have that sign;
-    ``"equivalent"`` when the query interval lies within ±margin; ``"level"`` otherwise; ``"not
-    judged"`` below 3 seed pairs (means only, no interval nor p)."""
+    """A row against its baseline on one split and metric (row - baseline), judged over the ``n_seeds``
+    shared seeds and over the ``n_queries`` queries; the two levels and the verdict rule are on
+    docs/comparisons.md. ``*_p`` are the raw p-values (the query level's by ``query_test``: ``"t"``,
+    :func:`t_p_value`; ``"sign-flip"``, :func:`sign_flip_p_value`), ``*_p_adj`` Holm's (:func:`holm`,
+    across the family, each level on its own), each interval is at ``*_confidence`` = 1 - its Holm
+    level; "not judged" (below 3 seed pairs) has the means only, no interval nor p."""
 
     verdict: str
     n_seeds: int

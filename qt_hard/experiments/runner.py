@@ -194,8 +194,7 @@ def prepare_shared_cache(cfg, folder: str | os.PathLike) -> Path:
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    run = get_pipeline(cfg.pipeline).build(cfg, folder)
-    del run  # the data stays on disk; the module built with it is not needed
+    get_pipeline(cfg.pipeline).build(cfg, folder)  # the data stays on disk; the module built is not kept
     return folder / "cache"
 
 
