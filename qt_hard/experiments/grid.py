@@ -3,13 +3,10 @@ reports the row) crossed with the other axes (seeds, datasets, ...) into cells."
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Sequence
-
 from qt_hard.errors import ArgumentError, UserError
 from qt_hard.experiments.contract import Row
 
-__all__ = ["GridError", "Row", "by_name", "cells", "comma_list", "seed_list"]
+__all__ = ["GridError", "Row", "by_name", "comma_list", "seed_list"]
 
 
 class GridError(UserError, ValueError):
@@ -24,11 +21,6 @@ def by_name(*rows):
 def comma_list(text: str, cast=str) -> list:
     """``"a,b,"`` -> ``["a", "b"]`` (empty items left out), each item through ``cast``."""
     return [cast(x) for x in text.split(",") if x != ""]
-
-
-def cells(*axes: Sequence) -> list[tuple]:
-    """The cells of the axes' product, the first axis outermost."""
-    return list(itertools.product(*axes))
 
 
 def seed_list(text: str, flag: str = "--seeds") -> list[int]:

@@ -1,17 +1,6 @@
-"""What a grid's records were made from: the content of its inputs, not their paths.
-
-A results folder's setup names a config and a model by path (``--config configs/x.yaml``,
-``--model runs/m/final``). A config edited in place, or a model folder replaced, keeps the path, so
-a rerun would take the old records for this input's. Each record the grid appends therefore carries
-``made_from``: the sha256 of the resolved config (the file read with its overrides, as the cells
-read it), the identity of the data files that config reads (the embedding caches' key: path, size and
-time of each file) and the sha256 of the model's files (:func:`weights_sha256`, their content). The data a setup
-describes by summary (documents, pairs, a pool) is in the setup already.
-
-A rerun whose inputs no longer make the records there is refused in one line naming what changed;
-``--redo`` runs the cells again, and their records, made from the new inputs, stand apart from the
-old ones (the tables read each cell's newest). Records written before ``made_from`` existed carry
-none and are taken as they are.
+"""What a grid's records were made from (``made_from``): the content of its inputs, not their paths,
+so that a config edited in place or a model folder replaced is refused on a rerun (docs/cli.md,
+``qt-hard grid``). Records written before ``made_from`` existed carry none and are taken as they are.
 """
 
 from __future__ import annotations
@@ -61,24 +50,18 @@ def files_identity(path: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def _config_made_from(path: str, overrides) -> dict:
-    """The sha256 of the resolved config and the identity of the data it reads (None: none on disk)."""
-    from qt_hard.training.config import load_config, to_dict
-
-    cfg = load_config(path, list(overrides or ()), check_pipeline=False)
-    made = {"config": hashlib.sha256(json.dumps(to_dict(cfg), sort_keys=True, default=str).encode()).hexdigest()[:16]}
-    data = _data_folder(cfg) if getattr(cfg, "data", None) is not None else None
-    made["data"] = files_identity(data) if data is not None and data.exists() else None
-    return made
-
-
 def made_from(setup: dict) -> dict:
     """``{"config": sha256 of the resolved config, "data": identity of the files it reads, "model":
     weights identity}`` of a setup that names a ``config`` (with its ``overrides``) or a ``model``;
-    {} for a setup that names neither."""
+    {} for a setup that names neither; "data" is None for data not on disk."""
     made = {}
     if isinstance(setup.get("config"), str):
-        made.update(_config_made_from(setup["config"], setup.get("overrides")))
+        from qt_hard.training.config import load_config, to_dict
+
+        cfg = load_config(setup["config"], list(setup.get("overrides") or ()), check_pipeline=False)
+        made["config"] = hashlib.sha256(json.dumps(to_dict(cfg), sort_keys=True, default=str).encode()).hexdigest()[:16]
+        data = _data_folder(cfg) if getattr(cfg, "data", None) is not None else None
+        made["data"] = files_identity(data) if data is not None and data.exists() else None
     if isinstance(setup.get("model"), str):
         try:
             made["model"] = weights_sha256(setup["model"])

@@ -1,22 +1,11 @@
-"""A resumable results ledger: one JSON line per finished cell of an experiment grid.
-
-The table scripts (paper tables, grids) run many cells (a row x a dataset x a seed, ...) that take
-minutes to hours each and may be interrupted at any point. Each folder of results holds one
-``results.jsonl``:
-
-* its first line names the **setup**, what every record of the folder shares (config, budget,
-  overrides): ``{"ledger": 1, "setup": {...}}``. Opening the folder with another setup is an
-  error that names the differing keys, so one folder never mixes two budgets;
-* every further line is one finished cell's record, appended in a single ``O_APPEND`` write and
-  ``fsync``-ed before ``append`` returns: a crash loses at most the cell that was running;
-* a cell's **key** is the tuple of the record's ``key`` fields; :meth:`Ledger.done` is the set of
-  keys already there, which a script skips on its next call.
-
-A writer killed in the middle of a write (on a filesystem where appends are not atomic) leaves a
-last line without its newline: readers ignore it and the next ``append`` cuts it off first. A bad
-line anywhere else is an error naming the file and the line. Appends take an exclusive ``flock`` of
-the file, so processes on one machine may share a folder; :meth:`Ledger.claim` lets them share its
-cells too (one process per cell).
+"""A resumable results ledger: one JSON line per finished cell of an experiment grid, below a first
+line naming the setup every record of the folder shares (``{"ledger": 1, "setup": {...}}``). How a
+folder refuses another setup, skips the cells it holds and shares them between processes (a
+``flock`` for appends, claim files for cells): docs/cli.md (``qt-hard grid``) and
+docs/reproductions/k-vs-n.md. Each record is ``fsync``-ed before ``append`` returns, so a crash loses
+at most the cell that was running; a writer killed in the middle of a write (where appends are not
+atomic) leaves a last line without its newline, which readers ignore and the next ``append`` cuts
+off first. A bad line anywhere else is an error naming the file and the line.
 """
 
 from __future__ import annotations
@@ -276,27 +265,25 @@ class Ledger:
 
     @staticmethod
     def _stale(path: Path, host: str) -> bool:
-        """Whether a claim's process is known to be gone (only a process of this machine can be
-        checked); a claim that vanished meanwhile counts as gone, so the next try takes the cell."""
+        """Whether a claim's process is known to be gone: only a process of this machine can be
+        checked (signal 0 checks without sending); a claim that vanished meanwhile counts as gone,
+        so the next try takes the cell."""
         try:
             info = json.loads(path.read_text())
             pid = int(info["pid"])
         except (OSError, ValueError, KeyError, TypeError):
             return True  # released meanwhile, or not a claim this module wrote
-        return info.get("host") == host and not _process_exists(pid)
-
-
-def _process_exists(pid: int) -> bool:
-    """Whether a process with this id runs on this machine (signal 0 checks without sending)."""
-    if pid <= 0:
+        if info.get("host") != host:
+            return False
+        if pid <= 0:
+            return True
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except (PermissionError, OverflowError):
+            pass  # another user's process, or an id no process can have: left alone
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError):
-        return True  # another user's process, or an id no process can have: left alone
-    return True
 
 
 def git_commit(where: str | os.PathLike) -> str:

@@ -1,32 +1,19 @@
 """What every experiment table reports, computed one way: mean ± spread over seeds, differences to a
-baseline row paired by seed, the verdict of each row against its baseline, Markdown tables for the
-docs to include, CSV files written whole, and the figures' plumbing.
-
-* **spread**: the sample standard deviation (ddof 1) over seeds, 0.0 with fewer than two values; a
-  context column beside a verdict, never the rule of one;
-* **paired difference** of a row to the baseline: per seed both have, row minus baseline;
-* **verdict** (:func:`paired_verdict`): the mean of the paired differences with its 95% Student-t
-  interval; "better" / "worse" only when the interval excludes 0, "level" when it holds 0, "not
-  judged" below 3 pairs. The baseline of a row is one trained on the same data (a row on mined
-  triplets has the baseline on those triplets).
-* **two-level verdict** (:func:`two_level_family`, for retrieval rows with per-query scores): the
-  paired t over seeds and the paired t (or sign-flip) over queries, each level Holm-adjusted across a
-  table's family of comparisons; "better" / "worse" only when both adjusted p-values are below 0.05
-  with the same sign, "equivalent" when the query-level interval lies within ±0.5 points.
-
-Means and spreads are taken with :mod:`statistics` (exactly rounded), so a table regenerated from the
-same records is the same text to the last digit.
+baseline row paired by seed, the verdict of each row against its baseline (one-level and two-level,
+with the rules on docs/comparisons.md), Markdown tables for the docs to include and the figures'
+plumbing. Means and spreads are taken with :mod:`statistics` (exactly rounded), so a table regenerated
+from the same records is the same text to the last digit.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from qt_hard.errors import ArgumentError
 from qt_hard.files import csv_text
 
 __all__ = [
@@ -47,8 +34,6 @@ __all__ = [
     "pyplot",
     "spread",
     "verdict_sentence",
-    "write_csv",
-    "write_text",
     "EQUIVALENCE_MARGIN",
     "RetrievalChoice",
     "TwoLevelVerdict",
@@ -86,6 +71,19 @@ def fmt_mean_spread(values: Iterable, digits: int = 1) -> str:
     return f"{m:.{digits}f} ± {s:.{digits}f}"
 
 
+def _interval(mean: float, low: float | None, high: float | None, digits: int) -> str:
+    """``"+0.26 [-0.27, +0.79]"``, or the mean alone when there is no interval (``low`` None)."""
+    if low is None:
+        return f"{mean:+.{digits}f}"
+    return f"{mean:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
+
+
+def _span(counts: Iterable[int]) -> str:
+    """``"3"`` for counts that are all 3, ``"3-5"`` for counts from 3 to 5."""
+    low, high = min(counts), max(counts)
+    return f"{low}" if low == high else f"{low}-{high}"
+
+
 def paired_differences(base: Mapping, row: Mapping) -> list[float]:
     """Per seed that both have (in seed order): ``row[seed] - base[seed]``."""
     return [float(row[s]) - float(base[s]) for s in sorted(set(base) & set(row))]
@@ -106,11 +104,7 @@ class PairedVerdict:
 
     def cell(self, digits: int = 2) -> str:
         """``"+0.26 [-0.27, +0.79]"``; the mean alone below 3 pairs; "-" without a pair."""
-        if self.mean is None:
-            return "-"
-        if self.low is None:
-            return f"{self.mean:+.{digits}f}"
-        return f"{self.mean:+.{digits}f} [{self.low:+.{digits}f}, {self.high:+.{digits}f}]"
+        return "-" if self.mean is None else _interval(self.mean, self.low, self.high, digits)
 
 
 MIN_PAIRS = 3
@@ -206,7 +200,6 @@ def verdict_sentence(
         groups[v.verdict].append(f"{label(name)} {v.cell(digits)}" + (f" ({v.n} paired)" if v.n < MIN_PAIRS else ""))
     if not counts:
         return f"No row shares a seed with {baseline} yet."
-    n = f"{min(counts)}" if len(counts) == 1 else f"{min(counts)}-{max(counts)}"
     said = "; ".join(f"**{k}**: {', '.join(g)}" for k, g in groups.items() if g)
     context = (
         f"{baseline}'s seed spread, for context: {spread(base.values()):.{digits}f}"
@@ -214,8 +207,8 @@ def verdict_sentence(
         else f"{baseline} has one seed"
     )
     return (
-        f"Against {baseline} on the {metric}, paired by seed ({n} pairs; mean difference [95% t-interval]; better or "
-        f"worse only when the interval excludes 0, not judged below {MIN_PAIRS} pairs): {said}. {context}."
+        f"Against {baseline} on the {metric}, paired by seed ({_span(counts)} pairs; mean difference [95% t-interval]; "
+        f"better or worse only when the interval excludes 0, not judged below {MIN_PAIRS} pairs): {said}. {context}."
     )
 
 
@@ -243,10 +236,8 @@ def paired_table(
                 counts.add(v.n)
             cells.append(v.cell(digits) + ("*" if v.verdict in ("better", "worse") else ""))
         if counts:
-            n = f"{min(counts)}" if len(counts) == 1 else f"{min(counts)}-{max(counts)}"
-            body.append([label(row), n, *cells])
-    sizes = sorted({len(h) for h in have})
-    seeds = f"{sizes[0]}" if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]}"
+            body.append([label(row), _span(counts), *cells])
+    seeds = _span([len(h) for h in have])
     body.append([f"*spread of {label(baseline)} ({seeds} seeds)*", "", *(f"{x:.{digits}f}" for x in spreads)])
     return markdown_table(["row", "pairs", *heads], body, "lr" + "r" * len(heads)), spreads
 
@@ -260,19 +251,6 @@ def markdown_table(head: Sequence[str], rows: Iterable[Sequence[str]], align: st
 
     rule = "|" + "".join("---:|" if a == "r" else "---|" for a in align.ljust(len(head), "l"))
     return [line(head), rule, *(line(r) for r in rows)]
-
-
-def write_text(path: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` whole (:func:`qt_hard.files.write_text`): a reader never sees half a file, and a
-    full disk is one line that leaves no temporary file."""
-    from qt_hard.files import write_text as write_whole
-
-    return write_whole(path, text, "table")
-
-
-def write_csv(path: str | os.PathLike, fields: Sequence[str], rows: Iterable[Mapping], lineterminator: str = "\r\n"):
-    """A CSV of ``rows`` (:func:`csv_text`), written whole (:func:`write_text`)."""
-    return write_text(path, csv_text(fields, rows, lineterminator))
 
 
 def pyplot():
@@ -338,9 +316,7 @@ def append_json_line(path, row: dict) -> str:
     return line
 
 
-# Two-level verdicts for retrieval rows: a row against its baseline judged over seeds (the aggregate
-# metric, :func:`paired_verdict`) and over queries (per-query scores averaged over the shared seeds),
-# with Holm's adjustment across a table's family of comparisons at each level.
+# Two-level verdicts for retrieval rows (the rule: docs/comparisons.md).
 
 EQUIVALENCE_MARGIN = 0.5
 SIGN_FLIPS = 10_000
@@ -349,8 +325,6 @@ QUERY_TESTS = ("t", "sign-flip")
 
 def _seed_values(records: Sequence[Mapping], key: str) -> dict:
     """{seed: record[key]} of a row's records; a seed twice or a record without ``key`` is refused."""
-    from qt_hard.errors import ArgumentError
-
     out = {}
     for r in records:
         if "seed" not in r:
@@ -367,8 +341,6 @@ def per_query_means(records: Sequence[Mapping], seeds: Iterable, split: str, met
     """A row's per-query score on ``split`` and ``metric``: for each query, the mean over ``seeds`` of
     ``record["per_query"][split][metric][qid]``. Every record of those seeds must hold per-query
     scores for the same queries; otherwise an :class:`~qt_hard.errors.ArgumentError` says which."""
-    from qt_hard.errors import ArgumentError
-
     seeds = set(seeds)
     scores, qids = [], None
     for r in records:
@@ -438,19 +410,12 @@ def holm(pvalues: Mapping, alpha: float = 0.05) -> dict:
 
 @dataclass(frozen=True)
 class TwoLevelVerdict:
-    """A row against its baseline on one split and metric, judged at two levels (row - baseline):
-
-    * **seed level**: the paired differences of the aggregate metric over the ``n_seeds`` shared
-      seeds (:func:`paired_verdict`), their mean, t-interval and t test p-value;
-    * **query level**: per query, the row's mean over the shared seeds minus the baseline's; the mean
-      of those differences over the ``n_queries`` queries, its paired t-interval and the p-value of
-      ``query_test`` (``"t"``: :func:`t_p_value`; ``"sign-flip"``: :func:`sign_flip_p_value`).
-
-    ``*_p`` are the raw p-values, ``*_p_adj`` Holm's (:func:`holm`, across the family, each level on
-    its own), each interval is at ``*_confidence`` = 1 - its Holm level. ``verdict``: ``"better"`` /
-    ``"worse"`` when both adjusted p-values are below alpha and both means have that sign;
-    ``"equivalent"`` when the query interval lies within ±margin; ``"level"`` otherwise; ``"not
-    judged"`` below 3 seed pairs (means only, no interval nor p)."""
+    """A row against its baseline on one split and metric (row - baseline), judged over the ``n_seeds``
+    shared seeds and over the ``n_queries`` queries; the two levels and the verdict rule are on
+    docs/comparisons.md. ``*_p`` are the raw p-values (the query level's by ``query_test``: ``"t"``,
+    :func:`t_p_value`; ``"sign-flip"``, :func:`sign_flip_p_value`), ``*_p_adj`` Holm's (:func:`holm`,
+    across the family, each level on its own), each interval is at ``*_confidence`` = 1 - its Holm
+    level; "not judged" (below 3 seed pairs) has the means only, no interval nor p."""
 
     verdict: str
     n_seeds: int
@@ -474,13 +439,9 @@ class TwoLevelVerdict:
         alone when not judged; "-" without a shared seed."""
         if self.seed_mean is None:
             return "-"
-
-        def part(m, low, high):
-            return f"{m:+.{digits}f}" if low is None else f"{m:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
-
         return (
-            f"{part(self.seed_mean, self.seed_low, self.seed_high)} / q "
-            f"{part(self.query_mean, self.query_low, self.query_high)}"
+            f"{_interval(self.seed_mean, self.seed_low, self.seed_high, digits)} / q "
+            f"{_interval(self.query_mean, self.query_low, self.query_high, digits)}"
         )
 
 
@@ -488,8 +449,6 @@ def _paired_levels(base_records, row_records, split, metric, query_test, flips, 
     """The inputs of both levels for one comparison: seed -> aggregate value of baseline and row,
     query -> mean over shared seeds of each, and the raw p-value of each level (None below 3 seed
     pairs). Query sets that differ between baseline and row are refused."""
-    from qt_hard.errors import ArgumentError
-
     key = f"{split}_{metric}"
     base, row = _seed_values(base_records, key), _seed_values(row_records, key)
     shared = set(base) & set(row)
@@ -552,8 +511,6 @@ def two_level_family(
     ``f"{split}_{metric}"`` and ``per_query[split][metric]`` = {qid: score}. Holm's adjustment
     (:func:`holm`) runs across the judged comparisons (3 seed pairs or more), separately for the
     seed-level and the query-level p-values; see :class:`TwoLevelVerdict` for the verdict."""
-    from qt_hard.errors import ArgumentError
-
     if query_test not in QUERY_TESTS:
         raise ArgumentError(f"unknown query test {query_test!r}; one of {', '.join(QUERY_TESTS)}")
     prepared = {
@@ -615,8 +572,6 @@ def choose_retrieval_row(
     with ``reference`` among those **better** than the reference itself at both levels, Holm over the
     candidates' comparisons with the reference; ``reference`` where none is. A row better than its
     own baseline (on other data) but not than the reference is not chosen. Test scores play no part."""
-    from qt_hard.errors import ArgumentError
-
     missing = [r for r in (reference, *candidates) if r not in records]
     if missing:
         raise ArgumentError(f"no records for {', '.join(missing)}")

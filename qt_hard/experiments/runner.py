@@ -1,17 +1,8 @@
 """One cell of an experiment grid, run the one way: claim it in the ledger, train its config through
 the library's loop (``qt_hard.training.loop.train``, resuming the newest checkpoint), read what the
 run wrote (``eval.json``, ``metrics.csv``), append the record; and the pool of worker processes that
-share a grid's cells, with the time a cell's steps take.
-
-A cell is the unit of resumption: its record in the ledger means finished (never run again); its
-run folder's checkpoint means started (resumed); a claim file means another live process runs it.
-
-Cells side by side: :func:`in_processes` runs N cells at once, each in a process of its own, all on
-one ``device`` (``cpu``, or ``cuda``: N processes sharing one GPU, which a small model leaves mostly
-idle when it trains alone). Their data is prepared once, before the workers start
-(:func:`prepare_shared_cache`), and each cell's run folder links that cache
-(:func:`link_shared_cache`): the cells only read it (Arrow files and token arrays are memory-mapped,
-so the processes share those pages).
+share a grid's cells, with the time a cell's steps take. How cells resume and share one device:
+docs/cli.md (``qt-hard grid``) and docs/benchmarks.md (cells side by side on one device).
 """
 
 from __future__ import annotations
@@ -203,8 +194,7 @@ def prepare_shared_cache(cfg, folder: str | os.PathLike) -> Path:
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    run = get_pipeline(cfg.pipeline).build(cfg, folder)
-    del run  # the data stays on disk; the module built with it is not needed
+    get_pipeline(cfg.pipeline).build(cfg, folder)  # the data stays on disk; the module built is not kept
     return folder / "cache"
 
 
