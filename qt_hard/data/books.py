@@ -599,13 +599,6 @@ def text_chunks(ds, size: int = 50_000) -> Iterator[list[str]]:
         yield view[start : start + size]["text"]
 
 
-def _doc_counts(ds, n_docs: int) -> list[int]:
-    import numpy as np
-
-    ids = dataset_column(ds, "doc_id", numpy=True)
-    return np.bincount(np.asarray(ids, dtype=np.int64), minlength=n_docs).tolist()
-
-
 def books_metadata(ds) -> dict:
     """The ``books.json`` written beside a dataset from :func:`load_books`."""
     for cache in ds.cache_files:

@@ -84,9 +84,6 @@ class Vocab:
         get = self.stoi.get
         return [get(t, 1) for t in tokens]
 
-    def encode_many(self, token_lists: Iterable[Iterable[str]]) -> list[list[int]]:
-        return [self.encode(t) for t in token_lists]
-
     def decode(self, ids: Iterable[int]) -> list[str]:
         return [self.itos[i] for i in ids]
 

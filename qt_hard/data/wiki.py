@@ -461,12 +461,6 @@ class WikiData:
         :func:`positive_pair_indices` (the same ``(epoch, seed)`` always gives the same pairs)."""
         return positive_pair_indices(self._train_by_class, epoch, seed)
 
-    def positive_pairs(self, epoch: int, seed: int = 0) -> list[tuple[str, str, int]]:
-        """``(sentence_a, sentence_b, label)``: two random training sentences of one article,
-        redrawn every epoch, mixed across articles (see :meth:`positive_pair_indices`)."""
-        s = self.train_sentences
-        return [(s[i], s[j], int(c)) for i, j, c in self.positive_pair_indices(epoch, seed)]
-
     @classmethod
     def from_sentences(
         cls,

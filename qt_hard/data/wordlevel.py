@@ -187,9 +187,6 @@ class WordTokenizer:
         """The word tokens of one sentence (before the vocabulary: unknown words kept as they are)."""
         return word_tokens(text, self.lower)
 
-    def tokens_many(self, texts: Sequence[str]) -> list[list[str]]:
-        return [self.tokens(t) for t in texts]
-
     def encode(self, text: str) -> list[int]:
         return self.backend.encode(text, add_special_tokens=False).ids
 

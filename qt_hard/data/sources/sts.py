@@ -203,11 +203,6 @@ def sts_file_problems(folder: Path, rel: str, part_dir: Path | None = None) -> l
     return problems
 
 
-def _check_sts(folder: Path) -> list[str]:
-    """``folder`` is the SentEval folder holding STS/ and SICK/."""
-    return [problem for rel in sts_files() for problem in sts_file_problems(folder, rel)]
-
-
 # What SentEval's get_transfer_data.bash does, and so what this does: each STS year's archive is
 # unpacked and its folder renamed <year>-en-test (STS16's STS2016.* files renamed STS.*); each
 # STS.input file's two tab-separated sentences are run through the Moses tokenizer (tokenizer.perl
