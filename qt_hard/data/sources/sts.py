@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-import tarfile
-import zipfile
-import zlib
 from pathlib import Path
 
 from qt_hard.data.download import DownloadError
 from qt_hard.data.sources._common import Dataset, Options, Source, fetch_source, open_zip, safe_member, write_file
+from qt_hard.data.sources._common import read_targz, refuse_problems, zip_member
 
 # SentEval's data/downstream/get_transfer_data.bash: the STS wiki's archives and SICK's SemEval-2014 files.
 STS_WIKI = "http://ixa2.si.ehu.es/stswiki/images"
@@ -253,13 +251,6 @@ def untokenized_digest(lines: list[str], columns: tuple[int, ...]) -> str:
     return h.hexdigest()
 
 
-def _member(zf: zipfile.ZipFile, archive: str, folder: str, name: str) -> bytes:
-    hits = [n for n in zf.namelist() if safe_member(n) and (n == f"{folder}/{name}" or n.endswith(f"/{folder}/{name}"))]
-    if len(hits) != 1:
-        raise DownloadError(f"{archive}: expected one member {folder}/{name}, found {len(hits)}")
-    return zf.read(hits[0])
-
-
 def _build_sts_part(tmp: Path, opts: Options) -> None:
     """``senteval/STS``: STS12-16 and the STS Benchmark, as SentEval's script leaves them."""
     tokenize, lower = _moses()
@@ -270,7 +261,7 @@ def _build_sts_part(tmp: Path, opts: Options) -> None:
         with open_zip(fetch_source(opts, "sts", src[archive])) as zf:
             prefix = "STS2016" if year == "STS16" else "STS"
             for name in STS_SETS[year]:
-                gold = _member(zf, archive, folder, f"{prefix}.gs.{name}.txt")
+                gold = zip_member(zf, archive, f"{folder}/{prefix}.gs.{name}.txt")
                 rel = f"STS/{year}-en-test/STS.gs.{name}.txt"
                 got = hashlib.sha256(gold).hexdigest()
                 if got != STS_GOLD_SHA256[rel]:
@@ -279,7 +270,7 @@ def _build_sts_part(tmp: Path, opts: Options) -> None:
                     )
                 write_file(out / f"STS.gs.{name}.txt", gold)
                 rows = []
-                for line in _text_lines(_member(zf, archive, folder, f"{prefix}.input.{name}.txt"), archive):
+                for line in _text_lines(zip_member(zf, archive, f"{folder}/{prefix}.input.{name}.txt"), archive):
                     cols = line.split("\t")
                     rows.append("\t".join(lower(tokenize(c)) for c in (cols[0], cols[1] if len(cols) > 1 else "")))
                 write_file(out / f"STS.input.{name}.txt", ("\n".join(rows) + "\n").encode("utf-8"))
@@ -287,33 +278,24 @@ def _build_sts_part(tmp: Path, opts: Options) -> None:
                 base = n.rsplit("/", 1)[-1]
                 if safe_member(n) and f"/{folder}/" in f"/{n}" and re.search(r"readme|license", base, re.I):
                     write_file(out / base, zf.read(n))
-    archive = fetch_source(opts, "sts", src["Stsbenchmark.tar.gz"])
-    try:
-        with tarfile.open(archive, "r:gz") as tf:
-            members = {m.name.rsplit("/", 1)[-1]: m for m in tf if m.isfile() and safe_member(m.name)}
-            for split in STSB_LINES:
-                name = f"sts-{split}.csv"
-                if name not in members:
-                    raise DownloadError(f"Stsbenchmark.tar.gz holds no {name}")
-                lines = _text_lines(tf.extractfile(members[name]).read(), name)
-                if untokenized_digest(lines, (0, 1, 2, 3, 4)) != STSB_COLUMNS_SHA256[split]:
-                    raise DownloadError(f"Stsbenchmark.tar.gz: {name}'s ids and scores differ from the reference copy")
-                rows = []
-                for line in lines:
-                    cols = line.split("\t") + [""] * 7
-                    rows.append("\t".join(cols[:5] + [lower(tokenize(cols[5])), lower(tokenize(cols[6]))]))
-                write_file(tmp / "STSBenchmark" / name, ("\n".join(rows) + "\n").encode("utf-8"))
-            for base, m in members.items():
-                if re.search(r"readme|license", base, re.I):
-                    write_file(tmp / "STSBenchmark" / base, tf.extractfile(m).read())
-    except (tarfile.TarError, EOFError, OSError, zlib.error) as err:
-        archive.unlink(missing_ok=True)
-        raise DownloadError(
-            f"{archive.name} is not a complete tar.gz archive ({err}); it was removed, run again"
-        ) from None
-    problems = [p for rel in sts_files() if rel.startswith("STS/") for p in sts_file_problems(tmp.parent, rel, tmp)]
-    if problems:
-        raise DownloadError("sts: " + "; ".join(problems[:3]))
+    with read_targz(fetch_source(opts, "sts", src["Stsbenchmark.tar.gz"])) as tf:
+        members = {m.name.rsplit("/", 1)[-1]: m for m in tf if m.isfile() and safe_member(m.name)}
+        for split in STSB_LINES:
+            name = f"sts-{split}.csv"
+            if name not in members:
+                raise DownloadError(f"Stsbenchmark.tar.gz holds no {name}")
+            lines = _text_lines(tf.extractfile(members[name]).read(), name)
+            if untokenized_digest(lines, (0, 1, 2, 3, 4)) != STSB_COLUMNS_SHA256[split]:
+                raise DownloadError(f"Stsbenchmark.tar.gz: {name}'s ids and scores differ from the reference copy")
+            rows = []
+            for line in lines:
+                cols = line.split("\t") + [""] * 7
+                rows.append("\t".join(cols[:5] + [lower(tokenize(cols[5])), lower(tokenize(cols[6]))]))
+            write_file(tmp / "STSBenchmark" / name, ("\n".join(rows) + "\n").encode("utf-8"))
+        for base, m in members.items():
+            if re.search(r"readme|license", base, re.I):
+                write_file(tmp / "STSBenchmark" / base, tf.extractfile(m).read())
+    refuse_problems("sts", _check_sts_part(tmp, "STS"), most=3)
 
 
 def _build_sick_part(tmp: Path, opts: Options) -> None:
@@ -323,10 +305,7 @@ def _build_sick_part(tmp: Path, opts: Options) -> None:
         archive = f"sick_{split}.zip"
         name = f"SICK_{split}.txt"
         with open_zip(fetch_source(opts, "sts", SOURCES[archive])) as zf:
-            hits = [n for n in zf.namelist() if safe_member(n) and n.rsplit("/", 1)[-1] == name]
-            if len(hits) != 1:
-                raise DownloadError(f"{archive}: expected one member {name}, found {len(hits)}")
-            lines = _text_lines(zf.read(hits[0]), name)
+            lines = _text_lines(zip_member(zf, archive, name), name)
         kept = [lines[0]] + [
             "\t".join(c[i] for i in (0, 3, 4) if i < len(c)) for c in (x.split("\t") for x in lines[1:])
         ]
@@ -337,14 +316,14 @@ def _build_sick_part(tmp: Path, opts: Options) -> None:
             cols = line.split("\t")
             rows.append("\t".join([cols[0], tokenize(cols[1]), tokenize(cols[2]), *cols[3:]]))
         write_file(tmp / name, ("\n".join(rows) + "\n").encode("utf-8"))
-    problems = [p for rel in sts_files() if rel.startswith("SICK/") for p in sts_file_problems(tmp.parent, rel, tmp)]
-    if problems:
-        raise DownloadError("sts: " + "; ".join(problems[:3]))
+    refuse_problems("sts", _check_sts_part(tmp, "SICK"), most=3)
 
 
 def _check_sts_part(folder: Path, part: str) -> list[str]:
-    """``folder`` is ``senteval/STS`` or ``senteval/SICK``."""
-    return [p for rel in sts_files() if rel.startswith(f"{part}/") for p in sts_file_problems(folder.parent, rel)]
+    """``folder`` holds the files of ``senteval/STS`` or ``senteval/SICK`` (``part``)."""
+    return [
+        p for rel in sts_files() if rel.startswith(f"{part}/") for p in sts_file_problems(folder.parent, rel, folder)
+    ]
 
 
 DATASET = Dataset(
