@@ -1,22 +1,6 @@
-"""Every dataset qt-hard reads, where it comes from, and how ``qt-hard data get`` rebuilds it.
-
-``SOURCES`` is the one table of original sources: each entry names its URL and the checksum it
-is verified by. A checksum is either the one the source publishes (CIFAR-10's md5), or one
-computed from a reference copy of the data where the bytes we write are
-the original's after the documented normalization (MRPC, the books, the Wikipedia subset). Where
-neither exists (SentEval's binary-classification zip, the TREC files, the TU zips, which publish
-no checksum, and whose bytes our reference copy did not take from these URLs) the entry says so
-and the extracted layout is checked instead: exact example, graph and node counts.
-
-Each ``Dataset`` writes its folder under the data root in exactly the layout the loaders read
-(the layout the reference copy's SOURCE.md files describe), through
-``download.install`` (a temporary folder renamed into place), and leaves a ``SHA256SUMS`` there.
-``status`` tells ``present`` / ``missing`` / ``corrupt`` from that manifest, or from the layout
-check where a folder has no manifest (the reference copy).
-
-A dataset is one module of ``qt_hard.data.sources``, which declares its files, checksums, build
-and check; ``DATASETS`` and ``SOURCES`` take those in from ``qt_hard.data.sources.registered()``, and
-this module keeps the table, the status listing and the install.
+"""Every dataset qt-hard reads (``DATASETS``, one module of ``qt_hard.data.sources`` each), the table
+of their original sources and checksums (``SOURCES``), the status listing and the install of
+``qt-hard data get``: docs/guides/data.md describes each source, its check and the layout written.
 """
 
 from __future__ import annotations

@@ -1,19 +1,5 @@
-"""Downloading and installing datasets: streamed, resumable, verified, atomic.
-
-* ``fetch(url, dest, ...)`` streams ``url`` into ``dest.part`` with a progress bar. When a
-  ``.part`` from an interrupted run is there it asks for the rest with an HTTP ``Range`` header
-  (servers that ignore it answer 200 and the file starts over). The finished file is checked
-  against the expected size and checksum before it is renamed to ``dest``; a file that fails
-  the check is deleted, so the next run fetches it afresh instead of resuming a bad one.
-* ``install(target, build)`` builds a dataset in a temporary folder beside ``target`` and renames
-  it into place, so an interrupted or failed build never leaves a half dataset where a loader
-  would read it.
-* ``write_manifest`` / ``check_manifest`` keep a ``SHA256SUMS`` file (``sha256sum`` format) in
-  each installed folder, so ``qt-hard data list`` can tell an intact copy from a corrupt one.
-
-``QT_HARD_MIRROR`` (or ``mirror=``) redirects every download: ``https://host/path`` is fetched
-from ``MIRROR/host/path``. Tests point it at a local server; users can point it at a copy of
-the original hosts.
+"""Downloading and installing datasets: streamed, resumable, verified, atomic (``fetch``, ``install``,
+``write_manifest``/``check_manifest``; ``QT_HARD_MIRROR`` redirects every download): docs/guides/data.md.
 """
 
 from __future__ import annotations
