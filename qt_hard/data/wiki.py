@@ -473,12 +473,9 @@ class WikiData:
         lower: bool = True,
         titles=None,
         num_proc: int = 1,
-        _cache: tuple[list, Path | None] | None = None,
     ) -> "WikiData":
         """Split, tokenize and build the vocabulary for any labelled sentences (labels 0..C-1)
         the way :func:`load_wiki` does (used for the synthetic corpus too)."""
-        if not 0.0 < train_fraction < 1.0:
-            raise ValueError(f"train_fraction must be in (0, 1), got {train_fraction}")
         if len(sentences) != len(labels):
             raise ValueError(f"{len(sentences)} sentences but {len(labels)} labels")
         labels_arr = np.asarray(labels, dtype=np.int64)
@@ -486,10 +483,7 @@ class WikiData:
             raise ValueError("no sentences")
         if labels_arr.min() < 0:
             raise ValueError("labels must be >= 0")
-        key_parts, cache_dir = _cache if _cache is not None else (None, None)
-        if key_parts is None:
-            cache_dir = None
-        itos, flat, offsets = _tokens_cached(list(sentences), key_parts or [], lower, cache_dir, num_proc)
+        itos, flat, offsets = _tokenize_all(list(sentences), lower, num_proc)
         return cls.from_tokens(
             sentences,
             labels_arr,
@@ -611,21 +605,8 @@ def load_wiki(
     ``cache_dir=False`` to disable. An article file with fewer than 2 sentences is an error
     that names it.
     """
-    sentences, labels, titles, (itos, flat, offsets) = tokenize_wiki(
-        directory, classes, lower=lower, cache_dir=cache_dir, num_proc=num_proc
-    )
-    return WikiData.from_tokens(
-        sentences,
-        labels,
-        itos,
-        flat,
-        offsets,
-        train_fraction=train_fraction,
-        min_count=min_count,
-        seed=seed,
-        lower=lower,
-        titles=titles,
-    )
+    tokenized = tokenize_wiki(directory, classes, lower=lower, cache_dir=cache_dir, num_proc=num_proc)
+    return _wiki_data(tokenized, None, None, directory, train_fraction, min_count, seed, lower)
 
 
 def tokenize_wiki(
@@ -693,11 +674,19 @@ def wiki_prefix(
     counted over: ``vocab_classes=3029`` gives every Wiki-N the vocabulary of Wiki-3029, the one
     dataset of Ash et al. (section 5: Wiki-N removes the sentences of all but the first N
     articles from Wiki-3029's training and test sets, V = 15,807)."""
-    sentences, labels, titles, (itos, flat, offsets) = tokenize_wiki(
-        directory, None, lower=lower, cache_dir=cache_dir, num_proc=num_proc
-    )
+    tokenized = tokenize_wiki(directory, None, lower=lower, cache_dir=cache_dir, num_proc=num_proc)
+    return _wiki_data(tokenized, classes, vocab_classes, directory, train_fraction, min_count, seed, lower)
+
+
+def _wiki_data(
+    tokenized, classes, vocab_classes, directory, train_fraction: float, min_count: int, seed: int, lower: bool
+) -> WikiData:
+    """The ``WikiData`` of the first ``classes`` articles (all when None) of a :func:`tokenize_wiki`
+    result, its vocabulary counted over the first ``vocab_classes`` articles' training split when
+    given (:func:`wiki_prefix`)."""
+    sentences, labels, titles, (itos, flat, offsets) = tokenized
     labels = np.asarray(labels)
-    n = _prefix_end(labels, classes, directory)
+    n = len(labels) if classes is None else _prefix_end(labels, classes, directory)
     vocab = None
     if vocab_classes is not None:
         if vocab_classes < classes:
