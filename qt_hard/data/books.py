@@ -283,29 +283,24 @@ def book_rows(
     """
     jobs = [(i, str(f), min_sentences) for i, f in enumerate(files)]
     nproc = min(num_proc or default_num_proc(), len(jobs))
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
+    from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(jobs), desc="splitting books", unit="book", dynamic_ncols=True)
-    try:
-        with contextlib.ExitStack() as stack:
-            if nproc <= 1 or len(jobs) < _POOL_MIN_BOOKS:
-                results = map(_book_rows, jobs)
-            else:
-                from qt_hard.workers import worker_pool
+    with (
+        tqdm(total=len(jobs), desc="splitting books", unit="book", dynamic_ncols=True, disable=not progress) as bar,
+        contextlib.ExitStack() as stack,
+    ):
+        if nproc <= 1 or len(jobs) < _POOL_MIN_BOOKS:
+            results = map(_book_rows, jobs)
+        else:
+            from qt_hard.workers import worker_pool
 
-                # Terminated on leaving, also on an error; its workers leave signals to this process.
-                pool = stack.enter_context(worker_pool(nproc, start="fork"))
-                # In file order, one book a task: the rows can be written as they come.
-                results = pool.imap(_book_rows, jobs, chunksize=1)
-            for doc_id, sents in results:
-                if bar is not None:
-                    bar.update(1)
-                yield doc_id, sents
-    finally:
-        if bar is not None:
-            bar.close()
+            # Terminated on leaving, also on an error; its workers leave signals to this process.
+            pool = stack.enter_context(worker_pool(nproc, start="fork"))
+            # In file order, one book a task: the rows can be written as they come.
+            results = pool.imap(_book_rows, jobs, chunksize=1)
+        for doc_id, sents in results:
+            bar.update(1)
+            yield doc_id, sents
 
 
 def split_books(

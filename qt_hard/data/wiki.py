@@ -168,6 +168,8 @@ def build_wiki(
     ``overwrite``, which replaces only a Wiki-N folder this function wrote (its ``index.tsv``).
     ``out_dir`` may not be, hold or lie inside the dump (``qt_hard.paths.guard_output``).
     """
+    from tqdm.auto import tqdm
+
     from qt_hard.errors import OutputExistsError
     from qt_hard.files import atomic_folder
     from qt_hard.paths import guard_output
@@ -192,17 +194,11 @@ def build_wiki(
             "--overwrite replaces only such a folder: pick another --out"
         )
     t0 = time.perf_counter()
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=articles, unit="article", desc="Wiki articles")
-    try:
-        with atomic_folder(out, "Wiki-N folder") as stage:
-            counts = _write_articles(source, stage, articles, sentences, keep_all, bar)
-    finally:
-        if bar is not None:
-            bar.close()
+    with (
+        tqdm(total=articles, unit="article", desc="Wiki articles", disable=not progress) as bar,
+        atomic_folder(out, "Wiki-N folder") as stage,
+    ):
+        counts = _write_articles(source, stage, articles, sentences, keep_all, bar)
     if replacing:
         log.info("--overwrite: replaced the Wiki-N in %s", out)
     return WikiBuildReport(str(out), articles, *counts, time.perf_counter() - t0)
@@ -231,8 +227,7 @@ def _write_articles(source: Path, stage: Path, articles: int, sentences: int, ke
         sents = art.sentences()
         if len(sents) < sentences:
             short += 1
-            if bar is not None:
-                bar.set_postfix(scanned=scanned, too_short=short, refresh=False)
+            bar.set_postfix(scanned=scanned, too_short=short, refresh=False)
             continue
         label = len(index_rows)
         keep = sents if keep_all else sents[:sentences]
@@ -240,9 +235,8 @@ def _write_articles(source: Path, stage: Path, articles: int, sentences: int, ke
         (stage / name).write_text("\n".join(keep) + "\n", encoding="utf-8")
         written_sents += len(keep)
         index_rows.append((label, art.page_id, art.title.replace("\t", " "), len(sents), len(keep), name))
-        if bar is not None:
-            bar.update(1)
-            bar.set_postfix(scanned=scanned, too_short=short, refresh=False)
+        bar.update(1)
+        bar.set_postfix(scanned=scanned, too_short=short, refresh=False)
         if len(index_rows) == articles:
             break
     if len(index_rows) < articles:
@@ -413,6 +407,7 @@ def positive_pair_indices(members: Sequence[np.ndarray], epoch: int, seed: int =
     return allp[rng.permutation(len(allp))]
 
 
+@dataclass(eq=False)
 class WikiData:
     """Sentences labelled by article, split per article into train/test, with a vocabulary.
 
@@ -421,30 +416,20 @@ class WikiData:
     tokens as ``vocab.unk_id``), ``vocab``, ``num_classes``, ``titles``.
     """
 
-    def __init__(
-        self,
-        train_sentences,
-        train_labels,
-        test_sentences,
-        test_labels,
-        vocab,
-        num_classes,
-        train_ids,
-        test_ids,
-        titles=None,
-        lower=True,
-    ):
-        self.train_sentences: list[str] = train_sentences
-        self.train_labels: list[int] = train_labels
-        self.test_sentences: list[str] = test_sentences
-        self.test_labels: list[int] = test_labels
-        self.vocab: Vocab = vocab
-        self.num_classes: int = num_classes
-        self.train_ids: list[np.ndarray] = train_ids
-        self.test_ids: list[np.ndarray] = test_ids
-        self.titles: list[str] = titles or [str(i) for i in range(num_classes)]
-        self.lower = lower
-        self._train_by_class = class_members(train_labels, num_classes)
+    train_sentences: list[str]
+    train_labels: list[int]
+    test_sentences: list[str]
+    test_labels: list[int]
+    vocab: Vocab
+    num_classes: int
+    train_ids: list[np.ndarray]
+    test_ids: list[np.ndarray]
+    titles: list[str] | None = None
+    lower: bool = True
+
+    def __post_init__(self):
+        self.titles = self.titles or [str(i) for i in range(self.num_classes)]
+        self._train_by_class = class_members(self.train_labels, self.num_classes)
 
     def __repr__(self) -> str:
         return (

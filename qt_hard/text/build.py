@@ -268,18 +268,13 @@ def _book_sentences(cfg: Config, cache_root: Path):
         from qt_hard.data.books import load_hf_bookcorpus
 
         local = cfg.data.path or data_path("bookcorpus", required=False)
+        shards = {}
         if local is not None and Path(local).is_dir():
             # `qt-hard data get bookcorpus` wrote Parquet shards under the data root.
             from qt_hard.data.sources.bookcorpus import bookcorpus_files
 
-            ds = load_hf_bookcorpus(
-                "parquet",
-                data_files=bookcorpus_files(local),
-                cache_dir=cache_root / "bookcorpus",
-                max_rows=cfg.data.max_sentences,
-            )
-        else:
-            ds = load_hf_bookcorpus(cache_dir=cache_root / "bookcorpus", max_rows=cfg.data.max_sentences)
+            shards = {"name": "parquet", "data_files": bookcorpus_files(local)}
+        ds = load_hf_bookcorpus(cache_dir=cache_root / "bookcorpus", max_rows=cfg.data.max_sentences, **shards)
     if cfg.data.max_sentences is not None:
         ds = ds.select(range(min(cfg.data.max_sentences, len(ds))))
     return ds
@@ -319,23 +314,19 @@ def _pair_run(cfg: Config, wd, cache_root: Path) -> Run:
     def pairs_for_epoch(epoch: int) -> np.ndarray:
         return wd.positive_pair_indices(epoch, seed)[:, :2]
 
-    shuffle = cfg.data.shuffle_labels
-    test_labels = np.asarray(wd.test_labels, dtype=np.int64)
-    if cfg.model.kind == "hf":
+    hf = cfg.model.kind == "hf"
+    if hf:
         module, batcher, wrap = _hf_parts(cfg, cache_root, wd.train_sentences)
-        task = PairTask(batcher, labels, pairs_for_epoch, cfg.train.batch_size, seed, shuffle)
-        run = Run(module, task, True, wrap)
-        if cfg.eval.readouts:
-            _, test, _ = _hf_parts(cfg, cache_root, wd.test_sentences)
-            run.split = Split(batcher, labels, test, test_labels, wd.num_classes)
-        return run
-    batcher = _word_batcher(cfg, TokenStore.from_lists(wd.train_ids))
-    task = PairTask(batcher, labels, pairs_for_epoch, cfg.train.batch_size, seed, shuffle)
-    run = _word_run(cfg, wd.vocab, task, pair_data=True)
+    else:
+        batcher = _word_batcher(cfg, TokenStore.from_lists(wd.train_ids))
+    task = PairTask(batcher, labels, pairs_for_epoch, cfg.train.batch_size, seed, cfg.data.shuffle_labels)
+    run = Run(module, task, True, wrap) if hf else _word_run(cfg, wd.vocab, task, pair_data=True)
     if cfg.eval.readouts:
-        run.split = Split(
-            batcher, labels, _word_batcher(cfg, TokenStore.from_lists(wd.test_ids)), test_labels, wd.num_classes
-        )
+        if hf:
+            _, test, _ = _hf_parts(cfg, cache_root, wd.test_sentences)
+        else:
+            test = _word_batcher(cfg, TokenStore.from_lists(wd.test_ids))
+        run.split = Split(batcher, labels, test, np.asarray(wd.test_labels, dtype=np.int64), wd.num_classes)
     return run
 
 
