@@ -685,16 +685,12 @@ def _doc_ids_from_starts(starts, min_doc_rows: int):
     import numpy as np
 
     n = len(starts)
-    doc_id = np.zeros(n, dtype=np.int32)
-    sent_id = np.zeros(n, dtype=np.int32)
-    cand = np.flatnonzero(starts)
     begins = [0]
-    for c in cand:
+    for c in np.flatnonzero(starts):
         if c - begins[-1] >= min_doc_rows:
             begins.append(int(c))
     begins_arr = np.asarray(begins, dtype=np.int64)
     marks = np.zeros(n, dtype=np.int32)
     marks[begins_arr[1:]] = 1
-    doc_id[:] = np.cumsum(marks)
-    sent_id[:] = np.arange(n) - begins_arr[doc_id]
-    return doc_id, sent_id
+    doc_id = np.cumsum(marks, dtype=np.int32)
+    return doc_id, (np.arange(n) - begins_arr[doc_id]).astype(np.int32)

@@ -30,20 +30,20 @@ class Status:
     detail: str
 
 
-def _unknown(name: str) -> DownloadError:
-    return DownloadError(f"unknown dataset {name!r}; known: {', '.join(DATASETS)}")
+def _dataset(name: str) -> Dataset:
+    if name not in DATASETS:
+        raise DownloadError(f"unknown dataset {name!r}; known: {', '.join(DATASETS)}")
+    return DATASETS[name]
 
 
 def status(name: str, root: Path) -> Status:
     """Whether ``root/name`` is present and intact (manifest re-hashed, else layout checked)."""
-    if name not in DATASETS:
-        raise _unknown(name)
-    ds = DATASETS[name]
+    ds = _dataset(name)
     folder = root / (ds.home or name)
     if not folder.is_dir():
         return Status(name, "missing", f"fetch it with `qt-hard data get {name}`")
     if ds.parts:
-        states = [_folder_state(folder / p, lambda f, p=p: ds.part_check(f, p)) for p in ds.parts]
+        states = [_part_state(ds, folder, p) for p in ds.parts]
         missing = [p for p, s in zip(ds.parts, states) if s[0] == "missing"]
         bad = [f"{p}: {s[1]}" for p, s in zip(ds.parts, states) if s[0] == "corrupt"]
         if bad:
@@ -61,6 +61,10 @@ def status(name: str, root: Path) -> Status:
         return Status(name, "missing", f"fetch it with `qt-hard data get {name}`")
     state, detail = _folder_state(folder, ds.check)
     return Status(name, state, detail)
+
+
+def _part_state(ds: Dataset, folder: Path, part: str) -> tuple[str, str]:
+    return _folder_state(folder / part, lambda f: ds.part_check(f, part))
 
 
 def _folder_state(folder: Path, check: Callable[[Path], list[str]]) -> tuple[str, str]:
@@ -117,22 +121,18 @@ def _require_writable(root: Path) -> None:
 
 def get(name: str, opts: Options, force: bool = False) -> Status:
     """Fetch, verify and install ``name`` under ``opts.root`` unless it is already intact."""
-    if name not in DATASETS:
-        raise _unknown(name)
-    ds = DATASETS[name]
+    ds = _dataset(name)
     before = status(name, opts.root)
     if before.state == "present" and not force and not (ds.parts and "not here" in before.detail):
         return Status(name, "present", f"already there, {before.detail}; nothing fetched")
     _require_writable(opts.root)
     if ds.parts:
         for part in ds.parts:
-            target = opts.root / (ds.home or name) / part
-            state, _ = _folder_state(target, lambda f, p=part: ds.part_check(f, p))
-            if state != "present" or force:
+            if _part_state(ds, opts.root / (ds.home or name), part)[0] != "present" or force:
                 # a part with an archive of its own (tu) notes that one, else the dataset's files
                 own = f"{part}.zip"
                 sources = {own: SOURCES[name][own]} if own in SOURCES[name] else SOURCES[name]
-                install(target, _with_note(ds.part_build(part), ds, opts, sources))
+                install(opts.root / (ds.home or name) / part, _with_note(ds.part_build(part), ds, opts, sources))
     else:
         install(opts.root / (ds.home or name), _with_note(ds.build, ds, opts, SOURCES[name]), keep=ds.keep)
     shutil.rmtree(opts.downloads / name, ignore_errors=True)

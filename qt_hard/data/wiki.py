@@ -539,11 +539,8 @@ def _split(labels: np.ndarray, num_classes: int, train_fraction: float, seed: in
     if not 0.0 < train_fraction < 1.0:
         raise ValueError(f"train_fraction must be in (0, 1), got {train_fraction}")
     rng = np.random.default_rng(seed)
-    order = np.argsort(labels, kind="stable")
-    bounds = np.searchsorted(labels[order], np.arange(num_classes + 1))
     train_idx, test_idx = [], []
-    for c in range(num_classes):
-        idx = order[bounds[c] : bounds[c + 1]]
+    for idx in class_members(labels, num_classes):
         n = len(idx)
         if n == 0:
             continue

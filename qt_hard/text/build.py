@@ -86,34 +86,22 @@ def _vocab_and_store(cfg: Config, cache: Path, chunks: Callable[[], Iterable[lis
     return _read_token_cache(cache, n)
 
 
-def _read_token_cache(cache: Path, n_texts: int):
-    """(WordTokenizer, TokenStore) of a token cache folder, checked: a damaged one (a file missing or
-    cut short, another corpus's sentence count) is refused in one line naming it."""
+def _read_token_cache(cache: Path, n_texts: int, word: bool = True):
+    """(WordTokenizer, or None unless ``word``; TokenStore) of a token cache folder, checked: a damaged
+    one (a file missing or cut short, another corpus's sentence count) is refused in one line naming it."""
     from qt_hard.data.wordlevel import WordTokenizer
     from qt_hard.errors import DataCorruptError, UserError
 
     try:
-        tok = WordTokenizer.load(cache / "tokenizer.json")
-    except (UserError, OSError, ValueError) as err:
-        reason = " ".join(str(err).split())[:120] or type(err).__name__
-        raise DataCorruptError(f"token cache {cache} is damaged ({reason}); delete it and it is made again") from None
-    return tok, _read_token_store(cache, n_texts)
-
-
-def _read_token_store(cache: Path, n_texts: int) -> TokenStore:
-    """The ``TokenStore`` of a token cache folder, checked: files missing or cut short, or another
-    corpus's sentence count, are refused in one line naming the folder."""
-    from qt_hard.errors import DataCorruptError
-
-    try:
+        tok = WordTokenizer.load(cache / "tokenizer.json") if word else None
         store = TokenStore.load(cache / "tokens")
         ok = len(store.offsets) == n_texts + 1 and int(store.offsets[-1]) == len(store.flat)
         reason = f"{len(store.offsets) - 1} sentences, expected {n_texts}"
-    except (OSError, ValueError, EOFError) as err:
+    except (UserError, OSError, ValueError, EOFError) as err:
         ok, reason = False, " ".join(str(err).split())[:120] or type(err).__name__
     if not ok:
         raise DataCorruptError(f"token cache {cache} is damaged ({reason}); delete it and it is made again")
-    return store
+    return tok, store
 
 
 def _text_key(texts) -> str:
@@ -145,7 +133,7 @@ def _hf_parts(cfg: Config, cache_root: Path, texts):
                     ids.extend(feat.ids_many(texts[start : start + 10_000]))
                 with atomic_folder(cache, "token cache", replace=False) as tmp:  # whole or not at all
                     TokenStore.from_lists(ids).save(tmp / "tokens")
-    store = _read_token_store(cache, len(texts))
+    _, store = _read_token_cache(cache, len(texts), word=False)
     # Padded as the model's tokenizer pads (HFFeaturizer.collate), with its attention mask.
     pad_id = feat.tokenizer.pad_token_id
     batcher = TokenBatcher(

@@ -170,32 +170,21 @@ def sts_file_problems(folder: Path, rel: str, part_dir: Path | None = None) -> l
     if len(lines) != want_lines:
         problems.append(f"{rel} has {len(lines)} lines, expected {want_lines}")
     name = rel.rsplit("/", 1)[1]
-    bad = None
+    start = 1
     if name.startswith("STS.input."):
-        bad = next((i for i, line in enumerate(lines, 1) if len(line.split("\t")) != 2), None)
-        what = "is not two tab-separated sentences"
+        ok, what = (lambda line: len(line.split("\t")) == 2), "is not two tab-separated sentences"
     elif name.startswith("STS.gs."):
         scored = [line for line in lines if line != ""]
         if len(scored) != want_scored and len(lines) == want_lines:
             problems.append(f"{rel} has {len(scored)} scored pairs, expected {want_scored}")
-        bad = next((i for i, line in enumerate(lines, 1) if line != "" and _score(line) is None), None)
-        what = "is not a score between 0 and 5"
+        ok, what = (lambda line: line == "" or _score(line) is not None), "is not a score between 0 and 5"
     elif name.startswith("sts-"):  # genre, file, year, id, score, sentence 1, sentence 2 (+ sources)
-        bad = next(
-            (i for i, line in enumerate(lines, 1) if len(c := line.strip().split("\t")) < 7 or _score(c[4]) is None),
-            None,
-        )
+        ok = lambda line: len(c := line.strip().split("\t")) >= 7 and _score(c[4]) is not None  # noqa: E731
         what = "is not 7 tab-separated columns with a score between 0 and 5 in the fifth"
     else:  # SICK: pair_ID, sentence_A, sentence_B, relatedness_score (1-5), entailment_judgment
-        bad = next(
-            (
-                i
-                for i, line in enumerate(lines[1:], 2)
-                if len(c := line.strip().split("\t")) < 4 or _score(c[3]) is None
-            ),
-            None,
-        )
-        what = "is not pair_ID, sentence_A, sentence_B, a relatedness score between 0 and 5"
+        ok = lambda line: len(c := line.strip().split("\t")) >= 4 and _score(c[3]) is not None  # noqa: E731
+        what, start = "is not pair_ID, sentence_A, sentence_B, a relatedness score between 0 and 5", 2
+    bad = next((i for i, line in enumerate(lines[start - 1 :], start) if not ok(line)), None)
     if bad is not None:
         problems.append(f"{rel}:{bad} {what}")
     return problems
