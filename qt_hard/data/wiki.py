@@ -1,13 +1,7 @@
-"""Wiki-N: sentences labelled by the Wikipedia article they come from (Saunshi et al. 2019).
-
-The Princeton CURL release of Wiki-3029 is one file per article, one sentence per line; the
-label of a sentence is the index of its file in sorted order, and Wiki-N keeps the first N
-files. :func:`build_wiki` writes that layout from a WikiExtractor dump (``<doc ...>`` blocks,
-plain or ``.xz``), streaming; :func:`load_wiki` reads it (ours or the original) into
-:class:`WikiData`: an 80/20 train/test split per article, Treebank word tokens
-(:func:`qt_hard.data.wordlevel.word_tokens`, NLTK's tokens in Rust), tokens seen fewer
-than ``min_count`` times in the training split mapped to ``<unk>`` (Ash et al. 2022, section 5),
-and positive pairs redrawn every epoch (two random training sentences of one article).
+"""Wiki-N: sentences labelled by the Wikipedia article they come from (Saunshi et al. 2019), in the
+Princeton CURL layout (one file per article, one sentence per line): :func:`build_wiki` writes it from a
+WikiExtractor dump, :func:`load_wiki` reads it into :class:`WikiData`; layout, split, tokens and
+vocabulary: docs/guides/data.md, "Wiki-N".
 """
 
 from __future__ import annotations

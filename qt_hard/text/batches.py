@@ -54,9 +54,9 @@ class TokenStore:
     @classmethod
     def write(cls, prefix, id_chunks) -> "TokenStore":
         """Write the ids of ``id_chunks`` (an iterable of lists of id lists, sentences in order) as
-        ``save`` would, a chunk at a time: the flat ids go to disk as they come, so memory holds one
-        chunk and the offsets, never the corpus's id lists. Returns the store loaded back (the flat
-        ids memory-mapped)."""
+        ``<prefix>_flat.npy`` and ``<prefix>_offsets.npy``, a chunk at a time: the flat ids go to disk
+        as they come, so memory holds one chunk and the offsets, never the corpus's id lists. Returns
+        the store loaded back (the flat ids memory-mapped)."""
         import os
 
         raw = f"{prefix}_flat.bin"
@@ -81,10 +81,6 @@ class TokenStore:
         os.remove(raw)
         np.save(f"{prefix}_offsets.npy", offsets)  # last: its presence marks a complete store
         return cls.load(prefix)
-
-    def save(self, prefix) -> None:
-        np.save(f"{prefix}_flat.npy", self.flat)
-        np.save(f"{prefix}_offsets.npy", self.offsets)
 
     @classmethod
     def load(cls, prefix) -> "TokenStore":

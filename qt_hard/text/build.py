@@ -128,11 +128,11 @@ def _hf_parts(cfg: Config, cache_root: Path, texts):
     if not cache.is_dir():
         with build_lock(cache, "token cache"):  # one process builds, the others wait and read it
             if not cache.is_dir():
-                ids = []
-                for start in range(0, len(texts), 10_000):  # bounded memory for a large corpus
-                    ids.extend(feat.ids_many(texts[start : start + 10_000]))
-                with atomic_folder(cache, "token cache", replace=False) as tmp:  # whole or not at all
-                    TokenStore.from_lists(ids).save(tmp / "tokens")
+                # Whole or not at all, the ids written a chunk at a time (bounded memory for a large corpus).
+                with atomic_folder(cache, "token cache", replace=False) as tmp:
+                    TokenStore.write(
+                        tmp / "tokens", (feat.ids_many(texts[i : i + 10_000]) for i in range(0, len(texts), 10_000))
+                    )
     _, store = _read_token_cache(cache, len(texts), word=False)
     # Padded as the model's tokenizer pads (HFFeaturizer.collate), with its attention mask.
     pad_id = feat.tokenizer.pad_token_id

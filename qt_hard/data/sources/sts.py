@@ -179,10 +179,10 @@ def sts_file_problems(folder: Path, rel: str, part_dir: Path | None = None) -> l
             problems.append(f"{rel} has {len(scored)} scored pairs, expected {want_scored}")
         ok, what = (lambda line: line == "" or _score(line) is not None), "is not a score between 0 and 5"
     elif name.startswith("sts-"):  # genre, file, year, id, score, sentence 1, sentence 2 (+ sources)
-        ok = lambda line: len(c := line.strip().split("\t")) >= 7 and _score(c[4]) is not None  # noqa: E731
+        ok = lambda line: len(c := line.strip().split("\t")) >= 7 and _score(c[4]) is not None
         what = "is not 7 tab-separated columns with a score between 0 and 5 in the fifth"
     else:  # SICK: pair_ID, sentence_A, sentence_B, relatedness_score (1-5), entailment_judgment
-        ok = lambda line: len(c := line.strip().split("\t")) >= 4 and _score(c[3]) is not None  # noqa: E731
+        ok = lambda line: len(c := line.strip().split("\t")) >= 4 and _score(c[3]) is not None
         what, start = "is not pair_ID, sentence_A, sentence_B, a relatedness score between 0 and 5", 2
     bad = next((i for i, line in enumerate(lines[start - 1 :], start) if not ok(line)), None)
     if bad is not None:
@@ -190,19 +190,8 @@ def sts_file_problems(folder: Path, rel: str, part_dir: Path | None = None) -> l
     return problems
 
 
-# What SentEval's get_transfer_data.bash does, and so what this does: each STS year's archive is
-# unpacked and its folder renamed <year>-en-test (STS16's STS2016.* files renamed STS.*); each
-# STS.input file's two tab-separated sentences are run through the Moses tokenizer (tokenizer.perl
-# -l en -no-escape) and lower-cased (lowercase.perl); the gold files are copied unchanged. The STS
-# Benchmark's sentences (columns 6 and 7) are tokenized and lower-cased, its first five columns kept
-# (further columns dropped, as `cut -f1-5` does). SICK's two sentences (columns 2 and 3) are
-# tokenized but not lower-cased; its header and the other columns are kept. Here the tokenizer is
-# sacremoses' port of Moses (``MosesTokenizer("en").tokenize(..., escape=False)``), not the Perl
-# script: the tokenized sentences can differ in a few places from a copy made with the script (two
-# copies made by the script already differ from each other: Moses versions), so they are checked by
-# counts, while everything not tokenized is checked byte for byte (STS_GOLD_SHA256,
-# STSB_COLUMNS_SHA256, SICK_COLUMNS_SHA256).
-
+# What SentEval's get_transfer_data.bash does to these files, and so what this does (sacremoses' port of
+# Moses, hence the tokenized sentences checked by counts, the rest byte for byte): docs/guides/data.md.
 STS_PARTS = ("STS", "SICK")
 
 
