@@ -629,7 +629,7 @@ def tokenize_wiki(
 
 def wiki_prefix(
     directory: str | os.PathLike,
-    classes: int,
+    classes: int | None,
     train_fraction: float = 0.8,
     min_count: int = 50,
     seed: int = 0,
@@ -639,7 +639,7 @@ def wiki_prefix(
     num_proc: int | None = None,
     vocab_classes: int | None = None,
 ) -> WikiData:
-    """Wiki-N as the first ``classes`` articles of a larger Wiki folder: the whole folder is
+    """Wiki-N as the first ``classes`` articles (all when None) of a larger Wiki folder: the whole folder is
     tokenized once (cached as :func:`load_wiki` says, so every N shares one tokenization) and
     Wiki-N is a prefix of its sentences; the split is Wiki-N's own (:meth:`WikiData.from_tokens`,
     the first N articles of any larger prefix split alike), equal to :func:`load_wiki` of an

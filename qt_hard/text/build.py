@@ -319,23 +319,20 @@ def _pair_run(cfg: Config, wd, cache_root: Path) -> Run:
 
 
 def _wiki_run(cfg: Config, out: Path, cache_root: Path) -> Run:
-    from qt_hard.data.wiki import build_wiki, load_wiki, wiki_prefix
+    from qt_hard.data.wiki import build_wiki, wiki_prefix
     from qt_hard.files import file_key
     from qt_hard.paths import data_path
 
     def default_source() -> str:
         return cfg.data.wiki_source or str(data_path("wikipedia", "enwiki_wikiextractor_ge200sent.txt.xz"))
 
-    source = None
-    if cfg.data.path:
-        wiki_dir = Path(cfg.data.path)
-    else:
-        source = default_source()
-        # A stable name holding the identity of what it was built from (the dump's path, size and
-        # time): another source, or the same file changed, is built again in its place, never served
-        # the old build.
-        wiki_dir = cache_root / f"wiki_{cfg.data.articles}_{cfg.data.min_sentences}"
-    key = file_key(source) if source is not None else None
+    # A run's own build: a stable name, stamped with the identity of what it was built from (the dump's
+    # path, size and time): another source, or the same file changed, is built again in its place,
+    # never served the old build.
+    wiki_dir = (
+        Path(cfg.data.path) if cfg.data.path else cache_root / f"wiki_{cfg.data.articles}_{cfg.data.min_sentences}"
+    )
+    key = None if cfg.data.path else file_key(default_source())
 
     def ready() -> bool:
         # A run's own build counts once it carries the stamp of this source; a given data.path as it is.
@@ -351,7 +348,7 @@ def _wiki_run(cfg: Config, out: Path, cache_root: Path) -> Run:
             if not ready():
                 if wiki_dir.exists():  # built from another source, or never stamped
                     shutil.rmtree(wiki_dir)
-                source = source or default_source()
+                source = default_source()
                 log.info("building Wiki-%d from %s into %s", cfg.data.articles, source, wiki_dir)
                 build_wiki(
                     source, wiki_dir, articles=cfg.data.articles, sentences=cfg.data.min_sentences, progress=_bars(cfg)
@@ -359,20 +356,16 @@ def _wiki_run(cfg: Config, out: Path, cache_root: Path) -> Run:
                 if key is not None:
                     write_text(wiki_dir / ".source_key", key, "Wiki-N source stamp")
     token_cache = Path(cfg.data.token_cache) if cfg.data.token_cache else cache_root / "wiki_tokens"
-    if cfg.data.classes is None:
-        wd = load_wiki(
-            wiki_dir, min_count=cfg.data.min_count, seed=cfg.data.seed, lower=cfg.model.lower, cache_dir=token_cache
-        )
-    else:
-        wd = wiki_prefix(
-            wiki_dir,
-            cfg.data.classes,
-            min_count=cfg.data.min_count,
-            seed=cfg.data.seed,
-            lower=cfg.model.lower,
-            cache_dir=token_cache,
-            vocab_classes=cfg.data.vocab_classes,
-        )
+    # Without data.classes the whole folder (wiki_prefix of all its articles is load_wiki's WikiData).
+    wd = wiki_prefix(
+        wiki_dir,
+        cfg.data.classes,
+        min_count=cfg.data.min_count,
+        seed=cfg.data.seed,
+        lower=cfg.model.lower,
+        cache_dir=token_cache,
+        vocab_classes=cfg.data.vocab_classes,
+    )
     return _pair_run(cfg, wd, cache_root)
 
 
