@@ -60,15 +60,13 @@ SENTEVAL_LINES = {
     "MRPC/msr_paraphrase_train.txt": 4077,
     "MRPC/msr_paraphrase_test.txt": 1726,  # + header line
 }
+# The zip's folder of each task it holds: our file TASK/NAME is the member ending in FOLDER/NAME.
+_ZIP_FOLDERS = {"MR": "rt10662", "CR": "customerr", "SUBJ": "subj", "MPQA": "mpqa"}
 _SENTEVAL_ZIP_MEMBERS = {  # our file -> the zip member's last two path parts
-    "MR/rt-polarity.pos": "rt10662/rt-polarity.pos",
-    "MR/rt-polarity.neg": "rt10662/rt-polarity.neg",
-    "CR/custrev.pos": "customerr/custrev.pos",
-    "CR/custrev.neg": "customerr/custrev.neg",
-    "SUBJ/subj.subjective": "subj/subj.subjective",
-    "SUBJ/subj.objective": "subj/subj.objective",
-    "MPQA/mpqa.pos": "mpqa/mpqa.pos",
-    "MPQA/mpqa.neg": "mpqa/mpqa.neg",
+    rel: f"{_ZIP_FOLDERS[task]}/{name}"
+    for rel in SENTEVAL_LINES
+    for task, name in [rel.split("/")]
+    if task in _ZIP_FOLDERS
 }
 
 
