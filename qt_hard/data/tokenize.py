@@ -65,7 +65,6 @@ SPEECH_VERBS = frozenset(
 
 _OPENERS = "\"'“‘([{_«"
 _CLOSERS = "\"'”’)]}_»"
-_TERMINALS = ".?!…"
 
 # A candidate boundary: terminal punctuation, optional closers, then whitespace.
 _CANDIDATE = re.compile(r"[.?!…]+[\"'”’)\]}_»]*(?=\s)")

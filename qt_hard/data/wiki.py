@@ -66,26 +66,25 @@ def iter_wiki_articles(source: str | os.PathLike) -> Iterator[WikiArticle]:
     try:
         with _open_text(path) as f:
             for lineno, line in enumerate(f, 1):
-                line = line.rstrip("\n")
+                text = line.strip()
                 if current is None:
-                    m = _DOC_OPEN.match(line.strip())
+                    m = _DOC_OPEN.match(text)
                     if m:
                         attrs = dict(_ATTR.findall(m.group(1)))
                         current = WikiArticle(
                             attrs.get("id", ""), html.unescape(attrs.get("title", "")), attrs.get("url", "")
                         )
                         seen_title = False
-                    elif line.strip():
+                    elif text:
                         raise DataCorruptError(
                             f"{path}:{lineno}: text outside a <doc> block (not a WikiExtractor dump?)"
                         )
                     continue
-                if line.strip() == "</doc>":
+                if text == "</doc>":
                     n_docs += 1
                     yield current
                     current = None
                     continue
-                text = line.strip()
                 if not text:
                     continue
                 if not seen_title:
@@ -289,10 +288,10 @@ def _tokens_cached(
     sentences: list[str], key_parts: list, lower: bool, cache_dir: Path | None, num_proc: int
 ) -> tuple[list[str], np.ndarray, np.ndarray]:
     """All sentences as ids into a raw token list: (raw_itos, flat ids, offsets)."""
-    h = hashlib.sha256(json.dumps([TOKENIZER_VERSION, lower, key_parts]).encode()).hexdigest()[:20]
-    path = cache_dir / f"wiki-tokens-{h}.npz" if cache_dir is not None else None
-    if path is None:
+    if cache_dir is None:
         return _tokenize_all(sentences, lower, num_proc)
+    h = hashlib.sha256(json.dumps([TOKENIZER_VERSION, lower, key_parts]).encode()).hexdigest()[:20]
+    path = cache_dir / f"wiki-tokens-{h}.npz"
     if path.exists():
         return _read_tokens(path, len(sentences))
     from qt_hard.files import atomic_path, build_lock
