@@ -441,19 +441,11 @@ class WikiData:
 
     @classmethod
     def from_sentences(
-        cls,
-        sentences: Sequence[str],
-        labels: Sequence[int],
-        *,
-        train_fraction: float = 0.8,
-        min_count: int = 50,
-        seed: int = 0,
-        lower: bool = True,
-        titles=None,
-        num_proc: int = 1,
+        cls, sentences: Sequence[str], labels: Sequence[int], *, lower: bool = True, num_proc: int = 1, **split
     ) -> "WikiData":
         """Split, tokenize and build the vocabulary for any labelled sentences (labels 0..C-1)
-        the way :func:`load_wiki` does (used for the synthetic corpus too)."""
+        the way :func:`load_wiki` does (used for the synthetic corpus too); ``split``: the
+        keywords of :meth:`from_tokens` (``train_fraction``, ``min_count``, ``seed``, ``titles``)."""
         if len(sentences) != len(labels):
             raise ValueError(f"{len(sentences)} sentences but {len(labels)} labels")
         labels_arr = np.asarray(labels, dtype=np.int64)
@@ -461,18 +453,8 @@ class WikiData:
             raise ValueError("no sentences")
         if labels_arr.min() < 0:
             raise ValueError("labels must be >= 0")
-        itos, flat, offsets = _tokenize_all(list(sentences), lower, num_proc)
         return cls.from_tokens(
-            sentences,
-            labels_arr,
-            itos,
-            flat,
-            offsets,
-            train_fraction=train_fraction,
-            min_count=min_count,
-            seed=seed,
-            lower=lower,
-            titles=titles,
+            sentences, labels_arr, *_tokenize_all(list(sentences), lower, num_proc), lower=lower, **split
         )
 
     @classmethod
