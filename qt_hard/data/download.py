@@ -50,17 +50,18 @@ def git_blob_sha1(data: bytes) -> str:
 
 
 def _check_file(path: Path, url: str, size: int | None, sha256: str | None, md5: str | None) -> None:
+    """``DownloadError`` when ``path`` has another size or checksum than expected; the file is deleted
+    first, so the next run fetches it afresh."""
     got_size = path.stat().st_size
-    if size is not None and got_size != size:
-        raise DownloadError(f"{url}: expected {size} bytes, got {got_size}")
+    problem = f"{url}: expected {size} bytes, got {got_size}" if size is not None and got_size != size else None
     for algorithm, want in (("sha256", sha256), ("md5", md5)):
-        if want:
-            got = file_digest(path, algorithm)
-            if got != want.lower():
-                raise DownloadError(
-                    f"{url}: {algorithm} mismatch (expected {want}, got {got}): "
-                    "the file is corrupt or the source changed"
-                )
+        if problem is None and want and (got := file_digest(path, algorithm)) != want.lower():
+            problem = (
+                f"{url}: {algorithm} mismatch (expected {want}, got {got}): the file is corrupt or the source changed"
+            )
+    if problem is not None:
+        path.unlink()
+        raise DownloadError(problem)
 
 
 def fetch(
@@ -86,8 +87,8 @@ def fetch(
         try:
             _check_file(dest, url, size, sha256, md5)
             return dest
-        except DownloadError:
-            dest.unlink()
+        except DownloadError:  # deleted: fetched again below
+            pass
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")
     source = resolve_url(url, mirror)
@@ -100,11 +101,7 @@ def fetch(
         raise DownloadError(
             f"download of {source} failed after {got} bytes ({reason}); run the command again to resume"
         ) from err
-    try:
-        _check_file(part, source, size, sha256, md5)
-    except DownloadError:
-        part.unlink()
-        raise
+    _check_file(part, source, size, sha256, md5)
     os.replace(part, dest)
     return dest
 
