@@ -357,28 +357,28 @@ def load_books(
     try:
         from datasets import load_from_disk
     except ImportError:  # a machine without `datasets` (e.g. a bare GPU box): plain files instead
-        return _read_plain_cache(_book_cache("books-plain", _plain_cache_done, _build_plain_cache, *args))
-    return load_from_disk(str(_book_cache("books", _arrow_cache_done, _build_arrow_cache, *args)))
+        return _read_plain_cache(_book_cache("books-plain", ("books.json",), _build_plain_cache, *args))
+    # An Arrow cache is finished when it has both files (they are renamed in together).
+    return load_from_disk(str(_book_cache("books", ("dataset_info.json", "books.json"), _build_arrow_cache, *args)))
 
 
-def _book_cache(name: str, done, build, path_or_dir, max_books, cache_dir, min_sentences, num_proc, progress) -> Path:
+def _book_cache(name: str, needs, build, path_or_dir, max_books, cache_dir, min_sentences, num_proc, progress) -> Path:
     """The cache folder ``<cache_dir>/<name>-<key>`` of the books at ``path_or_dir`` (key: their paths,
-    sizes and times, ``min_sentences`` and the splitter version), built by ``build`` unless ``done``
-    says it is there. One process builds, the others (ranks of one launch, runs sharing the cache)
+    sizes and times, ``min_sentences`` and the splitter version), built by ``build`` unless it holds
+    the files ``needs``. One process builds, the others (ranks of one launch, runs sharing the cache)
     wait and read it."""
     files = find_books(path_or_dir, max_books)
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir() / "books"
     target = root / f"{name}-{_cache_key(files, {'min_sentences': min_sentences})}"
-    if not done(target):
+
+    def done() -> bool:
+        return all((target / f).is_file() for f in needs)
+
+    if not done():
         with build_lock(target, "book cache"):
-            if not done(target):
+            if not done():
                 build(files, root, target, path_or_dir, min_sentences, num_proc, progress)
     return target
-
-
-def _arrow_cache_done(target: Path) -> bool:
-    """Whether ``target`` holds a finished Arrow book cache (both files are renamed in together)."""
-    return (target / "dataset_info.json").exists() and (target / "books.json").exists()
 
 
 def _build_arrow_cache(files, root: Path, target: Path, path_or_dir, min_sentences: int, num_proc, progress) -> None:
@@ -495,10 +495,6 @@ class SentenceTable:
             self.columns["sent_id"][idx],
             self.cache_files,
         )
-
-
-def _plain_cache_done(target: Path) -> bool:
-    return (target / "books.json").is_file()
 
 
 def _read_plain_cache(target: Path) -> SentenceTable:

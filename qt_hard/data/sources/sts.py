@@ -46,70 +46,53 @@ SOURCES: dict[str, Source] = {
 }
 
 # STS12-16 as SentEval reads them (``senteval/sts.py``, its lists and order of sets): per set, the
-# lines of its STS.input/STS.gs files and how many of those have a gold score (SentEval skips a
-# pair whose gold line is empty). STS13's SMT set is not distributed.
+# lines of its STS.input/STS.gs files, how many of those have a gold score (SentEval skips a pair
+# whose gold line is empty) and the sha256 of the gold file (SentEval's script copies it from the
+# archive unchanged; computed from the reference copy). STS13's SMT set is not distributed.
 STS_SETS = {
     "STS12": {
-        "MSRpar": (750, 750),
-        "MSRvid": (750, 750),
-        "SMTeuroparl": (459, 459),
-        "surprise.OnWN": (750, 750),
-        "surprise.SMTnews": (399, 399),
+        "MSRpar": (750, 750, "5526be59228bc34ccb3cb6f1f56c0d7278d3419b8886713ae016fd92b151f19c"),
+        "MSRvid": (750, 750, "9c6096c6bcfb0144c8bbddb00900ca9198c88498630cd0c8f08d18365f1d7150"),
+        "SMTeuroparl": (459, 459, "708530c4d006d06881f3289fce35d624d7efe562dcf0fe5f8aa0eec3a135f6d4"),
+        "surprise.OnWN": (750, 750, "088d8ca22c0aa406e4a5d2e6e308a4f38b482b8e736c2445a38ffb6e4c4fb4fd"),
+        "surprise.SMTnews": (399, 399, "aa6dfc868db333c43dc59be14d46fa6587c7ebddc0d497e717f647bf35121cf1"),
     },
-    "STS13": {"FNWN": (189, 189), "headlines": (750, 750), "OnWN": (561, 561)},
+    "STS13": {
+        "FNWN": (189, 189, "8ca95b7228119578e2007839cf7969f22c4f1fd41fd610c4b7f9683072d98066"),
+        "headlines": (750, 750, "f49f64089011436dd296ef384c07160219406feef7dc4b9fa2af52a519f32bc6"),
+        "OnWN": (561, 561, "0cd497aaddb00a2fb6db25f77bccfc09e8aa012e11549b81b434bab1a27ad954"),
+    },
     "STS14": {
-        "deft-forum": (450, 450),
-        "deft-news": (300, 300),
-        "headlines": (750, 750),
-        "images": (750, 750),
-        "OnWN": (750, 750),
-        "tweet-news": (750, 750),
+        "deft-forum": (450, 450, "ba6dc76696b5c93985590a325b4d142449932cdf0d715b2bab1b1743fe3c488c"),
+        "deft-news": (300, 300, "105c5b333abd50c274efb4dae9e3e0dab36ed63eee780cfb49955b1586bd62f2"),
+        "headlines": (750, 750, "f243c34647255cd0b994565ed4f58dd31506e7d9c9d6250d1a6dd14095625832"),
+        "images": (750, 750, "fc994ebacc7074c332626fa9e29542d7340a48a3cdb999b47cdb59c378523a62"),
+        "OnWN": (750, 750, "1c80147df270ea4cfce14a47ed29f8a2f10d5dc016d02836077fd786ff7f535b"),
+        "tweet-news": (750, 750, "0098c644bfeaa2d511a8297b1940771865900c372c9dd49a62726dc5ec02c9a3"),
     },
     "STS15": {
-        "answers-forums": (2000, 375),
-        "answers-students": (1500, 750),
-        "belief": (2000, 375),
-        "headlines": (1500, 750),
-        "images": (1500, 750),
+        "answers-forums": (2000, 375, "1644301a7540e5484da285002e9269062852efb2272be614cad99c9530f6a102"),
+        "answers-students": (1500, 750, "028db213140f8c7aef7497c4ae38b6380938f20359852231669c83dce11c3701"),
+        "belief": (2000, 375, "5736192faaccbdbecd0ef6b73ec04b24115cd2e48d55dc3b1b170da3d2a81c75"),
+        "headlines": (1500, 750, "e8e432f769c8a94ddb62ae3343890ac24a9dd78a116d56c707313bc59413dd56"),
+        "images": (1500, 750, "ed8878209098c77ca7f02ac413d3fd698f92ad3425999555e50fda89fc46012a"),
     },
     "STS16": {
-        "answer-answer": (1572, 254),
-        "headlines": (1498, 249),
-        "plagiarism": (1271, 230),
-        "postediting": (3287, 244),
-        "question-question": (1555, 209),
+        "answer-answer": (1572, 254, "332efd741b0cb247d20dd2a6cec854360c921c7e6b395f328f562d8d26057214"),
+        "headlines": (1498, 249, "01e33a95996201a6e81e3cce9eda0f15048b77613ea64dce2929bb35479f7d85"),
+        "plagiarism": (1271, 230, "29984944a91aaff484f2b2e5d4d434fc8a6f5ef6f578a880cccd2786f5142fdc"),
+        "postediting": (3287, 244, "81947ed9dbe7f85b7bd249df68ed5c7b2f16f06390ad568eb5554b1e26bc5577"),
+        "question-question": (1555, 209, "cf9ebf9d140191f73620cda0560947ad9283c910735d0d541b8a401a5e64afb0"),
     },
 }
 # Lines per file of the STS Benchmark (no header) and SICK (one header line), SentEval's splits.
 STSB_LINES = {"train": 5749, "dev": 1500, "test": 1379}
 SICK_LINES = {"train": 4501, "trial": 501, "test_annotated": 4928}
-# sha256 of the STS12-16 gold files (SentEval's script copies them from the archives unchanged;
-# computed from the reference copy).
+# The sha256 of each STS12-16 gold file, by its path under the SentEval folder.
 STS_GOLD_SHA256 = {
-    "STS/STS12-en-test/STS.gs.MSRpar.txt": "5526be59228bc34ccb3cb6f1f56c0d7278d3419b8886713ae016fd92b151f19c",
-    "STS/STS12-en-test/STS.gs.MSRvid.txt": "9c6096c6bcfb0144c8bbddb00900ca9198c88498630cd0c8f08d18365f1d7150",
-    "STS/STS12-en-test/STS.gs.SMTeuroparl.txt": "708530c4d006d06881f3289fce35d624d7efe562dcf0fe5f8aa0eec3a135f6d4",
-    "STS/STS12-en-test/STS.gs.surprise.OnWN.txt": "088d8ca22c0aa406e4a5d2e6e308a4f38b482b8e736c2445a38ffb6e4c4fb4fd",
-    "STS/STS12-en-test/STS.gs.surprise.SMTnews.txt": "aa6dfc868db333c43dc59be14d46fa6587c7ebddc0d497e717f647bf35121cf1",
-    "STS/STS13-en-test/STS.gs.FNWN.txt": "8ca95b7228119578e2007839cf7969f22c4f1fd41fd610c4b7f9683072d98066",
-    "STS/STS13-en-test/STS.gs.OnWN.txt": "0cd497aaddb00a2fb6db25f77bccfc09e8aa012e11549b81b434bab1a27ad954",
-    "STS/STS13-en-test/STS.gs.headlines.txt": "f49f64089011436dd296ef384c07160219406feef7dc4b9fa2af52a519f32bc6",
-    "STS/STS14-en-test/STS.gs.OnWN.txt": "1c80147df270ea4cfce14a47ed29f8a2f10d5dc016d02836077fd786ff7f535b",
-    "STS/STS14-en-test/STS.gs.deft-forum.txt": "ba6dc76696b5c93985590a325b4d142449932cdf0d715b2bab1b1743fe3c488c",
-    "STS/STS14-en-test/STS.gs.deft-news.txt": "105c5b333abd50c274efb4dae9e3e0dab36ed63eee780cfb49955b1586bd62f2",
-    "STS/STS14-en-test/STS.gs.headlines.txt": "f243c34647255cd0b994565ed4f58dd31506e7d9c9d6250d1a6dd14095625832",
-    "STS/STS14-en-test/STS.gs.images.txt": "fc994ebacc7074c332626fa9e29542d7340a48a3cdb999b47cdb59c378523a62",
-    "STS/STS14-en-test/STS.gs.tweet-news.txt": "0098c644bfeaa2d511a8297b1940771865900c372c9dd49a62726dc5ec02c9a3",
-    "STS/STS15-en-test/STS.gs.answers-forums.txt": "1644301a7540e5484da285002e9269062852efb2272be614cad99c9530f6a102",
-    "STS/STS15-en-test/STS.gs.answers-students.txt": "028db213140f8c7aef7497c4ae38b6380938f20359852231669c83dce11c3701",
-    "STS/STS15-en-test/STS.gs.belief.txt": "5736192faaccbdbecd0ef6b73ec04b24115cd2e48d55dc3b1b170da3d2a81c75",
-    "STS/STS15-en-test/STS.gs.headlines.txt": "e8e432f769c8a94ddb62ae3343890ac24a9dd78a116d56c707313bc59413dd56",
-    "STS/STS15-en-test/STS.gs.images.txt": "ed8878209098c77ca7f02ac413d3fd698f92ad3425999555e50fda89fc46012a",
-    "STS/STS16-en-test/STS.gs.answer-answer.txt": "332efd741b0cb247d20dd2a6cec854360c921c7e6b395f328f562d8d26057214",
-    "STS/STS16-en-test/STS.gs.headlines.txt": "01e33a95996201a6e81e3cce9eda0f15048b77613ea64dce2929bb35479f7d85",
-    "STS/STS16-en-test/STS.gs.plagiarism.txt": "29984944a91aaff484f2b2e5d4d434fc8a6f5ef6f578a880cccd2786f5142fdc",
-    "STS/STS16-en-test/STS.gs.postediting.txt": "81947ed9dbe7f85b7bd249df68ed5c7b2f16f06390ad568eb5554b1e26bc5577",
-    "STS/STS16-en-test/STS.gs.question-question.txt": "cf9ebf9d140191f73620cda0560947ad9283c910735d0d541b8a401a5e64afb0",
+    f"STS/{year}-en-test/STS.gs.{name}.txt": sha256
+    for year, sets in STS_SETS.items()
+    for name, (*_, sha256) in sets.items()
 }
 # sha256 of the untokenized columns (computed from the reference copy, see ``untokenized_digest``):
 # the STS Benchmark's genre, file, year, id and score; SICK's header, pair id, score and label.
@@ -130,7 +113,7 @@ def sts_files() -> dict[str, tuple[int, int | None]]:
     STS12-16 inputs and gold files, the STS Benchmark's three splits, SICK's three files."""
     out: dict[str, tuple[int, int | None]] = {}
     for year, sets in STS_SETS.items():
-        for name, (lines, scored) in sets.items():
+        for name, (lines, scored, *_) in sets.items():
             out[f"STS/{year}-en-test/STS.input.{name}.txt"] = (lines, None)
             out[f"STS/{year}-en-test/STS.gs.{name}.txt"] = (lines, scored)
     for split, n in STSB_LINES.items():
