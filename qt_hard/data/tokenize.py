@@ -102,10 +102,10 @@ def _is_boundary(text: str, start: int, end: int) -> bool:
     ws = text.rfind(" ", 0, start)
     word = _LEADING_PUNCT.sub("", text[ws + 1 : start])
 
+    # A closed quote followed by a speech verb goes on: "What?" I cried.
+    said = closed and len(nxt) > 1 and nxt[1].rstrip(",.;:!?").lower() in SPEECH_VERBS
     if "?" in core or "!" in core:
-        if closed and len(nxt) > 1 and nxt[1].rstrip(",.;:!?").lower() in SPEECH_VERBS:
-            return False  # "What?" I cried.
-        return True
+        return not said
     spaced_ellipsis = not word and _ends_with_period(text, start)
     if "…" in core or len(core) > 1 or spaced_ellipsis:
         # An ellipsis: a boundary unless "I" follows a three-dot one (". . . I think so");
@@ -120,9 +120,7 @@ def _is_boundary(text: str, start: int, end: int) -> bool:
         return not (first == "I" or first.startswith(("I'", "I’")))
     # A single period.
     if closed:
-        if len(nxt) > 1 and nxt[1].rstrip(",.;:!?").lower() in SPEECH_VERBS:
-            return False
-        return True
+        return not said
     if not word:
         return True
     low = word.lower()
