@@ -416,8 +416,8 @@ def _write_book_rows(files: Sequence[Path], min_sentences: int, num_proc, progre
 
 
 def _skipped_books(files: Sequence[Path], counts: list[int], path_or_dir, min_sentences: int) -> list[str]:
-    """The books left out (no sentences kept), each with a warning to :func:`load_books`' caller;
-    BookError when that is every book."""
+    """The books left out (no sentences kept), each with a warning to :func:`load_books`' caller (in
+    either cache format); BookError when that is every book."""
     skipped = [str(files[i]) for i, c in enumerate(counts) if c == 0]
     if len(skipped) == len(files):
         raise BookError(f"no book in {path_or_dir} has {min_sentences} or more sentences: " + ", ".join(skipped[:5]))
@@ -513,11 +513,7 @@ def _build_plain_cache(files, root: Path, target: Path, path_or_dir, min_sentenc
     import numpy as np
 
     text, doc, sent, counts = split_books(files, min_sentences, num_proc, progress)
-    for f, c in zip(files, counts):
-        if c == 0:
-            warnings.warn(f"{f}: fewer than {min_sentences} sentences, left out", stacklevel=4)
-    if not text:
-        raise BookError(f"no book in {path_or_dir} has {min_sentences} or more sentences")
+    _skipped_books(files, counts, path_or_dir, min_sentences)
     staged = _staging(root)
     (staged / "sentences.txt").write_text("\n".join(text), encoding="utf-8")
     np.savez(staged / "ids.npz", doc_id=np.asarray(doc, dtype=np.int32), sent_id=np.asarray(sent, dtype=np.int32))

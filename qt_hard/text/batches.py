@@ -253,9 +253,7 @@ class _DeviceBatches:
         self._host_batch = None if resident else _Prefetch(self._build, pin=device.type == "cuda")
 
     def local_batch(self, step: int, rank: int, world: int) -> dict[str, torch.Tensor]:
-        if self._host_batch is not None:
-            return self._host_batch(step, rank, world)
-        return self._build(step, rank, world)
+        return (self._build if self._host_batch is None else self._host_batch)(step, rank, world)
 
 
 def _fits(device: torch.device, nbytes: int) -> bool:
