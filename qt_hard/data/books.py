@@ -557,14 +557,9 @@ def text_chunks(ds, size: int = 50_000) -> Iterator[list[str]]:
     """The ``text`` column of a :func:`load_books` dataset (or a ``SentenceTable``) in lists of
     ``size`` sentences, read a slice at a time: the corpus's sentences are never all Python strings
     at once."""
-    if isinstance(ds, SentenceTable):
-        texts = ds["text"]
-        for start in range(0, len(texts), size):
-            yield texts[start : start + size]
-        return
-    view = ds.with_format(None, columns=["text"])
+    view = None if isinstance(ds, SentenceTable) else ds.with_format(None, columns=["text"])
     for start in range(0, len(ds), size):
-        yield view[start : start + size]["text"]
+        yield ds["text"][start : start + size] if view is None else view[start : start + size]["text"]
 
 
 def books_metadata(ds) -> dict:
