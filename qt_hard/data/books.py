@@ -233,15 +233,11 @@ def book_paragraphs(text: str) -> Iterator[str]:
 _ALNUM = re.compile(r"[^\W_]")
 
 
-def _has_word(sentence: str) -> bool:
-    return _ALNUM.search(sentence) is not None
-
-
 def book_sentences(path: str | os.PathLike) -> Iterator[str]:
     """The sentences of one book file, in order."""
     for para in book_paragraphs(read_book_text(path)):
         for sent in split_sentences(para):
-            if _has_word(sent):
+            if _ALNUM.search(sent):  # a word, not punctuation alone
                 yield sent
 
 

@@ -48,12 +48,6 @@ class WikiArticle:
         return article_sentences(self.paragraphs)
 
 
-def _open_text(path: Path):
-    if path.name.endswith(".xz"):
-        return lzma.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
-
-
 def iter_wiki_articles(source: str | os.PathLike) -> Iterator[WikiArticle]:
     """Stream the articles of a WikiExtractor dump, one at a time (the dump is never held in
     memory). The title line that WikiExtractor repeats after ``<doc>`` is left out."""
@@ -64,7 +58,9 @@ def iter_wiki_articles(source: str | os.PathLike) -> Iterator[WikiArticle]:
     seen_title = False
     n_docs = 0
     try:
-        with _open_text(path) as f:
+        with (
+            lzma.open(path, "rt", encoding="utf-8") if path.name.endswith(".xz") else open(path, encoding="utf-8") as f
+        ):
             for lineno, line in enumerate(f, 1):
                 text = line.strip()
                 if current is None:
@@ -248,10 +244,6 @@ def _write_articles(source: Path, stage: Path, articles: int, sentences: int, ke
 # reading the archive layout
 
 
-def _natural_key(name: str):
-    return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", name)]
-
-
 def wiki_article_files(directory: str | os.PathLike) -> list[Path]:
     """The article files of a Wiki-N folder in label order (natural sort of the names)."""
     d = Path(directory).expanduser()
@@ -260,7 +252,7 @@ def wiki_article_files(directory: str | os.PathLike) -> list[Path]:
     files = [p for p in d.iterdir() if p.is_file() and not p.name.startswith(".") and not _NOT_ARTICLES.match(p.name)]
     if not files:
         raise DataMissingError(f"{d}: no article files (one file per article expected)")
-    return sorted(files, key=lambda p: _natural_key(p.name))
+    return sorted(files, key=lambda p: [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", p.name)])
 
 
 def _read_article(path: Path) -> list[str]:
