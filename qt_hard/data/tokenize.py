@@ -71,10 +71,6 @@ _CANDIDATE = re.compile(r"[.?!…]+[\"'”’)\]}_»]*(?=\s)")
 _LEADING_PUNCT = re.compile(r"^[^\w]+")
 
 
-def _next_words(text: str, pos: int, n: int = 2) -> list[str]:
-    return text[pos : pos + 200].split(None, n)[:n]
-
-
 def _ends_with_period(text: str, end: int) -> bool:
     """``text[:end].rstrip().endswith(".")`` without copying the prefix (spaces are single " ")."""
     j = end
@@ -85,7 +81,7 @@ def _ends_with_period(text: str, end: int) -> bool:
 
 def _is_boundary(text: str, start: int, end: int) -> bool:
     """Whether the candidate ``text[start:end]`` (a stop run plus closers) ends a sentence."""
-    nxt = _next_words(text, end)
+    nxt = text[end : end + 200].split(None, 2)[:2]  # the next two words
     if not nxt:
         return False
     first = nxt[0].lstrip(_OPENERS)

@@ -245,8 +245,8 @@ class _DeviceBatches:
 
     def to_device(self, device, resident: bool | None = None) -> None:
         device = torch.device(device)
-        if resident is None:
-            resident = device.type == "cpu" or _fits(device, self.batcher.nbytes)
+        if resident is None:  # a GPU when the ids take at most DEVICE_SHARE of its free memory
+            resident = device.type != "cuda" or self.batcher.nbytes <= DEVICE_SHARE * torch.cuda.mem_get_info(device)[0]
         self.batcher.to(device if resident else "cpu")
         self._move_arrays(device if resident else "cpu")
         self.device = device if resident else torch.device("cpu")
@@ -254,13 +254,6 @@ class _DeviceBatches:
 
     def local_batch(self, step: int, rank: int, world: int) -> dict[str, torch.Tensor]:
         return (self._build if self._host_batch is None else self._host_batch)(step, rank, world)
-
-
-def _fits(device: torch.device, nbytes: int) -> bool:
-    if device.type != "cuda":
-        return True
-    free, _ = torch.cuda.mem_get_info(device)
-    return nbytes <= DEVICE_SHARE * free
 
 
 def _call(module: torch.nn.Module, x: dict[str, torch.Tensor]):
