@@ -26,15 +26,6 @@ class DownloadError(UserError):
     """A download or archive that cannot be used; the message says what failed and what to do."""
 
 
-def resolve_url(url: str, mirror: str | None = None) -> str:
-    """``url`` itself, or its copy under ``mirror`` (``MIRROR/host/path``)."""
-    mirror = mirror if mirror is not None else os.environ.get("QT_HARD_MIRROR")
-    if not mirror:
-        return url
-    parts = urllib.parse.urlsplit(url)
-    return f"{mirror.rstrip('/')}/{parts.netloc}{parts.path}"
-
-
 def file_digest(path: str | os.PathLike, algorithm: str = "sha256") -> str:
     """Hex digest of a file, read in 1 MiB chunks."""
     h = hashlib.new(algorithm)
@@ -91,7 +82,10 @@ def fetch(
             pass
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")
-    source = resolve_url(url, mirror)
+    # The copy under the mirror (MIRROR/host/path) when there is one.
+    mirror = mirror if mirror is not None else os.environ.get("QT_HARD_MIRROR")
+    parts = urllib.parse.urlsplit(url)
+    source = f"{mirror.rstrip('/')}/{parts.netloc}{parts.path}" if mirror else url
     have = part.stat().st_size if part.exists() else 0
     try:
         _stream(source, part, have, progress, timeout, label=dest.name)

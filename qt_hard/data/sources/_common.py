@@ -87,16 +87,12 @@ def fetch_many(opts: Options, jobs: list[tuple[str, Source, str]], desc: str) ->
     """Fetch many small files with a few threads and one progress bar over files."""
     from tqdm.auto import tqdm
 
-    def one(job):
-        key, src, name = job
-        return fetch_source(opts, key, src, name, progress=False)
-
     with (
         ThreadPoolExecutor(max(1, opts.workers)) as pool,
         tqdm(total=len(jobs), unit="file", desc=desc, disable=not opts.progress) as bar,
     ):
         out = []
-        for path in pool.map(one, jobs):
+        for path in pool.map(lambda job: fetch_source(opts, *job, progress=False), jobs):  # (key, source, name)
             out.append(path)
             bar.update(1)
     return out
