@@ -255,16 +255,6 @@ def wiki_article_files(directory: str | os.PathLike) -> list[Path]:
     return sorted(files, key=lambda p: [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", p.name)])
 
 
-def _read_article(path: Path) -> list[str]:
-    raw = path.read_bytes()
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise DataCorruptError(f"{path}: not valid UTF-8 (byte {err.start})") from err
-    lines = [ln.strip() for ln in text.splitlines()]
-    return [ln for ln in lines if ln]
-
-
 def _titles(directory: Path, files: list[Path]) -> list[str]:
     idx = directory / "index.tsv"
     by_file = {}
@@ -584,7 +574,10 @@ def tokenize_wiki(
     labels: list[int] = []
     key_parts = [SPLITTER_VERSION]
     for label, f in enumerate(files):
-        lines = _read_article(f)
+        try:  # one sentence a line, blank lines skipped
+            lines = [ln.strip() for ln in f.read_bytes().decode("utf-8-sig").splitlines() if ln.strip()]
+        except UnicodeDecodeError as err:
+            raise DataCorruptError(f"{f}: not valid UTF-8 (byte {err.start})") from err
         if len(lines) < 2:
             raise DataCorruptError(f"{f}: an article needs at least 2 sentences, found {len(lines)}")
         sentences.extend(lines)
