@@ -153,8 +153,9 @@ def test_positive_pairs_stay_in_one_article(tmp_path):
     assert len(set(p0[:10, 2].tolist())) > 1  # mixed across classes
     assert np.array_equal(p0, w.positive_pair_indices(epoch=0, seed=0))  # reproducible
     assert not np.array_equal(p0, w.positive_pair_indices(epoch=1, seed=0))  # redrawn per epoch
-    for a, b, y in w.positive_pairs(epoch=3):
-        assert a.startswith(f"topic{y} ") and b.startswith(f"topic{y} ") and a != b
+    s = w.train_sentences
+    for i, j, y in w.positive_pair_indices(epoch=3):
+        assert s[i].startswith(f"topic{y} ") and s[j].startswith(f"topic{y} ") and s[i] != s[j]
 
 
 def test_original_layout_natural_order_and_cache(tmp_path, monkeypatch):

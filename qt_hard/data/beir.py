@@ -2,11 +2,8 @@
 ``title``, ``text``), ``queries.jsonl`` (``_id``, ``text``) and ``qrels/SPLIT.tsv`` (a header, then
 ``query-id``, ``corpus-id``, ``score`` separated by tabs; BEIR ships CRLF line ends).
 
-A document is read as ``(title + " " + text).strip()`` (BEIR's and MTEB's convention). Reading checks
-everything a ranking needs, so that a damaged folder fails before a model is loaded: a missing file,
-text that is not UTF-8 (a byte-order mark is dropped), a line that does not parse, a duplicate id, an
-empty corpus, a judgement naming an unknown query or document, a split without a qrels file or without
-a relevant judgement. Each is a one-line error naming the file and the line.
+A document is read as ``(title + " " + text).strip()``; what reading checks, so that a damaged folder
+fails before a model is loaded: docs/guides/evaluation.md (retrieval).
 """
 
 from __future__ import annotations

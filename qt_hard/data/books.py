@@ -1,20 +1,7 @@
-"""Ordered-sentence corpora: a folder of local books, or BookCorpus from the Hugging Face hub.
-
-Both loaders return a ``datasets.Dataset`` with one sentence per row, in book order:
-
-* ``text``    the sentence (str)
-* ``doc_id``  which book (int32); consecutive rows with the same ``doc_id`` are consecutive
-              sentences of one book, so positives (+-c neighbours) never cross two books
-* ``sent_id`` the sentence's index inside its book (int32, 0-based)
-
-``load_books`` reads ``.txt`` and ``.txt.xz`` Project Gutenberg style books: the PG header and
-footer are cut when present, hard line wraps are joined back into paragraphs (paragraphs are
-separated by blank lines), front matter and headings (title pages, "CHAPTER I", tables of
-contents, "Produced by" credits, illustration tags, scene-break asterisks) are dropped, and the
-paragraphs are split with :func:`qt_hard.data.tokenize.split_sentences`. The result is written
-once as Arrow (``save_to_disk``) under a cache folder keyed by a hash of the input files (path,
-size, mtime), the parameters and the splitter version; later calls memory-map it and split
-nothing.
+"""Ordered-sentence corpora: a folder of local books, or BookCorpus from the Hugging Face hub, each a
+``datasets.Dataset`` of one sentence per row in book order: ``text``, ``doc_id`` (int32, which book:
+positives never cross two books) and ``sent_id`` (int32, the sentence's index in its book). How the
+books are cleaned, split and cached: docs/guides/data.md, "Local books".
 """
 
 from __future__ import annotations
@@ -246,15 +233,11 @@ def book_paragraphs(text: str) -> Iterator[str]:
 _ALNUM = re.compile(r"[^\W_]")
 
 
-def _has_word(sentence: str) -> bool:
-    return _ALNUM.search(sentence) is not None
-
-
 def book_sentences(path: str | os.PathLike) -> Iterator[str]:
     """The sentences of one book file, in order."""
     for para in book_paragraphs(read_book_text(path)):
         for sent in split_sentences(para):
-            if _has_word(sent):
+            if _ALNUM.search(sent):  # a word, not punctuation alone
                 yield sent
 
 
@@ -296,29 +279,24 @@ def book_rows(
     """
     jobs = [(i, str(f), min_sentences) for i, f in enumerate(files)]
     nproc = min(num_proc or default_num_proc(), len(jobs))
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
+    from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(jobs), desc="splitting books", unit="book", dynamic_ncols=True)
-    try:
-        with contextlib.ExitStack() as stack:
-            if nproc <= 1 or len(jobs) < _POOL_MIN_BOOKS:
-                results = map(_book_rows, jobs)
-            else:
-                from qt_hard.workers import worker_pool
+    with (
+        tqdm(total=len(jobs), desc="splitting books", unit="book", dynamic_ncols=True, disable=not progress) as bar,
+        contextlib.ExitStack() as stack,
+    ):
+        if nproc <= 1 or len(jobs) < _POOL_MIN_BOOKS:
+            results = map(_book_rows, jobs)
+        else:
+            from qt_hard.workers import worker_pool
 
-                # Terminated on leaving, also on an error; its workers leave signals to this process.
-                pool = stack.enter_context(worker_pool(nproc, start="fork"))
-                # In file order, one book a task: the rows can be written as they come.
-                results = pool.imap(_book_rows, jobs, chunksize=1)
-            for doc_id, sents in results:
-                if bar is not None:
-                    bar.update(1)
-                yield doc_id, sents
-    finally:
-        if bar is not None:
-            bar.close()
+            # Terminated on leaving, also on an error; its workers leave signals to this process.
+            pool = stack.enter_context(worker_pool(nproc, start="fork"))
+            # In file order, one book a task: the rows can be written as they come.
+            results = pool.imap(_book_rows, jobs, chunksize=1)
+        for doc_id, sents in results:
+            bar.update(1)
+            yield doc_id, sents
 
 
 def split_books(
@@ -371,27 +349,32 @@ def load_books(
     ``dataset.info.description`` holds the cache folder. ``progress`` shows ``datasets``'
     progress bars while building.
     """
+    args = (path_or_dir, max_books, cache_dir, min_sentences, num_proc, progress)
     try:
         from datasets import load_from_disk
     except ImportError:  # a machine without `datasets` (e.g. a bare GPU box): plain files instead
-        return _load_books_plain(path_or_dir, max_books, cache_dir, min_sentences, num_proc, progress)
+        return _read_plain_cache(_book_cache("books-plain", ("books.json",), _build_plain_cache, *args))
+    # An Arrow cache is finished when it has both files (they are renamed in together).
+    return load_from_disk(str(_book_cache("books", ("dataset_info.json", "books.json"), _build_arrow_cache, *args)))
 
+
+def _book_cache(name: str, needs, build, path_or_dir, max_books, cache_dir, min_sentences, num_proc, progress) -> Path:
+    """The cache folder ``<cache_dir>/<name>-<key>`` of the books at ``path_or_dir`` (key: their paths,
+    sizes and times, ``min_sentences`` and the splitter version), built by ``build`` unless it holds
+    the files ``needs``. One process builds, the others (ranks of one launch, runs sharing the cache)
+    wait and read it."""
     files = find_books(path_or_dir, max_books)
     root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir() / "books"
-    key = _cache_key(files, {"min_sentences": min_sentences})
-    target = root / f"books-{key}"
-    if _arrow_cache_done(target):
-        return load_from_disk(str(target))
-    # One process builds, the others (ranks of one launch, runs sharing the cache) wait and read it.
-    with build_lock(target, "book cache"):
-        if not _arrow_cache_done(target):
-            _build_arrow_cache(files, root, target, path_or_dir, min_sentences, num_proc, progress)
-    return load_from_disk(str(target))
+    target = root / f"{name}-{_cache_key(files, {'min_sentences': min_sentences})}"
 
+    def done() -> bool:
+        return all((target / f).is_file() for f in needs)
 
-def _arrow_cache_done(target: Path) -> bool:
-    """Whether ``target`` holds a finished Arrow book cache (both files are renamed in together)."""
-    return (target / "dataset_info.json").exists() and (target / "books.json").exists()
+    if not done():
+        with build_lock(target, "book cache"):
+            if not done():
+                build(files, root, target, path_or_dir, min_sentences, num_proc, progress)
+    return target
 
 
 def _build_arrow_cache(files, root: Path, target: Path, path_or_dir, min_sentences: int, num_proc, progress) -> None:
@@ -400,16 +383,13 @@ def _build_arrow_cache(files, root: Path, target: Path, path_or_dir, min_sentenc
     # A bad book (empty, not UTF-8, broken .xz) raises a BookError that names it from the worker
     # that reads it, and the pool stops. The rows go to an Arrow file book by book (memory bounded
     # by a few books, whatever the corpus), which is then saved as the cache.
-    root.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
-    stack = contextlib.ExitStack()
+    work = _staging(root)
     try:
-        stack.enter_context(_progress_bars(progress))
-        counts = _write_book_rows(files, min_sentences, num_proc, progress, work / "rows.arrow")
-        skipped = _skipped_books(files, counts, path_or_dir, min_sentences)
-        _save_books_cache(work, target, files, counts, skipped, min_sentences)
+        with _progress_bars(progress):
+            counts = _write_book_rows(files, min_sentences, num_proc, progress, work / "rows.arrow")
+            skipped = _skipped_books(files, counts, path_or_dir, min_sentences)
+            _save_books_cache(work, target, files, counts, skipped, min_sentences)
     finally:
-        stack.close()
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -432,13 +412,13 @@ def _write_book_rows(files: Sequence[Path], min_sentences: int, num_proc, progre
 
 
 def _skipped_books(files: Sequence[Path], counts: list[int], path_or_dir, min_sentences: int) -> list[str]:
-    """The books left out (no sentences kept), each with a warning to :func:`load_books`' caller;
-    BookError when that is every book."""
+    """The books left out (no sentences kept), each with a warning to :func:`load_books`' caller (in
+    either cache format); BookError when that is every book."""
     skipped = [str(files[i]) for i, c in enumerate(counts) if c == 0]
     if len(skipped) == len(files):
         raise BookError(f"no book in {path_or_dir} has {min_sentences} or more sentences: " + ", ".join(skipped[:5]))
     for s in skipped:
-        warnings.warn(f"{s}: fewer than {min_sentences} sentences, left out", stacklevel=4)
+        warnings.warn(f"{s}: fewer than {min_sentences} sentences, left out", stacklevel=5)
     return skipped
 
 
@@ -450,21 +430,33 @@ def _save_books_cache(work: Path, target: Path, files, counts, skipped, min_sent
         str(work / "rows.arrow"),
         info=DatasetInfo(features=_features(), description=f"qt_hard.data.books cache {target}"),
     )
-    staged = work / "final"
-    ds.save_to_disk(str(staged))
+    ds.save_to_disk(str(work / "final"))
+    rows = len(ds)
+    del ds
+    _publish(work / "final", target, files, counts, min_sentences, rows, skipped=skipped)
+
+
+def _publish(staged: Path, target: Path, files, counts, min_sentences: int, rows: int, **skipped) -> None:
+    """Write ``books.json`` (the files, sentences per book, ``skipped`` where given, the parameters)
+    into the built cache ``staged``, then move it to ``target``."""
     meta = {
         "files": [str(f) for f in files],
         "sentences_per_book": counts,
-        "skipped": skipped,
+        **skipped,
         "min_sentences": min_sentences,
         "splitter": SPLITTER_VERSION,
-        "rows": len(ds),
+        "rows": rows,
     }
     (staged / "books.json").write_text(json.dumps(meta, indent=1))
-    del ds
     if target.exists():  # a half-written copy from an interrupted run
         shutil.rmtree(target)
     os.replace(staged, target)
+
+
+def _staging(root: Path) -> Path:
+    """A new staging folder below ``root`` (made when missing)."""
+    root.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=".build-", dir=root))
 
 
 class SentenceTable:
@@ -501,55 +493,27 @@ class SentenceTable:
         )
 
 
-def _load_books_plain(
-    path_or_dir, max_books, cache_dir, min_sentences: int, num_proc: int | None = None, progress: bool = False
-) -> SentenceTable:
+def _read_plain_cache(target: Path) -> SentenceTable:
     """:func:`load_books` for machines without ``datasets``: the same rows, cached as plain files
     (``sentences.txt``, one sentence a line, and ``ids.npz``) under the same content key."""
     import numpy as np
 
-    files = find_books(path_or_dir, max_books)
-    root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir() / "books"
-    target = root / f"books-plain-{_cache_key(files, {'min_sentences': min_sentences})}"
-    if not (target / "books.json").is_file():
-        with build_lock(target, "book cache"):  # one process builds, the others wait and read it
-            if not (target / "books.json").is_file():
-                _build_plain_cache(files, root, target, path_or_dir, min_sentences, num_proc, progress)
     z = np.load(target / "ids.npz")
     text = (target / "sentences.txt").read_text(encoding="utf-8").split("\n")[: len(z["doc_id"])]
     return SentenceTable(text, z["doc_id"], z["sent_id"], [{"filename": str(target / "ids.npz")}])
 
 
 def _build_plain_cache(files, root: Path, target: Path, path_or_dir, min_sentences: int, num_proc, progress) -> None:
-    """The plain-file book cache ``target`` of :func:`_load_books_plain` (under
+    """The plain-file book cache ``target`` of :func:`_read_plain_cache` (under
     :func:`qt_hard.files.build_lock`)."""
     import numpy as np
 
     text, doc, sent, counts = split_books(files, min_sentences, num_proc, progress)
-    for f, c in zip(files, counts):
-        if c == 0:
-            warnings.warn(f"{f}: fewer than {min_sentences} sentences, left out", stacklevel=4)
-    if not text:
-        raise BookError(f"no book in {path_or_dir} has {min_sentences} or more sentences")
-    staged = Path(tempfile.mkdtemp(prefix=".build-", dir=_mkdir(root)))
+    _skipped_books(files, counts, path_or_dir, min_sentences)
+    staged = _staging(root)
     (staged / "sentences.txt").write_text("\n".join(text), encoding="utf-8")
     np.savez(staged / "ids.npz", doc_id=np.asarray(doc, dtype=np.int32), sent_id=np.asarray(sent, dtype=np.int32))
-    meta = {
-        "files": [str(f) for f in files],
-        "sentences_per_book": counts,
-        "min_sentences": min_sentences,
-        "splitter": SPLITTER_VERSION,
-        "rows": len(text),
-    }
-    (staged / "books.json").write_text(json.dumps(meta, indent=1))
-    if target.exists():  # a half-written copy from an interrupted run
-        shutil.rmtree(target)
-    os.replace(staged, target)
-
-
-def _mkdir(p: Path) -> Path:
-    p.mkdir(parents=True, exist_ok=True)
-    return p
+    _publish(staged, target, files, counts, min_sentences, len(text))
 
 
 @contextlib.contextmanager
@@ -589,21 +553,9 @@ def text_chunks(ds, size: int = 50_000) -> Iterator[list[str]]:
     """The ``text`` column of a :func:`load_books` dataset (or a ``SentenceTable``) in lists of
     ``size`` sentences, read a slice at a time: the corpus's sentences are never all Python strings
     at once."""
-    if isinstance(ds, SentenceTable):
-        texts = ds["text"]
-        for start in range(0, len(texts), size):
-            yield texts[start : start + size]
-        return
-    view = ds.with_format(None, columns=["text"])
+    view = None if isinstance(ds, SentenceTable) else ds.with_format(None, columns=["text"])
     for start in range(0, len(ds), size):
-        yield view[start : start + size]["text"]
-
-
-def _doc_counts(ds, n_docs: int) -> list[int]:
-    import numpy as np
-
-    ids = dataset_column(ds, "doc_id", numpy=True)
-    return np.bincount(np.asarray(ids, dtype=np.int64), minlength=n_docs).tolist()
+        yield ds["text"][start : start + size] if view is None else view[start : start + size]["text"]
 
 
 def books_metadata(ds) -> dict:
@@ -667,15 +619,12 @@ def load_hf_bookcorpus(
         idx = np.asarray(idx)
         return {"doc_id": doc_id[idx], "sent_id": sent_id[idx]}
 
-    from datasets import Features, Value
-
-    feats = Features({"text": Value("string"), "doc_id": Value("int32"), "sent_id": Value("int32")})
     return dataset.map(
         add_ids,
         batched=True,
         batch_size=10_000,
         with_indices=True,
-        features=feats,
+        features=_features(),
         new_fingerprint=fp,
         desc="numbering sentences",
     )
@@ -719,16 +668,12 @@ def _doc_ids_from_starts(starts, min_doc_rows: int):
     import numpy as np
 
     n = len(starts)
-    doc_id = np.zeros(n, dtype=np.int32)
-    sent_id = np.zeros(n, dtype=np.int32)
-    cand = np.flatnonzero(starts)
     begins = [0]
-    for c in cand:
+    for c in np.flatnonzero(starts):
         if c - begins[-1] >= min_doc_rows:
             begins.append(int(c))
     begins_arr = np.asarray(begins, dtype=np.int64)
     marks = np.zeros(n, dtype=np.int32)
     marks[begins_arr[1:]] = 1
-    doc_id[:] = np.cumsum(marks)
-    sent_id[:] = np.arange(n) - begins_arr[doc_id]
-    return doc_id, sent_id
+    doc_id = np.cumsum(marks, dtype=np.int32)
+    return doc_id, (np.arange(n) - begins_arr[doc_id]).astype(np.int32)

@@ -1,22 +1,6 @@
-"""Every dataset qt-hard reads, where it comes from, and how ``qt-hard data get`` rebuilds it.
-
-``SOURCES`` is the one table of original sources: each entry names its URL and the checksum it
-is verified by. A checksum is either the one the source publishes (CIFAR-10's md5), or one
-computed from a reference copy of the data where the bytes we write are
-the original's after the documented normalization (MRPC, the books, the Wikipedia subset). Where
-neither exists (SentEval's binary-classification zip, the TREC files, the TU zips, which publish
-no checksum, and whose bytes our reference copy did not take from these URLs) the entry says so
-and the extracted layout is checked instead: exact example, graph and node counts.
-
-Each ``Dataset`` writes its folder under the data root in exactly the layout the loaders read
-(the layout the reference copy's SOURCE.md files describe), through
-``download.install`` (a temporary folder renamed into place), and leaves a ``SHA256SUMS`` there.
-``status`` tells ``present`` / ``missing`` / ``corrupt`` from that manifest, or from the layout
-check where a folder has no manifest (the reference copy).
-
-A dataset is one module of ``qt_hard.data.sources``, which declares its files, checksums, build
-and check; ``DATASETS`` and ``SOURCES`` take those in from ``qt_hard.data.sources.registered()``, and
-this module keeps the table, the status listing and the install.
+"""Every dataset qt-hard reads (``DATASETS``, one module of ``qt_hard.data.sources`` each), the table
+of their original sources and checksums (``SOURCES``), the status listing and the install of
+``qt-hard data get``: docs/guides/data.md describes each source, its check and the layout written.
 """
 
 from __future__ import annotations
@@ -46,20 +30,20 @@ class Status:
     detail: str
 
 
-def _unknown(name: str) -> DownloadError:
-    return DownloadError(f"unknown dataset {name!r}; known: {', '.join(DATASETS)}")
+def _dataset(name: str) -> Dataset:
+    if name not in DATASETS:
+        raise DownloadError(f"unknown dataset {name!r}; known: {', '.join(DATASETS)}")
+    return DATASETS[name]
 
 
 def status(name: str, root: Path) -> Status:
     """Whether ``root/name`` is present and intact (manifest re-hashed, else layout checked)."""
-    if name not in DATASETS:
-        raise _unknown(name)
-    ds = DATASETS[name]
+    ds = _dataset(name)
     folder = root / (ds.home or name)
     if not folder.is_dir():
         return Status(name, "missing", f"fetch it with `qt-hard data get {name}`")
     if ds.parts:
-        states = [_folder_state(folder / p, lambda f, p=p: ds.part_check(f, p)) for p in ds.parts]
+        states = [_part_state(ds, folder, p) for p in ds.parts]
         missing = [p for p, s in zip(ds.parts, states) if s[0] == "missing"]
         bad = [f"{p}: {s[1]}" for p, s in zip(ds.parts, states) if s[0] == "corrupt"]
         if bad:
@@ -77,6 +61,10 @@ def status(name: str, root: Path) -> Status:
         return Status(name, "missing", f"fetch it with `qt-hard data get {name}`")
     state, detail = _folder_state(folder, ds.check)
     return Status(name, state, detail)
+
+
+def _part_state(ds: Dataset, folder: Path, part: str) -> tuple[str, str]:
+    return _folder_state(folder / part, lambda f: ds.part_check(f, part))
 
 
 def _folder_state(folder: Path, check: Callable[[Path], list[str]]) -> tuple[str, str]:
@@ -133,22 +121,18 @@ def _require_writable(root: Path) -> None:
 
 def get(name: str, opts: Options, force: bool = False) -> Status:
     """Fetch, verify and install ``name`` under ``opts.root`` unless it is already intact."""
-    if name not in DATASETS:
-        raise _unknown(name)
-    ds = DATASETS[name]
+    ds = _dataset(name)
     before = status(name, opts.root)
     if before.state == "present" and not force and not (ds.parts and "not here" in before.detail):
         return Status(name, "present", f"already there, {before.detail}; nothing fetched")
     _require_writable(opts.root)
     if ds.parts:
         for part in ds.parts:
-            target = opts.root / (ds.home or name) / part
-            state, _ = _folder_state(target, lambda f, p=part: ds.part_check(f, p))
-            if state != "present" or force:
+            if _part_state(ds, opts.root / (ds.home or name), part)[0] != "present" or force:
                 # a part with an archive of its own (tu) notes that one, else the dataset's files
                 own = f"{part}.zip"
                 sources = {own: SOURCES[name][own]} if own in SOURCES[name] else SOURCES[name]
-                install(target, _with_note(ds.part_build(part), ds, opts, sources))
+                install(opts.root / (ds.home or name) / part, _with_note(ds.part_build(part), ds, opts, sources))
     else:
         install(opts.root / (ds.home or name), _with_note(ds.build, ds, opts, SOURCES[name]), keep=ds.keep)
     shutil.rmtree(opts.downloads / name, ignore_errors=True)

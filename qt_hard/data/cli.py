@@ -135,14 +135,11 @@ def _list(args) -> int:
 def _wiki(args) -> int:
     from qt_hard.data.wiki import build_wiki
     from qt_hard.errors import ArgumentError, UserError
+    from qt_hard.paths import data_path, guard_output
 
-    source = args.source
-    if source is None:
-        from qt_hard.paths import data_path
-
-        source = str(data_path("wikipedia", "enwiki_wikiextractor_ge200sent.txt.xz"))
-    from qt_hard.paths import guard_output
-
+    source = (
+        str(data_path("wikipedia", "enwiki_wikiextractor_ge200sent.txt.xz")) if args.source is None else args.source
+    )
     guard_output(args.out, "--out", inputs={"the source dump": source}, folder=True)
     try:
         report = build_wiki(
@@ -165,15 +162,10 @@ def _wiki(args) -> int:
 def _books(args) -> int:
     from qt_hard.data.books import books_metadata, load_books
     from qt_hard.errors import ArgumentError, UserError
+    from qt_hard.paths import data_path, guard_output
 
-    path = args.path
-    if path is None:
-        from qt_hard.paths import data_path
-
-        path = str(data_path("books"))
+    path = str(data_path("books")) if args.path is None else args.path
     if args.cache_dir:
-        from qt_hard.paths import guard_output
-
         # The cache folder only gains a books-<key>/ entry: it may hold the books, not lie inside them.
         guard_output(args.cache_dir, "--cache-dir", inputs={"the books": path}, folder=True, may_hold_inputs=True)
     t0 = time.perf_counter()

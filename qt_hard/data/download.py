@@ -1,19 +1,5 @@
-"""Downloading and installing datasets: streamed, resumable, verified, atomic.
-
-* ``fetch(url, dest, ...)`` streams ``url`` into ``dest.part`` with a progress bar. When a
-  ``.part`` from an interrupted run is there it asks for the rest with an HTTP ``Range`` header
-  (servers that ignore it answer 200 and the file starts over). The finished file is checked
-  against the expected size and checksum before it is renamed to ``dest``; a file that fails
-  the check is deleted, so the next run fetches it afresh instead of resuming a bad one.
-* ``install(target, build)`` builds a dataset in a temporary folder beside ``target`` and renames
-  it into place, so an interrupted or failed build never leaves a half dataset where a loader
-  would read it.
-* ``write_manifest`` / ``check_manifest`` keep a ``SHA256SUMS`` file (``sha256sum`` format) in
-  each installed folder, so ``qt-hard data list`` can tell an intact copy from a corrupt one.
-
-``QT_HARD_MIRROR`` (or ``mirror=``) redirects every download: ``https://host/path`` is fetched
-from ``MIRROR/host/path``. Tests point it at a local server; users can point it at a copy of
-the original hosts.
+"""Downloading and installing datasets: streamed, resumable, verified, atomic (``fetch``, ``install``,
+``write_manifest``/``check_manifest``; ``QT_HARD_MIRROR`` redirects every download): docs/guides/data.md.
 """
 
 from __future__ import annotations
@@ -40,15 +26,6 @@ class DownloadError(UserError):
     """A download or archive that cannot be used; the message says what failed and what to do."""
 
 
-def resolve_url(url: str, mirror: str | None = None) -> str:
-    """``url`` itself, or its copy under ``mirror`` (``MIRROR/host/path``)."""
-    mirror = mirror if mirror is not None else os.environ.get("QT_HARD_MIRROR")
-    if not mirror:
-        return url
-    parts = urllib.parse.urlsplit(url)
-    return f"{mirror.rstrip('/')}/{parts.netloc}{parts.path}"
-
-
 def file_digest(path: str | os.PathLike, algorithm: str = "sha256") -> str:
     """Hex digest of a file, read in 1 MiB chunks."""
     h = hashlib.new(algorithm)
@@ -64,17 +41,18 @@ def git_blob_sha1(data: bytes) -> str:
 
 
 def _check_file(path: Path, url: str, size: int | None, sha256: str | None, md5: str | None) -> None:
+    """``DownloadError`` when ``path`` has another size or checksum than expected; the file is deleted
+    first, so the next run fetches it afresh."""
     got_size = path.stat().st_size
-    if size is not None and got_size != size:
-        raise DownloadError(f"{url}: expected {size} bytes, got {got_size}")
+    problem = f"{url}: expected {size} bytes, got {got_size}" if size is not None and got_size != size else None
     for algorithm, want in (("sha256", sha256), ("md5", md5)):
-        if want:
-            got = file_digest(path, algorithm)
-            if got != want.lower():
-                raise DownloadError(
-                    f"{url}: {algorithm} mismatch (expected {want}, got {got}): "
-                    "the file is corrupt or the source changed"
-                )
+        if problem is None and want and (got := file_digest(path, algorithm)) != want.lower():
+            problem = (
+                f"{url}: {algorithm} mismatch (expected {want}, got {got}): the file is corrupt or the source changed"
+            )
+    if problem is not None:
+        path.unlink()
+        raise DownloadError(problem)
 
 
 def fetch(
@@ -100,11 +78,14 @@ def fetch(
         try:
             _check_file(dest, url, size, sha256, md5)
             return dest
-        except DownloadError:
-            dest.unlink()
+        except DownloadError:  # deleted: fetched again below
+            pass
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")
-    source = resolve_url(url, mirror)
+    # The copy under the mirror (MIRROR/host/path) when there is one.
+    mirror = mirror if mirror is not None else os.environ.get("QT_HARD_MIRROR")
+    parts = urllib.parse.urlsplit(url)
+    source = f"{mirror.rstrip('/')}/{parts.netloc}{parts.path}" if mirror else url
     have = part.stat().st_size if part.exists() else 0
     try:
         _stream(source, part, have, progress, timeout, label=dest.name)
@@ -114,11 +95,7 @@ def fetch(
         raise DownloadError(
             f"download of {source} failed after {got} bytes ({reason}); run the command again to resume"
         ) from err
-    try:
-        _check_file(part, source, size, sha256, md5)
-    except DownloadError:
-        part.unlink()
-        raise
+    _check_file(part, source, size, sha256, md5)
     os.replace(part, dest)
     return dest
 

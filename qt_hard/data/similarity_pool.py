@@ -44,11 +44,16 @@ def _lines(path: Path, encoding: str = "utf-8") -> list[str]:
         return fh.read().splitlines()
 
 
-def _fields(path: Path, lineno: int, line: str, n: int) -> list[str]:
-    parts = line.split("\t")
-    if len(parts) < n:
-        raise ValueError(f"{path}:{lineno}: expected at least {n} tab-separated fields, got {len(parts)}")
-    return parts
+def _rows(path: Path, lines: list[str], n: int, start: int = 1):
+    """(line number, fields) of each non-blank line of ``lines`` (``path``'s from line ``start``): at
+    least ``n`` tab-separated fields, else a ``ValueError`` naming the line."""
+    for lineno, line in enumerate(lines, start=start):
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        if len(parts) < n:
+            raise ValueError(f"{path}:{lineno}: expected at least {n} tab-separated fields, got {len(parts)}")
+        yield lineno, parts
 
 
 def mrpc_pairs(path: Path, paraphrase_only: bool = True) -> list[tuple[str, str]]:
@@ -56,36 +61,18 @@ def mrpc_pairs(path: Path, paraphrase_only: bool = True) -> list[tuple[str, str]
     lines = _lines(path, "utf-8-sig")
     if not lines or not lines[0].startswith("Quality"):
         raise ValueError(f"{path}:1: not an MRPC file (expected a 'Quality' header line)")
-    pairs = []
-    for lineno, line in enumerate(lines[1:], start=2):
-        if not line.strip():
-            continue
-        q, _, _, s1, s2 = _fields(path, lineno, line, 5)[:5]
-        if not paraphrase_only or q == "1":
-            pairs.append((s1, s2))
-    return pairs
+    return [(p[3], p[4]) for _, p in _rows(path, lines[1:], 5, start=2) if not paraphrase_only or p[0] == "1"]
 
 
 def sick_pairs(path: Path, judgment: str | None = "ENTAILMENT") -> list[tuple[str, str]]:
     """(sentence_A, sentence_B) of a SICK file (a header line), those with ``judgment`` (None: all)."""
-    lines = _lines(path)
-    pairs = []
-    for lineno, line in enumerate(lines[1:], start=2):
-        if not line.strip():
-            continue
-        parts = _fields(path, lineno, line, 5)
-        if judgment is None or parts[4] == judgment:
-            pairs.append((parts[1], parts[2]))
-    return pairs
+    return [(p[1], p[2]) for _, p in _rows(path, _lines(path)[1:], 5, start=2) if judgment is None or p[4] == judgment]
 
 
 def stsb_pairs(path: Path, min_score: float | None = 4.0) -> list[tuple[str, str]]:
     """(sentence_1, sentence_2) of an STS Benchmark csv (tab separated, no header), score >= ``min_score``."""
     pairs = []
-    for lineno, line in enumerate(_lines(path), start=1):
-        if not line.strip():
-            continue
-        parts = _fields(path, lineno, line, 7)
+    for lineno, parts in _rows(path, _lines(path), 7):
         try:
             score = float(parts[4])
         except ValueError:
@@ -97,13 +84,7 @@ def stsb_pairs(path: Path, min_score: float | None = 4.0) -> list[tuple[str, str
 
 def sts_input_pairs(path: Path) -> list[tuple[str, str]]:
     """Every line of an STS12-16 ``STS.input.<set>.txt`` file (two tab-separated sentences), scored or not."""
-    pairs = []
-    for lineno, line in enumerate(_lines(path), start=1):
-        if not line.strip():
-            continue
-        parts = _fields(path, lineno, line, 2)
-        pairs.append((parts[0], parts[1]))
-    return pairs
+    return [(p[0], p[1]) for _, p in _rows(path, _lines(path), 2)]
 
 
 def evaluation_sets(root: Path | None = None) -> dict[str, list[tuple[str, str]]]:

@@ -65,15 +65,10 @@ SPEECH_VERBS = frozenset(
 
 _OPENERS = "\"'“‘([{_«"
 _CLOSERS = "\"'”’)]}_»"
-_TERMINALS = ".?!…"
 
 # A candidate boundary: terminal punctuation, optional closers, then whitespace.
 _CANDIDATE = re.compile(r"[.?!…]+[\"'”’)\]}_»]*(?=\s)")
 _LEADING_PUNCT = re.compile(r"^[^\w]+")
-
-
-def _next_words(text: str, pos: int, n: int = 2) -> list[str]:
-    return text[pos : pos + 200].split(None, n)[:n]
 
 
 def _ends_with_period(text: str, end: int) -> bool:
@@ -86,7 +81,7 @@ def _ends_with_period(text: str, end: int) -> bool:
 
 def _is_boundary(text: str, start: int, end: int) -> bool:
     """Whether the candidate ``text[start:end]`` (a stop run plus closers) ends a sentence."""
-    nxt = _next_words(text, end)
+    nxt = text[end : end + 200].split(None, 2)[:2]  # the next two words
     if not nxt:
         return False
     first = nxt[0].lstrip(_OPENERS)
@@ -103,10 +98,10 @@ def _is_boundary(text: str, start: int, end: int) -> bool:
     ws = text.rfind(" ", 0, start)
     word = _LEADING_PUNCT.sub("", text[ws + 1 : start])
 
+    # A closed quote followed by a speech verb goes on: "What?" I cried.
+    said = closed and len(nxt) > 1 and nxt[1].rstrip(",.;:!?").lower() in SPEECH_VERBS
     if "?" in core or "!" in core:
-        if closed and len(nxt) > 1 and nxt[1].rstrip(",.;:!?").lower() in SPEECH_VERBS:
-            return False  # "What?" I cried.
-        return True
+        return not said
     spaced_ellipsis = not word and _ends_with_period(text, start)
     if "…" in core or len(core) > 1 or spaced_ellipsis:
         # An ellipsis: a boundary unless "I" follows a three-dot one (". . . I think so");
@@ -121,9 +116,7 @@ def _is_boundary(text: str, start: int, end: int) -> bool:
         return not (first == "I" or first.startswith(("I'", "I’")))
     # A single period.
     if closed:
-        if len(nxt) > 1 and nxt[1].rstrip(",.;:!?").lower() in SPEECH_VERBS:
-            return False
-        return True
+        return not said
     if not word:
         return True
     low = word.lower()

@@ -57,14 +57,6 @@ class Vocab:
     def unk_id(self) -> int:
         return 1
 
-    @property
-    def pad_token(self) -> str:
-        return self.itos[0]
-
-    @property
-    def unk_token(self) -> str:
-        return self.itos[1]
-
     def __len__(self) -> int:
         return len(self.itos)
 
@@ -83,18 +75,3 @@ class Vocab:
     def encode(self, tokens: Iterable[str]) -> list[int]:
         get = self.stoi.get
         return [get(t, 1) for t in tokens]
-
-    def encode_many(self, token_lists: Iterable[Iterable[str]]) -> list[list[int]]:
-        return [self.encode(t) for t in token_lists]
-
-    def decode(self, ids: Iterable[int]) -> list[str]:
-        return [self.itos[i] for i in ids]
-
-    def unk_rate(self, token_lists: Iterable[Iterable[str]]) -> float:
-        """Fraction of tokens that would encode to ``<unk>``."""
-        n = unk = 0
-        for toks in token_lists:
-            for t in toks:
-                n += 1
-                unk += t not in self.stoi
-        return unk / n if n else 0.0

@@ -1,13 +1,7 @@
-"""Wiki-N: sentences labelled by the Wikipedia article they come from (Saunshi et al. 2019).
-
-The Princeton CURL release of Wiki-3029 is one file per article, one sentence per line; the
-label of a sentence is the index of its file in sorted order, and Wiki-N keeps the first N
-files. :func:`build_wiki` writes that layout from a WikiExtractor dump (``<doc ...>`` blocks,
-plain or ``.xz``), streaming; :func:`load_wiki` reads it (ours or the original) into
-:class:`WikiData`: an 80/20 train/test split per article, Treebank word tokens
-(:func:`qt_hard.data.wordlevel.word_tokens`, NLTK's tokens in Rust), tokens seen fewer
-than ``min_count`` times in the training split mapped to ``<unk>`` (Ash et al. 2022, section 5),
-and positive pairs redrawn every epoch (two random training sentences of one article).
+"""Wiki-N: sentences labelled by the Wikipedia article they come from (Saunshi et al. 2019), in the
+Princeton CURL layout (one file per article, one sentence per line): :func:`build_wiki` writes it from a
+WikiExtractor dump, :func:`load_wiki` reads it into :class:`WikiData`; layout, split, tokens and
+vocabulary: docs/guides/data.md, "Wiki-N".
 """
 
 from __future__ import annotations
@@ -54,12 +48,6 @@ class WikiArticle:
         return article_sentences(self.paragraphs)
 
 
-def _open_text(path: Path):
-    if path.name.endswith(".xz"):
-        return lzma.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
-
-
 def iter_wiki_articles(source: str | os.PathLike) -> Iterator[WikiArticle]:
     """Stream the articles of a WikiExtractor dump, one at a time (the dump is never held in
     memory). The title line that WikiExtractor repeats after ``<doc>`` is left out."""
@@ -70,28 +58,29 @@ def iter_wiki_articles(source: str | os.PathLike) -> Iterator[WikiArticle]:
     seen_title = False
     n_docs = 0
     try:
-        with _open_text(path) as f:
+        with (
+            lzma.open(path, "rt", encoding="utf-8") if path.name.endswith(".xz") else open(path, encoding="utf-8") as f
+        ):
             for lineno, line in enumerate(f, 1):
-                line = line.rstrip("\n")
+                text = line.strip()
                 if current is None:
-                    m = _DOC_OPEN.match(line.strip())
+                    m = _DOC_OPEN.match(text)
                     if m:
                         attrs = dict(_ATTR.findall(m.group(1)))
                         current = WikiArticle(
                             attrs.get("id", ""), html.unescape(attrs.get("title", "")), attrs.get("url", "")
                         )
                         seen_title = False
-                    elif line.strip():
+                    elif text:
                         raise DataCorruptError(
                             f"{path}:{lineno}: text outside a <doc> block (not a WikiExtractor dump?)"
                         )
                     continue
-                if line.strip() == "</doc>":
+                if text == "</doc>":
                     n_docs += 1
                     yield current
                     current = None
                     continue
-                text = line.strip()
                 if not text:
                     continue
                 if not seen_title:
@@ -168,6 +157,8 @@ def build_wiki(
     ``overwrite``, which replaces only a Wiki-N folder this function wrote (its ``index.tsv``).
     ``out_dir`` may not be, hold or lie inside the dump (``qt_hard.paths.guard_output``).
     """
+    from tqdm.auto import tqdm
+
     from qt_hard.errors import OutputExistsError
     from qt_hard.files import atomic_folder
     from qt_hard.paths import guard_output
@@ -192,17 +183,11 @@ def build_wiki(
             "--overwrite replaces only such a folder: pick another --out"
         )
     t0 = time.perf_counter()
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=articles, unit="article", desc="Wiki articles")
-    try:
-        with atomic_folder(out, "Wiki-N folder") as stage:
-            counts = _write_articles(source, stage, articles, sentences, keep_all, bar)
-    finally:
-        if bar is not None:
-            bar.close()
+    with (
+        tqdm(total=articles, unit="article", desc="Wiki articles", disable=not progress) as bar,
+        atomic_folder(out, "Wiki-N folder") as stage,
+    ):
+        counts = _write_articles(source, stage, articles, sentences, keep_all, bar)
     if replacing:
         log.info("--overwrite: replaced the Wiki-N in %s", out)
     return WikiBuildReport(str(out), articles, *counts, time.perf_counter() - t0)
@@ -231,8 +216,7 @@ def _write_articles(source: Path, stage: Path, articles: int, sentences: int, ke
         sents = art.sentences()
         if len(sents) < sentences:
             short += 1
-            if bar is not None:
-                bar.set_postfix(scanned=scanned, too_short=short, refresh=False)
+            bar.set_postfix(scanned=scanned, too_short=short, refresh=False)
             continue
         label = len(index_rows)
         keep = sents if keep_all else sents[:sentences]
@@ -240,9 +224,8 @@ def _write_articles(source: Path, stage: Path, articles: int, sentences: int, ke
         (stage / name).write_text("\n".join(keep) + "\n", encoding="utf-8")
         written_sents += len(keep)
         index_rows.append((label, art.page_id, art.title.replace("\t", " "), len(sents), len(keep), name))
-        if bar is not None:
-            bar.update(1)
-            bar.set_postfix(scanned=scanned, too_short=short, refresh=False)
+        bar.update(1)
+        bar.set_postfix(scanned=scanned, too_short=short, refresh=False)
         if len(index_rows) == articles:
             break
     if len(index_rows) < articles:
@@ -261,10 +244,6 @@ def _write_articles(source: Path, stage: Path, articles: int, sentences: int, ke
 # reading the archive layout
 
 
-def _natural_key(name: str):
-    return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", name)]
-
-
 def wiki_article_files(directory: str | os.PathLike) -> list[Path]:
     """The article files of a Wiki-N folder in label order (natural sort of the names)."""
     d = Path(directory).expanduser()
@@ -273,17 +252,7 @@ def wiki_article_files(directory: str | os.PathLike) -> list[Path]:
     files = [p for p in d.iterdir() if p.is_file() and not p.name.startswith(".") and not _NOT_ARTICLES.match(p.name)]
     if not files:
         raise DataMissingError(f"{d}: no article files (one file per article expected)")
-    return sorted(files, key=lambda p: _natural_key(p.name))
-
-
-def _read_article(path: Path) -> list[str]:
-    raw = path.read_bytes()
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise DataCorruptError(f"{path}: not valid UTF-8 (byte {err.start})") from err
-    lines = [ln.strip() for ln in text.splitlines()]
-    return [ln for ln in lines if ln]
+    return sorted(files, key=lambda p: [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", p.name)])
 
 
 def _titles(directory: Path, files: list[Path]) -> list[str]:
@@ -301,10 +270,10 @@ def _tokens_cached(
     sentences: list[str], key_parts: list, lower: bool, cache_dir: Path | None, num_proc: int
 ) -> tuple[list[str], np.ndarray, np.ndarray]:
     """All sentences as ids into a raw token list: (raw_itos, flat ids, offsets)."""
-    h = hashlib.sha256(json.dumps([TOKENIZER_VERSION, lower, key_parts]).encode()).hexdigest()[:20]
-    path = cache_dir / f"wiki-tokens-{h}.npz" if cache_dir is not None else None
-    if path is None:
+    if cache_dir is None:
         return _tokenize_all(sentences, lower, num_proc)
+    h = hashlib.sha256(json.dumps([TOKENIZER_VERSION, lower, key_parts]).encode()).hexdigest()[:20]
+    path = cache_dir / f"wiki-tokens-{h}.npz"
     if path.exists():
         return _read_tokens(path, len(sentences))
     from qt_hard.files import atomic_path, build_lock
@@ -413,6 +382,7 @@ def positive_pair_indices(members: Sequence[np.ndarray], epoch: int, seed: int =
     return allp[rng.permutation(len(allp))]
 
 
+@dataclass(eq=False)
 class WikiData:
     """Sentences labelled by article, split per article into train/test, with a vocabulary.
 
@@ -421,30 +391,20 @@ class WikiData:
     tokens as ``vocab.unk_id``), ``vocab``, ``num_classes``, ``titles``.
     """
 
-    def __init__(
-        self,
-        train_sentences,
-        train_labels,
-        test_sentences,
-        test_labels,
-        vocab,
-        num_classes,
-        train_ids,
-        test_ids,
-        titles=None,
-        lower=True,
-    ):
-        self.train_sentences: list[str] = train_sentences
-        self.train_labels: list[int] = train_labels
-        self.test_sentences: list[str] = test_sentences
-        self.test_labels: list[int] = test_labels
-        self.vocab: Vocab = vocab
-        self.num_classes: int = num_classes
-        self.train_ids: list[np.ndarray] = train_ids
-        self.test_ids: list[np.ndarray] = test_ids
-        self.titles: list[str] = titles or [str(i) for i in range(num_classes)]
-        self.lower = lower
-        self._train_by_class = class_members(train_labels, num_classes)
+    train_sentences: list[str]
+    train_labels: list[int]
+    test_sentences: list[str]
+    test_labels: list[int]
+    vocab: Vocab
+    num_classes: int
+    train_ids: list[np.ndarray]
+    test_ids: list[np.ndarray]
+    titles: list[str] | None = None
+    lower: bool = True
+
+    def __post_init__(self):
+        self.titles = self.titles or [str(i) for i in range(self.num_classes)]
+        self._train_by_class = class_members(self.train_labels, self.num_classes)
 
     def __repr__(self) -> str:
         return (
@@ -461,30 +421,13 @@ class WikiData:
         :func:`positive_pair_indices` (the same ``(epoch, seed)`` always gives the same pairs)."""
         return positive_pair_indices(self._train_by_class, epoch, seed)
 
-    def positive_pairs(self, epoch: int, seed: int = 0) -> list[tuple[str, str, int]]:
-        """``(sentence_a, sentence_b, label)``: two random training sentences of one article,
-        redrawn every epoch, mixed across articles (see :meth:`positive_pair_indices`)."""
-        s = self.train_sentences
-        return [(s[i], s[j], int(c)) for i, j, c in self.positive_pair_indices(epoch, seed)]
-
     @classmethod
     def from_sentences(
-        cls,
-        sentences: Sequence[str],
-        labels: Sequence[int],
-        *,
-        train_fraction: float = 0.8,
-        min_count: int = 50,
-        seed: int = 0,
-        lower: bool = True,
-        titles=None,
-        num_proc: int = 1,
-        _cache: tuple[list, Path | None] | None = None,
+        cls, sentences: Sequence[str], labels: Sequence[int], *, lower: bool = True, num_proc: int = 1, **split
     ) -> "WikiData":
         """Split, tokenize and build the vocabulary for any labelled sentences (labels 0..C-1)
-        the way :func:`load_wiki` does (used for the synthetic corpus too)."""
-        if not 0.0 < train_fraction < 1.0:
-            raise ValueError(f"train_fraction must be in (0, 1), got {train_fraction}")
+        the way :func:`load_wiki` does (used for the synthetic corpus too); ``split``: the
+        keywords of :meth:`from_tokens` (``train_fraction``, ``min_count``, ``seed``, ``titles``)."""
         if len(sentences) != len(labels):
             raise ValueError(f"{len(sentences)} sentences but {len(labels)} labels")
         labels_arr = np.asarray(labels, dtype=np.int64)
@@ -492,21 +435,8 @@ class WikiData:
             raise ValueError("no sentences")
         if labels_arr.min() < 0:
             raise ValueError("labels must be >= 0")
-        key_parts, cache_dir = _cache if _cache is not None else (None, None)
-        if key_parts is None:
-            cache_dir = None
-        itos, flat, offsets = _tokens_cached(list(sentences), key_parts or [], lower, cache_dir, num_proc)
         return cls.from_tokens(
-            sentences,
-            labels_arr,
-            itos,
-            flat,
-            offsets,
-            train_fraction=train_fraction,
-            min_count=min_count,
-            seed=seed,
-            lower=lower,
-            titles=titles,
+            sentences, labels_arr, *_tokenize_all(list(sentences), lower, num_proc), lower=lower, **split
         )
 
     @classmethod
@@ -566,11 +496,8 @@ def _split(labels: np.ndarray, num_classes: int, train_fraction: float, seed: in
     if not 0.0 < train_fraction < 1.0:
         raise ValueError(f"train_fraction must be in (0, 1), got {train_fraction}")
     rng = np.random.default_rng(seed)
-    order = np.argsort(labels, kind="stable")
-    bounds = np.searchsorted(labels[order], np.arange(num_classes + 1))
     train_idx, test_idx = [], []
-    for c in range(num_classes):
-        idx = order[bounds[c] : bounds[c + 1]]
+    for idx in class_members(labels, num_classes):
         n = len(idx)
         if n == 0:
             continue
@@ -617,21 +544,8 @@ def load_wiki(
     ``cache_dir=False`` to disable. An article file with fewer than 2 sentences is an error
     that names it.
     """
-    sentences, labels, titles, (itos, flat, offsets) = tokenize_wiki(
-        directory, classes, lower=lower, cache_dir=cache_dir, num_proc=num_proc
-    )
-    return WikiData.from_tokens(
-        sentences,
-        labels,
-        itos,
-        flat,
-        offsets,
-        train_fraction=train_fraction,
-        min_count=min_count,
-        seed=seed,
-        lower=lower,
-        titles=titles,
-    )
+    tokenized = tokenize_wiki(directory, classes, lower=lower, cache_dir=cache_dir, num_proc=num_proc)
+    return _wiki_data(tokenized, None, None, directory, train_fraction, min_count, seed, lower)
 
 
 def tokenize_wiki(
@@ -660,7 +574,10 @@ def tokenize_wiki(
     labels: list[int] = []
     key_parts = [SPLITTER_VERSION]
     for label, f in enumerate(files):
-        lines = _read_article(f)
+        try:  # one sentence a line, blank lines skipped
+            lines = [ln.strip() for ln in f.read_bytes().decode("utf-8-sig").splitlines() if ln.strip()]
+        except UnicodeDecodeError as err:
+            raise DataCorruptError(f"{f}: not valid UTF-8 (byte {err.start})") from err
         if len(lines) < 2:
             raise DataCorruptError(f"{f}: an article needs at least 2 sentences, found {len(lines)}")
         sentences.extend(lines)
@@ -678,7 +595,7 @@ def tokenize_wiki(
 
 def wiki_prefix(
     directory: str | os.PathLike,
-    classes: int,
+    classes: int | None,
     train_fraction: float = 0.8,
     min_count: int = 50,
     seed: int = 0,
@@ -688,7 +605,7 @@ def wiki_prefix(
     num_proc: int | None = None,
     vocab_classes: int | None = None,
 ) -> WikiData:
-    """Wiki-N as the first ``classes`` articles of a larger Wiki folder: the whole folder is
+    """Wiki-N as the first ``classes`` articles (all when None) of a larger Wiki folder: the whole folder is
     tokenized once (cached as :func:`load_wiki` says, so every N shares one tokenization) and
     Wiki-N is a prefix of its sentences; the split is Wiki-N's own (:meth:`WikiData.from_tokens`,
     the first N articles of any larger prefix split alike), equal to :func:`load_wiki` of an
@@ -699,11 +616,19 @@ def wiki_prefix(
     counted over: ``vocab_classes=3029`` gives every Wiki-N the vocabulary of Wiki-3029, the one
     dataset of Ash et al. (section 5: Wiki-N removes the sentences of all but the first N
     articles from Wiki-3029's training and test sets, V = 15,807)."""
-    sentences, labels, titles, (itos, flat, offsets) = tokenize_wiki(
-        directory, None, lower=lower, cache_dir=cache_dir, num_proc=num_proc
-    )
+    tokenized = tokenize_wiki(directory, None, lower=lower, cache_dir=cache_dir, num_proc=num_proc)
+    return _wiki_data(tokenized, classes, vocab_classes, directory, train_fraction, min_count, seed, lower)
+
+
+def _wiki_data(
+    tokenized, classes, vocab_classes, directory, train_fraction: float, min_count: int, seed: int, lower: bool
+) -> WikiData:
+    """The ``WikiData`` of the first ``classes`` articles (all when None) of a :func:`tokenize_wiki`
+    result, its vocabulary counted over the first ``vocab_classes`` articles' training split when
+    given (:func:`wiki_prefix`)."""
+    sentences, labels, titles, (itos, flat, offsets) = tokenized
     labels = np.asarray(labels)
-    n = _prefix_end(labels, classes, directory)
+    n = len(labels) if classes is None else _prefix_end(labels, classes, directory)
     vocab = None
     if vocab_classes is not None:
         if vocab_classes < classes:

@@ -126,7 +126,7 @@ class WordTokenizer:
     """Treebank-style word tokens and their ids, one ``tokenizers.Tokenizer`` underneath.
 
     Build with :meth:`train` (or :meth:`load` a ``tokenizer.json``); ``encode_batch`` gives id lists,
-    ``tokens`` the words of one sentence, ``vocab()`` the :class:`Vocab` view (same ids). No sentence
+    ``vocab()`` the :class:`Vocab` view (same ids). No sentence
     encodes to the pad id 0 (see :func:`_without_added_tokens`).
     """
 
@@ -182,13 +182,6 @@ class WordTokenizer:
     # ------------------------------------------------------------------ use
     def __len__(self) -> int:
         return self.backend.get_vocab_size()
-
-    def tokens(self, text: str) -> list[str]:
-        """The word tokens of one sentence (before the vocabulary: unknown words kept as they are)."""
-        return word_tokens(text, self.lower)
-
-    def tokens_many(self, texts: Sequence[str]) -> list[list[str]]:
-        return [self.tokens(t) for t in texts]
 
     def encode(self, text: str) -> list[int]:
         return self.backend.encode(text, add_special_tokens=False).ids

@@ -54,9 +54,9 @@ class TokenStore:
     @classmethod
     def write(cls, prefix, id_chunks) -> "TokenStore":
         """Write the ids of ``id_chunks`` (an iterable of lists of id lists, sentences in order) as
-        ``save`` would, a chunk at a time: the flat ids go to disk as they come, so memory holds one
-        chunk and the offsets, never the corpus's id lists. Returns the store loaded back (the flat
-        ids memory-mapped)."""
+        ``<prefix>_flat.npy`` and ``<prefix>_offsets.npy``, a chunk at a time: the flat ids go to disk
+        as they come, so memory holds one chunk and the offsets, never the corpus's id lists. Returns
+        the store loaded back (the flat ids memory-mapped)."""
         import os
 
         raw = f"{prefix}_flat.bin"
@@ -81,10 +81,6 @@ class TokenStore:
         os.remove(raw)
         np.save(f"{prefix}_offsets.npy", offsets)  # last: its presence marks a complete store
         return cls.load(prefix)
-
-    def save(self, prefix) -> None:
-        np.save(f"{prefix}_flat.npy", self.flat)
-        np.save(f"{prefix}_offsets.npy", self.offsets)
 
     @classmethod
     def load(cls, prefix) -> "TokenStore":
@@ -249,24 +245,15 @@ class _DeviceBatches:
 
     def to_device(self, device, resident: bool | None = None) -> None:
         device = torch.device(device)
-        if resident is None:
-            resident = device.type == "cpu" or _fits(device, self.batcher.nbytes)
+        if resident is None:  # a GPU when the ids take at most DEVICE_SHARE of its free memory
+            resident = device.type != "cuda" or self.batcher.nbytes <= DEVICE_SHARE * torch.cuda.mem_get_info(device)[0]
         self.batcher.to(device if resident else "cpu")
         self._move_arrays(device if resident else "cpu")
         self.device = device if resident else torch.device("cpu")
         self._host_batch = None if resident else _Prefetch(self._build, pin=device.type == "cuda")
 
     def local_batch(self, step: int, rank: int, world: int) -> dict[str, torch.Tensor]:
-        if self._host_batch is not None:
-            return self._host_batch(step, rank, world)
-        return self._build(step, rank, world)
-
-
-def _fits(device: torch.device, nbytes: int) -> bool:
-    if device.type != "cuda":
-        return True
-    free, _ = torch.cuda.mem_get_info(device)
-    return nbytes <= DEVICE_SHARE * free
+        return (self._build if self._host_batch is None else self._host_batch)(step, rank, world)
 
 
 def _call(module: torch.nn.Module, x: dict[str, torch.Tensor]):

@@ -86,34 +86,22 @@ def _vocab_and_store(cfg: Config, cache: Path, chunks: Callable[[], Iterable[lis
     return _read_token_cache(cache, n)
 
 
-def _read_token_cache(cache: Path, n_texts: int):
-    """(WordTokenizer, TokenStore) of a token cache folder, checked: a damaged one (a file missing or
-    cut short, another corpus's sentence count) is refused in one line naming it."""
+def _read_token_cache(cache: Path, n_texts: int, word: bool = True):
+    """(WordTokenizer, or None unless ``word``; TokenStore) of a token cache folder, checked: a damaged
+    one (a file missing or cut short, another corpus's sentence count) is refused in one line naming it."""
     from qt_hard.data.wordlevel import WordTokenizer
     from qt_hard.errors import DataCorruptError, UserError
 
     try:
-        tok = WordTokenizer.load(cache / "tokenizer.json")
-    except (UserError, OSError, ValueError) as err:
-        reason = " ".join(str(err).split())[:120] or type(err).__name__
-        raise DataCorruptError(f"token cache {cache} is damaged ({reason}); delete it and it is made again") from None
-    return tok, _read_token_store(cache, n_texts)
-
-
-def _read_token_store(cache: Path, n_texts: int) -> TokenStore:
-    """The ``TokenStore`` of a token cache folder, checked: files missing or cut short, or another
-    corpus's sentence count, are refused in one line naming the folder."""
-    from qt_hard.errors import DataCorruptError
-
-    try:
+        tok = WordTokenizer.load(cache / "tokenizer.json") if word else None
         store = TokenStore.load(cache / "tokens")
         ok = len(store.offsets) == n_texts + 1 and int(store.offsets[-1]) == len(store.flat)
         reason = f"{len(store.offsets) - 1} sentences, expected {n_texts}"
-    except (OSError, ValueError, EOFError) as err:
+    except (UserError, OSError, ValueError, EOFError) as err:
         ok, reason = False, " ".join(str(err).split())[:120] or type(err).__name__
     if not ok:
         raise DataCorruptError(f"token cache {cache} is damaged ({reason}); delete it and it is made again")
-    return store
+    return tok, store
 
 
 def _text_key(texts) -> str:
@@ -140,12 +128,12 @@ def _hf_parts(cfg: Config, cache_root: Path, texts):
     if not cache.is_dir():
         with build_lock(cache, "token cache"):  # one process builds, the others wait and read it
             if not cache.is_dir():
-                ids = []
-                for start in range(0, len(texts), 10_000):  # bounded memory for a large corpus
-                    ids.extend(feat.ids_many(texts[start : start + 10_000]))
-                with atomic_folder(cache, "token cache", replace=False) as tmp:  # whole or not at all
-                    TokenStore.from_lists(ids).save(tmp / "tokens")
-    store = _read_token_store(cache, len(texts))
+                # Whole or not at all, the ids written a chunk at a time (bounded memory for a large corpus).
+                with atomic_folder(cache, "token cache", replace=False) as tmp:
+                    TokenStore.write(
+                        tmp / "tokens", (feat.ids_many(texts[i : i + 10_000]) for i in range(0, len(texts), 10_000))
+                    )
+    _, store = _read_token_cache(cache, len(texts), word=False)
     # Padded as the model's tokenizer pads (HFFeaturizer.collate), with its attention mask.
     pad_id = feat.tokenizer.pad_token_id
     batcher = TokenBatcher(
@@ -268,18 +256,13 @@ def _book_sentences(cfg: Config, cache_root: Path):
         from qt_hard.data.books import load_hf_bookcorpus
 
         local = cfg.data.path or data_path("bookcorpus", required=False)
+        shards = {}
         if local is not None and Path(local).is_dir():
             # `qt-hard data get bookcorpus` wrote Parquet shards under the data root.
             from qt_hard.data.sources.bookcorpus import bookcorpus_files
 
-            ds = load_hf_bookcorpus(
-                "parquet",
-                data_files=bookcorpus_files(local),
-                cache_dir=cache_root / "bookcorpus",
-                max_rows=cfg.data.max_sentences,
-            )
-        else:
-            ds = load_hf_bookcorpus(cache_dir=cache_root / "bookcorpus", max_rows=cfg.data.max_sentences)
+            shards = {"name": "parquet", "data_files": bookcorpus_files(local)}
+        ds = load_hf_bookcorpus(cache_dir=cache_root / "bookcorpus", max_rows=cfg.data.max_sentences, **shards)
     if cfg.data.max_sentences is not None:
         ds = ds.select(range(min(cfg.data.max_sentences, len(ds))))
     return ds
@@ -319,44 +302,37 @@ def _pair_run(cfg: Config, wd, cache_root: Path) -> Run:
     def pairs_for_epoch(epoch: int) -> np.ndarray:
         return wd.positive_pair_indices(epoch, seed)[:, :2]
 
-    shuffle = cfg.data.shuffle_labels
-    test_labels = np.asarray(wd.test_labels, dtype=np.int64)
-    if cfg.model.kind == "hf":
+    hf = cfg.model.kind == "hf"
+    if hf:
         module, batcher, wrap = _hf_parts(cfg, cache_root, wd.train_sentences)
-        task = PairTask(batcher, labels, pairs_for_epoch, cfg.train.batch_size, seed, shuffle)
-        run = Run(module, task, True, wrap)
-        if cfg.eval.readouts:
-            _, test, _ = _hf_parts(cfg, cache_root, wd.test_sentences)
-            run.split = Split(batcher, labels, test, test_labels, wd.num_classes)
-        return run
-    batcher = _word_batcher(cfg, TokenStore.from_lists(wd.train_ids))
-    task = PairTask(batcher, labels, pairs_for_epoch, cfg.train.batch_size, seed, shuffle)
-    run = _word_run(cfg, wd.vocab, task, pair_data=True)
+    else:
+        batcher = _word_batcher(cfg, TokenStore.from_lists(wd.train_ids))
+    task = PairTask(batcher, labels, pairs_for_epoch, cfg.train.batch_size, seed, cfg.data.shuffle_labels)
+    run = Run(module, task, True, wrap) if hf else _word_run(cfg, wd.vocab, task, pair_data=True)
     if cfg.eval.readouts:
-        run.split = Split(
-            batcher, labels, _word_batcher(cfg, TokenStore.from_lists(wd.test_ids)), test_labels, wd.num_classes
-        )
+        if hf:
+            _, test, _ = _hf_parts(cfg, cache_root, wd.test_sentences)
+        else:
+            test = _word_batcher(cfg, TokenStore.from_lists(wd.test_ids))
+        run.split = Split(batcher, labels, test, np.asarray(wd.test_labels, dtype=np.int64), wd.num_classes)
     return run
 
 
 def _wiki_run(cfg: Config, out: Path, cache_root: Path) -> Run:
-    from qt_hard.data.wiki import build_wiki, load_wiki, wiki_prefix
+    from qt_hard.data.wiki import build_wiki, wiki_prefix
     from qt_hard.files import file_key
     from qt_hard.paths import data_path
 
     def default_source() -> str:
         return cfg.data.wiki_source or str(data_path("wikipedia", "enwiki_wikiextractor_ge200sent.txt.xz"))
 
-    source = None
-    if cfg.data.path:
-        wiki_dir = Path(cfg.data.path)
-    else:
-        source = default_source()
-        # A stable name holding the identity of what it was built from (the dump's path, size and
-        # time): another source, or the same file changed, is built again in its place, never served
-        # the old build.
-        wiki_dir = cache_root / f"wiki_{cfg.data.articles}_{cfg.data.min_sentences}"
-    key = file_key(source) if source is not None else None
+    # A run's own build: a stable name, stamped with the identity of what it was built from (the dump's
+    # path, size and time): another source, or the same file changed, is built again in its place,
+    # never served the old build.
+    wiki_dir = (
+        Path(cfg.data.path) if cfg.data.path else cache_root / f"wiki_{cfg.data.articles}_{cfg.data.min_sentences}"
+    )
+    key = None if cfg.data.path else file_key(default_source())
 
     def ready() -> bool:
         # A run's own build counts once it carries the stamp of this source; a given data.path as it is.
@@ -372,7 +348,7 @@ def _wiki_run(cfg: Config, out: Path, cache_root: Path) -> Run:
             if not ready():
                 if wiki_dir.exists():  # built from another source, or never stamped
                     shutil.rmtree(wiki_dir)
-                source = source or default_source()
+                source = default_source()
                 log.info("building Wiki-%d from %s into %s", cfg.data.articles, source, wiki_dir)
                 build_wiki(
                     source, wiki_dir, articles=cfg.data.articles, sentences=cfg.data.min_sentences, progress=_bars(cfg)
@@ -380,20 +356,16 @@ def _wiki_run(cfg: Config, out: Path, cache_root: Path) -> Run:
                 if key is not None:
                     write_text(wiki_dir / ".source_key", key, "Wiki-N source stamp")
     token_cache = Path(cfg.data.token_cache) if cfg.data.token_cache else cache_root / "wiki_tokens"
-    if cfg.data.classes is None:
-        wd = load_wiki(
-            wiki_dir, min_count=cfg.data.min_count, seed=cfg.data.seed, lower=cfg.model.lower, cache_dir=token_cache
-        )
-    else:
-        wd = wiki_prefix(
-            wiki_dir,
-            cfg.data.classes,
-            min_count=cfg.data.min_count,
-            seed=cfg.data.seed,
-            lower=cfg.model.lower,
-            cache_dir=token_cache,
-            vocab_classes=cfg.data.vocab_classes,
-        )
+    # Without data.classes the whole folder (wiki_prefix of all its articles is load_wiki's WikiData).
+    wd = wiki_prefix(
+        wiki_dir,
+        cfg.data.classes,
+        min_count=cfg.data.min_count,
+        seed=cfg.data.seed,
+        lower=cfg.model.lower,
+        cache_dir=token_cache,
+        vocab_classes=cfg.data.vocab_classes,
+    )
     return _pair_run(cfg, wd, cache_root)
 
 

@@ -78,14 +78,7 @@ def _data(cfg) -> str:
 def model_card(cfg, modules: list[str], senteval: str | None = None) -> str:
     """Markdown of the model card of a run with config ``cfg`` (a training ``Config``) whose saved model
     consists of ``modules`` (class names); ``senteval`` a markdown table, if one was computed."""
-    o = cfg.objective
-    loss = (
-        "ContextLoss (Quick-Thoughts layout)"
-        if cfg.data.kind in ("books", "bookcorpus")
-        else "ContrastiveLoss (two-view layout)"
-    )
-    options = ", ".join(f"{k}={v}" for k, v in (o.options or {}).items()) or "none"
-    card = "\n".join(_front_and_usage(cfg, modules) + _card_sections(cfg, modules, loss, options))
+    card = "\n".join(_front_and_usage(cfg, modules) + _card_sections(cfg, modules))
     return with_senteval(card, senteval) if senteval else card
 
 
@@ -128,12 +121,15 @@ def _front_and_usage(cfg, modules: list[str]) -> list[str]:
     return lines
 
 
-def _card_sections(cfg, modules: list[str], loss: str, options: str) -> list[str]:
-    """The card's sections: Model, Objective (``loss``, the objective's ``options`` and the papers), Data
+def _card_sections(cfg, modules: list[str]) -> list[str]:
+    """The card's sections: Model, Objective (the loss, the objective's options and the papers), Data
     and the training config as YAML."""
     from qt_hard.training.config import to_dict
 
     o = cfg.objective
+    ordered = cfg.data.kind in ("books", "bookcorpus")
+    loss = "ContextLoss (Quick-Thoughts layout)" if ordered else "ContrastiveLoss (two-view layout)"
+    options = ", ".join(f"{k}={v}" for k, v in (o.options or {}).items()) or "none"
     return [
         "## Model",
         "",

@@ -10,10 +10,8 @@
 Config values of ``objective.options`` that are mappings with a ``schedule`` key become
 ``qt_hard.schedules`` objects, driven by ``set_progress(step / total)``.
 
-Mixed precision: the encoders run under the caller's autocast (bf16 on the CPU), but the loss is
-always computed in float32 with autocast off: the embeddings are cast up and the score matmul,
-the weights and the logsumexp over candidates all run in float32 (under CPU bf16 autocast the
-matmul and ``logsumexp`` would otherwise run in bf16, 8 bits of mantissa).
+Mixed precision: the encoders run under the caller's autocast, the loss in float32 with autocast off
+(docs/guides/text-training.md, "Mixed precision").
 
 A transformer (model.kind "hf") has no f/g pair: on ordered sentences the one encoder serves as
 both f and g (scores z_i . z_j, symmetric), as ``batches.two_views`` does for every non-QT model.

@@ -1,12 +1,5 @@
-"""The text pipeline behind ``pipeline: text`` (the default), per ``qt_hard.training.pipeline``.
-
-Sections: ``model`` (``qt_hard.encoders.config.ModelConfig``), ``data`` and ``objective``
-(``qt_hard.text.config``). ``build`` reads the sentences and builds the encoder and batch task
-(``qt_hard.text.build``) and the objective (``qt_hard.text.objectives``); the final model is
-saved as a sentence-transformers folder with a model card (``qt_hard.encoders.st_folder``,
-``qt_hard.text.card``), which ``SentenceTransformer(OUT/final)`` and ``qt_hard.load_encoder`` load. With
-``eval.readouts`` a pair-data run is read out on its held-out split (``qt_hard.text.readouts``);
-``qt-hard eval`` evaluates any saved encoder.
+"""The text pipeline behind ``pipeline: text`` (the default), per ``qt_hard.training.pipeline``: its
+config sections, build, save and readouts; the modules it draws on: docs/architecture.md (``qt_hard/text/``).
 """
 
 from __future__ import annotations

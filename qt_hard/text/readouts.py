@@ -31,12 +31,14 @@ import torch
 from qt_hard.text.batches import single_view
 
 
-def embed_rows(module: torch.nn.Module, batcher, n: int, device, chunk: int = 8192) -> np.ndarray:
-    """(n, d) float32 embeddings of the batcher's sentences 0..n-1, ``chunk`` at a time."""
+def embed_rows(module: torch.nn.Module, batcher, n, device, chunk: int = 8192) -> np.ndarray:
+    """(n, d) float32 embeddings of the batcher's sentences 0..n-1 (or of the rows ``n``, an array),
+    ``chunk`` at a time."""
+    rows = np.arange(n) if np.isscalar(n) else np.asarray(n)
     out = []
     with torch.no_grad():
-        for start in range(0, n, chunk):
-            batch = batcher.batch(np.arange(start, min(start + chunk, n)))
+        for start in range(0, len(rows), chunk):
+            batch = batcher.batch(rows[start : start + chunk])
             batch = {k: v.to(device) for k, v in batch.items()}
             out.append(single_view(module, batch).float().cpu())
     return torch.cat(out).numpy()
@@ -131,10 +133,7 @@ def _collision_diagnostics(module, split, task, train_emb, test_emb, temperature
     )
     norms = np.linalg.norm(test_emb.astype(np.float64), axis=1)
     rows = task.global_rows(0)
-    with torch.no_grad():
-        views = [
-            single_view(module, {k: v.to(device) for k, v in split.train.batch(rows[:, i]).items()}) for i in (0, 1)
-        ]
+    views = [torch.from_numpy(embed_rows(module, split.train, rows[:, i], device)).to(device) for i in (0, 1)]
     labels = torch.as_tensor(split.train_labels[rows[:, 0]], device=device)
     return {
         "mean_cos_acc": cos["acc"],

@@ -1,10 +1,5 @@
-"""The data sets ``qt-hard data get`` builds, one module each.
-
-A module of this package declares one data set at module level: ``DATASET``, a ``Dataset`` that
-names its files and their checksums (``Dataset.sources``), how its folder is built and how it is
-checked, under the module's own name. :func:`registered` finds them by importing every module of the
-package whose name does not start with ``_`` (those hold shared helpers), so a new data set is one
-new file here; ``qt_hard.data.catalog`` adds them to its table.
+"""The data sets ``qt-hard data get`` builds, one module each (docs/architecture.md, "Data"): a module
+declares its ``Dataset`` as ``DATASET``; a module whose name starts with ``_`` holds shared helpers.
 """
 
 from __future__ import annotations

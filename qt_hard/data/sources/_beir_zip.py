@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from qt_hard.data.download import DownloadError, file_digest
-from qt_hard.data.sources._common import Dataset, Options, Source, fetch_source, open_zip, write_file
+from qt_hard.data.sources._common import Dataset, Options, Source, fetch_source, open_zip, refuse_problems, write_file
 
 
 @dataclass(frozen=True)
@@ -78,9 +78,7 @@ class BeirZip:
                 except KeyError:
                     raise DownloadError(f"{archive.name} has no {self.name}/{rel}") from None
                 write_file(tmp / rel, data)
-        problems = self.check(tmp)
-        if problems:
-            raise DownloadError(f"{self.name}: " + "; ".join(problems))
+        refuse_problems(self.name, self.check(tmp))
 
     def check(self, folder: Path) -> list[str]:
         """The pinned sha256 of every file present, then (when they all match) the counts."""

@@ -4,8 +4,11 @@ one folder is built and checked, and the helpers that fetch files and read archi
 
 from __future__ import annotations
 
+import contextlib
+import tarfile
 import urllib.parse
 import zipfile
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,16 +87,12 @@ def fetch_many(opts: Options, jobs: list[tuple[str, Source, str]], desc: str) ->
     """Fetch many small files with a few threads and one progress bar over files."""
     from tqdm.auto import tqdm
 
-    def one(job):
-        key, src, name = job
-        return fetch_source(opts, key, src, name, progress=False)
-
     with (
         ThreadPoolExecutor(max(1, opts.workers)) as pool,
         tqdm(total=len(jobs), unit="file", desc=desc, disable=not opts.progress) as bar,
     ):
         out = []
-        for path in pool.map(one, jobs):
+        for path in pool.map(lambda job: fetch_source(opts, *job, progress=False), jobs):  # (key, source, name)
             out.append(path)
             bar.update(1)
     return out
@@ -112,6 +111,35 @@ def open_zip(path: Path) -> zipfile.ZipFile:
         path.unlink(missing_ok=True)
         raise DownloadError(f"{path.name}: member {bad} fails its CRC check; the archive was removed, run again")
     return zf
+
+
+def zip_member(zf: zipfile.ZipFile, archive: str, suffix: str, what: str | None = None) -> bytes:
+    """The one member of ``zf`` named ``suffix`` or ending in ``/suffix``; ``DownloadError`` naming
+    ``archive`` and ``what`` (default ``suffix``) when there is not exactly one."""
+    hits = [n for n in zf.namelist() if safe_member(n) and (n == suffix or n.endswith("/" + suffix))]
+    if len(hits) != 1:
+        raise DownloadError(f"{archive}: expected one member {what or suffix}, found {len(hits)}")
+    return zf.read(hits[0])
+
+
+@contextlib.contextmanager
+def read_targz(archive: Path):
+    """The tar.gz ``archive`` open for reading; one that breaks while it is read is removed and
+    refused (``DownloadError``)."""
+    try:
+        with tarfile.open(archive, "r:gz") as tf:
+            yield tf
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as err:
+        archive.unlink(missing_ok=True)
+        raise DownloadError(
+            f"{archive.name} is not a complete tar.gz archive ({err}); it was removed, run again"
+        ) from None
+
+
+def refuse_problems(what: str, problems: list[str], most: int | None = None) -> None:
+    """``DownloadError`` "what: problem; problem" when a check found problems (the first ``most``)."""
+    if problems:
+        raise DownloadError(f"{what}: " + "; ".join(problems[:most]))
 
 
 def safe_member(name: str) -> bool:

@@ -4,12 +4,10 @@
 from __future__ import annotations
 
 import pickle
-import tarfile
-import zlib
 from pathlib import Path
 
-from qt_hard.data.download import DownloadError
 from qt_hard.data.sources._common import Dataset, Options, Source, fetch_source, safe_member, write_file
+from qt_hard.data.sources._common import read_targz, refuse_problems
 
 URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 SOURCES = {
@@ -31,20 +29,12 @@ def build(tmp: Path, opts: Options) -> None:
     """Fetch and verify the archive, write its batches into ``tmp``, then unpickle every batch."""
     archive = fetch_source(opts, "cifar10", SOURCES["cifar-10-python.tar.gz"])
     prefix = "cifar-10-batches-py/"
-    try:
-        with tarfile.open(archive, "r:gz") as tf:
-            for m in tf:
-                if not m.isfile() or not m.name.startswith(prefix) or not safe_member(m.name):
-                    continue
-                write_file(tmp / m.name, tf.extractfile(m).read())
-    except (tarfile.TarError, EOFError, OSError, zlib.error) as err:
-        archive.unlink(missing_ok=True)
-        raise DownloadError(
-            f"{archive.name} is not a complete tar.gz archive ({err}); it was removed, run again"
-        ) from None
-    problems = check(tmp)
-    if problems:
-        raise DownloadError("cifar10: " + "; ".join(problems))
+    with read_targz(archive) as tf:
+        for m in tf:
+            if not m.isfile() or not m.name.startswith(prefix) or not safe_member(m.name):
+                continue
+            write_file(tmp / m.name, tf.extractfile(m).read())
+    refuse_problems("cifar10", check(tmp))
 
 
 def check(folder: Path, deep: bool = True) -> list[str]:

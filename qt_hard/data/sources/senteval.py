@@ -11,7 +11,8 @@ import shutil
 from pathlib import Path
 
 from qt_hard.data.download import DownloadError, file_digest
-from qt_hard.data.sources._common import Dataset, Options, Source, fetch_source, open_zip, safe_member, write_file
+from qt_hard.data.sources._common import Dataset, Options, Source, fetch_source, open_zip, write_file
+from qt_hard.data.sources._common import refuse_problems, zip_member
 
 SENTEVAL_BINCLASSIF = "https://dl.fbaipublicfiles.com/senteval/senteval_data/datasmall_NB_ACL12.zip"
 TREC_BASE = "https://cogcomp.seas.upenn.edu/Data/QA/QC"
@@ -59,15 +60,13 @@ SENTEVAL_LINES = {
     "MRPC/msr_paraphrase_train.txt": 4077,
     "MRPC/msr_paraphrase_test.txt": 1726,  # + header line
 }
+# The zip's folder of each task it holds: our file TASK/NAME is the member ending in FOLDER/NAME.
+_ZIP_FOLDERS = {"MR": "rt10662", "CR": "customerr", "SUBJ": "subj", "MPQA": "mpqa"}
 _SENTEVAL_ZIP_MEMBERS = {  # our file -> the zip member's last two path parts
-    "MR/rt-polarity.pos": "rt10662/rt-polarity.pos",
-    "MR/rt-polarity.neg": "rt10662/rt-polarity.neg",
-    "CR/custrev.pos": "customerr/custrev.pos",
-    "CR/custrev.neg": "customerr/custrev.neg",
-    "SUBJ/subj.subjective": "subj/subj.subjective",
-    "SUBJ/subj.objective": "subj/subj.objective",
-    "MPQA/mpqa.pos": "mpqa/mpqa.pos",
-    "MPQA/mpqa.neg": "mpqa/mpqa.neg",
+    rel: f"{_ZIP_FOLDERS[task]}/{name}"
+    for rel in SENTEVAL_LINES
+    for task, name in [rel.split("/")]
+    if task in _ZIP_FOLDERS
 }
 
 
@@ -87,14 +86,9 @@ def drop_mrpc_appended(data: bytes) -> bytes:
 def _build_senteval(tmp: Path, opts: Options) -> None:
     src = SOURCES
     with open_zip(fetch_source(opts, "senteval", src["datasmall_NB_ACL12.zip"])) as zf:
-        names = [n for n in zf.namelist() if safe_member(n)]
         for ours, suffix in _SENTEVAL_ZIP_MEMBERS.items():
-            hits = [n for n in names if n.endswith("/" + suffix) or n == suffix]
-            if len(hits) != 1:
-                raise DownloadError(
-                    f"datasmall_NB_ACL12.zip: expected one member ending in {suffix}, found {len(hits)}"
-                )
-            write_file(tmp / ours, normalize_latin1_lines(zf.read(hits[0])))
+            data = zip_member(zf, "datasmall_NB_ACL12.zip", suffix, f"ending in {suffix}")
+            write_file(tmp / ours, normalize_latin1_lines(data))
     for name in ("train_5500.label", "TREC_10.label"):
         write_file(tmp / "TREC" / name, normalize_latin1_lines(fetch_source(opts, "senteval", src[name]).read_bytes()))
     train = fetch_source(opts, "senteval", src["msr_paraphrase_train.txt"]).read_bytes()
@@ -106,9 +100,7 @@ def _build_senteval(tmp: Path, opts: Options) -> None:
         got = file_digest(tmp / rel)
         if got != want:
             raise DownloadError(f"senteval/{rel}: sha256 {got} differs from the reference copy's {want}")
-    problems = _check_senteval(tmp)
-    if problems:
-        raise DownloadError("senteval: " + "; ".join(problems))
+    refuse_problems("senteval", _check_senteval(tmp))
 
 
 # Bytes no SentEval text file holds (C0 controls other than tab and line ends, DEL): random bytes

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-import tarfile
-import zipfile
-import zlib
 from pathlib import Path
 
 from qt_hard.data.download import DownloadError
 from qt_hard.data.sources._common import Dataset, Options, Source, fetch_source, open_zip, safe_member, write_file
+from qt_hard.data.sources._common import read_targz, refuse_problems, zip_member
 
 # SentEval's data/downstream/get_transfer_data.bash: the STS wiki's archives and SICK's SemEval-2014 files.
 STS_WIKI = "http://ixa2.si.ehu.es/stswiki/images"
@@ -48,70 +46,53 @@ SOURCES: dict[str, Source] = {
 }
 
 # STS12-16 as SentEval reads them (``senteval/sts.py``, its lists and order of sets): per set, the
-# lines of its STS.input/STS.gs files and how many of those have a gold score (SentEval skips a
-# pair whose gold line is empty). STS13's SMT set is not distributed.
+# lines of its STS.input/STS.gs files, how many of those have a gold score (SentEval skips a pair
+# whose gold line is empty) and the sha256 of the gold file (SentEval's script copies it from the
+# archive unchanged; computed from the reference copy). STS13's SMT set is not distributed.
 STS_SETS = {
     "STS12": {
-        "MSRpar": (750, 750),
-        "MSRvid": (750, 750),
-        "SMTeuroparl": (459, 459),
-        "surprise.OnWN": (750, 750),
-        "surprise.SMTnews": (399, 399),
+        "MSRpar": (750, 750, "5526be59228bc34ccb3cb6f1f56c0d7278d3419b8886713ae016fd92b151f19c"),
+        "MSRvid": (750, 750, "9c6096c6bcfb0144c8bbddb00900ca9198c88498630cd0c8f08d18365f1d7150"),
+        "SMTeuroparl": (459, 459, "708530c4d006d06881f3289fce35d624d7efe562dcf0fe5f8aa0eec3a135f6d4"),
+        "surprise.OnWN": (750, 750, "088d8ca22c0aa406e4a5d2e6e308a4f38b482b8e736c2445a38ffb6e4c4fb4fd"),
+        "surprise.SMTnews": (399, 399, "aa6dfc868db333c43dc59be14d46fa6587c7ebddc0d497e717f647bf35121cf1"),
     },
-    "STS13": {"FNWN": (189, 189), "headlines": (750, 750), "OnWN": (561, 561)},
+    "STS13": {
+        "FNWN": (189, 189, "8ca95b7228119578e2007839cf7969f22c4f1fd41fd610c4b7f9683072d98066"),
+        "headlines": (750, 750, "f49f64089011436dd296ef384c07160219406feef7dc4b9fa2af52a519f32bc6"),
+        "OnWN": (561, 561, "0cd497aaddb00a2fb6db25f77bccfc09e8aa012e11549b81b434bab1a27ad954"),
+    },
     "STS14": {
-        "deft-forum": (450, 450),
-        "deft-news": (300, 300),
-        "headlines": (750, 750),
-        "images": (750, 750),
-        "OnWN": (750, 750),
-        "tweet-news": (750, 750),
+        "deft-forum": (450, 450, "ba6dc76696b5c93985590a325b4d142449932cdf0d715b2bab1b1743fe3c488c"),
+        "deft-news": (300, 300, "105c5b333abd50c274efb4dae9e3e0dab36ed63eee780cfb49955b1586bd62f2"),
+        "headlines": (750, 750, "f243c34647255cd0b994565ed4f58dd31506e7d9c9d6250d1a6dd14095625832"),
+        "images": (750, 750, "fc994ebacc7074c332626fa9e29542d7340a48a3cdb999b47cdb59c378523a62"),
+        "OnWN": (750, 750, "1c80147df270ea4cfce14a47ed29f8a2f10d5dc016d02836077fd786ff7f535b"),
+        "tweet-news": (750, 750, "0098c644bfeaa2d511a8297b1940771865900c372c9dd49a62726dc5ec02c9a3"),
     },
     "STS15": {
-        "answers-forums": (2000, 375),
-        "answers-students": (1500, 750),
-        "belief": (2000, 375),
-        "headlines": (1500, 750),
-        "images": (1500, 750),
+        "answers-forums": (2000, 375, "1644301a7540e5484da285002e9269062852efb2272be614cad99c9530f6a102"),
+        "answers-students": (1500, 750, "028db213140f8c7aef7497c4ae38b6380938f20359852231669c83dce11c3701"),
+        "belief": (2000, 375, "5736192faaccbdbecd0ef6b73ec04b24115cd2e48d55dc3b1b170da3d2a81c75"),
+        "headlines": (1500, 750, "e8e432f769c8a94ddb62ae3343890ac24a9dd78a116d56c707313bc59413dd56"),
+        "images": (1500, 750, "ed8878209098c77ca7f02ac413d3fd698f92ad3425999555e50fda89fc46012a"),
     },
     "STS16": {
-        "answer-answer": (1572, 254),
-        "headlines": (1498, 249),
-        "plagiarism": (1271, 230),
-        "postediting": (3287, 244),
-        "question-question": (1555, 209),
+        "answer-answer": (1572, 254, "332efd741b0cb247d20dd2a6cec854360c921c7e6b395f328f562d8d26057214"),
+        "headlines": (1498, 249, "01e33a95996201a6e81e3cce9eda0f15048b77613ea64dce2929bb35479f7d85"),
+        "plagiarism": (1271, 230, "29984944a91aaff484f2b2e5d4d434fc8a6f5ef6f578a880cccd2786f5142fdc"),
+        "postediting": (3287, 244, "81947ed9dbe7f85b7bd249df68ed5c7b2f16f06390ad568eb5554b1e26bc5577"),
+        "question-question": (1555, 209, "cf9ebf9d140191f73620cda0560947ad9283c910735d0d541b8a401a5e64afb0"),
     },
 }
 # Lines per file of the STS Benchmark (no header) and SICK (one header line), SentEval's splits.
 STSB_LINES = {"train": 5749, "dev": 1500, "test": 1379}
 SICK_LINES = {"train": 4501, "trial": 501, "test_annotated": 4928}
-# sha256 of the STS12-16 gold files (SentEval's script copies them from the archives unchanged;
-# computed from the reference copy).
+# The sha256 of each STS12-16 gold file, by its path under the SentEval folder.
 STS_GOLD_SHA256 = {
-    "STS/STS12-en-test/STS.gs.MSRpar.txt": "5526be59228bc34ccb3cb6f1f56c0d7278d3419b8886713ae016fd92b151f19c",
-    "STS/STS12-en-test/STS.gs.MSRvid.txt": "9c6096c6bcfb0144c8bbddb00900ca9198c88498630cd0c8f08d18365f1d7150",
-    "STS/STS12-en-test/STS.gs.SMTeuroparl.txt": "708530c4d006d06881f3289fce35d624d7efe562dcf0fe5f8aa0eec3a135f6d4",
-    "STS/STS12-en-test/STS.gs.surprise.OnWN.txt": "088d8ca22c0aa406e4a5d2e6e308a4f38b482b8e736c2445a38ffb6e4c4fb4fd",
-    "STS/STS12-en-test/STS.gs.surprise.SMTnews.txt": "aa6dfc868db333c43dc59be14d46fa6587c7ebddc0d497e717f647bf35121cf1",
-    "STS/STS13-en-test/STS.gs.FNWN.txt": "8ca95b7228119578e2007839cf7969f22c4f1fd41fd610c4b7f9683072d98066",
-    "STS/STS13-en-test/STS.gs.OnWN.txt": "0cd497aaddb00a2fb6db25f77bccfc09e8aa012e11549b81b434bab1a27ad954",
-    "STS/STS13-en-test/STS.gs.headlines.txt": "f49f64089011436dd296ef384c07160219406feef7dc4b9fa2af52a519f32bc6",
-    "STS/STS14-en-test/STS.gs.OnWN.txt": "1c80147df270ea4cfce14a47ed29f8a2f10d5dc016d02836077fd786ff7f535b",
-    "STS/STS14-en-test/STS.gs.deft-forum.txt": "ba6dc76696b5c93985590a325b4d142449932cdf0d715b2bab1b1743fe3c488c",
-    "STS/STS14-en-test/STS.gs.deft-news.txt": "105c5b333abd50c274efb4dae9e3e0dab36ed63eee780cfb49955b1586bd62f2",
-    "STS/STS14-en-test/STS.gs.headlines.txt": "f243c34647255cd0b994565ed4f58dd31506e7d9c9d6250d1a6dd14095625832",
-    "STS/STS14-en-test/STS.gs.images.txt": "fc994ebacc7074c332626fa9e29542d7340a48a3cdb999b47cdb59c378523a62",
-    "STS/STS14-en-test/STS.gs.tweet-news.txt": "0098c644bfeaa2d511a8297b1940771865900c372c9dd49a62726dc5ec02c9a3",
-    "STS/STS15-en-test/STS.gs.answers-forums.txt": "1644301a7540e5484da285002e9269062852efb2272be614cad99c9530f6a102",
-    "STS/STS15-en-test/STS.gs.answers-students.txt": "028db213140f8c7aef7497c4ae38b6380938f20359852231669c83dce11c3701",
-    "STS/STS15-en-test/STS.gs.belief.txt": "5736192faaccbdbecd0ef6b73ec04b24115cd2e48d55dc3b1b170da3d2a81c75",
-    "STS/STS15-en-test/STS.gs.headlines.txt": "e8e432f769c8a94ddb62ae3343890ac24a9dd78a116d56c707313bc59413dd56",
-    "STS/STS15-en-test/STS.gs.images.txt": "ed8878209098c77ca7f02ac413d3fd698f92ad3425999555e50fda89fc46012a",
-    "STS/STS16-en-test/STS.gs.answer-answer.txt": "332efd741b0cb247d20dd2a6cec854360c921c7e6b395f328f562d8d26057214",
-    "STS/STS16-en-test/STS.gs.headlines.txt": "01e33a95996201a6e81e3cce9eda0f15048b77613ea64dce2929bb35479f7d85",
-    "STS/STS16-en-test/STS.gs.plagiarism.txt": "29984944a91aaff484f2b2e5d4d434fc8a6f5ef6f578a880cccd2786f5142fdc",
-    "STS/STS16-en-test/STS.gs.postediting.txt": "81947ed9dbe7f85b7bd249df68ed5c7b2f16f06390ad568eb5554b1e26bc5577",
-    "STS/STS16-en-test/STS.gs.question-question.txt": "cf9ebf9d140191f73620cda0560947ad9283c910735d0d541b8a401a5e64afb0",
+    f"STS/{year}-en-test/STS.gs.{name}.txt": sha256
+    for year, sets in STS_SETS.items()
+    for name, (*_, sha256) in sets.items()
 }
 # sha256 of the untokenized columns (computed from the reference copy, see ``untokenized_digest``):
 # the STS Benchmark's genre, file, year, id and score; SICK's header, pair id, score and label.
@@ -132,7 +113,7 @@ def sts_files() -> dict[str, tuple[int, int | None]]:
     STS12-16 inputs and gold files, the STS Benchmark's three splits, SICK's three files."""
     out: dict[str, tuple[int, int | None]] = {}
     for year, sets in STS_SETS.items():
-        for name, (lines, scored) in sets.items():
+        for name, (lines, scored, *_) in sets.items():
             out[f"STS/{year}-en-test/STS.input.{name}.txt"] = (lines, None)
             out[f"STS/{year}-en-test/STS.gs.{name}.txt"] = (lines, scored)
     for split, n in STSB_LINES.items():
@@ -172,55 +153,28 @@ def sts_file_problems(folder: Path, rel: str, part_dir: Path | None = None) -> l
     if len(lines) != want_lines:
         problems.append(f"{rel} has {len(lines)} lines, expected {want_lines}")
     name = rel.rsplit("/", 1)[1]
-    bad = None
+    start = 1
     if name.startswith("STS.input."):
-        bad = next((i for i, line in enumerate(lines, 1) if len(line.split("\t")) != 2), None)
-        what = "is not two tab-separated sentences"
+        ok, what = (lambda line: len(line.split("\t")) == 2), "is not two tab-separated sentences"
     elif name.startswith("STS.gs."):
         scored = [line for line in lines if line != ""]
         if len(scored) != want_scored and len(lines) == want_lines:
             problems.append(f"{rel} has {len(scored)} scored pairs, expected {want_scored}")
-        bad = next((i for i, line in enumerate(lines, 1) if line != "" and _score(line) is None), None)
-        what = "is not a score between 0 and 5"
+        ok, what = (lambda line: line == "" or _score(line) is not None), "is not a score between 0 and 5"
     elif name.startswith("sts-"):  # genre, file, year, id, score, sentence 1, sentence 2 (+ sources)
-        bad = next(
-            (i for i, line in enumerate(lines, 1) if len(c := line.strip().split("\t")) < 7 or _score(c[4]) is None),
-            None,
-        )
+        ok = lambda line: len(c := line.strip().split("\t")) >= 7 and _score(c[4]) is not None
         what = "is not 7 tab-separated columns with a score between 0 and 5 in the fifth"
     else:  # SICK: pair_ID, sentence_A, sentence_B, relatedness_score (1-5), entailment_judgment
-        bad = next(
-            (
-                i
-                for i, line in enumerate(lines[1:], 2)
-                if len(c := line.strip().split("\t")) < 4 or _score(c[3]) is None
-            ),
-            None,
-        )
-        what = "is not pair_ID, sentence_A, sentence_B, a relatedness score between 0 and 5"
+        ok = lambda line: len(c := line.strip().split("\t")) >= 4 and _score(c[3]) is not None
+        what, start = "is not pair_ID, sentence_A, sentence_B, a relatedness score between 0 and 5", 2
+    bad = next((i for i, line in enumerate(lines[start - 1 :], start) if not ok(line)), None)
     if bad is not None:
         problems.append(f"{rel}:{bad} {what}")
     return problems
 
 
-def _check_sts(folder: Path) -> list[str]:
-    """``folder`` is the SentEval folder holding STS/ and SICK/."""
-    return [problem for rel in sts_files() for problem in sts_file_problems(folder, rel)]
-
-
-# What SentEval's get_transfer_data.bash does, and so what this does: each STS year's archive is
-# unpacked and its folder renamed <year>-en-test (STS16's STS2016.* files renamed STS.*); each
-# STS.input file's two tab-separated sentences are run through the Moses tokenizer (tokenizer.perl
-# -l en -no-escape) and lower-cased (lowercase.perl); the gold files are copied unchanged. The STS
-# Benchmark's sentences (columns 6 and 7) are tokenized and lower-cased, its first five columns kept
-# (further columns dropped, as `cut -f1-5` does). SICK's two sentences (columns 2 and 3) are
-# tokenized but not lower-cased; its header and the other columns are kept. Here the tokenizer is
-# sacremoses' port of Moses (``MosesTokenizer("en").tokenize(..., escape=False)``), not the Perl
-# script: the tokenized sentences can differ in a few places from a copy made with the script (two
-# copies made by the script already differ from each other: Moses versions), so they are checked by
-# counts, while everything not tokenized is checked byte for byte (STS_GOLD_SHA256,
-# STSB_COLUMNS_SHA256, SICK_COLUMNS_SHA256).
-
+# What SentEval's get_transfer_data.bash does to these files, and so what this does (sacremoses' port of
+# Moses, hence the tokenized sentences checked by counts, the rest byte for byte): docs/guides/data.md.
 STS_PARTS = ("STS", "SICK")
 
 
@@ -258,13 +212,6 @@ def untokenized_digest(lines: list[str], columns: tuple[int, ...]) -> str:
     return h.hexdigest()
 
 
-def _member(zf: zipfile.ZipFile, archive: str, folder: str, name: str) -> bytes:
-    hits = [n for n in zf.namelist() if safe_member(n) and (n == f"{folder}/{name}" or n.endswith(f"/{folder}/{name}"))]
-    if len(hits) != 1:
-        raise DownloadError(f"{archive}: expected one member {folder}/{name}, found {len(hits)}")
-    return zf.read(hits[0])
-
-
 def _build_sts_part(tmp: Path, opts: Options) -> None:
     """``senteval/STS``: STS12-16 and the STS Benchmark, as SentEval's script leaves them."""
     tokenize, lower = _moses()
@@ -275,7 +222,7 @@ def _build_sts_part(tmp: Path, opts: Options) -> None:
         with open_zip(fetch_source(opts, "sts", src[archive])) as zf:
             prefix = "STS2016" if year == "STS16" else "STS"
             for name in STS_SETS[year]:
-                gold = _member(zf, archive, folder, f"{prefix}.gs.{name}.txt")
+                gold = zip_member(zf, archive, f"{folder}/{prefix}.gs.{name}.txt")
                 rel = f"STS/{year}-en-test/STS.gs.{name}.txt"
                 got = hashlib.sha256(gold).hexdigest()
                 if got != STS_GOLD_SHA256[rel]:
@@ -284,7 +231,7 @@ def _build_sts_part(tmp: Path, opts: Options) -> None:
                     )
                 write_file(out / f"STS.gs.{name}.txt", gold)
                 rows = []
-                for line in _text_lines(_member(zf, archive, folder, f"{prefix}.input.{name}.txt"), archive):
+                for line in _text_lines(zip_member(zf, archive, f"{folder}/{prefix}.input.{name}.txt"), archive):
                     cols = line.split("\t")
                     rows.append("\t".join(lower(tokenize(c)) for c in (cols[0], cols[1] if len(cols) > 1 else "")))
                 write_file(out / f"STS.input.{name}.txt", ("\n".join(rows) + "\n").encode("utf-8"))
@@ -292,33 +239,24 @@ def _build_sts_part(tmp: Path, opts: Options) -> None:
                 base = n.rsplit("/", 1)[-1]
                 if safe_member(n) and f"/{folder}/" in f"/{n}" and re.search(r"readme|license", base, re.I):
                     write_file(out / base, zf.read(n))
-    archive = fetch_source(opts, "sts", src["Stsbenchmark.tar.gz"])
-    try:
-        with tarfile.open(archive, "r:gz") as tf:
-            members = {m.name.rsplit("/", 1)[-1]: m for m in tf if m.isfile() and safe_member(m.name)}
-            for split in STSB_LINES:
-                name = f"sts-{split}.csv"
-                if name not in members:
-                    raise DownloadError(f"Stsbenchmark.tar.gz holds no {name}")
-                lines = _text_lines(tf.extractfile(members[name]).read(), name)
-                if untokenized_digest(lines, (0, 1, 2, 3, 4)) != STSB_COLUMNS_SHA256[split]:
-                    raise DownloadError(f"Stsbenchmark.tar.gz: {name}'s ids and scores differ from the reference copy")
-                rows = []
-                for line in lines:
-                    cols = line.split("\t") + [""] * 7
-                    rows.append("\t".join(cols[:5] + [lower(tokenize(cols[5])), lower(tokenize(cols[6]))]))
-                write_file(tmp / "STSBenchmark" / name, ("\n".join(rows) + "\n").encode("utf-8"))
-            for base, m in members.items():
-                if re.search(r"readme|license", base, re.I):
-                    write_file(tmp / "STSBenchmark" / base, tf.extractfile(m).read())
-    except (tarfile.TarError, EOFError, OSError, zlib.error) as err:
-        archive.unlink(missing_ok=True)
-        raise DownloadError(
-            f"{archive.name} is not a complete tar.gz archive ({err}); it was removed, run again"
-        ) from None
-    problems = [p for rel in sts_files() if rel.startswith("STS/") for p in sts_file_problems(tmp.parent, rel, tmp)]
-    if problems:
-        raise DownloadError("sts: " + "; ".join(problems[:3]))
+    with read_targz(fetch_source(opts, "sts", src["Stsbenchmark.tar.gz"])) as tf:
+        members = {m.name.rsplit("/", 1)[-1]: m for m in tf if m.isfile() and safe_member(m.name)}
+        for split in STSB_LINES:
+            name = f"sts-{split}.csv"
+            if name not in members:
+                raise DownloadError(f"Stsbenchmark.tar.gz holds no {name}")
+            lines = _text_lines(tf.extractfile(members[name]).read(), name)
+            if untokenized_digest(lines, (0, 1, 2, 3, 4)) != STSB_COLUMNS_SHA256[split]:
+                raise DownloadError(f"Stsbenchmark.tar.gz: {name}'s ids and scores differ from the reference copy")
+            rows = []
+            for line in lines:
+                cols = line.split("\t") + [""] * 7
+                rows.append("\t".join(cols[:5] + [lower(tokenize(cols[5])), lower(tokenize(cols[6]))]))
+            write_file(tmp / "STSBenchmark" / name, ("\n".join(rows) + "\n").encode("utf-8"))
+        for base, m in members.items():
+            if re.search(r"readme|license", base, re.I):
+                write_file(tmp / "STSBenchmark" / base, tf.extractfile(m).read())
+    refuse_problems("sts", _check_sts_part(tmp, "STS"), most=3)
 
 
 def _build_sick_part(tmp: Path, opts: Options) -> None:
@@ -328,10 +266,7 @@ def _build_sick_part(tmp: Path, opts: Options) -> None:
         archive = f"sick_{split}.zip"
         name = f"SICK_{split}.txt"
         with open_zip(fetch_source(opts, "sts", SOURCES[archive])) as zf:
-            hits = [n for n in zf.namelist() if safe_member(n) and n.rsplit("/", 1)[-1] == name]
-            if len(hits) != 1:
-                raise DownloadError(f"{archive}: expected one member {name}, found {len(hits)}")
-            lines = _text_lines(zf.read(hits[0]), name)
+            lines = _text_lines(zip_member(zf, archive, name), name)
         kept = [lines[0]] + [
             "\t".join(c[i] for i in (0, 3, 4) if i < len(c)) for c in (x.split("\t") for x in lines[1:])
         ]
@@ -342,14 +277,14 @@ def _build_sick_part(tmp: Path, opts: Options) -> None:
             cols = line.split("\t")
             rows.append("\t".join([cols[0], tokenize(cols[1]), tokenize(cols[2]), *cols[3:]]))
         write_file(tmp / name, ("\n".join(rows) + "\n").encode("utf-8"))
-    problems = [p for rel in sts_files() if rel.startswith("SICK/") for p in sts_file_problems(tmp.parent, rel, tmp)]
-    if problems:
-        raise DownloadError("sts: " + "; ".join(problems[:3]))
+    refuse_problems("sts", _check_sts_part(tmp, "SICK"), most=3)
 
 
 def _check_sts_part(folder: Path, part: str) -> list[str]:
-    """``folder`` is ``senteval/STS`` or ``senteval/SICK``."""
-    return [p for rel in sts_files() if rel.startswith(f"{part}/") for p in sts_file_problems(folder.parent, rel)]
+    """``folder`` holds the files of ``senteval/STS`` or ``senteval/SICK`` (``part``)."""
+    return [
+        p for rel in sts_files() if rel.startswith(f"{part}/") for p in sts_file_problems(folder.parent, rel, folder)
+    ]
 
 
 DATASET = Dataset(

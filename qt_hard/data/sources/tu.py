@@ -8,6 +8,7 @@ from typing import Callable
 
 from qt_hard.data.download import DownloadError
 from qt_hard.data.sources._common import Dataset, Options, Source, fetch_source, open_zip, safe_member, write_file
+from qt_hard.data.sources._common import refuse_problems
 
 BASE = "https://www.chrsmrrs.com/graphkerneldatasets"
 # (graphs, nodes) per TU dataset, the published TUDataset statistics; None where only the graph
@@ -42,9 +43,7 @@ def build_part(ds: str) -> Callable[[Path, Options], None]:
                 raise DownloadError(f"{ds}.zip holds no {ds}/ folder")
             for n in members:
                 write_file(tmp / n[len(ds) + 1 :], zf.read(n))
-        problems = check_part(tmp, ds)
-        if problems:
-            raise DownloadError(f"tu/{ds}: " + "; ".join(problems))
+        refuse_problems(f"tu/{ds}", check_part(tmp, ds))
 
     return build
 

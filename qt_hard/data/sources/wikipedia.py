@@ -27,21 +27,19 @@ OUTPUT_SHA256 = {
 
 
 _SENT_SPLIT = re.compile(r"(?<=[.?!])\s+")
-_INNER_STOP = re.compile(r"[.?!]")
 
 
 def count_wiki_sentences(lines: list[str]) -> int:
     """Sentences in an article's paragraph lines (the title line excluded), by the reference copy's
     simple splitter: split at whitespace after ``.``, ``?`` or ``!``; skip heading lines (8 words or
-    fewer, ending in ``.``, no other ``.?!``)."""
+    fewer, ending in ``.``, no other ``.?!``: :func:`qt_hard.data.wiki.is_heading`)."""
+    from qt_hard.data.wiki import is_heading
+
     n = 0
     for line in lines:
         s = line.strip()
-        if not s:
-            continue
-        if len(s.split()) <= 8 and s.endswith(".") and not _INNER_STOP.search(s[:-1]):
-            continue
-        n += sum(1 for part in _SENT_SPLIT.split(s) if part.strip())
+        if s and not is_heading(s):
+            n += sum(1 for part in _SENT_SPLIT.split(s) if part.strip())
     return n
 
 
