@@ -261,23 +261,15 @@ def inner_kfold(
     outer_folds = list(outer.split(X, y))
     # inner folds in global row indices: inner_folds[o][i] = (train_rows, test_rows)
     inner_folds = [[(tr[itr], tr[ite]) for itr, ite in inner.split(X[tr], y[tr])] for tr, _ in outer_folds]
-    if fast:
-        dev, test, chosen = _nested_fast(
-            X, y, n_classes, outer_folds, inner_folds, regs, _senteval_mean, liblinear=False
-        )
-    else:
-        dev, test, chosen = _nested_reference(
-            X, y, outer_folds, inner_folds, regs, _senteval_mean, dict(seed=seed, max_iter=max_iter)
-        )
+    fit_kw = dict(seed=seed, max_iter=max_iter)
+    dev, test, chosen = _nested(X, y, n_classes, outer_folds, inner_folds, regs, _senteval_mean, fast, False, fit_kw)
     fold_acc = [round(100 * a, 2) for a in test]  # SentEval rounds each fold, then the mean
-    return {
-        "devacc": round(float(np.mean(dev)), 2),
-        "acc": round(float(np.mean(fold_acc)), 2),
-        "fold_acc": fold_acc,
-        "chosen_C": chosen,
-        "ndev": int(len(y)),
-        "ntest": int(len(y)),
-    }
+    return _nested_result(round(float(np.mean(dev)), 2), round(float(np.mean(fold_acc)), 2), fold_acc, chosen, len(y))
+
+
+def _nested_result(devacc: float, acc: float, fold_acc: list, chosen_C: list, n: int) -> dict:
+    """The record of a nested cross-validation over ``n`` rows (each row both a dev and a test row)."""
+    return {"devacc": devacc, "acc": acc, "fold_acc": fold_acc, "chosen_C": chosen_C, "ndev": int(n), "ntest": int(n)}
 
 
 def _cv_scores_reference(X, y, folds, regs, score, agg, fit_kw):
@@ -289,48 +281,34 @@ def _cv_scores_reference(X, y, folds, regs, score, agg, fit_kw):
     return scores
 
 
-def _nested_reference(X, y, outer_folds, inner_folds, regs, agg, fit_kw):
-    dev, test, chosen = [], [], []
-    for (tr, te), folds in zip(outer_folds, inner_folds):
-        scores = _cv_scores_reference(X, y, folds, regs, _acc, agg, fit_kw)
-        best = int(np.argmax(scores))
-        dev.append(np.max(scores))
-        chosen.append(regs[best])
-        clf = reference_fit(X[tr], y[tr], regs[best], **fit_kw)
-        test.append(_acc(clf.predict(X[te]), y[te]))
-    return dev, test, chosen
+def _nested(X, y, n_classes, outer_folds, inner_folds, regs, agg, fast, liblinear, fit_kw):
+    """Nested cross-validation: on each outer training set, C by ``agg`` of its inner folds'
+    accuracies (first maximum); the model refit with that C is scored on the outer test fold.
+    Returns (the chosen C's inner score, the test accuracy, the chosen C), one each per outer fold.
 
-
-def _nested_fast(X, y, n_classes, outer_folds, inner_folds, regs, agg, liblinear):
-    k_out, k_in = len(outer_folds), len(inner_folds[0])
-    solver = _PathSolver(X, y, n_classes, liblinear)
-    # One problem per (outer, inner) fold: all of them train together for a given C.
-    flat = [f for folds in inner_folds for f in folds]
-    masks = _fold_masks(len(y), flat)
-    path, W_by_reg = [], {}
-    inner_acc = np.zeros((len(regs), k_out * k_in))
-    for reg in sorted(range(len(regs)), key=lambda j: regs[j]):
-        # Increasing C: the solutions so far warm-start the next, less regularized one.
-        W = solver.fit(masks, regs[reg], W0=_path_start(path, regs[reg]))
-        path.append((regs[reg], W))
-        W_by_reg[reg] = W
-        pred = solver.predict(W)
-        for col, (_, ite) in enumerate(flat):
-            inner_acc[reg, col] = _acc(pred[ite, col], y[ite])
-    dev, chosen_idx = [], []
-    for o in range(k_out):
-        scores = [agg(list(inner_acc[r, o * k_in : (o + 1) * k_in])) for r in range(len(regs))]
-        best = int(np.argmax(scores))
-        dev.append(np.max(scores))
-        chosen_idx.append(best)
-    # Final refits: one problem per outer fold, each with its own C, warm-started from the first
-    # inner fold's solution at that C (trained on ~(k-1)/k of the same rows).
-    C = torch.tensor([regs[b] for b in chosen_idx], dtype=torch.float64)
-    W0 = torch.cat([solver.columns(W_by_reg[b], o * k_in) for o, b in enumerate(chosen_idx)], dim=1)
-    Wf = solver.fit(_fold_masks(len(y), outer_folds), C, W0=W0)
-    pred = solver.predict(Wf)
-    test = [_acc(pred[te, o], y[te]) for o, (_, te) in enumerate(outer_folds)]
-    return dev, test, [regs[b] for b in chosen_idx]
+    ``fast``: every (outer, inner) fold trains together for a given C (:func:`_cv_path`), and the
+    outer refits together, each warm-started from its first inner fold's solution at its C (trained
+    on ~(k-1)/k of the same rows); otherwise one scikit-learn fit per (C, fold) (``fit_kw``)."""
+    k_in = len(inner_folds[0])
+    if fast:
+        solver = _PathSolver(X, y, n_classes, liblinear)
+        flat = [f for folds in inner_folds for f in folds]
+        per_fold, W_by_reg = _cv_path(solver, y, flat, regs, _acc, list)
+        scores = [
+            [agg(per_fold[r][o * k_in : (o + 1) * k_in]) for r in range(len(regs))] for o in range(len(inner_folds))
+        ]
+    else:
+        scores = [_cv_scores_reference(X, y, folds, regs, _acc, agg, fit_kw) for folds in inner_folds]
+    best = [int(np.argmax(s)) for s in scores]
+    if fast:
+        C = torch.tensor([regs[b] for b in best], dtype=torch.float64)
+        W0 = torch.cat([solver.columns(W_by_reg[b], o * k_in) for o, b in enumerate(best)], dim=1)
+        pred = solver.predict(solver.fit(_fold_masks(len(y), outer_folds), C, W0=W0))
+        test = [_acc(pred[te, o], y[te]) for o, (_, te) in enumerate(outer_folds)]
+    else:
+        fits = [reference_fit(X[tr], y[tr], regs[b], **fit_kw) for b, (tr, _) in zip(best, outer_folds)]
+        test = [_acc(clf.predict(X[te]), y[te]) for clf, (_, te) in zip(fits, outer_folds)]
+    return [np.max(s) for s in scores], test, [regs[b] for b in best]
 
 
 # --------------------------------------------------------------------------- KFold
@@ -394,7 +372,7 @@ def kfold_train_test(
     )
     out = _refit_result(float(np.max(scores)), yhat, yte, regs[best], len(ytr))
     if f1:
-        out["f1"] = round(100 * float(f1_score(yte, yhat)), 2)
+        out["f1"] = round(100 * _f1(yhat, yte), 2)
     return out
 
 
@@ -417,20 +395,11 @@ def skipthoughts_nested_kfold(X, y, kfold: int = 10, fast: bool = True, regs=SKI
     X, y = _check_xy(X, y, 2, kfold)
     outer_folds = list(KFold(n_splits=kfold).split(X))
     inner_folds = [[(tr[itr], tr[ite]) for itr, ite in KFold(n_splits=kfold).split(tr)] for tr, _ in outer_folds]
-    if fast:
-        dev, test, chosen = _nested_fast(X, y, 2, outer_folds, inner_folds, regs, _mean, True)
-    else:
-        dev, test, chosen = _nested_reference(
-            X, y, outer_folds, inner_folds, regs, _mean, dict(seed=None, liblinear=True)
-        )
-    return {
-        "devacc": round(100 * float(np.mean(dev)), 2),
-        "acc": round(100 * float(np.mean(test)), 2),
-        "fold_acc": test,
-        "chosen_C": chosen,
-        "ndev": int(len(y)),
-        "ntest": int(len(y)),
-    }
+    fit_kw = dict(seed=None, liblinear=True)
+    dev, test, chosen = _nested(X, y, 2, outer_folds, inner_folds, regs, _mean, fast, True, fit_kw)
+    return _nested_result(
+        round(100 * float(np.mean(dev)), 2), round(100 * float(np.mean(test)), 2), test, chosen, len(y)
+    )
 
 
 def skipthoughts_kfold(
@@ -468,5 +437,5 @@ def skipthoughts_kfold(
     out = _refit_result(round(100 * float(np.max(scores)), 2), yhat, yte, regs[best], len(ytr))
     if f1:
         out["devf1"] = out.pop("devacc")
-        out["f1"] = round(100 * float(f1_score(yte, yhat)), 2)
+        out["f1"] = round(100 * _f1(yhat, yte), 2)
     return out
