@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from qt_hard.errors import ArgumentError, DataCorruptError
+
+from .similarity import SIMILARITY_TASKS, load_similarity, similarity_sentences, words_to_text
 
 __all__ = [
     "task_sentences",
@@ -52,11 +54,6 @@ _BINARY_FILES = {
     "MPQA": ("MPQA", "mpqa.pos", "mpqa.neg"),
 }
 TREC_CLASSES = ("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM")
-
-
-def words_to_text(words: list[str]) -> str:
-    """The string an encoder sees for one tokenized SentEval sentence."""
-    return " ".join(words) if words else "."
 
 
 def _need(path: Path) -> Path:
@@ -99,8 +96,6 @@ class BinaryTask:
     name: str
     samples: list[list[str]]
     labels: np.ndarray
-    n_classes: int = 2
-    kind: str = "cv"
 
     def texts(self) -> list[str]:
         return [words_to_text(w) for w in self.samples]
@@ -115,8 +110,6 @@ class TrecTask:
     train_labels: np.ndarray
     test: list[list[str]]
     test_labels: np.ndarray
-    n_classes: int = 6
-    kind: str = "train_test"
 
     def texts(self) -> list[str]:
         return [words_to_text(w) for w in self.train + self.test]
@@ -133,9 +126,6 @@ class MrpcTask:
     test_a: list[list[str]]
     test_b: list[list[str]]
     test_labels: np.ndarray
-    n_classes: int = 2
-    kind: str = "pairs"
-    extra: dict = field(default_factory=dict)
 
     def texts(self) -> list[str]:
         return [words_to_text(w) for w in self.train_a + self.train_b + self.test_a + self.test_b]
@@ -149,13 +139,16 @@ def load_binary(name: str, folder: Path, sort: bool = True) -> BinaryTask:
     neg = _read_lines_latin1(folder / sub / second)
     if not sort:
         pos, neg = [w for w in pos if w], [w for w in neg if w]
-    samples = pos + neg
-    labels = [1] * len(pos) + [0] * len(neg)
-    if not sort:
-        return BinaryTask(name, samples, np.array(labels, dtype=np.int64))
-    # Python's sort is stable, as SentEval relies on: ties keep file order.
-    order = sorted(zip(samples, labels), key=lambda z: (len(z[0]), z[1]))
-    return BinaryTask(name, [s for s, _ in order], np.array([l for _, l in order], dtype=np.int64))
+    return BinaryTask(name, *_by_length(pos + neg, [1] * len(pos) + [0] * len(neg), sort))
+
+
+def _by_length(samples: list[list[str]], labels: list[int], sort: bool) -> tuple[list[list[str]], np.ndarray]:
+    """(samples, int64 labels) in SentEval's order, by (number of words, label), or in file order
+    without ``sort``. Python's sort is stable, as SentEval relies on: ties keep file order."""
+    if sort:
+        order = sorted(zip(samples, labels), key=lambda z: (len(z[0]), z[1]))
+        samples, labels = [s for s, _ in order], [l for _, l in order]
+    return samples, np.array(labels, dtype=np.int64)
 
 
 def _read_trec(path: Path) -> tuple[list[list[str]], list[int]]:
@@ -182,15 +175,8 @@ def _read_trec(path: Path) -> tuple[list[list[str]], list[int]]:
 
 def load_trec(folder: Path, sort: bool = True) -> TrecTask:
     """SentEval's reading; ``sort=False`` keeps file order (the skip-thoughts ``eval_trec.py``)."""
-
-    def by_length(X, y):
-        if not sort:
-            return X, np.array(y, dtype=np.int64)
-        order = sorted(zip(X, y), key=lambda z: (len(z[0]), z[1]))
-        return [s for s, _ in order], np.array([l for _, l in order], dtype=np.int64)
-
-    tr, ytr = by_length(*_read_trec(folder / "TREC" / "train_5500.label"))
-    te, yte = by_length(*_read_trec(folder / "TREC" / "TREC_10.label"))
+    tr, ytr = _by_length(*_read_trec(folder / "TREC" / "train_5500.label"), sort)
+    te, yte = _by_length(*_read_trec(folder / "TREC" / "TREC_10.label"), sort)
     return TrecTask("TREC", tr, ytr, te, yte)
 
 
@@ -222,16 +208,10 @@ def load_mrpc(folder: Path, sort: bool = True) -> MrpcTask:
     return MrpcTask("MRPC", tra, trb, ytr, tea, teb, yte)
 
 
-def _similarity_names() -> tuple[str, ...]:
-    from .similarity import SIMILARITY_TASKS
-
-    return SIMILARITY_TASKS
-
-
 def known_tasks() -> tuple[str, ...]:
     """Every task name ``--tasks`` takes: the six transfer tasks, then the similarity tasks
     (:mod:`.similarity`)."""
-    return TASKS + _similarity_names()
+    return TASKS + SIMILARITY_TASKS
 
 
 def parse_tasks(spec: str | Sequence[str]) -> list[str]:
@@ -256,14 +236,12 @@ def parse_tasks(spec: str | Sequence[str]) -> list[str]:
 
 def is_similarity(name: str) -> bool:
     """Whether the canonical task name is a similarity task (:mod:`.similarity`)."""
-    return name in _similarity_names()
+    return name in SIMILARITY_TASKS
 
 
 def check_task_files(tasks: Sequence[str], folder) -> None:
     """Read and check every file of the (canonical) tasks, so that a missing or damaged one is
     refused before a model is loaded."""
-    from .similarity import load_similarity
-
     for name in tasks:
         if is_similarity(name):
             load_similarity(name, folder)
@@ -291,11 +269,9 @@ def load_task(name: str, folder, sort: bool = True) -> BinaryTask | TrecTask | M
 def task_sentences(tasks: Sequence[str], data_dir) -> list[str]:
     """Union of the (encoder-ready) sentences of the given tasks, e.g. for a random model's vocab
     (similarity tasks: the sentences their protocol embeds)."""
-    from .similarity import similarity_sentences
-
-    seen: dict[str, None] = {}
-    for name in tasks:
-        texts = similarity_sentences([name], data_dir) if is_similarity(name) else load_task(name, data_dir).texts()
-        for t in texts:
-            seen.setdefault(t, None)
-    return list(seen)
+    texts = [
+        t
+        for name in tasks
+        for t in (similarity_sentences([name], data_dir) if is_similarity(name) else load_task(name, data_dir).texts())
+    ]
+    return list(dict.fromkeys(texts))

@@ -42,7 +42,7 @@ import numpy as np
 
 from .models import EmbeddingCache
 from .protocol import SKIPTHOUGHTS_SEED, inner_kfold, kfold_train_test, skipthoughts_kfold, skipthoughts_nested_kfold
-from .similarity import SUPERVISED_TASKS, evaluate_similarity
+from .similarity import SUPERVISED_TASKS, evaluate_similarity, pair_features
 from .datasets import (
     TASKS,
     BinaryTask,
@@ -136,7 +136,7 @@ def _classify_binary(task, emb, st: bool, kfold: int, seed: int, fast: bool, max
     """A binary task (MR, CR, SUBJ, MPQA): nested k-fold cross-validation on its sentences."""
     if st:
         order = skipthoughts_order(len(task.labels))
-        X = emb([words_to_text(task.samples[i]) for i in order])
+        X = emb(_texts([task.samples[i] for i in order]))
         t0 = time.perf_counter()
         res = skipthoughts_nested_kfold(X, task.labels[order], kfold=kfold, fast=fast)
     else:
@@ -148,53 +148,32 @@ def _classify_binary(task, emb, st: bool, kfold: int, seed: int, fast: bool, max
 
 def _classify_trec(task, emb, st: bool, kfold: int, seed: int, fast: bool, max_iter: int | None):
     """TREC: six classes, k-fold model selection on the train split, then the test split."""
-    if st:
-        order = skipthoughts_order(len(task.train_labels))
-        Xtr = emb([words_to_text(task.train[i]) for i in order])
-        ytr = task.train_labels[order]
-    else:
-        Xtr, ytr = emb(_texts(task.train)), task.train_labels
+    order = skipthoughts_order(len(task.train_labels)) if st else np.arange(len(task.train_labels))
+    Xtr, ytr = emb(_texts([task.train[i] for i in order])), task.train_labels[order]
     Xte = emb(_texts(task.test))
-    t0 = time.perf_counter()
-    if st:
-        res = skipthoughts_kfold(Xtr, ytr, Xte, task.test_labels, 6, kfold=kfold, fast=fast)
-    else:
-        res = kfold_train_test(Xtr, ytr, Xte, task.test_labels, 6, kfold=kfold, seed=seed, fast=fast, max_iter=max_iter)
-    return res, t0
+    return _train_test(Xtr, ytr, Xte, task.test_labels, 6, st, kfold, seed, fast, max_iter)
 
 
 def _classify_mrpc(task, emb, st: bool, kfold: int, seed: int, fast: bool, max_iter: int | None):
-    """MRPC: paraphrase pairs as np.c_[|u - v|, u * v], accuracy and F1 on the test split."""
-    A, B = emb(_texts(task.train_a)), emb(_texts(task.train_b))
-    tA, tB = emb(_texts(task.test_a)), emb(_texts(task.test_b))
-    # MRPC features in both protocols: np.c_[|u - v|, u * v].
-    Ftr = np.c_[np.abs(A - B), A * B]
-    Fte = np.c_[np.abs(tA - tB), tA * tB]
+    """MRPC: paraphrase pairs as np.c_[|u - v|, u * v] (in both protocols), accuracy and F1 on the
+    test split."""
+    Ftr = pair_features(emb(_texts(task.train_a)), emb(_texts(task.train_b)))
+    Fte = pair_features(emb(_texts(task.test_a)), emb(_texts(task.test_b)))
+    return _train_test(Ftr, task.train_labels, Fte, task.test_labels, 2, st, kfold, seed, fast, max_iter, f1=True)
+
+
+def _train_test(Xtr, ytr, Xte, yte, n_classes: int, st: bool, kfold, seed, fast, max_iter, f1: bool = False):
+    """C chosen by k-fold cross-validation on the training rows, the test rows scored (F1 too with
+    ``f1``: MRPC, whose skip-thoughts folds are shuffled and choose C by F1)."""
     t0 = time.perf_counter()
     if st:
+        shuffle_seed = SKIPTHOUGHTS_SEED if f1 else None
         res = skipthoughts_kfold(
-            Ftr,
-            task.train_labels,
-            Fte,
-            task.test_labels,
-            2,
-            kfold=kfold,
-            fast=fast,
-            f1=True,
-            shuffle_seed=SKIPTHOUGHTS_SEED,
+            Xtr, ytr, Xte, yte, n_classes, kfold=kfold, fast=fast, f1=f1, shuffle_seed=shuffle_seed
         )
     else:
         res = kfold_train_test(
-            Ftr,
-            task.train_labels,
-            Fte,
-            task.test_labels,
-            2,
-            kfold=kfold,
-            seed=seed,
-            fast=fast,
-            f1=True,
-            max_iter=max_iter,
+            Xtr, ytr, Xte, yte, n_classes, kfold=kfold, seed=seed, fast=fast, f1=f1, max_iter=max_iter
         )
     return res, t0
 

@@ -80,7 +80,8 @@ EPOCHS_PER_ROUND = 50
 PATIENCE = 3  # rounds without improvement tolerated; the next one stops
 
 
-def _words_to_text(words: list[str]) -> str:
+def words_to_text(words: list[str]) -> str:
+    """The string an encoder sees for one tokenized SentEval sentence (transfer and similarity tasks)."""
     return " ".join(words) if words else "."
 
 
@@ -93,7 +94,7 @@ class Pairs:
     scores: np.ndarray
 
     def texts(self) -> tuple[list[str], list[str]]:
-        return [_words_to_text(w) for w in self.a], [_words_to_text(w) for w in self.b]
+        return [words_to_text(w) for w in self.a], [words_to_text(w) for w in self.b]
 
     def sorted(self) -> "Pairs":
         """SentEval's order: by (words of A, words of B, score), stable."""
@@ -109,11 +110,7 @@ class StsTask:
     sets: dict[str, Pairs]
 
     def texts(self) -> list[str]:
-        out = []
-        for pairs in self.sets.values():
-            a, b = pairs.texts()
-            out += a + b
-        return out
+        return _texts_of(self.sets.values())
 
 
 @dataclass
@@ -126,11 +123,12 @@ class RelatednessTask:
     test: Pairs
 
     def texts(self) -> list[str]:
-        out = []
-        for pairs in (self.train, self.dev, self.test):
-            a, b = pairs.texts()
-            out += a + b
-        return out
+        return _texts_of((self.train, self.dev, self.test))
+
+
+def _texts_of(splits) -> list[str]:
+    """The sentences of ``splits`` (each :class:`Pairs`): of each, the A sides, then the B sides."""
+    return [t for pairs in splits for side in pairs.texts() for t in side]
 
 
 def _checked(folder: Path, rel: str) -> Path:
@@ -214,16 +212,12 @@ def load_similarity(name: str, folder) -> StsTask | RelatednessTask:
 
 def similarity_sentences(tasks: Sequence[str], folder) -> list[str]:
     """The encoder-ready sentences of the given similarity tasks, each once, in first-seen order."""
-    seen: dict[str, None] = {}
+    texts = []
     for name in tasks:
         task = load_similarity(name, folder)
-        if isinstance(task, RelatednessTask) and name in COSINE_TASKS:
-            texts = [t for pairs in (task.dev, task.test) for side in pairs.texts() for t in side]
-        else:
-            texts = task.texts()
-        for t in texts:
-            seen.setdefault(t, None)
-    return list(seen)
+        cosine = isinstance(task, RelatednessTask) and name in COSINE_TASKS  # dev and test only
+        texts += _texts_of((task.dev, task.test)) if cosine else task.texts()
+    return list(dict.fromkeys(texts))
 
 
 # ------------------------------------------------------------------------------------------------
