@@ -54,7 +54,7 @@ from sklearn.multiclass import OneVsRestClassifier
 from threadpoolctl import threadpool_limits
 
 from . import logreg
-from .logreg import BatchedLogReg, decision_logreg
+from .logreg import BatchedLogReg, decision_logreg, label_of
 
 __all__ = [
     "INNER_REGS",
@@ -203,7 +203,7 @@ class _PathSolver:
     def _labels(self, Z):
         if self.ovr:  # one-vs-rest: the class whose binary model gives the largest logit
             return Z[..., 0].reshape(Z.shape[0], -1, self.K).argmax(dim=2)
-        return (Z[..., 0] > 0).long() if Z.shape[2] == 1 else Z.argmax(dim=2)
+        return label_of(Z)
 
     def predict(self, W, X=None) -> np.ndarray:
         """(m, F) labels of the training rows (X None) or of new rows X (m, d)."""
