@@ -100,13 +100,31 @@ def _check_paths(args, data_dir) -> None:
         )
 
 
-def _save_cache(args, cache, written: str) -> None:
-    """Write ``--cache`` after the results (``written`` says where they went), so that a cache that
-    cannot be written costs no result."""
+def _save_results(args, kind: str, name: str, protocol: dict, rows: dict, start: float, load_s=None, head=(), tail=()):
+    """Write ``--output`` (when given): the result file of ``kind`` with the keys of ``head`` before
+    ``protocol``, the seconds since ``start`` (and ``load_s`` of loading the model), the model's
+    results (``rows[name]``), the keys of ``tail``, and the other rows of ``rows`` with ``--controls``."""
+    from .report import save_results
+
+    if not args.output:
+        return
+    payload = {"kind": kind, "model": args.model, "name": name, **dict(head), "protocol": protocol}
+    if load_s is not None:
+        payload["model_load_seconds"] = round(load_s, 3)
+    payload.update(total_seconds=round(time.perf_counter() - start, 3), results=rows[name], **dict(tail))
+    if getattr(args, "controls", False):
+        payload["controls"] = {row: res for row, res in rows.items() if row != name}
+    save_results(args.output, payload)
+    log.info(f"wrote {args.output}")
+
+
+def _save_cache(args, cache) -> None:
+    """Write ``--cache`` after the results, so that a cache that cannot be written costs no result."""
     from qt_hard.errors import WriteFailedError
 
     if not args.cache:
         return
+    written = f"written to {args.output}" if args.output else "printed above"
     try:
         cache.save(args.cache, args.model, getattr(cache, "weights", None))
     except WriteFailedError as err:
@@ -121,7 +139,7 @@ def cmd_senteval(args) -> int:
         return cmd_senteval_engine(args)
     tasks, data_dir, max_iter = _senteval_arguments(args)
     from .models import unk_rates
-    from .report import save_results, senteval_report
+    from .report import senteval_report
     from .run_config import run_note
     from .evaluator import SentEvalEvaluator
 
@@ -144,10 +162,8 @@ def cmd_senteval(args) -> int:
         rows = {name: results, **control_results()}
     unk = dict.fromkeys(rows, unk_rates(encoder, tasks, data_dir))  # the controls share the model's tokenizer
     print(senteval_report(rows, unk, results, name, note=run_note(args.model)))
-    seconds = {"model_load_seconds": round(load_s, 3), "total_seconds": round(time.perf_counter() - start, 3)}
-    if args.output:
-        save_results(args.output, _senteval_payload(args, name, results, rows, unk[name], data_dir, max_iter, seconds))
-        log.info(f"wrote {args.output}")
+    protocol = _senteval_protocol(args, data_dir, max_iter)
+    _save_results(args, "senteval", name, protocol, rows, start, load_s, tail={"unk_rate_percent": unk[name]})
     if card_file is not None:
         from .report import card_with_tables
 
@@ -159,7 +175,7 @@ def cmd_senteval(args) -> int:
         )
         write_text(card_file, tables, "model card")
         log.info(f"wrote the evaluation tables into {card_file}")
-    _save_cache(args, cache, f"written to {args.output}" if args.output else "printed above")
+    _save_cache(args, cache)
     return 0
 
 
@@ -172,7 +188,6 @@ def _control_rows(args, encoder, tasks, data_dir, protocol: dict) -> Iterator[Ca
     process; each solves at the engine's thread count, so the numbers are those of one process.
     With one, they are evaluated in this process when the function is called."""
     from .models import control_models
-    from .senteval import run_senteval
 
     if not args.controls:
         yield dict
@@ -181,12 +196,11 @@ def _control_rows(args, encoder, tasks, data_dir, protocol: dict) -> Iterator[Ca
 
     def serial() -> dict:
         # Same tokenizer, vocabulary and protocol as the model: what training bought, row by row.
-        rows = {}
-        for row, control in control_models(encoder, seed=args.seed).items():
-            log.info(f"control row: {row}")
-            control = _on_device(control, args.device)
-            rows[row] = run_senteval(control, tasks, data_dir, batch_size=args.batch_size, **protocol)
-        return rows
+        controls = control_models(encoder, seed=args.seed)
+        return {
+            row: _evaluate_control(row, c, args.device, tasks, data_dir, args.batch_size, protocol)
+            for row, c in controls.items()
+        }
 
     if beside < 1:
         yield serial
@@ -224,15 +238,16 @@ def _start_control_worker(device: str, logging_state: tuple[int, bool] | None) -
     _set_device(device)
 
 
-def _evaluate_control(row: str, control, device: str, tasks, data_dir: str, batch_size: int, protocol: dict) -> dict:
-    """One control row's results (in its own process), its messages named by the row."""
+def _evaluate_control(row: str, control, device: str, tasks, data_dir, batch_size: int, protocol: dict) -> dict:
+    """One control row's results; in its own process (a ``protocol`` without ``log``) its messages
+    named by the row."""
     from .senteval import run_senteval
 
-    log.info(f"control row: {row}, in its own process")
-    control = _on_device(control, device)
-    return run_senteval(
-        control, tasks, Path(data_dir), batch_size=batch_size, log=lambda msg: log.info(f"{row}: {msg}"), **protocol
-    )
+    own = "log" not in protocol
+    log.info(f"control row: {row}" + (", in its own process" if own else ""))
+    if own:
+        protocol = {**protocol, "log": lambda msg: log.info(f"{row}: {msg}")}
+    return run_senteval(_on_device(control, device), tasks, Path(data_dir), batch_size=batch_size, **protocol)
 
 
 def _senteval_arguments(args) -> tuple[list[str], Path, int | None]:
@@ -256,31 +271,21 @@ def _senteval_arguments(args) -> tuple[list[str], Path, int | None]:
     return tasks, data_dir, None if args.max_iter == 0 else (args.max_iter or 100)
 
 
-def _senteval_payload(
-    args, name: str, results: dict, rows: dict, unk, data_dir, max_iter: int | None, seconds: dict
-) -> dict:
-    """The result file of the fast engine: the protocol that produced the model's ``results``, the
-    ``seconds`` it took, the results and unknown-word rates, and the control rows of ``rows`` (those
-    not named ``name``)."""
+def _senteval_protocol(args, data_dir, max_iter: int | None) -> dict:
+    """The protocol of the fast engine's result file: its name, folds, seed, classifier and data."""
     if not args.reference:
         classifier = "batched-newton"
     elif args.protocol == "skipthoughts":
         classifier = "sklearn-liblinear"
     else:
         classifier = f"sklearn-lbfgs max_iter={max_iter or 'converged'}"
-    protocol = {"name": args.protocol, "kfold": args.kfold, "seed": args.seed, "classifier": classifier}
-    payload = {
-        "kind": "senteval",
-        "model": args.model,
-        "name": name,
-        "protocol": {**protocol, "data": str(data_dir)},
-        **seconds,
-        "results": results,
-        "unk_rate_percent": unk,
+    return {
+        "name": args.protocol,
+        "kfold": args.kfold,
+        "seed": args.seed,
+        "classifier": classifier,
+        "data": str(data_dir),
     }
-    if args.controls:
-        payload["controls"] = {row: res for row, res in rows.items() if row != name}
-    return payload
 
 
 def _check_counts(args) -> None:
@@ -301,7 +306,7 @@ def cmd_senteval_engine(args) -> int:
 
     Every argument (checkout, task folders, CUDA for its PyTorch classifier) is checked before
     the model is loaded (:func:`_engine_arguments`)."""
-    from .report import has_similarity, has_transfer, save_results, senteval_table, similarity_table
+    from .report import has_similarity, has_transfer, senteval_table, similarity_table
     from .senteval_engine import DEFAULT_CLASSIFIER, import_senteval, run_engine, task_path
 
     tasks, usepytorch, checkout = _engine_arguments(args)
@@ -327,11 +332,9 @@ def cmd_senteval_engine(args) -> int:
         print(senteval_table({name: results}, engine=f"SentEval ({classifier})"))
     if has_similarity(results):
         print(similarity_table({name: results}, engine="SentEval"))
-    if args.output:
-        seconds = {"model_load_seconds": round(load_s, 3), "total_seconds": round(time.perf_counter() - start, 3)}
-        save_results(args.output, _engine_payload(args, name, results, checkout, data, usepytorch, seconds))
-        log.info(f"wrote {args.output}")
-    _save_cache(args, cache, f"written to {args.output}" if args.output else "printed above")
+    protocol = _engine_protocol(args, checkout, data, usepytorch)
+    _save_results(args, "senteval", name, protocol, {name: results}, start, load_s, head={"engine": "senteval"})
+    _save_cache(args, cache)
     return 0
 
 
@@ -390,39 +393,29 @@ def _has_cuda() -> bool:
     return torch.cuda.is_available()
 
 
-def _engine_payload(args, name: str, results: dict, checkout: Path, data, usepytorch: bool, seconds: dict) -> dict:
-    """The result file of ``--engine senteval``: SentEval's checkout and commit, its classifier, the
-    ``seconds`` it took, and the results."""
+def _engine_protocol(args, checkout: Path, data, usepytorch: bool) -> dict:
+    """The protocol of ``--engine senteval``'s result file: SentEval's checkout and commit, its
+    classifier, folds, seed and data."""
     from .senteval_engine import DEFAULT_CLASSIFIER, checkout_commit
 
     return {
-        "kind": "senteval",
-        "model": args.model,
-        "name": name,
-        "engine": "senteval",
-        "protocol": {
-            "name": "senteval",
-            "engine": "facebookresearch/SentEval",
-            "senteval_path": str(checkout),
-            "senteval_commit": checkout_commit(checkout),
-            "usepytorch": usepytorch,
-            "classifier": dict(DEFAULT_CLASSIFIER) if usepytorch else "sklearn-LogReg",
-            "kfold": args.kfold,
-            "seed": args.seed,
-            "data": str(data),
-        },
-        **seconds,
-        "results": results,
+        "name": "senteval",
+        "engine": "facebookresearch/SentEval",
+        "senteval_path": str(checkout),
+        "senteval_commit": checkout_commit(checkout),
+        "usepytorch": usepytorch,
+        "classifier": dict(DEFAULT_CLASSIFIER) if usepytorch else "sklearn-LogReg",
+        "kfold": args.kfold,
+        "seed": args.seed,
+        "data": str(data),
     }
 
 
 def _card_file(model: str):
     """The model card (README.md) of the qt-hard model folder ``model`` (or of its run's ``final/``)."""
-    from pathlib import Path
+    from .models import model_folder
 
-    folder = Path(model).expanduser()
-    if not (folder / "encoder.json").is_file() and (folder / "final" / "encoder.json").is_file():
-        folder = folder / "final"
+    folder = model_folder(model)
     if not (folder / "encoder.json").is_file() or not (folder / "README.md").is_file():
         from qt_hard.errors import ModelNotFoundError
 
@@ -436,7 +429,7 @@ def cmd_wiki(args) -> int:
     from qt_hard.data.wiki import load_wiki
 
     from .models import EmbeddingCache, load_model
-    from .report import save_results, wiki_table
+    from .report import wiki_table
     from .run_config import wiki_split_seed
     from .evaluator import WikiEvaluator
 
@@ -454,24 +447,8 @@ def cmd_wiki(args) -> int:
     res = evaluator(encoder, EmbeddingCache(encoder, batch_size=args.encode_batch_size))["result"]
     name = args.name or args.model
     print(wiki_table({name: res}))
-    if args.output:
-        save_results(
-            args.output,
-            {
-                "kind": "wiki",
-                "model": args.model,
-                "name": name,
-                "protocol": {
-                    **classifier,
-                    "split_seed": split_seed,
-                    "split_seed_from": origin,
-                    "data": str(args.data),
-                },
-                "total_seconds": round(time.perf_counter() - start, 3),
-                "results": res,
-            },
-        )
-        log.info(f"wrote {args.output}")
+    protocol = {**classifier, "split_seed": split_seed, "split_seed_from": origin, "data": str(args.data)}
+    _save_results(args, "wiki", name, protocol, {name: res}, start)
     return 0
 
 
@@ -482,7 +459,7 @@ def cmd_retrieval(args) -> int:
     from qt_hard.paths import check_output_file, data_path
 
     from .models import EmbeddingCache, control_models, load_model, load_tokenizer
-    from .report import retrieval_table, save_results
+    from .report import retrieval_table
     from qt_hard.data.beir import load_beir
 
     if args.batch_size < 1:
@@ -511,27 +488,15 @@ def cmd_retrieval(args) -> int:
         res = _retrieve(EmbeddingCache(_on_device(model, args.device), batch_size=args.batch_size), data, args.split)
         rows[row] = res
     print(retrieval_table(rows, args.split))
-    if args.output:
-        payload = {
-            "kind": "retrieval",
-            "model": args.model,
-            "name": name,
-            "protocol": {
-                "data": str(folder),
-                "split": args.split,
-                "documents": len(data.doc_ids),
-                "document_text": "(title + ' ' + text).strip()",
-                "score": "cosine",
-                "ranking": "exact, the whole corpus; ties by corpus id",
-            },
-            "model_load_seconds": round(load_s, 3),
-            "total_seconds": round(time.perf_counter() - start, 3),
-            "results": rows[name],
-        }
-        if args.controls:
-            payload["controls"] = {row: res for row, res in rows.items() if row != name}
-        save_results(args.output, payload)
-        log.info(f"wrote {args.output}")
+    protocol = {
+        "data": str(folder),
+        "split": args.split,
+        "documents": len(data.doc_ids),
+        "document_text": "(title + ' ' + text).strip()",
+        "score": "cosine",
+        "ranking": "exact, the whole corpus; ties by corpus id",
+    }
+    _save_results(args, "retrieval", name, protocol, rows, start, load_s)
     return 0
 
 

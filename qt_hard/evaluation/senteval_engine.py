@@ -320,20 +320,10 @@ def task_path(data_dir, tasks: Sequence[str] = ()):
         yield Path(tmp)
 
 
-def run_engine(
-    encoder,
-    tasks: Sequence[str],
-    senteval_path,
-    data_dir=None,
-    usepytorch: bool = True,
-    kfold: int = DEFAULT_KFOLD,
-    seed: int = 1111,
-    batch_size: int = 64,
-    cache: EmbeddingCache | None = None,
-    log=None,
-) -> dict:
+def run_engine(encoder, tasks: Sequence[str], senteval_path, data_dir=None, log=None, **params) -> dict:
     """Evaluate ``encoder`` with the SentEval checkout at ``senteval_path``, one ``SE.eval`` per
-    task, on the task files of ``data_dir`` (default: the checkout's ``data/``).
+    task, on the task files of ``data_dir`` (default: the checkout's ``data/``), under the
+    :func:`senteval_params` of ``params`` (usepytorch, kfold, seed, batch_size, cache).
 
     Returns ``{task: SentEval's result dict}`` (``devacc``, ``acc``, ``ndev``, ``ntest``; MRPC
     also ``f1``), each with ``encode_seconds`` (new sentences encoded for it) and ``seconds``
@@ -342,9 +332,7 @@ def run_engine(
     ragged_sts_reader(senteval)
     results = {}
     with task_path(data_dir if data_dir is not None else Path(senteval_path) / "data", tasks) as where:
-        params = senteval_params(
-            encoder, where, usepytorch=usepytorch, kfold=kfold, seed=seed, batch_size=batch_size, cache=cache
-        )
+        params = senteval_params(encoder, where, **params)
         engine = senteval.engine.SE(params, batcher, prepare)
         cache = params[CACHE_KEY]
         for name in tasks:
