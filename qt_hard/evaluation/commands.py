@@ -138,8 +138,10 @@ def cmd_senteval(args) -> int:
     if args.engine == "senteval":
         return cmd_senteval_engine(args)
     tasks, data_dir, max_iter = _senteval_arguments(args)
+    from qt_hard.files import write_text
+
     from .models import unk_rates
-    from .report import senteval_report
+    from .report import card_with_tables, senteval_report
     from .run_config import run_note
     from .evaluator import SentEvalEvaluator
 
@@ -165,10 +167,6 @@ def cmd_senteval(args) -> int:
     protocol = _senteval_protocol(args, data_dir, max_iter)
     _save_results(args, "senteval", name, protocol, rows, start, load_s, tail={"unk_rate_percent": unk[name]})
     if card_file is not None:
-        from .report import card_with_tables
-
-        from qt_hard.files import write_text
-
         card = card_file.read_text(encoding="utf-8")
         tables = card_with_tables(
             card, rows, results, protocol=args.protocol, kfold=args.kfold, seed=args.seed, tasks=tasks
@@ -460,6 +458,7 @@ def cmd_retrieval(args) -> int:
 
     from .models import EmbeddingCache, control_models, load_model, load_tokenizer
     from .report import retrieval_table
+    from .retrieval import evaluate_retrieval
     from qt_hard.data.beir import load_beir
 
     if args.batch_size < 1:
@@ -485,8 +484,8 @@ def cmd_retrieval(args) -> int:
     rows = {}
     for row, model in models.items():
         log.info(f"ranking {len(data.doc_ids)} documents for {len(data.judged_queries(args.split))} queries: {row}")
-        res = _retrieve(EmbeddingCache(_on_device(model, args.device), batch_size=args.batch_size), data, args.split)
-        rows[row] = res
+        res = evaluate_retrieval(EmbeddingCache(_on_device(model, args.device), batch_size=args.batch_size), data)
+        rows[row] = {**res[args.split], **res["_timing"]}  # the metrics, then the encoding and ranking seconds
     print(retrieval_table(rows, args.split))
     protocol = {
         "data": str(folder),
@@ -498,16 +497,6 @@ def cmd_retrieval(args) -> int:
     }
     _save_results(args, "retrieval", name, protocol, rows, start, load_s)
     return 0
-
-
-def _retrieve(cache, data, split: str) -> dict:
-    """One model's metrics on ``split`` (:class:`.evaluator.RetrievalEvaluator`), with its encoding and
-    ranking seconds."""
-    from .evaluator import RetrievalEvaluator
-
-    res = RetrievalEvaluator(data)(None, cache)
-    prefix = f"{split}_"
-    return {**{k[len(prefix) :]: v for k, v in res.items() if k.startswith(prefix)}, **res["seconds"]}
 
 
 def cmd_compare(args) -> int:

@@ -254,9 +254,7 @@ def load_task(name: str, folder, sort: bool = True) -> BinaryTask | TrecTask | M
     folder laid out like SentEval's ``data/downstream``; ``sort=False``: in file order, as the
     skip-thoughts evaluators read them (see the loaders)."""
     folder = Path(folder)
-    key = name.upper()
-    if key == "MSRP":
-        key = "MRPC"
+    key = {"MSRP": "MRPC"}.get(name.upper(), name.upper())
     if key in _BINARY_FILES:
         return load_binary(key, folder, sort)
     if key == "TREC":

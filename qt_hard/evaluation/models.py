@@ -45,17 +45,25 @@ def is_sentence_transformers_dir(path: Path) -> bool:
     return (path / "modules.json").is_file() or (path / "config_sentence_transformers.json").is_file()
 
 
-class SentenceTransformerModel:
-    """A sentence-transformers model on the CPU behind the ``encode`` interface."""
+class STEncoder:
+    """A ``SentenceTransformer`` behind the ``encode(sentences, batch_size)`` interface of
+    ``qt_hard.evaluation.models.EmbeddingCache``."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def encode(self, sentences: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        return self.model.encode(list(sentences), batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
+
+
+class SentenceTransformerModel(STEncoder):
+    """A sentence-transformers model folder, loaded on the CPU, behind the ``encode`` interface."""
 
     def __init__(self, path: str | Path):
         from sentence_transformers import SentenceTransformer
 
         self.path = str(path)
-        self.model = SentenceTransformer(self.path, device="cpu")
-
-    def encode(self, sentences: Sequence[str], batch_size: int = 64) -> np.ndarray:
-        return self.model.encode(list(sentences), batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
+        super().__init__(SentenceTransformer(self.path, device="cpu"))
 
 
 def load_tokenizer(path: str | Path):
@@ -316,14 +324,3 @@ class EmbeddingCache:
             self.seconds += time.perf_counter() - start
             self.n_encoded += len(missing)
         return np.stack([self._store[t] for t in texts])
-
-
-class STEncoder:
-    """A ``SentenceTransformer`` behind the ``encode(sentences, batch_size)`` interface of
-    ``qt_hard.evaluation.models.EmbeddingCache``."""
-
-    def __init__(self, model):
-        self.model = model
-
-    def encode(self, sentences, batch_size: int = 64):
-        return self.model.encode(list(sentences), batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)

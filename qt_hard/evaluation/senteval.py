@@ -112,15 +112,11 @@ def evaluate_task(
         raise ValueError(f"unknown protocol {protocol!r}; known: {', '.join(PROTOCOLS)}")
     st = protocol == "skipthoughts"
     emb = (lambda texts: _l2_normalize(cache.embed(texts))) if st else cache.embed
-    enc_before = cache.seconds
-    if isinstance(task, BinaryTask):
-        res, t0 = _classify_binary(task, emb, st, kfold, seed, fast, max_iter)
-    elif isinstance(task, TrecTask):
-        res, t0 = _classify_trec(task, emb, st, kfold, seed, fast, max_iter)
-    elif isinstance(task, MrpcTask):
-        res, t0 = _classify_mrpc(task, emb, st, kfold, seed, fast, max_iter)
-    else:
+    classify = {BinaryTask: _classify_binary, TrecTask: _classify_trec, MrpcTask: _classify_mrpc}.get(type(task))
+    if classify is None:
         raise TypeError(f"not a SentEval task: {type(task).__name__}")
+    enc_before = cache.seconds
+    res, t0 = classify(task, emb, st, kfold, seed, fast, max_iter)
     res["classify_seconds"] = round(time.perf_counter() - t0, 3)
     res["encode_seconds"] = round(cache.seconds - enc_before, 3)
     res["seconds"] = round(res["classify_seconds"] + res["encode_seconds"], 3)
@@ -221,26 +217,25 @@ def run_senteval(
     for name in tasks:
         if is_similarity(name):
             results[name] = evaluate_similarity(name, data_dir, cache, seed=seed)
-            if log:
-                log(_similarity_line(name, results[name]))
-            continue
-        task = load_task(name, data_dir, sort=protocol != "skipthoughts")
-        results[name] = evaluate_task(
-            task, cache, kfold=kfold, seed=seed, fast=fast, protocol=protocol, max_iter=max_iter
-        )
-        if log:
-            r = results[name]
-            extra = f" f1 {r['f1']:.2f}" if "f1" in r else ""
-            dev = r.get("devacc", r.get("devf1"))
-            log(
-                f"{name}: acc {r['acc']:.2f}{extra} (dev {dev:.2f}) "
-                f"encode {r['encode_seconds']:.1f}s classify {r['classify_seconds']:.1f}s"
+        else:
+            task = load_task(name, data_dir, sort=protocol != "skipthoughts")
+            results[name] = evaluate_task(
+                task, cache, kfold=kfold, seed=seed, fast=fast, protocol=protocol, max_iter=max_iter
             )
+        if log:
+            log(_progress_line(name, results[name]))
     return results
 
 
-def _similarity_line(name: str, r: dict) -> str:
-    """One progress line for a similarity task's result."""
+def _progress_line(name: str, r: dict) -> str:
+    """One progress line for a task's result (a transfer task's, or a similarity task's)."""
+    if "acc" in r:
+        extra = f" f1 {r['f1']:.2f}" if "f1" in r else ""
+        dev = r.get("devacc", r.get("devf1"))
+        return (
+            f"{name}: acc {r['acc']:.2f}{extra} (dev {dev:.2f}) "
+            f"encode {r['encode_seconds']:.1f}s classify {r['classify_seconds']:.1f}s"
+        )
     if "sets" in r:
         extra = f" (weighted by pairs: spearman {r['spearman_wmean']:.2f} pearson {r['pearson_wmean']:.2f})"
     elif "devspearman" in r:

@@ -346,15 +346,11 @@ def run_engine(encoder, tasks: Sequence[str], senteval_path, data_dir=None, log=
             res["encode_seconds"] = round(cache.seconds - enc_before, 3)
             res["seconds"] = round(time.perf_counter() - start, 3)
             results[name] = res
-            if log and "acc" not in res:
-                log(
-                    f"{name}: spearman {res['spearman']:.2f} pearson {res['pearson']:.2f} [SentEval engine, "
-                    f"{res['seconds']:.1f}s]"
-                )
-            elif log:
-                extra = f" f1 {res['f1']:.2f}" if "f1" in res else ""
-                log(
-                    f"{name}: acc {res['acc']:.2f}{extra} (dev {res['devacc']:.2f}) [SentEval engine, "
-                    f"{res['seconds']:.1f}s]"
-                )
+            if log:
+                if "acc" in res:
+                    f1 = f" f1 {res['f1']:.2f}" if "f1" in res else ""
+                    what = f"acc {res['acc']:.2f}{f1} (dev {res['devacc']:.2f})"
+                else:
+                    what = f"spearman {res['spearman']:.2f} pearson {res['pearson']:.2f}"
+                log(f"{name}: {what} [SentEval engine, {res['seconds']:.1f}s]")
     return results

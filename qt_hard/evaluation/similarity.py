@@ -96,6 +96,11 @@ class Pairs:
     def texts(self) -> tuple[list[str], list[str]]:
         return [words_to_text(w) for w in self.a], [words_to_text(w) for w in self.b]
 
+    def embed(self, cache) -> tuple[np.ndarray, np.ndarray]:
+        """The (n, d) embeddings of the A sides and of the B sides, from ``cache``."""
+        a, b = self.texts()
+        return cache.embed(a), cache.embed(b)
+
     def sorted(self) -> "Pairs":
         """SentEval's order: by (words of A, words of B, score), stable."""
         order = sorted(range(len(self.scores)), key=lambda i: (len(self.a[i]), len(self.b[i]), self.scores[i]))
@@ -191,12 +196,10 @@ def load_relatedness(name: str, folder) -> RelatednessTask:
     a header line, columns 1 and 2 the sentences, 3 the score); the ``-cos`` names read the same."""
     folder = Path(folder)
     if name.startswith("STSBenchmark"):
-        files = [f"STS/STSBenchmark/sts-{s}.csv" for s in ("train", "dev", "test")]
-        splits = [_read_columns(_checked(folder, f), 5, 6, 4, header=False) for f in files]
-        return RelatednessTask(name, *splits)
-    files = [f"SICK/SICK_{s}.txt" for s in ("train", "trial", "test_annotated")]
-    splits = [_read_columns(_checked(folder, f), 1, 2, 3, header=True) for f in files]
-    return RelatednessTask(name, *splits)
+        files, columns = [f"STS/STSBenchmark/sts-{s}.csv" for s in ("train", "dev", "test")], (5, 6, 4, False)
+    else:
+        files, columns = [f"SICK/SICK_{s}.txt" for s in ("train", "trial", "test_annotated")], (1, 2, 3, True)
+    return RelatednessTask(name, *[_read_columns(_checked(folder, f), *columns) for f in files])
 
 
 def load_similarity(name: str, folder) -> StsTask | RelatednessTask:
@@ -251,17 +254,12 @@ def _correlations(pred: np.ndarray, gold: np.ndarray) -> tuple[float, float]:
     return 100.0 * float(pearsonr(pred, gold)[0]), 100.0 * float(spearmanr(pred, gold)[0])
 
 
-def _cosine_pairs(pairs: Pairs, cache) -> np.ndarray:
-    a, b = pairs.texts()
-    return cosine_scores(cache.embed(a), cache.embed(b))
-
-
 def evaluate_sts(task: StsTask, cache) -> dict:
     """SentEval's STS12-16: per-set Pearson and Spearman, their mean over sets and their mean
     weighted by each set's scored pairs (x100)."""
     sets = {}
     for name, pairs in task.sets.items():
-        pr, sr = _correlations(_cosine_pairs(pairs, cache), pairs.scores)
+        pr, sr = _correlations(cosine_scores(*pairs.embed(cache)), pairs.scores)
         sets[name] = {"pearson": pr, "spearman": sr, "npairs": int(len(pairs.scores))}
     weights = np.array([s["npairs"] for s in sets.values()], dtype=np.float64)
     pear = np.array([s["pearson"] for s in sets.values()])
@@ -278,8 +276,8 @@ def evaluate_sts(task: StsTask, cache) -> dict:
 
 def evaluate_cosine(task: RelatednessTask, cache) -> dict:
     """Cosine on the test split (Pearson, Spearman x100), and the dev split's Spearman."""
-    pr, sr = _correlations(_cosine_pairs(task.test, cache), task.test.scores)
-    _, dev_sr = _correlations(_cosine_pairs(task.dev, cache), task.dev.scores)
+    pr, sr = _correlations(cosine_scores(*task.test.embed(cache)), task.test.scores)
+    _, dev_sr = _correlations(cosine_scores(*task.dev.embed(cache)), task.dev.scores)
     return {
         "pearson": pr,
         "spearman": sr,
@@ -389,10 +387,7 @@ def evaluate_relatedness(task: RelatednessTask, cache, seed: int = 1111) -> dict
     regression chosen on dev."""
     from sklearn.metrics import mean_squared_error
 
-    feats = {}
-    for split in ("train", "dev", "test"):
-        a, b = getattr(task, split).texts()
-        feats[split] = pair_features(cache.embed(a), cache.embed(b))
+    feats = {split: pair_features(*getattr(task, split).embed(cache)) for split in ("train", "dev", "test")}
     fit = fit_relatedness(feats["train"], task.train.scores, feats["dev"], task.dev.scores, feats["test"], seed=seed)
     pr, sr = _correlations(fit["yhat"], task.test.scores)
     return {
