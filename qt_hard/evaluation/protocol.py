@@ -320,9 +320,14 @@ def _check_test(Xtr, Xte, yte):
     return Xte, yte
 
 
-def _select_and_test(Xtr, ytr, Xte, n_classes, folds, regs, score, agg, fast, liblinear, fit_kw):
-    """C by cross-validation on train (first maximum of ``agg`` of the fold scores), then the
-    model refit on all of train predicts the test rows. Returns (scores per C, best, yhat)."""
+def _select_and_test(Xtr, ytr, Xte, yte, n_classes, kfold, split, regs, score, agg, fast, liblinear, fit_kw):
+    """C by cross-validation on train (``split``'s folds, first maximum of ``agg`` of the fold
+    scores), then the model refit on all of train predicts the test rows. Returns the chosen C's
+    cross-validation score, the test record (accuracy in percent, ``chosen_C``, the numbers of
+    training and test rows), and the test predictions and labels."""
+    Xtr, ytr = _check_xy(Xtr, ytr, n_classes, kfold)
+    Xte, yte = _check_test(Xtr, Xte, yte)
+    folds = list(split.split(Xtr, ytr))
     if fast:
         solver = _PathSolver(Xtr, ytr, n_classes, liblinear)
         scores, W_by_reg = _cv_path(solver, ytr, folds, regs, score, agg)
@@ -334,20 +339,8 @@ def _select_and_test(Xtr, ytr, Xte, n_classes, folds, regs, score, agg, fast, li
         scores = _cv_scores_reference(Xtr, ytr, folds, regs, score, agg, fit_kw)
         best = int(np.argmax(scores))
         yhat = reference_fit(Xtr, ytr, regs[best], **fit_kw).predict(Xte)
-    return scores, best, yhat
-
-
-def _refit_result(devacc: float, yhat, yte, chosen_C, ndev: int) -> dict:
-    """The record of a C chosen on the training rows and the model refit with it: ``devacc`` (the
-    chosen C's cross-validation score), the test accuracy in percent of ``yhat`` against ``yte``,
-    ``chosen_C`` and the numbers of training and test rows."""
-    return {
-        "devacc": devacc,
-        "acc": round(100 * _acc(yhat, yte), 2),
-        "chosen_C": chosen_C,
-        "ndev": int(ndev),
-        "ntest": int(len(yte)),
-    }
+    acc = round(100 * _acc(yhat, yte), 2)
+    return float(np.max(scores)), {"acc": acc, "chosen_C": regs[best], "ndev": len(ytr), "ntest": len(yte)}, yhat, yte
 
 
 def kfold_train_test(
@@ -364,13 +357,12 @@ def kfold_train_test(
     max_iter: int | None = 100,
 ) -> dict:
     """SentEval's KFoldClassifier (TREC, MRPC): C by k-fold CV on train, score on test."""
-    Xtr, ytr = _check_xy(Xtr, ytr, n_classes, kfold)
-    Xte, yte = _check_test(Xtr, Xte, yte)
-    folds = list(StratifiedKFold(n_splits=kfold, shuffle=True, random_state=seed).split(Xtr, ytr))
-    scores, best, yhat = _select_and_test(
-        Xtr, ytr, Xte, n_classes, folds, regs, _acc, _senteval_mean, fast, False, dict(seed=seed, max_iter=max_iter)
+    split = StratifiedKFold(n_splits=kfold, shuffle=True, random_state=seed)
+    fit_kw = dict(seed=seed, max_iter=max_iter)
+    dev, out, yhat, yte = _select_and_test(
+        Xtr, ytr, Xte, yte, n_classes, kfold, split, regs, _acc, _senteval_mean, fast, False, fit_kw
     )
-    out = _refit_result(float(np.max(scores)), yhat, yte, regs[best], len(ytr))
+    out = {"devacc": dev, **out}
     if f1:
         out["f1"] = round(100 * _f1(yhat, yte), 2)
     return out
@@ -422,20 +414,11 @@ def skipthoughts_kfold(
     F1 instead of accuracy; the model refit on all training rows is scored on the test rows
     (accuracy, and F1 for MSRP). liblinear's objective, one-vs-rest for TREC's six classes.
     """
-    Xtr, ytr = _check_xy(Xtr, ytr, n_classes, kfold)
-    Xte, yte = _check_test(Xtr, Xte, yte)
-    split = (
-        KFold(n_splits=kfold)
-        if shuffle_seed is None
-        else KFold(n_splits=kfold, shuffle=True, random_state=shuffle_seed)
+    split = KFold(n_splits=kfold) if shuffle_seed is None else KFold(kfold, shuffle=True, random_state=shuffle_seed)
+    score, fit_kw = (_f1 if f1 else _acc), dict(seed=None, liblinear=True)
+    dev, out, yhat, yte = _select_and_test(
+        Xtr, ytr, Xte, yte, n_classes, kfold, split, regs, score, _mean, fast, True, fit_kw
     )
-    folds = list(split.split(Xtr))
-    score = _f1 if f1 else _acc
-    scores, best, yhat = _select_and_test(
-        Xtr, ytr, Xte, n_classes, folds, regs, score, _mean, fast, True, dict(seed=None, liblinear=True)
-    )
-    out = _refit_result(round(100 * float(np.max(scores)), 2), yhat, yte, regs[best], len(ytr))
-    if f1:
-        out["devf1"] = out.pop("devacc")
-        out["f1"] = round(100 * _f1(yhat, yte), 2)
-    return out
+    if not f1:
+        return {"devacc": round(100 * dev, 2), **out}
+    return {**out, "devf1": round(100 * dev, 2), "f1": round(100 * _f1(yhat, yte), 2)}
