@@ -287,10 +287,11 @@ def _senteval_protocol(args, data_dir, max_iter: int | None) -> dict:
 
 
 def _check_counts(args) -> None:
-    """Fold and batch counts a user can get wrong, refused before any model or data is loaded."""
+    """Fold, batch and worker counts a user can get wrong (those the command has), refused before any
+    model or data is loaded."""
     from qt_hard.errors import ArgumentError
 
-    if args.kfold < 2:
+    if getattr(args, "kfold", 2) < 2:
         raise ArgumentError(f"--kfold must be >= 2 (cross-validation needs a held-out fold), got {args.kfold}")
     if args.batch_size < 1:
         raise ArgumentError(f"--batch-size must be >= 1, got {args.batch_size}")
@@ -461,10 +462,7 @@ def cmd_retrieval(args) -> int:
     from .retrieval import evaluate_retrieval
     from qt_hard.data.beir import load_beir
 
-    if args.batch_size < 1:
-        from qt_hard.errors import ArgumentError
-
-        raise ArgumentError(f"--batch-size must be >= 1, got {args.batch_size}")
+    _check_counts(args)
     folder = Path(args.data) if args.data else data_path("beir", "scifact")
     if args.output:
         inputs = {"the BEIR folder": folder, "the --tokenizer": args.tokenizer}

