@@ -11,7 +11,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from qt_hard.errors import UserError
+from qt_hard.errors import ArgumentError, ModelNotFoundError, UserError, WriteFailedError
+from qt_hard.paths import check_output_file, data_path
 from qt_hard.workers import process_pool, stop_pool, usable_cpus
 
 __all__ = ["cmd_compare", "cmd_retrieval", "cmd_senteval", "cmd_senteval_engine", "cmd_wiki"]
@@ -74,8 +75,6 @@ def _check_paths(args, data_dir) -> None:
     anything is loaded: neither may land on the data, the tokenizer, each other, a model's or a run's
     own files, or a file that is not of their kind; an existing ``--cache`` must be a whole cache of
     ``--model``. So the evaluation never runs only to find that its result cannot be written."""
-    from qt_hard.paths import check_output_file
-
     from .models import is_embedding_cache, read_cache_header
 
     inputs = {"the data folder": data_dir, "the --tokenizer": args.tokenizer}
@@ -120,8 +119,6 @@ def _save_results(args, kind: str, name: str, protocol: dict, rows: dict, start:
 
 def _save_cache(args, cache) -> None:
     """Write ``--cache`` after the results, so that a cache that cannot be written costs no result."""
-    from qt_hard.errors import WriteFailedError
-
     if not args.cache:
         return
     written = f"written to {args.output}" if args.output else "printed above"
@@ -251,8 +248,6 @@ def _evaluate_control(row: str, control, device: str, tasks, data_dir, batch_siz
 def _senteval_arguments(args) -> tuple[list[str], Path, int | None]:
     """(tasks, task folder, lbfgs iteration cap) of ``qt-hard eval senteval`` (the fast engine), every
     argument checked before torch, scikit-learn or the model is loaded: a typo fails at once."""
-    from qt_hard.paths import data_path
-
     from .senteval import check_protocol_tasks
     from .datasets import check_task_files, parse_tasks
 
@@ -289,8 +284,6 @@ def _senteval_protocol(args, data_dir, max_iter: int | None) -> dict:
 def _check_counts(args) -> None:
     """Fold, batch and worker counts a user can get wrong (those the command has), refused before any
     model or data is loaded."""
-    from qt_hard.errors import ArgumentError
-
     if getattr(args, "kfold", 2) < 2:
         raise ArgumentError(f"--kfold must be >= 2 (cross-validation needs a held-out fold), got {args.kfold}")
     if args.batch_size < 1:
@@ -416,8 +409,6 @@ def _card_file(model: str):
 
     folder = model_folder(model)
     if not (folder / "encoder.json").is_file() or not (folder / "README.md").is_file():
-        from qt_hard.errors import ModelNotFoundError
-
         raise ModelNotFoundError(
             f"--card writes into the model card of a qt-hard model folder; {model!r} has no encoder.json and README.md"
         )
@@ -431,8 +422,6 @@ def cmd_wiki(args) -> int:
     from .report import wiki_table
     from .run_config import wiki_split_seed
     from .evaluator import WikiEvaluator
-
-    from qt_hard.paths import check_output_file
 
     if args.output:
         check_output_file(args.output, "--output", inputs={"the Wiki-N folder": args.data})
@@ -455,8 +444,6 @@ def cmd_retrieval(args) -> int:
     """``qt-hard eval retrieval``: the folder and every argument checked before the model is loaded, the
     whole corpus ranked for the split's judged queries (:mod:`.retrieval`), the table printed and the
     result file written."""
-    from qt_hard.paths import check_output_file, data_path
-
     from .models import EmbeddingCache, control_models, load_model, load_tokenizer
     from .report import retrieval_table
     from .retrieval import evaluate_retrieval

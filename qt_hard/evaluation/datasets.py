@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from qt_hard.errors import ArgumentError, DataCorruptError
+from qt_hard.errors import ArgumentError, DataCorruptError, DataMissingError
 
 from .similarity import SIMILARITY_TASKS, load_similarity, similarity_sentences, words_to_text
 
@@ -58,7 +58,6 @@ TREC_CLASSES = ("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM")
 
 def _need(path: Path) -> Path:
     if not path.is_file():
-        from qt_hard.errors import DataMissingError
         from qt_hard.paths import get_command
 
         raise DataMissingError(f"SentEval file missing: {path}; {get_command('senteval')}")
@@ -70,7 +69,6 @@ def _verify(path: Path) -> None:
     list`` (``qt_hard.data.sources.senteval.senteval_file_problems``: SentEval's line count, no line of
     non-text bytes), so a truncated file or appended garbage never reaches a score."""
     from qt_hard.data.sources.senteval import senteval_file_problems
-    from qt_hard.errors import DataCorruptError
 
     problems = senteval_file_problems(path.parent.parent, f"{path.parent.name}/{path.name}")
     if problems:

@@ -25,7 +25,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from qt_hard.errors import ModelNotFoundError
+from qt_hard.errors import ArgumentError, DataCorruptError, ModelNotFoundError, NonFiniteError
 
 __all__ = [
     "SentenceTransformerModel",
@@ -161,8 +161,6 @@ def read_cache_header(path) -> tuple[str, str | None]:
     import pickle
     import zipfile
 
-    from qt_hard.errors import DataCorruptError
-
     try:
         with np.load(path, allow_pickle=True) as f:
             missing = [k for k in _CACHE_FIELDS if k not in f.files]
@@ -181,8 +179,6 @@ def read_cache_header(path) -> tuple[str, str | None]:
 
 def is_embedding_cache(path) -> bool:
     """Whether ``path`` is a whole embedding cache file (:meth:`EmbeddingCache.save`)."""
-    from qt_hard.errors import DataCorruptError
-
     try:
         read_cache_header(path)
     except DataCorruptError:
@@ -225,8 +221,6 @@ def _refuse_non_finite(emb: np.ndarray, sentences: Sequence[str]) -> None:
     loss): no classifier or correlation computed from it would mean anything."""
     ok = np.isfinite(emb).all(axis=1)
     if not ok.all():
-        from qt_hard.errors import NonFiniteError
-
         first = sentences[int(np.flatnonzero(~ok)[0])]
         raise NonFiniteError(
             f"the model's embeddings of {int((~ok).sum())} of {len(sentences)} sentences hold NaN or infinite "
@@ -273,8 +267,6 @@ class EmbeddingCache:
         same ``weights`` identity; returns how many were read, 0 when the file was made from other
         weights (a stale cache is never read). A file for another spec is an ``ArgumentError``; a
         damaged one (truncated, rows that do not match, NaN rows) a ``DataCorruptError``."""
-        from qt_hard.errors import ArgumentError, DataCorruptError
-
         stored, stored_weights = read_cache_header(path)
         if stored != model:
             raise ArgumentError(f"embedding cache {path} was written for model {stored!r}, not {model!r}")
