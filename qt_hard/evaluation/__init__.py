@@ -31,7 +31,7 @@ _HOMES = {
     "wiki_table": "report",
     "TASKS": "senteval",
     "run_senteval": "senteval",
-    "load_task": "tasks",
+    "load_task": "datasets",
     "linear_classifier": "probes",
     "mean_classifier": "probes",
     "run_wiki": "wiki",

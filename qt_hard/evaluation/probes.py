@@ -25,7 +25,9 @@ import torch
 __all__ = ["linear_classifier", "mean_classifier"]
 
 
-def _check(train_emb, train_labels, test_emb, test_labels):
+def _check(train_emb, train_labels, test_emb, test_labels, n_classes: int | None):
+    """The embeddings as float64 and the labels as int64 arrays, checked, and the number of classes
+    (``n_classes``, or one more than the largest label)."""
     train_emb = np.asarray(train_emb, dtype=np.float64)
     test_emb = np.asarray(test_emb, dtype=np.float64)
     train_labels = np.asarray(train_labels, dtype=np.int64)
@@ -34,7 +36,8 @@ def _check(train_emb, train_labels, test_emb, test_labels):
         raise ValueError(f"train embeddings {train_emb.shape} / labels {train_labels.shape} mismatch or empty")
     if test_emb.ndim != 2 or test_emb.shape[1] != train_emb.shape[1] or len(test_emb) != len(test_labels):
         raise ValueError(f"test embeddings {test_emb.shape} / labels {test_labels.shape} do not match train")
-    return train_emb, train_labels, test_emb, test_labels
+    N = int(max(train_labels.max(), test_labels.max())) + 1 if n_classes is None else n_classes
+    return train_emb, train_labels, test_emb, test_labels, N
 
 
 def mean_classifier(
@@ -42,8 +45,7 @@ def mean_classifier(
 ) -> dict:
     """Top-1 accuracy (%) of argmax_c f(x) . mu_c (Ash et al. Sec. 3, D.1), in float64 on
     ``device`` (a GPU for many classes: Wiki-3029's (m, d) x (d, N) product is 0.3 TFLOP)."""
-    Xtr, ytr, Xte, yte = _check(train_emb, train_labels, test_emb, test_labels)
-    N = int(max(ytr.max(), yte.max())) + 1 if n_classes is None else n_classes
+    Xtr, ytr, Xte, yte, N = _check(train_emb, train_labels, test_emb, test_labels, n_classes)
     counts = np.bincount(ytr, minlength=N)
     if (counts == 0).any():
         raise ValueError(f"classes {np.flatnonzero(counts == 0).tolist()} have no training sentence")
@@ -95,10 +97,9 @@ def linear_classifier(
 def _train_linear(
     train_emb, train_labels, test_emb, test_labels, n_classes, epochs, lr, batch_size, seed, device
 ) -> dict:
-    Xtr, ytr, Xte, yte = _check(train_emb, train_labels, test_emb, test_labels)
+    Xtr, ytr, Xte, yte, N = _check(train_emb, train_labels, test_emb, test_labels, n_classes)
     if epochs < 1:
         raise ValueError(f"epochs must be at least 1, got {epochs}")
-    N = int(max(ytr.max(), yte.max())) + 1 if n_classes is None else n_classes
     gen = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)  # default PyTorch initialization of the layer, reproducibly
     layer = torch.nn.Linear(Xtr.shape[1], N, bias=False).to(device)

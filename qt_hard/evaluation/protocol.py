@@ -54,7 +54,7 @@ from sklearn.multiclass import OneVsRestClassifier
 from threadpoolctl import threadpool_limits
 
 from . import logreg
-from .logreg import BatchedLogReg, decision_logreg
+from .logreg import BatchedLogReg, decision_logreg, label_of
 
 __all__ = [
     "INNER_REGS",
@@ -203,7 +203,7 @@ class _PathSolver:
     def _labels(self, Z):
         if self.ovr:  # one-vs-rest: the class whose binary model gives the largest logit
             return Z[..., 0].reshape(Z.shape[0], -1, self.K).argmax(dim=2)
-        return (Z[..., 0] > 0).long() if Z.shape[2] == 1 else Z.argmax(dim=2)
+        return label_of(Z)
 
     def predict(self, W, X=None) -> np.ndarray:
         """(m, F) labels of the training rows (X None) or of new rows X (m, d)."""
@@ -261,23 +261,15 @@ def inner_kfold(
     outer_folds = list(outer.split(X, y))
     # inner folds in global row indices: inner_folds[o][i] = (train_rows, test_rows)
     inner_folds = [[(tr[itr], tr[ite]) for itr, ite in inner.split(X[tr], y[tr])] for tr, _ in outer_folds]
-    if fast:
-        dev, test, chosen = _nested_fast(
-            X, y, n_classes, outer_folds, inner_folds, regs, _senteval_mean, liblinear=False
-        )
-    else:
-        dev, test, chosen = _nested_reference(
-            X, y, outer_folds, inner_folds, regs, _senteval_mean, dict(seed=seed, max_iter=max_iter)
-        )
+    fit_kw = dict(seed=seed, max_iter=max_iter)
+    dev, test, chosen = _nested(X, y, n_classes, outer_folds, inner_folds, regs, _senteval_mean, fast, False, fit_kw)
     fold_acc = [round(100 * a, 2) for a in test]  # SentEval rounds each fold, then the mean
-    return {
-        "devacc": round(float(np.mean(dev)), 2),
-        "acc": round(float(np.mean(fold_acc)), 2),
-        "fold_acc": fold_acc,
-        "chosen_C": chosen,
-        "ndev": int(len(y)),
-        "ntest": int(len(y)),
-    }
+    return _nested_result(round(float(np.mean(dev)), 2), round(float(np.mean(fold_acc)), 2), fold_acc, chosen, len(y))
+
+
+def _nested_result(devacc: float, acc: float, fold_acc: list, chosen_C: list, n: int) -> dict:
+    """The record of a nested cross-validation over ``n`` rows (each row both a dev and a test row)."""
+    return {"devacc": devacc, "acc": acc, "fold_acc": fold_acc, "chosen_C": chosen_C, "ndev": int(n), "ntest": int(n)}
 
 
 def _cv_scores_reference(X, y, folds, regs, score, agg, fit_kw):
@@ -289,48 +281,34 @@ def _cv_scores_reference(X, y, folds, regs, score, agg, fit_kw):
     return scores
 
 
-def _nested_reference(X, y, outer_folds, inner_folds, regs, agg, fit_kw):
-    dev, test, chosen = [], [], []
-    for (tr, te), folds in zip(outer_folds, inner_folds):
-        scores = _cv_scores_reference(X, y, folds, regs, _acc, agg, fit_kw)
-        best = int(np.argmax(scores))
-        dev.append(np.max(scores))
-        chosen.append(regs[best])
-        clf = reference_fit(X[tr], y[tr], regs[best], **fit_kw)
-        test.append(_acc(clf.predict(X[te]), y[te]))
-    return dev, test, chosen
+def _nested(X, y, n_classes, outer_folds, inner_folds, regs, agg, fast, liblinear, fit_kw):
+    """Nested cross-validation: on each outer training set, C by ``agg`` of its inner folds'
+    accuracies (first maximum); the model refit with that C is scored on the outer test fold.
+    Returns (the chosen C's inner score, the test accuracy, the chosen C), one each per outer fold.
 
-
-def _nested_fast(X, y, n_classes, outer_folds, inner_folds, regs, agg, liblinear):
-    k_out, k_in = len(outer_folds), len(inner_folds[0])
-    solver = _PathSolver(X, y, n_classes, liblinear)
-    # One problem per (outer, inner) fold: all of them train together for a given C.
-    flat = [f for folds in inner_folds for f in folds]
-    masks = _fold_masks(len(y), flat)
-    path, W_by_reg = [], {}
-    inner_acc = np.zeros((len(regs), k_out * k_in))
-    for reg in sorted(range(len(regs)), key=lambda j: regs[j]):
-        # Increasing C: the solutions so far warm-start the next, less regularized one.
-        W = solver.fit(masks, regs[reg], W0=_path_start(path, regs[reg]))
-        path.append((regs[reg], W))
-        W_by_reg[reg] = W
-        pred = solver.predict(W)
-        for col, (_, ite) in enumerate(flat):
-            inner_acc[reg, col] = _acc(pred[ite, col], y[ite])
-    dev, chosen_idx = [], []
-    for o in range(k_out):
-        scores = [agg(list(inner_acc[r, o * k_in : (o + 1) * k_in])) for r in range(len(regs))]
-        best = int(np.argmax(scores))
-        dev.append(np.max(scores))
-        chosen_idx.append(best)
-    # Final refits: one problem per outer fold, each with its own C, warm-started from the first
-    # inner fold's solution at that C (trained on ~(k-1)/k of the same rows).
-    C = torch.tensor([regs[b] for b in chosen_idx], dtype=torch.float64)
-    W0 = torch.cat([solver.columns(W_by_reg[b], o * k_in) for o, b in enumerate(chosen_idx)], dim=1)
-    Wf = solver.fit(_fold_masks(len(y), outer_folds), C, W0=W0)
-    pred = solver.predict(Wf)
-    test = [_acc(pred[te, o], y[te]) for o, (_, te) in enumerate(outer_folds)]
-    return dev, test, [regs[b] for b in chosen_idx]
+    ``fast``: every (outer, inner) fold trains together for a given C (:func:`_cv_path`), and the
+    outer refits together, each warm-started from its first inner fold's solution at its C (trained
+    on ~(k-1)/k of the same rows); otherwise one scikit-learn fit per (C, fold) (``fit_kw``)."""
+    k_in = len(inner_folds[0])
+    if fast:
+        solver = _PathSolver(X, y, n_classes, liblinear)
+        flat = [f for folds in inner_folds for f in folds]
+        per_fold, W_by_reg = _cv_path(solver, y, flat, regs, _acc, list)
+        scores = [
+            [agg(per_fold[r][o * k_in : (o + 1) * k_in]) for r in range(len(regs))] for o in range(len(inner_folds))
+        ]
+    else:
+        scores = [_cv_scores_reference(X, y, folds, regs, _acc, agg, fit_kw) for folds in inner_folds]
+    best = [int(np.argmax(s)) for s in scores]
+    if fast:
+        C = torch.tensor([regs[b] for b in best], dtype=torch.float64)
+        W0 = torch.cat([solver.columns(W_by_reg[b], o * k_in) for o, b in enumerate(best)], dim=1)
+        pred = solver.predict(solver.fit(_fold_masks(len(y), outer_folds), C, W0=W0))
+        test = [_acc(pred[te, o], y[te]) for o, (_, te) in enumerate(outer_folds)]
+    else:
+        fits = [reference_fit(X[tr], y[tr], regs[b], **fit_kw) for b, (tr, _) in zip(best, outer_folds)]
+        test = [_acc(clf.predict(X[te]), y[te]) for clf, (_, te) in zip(fits, outer_folds)]
+    return [np.max(s) for s in scores], test, [regs[b] for b in best]
 
 
 # --------------------------------------------------------------------------- KFold
@@ -342,9 +320,14 @@ def _check_test(Xtr, Xte, yte):
     return Xte, yte
 
 
-def _select_and_test(Xtr, ytr, Xte, n_classes, folds, regs, score, agg, fast, liblinear, fit_kw):
-    """C by cross-validation on train (first maximum of ``agg`` of the fold scores), then the
-    model refit on all of train predicts the test rows. Returns (scores per C, best, yhat)."""
+def _select_and_test(Xtr, ytr, Xte, yte, n_classes, kfold, split, regs, score, agg, fast, liblinear, fit_kw):
+    """C by cross-validation on train (``split``'s folds, first maximum of ``agg`` of the fold
+    scores), then the model refit on all of train predicts the test rows. Returns the chosen C's
+    cross-validation score, the test record (accuracy in percent, ``chosen_C``, the numbers of
+    training and test rows), and the test predictions and labels."""
+    Xtr, ytr = _check_xy(Xtr, ytr, n_classes, kfold)
+    Xte, yte = _check_test(Xtr, Xte, yte)
+    folds = list(split.split(Xtr, ytr))
     if fast:
         solver = _PathSolver(Xtr, ytr, n_classes, liblinear)
         scores, W_by_reg = _cv_path(solver, ytr, folds, regs, score, agg)
@@ -356,20 +339,8 @@ def _select_and_test(Xtr, ytr, Xte, n_classes, folds, regs, score, agg, fast, li
         scores = _cv_scores_reference(Xtr, ytr, folds, regs, score, agg, fit_kw)
         best = int(np.argmax(scores))
         yhat = reference_fit(Xtr, ytr, regs[best], **fit_kw).predict(Xte)
-    return scores, best, yhat
-
-
-def _refit_result(devacc: float, yhat, yte, chosen_C, ndev: int) -> dict:
-    """The record of a C chosen on the training rows and the model refit with it: ``devacc`` (the
-    chosen C's cross-validation score), the test accuracy in percent of ``yhat`` against ``yte``,
-    ``chosen_C`` and the numbers of training and test rows."""
-    return {
-        "devacc": devacc,
-        "acc": round(100 * _acc(yhat, yte), 2),
-        "chosen_C": chosen_C,
-        "ndev": int(ndev),
-        "ntest": int(len(yte)),
-    }
+    acc = round(100 * _acc(yhat, yte), 2)
+    return float(np.max(scores)), {"acc": acc, "chosen_C": regs[best], "ndev": len(ytr), "ntest": len(yte)}, yhat, yte
 
 
 def kfold_train_test(
@@ -386,15 +357,14 @@ def kfold_train_test(
     max_iter: int | None = 100,
 ) -> dict:
     """SentEval's KFoldClassifier (TREC, MRPC): C by k-fold CV on train, score on test."""
-    Xtr, ytr = _check_xy(Xtr, ytr, n_classes, kfold)
-    Xte, yte = _check_test(Xtr, Xte, yte)
-    folds = list(StratifiedKFold(n_splits=kfold, shuffle=True, random_state=seed).split(Xtr, ytr))
-    scores, best, yhat = _select_and_test(
-        Xtr, ytr, Xte, n_classes, folds, regs, _acc, _senteval_mean, fast, False, dict(seed=seed, max_iter=max_iter)
+    split = StratifiedKFold(n_splits=kfold, shuffle=True, random_state=seed)
+    fit_kw = dict(seed=seed, max_iter=max_iter)
+    dev, out, yhat, yte = _select_and_test(
+        Xtr, ytr, Xte, yte, n_classes, kfold, split, regs, _acc, _senteval_mean, fast, False, fit_kw
     )
-    out = _refit_result(float(np.max(scores)), yhat, yte, regs[best], len(ytr))
+    out = {"devacc": dev, **out}
     if f1:
-        out["f1"] = round(100 * float(f1_score(yte, yhat)), 2)
+        out["f1"] = round(100 * _f1(yhat, yte), 2)
     return out
 
 
@@ -417,20 +387,11 @@ def skipthoughts_nested_kfold(X, y, kfold: int = 10, fast: bool = True, regs=SKI
     X, y = _check_xy(X, y, 2, kfold)
     outer_folds = list(KFold(n_splits=kfold).split(X))
     inner_folds = [[(tr[itr], tr[ite]) for itr, ite in KFold(n_splits=kfold).split(tr)] for tr, _ in outer_folds]
-    if fast:
-        dev, test, chosen = _nested_fast(X, y, 2, outer_folds, inner_folds, regs, _mean, True)
-    else:
-        dev, test, chosen = _nested_reference(
-            X, y, outer_folds, inner_folds, regs, _mean, dict(seed=None, liblinear=True)
-        )
-    return {
-        "devacc": round(100 * float(np.mean(dev)), 2),
-        "acc": round(100 * float(np.mean(test)), 2),
-        "fold_acc": test,
-        "chosen_C": chosen,
-        "ndev": int(len(y)),
-        "ntest": int(len(y)),
-    }
+    fit_kw = dict(seed=None, liblinear=True)
+    dev, test, chosen = _nested(X, y, 2, outer_folds, inner_folds, regs, _mean, fast, True, fit_kw)
+    return _nested_result(
+        round(100 * float(np.mean(dev)), 2), round(100 * float(np.mean(test)), 2), test, chosen, len(y)
+    )
 
 
 def skipthoughts_kfold(
@@ -453,20 +414,11 @@ def skipthoughts_kfold(
     F1 instead of accuracy; the model refit on all training rows is scored on the test rows
     (accuracy, and F1 for MSRP). liblinear's objective, one-vs-rest for TREC's six classes.
     """
-    Xtr, ytr = _check_xy(Xtr, ytr, n_classes, kfold)
-    Xte, yte = _check_test(Xtr, Xte, yte)
-    split = (
-        KFold(n_splits=kfold)
-        if shuffle_seed is None
-        else KFold(n_splits=kfold, shuffle=True, random_state=shuffle_seed)
+    split = KFold(n_splits=kfold) if shuffle_seed is None else KFold(kfold, shuffle=True, random_state=shuffle_seed)
+    score, fit_kw = (_f1 if f1 else _acc), dict(seed=None, liblinear=True)
+    dev, out, yhat, yte = _select_and_test(
+        Xtr, ytr, Xte, yte, n_classes, kfold, split, regs, score, _mean, fast, True, fit_kw
     )
-    folds = list(split.split(Xtr))
-    score = _f1 if f1 else _acc
-    scores, best, yhat = _select_and_test(
-        Xtr, ytr, Xte, n_classes, folds, regs, score, _mean, fast, True, dict(seed=None, liblinear=True)
-    )
-    out = _refit_result(round(100 * float(np.max(scores)), 2), yhat, yte, regs[best], len(ytr))
-    if f1:
-        out["devf1"] = out.pop("devacc")
-        out["f1"] = round(100 * float(f1_score(yte, yhat)), 2)
-    return out
+    if not f1:
+        return {"devacc": round(100 * dev, 2), **out}
+    return {**out, "devf1": round(100 * dev, 2), "f1": round(100 * _f1(yhat, yte), 2)}

@@ -22,6 +22,8 @@ from pathlib import Path
 
 from qt_hard.errors import ArgumentError, MissingFileError
 
+from .similarity import STS_YEARS
+
 __all__ = [
     "TABLE2_COLUMNS",
     "SIMILARITY_COLUMNS",
@@ -65,7 +67,6 @@ SIMILARITY_COLUMNS = (
     ("STS-B sup.", "STSBenchmark"),
     ("SICK-R sup.", "SICKRelatedness"),
 )
-_STS_YEARS = ("STS12", "STS13", "STS14", "STS15", "STS16")
 
 
 def has_transfer(res: dict) -> bool:
@@ -101,7 +102,7 @@ def similarity_mean(res: dict) -> float | None:
     """The unsupervised similarity summary: the mean of three Spearman x100 numbers, the STS12-16
     mean (of each year's mean over its sets), STSBenchmark-cos and SICKRelatedness-cos (test);
     None if one of the seven tasks is missing."""
-    years = [res.get(t, {}).get("spearman") for t in _STS_YEARS]
+    years = [res.get(t, {}).get("spearman") for t in STS_YEARS]
     others = [res.get(t, {}).get("spearman") for t in ("STSBenchmark-cos", "SICKRelatedness-cos")]
     if any(v is None for v in years + others):
         return None

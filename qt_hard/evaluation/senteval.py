@@ -42,7 +42,7 @@ import numpy as np
 
 from .models import EmbeddingCache
 from .protocol import SKIPTHOUGHTS_SEED, inner_kfold, kfold_train_test, skipthoughts_kfold, skipthoughts_nested_kfold
-from .similarity import SUPERVISED_TASKS, evaluate_similarity
+from .similarity import SUPERVISED_TASKS, evaluate_similarity, pair_features
 from .datasets import (
     TASKS,
     BinaryTask,
@@ -112,15 +112,11 @@ def evaluate_task(
         raise ValueError(f"unknown protocol {protocol!r}; known: {', '.join(PROTOCOLS)}")
     st = protocol == "skipthoughts"
     emb = (lambda texts: _l2_normalize(cache.embed(texts))) if st else cache.embed
-    enc_before = cache.seconds
-    if isinstance(task, BinaryTask):
-        res, t0 = _classify_binary(task, emb, st, kfold, seed, fast, max_iter)
-    elif isinstance(task, TrecTask):
-        res, t0 = _classify_trec(task, emb, st, kfold, seed, fast, max_iter)
-    elif isinstance(task, MrpcTask):
-        res, t0 = _classify_mrpc(task, emb, st, kfold, seed, fast, max_iter)
-    else:
+    classify = {BinaryTask: _classify_binary, TrecTask: _classify_trec, MrpcTask: _classify_mrpc}.get(type(task))
+    if classify is None:
         raise TypeError(f"not a SentEval task: {type(task).__name__}")
+    enc_before = cache.seconds
+    res, t0 = classify(task, emb, st, kfold, seed, fast, max_iter)
     res["classify_seconds"] = round(time.perf_counter() - t0, 3)
     res["encode_seconds"] = round(cache.seconds - enc_before, 3)
     res["seconds"] = round(res["classify_seconds"] + res["encode_seconds"], 3)
@@ -136,7 +132,7 @@ def _classify_binary(task, emb, st: bool, kfold: int, seed: int, fast: bool, max
     """A binary task (MR, CR, SUBJ, MPQA): nested k-fold cross-validation on its sentences."""
     if st:
         order = skipthoughts_order(len(task.labels))
-        X = emb([words_to_text(task.samples[i]) for i in order])
+        X = emb(_texts([task.samples[i] for i in order]))
         t0 = time.perf_counter()
         res = skipthoughts_nested_kfold(X, task.labels[order], kfold=kfold, fast=fast)
     else:
@@ -148,53 +144,32 @@ def _classify_binary(task, emb, st: bool, kfold: int, seed: int, fast: bool, max
 
 def _classify_trec(task, emb, st: bool, kfold: int, seed: int, fast: bool, max_iter: int | None):
     """TREC: six classes, k-fold model selection on the train split, then the test split."""
-    if st:
-        order = skipthoughts_order(len(task.train_labels))
-        Xtr = emb([words_to_text(task.train[i]) for i in order])
-        ytr = task.train_labels[order]
-    else:
-        Xtr, ytr = emb(_texts(task.train)), task.train_labels
+    order = skipthoughts_order(len(task.train_labels)) if st else np.arange(len(task.train_labels))
+    Xtr, ytr = emb(_texts([task.train[i] for i in order])), task.train_labels[order]
     Xte = emb(_texts(task.test))
-    t0 = time.perf_counter()
-    if st:
-        res = skipthoughts_kfold(Xtr, ytr, Xte, task.test_labels, 6, kfold=kfold, fast=fast)
-    else:
-        res = kfold_train_test(Xtr, ytr, Xte, task.test_labels, 6, kfold=kfold, seed=seed, fast=fast, max_iter=max_iter)
-    return res, t0
+    return _train_test(Xtr, ytr, Xte, task.test_labels, 6, st, kfold, seed, fast, max_iter)
 
 
 def _classify_mrpc(task, emb, st: bool, kfold: int, seed: int, fast: bool, max_iter: int | None):
-    """MRPC: paraphrase pairs as np.c_[|u - v|, u * v], accuracy and F1 on the test split."""
-    A, B = emb(_texts(task.train_a)), emb(_texts(task.train_b))
-    tA, tB = emb(_texts(task.test_a)), emb(_texts(task.test_b))
-    # MRPC features in both protocols: np.c_[|u - v|, u * v].
-    Ftr = np.c_[np.abs(A - B), A * B]
-    Fte = np.c_[np.abs(tA - tB), tA * tB]
+    """MRPC: paraphrase pairs as np.c_[|u - v|, u * v] (in both protocols), accuracy and F1 on the
+    test split."""
+    Ftr = pair_features(emb(_texts(task.train_a)), emb(_texts(task.train_b)))
+    Fte = pair_features(emb(_texts(task.test_a)), emb(_texts(task.test_b)))
+    return _train_test(Ftr, task.train_labels, Fte, task.test_labels, 2, st, kfold, seed, fast, max_iter, f1=True)
+
+
+def _train_test(Xtr, ytr, Xte, yte, n_classes: int, st: bool, kfold, seed, fast, max_iter, f1: bool = False):
+    """C chosen by k-fold cross-validation on the training rows, the test rows scored (F1 too with
+    ``f1``: MRPC, whose skip-thoughts folds are shuffled and choose C by F1)."""
     t0 = time.perf_counter()
     if st:
+        shuffle_seed = SKIPTHOUGHTS_SEED if f1 else None
         res = skipthoughts_kfold(
-            Ftr,
-            task.train_labels,
-            Fte,
-            task.test_labels,
-            2,
-            kfold=kfold,
-            fast=fast,
-            f1=True,
-            shuffle_seed=SKIPTHOUGHTS_SEED,
+            Xtr, ytr, Xte, yte, n_classes, kfold=kfold, fast=fast, f1=f1, shuffle_seed=shuffle_seed
         )
     else:
         res = kfold_train_test(
-            Ftr,
-            task.train_labels,
-            Fte,
-            task.test_labels,
-            2,
-            kfold=kfold,
-            seed=seed,
-            fast=fast,
-            f1=True,
-            max_iter=max_iter,
+            Xtr, ytr, Xte, yte, n_classes, kfold=kfold, seed=seed, fast=fast, f1=f1, max_iter=max_iter
         )
     return res, t0
 
@@ -242,26 +217,25 @@ def run_senteval(
     for name in tasks:
         if is_similarity(name):
             results[name] = evaluate_similarity(name, data_dir, cache, seed=seed)
-            if log:
-                log(_similarity_line(name, results[name]))
-            continue
-        task = load_task(name, data_dir, sort=protocol != "skipthoughts")
-        results[name] = evaluate_task(
-            task, cache, kfold=kfold, seed=seed, fast=fast, protocol=protocol, max_iter=max_iter
-        )
-        if log:
-            r = results[name]
-            extra = f" f1 {r['f1']:.2f}" if "f1" in r else ""
-            dev = r.get("devacc", r.get("devf1"))
-            log(
-                f"{name}: acc {r['acc']:.2f}{extra} (dev {dev:.2f}) "
-                f"encode {r['encode_seconds']:.1f}s classify {r['classify_seconds']:.1f}s"
+        else:
+            task = load_task(name, data_dir, sort=protocol != "skipthoughts")
+            results[name] = evaluate_task(
+                task, cache, kfold=kfold, seed=seed, fast=fast, protocol=protocol, max_iter=max_iter
             )
+        if log:
+            log(_progress_line(name, results[name]))
     return results
 
 
-def _similarity_line(name: str, r: dict) -> str:
-    """One progress line for a similarity task's result."""
+def _progress_line(name: str, r: dict) -> str:
+    """One progress line for a task's result (a transfer task's, or a similarity task's)."""
+    if "acc" in r:
+        extra = f" f1 {r['f1']:.2f}" if "f1" in r else ""
+        dev = r.get("devacc", r.get("devf1"))
+        return (
+            f"{name}: acc {r['acc']:.2f}{extra} (dev {dev:.2f}) "
+            f"encode {r['encode_seconds']:.1f}s classify {r['classify_seconds']:.1f}s"
+        )
     if "sets" in r:
         extra = f" (weighted by pairs: spearman {r['spearman_wmean']:.2f} pearson {r['pearson_wmean']:.2f})"
     elif "devspearman" in r:

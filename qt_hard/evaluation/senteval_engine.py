@@ -320,20 +320,10 @@ def task_path(data_dir, tasks: Sequence[str] = ()):
         yield Path(tmp)
 
 
-def run_engine(
-    encoder,
-    tasks: Sequence[str],
-    senteval_path,
-    data_dir=None,
-    usepytorch: bool = True,
-    kfold: int = DEFAULT_KFOLD,
-    seed: int = 1111,
-    batch_size: int = 64,
-    cache: EmbeddingCache | None = None,
-    log=None,
-) -> dict:
+def run_engine(encoder, tasks: Sequence[str], senteval_path, data_dir=None, log=None, **params) -> dict:
     """Evaluate ``encoder`` with the SentEval checkout at ``senteval_path``, one ``SE.eval`` per
-    task, on the task files of ``data_dir`` (default: the checkout's ``data/``).
+    task, on the task files of ``data_dir`` (default: the checkout's ``data/``), under the
+    :func:`senteval_params` of ``params`` (usepytorch, kfold, seed, batch_size, cache).
 
     Returns ``{task: SentEval's result dict}`` (``devacc``, ``acc``, ``ndev``, ``ntest``; MRPC
     also ``f1``), each with ``encode_seconds`` (new sentences encoded for it) and ``seconds``
@@ -342,9 +332,7 @@ def run_engine(
     ragged_sts_reader(senteval)
     results = {}
     with task_path(data_dir if data_dir is not None else Path(senteval_path) / "data", tasks) as where:
-        params = senteval_params(
-            encoder, where, usepytorch=usepytorch, kfold=kfold, seed=seed, batch_size=batch_size, cache=cache
-        )
+        params = senteval_params(encoder, where, **params)
         engine = senteval.engine.SE(params, batcher, prepare)
         cache = params[CACHE_KEY]
         for name in tasks:
@@ -358,15 +346,11 @@ def run_engine(
             res["encode_seconds"] = round(cache.seconds - enc_before, 3)
             res["seconds"] = round(time.perf_counter() - start, 3)
             results[name] = res
-            if log and "acc" not in res:
-                log(
-                    f"{name}: spearman {res['spearman']:.2f} pearson {res['pearson']:.2f} [SentEval engine, "
-                    f"{res['seconds']:.1f}s]"
-                )
-            elif log:
-                extra = f" f1 {res['f1']:.2f}" if "f1" in res else ""
-                log(
-                    f"{name}: acc {res['acc']:.2f}{extra} (dev {res['devacc']:.2f}) [SentEval engine, "
-                    f"{res['seconds']:.1f}s]"
-                )
+            if log:
+                if "acc" in res:
+                    f1 = f" f1 {res['f1']:.2f}" if "f1" in res else ""
+                    what = f"acc {res['acc']:.2f}{f1} (dev {res['devacc']:.2f})"
+                else:
+                    what = f"spearman {res['spearman']:.2f} pearson {res['pearson']:.2f}"
+                log(f"{name}: {what} [SentEval engine, {res['seconds']:.1f}s]")
     return results

@@ -80,7 +80,8 @@ EPOCHS_PER_ROUND = 50
 PATIENCE = 3  # rounds without improvement tolerated; the next one stops
 
 
-def _words_to_text(words: list[str]) -> str:
+def words_to_text(words: list[str]) -> str:
+    """The string an encoder sees for one tokenized SentEval sentence (transfer and similarity tasks)."""
     return " ".join(words) if words else "."
 
 
@@ -93,7 +94,12 @@ class Pairs:
     scores: np.ndarray
 
     def texts(self) -> tuple[list[str], list[str]]:
-        return [_words_to_text(w) for w in self.a], [_words_to_text(w) for w in self.b]
+        return [words_to_text(w) for w in self.a], [words_to_text(w) for w in self.b]
+
+    def embed(self, cache) -> tuple[np.ndarray, np.ndarray]:
+        """The (n, d) embeddings of the A sides and of the B sides, from ``cache``."""
+        a, b = self.texts()
+        return cache.embed(a), cache.embed(b)
 
     def sorted(self) -> "Pairs":
         """SentEval's order: by (words of A, words of B, score), stable."""
@@ -109,11 +115,7 @@ class StsTask:
     sets: dict[str, Pairs]
 
     def texts(self) -> list[str]:
-        out = []
-        for pairs in self.sets.values():
-            a, b = pairs.texts()
-            out += a + b
-        return out
+        return _texts_of(self.sets.values())
 
 
 @dataclass
@@ -126,11 +128,12 @@ class RelatednessTask:
     test: Pairs
 
     def texts(self) -> list[str]:
-        out = []
-        for pairs in (self.train, self.dev, self.test):
-            a, b = pairs.texts()
-            out += a + b
-        return out
+        return _texts_of((self.train, self.dev, self.test))
+
+
+def _texts_of(splits) -> list[str]:
+    """The sentences of ``splits`` (each :class:`Pairs`): of each, the A sides, then the B sides."""
+    return [t for pairs in splits for side in pairs.texts() for t in side]
 
 
 def _checked(folder: Path, rel: str) -> Path:
@@ -193,12 +196,10 @@ def load_relatedness(name: str, folder) -> RelatednessTask:
     a header line, columns 1 and 2 the sentences, 3 the score); the ``-cos`` names read the same."""
     folder = Path(folder)
     if name.startswith("STSBenchmark"):
-        files = [f"STS/STSBenchmark/sts-{s}.csv" for s in ("train", "dev", "test")]
-        splits = [_read_columns(_checked(folder, f), 5, 6, 4, header=False) for f in files]
-        return RelatednessTask(name, *splits)
-    files = [f"SICK/SICK_{s}.txt" for s in ("train", "trial", "test_annotated")]
-    splits = [_read_columns(_checked(folder, f), 1, 2, 3, header=True) for f in files]
-    return RelatednessTask(name, *splits)
+        files, columns = [f"STS/STSBenchmark/sts-{s}.csv" for s in ("train", "dev", "test")], (5, 6, 4, False)
+    else:
+        files, columns = [f"SICK/SICK_{s}.txt" for s in ("train", "trial", "test_annotated")], (1, 2, 3, True)
+    return RelatednessTask(name, *[_read_columns(_checked(folder, f), *columns) for f in files])
 
 
 def load_similarity(name: str, folder) -> StsTask | RelatednessTask:
@@ -214,16 +215,12 @@ def load_similarity(name: str, folder) -> StsTask | RelatednessTask:
 
 def similarity_sentences(tasks: Sequence[str], folder) -> list[str]:
     """The encoder-ready sentences of the given similarity tasks, each once, in first-seen order."""
-    seen: dict[str, None] = {}
+    texts = []
     for name in tasks:
         task = load_similarity(name, folder)
-        if isinstance(task, RelatednessTask) and name in COSINE_TASKS:
-            texts = [t for pairs in (task.dev, task.test) for side in pairs.texts() for t in side]
-        else:
-            texts = task.texts()
-        for t in texts:
-            seen.setdefault(t, None)
-    return list(seen)
+        cosine = isinstance(task, RelatednessTask) and name in COSINE_TASKS  # dev and test only
+        texts += _texts_of((task.dev, task.test)) if cosine else task.texts()
+    return list(dict.fromkeys(texts))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -257,17 +254,12 @@ def _correlations(pred: np.ndarray, gold: np.ndarray) -> tuple[float, float]:
     return 100.0 * float(pearsonr(pred, gold)[0]), 100.0 * float(spearmanr(pred, gold)[0])
 
 
-def _cosine_pairs(pairs: Pairs, cache) -> np.ndarray:
-    a, b = pairs.texts()
-    return cosine_scores(cache.embed(a), cache.embed(b))
-
-
 def evaluate_sts(task: StsTask, cache) -> dict:
     """SentEval's STS12-16: per-set Pearson and Spearman, their mean over sets and their mean
     weighted by each set's scored pairs (x100)."""
     sets = {}
     for name, pairs in task.sets.items():
-        pr, sr = _correlations(_cosine_pairs(pairs, cache), pairs.scores)
+        pr, sr = _correlations(cosine_scores(*pairs.embed(cache)), pairs.scores)
         sets[name] = {"pearson": pr, "spearman": sr, "npairs": int(len(pairs.scores))}
     weights = np.array([s["npairs"] for s in sets.values()], dtype=np.float64)
     pear = np.array([s["pearson"] for s in sets.values()])
@@ -284,8 +276,8 @@ def evaluate_sts(task: StsTask, cache) -> dict:
 
 def evaluate_cosine(task: RelatednessTask, cache) -> dict:
     """Cosine on the test split (Pearson, Spearman x100), and the dev split's Spearman."""
-    pr, sr = _correlations(_cosine_pairs(task.test, cache), task.test.scores)
-    _, dev_sr = _correlations(_cosine_pairs(task.dev, cache), task.dev.scores)
+    pr, sr = _correlations(cosine_scores(*task.test.embed(cache)), task.test.scores)
+    _, dev_sr = _correlations(cosine_scores(*task.dev.embed(cache)), task.dev.scores)
     return {
         "pearson": pr,
         "spearman": sr,
@@ -395,10 +387,7 @@ def evaluate_relatedness(task: RelatednessTask, cache, seed: int = 1111) -> dict
     regression chosen on dev."""
     from sklearn.metrics import mean_squared_error
 
-    feats = {}
-    for split in ("train", "dev", "test"):
-        a, b = getattr(task, split).texts()
-        feats[split] = pair_features(cache.embed(a), cache.embed(b))
+    feats = {split: pair_features(*getattr(task, split).embed(cache)) for split in ("train", "dev", "test")}
     fit = fit_relatedness(feats["train"], task.train.scores, feats["dev"], task.dev.scores, feats["test"], seed=seed)
     pr, sr = _correlations(fit["yhat"], task.test.scores)
     return {
