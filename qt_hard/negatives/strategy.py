@@ -369,9 +369,9 @@ class NegativeStrategy:
         state = generator.get_state() if generator is not None else None
         neg = scores.neg.detach().float().clone()
         base = dataclasses.replace(scores, neg=neg, pos=scores.pos.detach().float(), full=None, full_allowed=None)
-        sel, lw, log_w = self._diagnostic_weights(base, _generator_at(generator, state))
+        sel, lw, log_w = self._diagnostic_weights(base, generator_at(generator, state))
         out, inside, rows = _weight_spread(sel, log_w)
-        pushed_up = self._pushed_up_frac(base, neg, sel, inside, _generator_at(generator, state))
+        pushed_up = self._pushed_up_frac(base, neg, sel, inside, generator_at(generator, state))
         if pushed_up is not None:
             out["pushed_up_frac"] = pushed_up
         out["floor_binds_frac"] = self._floor_binds(sel, log_w, lw.absolute, lw.log_scale, rows)
@@ -452,7 +452,7 @@ class NegativeStrategy:
         )
 
 
-def _generator_at(generator: torch.Generator | None, state) -> torch.Generator | None:
+def generator_at(generator: torch.Generator | None, state) -> torch.Generator | None:
     """A new generator at ``state`` (the caller's, saved), on ``generator``'s device (the sampler draws
     there); None without one."""
     if state is None:
