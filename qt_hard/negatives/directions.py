@@ -114,9 +114,7 @@ def _joint(q2d, anchors, positives, negatives, directions, labels, *, temperatur
     rows = torch.arange(b, device=q.device)
     me = rows + offset
     labels = None if labels is None else torch.as_tensor(labels, device=q.device)
-    all_labels = None
-    if labels is not None:
-        all_labels = gather(labels, with_grad=False)[0] if gather_candidates else labels
+    all_labels = labels if labels is None or not gather_candidates else gather(labels, with_grad=False)[0]
 
     # Each block: (logits (b, C_k), valid (b, C_k), candidate labels, whether they are known).
     blocks = [(q2d.neg, q2d.neg_valid, q2d.cand_labels, q2d.cand_label_known)]

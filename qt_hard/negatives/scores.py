@@ -525,11 +525,8 @@ def context_scores(
     b = f_emb.shape[0]
     device = f_emb.device
     doc_ids = _labels(doc_ids, b, device)
-    if gather_candidates:
-        all_g, offset = gather(g_emb)
-        all_docs = gather(doc_ids, with_grad=False)[0] if doc_ids is not None else None
-    else:
-        all_g, offset, all_docs = g_emb, 0, doc_ids
+    all_g, offset = gather(g_emb) if gather_candidates else (g_emb, 0)
+    all_docs = doc_ids if doc_ids is None or not gather_candidates else gather(doc_ids, with_grad=False)[0]
     B = all_g.shape[0]
     neg = (f_emb * scale) @ all_g.T  # (b, B)
     rows = torch.arange(b, device=device)
@@ -592,10 +589,7 @@ def node_graph_scores(
     if normalize:
         node_emb, graph_emb = F.normalize(node_emb, dim=1), F.normalize(graph_emb, dim=1)
     labels = _labels(labels, g, device)
-    if gather_candidates and world()[1] > 1:
-        cands, offset = gather(graph_emb)
-    else:
-        cands, offset = graph_emb, 0
+    cands, offset = gather(graph_emb) if gather_candidates else (graph_emb, 0)
     neg = (node_emb * scale) @ cands.T  # (n, G)
     # The positive logit from the embeddings: O(n d), no scatter into the (n, G) table's backward.
     pos = ((node_emb * graph_emb[batch]).sum(dim=1) * scale).unsqueeze(1)

@@ -41,14 +41,8 @@ one positive the two forms coincide.
 
 Everything is computed on logits in log space; ``exp(score)`` is never materialized. The weighted
 log-mean-exp is one fused autograd function (:mod:`.logmeanexp`) on the factored weights, and with
-k-sampling every stage after the sampler works on the (A, k) drawn columns only.
-
-When nothing reweights, filters or samples (no weighting, the plain estimator, no k, no guard, no
-collision removal, the positive in the denominator: :attr:`NegativeStrategy.plain_softmax`), ``Q_i E_hat_i``
-is the plain sum of e^{s_j} over the valid negatives and ``l_i`` is InfoNCE, the cross-entropy of one
-softmax over the anchor's positive and negatives: the loss is then one ``F.cross_entropy`` over the
-table's logits (:meth:`ContrastScores.softmax`; the table itself where its builder marked it, as the
-MNRL layout's), the same numbers as the general path.
+k-sampling every stage after the sampler works on the (A, k) drawn columns only; where nothing
+reweights, filters or samples, the loss is one cross-entropy (:attr:`NegativeStrategy.plain_softmax`).
 """
 
 from __future__ import annotations
@@ -148,8 +142,11 @@ class NegativeStrategy:
     @property
     def plain_softmax(self) -> bool:
         """True when nothing reweights, filters or samples: no weighting, the plain NCE estimator, no k,
-        no guard, no collision removal, e^{s+} in the denominator. The loss is then one cross-entropy
-        over the table's logits wherever the table is one softmax per anchor (module docstring)."""
+        no guard, no collision removal, e^{s+} in the denominator. ``Q_i E_hat_i`` is then the plain sum
+        of e^{s_j} over the valid negatives and ``l_i`` InfoNCE, the cross-entropy of one softmax over the
+        anchor's positive and negatives: one ``F.cross_entropy`` over the table's logits wherever the
+        table is one softmax per anchor (:meth:`ContrastScores.softmax`; the table itself where its
+        builder marked it, as the MNRL layout's), the same numbers as the general path."""
         return (
             not self.weightings
             and type(self.estimator) is PlainEstimator
@@ -244,11 +241,9 @@ class NegativeStrategy:
     def per_anchor(self, scores: ContrastScores, generator: torch.Generator | None = None):
         """Per-anchor losses (A,) and which anchors count (A,) bool (those with a positive)."""
         softmax = self._softmax(scores)
-        if softmax is not None:  # every anchor has its positive (ContrastScores.softmax)
-            lacking = self._refuse_no_negative(scores)
-            per_anchor = F.cross_entropy(*softmax, reduction="none")
-            return per_anchor, ~lacking
         lacking = self._refuse_no_negative(scores)
+        if softmax is not None:  # every anchor has its positive (ContrastScores.softmax)
+            return F.cross_entropy(*softmax, reduction="none"), ~lacking
         allowed = self._allowed(scores)
         # With k only the drawn columns matter from here on: work on (A, k), not (A, C).
         scores, mask, n_cand, base = self._draw(scores, allowed, generator)
@@ -504,7 +499,6 @@ def _per_inner_product(grad: torch.Tensor, inside: torch.Tensor, anchor_column) 
 
 
 POSITIVE_FORMS = ("per_positive", "joint")
-options_read = registry.options_read
 
 
 def make_strategy(negatives="uniform", **options) -> NegativeStrategy:
