@@ -3,9 +3,9 @@
 Each objective is defined once, as a module (for training loops, with ``set_progress`` for schedules):
 its constructor takes the strategy and the configuration, its ``forward`` one batch. Its function form
 (one line for tests, users and our own checks) takes the batch's leading tensors, then the strategy,
-then keyword-only the rest of the batch, the constructor's keywords, ``generator`` (the k-sampler's)
-and the strategy's options; it builds the module and calls it once, so the two forms give the same
-numbers by construction.
+then keyword-only the rest of the batch, the constructor's keywords, ``generator`` (the k-sampler's
+random generator; None: torch's default one) and the strategy's options; it builds the module and
+calls it once, so the two forms give the same numbers by construction.
 
 * :func:`contrastive_loss` / :class:`ContrastiveLoss`: the two-view objective (SimCLR, HCL, Ash et
   al. D.1). With ``negatives="hard", beta=0, tau_plus=0`` it is SimCLR's NT-Xent; with
@@ -262,12 +262,6 @@ class LocalGlobalLoss(_StrategyLoss):
 
     Called with the batch of :func:`local_global_loss` (``node_emb``: (n, d), ``graph_emb``: (g, d),
     ``batch``: (n,); ``labels``), it returns the node-averaged loss, and raises, as that function does.
-
-    Example::
-
-        >>> h, H = torch.randn(7, 4), torch.randn(3, 4)
-        >>> float(local_global_loss(h, H, torch.tensor([0, 0, 1, 1, 1, 2, 2]))) > 0
-        True
     """
 
     def __init__(
@@ -337,16 +331,8 @@ def contrastive_loss(
         z1, z2: (B, d) embeddings of the two views of B positive pairs.
         labels: (B,) labels, for "label" negatives and ``collision_free=True``.
         negatives, temperature, k, normalize, include_positive, gather, **options: as :class:`ContrastiveLoss`.
-        generator: the random generator of the k-sampler (None: torch's default one).
 
-    Returns the scalar loss. Raises ``ValueError`` for embeddings holding NaN or an infinity
-    (``NonFiniteError``) and for a batch in which an anchor has no negative (``NotEnoughCandidatesError``).
-
-    Example::
-
-        >>> z1, z2 = torch.randn(8, 16), torch.randn(8, 16)
-        >>> contrastive_loss(z1, z2, "hard", beta=1.0, tau_plus=0.1).shape
-        torch.Size([])
+    Returns the scalar loss; degenerate batches raise ``NonFiniteError`` or ``NotEnoughCandidatesError`` (module docstring).
     """
     return _call_once(ContrastiveLoss, locals())
 
@@ -383,10 +369,8 @@ def context_loss(
         doc_ids: (B,) document ids; no positive pair crosses two documents (None: one document).
         negatives, context, temperature, normalize, k, include_positive, gather, **options: as
             :class:`ContextLoss` (positives are the sentences within 1..``context`` positions).
-        generator: the random generator of the k-sampler (None: torch's default one).
 
-    Returns the scalar loss. Raises ``ValueError`` for embeddings holding NaN or an infinity
-    (``NonFiniteError``) and for a batch in which an anchor has no negative (``NotEnoughCandidatesError``).
+    Returns the scalar loss; degenerate batches raise ``NonFiniteError`` or ``NotEnoughCandidatesError`` (module docstring).
 
     Example::
 
@@ -432,10 +416,8 @@ def ranking_loss(
             needed with ``labels``).
         negatives, temperature, k, normalize, include_positive, gather, **options: as :class:`RankingLoss`
             (temperature: 1 / scale; sentence-transformers' default scale 20 is temperature 0.05).
-        generator: the random generator of the k-sampler (None: torch's default one).
 
-    Returns the scalar loss. Raises ``ValueError`` for embeddings holding NaN or an infinity
-    (``NonFiniteError``) and for a batch in which an anchor has no negative (``NotEnoughCandidatesError``).
+    Returns the scalar loss; degenerate batches raise ``NonFiniteError`` or ``NotEnoughCandidatesError`` (module docstring).
 
     Example::
 
@@ -479,10 +461,8 @@ def local_global_loss(
         labels: (g,) graph labels, for label-aware negatives.
         negatives, estimator, temperature, normalize, k, gather, **options: as :class:`LocalGlobalLoss`
             (estimator: "jsd", the paper; "jsd_code", the HCL code's form; or "nce").
-        generator: the random generator of the k-sampler (None: torch's default one).
 
-    Returns the scalar loss. Raises ``ValueError`` for embeddings holding NaN or an infinity
-    (``NonFiniteError``) and for a batch in which an anchor has no negative (``NotEnoughCandidatesError``).
+    Returns the scalar loss; degenerate batches raise ``NonFiniteError`` or ``NotEnoughCandidatesError`` (module docstring).
 
     Example::
 

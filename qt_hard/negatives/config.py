@@ -41,8 +41,6 @@ from qt_hard.schedules import make_schedule
 from . import registry
 from .registry import Estimator
 
-# Arguments of the losses that a pipeline's objective section holds as its own fields, never as options.
-
 
 def _scheduled(value: Any) -> Any:
     """A schedulable option: a number (or text that parses as one) or a schedule mapping, kept as given."""

@@ -62,19 +62,13 @@ class FalseNegativeGuard:
             raise ValueError(f"guard_source must be one of {', '.join(GUARD_SOURCES)}, got {source!r}")
         self.rule, self.margin, self.source = rule, float(margin), source
 
-    def table(self, scores: ContrastScores) -> ContrastScores:
-        """The table whose similarities the rule reads: ``scores`` or its guide's."""
-        if self.source == "model":
-            return scores
-        if scores.guide is None:
+    def keep(self, scores: ContrastScores) -> torch.Tensor:
+        """(A, C) bool: True where the candidate survives the guard."""
+        table = scores if self.source == "model" else scores.guide  # whose similarities the rule reads
+        if table is None:
             raise ValueError(
                 "guard_source='guide' needs the guide model's similarities on the scores (qt_hard.negatives.attach_guide)"
             )
-        return scores.guide
-
-    def keep(self, scores: ContrastScores) -> torch.Tensor:
-        """(A, C) bool: True where the candidate survives the guard."""
-        table = self.table(scores)
         # The smallest valid positive (the hardest one) sets the threshold; +inf for no positive.
         # In logit units (the margin times the scale), so that the (A, C) table is read once, as is.
         pos = table.pos.detach().masked_fill(~scores.pos_valid, float("inf")).amin(dim=1, keepdim=True)

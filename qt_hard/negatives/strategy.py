@@ -260,7 +260,6 @@ class NegativeStrategy:
                 raise ValueError("hardness_mode (absolute multipliers) needs the NCE estimator, not JSD")
             # JSD (InfoGraph): a weighted mean of softplus(s) over the negatives, not a log-mean-exp.
             # One positive per node (its graph), so the two positive forms coincide.
-            # the HCL code's exponential tilt (its only non-uniform weighting)
             per_pos = self.estimator.per_positive(
                 neg, lw.materialize(neg, mask), n_cand, lw.tilted, pos, self.progress, log_scale=lw.log_scale
             )

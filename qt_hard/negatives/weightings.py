@@ -477,14 +477,13 @@ class OTWeighting(Weighting):
             return LogWeights(dense=self._log_kernel(scores, mask, eps))
         if scores.cand_index is None:
             return LogWeights(dense=sinkhorn_log_coupling(self._log_kernel(scores, mask, eps), self.iters))
-        if self.coupling == "full":
-            # The coupling of the full candidate table, read at the drawn entries.
+        # The coupling of an (A, C) problem, read at the drawn entries.
+        if self.coupling == "full":  # the full candidate table's
             if scores.full is None:
                 raise ValueError("OT coupling='full' needs the full table the k columns were drawn from")
             full = self._log_kernel(scores.full, scores.full_allowed, eps)
-            return LogWeights(dense=sinkhorn_log_coupling(full, self.iters).gather(1, scores.cand_index))
-        # "drawn": the (A, C) problem with every entry but the drawn ones forbidden.
-        log_kernel = self._log_kernel(scores, mask, eps)
-        full = log_kernel.new_full((log_kernel.shape[0], scores.n_columns), NEG_INF)
-        full.scatter_(1, scores.cand_index, log_kernel)
+        else:  # "drawn": every entry but the drawn ones forbidden
+            log_kernel = self._log_kernel(scores, mask, eps)
+            full = log_kernel.new_full((log_kernel.shape[0], scores.n_columns), NEG_INF)
+            full.scatter_(1, scores.cand_index, log_kernel)
         return LogWeights(dense=sinkhorn_log_coupling(full, self.iters).gather(1, scores.cand_index))
