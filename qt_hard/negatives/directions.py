@@ -9,10 +9,8 @@ choose which similarities enter the softmax of pair i:
 * ``doc_to_query``   d_i against every query (the symmetric term; q_i is the positive pair again);
 * ``doc_to_doc``     d_i against every document that does not belong to query i.
 
-``partition_mode="joint"`` puts all chosen similarities into one softmax; ``"per_direction"`` takes one
-softmax per direction and averages the losses (only query_to_doc and doc_to_query, whose candidates
-hold the positive pair). ``directions=("query_to_doc", "doc_to_query")`` with ``"per_direction"`` is the
-symmetric loss that replaced ``MultipleNegativesSymmetricRankingLoss``.
+``partition_mode`` (one ``"joint"`` softmax, or ``"per_direction"`` softmaxes averaged, the symmetric
+loss among them) is as docs/guides/sentence-transformers.md describes it.
 
 Here each softmax is one :class:`~qt_hard.negatives.scores.ContrastScores` table, so every strategy
 (weights, guard, k, debiasing) applies to it unchanged:

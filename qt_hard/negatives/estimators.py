@@ -133,9 +133,7 @@ class JSDEstimator:
     the code does not have (OT's coupling, label masks, ring) enter as ``E_q`` of the untilted line:
     the OT paper ran this code with only the negative distribution replaced.
 
-    Boundedness: for tau_plus > 0 the paper form is unbounded below (``sp(-x) - c sp(x) -> -c x`` as
-    the positive score x grows, while ``E_q sp >= 0``): debiased JSD training drives T+ to infinity
-    without a clamp. The code's sign keeps it bounded below (``sp(-x) + c sp(x) > 0``).
+    For tau_plus > 0 the paper form is unbounded below, the code's is not (docs/guides/graphs.md).
 
     Shapes: ``s`` (A, C) logits with ``log_w`` (A, C) log-weights (-inf outside the negatives),
     ``pos`` (A, P) -> (A, P) per-positive losses.

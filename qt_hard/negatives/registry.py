@@ -13,13 +13,9 @@ constructor (a ``ValueError`` that names the option). Two roles:
 This module keeps the registration and what is asked of the registered parts (:class:`Part`); the
 parts live in the modules named for what they are.
 
-Everything that names strategies or options reads this registry: :func:`make_strategy`, the
-sentence-transformers plugin, each pipeline's ``objective`` (validated into a :class:`Chosen`), the
-CLI's config checks (through the losses), the scripts (:func:`strategy_names`), the model cards (through
-the strategy's ``papers``), the docs' option table (:func:`option_table`) and the tests (:func:`examples`).
-A new weighting is one module of :mod:`qt_hard.negatives` that defines a :class:`Part` subclass with
-:func:`register`: the registry imports every module of the package before it answers (discovery), so
-configs, the plugin and the docs see it without being edited.
+Everything that names strategies or options reads this registry (docs/architecture.md, "The core"); a
+new part is one module of :mod:`qt_hard.negatives` that registers it (docs/guides/extending.md), found
+by :func:`discover` without an edit elsewhere.
 
 ``None`` stands for "not given" everywhere. An option the chosen parts do not read (given their
 switches, e.g. label's ``hardening``) is an error that names it; so is an unknown one.

@@ -31,10 +31,8 @@ target 1/P_i on each positive: exactly Quick-Thoughts' objective as released (S2
 a spurious e^0 = 1 in every denominator; here the anchor's own column is removed. Hard, ring, OT and
 label weights change only ``E_hat_i``.
 
-Hardness (sentence-transformers' MNRL ``hardness_mode``, :class:`HardnessTilt`): multipliers ``e^{A_ij}``
-on the negatives' terms that are not normalized, ``E_hat_i = sum_j w_ij e^{A_ij} e^{s_ij} / sum_j
-w_ij``; with uniform ``w`` and ``Q_i`` the candidate count, ``Q_i * E_hat_i = sum_j e^{s_ij + A_ij}``,
-MNRL's tilted denominator. The NCE estimator only (JSD has no such term). The debiased estimator, whose Chuang et al. / HCL form has one
+MNRL's hardness multipliers (:class:`HardnessTilt`, NCE only) enter ``E_hat_i`` unnormalized
+(:attr:`LogWeights.absolute`). The debiased estimator, whose Chuang et al. / HCL form has one
 positive, subtracts ``tau_plus * (1/P_i) sum_p e^{s+_p}`` from ``E_hat_i`` (the mean positive term):
 this several-positive extension is ours, since HCL released no code for its text experiments. With
 one positive the two forms coincide.
