@@ -167,7 +167,6 @@ def _joint_table(q2d, pos, blocks, labelled: bool, normalize: bool) -> ContrastS
         cand_owner = torch.cat([q2d.cand_owner, torch.full((total - c1,), -1, dtype=torch.long, device=device)])
     tilt_columns = torch.zeros(total, dtype=torch.bool, device=device)
     tilt_columns[:c1] = True
-    ones = torch.ones(total, device=device)
     return ContrastScores(
         pos=pos,
         pos_valid=torch.ones_like(pos, dtype=torch.bool),
@@ -180,7 +179,7 @@ def _joint_table(q2d, pos, blocks, labelled: bool, normalize: bool) -> ContrastS
         # Unit vectors: ||a - c||^2 = 2 - 2 cos whichever side the anchor is (OT's cost); raw inner
         # products mix two anchors' norms in one row, so OT gets no norms there (it says so).
         anchor_sqnorm=torch.ones(b, device=device) if normalize else None,
-        cand_sqnorm=ones if normalize else None,
+        cand_sqnorm=torch.ones(total, device=device) if normalize else None,
         cand_owner=cand_owner,
         anchor_index=q2d.anchor_index,
         normalized=normalize,

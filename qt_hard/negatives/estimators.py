@@ -88,13 +88,11 @@ class DebiasedEstimator:
         if not 0.0 <= tau < 1.0:
             raise ValueError(f"tau_plus must be in [0, 1), got {tau}")
         log_e = log_e[:, None]
-        if tau > 0:
-            log_r = math.log(tau) + pos - log_e
-            corr = smooth_log1mexp(log_r) if self.floor == "smooth" else log1mexp(log_r)
-            log_d = log_e + corr - math.log1p(-tau)
-        else:
-            log_d = log_e.expand_as(pos)
-        return log_d
+        if tau == 0:
+            return log_e.expand_as(pos)
+        log_r = math.log(tau) + pos - log_e
+        corr = smooth_log1mexp(log_r) if self.floor == "smooth" else log1mexp(log_r)
+        return log_e + corr - math.log1p(-tau)
 
     def __repr__(self) -> str:
         return f"DebiasedEstimator(tau_plus={self.tau_plus!r}, floor={self.floor!r})"

@@ -60,9 +60,6 @@ class ContrastScores:
             read by the false-negative guard with ``source="guide"`` (GISTEmbed); else None.
         tilt_columns: (C,) bool, the columns MNRL's hardness tilt may touch (its query-to-document
             block when the table joins several directions, :mod:`.directions`); None = every column.
-
-    A builder whose ``neg`` already is each anchor's whole softmax says so with :meth:`mark_softmax`
-    (:meth:`softmax` then hands ``neg`` to the cross-entropy as it is).
     """
 
     pos: torch.Tensor

@@ -13,10 +13,7 @@ logsumexp_j(log w_ij)`` and ``Q_i`` the number of negatives: the size of K_i ("c
 2B-2 in the two-view layout, HCL's N and H-SCL's M), or the number with non-zero weight ("support":
 Ring's sum over the ring). The anchor's loss is the mean over its positives (several positives share
 one negative set: Quick-Thoughts' context window), the batch loss the mean over anchors with at least
-one positive. An anchor whose negatives a selection leaves empty (an empty threshold set, the guard)
-contributes 0; an anchor that has no negative to begin with (every candidate its own positive or of
-its class) makes the batch an error, ``NotEnoughCandidatesError``, whatever the strategy, unless
-``skip_anchors_without_negatives`` leaves such anchors out of the mean.
+one positive; what becomes of an anchor without negatives is on docs/concepts.md ("Sampler").
 
 With several positives there is a second form, ``positives="joint"``: all of the anchor's P_i positives
 share one denominator,

@@ -6,14 +6,9 @@ distribution ``q(x^- | x) proportional to w``. Weightings compose by adding log-
 weights, intersecting supports), so ``[SameLabelMask(), HardWeighting(beta)]`` is H-SCL(beta).
 The estimator normalizes the weights per anchor; no weighting needs to.
 
-Every weighting of the five papers has the factored form of :class:`LogWeights`,
-``log w = gamma * s + D`` on a support ``keep``, and :meth:`Weighting.weigh` returns it factored, so
-that the strategy never materializes what it does not need (a tilt is one number, not an (A, C)
-table; see :mod:`qt_hard.negatives.logmeanexp`). :meth:`Weighting.log_weights` gives the same
-weights as one dense table.
-
-Parameters may be plain numbers or schedules (:mod:`qt_hard.schedules`), resolved at the current
-training progress.
+Every weighting of the five papers returns the factored form of :class:`LogWeights` (a tilt is one
+number, not an (A, C) table; :mod:`qt_hard.negatives.logmeanexp`). Parameters may be plain numbers or
+schedules (:mod:`qt_hard.schedules`), resolved at the current training progress.
 """
 
 from __future__ import annotations
@@ -385,7 +380,10 @@ class ThresholdWeighting(Weighting):
 
     def __init__(self, tau=None, level=None):
         if (tau is None) == (level is None):
-            raise ValueError("ThresholdWeighting needs exactly one of tau or level")
+            raise ValueError(
+                "thresholded negatives need exactly one of tau (on e^logit) or level (on the "
+                "similarity, e.g. the H-SCL schedule of eq. 4)"
+            )
         if isinstance(tau, HSCLThreshold):
             raise ValueError("HSCLThreshold yields the level l of eq. 4: pass it as level, not tau")
         self.tau, self.level = tau, level
