@@ -264,11 +264,9 @@ class HardnessTilt(Weighting):
     on the explicit hard negatives).
 
     In weights this is a multiplier ``e^{alpha cos_j}`` on negative j's term that nothing normalizes
-    (:attr:`LogWeights.absolute`): the denominator is ``e^{s+} + sum_j e^{s_j + alpha cos_j}``. It is
-    neither HCL's importance weighting, whose weights ``exp(beta s)`` are normalized per anchor so that
-    ``Q * E_hat`` stays an estimate of Q negatives' mass (:class:`HardWeighting`), nor differentiated
-    (HCL's code lets gradients through its weights). It composes with every other weighting: with
-    ``HardWeighting`` the tilt rescales the integrand of HCL's importance-weighted mean.
+    (:attr:`LogWeights.absolute`): the denominator is ``e^{s+} + sum_j e^{s_j + alpha cos_j}``. How it
+    differs from HCL's importance weights (:class:`HardWeighting`) is on docs/guides/sentence-transformers.md
+    ("MNRL and HardNegativesLoss side by side"); with them the tilt rescales the integrand of their mean.
 
     Args:
         strength: alpha >= 0 (number or schedule).
