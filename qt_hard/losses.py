@@ -3,9 +3,9 @@
 Each objective is defined once, as a module (for training loops, with ``set_progress`` for schedules):
 its constructor takes the strategy and the configuration, its ``forward`` one batch. Its function form
 (one line for tests, users and our own checks) takes the batch's leading tensors, then the strategy,
-then keyword-only the rest of the batch, the constructor's keywords, ``generator`` (the k-sampler's)
-and the strategy's options; it builds the module and calls it once, so the two forms give the same
-numbers by construction.
+then keyword-only the rest of the batch, the constructor's keywords, ``generator`` (the k-sampler's
+random generator; None: torch's default one) and the strategy's options; it builds the module and
+calls it once, so the two forms give the same numbers by construction.
 
 * :func:`contrastive_loss` / :class:`ContrastiveLoss`: the two-view objective (SimCLR, HCL, Ash et
   al. D.1). With ``negatives="hard", beta=0, tau_plus=0`` it is SimCLR's NT-Xent; with
@@ -49,7 +49,7 @@ from torch import nn
 from .negatives.distributed import world
 from .negatives.registry import Chosen
 from .negatives.scores import context_scores, node_graph_scores, one_directional_scores, two_view_scores
-from .negatives.strategy import NegativeStrategy, make_strategy
+from .negatives.strategy import NegativeStrategy, generator_at, make_strategy
 
 
 def check_finite(**tensors) -> None:
@@ -76,20 +76,13 @@ def _strategy(negatives, k, include_positive, options) -> NegativeStrategy:
     return make_strategy(negatives, k=k, include_positive=include_positive, **options)
 
 
-def _joint_by_default(negatives, options: dict) -> dict:
-    """Quick-Thoughts' positives share one denominator unless told otherwise (a ready-made
-    :class:`NegativeStrategy` keeps its own setting)."""
-    if isinstance(negatives, NegativeStrategy) or "positives" in options:
-        return options
-    return {**options, "positives": "joint"}
-
-
 class _StrategyLoss(nn.Module):
     """Holds a strategy built once, and the training progress that drives its schedules."""
 
-    def __init__(self, negatives, k, include_positive, options):
+    def __init__(self, negatives, k, include_positive, options, temperature, normalize, gather):
         super().__init__()
         self.strategy = _strategy(negatives, k, include_positive, options)
+        self.temperature, self.normalize, self.gather = temperature, normalize, gather
         self.generator: torch.Generator | None = None
         self.want_diagnostics = False
         self.last_diagnostics: dict | None = None
@@ -97,6 +90,12 @@ class _StrategyLoss(nn.Module):
     def set_progress(self, progress: float) -> None:
         """Training progress in [0, 1] (e.g. step / total_steps) for scheduled parameters."""
         self.strategy.set_progress(progress)
+
+    def _scores(self, build, *batch, **more):
+        """``build`` (a score builder of :mod:`qt_hard.negatives.scores`) on the batch, with the loss's
+        temperature, normalization and gather."""
+        kw = dict(temperature=self.temperature, normalize=self.normalize, gather_candidates=self.gather)
+        return build(*batch, **kw, **more)
 
     def _loss(self, scores, reduce=None) -> torch.Tensor:
         """The strategy's loss (``reduce(scores, generator)``, default the strategy's batch mean); with
@@ -107,11 +106,7 @@ class _StrategyLoss(nn.Module):
             return reduce(scores, self.generator)
         state = self.generator.get_state() if self.generator is not None else None
         loss = reduce(scores, self.generator)
-        replay = None
-        if state is not None:
-            replay = torch.Generator(device=self.generator.device)
-            replay.set_state(state)
-        self.last_diagnostics = self.strategy.diagnostics(scores, replay)
+        self.last_diagnostics = self.strategy.diagnostics(scores, generator_at(self.generator, state))
         self.want_diagnostics = False
         return loss
 
@@ -119,25 +114,7 @@ class _StrategyLoss(nn.Module):
         return repr(self.strategy)
 
 
-class _PairLoss(_StrategyLoss):
-    """The constructor that :class:`ContrastiveLoss` and :class:`RankingLoss` share."""
-
-    def __init__(
-        self,
-        negatives="uniform",
-        *,
-        temperature: float = 0.5,
-        k: int | None = None,
-        normalize: bool = True,
-        include_positive: bool = True,
-        gather: bool = True,
-        **options,
-    ):
-        super().__init__(negatives, k, include_positive, options)
-        self.temperature, self.normalize, self.gather = temperature, normalize, gather
-
-
-class ContrastiveLoss(_PairLoss):
+class ContrastiveLoss(_StrategyLoss):
     """Two-view contrastive loss, averaged over the 2B anchors: ``ContrastiveLoss("hard", beta=1.0)(z1, z2)``.
 
     Args:
@@ -155,12 +132,22 @@ class ContrastiveLoss(_PairLoss):
     loss, and raises, as that function does.
     """
 
+    def __init__(
+        self,
+        negatives="uniform",
+        *,
+        temperature: float = 0.5,
+        k: int | None = None,
+        normalize: bool = True,
+        include_positive: bool = True,
+        gather: bool = True,
+        **options,
+    ):
+        super().__init__(negatives, k, include_positive, options, temperature, normalize, gather)
+
     def forward(self, z1: torch.Tensor, z2: torch.Tensor, labels=None) -> torch.Tensor:
         check_finite(z1=z1, z2=z2)
-        scores = two_view_scores(
-            z1, z2, temperature=self.temperature, labels=labels, normalize=self.normalize, gather_candidates=self.gather
-        )
-        return self._loss(scores)
+        return self._loss(self._scores(two_view_scores, z1, z2, labels=labels))
 
 
 class ContextLoss(_StrategyLoss):
@@ -187,24 +174,18 @@ class ContextLoss(_StrategyLoss):
         gather: bool = True,
         **options,
     ):
-        super().__init__(negatives, k, include_positive, _joint_by_default(negatives, options))
-        self.context, self.temperature, self.normalize, self.gather = context, temperature, normalize, gather
+        # The positives share one denominator unless told otherwise (a NegativeStrategy keeps its own).
+        if not isinstance(negatives, NegativeStrategy) and "positives" not in options:
+            options = {**options, "positives": "joint"}
+        super().__init__(negatives, k, include_positive, options, temperature, normalize, gather)
+        self.context = context
 
     def forward(self, f_emb: torch.Tensor, g_emb: torch.Tensor, doc_ids=None) -> torch.Tensor:
         check_finite(f_emb=f_emb, g_emb=g_emb)
-        scores = context_scores(
-            f_emb,
-            g_emb,
-            context=self.context,
-            temperature=self.temperature,
-            normalize=self.normalize,
-            doc_ids=doc_ids,
-            gather_candidates=self.gather,
-        )
-        return self._loss(scores)
+        return self._loss(self._scores(context_scores, f_emb, g_emb, context=self.context, doc_ids=doc_ids))
 
 
-class RankingLoss(_PairLoss):
+class RankingLoss(_StrategyLoss):
     """Anchors against all positives and explicit negatives of the batch (MNRL layout).
 
     Args:
@@ -229,15 +210,7 @@ class RankingLoss(_PairLoss):
         **options,
     ):
         # The constructor of ContrastiveLoss, with MNRL's temperature (scale 20) as the default.
-        super().__init__(
-            negatives,
-            temperature=temperature,
-            k=k,
-            normalize=normalize,
-            include_positive=include_positive,
-            gather=gather,
-            **options,
-        )
+        super().__init__(negatives, k, include_positive, options, temperature, normalize, gather)
 
     def forward(
         self,
@@ -255,19 +228,9 @@ class RankingLoss(_PairLoss):
             explicit_negatives=explicit_negatives,
             extra_candidates=extra_candidates,
         )
-        scores = one_directional_scores(
-            anchors,
-            positives,
-            explicit_negatives,
-            temperature=self.temperature,
-            labels=labels,
-            normalize=self.normalize,
-            gather_candidates=self.gather,
-            extra_candidates=extra_candidates,
-            extra_labels=extra_labels,
-            in_batch=in_batch,
-        )
-        return self._loss(scores)
+        batch = (anchors, positives, explicit_negatives)
+        more = dict(labels=labels, extra_candidates=extra_candidates, extra_labels=extra_labels, in_batch=in_batch)
+        return self._loss(self._scores(one_directional_scores, *batch, **more))
 
 
 def _node_mean(per_anchor: torch.Tensor, counted: torch.Tensor) -> torch.Tensor:
@@ -299,12 +262,6 @@ class LocalGlobalLoss(_StrategyLoss):
 
     Called with the batch of :func:`local_global_loss` (``node_emb``: (n, d), ``graph_emb``: (g, d),
     ``batch``: (n,); ``labels``), it returns the node-averaged loss, and raises, as that function does.
-
-    Example::
-
-        >>> h, H = torch.randn(7, 4), torch.randn(3, 4)
-        >>> float(local_global_loss(h, H, torch.tensor([0, 0, 1, 1, 1, 2, 2]))) > 0
-        True
     """
 
     def __init__(
@@ -320,20 +277,11 @@ class LocalGlobalLoss(_StrategyLoss):
     ):
         if not isinstance(negatives, (NegativeStrategy, Chosen)):  # these carry their own estimator
             options = {"estimator": estimator, **options}
-        super().__init__(negatives, k, True, options)
-        self.temperature, self.normalize, self.gather = temperature, normalize, gather
+        super().__init__(negatives, k, True, options, temperature, normalize, gather)
 
     def forward(self, node_emb: torch.Tensor, graph_emb: torch.Tensor, batch, labels=None) -> torch.Tensor:
         check_finite(node_emb=node_emb, graph_emb=graph_emb)
-        scores = node_graph_scores(
-            node_emb,
-            graph_emb,
-            batch,
-            temperature=self.temperature,
-            labels=labels,
-            normalize=self.normalize,
-            gather_candidates=self.gather,
-        )
+        scores = self._scores(node_graph_scores, node_emb, graph_emb, batch, labels=labels)
         return self._loss(scores, lambda sc, gen: _node_mean(*self.strategy.per_anchor(sc, gen)))
 
 
@@ -383,16 +331,8 @@ def contrastive_loss(
         z1, z2: (B, d) embeddings of the two views of B positive pairs.
         labels: (B,) labels, for "label" negatives and ``collision_free=True``.
         negatives, temperature, k, normalize, include_positive, gather, **options: as :class:`ContrastiveLoss`.
-        generator: the random generator of the k-sampler (None: torch's default one).
 
-    Returns the scalar loss. Raises ``ValueError`` for embeddings holding NaN or an infinity
-    (``NonFiniteError``) and for a batch in which an anchor has no negative (``NotEnoughCandidatesError``).
-
-    Example::
-
-        >>> z1, z2 = torch.randn(8, 16), torch.randn(8, 16)
-        >>> contrastive_loss(z1, z2, "hard", beta=1.0, tau_plus=0.1).shape
-        torch.Size([])
+    Returns the scalar loss; degenerate batches raise ``NonFiniteError`` or ``NotEnoughCandidatesError`` (module docstring).
     """
     return _call_once(ContrastiveLoss, locals())
 
@@ -429,10 +369,8 @@ def context_loss(
         doc_ids: (B,) document ids; no positive pair crosses two documents (None: one document).
         negatives, context, temperature, normalize, k, include_positive, gather, **options: as
             :class:`ContextLoss` (positives are the sentences within 1..``context`` positions).
-        generator: the random generator of the k-sampler (None: torch's default one).
 
-    Returns the scalar loss. Raises ``ValueError`` for embeddings holding NaN or an infinity
-    (``NonFiniteError``) and for a batch in which an anchor has no negative (``NotEnoughCandidatesError``).
+    Returns the scalar loss; degenerate batches raise ``NonFiniteError`` or ``NotEnoughCandidatesError`` (module docstring).
 
     Example::
 
@@ -478,10 +416,8 @@ def ranking_loss(
             needed with ``labels``).
         negatives, temperature, k, normalize, include_positive, gather, **options: as :class:`RankingLoss`
             (temperature: 1 / scale; sentence-transformers' default scale 20 is temperature 0.05).
-        generator: the random generator of the k-sampler (None: torch's default one).
 
-    Returns the scalar loss. Raises ``ValueError`` for embeddings holding NaN or an infinity
-    (``NonFiniteError``) and for a batch in which an anchor has no negative (``NotEnoughCandidatesError``).
+    Returns the scalar loss; degenerate batches raise ``NonFiniteError`` or ``NotEnoughCandidatesError`` (module docstring).
 
     Example::
 
@@ -525,10 +461,8 @@ def local_global_loss(
         labels: (g,) graph labels, for label-aware negatives.
         negatives, estimator, temperature, normalize, k, gather, **options: as :class:`LocalGlobalLoss`
             (estimator: "jsd", the paper; "jsd_code", the HCL code's form; or "nce").
-        generator: the random generator of the k-sampler (None: torch's default one).
 
-    Returns the scalar loss. Raises ``ValueError`` for embeddings holding NaN or an infinity
-    (``NonFiniteError``) and for a batch in which an anchor has no negative (``NotEnoughCandidatesError``).
+    Returns the scalar loss; degenerate batches raise ``NonFiniteError`` or ``NotEnoughCandidatesError`` (module docstring).
 
     Example::
 

@@ -12,10 +12,8 @@ changes: 4}``, turned into an object by :func:`make_schedule`.
 * :class:`Linear` and :class:`Step`: Ring's annealing policies (Wu et al. appendix, "Exploring
   annealing policies": w_u from 100% to 10% linearly over the first epochs, then constant; the step
   policy moves in equal jumps). Usable for any parameter.
-* :class:`HSCLThreshold`: H-SCL(tau), Jiang et al. (2022) eq. 4: ``l = start + (epoch - 1)/(E - 1)
-  (end - start)``, with the epoch fraction (epoch-1)/(E-1) read as p. Their ``tau = exp(l / gamma)``
-  uses the loss's own temperature gamma, so the schedule yields the level ``l`` and the threshold
-  weighting (``level=``) applies it at the temperature of the scores: ``e^s >= e^{l/t}``, cos >= l.
+* :class:`HSCLThreshold`: H-SCL(tau), Jiang et al. (2022) eq. 4, ``l = start + (epoch - 1)/(E - 1)
+  (end - start)`` with the epoch fraction read as p: the level, for the threshold weighting's ``level=``.
 """
 
 from __future__ import annotations

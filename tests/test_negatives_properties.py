@@ -18,7 +18,7 @@ from qt_hard.negatives import (
     sample_k_negatives,
     two_view_scores,
 )
-from qt_hard.negatives.strategy import options_read
+from qt_hard.negatives.registry import options_read
 from qt_hard.schedules import BetaAnnealing, HSCLThreshold, Linear, Step, make_schedule
 
 

@@ -1,22 +1,7 @@
-"""The negatives core (docs/architecture.md): candidate sources, the k-sampler, weightings and estimators.
-
-``scores``      who is compared with whom: :class:`ContrastScores` and its four builders
-``sampler``     k negatives per anchor, uniformly without replacement, collision-free option
-``weightings``  uniform, hard (HCL), MNRL's hardness tilt, ring, same-label mask / threshold (H-SCL), entropic OT, as
-                factored log-weights (:class:`LogWeights`: support, tilt, dense table)
-``logmeanexp``  the weighted log-mean-exp they all reduce to, one fused autograd function
-``select``      exact per-row order statistics (Ring's percentiles) without sorting rows
-``ot``          Sinkhorn: a log-domain first iteration, then exp-domain scalings
-``estimators``  plain and debiased (hard or smooth floor), in log space; InfoGraph's JSD
-``strategy``    :class:`NegativeStrategy` assembling them into the loss; :func:`make_strategy`
-``registry``    one declared part per strategy and per modifier, with its options (names, defaults, checks),
-                papers, label needs and example
-``papers``      the papers the parts implement (BibTeX, short and one-line references)
-``topm``        the top-m mask: each anchor keeps its m highest-scoring negatives (a miner's top-m)
-``guard``       the positive-aware false-negative guard (GISTEmbed / NV-Retriever), model or guide similarities
-``directions``  MNRL's directions and partition modes (query/doc to query/doc) as tables of the core
-``queue``       a FIFO memory bank of past embeddings and their labels (MoCo / MoCoRing)
-``distributed`` the all-gather with gradients that makes the global batch the candidate set
+"""The negatives core: candidate sources, the k-sampler, weightings and estimators, module by module on
+docs/architecture.md ("The core"); beside them ``papers`` (the papers the parts implement, BibTeX and
+references), ``guard`` (the positive-aware false-negative guard of GISTEmbed / NV-Retriever) and
+``directions`` (MNRL's directions and partition modes as tables of the core).
 """
 
 from .distributed import gather, world

@@ -11,7 +11,7 @@ with its own fields (temperature, include_positive, ...)::
       options: {beta: 1.0, clip: rescaled, tau_plus: 0.1}
 
 When the config is read, :meth:`NegativesConfig.validate` checks the section against
-:func:`negatives_schema`: a pydantic union discriminated by ``negatives`` with one member per registered
+:func:`negatives_schema`: (the adapter of) a pydantic union discriminated by ``negatives`` with one member per registered
 strategy, whose ``options`` model holds the options of that strategy and of every modifier, typed from
 the parts' annotations (a ``schedule`` option: a number, or a mapping with a ``schedule`` key). Then the
 parts are built once from the options, so that what their constructors refuse (an option the chosen
@@ -40,8 +40,6 @@ from qt_hard.schedules import make_schedule
 
 from . import registry
 from .registry import Estimator
-
-# Arguments of the losses that a pipeline's objective section holds as its own fields, never as options.
 
 
 def _scheduled(value: Any) -> Any:
@@ -92,7 +90,7 @@ class Negatives(BaseModel, registry.Chosen):
 
 
 @functools.cache
-def _schema(strategies: tuple[type, ...], modifiers: tuple[type, ...]) -> Any:
+def _schema(strategies: tuple[type, ...], modifiers: tuple[type, ...]) -> TypeAdapter:
     members = [
         create_model(
             f"{cls.__name__}Negatives",
@@ -102,19 +100,14 @@ def _schema(strategies: tuple[type, ...], modifiers: tuple[type, ...]) -> Any:
         )
         for cls in strategies
     ]
-    return Annotated[Union[tuple(members)], Field(discriminator="negatives")]
+    return TypeAdapter(Annotated[Union[tuple(members)], Field(discriminator="negatives")])
 
 
-def negatives_schema() -> Any:
-    """The pydantic type of ``{negatives, options}``: a union discriminated by the strategy's name, one
+def negatives_schema() -> TypeAdapter:
+    """The pydantic adapter of ``{negatives, options}``: a union discriminated by the strategy's name, one
     member per registered strategy (discovered ones included)."""
     registry.discover()
     return _schema(tuple(registry.STRATEGIES.values()), tuple(registry.MODIFIERS.values()))
-
-
-@functools.cache
-def _adapter(schema: Any) -> TypeAdapter:
-    return TypeAdapter(schema)
 
 
 def _schema_error(err: ValidationError, negatives: str, prefix: str) -> str:
@@ -140,7 +133,7 @@ def read_negatives(cfg: NegativesConfig, prefix: str = "objective") -> Negatives
     if key is not None:
         raise ConfigError(f"{prefix}.options.{key}: set it as {prefix}.{key} instead")
     try:
-        chosen = _adapter(negatives_schema()).validate_python(
+        chosen = negatives_schema().validate_python(
             {"negatives": cfg.negatives, "options": options, "estimator": cfg.estimator}
         )
     except ValidationError as err:

@@ -9,10 +9,8 @@ choose which similarities enter the softmax of pair i:
 * ``doc_to_query``   d_i against every query (the symmetric term; q_i is the positive pair again);
 * ``doc_to_doc``     d_i against every document that does not belong to query i.
 
-``partition_mode="joint"`` puts all chosen similarities into one softmax; ``"per_direction"`` takes one
-softmax per direction and averages the losses (only query_to_doc and doc_to_query, whose candidates
-hold the positive pair). ``directions=("query_to_doc", "doc_to_query")`` with ``"per_direction"`` is the
-symmetric loss that replaced ``MultipleNegativesSymmetricRankingLoss``.
+``partition_mode`` (one ``"joint"`` softmax, or ``"per_direction"`` softmaxes averaged, the symmetric
+loss among them) is as docs/guides/sentence-transformers.md describes it.
 
 Here each softmax is one :class:`~qt_hard.negatives.scores.ContrastScores` table, so every strategy
 (weights, guard, k, debiasing) applies to it unchanged:
@@ -114,9 +112,7 @@ def _joint(q2d, anchors, positives, negatives, directions, labels, *, temperatur
     rows = torch.arange(b, device=q.device)
     me = rows + offset
     labels = None if labels is None else torch.as_tensor(labels, device=q.device)
-    all_labels = None
-    if labels is not None:
-        all_labels = gather(labels, with_grad=False)[0] if gather_candidates else labels
+    all_labels = labels if labels is None or not gather_candidates else gather(labels, with_grad=False)[0]
 
     # Each block: (logits (b, C_k), valid (b, C_k), candidate labels, whether they are known).
     blocks = [(q2d.neg, q2d.neg_valid, q2d.cand_labels, q2d.cand_label_known)]
@@ -171,7 +167,6 @@ def _joint_table(q2d, pos, blocks, labelled: bool, normalize: bool) -> ContrastS
         cand_owner = torch.cat([q2d.cand_owner, torch.full((total - c1,), -1, dtype=torch.long, device=device)])
     tilt_columns = torch.zeros(total, dtype=torch.bool, device=device)
     tilt_columns[:c1] = True
-    ones = torch.ones(total, device=device)
     return ContrastScores(
         pos=pos,
         pos_valid=torch.ones_like(pos, dtype=torch.bool),
@@ -184,7 +179,7 @@ def _joint_table(q2d, pos, blocks, labelled: bool, normalize: bool) -> ContrastS
         # Unit vectors: ||a - c||^2 = 2 - 2 cos whichever side the anchor is (OT's cost); raw inner
         # products mix two anchors' norms in one row, so OT gets no norms there (it says so).
         anchor_sqnorm=torch.ones(b, device=device) if normalize else None,
-        cand_sqnorm=ones if normalize else None,
+        cand_sqnorm=torch.ones(total, device=device) if normalize else None,
         cand_owner=cand_owner,
         anchor_index=q2d.anchor_index,
         normalized=normalize,

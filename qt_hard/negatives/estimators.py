@@ -88,13 +88,11 @@ class DebiasedEstimator:
         if not 0.0 <= tau < 1.0:
             raise ValueError(f"tau_plus must be in [0, 1), got {tau}")
         log_e = log_e[:, None]
-        if tau > 0:
-            log_r = math.log(tau) + pos - log_e
-            corr = smooth_log1mexp(log_r) if self.floor == "smooth" else log1mexp(log_r)
-            log_d = log_e + corr - math.log1p(-tau)
-        else:
-            log_d = log_e.expand_as(pos)
-        return log_d
+        if tau == 0:
+            return log_e.expand_as(pos)
+        log_r = math.log(tau) + pos - log_e
+        corr = smooth_log1mexp(log_r) if self.floor == "smooth" else log1mexp(log_r)
+        return log_e + corr - math.log1p(-tau)
 
     def __repr__(self) -> str:
         return f"DebiasedEstimator(tau_plus={self.tau_plus!r}, floor={self.floor!r})"
@@ -133,9 +131,7 @@ class JSDEstimator:
     the code does not have (OT's coupling, label masks, ring) enter as ``E_q`` of the untilted line:
     the OT paper ran this code with only the negative distribution replaced.
 
-    Boundedness: for tau_plus > 0 the paper form is unbounded below (``sp(-x) - c sp(x) -> -c x`` as
-    the positive score x grows, while ``E_q sp >= 0``): debiased JSD training drives T+ to infinity
-    without a clamp. The code's sign keeps it bounded below (``sp(-x) + c sp(x) > 0``).
+    For tau_plus > 0 the paper form is unbounded below, the code's is not (docs/guides/graphs.md).
 
     Shapes: ``s`` (A, C) logits with ``log_w`` (A, C) log-weights (-inf outside the negatives),
     ``pos`` (A, P) -> (A, P) per-positive losses.

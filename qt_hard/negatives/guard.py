@@ -1,10 +1,9 @@
 """The false-negative guard: drop the candidates that score too close to (or above) the anchor's positive.
 
-In real pair data the candidates that score highest are often unlabelled positives or near-duplicates,
-and hard weighting puts its mass exactly there. The guard the field uses since 2024 ties the cut to
-the anchor's *own* positive (GISTEmbed, Solatorio 2024, section 3.1, with a frozen guide model's
-similarities; NV-Retriever, Moreira et al. 2024, arXiv 2407.15831, section 3, "positive-aware" mining
-with TopK-MarginPos / TopK-PercPos). Candidate j of anchor i is removed when
+Why, and how it composes (removed before anything else sees it: neither weighed, counted nor drawn by
+``k``), is on docs/guides/sentence-transformers.md, "The false-negative guard": GISTEmbed (Solatorio
+2024, section 3.1) and NV-Retriever (Moreira et al. 2024, section 3, TopK-MarginPos / TopK-PercPos)
+tie the cut to the anchor's *own* positive. Candidate j of anchor i is removed when
 
     absolute:  sim_ij > sim+_i - margin
     relative:  sim_ij > sim+_i - |sim+_i| * margin
@@ -24,10 +23,6 @@ the anchor's own positives is suspect. An anchor without a positive keeps every 
 The similarities are the model's own (``source="model"``: the logits divided by the scale, detached),
 or a frozen guide model's (``source="guide"``, GISTEmbed): a :class:`ContrastScores` of the same
 layout built from the guide's embeddings and attached as ``scores.guide`` (:func:`attach_guide`).
-
-The guard removes a candidate from the negatives before anything else sees it: it is neither weighed
-nor counted (``Q`` shrinks), and with ``k`` the k negatives are drawn from what it leaves. It composes
-with every strategy (:class:`~qt_hard.negatives.strategy.NegativeStrategy`'s ``guard``).
 """
 
 from __future__ import annotations
@@ -62,19 +57,13 @@ class FalseNegativeGuard:
             raise ValueError(f"guard_source must be one of {', '.join(GUARD_SOURCES)}, got {source!r}")
         self.rule, self.margin, self.source = rule, float(margin), source
 
-    def table(self, scores: ContrastScores) -> ContrastScores:
-        """The table whose similarities the rule reads: ``scores`` or its guide's."""
-        if self.source == "model":
-            return scores
-        if scores.guide is None:
+    def keep(self, scores: ContrastScores) -> torch.Tensor:
+        """(A, C) bool: True where the candidate survives the guard."""
+        table = scores if self.source == "model" else scores.guide  # whose similarities the rule reads
+        if table is None:
             raise ValueError(
                 "guard_source='guide' needs the guide model's similarities on the scores (qt_hard.negatives.attach_guide)"
             )
-        return scores.guide
-
-    def keep(self, scores: ContrastScores) -> torch.Tensor:
-        """(A, C) bool: True where the candidate survives the guard."""
-        table = self.table(scores)
         # The smallest valid positive (the hardest one) sets the threshold; +inf for no positive.
         # In logit units (the margin times the scale), so that the (A, C) table is read once, as is.
         pos = table.pos.detach().masked_fill(~scores.pos_valid, float("inf")).amin(dim=1, keepdim=True)

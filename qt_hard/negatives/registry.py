@@ -10,23 +10,12 @@ constructor (a ``ValueError`` that names the option). Two roles:
   (``hardness_mode``) (:mod:`.modifiers`), and any part another module of :mod:`qt_hard.negatives`
   registers (:mod:`.topm`).
 
-This module keeps the registration and what is asked of the registered parts; the parts live in the
-modules named for what they are.
+This module keeps the registration and what is asked of the registered parts (:class:`Part`); the
+parts live in the modules named for what they are.
 
-A part declares, besides its options, everything a reader of the registry asks about it: its ``name``,
-the ``paper`` that defines it (cited by the assembled strategy when the part acts: the plugin's
-``citation``, the model cards), whether it ``needs_labels``, the options of an ``example`` (the tests run
-every part with them, the docs' table shows them), the ``paper_defaults`` that make a strategy its
-paper's method where the core's default is a plainer special case, and whether autograd's gradient is
-the loss's ``true_gradient`` (False where weights that move with the scores are held fixed).
-
-Everything that names strategies or options reads this registry: :func:`make_strategy`, the
-sentence-transformers plugin, each pipeline's ``objective`` (validated into a :class:`Chosen`), the
-CLI's config checks (through the losses), the scripts (:func:`strategy_names`), the model cards (through
-the strategy's ``papers``), the docs' option table (:func:`option_table`) and the tests (:func:`examples`).
-A new weighting is one module of :mod:`qt_hard.negatives` that defines a :class:`Part` subclass with
-:func:`register`: the registry imports every module of the package before it answers (discovery), so
-configs, the plugin and the docs see it without being edited.
+Everything that names strategies or options reads this registry (docs/architecture.md, "The core"); a
+new part is one module of :mod:`qt_hard.negatives` that registers it (docs/guides/extending.md), found
+by :func:`discover` without an edit elsewhere.
 
 ``None`` stands for "not given" everywhere. An option the chosen parts do not read (given their
 switches, e.g. label's ``hardening``) is an error that names it; so is an unknown one.
@@ -66,10 +55,14 @@ class Part:
     """A registered part: its fields are its options. Subclasses validate in :meth:`check` and add
     what they build to the strategy under assembly in :meth:`contribute`.
 
-    Class attributes (the module docstring): ``name``; ``role``; ``paper``, the papers that define it (a
-    tuple, cited when the part :meth:`acts`); ``needs_labels`` (class labels of the anchors and
-    candidates, when it acts); ``example``, options that switch it on with typical values (a strategy's
-    beside its name); ``paper_defaults``; ``true_gradient``."""
+    Besides its options a part declares, as class attributes, everything a reader of the registry asks
+    about it: ``name``; ``role``; ``paper``, the papers that define it (a tuple, cited by the assembled
+    strategy when the part :meth:`acts`: the plugin's ``citation``, the model cards); ``needs_labels``
+    (class labels of the anchors and candidates, when it acts); ``example``, options that switch it on
+    with typical values (a strategy's beside its name; the tests run every part with them, the docs'
+    table shows them); ``paper_defaults``, which make a strategy its paper's method where the core's
+    default is a plainer special case; ``true_gradient``, False where weights that move with the scores
+    are held fixed."""
 
     name: ClassVar[str]
     role: ClassVar[str] = "modifier"

@@ -15,9 +15,6 @@ anchor, vectorized over the anchors. Two exact samplers, chosen by cost:
   smaller mask is the larger one's with its disallowed columns replaced by the next draws.
 * Random keys otherwise: every allowed candidate gets an i.i.d. uniform key and the k smallest keys
   are kept; the ranks of i.i.d. keys form a uniformly random permutation. One pass over (A, C).
-
-Collision-free mode (Ash et al. section 5, Fig. 3 right) drops candidates that share the anchor's
-class *before* sampling, so the k negatives are drawn only from other classes.
 """
 
 from __future__ import annotations

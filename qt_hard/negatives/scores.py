@@ -2,19 +2,9 @@
 
 Every objective of the five papers reduces to one table per batch, :class:`ContrastScores`:
 for each of A anchors, the logits of its P positives and of its C candidate negatives, plus masks.
-The three builders below produce it for the three layouts the library uses; the strategies in
-:mod:`qt_hard.negatives.strategy` consume it, whatever produced it.
-
-* :func:`two_view_scores`: SimCLR / HCL (Robinson et al. 2021, eq. 5 and Fig. 13) and Ash et al.
-  (2022) D.1: each of the 2B views is an anchor against the other 2B-2 views; its partner view is
-  the positive.
-* :func:`one_directional_scores`: Quick-Thoughts-style retrieval / sentence-transformers'
-  MultipleNegativesRankingLoss: anchor i against the positives of every pair plus any explicit
-  negatives (and optionally a queue of past embeddings, MoCo / Ring Alg. 1); its own positive is the
-  positive.
-* :func:`context_scores`: Quick-Thoughts (Logeswaran & Lee 2018): B consecutive sentences, scores
-  f(s_i).g(s_j), the sentences within +-c positions (same document) the positives, the sentence
-  itself excluded, every other sentence a candidate.
+The builders below produce it for the four layouts the library uses (:func:`two_view_scores`,
+:func:`one_directional_scores`, :func:`context_scores`, :func:`node_graph_scores`, each with its
+papers); the strategies in :mod:`qt_hard.negatives.strategy` consume it, whatever produced it.
 
 Logits are ``scale * <anchor, candidate>`` with ``scale = 1 / temperature``. Under torch.distributed
 the candidates are gathered from every process with gradients (:mod:`.distributed`), anchors stay
@@ -23,6 +13,7 @@ local, and candidate indices are global.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import torch
@@ -69,9 +60,6 @@ class ContrastScores:
             read by the false-negative guard with ``source="guide"`` (GISTEmbed); else None.
         tilt_columns: (C,) bool, the columns MNRL's hardness tilt may touch (its query-to-document
             block when the table joins several directions, :mod:`.directions`); None = every column.
-
-    A builder whose ``neg`` already is each anchor's whole softmax says so with :meth:`mark_softmax`
-    (:meth:`softmax` then hands ``neg`` to the cross-entropy as it is).
     """
 
     pos: torch.Tensor
@@ -180,28 +168,21 @@ class ContrastScores:
         if self.cand_index is not None:
             raise ValueError("select() applies to a full table")
         pick = lambda x: None if x is None else x[None, :].expand(index.shape[0], -1).gather(1, index)
-        return ContrastScores(
-            pos=self.pos,
-            pos_valid=self.pos_valid,
+        # The per-anchor fields stay; the per-candidate ones are picked; the guide stays with the full table.
+        return dataclasses.replace(
+            self,
             neg=self.neg.gather(1, index),
             neg_valid=torch.ones_like(index, dtype=torch.bool),
-            scale=self.scale,
-            anchor_labels=self.anchor_labels,
             cand_labels=pick(self.cand_labels),
             cand_label_known=pick(self.cand_label_known),
-            anchor_sqnorm=self.anchor_sqnorm,
             cand_sqnorm=pick(self.cand_sqnorm),
             cand_index=index,
-            normalized=self.normalized,
             n_columns=self.neg.shape[1],
-            anchor_emb=self.anchor_emb,
-            cand_emb=self.cand_emb,
             full=self,
             full_allowed=self.neg_valid if allowed is None else allowed,
             cand_owner=pick(self.cand_owner),
-            anchor_index=self.anchor_index,
-            anchor_column=self.anchor_column,
             tilt_columns=pick(self.tilt_columns),
+            guide=None,
         )
 
 
@@ -263,7 +244,7 @@ def two_view_scores(
     normalize: bool = True,
     gather_candidates: bool = True,
 ) -> ContrastScores:
-    """The two-view layout of SimCLR / HCL and of Ash et al. D.1.
+    """The two-view layout of SimCLR / HCL (Robinson et al. 2021, eq. 5, Fig. 13) and of Ash et al. D.1.
 
     Args:
         z1, z2: (b, d) the two views of b positive pairs on this process.
@@ -329,7 +310,8 @@ def one_directional_scores(
     extra_labels=None,
     in_batch: bool = True,
 ) -> ContrastScores:
-    """Anchor i against all positives and explicit negatives of the batch (MNRL layout).
+    """Anchor i against all positives and explicit negatives of the batch (sentence-transformers'
+    MultipleNegativesRankingLoss layout), and optionally a queue (MoCo / Ring Alg. 1).
 
     Args:
         anchors: (b, d).
@@ -498,7 +480,8 @@ def context_scores(
     doc_ids=None,
     gather_candidates: bool = True,
 ) -> ContrastScores:
-    """Quick-Thoughts scores (Logeswaran & Lee 2018, section 3; HCL App. D.3).
+    """Quick-Thoughts scores (Logeswaran & Lee 2018, section 3; HCL App. D.3): f(s_i).g(s_j) of B
+    consecutive sentences, the sentences within +-c positions (same document) the positives.
 
     Args:
         f_emb: (b, d) f(s_i) of b consecutive sentences (the input encoder).
@@ -525,11 +508,8 @@ def context_scores(
     b = f_emb.shape[0]
     device = f_emb.device
     doc_ids = _labels(doc_ids, b, device)
-    if gather_candidates:
-        all_g, offset = gather(g_emb)
-        all_docs = gather(doc_ids, with_grad=False)[0] if doc_ids is not None else None
-    else:
-        all_g, offset, all_docs = g_emb, 0, doc_ids
+    all_g, offset = gather(g_emb) if gather_candidates else (g_emb, 0)
+    all_docs = doc_ids if doc_ids is None or not gather_candidates else gather(doc_ids, with_grad=False)[0]
     B = all_g.shape[0]
     neg = (f_emb * scale) @ all_g.T  # (b, B)
     rows = torch.arange(b, device=device)
@@ -592,10 +572,7 @@ def node_graph_scores(
     if normalize:
         node_emb, graph_emb = F.normalize(node_emb, dim=1), F.normalize(graph_emb, dim=1)
     labels = _labels(labels, g, device)
-    if gather_candidates and world()[1] > 1:
-        cands, offset = gather(graph_emb)
-    else:
-        cands, offset = graph_emb, 0
+    cands, offset = gather(graph_emb) if gather_candidates else (graph_emb, 0)
     neg = (node_emb * scale) @ cands.T  # (n, G)
     # The positive logit from the embeddings: O(n d), no scatter into the (n, G) table's backward.
     pos = ((node_emb * graph_emb[batch]).sum(dim=1) * scale).unsqueeze(1)

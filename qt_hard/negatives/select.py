@@ -23,11 +23,6 @@ _SORT_BELOW = 128  # narrow rows: a plain sort is as cheap as the bookkeeping
 _BLOCK = 1 << 21
 
 
-def _by_sort(s: torch.Tensor, mask: torch.Tensor, ranks: torch.Tensor) -> torch.Tensor:
-    ordered = s.masked_fill(~mask, float("inf")).sort(dim=1).values
-    return ordered.gather(1, ranks)
-
-
 def row_order_statistics(s: torch.Tensor, mask: torch.Tensor, ranks: torch.Tensor, bins: int = 256) -> torch.Tensor:
     """The ``ranks[i, q]``-th smallest (0-based) of ``s[i, mask[i]]``.
 
@@ -48,7 +43,7 @@ def row_order_statistics(s: torch.Tensor, mask: torch.Tensor, ranks: torch.Tenso
     if a == 0 or ranks.shape[1] == 0:
         return s.new_empty(ranks.shape)
     if c < _SORT_BELOW:
-        return _by_sort(s, mask, ranks)
+        return s.masked_fill(~mask, float("inf")).sort(dim=1).values.gather(1, ranks)
     # Row blocks of ~2M entries: the temporaries (an int64 bucket table above all) stay small enough to
     # be reused from the heap, where whole-table ones are fresh pages, zeroed by the OS, every call.
     block = max(1, _BLOCK // c)

@@ -31,14 +31,6 @@ def _hardening(value: str) -> Callable:
     return lambda given, strategy: given.get("hardening") == value
 
 
-def _one_threshold(tau, level) -> None:
-    if (tau is None) == (level is None):
-        raise ValueError(
-            "thresholded negatives need exactly one of tau (on e^logit) or level (on the "
-            "similarity, e.g. the H-SCL schedule of eq. 4)"
-        )
-
-
 _BETA_DOC = "concentration of the weights exp(beta * logit), >= 0"
 _CLIP_DOC = "the reading of the weights on raw inner products (HardWeighting)"
 
@@ -130,7 +122,6 @@ class Label(Strategy):
         if self.hardening == "exp":
             self.weightings.append(HardWeighting(self.beta, clip=self.clip, detach=self.detach))
         elif self.hardening == "threshold":
-            _one_threshold(self.tau, self.level)
             self.weightings.append(ThresholdWeighting(tau=self.tau, level=self.level))
         elif self.hardening is not None:
             raise ValueError(f"hardening must be None, 'exp' or 'threshold', got {self.hardening!r}")
@@ -148,7 +139,6 @@ class Threshold(Strategy):
     level: Any = option(None, "threshold on the similarity (H-SCL eq. 4)", schedule=True)
 
     def check(self):
-        _one_threshold(self.tau, self.level)
         self.weightings = [ThresholdWeighting(tau=self.tau, level=self.level)]
 
 

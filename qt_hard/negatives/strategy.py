@@ -13,10 +13,7 @@ logsumexp_j(log w_ij)`` and ``Q_i`` the number of negatives: the size of K_i ("c
 2B-2 in the two-view layout, HCL's N and H-SCL's M), or the number with non-zero weight ("support":
 Ring's sum over the ring). The anchor's loss is the mean over its positives (several positives share
 one negative set: Quick-Thoughts' context window), the batch loss the mean over anchors with at least
-one positive. An anchor whose negatives a selection leaves empty (an empty threshold set, the guard)
-contributes 0; an anchor that has no negative to begin with (every candidate its own positive or of
-its class) makes the batch an error, ``NotEnoughCandidatesError``, whatever the strategy, unless
-``skip_anchors_without_negatives`` leaves such anchors out of the mean.
+one positive; what becomes of an anchor without negatives is on docs/concepts.md ("Sampler").
 
 With several positives there is a second form, ``positives="joint"``: all of the anchor's P_i positives
 share one denominator,
@@ -31,24 +28,16 @@ target 1/P_i on each positive: exactly Quick-Thoughts' objective as released (S2
 a spurious e^0 = 1 in every denominator; here the anchor's own column is removed. Hard, ring, OT and
 label weights change only ``E_hat_i``.
 
-Hardness (sentence-transformers' MNRL ``hardness_mode``, :class:`HardnessTilt`): multipliers ``e^{A_ij}``
-on the negatives' terms that are not normalized, ``E_hat_i = sum_j w_ij e^{A_ij} e^{s_ij} / sum_j
-w_ij``; with uniform ``w`` and ``Q_i`` the candidate count, ``Q_i * E_hat_i = sum_j e^{s_ij + A_ij}``,
-MNRL's tilted denominator. The NCE estimator only (JSD has no such term). The debiased estimator, whose Chuang et al. / HCL form has one
+MNRL's hardness multipliers (:class:`HardnessTilt`, NCE only) enter ``E_hat_i`` unnormalized
+(:attr:`LogWeights.absolute`). The debiased estimator, whose Chuang et al. / HCL form has one
 positive, subtracts ``tau_plus * (1/P_i) sum_p e^{s+_p}`` from ``E_hat_i`` (the mean positive term):
 this several-positive extension is ours, since HCL released no code for its text experiments. With
 one positive the two forms coincide.
 
 Everything is computed on logits in log space; ``exp(score)`` is never materialized. The weighted
 log-mean-exp is one fused autograd function (:mod:`.logmeanexp`) on the factored weights, and with
-k-sampling every stage after the sampler works on the (A, k) drawn columns only.
-
-When nothing reweights, filters or samples (no weighting, the plain estimator, no k, no guard, no
-collision removal, the positive in the denominator: :attr:`NegativeStrategy.plain_softmax`), ``Q_i E_hat_i``
-is the plain sum of e^{s_j} over the valid negatives and ``l_i`` is InfoNCE, the cross-entropy of one
-softmax over the anchor's positive and negatives: the loss is then one ``F.cross_entropy`` over the
-table's logits (:meth:`ContrastScores.softmax`; the table itself where its builder marked it, as the
-MNRL layout's), the same numbers as the general path.
+k-sampling every stage after the sampler works on the (A, k) drawn columns only; where nothing
+reweights, filters or samples, the loss is one cross-entropy (:attr:`NegativeStrategy.plain_softmax`).
 """
 
 from __future__ import annotations
@@ -148,8 +137,11 @@ class NegativeStrategy:
     @property
     def plain_softmax(self) -> bool:
         """True when nothing reweights, filters or samples: no weighting, the plain NCE estimator, no k,
-        no guard, no collision removal, e^{s+} in the denominator. The loss is then one cross-entropy
-        over the table's logits wherever the table is one softmax per anchor (module docstring)."""
+        no guard, no collision removal, e^{s+} in the denominator. ``Q_i E_hat_i`` is then the plain sum
+        of e^{s_j} over the valid negatives and ``l_i`` InfoNCE, the cross-entropy of one softmax over the
+        anchor's positive and negatives: one ``F.cross_entropy`` over the table's logits wherever the
+        table is one softmax per anchor (:meth:`ContrastScores.softmax`; the table itself where its
+        builder marked it, as the MNRL layout's), the same numbers as the general path."""
         return (
             not self.weightings
             and type(self.estimator) is PlainEstimator
@@ -244,11 +236,9 @@ class NegativeStrategy:
     def per_anchor(self, scores: ContrastScores, generator: torch.Generator | None = None):
         """Per-anchor losses (A,) and which anchors count (A,) bool (those with a positive)."""
         softmax = self._softmax(scores)
-        if softmax is not None:  # every anchor has its positive (ContrastScores.softmax)
-            lacking = self._refuse_no_negative(scores)
-            per_anchor = F.cross_entropy(*softmax, reduction="none")
-            return per_anchor, ~lacking
         lacking = self._refuse_no_negative(scores)
+        if softmax is not None:  # every anchor has its positive (ContrastScores.softmax)
+            return F.cross_entropy(*softmax, reduction="none"), ~lacking
         allowed = self._allowed(scores)
         # With k only the drawn columns matter from here on: work on (A, k), not (A, C).
         scores, mask, n_cand, base = self._draw(scores, allowed, generator)
@@ -265,7 +255,6 @@ class NegativeStrategy:
                 raise ValueError("hardness_mode (absolute multipliers) needs the NCE estimator, not JSD")
             # JSD (InfoGraph): a weighted mean of softplus(s) over the negatives, not a log-mean-exp.
             # One positive per node (its graph), so the two positive forms coincide.
-            # the HCL code's exponential tilt (its only non-uniform weighting)
             per_pos = self.estimator.per_positive(
                 neg, lw.materialize(neg, mask), n_cand, lw.tilted, pos, self.progress, log_scale=lw.log_scale
             )
@@ -369,9 +358,9 @@ class NegativeStrategy:
         state = generator.get_state() if generator is not None else None
         neg = scores.neg.detach().float().clone()
         base = dataclasses.replace(scores, neg=neg, pos=scores.pos.detach().float(), full=None, full_allowed=None)
-        sel, lw, log_w = self._diagnostic_weights(base, _generator_at(generator, state))
+        sel, lw, log_w = self._diagnostic_weights(base, generator_at(generator, state))
         out, inside, rows = _weight_spread(sel, log_w)
-        pushed_up = self._pushed_up_frac(base, neg, sel, inside, _generator_at(generator, state))
+        pushed_up = self._pushed_up_frac(base, neg, sel, inside, generator_at(generator, state))
         if pushed_up is not None:
             out["pushed_up_frac"] = pushed_up
         out["floor_binds_frac"] = self._floor_binds(sel, log_w, lw.absolute, lw.log_scale, rows)
@@ -452,7 +441,7 @@ class NegativeStrategy:
         )
 
 
-def _generator_at(generator: torch.Generator | None, state) -> torch.Generator | None:
+def generator_at(generator: torch.Generator | None, state) -> torch.Generator | None:
     """A new generator at ``state`` (the caller's, saved), on ``generator``'s device (the sampler draws
     there); None without one."""
     if state is None:
@@ -504,7 +493,6 @@ def _per_inner_product(grad: torch.Tensor, inside: torch.Tensor, anchor_column) 
 
 
 POSITIVE_FORMS = ("per_positive", "joint")
-options_read = registry.options_read
 
 
 def make_strategy(negatives="uniform", **options) -> NegativeStrategy:

@@ -43,11 +43,10 @@ class TopMMask(Weighting):
         self.m = m
 
     def weigh(self, scores, mask, progress):
-        m = min(self.m, mask.shape[1])
-        if m == mask.shape[1]:
+        if self.m >= mask.shape[1]:
             return LogWeights()
         ranked = scores.neg.detach().masked_fill(~mask, float("-inf"))
-        index = ranked.topk(m, dim=1, sorted=False).indices
+        index = ranked.topk(self.m, dim=1, sorted=False).indices
         keep = torch.zeros_like(mask).scatter_(1, index, True) & mask
         return LogWeights(keep=keep)
 

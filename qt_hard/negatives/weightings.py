@@ -6,19 +6,15 @@ distribution ``q(x^- | x) proportional to w``. Weightings compose by adding log-
 weights, intersecting supports), so ``[SameLabelMask(), HardWeighting(beta)]`` is H-SCL(beta).
 The estimator normalizes the weights per anchor; no weighting needs to.
 
-Every weighting of the five papers has the factored form of :class:`LogWeights`,
-``log w = gamma * s + D`` on a support ``keep``, and :meth:`Weighting.weigh` returns it factored, so
-that the strategy never materializes what it does not need (a tilt is one number, not an (A, C)
-table; see :mod:`qt_hard.negatives.logmeanexp`). :meth:`Weighting.log_weights` gives the same
-weights as one dense table.
-
-Parameters may be plain numbers or schedules (:mod:`qt_hard.schedules`), resolved at the current
-training progress.
+Every weighting of the five papers returns the factored form of :class:`LogWeights` (a tilt is one
+number, not an (A, C) table; :mod:`qt_hard.negatives.logmeanexp`). Parameters may be plain numbers or
+schedules (:mod:`qt_hard.schedules`), resolved at the current training progress.
 """
 
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
 
 import torch
@@ -62,21 +58,12 @@ class LogWeights:
 
     def __add__(self, other: "LogWeights") -> "LogWeights":
         """Weights multiply: supports intersect, tilts and dense (and absolute) log-weights add."""
-        keep = other.keep if self.keep is None else self.keep if other.keep is None else self.keep & other.keep
-        dense = other.dense if self.dense is None else self.dense if other.dense is None else self.dense + other.dense
-        absolute = (
-            other.absolute
-            if self.absolute is None
-            else self.absolute
-            if other.absolute is None
-            else self.absolute + other.absolute
-        )
         return LogWeights(
-            keep,
+            _combine(self.keep, other.keep, operator.and_),
             self.gamma + other.gamma,
             self.gamma_grad + other.gamma_grad,
-            dense,
-            absolute,
+            _combine(self.dense, other.dense),
+            _combine(self.absolute, other.absolute),
             self.log_scale + other.log_scale,
         )
 
@@ -104,6 +91,11 @@ class LogWeights:
             lw = lw + self.dense
         keep = mask if self.keep is None else mask & self.keep
         return lw.masked_fill(~keep, NEG_INF)
+
+
+def _combine(a, b, op=operator.add):
+    """``op(a, b)``, or the one of them that is not None (None when both are)."""
+    return b if a is None else a if b is None else op(a, b)
 
 
 class Weighting:
@@ -192,34 +184,11 @@ class HardWeighting(Weighting):
     Fig. 13 pseudocode is loose on this). The estimator normalizes the weights per anchor.
 
     For unnormalized embeddings (Quick-Thoughts, bag of words, InfoGraph) the paper "clips" the scores
-    (App. D.2, D.3, Fig. 14), and its sources disagree on what that means. ``clip`` names the reading,
-    each after its source (``R`` is a bound over the batch's allowed scores, not the batch size):
-
-    * ``"none"``: the plain tilt ``w = exp(beta s)`` (the official image code; normalized embeddings).
-    * ``"rescaled"``: ``w = exp(beta * 2 s / R)``, ``R = max |s|`` detached (:func:`clip_bound`): the
-      official graph code's form with the *paper's* sign (``+2 s``) and the bound a constant. The tilt
-      in logit units, ``2 beta / R``, grows as the scores shrink, so it never fades: at initialisation
-      (scores near 0) it is steepest.
-    * ``"fig14"``: Fig. 14's pseudocode read literally. There ``neg`` is the *exp* of the inner
-      products; ``reweight = 2 neg / max(|neg.max()|, |neg.min()|)`` then ``reweight = beta *
-      reweight / reweight.mean()``: the rescaling cancels, leaving ``beta e^{s_j} / mean(e^s)``. So
-      the tilt is 1 in the logit (``w = e^{s}``, normalized per anchor) and beta *multiplies* the
-      weighted negative term (``E_hat`` becomes ``beta E_hat`` before debiasing: ``log_scale = log
-      beta``). beta = 0 removes the negatives; the reading has no concentration parameter.
-    * ``"graph_code"``: the official graph code exactly (joshr17/HCL ``gan_losses.py``, ``JSD_hard``):
-      ``w = exp(beta * (-2 s / R))`` with ``R = max(s.max(), |s.min()|)`` *with* its gradient
-      (:func:`graph_code_bound`). Note the sign: it favours *easy* negatives, against App. B.2.
-    * ``"clamp"``: App. D.2's words, "clip all the inner products to live in the interval [-2, 2]
-      while computing the reweighting", read as a clip of each value (TensorFlow's
-      ``clip_by_value``): ``w = exp(beta * clamp(u, -2, 2))`` with ``u = s / scale`` the raw inner
-      product (before the temperature; at temperature 1 the logit itself). The plain tilt for
-      ``|u| < 2`` (in logit units ``beta / scale``), constant beyond, so ``w_max / w_min <= e^{4 beta}``
-      and the tilt does not grow as the scores shrink. Its gradient through the weights is zero where
-      the clamp binds. A dense (A, C) table, per entry: no batch statistic, so it is the same on one
-      process and on N.
-    * ``"auto"`` (the default): ``"none"`` on scores of normalized embeddings, ``UNNORMALIZED_CLIP`` on
-      raw inner products (``ContrastScores.normalized`` False), the reading the dev scores of the
-      readings table chose. Scores that do not say (``normalized`` None) get ``"none"``.
+    (App. D.2, D.3, Fig. 14), and its sources disagree on what that means. ``clip`` names the reading
+    (``CLIP_READINGS``: "none", "rescaled", "fig14", "graph_code", "clamp"), each after its source and
+    defined, with its weights, on docs/concepts-hard-readings.md; ``"auto"`` (the default) is "none"
+    on scores of normalized embeddings and ``UNNORMALIZED_CLIP`` on raw inner products
+    (``ContrastScores.normalized`` False; None gets "none").
 
     Args:
         beta: concentration >= 0 (number or schedule); beta = 0 is uniform (under "fig14": no
@@ -295,11 +264,9 @@ class HardnessTilt(Weighting):
     on the explicit hard negatives).
 
     In weights this is a multiplier ``e^{alpha cos_j}`` on negative j's term that nothing normalizes
-    (:attr:`LogWeights.absolute`): the denominator is ``e^{s+} + sum_j e^{s_j + alpha cos_j}``. It is
-    neither HCL's importance weighting, whose weights ``exp(beta s)`` are normalized per anchor so that
-    ``Q * E_hat`` stays an estimate of Q negatives' mass (:class:`HardWeighting`), nor differentiated
-    (HCL's code lets gradients through its weights). It composes with every other weighting: with
-    ``HardWeighting`` the tilt rescales the integrand of HCL's importance-weighted mean.
+    (:attr:`LogWeights.absolute`): the denominator is ``e^{s+} + sum_j e^{s_j + alpha cos_j}``. How it
+    differs from HCL's importance weights (:class:`HardWeighting`) is on docs/guides/sentence-transformers.md
+    ("MNRL and HardNegativesLoss side by side"); with them the tilt rescales the integrand of their mean.
 
     Args:
         strength: alpha >= 0 (number or schedule).
@@ -411,7 +378,10 @@ class ThresholdWeighting(Weighting):
 
     def __init__(self, tau=None, level=None):
         if (tau is None) == (level is None):
-            raise ValueError("ThresholdWeighting needs exactly one of tau or level")
+            raise ValueError(
+                "thresholded negatives need exactly one of tau (on e^logit) or level (on the "
+                "similarity, e.g. the H-SCL schedule of eq. 4)"
+            )
         if isinstance(tau, HSCLThreshold):
             raise ValueError("HSCLThreshold yields the level l of eq. 4: pass it as level, not tau")
         self.tau, self.level = tau, level
@@ -503,14 +473,13 @@ class OTWeighting(Weighting):
             return LogWeights(dense=self._log_kernel(scores, mask, eps))
         if scores.cand_index is None:
             return LogWeights(dense=sinkhorn_log_coupling(self._log_kernel(scores, mask, eps), self.iters))
-        if self.coupling == "full":
-            # The coupling of the full candidate table, read at the drawn entries.
+        # The coupling of an (A, C) problem, read at the drawn entries.
+        if self.coupling == "full":  # the full candidate table's
             if scores.full is None:
                 raise ValueError("OT coupling='full' needs the full table the k columns were drawn from")
             full = self._log_kernel(scores.full, scores.full_allowed, eps)
-            return LogWeights(dense=sinkhorn_log_coupling(full, self.iters).gather(1, scores.cand_index))
-        # "drawn": the (A, C) problem with every entry but the drawn ones forbidden.
-        log_kernel = self._log_kernel(scores, mask, eps)
-        full = log_kernel.new_full((log_kernel.shape[0], scores.n_columns), NEG_INF)
-        full.scatter_(1, scores.cand_index, log_kernel)
+        else:  # "drawn": every entry but the drawn ones forbidden
+            log_kernel = self._log_kernel(scores, mask, eps)
+            full = log_kernel.new_full((log_kernel.shape[0], scores.n_columns), NEG_INF)
+            full.scatter_(1, scores.cand_index, log_kernel)
         return LogWeights(dense=sinkhorn_log_coupling(full, self.iters).gather(1, scores.cand_index))
