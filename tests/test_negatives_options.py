@@ -55,12 +55,15 @@ def test_config_options_not_read_by_the_strategy_are_errors(tmp_path):
     options = {"beta": 1.0, "clip": "rescaled", "lower": 10}
     tree = {"objective": {"negatives": "ring", "options": options}}
     # Refused when the config is read (before any data, the pipeline's check or not), and by the
-    # objective's own builder.
+    # objective's own builder with the same line: it builds from the section validated the same way.
     for check_pipeline in (True, False):
         with pytest.raises(ValueError, match="objective.options.beta: not an option of negatives='ring'"):
             config_from_dict(tree, check_pipeline=check_pipeline)
-    with pytest.raises(ValueError, match="beta, clip do not apply to negatives='ring'"):
+    with pytest.raises(ValueError, match="objective.options.beta: not an option of negatives='ring'"):
         Objective(ObjectiveConfig(negatives="ring", options=options), pair_data=True)
+    # the core's own refusal, for options given in code, still names every option it does not read
+    with pytest.raises(ValueError, match="beta, clip do not apply to negatives='ring'"):
+        make_strategy("ring", **options)
 
 
 # ---------------------------------------------------------------- H-SCL threshold at the loss's temperature
