@@ -79,27 +79,14 @@ def linear_classifier(
     """
     from .logreg import DEFAULT_THREADS, torch_threads
 
-    with torch_threads(DEFAULT_THREADS if threads is None else threads):
-        return _train_linear(
-            train_emb,
-            train_labels,
-            test_emb,
-            test_labels,
-            n_classes,
-            epochs,
-            lr,
-            batch_size,
-            seed,
-            torch.device(device),
-        )
-
-
-def _train_linear(
-    train_emb, train_labels, test_emb, test_labels, n_classes, epochs, lr, batch_size, seed, device
-) -> dict:
-    Xtr, ytr, Xte, yte, N = _check(train_emb, train_labels, test_emb, test_labels, n_classes)
+    checked = _check(train_emb, train_labels, test_emb, test_labels, n_classes)
     if epochs < 1:
         raise ValueError(f"epochs must be at least 1, got {epochs}")
+    with torch_threads(DEFAULT_THREADS if threads is None else threads):
+        return _train_linear(*checked, epochs, lr, batch_size, seed, torch.device(device))
+
+
+def _train_linear(Xtr, ytr, Xte, yte, N, epochs, lr, batch_size, seed, device) -> dict:
     gen = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)  # default PyTorch initialization of the layer, reproducibly
     layer = torch.nn.Linear(Xtr.shape[1], N, bias=False).to(device)
