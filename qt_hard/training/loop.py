@@ -156,34 +156,21 @@ def train(
     others are taken down instead of waiting for it in a collective."""
     checks = check_out_dir(cfg, resume, overwrite)  # before the folder is created or locked
     with run_folder_lock(Path(cfg.out_dir).expanduser()):
-        return _train(cfg, resume, on_step, overwrite, raise_on_stop, checks)
-
-
-def _train(
-    cfg: Config,
-    resume: bool,
-    on_step: Callable[[int, float], None] | None,
-    overwrite: bool,
-    raise_on_stop: bool,
-    checkpoints: list[Path],
-) -> Path:
-    """:func:`train` in its locked run folder; ``checkpoints`` as ``check_out_dir`` found them.
-
-    The named steps of a run, in order: setup (``_Training``), resume, the run folder's outputs, the
-    steps (each: step, log, checkpoint and evaluation when due), finish."""
-    run = _Training(cfg)
-    if resume:
-        run.resume(checkpoints)
-    run.open_outputs(overwrite)
-    interrupted = run.train_steps(on_step)
-    run.finish(interrupted)
-    if interrupted and raise_on_stop:
-        raise Stopped(
-            run.stop_signum,
-            f"stopped by {signal.Signals(run.stop_signum).name} at step {run.step}/{run.total}; "
-            f"checkpoint saved, continue with --resume",
-        )
-    return run.out
+        # The named steps of a run, in order: setup (``_Training``), resume, the run folder's outputs,
+        # the steps (each: step, log, checkpoint and evaluation when due), finish.
+        run = _Training(cfg)
+        if resume:
+            run.resume(checks)
+        run.open_outputs(overwrite)
+        interrupted = run.train_steps(on_step)
+        run.finish(interrupted)
+        if interrupted and raise_on_stop:
+            raise Stopped(
+                run.stop_signum,
+                f"stopped by {signal.Signals(run.stop_signum).name} at step {run.step}/{run.total}; "
+                f"checkpoint saved, continue with --resume",
+            )
+        return run.out
 
 
 class _Window:
