@@ -69,7 +69,7 @@ def test_a_strategy_built_from_the_registry_matches_the_parts_by_hand():
 
 
 def test_a_configs_negatives_reach_the_parts_typed_and_its_own_keys_are_refused():
-    from qt_hard.negatives.config import NegativesConfig, Negatives
+    from qt_hard.negatives.config import LOSS_ARGUMENTS, NegativesConfig, Negatives
     from qt_hard.schedules import Schedule
     from qt_hard.text.config import ObjectiveConfig
     from qt_hard.training.config import ConfigError
@@ -86,7 +86,7 @@ def test_a_configs_negatives_reach_the_parts_typed_and_its_own_keys_are_refused(
             ObjectiveConfig(options={key: 1}).chosen()
     # one list for every refusal: the bare negatives config (no collision_free field of its own) refuses
     # the loss's arguments as well
-    for key in registry.LOSS_ARGUMENTS:
+    for key in LOSS_ARGUMENTS:
         with pytest.raises(ConfigError, match=f"objective.options.{key}: set it as objective.{key}"):
             NegativesConfig(options={key: 1}).chosen()
 

@@ -41,6 +41,9 @@ from qt_hard.schedules import make_schedule
 from . import registry
 from .registry import Estimator
 
+# The loss's own arguments, set beside ``negatives`` in a config, never among its ``options``.
+LOSS_ARGUMENTS = ("k", "temperature", "normalize", "include_positive", "collision_free")
+
 
 def _scheduled(value: Any) -> Any:
     """A schedulable option: a number (or text that parses as one) or a schedule mapping, kept as given."""
@@ -123,28 +126,6 @@ def _schema_error(err: ValidationError, negatives: str, prefix: str) -> str:
     return describe(err, prefix, skip=1)
 
 
-def read_negatives(cfg: NegativesConfig, prefix: str = "objective") -> Negatives:
-    """The negatives of ``cfg`` validated and typed (its parts built once), after refusing what does not
-    fit the registry: ``ConfigError`` naming the key path (module docstring)."""
-    options = {} if cfg.options is None else cfg.options
-    if not isinstance(options, dict):
-        raise ConfigError(f"{prefix}.options: expected a mapping, got {options!r}")
-    key = registry.misplaced_option(cfg, options)
-    if key is not None:
-        raise ConfigError(f"{prefix}.options.{key}: set it as {prefix}.{key} instead")
-    try:
-        chosen = negatives_schema().validate_python(
-            {"negatives": cfg.negatives, "options": options, "estimator": cfg.estimator}
-        )
-    except ValidationError as err:
-        raise ConfigError(_schema_error(err, cfg.negatives, prefix)) from None
-    try:
-        chosen.assemble()
-    except (ValueError, TypeError) as err:
-        raise ConfigError(f"{prefix}.options (negatives={cfg.negatives!r}): {err}") from None
-    return chosen
-
-
 @dataclass
 class NegativesConfig:
     """Which negatives, with which weights: the strategy's name, the estimator, ``k`` and the options of
@@ -169,6 +150,25 @@ class NegativesConfig:
         self.options = self.chosen().options.model_dump(exclude_unset=True)
 
     def chosen(self) -> Negatives:
-        """The section validated and typed: what a loss is built from (``ContrastiveLoss(cfg.chosen(),
-        ...)``); ``ConfigError`` naming the key path for what the registry refuses."""
-        return read_negatives(self)
+        """The section validated and typed, its parts built once: what a loss is built from
+        (``ContrastiveLoss(cfg.chosen(), ...)``). ``ConfigError`` naming the key path (module docstring)
+        for what the registry refuses, and for a key of ``options`` that is set beside ``negatives``:
+        a field of the section or one of :data:`LOSS_ARGUMENTS`."""
+        options = {} if self.options is None else self.options
+        if not isinstance(options, dict):
+            raise ConfigError(f"objective.options: expected a mapping, got {options!r}")
+        own = ({f.name for f in dataclasses.fields(self)} | set(LOSS_ARGUMENTS)) - {"options"}
+        key = next((key for key in options if key in own), None)
+        if key is not None:
+            raise ConfigError(f"objective.options.{key}: set it as objective.{key} instead")
+        try:
+            chosen = negatives_schema().validate_python(
+                {"negatives": self.negatives, "options": options, "estimator": self.estimator}
+            )
+        except ValidationError as err:
+            raise ConfigError(_schema_error(err, self.negatives, "objective")) from None
+        try:
+            chosen.assemble()
+        except (ValueError, TypeError) as err:
+            raise ConfigError(f"objective.options (negatives={self.negatives!r}): {err}") from None
+        return chosen

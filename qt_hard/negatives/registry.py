@@ -250,18 +250,6 @@ def assemble(negatives: str, options: dict) -> Assembly:
     return built
 
 
-# The loss's own arguments, set beside ``negatives`` in a config, never among its ``options``.
-LOSS_ARGUMENTS = ("k", "temperature", "normalize", "include_positive", "collision_free")
-
-
-def misplaced_option(cfg, options) -> str | None:
-    """The first key of ``options`` that is a field of the config ``cfg`` (a ``NegativesConfig``, or a
-    pipeline's objective section) or one of :data:`LOSS_ARGUMENTS`, which is set beside ``negatives``
-    and never among the options; None when there is none. The one check behind both refusals."""
-    own = ({f.name for f in dataclasses.fields(cfg)} | set(LOSS_ARGUMENTS)) - {"options"}
-    return next((key for key in options if key in own), None)
-
-
 def option_table() -> str:
     """The Markdown table of every registered part: its options, an example, what it is and its papers
     (the docs' option table)."""
