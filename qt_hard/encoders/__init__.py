@@ -12,12 +12,12 @@ This package stands alone: it reads configs and model folders itself and imports
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
+from qt_hard import lazy_exports
 from qt_hard.encoders.config import ModelConfig
 
 if TYPE_CHECKING:
@@ -37,24 +37,10 @@ _HOMES = {
 }
 
 
-def __getattr__(name):
-    if name in _HOMES:
-        return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _HOMES)
 
 
-__all__ = [
-    "BagOfWordsEncoder",
-    "ModelConfig",
-    "QuickThoughtsEncoder",
-    "SentenceRNN",
-    "SentenceEncoder",
-    "TransformerEncoder",
-    "load_encoder",
-    "make_encoder",
-    "random_encoder",
-    "BUILTIN_CONFIGS",
-]
+__all__ = ["ModelConfig", *_HOMES, "random_encoder", "BUILTIN_CONFIGS"]
 
 # Built-in configs for random baselines ("bow", "qt"): YAML files shipped inside the package
 # (``qt_hard/configs/``), read through importlib.resources so that they are found in an installed wheel.

@@ -1,18 +1,7 @@
-"""Downstream evaluation: SentEval-protocol tasks and Wiki-N mean / linear classifiers.
+"""Downstream evaluation: SentEval's tasks (the fast batched path and the reference loop), STS, Wiki-N's
+probes, retrieval and the evaluator protocol, module by module on docs/architecture.md ("Evaluation")."""
 
-* :mod:`.tasks`    SentEval's MR, CR, SUBJ, MPQA, TREC, MRPC files, read as SentEval reads them
-* :mod:`.protocol` SentEval's classifier loop (fast batched path and the plain reference loop)
-* :mod:`.logreg`   many L2 logistic regressions solved at once (batched truncated Newton)
-* :mod:`.similarity` STS12-16, STS Benchmark, SICK-R: cosine and SentEval's supervised regression
-* :mod:`.senteval` running an encoder over the tasks, with an embedding cache
-* :mod:`.probes`   Ash et al.'s mean classifier and trained linear classifier on frozen embeddings
-* :mod:`.wiki`     both probes on a Wiki-N split
-* :mod:`.heldout`  next-sentence top-1 and uniform loss of a Quick-Thoughts encoder on held-out books
-* :mod:`.report`   Table-2-style markdown, JSON result files, comparisons
-* :mod:`.cli`      ``qt-hard eval senteval|wiki|compare``
-"""
-
-import importlib
+from qt_hard import lazy_exports
 
 # Where each public name lives; the submodules (torch, scikit-learn) load on first use, so that
 # importing ``qt_hard.evaluation.cli`` for ``qt-hard --help`` stays light.
@@ -39,7 +28,4 @@ _HOMES = {
 __all__ = list(_HOMES)
 
 
-def __getattr__(name):
-    if name in _HOMES:
-        return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _HOMES)

@@ -153,9 +153,7 @@ def memory_probe(probe: dict) -> dict:
 
     torch.set_num_threads(probe["threads"])
     sf = Scifact(probe["data"])
-    model = load_start(MINILM)
-    if probe["recipe"].get("max_seq_length"):
-        model.max_seq_length = probe["recipe"]["max_seq_length"]
+    model = load_start(MINILM, probe["recipe"].get("max_seq_length"))
     loss = build_loss(probe["row"], model, probe["recipe"])
     rows = mine(sf, Path(probe["mined"])) if parse_row(probe["row"])[1] else sf.pairs
     return memory_steps(model, loss, sf.texts(rows), probe["batch"], probe["steps"], probe["recipe"]["lr"])
