@@ -85,8 +85,8 @@ def _nfcorpus_recipe(root: Path) -> str:
         "recipe.md",
         f"Being measured: `{NFCORPUS}/recipe.jsonl` has no records yet (`qt-hard grid run nfcorpus-recipe` "
         "chooses the recipe on dev).",
-        f"`{NFCORPUS}/recipe.jsonl`: MNRL, seed 0, on {{machines}}, one torch thread, "
-        "{hours:.1f} hours of training and evaluation in all.",
+        f"`{NFCORPUS}/recipe.jsonl`: MNRL, seed 0, on {{machines}}, one or two torch threads (the commands "
+        f"in `{NFCORPUS}/README.md`), {{hours:.1f}} hours of training and evaluation in all.",
         hours=("train_s", "eval_s"),
         folder=NFCORPUS,
     )
