@@ -673,6 +673,8 @@ PYTHON_SKIPS = {
     "(the use needs the part's module first)",
     'loss = ranking_loss(anchors, positives, None, "hard", beta=1.0, similarity_cap=0.5)': "the extension "
     "guide's use of its part, run after it in tests/test_docs_extending.py",
+    'NegativesConfig(options={"similarity_cap": "high"}).chosen()': "the extension guide's part taken in a "
+    "config, run after the part and its use in tests/test_docs_extending.py",
     "class Scaled(Experiment):": "the extension guide's experiment, saved as a module and run through the grid "
     "command in tests/test_docs_extending.py",
     'params = {"task_path": PATH_TO_DATA, "usepytorch": True, "kfold": 10}': "SentEval's own example "
