@@ -121,6 +121,14 @@ def test_unknown_row_is_refused_before_anything_runs(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
+def test_before_named_among_the_rows_is_one_unseeded_cell():
+    from qt_hard.experiments.specs import nfcorpus, scifact, st_compare
+
+    for exp in (scifact.Comparison(), nfcorpus.Comparison(), st_compare.Comparison()):
+        cells = [c.claim for c in exp.cells(None, ["before", "mnrl"], [0, 1])]
+        assert cells == [("before", None), ("mnrl", 0), ("mnrl", 1)], (exp.name, cells)
+
+
 def test_the_grid_needs_a_recipe_chosen_on_dev_first(slice_folder, tmp_path, capsys):
     from qt_hard.cli import main
 

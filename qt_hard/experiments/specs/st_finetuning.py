@@ -65,7 +65,8 @@ class BeforeThenRows:
     def cells(self, args, rows, seeds) -> list:
         from qt_hard.experiments.contract import Cell
 
-        return [Cell(("before", None)), *super().cells(args, rows, seeds)]
+        # ``before`` named in --rows is the one unseeded cell, never a cell a seed
+        return [Cell(("before", None)), *super().cells(args, [r for r in rows if r != "before"], seeds)]
 
     def prepare(self, args, out, todo: list) -> None:
         if any(c.claim[0] != "before" and self.parse_row(c.claim[0])[1] for c in todo):
