@@ -26,7 +26,8 @@ def _grid_block(
     if not records or table not in tables:
         return missing
     machines = ", ".join(sorted({r["machine"] for r in records}))
-    return tables[table] + "\n\n" + caption.format(n=len(records), machines=machines, hours=_cell_hours(records, hours))
+    runs = f"{len(records)} run" + ("" if len(records) == 1 else "s")
+    return tables[table] + "\n\n" + caption.format(runs=runs, machines=machines, hours=_cell_hours(records, hours))
 
 
 @table("scifact", spread=False)
@@ -38,7 +39,7 @@ def _scifact(root: Path) -> str:
         "scifact",
         "table.md",
         "Not measured yet: the recipe and the grid run with the commands above.",
-        "`results/scifact/results.jsonl`: {n} runs on {machines}, one torch thread a process, "
+        "`results/scifact/results.jsonl`: {runs} on {machines}, one torch thread a process, "
         "{hours:.1f} hours of cell time in all.",
     )
 
@@ -70,7 +71,7 @@ def _nfcorpus(root: Path) -> str:
         "nfcorpus",
         "table.md",
         f"Being measured: `{NFCORPUS}/results.jsonl` has no records yet, so this page shows no NFCorpus numbers.",
-        f"`{NFCORPUS}/results.jsonl`: {{n}} runs on {{machines}}, one torch thread a process, "
+        f"`{NFCORPUS}/results.jsonl`: {{runs}} on {{machines}}, one torch thread a process, "
         "{hours:.1f} hours of cell time in all.",
         folder=NFCORPUS,
     )
