@@ -121,12 +121,13 @@ def _dataset_answer(root: Path, name: str) -> dict | None:
     """The row chosen on dev on dataset ``name`` (``results/<name>/results.jsonl``) and its test cost and
     gain against MNRL: at two levels, Holm over the candidates, where every record holds per-query
     scores (:func:`qt_hard.experiments.report.choose_retrieval_row`); else at the seed level against each
-    row's own baseline (:func:`qt_hard.experiments.report.choose_on_dev`). None without MNRL's records."""
+    row's own baseline (:func:`qt_hard.experiments.report.choose_on_dev`). None without MNRL's records or
+    without a row to compare with it (nothing is chosen yet)."""
     recs = [r for r in latest_records(root / "results" / name, scifact.KEY) if r["row"] != "before"]
     by: dict = {}
     for r in recs:
         by.setdefault(r["row"], []).append(r)
-    if "mnrl" not in by:
+    if "mnrl" not in by or len(by) < 2:
         return None
     if all("per_query" in r for r in recs):
         c = report.choose_retrieval_row(by, "mnrl", [r for r in by if r != "mnrl"])

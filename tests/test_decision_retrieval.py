@@ -28,6 +28,17 @@ def _ledger(folder: Path, gain: float, queries: int = 30) -> None:
     (folder / "results.jsonl").write_text("\n".join(lines) + "\n")
 
 
+def test_mnrl_alone_is_still_being_measured(tmp_path):
+    """MNRL's records without a row beside it choose nothing: no "no row better" over zero rows."""
+    from docgen.decision import _retrieval_row
+
+    _ledger(tmp_path / "results" / "nfcorpus", gain=2.0)
+    ledger = tmp_path / "results" / "nfcorpus" / "results.jsonl"
+    lines = ledger.read_text().splitlines()
+    ledger.write_text("\n".join(x for x in lines if '"mask_relevant"' not in x) + "\n")
+    assert "NFCorpus (false negatives common): being measured" in _retrieval_row(tmp_path)[1]
+
+
 def test_the_answer_names_each_datasets_choice_and_whether_they_agree(tmp_path):
     from docgen.decision import _retrieval_row
 
