@@ -8,6 +8,7 @@ from pathlib import Path
 from qt_hard.experiments import report
 from qt_hard.experiments.ledger import Ledger
 from qt_hard.experiments.specs import scifact
+from qt_hard.experiments.specs.nfcorpus import steps_per_epoch
 from qt_hard.experiments.specs import st_compare as st
 
 from docgen.benchmarks import LOAD_NOTE, LOSS_BENCH, loss_bench_load, loss_ratio
@@ -123,7 +124,9 @@ def _dataset_answer(root: Path, name: str) -> dict | None:
     scores (:func:`qt_hard.experiments.report.choose_retrieval_row`); else at the seed level against each
     row's own baseline (:func:`qt_hard.experiments.report.choose_on_dev`). None without MNRL's records or
     without a row to compare with it (nothing is chosen yet)."""
-    recs = [r for r in latest_records(root / "results" / name, scifact.KEY) if r["row"] != "before"]
+    folder = root / "results" / name
+    everything = latest_records(folder, scifact.KEY)
+    recs = [r for r in everything if r["row"] != "before"]
     by: dict = {}
     for r in recs:
         by.setdefault(r["row"], []).append(r)
@@ -131,14 +134,17 @@ def _dataset_answer(root: Path, name: str) -> dict | None:
         return None
     if all("per_query" in r for r in recs):
         c = report.choose_retrieval_row(by, "mnrl", [r for r in by if r != "mnrl"])
+        mnrl = _mnrl_on_test(by["mnrl"], [r for r in everything if r["row"] == "before"])
+        recipe = _recipe_words(Ledger(folder, scifact.KEY).setup)
         if c.row == "mnrl":
-            return {"row": "mnrl", "use": "MNRL: no row better on dev", "evidence": c.why}
+            return {"row": "mnrl", "use": "MNRL: no row better on dev", "evidence": f"{c.why} {recipe}; {mnrl}"}
         test = {m: report.two_level_family({c.row: (by["mnrl"], by[c.row])}, "test", m)[c.row] for m in METRICS}
         return {
             "row": c.row,
             "use": f"`{c.row}`, better than MNRL on dev",
             "evidence": f"dev {c.verdicts[c.row].cell()}; test "
-            + ", ".join(f"{NAMES[m]} {v.cell()} **{v.verdict}**" for m, v in test.items()),
+            + ", ".join(f"{NAMES[m]} {v.cell()} **{v.verdict}**" for m, v in test.items())
+            + f". {recipe}; {mnrl}",
         }
 
     def seeds(field: str) -> dict:
@@ -159,6 +165,25 @@ def _dataset_answer(root: Path, name: str) -> dict | None:
         "evidence": f"mined vs pairs, {d.n} seeds: dev nDCG@10 {d.cell()} **{d.verdict}**; test "
         + ", ".join(f"{NAMES[m]} {v.cell()} **{v.verdict}**" for m, v in t.items()),
     }
+
+
+def _recipe_words(setup: dict) -> str:
+    """The recipe a comparison ran at (its ledger's setup line), its steps in epochs of the training data
+    (every training query, or pair, once: :func:`qt_hard.experiments.specs.nfcorpus.steps_per_epoch`)."""
+    r, data = setup["recipe"], setup["data"]
+    per = steps_per_epoch(data.get("training_queries") or data["training_pairs"], r["batch_size"])
+    return (
+        f"Recipe (chosen on dev): lr {r['lr']:g}, {r['steps']} steps of {r['batch_size']} ({r['steps'] / per:g} epochs)"
+    )
+
+
+def _mnrl_on_test(mnrl: list[dict], before: list[dict]) -> str:
+    """MNRL's mean test nDCG@10 and Recall@100 over its seeds, beside the starting model's."""
+    mean = {m: sum(r[f"test_{m}"] for r in mnrl) / len(mnrl) for m in METRICS}
+    words = ", ".join(f"{NAMES[m]} {mean[m]:.2f}" for m in METRICS)
+    start = ", ".join(f"{before[0]['test_' + m]:.2f}" for m in METRICS) if before else ""
+    start = f" (the starting model: {start})" if start else ""
+    return f"MNRL on test, {len(mnrl)} seeds: {words}{start}"
 
 
 NAMES = {"ndcg@10": "nDCG@10", "recall@100": "Recall@100"}

@@ -13,7 +13,10 @@ def _ledger(folder: Path, gain: float, queries: int = 30) -> None:
     """MNRL and ``mask_relevant`` at seeds 0-2; the mask ``gain`` points above MNRL on every query."""
     rng = random.Random(0)
     base = {q: 40 + 20 * rng.random() for q in range(queries)}
-    lines = [json.dumps({"ledger": 1, "setup": {"toy": 1}})]
+    setup = {"recipe": {"lr": 5e-5, "steps": 40, "batch_size": 4}, "data": {"training_queries": 41}}
+    lines = [json.dumps({"ledger": 1, "setup": setup})]
+    before = {"row": "before", "seed": None, "test_ndcg@10": 30.0, "test_recall@100": 31.5}
+    lines.append(json.dumps({**before, "dev_ndcg@10": 29.0, "test_mrr@10": 50.0}))
     for row, plus in (("mnrl", 0.0), ("mask_relevant", gain)):
         for seed in range(3):
             rec = {"row": row, "seed": seed}
@@ -47,6 +50,9 @@ def test_the_answer_names_each_datasets_choice_and_whether_they_agree(tmp_path):
     assert "SciFact (false negatives rare): being measured" in what[1]
     assert "NFCorpus (false negatives common): `mask_relevant`, better than MNRL on dev" in what[1]
     assert "Recall@100 +2.00" in what[2] and "**better**" in what[2] and "agree" not in what[1]
+    # the recipe in epochs (41 queries, 10 full batches of 4 an epoch) and MNRL on test beside the start
+    assert "lr 5e-05, 40 steps of 4 (4 epochs)" in what[2]
+    assert "MNRL on test, 3 seeds: nDCG@10 " in what[2] and "(the starting model: 30.00, 31.50)" in what[2]
     _ledger(tmp_path / "results" / "scifact", gain=0.0)
     what = _retrieval_row(tmp_path)
     assert "SciFact (false negatives rare): MNRL: no row better on dev" in what[1]
