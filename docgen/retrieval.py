@@ -93,6 +93,41 @@ def _nfcorpus_recipe(root: Path) -> str:
     )
 
 
+IN_BATCH = "results/in_batch_relevance.jsonl"
+
+
+@table("in-batch-relevance", spread=False)
+def _in_batch_relevance(root: Path) -> str:
+    """What there is for a false-negative filter to catch on each dataset, before any filter: the newest
+    run of ``results/in_batch_relevance.jsonl`` per (dataset, steps), the share of MNRL's in-batch
+    candidates judged relevant to the anchor's query and the share of anchors with at least one."""
+    path = root / IN_BATCH
+    rows = read_jsonl(path) if path.is_file() else []
+    if not rows:
+        return f"Not measured yet: `python scripts/in_batch_relevance.py --output {IN_BATCH}` measures it."
+    newest: dict = {}
+    for r in rows:
+        newest.setdefault((r["dataset"], r["steps"]), {})[r["seed"]] = r  # later lines replace earlier ones
+    body = []
+    for (name, steps), by_seed in sorted(newest.items(), key=lambda kv: (kv[0][0] != "scifact", kv[0][1])):
+        runs = list(by_seed.values())
+        frac = sum(r["relevant_frac"] for r in runs) / len(runs)
+        anchors = sum(r["anchors_with_relevant_frac"] for r in runs) / len(runs)
+        seeds = ",".join(str(s) for s in sorted(by_seed))
+        body.append(
+            [name, str(runs[0]["batch_size"]), str(steps), seeds, f"{100 * frac:.3f}%", f"{100 * anchors:.1f}%"]
+        )
+    r = rows[-1]
+    return captioned(
+        f"Over every batch a run of that many steps trains on (mean over the seeds; no model is run): "
+        f"`{r['command']}` and its earlier runs in `{IN_BATCH}`, on {r['machine']}"
+        + (f", {r['wall_s']:.0f} s wall for the newest." if "wall_s" in r else "."),
+        ["dataset", "batch", "steps", "seeds", "candidates relevant to the anchor's query", "anchors with one"],
+        body,
+        "lrrlrr",
+    )
+
+
 @table("retrieval_bench", spread=False)
 def _retrieval_bench(root: Path) -> str:
     """qt-hard's retrieval evaluation beside InformationRetrievalEvaluator: every run of

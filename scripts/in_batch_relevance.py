@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 from qt_hard.experiments.ledger import measurement_stamp
@@ -31,6 +32,7 @@ def main(argv=None) -> int:
     parser.add_argument("--output", default=None, help="append the rows to this JSONL file")
     args = parser.parse_args(argv)
     rows, share = [], {}
+    start = time.perf_counter()
     for name, cls, steps in (("scifact", Scifact, args.scifact_steps), ("nfcorpus", NFCorpus, args.nfcorpus_steps)):
         sf = cls(data_path("beir", name))
         for seed in (int(s) for s in args.seeds.split(",")):
@@ -38,6 +40,7 @@ def main(argv=None) -> int:
             rows.append({"dataset": name, "seed": seed, "batch_size": args.batch_size, "steps": steps, **r})
             share.setdefault(name, []).append(r["relevant_frac"])
     stamp = measurement_stamp(ROOT, ["scripts/in_batch_relevance.py", *(argv if argv is not None else sys.argv[1:])])
+    stamp["wall_s"] = round(time.perf_counter() - start, 2)  # the whole run, every dataset and seed
     for r in rows:
         print(json.dumps({**r, **stamp}))
     if args.output:
