@@ -7,14 +7,12 @@ from pathlib import Path
 
 from qt_hard.experiments import report
 from qt_hard.experiments.ledger import Ledger
-from qt_hard.experiments.specs import scifact
-from qt_hard.experiments.specs.nfcorpus import steps_per_epoch
 from qt_hard.experiments.specs import st_compare as st
 
 from docgen.benchmarks import LOAD_NOTE, LOSS_BENCH, loss_bench_load, loss_ratio
 from docgen.effects import effects
 from docgen.finetune import ST_BENCH, effect_cost
-from docgen.results import latest_records
+from docgen.retrieval import DATASETS, TABLES, dataset_answer
 from docgen.markdown import join_lines
 from docgen.pages import table
 
@@ -49,7 +47,6 @@ def _which_negatives(root: Path) -> str:
 
 
 ST = "guides/sentence-transformers.md#fine-tuning-comparison-which-loss-to-start-with"
-RETRIEVAL_TABLE = "guides/retrieval.md#scifact-the-rows-the-verdicts-and-the-guard-audit"
 
 
 def _fx(root: Path, key: str, short: str = "") -> str:
@@ -97,18 +94,18 @@ def _similarity_rows(root: Path) -> list[list[str]]:
 
 def _retrieval_row(root: Path) -> list[str]:
     """The retrieval answer from both datasets' ledgers: per dataset the row chosen on dev against MNRL
-    itself (:func:`_dataset_answer`) with its test nDCG@10 and Recall@100, and whether they agree."""
-    answers = {name: _dataset_answer(root, name) for name in ("scifact", "nfcorpus")}
-    what, evidence = [], []
-    for name, (title, rare) in {"scifact": ("SciFact", True), "nfcorpus": ("NFCorpus", False)}.items():
-        a = answers[name]
+    itself (:func:`docgen.retrieval.dataset_answer`) with its test nDCG@10 and Recall@100, and whether
+    they agree."""
+    what, evidence, chosen = [], [], []
+    for name, (title, rare) in DATASETS.items():
+        a = dataset_answer(root, name)
         few = "false negatives rare" if rare else "false negatives common"
         if a is None:
             what.append(f"{title} ({few}): being measured")
             continue
+        chosen.append(a["row"])
         what.append(f"{title} ({few}): {a['use']}")
-        evidence.append(f"[{title}]({RETRIEVAL_PAGE}#{ANCHORS[name]}): {a['evidence']}")
-    chosen = [a["row"] for a in answers.values() if a is not None]
+        evidence.append(f"[{title}]({TABLES[name]}): {a['evidence']}")
     if len(chosen) == 2:
         what.append("the two agree" if chosen[0] == chosen[1] else "the two disagree: choose by how common they are")
     return [
@@ -116,82 +113,6 @@ def _retrieval_row(root: Path) -> list[str]:
         "; ".join(what),
         "; ".join(evidence) or "being measured",
     ]
-
-
-def _dataset_answer(root: Path, name: str) -> dict | None:
-    """The row chosen on dev on dataset ``name`` (``results/<name>/results.jsonl``) and its test cost and
-    gain against MNRL: at two levels, Holm over the candidates, where every record holds per-query
-    scores (:func:`qt_hard.experiments.report.choose_retrieval_row`); else at the seed level against each
-    row's own baseline (:func:`qt_hard.experiments.report.choose_on_dev`). None without MNRL's records or
-    without a row to compare with it (nothing is chosen yet)."""
-    folder = root / "results" / name
-    everything = latest_records(folder, scifact.KEY)
-    recs = [r for r in everything if r["row"] != "before"]
-    by: dict = {}
-    for r in recs:
-        by.setdefault(r["row"], []).append(r)
-    if "mnrl" not in by or len(by) < 2:
-        return None
-    if all("per_query" in r for r in recs):
-        c = report.choose_retrieval_row(by, "mnrl", [r for r in by if r != "mnrl"])
-        mnrl = _mnrl_on_test(by["mnrl"], [r for r in everything if r["row"] == "before"])
-        recipe = _recipe_words(Ledger(folder, scifact.KEY).setup)
-        if c.row == "mnrl":
-            return {"row": "mnrl", "use": "MNRL: no row better on dev", "evidence": f"{c.why} {recipe}; {mnrl}"}
-        test = {m: report.two_level_family({c.row: (by["mnrl"], by[c.row])}, "test", m)[c.row] for m in METRICS}
-        return {
-            "row": c.row,
-            "use": f"`{c.row}`, better than MNRL on dev",
-            "evidence": f"dev {c.verdicts[c.row].cell()}; test "
-            + ", ".join(f"{NAMES[m]} {v.cell()} **{v.verdict}**" for m, v in test.items())
-            + f". {recipe}; {mnrl}",
-        }
-
-    def seeds(field: str) -> dict:
-        return {row: {r["seed"]: float(r[field]) for r in rs} for row, rs in by.items()}
-
-    dev, test = seeds("dev_ndcg@10"), {m: seeds(f"test_{m}") for m in METRICS}
-    c = report.choose_on_dev(dev, lambda row: scifact.baseline_of(row, by), "mnrl", "dev nDCG@10")
-    mined = "mnrl+mined"
-    use = "MNRL: no loss beat it on dev" if c.row == "mnrl" else f"`{c.row}`, the best on dev"
-    if mined not in by:
-        return {"row": c.row, "use": use, "evidence": f"{len(by)} rows, seed level"}
-    d = report.paired_verdict(dev["mnrl"], dev[mined])
-    t = {m: report.paired_verdict(test[m]["mnrl"], test[m][mined]) for m in METRICS}
-    says = [_MINED_SAYS.get(v.verdict, "{m}: " + v.verdict).format(m=NAMES[m]) for m, v in t.items()]
-    return {
-        "row": c.row,
-        "use": f"{use}; a mined hard negative per pair {' and '.join(says)} (on dev: {d.verdict})",
-        "evidence": f"mined vs pairs, {d.n} seeds: dev nDCG@10 {d.cell()} **{d.verdict}**; test "
-        + ", ".join(f"{NAMES[m]} {v.cell()} **{v.verdict}**" for m, v in t.items()),
-    }
-
-
-def _recipe_words(setup: dict) -> str:
-    """The recipe a comparison ran at (its ledger's setup line), its steps in epochs of the training data
-    (every training query, or pair, once: :func:`qt_hard.experiments.specs.nfcorpus.steps_per_epoch`)."""
-    r, data = setup["recipe"], setup["data"]
-    per = steps_per_epoch(data.get("training_queries") or data["training_pairs"], r["batch_size"])
-    return (
-        f"Recipe (chosen on dev): lr {r['lr']:g}, {r['steps']} steps of {r['batch_size']} ({r['steps'] / per:g} epochs)"
-    )
-
-
-def _mnrl_on_test(mnrl: list[dict], before: list[dict]) -> str:
-    """MNRL's mean test nDCG@10 and Recall@100 over its seeds, beside the starting model's."""
-    mean = {m: sum(r[f"test_{m}"] for r in mnrl) / len(mnrl) for m in METRICS}
-    words = ", ".join(f"{NAMES[m]} {mean[m]:.2f}" for m in METRICS)
-    start = ", ".join(f"{before[0]['test_' + m]:.2f}" for m in METRICS) if before else ""
-    start = f" (the starting model: {start})" if start else ""
-    return f"MNRL on test, {len(mnrl)} seeds: {words}{start}"
-
-
-NAMES = {"ndcg@10": "nDCG@10", "recall@100": "Recall@100"}
-METRICS = ("ndcg@10", "recall@100")
-RETRIEVAL_PAGE = "guides/retrieval.md"
-ANCHORS = {"scifact": "scifact-the-rows-the-verdicts-and-the-guard-audit", "nfcorpus": "nfcorpus"}
-# What a verdict of the mined triplets against the pairs says of a metric on test.
-_MINED_SAYS = {"better": "gains {m} on test", "worse": "costs {m} on test", "level": "leaves {m} level on test"}
 
 
 # The answers read from the effects table: (setting, what to use, [(effect key, its short name), ...]).

@@ -99,6 +99,7 @@ def _st_ledgers(root: Path) -> dict[str, tuple[list[dict], dict]]:
         ("bow", root / "results" / "st_compare" / "bow", st.KEY),
         ("minilm", root / "results" / "st_compare" / "minilm", st.KEY),
         ("scifact", root / "results" / "scifact", scifact.KEY),
+        ("nfcorpus", root / "results" / "nfcorpus", scifact.KEY),
     ):
         if (folder / "results.jsonl").is_file():
             led = Ledger(folder, key)
@@ -123,6 +124,7 @@ _ST_COST_COLUMNS = (
     ("bow", "STS, from the bag of words"),
     ("minilm", "STS, from all-MiniLM-L6-v2"),
     ("scifact", "SciFact"),
+    ("nfcorpus", "NFCorpus"),
 )
 
 

@@ -1,12 +1,15 @@
-"""Retrieval on SciFact: the grid's and the recipe's tables from their ledger, the retrieval
-benchmark, and the decision page's answer."""
+"""Retrieval on SciFact and NFCorpus: each grid's and recipe's tables from their ledgers, what there is
+for a filter to catch, the retrieval benchmark, and each dataset's answer (the guide's and the decision
+page's)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from qt_hard.experiments import report
+from qt_hard.experiments.ledger import Ledger
 from qt_hard.experiments.specs import scifact
+from qt_hard.experiments.specs.nfcorpus import steps_per_epoch
 
 from docgen.markdown import captioned, measured_on
 from docgen.pages import table
@@ -164,96 +167,85 @@ def _retrieval_bench(root: Path) -> str:
     )
 
 
-SCIFACT_LEDGER = "results/scifact/results.jsonl"
+# dataset -> (title, whether false negatives are rare there: a SciFact claim cites about one abstract)
+DATASETS = {"scifact": ("SciFact", True), "nfcorpus": ("NFCorpus", False)}
+# where each dataset's comparison table stands (the retrieval guide's headings)
+TABLES = {
+    "scifact": "guides/retrieval.md#scifact-the-rows-the-verdicts-and-the-guard-audit",
+    "nfcorpus": "guides/retrieval.md#nfcorpus-the-rows-the-verdicts-and-the-guard-audit",
+}
+NAMES = {"ndcg@10": "nDCG@10", "recall@100": "Recall@100"}
+METRICS = ("ndcg@10", "recall@100")
 
 
-@table("scifact-answer", spread=False)
-def _scifact_answer(root: Path) -> str:
-    """Retrieval fine-tuning on SciFact: "not measured yet" until its ledger exists; then the row
-    chosen on dev nDCG@10 (each row against MNRL on the same data) and its test nDCG@10 effect."""
-    if not (root / SCIFACT_LEDGER).is_file():
-        return f"Not measured yet: `{SCIFACT_LEDGER}` does not exist."
-    recs, dev, test = scifact_runs(root)
-    if scifact.BASELINES[0] not in dev:
-        return f"Not measured yet: `{SCIFACT_LEDGER}` has no `{scifact.BASELINES[0]}` row."
-    base_of = scifact.baseline_of
-    judged = [r for r in dev if base_of(r) in dev and len(set(dev[r]) & set(dev[base_of(r)])) >= 3]
-    if not judged:
-        return (
-            f"Not judged yet: no row has 3 seeds paired with its baseline in `{SCIFACT_LEDGER}` "
-            f"({len(recs)} records; rows so far: {', '.join(f'`{r}`' for r in sorted(dev))})."
-        )
-    c = report.choose_on_dev(dev, base_of, scifact.BASELINES[0], "dev nDCG@10")
-    said = f"Chosen on dev nDCG@10 (each row against MNRL on the same data): `{c.row}`"
-    if c.verdict is None:
-        said += f", no row is better than its baseline on dev ({len(recs)} records in `{SCIFACT_LEDGER}`)."
-    else:
-        base = base_of(c.row)
-        t = report.paired_verdict(test.get(base, {}), test.get(c.row, {}))
-        said += (
-            f": against `{base}` on dev {c.verdict.cell()}, **{c.verdict.verdict}**; on test nDCG@10 "
-            f"{t.cell()}, **{t.verdict}** (`{SCIFACT_LEDGER}`)."
-        )
-    return " ".join([said, *_mining_effect(dev, test), *_guards_acted(recs)])
-
-
-def scifact_runs(root: Path) -> tuple[list[dict], dict, dict]:
-    """The SciFact ledger's latest records, and its dev and test nDCG@10 as row -> seed -> value (the
-    starting model left out); empty without the ledger."""
-    recs = latest_records((root / SCIFACT_LEDGER).parent, scifact.KEY)
-
-    def runs(metric):
-        out: dict = {}
-        for r in recs:
-            if r.get(metric) is not None and r["row"] != "before":
-                out.setdefault(r["row"], {})[r["seed"]] = float(r[metric])
-        return out
-
-    return recs, runs("dev_ndcg@10"), runs("test_ndcg@10")
-
-
-def _mining_effect(dev: dict, test: dict) -> list[str]:
-    """A sentence on the one change of the mined triplets: ``mnrl+mined`` against ``mnrl``, paired by seed."""
-    pairs, mined = scifact.BASELINES
-    if pairs not in dev or mined not in dev:
-        return []
-    d, t = (report.paired_verdict(m[pairs], m[mined]) for m in (dev, test))
-    return [
-        f"The mined triplets alone (`{mined}` against `{pairs}`, {d.n} seeds): dev {d.cell()}, **{d.verdict}**; "
-        f"test {t.cell()}, **{t.verdict}**."
-    ]
-
-
-def _guards_acted(recs: list[dict]) -> list[str]:
-    """A sentence on how much the guards removed: the range of the guarded rows' mean shares of the
-    candidates, and of the removed that were cited abstracts of the same claim."""
+def comparison_records(root: Path, name: str) -> tuple[dict[str, list[dict]], list[dict]]:
+    """``results/<name>/results.jsonl``'s latest records: row -> its records (the starting model left
+    out, rows in the table's order), and the starting model's."""
+    recs = latest_records(root / "results" / name, scifact.KEY)
     by: dict = {}
-    unread = set()  # GISTEmbedLoss rows: sentence-transformers' own filter, which the audit does not read
-    for r in recs:
-        spec = scifact.ROWS[scifact.parse_row(r["row"])[0]].changes if r["row"] != "before" else {"kwargs": {}}
-        if "guard" in spec["kwargs"] and r.get("guard_removed_frac") is not None:
-            by.setdefault(r["row"], []).append(r)
-        elif spec.get("loss") == "gist":
-            unread.add(r["row"])
-    if not by:
-        return []
-    removed = [100 * sum(r["guard_removed_frac"] for r in rs) / len(rs) for rs in by.values()]
-    tps = [
-        100 * sum(x) / len(x)
-        for rs in by.values()
-        if (x := [r["guard_removed_tp_frac"] for r in rs if r.get("guard_removed_tp_frac") is not None])
-    ]
-    tp = f" ({_span(tps, 0)}% of them cited abstracts of the same claim)" if tps else ""
-    rows = "the audited guarded row" if len(by) == 1 else f"the {len(by)} audited guarded rows"
-    said = f"The guards acted: {rows} removed {_span(removed, 2)}% of the candidates on average{tp}"
-    if unread:  # said, so that the count above is not read as every guarded row
-        said += (
-            f"; {', '.join(f'`{r}`' for r in sorted(unread))} filters inside GISTEmbedLoss, which the audit does "
-            "not read (its reproduction, GIST's filter alone, is among the audited)"
-        )
-    return [said + "."]
+    for row in [*scifact.DEFAULT_ROWS, *sorted({r["row"] for r in recs} - set(scifact.DEFAULT_ROWS))]:
+        if row != "before" and any(r["row"] == row for r in recs):
+            by[row] = [r for r in recs if r["row"] == row]
+    return by, [r for r in recs if r["row"] == "before"]
 
 
-def _span(values: list[float], digits: int) -> str:
-    low, high = f"{min(values):.{digits}f}", f"{max(values):.{digits}f}"
-    return low if low == high else f"{low}-{high}"
+def dataset_answer(root: Path, name: str) -> dict | None:
+    """The row chosen on dev on dataset ``name`` against MNRL itself, at two levels, Holm over the
+    candidates (:func:`qt_hard.experiments.report.choose_retrieval_row`), with its test nDCG@10 and
+    Recall@100 against MNRL, the recipe and MNRL on test: ``{"row", "use", "evidence"}``. None while
+    there is nothing to choose from: no MNRL, no row beside it, or a record without per-query scores
+    (its table says which)."""
+    by, before = comparison_records(root, name)
+    if "mnrl" not in by or len(by) < 2 or any("per_query" not in r for rs in by.values() for r in rs):
+        return None
+    c = report.choose_retrieval_row(by, "mnrl", [r for r in by if r != "mnrl"])
+    context = (
+        f"{_recipe_words(Ledger(root / 'results' / name, scifact.KEY).setup)}; {_mnrl_on_test(by['mnrl'], before)}"
+    )
+    if c.row == "mnrl":
+        return {"row": "mnrl", "use": "MNRL: no row better on dev", "evidence": f"{c.why} {context}"}
+    test = {m: report.two_level_family({c.row: (by["mnrl"], by[c.row])}, "test", m)[c.row] for m in METRICS}
+    return {
+        "row": c.row,
+        "use": f"`{c.row}`, better than MNRL on dev",
+        "evidence": f"dev {c.verdicts[c.row].cell()}; test "
+        + ", ".join(f"{NAMES[m]} {v.cell()} **{v.verdict}**" for m, v in test.items())
+        + f". {context}",
+    }
+
+
+def _recipe_words(setup: dict) -> str:
+    """The recipe a comparison ran at (its ledger's setup line), its steps in epochs of the training data
+    (every training query, or pair, once: :func:`qt_hard.experiments.specs.nfcorpus.steps_per_epoch`)."""
+    r, data = setup["recipe"], setup["data"]
+    per = steps_per_epoch(data.get("training_queries") or data["training_pairs"], r["batch_size"])
+    return (
+        f"Recipe (chosen on dev): lr {r['lr']:g}, {r['steps']} steps of {r['batch_size']} ({r['steps'] / per:g} epochs)"
+    )
+
+
+def _mnrl_on_test(mnrl: list[dict], before: list[dict]) -> str:
+    """MNRL's mean test nDCG@10 and Recall@100 over its seeds, beside the starting model's."""
+    mean = {m: sum(r[f"test_{m}"] for r in mnrl) / len(mnrl) for m in METRICS}
+    words = ", ".join(f"{NAMES[m]} {mean[m]:.2f}" for m in METRICS)
+    start = ", ".join(f"{before[0]['test_' + m]:.2f}" for m in METRICS) if before else ""
+    start = f" (the starting model: {start})" if start else ""
+    return f"MNRL on test, {len(mnrl)} seeds: {words}{start}"
+
+
+@table("retrieval-answer", spread=False)
+def _retrieval_answer(root: Path) -> str:
+    """Per dataset, the row chosen on dev against MNRL itself and its test effects (:func:`dataset_answer`),
+    or "being measured"; then whether the two datasets agree."""
+    lines, chosen = [], []
+    for name, (title, rare) in DATASETS.items():
+        a = dataset_answer(root, name)
+        few = "false negatives rare" if rare else "false negatives common"
+        if a is None:
+            lines.append(f"* **{title}** ({few}): being measured (`results/{name}/`: its table below says what is in).")
+            continue
+        chosen.append(a["row"])
+        lines.append(f"* **{title}** ({few}): {a['use']}. {a['evidence']}")
+    if len(chosen) == 2:
+        lines += ["", "The two datasets agree." if chosen[0] == chosen[1] else "The two datasets disagree."]
+    return "\n".join(lines)

@@ -57,3 +57,18 @@ def test_the_answer_names_each_datasets_choice_and_whether_they_agree(tmp_path):
     what = _retrieval_row(tmp_path)
     assert "SciFact (false negatives rare): MNRL: no row better on dev" in what[1]
     assert what[1].endswith("the two disagree: choose by how common they are")
+
+
+def test_the_guides_answer_block_reads_the_same_choice(tmp_path):
+    """The retrieval guide's answer block says the same per dataset as the decision page, one line each,
+    "being measured" without a ledger, and whether the datasets agree once both have chosen."""
+    from docgen.pages import REGISTRY
+
+    make = REGISTRY["retrieval-answer"].make
+    assert make(tmp_path).count("being measured") == 2
+    _ledger(tmp_path / "results" / "nfcorpus", gain=2.0)
+    text = make(tmp_path)
+    assert "* **NFCorpus** (false negatives common): `mask_relevant`, better than MNRL on dev." in text
+    assert "* **SciFact** (false negatives rare): being measured" in text and "agree" not in text
+    _ledger(tmp_path / "results" / "scifact", gain=2.0)
+    assert make(tmp_path).endswith("The two datasets agree.")

@@ -28,5 +28,5 @@ def test_nfcorpus_blocks_fill_from_the_ledgers(tmp_path):
 
 def test_the_retrieval_page_holds_both_data_sets():
     text = (ROOT / "docs" / "guides" / "retrieval.md").read_text(encoding="utf-8")
-    for name in ("scifact-answer", "scifact-recipe", "scifact", "nfcorpus-recipe", "nfcorpus"):
+    for name in ("retrieval-answer", "in-batch-relevance", "scifact-recipe", "scifact", "nfcorpus-recipe", "nfcorpus"):
         assert f"<!-- generated: {name} -->" in text

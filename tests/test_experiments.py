@@ -67,9 +67,8 @@ NO_LEDGER = {
     "ledger (meta.json); tests/test_s2v_curve.py checks that s2v-curve's table writes the same bytes from its rows",
     "s2v_curve_gpu/metrics.csv": "that curve's training run's own logged rows",
     "s2v_curve_gpu/README.md": "how the files of s2v_curve_gpu/ were made",
-    "scifact/README.md": "the commands behind the retrieval comparison's ledgers",
+    "scifact/README.md": "the commands behind SciFact's recipe and comparison ledgers",
     "nfcorpus/README.md": "the commands behind NFCorpus's ledgers and its starting model's evaluation",
-    "scifact_recipe/README.md": "the command behind SciFact's recipe with the batches made before training",
     "simclr_gpu/README.md": "how the SimCLR GPU ledger was made from the cells its runs wrote as a CSV",
 }
 # Copies of per-run files (a run's metrics.csv or eval.csv) kept beside a ledger: they are the runs'
@@ -127,27 +126,16 @@ def _regenerate_st_compare(folder: Path, out: Path) -> list[str]:
     return ["results.csv", "table.md"]
 
 
-def _regenerate_scifact(folder: Path, out: Path) -> list[str]:
-    """The retrieval comparison's table (with its memory probe's rows) and its recipe choice (``qt-hard grid
-    run scifact --summary-only`` and ``scifact-recipe --summary-only``)."""
-    from qt_hard.experiments.gridrun import experiment, write_tables
-
-    for ledger in ("recipe.jsonl", "memory.jsonl"):  # the recipe choice's and the memory probe's ledgers
-        if (folder / ledger).is_file():
-            shutil.copy(folder / ledger, out / ledger)
-    write_tables(experiment("scifact-recipe"), out)
-    write_tables(experiment("scifact"), out)
-    return ["recipe.md", "table.md"]
-
-
 def _recipe_then_comparison(recipe: str, comparison: str):
-    """A retrieval folder's recipe table, and its comparison's where it has run (``qt-hard grid run
-    RECIPE`` / ``COMPARISON --summary-only``)."""
+    """A retrieval folder's recipe table, and its comparison's where it has run, ending with the memory
+    probe's rows where the folder holds them (``qt-hard grid run RECIPE`` / ``COMPARISON --summary-only``)."""
 
     def regenerate(folder: Path, out: Path) -> list[str]:
         from qt_hard.experiments.gridrun import experiment, write_tables
 
-        shutil.copy(folder / "recipe.jsonl", out / "recipe.jsonl")
+        for ledger in ("recipe.jsonl", "memory.jsonl"):  # the recipe's, and the memory probe's where it ran
+            if (folder / ledger).is_file():
+                shutil.copy(folder / ledger, out / ledger)
         write_tables(experiment(recipe), out)
         if not (folder / "results.jsonl").is_file():  # the recipe is chosen before the comparison runs
             return ["recipe.md"]
@@ -175,9 +163,8 @@ FOLDERS = {
     "moco_ring_cpu": _regenerate_vision,
     "moco_ring_gpu": _regenerate_vision,
     "simclr_gpu": _regenerate_vision,
-    "scifact": _regenerate_scifact,
+    "scifact": _recipe_then_comparison("scifact-recipe", "scifact"),
     "nfcorpus": _recipe_then_comparison("nfcorpus-recipe", "nfcorpus"),
-    "scifact_recipe": _recipe_then_comparison("scifact-recipe", "scifact"),
 }
 
 

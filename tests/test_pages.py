@@ -110,35 +110,3 @@ def test_a_hand_typed_results_table_is_found_and_a_generated_one_is_not(table):
     generated = f"# Page\n\n<!-- generated: demo -->\n\n{table}\n<!-- /generated -->\n"
     assert hand_typed_result_tables(generated) == []
     assert hand_typed_result_tables("| option | meaning |\n|---|---|\n| `k` | 64 negatives |\n") == []
-
-
-def test_the_retrieval_answer_waits_for_its_ledger_then_reads_the_choice_from_dev(tmp_path):
-    from qt_hard.experiments.ledger import Ledger
-
-    make = docgen.REGISTRY["scifact-answer"].make
-    assert make(tmp_path).startswith("Not measured yet: `results/scifact/results.jsonl` does not exist")
-    led = Ledger(tmp_path / "results" / "scifact", ("row", "seed"), setup={"recipe": {}})
-    led.append({"row": "mnrl", "seed": 9, "dev_ndcg@10": 70.0, "test_ndcg@10": 70.0})
-    assert make(tmp_path).startswith("Not judged yet: no row has 3 seeds paired with its baseline")
-    for s in range(3):  # hard beta 1 on mined triplets: +1 on dev against MNRL on them, level on test
-        led.append({"row": "mnrl", "seed": s, "dev_ndcg@10": 60.0 + s, "test_ndcg@10": 60.0 + s})
-        led.append({"row": "mnrl+mined", "seed": s, "dev_ndcg@10": 61.0 + s, "test_ndcg@10": 61.0 + s})
-        d = (0.5, -0.5, 0.0)[s]
-        led.append({"row": "hard_b1+mined", "seed": s, "dev_ndcg@10": 62.0 + s, "test_ndcg@10": 61.0 + s + d})
-    text = make(tmp_path)
-    assert "`hard_b1+mined`: against `mnrl+mined` on dev +1.00 [+1.00, +1.00], **better**" in text
-    assert "on test nDCG@10 +0.00 [-1.24, +1.24], **level**" in text
-    # The mining's own effect, paired by seed (seed 9 has no mined partner), and no guard yet.
-    mining = "(`mnrl+mined` against `mnrl`, 3 seeds): dev +1.00 [+1.00, +1.00], **better**; test +1.00"
-    assert mining in text and "guards acted" not in text
-    # A guarded row's shares are averaged over its seeds; an unguarded row's zero is not a guard.
-    for s, (frac, tp) in enumerate([(0.002, 0.1), (0.004, 0.3)]):
-        rec = {"dev_ndcg@10": 60.0, "test_ndcg@10": 60.0, "guard_removed_frac": frac, "guard_removed_tp_frac": tp}
-        led.append({"row": "hard_b1_guard_rel+mined", "seed": s, **rec})
-        led.append({"row": "hard_b0.5+mined", "seed": s, **rec, "guard_removed_frac": 0.0})
-    text = make(tmp_path)
-    assert "guards acted: the audited guarded row removed 0.30% of the candidates on average (20% of them cited" in text
-    assert "GISTEmbedLoss" not in text
-    # GISTEmbedLoss's own filter is named as the one guard the audit does not read.
-    led.append({"row": "gist+mined", "seed": 0, "dev_ndcg@10": 60.0, "test_ndcg@10": 60.0})
-    assert "; `gist+mined` filters inside GISTEmbedLoss, which the audit does not read" in make(tmp_path)

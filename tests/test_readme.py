@@ -504,7 +504,7 @@ RUNS = {
         "results/scifact", r"\| before \(all-MiniLM-L6-v2\) \(`before`\) \| 1 \| 67\.63 \|"
     ),
     "qt-hard grid run scifact-recipe --out results/scifact --summary-only": _summary(
-        "results/scifact", r"Chosen: lr 0\.0001, 44 steps"
+        "results/scifact", r"Chosen: lr 5e-05, 88 steps"
     ),
     "qt-hard grid run scifact-memory --out results/scifact --summary-only": _summary(
         "results/scifact", r"\| `mnrl\+mined\+cached` \| 512 \| 1 \|"
@@ -578,24 +578,30 @@ SKIPS = {
     "(CPU-hours); tests/test_nfcorpus.py runs the same command on a slice of NFCorpus",
     "qt-hard grid run nfcorpus --out results/nfcorpus --rows mnrl --seeds 0,1,2 --max-seq-length 128": "three "
     "MiniLM trainings on NFCorpus (CPU-hours); tests/test_nfcorpus.py runs its cells on a slice",
-    "qt-hard grid run scifact-recipe --out results/scifact --lrs 2e-5,5e-5,1e-4 --select-steps 22,44": "three "
-    "MiniLM trainings on SciFact with four evaluations of its corpus (CPU-hours); tests/test_scifact.py runs the "
-    "same command on a slice of SciFact",
-    "qt-hard grid run scifact --out results/scifact --seeds 0,1,2 --workers 2": "the grid: hours of CPU; "
-    "tests/test_scifact.py runs its cells on a slice",
-    "qt-hard grid run scifact --out results/scifact --rows mnrl,mnrl+mined --seeds 3,4": "the grid's "
+    "qt-hard grid run scifact-recipe --out results/scifact --lrs 1e-4,5e-5 --select-steps 44,88,176 --max-seq-length "
+    "128": "two MiniLM trainings on SciFact with three evaluations of its corpus each (CPU-hours); "
+    "tests/test_scifact.py runs the same command on a slice of SciFact",
+    "qt-hard grid run scifact --out results/scifact --max-seq-length 128 --seeds 0,1,2 --workers 2": "the grid: hours "
+    "of CPU; tests/test_scifact.py runs its cells on a slice",
+    "qt-hard grid run scifact --out results/scifact --max-seq-length 128 --rows mnrl --seeds 3,4": "the grid's "
     "extra seeds: an hour of CPU; tests/test_scifact.py runs its cells on a slice",
-    "qt-hard grid run scifact-memory --out results/scifact --memory mnrl+mined --memory-batch 16,32 --memory-steps 2": "four "
+    "qt-hard grid run nfcorpus-recipe --out results/nfcorpus --lrs 2e-5,5e-5,1e-4,2e-4 --epochs 0.5,1,2,4 "
+    "--max-seq-length 128": "four MiniLM trainings of up to four epochs on NFCorpus, with four evaluations of its "
+    "corpus each (CPU-hours); tests/test_nfcorpus.py runs the same command on a slice of NFCorpus",
+    "qt-hard grid run nfcorpus --out results/nfcorpus --max-seq-length 128 --seeds 0,1,2 --workers 2": "the grid: "
+    "a day of CPU; tests/test_nfcorpus.py runs its cells on a slice",
+    "qt-hard grid run scifact-memory --out results/scifact --max-seq-length 128 --memory mnrl --memory-batch 16,32 --memory-steps 2": "four "
     "MiniLM probes on SciFact's abstracts, the uncached ones holding gigabytes; tests/test_scifact.py runs the probe "
     "on a slice",
-    "qt-hard grid run scifact-memory --out results/scifact --memory mnrl+mined --memory-batch 512 --memory-steps 1 "
-    "--memory-cached-only": "a step of 512 triplets of abstracts (CPU-minutes); tests/test_scifact.py runs the "
-    "cached-only probe on a slice",
-    "qt-hard grid run scifact-memory --out results/scifact --memory mnrl --memory-batch 16,32 --memory-steps 2": "the "
-    "same four probes for MNRL on pairs; tests/test_scifact.py runs the probe on a slice",
-    "qt-hard grid run scifact-memory --out results/scifact --memory mnrl --memory-batch 512 --memory-steps 1 "
-    "--memory-cached-only": "a step of 512 pairs (CPU-minutes); tests/test_scifact.py runs the cached-only probe on a "
-    "slice",
+    "qt-hard grid run scifact-memory --out results/scifact --max-seq-length 128 --memory mnrl --memory-batch 512 "
+    "--memory-steps 1 --memory-cached-only": "a step of 512 pairs of abstracts (CPU-minutes); tests/test_scifact.py "
+    "runs the cached-only probe on a slice",
+    "qt-hard grid run scifact-memory --out results/scifact --max-seq-length 128 --memory mnrl+mined --memory-batch 16,32 --memory-steps 2": "four "
+    "MiniLM probes on SciFact's abstracts, the uncached ones holding gigabytes; tests/test_scifact.py runs the probe "
+    "on a slice",
+    "qt-hard grid run scifact-memory --out results/scifact --max-seq-length 128 --memory mnrl+mined --memory-batch 512 "
+    "--memory-steps 1 --memory-cached-only": "a step of 512 triplets of abstracts (CPU-minutes); tests/test_scifact.py "
+    "runs the cached-only probe on a slice",
     "qt-hard eval retrieval --model minilm --data $QT_HARD_DATA/beir/scifact --output minilm_scifact.json": "encodes "
     "5,183 abstracts with MiniLM (CPU-minutes); tests/test_retrieval.py runs the same path against the evaluator on "
     "a slice, and the random:bow example runs the whole folder",

@@ -434,6 +434,10 @@ class TwoLevelVerdict:
     query_confidence: float | None = None
     query_test: str = "t"
 
+    @property
+    def n(self) -> int:  # the seed pairs, as :attr:`PairedVerdict.n`
+        return self.n_seeds
+
     def cell(self, digits: int = 2) -> str:
         """``"+1.23 [+0.40, +2.06] / q +1.10 [+0.52, +1.68]"`` (seed level / query level); the means
         alone when not judged; "-" without a shared seed."""

@@ -44,6 +44,7 @@ __all__ = [
     "baseline_of",
     "dev_split",
     "mine",
+    "one_change_family",
     "parse_row",
     "run_cell",
     "select_recipe",
@@ -276,9 +277,8 @@ def recipe_edges(records: list[dict], choice: dict) -> list[str]:
 # ----------------------------------------------------------------------------------------- summary
 def summarize(records: list[dict], recipe: dict | None = None) -> str:
     """The Markdown tables: mean ± sample std over seeds per row (dev first, then test), the guard
-    audit, and each row's paired difference on dev and test nDCG@10 with its 95% t-interval and verdict,
-    against MNRL (every row; a ``+mined`` row marked as changing the data too) and against MNRL on the
-    mined triplets (the rows on them, one change away)."""
+    audit, and each row against its one-change baseline at two levels (:func:`two_level_tables`); no
+    verdict where a record holds no per-query scores."""
     from qt_hard.experiments.report import markdown_table, mean_spread
 
     by: dict = {}
@@ -311,11 +311,12 @@ def summarize(records: list[dict], recipe: dict | None = None) -> str:
     heads = ["row", "seeds", *(h for _, h in metrics), "guard removed (true positives)"]
     lines += markdown_table(heads, body, "lr" + "r" * (len(metrics) + 1))
     lines += catch_table(by, order)
-    if all("per_query" in r for row in order for r in by[row].values()):
-        lines += two_level_tables(by, order)
+    lacking = sorted(row for row in order if any("per_query" not in r for r in by[row].values()))
+    if lacking:  # a verdict needs both levels: such records are re-run (--redo), not judged by seeds alone
+        said = ", ".join(f"`{row}`" for row in lacking)
+        lines += ["", f"Not judged: records of {said} hold no per-query scores; run them again with --redo."]
     else:
-        lines += _paired_tables(by, order)
-        lines += ["", "Seed level only: some records hold no per-query scores, so no verdict is over queries."]
+        lines += two_level_tables(by, order)
     return "\n".join(lines)
 
 
@@ -355,42 +356,6 @@ def catch_table(by: dict, order: list[str]) -> list[str]:
     return ["", intro, "", *markdown_table(heads, body, "lrrrrr")]
 
 
-def _paired_tables(by: dict, order: list[str]) -> list[str]:
-    """Per baseline of ``BASELINES``, the table of its rows' paired differences on dev and test nDCG@10
-    (``by``: row -> seed -> record; ``order``: the rows in table order)."""
-    from qt_hard.experiments.report import markdown_table, paired_verdict
-
-    lines: list[str] = []
-    for base in BASELINES:
-        if base not in by:
-            continue
-        rows, two_changes = [], False
-        for row in order:
-            # against MNRL on the pairs: every row, the ``+mined`` ones with the data changed too; against
-            # MNRL on the mined triplets: the rows one change away from it
-            if row in ("before", base) or (base != BASELINES[0] and baseline_of(row, by) != base):
-                continue
-            cells = []
-            for m in ("dev_ndcg@10", "test_ndcg@10"):
-                v = paired_verdict({s: r[m] for s, r in by[base].items()}, {s: r[m] for s, r in by[row].items()})
-                cells += [v.cell(), v.verdict]
-            also = baseline_of(row, by) != base  # only MNRL on the pairs lets such a row through
-            two_changes |= also
-            label = f"`{row}`" + (" (also mined)" if also else "")
-            rows.append([label, str(len(set(by[row]) & set(by[base]))), *cells])
-        if not rows:
-            continue
-        head = f"Paired by seed against `{base}` (row - baseline; mean [95% t-interval]; verdict)"
-        if two_changes:
-            head += (
-                '; a row marked "also mined" changes the loss and the data (the mined triplets) at once, its '
-                "one-change verdict is in the next table"
-            )
-        lines += ["", head + ":", ""]
-        lines += markdown_table(["row", "pairs", "dev nDCG@10", "dev", "test nDCG@10", "test"], rows, "lrrlrl")
-    return lines
-
-
 # (record metric, heading) of the two-level table: dev decides, test reports, Recall@100 is the cost a
 # retrieve-then-rerank user reads beside nDCG@10.
 TWO_LEVEL = (
@@ -400,23 +365,32 @@ TWO_LEVEL = (
 )
 
 
-def two_level_tables(by: dict, order: list[str]) -> list[str]:
-    """Each row against its one-change baseline (:func:`baseline_of`) on dev nDCG@10, test nDCG@10 and
-    test Recall@100, judged at two levels, over seeds and over queries, Holm-adjusted across the table's
-    comparisons per column (:func:`qt_hard.experiments.report.two_level_family`; the family named under
-    the table); then the row chosen on dev against MNRL itself (:func:`.report.choose_retrieval_row`)."""
-    from qt_hard.experiments.report import choose_retrieval_row, family_note, markdown_table, two_level_family
+def one_change_family(records: dict[str, list[dict]], split: str, metric: str) -> dict[str, tuple]:
+    """``{row: (baseline, TwoLevelVerdict)}``: each row of ``records`` (row -> its records, in table
+    order) against its one-change baseline (:func:`baseline_of`) on ``split`` and ``metric``, at two
+    levels, Holm across the family (:func:`qt_hard.experiments.report.two_level_family`)."""
+    from qt_hard.experiments.report import two_level_family
 
-    records = {row: list(runs.values()) for row, runs in by.items()}
-    pairs = {row: baseline_of(row, by) for row in order if row != "before" and baseline_of(row, by) in by}
-    comparisons = {row: (records[base], records[row]) for row, base in pairs.items()}
-    if not comparisons:
+    pairs = {row: baseline_of(row, records) for row in records if row != "before"}
+    pairs = {row: base for row, base in pairs.items() if base in records}
+    verdicts = two_level_family({row: (records[base], records[row]) for row, base in pairs.items()}, split, metric)
+    return {row: (base, verdicts[row]) for row, base in pairs.items()}
+
+
+def two_level_tables(by: dict, order: list[str]) -> list[str]:
+    """Each row against its one-change baseline on dev nDCG@10, test nDCG@10 and test Recall@100
+    (:func:`one_change_family`, a family per column, named under the table); then the row chosen on dev
+    against MNRL itself (:func:`.report.choose_retrieval_row`)."""
+    from qt_hard.experiments.report import choose_retrieval_row, family_note, markdown_table
+
+    records = {row: list(by[row].values()) for row in order}
+    columns = [one_change_family(records, split, metric) for split, metric, _ in TWO_LEVEL]
+    if not columns[0]:
         return []
-    columns = [two_level_family(comparisons, split, metric) for split, metric, _ in TWO_LEVEL]
     body = []
-    for row, base in pairs.items():
-        cells = [c for verdicts in columns for c in (verdicts[row].cell(), verdicts[row].verdict)]
-        body.append([f"`{row}`", f"`{base}`", str(columns[0][row].n_seeds), *cells])
+    for row, (base, v) in columns[0].items():
+        cells = [c for family in columns for c in (family[row][1].cell(), family[row][1].verdict)]
+        body.append([f"`{row}`", f"`{base}`", str(v.n_seeds), *cells])
     heads = ["row", "against", "pairs", *(h for *_, h in TWO_LEVEL for h in (h, "verdict"))]
     lines = [
         "",
@@ -424,7 +398,8 @@ def two_level_tables(by: dict, order: list[str]) -> list[str]:
         "",
     ]
     lines += markdown_table(heads, body, "llrrlrlrl")
-    lines += [""] + [family_note(v, split, metric) for v, (split, metric, _) in zip(columns, TWO_LEVEL)]
+    notes = [{row: v for row, (_, v) in family.items()} for family in columns]
+    lines += [""] + [family_note(v, split, metric) for v, (split, metric, _) in zip(notes, TWO_LEVEL)]
     if "mnrl" in by:
         candidates = [r for r in order if r not in ("before", "mnrl")]
         lines += ["", "Chosen on dev: " + choose_retrieval_row(records, "mnrl", candidates).why]
