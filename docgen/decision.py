@@ -12,7 +12,7 @@ from qt_hard.experiments.specs import st_compare as st
 from docgen.benchmarks import LOAD_NOTE, LOSS_BENCH, loss_bench_load, loss_ratio
 from docgen.effects import effects
 from docgen.finetune import ST_BENCH, effect_cost
-from docgen.retrieval import DATASETS, TABLES, dataset_answer
+from docgen.retrieval import TABLES, answers
 from docgen.markdown import join_lines
 from docgen.pages import table
 
@@ -96,18 +96,11 @@ def _retrieval_row(root: Path) -> list[str]:
     """The retrieval answer from both datasets' ledgers: per dataset the row chosen on dev against MNRL
     itself (:func:`docgen.retrieval.dataset_answer`) with its test nDCG@10 and Recall@100, and whether
     they agree."""
-    what, evidence, chosen = [], [], []
-    for name, (title, rare) in DATASETS.items():
-        a = dataset_answer(root, name)
-        few = "false negatives rare" if rare else "false negatives common"
-        if a is None:
-            what.append(f"{title} ({few}): being measured")
-            continue
-        chosen.append(a["row"])
-        what.append(f"{title} ({few}): {a['use']}")
-        evidence.append(f"[{title}]({TABLES[name]}): {a['evidence']}")
-    if len(chosen) == 2:
-        what.append("the two agree" if chosen[0] == chosen[1] else "the two disagree: choose by how common they are")
+    each, agree = answers(root)
+    what = [f"{title} ({few}): {a['use'] if a else 'being measured'}" for _, title, few, a in each]
+    evidence = [f"[{title}]({TABLES[name]}): {a['evidence']}" for name, title, _, a in each if a]
+    if agree is not None:
+        what.append("the two agree" if agree else "the two disagree: choose by how common they are")
     return [
         "**Retrieval, fine-tuning a pretrained transformer** ([SciFact, NFCorpus](guides/retrieval.md))",
         "; ".join(what),

@@ -233,19 +233,32 @@ def _mnrl_on_test(mnrl: list[dict], before: list[dict]) -> str:
     return f"MNRL on test, {len(mnrl)} seeds: {words}{start}"
 
 
+def answers(root: Path) -> tuple[list[tuple[str, str, str, dict | None]], bool | None]:
+    """(dataset, title, how common false negatives are there, :func:`dataset_answer`) per dataset, and
+    whether the datasets choose the same row (None until each has chosen)."""
+    out = []
+    for name, (title, rare) in DATASETS.items():
+        out.append(
+            (name, title, "false negatives rare" if rare else "false negatives common", dataset_answer(root, name))
+        )
+    chosen = {a["row"] for *_, a in out if a is not None}
+    return out, (len(chosen) == 1 if all(a is not None for *_, a in out) else None)
+
+
 @table("retrieval-answer", spread=False)
 def _retrieval_answer(root: Path) -> str:
     """Per dataset, the row chosen on dev against MNRL itself and its test effects (:func:`dataset_answer`),
     or "being measured"; then whether the two datasets agree."""
-    lines, chosen = [], []
-    for name, (title, rare) in DATASETS.items():
-        a = dataset_answer(root, name)
-        few = "false negatives rare" if rare else "false negatives common"
-        if a is None:
-            lines.append(f"* **{title}** ({few}): being measured (`results/{name}/`: its table below says what is in).")
-            continue
-        chosen.append(a["row"])
-        lines.append(f"* **{title}** ({few}): {a['use']}. {a['evidence']}")
-    if len(chosen) == 2:
-        lines += ["", "The two datasets agree." if chosen[0] == chosen[1] else "The two datasets disagree."]
+    each, agree = answers(root)
+    lines = [
+        f"* **{title}** ({few}): "
+        + (
+            f"{a['use']}. {a['evidence']}"
+            if a
+            else f"being measured (`results/{name}/`: its table below says what is in)."
+        )
+        for name, title, few, a in each
+    ]
+    if agree is not None:
+        lines += ["", "The two datasets agree." if agree else "The two datasets disagree."]
     return "\n".join(lines)
