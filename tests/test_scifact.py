@@ -5,6 +5,7 @@ guard audit, the ledger resumed, the table with its paired verdicts."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -230,3 +231,17 @@ def test_one_rate_tried_is_not_a_peak():
 
     recs = [{"lr": 1e-4, "steps": s, "dev_ndcg@10": v} for s, v in ((44, 71.4), (88, 72.8), (176, 72.8))]
     assert recipe_edges(recs, select_recipe(recs)) == ["only one learning rate was tried (0.0001)"]
+
+
+def test_the_recipe_figure_draws_each_rate_and_the_docs_show_the_committed_one(tmp_path):
+    """``recipe.png`` is drawn from the recipe's records (a line per learning rate, the choice ringed), and
+    the retrieval guide's copies are the committed figures, byte for byte."""
+    from qt_hard.experiments.specs.scifact import RecipeChoice
+
+    records = [{"lr": lr, "steps": s, "dev_ndcg@10": 60 + s / 10 - 1e4 * lr} for lr in (5e-5, 1e-4) for s in (8, 16)]
+    RecipeChoice().figures(None, tmp_path, records, None)
+    assert (tmp_path / "recipe.png").stat().st_size > 5000
+    root = Path(__file__).resolve().parents[1]
+    for name in ("scifact", "nfcorpus"):
+        shown = root / "docs" / "img" / "results" / f"{name}_recipe.png"
+        assert shown.read_bytes() == (root / "results" / name / "recipe.png").read_bytes(), name

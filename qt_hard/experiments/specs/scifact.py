@@ -566,6 +566,29 @@ class RecipeChoice(_Common):
     def progress(self, record: dict) -> str:
         return f"lr {record['lr']:g} at step {record['steps']}: dev nDCG@10 {record['dev_ndcg@10']:.2f}"
 
+    def figures(self, args, out: Path, records, setup) -> None:
+        """``OUT/recipe.png``: dev nDCG@10 against steps, a line per learning rate, the choice ringed."""
+        from qt_hard.experiments.report import pyplot
+
+        plt, choice = pyplot(), select_recipe(records)  # (tables() has refused an empty ledger)
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        for lr in sorted({r["lr"] for r in records}):
+            ax.plot(
+                *zip(*sorted((r["steps"], r["dev_ndcg@10"]) for r in records if r["lr"] == lr)),
+                "o-",
+                label=f"lr {lr:g}",
+            )
+        at = next(r["dev_ndcg@10"] for r in records if (r["lr"], r["steps"]) == (choice["lr"], choice["steps"]))
+        ax.scatter([choice["steps"]], [at], s=220, facecolors="none", edgecolors="k", label="chosen")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sorted({r["steps"] for r in records}), minor=False)
+        ax.xaxis.set_major_formatter("{x:g}"), ax.minorticks_off()
+        ax.set(xlabel="steps of the batch", ylabel="dev nDCG@10", title=f"{self.title}: MNRL, seed 0, on dev")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(out / "recipe.png", dpi=100)
+        plt.close(fig)
+
 
 class Comparison(BeforeThenRows, _Common):
     """The rows x seeds under the recipe chosen on dev, after the starting model's ``before`` row
