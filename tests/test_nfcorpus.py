@@ -249,3 +249,5 @@ def test_the_control_of_mining_trains_its_batches_without_negatives_and_the_mask
         for i in range(len(rows))
     ]
     assert table.tolist() == want and table.any() and not table[:, -1].any()
+    # a record's loss_config names the relation the same way in every run, not by its address
+    assert loss.get_config_dict()["label_relation"] == f"RelevantToQuery({len(rows)} training rows)"

@@ -108,7 +108,6 @@ DEFAULT_ROWS = (
     "hard_b1_guard_rel+mined",
     "hard_b1_guard_abs+mined",
 )
-BASELINES = ("mnrl", "mnrl+mined")
 KEY = ("row", "seed")
 # (record field, table heading); dev first: it is what rows are chosen by.
 DEV_METRICS = (("dev_ndcg@10", "dev nDCG@10"),)
@@ -571,7 +570,7 @@ class RecipeChoice(_Common):
         from qt_hard.experiments.report import pyplot
 
         plt, choice = pyplot(), select_recipe(records)  # (tables() has refused an empty ledger)
-        fig, ax = plt.subplots(figsize=(6, 3.5))
+        fig, ax = plt.subplots(figsize=(6, 3.5), layout="tight")
         for lr in sorted({r["lr"] for r in records}):
             ax.plot(
                 *zip(*sorted((r["steps"], r["dev_ndcg@10"]) for r in records if r["lr"] == lr)),
@@ -585,7 +584,6 @@ class RecipeChoice(_Common):
         ax.xaxis.set_major_formatter("{x:g}"), ax.minorticks_off()
         ax.set(xlabel="steps of the batch", ylabel="dev nDCG@10", title=f"{self.title}: MNRL, seed 0, on dev")
         ax.legend(fontsize=7)
-        fig.tight_layout()
         fig.savefig(out / "recipe.png", dpi=100)
         plt.close(fig)
 

@@ -397,6 +397,9 @@ class RelevantToQuery:
     def __init__(self, rows: list[tuple[str, ...]], relevant: dict[str, set]):
         self.rows, self.relevant = rows, relevant
 
+    def __repr__(self) -> str:  # as a record's loss_config names it: not by its address
+        return f"RelevantToQuery({len(self.rows)} training rows)"
+
     def __call__(self, anchors, candidates):
         import torch
 
