@@ -202,16 +202,33 @@ def dataset_answer(root: Path, name: str) -> dict | None:
     context = (
         f"{_recipe_words(Ledger(root / 'results' / name, scifact.KEY).setup)}; {_mnrl_on_test(by['mnrl'], before)}"
     )
+    missing = [r for r in scifact.DEFAULT_ROWS if r not in by]
+    so_far = f" (so far {len(by) - 1} of the grid's {len(scifact.DEFAULT_ROWS) - 1} rows)" if missing else ""
+    context += _test_moves(by)
+    if missing:  # an answer over part of the grid says so, and which rows it waits for
+        context += ". Not measured yet: " + ", ".join(f"`{r}`" for r in missing)
     if c.row == "mnrl":
-        return {"row": "mnrl", "use": "MNRL: no row better on dev", "evidence": f"{c.why} {context}"}
+        return {"row": "mnrl", "use": f"MNRL: no row better on dev{so_far}", "evidence": f"{c.why} {context}"}
     test = {m: report.two_level_family({c.row: (by["mnrl"], by[c.row])}, "test", m)[c.row] for m in METRICS}
     return {
         "row": c.row,
-        "use": f"`{c.row}`, better than MNRL on dev",
+        "use": f"`{c.row}`, better than MNRL on dev{so_far}",
         "evidence": f"dev {c.verdicts[c.row].cell()}; test "
         + ", ".join(f"{NAMES[m]} {v.cell()} **{v.verdict}**" for m, v in test.items())
         + f". {context}",
     }
+
+
+def _test_moves(by: dict[str, list[dict]]) -> str:
+    """The rows whose test nDCG@10 or Recall@100 moved against their one-change baseline (better or worse
+    at both levels, the comparison table's families): the gains and costs a user trades; "" when none."""
+    moved = [
+        f"`{row}` vs `{base}` {NAMES[m]} {v.cell()} **{v.verdict}**"
+        for m in METRICS
+        for row, (base, v) in scifact.one_change_family(by, "test", m).items()
+        if v.verdict in ("better", "worse")
+    ]
+    return f". Moved on test: {'; '.join(moved)}" if moved else ""
 
 
 def _recipe_words(setup: dict) -> str:

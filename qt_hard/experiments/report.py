@@ -543,10 +543,10 @@ def family_note(
     tests = {v.query_test for v in judged} or {"t"}
     left_out = f" ({left} not judged, below {MIN_PAIRS} seed pairs, left out)" if left else ""
     return (
-        f"Family: {len(judged)} one-change comparisons on {split} {metric}{left_out}, Holm-adjusted at each level "
-        f"(seeds: paired t; queries: paired {'/'.join(sorted(tests))}); each interval at its comparison's Holm level; "
-        f"better or worse only when both adjusted p < {alpha:g} with the same sign, equivalent when the query "
-        f"interval lies within ±{margin:g}."
+        f"Family: {len(judged)} one-change comparison{'' if len(judged) == 1 else 's'} on {split} {metric}{left_out}, "
+        f"Holm-adjusted at each level (seeds: paired t; queries: paired {'/'.join(sorted(tests))}); each interval at "
+        f"its comparison's Holm level; better or worse only when both adjusted p < {alpha:g} with the same sign, "
+        f"equivalent when the query interval lies within ±{margin:g}."
     )
 
 
