@@ -587,7 +587,7 @@ def choose_retrieval_row(
         return statistics.mean(vals[s] for s in sorted(set(vals) & set(ref)))
 
     better = [r for r in rows if verdicts[r].verdict == "better"]
-    family = f"Holm over the {len(rows)} candidates compared with {reference}"
+    family = f"Holm over {sum(v.verdict != 'not judged' for v in verdicts.values())} judged candidate(s) vs {reference}"
     if not better:
         why = f"No candidate is better than {reference} on dev {metric} at both levels ({family}); {reference} is kept."
         return RetrievalChoice(reference, statistics.mean(ref.values()), why, verdicts)
