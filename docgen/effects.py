@@ -139,7 +139,7 @@ def _effects_retrieval(root: Path) -> list[Effect]:
 
     out = []
     for name, (title, _) in DATASETS.items():
-        by, _before = comparison_records(root, name)
+        by = comparison_records(root, name)[0]
         if not by or any("per_query" not in r for rs in by.values() for r in rs):
             continue
         for row, (base, v) in scifact.one_change_family(by, "test", "ndcg@10").items():

@@ -13,7 +13,7 @@ from qt_hard.experiments.specs.nfcorpus import steps_per_epoch
 
 from docgen.markdown import captioned, measured_on
 from docgen.pages import table
-from docgen.results import grid_tables, latest_records, read_jsonl
+from docgen.results import grid_tables, read_jsonl
 
 
 def _cell_hours(records: list[dict], fields=("wall_s",)) -> float:
@@ -178,39 +178,43 @@ NAMES = {"ndcg@10": "nDCG@10", "recall@100": "Recall@100"}
 METRICS = ("ndcg@10", "recall@100")
 
 
-def comparison_records(root: Path, name: str) -> tuple[dict[str, list[dict]], list[dict]]:
-    """``results/<name>/results.jsonl``'s latest records: row -> its records (the starting model left
-    out, rows in the table's order), and the starting model's."""
-    recs = latest_records(root / "results" / name, scifact.KEY)
-    by: dict = {}
-    for row in [*scifact.DEFAULT_ROWS, *sorted({r["row"] for r in recs} - set(scifact.DEFAULT_ROWS))]:
-        if row != "before" and any(r["row"] == row for r in recs):
-            by[row] = [r for r in recs if r["row"] == row]
-    return by, [r for r in recs if r["row"] == "before"]
+def comparison_records(root: Path, name: str) -> tuple[dict[str, list[dict]], list[dict], dict]:
+    """``results/<name>/results.jsonl``, read once: row -> its latest records (the starting model left
+    out, rows in the table's order), the starting model's records, and the ledger's setup line."""
+    folder = root / "results" / name
+    if not (folder / "results.jsonl").is_file():
+        return {}, [], {}
+    ledger = Ledger(folder, scifact.KEY)
+    grouped: dict = {}
+    for r in ledger.latest():
+        grouped.setdefault(r["row"], []).append(r)
+    order = [*scifact.DEFAULT_ROWS, *sorted(set(grouped) - set(scifact.DEFAULT_ROWS) - {"before"})]
+    return {row: grouped[row] for row in order if row in grouped}, grouped.get("before", []), ledger.setup or {}
 
 
 def dataset_answer(root: Path, name: str) -> dict | None:
     """The row chosen on dev on dataset ``name`` against MNRL itself, at two levels, Holm over the
     candidates (:func:`qt_hard.experiments.report.choose_retrieval_row`), with its test nDCG@10 and
-    Recall@100 against MNRL, the recipe and MNRL on test: ``{"row", "use", "evidence"}``. None while
+    Recall@100 against MNRL, the recipe and MNRL on test, and the rows still under 3 seeds ("" once the grid
+    is complete): ``{"row", "use", "evidence", "waiting"}``. None while
     there is nothing to choose from: no MNRL, no row beside it, or a record without per-query scores
     (its table says which)."""
-    by, before = comparison_records(root, name)
+    by, before, setup = comparison_records(root, name)
     if "mnrl" not in by or len(by) < 2 or any("per_query" not in r for rs in by.values() for r in rs):
         return None
     c = report.choose_retrieval_row(by, "mnrl", [r for r in by if r != "mnrl"])
-    context = (
-        f"{_recipe_words(Ledger(root / 'results' / name, scifact.KEY).setup)}; {_mnrl_on_test(by['mnrl'], before)}"
-    )
+    context = f"{_recipe_words(setup)}; {_mnrl_on_test(by['mnrl'], before)}"
     # a row is judged from 3 seeds on (report.MIN_PAIRS); one with fewer is still being measured
     missing = [r for r in scifact.DEFAULT_ROWS if len({x["seed"] for x in by.get(r, ())}) < report.MIN_PAIRS]
     rows = len(scifact.DEFAULT_ROWS) - 1  # beside MNRL
     so_far = f" (so far {rows - len(set(missing) - {'mnrl'})} of the grid's {rows} rows judged)" if missing else ""
     context += _test_moves(by)
-    if missing:  # an answer over part of the grid says so, and which rows it waits for
-        context += f". Under {report.MIN_PAIRS} seeds yet: " + ", ".join(f"`{r}`" for r in missing)
+    # an answer over part of the grid says which rows it waits for (the guide lists them; the decision
+    # page, one screen for every setting, gives only the count in "use")
+    waiting = f"Under {report.MIN_PAIRS} seeds yet: " + ", ".join(f"`{r}`" for r in missing) if missing else ""
     if c.row == "mnrl":
-        return {"row": "mnrl", "use": f"MNRL: no row better on dev{so_far}", "evidence": f"{c.why} {context}"}
+        use = f"MNRL: no row better on dev{so_far}"
+        return {"row": "mnrl", "use": use, "evidence": f"{c.why} {context}", "waiting": waiting}
     test = {m: report.two_level_family({c.row: (by["mnrl"], by[c.row])}, "test", m)[c.row] for m in METRICS}
     return {
         "row": c.row,
@@ -218,6 +222,7 @@ def dataset_answer(root: Path, name: str) -> dict | None:
         "evidence": f"dev {c.verdicts[c.row].cell()}; test "
         + ", ".join(f"{NAMES[m]} {v.cell()} **{v.verdict}**" for m, v in test.items())
         + f". {context}",
+        "waiting": waiting,
     }
 
 
@@ -272,7 +277,7 @@ def _retrieval_answer(root: Path) -> str:
     lines = [
         f"* **{title}** ({few}): "
         + (
-            f"{a['use']}. {a['evidence']}"
+            f"{a['use']}. {a['evidence']}" + (f". {a['waiting']}" if a["waiting"] else "")
             if a
             else f"being measured (`results/{name}/`: its table below says what is in)."
         )

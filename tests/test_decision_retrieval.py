@@ -53,6 +53,8 @@ def test_the_answer_names_each_datasets_choice_and_whether_they_agree(tmp_path):
     # the recipe in epochs (41 queries, 10 full batches of 4 an epoch) and MNRL on test beside the start
     assert "lr 5e-05, 40 steps of 4 (4 epochs)" in what[2]
     assert "MNRL on test, 3 seeds: nDCG@10 " in what[2] and "(the starting model: 30.00, 31.50)" in what[2]
+    # one screen holds every setting: the page counts the rows still measured, the guide names them
+    assert "(so far 1 of the grid's 14 rows judged)" in what[1] and "Under 3 seeds" not in what[2]
     _ledger(tmp_path / "results" / "scifact", gain=0.0)
     what = _retrieval_row(tmp_path)
     assert "SciFact (false negatives rare): MNRL: no row better on dev" in what[1]
