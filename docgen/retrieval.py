@@ -259,14 +259,15 @@ def _mnrl_on_test(mnrl: list[dict], before: list[dict]) -> str:
 
 def answers(root: Path) -> tuple[list[tuple[str, str, str, dict | None]], bool | None]:
     """(dataset, title, how common false negatives are there, :func:`dataset_answer`) per dataset, and
-    whether the datasets choose the same row (None until each has chosen)."""
+    whether the datasets choose the same row (None until each grid is complete: two partial answers that
+    both keep MNRL agree only on what is not yet judged)."""
     out = []
     for name, (title, rare) in DATASETS.items():
         out.append(
             (name, title, "false negatives rare" if rare else "false negatives common", dataset_answer(root, name))
         )
     chosen = {a["row"] for *_, a in out if a is not None}
-    return out, (len(chosen) == 1 if all(a is not None for *_, a in out) else None)
+    return out, (len(chosen) == 1 if all(a is not None and not a["waiting"] for *_, a in out) else None)
 
 
 @table("retrieval-answer", spread=False)
@@ -285,4 +286,6 @@ def _retrieval_answer(root: Path) -> str:
     ]
     if agree is not None:
         lines += ["", "The two datasets agree." if agree else "The two datasets disagree."]
+    elif all(a is not None for *_, a in each):
+        lines += ["", "Whether the two datasets agree is said once both grids are complete."]
     return "\n".join(lines)

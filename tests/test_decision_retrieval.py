@@ -6,23 +6,33 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 from pathlib import Path
 
 
-def _ledger(folder: Path, gain: float, queries: int = 30) -> None:
-    """MNRL and ``mask_relevant`` at seeds 0-2; the mask ``gain`` points above MNRL on every query."""
+def _ledger(folder: Path, gain: float, queries: int = 30, complete: bool = False) -> None:
+    """MNRL and ``mask_relevant`` at seeds 0-2; the mask ``gain`` points above MNRL on every query;
+    ``complete``: every other row of the grid too, each equal to MNRL."""
+    from qt_hard.experiments.specs.scifact import DEFAULT_ROWS
+
     rng = random.Random(0)
     base = {q: 40 + 20 * rng.random() for q in range(queries)}
     setup = {"recipe": {"lr": 5e-5, "steps": 40, "batch_size": 4}, "data": {"training_queries": 41}}
     lines = [json.dumps({"ledger": 1, "setup": setup})]
     before = {"row": "before", "seed": None, "test_ndcg@10": 30.0, "test_recall@100": 31.5}
     lines.append(json.dumps({**before, "dev_ndcg@10": 29.0, "test_mrr@10": 50.0}))
-    for row, plus in (("mnrl", 0.0), ("mask_relevant", gain)):
+    others = [(r, 0.0) for r in DEFAULT_ROWS if r not in ("mnrl", "mask_relevant")] if complete else []
+    for row, plus in (("mnrl", 0.0), ("mask_relevant", gain), *others):
+        # the other rows differ from MNRL by noise alone, a point either way a query
+        noise = random.Random(row) if (row, plus) in others else None
         for seed in range(3):
             rec = {"row": row, "seed": seed}
             pq = {}
             for split in ("dev", "test"):
-                scores = {str(q): v + plus + 0.1 * seed + 0.01 * q % 0.07 for q, v in base.items()}
+                scores = {
+                    str(q): v + plus + 0.1 * seed + 0.01 * q % 0.07 + (noise.uniform(-1, 1) if noise else 0.0)
+                    for q, v in base.items()
+                }
                 pq[split] = {m: scores for m in ("ndcg@10", "rr@10", "recall@100")}
                 for m in ("ndcg@10", "rr@10", "recall@100"):
                     rec[f"{split}_{m}"] = sum(scores.values()) / len(scores)
@@ -58,12 +68,19 @@ def test_the_answer_names_each_datasets_choice_and_whether_they_agree(tmp_path):
     _ledger(tmp_path / "results" / "scifact", gain=0.0)
     what = _retrieval_row(tmp_path)
     assert "SciFact (false negatives rare): MNRL: no row better on dev" in what[1]
+    # two partial grids are not compared: they would "agree" on rows neither has judged
+    assert "agree" not in what[1]
+    for name, gain in (("nfcorpus", 2.0), ("scifact", 0.0)):
+        shutil.rmtree(tmp_path / "results" / name)
+        _ledger(tmp_path / "results" / name, gain=gain, complete=True)
+    what = _retrieval_row(tmp_path)
+    assert "so far" not in what[1] and "`mask_relevant`, better than MNRL on dev" in what[1]
     assert what[1].endswith("the two disagree: choose by how common they are")
 
 
 def test_the_guides_answer_block_reads_the_same_choice(tmp_path):
     """The retrieval guide's answer block says the same per dataset as the decision page, one line each,
-    "being measured" without a ledger, and whether the datasets agree once both have chosen."""
+    "being measured" without a ledger, and whether the datasets agree once both grids are complete."""
     from docgen.pages import REGISTRY
 
     make = REGISTRY["retrieval-answer"].make
@@ -76,4 +93,8 @@ def test_the_guides_answer_block_reads_the_same_choice(tmp_path):
     assert "Moved on test: `mask_relevant` vs `mnrl` nDCG@10 +2.00 [" in text
     assert "* **SciFact** (false negatives rare): being measured" in text and "agree" not in text
     _ledger(tmp_path / "results" / "scifact", gain=2.0)
+    assert make(tmp_path).endswith("Whether the two datasets agree is said once both grids are complete.")
+    for name in ("nfcorpus", "scifact"):
+        shutil.rmtree(tmp_path / "results" / name)
+        _ledger(tmp_path / "results" / name, gain=2.0, complete=True)
     assert make(tmp_path).endswith("The two datasets agree.")
