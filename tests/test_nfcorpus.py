@@ -11,13 +11,13 @@ import pytest
 
 @pytest.fixture(scope="module")
 def slice_folder(tmp_path_factory):
-    """The first 32 queries of each split and the first 150 abstracts they judge (6 training queries)."""
+    """The first 32 queries of each split and the first 60 abstracts they judge (4 training queries)."""
     import _data
 
     src = _data.dataset("beir", "nfcorpus")  # skipped without it, failed under CI
     from qt_hard.experiments.specs.nfcorpus import write_slice
 
-    return write_slice(src, tmp_path_factory.mktemp("nfcorpus") / "slice", queries=32, docs=150)
+    return write_slice(src, tmp_path_factory.mktemp("nfcorpus") / "slice", queries=32, docs=60)
 
 
 def test_an_epoch_is_every_training_query_once_with_one_relevant_abstract(slice_folder):
@@ -95,11 +95,12 @@ def test_recipe_at_epochs_then_a_row_with_per_query_scores(slice_folder, tmp_pat
     from qt_hard.experiments.specs.nfcorpus import NFCorpus, steps_per_epoch
 
     out = tmp_path / "out"
-    common = ["--out", str(out), "--data", str(slice_folder), "--batch-size", "4", "--max-seq-length", "16"]
+    # batches of 2: an epoch of the 4 training queries is 2 steps, so half an epoch and one differ
+    common = ["--out", str(out), "--data", str(slice_folder), "--batch-size", "2", "--max-seq-length", "16"]
     assert main(["grid", "run", "nfcorpus-recipe", *common, "--lrs", "1e-4", "--epochs", "0.5,1"]) == 0
-    per = steps_per_epoch(len(NFCorpus(slice_folder).train_claims), 4)
+    per = steps_per_epoch(len(NFCorpus(slice_folder).train_claims), 2)
     recipe = [json.loads(x) for x in (out / "recipe.jsonl").read_text().splitlines()[1:]]
-    assert [r["steps"] for r in recipe] == sorted({max(1, round(per / 2)), per})
+    assert per == 2 and [r["steps"] for r in recipe] == [1, 2]
     assert all(len(r["inputs"]) == 6 and "per_query" not in r for r in recipe)  # model, corpus, queries, 3 qrels
     assert main(["grid", "run", "nfcorpus", *common, "--rows", "mnrl", "--seeds", "0"]) == 0
     records = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()[1:]]
