@@ -90,7 +90,7 @@ def test_the_guides_answer_block_reads_the_same_choice(tmp_path):
     assert "* **NFCorpus** (false negatives common): `mask_relevant`, better than MNRL on dev (so far 1 of" in text
     # an answer over part of the grid names the rows it waits for, and what moved on test
     assert "Under 3 seeds yet: `hard_b1`, " in text
-    assert "Moved on test: `mask_relevant` vs `mnrl` nDCG@10 +2.00 [" in text
+    assert "Against MNRL on test: `mask_relevant` nDCG@10 +2.00 [" in text
     assert "* **SciFact** (false negatives rare): being measured" in text and "agree" not in text
     _ledger(tmp_path / "results" / "scifact", gain=2.0)
     assert make(tmp_path).endswith("Whether the two datasets agree is said once both grids are complete.")

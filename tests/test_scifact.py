@@ -165,7 +165,8 @@ def test_the_guard_column_speaks_only_of_rows_with_a_guard():
 def test_each_row_is_judged_against_its_one_change_baseline():
     """A row on the mined triplets is judged against MNRL on them; MNRL on them against MNRL on the same
     batches without their negatives (``mnrl_kept``) where the table holds it, else against MNRL; the
-    control against MNRL; the starting model against nothing. Each verdict at two levels, Holm over the
+    control against MNRL; a guarded row against itself unguarded where the table holds it, else against
+    MNRL on the same data; the starting model against nothing. Each verdict at two levels, Holm over the
     family."""
     from qt_hard.experiments.specs.scifact import one_change_family
 
@@ -189,6 +190,15 @@ def test_each_row_is_judged_against_its_one_change_baseline():
     records["mnrl_kept"] = runs("mnrl_kept", 0.5)
     family = one_change_family(records, "dev", "ndcg@10")
     assert family["mnrl+mined"][0] == "mnrl_kept" and family["mnrl_kept"][0] == "mnrl"
+    # the guard is the one change: a guarded row waits on its unguarded row's records, not MNRL's
+    records["hard_b1_guard_rel+mined"] = runs("hard_b1_guard_rel+mined", 1)
+    records["hard_b1_guard_abs"] = runs("hard_b1_guard_abs", -1)
+    family = one_change_family(records, "dev", "ndcg@10")
+    assert family["hard_b1_guard_rel+mined"][0] == "hard_b1+mined" and family["hard_b1_guard_abs"][0] == "mnrl"
+    records["hard_b1"] = runs("hard_b1", -1)
+    family = one_change_family(records, "dev", "ndcg@10")
+    assert family["hard_b1_guard_abs"][0] == "hard_b1" and family["hard_b1"][0] == "mnrl"
+    assert family["hard_b1_guard_abs"][1].verdict == "equivalent" and family["hard_b1"][1].verdict == "worse"
 
 
 def test_the_catch_table_sums_each_guards_audit_into_its_share_precision_and_recall():

@@ -115,11 +115,11 @@ TEST_METRICS = (("test_ndcg@10", "nDCG@10"), ("test_mrr@10", "MRR@10"), ("test_r
 
 
 def baseline_of(row: str, rows=()) -> str | None:
-    """The row ``row`` is judged against, one change away (:func:`.st_finetuning.baseline_of`), except
-    that MNRL on the mined triplets is judged against MNRL on the same batches without their negatives
-    (``mnrl_kept``: the negatives are its one change) where ``rows`` (the table's) hold it, and
-    ``mnrl_kept`` against MNRL (the pairs the miner kept are its one change)."""
-    return "mnrl_kept" if row == "mnrl+mined" and "mnrl_kept" in rows else pair_baseline_of(row)
+    """The row ``row`` is judged against, one change away (:func:`.st_finetuning.baseline_of`), except,
+    where ``rows`` (the table's) hold it, a guarded row against the same row unguarded (the guard is its one
+    change) and MNRL on the mined triplets against MNRL on their batches without negatives (``mnrl_kept``)."""
+    own = {**{r: r.replace("_guard_rel", "").replace("_guard_abs", "") for r in rows}, "mnrl+mined": "mnrl_kept"}
+    return own[row] if own.get(row, row) != row and own[row] in rows else pair_baseline_of(row)
 
 
 def parse_row(name: str) -> tuple[str, bool, bool]:
