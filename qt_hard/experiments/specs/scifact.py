@@ -118,8 +118,8 @@ def baseline_of(row: str, rows=()) -> str | None:
     """The row ``row`` is judged against, one change away (:func:`.st_finetuning.baseline_of`), except,
     where ``rows`` (the table's) hold it, a guarded row against the same row unguarded (the guard is its one
     change) and MNRL on the mined triplets against MNRL on their batches without negatives (``mnrl_kept``)."""
-    own = {**{r: r.replace("_guard_rel", "").replace("_guard_abs", "") for r in rows}, "mnrl+mined": "mnrl_kept"}
-    return own[row] if own.get(row, row) != row and own[row] in rows else pair_baseline_of(row)
+    own = "mnrl_kept" if row == "mnrl+mined" else row.replace("_guard_rel", "").replace("_guard_abs", "")
+    return own if own != row and own in rows else pair_baseline_of(row)
 
 
 def parse_row(name: str) -> tuple[str, bool, bool]:
