@@ -319,15 +319,10 @@ def test_a_full_disk_while_the_mined_triplets_are_written_leaves_no_file(tmp_pat
     from types import SimpleNamespace
 
     from qt_hard.errors import UserError
-    from qt_hard.experiments.specs import scifact, st_finetuning
+    from qt_hard.experiments.specs import retrieval_data, scifact, st_finetuning
 
-    sf = SimpleNamespace(
-        pairs=[("q1", "d1")],
-        texts=lambda rows: [("query", "doc one")],
-        data=SimpleNamespace(doc_ids=["d1", "d2"], doc_texts=["doc one", "doc two"], queries={"q1": "query"}),
-        doc_text={"d1": "doc one", "d2": "doc two"},
-    )
-    monkeypatch.setattr(st_finetuning, "mine_triplets", lambda *a, **k: [("query", "doc one", "doc two")])
+    sf = SimpleNamespace(pairs=[("q1", "d1")])
+    monkeypatch.setattr(retrieval_data, "mine_per_pair", lambda *a, **k: [("q1", "d1", "d2")])
     monkeypatch.setattr(st_finetuning, "load_start", lambda *a, **k: None)
     real = Path.write_text
 

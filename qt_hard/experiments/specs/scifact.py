@@ -27,7 +27,6 @@ from qt_hard.experiments.specs.st_memory import MemoryProbe, latest_records, mem
 from .retrieval_data import (
     DEV_FRACTION,
     MINE_MARGIN,
-    MINE_RANGE,
     MINILM,
     Scifact,
     dev_split,
@@ -406,7 +405,7 @@ def two_level_tables(by: dict, order: list[str]) -> list[str]:
 
 
 # --------------------------------------------------------------------------------------- the contract
-MINED_SETUP = {"relative_margin": MINE_MARGIN, "range_max": MINE_RANGE, "num_negatives": 1, "sampling_strategy": "top"}
+MINED_SETUP = {"relative_margin": MINE_MARGIN, "margin_of": "the pair's positive", "searched": "the corpus"}
 
 
 class _Common(Experiment):

@@ -225,11 +225,11 @@ def transformers_tokenizer(model):
     return model
 
 
-def mine_triplets(pairs, model, margin: float, corpus=None, range_max: int | None = None) -> list[tuple[str, str, str]]:
+def mine_triplets(pairs, model, margin: float) -> list[tuple[str, str, str]]:
     """(anchor, positive, negative) texts mined with ``model`` for the (anchor, positive) ``pairs``:
     ``sentence_transformers.util.mine_hard_negatives`` with ``relative_margin=margin``, one negative per
-    pair, the hardest left, among ``corpus`` (default: the pairs' positives) and the ``range_max`` closest
-    (default: sentence-transformers'); a pair without a candidate below the margin gets none."""
+    pair, the hardest left among the pairs' positives in sentence-transformers' default window; a pair
+    without a candidate below the margin gets none."""
     from datasets import Dataset
     from sentence_transformers.util import mine_hard_negatives
 
@@ -237,8 +237,6 @@ def mine_triplets(pairs, model, margin: float, corpus=None, range_max: int | Non
     mined = mine_hard_negatives(
         data,
         model,
-        corpus=corpus,
-        range_max=range_max,
         relative_margin=margin,
         num_negatives=1,
         sampling_strategy="top",
