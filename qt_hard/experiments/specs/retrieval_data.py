@@ -102,12 +102,15 @@ def write_slice(src: str | os.PathLike, dst: str | os.PathLike, train: int, test
 def mine(sf: Scifact, path: Path, threads: int = 1, device: str = "cpu") -> list[tuple[str, str, str]]:
     """The mined (claim, positive, negative) id triplets in ``path`` (:func:`mine_per_pair` with the starting
     model), mined first when missing (:func:`.st_finetuning.mined_once`)."""
-    import torch
-
     from .st_finetuning import load_start, mined_once
 
-    torch.set_num_threads(threads)
-    return mined_once(path, lambda: mine_per_pair(sf, load_start(MINILM, device=device)))
+    def mined() -> list[tuple[str, str, str]]:
+        import torch
+
+        torch.set_num_threads(threads)  # only where the triplets are mined, not on every read
+        return mine_per_pair(sf, load_start(MINILM, device=device))
+
+    return mined_once(path, mined)
 
 
 def mine_per_pair(sf: Scifact, model, margin: float = MINE_MARGIN) -> list[tuple[str, str, str]]:
@@ -123,7 +126,7 @@ def mine_per_pair(sf: Scifact, model, margin: float = MINE_MARGIN) -> list[tuple
     texts, ids = sf.data.doc_texts, sf.data.doc_ids
     first = {t: i for i, t in reversed(list(enumerate(texts)))}  # a text's first abstract stands for its copies
     group = torch.tensor([first[t] for t in texts])
-    at = {d: first[t] for d, t in zip(ids, texts)}
+    at = dict(zip(ids, group.tolist()))
     by_query: dict[str, list[str]] = {}
     for q, d in sf.pairs:
         by_query.setdefault(q, []).append(d)
