@@ -226,3 +226,45 @@ def test_a_failed_append_leaves_the_ledger_as_it_was(tmp_path, monkeypatch):
     led.append({"row": "hard", "seed": 0, "acc": 71.0})  # short writes only: continued to the end
     monkeypatch.setattr(os, "write", real_write)
     assert len(calls) > 1 and [r["row"] for r in Ledger(tmp_path, KEY).records()] == ["uniform", "hard"]
+
+
+def test_rewrite_changes_the_form_keeps_header_and_keys_and_waits_for_no_running_cell(tmp_path):
+    led = Ledger(tmp_path, KEY, SETUP)
+    for s in range(3):
+        led.append({"row": "uniform", "seed": s, "acc": [70.123456789 + s]})
+    head = led.path.read_text().splitlines()[0]
+    assert led.rewrite(lambda r: {**r, "acc": round(r["acc"][0], 2)}) == 3
+    lines = led.path.read_text().splitlines()
+    assert lines[0] == head and [r["acc"] for r in led.records()] == [70.12, 71.12, 72.12]
+    assert not list(tmp_path.glob(".*rewrite"))  # no temporary left beside it
+    with pytest.raises(LedgerError, match="changed a record's key"):
+        led.rewrite(lambda r: {**r, "seed": 9})
+    assert [r["seed"] for r in led.records()] == [0, 1, 2]  # a refused rewrite leaves the file
+    with led.claim(("hard", 0)) as got:
+        assert got
+        with pytest.raises(LedgerError, match="cells are being run"):
+            led.rewrite(lambda r: r)
+    with pytest.raises(LedgerError, match="read only"):
+        Ledger(tmp_path, KEY).rewrite(lambda r: r)
+
+
+def test_an_append_that_waited_while_the_file_was_rewritten_lands_in_the_new_file(tmp_path, monkeypatch):
+    """The appender opened the ledger, then a rewrite replaced it before the appender got the lock: its
+    record must go to the file at the path, not to the replaced one no reader opens again."""
+    import fcntl
+
+    from qt_hard.experiments import ledger as ledger_mod
+
+    led = Ledger(tmp_path, KEY, SETUP)
+    led.append({"row": "uniform", "seed": 0, "acc": 1.0})
+    real, calls = fcntl.flock, []
+
+    def flock(fd, op):
+        if op == fcntl.LOCK_EX and not calls:
+            calls.append(fd)
+            Ledger(tmp_path, KEY, SETUP).rewrite(lambda r: {**r, "acc": 2.0})
+        return real(fd, op)
+
+    monkeypatch.setattr(ledger_mod.fcntl, "flock", flock)
+    led.append({"row": "hard", "seed": 0, "acc": 3.0})
+    assert [(r["row"], r["acc"]) for r in Ledger(tmp_path, KEY).records()] == [("uniform", 2.0), ("hard", 3.0)]

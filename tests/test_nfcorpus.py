@@ -105,11 +105,12 @@ def test_recipe_at_epochs_then_a_row_with_per_query_scores(slice_folder, tmp_pat
     assert main(["grid", "run", "nfcorpus", *common, "--rows", "mnrl", "--seeds", "0"]) == 0
     records = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()[1:]]
     assert [(r["row"], r["seed"]) for r in records] == [("before", None), ("mnrl", 0)]
-    for r in records:
+    for r in records:  # packed: each split's query ids once, each metric's scores in their order
         for split in ("dev", "test"):
             pq = r["per_query"][split]
-            assert set(pq) == {"ndcg@10", "rr@10", "recall@100"}
-            assert sum(pq["ndcg@10"].values()) / len(pq["ndcg@10"]) == pytest.approx(r[f"{split}_ndcg@10"])
+            assert set(pq) == {"queries", "ndcg@10", "rr@10", "recall@100"}
+            assert pq["queries"] == sorted(pq["queries"]) and all(len(pq[m]) == len(pq["queries"]) for m in pq)
+            assert sum(pq["ndcg@10"]) / len(pq["queries"]) == pytest.approx(r[f"{split}_ndcg@10"], abs=1e-4)
             assert f"{split}_ndcg@10_binary" in r
 
 

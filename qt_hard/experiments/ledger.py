@@ -175,6 +175,11 @@ class Ledger:
             raise LedgerError(f"{self.path}: the record could not be appended ({err.strerror or err})") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
+            while not self._still_the_file(fd):  # rewritten (:meth:`rewrite`) while this waited for the lock
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+                fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+                fcntl.flock(fd, fcntl.LOCK_EX)
             size = self._cut_torn_tail(fd, os.fstat(fd).st_size)
             if size:
                 # Another process may have created the file since this ledger was opened.
@@ -187,6 +192,57 @@ class Ledger:
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
+
+    def _still_the_file(self, fd: int) -> bool:
+        """Whether ``fd`` is the file now at :attr:`path` (not one :meth:`rewrite` has replaced)."""
+        try:
+            now = os.stat(self.path)
+        except FileNotFoundError:
+            return False
+        held = os.fstat(fd)
+        return (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino)
+
+    def rewrite(self, transform: Callable[[dict], dict]) -> int:
+        """Replace every record by ``transform(record)`` (a change of form, such as packing a field;
+        the keys must stay), keeping the header: the new file is written whole beside the old, ``fsync``-ed
+        and renamed over it under the file's exclusive lock, so a reader sees the old file or the new one and
+        an :meth:`append` waiting for the lock appends to the new one. Refused while a cell is claimed (a
+        process of this machine running it, or one of another machine), since that process's record is
+        the last line it expects to append to. Returns the records rewritten."""
+        if self._read_only:
+            raise LedgerError(f"{self.path} was opened without a setup (read only)")
+        held = self._live_claims()
+        if held:
+            raise LedgerError(f"{self.path}: cells are being run ({', '.join(held[:3])}); rewrite it when they end")
+        fd = os.open(self.path, os.O_RDONLY)
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.rewrite")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            lines = self._lines()
+            records = self.records()
+            new = [transform(dict(r)) for r in records]
+            for old, rec in zip(records, new):
+                if self.key_of(rec) != self.key_of(old):
+                    raise LedgerError(f"rewrite changed a record's key {self.key_of(old)} to {self.key_of(rec)}")
+            body = "".join(json.dumps(r, sort_keys=True) + "\n" for r in new)
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.write(lines[0] + "\n" + body)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+        finally:
+            tmp.unlink(missing_ok=True)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+        return len(new)
+
+    def _live_claims(self) -> list[str]:
+        """The names of the claims in ``claims/`` whose process is not known to be gone."""
+        claims = self.folder / "claims"
+        if not claims.is_dir():
+            return []
+        host = socket.gethostname()
+        return sorted(p.name for p in claims.iterdir() if not p.name.startswith(".") and not self._stale(p, host))
 
     def _write_whole(self, fd: int, size: int, data: bytes) -> None:
         """Append ``data`` (whole lines) at ``size`` and ``fsync``; should the write fail (a full disk,

@@ -40,7 +40,9 @@ __all__ = [
     "choose_retrieval_row",
     "family_note",
     "holm",
+    "pack_per_query",
     "per_query_means",
+    "query_scores",
     "sign_flip_p_value",
     "t_p_value",
     "two_level_family",
@@ -336,16 +338,59 @@ def _seed_values(records: Sequence[Mapping], key: str) -> dict:
     return out
 
 
+# Decimals a packed per-query score keeps: scores are x100, so 1e-4 is a millionth of the metric, far below
+# the 0.01 every table prints; the full float's other ten digits were half of each record's bytes.
+PER_QUERY_DECIMALS = 4
+
+
+def pack_per_query(per_query: Mapping[str, Mapping[str, Mapping[str, float]]], decimals: int = PER_QUERY_DECIMALS):
+    """``{split: {metric: {query: score}}}`` as a record keeps it: per split, the query ids once under
+    ``"queries"`` (sorted) and each metric's scores as a list in that order, rounded to ``decimals``.
+    Repeating each id under every metric made the ids most of a record's bytes. An already packed
+    split is kept as it is; a metric that scores other queries than the split's first is refused."""
+    out = {}
+    for split, metrics in per_query.items():
+        if "queries" in metrics:
+            out[split] = dict(metrics)
+            continue
+        qids = sorted(next(iter(metrics.values()), {}))
+        packed: dict = {"queries": qids}
+        for metric, scores in metrics.items():
+            if set(scores) != set(qids):
+                raise ArgumentError(f"per-query {split} {metric} scores other queries than the split's others")
+            packed[metric] = [round(float(scores[q]), decimals) for q in qids]
+        out[split] = packed
+    return out
+
+
+def query_scores(record: Mapping, split: str, metric: str) -> dict[str, float] | None:
+    """``{query: score}`` of ``record["per_query"][split][metric]`` in either form a ledger holds: packed
+    (:func:`pack_per_query`) or the evaluator's own mapping; None when the record has none."""
+    got = (record.get("per_query") or {}).get(split, {})
+    if "queries" not in got:
+        return got.get(metric) or None
+    scores = got.get(metric)
+    if scores is None:
+        return None
+    if len(scores) != len(got["queries"]):
+        raise ArgumentError(
+            f"the record of seed {record.get('seed')!r} has {len(scores)} per-query {split} {metric} scores "
+            f"for {len(got['queries'])} queries"
+        )
+    return dict(zip(got["queries"], scores))
+
+
 def per_query_means(records: Sequence[Mapping], seeds: Iterable, split: str, metric: str) -> dict[str, float]:
     """A row's per-query score on ``split`` and ``metric``: for each query, the mean over ``seeds`` of
-    ``record["per_query"][split][metric][qid]``. Every record of those seeds must hold per-query
-    scores for the same queries; otherwise an :class:`~qt_hard.errors.ArgumentError` says which."""
+    its score in ``record["per_query"]`` (:func:`query_scores`: packed or not). Every record of those seeds
+    must hold per-query scores for the same queries; otherwise an :class:`~qt_hard.errors.ArgumentError`
+    says which."""
     seeds = set(seeds)
     scores, qids = [], None
     for r in records:
         if r["seed"] not in seeds:
             continue
-        got = (r.get("per_query") or {}).get(split, {}).get(metric)
+        got = query_scores(r, split, metric)
         if not got:
             raise ArgumentError(f"the record of seed {r['seed']!r} has no per-query {split} {metric} scores")
         if qids is not None and set(got) != qids:

@@ -162,7 +162,8 @@ def memory_probe(probe: dict) -> dict:
 def evaluate(model, sf: Scifact, eval_max_seq_length: int) -> dict:
     """dev and test retrieval metrics (x100) of ``model`` at ``eval_max_seq_length``
     (:class:`qt_hard.evaluation.evaluator.RetrievalEvaluator`, one encoding of the corpus), with each
-    query's nDCG@10, RR@10 and Recall@100 under ``per_query`` (``{split: {metric: {query: value}}}``)."""
+    query's nDCG@10, RR@10 and Recall@100 under ``per_query`` (``{split: {"queries": [id], metric: [value]}}``,
+    :func:`.report.pack_per_query`)."""
     model.eval()
     model.max_seq_length = eval_max_seq_length
     return _record(_evaluator(sf)(model))
@@ -176,9 +177,12 @@ def _evaluator(sf: Scifact):
 
 def _record(res: dict) -> dict:
     """A record's evaluation fields from the evaluator's result: the splits' metrics, each query's own
-    scores (the verdicts over queries read them; the aggregate is their mean) and the seconds."""
+    scores (the verdicts over queries read them; the aggregate is their mean), packed
+    (:func:`.report.pack_per_query`), and the seconds."""
+    from qt_hard.experiments.report import pack_per_query
+
     out = {k: v for k, v in res.items() if k.startswith(("dev_", "test_")) and not k.endswith("_queries")}
-    return {**out, "per_query": res["per_query"], "eval_s": res["seconds"]["total_seconds"]}
+    return {**out, "per_query": pack_per_query(res["per_query"]), "eval_s": res["seconds"]["total_seconds"]}
 
 
 def mined_epochs(sf: Scifact, ctx: dict):
