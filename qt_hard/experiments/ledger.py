@@ -122,8 +122,12 @@ class Ledger:
     def records(self) -> list[dict]:
         """Every complete record, in the order they were appended (a cell may appear more than
         once when it was run again; :meth:`latest` keeps its last record)."""
+        return self._parse(self._lines())
+
+    def _parse(self, lines: list[str]) -> list[dict]:
+        """The records of the file's complete ``lines`` (the header first), each checked as :meth:`records` says."""
         out = []
-        for no, line in enumerate(self._lines()[1:], start=2):
+        for no, line in enumerate(lines[1:], start=2):
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError as err:
@@ -170,16 +174,10 @@ class Ledger:
             raise LedgerError("a record must serialize to one line")
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = self._open_locked()
         except OSError as err:  # a full disk or a quota where the ledger is created: one line
             raise LedgerError(f"{self.path}: the record could not be appended ({err.strerror or err})") from None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            while not self._still_the_file(fd):  # rewritten (:meth:`rewrite`) while this waited for the lock
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                os.close(fd)
-                fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-                fcntl.flock(fd, fcntl.LOCK_EX)
             size = self._cut_torn_tail(fd, os.fstat(fd).st_size)
             if size:
                 # Another process may have created the file since this ledger was opened.
@@ -190,6 +188,17 @@ class Ledger:
                 line = json.dumps({"ledger": FORMAT, "setup": self.setup}, sort_keys=True) + "\n" + line
             self._write_whole(fd, size, line.encode("utf-8"))
         finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    def _open_locked(self) -> int:
+        """The file at :attr:`path` (created when missing), opened for appending and held under an exclusive
+        lock; opened again when a :meth:`rewrite` replaced it while this waited for the lock."""
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if self._still_the_file(fd):
+                return fd
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
 
@@ -219,7 +228,7 @@ class Ledger:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             lines = self._lines()
-            records = self.records()
+            records = self._parse(lines)
             new = [transform(dict(r)) for r in records]
             for old, rec in zip(records, new):
                 if self.key_of(rec) != self.key_of(old):
