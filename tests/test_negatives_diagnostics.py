@@ -233,3 +233,32 @@ def test_pushed_up_in_the_quick_thoughts_layout_counts_entries():
     leaf = sc.neg.detach().clone().requires_grad_()
     (grad,) = torch.autograd.grad(strat(dataclasses_replace(sc, neg=leaf)), leaf)
     assert d["pushed_up_frac"] == pytest.approx(float((grad[sc.neg_valid] < 0).float().mean()), abs=1e-12)
+
+
+def test_floor_binds_alone_equals_the_diagnostics_share():
+    # Anchors whose positive dominates their negatives sit on the hard floor; the others do not.
+    g = torch.Generator().manual_seed(7)
+    neg = torch.randn(8, 7, generator=g)
+    pos = torch.where(torch.arange(8)[:, None] % 2 == 0, torch.full((8, 1), 12.0), torch.zeros(8, 1))
+    sc = ContrastScores(
+        pos=pos,
+        pos_valid=torch.ones(8, 1, dtype=torch.bool),
+        neg=neg,
+        neg_valid=torch.ones(8, 7, dtype=torch.bool),
+        scale=20.0,
+        normalized=False,
+    )
+    for floor in ("hard", "smooth", "none"):
+        s = make_strategy("debiased", tau_plus=0.05, floor=floor)
+        assert s.floor_binds(sc) == s.diagnostics(sc)["floor_binds_frac"]
+    assert make_strategy("debiased", tau_plus=0.05, floor="hard").floor_binds(sc) == 0.5
+    assert make_strategy("debiased", tau_plus=0.05, floor="smooth").floor_binds(sc) == 0.0
+    assert make_strategy("uniform").floor_binds(sc) == 0.0
+
+
+def test_floor_binds_leaves_the_k_samplers_generator_where_it_was():
+    sc = scores(b=8, seed=2)
+    g = torch.Generator().manual_seed(5)
+    before = g.get_state().clone()
+    make_strategy("debiased", tau_plus=0.1, k=3).floor_binds(sc, g)
+    assert torch.equal(g.get_state(), before)

@@ -299,6 +299,46 @@ def test_guard_audit_counts_removed_candidates_and_true_positives():
     assert rec["guard_removed_tp_frac"] == pytest.approx(removed_tp / removed)
 
 
+def test_floor_audit_records_the_anchors_on_the_hard_floor_by_hand():
+    import math
+
+    from qt_hard.experiments.specs.st_finetuning import FloorAudit
+    from qt_hard.integrations.sentence_transformers import HardNegativesLoss
+
+    g = torch.Generator().manual_seed(11)
+    n = 6
+    anchors = torch.randn(n, 8, generator=g)
+    # anchors 0-2 have a near copy of themselves as positive (cosine near 1), 3-5 a random one
+    positives = torch.cat([anchors[:3] + 0.05 * torch.randn(3, 8, generator=g), torch.randn(3, 8, generator=g)])
+    table = torch.cat([anchors, positives])
+    tau, scale = 0.05, 20.0
+    losses = {}
+    for floor in ("hard", "smooth"):
+        loss = HardNegativesLoss(_Table(table), negatives="debiased", tau_plus=tau, floor=floor, scale=scale)
+        audit = FloorAudit(loss)
+        feats = [{"input_ids": torch.arange(n).unsqueeze(1)}, {"input_ids": torch.arange(n, 2 * n).unsqueeze(1)}]
+        for _ in range(2):
+            losses[floor] = loss(feats, torch.arange(n))
+        rec = audit.record()
+        assert len(rec["floor_by_batch"]) == 2
+        if floor == "smooth":
+            assert rec["floor_binds_frac"] == 0.0
+            continue
+        # By hand (Chuang et al. eq. 6): anchor i is on the floor when (E_i - tau e^{s+_i}) / (1 - tau)
+        # < e^{-scale}, E_i the mean of e^{s} over the other rows' positives.
+        cos = torch.nn.functional.normalize(anchors, dim=1) @ torch.nn.functional.normalize(positives, dim=1).T
+        s = scale * cos.double()
+        on = 0
+        for i in range(n):
+            e = sum(math.exp(float(s[i, j])) for j in range(n) if j != i) / (n - 1)
+            on += (e - tau * math.exp(float(s[i, i]))) / (1 - tau) < math.exp(-scale)
+        assert 0 < on < n  # the batch has both kinds of anchor
+        assert rec["floor_binds_frac"] == pytest.approx(on / n)
+    # the record leaves the loss as it was
+    plain = HardNegativesLoss(_Table(table), negatives="debiased", tau_plus=tau, floor="hard", scale=scale)
+    assert torch.equal(plain(feats, torch.arange(n)), losses["hard"])
+
+
 def test_output_onto_the_folder_it_reads_is_refused(tmp_path, capsys):
     from qt_hard.cli import main
 
@@ -358,3 +398,22 @@ def test_graded_ndcg_equals_trec_eval_and_binary_equals_the_evaluator_on_nfcorpu
     theirs = evaluator.compute_all_metrics(model.model)["cosine"]
     assert abs(ours["ndcg@10_binary"] - 100 * theirs["ndcg@k"][10]) < 0.01
     assert abs(ours["ndcg@10"] - ours["ndcg@10_binary"]) > 0.1  # the grades matter here
+
+
+def test_floor_table_reads_the_audit_and_says_what_was_not_recorded():
+    from qt_hard.experiments.specs.scifact import floor_table
+
+    batches = [1.0] * 10 + [0.5] * 80 + [0.0] * 10  # 100 batches: first tenth all on the floor, last none
+    by = {
+        "before": {None: {}},
+        "mnrl": {0: {"floor_by_batch": []}},
+        "debiased_smooth_t0.01": {0: {"floor_by_batch": batches}, 1: {"floor_by_batch": [0.2] * 100}},
+        "debiased_t0.05": {0: {}},
+    }
+    lines = floor_table(by, list(by))
+    rows = [line for line in lines if line.startswith("| `")]
+    assert rows == [
+        "| `debiased_smooth_t0.01` | smooth | 2 of 2 | 35.0% | 60.0% | 10.0% |",
+        "| `debiased_t0.05` | hard | 0 of 1 | not recorded | not recorded | not recorded |",
+    ]
+    assert floor_table({"mnrl": {0: {}}}, ["mnrl"]) == []

@@ -257,9 +257,12 @@ class HardNegativesLoss(nn.Module):
         self._largest_batch = 0  # the largest local batch seen: a smaller one is an epoch's last
         self._warned_short = False
         self._k_streams = RankStreams()
-        # Set record_guard to keep, per call, each table's (before, kept) candidate masks in last_guard.
+        # Set record_guard to keep, per call, each table's (before, kept) candidate masks in last_guard;
+        # record_floor, each table's fraction of anchors on the debiased estimator's floor in last_floor.
         self.record_guard = False
         self.last_guard: list[tuple[Tensor, Tensor]] | None = None
+        self.record_floor = False
+        self.last_floor: list[float] | None = None
         # Built once, so that set_progress moves its schedules (beta annealing, ring band).
         self.strategy, self._reads = self._build_strategy()
 
@@ -383,6 +386,11 @@ class HardNegativesLoss(nn.Module):
         if self.record_guard:
             # What the guard removed in this batch, per direction's table (read by audits of the guard).
             self.last_guard = [strategy.guard_masks(t) for t in tables]
+        if self.record_floor:
+            # The k-sampler's draw here comes from a generator of its own: the training draws and the
+            # global RNG stay as they are without the record.
+            own = torch.Generator(anchors.device).manual_seed(0) if strategy.k is not None else None
+            self.last_floor = [strategy.floor_binds(t, own) for t in tables]
         return directional_loss(strategy, tables, self.k_generator(anchors.device) if strategy.k is not None else None)
 
     def _strategy_for(self, tables, batch: int):

@@ -332,6 +332,23 @@ class NegativeStrategy:
         return per_anchor, has_pos
 
     @torch.no_grad()
+    def floor_binds(self, scores: ContrastScores, generator: torch.Generator | None = None) -> float:
+        """The fraction of anchors (with a negative) whose debiased estimate sits on the estimator's
+        floor, where the anchor gets no gradient (Chuang et al. 2020, eq. 6, the clamp at ``e^{-1/t}``);
+        0.0 without a floor. The ``floor_binds_frac`` of :meth:`diagnostics` alone, without its gradient
+        pass: cheap enough for every training batch. The k-sampler draws from a copy of ``generator``'s
+        state, so the caller's generator does not move."""
+        if not isinstance(self.estimator, DebiasedEstimator) or getattr(self.estimator, "floor", "none") == "none":
+            return 0.0
+        state = generator.get_state() if generator is not None else None
+        base = dataclasses.replace(
+            scores, neg=scores.neg.detach().float(), pos=scores.pos.detach().float(), full=None, full_allowed=None
+        )
+        sel, lw, log_w = self._diagnostic_weights(base, generator_at(generator, state))
+        rows = torch.isfinite(log_w).any(dim=1)
+        return self._floor_binds(sel, log_w, lw.absolute, lw.log_scale, rows)
+
+    @torch.no_grad()
     def diagnostics(self, scores: ContrastScores, generator: torch.Generator | None = None) -> dict[str, float]:
         """What the weights do to one batch, for logging (no gradient reaches the model).
 

@@ -333,6 +333,33 @@ class GuardAudit:
         }
 
 
+class FloorAudit:
+    """Records, for every training batch of a debiased ``HardNegativesLoss``, the fraction of anchors
+    whose estimate of the negative term sits on the estimator's floor: those anchors get no gradient
+    (Chuang et al. 2020, eq. 6; ``DebiasedEstimator``'s ``floor``). At scale 20 (t = 0.05) the
+    papers' hard clamp binds for most well-matched pairs, so a debiased row is only a test of debiasing
+    where this share is small. The first direction's table is read (query to document)."""
+
+    def __init__(self, loss):
+        self.fracs: list[float] = []
+        loss.record_floor = True
+        loss.register_forward_hook(self._after)
+
+    def _after(self, module, args, output):
+        if module.last_floor:
+            self.fracs.append(float(module.last_floor[0]))
+        module.last_floor = None
+
+    def record(self) -> dict:
+        """``floor_binds_frac`` (the mean over batches) and ``floor_by_batch`` (each batch's, in
+        training order, to 4 decimals); None and [] where no batch was seen."""
+        f = self.fracs
+        return {
+            "floor_binds_frac": sum(f) / len(f) if f else None,
+            "floor_by_batch": [round(x, 4) for x in f],
+        }
+
+
 def duplicate_free_batches(epochs, batch_size: int, steps: int, values) -> list:
     """The first ``steps`` batches of ``batch_size`` rows from ``epochs`` (an iterator of row lists, each
     already in its seeded order), filled as sentence-transformers' ``NO_DUPLICATES`` sampler fills them: a
