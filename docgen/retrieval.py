@@ -131,6 +131,40 @@ def _in_batch_relevance(root: Path) -> str:
     )
 
 
+DEBIASED_FLOOR = "results/debiased_floor.jsonl"
+
+
+@table("debiased-floor", spread=False)
+def _debiased_floor(root: Path) -> str:
+    """Where the debiased estimator's floor binds under the starting model: the newest run of
+    ``results/debiased_floor.jsonl``, per dataset and row, the mean share of anchors on the floor over
+    the batches measured, and the least and most of one batch."""
+    path = root / DEBIASED_FLOOR
+    rows = read_jsonl(path) if path.is_file() else []
+    if not rows:
+        return f"Not measured yet: `python scripts/debiased_floor.py --output {DEBIASED_FLOOR}` measures it."
+    newest = [r for r in rows if r["utc"] == rows[-1]["utc"]]
+    body = [
+        [
+            r["dataset"],
+            f"`{r['row']}`",
+            r["floor"],
+            f"{r['tau_plus']:g}",
+            f"{100 * r['floor_binds_frac']:.1f}%",
+            f"{100 * r['floor_binds_min']:.0f}-{100 * r['floor_binds_max']:.0f}%",
+        ]
+        for r in newest
+    ]
+    r = newest[0]
+    return captioned(
+        f"The starting model on the first {r['batches']} training batches of {r['batch_size']} of seed {r['seed']}, "
+        f"scale {r['scale']:g}: `{r['command']}` on {r['machine']}, commit {r['commit']}, {r['wall_s']:.0f} s wall.",
+        ["dataset", "row", "floor", "tau+", "anchors on the floor", "one batch, least-most"],
+        body,
+        "llllrr",
+    )
+
+
 @table("retrieval_bench", spread=False)
 def _retrieval_bench(root: Path) -> str:
     """qt-hard's retrieval evaluation beside InformationRetrievalEvaluator: every run of
