@@ -12,7 +12,7 @@ from qt_hard.experiments.specs import st_compare as st
 from docgen.benchmarks import LOAD_NOTE, LOSS_BENCH, loss_bench_load, loss_ratio
 from docgen.effects import effects
 from docgen.finetune import ST_BENCH, effect_cost
-from docgen.retrieval import TABLES, answers
+from docgen.retrieval import TABLES, answers, disagreements
 from docgen.markdown import join_lines
 from docgen.pages import table
 
@@ -100,7 +100,13 @@ def _retrieval_row(root: Path) -> list[str]:
     what = [f"{title} ({few}): {a['use'] if a else 'being measured'}" for _, title, few, a in each]
     evidence = [f"[{title}]({TABLES[name]}): {a['evidence']}" for name, title, _, a in each if a]
     if agree is not None:
-        what.append("the two agree" if agree else "the two disagree: choose by how common they are")
+        differ = disagreements(root)
+        if agree:
+            what.append("the two agree" if not differ else "the two agree on the choice")
+        else:
+            what.append("the two disagree: choose by how common they are")
+        if differ:
+            evidence.append("where the two differ: " + "; ".join(differ))
     return [
         "**Retrieval, fine-tuning a pretrained transformer** ([SciFact, NFCorpus](guides/retrieval.md))",
         "; ".join(what),

@@ -260,19 +260,45 @@ def dataset_answer(root: Path, name: str) -> dict | None:
     }
 
 
+def _test_verdicts(by: dict[str, list[dict]]) -> dict[tuple[str, str], object]:
+    """``{(row, metric): TwoLevelVerdict}``: every row against MNRL itself on test nDCG@10 and Recall@100,
+    Holm over the judged rows per metric, as the dev choice is made."""
+    rows = {r: (by["mnrl"], by[r]) for r in by if r != "mnrl"}
+    return {(row, m): v for m in METRICS for row, v in report.two_level_family(rows, "test", m).items()}
+
+
 def _test_moves(by: dict[str, list[dict]]) -> str:
     """The rows whose test nDCG@10 or Recall@100 moved against MNRL itself (better or worse at both
-    levels, Holm over the judged rows per metric, as the dev choice is made): the gains and costs a user
-    trades against the default, whatever else the row changes (its one-change effect is in its table);
-    "" when none moved."""
-    rows = {r: (by["mnrl"], by[r]) for r in by if r != "mnrl"}
+    levels, :func:`_test_verdicts`): the gains and costs a user trades against the default, whatever else
+    the row changes (its one-change effect is in its table); "" when none moved."""
     moved = [
         f"`{row}` {NAMES[m]} {v.cell()} **{v.verdict}**"
-        for m in METRICS
-        for row, v in report.two_level_family(rows, "test", m).items()
+        for (row, m), v in _test_verdicts(by).items()
         if v.verdict in ("better", "worse")
     ]
     return f". Against MNRL on test: {'; '.join(moved)}" if moved else ""
+
+
+def disagreements(root: Path) -> list[str]:
+    """Where the two datasets' answers differ, once both grids are complete: the row each chooses on dev
+    (when they differ), then each row both grids ran whose test nDCG@10 or Recall@100 against MNRL is
+    better or worse on one dataset and not the same on the other (each dataset's verdicts as its answer
+    gives them). [] while a grid is incomplete or where they agree throughout."""
+    each, agree = answers(root)
+    if agree is None:
+        return []
+    out = []
+    if not agree:
+        out.append(", ".join(f"{title} chooses `{a['row']}`" for _, title, _, a in each))
+    verdicts = {name: _test_verdicts(comparison_records(root, name)[0]) for name, *_ in each}
+    titles = {name: title for name, title, *_ in each}
+    (a_name, a), (b_name, b) = verdicts.items()
+    for key in (k for k in a if k in b):
+        va, vb = a[key].verdict, b[key].verdict
+        if va != vb and {va, vb} & {"better", "worse"}:
+            row, m = key
+            out.append(f"`{row}` {NAMES[m]} on test: {va} on {titles[a_name]}, {vb} on {titles[b_name]}")
+    return out
 
 
 def _recipe_words(setup: dict) -> str:
@@ -322,7 +348,12 @@ def _retrieval_answer(root: Path) -> str:
         for name, title, few, a in each
     ]
     if agree is not None:
-        lines += ["", "The two datasets agree." if agree else "The two datasets disagree."]
+        differ = disagreements(root)
+        if not differ:
+            lines += ["", "The two datasets agree: the same choice, and the same verdicts against MNRL on test."]
+        else:
+            head = "The two datasets agree on the choice" if agree else "The two datasets disagree"
+            lines += ["", f"{head}; where they differ: " + "; ".join(differ) + "."]
     elif all(a is not None for *_, a in each):
         lines += ["", "Whether the two datasets agree is said once both grids are complete."]
     return "\n".join(lines)

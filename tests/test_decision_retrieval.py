@@ -97,4 +97,33 @@ def test_the_guides_answer_block_reads_the_same_choice(tmp_path):
     for name in ("nfcorpus", "scifact"):
         shutil.rmtree(tmp_path / "results" / name)
         _ledger(tmp_path / "results" / name, gain=2.0, complete=True)
-    assert make(tmp_path).endswith("The two datasets agree.")
+    assert make(tmp_path).endswith(
+        "The two datasets agree: the same choice, and the same verdicts against MNRL on test."
+    )
+
+
+def test_where_the_datasets_differ_is_said_on_the_guide_and_the_decision_page(tmp_path):
+    """Both grids complete: a different choice is named per dataset, and a row whose test verdict
+    against MNRL is better or worse on one dataset and not on the other is listed, on both pages."""
+    from docgen.decision import _retrieval_row
+    from docgen.pages import REGISTRY
+
+    make = REGISTRY["retrieval-answer"].make
+    # the same choice (MNRL kept on both), but the mask costs 2 points on NFCorpus alone
+    _ledger(tmp_path / "results" / "nfcorpus", gain=-2.0, complete=True)
+    _ledger(tmp_path / "results" / "scifact", gain=0.0, complete=True)
+    text = make(tmp_path)
+    assert text.splitlines()[-1].startswith("The two datasets agree on the choice; where they differ: ")
+    assert "`mask_relevant` nDCG@10 on test: equivalent on SciFact, worse on NFCorpus" in text
+    assert "`mask_relevant` Recall@100 on test: equivalent on SciFact, worse on NFCorpus" in text
+    what = _retrieval_row(tmp_path)
+    assert what[1].endswith("the two agree on the choice")
+    assert "where the two differ: `mask_relevant` nDCG@10 on test: equivalent on SciFact, worse on NFCorpus" in what[2]
+    # different choices: each is named
+    shutil.rmtree(tmp_path / "results" / "nfcorpus")
+    _ledger(tmp_path / "results" / "nfcorpus", gain=2.0, complete=True)
+    text = make(tmp_path)
+    assert (
+        "The two datasets disagree; where they differ: SciFact chooses `mnrl`, NFCorpus chooses `mask_relevant`" in text
+    )
+    assert _retrieval_row(tmp_path)[1].endswith("the two disagree: choose by how common they are")
