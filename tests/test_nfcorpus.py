@@ -253,3 +253,23 @@ def test_the_control_of_mining_trains_its_batches_without_negatives_and_the_mask
     assert table.tolist() == want and table.any() and not table[:, -1].any()
     # a record's loss_config names the relation the same way in every run, not by its address
     assert loss.get_config_dict()["label_relation"] == f"RelevantToQuery({len(rows)} training rows)"
+
+
+def test_a_debiased_cell_records_its_anchors_on_the_floor_batch_by_batch(slice_folder, tmp_path, monkeypatch):
+    """A debiased row's record holds the floor audit, one share per training batch, and its loss config
+    names the smooth floor (the hard one is the default, unnamed)."""
+    import torch
+
+    from qt_hard.experiments.specs import scifact as sf_spec
+    from qt_hard.experiments.specs.nfcorpus import NFCorpus
+
+    monkeypatch.setattr(sf_spec, "evaluate", lambda *a: {})
+    torch.set_num_threads(1)
+    recipe = {**sf_spec.BASE_RECIPE, "batch_size": 4, "max_seq_length": 16, "lr": 1e-4, "steps": 2}
+    ctx = {"scifact": NFCorpus(slice_folder), "workdir": tmp_path, "inputs": {}, "recipe": recipe}
+    smooth = sf_spec.run_cell("debiased_smooth_t0.05", 0, ctx)
+    hard = sf_spec.run_cell("debiased_t0.05", 0, ctx)
+    for rec in (smooth, hard):
+        assert len(rec["floor_by_batch"]) == 2 and all(0.0 <= f <= 1.0 for f in rec["floor_by_batch"])
+        assert rec["floor_binds_frac"] == pytest.approx(sum(rec["floor_by_batch"]) / 2)
+    assert smooth["loss_config"]["floor"] == "smooth" and "floor" not in hard["loss_config"]
