@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def main(argv=None) -> int:
+def _parse(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", type=int, default=20, help="the first training batches of the seed")
     parser.add_argument("--batch-size", type=int, default=32)
@@ -28,66 +28,68 @@ def main(argv=None) -> int:
     parser.add_argument("--max-seq-length", type=int, default=128)
     parser.add_argument("--datasets", default="scifact,nfcorpus")
     parser.add_argument("--output", default=None, help="append the rows to this JSONL file")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
 
+
+def measure(model, name: str, args) -> list[dict]:
+    """One row per debiased row of the comparison: its share of anchors on the floor over the first
+    ``args.batches`` training batches of dataset ``name`` under ``model``."""
     import torch
 
-    from qt_hard.experiments.ledger import measurement_stamp
     from qt_hard.experiments.specs.nfcorpus import NFCorpus
     from qt_hard.experiments.specs.retrieval_data import Scifact
-    from qt_hard.experiments.specs.scifact import BASE_RECIPE, MINILM, ROWS, TAU_PLUS, build_loss
-    from qt_hard.experiments.specs.st_finetuning import load_start
+    from qt_hard.experiments.specs.scifact import BASE_RECIPE, ROWS, build_loss
     from qt_hard.negatives import directional_scores
+    from qt_hard.paths import data_path
 
-    debiased = [r for r in ROWS if ROWS[r].changes["kwargs"].get("negatives") == "debiased"]
-    if not debiased:
-        raise SystemExit("no debiased row in the comparison's rows")
+    cls = {"scifact": Scifact, "nfcorpus": NFCorpus}.get(name)
+    if cls is None:
+        raise SystemExit(f"--datasets: unknown dataset {name!r} (scifact, nfcorpus)")
+    sf = cls(data_path("beir", name))
+    texts = sf.texts(sf.pairs_for(args.seed, args.batches, args.batch_size))
+    with torch.no_grad():
+        q = model.encode([t[0] for t in texts], convert_to_tensor=True, batch_size=args.batch_size)
+        d = model.encode([t[1] for t in texts], convert_to_tensor=True, batch_size=args.batch_size)
+    out = []
+    for row in (r for r in ROWS if ROWS[r].changes["kwargs"].get("negatives") == "debiased"):
+        loss = build_loss(row, model, BASE_RECIPE)
+        fracs = []
+        for b in range(0, len(texts), args.batch_size):
+            layout = dict(directions=loss.directions, partition_mode=loss.partition_mode, normalize=True)
+            table = directional_scores(
+                q[b : b + args.batch_size], d[b : b + args.batch_size], temperature=loss.temperature, **layout
+            )[0]
+            fracs.append(loss.strategy.floor_binds(table))
+        kw = ROWS[row].changes["kwargs"]
+        out.append(
+            {
+                "dataset": name,
+                "row": row,
+                "tau_plus": kw["tau_plus"],
+                "floor": kw.get("floor", "hard"),
+                "scale": BASE_RECIPE["scale"],
+                "seed": args.seed,
+                "batches": len(fracs),
+                "batch_size": args.batch_size,
+                "floor_binds_frac": sum(fracs) / len(fracs),
+                "floor_binds_min": min(fracs),
+                "floor_binds_max": max(fracs),
+            }
+        )
+    return out
+
+
+def main(argv=None) -> int:
+    args = _parse(argv)
+    from qt_hard.experiments.ledger import measurement_stamp
+    from qt_hard.experiments.specs.scifact import MINILM, TAU_PLUS
+    from qt_hard.experiments.specs.st_finetuning import load_start
+
     start = time.perf_counter()
     model = load_start(MINILM)
     model.max_seq_length = args.max_seq_length
     model.eval()
-    out = []
-    for name in args.datasets.split(","):
-        cls = {"scifact": Scifact, "nfcorpus": NFCorpus}.get(name)
-        if cls is None:
-            raise SystemExit(f"--datasets: unknown dataset {name!r} (scifact, nfcorpus)")
-        from qt_hard.paths import data_path
-
-        sf = cls(data_path("beir", name))
-        rows = sf.pairs_for(args.seed, args.batches, args.batch_size)
-        texts = sf.texts(rows)
-        with torch.no_grad():
-            q = model.encode([t[0] for t in texts], convert_to_tensor=True, batch_size=args.batch_size)
-            d = model.encode([t[1] for t in texts], convert_to_tensor=True, batch_size=args.batch_size)
-        for row in debiased:
-            loss = build_loss(row, model, BASE_RECIPE)
-            fracs = []
-            for b in range(0, len(rows), args.batch_size):
-                table = directional_scores(
-                    q[b : b + args.batch_size],
-                    d[b : b + args.batch_size],
-                    directions=loss.directions,
-                    partition_mode=loss.partition_mode,
-                    temperature=loss.temperature,
-                    normalize=True,
-                )[0]
-                fracs.append(loss.strategy.floor_binds(table))
-            kw = ROWS[row].changes["kwargs"]
-            out.append(
-                {
-                    "dataset": name,
-                    "row": row,
-                    "tau_plus": kw["tau_plus"],
-                    "floor": kw.get("floor", "hard"),
-                    "scale": BASE_RECIPE["scale"],
-                    "seed": args.seed,
-                    "batches": len(fracs),
-                    "batch_size": args.batch_size,
-                    "floor_binds_frac": sum(fracs) / len(fracs),
-                    "floor_binds_min": min(fracs),
-                    "floor_binds_max": max(fracs),
-                }
-            )
+    out = [r for name in args.datasets.split(",") for r in measure(model, name, args)]
     stamp = measurement_stamp(ROOT, ["scripts/debiased_floor.py", *(argv if argv is not None else sys.argv[1:])])
     stamp["wall_s"] = round(time.perf_counter() - start, 2)  # the whole run
     for r in out:
@@ -95,9 +97,9 @@ def main(argv=None) -> int:
     if args.output:
         with open(args.output, "a", encoding="utf-8") as fh:
             fh.writelines(json.dumps({**r, **stamp}) + "\n" for r in out)
-    by = {(r["dataset"], r["floor"]): [] for r in out}
+    by: dict = {}
     for r in out:
-        by[(r["dataset"], r["floor"])].append(r["floor_binds_frac"])
+        by.setdefault((r["dataset"], r["floor"]), []).append(r["floor_binds_frac"])
     print(
         f"anchors on the debiased floor at the start (tau+ {', '.join(f'{t:g}' for t in TAU_PLUS)}): "
         + ", ".join(f"{ds} {fl} {100 * min(v):.0f}-{100 * max(v):.0f}%" for (ds, fl), v in by.items())

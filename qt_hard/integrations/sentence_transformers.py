@@ -383,15 +383,19 @@ class HardNegativesLoss(nn.Module):
             )
             tables = [attach_guide(t, g) for t, g in zip(tables, guides)]
         strategy = self._strategy_for(tables, batch)
+        self._record(strategy, tables)
+        return directional_loss(strategy, tables, self.k_generator(anchors.device) if strategy.k is not None else None)
+
+    def _record(self, strategy, tables) -> None:
+        """Per direction's table, what the audits read: the guard's (before, kept) candidate masks under
+        ``record_guard``, the share of anchors on the debiased floor under ``record_floor``."""
         if self.record_guard:
-            # What the guard removed in this batch, per direction's table (read by audits of the guard).
             self.last_guard = [strategy.guard_masks(t) for t in tables]
         if self.record_floor:
             # The k-sampler's draw here comes from a generator of its own: the training draws and the
             # global RNG stay as they are without the record.
-            own = torch.Generator(anchors.device).manual_seed(0) if strategy.k is not None else None
+            own = torch.Generator(tables[0].neg.device).manual_seed(0) if strategy.k is not None else None
             self.last_floor = [strategy.floor_binds(t, own) for t in tables]
-        return directional_loss(strategy, tables, self.k_generator(anchors.device) if strategy.k is not None else None)
 
     def _strategy_for(self, tables, batch: int):
         """The strategy, with ``k`` capped at the candidates of a batch smaller than the largest seen
