@@ -342,7 +342,6 @@ def catch_table(by: dict, order: list[str]) -> list[str]:
     the training judgements mark relevant to the anchor's query, the share the guard removed, its
     precision (removed that are relevant) and its recall (relevant that are removed). [] when no guarded
     row was audited."""
-    from qt_hard.experiments.report import markdown_table
 
     body = []
     for row in order:
@@ -361,15 +360,20 @@ def catch_table(by: dict, order: list[str]) -> list[str]:
                 pct(c["removed_tp"], c["candidates_tp"]),
             ]
         )
-    if not body:
-        return []
     heads = ["row", "runs", "relevant among candidates", "removed", "precision", "recall"]
     intro = (
         "What there was to catch and what each guard caught, over every training batch of its runs "
         "(relevant: judged relevant to the anchor's query by the training judgements; precision: removed "
         "that are relevant; recall: relevant that are removed):"
     )
-    return ["", intro, "", *markdown_table(heads, body, "lrrrrr")]
+    return _section(intro, heads, body, "lrrrrr")
+
+
+def _section(intro: str, heads: list[str], body: list[list[str]], align: str) -> list[str]:
+    """A table under its sentence, after a blank line; [] for a table without rows."""
+    from qt_hard.experiments.report import markdown_table
+
+    return ["", intro, "", *markdown_table(heads, body, align)] if body else []
 
 
 def _floor_share(runs: list[dict], part: str) -> str:
@@ -389,7 +393,6 @@ def floor_table(by: dict, order: list[str]) -> list[str]:
     debiased row, the mean over its runs of the share of anchors on the floor (no gradient) over all
     training batches, over the first and over the last tenth of them; "not recorded" for runs made
     before the audit. [] when the table has no debiased row."""
-    from qt_hard.experiments.report import markdown_table
 
     body = []
     for row in (r for r in order if r != "before"):
@@ -399,15 +402,13 @@ def floor_table(by: dict, order: list[str]) -> list[str]:
         runs = [r for r in by[row].values() if r.get("floor_by_batch")]
         cells = [_floor_share(runs, part) for part in ("all", "first", "last")] if runs else ["not recorded"] * 3
         body.append([f"`{row}`", kwargs.get("floor", "hard"), f"{len(runs)} of {len(by[row])}", *cells])
-    if not body:
-        return []
     heads = ["row", "floor", "runs recorded", "anchors on the floor", "first tenth", "last tenth"]
     intro = (
         "Where the debiased estimate sat on its floor, over every training batch of the row's runs (an anchor "
         "on the floor gets no gradient; Chuang et al. 2020, eq. 6; first and last tenth: of the batches, in "
         "training order):"
     )
-    return ["", intro, "", *markdown_table(heads, body, "llrrrr")]
+    return _section(intro, heads, body, "llrrrr")
 
 
 # (record metric, heading) of the two-level table: dev decides, test reports, Recall@100 is the cost a
