@@ -100,7 +100,7 @@ def _retrieval_row(root: Path) -> list[str]:
     what = [f"{title} ({few}): {a['use'] if a else 'being measured'}" for _, title, few, a in each]
     evidence = [f"[{title}]({TABLES[name]}): {a['evidence']}" for name, title, _, a in each if a]
     if agree is not None:
-        differ = disagreements(root)
+        differ = disagreements(root, each, agree)
         if agree:
             what.append("the two agree" if not differ else "the two agree on the choice")
         else:

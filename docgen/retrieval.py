@@ -279,12 +279,12 @@ def _test_moves(by: dict[str, list[dict]]) -> str:
     return f". Against MNRL on test: {'; '.join(moved)}" if moved else ""
 
 
-def disagreements(root: Path) -> list[str]:
+def disagreements(root: Path, each: list, agree: bool | None) -> list[str]:
     """Where the two datasets' answers differ, once both grids are complete: the row each chooses on dev
     (when they differ), then each row both grids ran whose test nDCG@10 or Recall@100 against MNRL is
     better or worse on one dataset and not the same on the other (each dataset's verdicts as its answer
-    gives them). [] while a grid is incomplete or where they agree throughout."""
-    each, agree = answers(root)
+    gives them; ``each`` and ``agree``: :func:`answers`, already read by the caller). [] while a grid is
+    incomplete or where they agree throughout."""
     if agree is None:
         return []
     out = []
@@ -348,7 +348,7 @@ def _retrieval_answer(root: Path) -> str:
         for name, title, few, a in each
     ]
     if agree is not None:
-        differ = disagreements(root)
+        differ = disagreements(root, each, agree)
         if not differ:
             lines += ["", "The two datasets agree: the same choice, and the same verdicts against MNRL on test."]
         else:

@@ -53,9 +53,9 @@ def measure(model, name: str, args) -> list[dict]:
     out = []
     for row in (r for r in ROWS if ROWS[r].changes["kwargs"].get("negatives") == "debiased"):
         loss = build_loss(row, model, BASE_RECIPE)
+        layout = dict(directions=loss.directions, partition_mode=loss.partition_mode, normalize=True)
         fracs = []
         for b in range(0, len(texts), args.batch_size):
-            layout = dict(directions=loss.directions, partition_mode=loss.partition_mode, normalize=True)
             table = directional_scores(
                 q[b : b + args.batch_size], d[b : b + args.batch_size], temperature=loss.temperature, **layout
             )[0]
